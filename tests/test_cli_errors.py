@@ -1,0 +1,163 @@
+"""Bad input: one clear line on stderr, exit code 2, no traceback, stored data untouched."""
+
+from __future__ import annotations
+
+import shutil
+
+import optuna
+import pytest
+from conftest import run_tuner, sha256, write_spec
+
+FAST_CASES = {
+    "missing GPU": (["--gpus", "0,1"], "not present"),
+    "malformed gpus (empty item)": (["--gpus", "0,,1"], "--gpus"),
+    "malformed gpus (letter)": (["--gpus", "a"], "--gpus"),
+    "malformed gpus (negative)": (["--gpus", "-1"], "--gpus"),
+    "gpus and cpu replicas": (["--gpus", "0", "--cpu-replicas", "2"], "either"),
+    "batch not divisible": (["--cpu-replicas", "2", "--base-batch-size", "33"], "divide"),
+    "zero batch": (["--base-batch-size", "0"], "positive integer"),
+    "negative epochs": (["--epochs", "-1"], "positive integer"),
+    "one epoch": (["--epochs", "1"], "at least 2"),
+    "unknown rule": (["--lr-rules", "none,cubic"], "unknown learning-rate rule"),
+    "duplicate multipliers": (["--batch-multipliers", "1,2,2"], "more than once"),
+    "bad multipliers": (["--batch-multipliers", "1,,2"], "--batch-multipliers"),
+    "bad memory limit": (["--memory-limit", "12XB"], "--memory-limit"),
+    "unknown storage scheme": (["--storage", "mongodb://localhost/x"], "unknown scheme"),
+    "missing spec file": (["--study", "nope.toml"], "does not exist"),
+    "zero timeout": (["--trial-timeout", "0"], "--trial-timeout"),
+}
+
+
+@pytest.fixture()
+def stored(small_study, tmp_path):
+    """A copy of a real finished study's SQLite file, and its URL."""
+    work, _ = small_study
+    db = tmp_path / "copy.db"
+    shutil.copy(work / "small.db", db)
+    return db, f"sqlite:///{db}"
+
+
+def _assert_clean_error(result, fragment: str, code: int = 2) -> None:
+    assert result.returncode == code, (result.returncode, result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr and "Traceback" not in result.stdout
+    assert fragment in result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert lines[-1].startswith("error:") or "Usage" in result.stderr
+
+
+@pytest.mark.parametrize("case", sorted(FAST_CASES))
+def test_bad_search_input_is_rejected_and_storage_untouched(case, stored, tmp_path):
+    db, url = stored
+    digest = sha256(db)
+    args, fragment = FAST_CASES[case]
+    if "--storage" not in args:
+        args = [*args, "--storage", url, "--study-name", "small"]
+    result = run_tuner("search", *args, cwd=tmp_path)
+    _assert_clean_error(result, fragment)
+    assert sha256(db) == digest
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("this is [not toml", "not valid TOML"),
+        ('[study]\nname = "x"\nbogus = 1\n', "unknown key study.bogus"),
+        (
+            '[study]\nname = "x"\n[workload]\nmodel = "a:b"\ndata = "a:c"\n[search]\n'
+            'base_batch_size = "64"\nbatch_multipliers = [1]\nlr_rules = ["none"]\nbase_lr = 0.1\n'
+            "epochs = 2\n",
+            "positive integer",
+        ),
+        ("[nonsense]\n", "unknown section"),
+    ],
+)
+def test_bad_spec_files(text, fragment, stored, tmp_path):
+    db, url = stored
+    digest = sha256(db)
+    (tmp_path / "bad.toml").write_text(text)
+    result = run_tuner("search", "--study", "bad.toml", "--storage", url, cwd=tmp_path)
+    _assert_clean_error(result, fragment)
+    assert sha256(db) == digest
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("data", "model", "fragment"),
+    [
+        ("tuner_test_workloads:small_regression_data", "no_such_module:build", "cannot import"),
+        (
+            "tuner_test_workloads:raising_data",
+            "tuner.workloads.regression:build_model",
+            "FileNotFoundError",
+        ),
+        (
+            "tuner_test_workloads:mismatched_data",
+            "tuner.workloads.regression:build_model",
+            "does not fit",
+        ),
+    ],
+)
+def test_broken_workloads_are_bad_input(data, model, fragment, stored, tmp_path):
+    db, url = stored
+    digest = sha256(db)
+    spec = write_spec(tmp_path / "w.toml", name="small")
+    spec.write_text(
+        spec.read_text()
+        .replace("tuner_test_workloads:small_regression_data", data)
+        .replace("tuner.workloads.regression:build_model", model)
+    )
+    result = run_tuner(
+        "search", "--study", "w.toml", "--cpu-replicas", "2", "--storage", url, cwd=tmp_path
+    )
+    _assert_clean_error(result, fragment)
+    assert sha256(db) == digest
+
+
+@pytest.mark.slow
+def test_batch_larger_than_training_set(stored, tmp_path):
+    db, url = stored
+    digest = sha256(db)
+    write_spec(tmp_path / "big.toml", base=4096, multipliers="[1, 2]")
+    result = run_tuner(
+        "search", "--study", "big.toml", "--cpu-replicas", "2", "--storage", url, cwd=tmp_path
+    )
+    _assert_clean_error(result, "larger than the training set")
+    assert sha256(db) == digest
+
+
+def test_a_file_that_is_not_a_database(tmp_path):
+    db = tmp_path / "notes.db"
+    db.write_text("these are my notes, not a database\n")
+    digest = sha256(db)
+    for command in (["show"], ["export"]):
+        result = run_tuner(*command, "--storage", f"sqlite:///{db}", cwd=tmp_path)
+        _assert_clean_error(result, "cannot open storage")
+    assert sha256(db) == digest
+
+
+def test_show_and_export_on_missing_storage_or_study(stored, tmp_path):
+    db, url = stored
+    digest = sha256(db)
+    for command in ("show", "export"):
+        missing_file = run_tuner(command, "--storage", "sqlite:///absent.db", cwd=tmp_path)
+        _assert_clean_error(missing_file, "does not exist")
+        assert not (tmp_path / "absent.db").exists()
+        missing_study = run_tuner(command, "--storage", url, "--study-name", "nope", cwd=tmp_path)
+        _assert_clean_error(missing_study, "no study named 'nope'")
+    assert sha256(db) == digest
+
+
+def test_export_without_a_complete_trial_is_a_runtime_failure(tmp_path):
+    url = f"sqlite:///{tmp_path}/empty.db"
+    study = optuna.create_study(
+        study_name="empty", storage=url, directions=["minimize", "maximize"]
+    )
+    study.set_user_attr("spec", {"search": {"base_lr": 0.001, "base_batch_size": 64}})
+    result = run_tuner("export", "--storage", url, "--study-name", "empty", cwd=tmp_path)
+    _assert_clean_error(result, "no COMPLETE trial", code=1)
+
+
+def test_debug_shows_the_traceback(tmp_path):
+    result = run_tuner("--debug", "show", "--storage", "sqlite:///absent.db", cwd=tmp_path)
+    assert result.returncode != 0
+    assert "Traceback" in result.stderr

@@ -1,0 +1,85 @@
+"""A real out-of-memory study: the oneDNN CPU allocator capped by --memory-limit."""
+
+from __future__ import annotations
+
+import optuna
+import pytest
+from conftest import run_tuner
+from optuna.trial import TrialState
+
+pytestmark = pytest.mark.slow
+
+WIDE = """
+[study]
+name = "wide"
+
+[workload]
+model = "tuner_test_workloads:wide_model"
+data = "tuner_test_workloads:wide_data"
+
+[search]
+base_batch_size = 512
+batch_multipliers = [1, 2, 8, 16]
+lr_rules = ["none", "sqrt"]
+base_lr = 1e-3
+epochs = 2
+"""
+
+
+def test_out_of_memory_is_pruned_and_monotone(tmp_path):
+    (tmp_path / "wide.toml").write_text(WIDE)
+    result = run_tuner(
+        "search",
+        "--study",
+        "wide.toml",
+        "--cpu-replicas",
+        "2",
+        "--memory-limit",
+        "128MiB",
+        "--storage",
+        "sqlite:///wide.db",
+        "--export",
+        "rec.json",
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+
+    # Plain Optuna reads the study (no tuner involved).
+    study = optuna.load_study(study_name="wide", storage=f"sqlite:///{tmp_path}/wide.db")
+    trials = study.get_trials()
+    assert not [t for t in trials if t.state == TrialState.RUNNING]
+    by_status: dict[str, list[int]] = {}
+    for trial in trials:
+        by_status.setdefault(trial.user_attrs["status"], []).append(
+            trial.params["global_batch_size"]
+        )
+
+    # The small sizes train; the large ones end PRUNED as out-of-memory.
+    assert sorted(by_status["ok"]) == [512, 512, 1024, 1024]
+    oom_launched = by_status["oom"]
+    assert len(oom_launched) == len(set(oom_launched)), "at most one oom launch per size"
+    assert min(oom_launched) == 4096
+    infeasible = sorted(oom_launched + by_status.get("oom-implied", []))
+    assert infeasible == [4096, 4096, 8192, 8192]
+    for trial in trials:
+        if trial.user_attrs["status"] in ("oom", "oom-implied"):
+            assert trial.state == TrialState.PRUNED
+            assert trial.user_attrs["error"]
+    oom_trial = next(t for t in trials if t.user_attrs["status"] == "oom")
+    assert (
+        "memory" in oom_trial.user_attrs["error"].lower() or "OOM" in oom_trial.user_attrs["error"]
+    )
+    smallest_oom = min(oom_launched)
+    assert all(
+        t.params["global_batch_size"] < smallest_oom
+        for t in trials
+        if t.state == TrialState.COMPLETE
+    )
+
+    import json
+
+    rec = json.loads((tmp_path / "rec.json").read_text())
+    assert rec["largest_feasible_batch_size"] == 1024
+    assert rec["oom_batch_sizes"] == [4096, 8192]
+    assert rec["global_batch_size"] in (512, 1024)

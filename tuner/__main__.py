@@ -1,0 +1,6 @@
+"""``python -m tuner``."""
+
+from tuner.cli import main
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,118 @@
+"""The trial child process: ``python -m tuner._child REQUEST.json RESULT.json``.
+
+It reads one request, runs it (``inspect`` a workload or train one ``trial``), and writes one JSON
+result. Progress goes to stdout as ``TUNER-EVENT {json}`` lines. Out-of-memory is classified here
+for exceptions; deaths by signal are classified by the parent (``tuner.outcome``).
+
+Test aid: ``TUNER_TEST_FAULT`` makes a trial misbehave on purpose — ``segfault``, ``abort``,
+``hang``, ``exit`` (exit 3 without a result), ``garbage`` (a result file that is not JSON) or
+``raise`` — optionally only at one global batch (``segfault@128``). Inert unless set.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+EVENT_PREFIX = "TUNER-EVENT "
+
+
+def _emit(event: dict[str, Any]) -> None:
+    sys.stdout.write(EVENT_PREFIX + json.dumps(event) + "\n")
+    sys.stdout.flush()
+
+
+def _write_result(path: Path, result: dict[str, Any]) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(result, default=str))
+    tmp.replace(path)
+
+
+def _watch_parent() -> None:
+    """Exit when the parent dies, so no orphan keeps holding the devices."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while True:
+            time.sleep(0.5)
+            if os.getppid() != parent:
+                os._exit(137)
+
+    threading.Thread(target=watch, name="tuner-parent-watch", daemon=True).start()
+
+
+def _inject_fault(request: dict[str, Any], result_path: Path) -> None:
+    spec = os.environ.get("TUNER_TEST_FAULT", "")
+    if not spec or request.get("mode") != "trial":
+        return
+    fault, _, at_batch = spec.partition("@")
+    if at_batch and int(at_batch) != int(request["global_batch_size"]):
+        return
+    if fault == "segfault":
+        import ctypes
+
+        ctypes.string_at(0)
+    elif fault == "abort":
+        os.abort()
+    elif fault == "hang":
+        while True:
+            time.sleep(60)
+    elif fault == "exit":
+        os._exit(3)
+    elif fault == "garbage":
+        result_path.write_text("this is not a result {")
+        os._exit(0)
+    elif fault == "raise":
+        raise RuntimeError("fault injected by TUNER_TEST_FAULT")
+
+
+def main(argv: list[str]) -> int:
+    """Run the request at ``argv[0]``; write the result to ``argv[1]``."""
+    request_path, result_path = Path(argv[0]), Path(argv[1])
+    started = time.perf_counter()
+    _watch_parent()
+    request = json.loads(request_path.read_text())
+    try:
+        _inject_fault(request, result_path)
+        from tuner import oom
+        from tuner.errors import WorkloadError
+
+        import_started = time.perf_counter()
+        from tuner import train
+
+        import_s = time.perf_counter() - import_started
+        try:
+            if request["mode"] == "inspect":
+                result = train.inspect_workload(request)
+            else:
+                result = train.run_trial(request, _emit)
+                result.setdefault("timings", {})["import_s"] = import_s
+        except WorkloadError as exc:
+            result = {"status": "invalid", "error": str(exc)}
+        except Exception as exc:  # classified, then reported with its tail
+            status = "oom" if oom.is_oom_error(exc) else "error"
+            result = {
+                "status": status,
+                "error": _tail(f"{type(exc).__name__}: {oom.summary(str(exc))}"),
+                "traceback": _tail(traceback.format_exc(), 4000),
+            }
+    except Exception as exc:  # the child must always leave a result
+        result = {"status": "error", "error": _tail(f"{type(exc).__name__}: {exc}")}
+    result.setdefault("timings", {})["child_total_s"] = time.perf_counter() - started
+    _write_result(result_path, result)
+    return 0
+
+
+def _tail(text: str, limit: int = 600) -> str:
+    text = " ".join(text.split()) if limit <= 600 else text
+    return text if len(text) <= limit else "…" + text[-limit:]
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

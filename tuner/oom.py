@@ -1,0 +1,77 @@
+"""Named predicates that recognise out-of-memory, in an exception or in a dead child's remains.
+
+Out-of-memory takes many forms under TensorFlow: ``ResourceExhaustedError``, ``InternalError:
+Dst tensor is not initialized``, ``Blas GEMM launch failed``, cuDNN failing to initialise, NCCL
+running out of memory — or no exception at all, when the process dies by a signal under a cap.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+
+_OOM_TYPE_NAMES = frozenset({"ResourceExhaustedError", "OutOfMemoryError", "MemoryError"})
+
+_OOM_MESSAGE = re.compile(
+    "|".join(
+        [
+            r"\bOOM\b",
+            r"out of memory",
+            r"ResourceExhausted",
+            r"Dst tensor is not initialized",
+            r"Blas (?:GEMM|xGEMM|SGEMM) launch failed",
+            r"CUBLAS_STATUS_ALLOC_FAILED",
+            r"cuDNN.*(?:failed to initialize|CUDNN_STATUS_(?:ALLOC_FAILED|NOT_INITIALIZED))",
+            r"CUDNN_STATUS_ALLOC_FAILED",
+            r"NCCL.*(?:out of memory|unhandled cuda error)",
+            r"failed to allocate",
+            r"Allocator \(\w+\) ran out of memory",
+            r"cannot allocate memory",
+        ]
+    ),
+    re.IGNORECASE,
+)
+
+_CRASH_SIGNALS = frozenset(
+    {signal.SIGSEGV, signal.SIGBUS, signal.SIGABRT, signal.SIGKILL, signal.SIGILL}
+)
+
+
+def is_oom_message(text: str) -> bool:
+    """True when ``text`` (an error message or a stderr tail) reads as out-of-memory."""
+    return bool(_OOM_MESSAGE.search(text))
+
+
+def summary(message: str) -> str:
+    """The most telling line of an error message: the out-of-memory line if any, else the last."""
+    lines = [line.strip() for line in message.strip().splitlines() if line.strip()]
+    for line in lines:
+        if is_oom_message(line) and len(line) > 12:
+            return line
+    return lines[-1] if lines else ""
+
+
+def is_oom_error(exc: BaseException) -> bool:
+    """True when ``exc`` (or an exception it was raised from) is an out-of-memory error."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if type(current).__name__ in _OOM_TYPE_NAMES or is_oom_message(str(current)):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def is_probable_oom(returncode: int, stderr_tail: str, memory_capped: bool) -> bool:
+    """True when a child that died without a result most likely ran out of memory.
+
+    A crash signal (SIGSEGV, SIGBUS, SIGABRT, SIGKILL — the kernel's OOM killer —, SIGILL) while a
+    memory cap is set counts, since capped allocators can fail that way; so does any non-zero exit
+    whose stderr reads as out-of-memory.
+    """
+    if returncode == 0:
+        return False
+    if returncode < 0 and memory_capped and -returncode in _CRASH_SIGNALS:
+        return True
+    return is_oom_message(stderr_tail)

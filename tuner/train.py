@@ -1,0 +1,250 @@
+"""Inside the child process: build, compile and fit one trial, and measure it.
+
+Nothing here touches the study storage; the child hands its result back as plain data. Importing
+this module imports TensorFlow: only the child does.
+Throughput is measured per epoch from epoch-level callbacks only (batch-level hooks would force a
+device sync every step), and the first epoch — tracing and compilation — is left out.
+"""
+
+from __future__ import annotations
+
+import math
+import resource
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from tuner.devices import DevicePlan, build_strategy
+from tuner.errors import WorkloadError
+from tuner.workloads import resolve
+
+Emit = Callable[[dict[str, Any]], None]
+
+
+def _call(reference: str) -> Any:
+    """Call the user's ``module:function``; anything it raises is a :class:`WorkloadError`."""
+    function = resolve(reference)
+    try:
+        return function()
+    except Exception as exc:
+        raise WorkloadError(f"{reference} raised {type(exc).__name__}: {exc}") from exc
+
+
+def load_arrays(data_ref: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Call the workload's data function and check what it returned."""
+    data = _call(data_ref)
+    if not isinstance(data, tuple | list) or len(data) != 4:
+        raise WorkloadError(f"{data_ref} must return (x_train, y_train, x_val, y_val)")
+    arrays = tuple(np.asarray(item) for item in data)
+    names = ("x_train", "y_train", "x_val", "y_val")
+    for name, array in zip(names, arrays, strict=True):
+        if array.ndim == 0 or array.shape[0] == 0:
+            raise WorkloadError(f"{data_ref}: {name} is empty")
+    if arrays[0].shape[0] != arrays[1].shape[0] or arrays[2].shape[0] != arrays[3].shape[0]:
+        raise WorkloadError(f"{data_ref}: x and y have different numbers of samples")
+    return arrays  # type: ignore[return-value]
+
+
+def build_model(model_ref: str) -> Any:
+    """Call the workload's model function and check that it returned a Keras model."""
+    model = _call(model_ref)
+    if not isinstance(model, keras.Model):
+        raise WorkloadError(f"{model_ref} must return a keras.Model, got {type(model).__name__}")
+    return model
+
+
+def make_optimizer(name: str, learning_rate: float) -> Any:
+    """A Keras optimizer by name (``adam``, ``sgd``, ...) at ``learning_rate``."""
+    try:
+        return keras.optimizers.get(
+            {"class_name": name, "config": {"learning_rate": learning_rate}}
+        )
+    except (ValueError, TypeError) as exc:
+        raise WorkloadError(f"unknown Keras optimizer {name!r}: {exc}") from exc
+
+
+def check_loss(name: str) -> None:
+    """Raise :class:`WorkloadError` unless ``name`` is a Keras loss."""
+    try:
+        keras.losses.get(name)
+    except (ValueError, TypeError) as exc:
+        raise WorkloadError(f"unknown Keras loss {name!r}") from exc
+
+
+def inspect_workload(request: dict[str, Any]) -> dict[str, Any]:
+    """Load the data, build and compile the model once on one CPU, and evaluate a few samples.
+
+    Catches what would otherwise fail every trial: imports, shapes, loss and optimizer names.
+    """
+    workload = request["workload"]
+    x_train, y_train, x_val, y_val = load_arrays(workload["data"])
+    model = build_model(workload["model"])
+    check_loss(workload["loss"])
+    model.compile(optimizer=make_optimizer(workload["optimizer"], 1e-3), loss=workload["loss"])
+    try:
+        model.evaluate(x_train[:8], y_train[:8], verbose=0)
+        model.evaluate(x_val[:8], y_val[:8], verbose=0)
+    except Exception as exc:  # any failure here is a model/data mismatch
+        raise WorkloadError(
+            f"model {workload['model']} does not fit data {workload['data']} "
+            f"(x {x_train.shape[1:]}, y {y_train.shape[1:]}): {type(exc).__name__}: "
+            f"{_first_line(str(exc))}"
+        ) from exc
+    return {
+        "status": "ok",
+        "n_train": int(x_train.shape[0]),
+        "n_val": int(x_val.shape[0]),
+        "input_shape": list(x_train.shape[1:]),
+        "parameters": int(model.count_params()),
+        "versions": versions(),
+    }
+
+
+def versions() -> dict[str, str]:
+    """TensorFlow and Keras versions as the child sees them."""
+    return {"tensorflow": tf.__version__, "keras": keras.__version__}
+
+
+def run_trial(request: dict[str, Any], emit: Emit) -> dict[str, Any]:
+    """Train one trial and return its result (``status`` ``ok`` or ``diverged``).
+
+    Raises on failure; the caller classifies the exception (out-of-memory or not).
+    """
+    timings: dict[str, float] = {}
+    plan = DevicePlan.from_dict(request["plan"])
+    workload = request["workload"]
+    batch = int(request["global_batch_size"])
+    learning_rate = float(request["learning_rate"])
+    epochs = int(request["epochs"])
+
+    mark = time.perf_counter()
+    strategy = build_strategy(plan)
+    devices = list(strategy.extended.worker_devices)
+    timings["device_init_s"] = time.perf_counter() - mark
+
+    mark = time.perf_counter()
+    x_train, y_train, x_val, y_val = load_arrays(workload["data"])
+    if batch > x_train.shape[0]:
+        raise WorkloadError(
+            f"global batch {batch} is larger than the training set ({x_train.shape[0]} samples)"
+        )
+    keras.utils.set_random_seed(int(request["seed"]))
+    with strategy.scope():
+        model = build_model(workload["model"])
+        model.compile(
+            optimizer=make_optimizer(workload["optimizer"], learning_rate), loss=workload["loss"]
+        )
+    train = _dataset(x_train, y_train, batch, shuffle_seed=int(request["seed"]))
+    val = _dataset(x_val, y_val, batch, shuffle_seed=None)
+    steps = x_train.shape[0] // batch
+    timings["build_s"] = time.perf_counter() - mark
+
+    meter = _EpochMeter(emit, samples_per_epoch=steps * batch, epochs=epochs)
+    mark = time.perf_counter()
+    model.fit(train, epochs=epochs, verbose=0, callbacks=[meter])
+    timings["fit_s"] = time.perf_counter() - mark
+    timings["first_epoch_s"] = meter.epoch_seconds[0] if meter.epoch_seconds else 0.0
+
+    result: dict[str, Any] = {
+        "devices": devices,
+        "num_replicas": strategy.num_replicas_in_sync,
+        "steps_per_epoch": steps,
+        "epoch_losses": meter.losses,
+        "epoch_throughputs": meter.throughputs,
+        "optimizer_learning_rate": float(np.asarray(model.optimizer.learning_rate)),
+        "versions": versions(),
+    }
+    if meter.diverged_at is not None:
+        result.update(
+            status="diverged",
+            error=f"training loss became {meter.losses[-1]} in epoch {meter.diverged_at}",
+        )
+        return result
+
+    mark = time.perf_counter()
+    if x_val.shape[0] >= batch:
+        final_loss = float(model.evaluate(val, verbose=0, return_dict=True)["loss"])
+    else:
+        final_loss = float(model.evaluate(x_val, y_val, verbose=0, return_dict=True)["loss"])
+    timings["evaluate_s"] = time.perf_counter() - mark
+    steady = meter.throughputs[1:] or meter.throughputs
+    median = statistics.median(steady)
+    result.update(
+        status="ok" if math.isfinite(final_loss) else "diverged",
+        final_loss=final_loss,
+        train_loss=meter.losses[-1],
+        throughput=median,
+        throughput_spread=(max(steady) - min(steady)) / median if median > 0 else 0.0,
+        peak_memory_bytes=_peak_device_memory(plan),
+        peak_rss_bytes=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+        timings=timings,
+    )
+    if result["status"] == "diverged":
+        result["error"] = f"validation loss is {final_loss}"
+    return result
+
+
+def _dataset(x: np.ndarray, y: np.ndarray, batch: int, shuffle_seed: int | None) -> Any:
+    data = tf.data.Dataset.from_tensor_slices((x, y))
+    if shuffle_seed is not None:
+        data = data.shuffle(x.shape[0], seed=shuffle_seed, reshuffle_each_iteration=True)
+    return data.batch(batch, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
+
+
+def _peak_device_memory(plan: DevicePlan) -> int | None:
+    if plan.kind != "gpu":
+        return None
+    peaks = []
+    for i in range(plan.num_replicas):
+        try:
+            peaks.append(int(tf.config.experimental.get_memory_info(f"GPU:{i}")["peak"]))
+        except (ValueError, RuntimeError):
+            continue
+    return max(peaks) if peaks else None
+
+
+def _first_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[0][:300] if lines else ""
+
+
+class _EpochMeter(keras.callbacks.Callback):
+    """Times epochs and records their losses (epoch hooks only); stops training on a NaN loss."""
+
+    def __init__(self, emit: Emit, samples_per_epoch: int, epochs: int) -> None:
+        super().__init__()
+        self._emit = emit
+        self._samples = samples_per_epoch
+        self._epochs = epochs
+        self._started = 0.0
+        self.epoch_seconds: list[float] = []
+        self.throughputs: list[float] = []
+        self.losses: list[float] = []
+        self.diverged_at: int | None = None
+
+    def on_epoch_begin(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
+        self._started = time.perf_counter()
+
+    def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
+        loss = float((logs or {}).get("loss", math.nan))  # reading it syncs the devices
+        seconds = time.perf_counter() - self._started
+        self.epoch_seconds.append(seconds)
+        self.throughputs.append(self._samples / seconds if seconds > 0 else 0.0)
+        self.losses.append(loss)
+        self._emit(
+            {
+                "event": "epoch",
+                "epoch": epoch + 1,
+                "epochs": self._epochs,
+                "loss": loss,
+                "throughput": self.throughputs[-1],
+            }
+        )
+        if not math.isfinite(loss):
+            self.diverged_at = epoch + 1
+            self.model.stop_training = True
