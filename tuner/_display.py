@@ -160,3 +160,35 @@ def _fmt(value: Any, spec: str) -> str:
         return format(value, spec)
     except (TypeError, ValueError):
         return str(value)
+
+
+def print_validation(console: Console, report: dict[str, Any]) -> None:
+    """The validate report: one row per check, then the verdict."""
+    table = Table(
+        title=(
+            f"Validation: {report['loop']} loop, updates on {report['update_on']}, global batch "
+            f"{report['global_batch_size']} = {report['num_replicas']} × "
+            f"{report['per_replica_batch_size']}, {report['steps']} steps, lr "
+            f"{report['learning_rate']:.4g} ({report['lr_rule']})"
+        ),
+        title_justify="left",
+    )
+    table.add_column("check")
+    table.add_column("result")
+    table.add_column("figures")
+    for name, check in report["checks"].items():
+        verdict = "[green]pass[/]" if check["passed"] else "[bold red]FAIL[/]"
+        table.add_row(name.replace("_", " "), verdict, check["summary"])
+    console.print(table)
+    parity = report["checks"]["loss_parity"]
+    one, many = parity["single_device_losses"], parity["replica_losses"]
+    every = max(1, len(one) // 5)
+    curve = ", ".join(
+        f"step {i + 1}: {one[i]:.5g} vs {many[i]:.5g}"
+        for i in range(0, min(len(one), len(many)), every)
+    )
+    console.print(f"loss, one device vs {report['num_replicas']} replicas — {curve}")
+    if report["passed"]:
+        console.print("[bold green]all checks passed[/]")
+    else:
+        console.print("[bold red]validation failed[/]")

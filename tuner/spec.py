@@ -16,6 +16,9 @@ from typing import Any
 from tuner.errors import ConfigError
 from tuner.scaling import LR_RULES
 
+LOOPS = ("fit", "custom")
+UPDATE_ON = ("replicas", "cpu")
+
 _REFERENCE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
 _BUILTIN: dict[str, Any] = {
@@ -56,6 +59,13 @@ class SearchSpec:
     base_lr: float
     epochs: int
     seed: int = 0
+    loop: str = "fit"
+    update_on: str = "replicas"
+
+    @property
+    def loop_kind(self) -> str:
+        """The training loop: ``fit``, ``custom`` or ``cpu-update`` (custom, updates on the CPU)."""
+        return "cpu-update" if self.update_on == "cpu" else self.loop
 
     @property
     def global_batch_sizes(self) -> tuple[int, ...]:
@@ -90,7 +100,16 @@ class StudySpec:
 _FIELDS: dict[str, tuple[str, ...]] = {
     "study": ("name",),
     "workload": ("model", "data", "loss", "optimizer"),
-    "search": ("base_batch_size", "batch_multipliers", "lr_rules", "base_lr", "epochs", "seed"),
+    "search": (
+        "base_batch_size",
+        "batch_multipliers",
+        "lr_rules",
+        "base_lr",
+        "epochs",
+        "seed",
+        "loop",
+        "update_on",
+    ),
 }
 
 
@@ -186,6 +205,15 @@ def _build(raw: dict[str, Any], source: str, where: dict[str, str]) -> StudySpec
     seed = search.get("seed", 0)
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
         raise ConfigError(f"{label('search', 'seed')} must be a non-negative integer, got {seed!r}")
+    loop = _choice(search.get("loop", "fit"), label("search", "loop"), LOOPS)
+    update_on = _choice(
+        search.get("update_on", "replicas"), label("search", "update_on"), UPDATE_ON
+    )
+    if update_on == "cpu" and loop == "fit":
+        raise ConfigError(
+            f"{label('search', 'update_on')} = cpu needs loop = custom: Keras fit under "
+            "CentralStorageStrategy does not match one device (see the README)"
+        )
     return StudySpec(
         name=name,
         workload=workload_spec,
@@ -196,6 +224,8 @@ def _build(raw: dict[str, Any], source: str, where: dict[str, str]) -> StudySpec
             base_lr=base_lr,
             epochs=epochs,
             seed=seed,
+            loop=loop,
+            update_on=update_on,
         ),
         source=source,
     )
@@ -230,6 +260,13 @@ def _positive_float(value: Any, label: str) -> float:
     if not math.isfinite(value) or value <= 0:
         raise ConfigError(f"{label} must be a positive number, got {value}")
     return float(value)
+
+
+def _choice(value: Any, label: str, choices: tuple[str, ...]) -> str:
+    text = _string(value, label)
+    if text not in choices:
+        raise ConfigError(f"{label} must be one of {', '.join(choices)}, got {text!r}")
+    return text
 
 
 def _int_list(value: Any, label: str) -> tuple[int, ...]:

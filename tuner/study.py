@@ -309,6 +309,8 @@ class _Objective:
             "learning_rate": lr,
             "lr_rule": rule,
             "device_signature": signature,
+            "loop": self._spec.search.loop,
+            "update_on": self._spec.search.update_on,
             "devices": self._plan.device_names,
         }
         for key, value in attrs.items():
@@ -334,6 +336,7 @@ class _Objective:
             "learning_rate": lr,
             "epochs": self._spec.search.epochs,
             "seed": self._spec.search.seed,
+            "loop": self._spec.search.loop_kind,
         }
         self.launched += 1
         try:

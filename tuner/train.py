@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import resource
 import statistics
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -21,6 +22,7 @@ import tensorflow as tf
 
 from tuner.devices import DevicePlan, build_strategy
 from tuner.errors import WorkloadError
+from tuner.loops import make_loop
 from tuner.workloads import resolve
 
 Emit = Callable[[dict[str, Any]], None]
@@ -111,9 +113,11 @@ def versions() -> dict[str, str]:
 
 
 def run_trial(request: dict[str, Any], emit: Emit) -> dict[str, Any]:
-    """Train one trial and return its result (``status`` ``ok`` or ``diverged``).
+    """Train one trial (``mode`` ``trial``) or one validation run (``mode`` ``validate``).
 
-    Raises on failure; the caller classifies the exception (out-of-memory or not).
+    A trial returns status ``ok`` or ``diverged`` with its measurements; a validation run also
+    returns per-step losses, per-replica example counts and every variable's replica copies'
+    largest difference. Raises on failure; the caller classifies the exception.
     """
     timings: dict[str, float] = {}
     plan = DevicePlan.from_dict(request["plan"])
@@ -121,10 +125,11 @@ def run_trial(request: dict[str, Any], emit: Emit) -> dict[str, Any]:
     batch = int(request["global_batch_size"])
     learning_rate = float(request["learning_rate"])
     epochs = int(request["epochs"])
+    seed = int(request["seed"])
+    validating = request["mode"] == "validate"
 
     mark = time.perf_counter()
     strategy = build_strategy(plan)
-    devices = list(strategy.extended.worker_devices)
     timings["device_init_s"] = time.perf_counter() - mark
 
     mark = time.perf_counter()
@@ -133,32 +138,61 @@ def run_trial(request: dict[str, Any], emit: Emit) -> dict[str, Any]:
         raise WorkloadError(
             f"global batch {batch} is larger than the training set ({x_train.shape[0]} samples)"
         )
-    keras.utils.set_random_seed(int(request["seed"]))
-    with strategy.scope():
-        model = build_model(workload["model"])
-        model.compile(
-            optimizer=make_optimizer(workload["optimizer"], learning_rate), loss=workload["loss"]
-        )
-    train = _dataset(x_train, y_train, batch, shuffle_seed=int(request["seed"]))
-    val = _dataset(x_val, y_val, batch, shuffle_seed=None)
     steps = x_train.shape[0] // batch
+    if request.get("steps_per_epoch"):
+        steps = min(steps, int(request["steps_per_epoch"]))
+    initial = _initial_weights(workload["model"], seed)
+
+    def build() -> Any:
+        model = build_model(workload["model"])
+        model.set_weights(initial)
+        return model
+
+    loop = make_loop(
+        request.get("loop", "fit"),
+        strategy,
+        build,
+        lambda: {
+            "optimizer": make_optimizer(workload["optimizer"], learning_rate),
+            "loss": workload["loss"],
+        },
+        loss_name=workload["loss"],
+        global_batch=batch,
+        reduction=request.get("loss_reduction", "global"),
+        record_steps=validating,
+    )
+    train = _dataset(x_train, y_train, batch, shuffle_seed=seed)
     timings["build_s"] = time.perf_counter() - mark
 
-    meter = _EpochMeter(emit, samples_per_epoch=steps * batch, epochs=epochs)
+    meter = _Meter(emit, samples_per_epoch=steps * batch, epochs=epochs)
+    sampler = _UtilizationSampler(plan) if validating else None
     mark = time.perf_counter()
-    model.fit(train, epochs=epochs, verbose=0, callbacks=[meter])
+    loop.run(train, epochs, steps, meter)
     timings["fit_s"] = time.perf_counter() - mark
     timings["first_epoch_s"] = meter.epoch_seconds[0] if meter.epoch_seconds else 0.0
 
     result: dict[str, Any] = {
-        "devices": devices,
-        "num_replicas": strategy.num_replicas_in_sync,
+        "devices": loop.devices,
+        "num_replicas": plan.num_replicas,
         "steps_per_epoch": steps,
         "epoch_losses": meter.losses,
         "epoch_throughputs": meter.throughputs,
-        "optimizer_learning_rate": float(np.asarray(model.optimizer.learning_rate)),
+        "optimizer_learning_rate": loop.learning_rate(),
         "versions": versions(),
+        "timings": timings,
     }
+    if validating:
+        result.update(
+            status="ok",
+            step_losses=loop.step_losses,
+            replica_examples=loop.replica_examples(),
+            steps=len(loop.step_losses),
+            variable_devices=loop.variable_devices(),
+            peak_memory_per_device=_peak_memory_per_device(plan),
+            utilization_per_device=sampler.stop() if sampler else None,
+            **_weight_sync(loop.variable_copies()),
+        )
+        return result
     if meter.diverged_at is not None:
         result.update(
             status="diverged",
@@ -167,26 +201,51 @@ def run_trial(request: dict[str, Any], emit: Emit) -> dict[str, Any]:
         return result
 
     mark = time.perf_counter()
+    model = loop.model
     if x_val.shape[0] >= batch:
+        val = _dataset(x_val, y_val, batch, shuffle_seed=None)
         final_loss = float(model.evaluate(val, verbose=0, return_dict=True)["loss"])
     else:
         final_loss = float(model.evaluate(x_val, y_val, verbose=0, return_dict=True)["loss"])
     timings["evaluate_s"] = time.perf_counter() - mark
     steady = meter.throughputs[1:] or meter.throughputs
     median = statistics.median(steady)
+    peaks = [p for p in _peak_memory_per_device(plan) if p is not None]
     result.update(
         status="ok" if math.isfinite(final_loss) else "diverged",
         final_loss=final_loss,
         train_loss=meter.losses[-1],
         throughput=median,
         throughput_spread=(max(steady) - min(steady)) / median if median > 0 else 0.0,
-        peak_memory_bytes=_peak_device_memory(plan),
+        peak_memory_bytes=max(peaks) if peaks else None,
         peak_rss_bytes=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
-        timings=timings,
     )
     if result["status"] == "diverged":
         result["error"] = f"validation loss is {final_loss}"
     return result
+
+
+def _initial_weights(model_ref: str, seed: int) -> list[np.ndarray]:
+    """The model's initial weights from ``seed``, built once outside any strategy, so that every
+    run — one device or many — starts from the same numbers."""
+    keras.utils.set_random_seed(seed)
+    with tf.device("/cpu:0"):
+        weights: list[np.ndarray] = build_model(model_ref).get_weights()
+    keras.utils.set_random_seed(seed)
+    return weights
+
+
+def _weight_sync(copies: list[list[np.ndarray]]) -> dict[str, Any]:
+    """The largest absolute difference between any variable's replica copies and its first."""
+    worst = 0.0
+    for values in copies:
+        for other in values[1:]:
+            worst = max(worst, float(np.max(np.abs(other - values[0]), initial=0.0)))
+    return {
+        "variables_compared": len(copies),
+        "copies_per_variable": max((len(v) for v in copies), default=0),
+        "weight_max_abs_diff": worst,
+    }
 
 
 def _dataset(x: np.ndarray, y: np.ndarray, batch: int, shuffle_seed: int | None) -> Any:
@@ -196,16 +255,17 @@ def _dataset(x: np.ndarray, y: np.ndarray, batch: int, shuffle_seed: int | None)
     return data.batch(batch, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
 
 
-def _peak_device_memory(plan: DevicePlan) -> int | None:
+def _peak_memory_per_device(plan: DevicePlan) -> list[int | None]:
+    """Peak bytes per replica device (GPUs only; ``None`` where TensorFlow cannot tell)."""
     if plan.kind != "gpu":
-        return None
-    peaks = []
+        return [None] * plan.num_replicas
+    peaks: list[int | None] = []
     for i in range(plan.num_replicas):
         try:
             peaks.append(int(tf.config.experimental.get_memory_info(f"GPU:{i}")["peak"]))
         except (ValueError, RuntimeError):
-            continue
-    return max(peaks) if peaks else None
+            peaks.append(None)
+    return peaks
 
 
 def _first_line(text: str) -> str:
@@ -213,26 +273,19 @@ def _first_line(text: str) -> str:
     return lines[0][:300] if lines else ""
 
 
-class _EpochMeter(keras.callbacks.Callback):
-    """Times epochs and records their losses (epoch hooks only); stops training on a NaN loss."""
+class _Meter:
+    """Times epochs, records their losses and throughput, reports progress, stops on NaN."""
 
     def __init__(self, emit: Emit, samples_per_epoch: int, epochs: int) -> None:
-        super().__init__()
         self._emit = emit
         self._samples = samples_per_epoch
         self._epochs = epochs
-        self._started = 0.0
         self.epoch_seconds: list[float] = []
         self.throughputs: list[float] = []
         self.losses: list[float] = []
         self.diverged_at: int | None = None
 
-    def on_epoch_begin(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
-        self._started = time.perf_counter()
-
-    def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
-        loss = float((logs or {}).get("loss", math.nan))  # reading it syncs the devices
-        seconds = time.perf_counter() - self._started
+    def __call__(self, epoch: int, loss: float, seconds: float) -> bool:
         self.epoch_seconds.append(seconds)
         self.throughputs.append(self._samples / seconds if seconds > 0 else 0.0)
         self.losses.append(loss)
@@ -247,4 +300,39 @@ class _EpochMeter(keras.callbacks.Callback):
         )
         if not math.isfinite(loss):
             self.diverged_at = epoch + 1
-            self.model.stop_training = True
+            return False
+        return True
+
+
+class _UtilizationSampler:
+    """Samples each selected GPU's utilisation through NVML (``nvidia-ml-py``), if available."""
+
+    def __init__(self, plan: DevicePlan) -> None:
+        self._samples: list[list[int]] = [[] for _ in plan.gpu_indices]
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        if plan.kind != "gpu":
+            return
+        try:
+            import pynvml  # type: ignore[import-not-found]
+
+            pynvml.nvmlInit()
+            handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in plan.gpu_indices]
+        except Exception:  # no NVML here: utilisation is simply not reported
+            return
+
+        def sample() -> None:
+            while not self._stop.wait(0.1):
+                for i, handle in enumerate(handles):
+                    self._samples[i].append(int(pynvml.nvmlDeviceGetUtilizationRates(handle).gpu))
+
+        self._thread = threading.Thread(target=sample, name="tuner-nvml", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> list[float] | None:
+        """Mean utilisation (percent) per GPU while training, or ``None`` without NVML."""
+        if self._thread is None:
+            return None
+        self._stop.set()
+        self._thread.join()
+        return [sum(s) / len(s) if s else 0.0 for s in self._samples]
