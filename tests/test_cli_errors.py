@@ -161,3 +161,52 @@ def test_debug_shows_the_traceback(tmp_path):
     result = run_tuner("--debug", "show", "--storage", "sqlite:///absent.db", cwd=tmp_path)
     assert result.returncode != 0
     assert "Traceback" in result.stderr
+
+
+def test_a_corrupt_sqlite_file(stored, tmp_path):
+    db, url = stored
+    raw = bytearray(db.read_bytes())
+    raw[:100] = b"\x00garbage" * 12 + b"\x00" * 4
+    db.write_bytes(bytes(raw))
+    digest = sha256(db)
+    for command in (["show"], ["export"], ["search", "--epochs", "2"]):
+        result = run_tuner(*command, "--storage", url, "--study-name", "small", cwd=tmp_path)
+        _assert_clean_error(result, "cannot open storage")
+    assert sha256(db) == digest
+
+
+def test_search_into_a_file_that_is_not_a_database(tmp_path):
+    db = tmp_path / "notes.db"
+    db.write_text("these are my notes, not a database\n")
+    digest = sha256(db)
+    write_spec(tmp_path / "s.toml")
+    result = run_tuner(
+        "search",
+        "--study",
+        "s.toml",
+        "--cpu-replicas",
+        "2",
+        "--storage",
+        f"sqlite:///{db}",
+        cwd=tmp_path,
+    )
+    _assert_clean_error(result, "cannot open storage")
+    assert sha256(db) == digest
+
+
+def test_a_journal_that_is_not_a_journal(tmp_path):
+    log = tmp_path / "study.log"
+    log.write_text("not json at all\n")
+    digest = sha256(log)
+    for command in (["show"], ["search", "--cpu-replicas", "2"]):
+        result = run_tuner(*command, "--storage", f"journal:{log}", cwd=tmp_path)
+        _assert_clean_error(result, "not an Optuna journal file")
+    assert sha256(log) == digest
+
+
+def test_an_unreachable_database_masks_the_password(tmp_path):
+    url = "postgresql+psycopg://tuner:s3cret-pw@127.0.0.1:9/studies"
+    for command in ("show", "export"):
+        result = run_tuner(command, "--storage", url, cwd=tmp_path, timeout=120)
+        _assert_clean_error(result, "cannot open storage")
+        assert "s3cret-pw" not in result.stderr and "***" in result.stderr

@@ -83,3 +83,43 @@ def test_out_of_memory_is_pruned_and_monotone(tmp_path):
     assert rec["largest_feasible_batch_size"] == 1024
     assert rec["oom_batch_sizes"] == [4096, 8192]
     assert rec["global_batch_size"] in (512, 1024)
+
+
+def test_probe_finds_the_boundary_and_search_skips_what_cannot_fit(tmp_path):
+    (tmp_path / "wide.toml").write_text(
+        WIDE.replace("base_batch_size = 512", "base_batch_size = 1024")
+        .replace("batch_multipliers = [1, 2, 8, 16]", "batch_multipliers = [1, 2, 4, 8]")
+        .replace('lr_rules = ["none", "sqrt"]', 'lr_rules = ["none"]')
+    )
+    result = run_tuner(
+        "search",
+        "--study",
+        "wide.toml",
+        "--cpu-replicas",
+        "2",
+        "--memory-limit",
+        "128MiB",
+        "--storage",
+        "sqlite:///probe.db",
+        "--probe",
+        "--no-baseline",
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    study = optuna.load_study(study_name="wide", storage=f"sqlite:///{tmp_path}/probe.db")
+    (probe,) = study.user_attrs["probes"].values()
+    lo, hi = probe["largest_fitting_batch"], probe["smallest_oom_batch"]
+    assert (lo, hi) == (2048, 4096)  # neighbours in the grid 1024, 2048, 4096, 8192
+    assert probe["launches"] == 2  # bisection: 2048 fits, 4096 does not
+    fits = {a["batch"]: a["fits"] for a in probe["attempts"]}
+    assert fits[lo] and not fits[hi] and probe["launches"] == len(fits)
+    assert all(ok == (batch <= lo) for batch, ok in fits.items())  # monotone
+    by_batch = {t.params["global_batch_size"]: t for t in study.trials}
+    for batch, trial in by_batch.items():
+        if batch >= hi:
+            assert trial.user_attrs["status"] == "oom-implied"
+            assert "probe" in trial.user_attrs["error"]
+            assert "timings" not in trial.user_attrs  # never launched
+        else:
+            assert trial.state == TrialState.COMPLETE
+    assert "baselines" not in study.user_attrs

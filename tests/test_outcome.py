@@ -32,7 +32,13 @@ def ok_result(**extra: Any) -> str:
         "train_loss": 0.2,
         "devices": ["/cpu:0", "/cpu:1"],
         "steps_per_epoch": 16,
-        "timings": {"fit_s": 2.5},
+        "timings": {
+            "import_s": 1.0,
+            "training_s": 1.5,
+            "fit_s": 1.5,
+            "child_started_at": 100.2,
+            "child_finished_at": 102.9,
+        },
     }
     fields.update(extra)
     return json.dumps(fields)
@@ -68,7 +74,14 @@ def test_outcome_state_property(status: str) -> None:
 
 
 def test_ok_result_is_complete() -> None:
-    out = classify(ChildRun(0, ok_result(peak_memory_bytes=None, extra="x"), wall_s=3.0), False)
+    run = ChildRun(
+        0,
+        ok_result(peak_memory_bytes=None, extra="x"),
+        wall_s=3.0,
+        spawned_at=100.0,
+        ended_at=103.0,
+    )
+    out = classify(run, False)
     assert out.status == "ok"
     assert out.state == "COMPLETE"
     assert out.values == (0.25, 1234.5)
@@ -77,7 +90,13 @@ def test_ok_result_is_complete() -> None:
     assert out.attrs["devices"] == ["/cpu:0", "/cpu:1"]
     assert out.attrs["steps_per_epoch"] == 16
     assert out.attrs["final_loss"] == 0.25
-    assert out.attrs["timings"] == {"fit_s": 2.5, "wall_s": 3.0}
+    timings = out.attrs["timings"]
+    # Spawn to the child's first line, and its last line to the parent holding the result.
+    assert timings["process_start_s"] == pytest.approx(0.2)
+    assert timings["handback_s"] == pytest.approx(0.1)
+    assert (timings["import_s"], timings["training_s"], timings["wall_s"]) == (1.0, 1.5, 3.0)
+    assert timings["unaccounted_s"] == pytest.approx(3.0 - (0.2 + 1.0 + 1.5 + 0.1))
+    assert "fit_s" not in timings  # the breakdown holds disjoint phases only
     assert "peak_memory_bytes" not in out.attrs  # None values are not stored
     assert "extra" not in out.attrs  # unknown keys are not stored
     assert "status" not in out.attrs
@@ -92,7 +111,7 @@ def test_ok_result_integer_measurements_become_floats() -> None:
 def test_ok_result_without_timings_gets_wall_time() -> None:
     text = result(status="ok", final_loss=0.5, throughput=10.0)
     out = classify(ChildRun(0, text, wall_s=7.5), False)
-    assert out.attrs["timings"] == {"wall_s": 7.5}
+    assert out.attrs["timings"] == {"wall_s": 7.5, "unaccounted_s": 7.5}
 
 
 @pytest.mark.parametrize(
@@ -141,7 +160,7 @@ def test_result_statuses(status: str, expected: str, state: str) -> None:
     assert out.values is None
     assert out.error == f"{status} happened"
     assert out.attrs["epoch_losses"] == [1.0]
-    assert out.attrs["timings"] == {"wall_s": 2.0}
+    assert out.attrs["timings"] == {"wall_s": 2.0, "unaccounted_s": 2.0}
 
 
 def test_result_error_is_truncated() -> None:

@@ -11,6 +11,7 @@ import pytest
 from conftest import run_tuner, sha256
 from optuna.trial import TrialState
 
+from tuner.outcome import PHASES
 from tuner.scaling import scaled_learning_rate
 
 pytestmark = pytest.mark.slow
@@ -79,6 +80,12 @@ def test_export_points_at_a_complete_trial(small_study):
     ):
         assert key in rec
     assert rec["largest_feasible_batch_size"] == 512 and rec["oom_batch_sizes"] == []
+    # The single-device baseline (on by default) gives speedup and scaling efficiency.
+    assert rec["baseline_throughput"] > 0
+    assert rec["speedup_vs_single_device"] == pytest.approx(
+        rec["throughput"] / rec["baseline_throughput"]
+    )
+    assert rec["scaling_efficiency"] == pytest.approx(rec["speedup_vs_single_device"] / 2)
 
     exported = run_tuner("export", "--storage", url, "--study-name", "small", cwd=work)
     assert exported.returncode == 0, exported.stderr
@@ -157,3 +164,26 @@ def test_mnist_shaped_workload_trains(tmp_path):
     assert len(losses) == 2 and all(math.isfinite(v) for v in losses)
     # Ten classes: chance-level cross-entropy is ln(10) = 2.30; the model learns well below it.
     assert max(losses) < 1.0
+
+
+def test_the_time_breakdown_adds_up_to_the_wall_time(small_study):
+    work, url = small_study
+    for trial in _trials(work, url):
+        timings = trial.user_attrs["timings"]
+        assert all(timings[p] >= 0 for p in PHASES), timings
+        assert sum(timings[p] for p in PHASES) + timings["unaccounted_s"] == pytest.approx(
+            timings["wall_s"]
+        )
+        # Every phase is measured on its own: what none of them saw is a small remainder.
+        assert abs(timings["unaccounted_s"]) <= max(0.5, 0.05 * timings["wall_s"]), timings
+        assert timings["import_s"] > 0.5  # TensorFlow's import happens in the child
+
+
+def test_the_baseline_is_stored_on_the_study(small_study):
+    work, url = small_study
+    storage = optuna.storages.RDBStorage(url.replace("sqlite:///", f"sqlite:///{work}/"))
+    study = optuna.load_study(study_name="small", storage=storage)
+    (baseline,) = study.user_attrs["baselines"].values()
+    assert baseline["status"] == "ok" and baseline["global_batch_size"] == 256
+    assert baseline["devices"] == ["/cpu:0"] and baseline["throughput"] > 0
+    assert len(study.trials) == 6  # the baseline is not a grid trial

@@ -6,13 +6,15 @@ for exceptions; deaths by signal are classified by the parent (``tuner.outcome``
 
 Test aid: ``TUNER_TEST_FAULT`` makes a trial misbehave on purpose — ``segfault``, ``abort``,
 ``hang``, ``exit`` (exit 3 without a result), ``garbage`` (a result file that is not JSON) or
-``raise`` — optionally only at one global batch (``segfault@128``). Inert unless set.
+``raise`` — optionally only at one global batch (``segfault@128``); several comma-separated
+entries apply each at its batch (``segfault@128,hang@256``). Inert unless set.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import threading
 import time
@@ -35,8 +37,18 @@ def _write_result(path: Path, result: dict[str, Any]) -> None:
 
 
 def _watch_parent() -> None:
-    """Exit when the parent dies, so no orphan keeps holding the devices."""
-    parent = os.getppid()
+    """Exit when the parent dies, so no orphan keeps holding the devices: the kernel's
+    parent-death signal on Linux, and a watcher thread everywhere. The parent's pid comes from
+    the environment, so a parent that died before this line ran is noticed too."""
+    parent = int(os.environ.get("TUNER_PARENT_PID", os.getppid()))
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent:
+        os._exit(137)
 
     def watch() -> None:
         while True:
@@ -51,9 +63,12 @@ def _inject_fault(request: dict[str, Any], result_path: Path) -> None:
     spec = os.environ.get("TUNER_TEST_FAULT", "")
     if not spec or request.get("mode") != "trial":
         return
-    fault, _, at_batch = spec.partition("@")
-    if at_batch and int(at_batch) != int(request["global_batch_size"]):
+    batch = int(request["global_batch_size"])
+    faults = [entry.partition("@") for entry in spec.split(",")]
+    chosen = [name for name, _, at in faults if not at or int(at) == batch]
+    if not chosen:
         return
+    fault = chosen[0]
     if fault == "segfault":
         import ctypes
 
@@ -72,9 +87,10 @@ def _inject_fault(request: dict[str, Any], result_path: Path) -> None:
         raise RuntimeError("fault injected by TUNER_TEST_FAULT")
 
 
-def main(argv: list[str]) -> int:
-    """Run the request at ``argv[0]``; write the result to ``argv[1]``."""
+def main(argv: list[str]) -> None:
+    """Run the request at ``argv[0]``; write the result to ``argv[1]``; exit."""
     request_path, result_path = Path(argv[0]), Path(argv[1])
+    started_at = time.time()
     started = time.perf_counter()
     _watch_parent()
     request = json.loads(request_path.read_text())
@@ -92,7 +108,7 @@ def main(argv: list[str]) -> int:
                 result = train.inspect_workload(request)
             else:
                 result = train.run_trial(request, _emit)
-                result.setdefault("timings", {})["import_s"] = import_s
+            result.setdefault("timings", {})["import_s"] = import_s
         except WorkloadError as exc:
             result = {"status": "invalid", "error": str(exc)}
         except Exception as exc:  # classified, then reported with its tail
@@ -104,9 +120,16 @@ def main(argv: list[str]) -> int:
             }
     except Exception as exc:  # the child must always leave a result
         result = {"status": "error", "error": _tail(f"{type(exc).__name__}: {exc}")}
-    result.setdefault("timings", {})["child_total_s"] = time.perf_counter() - started
+    timings = result.setdefault("timings", {})
+    timings["child_total_s"] = time.perf_counter() - started
+    timings["child_started_at"] = started_at
+    timings["child_finished_at"] = time.time()
     _write_result(result_path, result)
-    return 0
+    # The result is on disk: skip TensorFlow's teardown, which can take seconds (after an
+    # out-of-memory, ~10 s while another replica's allocator waits out its retry).
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def _tail(text: str, limit: int = 600) -> str:
@@ -115,4 +138,4 @@ def _tail(text: str, limit: int = 600) -> str:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    main(sys.argv[1:])

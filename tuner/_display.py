@@ -72,6 +72,9 @@ class SearchProgress:
             description=f"epochs (loss {event['loss']:.4g}, {event['throughput']:,.0f} samples/s)",
         )
 
+    def note(self, message: str) -> None:
+        self._console.print(f"  {message}")
+
     def trial_finished(self, number: int, outcome: TrialOutcome) -> None:
         self._progress.advance(self._trials)
         style = _STATUS_STYLE.get(outcome.status, "white")
@@ -146,6 +149,25 @@ def recommendation_table(rec: dict[str, Any]) -> Table:
             f"#{rec['trial_number']} ({rec['policy']}, loss tolerance {rec['loss_tolerance']:.0%})",
         ),
     ]
+    if rec.get("speedup_vs_single_device"):
+        rows.append(
+            (
+                "vs one device",
+                f"{rec['speedup_vs_single_device']:.2f}× the single-device baseline "
+                f"({rec['baseline_throughput']:,.0f} samples/s at batch {rec['base_batch_size']}); "
+                f"scaling efficiency {rec['scaling_efficiency']:.2f}",
+            )
+        )
+    if rec.get("probe"):
+        probe = rec["probe"]
+        rows.append(
+            (
+                "probe",
+                f"largest fitting batch {probe['largest_fitting_batch']}, out of memory at "
+                f"{probe['smallest_oom_batch'] or 'none up to the training set'} "
+                f"({probe['launches']} launches)",
+            )
+        )
     if rec.get("note"):
         rows.append(("note", rec["note"]))
     for key, value in rows:

@@ -6,21 +6,38 @@ tracebacks only with ``--debug``.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
-from rich.console import Console
 
+from tuner._cli_common import (
+    BaseBatchOpt,
+    BaseLrOpt,
+    CpuReplicasOpt,
+    EpochsOpt,
+    GpusOpt,
+    LoopOpt,
+    MemoryLimitOpt,
+    ResolutionOpt,
+    SpecOpt,
+    StorageOpt,
+    StudyNameOpt,
+    TimeoutOpt,
+    UpdateOnOpt,
+    err,
+    out,
+    overrides,
+    spec_and_plan,
+    write_json,
+)
 from tuner.errors import ConfigError, NoCompleteTrialError, TunerError
 from tuner.storage import DEFAULT_STORAGE
-
-if TYPE_CHECKING:
-    from tuner.devices import DevicePlan
-    from tuner.spec import StudySpec
 
 app = typer.Typer(
     name="tuner",
@@ -29,8 +46,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
-out = Console()
-err = Console(stderr=True)
 _state = {"debug": False}
 T = TypeVar("T")
 
@@ -40,30 +55,6 @@ _EXIT_CODES: list[tuple[type[BaseException], int]] = [
     (NoCompleteTrialError, 1),
     (TunerError, 1),
 ]
-
-StorageOpt = Annotated[str, typer.Option("--storage", help="Optuna storage URL.")]
-StudyNameOpt = Annotated[str, typer.Option("--study-name", help="Name of the study.")]
-SpecOpt = Annotated[
-    Path | None, typer.Option("--study", help="Study spec (TOML); default: built-in regression.")
-]
-GpusOpt = Annotated[str | None, typer.Option(help="GPU indices, e.g. 0,1 (default: all).")]
-CpuReplicasOpt = Annotated[
-    int | None, typer.Option(help="Run on N logical CPU devices instead of GPUs.")
-]
-MemoryLimitOpt = Annotated[
-    str | None, typer.Option(help="Memory cap per device, e.g. 512MiB or 14GiB.")
-]
-BaseBatchOpt = Annotated[int | None, typer.Option(help="Base global batch B.")]
-BaseLrOpt = Annotated[float | None, typer.Option(help="Learning rate at batch B.")]
-EpochsOpt = Annotated[int | None, typer.Option(help="Epochs per run (at least 2).")]
-LoopOpt = Annotated[
-    str | None, typer.Option(help="Training loop: fit (Keras fit) or custom (strategy.run).")
-]
-UpdateOnOpt = Annotated[
-    str | None,
-    typer.Option(help="Where the weights are updated: replicas, or cpu (needs --loop custom)."),
-]
-TimeoutOpt = Annotated[float, typer.Option(help="Seconds before a child run is killed.")]
 
 
 @app.callback()
@@ -80,13 +71,30 @@ def _exit_code(exc: BaseException) -> int:
     return 1
 
 
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, delivered like Ctrl-C so the same clean-up runs (exit code 143)."""
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    def raise_terminated(signum: int, frame: object) -> None:
+        raise _Terminated()
+
+    previous = signal.signal(signal.SIGTERM, raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def _guard(call: Callable[[], T]) -> T:
     """Run ``call``; turn tuner's errors into one line on stderr and an exit code."""
     try:
         return call()
-    except KeyboardInterrupt:
-        err.print("[red]interrupted[/]")
-        raise typer.Exit(130) from None
+    except KeyboardInterrupt as exc:
+        terminated = isinstance(exc, _Terminated)
+        err.print(f"[red]{'terminated' if terminated else 'interrupted'}[/]")
+        raise typer.Exit(143 if terminated else 130) from None
     except Exception as exc:
         if _state["debug"]:
             raise
@@ -126,20 +134,32 @@ def search(
     validate_first: Annotated[
         bool, typer.Option("--validate", help="Run the validate checks first; stop on failure.")
     ] = False,
+    heartbeat: Annotated[
+        float,
+        typer.Option(help="Seconds between worker heartbeats (RDB storages; 0: off)."),
+    ] = 20.0,
+    probe: Annotated[
+        bool, typer.Option("--probe", help="Probe the largest fitting batch first.")
+    ] = False,
+    baseline: Annotated[
+        bool,
+        typer.Option(help="Record a single-device trial at the base batch (speedup, efficiency)."),
+    ] = True,
 ) -> None:
     """Run (or resume) a study: one short real training run per grid point."""
     from tuner import _display
+    from tuner.recommend import unique_trials
     from tuner.spec import parse_int_list, parse_name_list
     from tuner.study import recommendation, run_search
 
     def call() -> None:
-        spec, plan = _spec_and_plan(
+        spec, plan = spec_and_plan(
             study,
             gpus,
             cpu_replicas,
             memory_limit,
             trial_timeout,
-            _overrides(base_batch_size, base_lr, epochs, loop, update_on)
+            overrides(base_batch_size, base_lr, epochs, loop, update_on)
             | {
                 "search.batch_multipliers": batch_multipliers
                 and parse_int_list(batch_multipliers, "--batch-multipliers"),
@@ -159,23 +179,37 @@ def search(
             f"× {len(spec.search.lr_rules)} rules on {plan.num_replicas} {plan.kind} replicas; "
             "checking the workload…"
         )
-        with _display.SearchProgress(err) as progress:
-            report = run_search(
-                spec,
-                plan,
-                storage,
-                study_name=study_name,
-                trial_timeout_s=trial_timeout,
-                observer=progress,
-            )
+        if heartbeat < 0:
+            raise ConfigError(f"--heartbeat must be 0 (off) or positive, got {heartbeat}")
+        opened: list[Any] = []
+        try:
+            with _sigterm_as_interrupt(), _display.SearchProgress(err) as progress:
+                report = run_search(
+                    spec,
+                    plan,
+                    storage,
+                    study_name=study_name,
+                    trial_timeout_s=trial_timeout,
+                    heartbeat_s=heartbeat or None,
+                    probe=probe,
+                    baseline=baseline,
+                    observer=progress,
+                    on_study=opened.append,
+                )
+        except KeyboardInterrupt:
+            if opened:
+                trials = opened[0].get_trials(deepcopy=False)
+                out.print(_display.trials_table(trials, f"Study {opened[0].study_name} (stopped)"))
+                err.print("what finished is stored; run the same command again to resume")
+            raise
         if report.launched == 0:
             err.print(f"all {report.grid_size} grid points are already finished; nothing to run")
-        trials = report.study.get_trials(deepcopy=False)
+        trials = unique_trials(report.study.get_trials(deepcopy=False))
         out.print(_display.trials_table(trials, f"Study {report.study.study_name}"))
         rec = recommendation(report.study)
         out.print(_display.recommendation_table(rec))
         if export is not None:
-            _write_json(export, rec)
+            write_json(export, rec)
             err.print(f"recommended config written to {export}")
 
     _guard(call)
@@ -225,13 +259,13 @@ def validate(
             )
         if steps < 1 or (batch_size is not None and batch_size < 1):
             raise ConfigError("--steps and --batch-size must be positive")
-        spec, plan = _spec_and_plan(
+        spec, plan = spec_and_plan(
             study,
             gpus,
             cpu_replicas,
             memory_limit,
             trial_timeout,
-            _overrides(base_batch_size, base_lr, epochs, loop, update_on),
+            overrides(base_batch_size, base_lr, epochs, loop, update_on),
         )
         err.print(
             f"validating {spec.search.loop_kind} on {plan.num_replicas} {plan.kind} replicas "
@@ -248,10 +282,60 @@ def validate(
         )
         _display.print_validation(out, report)
         if output is not None:
-            _write_json(output, report)
+            write_json(output, report)
             err.print(f"report written to {output}")
         if not report["passed"]:
             raise TunerError("validation failed: see the checks above")
+
+    _guard(call)
+
+
+@app.command("probe")
+def probe_cmd(
+    study: SpecOpt = None,
+    gpus: GpusOpt = None,
+    cpu_replicas: CpuReplicasOpt = None,
+    memory_limit: MemoryLimitOpt = None,
+    storage: StorageOpt = DEFAULT_STORAGE,
+    study_name: Annotated[
+        str | None, typer.Option(help="Study name (default: the spec's name).")
+    ] = None,
+    base_batch_size: BaseBatchOpt = None,
+    resolution: ResolutionOpt = None,
+    steps: Annotated[int, typer.Option(help="Training steps per probe run.")] = 5,
+    loop: LoopOpt = None,
+    update_on: UpdateOnOpt = None,
+) -> None:
+    """Find the largest global batch that fits: doubling until out-of-memory, then bisection."""
+    from tuner.study import probe_study
+
+    def call() -> None:
+        if steps < 1 or (resolution is not None and resolution < 1):
+            raise ConfigError("--steps and --resolution must be positive")
+        spec, plan = spec_and_plan(
+            study,
+            gpus,
+            cpu_replicas,
+            memory_limit,
+            1800.0,
+            overrides(base_batch_size, None, None, loop, update_on),
+        )
+        found = probe_study(
+            spec,
+            plan,
+            storage,
+            study_name=study_name,
+            resolution=resolution,
+            steps=steps,
+            note=lambda message: err.print(f"  {message}"),
+        )
+        largest, oom = found["largest_fitting_batch"], found["smallest_oom_batch"]
+        out.print(
+            f"largest global batch that fits on {found['device_signature']}: {largest} "
+            f"({largest // plan.num_replicas if largest else 0} per replica); "
+            + (f"out of memory at {oom}" if oom else "no out-of-memory up to the training set")
+            + f" — {found['launches']} launches in {found['wall_s']:.0f} s"
+        )
 
     _guard(call)
 
@@ -277,7 +361,7 @@ def export_cmd(
         if output is None:
             sys.stdout.write(json.dumps(rec, indent=2) + "\n")
         else:
-            _write_json(output, rec)
+            write_json(output, rec)
             err.print(f"recommended config written to {output}")
 
     _guard(call)
@@ -287,64 +371,27 @@ def export_cmd(
 def show(
     storage: StorageOpt = DEFAULT_STORAGE,
     study_name: StudyNameOpt = "regression",
+    all_trials: Annotated[
+        bool, typer.Option("--all", help="Every trial, retries and duplicates included.")
+    ] = False,
 ) -> None:
-    """Print a study's trials as a table."""
+    """Print a study's trials as a table (one row per grid point unless --all)."""
     from tuner import _display
-    from tuner.study import load_study
+    from tuner.recommend import unique_trials
+    from tuner.study import load_study, recommendation
 
     def call() -> None:
         study = load_study(storage, study_name)
-        out.print(_display.trials_table(study.get_trials(deepcopy=False), f"Study {study_name}"))
+        trials = study.get_trials(deepcopy=False)
+        shown = trials if all_trials else unique_trials(trials)
+        title = f"Study {study_name}"
+        if len(shown) < len(trials):
+            title += f" ({len(shown)} grid points; {len(trials)} trials with --all)"
+        out.print(_display.trials_table(shown, title))
+        with contextlib.suppress(NoCompleteTrialError):  # nothing to recommend yet
+            out.print(_display.recommendation_table(recommendation(study)))
 
     _guard(call)
-
-
-def _overrides(
-    base_batch_size: int | None,
-    base_lr: float | None,
-    epochs: int | None,
-    loop: str | None,
-    update_on: str | None,
-) -> dict[str, Any]:
-    """The spec overrides that search and validate share (``None``: keep the spec's value)."""
-    return {
-        "search.base_batch_size": base_batch_size,
-        "search.base_lr": base_lr,
-        "search.epochs": epochs,
-        "search.loop": loop,
-        "search.update_on": update_on,
-    }
-
-
-def _spec_and_plan(
-    study: Path | None,
-    gpus: str | None,
-    cpu_replicas: int | None,
-    memory_limit: str | None,
-    timeout: float,
-    overrides: dict[str, Any],
-) -> tuple[StudySpec, DevicePlan]:
-    """Load and check the spec and the devices (shared by search and validate)."""
-    from tuner.devices import plan_devices
-    from tuner.spec import load_spec
-
-    if timeout <= 0:
-        raise ConfigError(f"--trial-timeout must be positive, got {timeout}")
-    spec = load_spec(study, overrides)
-    plan, notice = plan_devices(gpus, cpu_replicas, memory_limit)
-    if notice:
-        err.print(f"[yellow]{notice}[/]")
-    return spec, plan
-
-
-def _write_json(path: Path, data: dict[str, Any]) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(data, indent=2) + "\n")
-        tmp.replace(path)
-    except OSError as exc:
-        raise ConfigError(f"cannot write {path}: {exc.strerror}") from None
 
 
 def main() -> None:

@@ -97,8 +97,8 @@ class FitLoop(_Base):
 
         self.model.train_step = counted_train_step
 
-    def run(self, dataset: Any, epochs: int, steps: int, on_epoch: OnEpoch) -> None:
-        """Train ``epochs`` epochs of ``steps`` steps."""
+    def run(self, dataset: Any, epochs: int, steps: int | None, on_epoch: OnEpoch) -> None:
+        """Train ``epochs`` epochs of ``steps`` steps (``None``: whole passes over ``dataset``)."""
         loop = self
 
         class _Hooks(keras.callbacks.Callback):
@@ -117,9 +117,16 @@ class FitLoop(_Base):
         callbacks: list[Any] = [_Hooks()]
         if self._record_steps:
             callbacks.append(_Steps())  # batch hooks sync every step: validation only
-        self.model.fit(
-            dataset.repeat(), epochs=epochs, steps_per_epoch=steps, verbose=0, callbacks=callbacks
-        )
+        if steps is None:  # whole epochs, exactly as a user's `fit(dataset, epochs=...)` runs
+            self.model.fit(dataset, epochs=epochs, verbose=0, callbacks=callbacks)
+        else:
+            self.model.fit(
+                dataset.repeat(),
+                epochs=epochs,
+                steps_per_epoch=steps,
+                verbose=0,
+                callbacks=callbacks,
+            )
 
     def replica_examples(self) -> list[int]:
         """Examples each replica processed in its own train step."""
@@ -169,8 +176,9 @@ class CustomLoop(_Base):
 
         self._train_step = train_step
 
-    def run(self, dataset: Any, epochs: int, steps: int, on_epoch: OnEpoch) -> None:
-        """Train ``epochs`` epochs of ``steps`` steps."""
+    def run(self, dataset: Any, epochs: int, steps: int | None, on_epoch: OnEpoch) -> None:
+        """Train ``epochs`` epochs of ``steps`` steps (``None``: whole passes over ``dataset``)."""
+        steps = steps or int(dataset.cardinality())
         iterator = iter(self._strategy.experimental_distribute_dataset(dataset.repeat()))
         _epochs(lambda: self._train_step(next(iterator)), epochs, steps, on_epoch, self.step_losses)
 
@@ -228,8 +236,9 @@ class CpuUpdateLoop(_Base):
 
         self._train_step = train_step
 
-    def run(self, dataset: Any, epochs: int, steps: int, on_epoch: OnEpoch) -> None:
-        """Train ``epochs`` epochs of ``steps`` steps."""
+    def run(self, dataset: Any, epochs: int, steps: int | None, on_epoch: OnEpoch) -> None:
+        """Train ``epochs`` epochs of ``steps`` steps (``None``: whole passes over ``dataset``)."""
+        steps = steps or int(dataset.cardinality())
         iterator = iter(dataset.repeat())
         _epochs(
             lambda: self._train_step(*next(iterator)), epochs, steps, on_epoch, self.step_losses
@@ -275,7 +284,11 @@ def _replica_counter() -> Any:
 
 
 def _epochs(
-    step: Callable[[], Any], epochs: int, steps: int, on_epoch: OnEpoch, step_losses: list[float]
+    step: Callable[[], Any],
+    epochs: int,
+    steps: int,
+    on_epoch: OnEpoch,
+    step_losses: list[float],
 ) -> None:
     for epoch in range(epochs):
         started = time.perf_counter()

@@ -63,6 +63,8 @@ class ChildRun:
     timed_out: bool = False
     interrupted: bool = False
     wall_s: float = 0.0
+    spawned_at: float | None = None
+    ended_at: float | None = None
 
 
 @dataclass(frozen=True)
@@ -93,8 +95,10 @@ def classify(run: ChildRun, memory_capped: bool) -> TrialOutcome:
     if result is None:
         return _without_result(run, memory_capped, garbage=run.result_text is not None)
     attrs = {key: result[key] for key in _RESULT_ATTRS if result.get(key) is not None}
-    attrs["timings"] = {**attrs.get("timings", {}), **timing}
+    attrs["timings"] = breakdown(run, result.get("timings", {}))
     status = result.get("status")
+    if status == "ok" and result.get("probe"):  # a probe run measures nothing: it fitted
+        return TrialOutcome("ok", attrs=attrs)
     if status == "ok":
         loss, throughput = _finite(result.get("final_loss")), _finite(result.get("throughput"))
         if loss is None or throughput is None or throughput <= 0:
@@ -110,6 +114,35 @@ def classify(run: ChildRun, memory_capped: bool) -> TrialOutcome:
     if status == "invalid":
         return TrialOutcome("error", error=str(result.get("error", ""))[:1000], attrs=attrs)
     return TrialOutcome("error", error=f"unknown result status {status!r}", attrs=attrs)
+
+
+PHASES: tuple[str, ...] = (
+    "process_start_s",
+    "import_s",
+    "device_init_s",
+    "build_s",
+    "tracing_s",
+    "training_s",
+    "evaluate_s",
+    "handback_s",
+)
+
+
+def breakdown(run: ChildRun, child: dict[str, Any]) -> dict[str, float]:
+    """Where a trial's wall time went, phase by phase, each measured on its own.
+
+    ``process_start_s`` runs from the parent's spawn to the child's first line, ``handback_s``
+    from the child's last line to the parent holding the result; ``unaccounted_s`` is what no
+    phase measured (small when the breakdown is complete).
+    """
+    phases = {k: float(v) for k, v in child.items() if k in PHASES}
+    if run.spawned_at is not None and "child_started_at" in child:
+        phases["process_start_s"] = float(child["child_started_at"]) - run.spawned_at
+    if run.ended_at is not None and "child_finished_at" in child:
+        phases["handback_s"] = run.ended_at - float(child["child_finished_at"])
+    phases["wall_s"] = run.wall_s
+    phases["unaccounted_s"] = run.wall_s - sum(phases.get(k, 0.0) for k in PHASES)
+    return phases
 
 
 def _without_result(run: ChildRun, memory_capped: bool, garbage: bool) -> TrialOutcome:

@@ -78,10 +78,16 @@ def recommend(
     versions: dict[str, str],
     created_at: str,
     tolerance: float = DEFAULT_TOLERANCE,
+    baselines: dict[str, dict[str, Any]] | None = None,
+    probes: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Return the recommended-config JSON (a dict) for ``trials``.
 
-    Raises :class:`NoCompleteTrialError` when no trial completed with a finite loss.
+    ``baselines`` and ``probes`` map a device signature to the study's single-device baseline
+    and probe records; the chosen trial's signature picks them. Speedup is the chosen trial's
+    throughput over the baseline's (one device, base batch); scaling efficiency is the speedup
+    per replica (1.0 is ideal). Raises :class:`NoCompleteTrialError` when no trial completed with
+    a finite loss.
     """
     unique = unique_trials(trials)
     complete = [
@@ -124,6 +130,19 @@ def recommend(
         "versions": dict(versions),
         "created_at": created_at,
     }
+    signature = attrs.get("device_signature")
+    baseline = (baselines or {}).get(str(signature), {})
+    base_throughput = baseline.get("throughput")
+    speedup = chosen.values[1] / base_throughput if base_throughput else None
+    result["baseline_throughput"] = base_throughput
+    result["speedup_vs_single_device"] = speedup
+    result["scaling_efficiency"] = speedup / result["num_replicas"] if speedup else None
+    probe = (probes or {}).get(str(signature))
+    if probe:
+        result["probe"] = {
+            key: probe.get(key)
+            for key in ("largest_fitting_batch", "smallest_oom_batch", "resolution", "launches")
+        }
     if infeasible and feasible < largest_grid:
         result["note"] = (
             f"global batch {infeasible[0]} and larger ran out of memory; the largest that fits is "

@@ -44,12 +44,17 @@ def run_child(
         request_path = Path(tmp, "request.json")
         result_path = Path(tmp, "result.json")
         stderr_path = Path(tmp, "stderr.log")
-        request_path.write_text(json.dumps(request))
-        child_env = {**os.environ, **env, "PYTHONUNBUFFERED": "1"}
+        spawned_at = time.time()
+        request_path.write_text(json.dumps({**request, "spawned_at": spawned_at}))
+        child_env = {
+            **os.environ,
+            **env,
+            "PYTHONUNBUFFERED": "1",
+            "TUNER_PARENT_PID": str(os.getpid()),
+        }
         child_env["PYTHONPATH"] = os.pathsep.join(
             p for p in (_PACKAGE_ROOT, os.environ.get("PYTHONPATH", "")) if p
         )
-        started = time.perf_counter()
         with stderr_path.open("wb") as stderr:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "tuner._child", str(request_path), str(result_path)],
@@ -75,12 +80,16 @@ def run_child(
             finally:
                 _reap_group(proc)
             reader.join(timeout=5)
+        result_text = result_path.read_text() if result_path.exists() else None
+        ended_at = time.time()
         return ChildRun(
             returncode=proc.returncode,
-            result_text=result_path.read_text() if result_path.exists() else None,
+            result_text=result_text,
             stderr_tail=_tail(stderr_path),
             timed_out=timed_out,
-            wall_s=time.perf_counter() - started,
+            wall_s=ended_at - spawned_at,
+            spawned_at=spawned_at,
+            ended_at=ended_at,
         )
 
 

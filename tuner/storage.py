@@ -1,12 +1,16 @@
 """One function turns a storage URL into an Optuna storage; no SQL of our own.
 
 ``sqlite:///path.db`` and any SQLAlchemy URL go to ``RDBStorage`` (SQLite with a generous lock
-timeout, so several workers can share one file). Connection errors become one clear line with the
+timeout, so several workers can share one file), with Optuna's heartbeat when asked: a trial whose
+worker died stops heartbeating, is failed, and is re-queued by ``RetryFailedTrialCallback``.
+``journal:PATH`` is Optuna's journal file (``JournalStorage``), which Optuna recommends for several
+processes on one host; it has no heartbeat. Connection errors become one clear line with the
 password masked.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -32,18 +36,22 @@ def sqlite_path(url: str) -> Path | None:
     return None if path in ("", ":memory:") else Path(path)
 
 
-def open_storage(url: str, *, create: bool) -> Any:
+def open_storage(url: str, *, create: bool, heartbeat_s: float | None = None) -> Any:
     """Return an Optuna storage for ``url``.
 
-    With ``create=False`` a SQLite file must already exist (reading never creates a database).
-    Raises :class:`ConfigError` for an unknown scheme, a missing or unreadable database, or a
-    server that refuses the connection.
+    With ``create=False`` the database file must already exist (reading never creates one).
+    ``heartbeat_s`` turns on Optuna's heartbeat (RDB storages only; grace period 3 × interval)
+    with stale trials retried once per failure. Raises :class:`ConfigError` for an unknown scheme,
+    a missing or unreadable database, or a server that refuses the connection.
     """
     scheme = url.split(":", 1)[0].split("+", 1)[0].lower() if ":" in url else ""
+    if scheme == "journal":
+        return _journal(url, create)
     if scheme not in _KNOWN_SCHEMES:
         raise ConfigError(
             f"--storage {mask_password(url)!r} has an unknown scheme; use e.g. "
-            "sqlite:///studies/tuner.db or postgresql+psycopg://user:pass@host/db"
+            "sqlite:///studies/tuner.db, journal:studies/tuner.log or "
+            "postgresql+psycopg://user:pass@host/db"
         )
     engine_kwargs: dict[str, Any] = {}
     path = sqlite_path(url)
@@ -59,10 +67,55 @@ def open_storage(url: str, *, create: bool) -> Any:
     import optuna
     import sqlalchemy.exc
 
+    heartbeat: dict[str, Any] = {}
+    if heartbeat_s is not None:
+        heartbeat = {
+            "heartbeat_interval": max(1, round(heartbeat_s)),
+            "grace_period": max(3, round(3 * heartbeat_s)),
+            "failed_trial_callback": optuna.storages.RetryFailedTrialCallback(max_retry=3),
+        }
     try:
-        return optuna.storages.RDBStorage(url, engine_kwargs=engine_kwargs)
+        return optuna.storages.RDBStorage(url, engine_kwargs=engine_kwargs, **heartbeat)
     except (sqlalchemy.exc.SQLAlchemyError, ValueError, RuntimeError, ImportError) as exc:
         reason = " ".join(str(getattr(exc, "orig", None) or exc).split())[:300]
         raise ConfigError(
             f"cannot open storage {mask_password(url)}: {mask_password(reason)}"
         ) from exc
+
+
+def _journal(url: str, create: bool) -> Any:
+    import optuna
+    from optuna.storages.journal import JournalFileBackend
+
+    path = Path(url.split(":", 1)[1].removeprefix("//"))
+    if not str(path) or str(path) == ".":
+        raise ConfigError(
+            "--storage journal:PATH needs a file path, e.g. journal:studies/tuner.log"
+        )
+    if not path.exists() and not create:
+        raise ConfigError(f"storage file {path} does not exist")
+    if path.exists() and not path.is_file():
+        raise ConfigError(f"storage path {path} is not a file")
+    if path.exists() and not _looks_like_journal(path):
+        raise ConfigError(f"cannot open journal storage {path}: it is not an Optuna journal file")
+    if create:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        return optuna.storages.JournalStorage(JournalFileBackend(str(path)))
+    except Exception as exc:  # any failure to replay the log means it is not a journal
+        raise ConfigError(
+            f"cannot open journal storage {path}: {type(exc).__name__}: {exc}"
+        ) from exc
+
+
+def _looks_like_journal(path: Path) -> bool:
+    """An empty file, or one whose first line is a JSON journal record (``op_code``)."""
+    with path.open("rb") as handle:
+        first = handle.readline()
+    if not first.strip():
+        return True
+    try:
+        record = json.loads(first)
+    except ValueError:
+        return False
+    return isinstance(record, dict) and "op_code" in record

@@ -7,55 +7,37 @@ Effects live here (storage, child processes); decisions are delegated to pure mo
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import logging
 import platform
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 import optuna
 from optuna.samplers import GridSampler
-from optuna.trial import Trial, TrialState
+from optuna.trial import FrozenTrial, TrialState
 
 from tuner.devices import DevicePlan
-from tuner.errors import ConfigError, StudyNotFoundError, WorkloadError
-from tuner.outcome import TrialOutcome, classify
-from tuner.recommend import recommend, smallest_oom_batch
-from tuner.runner import run_child
-from tuner.scaling import scaled_learning_rate
+from tuner.errors import ConfigError, StudyNotFoundError
+from tuner.objective import (
+    Objective,
+    QuietObserver,
+    SearchObserver,
+    TrialFailed,
+    device_signature,
+)
+from tuner.preflight import check_grid, inspect_workload, run_baseline, run_probe
+from tuner.recommend import grid_point, recommend, status_of
 from tuner.spec import StudySpec
 from tuner.storage import mask_password, open_storage
 
 METRIC_NAMES = ("final_loss", "throughput")
 DIRECTIONS: list[Literal["minimize", "maximize"]] = ["minimize", "maximize"]
-INSPECT_TIMEOUT_S = 600.0
-
-
-class SearchObserver(Protocol):
-    """What the driver reports while it works (the CLI draws it with rich)."""
-
-    def trial_started(self, index: int, total: int, params: dict[str, Any]) -> None: ...
-
-    def epoch_finished(self, event: dict[str, Any]) -> None: ...
-
-    def trial_finished(self, number: int, outcome: TrialOutcome) -> None: ...
-
-
-class _QuietObserver:
-    def trial_started(self, index: int, total: int, params: dict[str, Any]) -> None:
-        pass
-
-    def epoch_finished(self, event: dict[str, Any]) -> None:
-        pass
-
-    def trial_finished(self, number: int, outcome: TrialOutcome) -> None:
-        pass
-
-
-class _TrialFailed(Exception):
-    """Raised from the objective to end a trial FAIL; caught by ``study.optimize``."""
+DEFAULT_HEARTBEAT_S = 20.0
+FINAL_FAILURES = frozenset({"timeout", "crashed", "error"})
+"""FAIL statuses that a rerun would repeat: resuming does not run those grid points again."""
 
 
 class BatchAscendingGridSampler(GridSampler):
@@ -95,48 +77,6 @@ def versions(child_versions: dict[str, str] | None = None) -> dict[str, str]:
     return found
 
 
-def inspect_workload(spec: StudySpec, timeout_s: float = INSPECT_TIMEOUT_S) -> dict[str, Any]:
-    """Load the workload once in a CPU-only child: sizes, shapes, versions.
-
-    Raises :class:`WorkloadError` when the model or data cannot be loaded or do not fit together.
-    """
-    request = {"mode": "inspect", "workload": _workload_dict(spec)}
-    env = {"CUDA_VISIBLE_DEVICES": "", "TF_CPP_MIN_LOG_LEVEL": "2"}
-    run = run_child(request, env, timeout_s)
-    outcome_text = run.result_text
-    if outcome_text is None:
-        raise WorkloadError(
-            f"loading the workload failed (exit code {run.returncode}): "
-            f"{run.stderr_tail.strip().splitlines()[-1] if run.stderr_tail.strip() else ''}"
-        )
-    result = json.loads(outcome_text)
-    if result.get("status") != "ok":
-        raise WorkloadError(str(result.get("error", "loading the workload failed")))
-    return result
-
-
-def check_grid(spec: StudySpec, plan: DevicePlan, n_train: int | None = None) -> None:
-    """Every global batch must split evenly over the replicas and fit in the training set."""
-    for batch in spec.search.global_batch_sizes:
-        if batch % plan.num_replicas:
-            raise ConfigError(
-                f"global batch {batch} does not divide by {plan.num_replicas} replicas; choose a "
-                f"--base-batch-size that is a multiple of {plan.num_replicas}"
-            )
-        if n_train is not None and batch > n_train:
-            raise ConfigError(
-                f"global batch {batch} is larger than the training set ({n_train} samples); "
-                "use smaller --base-batch-size or --batch-multipliers"
-            )
-
-
-def device_signature(plan: DevicePlan) -> str:
-    """Devices and memory cap: OOM knowledge and throughput carry over only within one signature."""
-    if plan.memory_limit_bytes is None:
-        return plan.signature
-    return f"{plan.signature}, cap {plan.memory_limit_bytes // 2**20} MiB per device"
-
-
 def run_search(
     spec: StudySpec,
     plan: DevicePlan,
@@ -144,30 +84,106 @@ def run_search(
     *,
     study_name: str | None = None,
     trial_timeout_s: float = 1800.0,
+    heartbeat_s: float | None = DEFAULT_HEARTBEAT_S,
+    probe: bool = False,
+    baseline: bool = True,
     observer: SearchObserver | None = None,
+    on_study: Callable[[optuna.Study], None] | None = None,
 ) -> SearchReport:
-    """Run (or resume) the study; return what was launched. Nothing is stored before the workload
-    has been checked, so bad input leaves the storage untouched."""
-    observer = observer or _QuietObserver()
-    name = study_name or spec.name
+    """Run (or resume) the study; return what was launched.
+
+    Nothing is stored before the workload has been checked, so bad input leaves the storage
+    untouched. With ``probe`` the grid's sizes are bisected with short runs first and the sizes
+    that do not fit are pruned without launching; with ``baseline`` (and several replicas) one
+    single-device trial at the base batch is recorded for speedup and scaling efficiency. On
+    resume, trials of dead workers (stale heartbeat) and interrupted trials are re-queued; every
+    other finished grid point is kept. ``on_study`` receives the study as soon as it is open.
+    """
+    observer = observer or QuietObserver()
+    study, info = _open(spec, plan, storage_url, study_name, heartbeat_s)
+    if on_study is not None:
+        on_study(study)
+    signature = device_signature(plan)
+    if probe:
+        observer.note("probing the largest global batch that fits…")
+        found = run_probe(
+            spec,
+            plan,
+            int(info["n_train"]),
+            grid=spec.search.global_batch_sizes,
+            note=observer.note,
+        )
+        _store_keyed(study, "probes", signature, found)
+    if (
+        baseline
+        and plan.num_replicas > 1
+        and signature not in study.user_attrs.get("baselines", {})
+    ):
+        observer.note(f"single-device baseline at global batch {spec.search.base_batch_size}…")
+        _store_keyed(
+            study, "baselines", signature, run_baseline(spec, plan, timeout_s=trial_timeout_s)
+        )
+    probed_oom = study.user_attrs.get("probes", {}).get(signature, {}).get("smallest_oom_batch")
+    _requeue_unfinished(study)
+    done = settled_grid_points(study.get_trials(deepcopy=False))
+    grid = [(b, r) for b in spec.search.global_batch_sizes for r in spec.search.lr_rules]
+    remaining = [point for point in grid if point not in done]
+    objective = Objective(
+        spec, plan, trial_timeout_s, observer, len(grid), len(done), probed_oom=probed_oom
+    )
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    # One trial at a time, and only while a grid point is unclaimed: a point that another worker
+    # is running is left to it, so concurrent workers do not duplicate the end of the grid.
+    for _ in range(len(remaining)):
+        if not _unclaimed(study, grid):
+            break
+        study.optimize(objective, n_trials=1, catch=(TrialFailed,), gc_after_trial=False)
+    return SearchReport(
+        study, launched=objective.launched, already_done=len(done), grid_size=len(grid)
+    )
+
+
+def probe_study(
+    spec: StudySpec,
+    plan: DevicePlan,
+    storage_url: str,
+    *,
+    study_name: str | None = None,
+    resolution: int | None = None,
+    steps: int = 5,
+    note: Callable[[str], None] = lambda message: None,
+) -> dict[str, Any]:
+    """``tuner probe``: find the largest fitting global batch and store it on the study."""
+    study, info = _open(spec, plan, storage_url, study_name, None)
+    found = run_probe(
+        spec, plan, int(info["n_train"]), resolution=resolution, steps=steps, note=note
+    )
+    _store_keyed(study, "probes", device_signature(plan), found)
+    return found
+
+
+def _open(
+    spec: StudySpec,
+    plan: DevicePlan,
+    storage_url: str,
+    study_name: str | None,
+    heartbeat_s: float | None,
+) -> tuple[optuna.Study, dict[str, Any]]:
+    """Check the grid and the workload, then create or resume the study (in that order, so that
+    bad input never reaches the storage)."""
     check_grid(spec, plan)
     info = inspect_workload(spec)
     check_grid(spec, plan, n_train=int(info["n_train"]))
-    storage = open_storage(storage_url, create=True)
-    study = _create_or_resume(storage, storage_url, name, spec, plan, info)
-    done = _finished_grid_points(study)
-    grid = [(b, r) for b in spec.search.global_batch_sizes for r in spec.search.lr_rules]
-    remaining = [point for point in grid if point not in done]
-    if remaining:
-        objective = _Objective(spec, plan, trial_timeout_s, observer, len(grid), len(done))
-        optuna.logging.set_verbosity(optuna.logging.ERROR)
-        study.optimize(
-            objective, n_trials=len(remaining), catch=(_TrialFailed,), gc_after_trial=False
-        )
-        launched = objective.launched
-    else:
-        launched = 0
-    return SearchReport(study, launched=launched, already_done=len(done), grid_size=len(grid))
+    storage = open_storage(storage_url, create=True, heartbeat_s=heartbeat_s)
+    name = study_name or spec.name
+    return _create_or_resume(storage, storage_url, name, spec, plan, info), info
+
+
+def _store_keyed(study: optuna.Study, attr: str, key: str, value: dict[str, Any]) -> None:
+    """Set ``study.user_attrs[attr][key] = value`` (one record per device signature)."""
+    records = dict(study.user_attrs.get(attr, {}))
+    records[key] = value
+    study.set_user_attr(attr, records)
 
 
 def load_study(storage_url: str, study_name: str) -> optuna.Study:
@@ -192,6 +208,8 @@ def recommendation(study: optuna.Study, tolerance: float | None = None) -> dict[
         base_lr=float(spec.get("base_lr", float("nan"))),
         base_batch_size=int(spec.get("base_batch_size", 0)),
         versions=study.user_attrs.get("versions", {}),
+        baselines=study.user_attrs.get("baselines"),
+        probes=study.user_attrs.get("probes"),
         created_at=_dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         **kwargs,
     )
@@ -258,113 +276,46 @@ def _first_difference(old: dict[str, Any], new: dict[str, Any], prefix: str = ""
     return ""
 
 
-def _finished_grid_points(study: optuna.Study) -> set[tuple[int, str]]:
-    states = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
-    return {
-        (int(t.params["global_batch_size"]), str(t.params["lr_rule"]))
-        for t in study.get_trials(deepcopy=False, states=states)
-        if "global_batch_size" in t.params and "lr_rule" in t.params
+def settled_grid_points(trials: list[FrozenTrial]) -> set[tuple[int, str]]:
+    """Grid points that need no more runs: COMPLETE, PRUNED, or FAIL for a reason that a rerun
+    would repeat (timeout, crash, error). Interrupted and dead-worker trials are not settled."""
+    settled = set()
+    for trial in trials:
+        if "global_batch_size" not in trial.params or "lr_rule" not in trial.params:
+            continue
+        if trial.state in (TrialState.COMPLETE, TrialState.PRUNED) or (
+            trial.state == TrialState.FAIL and status_of(trial) in FINAL_FAILURES
+        ):
+            settled.add((int(trial.params["global_batch_size"]), str(trial.params["lr_rule"])))
+    return settled
+
+
+def _unclaimed(study: optuna.Study, grid: list[tuple[int, str]]) -> bool:
+    """Whether a queued trial waits, or a grid point is neither settled nor running."""
+    trials = study.get_trials(deepcopy=False)
+    if any(t.state == TrialState.WAITING for t in trials):
+        return True
+    claimed = settled_grid_points(trials) | {
+        grid_point(t) for t in trials if t.state == TrialState.RUNNING
     }
+    return any(point not in claimed for point in grid)
 
 
-def _workload_dict(spec: StudySpec) -> dict[str, str]:
-    return {
-        "model": spec.workload.model,
-        "data": spec.workload.data,
-        "loss": spec.workload.loss,
-        "optimizer": spec.workload.optimizer,
-    }
-
-
-class _Objective:
-    """Runs one grid point per call; the outcome is recorded on the trial in :meth:`_record`."""
-
-    def __init__(
-        self,
-        spec: StudySpec,
-        plan: DevicePlan,
-        timeout_s: float,
-        observer: SearchObserver,
-        grid_size: int,
-        already_done: int,
-    ) -> None:
-        self._spec = spec
-        self._plan = plan
-        self._timeout_s = timeout_s
-        self._observer = observer
-        self._grid_size = grid_size
-        self._already_done = already_done
-        self.launched = 0
-
-    def __call__(self, trial: Trial) -> tuple[float, float]:
-        search = self._spec.search
-        batch = trial.suggest_categorical("global_batch_size", list(search.global_batch_sizes))
-        rule = trial.suggest_categorical("lr_rule", list(search.lr_rules))
-        lr = scaled_learning_rate(rule, search.base_lr, batch, search.base_batch_size)
-        signature = device_signature(self._plan)
-        attrs = {
-            "global_batch_size": batch,
-            "per_replica_batch_size": batch // self._plan.num_replicas,
-            "num_replicas": self._plan.num_replicas,
-            "learning_rate": lr,
-            "lr_rule": rule,
-            "device_signature": signature,
-            "loop": self._spec.search.loop,
-            "update_on": self._spec.search.update_on,
-            "devices": self._plan.device_names,
-        }
-        for key, value in attrs.items():
-            trial.set_user_attr(key, value)
-        self._observer.trial_started(self._already_done + self.launched + 1, self._grid_size, attrs)
-        outcome = self._run(trial, batch, lr, signature)
-        self._observer.trial_finished(trial.number, outcome)
-        return _record(trial, outcome)
-
-    def _run(self, trial: Trial, batch: int, lr: float, signature: str) -> TrialOutcome:
-        oom_at = smallest_oom_batch(trial.study.get_trials(deepcopy=False), signature)
-        if oom_at is not None and batch >= oom_at:
-            self.launched += 1
-            return TrialOutcome(
-                "oom-implied",
-                error=f"global batch {oom_at} already ran out of memory on {signature}",
-            )
-        request = {
-            "mode": "trial",
-            "plan": self._plan.to_dict(),
-            "workload": _workload_dict(self._spec),
-            "global_batch_size": batch,
-            "learning_rate": lr,
-            "epochs": self._spec.search.epochs,
-            "seed": self._spec.search.seed,
-            "loop": self._spec.search.loop_kind,
-        }
-        self.launched += 1
-        try:
-            run = run_child(
-                request,
-                self._plan.child_environment(),
-                self._timeout_s,
-                on_event=self._observer.epoch_finished,
-            )
-        except KeyboardInterrupt:
-            trial.set_user_attr("status", "interrupted")
-            trial.set_user_attr("error", "stopped by the user")
-            raise
-        return classify(run, memory_capped=self._plan.memory_limit_bytes is not None)
-
-
-def _record(trial: Trial, outcome: TrialOutcome) -> tuple[float, float]:
-    """Store the outcome on the trial and end it in the state its status maps to."""
-    trial.set_user_attr("status", outcome.status)
-    for key, value in outcome.attrs.items():
-        trial.set_user_attr(key, value)
-    if outcome.error:
-        trial.set_user_attr("error", outcome.error)
-    if outcome.values is not None:
-        trial.set_user_attr("final_loss", outcome.values[0])
-        trial.set_user_attr("throughput", outcome.values[1])
-    if outcome.state == "COMPLETE" and outcome.values is not None:
-        return outcome.values
-    if outcome.state == "PRUNED":
-        raise optuna.TrialPruned(outcome.error or outcome.status)
-    raise _TrialFailed(f"{outcome.status}: {outcome.error}")
+def _requeue_unfinished(study: optuna.Study) -> None:
+    """Fail trials whose worker died (stale heartbeat; Optuna's retry callback re-queues them),
+    and re-queue interrupted trials whose grid point has no other run, once."""
+    optuna.storages.fail_stale_trials(study)  # a no-op without heartbeat
+    trials = study.get_trials(deepcopy=False)
+    settled = settled_grid_points(trials)
+    retried = {t.system_attrs.get("failed_trial") for t in trials}
+    pending = {grid_point(t) for t in trials if t.state in (TrialState.WAITING, TrialState.RUNNING)}
+    for trial in trials:
+        point = grid_point(trial)
+        if (
+            trial.state == TrialState.FAIL
+            and point not in settled
+            and point not in pending
+            and trial.number not in retried
+        ):
+            optuna.storages.RetryFailedTrialCallback()(study, trial)
+            pending.add(point)

@@ -127,6 +127,7 @@ def run_trial(request: dict[str, Any], emit: Emit) -> dict[str, Any]:
     epochs = int(request["epochs"])
     seed = int(request["seed"])
     validating = request["mode"] == "validate"
+    probing = request["mode"] == "probe"
 
     mark = time.perf_counter()
     strategy = build_strategy(plan)
@@ -167,9 +168,9 @@ def run_trial(request: dict[str, Any], emit: Emit) -> dict[str, Any]:
     meter = _Meter(emit, samples_per_epoch=steps * batch, epochs=epochs)
     sampler = _UtilizationSampler(plan) if validating else None
     mark = time.perf_counter()
-    loop.run(train, epochs, steps, meter)
+    loop.run(train, epochs, steps if request.get("steps_per_epoch") else None, meter)
     timings["fit_s"] = time.perf_counter() - mark
-    timings["first_epoch_s"] = meter.epoch_seconds[0] if meter.epoch_seconds else 0.0
+    timings.update(_split_tracing(meter.epoch_seconds, timings["fit_s"]))
 
     result: dict[str, Any] = {
         "devices": loop.devices,
@@ -181,6 +182,10 @@ def run_trial(request: dict[str, Any], emit: Emit) -> dict[str, Any]:
         "versions": versions(),
         "timings": timings,
     }
+    if probing:
+        peaks = [p for p in _peak_memory_per_device(plan) if p is not None]
+        result.update(status="ok", probe=True, peak_memory_bytes=max(peaks) if peaks else None)
+        return result
     if validating:
         result.update(
             status="ok",
@@ -202,11 +207,10 @@ def run_trial(request: dict[str, Any], emit: Emit) -> dict[str, Any]:
 
     mark = time.perf_counter()
     model = loop.model
-    if x_val.shape[0] >= batch:
-        val = _dataset(x_val, y_val, batch, shuffle_seed=None)
-        final_loss = float(model.evaluate(val, verbose=0, return_dict=True)["loss"])
-    else:
-        final_loss = float(model.evaluate(x_val, y_val, verbose=0, return_dict=True)["loss"])
+    # Every validation sample counts (no drop_remainder), so trials at different batch sizes
+    # report the loss over the same samples.
+    val = _dataset(x_val, y_val, batch, shuffle_seed=None, drop_remainder=False)
+    final_loss = float(model.evaluate(val, verbose=0, return_dict=True)["loss"])
     timings["evaluate_s"] = time.perf_counter() - mark
     steady = meter.throughputs[1:] or meter.throughputs
     median = statistics.median(steady)
@@ -223,6 +227,15 @@ def run_trial(request: dict[str, Any], emit: Emit) -> dict[str, Any]:
     if result["status"] == "diverged":
         result["error"] = f"validation loss is {final_loss}"
     return result
+
+
+def _split_tracing(epoch_seconds: list[float], fit_s: float) -> dict[str, float]:
+    """Split fit time into tracing (the first epoch's excess over a steady epoch) and training."""
+    if not epoch_seconds:
+        return {"tracing_s": 0.0, "training_s": fit_s}
+    steady = statistics.median(epoch_seconds[1:]) if len(epoch_seconds) > 1 else epoch_seconds[0]
+    tracing = max(0.0, epoch_seconds[0] - steady)
+    return {"tracing_s": tracing, "training_s": fit_s - tracing}
 
 
 def _initial_weights(model_ref: str, seed: int) -> list[np.ndarray]:
@@ -248,11 +261,17 @@ def _weight_sync(copies: list[list[np.ndarray]]) -> dict[str, Any]:
     }
 
 
-def _dataset(x: np.ndarray, y: np.ndarray, batch: int, shuffle_seed: int | None) -> Any:
+def _dataset(
+    x: np.ndarray,
+    y: np.ndarray,
+    batch: int,
+    shuffle_seed: int | None,
+    drop_remainder: bool = True,
+) -> Any:
     data = tf.data.Dataset.from_tensor_slices((x, y))
     if shuffle_seed is not None:
         data = data.shuffle(x.shape[0], seed=shuffle_seed, reshuffle_each_iteration=True)
-    return data.batch(batch, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
+    return data.batch(batch, drop_remainder=drop_remainder).prefetch(tf.data.AUTOTUNE)
 
 
 def _peak_memory_per_device(plan: DevicePlan) -> list[int | None]:

@@ -1,0 +1,95 @@
+"""What the CLI's commands share: option types, consoles, spec and device loading, JSON output."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.console import Console
+
+from tuner.errors import ConfigError
+
+if TYPE_CHECKING:
+    from tuner.devices import DevicePlan
+    from tuner.spec import StudySpec
+
+out = Console()
+err = Console(stderr=True)
+
+StorageOpt = Annotated[str, typer.Option("--storage", help="Optuna storage URL.")]
+StudyNameOpt = Annotated[str, typer.Option("--study-name", help="Name of the study.")]
+SpecOpt = Annotated[
+    Path | None, typer.Option("--study", help="Study spec (TOML); default: built-in regression.")
+]
+GpusOpt = Annotated[str | None, typer.Option(help="GPU indices, e.g. 0,1 (default: all).")]
+CpuReplicasOpt = Annotated[
+    int | None, typer.Option(help="Run on N logical CPU devices instead of GPUs.")
+]
+MemoryLimitOpt = Annotated[
+    str | None, typer.Option(help="Memory cap per device, e.g. 512MiB or 14GiB.")
+]
+BaseBatchOpt = Annotated[int | None, typer.Option(help="Base global batch B.")]
+BaseLrOpt = Annotated[float | None, typer.Option(help="Learning rate at batch B.")]
+EpochsOpt = Annotated[int | None, typer.Option(help="Epochs per run (at least 2).")]
+LoopOpt = Annotated[
+    str | None, typer.Option(help="Training loop: fit (Keras fit) or custom (strategy.run).")
+]
+UpdateOnOpt = Annotated[
+    str | None,
+    typer.Option(help="Where the weights are updated: replicas, or cpu (needs --loop custom)."),
+]
+ResolutionOpt = Annotated[
+    int | None,
+    typer.Option(help="Probe resolution in samples (default: an eighth of the base batch)."),
+]
+TimeoutOpt = Annotated[float, typer.Option(help="Seconds before a child run is killed.")]
+
+
+def overrides(
+    base_batch_size: int | None,
+    base_lr: float | None,
+    epochs: int | None,
+    loop: str | None,
+    update_on: str | None,
+) -> dict[str, Any]:
+    """The spec overrides that search and validate share (``None``: keep the spec's value)."""
+    return {
+        "search.base_batch_size": base_batch_size,
+        "search.base_lr": base_lr,
+        "search.epochs": epochs,
+        "search.loop": loop,
+        "search.update_on": update_on,
+    }
+
+
+def spec_and_plan(
+    study: Path | None,
+    gpus: str | None,
+    cpu_replicas: int | None,
+    memory_limit: str | None,
+    timeout: float,
+    overrides: dict[str, Any],
+) -> tuple[StudySpec, DevicePlan]:
+    """Load and check the spec and the devices (shared by search and validate)."""
+    from tuner.devices import plan_devices
+    from tuner.spec import load_spec
+
+    if timeout <= 0:
+        raise ConfigError(f"--trial-timeout must be positive, got {timeout}")
+    spec = load_spec(study, overrides)
+    plan, notice = plan_devices(gpus, cpu_replicas, memory_limit)
+    if notice:
+        err.print(f"[yellow]{notice}[/]")
+    return spec, plan
+
+
+def write_json(path: Path, data: dict[str, Any]) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(data, indent=2) + "\n")
+        tmp.replace(path)
+    except OSError as exc:
+        raise ConfigError(f"cannot write {path}: {exc.strerror}") from None

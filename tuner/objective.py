@@ -1,0 +1,179 @@
+"""The one boundary where a trial runs and its outcome becomes Optuna state and attributes.
+
+``Objective`` is what ``study.optimize`` calls for each grid point: it stores the configuration,
+prunes sizes known not to fit without launching them, runs the child, and hands the classified
+outcome to :func:`record` — the only place a trial's state is set.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import optuna
+from optuna.trial import Trial
+
+from tuner.devices import DevicePlan
+from tuner.outcome import TrialOutcome, classify
+from tuner.recommend import smallest_oom_batch
+from tuner.runner import run_child
+from tuner.scaling import scaled_learning_rate
+from tuner.spec import StudySpec
+
+
+class SearchObserver(Protocol):
+    """What the driver reports while it works (the CLI draws it with rich)."""
+
+    def trial_started(self, index: int, total: int, params: dict[str, Any]) -> None: ...
+
+    def epoch_finished(self, event: dict[str, Any]) -> None: ...
+
+    def trial_finished(self, number: int, outcome: TrialOutcome) -> None: ...
+
+    def note(self, message: str) -> None: ...
+
+
+class QuietObserver:
+    def note(self, message: str) -> None:
+        pass
+
+    def trial_started(self, index: int, total: int, params: dict[str, Any]) -> None:
+        pass
+
+    def epoch_finished(self, event: dict[str, Any]) -> None:
+        pass
+
+    def trial_finished(self, number: int, outcome: TrialOutcome) -> None:
+        pass
+
+
+class TrialFailed(Exception):
+    """Raised from the objective to end a trial FAIL; caught by ``study.optimize``."""
+
+
+def device_signature(plan: DevicePlan) -> str:
+    """Devices and memory cap: OOM knowledge and throughput carry over only within one signature."""
+    if plan.memory_limit_bytes is None:
+        return plan.signature
+    return f"{plan.signature}, cap {plan.memory_limit_bytes // 2**20} MiB per device"
+
+
+def workload_dict(spec: StudySpec) -> dict[str, str]:
+    return {
+        "model": spec.workload.model,
+        "data": spec.workload.data,
+        "loss": spec.workload.loss,
+        "optimizer": spec.workload.optimizer,
+    }
+
+
+def trial_request(
+    spec: StudySpec, plan: DevicePlan, batch: int, lr: float, mode: str = "trial", **extra: Any
+) -> dict[str, Any]:
+    """The request a child runs: one training run of ``spec``'s workload at ``batch`` and ``lr``."""
+    return {
+        "mode": mode,
+        "plan": plan.to_dict(),
+        "workload": workload_dict(spec),
+        "global_batch_size": batch,
+        "learning_rate": lr,
+        "epochs": spec.search.epochs,
+        "seed": spec.search.seed,
+        "loop": spec.search.loop_kind,
+        **extra,
+    }
+
+
+class Objective:
+    """Runs one grid point per call; the outcome is recorded on the trial in :meth:`_record`."""
+
+    def __init__(
+        self,
+        spec: StudySpec,
+        plan: DevicePlan,
+        timeout_s: float,
+        observer: SearchObserver,
+        grid_size: int,
+        already_done: int,
+        probed_oom: int | None = None,
+    ) -> None:
+        self._probed_oom = probed_oom
+        self._spec = spec
+        self._plan = plan
+        self._timeout_s = timeout_s
+        self._observer = observer
+        self._grid_size = grid_size
+        self._already_done = already_done
+        self.launched = 0
+
+    def __call__(self, trial: Trial) -> tuple[float, float]:
+        try:
+            return self._trial(trial)
+        except KeyboardInterrupt:
+            trial.set_user_attr("status", "interrupted")
+            trial.set_user_attr("error", "stopped by the user")
+            raise
+
+    def _trial(self, trial: Trial) -> tuple[float, float]:
+        search = self._spec.search
+        batch = trial.suggest_categorical("global_batch_size", list(search.global_batch_sizes))
+        rule = trial.suggest_categorical("lr_rule", list(search.lr_rules))
+        lr = scaled_learning_rate(rule, search.base_lr, batch, search.base_batch_size)
+        signature = device_signature(self._plan)
+        attrs = {
+            "global_batch_size": batch,
+            "per_replica_batch_size": batch // self._plan.num_replicas,
+            "num_replicas": self._plan.num_replicas,
+            "learning_rate": lr,
+            "lr_rule": rule,
+            "device_signature": signature,
+            "loop": self._spec.search.loop,
+            "update_on": self._spec.search.update_on,
+            "devices": self._plan.device_names,
+        }
+        for key, value in attrs.items():
+            trial.set_user_attr(key, value)
+        self._observer.trial_started(self._already_done + self.launched + 1, self._grid_size, attrs)
+        outcome = self._run(trial, batch, lr, signature)
+        self._observer.trial_finished(trial.number, outcome)
+        return record(trial, outcome)
+
+    def _run(self, trial: Trial, batch: int, lr: float, signature: str) -> TrialOutcome:
+        oom_at = smallest_oom_batch(trial.study.get_trials(deepcopy=False), signature)
+        if oom_at is not None and batch >= oom_at:
+            self.launched += 1
+            return TrialOutcome(
+                "oom-implied",
+                error=f"global batch {oom_at} already ran out of memory on {signature}",
+            )
+        probe = self._probed_oom
+        if probe is not None and batch >= probe:
+            self.launched += 1
+            return TrialOutcome(
+                "oom-implied",
+                error=f"the probe found global batch {probe} out of memory on {signature}",
+            )
+        self.launched += 1
+        run = run_child(
+            trial_request(self._spec, self._plan, batch, lr),
+            self._plan.child_environment(),
+            self._timeout_s,
+            on_event=self._observer.epoch_finished,
+        )
+        return classify(run, memory_capped=self._plan.memory_limit_bytes is not None)
+
+
+def record(trial: Trial, outcome: TrialOutcome) -> tuple[float, float]:
+    """Store the outcome on the trial and end it in the state its status maps to."""
+    trial.set_user_attr("status", outcome.status)
+    for key, value in outcome.attrs.items():
+        trial.set_user_attr(key, value)
+    if outcome.error:
+        trial.set_user_attr("error", outcome.error)
+    if outcome.values is not None:
+        trial.set_user_attr("final_loss", outcome.values[0])
+        trial.set_user_attr("throughput", outcome.values[1])
+    if outcome.state == "COMPLETE" and outcome.values is not None:
+        return outcome.values
+    if outcome.state == "PRUNED":
+        raise optuna.TrialPruned(outcome.error or outcome.status)
+    raise TrialFailed(f"{outcome.status}: {outcome.error}")
