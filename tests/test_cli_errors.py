@@ -25,6 +25,8 @@ FAST_CASES = {
     "unknown storage scheme": (["--storage", "mongodb://localhost/x"], "unknown scheme"),
     "missing spec file": (["--study", "nope.toml"], "does not exist"),
     "zero timeout": (["--trial-timeout", "0"], "--trial-timeout"),
+    "NaN timeout": (["--trial-timeout", "nan"], "--trial-timeout"),
+    "NaN heartbeat": (["--cpu-replicas", "2", "--heartbeat", "nan"], "--heartbeat"),
 }
 
 
@@ -210,3 +212,44 @@ def test_an_unreachable_database_masks_the_password(tmp_path):
         result = run_tuner(command, "--storage", url, cwd=tmp_path, timeout=120)
         _assert_clean_error(result, "cannot open storage")
         assert "s3cret-pw" not in result.stderr and "***" in result.stderr
+
+
+def test_a_storage_folder_that_cannot_be_made(tmp_path):
+    (tmp_path / "afile").write_text("a file, not a folder\n")
+    for url in ("sqlite:///afile/x.db", "journal:afile/x.log"):
+        result = run_tuner("show", "--storage", url, cwd=tmp_path)
+        _assert_clean_error(result, "does not exist")
+        result = run_tuner(
+            "search",
+            "--cpu-replicas",
+            "2",
+            "--storage",
+            url,
+            "--batch-multipliers",
+            "1",
+            "--lr-rules",
+            "none",
+            cwd=tmp_path,
+        )
+        _assert_clean_error(result, "cannot create the folder")
+
+
+@pytest.mark.slow
+def test_resuming_on_other_devices_is_refused(stored, tmp_path):
+    db, url = stored
+    digest = sha256(db)
+    write_spec(tmp_path / "small.toml")
+    result = run_tuner(
+        "search",
+        "--study",
+        "small.toml",
+        "--cpu-replicas",
+        "2",
+        "--memory-limit",
+        "512MiB",
+        "--storage",
+        url,
+        cwd=tmp_path,
+    )
+    _assert_clean_error(result, "this run is on 2x cpu, cap 512 MiB per device")
+    assert sha256(db) == digest

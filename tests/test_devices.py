@@ -122,6 +122,7 @@ def test_gpu_plan_from_flag() -> None:
     assert plan.signature == "2x A"
     env = plan.child_environment()
     assert env["CUDA_VISIBLE_DEVICES"] == "0,1"
+    assert env["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"  # the order nvidia-smi numbers GPUs in
     assert "TF_ENABLE_ONEDNN_OPTS" not in env
     assert "TF_MKL_ALLOC_MAX_BYTES" not in env
 

@@ -340,3 +340,11 @@ def test_status_of() -> None:
         distributions=DISTRIBUTIONS,
     )
     assert status_of(bare) == "unknown"
+
+
+def test_a_trial_killed_before_its_parameters_is_ignored():
+    import optuna as _optuna
+
+    study = _optuna.create_study(directions=["minimize", "maximize"])
+    study.ask()  # RUNNING, no parameters: a worker killed right after creating it
+    assert unique_trials(study.get_trials()) == []

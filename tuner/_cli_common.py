@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -44,6 +45,10 @@ ResolutionOpt = Annotated[
     int | None,
     typer.Option(help="Probe resolution in samples (default: an eighth of the base batch)."),
 ]
+MultipliersOpt = Annotated[
+    str | None, typer.Option(help="Global batches as multiples of B, e.g. 1,2,4.")
+]
+RulesOpt = Annotated[str | None, typer.Option(help="Learning-rate rules: none,linear,sqrt.")]
 TimeoutOpt = Annotated[float, typer.Option(help="Seconds before a child run is killed.")]
 
 
@@ -64,6 +69,17 @@ def overrides(
     }
 
 
+def grid_overrides(batch_multipliers: str | None, lr_rules: str | None) -> dict[str, Any]:
+    """The grid's spec overrides from their comma-separated flags."""
+    from tuner.spec import parse_int_list, parse_name_list
+
+    return {
+        "search.batch_multipliers": batch_multipliers
+        and parse_int_list(batch_multipliers, "--batch-multipliers"),
+        "search.lr_rules": lr_rules and parse_name_list(lr_rules, "--lr-rules"),
+    }
+
+
 def spec_and_plan(
     study: Path | None,
     gpus: str | None,
@@ -76,8 +92,8 @@ def spec_and_plan(
     from tuner.devices import plan_devices
     from tuner.spec import load_spec
 
-    if timeout <= 0:
-        raise ConfigError(f"--trial-timeout must be positive, got {timeout}")
+    if not math.isfinite(timeout) or timeout <= 0:
+        raise ConfigError(f"--trial-timeout must be a positive number of seconds, got {timeout}")
     spec = load_spec(study, overrides)
     plan, notice = plan_devices(gpus, cpu_replicas, memory_limit)
     if notice:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import signal
 import sys
 from collections.abc import Callable, Iterator
@@ -24,13 +25,16 @@ from tuner._cli_common import (
     GpusOpt,
     LoopOpt,
     MemoryLimitOpt,
+    MultipliersOpt,
     ResolutionOpt,
+    RulesOpt,
     SpecOpt,
     StorageOpt,
     StudyNameOpt,
     TimeoutOpt,
     UpdateOnOpt,
     err,
+    grid_overrides,
     out,
     overrides,
     spec_and_plan,
@@ -116,12 +120,8 @@ def search(
         str | None, typer.Option(help="Study name (default: the spec's name).")
     ] = None,
     base_batch_size: BaseBatchOpt = None,
-    batch_multipliers: Annotated[
-        str | None, typer.Option(help="Global batches as multiples of B, e.g. 1,2,4.")
-    ] = None,
-    lr_rules: Annotated[
-        str | None, typer.Option(help="Learning-rate rules: none,linear,sqrt.")
-    ] = None,
+    batch_multipliers: MultipliersOpt = None,
+    lr_rules: RulesOpt = None,
     base_lr: BaseLrOpt = None,
     epochs: EpochsOpt = None,
     memory_limit: MemoryLimitOpt = None,
@@ -149,7 +149,6 @@ def search(
     """Run (or resume) a study: one short real training run per grid point."""
     from tuner import _display
     from tuner.recommend import unique_trials
-    from tuner.spec import parse_int_list, parse_name_list
     from tuner.study import recommendation, run_search
 
     def call() -> None:
@@ -160,11 +159,7 @@ def search(
             memory_limit,
             trial_timeout,
             overrides(base_batch_size, base_lr, epochs, loop, update_on)
-            | {
-                "search.batch_multipliers": batch_multipliers
-                and parse_int_list(batch_multipliers, "--batch-multipliers"),
-                "search.lr_rules": lr_rules and parse_name_list(lr_rules, "--lr-rules"),
-            },
+            | grid_overrides(batch_multipliers, lr_rules),
         )
         if validate_first:
             from tuner.validate import run_validation
@@ -179,8 +174,8 @@ def search(
             f"× {len(spec.search.lr_rules)} rules on {plan.num_replicas} {plan.kind} replicas; "
             "checking the workload…"
         )
-        if heartbeat < 0:
-            raise ConfigError(f"--heartbeat must be 0 (off) or positive, got {heartbeat}")
+        if not math.isfinite(heartbeat) or heartbeat < 0:
+            raise ConfigError(f"--heartbeat must be 0 (off) or a positive number, got {heartbeat}")
         opened: list[Any] = []
         try:
             with _sigterm_as_interrupt(), _display.SearchProgress(err) as progress:
@@ -202,7 +197,13 @@ def search(
                 out.print(_display.trials_table(trials, f"Study {opened[0].study_name} (stopped)"))
                 err.print("what finished is stored; run the same command again to resume")
             raise
-        if report.launched == 0:
+        if report.running:
+            err.print(
+                f"{report.running} grid point(s) still marked RUNNING: another worker is on them, "
+                "or one that died and is not yet stale (run again after the heartbeat grace "
+                "period to recover them)"
+            )
+        elif report.launched == 0:
             err.print(f"all {report.grid_size} grid points are already finished; nothing to run")
         trials = unique_trials(report.study.get_trials(deepcopy=False))
         out.print(_display.trials_table(trials, f"Study {report.study.study_name}"))
@@ -301,6 +302,10 @@ def probe_cmd(
         str | None, typer.Option(help="Study name (default: the spec's name).")
     ] = None,
     base_batch_size: BaseBatchOpt = None,
+    batch_multipliers: MultipliersOpt = None,
+    lr_rules: RulesOpt = None,
+    base_lr: BaseLrOpt = None,
+    epochs: EpochsOpt = None,
     resolution: ResolutionOpt = None,
     steps: Annotated[int, typer.Option(help="Training steps per probe run.")] = 5,
     loop: LoopOpt = None,
@@ -318,7 +323,8 @@ def probe_cmd(
             cpu_replicas,
             memory_limit,
             1800.0,
-            overrides(base_batch_size, None, None, loop, update_on),
+            overrides(base_batch_size, base_lr, epochs, loop, update_on)
+            | grid_overrides(batch_multipliers, lr_rules),
         )
         found = probe_study(
             spec,

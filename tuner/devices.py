@@ -70,6 +70,7 @@ class DevicePlan:
         """Environment variables the child needs before TensorFlow is imported."""
         env = {"TF_CPP_MIN_LOG_LEVEL": "2"}
         if self.kind == "gpu":
+            env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"  # the order nvidia-smi numbers them in
             env["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in self.gpu_indices)
         else:
             env["CUDA_VISIBLE_DEVICES"] = ""

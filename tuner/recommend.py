@@ -34,7 +34,8 @@ def grid_point(trial: FrozenTrial) -> tuple[Any, Any]:
 
 
 def unique_trials(trials: Iterable[FrozenTrial]) -> list[FrozenTrial]:
-    """One trial per grid point: the first COMPLETE one, else the latest finished, else any."""
+    """One trial per grid point: the first COMPLETE one, else the latest finished, else any.
+    Trials that never got their parameters (killed at birth) are left out."""
 
     def rank(trial: FrozenTrial) -> tuple[int, int]:
         if trial.state == TrialState.COMPLETE:
@@ -46,6 +47,8 @@ def unique_trials(trials: Iterable[FrozenTrial]) -> list[FrozenTrial]:
     best: dict[tuple[Any, Any], FrozenTrial] = {}
     for trial in trials:
         key = grid_point(trial)
+        if None in key:  # killed before its parameters were stored: not a grid point
+            continue
         if key not in best or rank(trial) < rank(best[key]):
             best[key] = trial
     return sorted(best.values(), key=lambda t: t.number)
@@ -54,7 +57,11 @@ def unique_trials(trials: Iterable[FrozenTrial]) -> list[FrozenTrial]:
 def infeasible_batch_sizes(trials: Iterable[FrozenTrial]) -> list[int]:
     """Global batch sizes known to run out of memory (measured or implied), ascending."""
     return sorted(
-        {int(t.params["global_batch_size"]) for t in trials if status_of(t) in _INFEASIBLE}
+        {
+            int(t.params["global_batch_size"])
+            for t in trials
+            if status_of(t) in _INFEASIBLE and "global_batch_size" in t.params
+        }
     )
 
 

@@ -63,7 +63,7 @@ def open_storage(url: str, *, create: bool, heartbeat_s: float | None = None) ->
             if path.exists() and not path.is_file():
                 raise ConfigError(f"storage path {path} is not a file")
             if create:
-                path.parent.mkdir(parents=True, exist_ok=True)
+                _make_parent(path)
     import optuna
     import sqlalchemy.exc
 
@@ -99,7 +99,7 @@ def _journal(url: str, create: bool) -> Any:
     if path.exists() and not _looks_like_journal(path):
         raise ConfigError(f"cannot open journal storage {path}: it is not an Optuna journal file")
     if create:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        _make_parent(path)
     try:
         return optuna.storages.JournalStorage(JournalFileBackend(str(path)))
     except Exception as exc:  # any failure to replay the log means it is not a journal
@@ -119,3 +119,10 @@ def _looks_like_journal(path: Path) -> bool:
     except ValueError:
         return False
     return isinstance(record, dict) and "op_code" in record
+
+
+def _make_parent(path: Path) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"cannot create the folder of storage file {path}: {exc}") from exc

@@ -57,6 +57,8 @@ class SearchReport:
     launched: int
     already_done: int
     grid_size: int
+    running: int = 0
+    """Grid points still RUNNING at the end: other live workers, or dead ones not yet stale."""
 
 
 def versions(child_versions: dict[str, str] | None = None) -> dict[str, str]:
@@ -120,9 +122,11 @@ def run_search(
         and signature not in study.user_attrs.get("baselines", {})
     ):
         observer.note(f"single-device baseline at global batch {spec.search.base_batch_size}…")
-        _store_keyed(
-            study, "baselines", signature, run_baseline(spec, plan, timeout_s=trial_timeout_s)
-        )
+        reference = run_baseline(spec, plan, timeout_s=trial_timeout_s)
+        if reference["status"] == "ok":
+            _store_keyed(study, "baselines", signature, reference)
+        else:  # not stored: the next run tries again
+            observer.note(f"the baseline failed ({reference['status']}): {reference['error']}")
     probed_oom = study.user_attrs.get("probes", {}).get(signature, {}).get("smallest_oom_batch")
     _requeue_unfinished(study)
     done = settled_grid_points(study.get_trials(deepcopy=False))
@@ -135,11 +139,19 @@ def run_search(
     # One trial at a time, and only while a grid point is unclaimed: a point that another worker
     # is running is left to it, so concurrent workers do not duplicate the end of the grid.
     for _ in range(len(remaining)):
+        _requeue_unfinished(study)  # points another worker left unfinished come back queued
         if not _unclaimed(study, grid):
             break
         study.optimize(objective, n_trials=1, catch=(TrialFailed,), gc_after_trial=False)
+    running = {
+        grid_point(t) for t in study.get_trials(deepcopy=False) if t.state == TrialState.RUNNING
+    }
     return SearchReport(
-        study, launched=objective.launched, already_done=len(done), grid_size=len(grid)
+        study,
+        launched=objective.launched,
+        already_done=len(done),
+        grid_size=len(grid),
+        running=len(running),
     )
 
 
@@ -227,11 +239,14 @@ def _create_or_resume(
     if name in optuna.get_all_study_names(storage=storage):
         study = optuna.load_study(study_name=name, storage=storage, sampler=sampler)
         stored = study.user_attrs.get("spec")
-        if stored is None:
+        if stored is None and study.get_trials(deepcopy=False):
             raise ConfigError(
                 f"study {name!r} in {mask_password(url)} was not made by tuner; "
                 "choose another --study-name"
             )
+        if stored is None:  # another worker is creating it right now: finish the job
+            stored = spec.to_dict()
+            study.set_user_attr("spec", stored)
         stored_identity = {k: v for k, v in stored.items() if k != "name"}
         if stored_identity != spec.identity():
             raise ConfigError(
@@ -253,10 +268,17 @@ def _create_or_resume(
             study.set_metric_names(list(METRIC_NAMES))
         study.set_user_attr("spec", spec.to_dict())
         study.set_user_attr("created_at", _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"))
-    study.set_user_attr("versions", versions(info.get("versions")))
     signatures = set(study.user_attrs.get("device_signatures", []))
-    if device_signature(plan) not in signatures:
-        study.set_user_attr("device_signatures", sorted(signatures | {device_signature(plan)}))
+    signature = device_signature(plan)
+    if signatures and signature not in signatures and study.get_trials(deepcopy=False):
+        raise ConfigError(
+            f"study {name!r} in {mask_password(url)} ran on {', '.join(sorted(signatures))}; "
+            f"this run is on {signature}, whose out-of-memory sizes and throughput differ: "
+            "pick a new --study-name"
+        )
+    study.set_user_attr("versions", versions(info.get("versions")))
+    if signature not in signatures:
+        study.set_user_attr("device_signatures", sorted(signatures | {signature}))
     study.set_user_attr(
         "workload",
         {"n_train": info["n_train"], "n_val": info["n_val"], "parameters": info["parameters"]},
