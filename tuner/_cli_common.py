@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -16,8 +17,10 @@ if TYPE_CHECKING:
     from tuner.devices import DevicePlan
     from tuner.spec import StudySpec
 
-out = Console()
-err = Console(stderr=True)
+# Piped output (a file, CI logs) gets a wide page instead of rich's 80 columns, so that tables are
+# not truncated; a terminal keeps its own width.
+out = Console(width=None if sys.stdout.isatty() else 160)
+err = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
 
 StorageOpt = Annotated[str, typer.Option("--storage", help="Optuna storage URL.")]
 StudyNameOpt = Annotated[str, typer.Option("--study-name", help="Name of the study.")]
