@@ -11,7 +11,10 @@ password masked.
 from __future__ import annotations
 
 import json
+import random
 import re
+import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +22,7 @@ from tuner.errors import ConfigError
 
 DEFAULT_STORAGE = "sqlite:///studies/tuner.db"
 SQLITE_TIMEOUT_S = 60
+_OPEN_ATTEMPTS = 5
 
 _KNOWN_SCHEMES = ("sqlite", "postgresql", "mysql", "oracle", "mssql")
 
@@ -72,15 +76,33 @@ def open_storage(url: str, *, create: bool, heartbeat_s: float | None = None) ->
         heartbeat = {
             "heartbeat_interval": max(1, round(heartbeat_s)),
             "grace_period": max(3, round(3 * heartbeat_s)),
-            "failed_trial_callback": optuna.storages.RetryFailedTrialCallback(max_retry=3),
+            **_retry_callback(optuna),
         }
-    try:
-        return optuna.storages.RDBStorage(url, engine_kwargs=engine_kwargs, **heartbeat)
-    except (sqlalchemy.exc.SQLAlchemyError, ValueError, RuntimeError, ImportError) as exc:
-        reason = " ".join(str(getattr(exc, "orig", None) or exc).split())[:300]
-        raise ConfigError(
-            f"cannot open storage {mask_password(url)}: {mask_password(reason)}"
-        ) from exc
+    for attempt in range(_OPEN_ATTEMPTS):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                return optuna.storages.RDBStorage(url, engine_kwargs=engine_kwargs, **heartbeat)
+        except sqlalchemy.exc.IntegrityError:
+            # Several workers creating the same fresh database race on its schema version row;
+            # the loser finds the schema in place on the next try.
+            if attempt + 1 == _OPEN_ATTEMPTS:
+                raise ConfigError(f"cannot open storage {mask_password(url)}") from None
+            time.sleep(0.2 + random.random())
+        except (sqlalchemy.exc.SQLAlchemyError, ValueError, RuntimeError, ImportError) as exc:
+            reason = " ".join(str(getattr(exc, "orig", None) or exc).split())[:300]
+            raise ConfigError(
+                f"cannot open storage {mask_password(url)}: {mask_password(reason)}"
+            ) from exc
+    raise AssertionError("unreachable")
+
+
+def _retry_callback(optuna: Any) -> dict[str, Any]:
+    """Optuna's callback that re-queues a dead worker's trial (renamed in Optuna 4.9)."""
+    if hasattr(optuna.storages, "RetryHeartbeatStaleTrialCallback"):
+        callback = optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry=3)
+        return {"heartbeat_stale_trial_callback": callback}
+    return {"failed_trial_callback": optuna.storages.RetryFailedTrialCallback(max_retry=3)}
 
 
 def _journal(url: str, create: bool) -> Any:

@@ -312,6 +312,21 @@ def settled_grid_points(trials: list[FrozenTrial]) -> set[tuple[int, str]]:
     return settled
 
 
+def _requeue(study: optuna.Study, trial: FrozenTrial) -> None:
+    """Queue ``trial``'s grid point again: a WAITING copy that remembers which trial failed."""
+    system_attrs = {**trial.system_attrs, "failed_trial": trial.number}
+    system_attrs["retry_history"] = [*trial.system_attrs.get("retry_history", []), trial.number]
+    study.add_trial(
+        optuna.trial.create_trial(
+            state=TrialState.WAITING,
+            params=trial.params,
+            distributions=trial.distributions,
+            user_attrs={k: v for k, v in trial.user_attrs.items() if k not in ("status", "error")},
+            system_attrs=system_attrs,
+        )
+    )
+
+
 def _unclaimed(study: optuna.Study, grid: list[tuple[int, str]]) -> bool:
     """Whether a queued trial waits, or a grid point is neither settled nor running."""
     trials = study.get_trials(deepcopy=False)
@@ -339,5 +354,5 @@ def _requeue_unfinished(study: optuna.Study) -> None:
             and point not in pending
             and trial.number not in retried
         ):
-            optuna.storages.RetryFailedTrialCallback()(study, trial)
+            _requeue(study, trial)
             pending.add(point)
