@@ -4,46 +4,14 @@ from __future__ import annotations
 
 import optuna
 import pytest
-from conftest import run_tuner
+from conftest import WIDE, search_wide
 from optuna.trial import TrialState
 
 pytestmark = pytest.mark.slow
 
-WIDE = """
-[study]
-name = "wide"
 
-[workload]
-model = "tuner_test_workloads:wide_model"
-data = "tuner_test_workloads:wide_data"
-
-[search]
-base_batch_size = 512
-batch_multipliers = [1, 2, 8, 16]
-lr_rules = ["none", "sqrt"]
-base_lr = 1e-3
-epochs = 2
-"""
-
-
-def test_out_of_memory_is_pruned_and_monotone(tmp_path):
-    (tmp_path / "wide.toml").write_text(WIDE)
-    result = run_tuner(
-        "search",
-        "--study",
-        "wide.toml",
-        "--cpu-replicas",
-        "2",
-        "--memory-limit",
-        "128MiB",
-        "--storage",
-        "sqlite:///wide.db",
-        "--export",
-        "rec.json",
-        cwd=tmp_path,
-    )
-    assert result.returncode == 0, result.stderr
-    assert "Traceback" not in result.stderr
+def test_out_of_memory_is_pruned_and_monotone(wide_study):
+    tmp_path, _ = wide_study
 
     # Plain Optuna reads the study (no tuner involved).
     study = optuna.load_study(study_name="wide", storage=f"sqlite:///{tmp_path}/wide.db")
@@ -91,20 +59,7 @@ def test_probe_finds_the_boundary_and_search_skips_what_cannot_fit(tmp_path):
         .replace("batch_multipliers = [1, 2, 8, 16]", "batch_multipliers = [1, 2, 4, 8]")
         .replace('lr_rules = ["none", "sqrt"]', 'lr_rules = ["none"]')
     )
-    result = run_tuner(
-        "search",
-        "--study",
-        "wide.toml",
-        "--cpu-replicas",
-        "2",
-        "--memory-limit",
-        "128MiB",
-        "--storage",
-        "sqlite:///probe.db",
-        "--probe",
-        "--no-baseline",
-        cwd=tmp_path,
-    )
+    result = search_wide(tmp_path, "probe.db", "--probe", "--no-baseline")
     assert result.returncode == 0, result.stderr
     study = optuna.load_study(study_name="wide", storage=f"sqlite:///{tmp_path}/probe.db")
     (probe,) = study.user_attrs["probes"].values()

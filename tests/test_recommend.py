@@ -21,7 +21,7 @@ from tuner.recommend import (
     unique_trials,
 )
 
-BATCHES = [64, 128, 256, 512]
+BATCHES = [32, 64, 128, 256, 512]
 RULES = ["none", "linear", "sqrt"]
 DISTRIBUTIONS = {
     "global_batch_size": CategoricalDistribution(BATCHES),

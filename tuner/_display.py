@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from typing import Any
 
@@ -12,7 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from tuner.outcome import TrialOutcome
-from tuner.recommend import status_of
+from tuner.summary import STATUS_COLUMN, TRIAL_COLUMNS, recommendation_rows, trial_rows
 
 _STATUS_STYLE = {
     "ok": "green",
@@ -89,38 +88,12 @@ class SearchProgress:
 def trials_table(trials: Iterable[FrozenTrial], title: str) -> Table:
     """The trials as a table: status, batch, per-replica batch, rule, LR, throughput, losses."""
     table = Table(title=title, title_justify="left")
-    for column, justify in [
-        ("#", "right"),
-        ("state", "left"),
-        ("status", "left"),
-        ("global batch", "right"),
-        ("per replica", "right"),
-        ("replicas", "right"),
-        ("rule", "left"),
-        ("LR", "right"),
-        ("samples/s", "right"),
-        ("final loss", "right"),
-        ("train loss", "right"),
-        ("note", "left"),
-    ]:
+    for column, justify in TRIAL_COLUMNS:
         table.add_column(column, justify=justify)  # type: ignore[arg-type]
-    for trial in sorted(trials, key=lambda t: t.number):
-        attrs = trial.user_attrs
-        status = status_of(trial)
-        table.add_row(
-            str(trial.number),
-            trial.state.name,
-            f"[{_STATUS_STYLE.get(status, 'white')}]{status}[/]",
-            _fmt(attrs.get("global_batch_size", trial.params.get("global_batch_size")), "d"),
-            _fmt(attrs.get("per_replica_batch_size"), "d"),
-            _fmt(attrs.get("num_replicas"), "d"),
-            str(attrs.get("lr_rule", trial.params.get("lr_rule", "-"))),
-            _fmt(attrs.get("learning_rate"), ".3g"),
-            _fmt(attrs.get("throughput"), ",.0f"),
-            _fmt(attrs.get("final_loss"), ".4g"),
-            _fmt(attrs.get("train_loss"), ".4g"),
-            str(attrs.get("error", ""))[:60],
-        )
+    for cells in trial_rows(trials):
+        status = cells[STATUS_COLUMN]
+        cells[STATUS_COLUMN] = f"[{_STATUS_STYLE.get(status, 'white')}]{status}[/]"
+        table.add_row(*cells)
     return table
 
 
@@ -129,59 +102,9 @@ def recommendation_table(rec: dict[str, Any]) -> Table:
     table = Table(title="Recommendation", title_justify="left", show_header=False)
     table.add_column(style="bold")
     table.add_column()
-    rows = [
-        (
-            "global batch size",
-            f"{rec['global_batch_size']} ({rec['per_replica_batch_size']} per "
-            f"replica × {rec['num_replicas']})",
-        ),
-        (
-            "learning rate",
-            f"{rec['learning_rate']:.4g} (rule {rec['lr_rule']}, base "
-            f"{rec['base_lr']:.4g} at batch {rec['base_batch_size']})",
-        ),
-        ("throughput", f"{rec['throughput']:,.0f} samples/s"),
-        ("final loss", f"{rec['final_loss']:.5g}"),
-        ("largest feasible batch", str(rec["largest_feasible_batch_size"])),
-        ("out-of-memory sizes", ", ".join(map(str, rec["oom_batch_sizes"])) or "none"),
-        (
-            "trial",
-            f"#{rec['trial_number']} ({rec['policy']}, loss tolerance {rec['loss_tolerance']:.0%})",
-        ),
-    ]
-    if rec.get("speedup_vs_single_device"):
-        rows.append(
-            (
-                "vs one device",
-                f"{rec['speedup_vs_single_device']:.2f}× the single-device baseline "
-                f"({rec['baseline_throughput']:,.0f} samples/s at batch {rec['base_batch_size']}); "
-                f"scaling efficiency {rec['scaling_efficiency']:.2f}",
-            )
-        )
-    if rec.get("probe"):
-        probe = rec["probe"]
-        rows.append(
-            (
-                "probe",
-                f"largest fitting batch {probe['largest_fitting_batch']}, out of memory at "
-                f"{probe['smallest_oom_batch'] or 'none up to the training set'} "
-                f"({probe['launches']} launches)",
-            )
-        )
-    if rec.get("note"):
-        rows.append(("note", rec["note"]))
-    for key, value in rows:
+    for key, value in recommendation_rows(rec):
         table.add_row(key, value)
     return table
-
-
-def _fmt(value: Any, spec: str) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "-"
-    try:
-        return format(value, spec)
-    except (TypeError, ValueError):
-        return str(value)
 
 
 def print_validation(console: Console, report: dict[str, Any]) -> None:

@@ -1,22 +1,18 @@
 """The ``tuner`` command line: each command parses, makes one library call, and prints.
 
-Errors are mapped to one clean line and an exit code in one place (:func:`_exit_code`);
+Errors are mapped to one clean line and an exit code in one place (:mod:`tuner._cli_errors`);
 tracebacks only with ``--debug``.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
 import math
-import signal
-import sys
-from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 import typer
 
+from tuner._cli_browse import register_browse_commands
 from tuner._cli_common import (
     BaseBatchOpt,
     BaseLrOpt,
@@ -30,7 +26,6 @@ from tuner._cli_common import (
     RulesOpt,
     SpecOpt,
     StorageOpt,
-    StudyNameOpt,
     TimeoutOpt,
     UpdateOnOpt,
     err,
@@ -40,7 +35,8 @@ from tuner._cli_common import (
     spec_and_plan,
     write_json,
 )
-from tuner.errors import ConfigError, NoCompleteTrialError, TunerError
+from tuner._cli_errors import guard, sigterm_as_interrupt, state
+from tuner.errors import ConfigError, TunerError
 from tuner.storage import DEFAULT_STORAGE
 
 app = typer.Typer(
@@ -50,64 +46,13 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
-_state = {"debug": False}
-T = TypeVar("T")
-
-# The one error table: exception type -> exit code (first match wins).
-_EXIT_CODES: list[tuple[type[BaseException], int]] = [
-    (ConfigError, 2),
-    (NoCompleteTrialError, 1),
-    (TunerError, 1),
-]
 
 
 @app.callback()
 def _main(
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")] = False,
 ) -> None:
-    _state["debug"] = debug
-
-
-def _exit_code(exc: BaseException) -> int:
-    for kind, code in _EXIT_CODES:
-        if isinstance(exc, kind):
-            return code
-    return 1
-
-
-class _Terminated(KeyboardInterrupt):
-    """SIGTERM, delivered like Ctrl-C so the same clean-up runs (exit code 143)."""
-
-
-@contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    def raise_terminated(signum: int, frame: object) -> None:
-        raise _Terminated()
-
-    previous = signal.signal(signal.SIGTERM, raise_terminated)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-def _guard(call: Callable[[], T]) -> T:
-    """Run ``call``; turn tuner's errors into one line on stderr and an exit code."""
-    try:
-        return call()
-    except KeyboardInterrupt as exc:
-        terminated = isinstance(exc, _Terminated)
-        err.print(f"[red]{'terminated' if terminated else 'interrupted'}[/]")
-        raise typer.Exit(143 if terminated else 130) from None
-    except Exception as exc:
-        if _state["debug"]:
-            raise
-        if isinstance(exc, TunerError):
-            message = str(exc)
-        else:
-            message = f"internal error: {type(exc).__name__}: {exc} (run with --debug for details)"
-        err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
-        raise typer.Exit(_exit_code(exc)) from None
+    state["debug"] = debug
 
 
 @app.command()
@@ -178,7 +123,7 @@ def search(
             raise ConfigError(f"--heartbeat must be 0 (off) or a positive number, got {heartbeat}")
         opened: list[Any] = []
         try:
-            with _sigterm_as_interrupt(), _display.SearchProgress(err) as progress:
+            with sigterm_as_interrupt(), _display.SearchProgress(err) as progress:
                 report = run_search(
                     spec,
                     plan,
@@ -213,7 +158,7 @@ def search(
             write_json(export, rec)
             err.print(f"recommended config written to {export}")
 
-    _guard(call)
+    guard(call)
 
 
 @app.command()
@@ -288,7 +233,7 @@ def validate(
         if not report["passed"]:
             raise TunerError("validation failed: see the checks above")
 
-    _guard(call)
+    guard(call)
 
 
 @app.command("probe")
@@ -343,61 +288,10 @@ def probe_cmd(
             + f" — {found['launches']} launches in {found['wall_s']:.0f} s"
         )
 
-    _guard(call)
+    guard(call)
 
 
-@app.command("export")
-def export_cmd(
-    storage: StorageOpt = DEFAULT_STORAGE,
-    study_name: StudyNameOpt = "regression",
-    output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")
-    ] = None,
-    tolerance: Annotated[
-        float, typer.Option(help="Final-loss tolerance relative to the best trial.")
-    ] = 0.02,
-) -> None:
-    """Write the recommended-config JSON of a study."""
-    from tuner.study import load_study, recommendation
-
-    def call() -> None:
-        if not 0 <= tolerance < 1:
-            raise ConfigError(f"--tolerance must be in [0, 1), got {tolerance}")
-        rec = recommendation(load_study(storage, study_name), tolerance)
-        if output is None:
-            sys.stdout.write(json.dumps(rec, indent=2) + "\n")
-        else:
-            write_json(output, rec)
-            err.print(f"recommended config written to {output}")
-
-    _guard(call)
-
-
-@app.command()
-def show(
-    storage: StorageOpt = DEFAULT_STORAGE,
-    study_name: StudyNameOpt = "regression",
-    all_trials: Annotated[
-        bool, typer.Option("--all", help="Every trial, retries and duplicates included.")
-    ] = False,
-) -> None:
-    """Print a study's trials as a table (one row per grid point unless --all)."""
-    from tuner import _display
-    from tuner.recommend import unique_trials
-    from tuner.study import load_study, recommendation
-
-    def call() -> None:
-        study = load_study(storage, study_name)
-        trials = study.get_trials(deepcopy=False)
-        shown = trials if all_trials else unique_trials(trials)
-        title = f"Study {study_name}"
-        if len(shown) < len(trials):
-            title += f" ({len(shown)} grid points; {len(trials)} trials with --all)"
-        out.print(_display.trials_table(shown, title))
-        with contextlib.suppress(NoCompleteTrialError):  # nothing to recommend yet
-            out.print(_display.recommendation_table(recommendation(study)))
-
-    _guard(call)
+register_browse_commands(app)
 
 
 def main() -> None:

@@ -19,8 +19,9 @@ import optuna
 from optuna.samplers import GridSampler
 from optuna.trial import FrozenTrial, TrialState
 
+from tuner.dashboard import publish
 from tuner.devices import DevicePlan
-from tuner.errors import ConfigError, StudyNotFoundError
+from tuner.errors import ConfigError, NoCompleteTrialError, StudyNotFoundError
 from tuner.objective import (
     Objective,
     QuietObserver,
@@ -99,7 +100,8 @@ def run_search(
     that do not fit are pruned without launching; with ``baseline`` (and several replicas) one
     single-device trial at the base batch is recorded for speedup and scaling efficiency. On
     resume, trials of dead workers (stale heartbeat) and interrupted trials are re-queued; every
-    other finished grid point is kept. ``on_study`` receives the study as soon as it is open.
+    other finished grid point is kept. At the end the dashboard note and plots are
+    rewritten. ``on_study`` receives the study as soon as it is open.
     """
     observer = observer or QuietObserver()
     study, info = _open(spec, plan, storage_url, study_name, heartbeat_s)
@@ -146,6 +148,7 @@ def run_search(
     running = {
         grid_point(t) for t in study.get_trials(deepcopy=False) if t.state == TrialState.RUNNING
     }
+    refresh_views(study)
     return SearchReport(
         study,
         launched=objective.launched,
@@ -225,6 +228,24 @@ def recommendation(study: optuna.Study, tolerance: float | None = None) -> dict[
         created_at=_dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         **kwargs,
     )
+
+
+def current_recommendation(
+    study: optuna.Study, tolerance: float | None = None
+) -> dict[str, Any] | None:
+    """:func:`recommendation`, or ``None`` while no trial has completed."""
+    try:
+        return recommendation(study, tolerance)
+    except NoCompleteTrialError:
+        return None
+
+
+def refresh_views(study: optuna.Study, tolerance: float | None = None) -> dict[str, Any] | None:
+    """Recompute the recommendation and rewrite the study's dashboard note and plots; return the
+    recommendation (``None`` while no trial has completed)."""
+    rec = current_recommendation(study, tolerance)
+    publish(study, rec)
+    return rec
 
 
 def _create_or_resume(
@@ -341,7 +362,9 @@ def _unclaimed(study: optuna.Study, grid: list[tuple[int, str]]) -> bool:
 def _requeue_unfinished(study: optuna.Study) -> None:
     """Fail trials whose worker died (stale heartbeat; Optuna's retry callback re-queues them),
     and re-queue interrupted trials whose grid point has no other run, once."""
-    optuna.storages.fail_stale_trials(study)  # a no-op without heartbeat
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        optuna.storages.fail_stale_trials(study)  # a no-op without heartbeat
     trials = study.get_trials(deepcopy=False)
     settled = settled_grid_points(trials)
     retried = {t.system_attrs.get("failed_trial") for t in trials}

@@ -1,0 +1,170 @@
+"""``tuner dashboard`` on a study made by a real ``tuner search``: the REST API, a real browser,
+Ctrl-C, and the errors a user can meet."""
+
+from __future__ import annotations
+
+import json
+import re
+import select
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import optuna
+import pytest
+from conftest import run_tuner, save_screenshot, tuner_env
+
+pytestmark = pytest.mark.slow
+
+
+def start_dashboard(cwd: Path, storage: str) -> tuple[subprocess.Popen[str], str]:
+    """Start ``tuner dashboard --port 0`` and return the process and the URL it printed."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tuner", "dashboard", "--storage", storage, "--port", "0"],
+        cwd=cwd,
+        env=tuner_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    ready, _, _ = select.select([proc.stdout], [], [], 60)
+    line = proc.stdout.readline() if ready else ""
+    match = re.search(r"(http://127\.0\.0\.1:\d+/dashboard/)", line)
+    if match is None:
+        proc.kill()
+        raise AssertionError(f"no URL printed: {line!r} {proc.communicate()[1]}")
+    return proc, match.group(1)
+
+
+def stop(proc: subprocess.Popen[str], sig: int = signal.SIGINT) -> tuple[int, str]:
+    proc.send_signal(sig)
+    _, stderr = proc.communicate(timeout=30)
+    return proc.returncode, stderr
+
+
+def get_json(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=30) as response:
+        return json.load(response)
+
+
+@pytest.fixture(scope="module")
+def dashboard(small_study: tuple[Path, str]) -> Iterator[str]:
+    work, url = small_study
+    proc, address = start_dashboard(work, url)
+    yield address
+    code, stderr = stop(proc)
+    assert code == 0, stderr
+
+
+def test_rest_api_lists_the_study_with_its_trials_attributes_and_note(small_study, dashboard):
+    work, _ = small_study
+    api = dashboard.replace("/dashboard/", "/api/")
+    summaries = get_json(api + "studies")["study_summaries"]
+    (summary,) = [s for s in summaries if s["study_name"] == "small"]
+    detail = get_json(api + f"studies/{summary['study_id']}")
+    assert detail["objective_names"] == ["final_loss", "throughput"]
+
+    stored = optuna.load_study(study_name="small", storage=f"sqlite:///{work}/small.db")
+    by_number = {t.number: t for t in stored.get_trials()}
+    assert len(detail["trials"]) == len(by_number) >= 6
+    for trial in detail["trials"]:
+        attrs = {a["key"]: a["value"] for a in trial["user_attrs"]}
+        truth = by_number[trial["number"]]
+        assert trial["state"].upper() == truth.state.name
+        for key in ("status", "per_replica_batch_size", "learning_rate", "global_batch_size"):
+            assert attrs[key] == str(truth.user_attrs[key]), key
+
+    rec = json.loads((work / "rec.json").read_text())
+    body = detail["note"]["body"]
+    assert f"global batch **{rec['global_batch_size']}**" in body
+    assert "**Largest feasible global batch:**" in body
+    assert "### Devices and versions" in body
+    graphs = {g["id"] for g in detail["plotly_graph_objects"]}
+    assert graphs == {"throughput-vs-batch", "loss-vs-batch", "pareto"}
+
+
+def test_a_browser_sees_the_study_note_plots_and_trials(small_study, dashboard, chromium, tmp_path):
+    work, _ = small_study
+    rec = json.loads((work / "rec.json").read_text())
+    stored = optuna.load_study(study_name="small", storage=f"sqlite:///{work}/small.db")
+    first = min(stored.get_trials(), key=lambda t: t.number)
+
+    page = chromium.new_page(viewport={"width": 1400, "height": 1000})
+    try:
+        page.goto(dashboard)
+        page.get_by_text(re.compile(r"^\d+\. small$")).first.click()
+        page.wait_for_url(re.compile(r"/dashboard/studies/\d+$"))
+        # Our custom plots, drawn by plotly in the page.
+        title = page.get_by_text("Throughput (samples/s) vs global batch size").first
+        title.wait_for()
+        assert page.locator(".js-plotly-plot").count() >= 3
+        title.evaluate("e => e.scrollIntoView({block: 'start'})")
+        page.mouse.wheel(0, -80)
+        page.wait_for_timeout(500)
+        save_screenshot(page, tmp_path, "dashboard-study.png")
+
+        page.locator("a[href$='/note']").first.click()
+        page.get_by_text("Largest feasible global batch:").first.wait_for()
+        text = page.inner_text("body")
+        assert f"global batch {rec['global_batch_size']} (" in text
+        assert f"learning rate {rec['learning_rate']:.4g}" in text
+        save_screenshot(page, tmp_path, "dashboard-note.png")
+
+        page.locator("a[href$='/trials']").first.click()
+        page.get_by_text("User Attributes").first.wait_for()
+        text = page.inner_text("body")
+        per_replica = first.user_attrs["per_replica_batch_size"]
+        assert f"per_replica_batch_size {per_replica}" in text
+        assert f"status {first.user_attrs['status']}" in text
+    finally:
+        page.close()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_stops_the_dashboard_cleanly(small_study, sig):
+    work, url = small_study
+    proc, address = start_dashboard(work, url)
+    assert get_json(address.replace("/dashboard/", "/api/studies"))["study_summaries"]
+    code, stderr = stop(proc, sig)
+    assert code == 0
+    assert "dashboard stopped" in stderr and "Traceback" not in stderr
+
+
+def test_a_port_in_use_is_a_clear_error(small_study):
+    work, url = small_study
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        start = time.monotonic()
+        result = run_tuner("dashboard", "--storage", url, "--port", str(port), cwd=work)
+    assert result.returncode == 2
+    assert f"port {port} on 127.0.0.1 is already in use" in result.stderr
+    assert "Traceback" not in result.stderr and time.monotonic() - start < 60
+
+
+def test_a_missing_storage_is_a_clear_error(tmp_path):
+    result = run_tuner("dashboard", "--storage", "sqlite:///nothing.db", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "storage file nothing.db does not exist" in result.stderr
+    assert not (tmp_path / "nothing.db").exists()
+
+
+def test_export_rewrites_the_note(small_study):
+    from optuna_dashboard import get_note, save_note
+
+    work, url = small_study
+    study = optuna.load_study(study_name="small", storage=f"sqlite:///{work}/small.db")
+    save_note(study, "stale")
+    result = run_tuner("export", "--storage", url, "--study-name", "small", cwd=work)
+    assert result.returncode == 0, result.stderr
+    rec = json.loads(result.stdout)
+    note = get_note(study)
+    assert note != "stale" and f"global batch **{rec['global_batch_size']}**" in note

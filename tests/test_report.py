@@ -1,0 +1,75 @@
+"""``tuner report`` on a real study with out-of-memory trials, opened in a real browser."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import run_tuner, save_screenshot, sha256, tuner_env
+
+pytestmark = pytest.mark.slow
+
+
+def report_png(
+    work: Path, url: str, out: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``tuner report --format png`` of the ``wide`` study into ``out``."""
+    args = ("--storage", url, "--study-name", "wide", "--output", str(out), "--format", "png")
+    return run_tuner("report", *args, cwd=work, env=env)
+
+
+def test_report_renders_plots_that_mark_the_oom_sizes(wide_study, chromium, tmp_path):
+    work, url = wide_study
+    rec = json.loads((work / "rec.json").read_text())
+    assert rec["oom_batch_sizes"] == [4096, 8192]
+    out = tmp_path / "out" / "report.html"
+    result = report_png(work, url, out)
+    assert result.returncode == 0, result.stderr
+    for graph_id in ("throughput-vs-batch", "loss-vs-batch", "pareto"):
+        png = out.with_name(f"report-{graph_id}.png")
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+
+    page = chromium.new_page(viewport={"width": 1200, "height": 1400})
+    try:
+        page.goto(out.as_uri())
+        page.wait_for_selector("#pareto .scatterlayer .trace")
+        plots = page.eval_on_selector_all(".js-plotly-plot", "els => els.map(e => e.id)")
+        assert plots == ["throughput-vs-batch", "loss-vs-batch", "pareto"]
+        for plot in plots:  # drawn: an SVG with one group per trace
+            assert page.locator(f"#{plot} .scatterlayer .trace").count() >= 2
+        for plot in ("throughput-vs-batch", "loss-vs-batch"):
+            traces = page.evaluate(
+                f"document.getElementById('{plot}').data.map(t => [t.name, t.x, t.customdata])"
+            )
+            oom = {name: (x, kinds) for name, x, kinds in traces}["out of memory"]
+            assert oom == ([4096, 8192], ["oom", "oom-implied"])
+        lead = page.inner_text("#recommendation")
+        assert f"global batch {rec['global_batch_size']} (" in lead
+        assert "out-of-memory sizes\t4096, 8192" in page.inner_text("body")
+        save_screenshot(page, tmp_path, "report.png")
+    finally:
+        page.close()
+
+
+def test_report_errors_leave_the_storage_alone(wide_study, tmp_path):
+    work, url = wide_study
+    before = sha256(work / "wide.db")
+    unknown = run_tuner("report", "--storage", url, "--study-name", "nope", cwd=work)
+    assert unknown.returncode == 2 and "no study named 'nope'" in unknown.stderr
+    bad = run_tuner("report", "--storage", url, "--study-name", "wide", "--format", "pdf", cwd=work)
+    assert bad.returncode == 2 and "--format must be html or png" in bad.stderr
+    assert sha256(work / "wide.db") == before
+    assert not list(work.glob("report*"))
+
+
+def test_png_without_a_browser_keeps_the_html_and_says_why(wide_study, tmp_path):
+    work, url = wide_study
+    out = tmp_path / "r.html"
+    env = tuner_env(BROWSER_PATH="/usr/bin/nonexistent-chrome", PATH="/nonexistent")
+    result = report_png(work, url, out, env=env)
+    assert result.returncode == 1
+    assert "PNG export needs Chrome or Chromium" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert out.stat().st_size > 1_000_000  # the self-contained page, plotly.js inlined
