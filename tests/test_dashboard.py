@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -18,7 +19,7 @@ from typing import Any
 
 import optuna
 import pytest
-from conftest import run_tuner, save_screenshot, tuner_env
+from conftest import run_tuner, save_screenshot, sha256, tuner_env
 
 pytestmark = pytest.mark.slow
 
@@ -104,7 +105,21 @@ def test_a_browser_sees_the_study_note_plots_and_trials(small_study, dashboard, 
         # Our custom plots, drawn by plotly in the page.
         title = page.get_by_text("Throughput (samples/s) vs global batch size").first
         title.wait_for()
-        assert page.locator(".js-plotly-plot").count() >= 3
+        # Drawn from our stored figures: their traces, with our data, are in the page.
+        traces = page.evaluate(
+            "[...document.querySelectorAll('.js-plotly-plot')]"
+            ".filter(e => (e.layout?.title?.text || '').startsWith('Throughput'))"
+            ".flatMap(e => e.data.map(t => [t.name, t.x, t.y]))"
+        )
+        by_name = {name: (x, y) for name, x, y in traces if name}
+        for rule in stored.user_attrs["spec"]["search"]["lr_rules"]:
+            x, y = by_name[f"{rule} rule"]
+            truth = sorted(
+                (t.params["global_batch_size"], t.values[1])
+                for t in stored.get_trials()
+                if t.params["lr_rule"] == rule and t.values
+            )
+            assert sorted(zip(x, y, strict=True)) == truth
         title.evaluate("e => e.scrollIntoView({block: 'start'})")
         page.mouse.wheel(0, -80)
         page.wait_for_timeout(500)
@@ -157,14 +172,25 @@ def test_a_missing_storage_is_a_clear_error(tmp_path):
     assert not (tmp_path / "nothing.db").exists()
 
 
-def test_export_rewrites_the_note(small_study):
+def test_export_rewrites_the_note(small_study, tmp_path):
     from optuna_dashboard import get_note, save_note
 
-    work, url = small_study
-    study = optuna.load_study(study_name="small", storage=f"sqlite:///{work}/small.db")
+    work, _ = small_study
+    shutil.copy(work / "small.db", tmp_path / "copy.db")
+    url = f"sqlite:///{tmp_path}/copy.db"
+    study = optuna.load_study(study_name="small", storage=url)
     save_note(study, "stale")
     result = run_tuner("export", "--storage", url, "--study-name", "small", cwd=work)
     assert result.returncode == 0, result.stderr
     rec = json.loads(result.stdout)
     note = get_note(study)
     assert note != "stale" and f"global batch **{rec['global_batch_size']}**" in note
+
+
+def test_export_of_a_study_without_results_writes_nothing(tmp_path):
+    url = f"sqlite:///{tmp_path}/empty.db"
+    optuna.create_study(study_name="empty", storage=url, directions=["minimize", "maximize"])
+    before = sha256(tmp_path / "empty.db")
+    result = run_tuner("export", "--storage", url, "--study-name", "empty", cwd=tmp_path)
+    assert result.returncode == 1 and "no COMPLETE trial" in result.stderr
+    assert sha256(tmp_path / "empty.db") == before

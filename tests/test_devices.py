@@ -264,3 +264,10 @@ def test_visible_gpus_when_nvidia_smi_fails(monkeypatch: pytest.MonkeyPatch) -> 
 
     monkeypatch.setattr(devices.subprocess, "run", failing_run)
     assert devices.visible_gpus() == []
+
+
+def test_mixed_gpu_models_name_every_model_in_the_signature() -> None:
+    plan = DevicePlan(kind="gpu", num_replicas=2, gpu_indices=(0, 1), gpu_names=("A100", "H100"))
+    assert plan.model == "A100 + H100"
+    assert plan.signature == "2x A100 + H100"
+    assert DevicePlan(kind="cpu", num_replicas=2).model == "cpu"

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import pytest
-from optuna.distributions import CategoricalDistribution
 from optuna.trial import FrozenTrial, TrialState, create_trial
+from trials import DISTRIBUTIONS, REPLICAS, SIGNATURE, make_trial, run_recommend
 
 from tuner.errors import NoCompleteTrialError
 from tuner.recommend import (
@@ -15,71 +14,10 @@ from tuner.recommend import (
     POLICY,
     grid_point,
     infeasible_batch_sizes,
-    recommend,
     smallest_oom_batch,
     status_of,
     unique_trials,
 )
-
-BATCHES = [32, 64, 128, 256, 512]
-RULES = ["none", "linear", "sqrt"]
-DISTRIBUTIONS = {
-    "global_batch_size": CategoricalDistribution(BATCHES),
-    "lr_rule": CategoricalDistribution(RULES),
-}
-REPLICAS = 2
-SIGNATURE = "2x cpu"
-
-
-def make_trial(
-    number: int,
-    batch: int,
-    rule: str = "none",
-    status: str = "ok",
-    loss: float | None = None,
-    throughput: float | None = None,
-    state: TrialState | None = None,
-    **attrs: Any,
-) -> FrozenTrial:
-    """A trial at ``(batch, rule)``; ``ok`` trials are COMPLETE with ``[loss, throughput]``."""
-    if state is None:
-        state = {
-            "ok": TrialState.COMPLETE,
-            "oom": TrialState.PRUNED,
-            "oom-implied": TrialState.PRUNED,
-            "diverged": TrialState.PRUNED,
-        }.get(status, TrialState.FAIL)
-    user_attrs: dict[str, Any] = {"device_signature": SIGNATURE, **attrs}
-    if state != TrialState.RUNNING:
-        user_attrs["status"] = status
-    if state == TrialState.COMPLETE:
-        user_attrs.setdefault("per_replica_batch_size", batch // REPLICAS)
-        user_attrs.setdefault("num_replicas", REPLICAS)
-        user_attrs.setdefault("devices", ["/cpu:0", "/cpu:1"])
-        user_attrs.setdefault("learning_rate", 1e-3 * batch / 64)
-        user_attrs.setdefault("train_loss", (loss or 0.0) * 0.9)
-    trial = create_trial(
-        state=state,
-        values=[loss, throughput] if state == TrialState.COMPLETE else None,
-        params={"global_batch_size": batch, "lr_rule": rule},
-        distributions=DISTRIBUTIONS,
-        user_attrs=user_attrs,
-    )
-    trial.number = number
-    return trial
-
-
-def run_recommend(trials: list[FrozenTrial], **kwargs: Any) -> dict[str, Any]:
-    return recommend(
-        trials,
-        study_name="unit",
-        base_lr=1e-3,
-        base_batch_size=64,
-        versions={"tuner": "0.1.0", "optuna": "x"},
-        created_at="2024-01-01T00:00:00Z",
-        **kwargs,
-    )
-
 
 # --- the policy --------------------------------------------------------------------------------
 
@@ -348,3 +286,34 @@ def test_a_trial_killed_before_its_parameters_is_ignored():
     study = _optuna.create_study(directions=["minimize", "maximize"])
     study.ask()  # RUNNING, no parameters: a worker killed right after creating it
     assert unique_trials(study.get_trials()) == []
+
+
+def test_throughput_is_never_compared_across_device_signatures():
+    fast_gpu = "2x NVIDIA H100"
+    trials = [
+        # Two trials on the 2x cpu signature (the default), one on much faster GPUs.
+        make_trial(0, 64, "none", loss=0.50, throughput=1000.0),
+        make_trial(1, 128, "none", loss=0.50, throughput=1500.0, status="ok"),
+        make_trial(2, 64, "none", loss=0.50, throughput=90000.0, device_signature=fast_gpu),
+        make_trial(3, 128, "none", status="oom", device_signature=fast_gpu),
+    ]
+    rec = run_recommend(trials)
+    # The top level is the signature with the most completed trials, on its own trials only.
+    assert rec["device_signature"] == SIGNATURE
+    assert (rec["trial_number"], rec["throughput"]) == (1, 1500.0)
+    assert rec["oom_batch_sizes"] == []  # the GPU's out-of-memory says nothing about the CPU
+    per = rec["per_device_signature"]
+    assert set(per) == {SIGNATURE, fast_gpu}
+    assert per[fast_gpu]["trial_number"] == 2 and per[fast_gpu]["oom_batch_sizes"] == [128]
+    assert "2 device signatures" in rec["note"] and "not comparable" in rec["note"]
+    # The same grid point on two signatures is two results, not a duplicate.
+    assert (
+        per[fast_gpu]["global_batch_size"] == 64
+        and per[SIGNATURE]["largest_feasible_batch_size"] == 128
+    )
+
+
+def test_one_signature_has_no_comparison_note():
+    rec = run_recommend([make_trial(0, 64, "none", loss=0.5, throughput=10.0)])
+    assert list(rec["per_device_signature"]) == [SIGNATURE]
+    assert "note" not in rec

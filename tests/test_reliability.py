@@ -6,99 +6,24 @@ from __future__ import annotations
 import os
 import random
 import signal
-import subprocess
-import sys
 import time
-from pathlib import Path
 
-import optuna
 import pytest
 from conftest import run_tuner, tuner_env, write_spec
 from optuna.trial import TrialState
+from procs import (
+    assert_grid_settled,
+    child_pids,
+    load,
+    start_search,
+    wait_children,
+    wait_gone,
+    wait_running,
+)
 
-from tuner.recommend import grid_point, status_of
+from tuner.recommend import status_of
 
 pytestmark = pytest.mark.slow
-
-
-def _start(args: list[str], cwd: Path, **env: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "tuner", "search", *args],
-        cwd=cwd,
-        env=tuner_env(**env),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
-def _children(pid: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == pid:
-                found.append(int(entry.name))
-    return found
-
-
-def _wait_children(pid: int, within_s: float = 30) -> list[int]:
-    deadline = time.monotonic() + within_s
-    while time.monotonic() < deadline:
-        found = _children(pid)
-        if found:
-            return found
-        time.sleep(0.1)
-    raise AssertionError("the trial's child process was not found")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
-def _wait_gone(pids: list[int], within_s: float) -> bool:
-    deadline = time.monotonic() + within_s
-    while time.monotonic() < deadline:
-        if not any(_alive(p) for p in pids):
-            return True
-        time.sleep(0.1)
-    return False
-
-
-def _study(url: str, name: str = "small") -> optuna.Study:
-    if url.startswith("journal:"):
-        from optuna.storages.journal import JournalFileBackend
-
-        storage = optuna.storages.JournalStorage(JournalFileBackend(url.split(":", 1)[1]))
-        return optuna.load_study(study_name=name, storage=storage)
-    return optuna.load_study(study_name=name, storage=url)
-
-
-def _wait_running(url: str, batch: int, within_s: float = 120) -> None:
-    deadline = time.monotonic() + within_s
-    while time.monotonic() < deadline:
-        try:
-            trials = _study(url).get_trials(states=(TrialState.RUNNING,))
-        except KeyError:
-            trials = []
-        if any(t.params.get("global_batch_size") == batch for t in trials):
-            return
-        time.sleep(0.3)
-    raise AssertionError(f"no RUNNING trial at batch {batch} within {within_s} s")
-
-
-def _assert_grid_settled(study: optuna.Study, points: set[tuple[int, str]]) -> None:
-    trials = study.get_trials()
-    assert not [t.number for t in trials if t.state in (TrialState.RUNNING, TrialState.WAITING)]
-    settled = {grid_point(t) for t in trials if t.state in (TrialState.COMPLETE, TrialState.PRUNED)}
-    assert settled == points
 
 
 @pytest.mark.parametrize("storage", ["sqlite", "journal"])
@@ -107,7 +32,7 @@ def test_four_concurrent_workers_share_one_study(tmp_path, storage):
     url = "sqlite:///shared.db" if storage == "sqlite" else "journal:shared.log"
     started = time.monotonic()
     workers = [
-        _start(["--study", "small.toml", "--cpu-replicas", "2", "--storage", url], tmp_path)
+        start_search(["--study", "small.toml", "--cpu-replicas", "2", "--storage", url], tmp_path)
         for _ in range(4)
     ]
     outputs = [w.communicate(timeout=900) for w in workers]
@@ -118,9 +43,9 @@ def test_four_concurrent_workers_share_one_study(tmp_path, storage):
     abs_url = url.replace("sqlite:///", f"sqlite:///{tmp_path}/").replace(
         "journal:", f"journal:{tmp_path}/"
     )
-    study = _study(abs_url)
+    study = load(abs_url)
     points = {(b, r) for b in (256, 512, 1024) for r in ("none", "sqrt")}
-    _assert_grid_settled(study, points)
+    assert_grid_settled(study, points)
     trials = study.get_trials()
     duplicates = len(trials) - len(points)
     assert duplicates <= 3, f"{duplicates} duplicated grid points"
@@ -137,19 +62,19 @@ def test_a_killed_worker_is_recovered_and_leaves_no_orphan(tmp_path):
     write_spec(tmp_path / "small.toml", base=256, multipliers="[1, 2]", rules='["none"]')
     url = f"sqlite:///{tmp_path}/k.db"
     args = ["--study", "small.toml", "--cpu-replicas", "2", "--storage", url, "--heartbeat", "1"]
-    worker = _start(args, tmp_path, TUNER_TEST_FAULT="hang@512")
-    _wait_running(url, 512)
-    children = _wait_children(worker.pid)
+    worker = start_search(args, tmp_path, TUNER_TEST_FAULT="hang@512")
+    wait_running(url, 512)
+    children = wait_children(worker.pid)
     worker.send_signal(signal.SIGKILL)
     worker.wait()
-    assert _wait_gone(children, 5), "the killed worker's child survived as an orphan"
-    (stale,) = _study(url).get_trials(states=(TrialState.RUNNING,))
+    assert wait_gone(children, 5), "the killed worker's child survived as an orphan"
+    (stale,) = load(url).get_trials(states=(TrialState.RUNNING,))
 
     time.sleep(3.5)  # the grace period: 3 heartbeats
     again = run_tuner(*["search", *args], cwd=tmp_path)
     assert again.returncode == 0, again.stderr
-    study = _study(url)
-    _assert_grid_settled(study, {(256, "none"), (512, "none")})
+    study = load(url)
+    assert_grid_settled(study, {(256, "none"), (512, "none")})
     assert study.trials[stale.number].state == TrialState.FAIL
     retry = [t for t in study.trials if t.system_attrs.get("failed_trial") == stale.number]
     assert len(retry) == 1 and retry[0].state == TrialState.COMPLETE
@@ -160,25 +85,25 @@ def test_interrupt_stops_the_child_marks_the_trial_and_resumes(tmp_path, sig, co
     write_spec(tmp_path / "small.toml", base=256, multipliers="[1, 2]", rules='["none"]')
     url = f"sqlite:///{tmp_path}/i.db"
     args = ["--study", "small.toml", "--cpu-replicas", "2", "--storage", url]
-    worker = _start(args, tmp_path, TUNER_TEST_FAULT="hang@512")
-    _wait_running(url, 512)
-    children = _wait_children(worker.pid)
+    worker = start_search(args, tmp_path, TUNER_TEST_FAULT="hang@512")
+    wait_running(url, 512)
+    children = wait_children(worker.pid)
     sent = time.monotonic()
     worker.send_signal(sig)
     stdout, stderr = worker.communicate(timeout=30)
     assert time.monotonic() - sent < 10
     assert worker.returncode == code, stderr
-    assert _wait_gone(children, 2)
+    assert wait_gone(children, 2)
     assert "Traceback" not in stderr
     assert "(stopped)" in stdout and " ok " in stdout  # the summary of what finished
-    study = _study(url)
+    study = load(url)
     (stopped,) = [t for t in study.trials if t.state == TrialState.FAIL]
     assert status_of(stopped) == "interrupted" and stopped.params["global_batch_size"] == 512
 
     again = run_tuner(*["search", *args], cwd=tmp_path)
     assert again.returncode == 0, again.stderr
-    study = _study(url)
-    _assert_grid_settled(study, {(256, "none"), (512, "none")})
+    study = load(url)
+    assert_grid_settled(study, {(256, "none"), (512, "none")})
     assert len(study.trials) == 3  # the interrupted point ran once more, nothing else did
 
 
@@ -201,7 +126,7 @@ def test_faults_inside_trials_are_classified_and_the_study_goes_on(tmp_path):
         env=tuner_env(TUNER_TEST_FAULT=faults),
     )
     assert result.returncode == 0, result.stderr
-    study = _study(f"sqlite:///{tmp_path}/f.db")
+    study = load(f"sqlite:///{tmp_path}/f.db")
     by_batch = {t.params["global_batch_size"]: t for t in study.trials}
     expected = {
         256: ("crashed", "SIGSEGV"),
@@ -226,16 +151,16 @@ def test_killing_the_driver_at_random_moments_never_loses_results(tmp_path):
     rng = random.Random(4)
     finished: dict[int, tuple[str, object]] = {}
     for _ in range(3):
-        worker = _start(args, tmp_path)
+        worker = start_search(args, tmp_path)
         time.sleep(rng.uniform(3.0, 14.0))
-        children = _children(worker.pid)
+        children = child_pids(worker.pid)
         os.kill(worker.pid, signal.SIGKILL)
         worker.wait()
-        assert _wait_gone(children, 5)
+        assert wait_gone(children, 5)
         if not (tmp_path / "r.db").exists():
             continue
         try:
-            study = _study(url)
+            study = load(url)
         except KeyError:  # killed before the study was created
             continue
         now = {
@@ -247,7 +172,7 @@ def test_killing_the_driver_at_random_moments_never_loses_results(tmp_path):
         time.sleep(3.5)  # let the dead worker's heartbeat go stale
     final = run_tuner(*["search", *args], cwd=tmp_path)
     assert final.returncode == 0, final.stderr
-    study = _study(url)
-    _assert_grid_settled(study, {(b, r) for b in (256, 512) for r in ("none", "sqrt")})
+    study = load(url)
+    assert_grid_settled(study, {(b, r) for b in (256, 512) for r in ("none", "sqrt")})
     for number, before in finished.items():
         assert (study.trials[number].state.name, study.trials[number].values) == before

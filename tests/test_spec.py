@@ -171,7 +171,28 @@ def test_to_dict_and_identity() -> None:
     identity = spec.identity()
     assert "name" not in identity
     assert identity["workload"] == data["workload"]
-    assert identity["search"] == data["search"]
+    assert identity["search"] == {k: v for k, v in data["search"].items() if k != "trials"}
+
+
+def test_identity_ignores_the_trial_budget_and_fills_new_fields() -> None:
+    from tuner.spec import identity_of
+
+    spec = load_spec(overrides={"search.trials": 7})
+    old = spec.to_dict()
+    del old["search"]["model_hyperparameters"]  # stored before the field existed
+    old["search"]["trials"] = 50
+    assert identity_of(old) == spec.identity()
+    searched = load_spec(overrides={"search.model_hyperparameters": "search"})
+    assert searched.identity() != spec.identity()
+
+
+def test_model_hyperparameters_and_trials_are_validated() -> None:
+    with pytest.raises(
+        ConfigError, match="--model-hyperparameters must be one of defaults, search"
+    ):
+        load_spec(overrides={"search.model_hyperparameters": "grid"})
+    with pytest.raises(ConfigError, match="--trials must be a positive integer"):
+        load_spec(overrides={"search.trials": 0})
 
 
 def test_identity_ignores_name_but_not_grid(tmp_path: Path) -> None:

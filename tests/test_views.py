@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import json
+import math
 import re
+import socket
 
+import optuna
 import plotly.graph_objects as go
-from test_recommend import make_trial, run_recommend
+import pytest
+from trials import make_trial, run_recommend
 
+from tuner.dashboard import publish, serve
+from tuner.errors import ConfigError
 from tuner.figures import (
     OOM_TRACE,
     Point,
@@ -16,7 +23,7 @@ from tuner.figures import (
     study_figures,
 )
 from tuner.note import markdown_table, study_note
-from tuner.report import is_missing_renderer, render_html
+from tuner.report import is_missing_renderer, render_html, write_report
 from tuner.summary import TRIAL_COLUMNS, recommendation_rows, trial_rows
 
 ATTRS = {
@@ -129,7 +136,7 @@ def test_markdown_table_escapes_pipes():
     assert table.splitlines()[2] == "| x\\|y |   |"
 
 
-def test_the_rich_table_note_and_report_share_rows():
+def test_trial_rows_follow_the_columns_and_recommendation_rows_lead_with_the_answer():
     trials = oom_study()
     rows = trial_rows(trials)
     assert [len(r) for r in rows] == [len(TRIAL_COLUMNS)] * len(trials)
@@ -162,3 +169,58 @@ def test_device_names_are_shortened():
 
     assert short_device("/job:localhost/replica:0/task:0/device:GPU:1") == "GPU:1"
     assert short_device("/cpu:0") == "CPU:0"
+
+
+def in_memory_study(trials: list) -> optuna.Study:
+    study = optuna.create_study(directions=["minimize", "maximize"], study_name="mem")
+    for trial in trials:
+        study.add_trial(trial)
+    return study
+
+
+def test_publish_stores_the_note_and_three_plots_and_rewrites_them():
+    from optuna_dashboard import get_note
+    from optuna_dashboard._custom_plot_data import get_plotly_graph_objects
+
+    study = in_memory_study(oom_study())
+    rec = run_recommend(study.trials)
+    publish(study, rec)
+    publish(study, rec)  # rewriting replaces, it does not append
+    assert get_note(study).count("## tuner study `mem`") == 1
+    system_attrs = study._storage.get_study_system_attrs(study._study_id)
+    graphs = get_plotly_graph_objects(system_attrs)
+    assert set(graphs) == {"throughput-vs-batch", "loss-vs-batch", "pareto"}
+    data = json.loads(graphs["throughput-vs-batch"])["data"]
+    assert {t["name"] for t in data} == {"none rule", "linear rule", "sqrt rule", OOM_TRACE}
+
+
+def test_write_report_without_png_and_without_a_recommendation(tmp_path):
+    study = in_memory_study([make_trial(0, 64, "none", status="oom", error="OOM")])
+    (path,) = write_report(study, None, tmp_path / "sub" / "r.html")
+    page = path.read_text()
+    assert "No trial has completed yet" in page and 'class="status-oom"' in page
+    assert not list(tmp_path.glob("sub/*.tmp")) and not list(tmp_path.glob("sub/*.png"))
+
+
+def test_write_report_to_an_impossible_place_is_a_config_error(tmp_path):
+    (tmp_path / "afile").write_text("x")
+    study = in_memory_study(oom_study())
+    with pytest.raises(ConfigError, match="cannot write"):
+        write_report(study, None, tmp_path / "afile" / "r.html")
+
+
+def test_the_does_not_fit_label_sits_on_the_log_axis():
+    figure = batch_figure(batch_curves(oom_study()), "throughput")
+    (label,) = [a for a in figure.layout.annotations if a.text == "does not fit"]
+    assert label.x == pytest.approx(math.log10(256 / 2**0.5))
+
+
+def test_serve_refuses_a_busy_port(tmp_path):
+    url = f"sqlite:///{tmp_path}/s.db"
+    optuna.create_study(storage=url, study_name="s")
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        with pytest.raises(ConfigError, match=f"port {port} on 127.0.0.1 is already in use"):
+            serve(url, "127.0.0.1", port)

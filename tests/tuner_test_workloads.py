@@ -49,3 +49,78 @@ def mismatched_data() -> tuple[np.ndarray, ...]:
         rng.random((64, 7), dtype=np.float32),
         rng.random((64, 1), dtype=np.float32),
     )
+
+
+def tuned_mlp(hp: Any) -> Any:
+    """A ``build(hp)`` as in KerasTuner's documentation: Int, Choice, Float with log sampling,
+    a conditional scope; uncompiled."""
+    import keras
+
+    model = keras.Sequential([keras.Input(shape=(10,))])
+    model.add(
+        keras.layers.Dense(
+            hp.Int("units", min_value=16, max_value=48, step=16),
+            activation=hp.Choice("activation", ["relu", "tanh"]),
+            kernel_regularizer=keras.regularizers.L2(
+                hp.Float("l2", min_value=1e-6, max_value=1e-3, sampling="log")
+            ),
+        )
+    )
+    if hp.Boolean("dropout"):
+        with hp.conditional_scope("dropout", [True]):
+            model.add(keras.layers.Dropout(hp.Float("rate", 0.1, 0.3, step=0.1)))
+    model.add(keras.layers.Dense(1))
+    return model
+
+
+def _compiled(hp: Any) -> Any:
+    import keras
+
+    model = tuned_mlp(hp)
+    model.compile(
+        optimizer=keras.optimizers.SGD(learning_rate=0.5, momentum=0.7), loss="mae", metrics=["mse"]
+    )
+    return model
+
+
+def compiled_mlp(hp: Any) -> Any:
+    """:func:`tuned_mlp` compiled by the user: SGD with momentum 0.7 at a learning rate of 0.5
+    (tuner must replace the rate and keep the momentum), MAE loss, an MSE metric."""
+    return _compiled(hp)
+
+
+def _hypermodel_classes() -> tuple[Any, Any]:
+    import keras_tuner
+
+    class TunedMLP(keras_tuner.HyperModel):
+        def build(self, hp: Any) -> Any:
+            return tuned_mlp(hp)
+
+    class BatchSettingMLP(TunedMLP):
+        def fit(self, hp: Any, model: Any, *args: Any, **kwargs: Any) -> Any:
+            return model.fit(*args, batch_size=hp.Choice("batch_size", [32, 64]), **kwargs)
+
+    return TunedMLP, BatchSettingMLP
+
+
+TunedMLP, BatchSettingMLP = _hypermodel_classes()
+tuned_instance = TunedMLP()
+
+
+def wide_hypermodel(hp: Any) -> Any:
+    """:func:`wide_model` with its width as a hyperparameter: 8192 runs out of memory at global
+    batch 4096 under a 128 MiB cap per device, 256 does not."""
+    import keras
+
+    return keras.Sequential(
+        [
+            keras.Input(shape=(64,)),
+            keras.layers.Dense(hp.Choice("width", [8192, 256]), activation="relu"),
+            keras.layers.Dense(1),
+        ]
+    )
+
+
+def plain_model() -> Any:
+    """The built-in regression model: a plain builder, no hyperparameters."""
+    return regression.build_model()

@@ -1,4 +1,5 @@
-"""The commands that read a stored study: ``export``, ``show``, ``dashboard`` and ``report``."""
+"""The commands that look at a stored study: ``export`` (which also refreshes the dashboard note
+and plots), ``show``, ``dashboard`` and ``report``."""
 
 from __future__ import annotations
 
@@ -29,17 +30,14 @@ def export_cmd(
     ] = 0.02,
 ) -> None:
     """Write the recommended-config JSON of a study (and refresh its dashboard note and plots)."""
-    from tuner.study import load_study, refresh_views
+    from tuner.study import load_study, recommendation, refresh_views
 
     def call() -> None:
         if not 0 <= tolerance < 1:
             raise ConfigError(f"--tolerance must be in [0, 1), got {tolerance}")
         study = load_study(storage, study_name)
-        rec = refresh_views(study, tolerance)
-        if rec is None:
-            raise NoCompleteTrialError(
-                f"study {study_name!r} has no COMPLETE trial yet; run `tuner search` first"
-            )
+        rec = recommendation(study, tolerance)
+        refresh_views(study, rec, warn=lambda message: err.print(f"warning: {message}"))
         if output is None:
             sys.stdout.write(json.dumps(rec, indent=2) + "\n")
         else:
@@ -85,9 +83,10 @@ def dashboard(
     """Browse the studies of a storage in optuna-dashboard (Ctrl-C stops it)."""
     from tuner.dashboard import serve
 
-    def ready(url: str) -> None:
-        out.print(f"optuna-dashboard for {mask_password(storage)} at {url} (Ctrl-C stops it)")
-        sys.stdout.flush()
+    def ready(url: str) -> None:  # plain print: one line that scripts can read, never wrapped
+        print(
+            f"optuna-dashboard for {mask_password(storage)} at {url} (Ctrl-C stops it)", flush=True
+        )
 
     def call() -> None:
         try:

@@ -22,7 +22,15 @@ if TYPE_CHECKING:
 out = Console(width=None if sys.stdout.isatty() else 160)
 err = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
 
-StorageOpt = Annotated[str, typer.Option("--storage", help="Optuna storage URL.")]
+StorageOpt = Annotated[
+    str,
+    typer.Option(
+        "--storage",
+        envvar="TUNER_STORAGE",
+        show_envvar=True,
+        help="Optuna storage URL (or set TUNER_STORAGE, which keeps a password out of `ps`).",
+    ),
+]
 StudyNameOpt = Annotated[str, typer.Option("--study-name", help="Name of the study.")]
 SpecOpt = Annotated[
     Path | None, typer.Option("--study", help="Study spec (TOML); default: built-in regression.")

@@ -90,6 +90,16 @@ def search(
         bool,
         typer.Option(help="Record a single-device trial at the base batch (speedup, efficiency)."),
     ] = True,
+    model_hyperparameters: Annotated[
+        str | None,
+        typer.Option(
+            help="A KerasTuner hypermodel's hyperparameters: defaults (grid of batch × rule) or "
+            "search (jointly with batch and rule, TPE, --trials budget)."
+        ),
+    ] = None,
+    trials: Annotated[
+        int | None, typer.Option(help="Trial budget of a joint search (default 20).")
+    ] = None,
 ) -> None:
     """Run (or resume) a study: one short real training run per grid point."""
     from tuner import _display
@@ -104,7 +114,8 @@ def search(
             memory_limit,
             trial_timeout,
             overrides(base_batch_size, base_lr, epochs, loop, update_on)
-            | grid_overrides(batch_multipliers, lr_rules),
+            | grid_overrides(batch_multipliers, lr_rules)
+            | {"search.model_hyperparameters": model_hyperparameters, "search.trials": trials},
         )
         if validate_first:
             from tuner.validate import run_validation
@@ -114,10 +125,12 @@ def search(
             _display.print_validation(err, checks)
             if not checks["passed"]:
                 raise TunerError("validation failed; the study was not started")
+        shape = (
+            f"{spec.search.trials} trials of model hyperparameters × " if spec.search.joint else ""
+        ) + f"{len(spec.search.global_batch_sizes)} batch sizes × {len(spec.search.lr_rules)} rules"
         err.print(
-            f"study {study_name or spec.name!r}: {len(spec.search.global_batch_sizes)} batch sizes "
-            f"× {len(spec.search.lr_rules)} rules on {plan.num_replicas} {plan.kind} replicas; "
-            "checking the workload…"
+            f"study {study_name or spec.name!r}: {shape} on {plan.num_replicas} {plan.kind} "
+            "replicas; checking the workload…"
         )
         if not math.isfinite(heartbeat) or heartbeat < 0:
             raise ConfigError(f"--heartbeat must be 0 (off) or a positive number, got {heartbeat}")
@@ -138,8 +151,8 @@ def search(
                 )
         except KeyboardInterrupt:
             if opened:
-                trials = opened[0].get_trials(deepcopy=False)
-                out.print(_display.trials_table(trials, f"Study {opened[0].study_name} (stopped)"))
+                stopped = opened[0].get_trials(deepcopy=False)
+                out.print(_display.trials_table(stopped, f"Study {opened[0].study_name} (stopped)"))
                 err.print("what finished is stored; run the same command again to resume")
             raise
         if report.running:
@@ -150,8 +163,8 @@ def search(
             )
         elif report.launched == 0:
             err.print(f"all {report.grid_size} grid points are already finished; nothing to run")
-        trials = unique_trials(report.study.get_trials(deepcopy=False))
-        out.print(_display.trials_table(trials, f"Study {report.study.study_name}"))
+        shown = unique_trials(report.study.get_trials(deepcopy=False))
+        out.print(_display.trials_table(shown, f"Study {report.study.study_name}"))
         rec = recommendation(report.study)
         out.print(_display.recommendation_table(rec))
         if export is not None:

@@ -7,10 +7,14 @@ optuna-dashboard's own API, so any optuna-dashboard pointed at the storage shows
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import errno
+import signal
+import socket
 import socketserver
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
@@ -25,25 +29,48 @@ from tuner.storage import open_storage
 def publish(study: optuna.Study, rec: dict[str, Any] | None) -> None:
     """Write the note and the plots ``throughput-vs-batch``, ``loss-vs-batch`` and ``pareto`` on
     ``study`` (``rec``: its recommendation, or ``None`` when nothing completed). Rewriting
-    replaces the previous note and plots."""
+    replaces the previous note and plots.
+
+    optuna-dashboard stores each text in pieces, one write each; Ctrl-C and SIGTERM are held
+    back until all pieces are written, so an interrupt never leaves half a note or plot."""
     from optuna_dashboard import save_note, save_plotly_graph_object
 
     trials = study.get_trials(deepcopy=False)
     written_at = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
-    save_note(study, study_note(study.study_name, trials, study.user_attrs, rec, written_at))
+    note = study_note(study.study_name, trials, study.user_attrs, rec, written_at)
     figures = study_figures(
         trials,
         baseline_throughput=(rec or {}).get("baseline_throughput"),
         recommended_trial=(rec or {}).get("trial_number"),
     )
-    for graph_id, figure in figures.items():
-        save_plotly_graph_object(study, figure, graph_object_id=graph_id)
+    with _signals_held():
+        save_note(study, note)
+        for graph_id, figure in figures.items():
+            save_plotly_graph_object(study, figure, graph_object_id=graph_id)
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """Block SIGINT and SIGTERM in the block; one that arrived is delivered at its end."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held = {signal.SIGINT, signal.SIGTERM}
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 class _ThreadingWSGIServer(socketserver.ThreadingMixIn, WSGIServer):
     """The dashboard page loads several API calls at once: answer them in parallel."""
 
     daemon_threads = True
+
+
+class _ThreadingWSGIServer6(_ThreadingWSGIServer):
+    address_family = socket.AF_INET6
 
 
 class _QuietHandler(WSGIRequestHandler):
@@ -63,9 +90,10 @@ def serve(
     from optuna_dashboard import wsgi
 
     app = wsgi(storage)
+    server_class = _ThreadingWSGIServer6 if ":" in host else _ThreadingWSGIServer
     try:
         server = make_server(
-            host, port, app, server_class=_ThreadingWSGIServer, handler_class=_QuietHandler
+            host, port, app, server_class=server_class, handler_class=_QuietHandler
         )
     except OSError as exc:
         if exc.errno == errno.EADDRINUSE:

@@ -52,10 +52,17 @@ class DevicePlan:
         return [f"/{self.kind}:{i}" for i in range(self.num_replicas)]
 
     @property
+    def model(self) -> str:
+        """The device model, e.g. ``NVIDIA H200``, or ``cpu``; mixed models are all named
+        (``NVIDIA A100 + NVIDIA H100``), since they are not comparable with either."""
+        if not self.gpu_names:
+            return self.kind
+        return " + ".join(dict.fromkeys(self.gpu_names))
+
+    @property
     def signature(self) -> str:
         """Replica count and device model, e.g. ``2x NVIDIA H200`` or ``2x cpu``."""
-        model = self.gpu_names[0] if self.gpu_names else self.kind
-        return f"{self.num_replicas}x {model}"
+        return f"{self.num_replicas}x {self.model}"
 
     def single_device(self) -> DevicePlan:
         """The same plan on its first device only (the one-device reference run)."""

@@ -25,6 +25,16 @@ OOM_TRACE = "out of memory"
 """Name of the trace that marks the global batch sizes that did not fit."""
 
 _RULE_COLORS = {"none": "#636efa", "linear": "#ef553b", "sqrt": "#00cc96"}
+# A compact white style set directly: a named template would be stored with every figure
+# (optuna-dashboard keeps each figure in the study, in pieces).
+_AXIS = {"gridcolor": "#e5e5e5", "zeroline": False, "linecolor": "#999", "showline": True}
+_STYLE: dict[str, Any] = {
+    "template": "none",
+    "plot_bgcolor": "white",
+    "paper_bgcolor": "white",
+    "font": {"family": "Arial, sans-serif", "size": 12, "color": "#2a3f5f"},
+    "margin": {"l": 70, "r": 30, "t": 60, "b": 60},
+}
 _METRICS = {"throughput": "throughput (samples/s)", "final_loss": "final validation loss"}
 
 
@@ -78,10 +88,16 @@ def complete_points(trials: Iterable[FrozenTrial]) -> list[Point]:
 def batch_curves(
     trials: Sequence[FrozenTrial], baseline_throughput: float | None = None
 ) -> BatchCurves:
-    """Group the complete points by rule and collect the out-of-memory sizes."""
-    by_rule: dict[str, list[Point]] = {}
+    """Group the complete points by rule (of several model configurations at one batch and rule,
+    the one with the lowest loss) and collect the out-of-memory sizes."""
+    best: dict[tuple[str, int], Point] = {}  # several model configurations: the best loss
     for point in complete_points(trials):
-        by_rule.setdefault(point.lr_rule, []).append(point)
+        key = (point.lr_rule, point.global_batch_size)
+        if key not in best or point.final_loss < best[key].final_loss:
+            best[key] = point
+    by_rule: dict[str, list[Point]] = {}
+    for (rule, _), point in sorted(best.items()):
+        by_rule.setdefault(rule, []).append(point)
     oom: dict[int, str] = {}
     for trial in unique_trials(trials):
         status = status_of(trial)
@@ -150,14 +166,17 @@ def batch_figure(curves: BatchCurves, metric: str) -> go.Figure:
                 hovertemplate="global batch %{x}: %{customdata}<extra></extra>",
             )
         )
-        figure.add_vrect(
-            x0=min(sizes) / 2**0.5,
-            x1=max(sizes) * 2**0.5,
-            fillcolor="#b00020",
-            opacity=0.08,
-            line_width=0,
-            annotation_text="does not fit",
-            annotation_position="top left",
+        low, high = min(sizes) / 2**0.5, max(sizes) * 2**0.5
+        figure.add_vrect(x0=low, x1=high, fillcolor="#b00020", opacity=0.08, line_width=0)
+        figure.add_annotation(  # on a log axis an annotation's x is log10 of the value
+            x=math.log10(low),
+            xref="x",
+            y=1,
+            yref="y domain",
+            text="does not fit",
+            showarrow=False,
+            xanchor="left",
+            yanchor="top",
         )
     if metric == "throughput" and curves.baseline_throughput:
         figure.add_hline(
@@ -173,10 +192,10 @@ def batch_figure(curves: BatchCurves, metric: str) -> go.Figure:
     )
     figure.update_layout(
         title=f"{label.capitalize()} vs global batch size",
-        xaxis={"title": "global batch size", "type": "log", "tickvals": sizes_shown},
-        yaxis={"title": label},
+        xaxis={"title": "global batch size", "type": "log", "tickvals": sizes_shown, **_AXIS},
+        yaxis={"title": label, **_AXIS},
         legend={"title": "learning-rate rule"},
-        template="plotly_white",
+        **_STYLE,
     )
     return figure
 
@@ -194,17 +213,19 @@ def pareto_figure(points: Sequence[Point], recommended_trial: int | None = None)
 
     front = pareto_front(points)
     figure = go.Figure()
-    figure.add_trace(
-        go.Scatter(
-            x=[p.final_loss for p in points],
-            y=[p.throughput for p in points],
-            mode="markers",
-            name="trials",
-            marker={"size": 9, "color": [_RULE_COLORS.get(p.lr_rule, "#888") for p in points]},
-            text=[hover(p) for p in points],
-            hovertemplate="%{text}<br>loss %{x:.4g}, %{y:,.0f} samples/s<extra></extra>",
+    for rule in sorted({p.lr_rule for p in points}):
+        mine = [p for p in points if p.lr_rule == rule]
+        figure.add_trace(
+            go.Scatter(
+                x=[p.final_loss for p in mine],
+                y=[p.throughput for p in mine],
+                mode="markers",
+                name=f"{rule} rule",
+                marker={"size": 9, "color": _RULE_COLORS.get(rule, "#888")},
+                text=[hover(p) for p in mine],
+                hovertemplate="%{text}<br>loss %{x:.4g}, %{y:,.0f} samples/s<extra></extra>",
+            )
         )
-    )
     figure.add_trace(
         go.Scatter(
             x=[p.final_loss for p in front],
@@ -230,9 +251,9 @@ def pareto_figure(points: Sequence[Point], recommended_trial: int | None = None)
         )
     figure.update_layout(
         title="Final loss vs throughput (Pareto front)",
-        xaxis={"title": _METRICS["final_loss"]},
-        yaxis={"title": _METRICS["throughput"]},
-        template="plotly_white",
+        xaxis={"title": _METRICS["final_loss"], **_AXIS},
+        yaxis={"title": _METRICS["throughput"], **_AXIS},
+        **_STYLE,
     )
     return figure
 

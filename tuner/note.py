@@ -47,13 +47,10 @@ def study_note(
             f"(trial #{rec['trial_number']})."
         )
         parts.append(markdown_table(["", "recommendation"], recommendation_rows(rec)))
-    oom = infeasible_batch_sizes(unique)
-    complete = [
-        int(t.params["global_batch_size"])
-        for t in unique
-        if t.user_attrs.get("status") == "ok" and "global_batch_size" in t.params
-    ]
-    largest = max(complete) if complete else None
+    if rec is not None:  # the recommendation's figures (its device signature), not a recount
+        largest, oom = rec["largest_feasible_batch_size"], rec["oom_batch_sizes"]
+    else:
+        largest, oom = None, infeasible_batch_sizes(unique)
     parts.append(
         f"**Largest feasible global batch:** {largest if largest is not None else 'none yet'}; "
         f"**out of memory:** {', '.join(map(str, oom)) if oom else 'no size in the grid'}."

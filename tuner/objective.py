@@ -7,11 +7,14 @@ outcome to :func:`record` — the only place a trial's state is set.
 
 from __future__ import annotations
 
+import os
+import socket
 from typing import Any, Protocol
 
 import optuna
 from optuna.trial import Trial
 
+from tuner import hyperparams
 from tuner.devices import DevicePlan
 from tuner.outcome import TrialOutcome, classify
 from tuner.recommend import smallest_oom_batch
@@ -95,8 +98,10 @@ class Objective:
         grid_size: int,
         already_done: int,
         probed_oom: int | None = None,
+        space: dict[str, Any] | None = None,
     ) -> None:
         self._probed_oom = probed_oom
+        self._space = space
         self._spec = spec
         self._plan = plan
         self._timeout_s = timeout_s
@@ -113,8 +118,21 @@ class Objective:
             trial.set_user_attr("error", "stopped by the user")
             raise
 
+    def _model_hyperparameters(self, trial: Trial) -> dict[str, Any] | None:
+        """A hypermodel's values for this trial, stored as params: its defaults (one-value
+        axes of the grid), or sampled with the batch size and rule in a joint search."""
+        if not self._space:
+            return None
+        if self._spec.search.joint:
+            return hyperparams.suggest(trial, self._space["space"])
+        return {
+            name: trial.suggest_categorical(name, [value])
+            for name, value in hyperparams.defaults(self._space["space"]).items()
+        }
+
     def _trial(self, trial: Trial) -> tuple[float, float]:
         search = self._spec.search
+        values = self._model_hyperparameters(trial)
         batch = trial.suggest_categorical("global_batch_size", list(search.global_batch_sizes))
         rule = trial.suggest_categorical("lr_rule", list(search.lr_rules))
         lr = scaled_learning_rate(rule, search.base_lr, batch, search.base_batch_size)
@@ -126,24 +144,40 @@ class Objective:
             "learning_rate": lr,
             "lr_rule": rule,
             "device_signature": signature,
+            "device_model": self._plan.model,
+            "device_count": self._plan.num_replicas,
+            "host": socket.gethostname(),
+            "worker": f"{socket.gethostname()}:{os.getpid()}",
             "loop": self._spec.search.loop,
             "update_on": self._spec.search.update_on,
             "devices": self._plan.device_names,
         }
+        if values is not None:
+            attrs["model_hyperparameters"] = values
         for key, value in attrs.items():
             trial.set_user_attr(key, value)
         self._observer.trial_started(self._already_done + self.launched + 1, self._grid_size, attrs)
-        outcome = self._run(trial, batch, lr, signature)
+        outcome = self._run(trial, batch, lr, signature, values)
         self._observer.trial_finished(trial.number, outcome)
         return record(trial, outcome)
 
-    def _run(self, trial: Trial, batch: int, lr: float, signature: str) -> TrialOutcome:
-        oom_at = smallest_oom_batch(trial.study.get_trials(deepcopy=False), signature)
+    def _run(
+        self,
+        trial: Trial,
+        batch: int,
+        lr: float,
+        signature: str,
+        values: dict[str, Any] | None,
+    ) -> TrialOutcome:
+        # Out-of-memory is monotone in the batch for one model configuration on one signature.
+        config = hyperparams.config_key(values or {})
+        oom_at = smallest_oom_batch(trial.study.get_trials(deepcopy=False), signature, config)
         if oom_at is not None and batch >= oom_at:
             self.launched += 1
+            same_model = " with these model hyperparameters" if values else ""
             return TrialOutcome(
                 "oom-implied",
-                error=f"global batch {oom_at} already ran out of memory on {signature}",
+                error=f"global batch {oom_at} already ran out of memory on {signature}{same_model}",
             )
         probe = self._probed_oom
         if probe is not None and batch >= probe:
@@ -154,7 +188,7 @@ class Objective:
             )
         self.launched += 1
         run = run_child(
-            trial_request(self._spec, self._plan, batch, lr),
+            trial_request(self._spec, self._plan, batch, lr, model_hyperparameters=values),
             self._plan.child_environment(),
             self._timeout_s,
             on_event=self._observer.epoch_finished,

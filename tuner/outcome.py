@@ -48,6 +48,8 @@ _RESULT_ATTRS = (
     "peak_rss_bytes",
     "devices",
     "optimizer_learning_rate",
+    "optimizer",
+    "model_parameters",
     "steps_per_epoch",
     "timings",
 )

@@ -28,7 +28,7 @@ def inspect_workload(spec: StudySpec, timeout_s: float = INSPECT_TIMEOUT_S) -> d
 
     Raises :class:`WorkloadError` when the model or data cannot be loaded or do not fit together.
     """
-    request = {"mode": "inspect", "workload": workload_dict(spec)}
+    request = {"mode": "inspect", "workload": workload_dict(spec), "loop": spec.search.loop_kind}
     env = {"CUDA_VISIBLE_DEVICES": "", "TF_CPP_MIN_LOG_LEVEL": "2"}
     run = run_child(request, env, timeout_s)
     outcome_text = run.result_text

@@ -8,6 +8,7 @@ found on the machine (Debian's ``chromium`` package, or ``BROWSER_PATH``).
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import html
 from collections.abc import Sequence
@@ -16,10 +17,16 @@ from typing import Any
 
 import optuna
 
-from tuner.errors import TunerError
+from tuner.errors import ConfigError, TunerError
 from tuner.figures import study_figures
 from tuner.recommend import unique_trials
-from tuner.summary import TRIAL_COLUMNS, environment_rows, recommendation_rows, trial_rows
+from tuner.summary import (
+    STATUS_COLUMN,
+    TRIAL_COLUMNS,
+    environment_rows,
+    recommendation_rows,
+    trial_rows,
+)
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1100px; color: #222; }
@@ -29,6 +36,7 @@ th, td { border-bottom: 1px solid #ddd; padding: 0.3rem 0.6rem; text-align: left
 td.right, th.right { text-align: right; }
 .status-ok { color: #1b7f3b; } .status-oom, .status-oom-implied { color: #b36b00; }
 .status-timeout, .status-crashed, .status-error, .status-interrupted { color: #b00020; }
+.status-diverged { color: #8e24aa; } .status-running { color: #00838f; }
 .lead { font-size: 1.1rem; background: #f4f7fb; padding: 0.8rem 1rem; border-radius: 6px; }
 .plot { margin: 1rem 0; }
 """
@@ -38,11 +46,15 @@ class PngExportError(TunerError):
     """The plots could not be rendered to PNG (no browser for Kaleido); the HTML was written."""
 
 
-def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], aligns: Sequence[str]) -> str:
+def _table(
+    headers: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    aligns: Sequence[str],
+    status_column: int | None = None,
+) -> str:
     def cell(tag: str, text: str, align: str, extra: str = "") -> str:
-        cls = (
-            f' class="right{extra}"' if align == "right" else (f' class="{extra}"' if extra else "")
-        )
+        classes = " ".join(c for c in ("right" if align == "right" else "", extra) if c)
+        cls = f' class="{classes}"' if classes else ""
         return f"<{tag}{cls}>{html.escape(text)}</{tag}>"
 
     head = "".join(cell("th", h, a) for h, a in zip(headers, aligns, strict=True))
@@ -50,7 +62,7 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], aligns: Sequen
     for row in rows:
         cells = []
         for i, (text, align) in enumerate(zip(row, aligns, strict=True)):
-            extra = f"status-{text}" if headers[i] == "status" else ""
+            extra = f"status-{text}" if i == status_column else ""
             cells.append(cell("td", text, align, extra))
         body.append(f"<tr>{''.join(cells)}</tr>")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
@@ -84,11 +96,8 @@ def render_html(
             + figure.to_html(full_html=False, include_plotlyjs=index == 0, div_id=graph_id)
             + "</div>"
         )
-    trial_table = _table(
-        [h for h, _ in TRIAL_COLUMNS],
-        trial_rows(unique, note_width=80),
-        [a for _, a in TRIAL_COLUMNS],
-    )
+    headers, aligns = zip(*TRIAL_COLUMNS, strict=True)
+    trial_table = _table(headers, trial_rows(unique, note_width=80), aligns, STATUS_COLUMN)
     env_table = _table(["", ""], environment_rows(study_attrs, unique), ["left", "left"])
     title = f"tuner report: {html.escape(study_name)}"
     return f"""<!DOCTYPE html>
@@ -123,10 +132,15 @@ def write_report(
     )
     written_at = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
     page = render_html(study.study_name, trials, study.user_attrs, rec, figures, written_at)
-    output.parent.mkdir(parents=True, exist_ok=True)
     tmp = output.with_name(output.name + ".tmp")
-    tmp.write_text(page, encoding="utf-8")
-    tmp.replace(output)
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(page, encoding="utf-8")
+        tmp.replace(output)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise ConfigError(f"cannot write {output}: {exc.strerror or exc}") from None
     written = [output]
     if png:
         paths = [output.with_name(f"{output.stem}-{graph_id}.png") for graph_id in figures]
@@ -134,13 +148,13 @@ def write_report(
             import plotly.io as pio
 
             pio.write_images(list(figures.values()), paths, width=1000, height=560)
-        except (RuntimeError, ValueError) as exc:
-            if not is_missing_renderer(exc):
-                raise
-            raise PngExportError(
-                f"the HTML report is at {output}, but PNG export needs Chrome or Chromium for "
-                "Kaleido (apt install chromium, or set BROWSER_PATH to a Chrome binary)"
-            ) from exc
+        except Exception as exc:  # the HTML is written: say why the PNGs are not
+            if is_missing_renderer(exc):
+                reason = "PNG export needs Chrome or Chromium for Kaleido (apt install chromium, "
+                reason += "or set BROWSER_PATH to a Chrome binary)"
+            else:
+                reason = f"PNG export failed: {type(exc).__name__}: {' '.join(str(exc).split())}"
+            raise PngExportError(f"the HTML report is at {output}, but {reason[:300]}") from exc
         written += paths
     return written
 

@@ -17,6 +17,8 @@ from tuner.errors import ConfigError
 from tuner.scaling import LR_RULES
 
 LOOPS = ("fit", "custom")
+MODEL_HYPERPARAMETERS = ("defaults", "search")
+DEFAULT_TRIALS = 20
 UPDATE_ON = ("replicas", "cpu")
 
 _REFERENCE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
@@ -61,6 +63,14 @@ class SearchSpec:
     seed: int = 0
     loop: str = "fit"
     update_on: str = "replicas"
+    model_hyperparameters: str = "defaults"
+    trials: int = DEFAULT_TRIALS
+    """Trial budget when model hyperparameters are searched (the grid sets it otherwise)."""
+
+    @property
+    def joint(self) -> bool:
+        """Whether a hypermodel's hyperparameters are searched with the batch size and rule."""
+        return self.model_hyperparameters == "search"
 
     @property
     def loop_kind(self) -> str:
@@ -92,9 +102,17 @@ class StudySpec:
 
     def identity(self) -> dict[str, Any]:
         """What must match when a study is resumed: the workload and the grid."""
-        data = self.to_dict()
-        data.pop("name")
-        return data
+        return identity_of(self.to_dict())
+
+
+def identity_of(stored: Mapping[str, Any]) -> dict[str, Any]:
+    """The resumable identity of a stored spec: all but the name and the trial budget (which may
+    grow), with fields added since the spec was stored at their defaults."""
+    data = {key: value for key, value in stored.items() if key != "name"}
+    search = {"model_hyperparameters": "defaults", **dict(data.get("search", {}))}
+    search.pop("trials", None)
+    data["search"] = search
+    return data
 
 
 _FIELDS: dict[str, tuple[str, ...]] = {
@@ -109,6 +127,8 @@ _FIELDS: dict[str, tuple[str, ...]] = {
         "seed",
         "loop",
         "update_on",
+        "model_hyperparameters",
+        "trials",
     ),
 }
 
@@ -214,6 +234,12 @@ def _build(raw: dict[str, Any], source: str, where: dict[str, str]) -> StudySpec
             f"{label('search', 'update_on')} = cpu needs loop = custom: Keras fit under "
             "CentralStorageStrategy does not match one device (see the README)"
         )
+    model_hps = _choice(
+        search.get("model_hyperparameters", "defaults"),
+        label("search", "model_hyperparameters"),
+        MODEL_HYPERPARAMETERS,
+    )
+    trials = _positive_int(search.get("trials", DEFAULT_TRIALS), label("search", "trials"))
     return StudySpec(
         name=name,
         workload=workload_spec,
@@ -226,6 +252,8 @@ def _build(raw: dict[str, Any], source: str, where: dict[str, str]) -> StudySpec
             seed=seed,
             loop=loop,
             update_on=update_on,
+            model_hyperparameters=model_hps,
+            trials=trials,
         ),
         source=source,
     )

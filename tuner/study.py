@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as _dt
 import logging
 import platform
+import re
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from optuna.trial import FrozenTrial, TrialState
 from tuner.dashboard import publish
 from tuner.devices import DevicePlan
 from tuner.errors import ConfigError, NoCompleteTrialError, StudyNotFoundError
+from tuner.hyperparams import defaults
 from tuner.objective import (
     Objective,
     QuietObserver,
@@ -30,8 +32,8 @@ from tuner.objective import (
     device_signature,
 )
 from tuner.preflight import check_grid, inspect_workload, run_baseline, run_probe
-from tuner.recommend import grid_point, recommend, status_of
-from tuner.spec import StudySpec
+from tuner.recommend import DEFAULT_TOLERANCE, grid_point, recommend, status_of
+from tuner.spec import StudySpec, identity_of
 from tuner.storage import mask_password, open_storage
 
 METRIC_NAMES = ("final_loss", "throughput")
@@ -104,6 +106,11 @@ def run_search(
     rewritten. ``on_study`` receives the study as soon as it is open.
     """
     observer = observer or QuietObserver()
+    if probe and spec.search.joint:
+        raise ConfigError(
+            "--probe finds one boundary for one model; with model_hyperparameters = search each "
+            "model configuration has its own (out-of-memory is tracked per configuration)"
+        )
     study, info = _open(spec, plan, storage_url, study_name, heartbeat_s)
     if on_study is not None:
         on_study(study)
@@ -131,29 +138,42 @@ def run_search(
             observer.note(f"the baseline failed ({reference['status']}): {reference['error']}")
     probed_oom = study.user_attrs.get("probes", {}).get(signature, {}).get("smallest_oom_batch")
     _requeue_unfinished(study)
-    done = settled_grid_points(study.get_trials(deepcopy=False))
-    grid = [(b, r) for b in spec.search.global_batch_sizes for r in spec.search.lr_rules]
-    remaining = [point for point in grid if point not in done]
-    objective = Objective(
-        spec, plan, trial_timeout_s, observer, len(grid), len(done), probed_oom=probed_oom
-    )
     optuna.logging.set_verbosity(optuna.logging.ERROR)
-    # One trial at a time, and only while a grid point is unclaimed: a point that another worker
-    # is running is left to it, so concurrent workers do not duplicate the end of the grid.
-    for _ in range(len(remaining)):
-        _requeue_unfinished(study)  # points another worker left unfinished come back queued
-        if not _unclaimed(study, grid):
-            break
-        study.optimize(objective, n_trials=1, catch=(TrialFailed,), gc_after_trial=False)
+    space = info.get("hypermodel")
+    if spec.search.joint:
+        done_count = _budget_used(study)
+        grid_size = spec.search.trials
+        objective = Objective(
+            spec, plan, trial_timeout_s, observer, grid_size, done_count, space=space
+        )
+        # Trials until the budget is used, counting every worker's (finished or running) ones.
+        while _budget_used(study) < spec.search.trials:
+            study.optimize(objective, n_trials=1, catch=(TrialFailed,), gc_after_trial=False)
+    else:
+        done = settled_grid_points(study.get_trials(deepcopy=False))
+        done_count = len(done)
+        grid = [(b, r) for b in spec.search.global_batch_sizes for r in spec.search.lr_rules]
+        grid_size = len(grid)
+        objective = Objective(
+            spec, plan, trial_timeout_s, observer, grid_size, done_count, probed_oom, space
+        )
+        # One trial at a time, and only while a grid point is unclaimed: a point that another
+        # worker is running is left to it, so concurrent workers do not duplicate the grid's end.
+        for _ in range(grid_size - done_count):
+            _requeue_unfinished(study)  # points another worker left unfinished come back queued
+            if not _unclaimed(study, grid):
+                break
+            study.optimize(objective, n_trials=1, catch=(TrialFailed,), gc_after_trial=False)
     running = {
         grid_point(t) for t in study.get_trials(deepcopy=False) if t.state == TrialState.RUNNING
     }
-    refresh_views(study)
+    if not running:  # the last worker to finish writes the views, once
+        refresh_views(study, warn=observer.note)
     return SearchReport(
         study,
         launched=objective.launched,
-        already_done=len(done),
-        grid_size=len(grid),
+        already_done=done_count,
+        grid_size=grid_size,
         running=len(running),
     )
 
@@ -189,6 +209,11 @@ def _open(
     check_grid(spec, plan)
     info = inspect_workload(spec)
     check_grid(spec, plan, n_train=int(info["n_train"]))
+    if spec.search.joint and not info.get("hypermodel"):
+        raise ConfigError(
+            f"model_hyperparameters = search needs a KerasTuner hypermodel; {spec.workload.model} "
+            "is a plain model builder (use model_hyperparameters = defaults)"
+        )
     storage = open_storage(storage_url, create=True, heartbeat_s=heartbeat_s)
     name = study_name or spec.name
     return _create_or_resume(storage, storage_url, name, spec, plan, info), info
@@ -215,18 +240,22 @@ def load_study(storage_url: str, study_name: str) -> optuna.Study:
 
 def recommendation(study: optuna.Study, tolerance: float | None = None) -> dict[str, Any]:
     """The recommended-config JSON of a stored study."""
-    spec = study.user_attrs.get("spec", {}).get("search", {})
-    kwargs = {} if tolerance is None else {"tolerance": tolerance}
+    spec = study.user_attrs.get("spec", {})
+    search = spec.get("search", {})
+    hypermodel = study.user_attrs.get("hypermodel")
+    if hypermodel:
+        hypermodel = {**hypermodel, "reference": spec.get("workload", {}).get("model", "")}
     return recommend(
         study.get_trials(deepcopy=False),
         study_name=study.study_name,
-        base_lr=float(spec.get("base_lr", float("nan"))),
-        base_batch_size=int(spec.get("base_batch_size", 0)),
+        base_lr=float(search.get("base_lr", float("nan"))),
+        base_batch_size=int(search.get("base_batch_size", 0)),
         versions=study.user_attrs.get("versions", {}),
         baselines=study.user_attrs.get("baselines"),
         probes=study.user_attrs.get("probes"),
+        hypermodel=hypermodel,
         created_at=_dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
-        **kwargs,
+        tolerance=DEFAULT_TOLERANCE if tolerance is None else tolerance,
     )
 
 
@@ -240,23 +269,30 @@ def current_recommendation(
         return None
 
 
-def refresh_views(study: optuna.Study, tolerance: float | None = None) -> dict[str, Any] | None:
-    """Recompute the recommendation and rewrite the study's dashboard note and plots; return the
-    recommendation (``None`` while no trial has completed)."""
-    rec = current_recommendation(study, tolerance)
-    publish(study, rec)
-    return rec
+def refresh_views(
+    study: optuna.Study,
+    rec: dict[str, Any] | None = None,
+    *,
+    warn: Callable[[str], None] = lambda message: None,
+) -> None:
+    """Rewrite the study's dashboard note and plots from ``rec`` (default: the current
+    recommendation). A storage that refuses the write (read-only, gone) is reported through
+    ``warn``, not raised: the views are a convenience, the trials are what matters."""
+    import sqlalchemy.exc
+
+    if rec is None:
+        rec = current_recommendation(study)
+    try:
+        publish(study, rec)
+    except (sqlalchemy.exc.SQLAlchemyError, OSError, optuna.exceptions.StorageInternalError) as exc:
+        reason = " ".join(str(getattr(exc, "orig", None) or exc).split())[:200]
+        warn(f"could not update the dashboard note and plots: {mask_password(reason)}")
 
 
 def _create_or_resume(
     storage: Any, url: str, name: str, spec: StudySpec, plan: DevicePlan, info: dict[str, Any]
 ) -> optuna.Study:
-    sampler = BatchAscendingGridSampler(
-        {
-            "global_batch_size": list(spec.search.global_batch_sizes),
-            "lr_rule": list(spec.search.lr_rules),
-        }
-    )
+    sampler = _sampler(spec, info.get("hypermodel"))
     if name in optuna.get_all_study_names(storage=storage):
         study = optuna.load_study(study_name=name, storage=storage, sampler=sampler)
         stored = study.user_attrs.get("spec")
@@ -268,7 +304,7 @@ def _create_or_resume(
         if stored is None:  # another worker is creating it right now: finish the job
             stored = spec.to_dict()
             study.set_user_attr("spec", stored)
-        stored_identity = {k: v for k, v in stored.items() if k != "name"}
+        stored_identity = identity_of(stored)
         if stored_identity != spec.identity():
             raise ConfigError(
                 f"study {name!r} in {mask_password(url)} was created with a different spec "
@@ -295,16 +331,48 @@ def _create_or_resume(
         raise ConfigError(
             f"study {name!r} in {mask_password(url)} ran on {', '.join(sorted(signatures))}; "
             f"this run is on {signature}, whose out-of-memory sizes and throughput differ: "
-            "pick a new --study-name"
+            f"give these devices their own --study-name (e.g. {name}-{_slug(signature)})"
         )
     study.set_user_attr("versions", versions(info.get("versions")))
     if signature not in signatures:
         study.set_user_attr("device_signatures", sorted(signatures | {signature}))
+    if info.get("hypermodel"):
+        study.set_user_attr("hypermodel", info["hypermodel"])
     study.set_user_attr(
         "workload",
         {"n_train": info["n_train"], "n_val": info["n_val"], "parameters": info["parameters"]},
     )
     return study
+
+
+def _slug(text: str) -> str:
+    """``2x NVIDIA A100-SXM4-80GB`` -> ``2x-nvidia-a100-sxm4-80gb``."""
+    return "-".join(re.findall(r"[a-z0-9]+", text.lower()))
+
+
+def _sampler(spec: StudySpec, hypermodel: dict[str, Any] | None) -> optuna.samplers.BaseSampler:
+    """The grid (batch ascending, a hypermodel's defaults as one-value axes), or for a joint
+    search multivariate TPE: it handles mixed and conditional spaces (``group=True``) and two
+    objectives, and needs far fewer trials than NSGA-II; ``constant_liar`` keeps concurrent
+    workers from sampling the same point."""
+    search = spec.search
+    if search.joint:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            return optuna.samplers.TPESampler(
+                multivariate=True,
+                group=True,
+                constant_liar=True,
+                seed=search.seed,
+                n_startup_trials=max(2, min(10, search.trials // 3)),
+            )
+    space: dict[str, list[Any]] = {
+        "global_batch_size": list(search.global_batch_sizes),
+        "lr_rule": list(search.lr_rules),
+    }
+    if hypermodel:
+        space.update({name: [value] for name, value in defaults(hypermodel["space"]).items()})
+    return BatchAscendingGridSampler(space)
 
 
 def _first_difference(old: dict[str, Any], new: dict[str, Any], prefix: str = "") -> str:
@@ -345,6 +413,17 @@ def _requeue(study: optuna.Study, trial: FrozenTrial) -> None:
             user_attrs={k: v for k, v in trial.user_attrs.items() if k not in ("status", "error")},
             system_attrs=system_attrs,
         )
+    )
+
+
+def _budget_used(study: optuna.Study) -> int:
+    """Trials that count against a joint search's budget: those finished or running, but for
+    the interrupted and the dead workers' ones (run again); queued ones count once they run."""
+    return sum(
+        1
+        for t in study.get_trials(deepcopy=False)
+        if t.state in (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING)
+        or (t.state == TrialState.FAIL and status_of(t) in FINAL_FAILURES)
     )
 
 

@@ -26,11 +26,13 @@ TRIAL_COLUMNS: list[tuple[str, str]] = [
     ("samples/s", "right"),
     ("final loss", "right"),
     ("train loss", "right"),
+    ("model", "left"),
+    ("host", "left"),
     ("note", "left"),
 ]
 """Header and alignment of each cell of :func:`trial_cells`."""
 
-STATUS_COLUMN = 2
+STATUS_COLUMN = [header for header, _ in TRIAL_COLUMNS].index("status")
 
 
 def fmt(value: Any, spec: str) -> str:
@@ -58,8 +60,19 @@ def trial_cells(trial: FrozenTrial, note_width: int = 60) -> list[str]:
         fmt(attrs.get("throughput"), ",.0f"),
         fmt(attrs.get("final_loss"), ".4g"),
         fmt(attrs.get("train_loss"), ".4g"),
+        model_text(attrs.get("model_hyperparameters")),
+        str(attrs.get("host", "-")),
         str(attrs.get("error", ""))[:note_width],
     ]
+
+
+def model_text(values: dict[str, Any] | None) -> str:
+    """A hypermodel's values as ``units=64 dropout=0.1`` (``-`` for a plain model)."""
+    if not values:
+        return "-"
+    return " ".join(
+        f"{k}={format(v, '.3g') if isinstance(v, float) else v}" for k, v in values.items()
+    )
 
 
 def trial_rows(trials: Iterable[FrozenTrial], note_width: int = 60) -> list[list[str]]:

@@ -20,6 +20,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from tuner import hypermodel
 from tuner.devices import DevicePlan, build_strategy
 from tuner.errors import WorkloadError
 from tuner.loops import make_loop
@@ -52,12 +53,9 @@ def load_arrays(data_ref: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.n
     return arrays  # type: ignore[return-value]
 
 
-def build_model(model_ref: str) -> Any:
-    """Call the workload's model function and check that it returned a Keras model."""
-    model = _call(model_ref)
-    if not isinstance(model, keras.Model):
-        raise WorkloadError(f"{model_ref} must return a keras.Model, got {type(model).__name__}")
-    return model
+def build_model(model_ref: str, values: dict[str, Any] | None = None) -> Any:
+    """Build the workload's model (a hypermodel at ``values``) and check it is a Keras model."""
+    return hypermodel.build(model_ref, values)
 
 
 def make_optimizer(name: str, learning_rate: float) -> Any:
@@ -85,9 +83,24 @@ def inspect_workload(request: dict[str, Any]) -> dict[str, Any]:
     """
     workload = request["workload"]
     x_train, y_train, x_val, y_val = load_arrays(workload["data"])
-    model = build_model(workload["model"])
-    check_loss(workload["loss"])
-    model.compile(optimizer=make_optimizer(workload["optimizer"], 1e-3), loss=workload["loss"])
+    found = hypermodel.discover(workload["model"])
+    hypermodel.check_fit(workload["model"], x_train[:8], y_train[:8])
+    values = None
+    if found is not None:
+        from tuner.hyperparams import check, defaults
+
+        check(found["space"])
+        values = defaults(found["space"])
+    model = build_model(workload["model"], values)
+    compiled = hypermodel.compile_args(model, 1e-3)
+    if compiled is None:
+        check_loss(workload["loss"])
+        model.compile(optimizer=make_optimizer(workload["optimizer"], 1e-3), loss=workload["loss"])
+    elif request.get("loop", "fit") != "fit":
+        raise WorkloadError(
+            f"{workload['model']} compiles its model; a compiled model runs with loop = fit "
+            "(the custom loops take the loss from the spec)"
+        )
     try:
         model.evaluate(x_train[:8], y_train[:8], verbose=0)
         model.evaluate(x_val[:8], y_val[:8], verbose=0)
@@ -104,6 +117,8 @@ def inspect_workload(request: dict[str, Any]) -> dict[str, Any]:
         "input_shape": list(x_train.shape[1:]),
         "parameters": int(model.count_params()),
         "versions": versions(),
+        "hypermodel": found,
+        "compiled_by_build": compiled is not None,
     }
 
 
@@ -142,21 +157,31 @@ def run_trial(request: dict[str, Any], emit: Emit) -> dict[str, Any]:
     steps = x_train.shape[0] // batch
     if request.get("steps_per_epoch"):
         steps = min(steps, int(request["steps_per_epoch"]))
-    initial = _initial_weights(workload["model"], seed)
+    values = request.get("model_hyperparameters")
+    initial = _initial_weights(workload["model"], seed, values)
+    from_build: dict[str, Any] = {}
 
     def build() -> Any:
-        model = build_model(workload["model"])
+        model = build_model(workload["model"], values)
         model.set_weights(initial)
+        args = hypermodel.compile_args(model, learning_rate)
+        if args is not None:  # the user's build compiled it: keep its loss, metrics, optimizer
+            from_build["args"] = args
         return model
+
+    def compile_args() -> dict[str, Any]:
+        if "args" in from_build:
+            return dict(from_build["args"])
+        return {
+            "optimizer": make_optimizer(workload["optimizer"], learning_rate),
+            "loss": workload["loss"],
+        }
 
     loop = make_loop(
         request.get("loop", "fit"),
         strategy,
         build,
-        lambda: {
-            "optimizer": make_optimizer(workload["optimizer"], learning_rate),
-            "loss": workload["loss"],
-        },
+        compile_args,
         loss_name=workload["loss"],
         global_batch=batch,
         reduction=request.get("loss_reduction", "global"),
@@ -179,6 +204,16 @@ def run_trial(request: dict[str, Any], emit: Emit) -> dict[str, Any]:
         "epoch_losses": meter.losses,
         "epoch_throughputs": meter.throughputs,
         "optimizer_learning_rate": loop.learning_rate(),
+        "model_parameters": int(loop.model.count_params()),
+        "optimizer": (
+            hypermodel.describe_optimizer(from_build["args"])
+            if "args" in from_build
+            else {
+                "class": workload["optimizer"],
+                "learning_rate": learning_rate,
+                "from_build": False,
+            }
+        ),
         "versions": versions(),
         "timings": timings,
     }
@@ -238,12 +273,14 @@ def _split_tracing(epoch_seconds: list[float], fit_s: float) -> dict[str, float]
     return {"tracing_s": tracing, "training_s": fit_s - tracing}
 
 
-def _initial_weights(model_ref: str, seed: int) -> list[np.ndarray]:
+def _initial_weights(
+    model_ref: str, seed: int, values: dict[str, Any] | None = None
+) -> list[np.ndarray]:
     """The model's initial weights from ``seed``, built once outside any strategy, so that every
     run — one device or many — starts from the same numbers."""
     keras.utils.set_random_seed(seed)
     with tf.device("/cpu:0"):
-        weights: list[np.ndarray] = build_model(model_ref).get_weights()
+        weights: list[np.ndarray] = build_model(model_ref, values).get_weights()
     keras.utils.set_random_seed(seed)
     return weights
 

@@ -14,8 +14,9 @@ from typing import Any
 from tuner.errors import WorkloadError
 
 
-def resolve(reference: str) -> Callable[..., Any]:
-    """Import ``module:function`` and return the callable; :class:`WorkloadError` if it can't."""
+def resolve(reference: str, *, allow_hypermodel: bool = False) -> Callable[..., Any]:
+    """Import ``module:function`` and return the callable; :class:`WorkloadError` if it can't.
+    With ``allow_hypermodel`` a KerasTuner ``HyperModel`` object (not callable) is accepted too."""
     module_name, _, attribute = reference.partition(":")
     try:
         module = importlib.import_module(module_name)
@@ -28,6 +29,6 @@ def resolve(reference: str) -> Callable[..., Any]:
         raise WorkloadError(
             f"module {module_name!r} has no attribute {attribute!r} ({reference!r})"
         )
-    if not callable(target):
+    if not callable(target) and not (allow_hypermodel and hasattr(target, "build")):
         raise WorkloadError(f"{reference!r} is not callable")
     return target

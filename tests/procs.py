@@ -1,0 +1,94 @@
+"""Helpers for tests that run ``tuner search`` workers as real processes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import optuna
+from conftest import tuner_env
+from optuna.trial import TrialState
+
+from tuner.recommend import grid_point
+
+
+def start_search(args: list[str], cwd: Path, **env: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "tuner", "search", *args],
+        cwd=cwd,
+        env=tuner_env(**env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def child_pids(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def wait_children(pid: int, within_s: float = 30) -> list[int]:
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        found = child_pids(pid)
+        if found:
+            return found
+        time.sleep(0.1)
+    raise AssertionError("the trial's child process was not found")
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def wait_gone(pids: list[int], within_s: float) -> bool:
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        if not any(alive(p) for p in pids):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def load(url: str, name: str = "small") -> optuna.Study:
+    if url.startswith("journal:"):
+        from optuna.storages.journal import JournalFileBackend
+
+        storage = optuna.storages.JournalStorage(JournalFileBackend(url.split(":", 1)[1]))
+        return optuna.load_study(study_name=name, storage=storage)
+    return optuna.load_study(study_name=name, storage=url)
+
+
+def wait_running(url: str, batch: int, within_s: float = 120) -> None:
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            trials = load(url).get_trials(states=(TrialState.RUNNING,))
+        except KeyError:
+            trials = []
+        if any(t.params.get("global_batch_size") == batch for t in trials):
+            return
+        time.sleep(0.3)
+    raise AssertionError(f"no RUNNING trial at batch {batch} within {within_s} s")
+
+
+def assert_grid_settled(study: optuna.Study, points: set[tuple[int, str]]) -> None:
+    trials = study.get_trials()
+    assert not [t.number for t in trials if t.state in (TrialState.RUNNING, TrialState.WAITING)]
+    settled = {grid_point(t) for t in trials if t.state in (TrialState.COMPLETE, TrialState.PRUNED)}
+    assert settled == points

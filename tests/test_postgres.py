@@ -1,0 +1,143 @@
+"""One study on a real PostgreSQL server, shared by several ``tuner search`` workers.
+
+``.ci/run`` installs and starts the server and creates the role; ``TUNER_TEST_POSTGRES`` is an
+URL of a database that role can connect to (each test gets a fresh database of its own).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+
+import pytest
+from conftest import run_tuner, write_spec
+from optuna.trial import TrialState
+from procs import assert_grid_settled, load, start_search, wait_running
+
+pytestmark = pytest.mark.slow
+
+ADMIN_URL = os.environ.get(
+    "TUNER_TEST_POSTGRES", "postgresql+psycopg://tuner:tuner@127.0.0.1:5432/postgres"
+)
+
+
+def _libpq(url: str) -> str:
+    return url.replace("postgresql+psycopg://", "postgresql://")
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    """A fresh, empty database on the test server; dropped afterwards."""
+    import psycopg
+
+    name = f"tuner_{uuid.uuid4().hex[:10]}"
+    try:
+        admin = psycopg.connect(_libpq(ADMIN_URL), autocommit=True, connect_timeout=10)
+    except psycopg.OperationalError as exc:
+        pytest.fail(f"no PostgreSQL at {ADMIN_URL} (.ci/run starts one): {exc}")
+    with admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+        yield ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
+        admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+
+
+def test_three_workers_share_one_postgres_study(tmp_path, pg_url):
+    write_spec(tmp_path / "small.toml", base=256, multipliers="[1, 2, 4]", rules='["none", "sqrt"]')
+    args = ["--study", "small.toml", "--cpu-replicas", "2", "--storage", pg_url, "--no-baseline"]
+    started = time.monotonic()
+    workers = [start_search(args, tmp_path) for _ in range(3)]
+    outputs = [w.communicate(timeout=900) for w in workers]
+    wall = time.monotonic() - started
+    for worker, (_stdout, stderr) in zip(workers, outputs, strict=True):
+        assert worker.returncode == 0, stderr
+        assert "tuner:tuner@" not in stderr  # the password never shows
+
+    study = load(pg_url)
+    points = {(b, r) for b in (256, 512, 1024) for r in ("none", "sqrt")}
+    assert_grid_settled(study, points)
+    trials = study.get_trials()
+    host = socket.gethostname()
+    assert {t.user_attrs["host"] for t in trials} == {host}
+    per_worker = Counter(t.user_attrs["worker"] for t in trials)
+    assert len(per_worker) >= 2, f"the grid was not shared out: {per_worker}"
+    assert all(t.user_attrs["device_model"] == "cpu" for t in trials)
+    assert all(t.user_attrs["device_count"] == 2 for t in trials)
+    duplicates = len(trials) - len(points)
+    assert duplicates <= 2, f"{duplicates} duplicated grid points"
+    print(
+        f"postgres: 3 workers, {len(trials)} trials "
+        f"(per worker {sorted(per_worker.values())}), {duplicates} duplicates, {wall:.0f} s"
+    )
+
+    shown = run_tuner("show", "--storage", pg_url, "--study-name", "small", "--all", cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    rows = [line for line in shown.stdout.splitlines() if host in line]
+    assert len(rows) == len(trials)
+    exported = run_tuner("export", "--storage", pg_url, "--study-name", "small", cwd=tmp_path)
+    assert exported.returncode == 0, exported.stderr
+    assert '"per_device_signature"' in exported.stdout
+    report = run_tuner(
+        "report", "--storage", pg_url, "--study-name", "small", "-o", "r.html", cwd=tmp_path
+    )
+    assert report.returncode == 0, report.stderr
+
+    # A host with other devices (here: another memory cap) is refused, and told what to do.
+    other = run_tuner("search", *args, "--memory-limit", "512MiB", cwd=tmp_path)
+    assert other.returncode == 2
+    assert "give these devices their own --study-name" in other.stderr
+    assert "small-2x-cpu-cap-512-mib-per-device" in other.stderr
+    assert len(load(pg_url).get_trials()) == len(trials)
+
+
+def test_a_killed_worker_is_recovered_by_the_heartbeat(tmp_path, pg_url):
+    write_spec(tmp_path / "small.toml", base=256, multipliers="[1, 2]", rules='["none"]')
+    args = ["--study", "small.toml", "--cpu-replicas", "2", "--storage", pg_url]
+    args += ["--heartbeat", "1", "--no-baseline"]
+    worker = start_search(args, tmp_path, TUNER_TEST_FAULT="hang@512")
+    wait_running(pg_url, 512)
+    worker.send_signal(signal.SIGKILL)
+    worker.wait()
+    (stale,) = load(pg_url).get_trials(states=(TrialState.RUNNING,))
+
+    time.sleep(3.5)  # the grace period: 3 heartbeats
+    again = run_tuner("search", *args, cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    study = load(pg_url)
+    assert_grid_settled(study, {(256, "none"), (512, "none")})
+    assert study.trials[stale.number].state == TrialState.FAIL
+    retry = [t for t in study.trials if t.system_attrs.get("failed_trial") == stale.number]
+    assert len(retry) == 1 and retry[0].state == TrialState.COMPLETE
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        (
+            "postgresql+psycopg://tuner:wrong-secret@127.0.0.1:5432/postgres",
+            "password authentication failed",
+        ),
+        ("postgresql+psycopg://tuner:wrong-secret@127.0.0.1:1/postgres", "127.0.0.1"),
+        ("postgresql+nosuchdriver://tuner:wrong-secret@127.0.0.1/postgres", "cannot open"),
+    ],
+    ids=["wrong-password", "server-down", "unknown-driver"],
+)
+@pytest.mark.parametrize("command", ["search", "show", "dashboard"])
+def test_bad_postgres_urls_are_one_clear_line_with_the_password_masked(
+    tmp_path, url, expected, command
+):
+    args = [command, "--storage", url]
+    if command == "search":
+        write_spec(tmp_path / "small.toml", base=256, multipliers="[1]", rules='["none"]')
+        args += ["--study", "small.toml", "--cpu-replicas", "2"]
+    result = run_tuner(*args, cwd=tmp_path, timeout=120)
+    assert result.returncode == 2, result.stderr
+    assert "wrong-secret" not in result.stderr + result.stdout
+    assert "tuner:***@" in result.stderr
+    assert "Traceback" not in result.stderr
+    (line,) = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert expected in line
