@@ -16,7 +16,7 @@ RATIOS = [(64, 1.0), (128, 2.0), (256, 4.0), (576, 9.0), (32, 0.5), (96, 1.5)]
 
 
 def test_known_rules_in_canonical_order() -> None:
-    assert LR_RULES == ("none", "linear", "sqrt")
+    assert LR_RULES == ("none", "linear", "sqrt", "linear-warmup", "sqrt-adam")
 
 
 @pytest.mark.parametrize(("global_batch", "k"), RATIOS)
@@ -58,8 +58,9 @@ def test_rules_agree_at_base_batch() -> None:
 
 
 def test_rules_are_ordered_above_base_batch() -> None:
-    none, linear, sqrt = (scaled_learning_rate(r, 1e-3, 512, 64) for r in LR_RULES)
+    none, linear, sqrt, warmup, adam = (scaled_learning_rate(r, 1e-3, 512, 64) for r in LR_RULES)
     assert none < sqrt < linear
+    assert warmup == linear and adam == sqrt  # their peak rates
 
 
 @pytest.mark.parametrize("rule", ["cubic", "Linear", "", "SQRT", " none"])
@@ -82,3 +83,32 @@ def test_scaled_learning_rate_rejects_non_positive_batch() -> None:
         scaled_learning_rate("linear", BASE_LR, 0, BASE_BATCH)
     with pytest.raises(ValueError, match="positive"):
         scaled_learning_rate("none", BASE_LR, 64, -64)
+
+
+def test_sqrt_adam_rescales_the_moments_as_malladi_et_al() -> None:
+    from tuner.scaling import optimizer_settings
+
+    settings = optimizer_settings(
+        "sqrt-adam", 4.0, {"beta_1": 0.9, "beta_2": 0.999, "epsilon": 1e-8}
+    )
+    assert settings["beta_1"] == pytest.approx(0.6)
+    assert settings["beta_2"] == pytest.approx(0.996)
+    assert settings["epsilon"] == pytest.approx(5e-9)
+    assert optimizer_settings("linear", 4.0, {}) == {}
+
+
+def test_sqrt_adam_refuses_what_it_cannot_apply_to() -> None:
+    from tuner.scaling import optimizer_settings
+
+    with pytest.raises(ValueError, match="no beta_1, beta_2, epsilon"):
+        optimizer_settings("sqrt-adam", 2.0, {"momentum": 0.9})
+    with pytest.raises(ValueError, match=r"beta_1 = -0\.6"):
+        optimizer_settings("sqrt-adam", 16.0, {"beta_1": 0.9, "beta_2": 0.999, "epsilon": 1e-7})
+
+
+def test_warmup_ramps_linearly_then_holds() -> None:
+    from tuner.scaling import warmup_rate
+
+    assert warmup_rate(0, 10, 1.0, 3.0) == 1.0
+    assert warmup_rate(5, 10, 1.0, 3.0) == pytest.approx(2.0)
+    assert warmup_rate(10, 10, 1.0, 3.0) == warmup_rate(99, 10, 1.0, 3.0) == 3.0

@@ -478,3 +478,22 @@ def test_section_not_a_table_with_an_override(tmp_path: Path) -> None:
     path.write_text("search = 1\n" + path.read_text())
     with pytest.raises(ConfigError, match=r"\[search\] .* must be a table"):
         load_spec(path, {"search.epochs": 3})
+
+
+def test_sqrt_adam_needs_adam_and_ratios_its_betas_survive() -> None:
+    with pytest.raises(ConfigError, match="rescales Adam's moments, but the optimizer is 'sgd'"):
+        load_spec(overrides={"workload.optimizer": "sgd", "search.lr_rules": ["none", "sqrt-adam"]})
+    with pytest.raises(ConfigError, match="at 16x the base batch gives beta_1"):
+        load_spec(overrides={"search.lr_rules": ["sqrt-adam"], "search.batch_multipliers": [1, 16]})
+    spec = load_spec(overrides={"search.lr_rules": ["sqrt-adam", "linear-warmup"]})
+    assert spec.search.lr_rules == ("sqrt-adam", "linear-warmup")
+
+
+def test_noise_scale_and_warmup_fields() -> None:
+    spec = load_spec()
+    assert (spec.search.noise_scale, spec.search.noise_scale_steps) == (True, None)
+    assert (spec.search.warmup_epochs, spec.search.warmup_steps) == (1.0, None)
+    with pytest.raises(ConfigError, match="warmup-epochs must be more than 0 and less than"):
+        load_spec(overrides={"search.warmup_epochs": 3})
+    with pytest.raises(ConfigError, match="noise-scale must be true or false"):
+        load_spec(overrides={"search.noise_scale": "yes"})

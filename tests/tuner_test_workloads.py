@@ -124,3 +124,53 @@ def wide_hypermodel(hp: Any) -> Any:
 def plain_model() -> Any:
     """The built-in regression model: a plain builder, no hyperparameters."""
     return regression.build_model()
+
+
+# The analytic noise-scale problem: y = x·w* + ε, x ~ N(0, I_p), ε ~ N(0, σ²), a linear model
+# without bias held at w = w* + d. Its true B_simple is ((p + 1)‖d‖² + pσ²) / ‖d‖².
+ANALYTIC_P = 64
+ANALYTIC = {"a": (1.0, 1.0), "b": (0.25, 1.0)}  # name -> (‖d‖², σ²)
+
+
+def _w_star() -> np.ndarray:
+    return np.random.default_rng(7).normal(size=(ANALYTIC_P, 1)).astype(np.float32)
+
+
+def _linear(d_squared: float) -> Any:
+    import keras
+
+    direction = np.random.default_rng(11).normal(size=(ANALYTIC_P, 1))
+    d = direction / np.linalg.norm(direction) * np.sqrt(d_squared)
+    w = (_w_star() + d).astype(np.float32)
+    return keras.Sequential(
+        [
+            keras.Input(shape=(ANALYTIC_P,)),
+            keras.layers.Dense(
+                1, use_bias=False, kernel_initializer=keras.initializers.Constant(w)
+            ),
+        ]
+    )
+
+
+def _linear_data(sigma_squared: float) -> tuple[np.ndarray, ...]:
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(20_480, ANALYTIC_P)).astype(np.float32)
+    y = x @ _w_star() + rng.normal(scale=np.sqrt(sigma_squared), size=(20_480, 1))
+    y = y.astype(np.float32)
+    return x[:16_384], y[:16_384], x[16_384:], y[16_384:]
+
+
+def analytic_model_a() -> Any:
+    return _linear(ANALYTIC["a"][0])
+
+
+def analytic_data_a() -> tuple[np.ndarray, ...]:
+    return _linear_data(ANALYTIC["a"][1])
+
+
+def analytic_model_b() -> Any:
+    return _linear(ANALYTIC["b"][0])
+
+
+def analytic_data_b() -> tuple[np.ndarray, ...]:
+    return _linear_data(ANALYTIC["b"][1])

@@ -28,15 +28,25 @@ def export_cmd(
     tolerance: Annotated[
         float, typer.Option(help="Final-loss tolerance relative to the best trial.")
     ] = 0.02,
+    policy: Annotated[
+        str,
+        typer.Option(
+            help="loss-then-throughput (fastest within the loss tolerance) or goodput "
+            "(highest throughput × statistical efficiency within it)."
+        ),
+    ] = "loss-then-throughput",
 ) -> None:
     """Write the recommended-config JSON of a study (and refresh its dashboard note and plots)."""
+    from tuner.recommend import POLICIES
     from tuner.study import load_study, recommendation, refresh_views
 
     def call() -> None:
         if not 0 <= tolerance < 1:
             raise ConfigError(f"--tolerance must be in [0, 1), got {tolerance}")
+        if policy not in POLICIES:
+            raise ConfigError(f"--policy must be one of {', '.join(POLICIES)}, got {policy!r}")
         study = load_study(storage, study_name)
-        rec = recommendation(study, tolerance)
+        rec = recommendation(study, tolerance, policy)
         refresh_views(study, rec, warn=lambda message: err.print(f"warning: {message}"))
         if output is None:
             sys.stdout.write(json.dumps(rec, indent=2) + "\n")

@@ -100,6 +100,14 @@ def search(
     trials: Annotated[
         int | None, typer.Option(help="Trial budget of a joint search (default 20).")
     ] = None,
+    noise_scale: Annotated[
+        bool | None,
+        typer.Option(
+            "--noise-scale/--no-noise-scale",
+            help="Measure the gradient noise scale (2+ replicas; default: on).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Run (or resume) a study: one short real training run per grid point."""
     from tuner import _display
@@ -115,8 +123,17 @@ def search(
             trial_timeout,
             overrides(base_batch_size, base_lr, epochs, loop, update_on)
             | grid_overrides(batch_multipliers, lr_rules)
-            | {"search.model_hyperparameters": model_hyperparameters, "search.trials": trials},
+            | {
+                "search.model_hyperparameters": model_hyperparameters,
+                "search.trials": trials,
+                "search.noise_scale": noise_scale,
+            },
         )
+        if spec.search.noise_scale and plan.num_replicas < 2:
+            err.print(
+                "[yellow]the gradient noise scale needs at least 2 replicas: not measured on 1 "
+                "(no critical batch or goodput either)[/]"
+            )
         if validate_first:
             from tuner.validate import run_validation
 

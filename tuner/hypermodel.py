@@ -188,14 +188,3 @@ def _deserialize(value: Any) -> Any:
     if isinstance(value, dict) and "class_name" not in value:
         return {key: _deserialize(item) for key, item in value.items()}
     return keras.saving.deserialize_keras_object(value)
-
-
-def describe_optimizer(args: Mapping[str, Any]) -> dict[str, Any]:
-    """What is recorded about the optimizer a trial used."""
-    optimizer = args["optimizer"]
-    settings = {
-        key: value
-        for key, value in optimizer.get_config().items()
-        if key != "name" and isinstance(value, int | float | str | bool)
-    }
-    return {"class": type(optimizer).__name__, "from_build": True, **settings}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import socket
+from dataclasses import replace
 from typing import Any, Protocol
 
 import optuna
@@ -16,10 +17,11 @@ from optuna.trial import Trial
 
 from tuner import hyperparams
 from tuner.devices import DevicePlan
+from tuner.efficiency import statistical_efficiency
 from tuner.outcome import TrialOutcome, classify
 from tuner.recommend import smallest_oom_batch
 from tuner.runner import run_child
-from tuner.scaling import scaled_learning_rate
+from tuner.scaling import batch_ratio, scaled_learning_rate
 from tuner.spec import StudySpec
 
 
@@ -70,20 +72,40 @@ def workload_dict(spec: StudySpec) -> dict[str, str]:
 
 
 def trial_request(
-    spec: StudySpec, plan: DevicePlan, batch: int, lr: float, mode: str = "trial", **extra: Any
+    spec: StudySpec,
+    plan: DevicePlan,
+    batch: int,
+    lr: float,
+    mode: str = "trial",
+    rule: str | None = None,
+    **extra: Any,
 ) -> dict[str, Any]:
-    """The request a child runs: one training run of ``spec``'s workload at ``batch`` and ``lr``."""
-    return {
+    """The request a child runs: one training run of ``spec``'s workload at ``batch`` and ``lr``
+    (``rule``: the learning-rate rule, for the rules that also shape the optimizer)."""
+    search = spec.search
+    request = {
         "mode": mode,
         "plan": plan.to_dict(),
         "workload": workload_dict(spec),
         "global_batch_size": batch,
         "learning_rate": lr,
-        "epochs": spec.search.epochs,
-        "seed": spec.search.seed,
-        "loop": spec.search.loop_kind,
+        "epochs": search.epochs,
+        "seed": search.seed,
+        "loop": search.loop_kind,
+        "noise_scale": search.noise_scale,
+        "noise_scale_steps": search.noise_scale_steps,
         **extra,
     }
+    if rule is not None:
+        request["rule"] = {
+            "name": rule,
+            "ratio": batch_ratio(batch, search.base_batch_size),
+            "base_lr": search.base_lr,
+            "learning_rate": lr,
+            "warmup_steps": search.warmup_steps,
+            "warmup_epochs": search.warmup_epochs,
+        }
+    return request
 
 
 class Objective:
@@ -157,7 +179,9 @@ class Objective:
         for key, value in attrs.items():
             trial.set_user_attr(key, value)
         self._observer.trial_started(self._already_done + self.launched + 1, self._grid_size, attrs)
-        outcome = self._run(trial, batch, lr, signature, values)
+        outcome = with_efficiency(
+            self._run(trial, batch, lr, rule, signature, values), search.base_batch_size, batch
+        )
         self._observer.trial_finished(trial.number, outcome)
         return record(trial, outcome)
 
@@ -166,6 +190,7 @@ class Objective:
         trial: Trial,
         batch: int,
         lr: float,
+        rule: str,
         signature: str,
         values: dict[str, Any] | None,
     ) -> TrialOutcome:
@@ -188,12 +213,29 @@ class Objective:
             )
         self.launched += 1
         run = run_child(
-            trial_request(self._spec, self._plan, batch, lr, model_hyperparameters=values),
+            trial_request(
+                self._spec, self._plan, batch, lr, rule=rule, model_hyperparameters=values
+            ),
             self._plan.child_environment(),
             self._timeout_s,
             on_event=self._observer.epoch_finished,
         )
         return classify(run, memory_capped=self._plan.memory_limit_bytes is not None)
+
+
+def with_efficiency(outcome: TrialOutcome, base_batch: int, batch: int) -> TrialOutcome:
+    """The outcome with ``statistical_efficiency`` and ``goodput`` added when the trial measured
+    its gradient noise scale (relative to the base batch; :mod:`tuner.efficiency`)."""
+    noise = outcome.attrs.get("gradient_noise_scale")
+    if outcome.values is None or noise is None or noise < 0:
+        return outcome
+    efficiency = statistical_efficiency(noise, base_batch, batch)
+    attrs = {
+        **outcome.attrs,
+        "statistical_efficiency": efficiency,
+        "goodput": outcome.values[1] * efficiency,
+    }
+    return replace(outcome, attrs=attrs)
 
 
 def record(trial: Trial, outcome: TrialOutcome) -> tuple[float, float]:

@@ -50,6 +50,11 @@ _RESULT_ATTRS = (
     "optimizer_learning_rate",
     "optimizer",
     "model_parameters",
+    "gradient_noise_scale",
+    "critical_batch_size",
+    "gradient_noise_scale_per_epoch",
+    "noise_scale_steps",
+    "noise_scale_note",
     "steps_per_epoch",
     "timings",
 )
@@ -125,6 +130,7 @@ PHASES: tuple[str, ...] = (
     "build_s",
     "tracing_s",
     "training_s",
+    "noise_scale_s",
     "evaluate_s",
     "handback_s",
 )

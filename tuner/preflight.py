@@ -28,7 +28,13 @@ def inspect_workload(spec: StudySpec, timeout_s: float = INSPECT_TIMEOUT_S) -> d
 
     Raises :class:`WorkloadError` when the model or data cannot be loaded or do not fit together.
     """
-    request = {"mode": "inspect", "workload": workload_dict(spec), "loop": spec.search.loop_kind}
+    request = {
+        "mode": "inspect",
+        "workload": workload_dict(spec),
+        "loop": spec.search.loop_kind,
+        "lr_rules": list(spec.search.lr_rules),
+        "max_ratio": max(spec.search.batch_multipliers),
+    }
     env = {"CUDA_VISIBLE_DEVICES": "", "TF_CPP_MIN_LOG_LEVEL": "2"}
     run = run_child(request, env, timeout_s)
     outcome_text = run.result_text

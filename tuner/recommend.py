@@ -20,6 +20,9 @@ from tuner.hyperparams import config_key, snippet
 
 DEFAULT_TOLERANCE = 0.02
 POLICY = "loss-then-throughput"
+POLICIES = (POLICY, "goodput")
+"""``loss-then-throughput``: the fastest trial within the loss tolerance of the best; ``goodput``:
+among the same candidates, the highest goodput (throughput × statistical efficiency)."""
 _INFEASIBLE = ("oom", "oom-implied")
 _PER_SIGNATURE_KEYS = (
     "trial_number",
@@ -34,6 +37,8 @@ _PER_SIGNATURE_KEYS = (
     "oom_batch_sizes",
     "speedup_vs_single_device",
     "model_hyperparameters",
+    "gradient_noise_scale",
+    "goodput",
 )
 
 
@@ -115,6 +120,7 @@ def recommend(
     baselines: dict[str, dict[str, Any]] | None = None,
     probes: dict[str, dict[str, Any]] | None = None,
     hypermodel: dict[str, Any] | None = None,
+    policy: str = POLICY,
 ) -> dict[str, Any]:
     """Return the recommended-config JSON (a dict) for ``trials``.
 
@@ -147,6 +153,7 @@ def recommend(
         baselines,
         probes,
         hypermodel,
+        policy,
     )
     per_signature = {sig: _recommend_one(groups[sig], context) for sig in usable}
     result = dict(per_signature[usable[0]])
@@ -185,6 +192,7 @@ class _Context:
     baselines: dict[str, dict[str, Any]] | None
     probes: dict[str, dict[str, Any]] | None
     hypermodel: dict[str, Any] | None
+    policy: str
 
 
 def _recommend_one(trials: Sequence[FrozenTrial], context: _Context) -> dict[str, Any]:
@@ -194,7 +202,19 @@ def _recommend_one(trials: Sequence[FrozenTrial], context: _Context) -> dict[str
     best_loss = min(t.values[0] for t in complete)
     threshold = best_loss + context.tolerance * abs(best_loss)
     candidates = [t for t in complete if t.values[0] <= threshold]
-    chosen = max(candidates, key=lambda t: (t.values[1], -t.params["global_batch_size"]))
+    if context.policy == "goodput":
+        scored = [t for t in candidates if t.user_attrs.get("goodput") is not None]
+        if not scored:
+            raise NoCompleteTrialError(
+                f"study {context.study_name!r} has no trial with a measured gradient noise scale "
+                "(it needs 2+ replicas and noise_scale = true), so no goodput; use the default "
+                "policy"
+            )
+        chosen = max(
+            scored, key=lambda t: (t.user_attrs["goodput"], -t.params["global_batch_size"])
+        )
+    else:
+        chosen = max(candidates, key=lambda t: (t.values[1], -t.params["global_batch_size"]))
     attrs = chosen.user_attrs
     feasible = max(int(t.params["global_batch_size"]) for t in complete)
     infeasible = infeasible_batch_sizes(unique)
@@ -216,7 +236,11 @@ def _recommend_one(trials: Sequence[FrozenTrial], context: _Context) -> dict[str
         "train_loss": attrs.get("train_loss"),
         "largest_feasible_batch_size": feasible,
         "oom_batch_sizes": infeasible,
-        "policy": POLICY,
+        "policy": context.policy,
+        "gradient_noise_scale": attrs.get("gradient_noise_scale"),
+        "critical_batch_size": attrs.get("critical_batch_size"),
+        "statistical_efficiency": attrs.get("statistical_efficiency"),
+        "goodput": attrs.get("goodput"),
         "loss_tolerance": context.tolerance,
         "candidates": [t.number for t in sorted(candidates, key=lambda t: t.number)],
         "versions": dict(context.versions),

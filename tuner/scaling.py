@@ -4,7 +4,12 @@ When the global batch grows by a factor ``k = global_batch / base_batch``, the r
 
 * ``none``   — keep the base learning rate;
 * ``linear`` — multiply it by ``k`` (Goyal et al., 2017);
-* ``sqrt``   — multiply it by ``sqrt(k)`` (Krizhevsky, 2014; Hoffer et al., 2017).
+* ``sqrt``   — multiply it by ``sqrt(k)`` (Krizhevsky, 2014; Hoffer et al., 2017);
+* ``linear-warmup`` — ``k`` × base, reached by a linear ramp from the base rate over the first
+  warmup steps (Goyal et al. 2017, arXiv:1706.02677); the peak is the trial's learning rate;
+* ``sqrt-adam`` — Adam's square-root scaling rule (Malladi et al. 2022, arXiv:2205.10287): at
+  ``k`` × the batch, learning rate × ``sqrt(k)``, ``beta_1 -> 1 - k(1 - beta_1)``,
+  ``beta_2 -> 1 - k(1 - beta_2)``, ``epsilon -> epsilon / sqrt(k)`` (Adam-family optimizers only).
 
 Which one wins is measured by the study, never assumed here.
 """
@@ -13,12 +18,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
 
 _RULES: dict[str, Callable[[float], float]] = {
     "none": lambda k: 1.0,
     "linear": lambda k: k,
     "sqrt": math.sqrt,
+    "linear-warmup": lambda k: k,
+    "sqrt-adam": math.sqrt,
 }
+ADAM_FAMILY = ("adam", "adamw", "nadam", "adamax", "lamb", "lion")
+"""Optimizers with ``beta_1``/``beta_2``/``epsilon`` that ``sqrt-adam`` can rescale."""
 
 LR_RULES: tuple[str, ...] = tuple(_RULES)
 """The names of the known rules, in their canonical order."""
@@ -45,3 +55,40 @@ def scaled_learning_rate(
             f"unknown learning-rate rule {rule!r}; known rules: {', '.join(LR_RULES)}"
         ) from None
     return base_lr * factor(batch_ratio(global_batch_size, base_batch_size))
+
+
+def optimizer_settings(rule: str, k: float, config: dict[str, Any]) -> dict[str, Any]:
+    """The optimizer settings ``rule`` changes at batch ratio ``k``, from the optimizer's own
+    ``config`` (``beta_1``, ``beta_2``, ``epsilon``); empty for rules that only set the rate.
+
+    Raises ``ValueError`` when ``sqrt-adam`` meets an optimizer without Adam's moments, or a ratio
+    so large that a beta would leave (0, 1).
+    """
+    if rule != "sqrt-adam":
+        return {}
+    missing = [key for key in ("beta_1", "beta_2", "epsilon") if key not in config]
+    if missing:
+        raise ValueError(
+            f"the sqrt-adam rule rescales Adam's beta_1, beta_2 and epsilon; this optimizer has "
+            f"no {', '.join(missing)} (use it with adam or adamw)"
+        )
+    settings = {
+        "beta_1": 1.0 - k * (1.0 - float(config["beta_1"])),
+        "beta_2": 1.0 - k * (1.0 - float(config["beta_2"])),
+        "epsilon": float(config["epsilon"]) / math.sqrt(k),
+    }
+    for key in ("beta_1", "beta_2"):
+        if not 0.0 < settings[key] < 1.0:
+            raise ValueError(
+                f"the sqrt-adam rule at {k:g}x the base batch gives {key} = {settings[key]:.3g}, "
+                f"outside (0, 1): the rule holds for small ratios; use smaller batch multipliers"
+            )
+    return settings
+
+
+def warmup_rate(step: int, warmup_steps: int, start: float, peak: float) -> float:
+    """The ``linear-warmup`` learning rate at ``step`` (0-based): linear from ``start`` to
+    ``peak`` over ``warmup_steps`` steps, then ``peak``."""
+    if warmup_steps <= 0 or step >= warmup_steps:
+        return peak
+    return start + (peak - start) * step / warmup_steps

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tuner.errors import ConfigError
-from tuner.scaling import LR_RULES
+from tuner.scaling import ADAM_FAMILY, LR_RULES, optimizer_settings
 
 LOOPS = ("fit", "custom")
 MODEL_HYPERPARAMETERS = ("defaults", "search")
@@ -66,6 +66,15 @@ class SearchSpec:
     model_hyperparameters: str = "defaults"
     trials: int = DEFAULT_TRIALS
     """Trial budget when model hyperparameters are searched (the grid sets it otherwise)."""
+    noise_scale: bool = True
+    """Measure the gradient noise scale in trials with at least 2 replicas."""
+    noise_scale_steps: int | None = None
+    """Extra measurement steps at the end of each epoch, outside the timed epochs (``None``: 1 %
+    of an epoch's steps, at least 2 and at most 16)."""
+    warmup_epochs: float = 1.0
+    """``linear-warmup``: epochs of the ramp (unless ``warmup_steps`` is set)."""
+    warmup_steps: int | None = None
+    """``linear-warmup``: optimizer steps of the ramp (overrides ``warmup_epochs``)."""
 
     @property
     def joint(self) -> bool:
@@ -105,11 +114,20 @@ class StudySpec:
         return identity_of(self.to_dict())
 
 
+_SEARCH_DEFAULTS: dict[str, Any] = {
+    "model_hyperparameters": "defaults",
+    "noise_scale": True,
+    "noise_scale_steps": None,
+    "warmup_epochs": 1.0,
+    "warmup_steps": None,
+}
+
+
 def identity_of(stored: Mapping[str, Any]) -> dict[str, Any]:
     """The resumable identity of a stored spec: all but the name and the trial budget (which may
     grow), with fields added since the spec was stored at their defaults."""
     data = {key: value for key, value in stored.items() if key != "name"}
-    search = {"model_hyperparameters": "defaults", **dict(data.get("search", {}))}
+    search = {**_SEARCH_DEFAULTS, **dict(data.get("search", {}))}
     search.pop("trials", None)
     data["search"] = search
     return data
@@ -129,6 +147,10 @@ _FIELDS: dict[str, tuple[str, ...]] = {
         "update_on",
         "model_hyperparameters",
         "trials",
+        "noise_scale",
+        "noise_scale_steps",
+        "warmup_epochs",
+        "warmup_steps",
     ),
 }
 
@@ -240,6 +262,25 @@ def _build(raw: dict[str, Any], source: str, where: dict[str, str]) -> StudySpec
         MODEL_HYPERPARAMETERS,
     )
     trials = _positive_int(search.get("trials", DEFAULT_TRIALS), label("search", "trials"))
+    noise_scale = search.get("noise_scale", True)
+    if not isinstance(noise_scale, bool):
+        raise ConfigError(f"{label('search', 'noise_scale')} must be true or false")
+    noise_steps = search.get("noise_scale_steps")
+    if noise_steps is not None:
+        noise_steps = _positive_int(noise_steps, label("search", "noise_scale_steps"))
+    warmup_epochs = search.get("warmup_epochs", 1.0)
+    if isinstance(warmup_epochs, bool) or not isinstance(warmup_epochs, int | float):
+        raise ConfigError(f"{label('search', 'warmup_epochs')} must be a number of epochs")
+    if not math.isfinite(warmup_epochs) or not 0 < warmup_epochs < epochs:
+        raise ConfigError(
+            f"{label('search', 'warmup_epochs')} must be more than 0 and less than the "
+            f"{epochs} epochs, got {warmup_epochs}"
+        )
+    warmup_steps = search.get("warmup_steps")
+    if warmup_steps is not None:
+        warmup_steps = _positive_int(warmup_steps, label("search", "warmup_steps"))
+    if "sqrt-adam" in rules:
+        _check_sqrt_adam(workload_spec.optimizer, base, multipliers, label("search", "lr_rules"))
     return StudySpec(
         name=name,
         workload=workload_spec,
@@ -254,9 +295,31 @@ def _build(raw: dict[str, Any], source: str, where: dict[str, str]) -> StudySpec
             update_on=update_on,
             model_hyperparameters=model_hps,
             trials=trials,
+            noise_scale=noise_scale,
+            noise_scale_steps=noise_steps,
+            warmup_epochs=float(warmup_epochs),
+            warmup_steps=warmup_steps,
         ),
         source=source,
     )
+
+
+_KERAS_ADAM = {"beta_1": 0.9, "beta_2": 0.999, "epsilon": 1e-7}
+
+
+def _check_sqrt_adam(optimizer: str, base: int, multipliers: tuple[int, ...], label: str) -> None:
+    """``sqrt-adam`` needs an Adam-family optimizer and ratios its betas survive (checked with
+    Keras's Adam defaults here; the child checks the optimizer's own settings again)."""
+    if optimizer.lower() not in ADAM_FAMILY:
+        raise ConfigError(
+            f"{label}: the sqrt-adam rule rescales Adam's moments, but the optimizer is "
+            f"{optimizer!r}; use adam or adamw, or drop the rule"
+        )
+    for multiplier in multipliers:
+        try:
+            optimizer_settings("sqrt-adam", float(multiplier), _KERAS_ADAM)
+        except ValueError as exc:
+            raise ConfigError(f"{label}: {exc}") from None
 
 
 def _string(value: Any, label: str) -> str:

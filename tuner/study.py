@@ -32,7 +32,7 @@ from tuner.objective import (
     device_signature,
 )
 from tuner.preflight import check_grid, inspect_workload, run_baseline, run_probe
-from tuner.recommend import DEFAULT_TOLERANCE, grid_point, recommend, status_of
+from tuner.recommend import DEFAULT_TOLERANCE, POLICY, grid_point, recommend, status_of
 from tuner.spec import StudySpec, identity_of
 from tuner.storage import mask_password, open_storage
 
@@ -238,8 +238,10 @@ def load_study(storage_url: str, study_name: str) -> optuna.Study:
     return optuna.load_study(study_name=study_name, storage=storage)
 
 
-def recommendation(study: optuna.Study, tolerance: float | None = None) -> dict[str, Any]:
-    """The recommended-config JSON of a stored study."""
+def recommendation(
+    study: optuna.Study, tolerance: float | None = None, policy: str = POLICY
+) -> dict[str, Any]:
+    """The recommended-config JSON of a stored study (``policy``: one of ``POLICIES``)."""
     spec = study.user_attrs.get("spec", {})
     search = spec.get("search", {})
     hypermodel = study.user_attrs.get("hypermodel")
@@ -256,6 +258,7 @@ def recommendation(study: optuna.Study, tolerance: float | None = None) -> dict[
         hypermodel=hypermodel,
         created_at=_dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         tolerance=DEFAULT_TOLERANCE if tolerance is None else tolerance,
+        policy=policy,
     )
 
 

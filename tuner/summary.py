@@ -26,6 +26,8 @@ TRIAL_COLUMNS: list[tuple[str, str]] = [
     ("samples/s", "right"),
     ("final loss", "right"),
     ("train loss", "right"),
+    ("B_noise", "right"),
+    ("goodput", "right"),
     ("model", "left"),
     ("host", "left"),
     ("note", "left"),
@@ -60,6 +62,8 @@ def trial_cells(trial: FrozenTrial, note_width: int = 60) -> list[str]:
         fmt(attrs.get("throughput"), ",.0f"),
         fmt(attrs.get("final_loss"), ".4g"),
         fmt(attrs.get("train_loss"), ".4g"),
+        fmt(attrs.get("gradient_noise_scale"), ",.0f"),
+        fmt(attrs.get("goodput"), ",.0f"),
         model_text(attrs.get("model_hyperparameters")),
         str(attrs.get("host", "-")),
         str(attrs.get("error", ""))[:note_width],
@@ -102,6 +106,16 @@ def recommendation_rows(rec: dict[str, Any]) -> list[tuple[str, str]]:
             f"#{rec['trial_number']} ({rec['policy']}, loss tolerance {rec['loss_tolerance']:.0%})",
         ),
     ]
+    if rec.get("statistical_efficiency") is not None:
+        rows.append(
+            (
+                "statistical efficiency",
+                f"gradient noise scale {rec['gradient_noise_scale']:,.0f} (critical batch ≈ "
+                f"{rec['critical_batch_size']:,.0f}); efficiency "
+                f"{rec['statistical_efficiency']:.2f} vs batch {rec['base_batch_size']}, goodput "
+                f"{rec['goodput']:,.0f} samples/s",
+            )
+        )
     if rec.get("speedup_vs_single_device"):
         rows.append(
             (

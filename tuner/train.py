@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 import resource
 import statistics
-import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -20,10 +19,13 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tuner import hypermodel
+from tuner import hypermodel, optim
 from tuner.devices import DevicePlan, build_strategy
 from tuner.errors import WorkloadError
 from tuner.loops import make_loop
+from tuner.meters import Meter, UtilizationSampler, peak_memory_per_device, split_tracing
+from tuner.noise import NoiseMeter, auto_noise_steps
+from tuner.scaling import optimizer_settings
 from tuner.workloads import resolve
 
 Emit = Callable[[dict[str, Any]], None]
@@ -96,7 +98,16 @@ def inspect_workload(request: dict[str, Any]) -> dict[str, Any]:
     if compiled is None:
         check_loss(workload["loss"])
         model.compile(optimizer=make_optimizer(workload["optimizer"], 1e-3), loss=workload["loss"])
-    elif request.get("loop", "fit") != "fit":
+    elif "sqrt-adam" in request.get("lr_rules", []):
+        try:  # the build's own optimizer must have Adam's moments, at every ratio of the grid
+            optimizer_settings(
+                "sqrt-adam", float(request["max_ratio"]), compiled["optimizer"].get_config()
+            )
+        except ValueError as exc:
+            raise WorkloadError(
+                f"{workload['model']} compiles a {type(compiled['optimizer']).__name__}: {exc}"
+            ) from None
+    if compiled is not None and request.get("loop", "fit") != "fit":
         raise WorkloadError(
             f"{workload['model']} compiles its model; a compiled model runs with loop = fit "
             "(the custom loops take the loss from the spec)"
@@ -169,13 +180,20 @@ def run_trial(request: dict[str, Any], emit: Emit) -> dict[str, Any]:
             from_build["args"] = args
         return model
 
+    rule = request.get("rule")
+    if rule and rule["name"] == "linear-warmup" and not rule.get("warmup_steps"):
+        rule = {**rule, "warmup_steps": max(1, round(rule["warmup_epochs"] * steps))}
+
     def compile_args() -> dict[str, Any]:
         if "args" in from_build:
-            return dict(from_build["args"])
-        return {
-            "optimizer": make_optimizer(workload["optimizer"], learning_rate),
-            "loss": workload["loss"],
-        }
+            args = dict(from_build["args"])
+        else:
+            args = {
+                "optimizer": make_optimizer(workload["optimizer"], learning_rate),
+                "loss": workload["loss"],
+            }
+        args["optimizer"] = optim.apply_rule(args["optimizer"], rule)
+        return args
 
     loop = make_loop(
         request.get("loop", "fit"),
@@ -190,12 +208,22 @@ def run_trial(request: dict[str, Any], emit: Emit) -> dict[str, Any]:
     train = _dataset(x_train, y_train, batch, shuffle_seed=seed)
     timings["build_s"] = time.perf_counter() - mark
 
-    meter = _Meter(emit, samples_per_epoch=steps * batch, epochs=epochs)
-    sampler = _UtilizationSampler(plan) if validating else None
+    meter = Meter(emit, samples_per_epoch=steps * batch, epochs=epochs)
+    sampler = UtilizationSampler(plan) if validating else None
+    noise = _noise_meter(request, plan, strategy, loop, x_train, y_train, from_build, steps)
+
+    def on_epoch(epoch: int, loss: float, seconds: float) -> bool:
+        going_on = meter(epoch, loss, seconds)  # the epoch's time is taken before measuring
+        if going_on and noise is not None:
+            noise.measure()
+        return going_on
+
     mark = time.perf_counter()
-    loop.run(train, epochs, steps if request.get("steps_per_epoch") else None, meter)
+    loop.run(train, epochs, steps if request.get("steps_per_epoch") else None, on_epoch)
     timings["fit_s"] = time.perf_counter() - mark
-    timings.update(_split_tracing(meter.epoch_seconds, timings["fit_s"]))
+    timings["noise_scale_s"] = noise.seconds if noise is not None else 0.0
+    timings["fit_s"] -= timings["noise_scale_s"]  # measured on separate steps: not training
+    timings.update(split_tracing(meter.epoch_seconds, timings["fit_s"]))
 
     result: dict[str, Any] = {
         "devices": loop.devices,
@@ -205,20 +233,25 @@ def run_trial(request: dict[str, Any], emit: Emit) -> dict[str, Any]:
         "epoch_throughputs": meter.throughputs,
         "optimizer_learning_rate": loop.learning_rate(),
         "model_parameters": int(loop.model.count_params()),
-        "optimizer": (
-            hypermodel.describe_optimizer(from_build["args"])
-            if "args" in from_build
-            else {
-                "class": workload["optimizer"],
-                "learning_rate": learning_rate,
-                "from_build": False,
-            }
-        ),
+        "optimizer": optim.describe(loop.model.optimizer, "args" in from_build, rule),
         "versions": versions(),
         "timings": timings,
     }
+    if noise is not None:
+        result.update(
+            gradient_noise_scale=noise.scale.value,
+            critical_batch_size=noise.scale.value,
+            gradient_noise_scale_per_epoch=noise.scale.history,
+            noise_scale_steps=noise.measured_steps,
+        )
+    elif request.get("noise_scale") and request["mode"] == "trial":
+        result["noise_scale_note"] = (
+            "the gradient noise scale needs at least 2 replicas"
+            if plan.num_replicas < 2
+            else "the gradient noise scale is measured with loop = fit or custom"
+        )
     if probing:
-        peaks = [p for p in _peak_memory_per_device(plan) if p is not None]
+        peaks = [p for p in peak_memory_per_device(plan) if p is not None]
         result.update(status="ok", probe=True, peak_memory_bytes=max(peaks) if peaks else None)
         return result
     if validating:
@@ -228,7 +261,7 @@ def run_trial(request: dict[str, Any], emit: Emit) -> dict[str, Any]:
             replica_examples=loop.replica_examples(),
             steps=len(loop.step_losses),
             variable_devices=loop.variable_devices(),
-            peak_memory_per_device=_peak_memory_per_device(plan),
+            peak_memory_per_device=peak_memory_per_device(plan),
             utilization_per_device=sampler.stop() if sampler else None,
             **_weight_sync(loop.variable_copies()),
         )
@@ -249,7 +282,7 @@ def run_trial(request: dict[str, Any], emit: Emit) -> dict[str, Any]:
     timings["evaluate_s"] = time.perf_counter() - mark
     steady = meter.throughputs[1:] or meter.throughputs
     median = statistics.median(steady)
-    peaks = [p for p in _peak_memory_per_device(plan) if p is not None]
+    peaks = [p for p in peak_memory_per_device(plan) if p is not None]
     result.update(
         status="ok" if math.isfinite(final_loss) else "diverged",
         final_loss=final_loss,
@@ -264,13 +297,33 @@ def run_trial(request: dict[str, Any], emit: Emit) -> dict[str, Any]:
     return result
 
 
-def _split_tracing(epoch_seconds: list[float], fit_s: float) -> dict[str, float]:
-    """Split fit time into tracing (the first epoch's excess over a steady epoch) and training."""
-    if not epoch_seconds:
-        return {"tracing_s": 0.0, "training_s": fit_s}
-    steady = statistics.median(epoch_seconds[1:]) if len(epoch_seconds) > 1 else epoch_seconds[0]
-    tracing = max(0.0, epoch_seconds[0] - steady)
-    return {"tracing_s": tracing, "training_s": fit_s - tracing}
+def _noise_meter(
+    request: dict[str, Any],
+    plan: DevicePlan,
+    strategy: Any,
+    loop: Any,
+    x: np.ndarray,
+    y: np.ndarray,
+    from_build: dict[str, Any],
+    epoch_steps: int,
+) -> NoiseMeter | None:
+    """The gradient-noise-scale meter of a trial with 2+ replicas on a ``MirroredStrategy``."""
+    if request["mode"] != "trial" or not request.get("noise_scale") or plan.num_replicas < 2:
+        return None
+    steps = int(request.get("noise_scale_steps") or auto_noise_steps(epoch_steps))
+    if request.get("loop", "fit") not in ("fit", "custom"):
+        return None
+    batch = int(request["global_batch_size"])
+    loss = from_build["args"]["loss"] if "args" in from_build else request["workload"]["loss"]
+    # Shuffled afresh on every pass (independent batches matter more than anything here), with
+    # a buffer of 16 batches rather than the whole set: less to fill before the first step.
+    dataset = (
+        tf.data.Dataset.from_tensor_slices((x, y))
+        .shuffle(min(len(x), 16 * batch), seed=int(request["seed"]) + 1)
+        .batch(batch, drop_remainder=True)
+        .prefetch(tf.data.AUTOTUNE)
+    )
+    return NoiseMeter(strategy, loop.model, dataset, loss, batch, steps)
 
 
 def _initial_weights(
@@ -311,84 +364,6 @@ def _dataset(
     return data.batch(batch, drop_remainder=drop_remainder).prefetch(tf.data.AUTOTUNE)
 
 
-def _peak_memory_per_device(plan: DevicePlan) -> list[int | None]:
-    """Peak bytes per replica device (GPUs only; ``None`` where TensorFlow cannot tell)."""
-    if plan.kind != "gpu":
-        return [None] * plan.num_replicas
-    peaks: list[int | None] = []
-    for i in range(plan.num_replicas):
-        try:
-            peaks.append(int(tf.config.experimental.get_memory_info(f"GPU:{i}")["peak"]))
-        except (ValueError, RuntimeError):
-            peaks.append(None)
-    return peaks
-
-
 def _first_line(text: str) -> str:
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     return lines[0][:300] if lines else ""
-
-
-class _Meter:
-    """Times epochs, records their losses and throughput, reports progress, stops on NaN."""
-
-    def __init__(self, emit: Emit, samples_per_epoch: int, epochs: int) -> None:
-        self._emit = emit
-        self._samples = samples_per_epoch
-        self._epochs = epochs
-        self.epoch_seconds: list[float] = []
-        self.throughputs: list[float] = []
-        self.losses: list[float] = []
-        self.diverged_at: int | None = None
-
-    def __call__(self, epoch: int, loss: float, seconds: float) -> bool:
-        self.epoch_seconds.append(seconds)
-        self.throughputs.append(self._samples / seconds if seconds > 0 else 0.0)
-        self.losses.append(loss)
-        self._emit(
-            {
-                "event": "epoch",
-                "epoch": epoch + 1,
-                "epochs": self._epochs,
-                "loss": loss,
-                "throughput": self.throughputs[-1],
-            }
-        )
-        if not math.isfinite(loss):
-            self.diverged_at = epoch + 1
-            return False
-        return True
-
-
-class _UtilizationSampler:
-    """Samples each selected GPU's utilisation through NVML (``nvidia-ml-py``), if available."""
-
-    def __init__(self, plan: DevicePlan) -> None:
-        self._samples: list[list[int]] = [[] for _ in plan.gpu_indices]
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        if plan.kind != "gpu":
-            return
-        try:
-            import pynvml  # type: ignore[import-not-found]
-
-            pynvml.nvmlInit()
-            handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in plan.gpu_indices]
-        except Exception:  # no NVML here: utilisation is simply not reported
-            return
-
-        def sample() -> None:
-            while not self._stop.wait(0.1):
-                for i, handle in enumerate(handles):
-                    self._samples[i].append(int(pynvml.nvmlDeviceGetUtilizationRates(handle).gpu))
-
-        self._thread = threading.Thread(target=sample, name="tuner-nvml", daemon=True)
-        self._thread.start()
-
-    def stop(self) -> list[float] | None:
-        """Mean utilisation (percent) per GPU while training, or ``None`` without NVML."""
-        if self._thread is None:
-            return None
-        self._stop.set()
-        self._thread.join()
-        return [sum(s) / len(s) if s else 0.0 for s in self._samples]

@@ -1,0 +1,176 @@
+"""The gradient noise scale measured in real trials (two CPU replicas), against analytic truth;
+the literature's learning-rate rules as they reach the optimizer."""
+
+from __future__ import annotations
+
+import json
+
+import optuna
+import pytest
+from conftest import run_tuner
+from tuner_test_workloads import ANALYTIC, ANALYTIC_P
+
+pytestmark = pytest.mark.slow
+
+SPEC = """
+[study]
+name = "{name}"
+
+[workload]
+model = "tuner_test_workloads:{model}"
+data = "tuner_test_workloads:{data}"
+loss = "mse"
+optimizer = "{optimizer}"
+
+[search]
+base_batch_size = {base}
+batch_multipliers = {multipliers}
+lr_rules = {rules}
+base_lr = {lr}
+epochs = {epochs}
+noise_scale_steps = {steps}
+"""
+
+
+def run(tmp_path, *extra, **fields):
+    values = {
+        "name": "t",
+        "model": "plain_model",
+        "data": "small_regression_data",
+        "optimizer": "adam",
+        "base": 256,
+        "multipliers": "[1]",
+        "rules": '["none"]',
+        "lr": 1e-3,
+        "epochs": 2,
+        "steps": 8,
+        **fields,
+    }
+    (tmp_path / "s.toml").write_text(SPEC.format(**values))
+    result = run_tuner(
+        "search",
+        "--study",
+        "s.toml",
+        "--storage",
+        "sqlite:///s.db",
+        "--no-baseline",
+        "--export",
+        "rec.json",
+        *extra,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    study = optuna.load_study(study_name=values["name"], storage=f"sqlite:///{tmp_path}/s.db")
+    return result, study.get_trials()
+
+
+@pytest.mark.parametrize("case", sorted(ANALYTIC))
+def test_noise_scale_matches_the_analytic_truth(tmp_path, case):
+    """Linear regression y = x·w* + ε, x ~ N(0, I_p), ε ~ N(0, σ²), MSE, a linear model without
+    bias held at w = w* + d (learning rate ~0, so the weights do not move).
+
+    Per example the loss is (x·d − ε)², so its gradient is 2(x·d − ε)x. Its mean is
+    G = 2 E[(x·x)ᵀ]d = 2d, so |G|² = 4‖d‖². Its second moment is
+    E[4(x·d − ε)² x xᵀ] = 4(E[(x·d)² x xᵀ] + σ² I) = 4(‖d‖² I + 2 d dᵀ + σ² I), whose trace is
+    4((p + 2)‖d‖² + pσ²); minus |G|² = 4‖d‖² gives tr Σ = 4((p + 1)‖d‖² + pσ²). Hence
+    B_simple = tr Σ / |G|² = ((p + 1)‖d‖² + pσ²) / ‖d‖².
+    """
+    d_squared, sigma_squared = ANALYTIC[case]
+    truth = ((ANALYTIC_P + 1) * d_squared + ANALYTIC_P * sigma_squared) / d_squared
+    _, trials = run(
+        tmp_path,
+        "--cpu-replicas",
+        "2",
+        model=f"analytic_model_{case}",
+        data=f"analytic_data_{case}",
+        optimizer="sgd",
+        base=2048,
+        lr=1e-20,
+        steps=60,
+    )
+    (trial,) = trials
+    measured = trial.user_attrs["gradient_noise_scale"]
+    print(f"case {case}: B_simple measured {measured:.1f}, true {truth:.1f}")
+    assert measured == pytest.approx(truth, rel=0.10)
+    assert trial.user_attrs["critical_batch_size"] == measured
+    per_epoch = trial.user_attrs["gradient_noise_scale_per_epoch"]
+    assert len(per_epoch) == 2 and per_epoch[-1] == measured
+    assert trial.user_attrs["noise_scale_steps"] == 120
+    efficiency = (measured + 2048) / (measured + 2048)  # at the base batch E = 1
+    assert trial.user_attrs["statistical_efficiency"] == pytest.approx(efficiency)
+    assert trial.user_attrs["goodput"] == pytest.approx(trial.values[1])
+    assert trial.user_attrs["timings"]["noise_scale_s"] > 0
+
+
+def test_noise_scale_goodput_in_the_recommendation_and_the_table(tmp_path):
+    result, trials = run(tmp_path, "--cpu-replicas", "2", multipliers="[1, 2]", base=512, steps=40)
+    assert all(t.user_attrs["gradient_noise_scale"] is not None for t in trials)
+    rec = json.loads((tmp_path / "rec.json").read_text())
+    for key in ("gradient_noise_scale", "critical_batch_size", "statistical_efficiency", "goodput"):
+        assert rec[key] is not None, key
+    assert "B_noise" in result.stdout and "goodput" in result.stdout
+    exported = run_tuner(
+        "export", "--storage", "sqlite:///s.db", "--study-name", "t", "--policy", "goodput",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert exported.returncode == 0, exported.stderr
+    by_goodput = json.loads(exported.stdout)
+    assert by_goodput["policy"] == "goodput"
+    best = max(
+        (t for t in trials if t.number in by_goodput["candidates"]),
+        key=lambda t: t.user_attrs["goodput"],
+    )
+    assert by_goodput["trial_number"] == best.number
+
+
+def test_one_replica_says_the_noise_scale_needs_two(tmp_path):
+    result, (trial,) = run(tmp_path, "--cpu-replicas", "1")
+    assert "needs at least 2 replicas" in result.stderr
+    assert trial.user_attrs["noise_scale_note"] == (
+        "the gradient noise scale needs at least 2 replicas"
+    )
+    assert "gradient_noise_scale" not in trial.user_attrs
+
+
+def test_no_noise_scale_skips_the_measurement(tmp_path):
+    _, (trial,) = run(tmp_path, "--cpu-replicas", "2", "--no-noise-scale")
+    assert "gradient_noise_scale" not in trial.user_attrs
+    assert trial.user_attrs["timings"]["noise_scale_s"] == 0.0
+
+
+def test_literature_rules_reach_the_optimizer(tmp_path):
+    _, trials = run(
+        tmp_path,
+        "--cpu-replicas",
+        "2",
+        multipliers="[1, 4]",
+        rules='["sqrt-adam", "linear-warmup"]',
+        steps=1,
+    )
+    by_point = {(t.params["global_batch_size"], t.params["lr_rule"]): t for t in trials}
+    adam = by_point[(1024, "sqrt-adam")].user_attrs["optimizer"]
+    assert adam["class"] == "Adam"
+    assert adam["learning_rate"] == pytest.approx(2e-3, rel=1e-6)  # √4 × 1e-3
+    assert adam["beta_1"] == pytest.approx(0.6) and adam["beta_2"] == pytest.approx(0.996)
+    assert adam["epsilon"] == pytest.approx(1e-7 / 2)
+    base = by_point[(256, "sqrt-adam")].user_attrs["optimizer"]
+    assert base["beta_1"] == pytest.approx(0.9)  # k = 1: Adam's own settings
+    warm = by_point[(1024, "linear-warmup")]
+    warmup = warm.user_attrs["optimizer"]["warmup"]
+    steps = warm.user_attrs["steps_per_epoch"]
+    assert warmup == {"from": 1e-3, "to": pytest.approx(4e-3), "steps": steps}  # one epoch
+    # After the ramp the optimizer holds the peak rate.
+    assert warm.user_attrs["optimizer_learning_rate"] == pytest.approx(4e-3, rel=1e-6)
+
+
+def test_sqrt_adam_with_a_compiled_sgd_build_is_a_clear_error(tmp_path):
+    (tmp_path / "s.toml").write_text(
+        SPEC.format(
+            name="t", model="compiled_mlp", data="small_regression_data", optimizer="adam",
+            base=256, multipliers="[1]", rules='["sqrt-adam"]', lr=1e-3, epochs=2, steps=1,
+        )
+    )  # fmt: skip
+    result = run_tuner("search", "--study", "s.toml", "--storage", "sqlite:///s.db", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "sqrt-adam" in result.stderr and "SGD" in result.stderr
+    assert not (tmp_path / "s.db").exists()
