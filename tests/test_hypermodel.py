@@ -53,15 +53,22 @@ def search(
     )
 
 
-def rebuilt_parameters(snippet: str) -> int:
-    """Run the recommendation's KerasTuner snippet; the parameter count of what it builds."""
+def rebuilt(snippet: str) -> tuple[int, list[str]]:
+    """Run the recommendation's KerasTuner snippet: the parameter count and the layers (class,
+    units, activation, rate) of what it builds."""
+    from tuner.hypermodel import layer_summary
+
     scope: dict = {}
     sys.path.insert(0, str(TESTS))
     try:
         exec(snippet, scope)
     finally:
         sys.path.remove(str(TESTS))
-    return int(scope["model"].count_params())
+    return int(scope["model"].count_params()), layer_summary(scope["model"])
+
+
+def trained(trial) -> tuple[int, list[str]]:
+    return trial.user_attrs["model_parameters"], trial.user_attrs["model_layers"]
 
 
 def test_defaults_mode_builds_kerastuner_defaults_and_runs_the_grid(tmp_path):
@@ -80,7 +87,7 @@ def test_defaults_mode_builds_kerastuner_defaults_and_runs_the_grid(tmp_path):
     rec = json.loads((tmp_path / "rec.json").read_text())
     assert rec["model_hyperparameters"] == defaults
     chosen = study.trials[rec["trial_number"]]
-    assert rebuilt_parameters(rec["keras_tuner_snippet"]) == chosen.user_attrs["model_parameters"]
+    assert rebuilt(rec["keras_tuner_snippet"]) == trained(chosen)
 
 
 def test_search_mode_samples_model_hyperparameters_with_batch_and_rule(tmp_path):
@@ -99,7 +106,7 @@ def test_search_mode_samples_model_hyperparameters_with_batch_and_rule(tmp_path)
     rec = json.loads((tmp_path / "rec.json").read_text())
     chosen = study.trials[rec["trial_number"]]
     assert rec["model_hyperparameters"] == chosen.user_attrs["model_hyperparameters"]
-    assert rebuilt_parameters(rec["keras_tuner_snippet"]) == chosen.user_attrs["model_parameters"]
+    assert rebuilt(rec["keras_tuner_snippet"]) == trained(chosen)
     assert "model" in result.stdout and "units=" in result.stdout  # the table shows them
 
     # Resuming with a larger budget runs only the difference.

@@ -317,3 +317,33 @@ def test_one_signature_has_no_comparison_note():
     rec = run_recommend([make_trial(0, 64, "none", loss=0.5, throughput=10.0)])
     assert list(rec["per_device_signature"]) == [SIGNATURE]
     assert "note" not in rec
+
+
+def test_a_joint_search_reports_feasibility_of_the_chosen_model_only():
+    wide, narrow = {"width": 8192}, {"width": 256}
+    space = {
+        "kind": "function",
+        "reference": "m:build",
+        "space": [
+            {
+                "class_name": "Choice",
+                "config": {
+                    "name": "width",
+                    "values": [8192, 256],
+                    "default": 8192,
+                    "conditions": [],
+                },
+            }
+        ],
+    }
+    trials = [
+        make_trial(0, 256, loss=0.5, throughput=100.0, model_hyperparameters=wide),
+        make_trial(1, 512, status="oom", model_hyperparameters=wide),
+        make_trial(2, 512, loss=0.5, throughput=300.0, model_hyperparameters=narrow),
+    ]
+    rec = run_recommend(trials, hypermodel=space, baselines={SIGNATURE: {"throughput": 50.0}})
+    assert rec["trial_number"] == 2 and rec["model_hyperparameters"] == narrow
+    assert rec["oom_batch_sizes"] == [] and rec["largest_feasible_batch_size"] == 512
+    assert "note" not in rec  # the wide model's out-of-memory says nothing about the narrow one
+    assert rec["speedup_vs_single_device"] is None  # the baseline trained the defaults (wide)
+    assert "hp.Fixed('width', 256)" in rec["keras_tuner_snippet"]

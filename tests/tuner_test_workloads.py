@@ -129,7 +129,7 @@ def plain_model() -> Any:
 # The analytic noise-scale problem: y = x·w* + ε, x ~ N(0, I_p), ε ~ N(0, σ²), a linear model
 # without bias held at w = w* + d. Its true B_simple is ((p + 1)‖d‖² + pσ²) / ‖d‖².
 ANALYTIC_P = 64
-ANALYTIC = {"a": (1.0, 1.0), "b": (0.25, 1.0)}  # name -> (‖d‖², σ²)
+ANALYTIC = {"a": (1.0, 1.0), "b": (0.25, 1.0), "c": (1.0, 0.25)}  # name -> (‖d‖², σ²)
 
 
 def _w_star() -> np.ndarray:
@@ -174,3 +174,11 @@ def analytic_model_b() -> Any:
 
 def analytic_data_b() -> tuple[np.ndarray, ...]:
     return _linear_data(ANALYTIC["b"][1])
+
+
+def analytic_model_c() -> Any:
+    return _linear(ANALYTIC["c"][0])
+
+
+def analytic_data_c() -> tuple[np.ndarray, ...]:
+    return _linear_data(ANALYTIC["c"][1])

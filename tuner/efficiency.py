@@ -59,8 +59,9 @@ class NoiseScale:
 
     @property
     def value(self) -> float | None:
-        """The current ``B_simple`` (``None`` before a step, or while ``|G|²`` is not positive)."""
-        if not self._steps or self._g2 <= 0:
+        """The current ``B_simple`` (``None`` before a step, or while ``|G|²`` or ``S`` is not
+        positive: the gradient is lost in the noise, or the noise in the estimate)."""
+        if not self._steps or self._g2 <= 0 or self._s <= 0:
             return None
         correction = 1 - self.beta**self._steps  # the same for both: it cancels in the ratio
         return (self._s / correction) / (self._g2 / correction)

@@ -188,3 +188,13 @@ def _deserialize(value: Any) -> Any:
     if isinstance(value, dict) and "class_name" not in value:
         return {key: _deserialize(item) for key, item in value.items()}
     return keras.saving.deserialize_keras_object(value)
+
+
+def layer_summary(model: Any) -> list[str]:
+    """The architecture in short: each layer's class with its units, activation and rate."""
+    summary = []
+    for layer in model.layers:
+        config = layer.get_config()
+        parts = [f"{k}={config[k]}" for k in ("units", "activation", "rate") if k in config]
+        summary.append(f"{type(layer).__name__}({', '.join(parts)})")
+    return summary

@@ -5,12 +5,15 @@ affected), every replica computes the gradient of the *mean* loss over its own `
 our own per-example loss and mean, so none of the 1/replicas scaling Keras applies to losses under
 ``tf.distribute`` is involved — and reports ``‖g_i‖²``; the replicas' mean gradient ``ḡ`` is
 all-reduced and its ``‖ḡ‖²`` taken. :mod:`tuner.efficiency` turns those into ``B_simple``. The
-weights are not updated by these steps. Regularization losses are left out: they add to ``G``,
-not to the noise.
+weights are not updated by these steps, and non-trainable state (batch-norm statistics) is put
+back afterwards. Regularization losses are included: the same on every replica, they add to
+``G`` and cancel in ``S``. An out-of-memory in a measurement step stops the measurement (the
+trial goes on) rather than count against the batch size.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
@@ -18,6 +21,7 @@ import keras
 import tensorflow as tf
 
 from tuner.efficiency import NoiseScale, step_estimates
+from tuner.oom import is_oom_error
 
 
 def auto_noise_steps(epoch_steps: int) -> int:
@@ -50,6 +54,8 @@ class NoiseMeter:
         self.scale = NoiseScale()
         self.seconds = 0.0
         self.measured_steps = 0
+        self.stopped: str | None = None
+        self._model = model
         self._iterator = iter(strategy.experimental_distribute_dataset(dataset.repeat()))
         loss_fn = per_example_loss(loss)
         variables = model.trainable_variables
@@ -58,6 +64,8 @@ class NoiseMeter:
             with tf.GradientTape() as tape:
                 prediction = model(x, training=True)
                 value = tf.reduce_mean(tf.cast(loss_fn(y, prediction), tf.float32))
+                if model.losses:
+                    value += tf.add_n([tf.cast(r, tf.float32) for r in model.losses])
             grads = [tf.convert_to_tensor(g) for g in tape.gradient(value, variables)]
             squared = tf.add_n([tf.reduce_sum(tf.square(tf.cast(g, tf.float32))) for g in grads])
             return squared, grads
@@ -80,15 +88,27 @@ class NoiseMeter:
 
     def measure(self) -> float | None:
         """Run the extra steps, update the estimate, record it for the epoch; return it."""
+        if self.stopped:
+            return self.scale.value
         started = time.perf_counter()
-        # Dispatch every step first and read the values after: no device sync between steps.
-        pending = [self._step(self._iterator) for _ in range(self.steps)]
-        for mean_sq, mean_grad_sq in pending:
-            g2, s = step_estimates(
-                self.replicas, self.per_replica_batch, float(mean_sq), float(mean_grad_sq)
-            )
-            self.scale.update(g2, s)
-            self.measured_steps += 1
+        saved = [v.numpy() for v in self._model.non_trainable_variables]
+        try:
+            # Dispatch every step first and read the values after: no device sync between steps.
+            pending = [self._step(self._iterator) for _ in range(self.steps)]
+            for mean_sq, mean_grad_sq in pending:
+                g2, s = step_estimates(
+                    self.replicas, self.per_replica_batch, float(mean_sq), float(mean_grad_sq)
+                )
+                if math.isfinite(g2) and math.isfinite(s):
+                    self.scale.update(g2, s)
+                    self.measured_steps += 1
+        except Exception as exc:
+            if not is_oom_error(exc):
+                raise
+            self.stopped = f"the measurement ran out of memory ({type(exc).__name__})"
+        finally:
+            for variable, value in zip(self._model.non_trainable_variables, saved, strict=True):
+                variable.assign(value)
         self.scale.mark_epoch()
         self.seconds += time.perf_counter() - started
         return self.scale.value

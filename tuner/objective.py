@@ -7,6 +7,7 @@ outcome to :func:`record` — the only place a trial's state is set.
 
 from __future__ import annotations
 
+import math
 import os
 import socket
 from dataclasses import replace
@@ -227,7 +228,7 @@ def with_efficiency(outcome: TrialOutcome, base_batch: int, batch: int) -> Trial
     """The outcome with ``statistical_efficiency`` and ``goodput`` added when the trial measured
     its gradient noise scale (relative to the base batch; :mod:`tuner.efficiency`)."""
     noise = outcome.attrs.get("gradient_noise_scale")
-    if outcome.values is None or noise is None or noise < 0:
+    if outcome.values is None or noise is None or not (math.isfinite(noise) and noise > 0):
         return outcome
     efficiency = statistical_efficiency(noise, base_batch, batch)
     attrs = {

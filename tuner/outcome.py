@@ -50,6 +50,7 @@ _RESULT_ATTRS = (
     "optimizer_learning_rate",
     "optimizer",
     "model_parameters",
+    "model_layers",
     "gradient_noise_scale",
     "critical_batch_size",
     "gradient_noise_scale_per_epoch",

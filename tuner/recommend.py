@@ -16,7 +16,7 @@ from typing import Any
 from optuna.trial import FrozenTrial, TrialState
 
 from tuner.errors import NoCompleteTrialError
-from tuner.hyperparams import config_key, snippet
+from tuner.hyperparams import config_key, defaults, snippet
 
 DEFAULT_TOLERANCE = 0.02
 POLICY = "loss-then-throughput"
@@ -216,9 +216,12 @@ def _recommend_one(trials: Sequence[FrozenTrial], context: _Context) -> dict[str
     else:
         chosen = max(candidates, key=lambda t: (t.values[1], -t.params["global_batch_size"]))
     attrs = chosen.user_attrs
-    feasible = max(int(t.params["global_batch_size"]) for t in complete)
-    infeasible = infeasible_batch_sizes(unique)
-    largest_grid = max(int(t.params["global_batch_size"]) for t in unique)
+    # Feasibility belongs to one model: in a joint search, the chosen trial's configuration.
+    config = model_config(chosen)
+    same_model = [t for t in unique if model_config(t) == config]
+    feasible = max(int(t.params["global_batch_size"]) for t in complete if t in same_model)
+    infeasible = infeasible_batch_sizes(same_model)
+    largest_grid = max(int(t.params["global_batch_size"]) for t in same_model)
     result: dict[str, Any] = {
         "study_name": context.study_name,
         "trial_number": chosen.number,
@@ -249,6 +252,8 @@ def _recommend_one(trials: Sequence[FrozenTrial], context: _Context) -> dict[str
     signature = attrs.get("device_signature")
     baseline = (context.baselines or {}).get(str(signature), {})
     base_throughput = baseline.get("throughput")
+    if context.hypermodel and config != config_key(defaults(context.hypermodel["space"])):
+        base_throughput = None  # the baseline trained the hypermodel's defaults: another model
     speedup = chosen.values[1] / base_throughput if base_throughput else None
     result["baseline_throughput"] = base_throughput
     result["speedup_vs_single_device"] = speedup

@@ -27,7 +27,7 @@ _RULES: dict[str, Callable[[float], float]] = {
     "linear-warmup": lambda k: k,
     "sqrt-adam": math.sqrt,
 }
-ADAM_FAMILY = ("adam", "adamw", "nadam", "adamax", "lamb", "lion")
+ADAM_FAMILY = ("adam", "adamw")
 """Optimizers with ``beta_1``/``beta_2``/``epsilon`` that ``sqrt-adam`` can rescale."""
 
 LR_RULES: tuple[str, ...] = tuple(_RULES)

@@ -32,7 +32,14 @@ from tuner.objective import (
     device_signature,
 )
 from tuner.preflight import check_grid, inspect_workload, run_baseline, run_probe
-from tuner.recommend import DEFAULT_TOLERANCE, POLICY, grid_point, recommend, status_of
+from tuner.recommend import (
+    DEFAULT_TOLERANCE,
+    POLICY,
+    grid_point,
+    model_config,
+    recommend,
+    status_of,
+)
 from tuner.spec import StudySpec, identity_of
 from tuner.storage import mask_password, open_storage
 
@@ -146,8 +153,13 @@ def run_search(
         objective = Objective(
             spec, plan, trial_timeout_s, observer, grid_size, done_count, space=space
         )
-        # Trials until the budget is used, counting every worker's (finished or running) ones.
-        while _budget_used(study) < spec.search.trials:
+        # Trials until the budget is used, counting every worker's (finished or running) ones;
+        # re-queued trials (interrupted, or a dead worker's) run even when it is.
+        while True:
+            _requeue_unfinished(study)
+            waiting = any(t.state == TrialState.WAITING for t in study.get_trials(deepcopy=False))
+            if not waiting and _budget_used(study) >= spec.search.trials:
+                break
             study.optimize(objective, n_trials=1, catch=(TrialFailed,), gc_after_trial=False)
     else:
         done = settled_grid_points(study.get_trials(deepcopy=False))
@@ -443,21 +455,31 @@ def _unclaimed(study: optuna.Study, grid: list[tuple[int, str]]) -> bool:
 
 def _requeue_unfinished(study: optuna.Study) -> None:
     """Fail trials whose worker died (stale heartbeat; Optuna's retry callback re-queues them),
-    and re-queue interrupted trials whose grid point has no other run, once."""
+    and re-queue interrupted trials whose grid point (and model configuration) has no other run,
+    once."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         optuna.storages.fail_stale_trials(study)  # a no-op without heartbeat
     trials = study.get_trials(deepcopy=False)
-    settled = settled_grid_points(trials)
+
+    def key(trial: FrozenTrial) -> tuple[Any, ...]:
+        return (*grid_point(trial), model_config(trial))
+
+    settled_keys = {
+        key(t)
+        for t in trials
+        if t.state in (TrialState.COMPLETE, TrialState.PRUNED)
+        or (t.state == TrialState.FAIL and status_of(t) in FINAL_FAILURES)
+    }
     retried = {t.system_attrs.get("failed_trial") for t in trials}
-    pending = {grid_point(t) for t in trials if t.state in (TrialState.WAITING, TrialState.RUNNING)}
+    pending = {key(t) for t in trials if t.state in (TrialState.WAITING, TrialState.RUNNING)}
     for trial in trials:
-        point = grid_point(trial)
         if (
             trial.state == TrialState.FAIL
-            and point not in settled
-            and point not in pending
+            and None not in grid_point(trial)
+            and key(trial) not in settled_keys
+            and key(trial) not in pending
             and trial.number not in retried
         ):
             _requeue(study, trial)
-            pending.add(point)
+            pending.add(key(trial))

@@ -97,16 +97,18 @@ def inspect_workload(request: dict[str, Any]) -> dict[str, Any]:
     compiled = hypermodel.compile_args(model, 1e-3)
     if compiled is None:
         check_loss(workload["loss"])
-        model.compile(optimizer=make_optimizer(workload["optimizer"], 1e-3), loss=workload["loss"])
-    elif "sqrt-adam" in request.get("lr_rules", []):
-        try:  # the build's own optimizer must have Adam's moments, at every ratio of the grid
-            optimizer_settings(
-                "sqrt-adam", float(request["max_ratio"]), compiled["optimizer"].get_config()
-            )
+        optimizer = make_optimizer(workload["optimizer"], 1e-3)
+        model.compile(optimizer=optimizer, loss=workload["loss"])
+    else:
+        optimizer = compiled["optimizer"]
+    if "sqrt-adam" in request.get("lr_rules", []):
+        try:  # the optimizer must have Adam's moments, at every ratio of the grid
+            optimizer_settings("sqrt-adam", float(request["max_ratio"]), optimizer.get_config())
         except ValueError as exc:
-            raise WorkloadError(
-                f"{workload['model']} compiles a {type(compiled['optimizer']).__name__}: {exc}"
-            ) from None
+            where = (
+                f"{workload['model']} compiles a" if compiled is not None else "the optimizer is"
+            )
+            raise WorkloadError(f"{where} {type(optimizer).__name__}: {exc}") from None
     if compiled is not None and request.get("loop", "fit") != "fit":
         raise WorkloadError(
             f"{workload['model']} compiles its model; a compiled model runs with loop = fit "
@@ -233,11 +235,14 @@ def run_trial(request: dict[str, Any], emit: Emit) -> dict[str, Any]:
         "epoch_throughputs": meter.throughputs,
         "optimizer_learning_rate": loop.learning_rate(),
         "model_parameters": int(loop.model.count_params()),
+        "model_layers": hypermodel.layer_summary(loop.model),
         "optimizer": optim.describe(loop.model.optimizer, "args" in from_build, rule),
         "versions": versions(),
         "timings": timings,
     }
     if noise is not None:
+        if noise.stopped:
+            result["noise_scale_note"] = noise.stopped
         result.update(
             gradient_noise_scale=noise.scale.value,
             critical_batch_size=noise.scale.value,
