@@ -141,3 +141,28 @@ def test_bad_postgres_urls_are_one_clear_line_with_the_password_masked(
     assert "Traceback" not in result.stderr
     (line,) = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert expected in line
+
+
+def test_many_processes_creating_one_fresh_database_all_succeed(pg_url):
+    """Workers that start together race to create the schema (PostgreSQL enum types and tables);
+    every one of them must open the storage."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from tuner.storage import open_storage; "
+        "open_storage(sys.argv[1], create=True, heartbeat_s=1); print('ok')"
+    )
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code, pg_url],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(6)
+    ]
+    for proc in procs:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0 and out.strip() == "ok", err
+        assert "Warning" not in err

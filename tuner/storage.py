@@ -73,28 +73,39 @@ def open_storage(url: str, *, create: bool, heartbeat_s: float | None = None) ->
 
     heartbeat: dict[str, Any] = {}
     if heartbeat_s is not None:
-        heartbeat = {
-            "heartbeat_interval": max(1, round(heartbeat_s)),
-            "grace_period": max(3, round(3 * heartbeat_s)),
-            **_retry_callback(optuna),
-        }
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            heartbeat = {
+                "heartbeat_interval": max(1, round(heartbeat_s)),
+                "grace_period": max(3, round(3 * heartbeat_s)),
+                **_retry_callback(optuna),
+            }
     for attempt in range(_OPEN_ATTEMPTS):
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
                 return optuna.storages.RDBStorage(url, engine_kwargs=engine_kwargs, **heartbeat)
-        except sqlalchemy.exc.IntegrityError:
-            # Several workers creating the same fresh database race on its schema version row;
-            # the loser finds the schema in place on the next try.
-            if attempt + 1 == _OPEN_ATTEMPTS:
-                raise ConfigError(f"cannot open storage {mask_password(url)}") from None
-            time.sleep(0.2 + random.random())
         except (sqlalchemy.exc.SQLAlchemyError, ValueError, RuntimeError, ImportError) as exc:
+            if _is_schema_race(exc) and attempt + 1 < _OPEN_ATTEMPTS:
+                # Several workers creating the same fresh database race on its schema (the
+                # version row in SQLite, the enum types and tables in PostgreSQL); the loser
+                # finds the schema in place on the next try.
+                time.sleep(0.2 + random.random())
+                continue
             reason = " ".join(str(getattr(exc, "orig", None) or exc).split())[:300]
             raise ConfigError(
                 f"cannot open storage {mask_password(url)}: {mask_password(reason)}"
             ) from exc
     raise AssertionError("unreachable")
+
+
+def _is_schema_race(exc: BaseException) -> bool:
+    """Whether opening failed because another process was creating the same schema."""
+    import sqlalchemy.exc
+
+    if isinstance(exc, sqlalchemy.exc.IntegrityError):
+        return True
+    return isinstance(exc, sqlalchemy.exc.ProgrammingError) and "already exists" in str(exc)
 
 
 def _retry_callback(optuna: Any) -> dict[str, Any]:
