@@ -11,11 +11,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tuner.devices import plan_devices
-from tuner.objective import trial_request
-from tuner.outcome import classify
-from tuner.runner import run_child
-from tuner.spec import load_spec
+from tuner.core.outcome import classify
+from tuner.core.protocol import DEFAULT_TRIAL_TIMEOUT_S
+from tuner.core.spec import load_spec
+from tuner.driver.devices import plan_devices
+from tuner.driver.objective import trial_request
+from tuner.driver.runner import run_child
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -28,7 +29,9 @@ def tuner_trial(
     spec = load_spec(spec_path, {"search.epochs": epochs})
     plan, _ = plan_devices(None, replicas, None)
     request = trial_request(spec, plan, batch, spec.search.base_lr)
-    outcome = classify(run_child(request, plan.child_environment(), 1800), memory_capped=False)
+    outcome = classify(
+        run_child(request, plan.child_environment(), DEFAULT_TRIAL_TIMEOUT_S), memory_capped=False
+    )
     assert outcome.status == "ok", outcome
     return {"throughput": outcome.values[1], **outcome.attrs}
 

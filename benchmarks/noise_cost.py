@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import statistics
 
-from tuner.devices import plan_devices
-from tuner.objective import trial_request
-from tuner.outcome import classify
-from tuner.runner import run_child
-from tuner.spec import load_spec
+from tuner.core.outcome import classify
+from tuner.core.protocol import DEFAULT_TRIAL_TIMEOUT_S
+from tuner.core.spec import load_spec
+from tuner.driver.devices import plan_devices
+from tuner.driver.objective import trial_request
+from tuner.driver.runner import run_child
 
 WORKLOADS = {"regression": None, "mnist-synthetic": "studies/mnist-synthetic.toml"}
 REPS = 2
@@ -27,7 +28,9 @@ def trial(path: str | None, batch: int, noise: bool) -> dict:
     spec = load_spec(path, {"search.noise_scale": noise})
     plan, _ = plan_devices(None, 2, None)
     request = trial_request(spec, plan, batch, spec.search.base_lr)
-    outcome = classify(run_child(request, plan.child_environment(), 1800), memory_capped=False)
+    outcome = classify(
+        run_child(request, plan.child_environment(), DEFAULT_TRIAL_TIMEOUT_S), memory_capped=False
+    )
     assert outcome.status == "ok", outcome
     return {"throughput": outcome.values[1], **outcome.attrs}
 

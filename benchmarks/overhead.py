@@ -15,7 +15,7 @@ from pathlib import Path
 import optuna
 from _common import tuner_cli
 
-from tuner.outcome import PHASES
+from tuner.core.outcome import PHASES
 
 with tempfile.TemporaryDirectory() as tmp:
     wall, _ = tuner_cli("search", cwd=Path(tmp))

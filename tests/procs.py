@@ -11,7 +11,7 @@ import optuna
 from conftest import tuner_env
 from optuna.trial import TrialState
 
-from tuner.recommend import grid_point
+from tuner.core.recommend import grid_point
 
 
 def start_search(args: list[str], cwd: Path, **env: str) -> subprocess.Popen[str]:

@@ -7,7 +7,7 @@ from typing import Any
 from optuna.distributions import CategoricalDistribution
 from optuna.trial import FrozenTrial, TrialState, create_trial
 
-from tuner.recommend import recommend
+from tuner.core.recommend import recommend
 
 BATCHES = [32, 64, 128, 256, 512]
 RULES = ["none", "linear", "sqrt"]

@@ -12,21 +12,21 @@ from typing import Any
 from tuner._version import __version__ as __version__
 
 _EXPORTS = {
-    "ConfigError": "tuner.errors",
-    "DevicePlan": "tuner.devices",
-    "StudySpec": "tuner.spec",
-    "TrialOutcome": "tuner.outcome",
-    "TunerError": "tuner.errors",
-    "classify": "tuner.outcome",
-    "is_oom_error": "tuner.oom",
-    "is_probable_oom": "tuner.oom",
-    "load_spec": "tuner.spec",
-    "load_study": "tuner.study",
-    "plan_devices": "tuner.devices",
-    "recommend": "tuner.recommend",
-    "recommendation": "tuner.study",
-    "run_search": "tuner.study",
-    "scaled_learning_rate": "tuner.scaling",
+    "ConfigError": "tuner.core.errors",
+    "DevicePlan": "tuner.core.devices",
+    "StudySpec": "tuner.core.spec",
+    "TrialOutcome": "tuner.core.outcome",
+    "TunerError": "tuner.core.errors",
+    "classify": "tuner.core.outcome",
+    "is_oom_error": "tuner.core.oom",
+    "is_probable_oom": "tuner.core.oom",
+    "load_spec": "tuner.core.spec",
+    "load_study": "tuner.results",
+    "plan_devices": "tuner.driver.devices",
+    "recommend": "tuner.core.recommend",
+    "recommendation": "tuner.results",
+    "run_search": "tuner.driver.study",
+    "scaled_learning_rate": "tuner.core.scaling",
 }
 
 __all__ = sorted([*_EXPORTS, "__version__"])

@@ -18,7 +18,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from tuner.errors import ConfigError
+from tuner.core.errors import ConfigError
 
 DEFAULT_STORAGE = "sqlite:///studies/tuner.db"
 SQLITE_TIMEOUT_S = 60

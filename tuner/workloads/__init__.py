@@ -11,7 +11,7 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
-from tuner.errors import WorkloadError
+from tuner.core.errors import WorkloadError
 
 
 def resolve(reference: str, *, allow_hypermodel: bool = False) -> Callable[..., Any]:

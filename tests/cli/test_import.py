@@ -1,0 +1,108 @@
+"""``import tuner`` and ``tuner --help`` stay light: no TensorFlow, no Optuna."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import tuner
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def run_python(code: str) -> dict[str, object]:
+    """Run ``code`` in a fresh interpreter; it prints one JSON object as its last line."""
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_import_tuner_is_light() -> None:
+    report = run_python(
+        """
+        import json, sys
+        import tuner
+        names = tuner.__all__
+        version = tuner.__version__
+        print(json.dumps({
+            "names": names,
+            "version": version,
+            "tensorflow": "tensorflow" in sys.modules,
+            "optuna": "optuna" in sys.modules,
+            "keras": "keras" in sys.modules,
+        }))
+        """
+    )
+    assert report["tensorflow"] is False
+    assert report["optuna"] is False
+    assert report["keras"] is False
+    assert report["names"] == tuner.__all__
+    assert report["version"] == tuner.__version__
+
+
+def test_help_does_not_import_tensorflow() -> None:
+    report = run_python(
+        """
+        import io, json, runpy, sys
+        from contextlib import redirect_stdout
+        sys.argv = ["tuner", "--help"]
+        buffer = io.StringIO()
+        code = None
+        try:
+            with redirect_stdout(buffer):
+                runpy.run_module("tuner", run_name="__main__", alter_sys=True)
+        except SystemExit as exc:
+            code = exc.code
+        print(json.dumps({
+            "code": code,
+            "help": buffer.getvalue(),
+            "tensorflow": "tensorflow" in sys.modules,
+        }))
+        """
+    )
+    assert report["code"] in (0, None)
+    assert report["tensorflow"] is False
+    help_text = str(report["help"])
+    for command in ("search", "export", "show"):
+        assert command in help_text
+
+
+def test_public_api_resolves_without_tensorflow() -> None:
+    report = run_python(
+        """
+        import json, sys
+        import tuner
+        missing = [name for name in tuner.__all__ if getattr(tuner, name, None) is None]
+        print(json.dumps({"missing": missing, "tensorflow": "tensorflow" in sys.modules}))
+        """
+    )
+    assert report["missing"] == []
+    assert report["tensorflow"] is False
+
+
+def test_all_is_sorted_and_complete() -> None:
+    assert tuner.__all__ == sorted(tuner.__all__)
+    assert len(set(tuner.__all__)) == len(tuner.__all__)
+    assert "__version__" in tuner.__all__
+    for name in ("load_spec", "plan_devices", "recommend", "classify", "ConfigError"):
+        assert name in tuner.__all__
+
+
+def test_lazy_attributes() -> None:
+    from tuner.core import scaling, spec
+
+    assert tuner.scaled_learning_rate is scaling.scaled_learning_rate
+    assert tuner.load_spec is spec.load_spec
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        _ = tuner.nope  # type: ignore[attr-defined]

@@ -1,0 +1,114 @@
+"""Unit tests of the learning-rate scaling rules (pure, no TensorFlow)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from tuner.core.scaling import LR_RULES, batch_ratio, scaled_learning_rate
+
+BASE_LR = 1e-3
+BASE_BATCH = 64
+
+# (global batch, expected k)
+RATIOS = [(64, 1.0), (128, 2.0), (256, 4.0), (576, 9.0), (32, 0.5), (96, 1.5)]
+
+
+def test_known_rules_in_canonical_order() -> None:
+    assert LR_RULES == ("none", "linear", "sqrt", "linear-warmup", "sqrt-adam")
+
+
+@pytest.mark.parametrize(("global_batch", "k"), RATIOS)
+def test_batch_ratio(global_batch: int, k: float) -> None:
+    assert batch_ratio(global_batch, BASE_BATCH) == pytest.approx(k)
+
+
+@pytest.mark.parametrize(("global_batch", "k"), RATIOS)
+def test_none_keeps_base_lr(global_batch: int, k: float) -> None:
+    assert scaled_learning_rate("none", BASE_LR, global_batch, BASE_BATCH) == pytest.approx(BASE_LR)
+
+
+@pytest.mark.parametrize(("global_batch", "k"), RATIOS)
+def test_linear_multiplies_by_k(global_batch: int, k: float) -> None:
+    expected = BASE_LR * k
+    assert scaled_learning_rate("linear", BASE_LR, global_batch, BASE_BATCH) == pytest.approx(
+        expected
+    )
+
+
+@pytest.mark.parametrize(("global_batch", "k"), RATIOS)
+def test_sqrt_multiplies_by_sqrt_k(global_batch: int, k: float) -> None:
+    expected = BASE_LR * math.sqrt(k)
+    assert scaled_learning_rate("sqrt", BASE_LR, global_batch, BASE_BATCH) == pytest.approx(
+        expected
+    )
+
+
+def test_concrete_values() -> None:
+    # k = 4: none -> 0.1, linear -> 0.4, sqrt -> 0.2
+    assert scaled_learning_rate("none", 0.1, 256, 64) == pytest.approx(0.1)
+    assert scaled_learning_rate("linear", 0.1, 256, 64) == pytest.approx(0.4)
+    assert scaled_learning_rate("sqrt", 0.1, 256, 64) == pytest.approx(0.2)
+
+
+def test_rules_agree_at_base_batch() -> None:
+    values = {rule: scaled_learning_rate(rule, 3e-4, 128, 128) for rule in LR_RULES}
+    assert all(v == pytest.approx(3e-4) for v in values.values())
+
+
+def test_rules_are_ordered_above_base_batch() -> None:
+    none, linear, sqrt, warmup, adam = (scaled_learning_rate(r, 1e-3, 512, 64) for r in LR_RULES)
+    assert none < sqrt < linear
+    assert warmup == linear and adam == sqrt  # their peak rates
+
+
+@pytest.mark.parametrize("rule", ["cubic", "Linear", "", "SQRT", " none"])
+def test_unknown_rule_raises(rule: str) -> None:
+    with pytest.raises(ValueError, match="unknown learning-rate rule") as info:
+        scaled_learning_rate(rule, BASE_LR, 128, BASE_BATCH)
+    message = str(info.value)
+    assert repr(rule) in message
+    assert "none, linear, sqrt" in message
+
+
+@pytest.mark.parametrize(("global_batch", "base_batch"), [(0, 64), (-64, 64), (64, 0), (64, -1)])
+def test_batch_ratio_rejects_non_positive(global_batch: int, base_batch: int) -> None:
+    with pytest.raises(ValueError, match="positive"):
+        batch_ratio(global_batch, base_batch)
+
+
+def test_scaled_learning_rate_rejects_non_positive_batch() -> None:
+    with pytest.raises(ValueError, match="positive"):
+        scaled_learning_rate("linear", BASE_LR, 0, BASE_BATCH)
+    with pytest.raises(ValueError, match="positive"):
+        scaled_learning_rate("none", BASE_LR, 64, -64)
+
+
+def test_sqrt_adam_rescales_the_moments_as_malladi_et_al() -> None:
+    from tuner.core.scaling import optimizer_settings
+
+    settings = optimizer_settings(
+        "sqrt-adam", 4.0, {"beta_1": 0.9, "beta_2": 0.999, "epsilon": 1e-8}
+    )
+    assert settings["beta_1"] == pytest.approx(0.6)
+    assert settings["beta_2"] == pytest.approx(0.996)
+    assert settings["epsilon"] == pytest.approx(5e-9)
+    assert optimizer_settings("linear", 4.0, {}) == {}
+
+
+def test_sqrt_adam_refuses_what_it_cannot_apply_to() -> None:
+    from tuner.core.scaling import optimizer_settings
+
+    with pytest.raises(ValueError, match="no beta_1, beta_2, epsilon"):
+        optimizer_settings("sqrt-adam", 2.0, {"momentum": 0.9})
+    with pytest.raises(ValueError, match=r"beta_1 = -0\.6"):
+        optimizer_settings("sqrt-adam", 16.0, {"beta_1": 0.9, "beta_2": 0.999, "epsilon": 1e-7})
+
+
+def test_warmup_ramps_linearly_then_holds() -> None:
+    from tuner.core.scaling import warmup_rate
+
+    assert warmup_rate(0, 10, 1.0, 3.0) == 1.0
+    assert warmup_rate(5, 10, 1.0, 3.0) == pytest.approx(2.0)
+    assert warmup_rate(10, 10, 1.0, 3.0) == warmup_rate(99, 10, 1.0, 3.0) == 3.0

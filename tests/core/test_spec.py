@@ -1,0 +1,499 @@
+"""Unit tests of the study spec: loading, CLI overrides and every validation error."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tuner.core.errors import ConfigError
+from tuner.core.spec import (
+    SearchSpec,
+    StudySpec,
+    WorkloadSpec,
+    load_spec,
+    parse_int_list,
+    parse_name_list,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+STUDIES = REPO / "studies"
+
+VALID: dict[str, dict[str, Any]] = {
+    "study": {"name": "unit"},
+    "workload": {
+        "model": "tuner.workloads.regression:build_model",
+        "data": "tuner.workloads.regression:load_data",
+        "loss": "mse",
+        "optimizer": "adam",
+    },
+    "search": {
+        "base_batch_size": 64,
+        "batch_multipliers": [1, 2],
+        "lr_rules": ["none", "linear", "sqrt"],
+        "base_lr": 1e-3,
+        "epochs": 3,
+    },
+}
+
+_DROP = object()
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        return repr(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(item) for item in value) + "]"
+    raise TypeError(value)
+
+
+def write_toml(path: Path, data: dict[str, Any]) -> Path:
+    """Write ``data`` (top-level tables and scalars) as TOML."""
+    lines: list[str] = []
+    for key, value in data.items():
+        if not isinstance(value, dict):
+            lines.append(f"{key} = {_toml_value(value)}")
+    for section, table in data.items():
+        if isinstance(table, dict):
+            lines.append(f"[{section}]")
+            lines.extend(f"{key} = {_toml_value(value)}" for key, value in table.items())
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def spec_file(
+    tmp_path: Path, section: str | None = None, key: str | None = None, value: Any = None
+):
+    """A copy of VALID with ``section.key`` set to ``value`` (``_DROP``: removed), on disk."""
+    data = copy.deepcopy(VALID)
+    if section is not None and key is not None:
+        table = data.setdefault(section, {})
+        if value is _DROP:
+            del table[key]
+        else:
+            table[key] = value
+    return write_toml(tmp_path / "spec.toml", data)
+
+
+# --- loading -----------------------------------------------------------------------------------
+
+
+def test_builtin_equals_regression_toml() -> None:
+    builtin = load_spec()
+    from_file = load_spec(STUDIES / "regression.toml")
+    assert builtin == from_file
+    assert builtin.to_dict() == from_file.to_dict()
+    assert builtin.source == "built-in regression workload"
+    assert from_file.source == str(STUDIES / "regression.toml")
+
+
+def test_builtin_values() -> None:
+    spec = load_spec()
+    assert spec.name == "regression"
+    assert spec.workload == WorkloadSpec(
+        model="tuner.workloads.regression:build_model",
+        data="tuner.workloads.regression:load_data",
+        loss="mse",
+        optimizer="adam",
+    )
+    assert spec.search == SearchSpec(
+        base_batch_size=64,
+        batch_multipliers=(1, 2),
+        lr_rules=("none", "linear", "sqrt"),
+        base_lr=1e-3,
+        epochs=3,
+        seed=0,
+    )
+    assert spec.search.global_batch_sizes == (64, 128)
+
+
+@pytest.mark.parametrize(
+    ("filename", "name", "data"),
+    [
+        ("mnist.toml", "mnist", "tuner.workloads.mnist:load_data"),
+        ("mnist-synthetic.toml", "mnist-synthetic", "tuner.workloads.mnist:load_synthetic_data"),
+    ],
+)
+def test_mnist_specs_load(filename: str, name: str, data: str) -> None:
+    spec = load_spec(STUDIES / filename)
+    assert spec.name == name
+    assert spec.workload.model == "tuner.workloads.mnist:build_model"
+    assert spec.workload.data == data
+    assert spec.workload.loss == "sparse_categorical_crossentropy"
+    assert spec.search.global_batch_sizes == (32, 64, 128)
+    assert spec.search.lr_rules == ("none", "linear", "sqrt")
+    assert spec.search.epochs == 3
+
+
+def test_path_may_be_a_string(tmp_path: Path) -> None:
+    path = spec_file(tmp_path)
+    assert load_spec(str(path)) == load_spec(path)
+
+
+def test_optional_fields_default(tmp_path: Path) -> None:
+    data = copy.deepcopy(VALID)
+    del data["workload"]["loss"]
+    del data["workload"]["optimizer"]
+    spec = load_spec(write_toml(tmp_path / "spec.toml", data))
+    assert spec.workload.loss == "mse"
+    assert spec.workload.optimizer == "adam"
+    assert spec.search.seed == 0
+
+
+def test_global_batch_sizes_sorted(tmp_path: Path) -> None:
+    spec = load_spec(spec_file(tmp_path, "search", "batch_multipliers", [4, 1, 2]))
+    assert spec.search.batch_multipliers == (4, 1, 2)
+    assert spec.search.global_batch_sizes == (64, 128, 256)
+
+
+def test_to_dict_and_identity() -> None:
+    spec = load_spec()
+    data = spec.to_dict()
+    assert "source" not in data
+    assert data["name"] == "regression"
+    assert data["search"]["batch_multipliers"] == [1, 2]
+    assert data["search"]["lr_rules"] == ["none", "linear", "sqrt"]
+    json.dumps(data)  # plain data
+    identity = spec.identity()
+    assert "name" not in identity
+    assert identity["workload"] == data["workload"]
+    assert identity["search"] == {k: v for k, v in data["search"].items() if k != "trials"}
+
+
+def test_identity_ignores_the_trial_budget_and_fills_new_fields() -> None:
+    from tuner.core.spec import identity_of
+
+    spec = load_spec(overrides={"search.trials": 7})
+    old = spec.to_dict()
+    del old["search"]["model_hyperparameters"]  # stored before the field existed
+    old["search"]["trials"] = 50
+    assert identity_of(old) == spec.identity()
+    searched = load_spec(overrides={"search.model_hyperparameters": "search"})
+    assert searched.identity() != spec.identity()
+
+
+def test_model_hyperparameters_and_trials_are_validated() -> None:
+    with pytest.raises(
+        ConfigError, match="--model-hyperparameters must be one of defaults, search"
+    ):
+        load_spec(overrides={"search.model_hyperparameters": "grid"})
+    with pytest.raises(ConfigError, match="--trials must be a positive integer"):
+        load_spec(overrides={"search.trials": 0})
+
+
+def test_identity_ignores_name_but_not_grid(tmp_path: Path) -> None:
+    renamed = load_spec(spec_file(tmp_path, "study", "name", "other"))
+    base = load_spec(spec_file(tmp_path))
+    assert renamed.identity() == base.identity()
+    wider = load_spec(spec_file(tmp_path, "search", "batch_multipliers", [1, 2, 4]))
+    assert wider.identity() != base.identity()
+
+
+# --- overrides ---------------------------------------------------------------------------------
+
+
+def test_cli_overrides_apply() -> None:
+    spec = load_spec(
+        None,
+        {
+            "search.base_batch_size": 32,
+            "search.batch_multipliers": [1, 4],
+            "search.lr_rules": ["sqrt"],
+            "search.base_lr": 0.01,
+            "search.epochs": 5,
+        },
+    )
+    assert spec.search.base_batch_size == 32
+    assert spec.search.batch_multipliers == (1, 4)
+    assert spec.search.global_batch_sizes == (32, 128)
+    assert spec.search.lr_rules == ("sqrt",)
+    assert spec.search.base_lr == 0.01
+    assert spec.search.epochs == 5
+    assert spec.name == "regression"
+
+
+def test_none_overrides_are_ignored() -> None:
+    spec = load_spec(None, {"search.epochs": None, "search.base_lr": None})
+    assert spec == load_spec()
+
+
+def test_overrides_apply_to_a_file(tmp_path: Path) -> None:
+    spec = load_spec(spec_file(tmp_path), {"search.epochs": 7})
+    assert spec.search.epochs == 7
+    assert spec.name == "unit"
+
+
+def test_overrides_do_not_leak_into_builtin() -> None:
+    load_spec(None, {"search.epochs": 9, "search.lr_rules": ["linear"]})
+    spec = load_spec()
+    assert spec.search.epochs == 3
+    assert spec.search.lr_rules == ("none", "linear", "sqrt")
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "flag"),
+    [
+        ("search.epochs", 1, "--epochs"),
+        ("search.base_batch_size", 0, "--base-batch-size"),
+        ("search.base_lr", -0.1, "--base-lr"),
+        ("search.batch_multipliers", [1, 1], "--batch-multipliers"),
+        ("search.lr_rules", ["cubic"], "--lr-rules"),
+    ],
+)
+def test_override_errors_name_the_flag(key: str, value: Any, flag: str) -> None:
+    with pytest.raises(ConfigError, match=flag):
+        load_spec(None, {key: value})
+
+
+def test_negative_multiplier_from_cli() -> None:
+    multipliers = parse_int_list("1,-2", "--batch-multipliers")
+    assert multipliers == [1, -2]
+    with pytest.raises(ConfigError, match="--batch-multipliers must be a positive integer, got -2"):
+        load_spec(None, {"search.batch_multipliers": multipliers})
+
+
+# --- file errors -------------------------------------------------------------------------------
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    path = tmp_path / "nope.toml"
+    with pytest.raises(ConfigError, match="does not exist") as info:
+        load_spec(path)
+    assert str(path) in str(info.value)
+
+
+def test_directory_is_not_a_spec(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_spec(tmp_path)
+
+
+def test_not_toml(tmp_path: Path) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text("[study\nname = = 'x'\n")
+    with pytest.raises(ConfigError, match="is not valid TOML") as info:
+        load_spec(path)
+    assert str(path) in str(info.value)
+
+
+def test_not_utf8(tmp_path: Path) -> None:
+    path = tmp_path / "binary.toml"
+    path.write_bytes(b"\xff\xfe\x00name")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_spec(path)
+
+
+def test_unknown_section(tmp_path: Path) -> None:
+    data = copy.deepcopy(VALID)
+    data["training"] = {"epochs": 3}
+    path = write_toml(tmp_path / "spec.toml", data)
+    with pytest.raises(ConfigError, match=r"unknown section \[training\]") as info:
+        load_spec(path)
+    assert str(path) in str(info.value)
+    assert "study, workload, search" in str(info.value)
+
+
+def test_section_must_be_a_table(tmp_path: Path) -> None:
+    data = copy.deepcopy(VALID)
+    del data["study"]
+    path = tmp_path / "spec.toml"
+    write_toml(path, data)
+    path.write_text('study = "x"\n' + path.read_text())
+    with pytest.raises(ConfigError, match=r"\[study\] .* must be a table"):
+        load_spec(path)
+
+
+@pytest.mark.parametrize(
+    ("section", "key"),
+    [("search", "batch_size"), ("workload", "metrics"), ("study", "title")],
+)
+def test_unknown_key(tmp_path: Path, section: str, key: str) -> None:
+    with pytest.raises(ConfigError, match=f"unknown key {section}.{key}"):
+        load_spec(spec_file(tmp_path, section, key, 1))
+
+
+@pytest.mark.parametrize(
+    ("section", "key"),
+    [
+        ("study", "name"),
+        ("workload", "model"),
+        ("workload", "data"),
+        ("search", "base_batch_size"),
+        ("search", "batch_multipliers"),
+        ("search", "lr_rules"),
+        ("search", "base_lr"),
+        ("search", "epochs"),
+    ],
+)
+def test_missing_required_key(tmp_path: Path, section: str, key: str) -> None:
+    with pytest.raises(ConfigError, match=f"{section}.{key} is missing"):
+        load_spec(spec_file(tmp_path, section, key, _DROP))
+
+
+# --- field errors: each names its field ---------------------------------------------------------
+
+FIELD_ERRORS = [
+    # wrong types for integers
+    ("search", "base_batch_size", "64", "positive integer"),
+    ("search", "base_batch_size", True, "positive integer"),
+    ("search", "base_batch_size", 64.0, "positive integer"),
+    ("search", "epochs", "3", "positive integer"),
+    ("search", "epochs", True, "positive integer"),
+    ("search", "epochs", 3.0, "positive integer"),
+    # zero / negative batch
+    ("search", "base_batch_size", 0, "positive integer"),
+    ("search", "base_batch_size", -64, "positive integer"),
+    # epochs
+    ("search", "epochs", 0, "positive integer"),
+    ("search", "epochs", 1, "at least 2"),
+    # multipliers
+    ("search", "batch_multipliers", [1, 2, 2], "lists 2 more than once"),
+    ("search", "batch_multipliers", [], "non-empty list"),
+    ("search", "batch_multipliers", 2, "non-empty list"),
+    ("search", "batch_multipliers", [1, 0], "positive integer"),
+    ("search", "batch_multipliers", [1, 2.0], "positive integer"),
+    ("search", "batch_multipliers", [1, True], "positive integer"),
+    # rules
+    ("search", "lr_rules", ["none", "cubic"], "unknown learning-rate rule 'cubic'"),
+    ("search", "lr_rules", ["none", "sqrt", "none"], "more than once"),
+    ("search", "lr_rules", [], "non-empty list"),
+    ("search", "lr_rules", "linear", "non-empty list"),
+    ("search", "lr_rules", ["none", 1], "non-empty string"),
+    # base_lr
+    ("search", "base_lr", 0, "positive number"),
+    ("search", "base_lr", 0.0, "positive number"),
+    ("search", "base_lr", -1e-3, "positive number"),
+    ("search", "base_lr", float("nan"), "positive number"),
+    ("search", "base_lr", float("inf"), "positive number"),
+    ("search", "base_lr", "0.001", "positive number"),
+    ("search", "base_lr", True, "positive number"),
+    # seed
+    ("search", "seed", -1, "non-negative integer"),
+    ("search", "seed", "0", "non-negative integer"),
+    ("search", "seed", True, "non-negative integer"),
+    # references
+    ("workload", "model", "tuner.workloads.regression.build_model", "module:function"),
+    ("workload", "model", "tuner.workloads.regression:", "module:function"),
+    ("workload", "model", ":build_model", "module:function"),
+    ("workload", "model", "a:b:c", "module:function"),
+    ("workload", "data", "load data", "module:function"),
+    ("workload", "model", 3, "non-empty string"),
+    ("workload", "loss", "", "non-empty string"),
+    ("workload", "optimizer", "   ", "non-empty string"),
+    # name
+    ("study", "name", "my study", "letters, digits"),
+    ("study", "name", "a/b", "letters, digits"),
+    ("study", "name", "", "non-empty string"),
+    ("study", "name", 7, "non-empty string"),
+]
+
+
+@pytest.mark.parametrize(("section", "key", "value", "fragment"), FIELD_ERRORS)
+def test_field_errors_name_the_field(
+    tmp_path: Path, section: str, key: str, value: Any, fragment: str
+) -> None:
+    path = spec_file(tmp_path, section, key, value)
+    with pytest.raises(ConfigError) as info:
+        load_spec(path)
+    message = str(info.value)
+    assert f"{section}.{key} in {path}" in message
+    assert fragment in message
+
+
+def test_nan_base_lr_override_rejected() -> None:
+    with pytest.raises(ConfigError, match="--base-lr must be a positive number"):
+        load_spec(None, {"search.base_lr": float("nan")})
+
+
+def test_valid_edge_values(tmp_path: Path) -> None:
+    data = copy.deepcopy(VALID)
+    data["study"]["name"] = "My_study-2.v1"
+    data["search"]["epochs"] = 2
+    data["search"]["base_lr"] = 1
+    data["search"]["seed"] = 0
+    data["workload"]["model"] = "pkg_1.sub.mod:build_2"
+    spec = load_spec(write_toml(tmp_path / "spec.toml", data))
+    assert spec.name == "My_study-2.v1"
+    assert spec.search.epochs == 2
+    assert spec.search.base_lr == 1.0
+    assert isinstance(spec.search.base_lr, float)
+    assert spec.workload.model == "pkg_1.sub.mod:build_2"
+
+
+def test_spec_is_frozen() -> None:
+    spec = load_spec()
+    assert isinstance(spec, StudySpec)
+    with pytest.raises(AttributeError):
+        spec.name = "other"  # type: ignore[misc]
+
+
+# --- CLI list parsing --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"), [("1,2,4", [1, 2, 4]), (" 1 , 2 ", [1, 2]), ("8", [8])]
+)
+def test_parse_int_list(text: str, expected: list[int]) -> None:
+    assert parse_int_list(text, "--batch-multipliers") == expected
+
+
+@pytest.mark.parametrize("text", ["1,,2", "a", "", "  ", "1,", ",1", "1.5", "1;2"])
+def test_parse_int_list_errors(text: str) -> None:
+    with pytest.raises(ConfigError, match="--batch-multipliers must be comma-separated integers"):
+        parse_int_list(text, "--batch-multipliers")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("none,linear", ["none", "linear"]), (" sqrt , none ", ["sqrt", "none"]), ("a", ["a"])],
+)
+def test_parse_name_list(text: str, expected: list[str]) -> None:
+    assert parse_name_list(text, "--lr-rules") == expected
+
+
+@pytest.mark.parametrize("text", ["1,,2", "none,,sqrt", "", " ", ",", "none,"])
+def test_parse_name_list_errors(text: str) -> None:
+    with pytest.raises(ConfigError, match="--lr-rules must be comma-separated names"):
+        parse_name_list(text, "--lr-rules")
+
+
+def test_section_not_a_table_with_an_override(tmp_path: Path) -> None:
+    data = copy.deepcopy(VALID)
+    del data["search"]
+    path = tmp_path / "spec.toml"
+    write_toml(path, data)
+    path.write_text("search = 1\n" + path.read_text())
+    with pytest.raises(ConfigError, match=r"\[search\] .* must be a table"):
+        load_spec(path, {"search.epochs": 3})
+
+
+def test_sqrt_adam_needs_adam_and_ratios_its_betas_survive() -> None:
+    with pytest.raises(ConfigError, match="rescales Adam's moments, but the optimizer is 'sgd'"):
+        load_spec(overrides={"workload.optimizer": "sgd", "search.lr_rules": ["none", "sqrt-adam"]})
+    with pytest.raises(ConfigError, match="at 16x the base batch gives beta_1"):
+        load_spec(overrides={"search.lr_rules": ["sqrt-adam"], "search.batch_multipliers": [1, 16]})
+    spec = load_spec(overrides={"search.lr_rules": ["sqrt-adam", "linear-warmup"]})
+    assert spec.search.lr_rules == ("sqrt-adam", "linear-warmup")
+
+
+def test_noise_scale_and_warmup_fields() -> None:
+    spec = load_spec()
+    assert (spec.search.noise_scale, spec.search.noise_scale_steps) == (True, None)
+    assert (spec.search.warmup_epochs, spec.search.warmup_steps) == (1.0, None)
+    with pytest.raises(ConfigError, match="warmup-epochs must be more than 0 and less than"):
+        load_spec(overrides={"search.warmup_epochs": 3})
+    with pytest.raises(ConfigError, match="noise-scale must be true or false"):
+        load_spec(overrides={"search.noise_scale": "yes"})

@@ -1,0 +1,188 @@
+"""KerasTuner hypermodels through ``tuner search``, unchanged, on two CPU replicas."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import optuna
+import pytest
+from conftest import TESTS, WIDE, run_tuner, search_wide, sha256
+from optuna.trial import TrialState
+
+pytestmark = pytest.mark.slow
+
+SPEC = """
+[study]
+name = "hyper"
+
+[workload]
+model = "tuner_test_workloads:{model}"
+data = "tuner_test_workloads:small_regression_data"
+loss = "mse"
+optimizer = "adam"
+
+[search]
+base_batch_size = 256
+batch_multipliers = {multipliers}
+lr_rules = {rules}
+base_lr = 1e-3
+epochs = 2
+model_hyperparameters = "{mode}"
+trials = {trials}
+"""
+
+
+def search(
+    tmp_path, model="tuned_mlp", mode="defaults", multipliers="[1]", rules='["none"]', trials=4
+):
+    spec = SPEC.format(model=model, mode=mode, multipliers=multipliers, rules=rules, trials=trials)
+    (tmp_path / "hyper.toml").write_text(spec)
+    return run_tuner(
+        "search",
+        "--study",
+        "hyper.toml",
+        "--cpu-replicas",
+        "2",
+        "--storage",
+        "sqlite:///h.db",
+        "--no-baseline",
+        "--export",
+        "rec.json",
+        cwd=tmp_path,
+    )
+
+
+def rebuilt(snippet: str) -> tuple[int, list[str]]:
+    """Run the recommendation's KerasTuner snippet: the parameter count and the layers (class,
+    units, activation, rate) of what it builds."""
+    from tuner.worker.hypermodel import layer_summary
+
+    scope: dict = {}
+    sys.path.insert(0, str(TESTS))
+    try:
+        exec(snippet, scope)
+    finally:
+        sys.path.remove(str(TESTS))
+    return int(scope["model"].count_params()), layer_summary(scope["model"])
+
+
+def trained(trial) -> tuple[int, list[str]]:
+    return trial.user_attrs["model_parameters"], trial.user_attrs["model_layers"]
+
+
+def test_defaults_mode_builds_kerastuner_defaults_and_runs_the_grid(tmp_path):
+    result = search(tmp_path, rules='["none", "linear"]')
+    assert result.returncode == 0, result.stderr
+    study = optuna.load_study(study_name="hyper", storage=f"sqlite:///{tmp_path}/h.db")
+    trials = study.get_trials()
+    assert [t.state for t in trials] == [TrialState.COMPLETE] * 2
+    defaults = {"units": 16, "activation": "relu", "l2": 1e-6, "dropout": False}
+    for trial in trials:
+        assert {k: trial.params[k] for k in defaults} == defaults  # stored as params
+        assert trial.user_attrs["model_hyperparameters"] == defaults
+        assert "rate" not in trial.params  # conditional on dropout, which is off
+    space = [e["config"]["name"] for e in study.user_attrs["hypermodel"]["space"]]
+    assert space == ["units", "activation", "l2", "dropout", "rate"]  # "rate" discovered too
+    rec = json.loads((tmp_path / "rec.json").read_text())
+    assert rec["model_hyperparameters"] == defaults
+    chosen = study.trials[rec["trial_number"]]
+    assert rebuilt(rec["keras_tuner_snippet"]) == trained(chosen)
+
+
+def test_search_mode_samples_model_hyperparameters_with_batch_and_rule(tmp_path):
+    result = search(tmp_path, mode="search", multipliers="[1, 2]", rules='["none", "sqrt"]')
+    assert result.returncode == 0, result.stderr
+    study = optuna.load_study(study_name="hyper", storage=f"sqlite:///{tmp_path}/h.db")
+    trials = study.get_trials()
+    assert len(trials) == 4 and all(t.state == TrialState.COMPLETE for t in trials)
+    configs = {json.dumps(t.user_attrs["model_hyperparameters"], sort_keys=True) for t in trials}
+    assert len(configs) >= 2, "the model hyperparameters were not searched"
+    for trial in trials:
+        values = trial.user_attrs["model_hyperparameters"]
+        assert {k: trial.params[k] for k in values} == values
+        assert ("rate" in values) == values["dropout"]
+        assert trial.params["global_batch_size"] in (256, 512)
+    rec = json.loads((tmp_path / "rec.json").read_text())
+    chosen = study.trials[rec["trial_number"]]
+    assert rec["model_hyperparameters"] == chosen.user_attrs["model_hyperparameters"]
+    assert rebuilt(rec["keras_tuner_snippet"]) == trained(chosen)
+    assert "model" in result.stdout and "units=" in result.stdout  # the table shows them
+
+    # Resuming with a larger budget runs only the difference.
+    again = search(
+        tmp_path, mode="search", multipliers="[1, 2]", rules='["none", "sqrt"]', trials=5
+    )
+    assert again.returncode == 0, again.stderr
+    assert (
+        len(optuna.load_study(study_name="hyper", storage=f"sqlite:///{tmp_path}/h.db").trials) == 5
+    )
+
+
+def test_a_compiled_model_keeps_its_loss_and_optimizer_with_the_rules_learning_rate(tmp_path):
+    result = search(tmp_path, model="compiled_mlp", multipliers="[2]", rules='["linear"]')
+    assert result.returncode == 0, result.stderr
+    study = optuna.load_study(study_name="hyper", storage=f"sqlite:///{tmp_path}/h.db")
+    (trial,) = study.get_trials()
+    optimizer = trial.user_attrs["optimizer"]
+    assert optimizer["class"] == "SGD" and optimizer["from_build"] is True
+    assert optimizer["momentum"] == pytest.approx(0.7)  # the user's setting is kept
+    lr = trial.user_attrs["learning_rate"]
+    assert lr == pytest.approx(2e-3)  # linear rule at 2× the base batch, not the build's 0.5
+    assert optimizer["learning_rate"] == pytest.approx(lr)
+    assert trial.user_attrs["optimizer_learning_rate"] == pytest.approx(lr)
+
+
+def test_a_hypermodel_whose_fit_sets_batch_size_is_refused(tmp_path):
+    (tmp_path / "h.db").write_bytes(b"")
+    before = sha256(tmp_path / "h.db")
+    result = search(tmp_path, model="BatchSettingMLP")
+    assert result.returncode == 2
+    assert "HyperModel.fit sets batch_size" in result.stderr
+    assert "tuner owns the batch size" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert sha256(tmp_path / "h.db") == before
+
+
+@pytest.mark.parametrize("model", ["TunedMLP", "tuned_instance"])
+def test_hypermodel_classes_and_objects_run_too(tmp_path, model):
+    result = search(tmp_path, model=model)
+    assert result.returncode == 0, result.stderr
+    rec = json.loads((tmp_path / "rec.json").read_text())
+    assert rec["model_hyperparameters"]["units"] == 16
+    suffix = "().build(hp)" if model == "TunedMLP" else ".build(hp)"
+    assert rec["keras_tuner_snippet"].endswith(f"model = {model}{suffix}\n")
+
+
+def test_search_mode_needs_a_hypermodel(tmp_path):
+    result = search(tmp_path, model="plain_model", mode="search")
+    assert result.returncode == 2
+    assert "needs a KerasTuner hypermodel" in result.stderr
+
+
+def test_out_of_memory_is_monotone_per_model_configuration(tmp_path):
+    spec = WIDE.replace("wide_model", "wide_hypermodel")
+    spec = spec.replace("base_batch_size = 512", "base_batch_size = 4096")
+    spec = spec.replace("batch_multipliers = [1, 2, 8, 16]", "batch_multipliers = [1, 2]")
+    spec = spec.replace('lr_rules = ["none", "sqrt"]', 'lr_rules = ["none"]')
+    (tmp_path / "wide.toml").write_text(spec + 'model_hyperparameters = "search"\ntrials = 1\n')
+    first = search_wide(tmp_path, "w.db", "--no-baseline")
+    assert first.returncode == 0, first.stderr
+    url = f"sqlite:///{tmp_path}/w.db"
+    study = optuna.load_study(study_name="wide", storage=url)
+    for width, batch in [(8192, 4096), (8192, 8192), (256, 8192)]:
+        study.enqueue_trial({"width": width, "global_batch_size": batch, "lr_rule": "none"})
+    second = search_wide(tmp_path, "w.db", "--no-baseline", "--trials", "4")
+    assert second.returncode == 0, second.stderr
+
+    trials = optuna.load_study(study_name="wide", storage=url).get_trials()
+    assert len(trials) == 4
+    by_point: dict[tuple[int, int], list[str]] = {}
+    for trial in trials:
+        key = (trial.params["width"], trial.params["global_batch_size"])
+        by_point.setdefault(key, []).append(trial.user_attrs["status"])
+    assert by_point[(8192, 4096)][-1] == "oom"
+    assert "oom-implied" in by_point[(8192, 8192)]  # the same model at a larger batch
+    assert by_point[(256, 8192)][-1] == "ok"  # another model: not implied, it fits
+    launched_oom = [t for t in trials if t.user_attrs["status"] == "oom"]
+    assert len(launched_oom) == len({t.params["global_batch_size"] for t in launched_oom})

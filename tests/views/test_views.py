@@ -1,0 +1,226 @@
+"""Unit tests of what the dashboard note, the plots and the report say, over hand-made trials."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import socket
+
+import optuna
+import plotly.graph_objects as go
+import pytest
+from trials import make_trial, run_recommend
+
+from tuner.core.errors import ConfigError
+from tuner.views.dashboard import publish, serve
+from tuner.views.figures import (
+    OOM_TRACE,
+    Point,
+    batch_curves,
+    batch_figure,
+    pareto_front,
+    study_figures,
+)
+from tuner.views.note import markdown_table, study_note
+from tuner.views.report import is_missing_renderer, render_html, write_report
+from tuner.views.summary import TRIAL_COLUMNS, recommendation_rows, trial_rows
+
+ATTRS = {
+    "device_signatures": ["2x cpu"],
+    "versions": {"tensorflow": "2.99", "optuna": "5.0"},
+    "workload": {"n_train": 1000, "n_val": 100, "parameters": 1234},
+    "spec": {"workload": {"model": "m:build"}},
+}
+
+
+def oom_study() -> list:
+    """64 and 128 train under three rules; 256 runs out of memory, 512 is implied."""
+    return [
+        make_trial(0, 64, "none", loss=0.50, throughput=1000.0),
+        make_trial(1, 64, "linear", loss=0.49, throughput=1010.0),
+        make_trial(2, 64, "sqrt", loss=0.495, throughput=990.0),
+        make_trial(3, 128, "none", loss=0.60, throughput=1900.0),
+        make_trial(4, 128, "linear", loss=0.495, throughput=2000.0),
+        make_trial(5, 128, "sqrt", loss=0.52, throughput=1950.0),
+        make_trial(6, 256, "none", status="oom", error="OOM when allocating"),
+        make_trial(7, 256, "linear", status="oom-implied", error="256 ran out of memory"),
+        make_trial(8, 512, "none", status="oom-implied", error="256 ran out of memory"),
+        make_trial(9, 512, "linear", status="oom-implied", error="256 ran out of memory"),
+    ]
+
+
+def test_batch_curves_group_by_rule_and_mark_oom_sizes():
+    curves = batch_curves(oom_study())
+    assert list(curves.by_rule) == ["linear", "none", "sqrt"]
+    assert [p.global_batch_size for p in curves.by_rule["linear"]] == [64, 128]
+    assert [p.throughput for p in curves.by_rule["none"]] == [1000.0, 1900.0]
+    assert curves.oom == {256: "oom", 512: "oom-implied"}
+
+
+def test_a_measured_oom_wins_over_an_implied_one_at_the_same_size():
+    trials = [
+        make_trial(0, 64, "none", loss=0.5, throughput=10.0),
+        make_trial(1, 128, "linear", status="oom-implied"),
+        make_trial(2, 128, "none", status="oom"),
+    ]
+    assert batch_curves(trials).oom == {128: "oom"}
+
+
+def test_batch_figure_marks_oom_sizes_in_its_data():
+    figure = batch_figure(batch_curves(oom_study()), "throughput")
+    names = [trace.name for trace in figure.data]
+    assert names == ["linear rule", "none rule", "sqrt rule", OOM_TRACE]
+    oom = figure.data[-1]
+    assert list(oom.x) == [256, 512]
+    assert list(oom.customdata) == ["oom", "oom-implied"]
+    assert list(figure.layout.xaxis.tickvals) == [64, 128, 256, 512]
+    loss = batch_figure(batch_curves(oom_study()), "final_loss")
+    assert list(loss.data[0].y) == [0.49, 0.495]
+
+
+def test_no_oom_trace_when_everything_fits():
+    trials = [make_trial(0, 64, "none", loss=0.5, throughput=10.0)]
+    figure = batch_figure(batch_curves(trials), "throughput")
+    assert OOM_TRACE not in [trace.name for trace in figure.data]
+
+
+def test_baseline_is_a_horizontal_line_on_the_throughput_plot():
+    figure = batch_figure(batch_curves(oom_study(), baseline_throughput=700.0), "throughput")
+    assert [shape.y0 for shape in figure.layout.shapes if shape.type == "line"] == [700.0]
+
+
+def point(trial: int, loss: float, throughput: float) -> Point:
+    return Point(trial, 64, 32, "none", 1e-3, throughput, loss)
+
+
+def test_pareto_front_keeps_only_undominated_points():
+    a, b, c, d = point(0, 0.1, 100), point(1, 0.2, 300), point(2, 0.3, 200), point(3, 0.1, 50)
+    assert pareto_front([a, b, c, d]) == [a, b]
+    assert pareto_front([]) == []
+
+
+def test_study_figures_star_the_recommended_trial():
+    trials = oom_study()
+    rec = run_recommend(trials)
+    figures = study_figures(trials, recommended_trial=rec["trial_number"])
+    assert set(figures) == {"throughput-vs-batch", "loss-vs-batch", "pareto"}
+    assert all(isinstance(f, go.Figure) for f in figures.values())
+    star = next(t for t in figures["pareto"].data if t.name == "recommended")
+    assert list(star.y) == [rec["throughput"]] == [2000.0]
+
+
+def test_note_says_recommendation_feasibility_trials_and_versions():
+    trials = oom_study()
+    rec = run_recommend(trials)
+    note = study_note("unit", trials, ATTRS, rec, "2026-01-01T00:00:00+00:00")
+    assert "global batch **128**" in note and "(linear rule)" in note
+    assert "**Largest feasible global batch:** 128" in note
+    assert "**out of memory:** 256, 512" in note
+    assert "tensorflow 2.99" in note and "2x cpu" in note
+    # One Markdown row per grid point, with its status.
+    rows = [line for line in note.splitlines() if re.match(r"\| \d+ \|", line)]
+    assert len(rows) == 10
+    assert "| 6 | PRUNED | oom | 256 |" in note
+
+
+def test_note_without_a_complete_trial():
+    trials = [make_trial(0, 64, "none", status="oom")]
+    note = study_note("unit", trials, {}, None, "now")
+    assert "No trial has completed yet" in note
+    assert "**Largest feasible global batch:** none yet" in note
+
+
+def test_markdown_table_escapes_pipes():
+    table = markdown_table(["a", "b"], [["x|y", ""]])
+    assert table.splitlines()[2] == "| x\\|y |   |"
+
+
+def test_trial_rows_follow_the_columns_and_recommendation_rows_lead_with_the_answer():
+    trials = oom_study()
+    rows = trial_rows(trials)
+    assert [len(r) for r in rows] == [len(TRIAL_COLUMNS)] * len(trials)
+    assert rows[0][:4] == ["0", "COMPLETE", "ok", "64"]
+    rec = run_recommend(trials)
+    labels = [label for label, _ in recommendation_rows(rec)]
+    assert labels[:2] == ["global batch size", "learning rate"]
+
+
+def test_report_page_escapes_and_holds_every_part():
+    bad = "<img src=x onerror=alert(1)>"
+    trials = [*oom_study(), make_trial(10, 32, "none", status="error", error=bad)]
+    rec = run_recommend(trials)
+    page = render_html("a<b", trials, ATTRS, rec, study_figures(trials), "now")
+    assert bad not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
+    assert "tuner report: a&lt;b" in page
+    for graph_id in ("throughput-vs-batch", "loss-vs-batch", "pareto"):
+        assert f'id="{graph_id}"' in page
+    assert page.count("plotly.js v") == 1  # plotly.js inlined once: the page works offline
+    assert 'class="status-oom"' in page
+
+
+def test_missing_renderer_is_recognised_and_other_errors_are_not():
+    assert is_missing_renderer(RuntimeError("Kaleido requires Google Chrome to be installed."))
+    assert not is_missing_renderer(RuntimeError("something else"))
+
+
+def test_device_names_are_shortened():
+    from tuner.views.summary import short_device
+
+    assert short_device("/job:localhost/replica:0/task:0/device:GPU:1") == "GPU:1"
+    assert short_device("/cpu:0") == "CPU:0"
+
+
+def in_memory_study(trials: list) -> optuna.Study:
+    study = optuna.create_study(directions=["minimize", "maximize"], study_name="mem")
+    for trial in trials:
+        study.add_trial(trial)
+    return study
+
+
+def test_publish_stores_the_note_and_three_plots_and_rewrites_them():
+    from optuna_dashboard import get_note
+    from optuna_dashboard._custom_plot_data import get_plotly_graph_objects
+
+    study = in_memory_study(oom_study())
+    rec = run_recommend(study.trials)
+    publish(study, rec)
+    publish(study, rec)  # rewriting replaces, it does not append
+    assert get_note(study).count("## tuner study `mem`") == 1
+    system_attrs = study._storage.get_study_system_attrs(study._study_id)
+    graphs = get_plotly_graph_objects(system_attrs)
+    assert set(graphs) == {"throughput-vs-batch", "loss-vs-batch", "pareto"}
+    data = json.loads(graphs["throughput-vs-batch"])["data"]
+    assert {t["name"] for t in data} == {"none rule", "linear rule", "sqrt rule", OOM_TRACE}
+
+
+def test_write_report_without_png_and_without_a_recommendation(tmp_path):
+    study = in_memory_study([make_trial(0, 64, "none", status="oom", error="OOM")])
+    (path,) = write_report(study, None, tmp_path / "sub" / "r.html")
+    page = path.read_text()
+    assert "No trial has completed yet" in page and 'class="status-oom"' in page
+    assert not list(tmp_path.glob("sub/*.tmp")) and not list(tmp_path.glob("sub/*.png"))
+
+
+def test_write_report_to_an_impossible_place_is_a_config_error(tmp_path):
+    (tmp_path / "afile").write_text("x")
+    study = in_memory_study(oom_study())
+    with pytest.raises(ConfigError, match="cannot write"):
+        write_report(study, None, tmp_path / "afile" / "r.html")
+
+
+def test_the_does_not_fit_label_sits_on_the_log_axis():
+    figure = batch_figure(batch_curves(oom_study()), "throughput")
+    (label,) = [a for a in figure.layout.annotations if a.text == "does not fit"]
+    assert label.x == pytest.approx(math.log10(256 / 2**0.5))
+
+
+def test_serve_refuses_a_busy_port(tmp_path):
+    url = f"sqlite:///{tmp_path}/s.db"
+    optuna.create_study(storage=url, study_name="s")
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        with pytest.raises(ConfigError, match=f"port {port} on 127.0.0.1 is already in use"):
+            serve(url, "127.0.0.1", port)

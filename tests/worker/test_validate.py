@@ -1,0 +1,198 @@
+"""`tuner validate`: the checks pass for every offered loop and catch a wrong loss reduction."""
+
+from __future__ import annotations
+
+import json
+
+import optuna
+import pytest
+from conftest import run_tuner, write_spec
+
+from tuner.driver.validate import LOSS_RTOL, evaluate
+
+REPORT_KEYS = {
+    "passed",
+    "loop",
+    "update_on",
+    "loss_reduction",
+    "global_batch_size",
+    "num_replicas",
+    "per_replica_batch_size",
+    "learning_rate",
+    "lr_rule",
+    "device_signature",
+    "steps",
+    "checks",
+    "versions",
+    "created_at",
+}
+CHECKS = {"loss_parity", "weight_sync", "device_use", "learning_rate"}
+
+
+def _validate(tmp_path, *extra: str):
+    spec = write_spec(tmp_path / "small.toml", base=128)
+    result = run_tuner(
+        "validate",
+        "--study",
+        str(spec),
+        "--cpu-replicas",
+        "2",
+        "--steps",
+        "30",
+        "--lr-rule",
+        "sqrt",
+        "--batch-size",
+        "256",
+        "--output",
+        "report.json",
+        *extra,
+        cwd=tmp_path,
+    )
+    report = json.loads((tmp_path / "report.json").read_text()) if result.returncode < 2 else None
+    return result, report
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("flags", "loop", "update_on"),
+    [
+        ((), "fit", "replicas"),
+        (("--loop", "custom"), "custom", "replicas"),
+        (("--loop", "custom", "--update-on", "cpu"), "custom", "cpu"),
+    ],
+)
+def test_every_offered_loop_passes(tmp_path, flags, loop, update_on):
+    result, report = _validate(tmp_path, *flags)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "all checks passed" in result.stdout
+    assert set(report) == REPORT_KEYS and set(report["checks"]) == CHECKS
+    assert report["passed"] and (report["loop"], report["update_on"]) == (loop, update_on)
+    assert report["global_batch_size"] == 256 and report["per_replica_batch_size"] == 128
+    parity = report["checks"]["loss_parity"]
+    assert parity["max_relative_difference"] <= LOSS_RTOL
+    assert parity["steps_compared"] == report["steps"] >= 28
+    assert len(parity["single_device_losses"]) == len(parity["replica_losses"])
+    assert report["checks"]["weight_sync"]["max_abs_difference"] == 0.0
+    use = report["checks"]["device_use"]
+    assert use["replica_examples"] == [report["steps"] * 128] * 2
+    lr = report["checks"]["learning_rate"]
+    assert lr["actual"] == pytest.approx(1e-3 * 2**0.5, rel=1e-6)  # sqrt rule at k = 2
+    if update_on == "cpu":
+        devices = report["checks"]["weight_sync"]["variable_devices"]
+        assert devices and all(d.endswith("CPU:0") for d in devices)
+        assert report["checks"]["weight_sync"]["copies_per_variable"] == 1
+    else:
+        assert report["checks"]["weight_sync"]["copies_per_variable"] == 2
+
+
+@pytest.mark.slow
+def test_a_wrong_loss_reduction_is_detected(tmp_path):
+    # The forum answer's loop: tf.reduce_mean per replica, SUM-reduced across two replicas.
+    result, report = _validate(tmp_path, "--loop", "custom", "--loss-reduction", "replica-mean")
+    assert result.returncode == 1
+    assert "validation failed" in result.stderr and "Traceback" not in result.stderr
+    assert not report["passed"]
+    parity = report["checks"]["loss_parity"]
+    assert not parity["passed"]
+    assert parity["median_loss_ratio"] == pytest.approx(2.0, rel=1e-3)
+
+
+@pytest.mark.parametrize(
+    ("flags", "fragment"),
+    [
+        (("--loss-reduction", "replica-mean"), "custom loops only"),
+        (("--update-on", "cpu"), "needs loop = custom"),
+        (("--loop", "sideways"), "must be one of fit, custom"),
+        (("--lr-rule", "cubic"), "--lr-rule"),
+        (("--cpu-replicas", "1"), "at least 2 devices"),
+        (("--batch-size", "255"), "does not divide"),
+    ],
+)
+def test_bad_validate_input_exits_2(tmp_path, flags, fragment):
+    args = list(flags)
+    if "--cpu-replicas" not in args:
+        args = ["--cpu-replicas", "2", *args]
+    result = run_tuner("validate", *args, cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert fragment in result.stderr and "Traceback" not in result.stderr
+
+
+def _run(step_losses, examples=(64, 64), diff=0.0, lr=0.001, copies=2):
+    return {
+        "step_losses": step_losses,
+        "replica_examples": list(examples),
+        "num_replicas": len(examples),
+        "steps": len(step_losses),
+        "weight_max_abs_diff": diff,
+        "copies_per_variable": copies,
+        "variables_compared": 6,
+        "optimizer_learning_rate": lr,
+        "devices": ["/cpu:0", "/cpu:1"],
+    }
+
+
+def _verdicts(single, multi, lr=0.001):
+    return {c.name: c.passed for c in evaluate(single, multi, global_batch=64, learning_rate=lr)}
+
+
+def test_evaluate_passes_a_faithful_run():
+    one = _run([0.5, 0.4])
+    many = _run([0.5 * (1 + LOSS_RTOL / 2), 0.4])
+    assert all(_verdicts(one, many).values())
+
+
+def test_evaluate_fails_each_check_on_its_own_evidence():
+    one = _run([0.5, 0.4])
+    assert not _verdicts(one, _run([0.5 * (1 + 3 * LOSS_RTOL), 0.4]))["loss parity"]
+    assert not _verdicts(one, _run([0.5, float("nan")]))["loss parity"]
+    assert not _verdicts(one, _run([0.5]))["loss parity"]  # a run that stopped early
+    assert not _verdicts(one, _run([0.5, 0.4], diff=1e-9))["weight sync"]
+    assert not _verdicts(one, _run([0.5, 0.4], examples=(128, 0)))["device use"]
+    assert not _verdicts(one, _run([0.5, 0.4], examples=(96, 32)))["device use"]
+    assert not _verdicts(one, _run([0.5, 0.4], lr=0.002))["learning rate"]
+
+
+@pytest.mark.slow
+def test_search_with_validate_and_a_custom_loop(tmp_path):
+    spec = write_spec(tmp_path / "small.toml", base=256, multipliers="[1]", rules='["none"]')
+    result = run_tuner(
+        "search",
+        "--study",
+        str(spec),
+        "--cpu-replicas",
+        "2",
+        "--storage",
+        "sqlite:///c.db",
+        "--loop",
+        "custom",
+        "--validate",
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "all checks passed" in result.stderr
+    study = optuna.load_study(study_name="small", storage=f"sqlite:///{tmp_path}/c.db")
+    (trial,) = study.get_trials()
+    assert trial.user_attrs["status"] == "ok"
+    assert (trial.user_attrs["loop"], trial.user_attrs["update_on"]) == ("custom", "replicas")
+    assert study.user_attrs["spec"]["search"]["loop"] == "custom"
+
+
+@pytest.mark.slow
+def test_search_stops_when_validation_fails(tmp_path):
+    # Validation fails here because the child cannot run at all: a broken data function is caught
+    # before the study exists, so no storage file is created.
+    spec = write_spec(tmp_path / "small.toml", base=256, multipliers="[1]", rules='["none"]')
+    spec.write_text(spec.read_text().replace("small_regression_data", "raising_data"))
+    result = run_tuner(
+        "search",
+        "--study",
+        str(spec),
+        "--cpu-replicas",
+        "2",
+        "--storage",
+        "sqlite:///v.db",
+        "--validate",
+        cwd=tmp_path,
+    )
+    assert result.returncode == 2 and "FileNotFoundError" in result.stderr
+    assert not (tmp_path / "v.db").exists()

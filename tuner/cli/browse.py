@@ -1,0 +1,144 @@
+"""The commands that look at a stored study: ``export`` (which also refreshes the dashboard note
+and plots), ``show``, ``dashboard`` and ``report``."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from tuner.cli.errors import guard, sigterm_as_interrupt
+from tuner.cli.options import StorageOpt, StudyNameOpt, err, out, write_json
+from tuner.core.errors import ConfigError, NoCompleteTrialError
+from tuner.storage import DEFAULT_STORAGE, mask_password
+
+OutputOpt = Annotated[
+    Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")
+]
+
+
+def export_cmd(
+    storage: StorageOpt = DEFAULT_STORAGE,
+    study_name: StudyNameOpt = "regression",
+    output: OutputOpt = None,
+    tolerance: Annotated[
+        float, typer.Option(help="Final-loss tolerance relative to the best trial.")
+    ] = 0.02,
+    policy: Annotated[
+        str,
+        typer.Option(
+            help="loss-then-throughput (fastest within the loss tolerance) or goodput "
+            "(highest throughput × statistical efficiency within it)."
+        ),
+    ] = "loss-then-throughput",
+) -> None:
+    """Write the recommended-config JSON of a study (and refresh its dashboard note and plots)."""
+    from tuner.core.recommend import POLICIES
+    from tuner.results import load_study, recommendation
+    from tuner.views.refresh import refresh
+
+    def call() -> None:
+        if not 0 <= tolerance < 1:
+            raise ConfigError(f"--tolerance must be in [0, 1), got {tolerance}")
+        if policy not in POLICIES:
+            raise ConfigError(f"--policy must be one of {', '.join(POLICIES)}, got {policy!r}")
+        study = load_study(storage, study_name)
+        rec = recommendation(study, tolerance, policy)
+        refresh(study, rec, warn=lambda message: err.print(f"warning: {message}"))
+        if output is None:
+            sys.stdout.write(json.dumps(rec, indent=2) + "\n")
+        else:
+            write_json(output, rec)
+            err.print(f"recommended config written to {output}")
+
+    guard(call)
+
+
+def show(
+    storage: StorageOpt = DEFAULT_STORAGE,
+    study_name: StudyNameOpt = "regression",
+    all_trials: Annotated[
+        bool, typer.Option("--all", help="Every trial, retries and duplicates included.")
+    ] = False,
+) -> None:
+    """Print a study's trials as a table (one row per grid point unless --all)."""
+    from tuner.cli import display as _display
+    from tuner.core.recommend import unique_trials
+    from tuner.results import load_study, recommendation
+
+    def call() -> None:
+        study = load_study(storage, study_name)
+        trials = study.get_trials(deepcopy=False)
+        shown = trials if all_trials else unique_trials(trials)
+        title = f"Study {study_name}"
+        if len(shown) < len(trials):
+            title += f" ({len(shown)} grid points; {len(trials)} trials with --all)"
+        out.print(_display.trials_table(shown, title))
+        with contextlib.suppress(NoCompleteTrialError):  # nothing to recommend yet
+            out.print(_display.recommendation_table(recommendation(study)))
+
+    guard(call)
+
+
+def dashboard(
+    storage: StorageOpt = DEFAULT_STORAGE,
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[
+        int, typer.Option(min=0, max=65535, help="Port to listen on (0: any free port).")
+    ] = 8080,
+) -> None:
+    """Browse the studies of a storage in optuna-dashboard (Ctrl-C stops it)."""
+    from tuner.views.dashboard import serve
+
+    def ready(url: str) -> None:  # plain print: one line that scripts can read, never wrapped
+        print(
+            f"optuna-dashboard for {mask_password(storage)} at {url} (Ctrl-C stops it)", flush=True
+        )
+
+    def call() -> None:
+        try:
+            with sigterm_as_interrupt():
+                serve(storage, host, port, on_ready=ready)
+        except KeyboardInterrupt:
+            err.print("dashboard stopped")
+
+    guard(call)
+
+
+def report(
+    storage: StorageOpt = DEFAULT_STORAGE,
+    study_name: StudyNameOpt = "regression",
+    output: Annotated[Path, typer.Option("--output", "-o", help="The HTML file to write.")] = Path(
+        "report.html"
+    ),
+    fmt: Annotated[
+        str,
+        typer.Option("--format", help="html, or png for the plots as PNG images as well."),
+    ] = "html",
+) -> None:
+    """Write a self-contained HTML report: recommendation, plots, Pareto front, trials."""
+    from tuner.results import current_recommendation, load_study
+    from tuner.views.report import write_report
+
+    def call() -> None:
+        if fmt not in ("html", "png"):
+            raise ConfigError(f"--format must be html or png, got {fmt!r}")
+        if output.exists() and output.is_dir():
+            raise ConfigError(f"--output {output} is a directory; give a file name")
+        study = load_study(storage, study_name)
+        for path in write_report(study, current_recommendation(study), output, png=fmt == "png"):
+            err.print(f"wrote {path}")
+
+    guard(call)
+
+
+def register_browse_commands(app: typer.Typer) -> None:
+    """Add the commands of this module to ``app``."""
+    app.command("export")(export_cmd)
+    app.command()(show)
+    app.command()(dashboard)
+    app.command()(report)

@@ -1,0 +1,140 @@
+"""Terminal output with rich: the live search progress, the trials table, the recommendation."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from optuna.trial import FrozenTrial
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from tuner.core.outcome import TrialOutcome
+from tuner.views.summary import STATUS_COLUMN, TRIAL_COLUMNS, recommendation_rows, trial_rows
+
+_STATUS_STYLE = {
+    "ok": "green",
+    "oom": "yellow",
+    "oom-implied": "yellow",
+    "diverged": "magenta",
+    "timeout": "red",
+    "crashed": "red",
+    "error": "red",
+    "interrupted": "red",
+    "running": "cyan",
+}
+
+
+class SearchProgress:
+    """A :class:`tuner.driver.objective.SearchObserver` drawn as two rich progress bars (trials,
+    epochs)."""
+
+    def __init__(self, console: Console) -> None:
+        self._console = console
+        self._progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+        )
+        self._trials = self._progress.add_task("trials", total=None)
+        self._epochs = self._progress.add_task("epochs", total=None, visible=False)
+
+    def __enter__(self) -> SearchProgress:
+        self._progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._progress.stop()
+
+    def trial_started(self, index: int, total: int, params: dict[str, Any]) -> None:
+        self._progress.update(
+            self._trials,
+            total=total,
+            completed=index - 1,
+            description=(
+                f"trial {index}/{total}: batch {params['global_batch_size']} "
+                f"({params['per_replica_batch_size']}/replica), {params['lr_rule']} "
+                f"lr={params['learning_rate']:.3g}"
+            ),
+        )
+        self._progress.update(self._epochs, completed=0, total=None, visible=False)
+
+    def epoch_finished(self, event: dict[str, Any]) -> None:
+        self._progress.update(
+            self._epochs,
+            total=event["epochs"],
+            completed=event["epoch"],
+            visible=True,
+            description=f"epochs (loss {event['loss']:.4g}, {event['throughput']:,.0f} samples/s)",
+        )
+
+    def note(self, message: str) -> None:
+        self._console.print(f"  {message}")
+
+    def trial_finished(self, number: int, outcome: TrialOutcome) -> None:
+        self._progress.advance(self._trials)
+        style = _STATUS_STYLE.get(outcome.status, "white")
+        detail = (
+            f"loss {outcome.values[0]:.4g}, {outcome.values[1]:,.0f} samples/s"
+            if outcome.values
+            else (outcome.error or "")
+        )
+        self._console.print(f"  trial {number}: [{style}]{outcome.status}[/] {detail}"[:300])
+
+
+def trials_table(trials: Iterable[FrozenTrial], title: str) -> Table:
+    """The trials as a table: status, batch, per-replica batch, rule, LR, throughput, losses."""
+    table = Table(title=title, title_justify="left")
+    for column, justify in TRIAL_COLUMNS:
+        table.add_column(column, justify=justify)  # type: ignore[arg-type]
+    for cells in trial_rows(trials):
+        status = cells[STATUS_COLUMN]
+        cells[STATUS_COLUMN] = f"[{_STATUS_STYLE.get(status, 'white')}]{status}[/]"
+        table.add_row(*cells)
+    return table
+
+
+def recommendation_table(rec: dict[str, Any]) -> Table:
+    """The recommendation as a two-column table."""
+    table = Table(title="Recommendation", title_justify="left", show_header=False)
+    table.add_column(style="bold")
+    table.add_column()
+    for key, value in recommendation_rows(rec):
+        table.add_row(key, value)
+    return table
+
+
+def print_validation(console: Console, report: dict[str, Any]) -> None:
+    """The validate report: one row per check, then the verdict."""
+    table = Table(
+        title=(
+            f"Validation: {report['loop']} loop, updates on {report['update_on']}, global batch "
+            f"{report['global_batch_size']} = {report['num_replicas']} × "
+            f"{report['per_replica_batch_size']}, {report['steps']} steps, lr "
+            f"{report['learning_rate']:.4g} ({report['lr_rule']})"
+        ),
+        title_justify="left",
+    )
+    table.add_column("check")
+    table.add_column("result")
+    table.add_column("figures")
+    for name, check in report["checks"].items():
+        verdict = "[green]pass[/]" if check["passed"] else "[bold red]FAIL[/]"
+        table.add_row(name.replace("_", " "), verdict, check["summary"])
+    console.print(table)
+    parity = report["checks"]["loss_parity"]
+    one, many = parity["single_device_losses"], parity["replica_losses"]
+    every = max(1, len(one) // 5)
+    curve = ", ".join(
+        f"step {i + 1}: {one[i]:.5g} vs {many[i]:.5g}"
+        for i in range(0, min(len(one), len(many)), every)
+    )
+    console.print(f"loss, one device vs {report['num_replicas']} replicas — {curve}")
+    if report["passed"]:
+        console.print("[bold green]all checks passed[/]")
+    else:
+        console.print("[bold red]validation failed[/]")

@@ -1,0 +1,84 @@
+"""Statistical efficiency: the gradient noise scale from replica gradients, the critical batch,
+and goodput. Pure arithmetic; the measurement itself runs in the child (:mod:`tuner.worker.noise`).
+
+McCandlish et al. 2018 ("An Empirical Model of Large-Batch Training", arXiv:1812.06162): with
+the true gradient ``G`` and per-example covariance ``Σ``, a batch of ``B`` gives
+``E|g_B|² = |G|² + tr(Σ)/B``, and the simple noise scale ``B_simple = tr(Σ)/|G|²`` predicts the
+critical batch past which larger batches buy little. Data-parallel training has two batch sizes
+for free: each of the ``n`` replicas' gradient ``g_i`` (its ``b`` examples) and their mean ``ḡ``
+(``n·b`` examples). Solving the two equations:
+
+    |G|² ≈ (n‖ḡ‖² − mean‖g_i‖²) / (n − 1)
+    S    ≈ n·b·(mean‖g_i‖² − ‖ḡ‖²) / (n − 1)           (S estimates tr Σ)
+    B_simple = EMA(S) / EMA(|G|²)                         (numerator, denominator smoothed apart)
+
+Goodput (Pollux, Qiao et al., OSDI 2021) weighs throughput by how much each sample still helps:
+relative to the base batch ``B₀``, ``E(B) = (B_noise + B₀) / (B_noise + B)`` and
+``goodput = throughput × E(B)``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+DEFAULT_BETA = 0.95
+"""EMA weight of the past: about the last 40 measurement steps count (the per-step estimates are
+noisy: the numerator's relative spread per step is about sqrt(2 / dimensions))."""
+
+
+def step_estimates(
+    replicas: int, per_replica_batch: int, mean_sq: float, mean_grad_sq: float
+) -> tuple[float, float]:
+    """One step's unbiased ``(|G|², S)`` from the replicas' mean squared gradient norm
+    ``mean_sq = mean‖g_i‖²`` and the squared norm of their mean ``mean_grad_sq = ‖ḡ‖²``."""
+    if replicas < 2:
+        raise ValueError("the gradient noise scale needs at least 2 replicas")
+    n, b = replicas, per_replica_batch
+    g2 = (n * mean_grad_sq - mean_sq) / (n - 1)
+    s = n * b * (mean_sq - mean_grad_sq) / (n - 1)
+    return g2, s
+
+
+@dataclass
+class NoiseScale:
+    """``B_simple`` from per-step estimates: EMAs of ``S`` and ``|G|²`` kept apart (bias-corrected,
+    as Adam does, so the first steps are not pulled towards zero)."""
+
+    beta: float = DEFAULT_BETA
+    _s: float = 0.0
+    _g2: float = 0.0
+    _steps: int = 0
+    history: list[float | None] = field(default_factory=list)
+
+    def update(self, g2: float, s: float) -> None:
+        """Add one step's estimates."""
+        self._steps += 1
+        self._s = self.beta * self._s + (1 - self.beta) * s
+        self._g2 = self.beta * self._g2 + (1 - self.beta) * g2
+
+    @property
+    def value(self) -> float | None:
+        """The current ``B_simple`` (``None`` before a step, or while ``|G|²`` or ``S`` is not
+        positive: the gradient is lost in the noise, or the noise in the estimate)."""
+        if not self._steps or self._g2 <= 0 or self._s <= 0:
+            return None
+        correction = 1 - self.beta**self._steps  # the same for both: it cancels in the ratio
+        return (self._s / correction) / (self._g2 / correction)
+
+    def mark_epoch(self) -> None:
+        """Record the value at the end of an epoch."""
+        self.history.append(self.value)
+
+
+def statistical_efficiency(noise_scale: float, base_batch: int, batch: int) -> float:
+    """``E(B) = (B_noise + B₀) / (B_noise + B)``: progress per sample at ``batch`` relative to the
+    base batch (1 at ``B₀``, towards ``B₀/B`` once the batch is far past the noise scale)."""
+    if noise_scale < 0 or not math.isfinite(noise_scale):
+        raise ValueError(f"noise scale must be finite and non-negative, got {noise_scale}")
+    return (noise_scale + base_batch) / (noise_scale + batch)
+
+
+def goodput(throughput: float, noise_scale: float, base_batch: int, batch: int) -> float:
+    """Throughput weighted by statistical efficiency (samples/s worth of base-batch progress)."""
+    return throughput * statistical_efficiency(noise_scale, base_batch, batch)

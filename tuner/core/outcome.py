@@ -1,0 +1,211 @@
+"""The one place where a trial's outcome is decided: what a child left behind -> a status.
+
+Statuses and the Optuna state each ends in:
+
+==============  =========  ==========================================================
+status          state      meaning
+==============  =========  ==========================================================
+``ok``          COMPLETE   trained; values are ``[final_loss, throughput]``
+``oom``         PRUNED     ran out of device memory at this global batch
+``oom-implied`` PRUNED     not launched: a smaller or equal batch already ran out
+``diverged``    PRUNED     the loss became NaN or infinite; stopped early
+``timeout``     FAIL       killed (with its process group) after ``--trial-timeout``
+``crashed``     FAIL       died by a signal with no memory cap set
+``error``       FAIL       any other failure; ``error`` keeps the message tail
+``interrupted`` FAIL       stopped by Ctrl-C or SIGTERM
+==============  =========  ==========================================================
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import signal
+from dataclasses import dataclass, field
+from typing import Any
+
+from tuner.core.oom import is_probable_oom
+
+STATES: dict[str, str] = {
+    "ok": "COMPLETE",
+    "oom": "PRUNED",
+    "oom-implied": "PRUNED",
+    "diverged": "PRUNED",
+    "timeout": "FAIL",
+    "crashed": "FAIL",
+    "error": "FAIL",
+    "interrupted": "FAIL",
+}
+
+_RESULT_ATTRS = (
+    "train_loss",
+    "final_loss",
+    "throughput",
+    "throughput_spread",
+    "epoch_throughputs",
+    "epoch_losses",
+    "peak_memory_bytes",
+    "peak_rss_bytes",
+    "devices",
+    "optimizer_learning_rate",
+    "optimizer",
+    "model_parameters",
+    "model_layers",
+    "gradient_noise_scale",
+    "critical_batch_size",
+    "gradient_noise_scale_per_epoch",
+    "noise_scale_steps",
+    "noise_scale_note",
+    "steps_per_epoch",
+    "timings",
+)
+
+
+@dataclass(frozen=True)
+class ChildRun:
+    """What a finished child process left behind, before any interpretation."""
+
+    returncode: int
+    result_text: str | None
+    stderr_tail: str = ""
+    timed_out: bool = False
+    interrupted: bool = False
+    wall_s: float = 0.0
+    spawned_at: float | None = None
+    ended_at: float | None = None
+
+
+@dataclass(frozen=True)
+class TrialOutcome:
+    """A trial's status, its objective values (when COMPLETE) and the attributes to store."""
+
+    status: str
+    values: tuple[float, float] | None = None
+    error: str | None = None
+    attrs: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def state(self) -> str:
+        """The Optuna state name: ``COMPLETE``, ``PRUNED`` or ``FAIL``."""
+        return STATES[self.status]
+
+
+def classify(run: ChildRun, memory_capped: bool) -> TrialOutcome:
+    """Decide the outcome of a child run; pure, so every path is unit-testable."""
+    timing = {"wall_s": run.wall_s}
+    if run.interrupted:
+        return TrialOutcome("interrupted", error="stopped by the user", attrs=timing)
+    if run.timed_out:
+        return TrialOutcome(
+            "timeout", error=f"no result after {run.wall_s:.0f} s; killed", attrs=timing
+        )
+    result = _parse(run.result_text)
+    if result is None:
+        return _without_result(run, memory_capped, garbage=run.result_text is not None)
+    attrs = {key: result[key] for key in _RESULT_ATTRS if result.get(key) is not None}
+    attrs["timings"] = breakdown(run, result.get("timings", {}))
+    status = result.get("status")
+    if status == "ok" and result.get("probe"):  # a probe run measures nothing: it fitted
+        return TrialOutcome("ok", attrs=attrs)
+    if status == "ok":
+        loss, throughput = _finite(result.get("final_loss")), _finite(result.get("throughput"))
+        if loss is None or throughput is None or throughput <= 0:
+            return TrialOutcome(
+                "error",
+                error=f"bad measurement: loss {result.get('final_loss')}, "
+                f"throughput {result.get('throughput')}",
+                attrs=attrs,
+            )
+        return TrialOutcome("ok", values=(loss, throughput), attrs=attrs)
+    if status in ("oom", "diverged", "error"):
+        return TrialOutcome(status, error=str(result.get("error", ""))[:1000], attrs=attrs)
+    if status == "invalid":
+        return TrialOutcome("error", error=str(result.get("error", ""))[:1000], attrs=attrs)
+    return TrialOutcome("error", error=f"unknown result status {status!r}", attrs=attrs)
+
+
+PHASES: tuple[str, ...] = (
+    "process_start_s",
+    "import_s",
+    "device_init_s",
+    "build_s",
+    "tracing_s",
+    "training_s",
+    "noise_scale_s",
+    "evaluate_s",
+    "handback_s",
+)
+
+
+def breakdown(run: ChildRun, child: dict[str, Any]) -> dict[str, float]:
+    """Where a trial's wall time went, phase by phase, each measured on its own.
+
+    ``process_start_s`` runs from the parent's spawn to the child's first line, ``handback_s``
+    from the child's last line to the parent holding the result; ``unaccounted_s`` is what no
+    phase measured (small when the breakdown is complete).
+    """
+    phases = {k: float(v) for k, v in child.items() if k in PHASES}
+    if run.spawned_at is not None and "child_started_at" in child:
+        phases["process_start_s"] = float(child["child_started_at"]) - run.spawned_at
+    if run.ended_at is not None and "child_finished_at" in child:
+        phases["handback_s"] = run.ended_at - float(child["child_finished_at"])
+    phases["wall_s"] = run.wall_s
+    phases["unaccounted_s"] = run.wall_s - sum(phases.get(k, 0.0) for k in PHASES)
+    return phases
+
+
+def _without_result(run: ChildRun, memory_capped: bool, garbage: bool) -> TrialOutcome:
+    timing = {"timings": {"wall_s": run.wall_s}}
+    how = _describe_exit(run.returncode)
+    if is_probable_oom(run.returncode, run.stderr_tail, memory_capped):
+        return TrialOutcome(
+            "oom",
+            error=f"{how} under a memory cap or with an out-of-memory "
+            f"message: {_last_line(run.stderr_tail)}".rstrip(": "),
+            attrs=timing,
+        )
+    if run.returncode < 0:
+        return TrialOutcome(
+            "crashed", error=f"{how}: {_last_line(run.stderr_tail)}".rstrip(": "), attrs=timing
+        )
+    if garbage:
+        return TrialOutcome(
+            "error", error=f"{how} and left a result that is not JSON", attrs=timing
+        )
+    return TrialOutcome(
+        "error",
+        error=f"{how} without a result: {_last_line(run.stderr_tail)}".rstrip(": "),
+        attrs=timing,
+    )
+
+
+def _describe_exit(returncode: int) -> str:
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        return f"child died by {name}"
+    return f"child exited with code {returncode}"
+
+
+def _parse(text: str | None) -> dict[str, Any] | None:
+    if text is None:
+        return None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _finite(value: Any) -> float | None:
+    """``value`` as a float when it is a finite number, else ``None``."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1][:300] if lines else ""

@@ -1,0 +1,61 @@
+"""A stored study, read back: load it by name, and its recommendation.
+
+Below both the driver and the views, so that each reads results the same way.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from typing import Any
+
+import optuna
+
+from tuner.core.errors import NoCompleteTrialError, StudyNotFoundError
+from tuner.core.recommend import DEFAULT_TOLERANCE, POLICY, recommend
+from tuner.storage import mask_password, open_storage
+
+
+def load_study(storage_url: str, study_name: str) -> optuna.Study:
+    """Load an existing study for reading; never creates a database or a study."""
+    storage = open_storage(storage_url, create=False)
+    names = optuna.get_all_study_names(storage=storage)
+    if study_name not in names:
+        shown = ", ".join(sorted(names)) or "none"
+        raise StudyNotFoundError(
+            f"no study named {study_name!r} in {mask_password(storage_url)}; studies there: {shown}"
+        )
+    return optuna.load_study(study_name=study_name, storage=storage)
+
+
+def recommendation(
+    study: optuna.Study, tolerance: float | None = None, policy: str = POLICY
+) -> dict[str, Any]:
+    """The recommended-config JSON of a stored study (``policy``: one of ``POLICIES``)."""
+    spec = study.user_attrs.get("spec", {})
+    search = spec.get("search", {})
+    hypermodel = study.user_attrs.get("hypermodel")
+    if hypermodel:
+        hypermodel = {**hypermodel, "reference": spec.get("workload", {}).get("model", "")}
+    return recommend(
+        study.get_trials(deepcopy=False),
+        study_name=study.study_name,
+        base_lr=float(search.get("base_lr", float("nan"))),
+        base_batch_size=int(search.get("base_batch_size", 0)),
+        versions=study.user_attrs.get("versions", {}),
+        baselines=study.user_attrs.get("baselines"),
+        probes=study.user_attrs.get("probes"),
+        hypermodel=hypermodel,
+        created_at=_dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        tolerance=DEFAULT_TOLERANCE if tolerance is None else tolerance,
+        policy=policy,
+    )
+
+
+def current_recommendation(
+    study: optuna.Study, tolerance: float | None = None
+) -> dict[str, Any] | None:
+    """:func:`recommendation`, or ``None`` while no trial has completed."""
+    try:
+        return recommendation(study, tolerance)
+    except NoCompleteTrialError:
+        return None

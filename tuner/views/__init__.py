@@ -1,0 +1,7 @@
+"""Ways to look at a study: summary rows, the dashboard note, figures, the HTML report and the
+optuna-dashboard server.
+
+Reads trials through ``tuner.storage`` and decides nothing: every number comes from
+``tuner.core``. Never imports ``tuner.driver``, ``tuner.worker`` or ``tuner.cli``. The driver
+reaches the views only through :func:`tuner.views.refresh.refresh`.
+"""

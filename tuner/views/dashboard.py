@@ -1,0 +1,110 @@
+"""optuna-dashboard for tuner studies: what a study shows there, and ``tuner dashboard``.
+
+:func:`publish` stores the study note (Markdown) and the custom plots on the study, through
+optuna-dashboard's own API, so any optuna-dashboard pointed at the storage shows them.
+:func:`serve` runs the dashboard on a storage until Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import errno
+import signal
+import socket
+import socketserver
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+import optuna
+
+from tuner.core.errors import ConfigError
+from tuner.storage import open_storage
+from tuner.views.figures import study_figures
+from tuner.views.note import study_note
+
+
+def publish(study: optuna.Study, rec: dict[str, Any] | None) -> None:
+    """Write the note and the plots ``throughput-vs-batch``, ``loss-vs-batch`` and ``pareto`` on
+    ``study`` (``rec``: its recommendation, or ``None`` when nothing completed). Rewriting
+    replaces the previous note and plots.
+
+    optuna-dashboard stores each text in pieces, one write each; Ctrl-C and SIGTERM are held
+    back until all pieces are written, so an interrupt never leaves half a note or plot."""
+    from optuna_dashboard import save_note, save_plotly_graph_object
+
+    trials = study.get_trials(deepcopy=False)
+    written_at = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+    note = study_note(study.study_name, trials, study.user_attrs, rec, written_at)
+    figures = study_figures(
+        trials,
+        baseline_throughput=(rec or {}).get("baseline_throughput"),
+        recommended_trial=(rec or {}).get("trial_number"),
+    )
+    with _signals_held():
+        save_note(study, note)
+        for graph_id, figure in figures.items():
+            save_plotly_graph_object(study, figure, graph_object_id=graph_id)
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """Block SIGINT and SIGTERM in the block; one that arrived is delivered at its end."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held = {signal.SIGINT, signal.SIGTERM}
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+class _ThreadingWSGIServer(socketserver.ThreadingMixIn, WSGIServer):
+    """The dashboard page loads several API calls at once: answer them in parallel."""
+
+    daemon_threads = True
+
+
+class _ThreadingWSGIServer6(_ThreadingWSGIServer):
+    address_family = socket.AF_INET6
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:  # no access log on the terminal
+        pass
+
+
+def serve(
+    storage_url: str, host: str, port: int, on_ready: Callable[[str], None] = lambda url: None
+) -> None:
+    """Serve optuna-dashboard for ``storage_url`` on ``host:port`` until interrupted.
+
+    The storage must exist (nothing is created) and the port must be free; both are checked
+    before serving and raise :class:`ConfigError`. ``on_ready`` gets the dashboard's URL.
+    """
+    storage = open_storage(storage_url, create=False)
+    from optuna_dashboard import wsgi
+
+    app = wsgi(storage)
+    server_class = _ThreadingWSGIServer6 if ":" in host else _ThreadingWSGIServer
+    try:
+        server = make_server(
+            host, port, app, server_class=server_class, handler_class=_QuietHandler
+        )
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            raise ConfigError(
+                f"port {port} on {host} is already in use; pick another with --port"
+            ) from None
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    with server:
+        shown_host = f"[{host}]" if ":" in host else host
+        on_ready(f"http://{shown_host}:{server.server_port}/dashboard/")
+        try:
+            server.serve_forever(poll_interval=0.2)
+        finally:
+            server.server_close()

@@ -1,0 +1,32 @@
+"""The one entry through which the driver asks the views to catch up with the study."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import optuna
+
+from tuner.results import current_recommendation
+from tuner.storage import mask_password
+from tuner.views.dashboard import publish
+
+
+def refresh(
+    study: optuna.Study,
+    rec: dict[str, Any] | None = None,
+    *,
+    warn: Callable[[str], None] = lambda message: None,
+) -> None:
+    """Rewrite the study's dashboard note and plots from ``rec`` (default: the current
+    recommendation). A storage that refuses the write (read-only, gone) is reported through
+    ``warn``, not raised: the views are a convenience, the trials are what matters."""
+    import sqlalchemy.exc
+
+    if rec is None:
+        rec = current_recommendation(study)
+    try:
+        publish(study, rec)
+    except (sqlalchemy.exc.SQLAlchemyError, OSError, optuna.exceptions.StorageInternalError) as exc:
+        reason = " ".join(str(getattr(exc, "orig", None) or exc).split())[:200]
+        warn(f"could not update the dashboard note and plots: {mask_password(reason)}")

@@ -1,0 +1,156 @@
+"""``tuner report``: one self-contained HTML page that tells a study's story without the
+dashboard — the recommendation, throughput and loss against the global batch, the Pareto front,
+every trial, the devices and versions. plotly.js is inlined, so the page works offline.
+
+``--format png`` also renders each plot to PNG with Kaleido, which drives a Chrome or Chromium
+found on the machine (Debian's ``chromium`` package, or ``BROWSER_PATH``).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import html
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import optuna
+
+from tuner.core.errors import ConfigError, PngExportError
+from tuner.core.recommend import unique_trials
+from tuner.files import atomic_write_text
+from tuner.views.figures import study_figures
+from tuner.views.summary import (
+    STATUS_COLUMN,
+    TRIAL_COLUMNS,
+    environment_rows,
+    recommendation_rows,
+    trial_rows,
+)
+
+_STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1100px; color: #222; }
+h1 { font-size: 1.6rem; } h2 { margin-top: 2.2rem; font-size: 1.25rem; }
+table { border-collapse: collapse; font-size: 0.9rem; }
+th, td { border-bottom: 1px solid #ddd; padding: 0.3rem 0.6rem; text-align: left; }
+td.right, th.right { text-align: right; }
+.status-ok { color: #1b7f3b; } .status-oom, .status-oom-implied { color: #b36b00; }
+.status-timeout, .status-crashed, .status-error, .status-interrupted { color: #b00020; }
+.status-diverged { color: #8e24aa; } .status-running { color: #00838f; }
+.lead { font-size: 1.1rem; background: #f4f7fb; padding: 0.8rem 1rem; border-radius: 6px; }
+.plot { margin: 1rem 0; }
+"""
+
+
+def _table(
+    headers: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    aligns: Sequence[str],
+    status_column: int | None = None,
+) -> str:
+    def cell(tag: str, text: str, align: str, extra: str = "") -> str:
+        classes = " ".join(c for c in ("right" if align == "right" else "", extra) if c)
+        cls = f' class="{classes}"' if classes else ""
+        return f"<{tag}{cls}>{html.escape(text)}</{tag}>"
+
+    head = "".join(cell("th", h, a) for h, a in zip(headers, aligns, strict=True))
+    body = []
+    for row in rows:
+        cells = []
+        for i, (text, align) in enumerate(zip(row, aligns, strict=True)):
+            extra = f"status-{text}" if i == status_column else ""
+            cells.append(cell("td", text, align, extra))
+        body.append(f"<tr>{''.join(cells)}</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def render_html(
+    study_name: str,
+    trials: Sequence[optuna.trial.FrozenTrial],
+    study_attrs: dict[str, Any],
+    rec: dict[str, Any] | None,
+    figures: dict[str, Any],
+    written_at: str,
+) -> str:
+    """The report page (plotly.js inlined once, before the first plot)."""
+    unique = unique_trials(trials)
+    if rec is None:
+        lead = "No trial has completed yet, so there is no recommendation."
+        rec_table = ""
+    else:
+        lead = (
+            f"Use global batch <b>{rec['global_batch_size']}</b> "
+            f"({rec['per_replica_batch_size']} per replica × {rec['num_replicas']}) with learning "
+            f"rate <b>{rec['learning_rate']:.4g}</b> ({html.escape(rec['lr_rule'])} rule): "
+            f"{rec['throughput']:,.0f} samples/s at final loss {rec['final_loss']:.5g}."
+        )
+        rec_table = _table(["", "recommendation"], recommendation_rows(rec), ["left", "left"])
+    plots = []
+    for index, (graph_id, figure) in enumerate(figures.items()):
+        plots.append(
+            '<div class="plot">'
+            + figure.to_html(full_html=False, include_plotlyjs=index == 0, div_id=graph_id)
+            + "</div>"
+        )
+    headers, aligns = zip(*TRIAL_COLUMNS, strict=True)
+    trial_table = _table(headers, trial_rows(unique, note_width=80), aligns, STATUS_COLUMN)
+    env_table = _table(["", ""], environment_rows(study_attrs, unique), ["left", "left"])
+    title = f"tuner report: {html.escape(study_name)}"
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
+<style>{_STYLE}</style></head>
+<body>
+<h1>{title}</h1>
+<p class="lead" id="recommendation">{lead}</p>
+{rec_table}
+<h2>Throughput, loss and batch size</h2>
+{"".join(plots)}
+<h2>Trials (one per grid point)</h2>
+{trial_table}
+<h2>Devices and versions</h2>
+{env_table}
+<p><small>Written by tuner at {html.escape(written_at)}.</small></p>
+</body></html>
+"""
+
+
+def write_report(
+    study: optuna.Study, rec: dict[str, Any] | None, output: Path, *, png: bool = False
+) -> list[Path]:
+    """Write the HTML report to ``output`` (and, with ``png``, ``<output stem>-<plot>.png`` beside
+    it); return the files written. Raises :class:`PngExportError` after writing the HTML when the
+    PNGs cannot be rendered."""
+    trials = study.get_trials(deepcopy=False)
+    figures = study_figures(
+        trials,
+        baseline_throughput=(rec or {}).get("baseline_throughput"),
+        recommended_trial=(rec or {}).get("trial_number"),
+    )
+    written_at = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+    page = render_html(study.study_name, trials, study.user_attrs, rec, figures, written_at)
+    try:
+        atomic_write_text(output, page)
+    except OSError as exc:
+        raise ConfigError(f"cannot write {output}: {exc.strerror or exc}") from None
+    written = [output]
+    if png:
+        paths = [output.with_name(f"{output.stem}-{graph_id}.png") for graph_id in figures]
+        try:
+            import plotly.io as pio
+
+            pio.write_images(list(figures.values()), paths, width=1000, height=560)
+        except Exception as exc:  # the HTML is written: say why the PNGs are not
+            if is_missing_renderer(exc):
+                reason = "PNG export needs Chrome or Chromium for Kaleido (apt install chromium, "
+                reason += "or set BROWSER_PATH to a Chrome binary)"
+            else:
+                reason = f"PNG export failed: {type(exc).__name__}: {' '.join(str(exc).split())}"
+            raise PngExportError(f"the HTML report is at {output}, but {reason[:300]}") from exc
+        written += paths
+    return written
+
+
+def is_missing_renderer(exc: BaseException) -> bool:
+    """Whether plotly's image export failed for want of Kaleido or of a browser for it."""
+    text = str(exc)
+    return "requires Google Chrome" in text or "requires the Kaleido package" in text

@@ -1,0 +1,141 @@
+"""The trial child process: ``python -m tuner.worker.child REQUEST.json RESULT.json``.
+
+It reads one request, runs it (``inspect`` a workload or train one ``trial``), and writes one JSON
+result. Progress goes to stdout as ``TUNER-EVENT {json}`` lines. Out-of-memory is classified here
+for exceptions; deaths by signal are classified by the parent (``tuner.core.outcome``).
+
+Test aid: ``TUNER_TEST_FAULT`` makes a trial misbehave on purpose — ``segfault``, ``abort``,
+``hang``, ``exit`` (exit 3 without a result), ``garbage`` (a result file that is not JSON) or
+``raise`` — optionally only at one global batch (``segfault@128``); several comma-separated
+entries apply each at its batch (``segfault@128,hang@256``). Inert unless set.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import threading
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from tuner.core.protocol import encode_event
+from tuner.files import atomic_write_text
+
+
+def _emit(event: dict[str, Any]) -> None:
+    sys.stdout.write(encode_event(event))
+    sys.stdout.flush()
+
+
+def _write_result(path: Path, result: dict[str, Any]) -> None:
+    atomic_write_text(path, json.dumps(result, default=str))
+
+
+def _watch_parent() -> None:
+    """Exit when the parent dies, so no orphan keeps holding the devices: the kernel's
+    parent-death signal on Linux, and a watcher thread everywhere. The parent's pid comes from
+    the environment, so a parent that died before this line ran is noticed too."""
+    parent = int(os.environ.get("TUNER_PARENT_PID", os.getppid()))
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent:
+        os._exit(137)
+
+    def watch() -> None:
+        while True:
+            time.sleep(0.5)
+            if os.getppid() != parent:
+                os._exit(137)
+
+    threading.Thread(target=watch, name="tuner-parent-watch", daemon=True).start()
+
+
+def _inject_fault(request: dict[str, Any], result_path: Path) -> None:
+    spec = os.environ.get("TUNER_TEST_FAULT", "")
+    if not spec or request.get("mode") != "trial":
+        return
+    batch = int(request["global_batch_size"])
+    faults = [entry.partition("@") for entry in spec.split(",")]
+    chosen = [name for name, _, at in faults if not at or int(at) == batch]
+    if not chosen:
+        return
+    fault = chosen[0]
+    if fault == "segfault":
+        import ctypes
+
+        ctypes.string_at(0)
+    elif fault == "abort":
+        os.abort()
+    elif fault == "hang":
+        while True:
+            time.sleep(60)
+    elif fault == "exit":
+        os._exit(3)
+    elif fault == "garbage":
+        result_path.write_text("this is not a result {")
+        os._exit(0)
+    elif fault == "raise":
+        raise RuntimeError("fault injected by TUNER_TEST_FAULT")
+
+
+def main(argv: list[str]) -> None:
+    """Run the request at ``argv[0]``; write the result to ``argv[1]``; exit."""
+    request_path, result_path = Path(argv[0]), Path(argv[1])
+    started_at = time.time()
+    started = time.perf_counter()
+    _watch_parent()
+    request = json.loads(request_path.read_text())
+    try:
+        _inject_fault(request, result_path)
+        from tuner.core import oom
+        from tuner.core.errors import WorkloadError
+
+        import_started = time.perf_counter()
+        from tuner.worker import train
+
+        import_s = time.perf_counter() - import_started
+        try:
+            if request["mode"] == "inspect":
+                result = train.inspect_workload(request)
+            else:
+                result = train.run_trial(request, _emit)
+            result.setdefault("timings", {})["import_s"] = import_s
+        except WorkloadError as exc:
+            result = {"status": "invalid", "error": str(exc)}
+        except Exception as exc:  # classified, then reported with its tail
+            status = "oom" if oom.is_oom_error(exc) else "error"
+            result = {
+                "status": status,
+                "error": _shorten(f"{type(exc).__name__}: {oom.summary(str(exc))}"),
+                "traceback": _shorten(traceback.format_exc(), 4000),
+            }
+    except Exception as exc:  # the child must always leave a result
+        result = {"status": "error", "error": _shorten(f"{type(exc).__name__}: {exc}")}
+    timings = result.setdefault("timings", {})
+    timings["child_total_s"] = time.perf_counter() - started
+    timings["child_started_at"] = started_at
+    timings["child_finished_at"] = time.time()
+    _write_result(result_path, result)
+    # The result is on disk: skip TensorFlow's teardown, which can take seconds (after an
+    # out-of-memory, ~10 s while another replica's allocator waits out its retry).
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+def _shorten(text: str, limit: int = 600) -> str:
+    # Short messages become one line; long ones (tracebacks) keep their lines.
+    text = " ".join(text.split()) if limit <= 600 else text
+    return text if len(text) <= limit else "…" + text[-limit:]
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

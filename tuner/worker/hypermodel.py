@@ -1,0 +1,200 @@
+"""Inside the child: a workload's ``model`` may be a KerasTuner hypermodel, used unchanged.
+
+The reference may name a plain builder (``build() -> keras.Model``), a function taking ``hp``, a
+``keras_tuner.HyperModel`` subclass (instantiated without arguments) or a ``HyperModel`` object.
+For a hypermodel, :func:`discover` builds it to learn its hyperparameters (KerasTuner registers
+them on first use; each non-default value of a ``Choice`` or ``Boolean`` is built once more so
+that conditional hyperparameters behind it are found too), and :func:`build` builds it at given
+values by registering each as ``hp.Fixed`` first, exactly as the recommendation's snippet does.
+
+When the user's build compiles the model, :func:`compile_args` keeps its loss and metrics and its
+optimizer class and settings, with the learning rate replaced by the rule's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import keras
+
+from tuner.core.errors import WorkloadError
+from tuner.workloads import resolve
+
+_MAX_DISCOVERY_BUILDS = 32
+
+
+def kind_of(target: Any) -> str:
+    """``plain``, ``function`` (takes ``hp``), ``class`` or ``instance`` (a ``HyperModel``)."""
+    try:
+        import keras_tuner
+    except ImportError:  # without KerasTuner only plain builders exist
+        keras_tuner = None
+    if keras_tuner is not None:
+        if isinstance(target, type) and issubclass(target, keras_tuner.HyperModel):
+            return "class"
+        if isinstance(target, keras_tuner.HyperModel):
+            return "instance"
+    if not callable(target):
+        raise WorkloadError(f"{target!r} is neither a model builder nor a KerasTuner HyperModel")
+    try:
+        parameters = inspect.signature(target).parameters.values()
+    except (TypeError, ValueError):
+        return "plain"
+    required = [
+        p
+        for p in parameters
+        if p.default is inspect.Parameter.empty
+        and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
+    return "function" if required else "plain"
+
+
+def _builder(reference: str) -> tuple[str, Callable[[Any], Any]]:
+    target = resolve(reference, allow_hypermodel=True)
+    kind = kind_of(target)
+    if kind == "plain":
+        return kind, lambda hp: target()
+    if kind == "function":
+        return kind, target
+    hypermodel: Any = target() if kind == "class" else target
+    return kind, hypermodel.build
+
+
+def _call(reference: str, build: Callable[[Any], Any], hp: Any) -> Any:
+    try:
+        model = build(hp)
+    except WorkloadError:
+        raise
+    except Exception as exc:
+        raise WorkloadError(f"{reference} raised {type(exc).__name__}: {exc}") from exc
+    if not isinstance(model, keras.Model):
+        raise WorkloadError(f"{reference} must return a keras.Model, got {type(model).__name__}")
+    return model
+
+
+def build(reference: str, values: Mapping[str, Any] | None = None) -> Any:
+    """Build the workload's model; a hypermodel at ``values`` (its defaults where unset)."""
+    kind, builder = _builder(reference)
+    if kind == "plain":
+        return _call(reference, builder, None)
+    import keras_tuner
+
+    hp = keras_tuner.HyperParameters()
+    for name, value in (values or {}).items():
+        hp.Fixed(name, value)
+    return _call(reference, builder, hp)
+
+
+def discover(reference: str) -> dict[str, Any] | None:
+    """The hypermodel's kind and hyperparameter space (KerasTuner's config), or ``None`` for a
+    plain builder."""
+    kind, builder = _builder(reference)
+    if kind == "plain":
+        return None
+    import keras_tuner
+
+    hp = keras_tuner.HyperParameters()
+    _call(reference, builder, hp)
+    space: list[dict[str, Any]] = hp.get_config()["space"]
+    names = {entry["config"]["name"] for entry in space}
+    tried: set[tuple[str, str]] = set()
+    builds = 1
+    index = 0
+    while index < len(space) and builds < _MAX_DISCOVERY_BUILDS:
+        entry = space[index]
+        index += 1
+        config = entry["config"]
+        if entry["class_name"] == "Choice":
+            others = [
+                v for v in config["values"] if v != config.get("default", config["values"][0])
+            ]
+        elif entry["class_name"] == "Boolean":
+            others = [not config.get("default", False)]
+        else:
+            continue
+        for value in others:
+            key = (config["name"], repr(value))
+            if key in tried or builds >= _MAX_DISCOVERY_BUILDS:
+                continue
+            tried.add(key)
+            probe = keras_tuner.HyperParameters()
+            probe.Fixed(config["name"], value)
+            _call(reference, builder, probe)
+            builds += 1
+            for found in probe.get_config()["space"]:
+                if found["config"]["name"] not in names:
+                    names.add(found["config"]["name"])
+                    space.append(found)
+    return {"kind": kind, "space": space}
+
+
+class _FitRecorder:
+    """Stands in for the model in ``HyperModel.fit`` to see the arguments it would pass."""
+
+    def __init__(self) -> None:
+        self.kwargs: dict[str, Any] = {}
+
+    def fit(self, *args: Any, **kwargs: Any) -> None:
+        self.kwargs = kwargs
+
+
+def check_fit(reference: str, x: Any, y: Any) -> None:
+    """Refuse a ``HyperModel`` whose ``fit`` sets ``batch_size``: tuner owns the batch size."""
+    import keras_tuner
+
+    target = resolve(reference, allow_hypermodel=True)
+    kind = kind_of(target)
+    if kind not in ("class", "instance"):
+        return
+    hypermodel: Any = target() if kind == "class" else target
+    if type(hypermodel).fit is keras_tuner.HyperModel.fit:
+        return
+    recorder = _FitRecorder()
+    # A fit that does more than call model.fit is judged by what it passed before failing.
+    with contextlib.suppress(Exception):
+        hypermodel.fit(keras_tuner.HyperParameters(), recorder, x, y)
+    if "batch_size" in recorder.kwargs:
+        raise WorkloadError(
+            f"{reference}: HyperModel.fit sets batch_size={recorder.kwargs['batch_size']!r}, "
+            "but tuner owns the batch size (it searches the global batch); remove batch_size "
+            "from fit"
+        )
+
+
+def compile_args(model: Any, learning_rate: float) -> dict[str, Any] | None:
+    """The compile arguments of a model the user's build compiled, with the optimizer rebuilt
+    at ``learning_rate`` (same class, other settings kept); ``None`` if it was not compiled."""
+    if not getattr(model, "compiled", False) or getattr(model, "optimizer", None) is None:
+        return None
+    config = model.get_compile_config()
+    optimizer = dict(config["optimizer"])
+    optimizer["config"] = {**optimizer["config"], "learning_rate": learning_rate}
+    args: dict[str, Any] = {"optimizer": keras.optimizers.deserialize(optimizer)}
+    for key in ("loss", "metrics", "loss_weights", "weighted_metrics"):
+        value = config.get(key)
+        if value is not None:
+            args[key] = _deserialize(value)
+    return args
+
+
+def _deserialize(value: Any) -> Any:
+    if isinstance(value, str | int | float):
+        return value
+    if isinstance(value, list):
+        return [_deserialize(item) for item in value]
+    if isinstance(value, dict) and "class_name" not in value:
+        return {key: _deserialize(item) for key, item in value.items()}
+    return keras.saving.deserialize_keras_object(value)
+
+
+def layer_summary(model: Any) -> list[str]:
+    """The architecture in short: each layer's class with its units, activation and rate."""
+    summary = []
+    for layer in model.layers:
+        config = layer.get_config()
+        parts = [f"{k}={config[k]}" for k in ("units", "activation", "rate") if k in config]
+        summary.append(f"{type(layer).__name__}({', '.join(parts)})")
+    return summary

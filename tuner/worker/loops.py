@@ -1,0 +1,293 @@
+"""Inside the child: the training loops a trial can use, behind one small interface.
+
+* ``fit`` — Keras ``Model.fit`` under ``MirroredStrategy`` (the default).
+* ``custom`` — a custom loop: ``strategy.run`` per-replica steps; per-example losses averaged over
+  the **global** batch with ``tf.nn.compute_average_loss``; ``strategy.reduce`` for reporting.
+* ``cpu-update`` — the variables (and the optimizer's slots) live on the CPU, each replica device
+  computes the forward and backward pass on its shard of the global batch, and the summed
+  gradients are applied on the CPU (central storage, built by hand: Keras 3 ``fit`` under
+  TensorFlow's ``CentralStorageStrategy`` does not match one device, see the README).
+
+``reduction="replica-mean"`` reproduces the forum answer's bug on purpose — a hand-written
+``tf.reduce_mean`` per replica, SUM-reduced across replicas — so that ``tuner validate`` can be seen
+catching it. Every loop counts the examples each replica processed (a per-replica variable updated
+inside the replica's own step), which is the evidence that every device did its share.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from typing import Any
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from tuner.core.spec import LOOP_KINDS
+from tuner.worker.losses import per_example_loss
+
+REDUCTIONS = ("global", "replica-mean")
+
+OnEpoch = Callable[[int, float, float], bool]
+"""Called after each epoch with (epoch index, mean loss, seconds); returns False to stop."""
+
+
+class _Base:
+    """What every loop records: per-step losses and per-replica example counts."""
+
+    def __init__(self, devices: list[str]) -> None:
+        self.devices = devices
+        self.step_losses: list[float] = []
+        self.model: Any = None
+
+    def learning_rate(self) -> float:
+        """The learning rate the optimizer actually holds."""
+        return float(np.asarray(self.model.optimizer.learning_rate))
+
+    def variable_copies(self) -> list[list[np.ndarray]]:
+        """Per variable (weights and optimizer slots), the value of each copy that exists."""
+        copies = []
+        for variable in [*self.model.weights, *self.model.optimizer.variables]:
+            value = getattr(variable, "value", variable)
+            components = getattr(value, "values", None) or (value,)
+            copies.append([np.asarray(c.numpy()) for c in components])
+        return copies
+
+    def variable_devices(self) -> list[str]:
+        """The devices that hold the model's weights."""
+        found = set()
+        for variable in self.model.weights:
+            value = getattr(variable, "value", variable)
+            for component in getattr(value, "values", None) or (value,):
+                found.add(component.device)
+        return sorted(found)
+
+
+class FitLoop(_Base):
+    """Keras ``fit`` under a ``MirroredStrategy``."""
+
+    def __init__(
+        self,
+        strategy: Any,
+        build: Callable[[], Any],
+        compile_args: Callable[[], dict[str, Any]],
+        record_steps: bool,
+    ) -> None:
+        super().__init__(list(strategy.extended.worker_devices))
+        self._strategy = strategy
+        self._record_steps = record_steps
+        with strategy.scope():
+            self.model = build()
+            self.model.compile(**compile_args())
+            self._examples = _replica_counter()
+        original = self.model.train_step
+        counter = self._examples
+
+        def counted_train_step(data: Any) -> Any:
+            counter.assign_add(tf.cast(tf.shape(tf.nest.flatten(data)[0])[0], tf.int64))
+            return original(data)
+
+        self.model.train_step = counted_train_step
+
+    def run(self, dataset: Any, epochs: int, steps: int | None, on_epoch: OnEpoch) -> None:
+        """Train ``epochs`` epochs of ``steps`` steps (``None``: whole passes over ``dataset``)."""
+        loop = self
+
+        class _Hooks(keras.callbacks.Callback):
+            def on_epoch_begin(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
+                self._started = time.perf_counter()
+
+            def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
+                loss = float((logs or {}).get("loss", math.nan))  # reading it syncs the devices
+                if not on_epoch(epoch, loss, time.perf_counter() - self._started):
+                    self.model.stop_training = True
+
+        class _Steps(keras.callbacks.Callback):
+            def on_train_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None:
+                loop.step_losses.append(float((logs or {}).get("loss", math.nan)))
+
+        callbacks: list[Any] = [_Hooks()]
+        if self._record_steps:
+            callbacks.append(_Steps())  # batch hooks sync every step: validation only
+        if steps is None:  # whole epochs, exactly as a user's `fit(dataset, epochs=...)` runs
+            self.model.fit(dataset, epochs=epochs, verbose=0, callbacks=callbacks)
+        else:
+            self.model.fit(
+                dataset.repeat(),
+                epochs=epochs,
+                steps_per_epoch=steps,
+                verbose=0,
+                callbacks=callbacks,
+            )
+
+    def replica_examples(self) -> list[int]:
+        """Examples each replica processed in its own train step."""
+        return [int(v.numpy()) for v in self._examples.values]
+
+
+class CustomLoop(_Base):
+    """``strategy.run`` per-replica steps with the loss averaged over the global batch."""
+
+    def __init__(
+        self,
+        strategy: Any,
+        build: Callable[[], Any],
+        compile_args: Callable[[], dict[str, Any]],
+        loss_name: str,
+        global_batch: int,
+        reduction: str,
+    ) -> None:
+        super().__init__(list(strategy.extended.worker_devices))
+        self._strategy = strategy
+        loss_fn = per_example_loss(loss_name)
+        with strategy.scope():
+            self.model = build()
+            self.model.compile(**compile_args())
+            self.model.optimizer.build(self.model.trainable_variables)
+            self._examples = _replica_counter()
+        model, optimizer, counter = self.model, self.model.optimizer, self._examples
+
+        def replica_step(x: Any, y: Any) -> Any:
+            counter.assign_add(tf.cast(tf.shape(x)[0], tf.int64))
+            with tf.GradientTape() as tape:
+                per_example = loss_fn(y, model(x, training=True))
+                if reduction == "replica-mean":
+                    loss = tf.reduce_mean(per_example)  # the bug: not scaled by 1/replicas
+                else:
+                    loss = tf.nn.compute_average_loss(per_example, global_batch_size=global_batch)
+                if model.losses:
+                    loss += tf.nn.scale_regularization_loss(tf.add_n(model.losses))
+            grads = tape.gradient(loss, model.trainable_variables)
+            optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
+            return loss
+
+        @tf.function
+        def train_step(batch: Any) -> Any:
+            per_replica = strategy.run(replica_step, args=batch)
+            return strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None)
+
+        self._train_step = train_step
+
+    def run(self, dataset: Any, epochs: int, steps: int | None, on_epoch: OnEpoch) -> None:
+        """Train ``epochs`` epochs of ``steps`` steps (``None``: whole passes over ``dataset``)."""
+        steps = steps or int(dataset.cardinality())
+        iterator = iter(self._strategy.experimental_distribute_dataset(dataset.repeat()))
+        _epochs(lambda: self._train_step(next(iterator)), epochs, steps, on_epoch, self.step_losses)
+
+    def replica_examples(self) -> list[int]:
+        """Examples each replica processed in its own step."""
+        return [int(v.numpy()) for v in self._examples.values]
+
+
+class CpuUpdateLoop(_Base):
+    """Variables on the CPU; forward and backward on each replica device; update on the CPU."""
+
+    def __init__(
+        self,
+        compute_devices: list[str],
+        build: Callable[[], Any],
+        compile_args: Callable[[], dict[str, Any]],
+        loss_name: str,
+        global_batch: int,
+        reduction: str,
+    ) -> None:
+        super().__init__(compute_devices)
+        loss_fn = per_example_loss(loss_name)
+        n = len(compute_devices)
+        with tf.device("/cpu:0"):
+            self.model = build()
+            self.model.compile(**compile_args())
+            self.model.optimizer.build(self.model.trainable_variables)
+        self._counters = []
+        for device in compute_devices:
+            with tf.device(device):
+                self._counters.append(tf.Variable(0, dtype=tf.int64, trainable=False))
+        model, optimizer, counters = self.model, self.model.optimizer, self._counters
+
+        @tf.function
+        def train_step(x: Any, y: Any) -> Any:
+            xs, ys = tf.split(x, n), tf.split(y, n)
+            losses, grads = [], []
+            for i, device in enumerate(compute_devices):
+                with tf.device(device):
+                    counters[i].assign_add(tf.cast(tf.shape(xs[i])[0], tf.int64))
+                    with tf.GradientTape() as tape:
+                        per_example = loss_fn(ys[i], model(xs[i], training=True))
+                        if reduction == "replica-mean":
+                            loss = tf.reduce_mean(per_example)
+                        else:
+                            loss = tf.reduce_sum(per_example) / global_batch
+                        if model.losses:
+                            loss += tf.add_n(model.losses) / n
+                    losses.append(loss)
+                    grads.append(tape.gradient(loss, model.trainable_variables))
+            with tf.device("/cpu:0"):
+                summed = [tf.add_n(list(g)) for g in zip(*grads, strict=True)]
+                optimizer.apply_gradients(zip(summed, model.trainable_variables, strict=True))
+                return tf.add_n(losses)
+
+        self._train_step = train_step
+
+    def run(self, dataset: Any, epochs: int, steps: int | None, on_epoch: OnEpoch) -> None:
+        """Train ``epochs`` epochs of ``steps`` steps (``None``: whole passes over ``dataset``)."""
+        steps = steps or int(dataset.cardinality())
+        iterator = iter(dataset.repeat())
+        _epochs(
+            lambda: self._train_step(*next(iterator)), epochs, steps, on_epoch, self.step_losses
+        )
+
+    def replica_examples(self) -> list[int]:
+        """Examples each compute device processed."""
+        return [int(c.numpy()) for c in self._counters]
+
+
+Loop = FitLoop | CustomLoop | CpuUpdateLoop
+
+
+def make_loop(
+    kind: str,
+    strategy: Any,
+    build: Callable[[], Any],
+    compile_args: Callable[[], dict[str, Any]],
+    loss_name: str,
+    global_batch: int,
+    reduction: str = "global",
+    record_steps: bool = False,
+) -> Loop:
+    """Build the loop ``kind`` around a freshly built model."""
+    if kind == "fit":
+        return FitLoop(strategy, build, compile_args, record_steps)
+    if kind == "custom":
+        return CustomLoop(strategy, build, compile_args, loss_name, global_batch, reduction)
+    if kind == "cpu-update":
+        devices = list(strategy.extended.worker_devices)
+        return CpuUpdateLoop(devices, build, compile_args, loss_name, global_batch, reduction)
+    raise ValueError(f"unknown loop {kind!r}; known: {', '.join(LOOP_KINDS)}")
+
+
+def _replica_counter() -> Any:
+    return tf.Variable(
+        0,
+        dtype=tf.int64,
+        trainable=False,
+        synchronization=tf.VariableSynchronization.ON_READ,
+        aggregation=tf.VariableAggregation.SUM,
+    )
+
+
+def _epochs(
+    step: Callable[[], Any],
+    epochs: int,
+    steps: int,
+    on_epoch: OnEpoch,
+    step_losses: list[float],
+) -> None:
+    for epoch in range(epochs):
+        started = time.perf_counter()
+        losses = [step() for _ in range(steps)]
+        values = [float(v) for v in tf.stack(losses).numpy()]  # one sync per epoch
+        step_losses.extend(values)
+        if not on_epoch(epoch, float(np.mean(values)), time.perf_counter() - started):
+            return

@@ -1,0 +1,103 @@
+"""Inside the child: what a training run measures besides its loss — epoch times and throughput
+(:class:`Meter`), the first epoch's tracing, device memory peaks and GPU utilisation."""
+
+from __future__ import annotations
+
+import math
+import statistics
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import tensorflow as tf
+
+from tuner.core.devices import DevicePlan
+
+Emit = Callable[[dict[str, Any]], None]
+
+
+def split_tracing(epoch_seconds: list[float], fit_s: float) -> dict[str, float]:
+    """Split fit time into tracing (the first epoch's excess over a steady epoch) and training."""
+    if not epoch_seconds:
+        return {"tracing_s": 0.0, "training_s": fit_s}
+    steady = statistics.median(epoch_seconds[1:]) if len(epoch_seconds) > 1 else epoch_seconds[0]
+    tracing = max(0.0, epoch_seconds[0] - steady)
+    return {"tracing_s": tracing, "training_s": fit_s - tracing}
+
+
+def peak_memory_per_device(plan: DevicePlan) -> list[int | None]:
+    """Peak bytes per replica device (GPUs only; ``None`` where TensorFlow cannot tell)."""
+    if plan.kind != "gpu":
+        return [None] * plan.num_replicas
+    peaks: list[int | None] = []
+    for i in range(plan.num_replicas):
+        try:
+            peaks.append(int(tf.config.experimental.get_memory_info(f"GPU:{i}")["peak"]))
+        except (ValueError, RuntimeError):
+            peaks.append(None)
+    return peaks
+
+
+class Meter:
+    """Times epochs, records their losses and throughput, reports progress, stops on NaN."""
+
+    def __init__(self, emit: Emit, samples_per_epoch: int, epochs: int) -> None:
+        self._emit = emit
+        self._samples = samples_per_epoch
+        self._epochs = epochs
+        self.epoch_seconds: list[float] = []
+        self.throughputs: list[float] = []
+        self.losses: list[float] = []
+        self.diverged_at: int | None = None
+
+    def __call__(self, epoch: int, loss: float, seconds: float) -> bool:
+        self.epoch_seconds.append(seconds)
+        self.throughputs.append(self._samples / seconds if seconds > 0 else 0.0)
+        self.losses.append(loss)
+        self._emit(
+            {
+                "event": "epoch",
+                "epoch": epoch + 1,
+                "epochs": self._epochs,
+                "loss": loss,
+                "throughput": self.throughputs[-1],
+            }
+        )
+        if not math.isfinite(loss):
+            self.diverged_at = epoch + 1
+            return False
+        return True
+
+
+class UtilizationSampler:
+    """Samples each selected GPU's utilisation through NVML (``nvidia-ml-py``), if available."""
+
+    def __init__(self, plan: DevicePlan) -> None:
+        self._samples: list[list[int]] = [[] for _ in plan.gpu_indices]
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        if plan.kind != "gpu":
+            return
+        try:
+            import pynvml  # type: ignore[import-not-found]
+
+            pynvml.nvmlInit()
+            handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in plan.gpu_indices]
+        except Exception:  # no NVML here: utilisation is simply not reported
+            return
+
+        def sample() -> None:
+            while not self._stop.wait(0.1):
+                for i, handle in enumerate(handles):
+                    self._samples[i].append(int(pynvml.nvmlDeviceGetUtilizationRates(handle).gpu))
+
+        self._thread = threading.Thread(target=sample, name="tuner-nvml", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> list[float] | None:
+        """Mean utilisation (percent) per GPU while training, or ``None`` without NVML."""
+        if self._thread is None:
+            return None
+        self._stop.set()
+        self._thread.join()
+        return [sum(s) / len(s) if s else 0.0 for s in self._samples]
