@@ -1,16 +1,29 @@
-"""Shared helpers: run the real ``tuner`` CLI in a child process, write specs, hash files."""
+"""Shared helpers (run the real ``tuner`` CLI in a child process, write specs, hash files) and
+the test tiers.
+
+Tiers: ``-m "not slow"`` is the fast tier. It must start no trial child (``python -m
+tuner.worker``: no TensorFlow training, no workload check); every fast test runs with a guard
+that makes such a child fail at start and the test with it. Tests that use the real studies
+(``small_study``, ``wide_study``) are marked slow here; any other test that starts a child carries
+``@pytest.mark.slow`` itself. Tests marked ``gpu`` are skipped where no NVIDIA GPU is visible.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import subprocess
 import sys
+import traceback
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tuner.core.protocol import WORKER_MODULE
 
 TESTS = Path(__file__).resolve().parent
 
@@ -62,6 +75,70 @@ CHROMIUM_ARGS = [
 ]
 
 
+STUDY_FIXTURES = frozenset({"small_study", "wide_study"})
+"""Session fixtures that run real searches: a test that uses one (even indirectly) is slow."""
+
+GUARD_ENV = "TUNER_TEST_CHILD_LOG"
+SITECUSTOMIZE = f"""
+# Written by tests/conftest.py and first on PYTHONPATH in fast tests: a trial child must not start.
+import os, sys
+
+_argv = list(getattr(sys, "orig_argv", sys.argv))
+_worker = any(a == "-m" and b == "{WORKER_MODULE}" for a, b in zip(_argv, _argv[1:]))
+if (_worker or "-m{WORKER_MODULE}" in _argv) and os.environ.get("{GUARD_ENV}"):
+    with open(os.environ["{GUARD_ENV}"], "a", encoding="utf-8") as _log:
+        _log.write(" ".join(_argv) + "\\n")
+    sys.stderr.write("refused by the fast-tier guard (tests/conftest.py): a trial child\\n")
+    os._exit(97)
+"""
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark slow what uses a real study; skip ``gpu`` tests when no NVIDIA GPU is visible."""
+    for item in items:
+        if STUDY_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+    needs_gpu = [item for item in items if item.get_closest_marker("gpu")]
+    if needs_gpu:
+        from tuner.driver.devices import visible_gpus
+
+        if not visible_gpus():
+            skip = pytest.mark.skip(reason="needs an NVIDIA GPU (none visible)")
+            for item in needs_gpu:
+                item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def _child_guard(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder holding the guard's ``sitecustomize.py``."""
+    folder = tmp_path_factory.mktemp("child-guard")
+    (folder / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    return folder
+
+
+@pytest.fixture(autouse=True)
+def _fast_tests_start_no_trial_child(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, _child_guard: Path
+) -> Iterator[None]:
+    """In a test not marked slow, a trial child (inherited environment) refuses to start, and the
+    test errors naming the child; slow tests run unguarded."""
+    if request.node.get_closest_marker("slow"):
+        yield
+        return
+    log = _child_guard / f"{uuid.uuid4().hex}.log"
+    monkeypatch.setenv(GUARD_ENV, str(log))
+    path = [str(_child_guard), os.environ.get("PYTHONPATH", "")]
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in path if p))
+    yield
+    if log.exists():
+        pytest.fail(
+            "a test not marked slow started a trial child (mark it @pytest.mark.slow):\n"
+            + log.read_text(),
+            pytrace=False,
+        )
+
+
 def tuner_env(**extra: str) -> dict[str, str]:
     """The environment for a ``tuner`` child: test workloads importable, no GPU."""
     env = dict(os.environ)
@@ -84,6 +161,23 @@ def run_tuner(
         text=True,
         timeout=timeout,
     )
+
+
+def invoke_tuner(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """Run the ``tuner`` app in this process (no interpreter start: the fast tier's way) in the
+    environment of :func:`tuner_env`, and return what :func:`run_tuner` would: the exit code,
+    stdout, and stderr with the traceback of an uncaught exception, as Python would print it."""
+    from typer.testing import CliRunner
+
+    from tuner.cli.app import app
+
+    env = {key: tuner_env()[key] for key in ("PYTHONPATH", "CUDA_VISIBLE_DEVICES", "COLUMNS")}
+    with contextlib.chdir(cwd):
+        result = CliRunner().invoke(app, list(args), env=env)
+    stderr = result.stderr
+    if result.exc_info is not None and not isinstance(result.exception, SystemExit):
+        stderr += "".join(traceback.format_exception(*result.exc_info))
+    return subprocess.CompletedProcess(["tuner", *args], result.exit_code, result.stdout, stderr)
 
 
 def write_spec(

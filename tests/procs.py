@@ -87,6 +87,32 @@ def wait_running(url: str, batch: int, within_s: float = 120) -> None:
     raise AssertionError(f"no RUNNING trial at batch {batch} within {within_s} s")
 
 
+def finished_trials(url: str) -> dict[int, tuple[str, object]]:
+    """The finished trials of study ``small`` at ``url`` (none before it exists): number ->
+    (state, values)."""
+    try:
+        trials = load(url).get_trials()
+    except KeyError:
+        return {}
+    return {t.number: (t.state.name, t.values) for t in trials if t.state.is_finished()}
+
+
+def wait_new_result(
+    url: str, known: dict[int, object], worker: subprocess.Popen[str], within_s: float = 300
+) -> bool:
+    """Wait until a COMPLETE trial that is not in ``known`` is stored (True), or ``worker`` has
+    exited without one (False)."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        found = finished_trials(url)
+        if any(state == "COMPLETE" and n not in known for n, (state, _) in found.items()):
+            return True
+        if worker.poll() is not None:
+            return False
+        time.sleep(0.3)
+    raise AssertionError(f"no new COMPLETE trial within {within_s} s")
+
+
 def assert_grid_settled(study: optuna.Study, points: set[tuple[int, str]]) -> None:
     trials = study.get_trials()
     assert not [t.number for t in trials if t.state in (TrialState.RUNNING, TrialState.WAITING)]

@@ -11,7 +11,8 @@ from typing import Any
 import optuna
 
 from tuner.core.errors import NoCompleteTrialError, StudyNotFoundError
-from tuner.core.recommend import DEFAULT_TOLERANCE, POLICY, recommend
+from tuner.core.policy import DEFAULT_TOLERANCE, POLICY
+from tuner.core.recommend import recommend
 from tuner.storage import mask_password, open_storage
 
 

@@ -22,6 +22,8 @@ from tuner.core.errors import ConfigError
 
 DEFAULT_STORAGE = "sqlite:///studies/tuner.db"
 SQLITE_TIMEOUT_S = 60
+DEFAULT_HEARTBEAT_S = 20.0
+"""Seconds between a worker's heartbeats; a trial silent for longer is re-run by another."""
 _OPEN_ATTEMPTS = 5
 
 _KNOWN_SCHEMES = ("sqlite", "postgresql", "mysql", "oracle", "mssql")
@@ -58,28 +60,44 @@ def open_storage(url: str, *, create: bool, heartbeat_s: float | None = None) ->
             "postgresql+psycopg://user:pass@host/db"
         )
     engine_kwargs: dict[str, Any] = {}
-    path = sqlite_path(url)
     if scheme == "sqlite":
+        _check_sqlite_file(sqlite_path(url), create)
         engine_kwargs["connect_args"] = {"timeout": SQLITE_TIMEOUT_S}
-        if path is not None:
-            if not path.exists() and not create:
-                raise ConfigError(f"storage file {path} does not exist")
-            if path.exists() and not path.is_file():
-                raise ConfigError(f"storage path {path} is not a file")
-            if create:
-                _make_parent(path)
+    return _rdb(url, engine_kwargs, _heartbeat(heartbeat_s))
+
+
+def _check_sqlite_file(path: Path | None, create: bool) -> None:
+    """The file must exist to read it, and its folder is made to create it."""
+    if path is None:
+        return
+    if not path.exists() and not create:
+        raise ConfigError(f"storage file {path} does not exist")
+    if path.exists() and not path.is_file():
+        raise ConfigError(f"storage path {path} is not a file")
+    if create:
+        _make_parent(path)
+
+
+def _heartbeat(heartbeat_s: float | None) -> dict[str, Any]:
+    """``RDBStorage``'s heartbeat arguments (none without ``heartbeat_s``)."""
+    if heartbeat_s is None:
+        return {}
+    import optuna
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        return {
+            "heartbeat_interval": max(1, round(heartbeat_s)),
+            "grace_period": max(3, round(3 * heartbeat_s)),
+            **_retry_callback(optuna),
+        }
+
+
+def _rdb(url: str, engine_kwargs: dict[str, Any], heartbeat: dict[str, Any]) -> Any:
+    """``RDBStorage(url)``, retried while other workers create the same schema."""
     import optuna
     import sqlalchemy.exc
 
-    heartbeat: dict[str, Any] = {}
-    if heartbeat_s is not None:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            heartbeat = {
-                "heartbeat_interval": max(1, round(heartbeat_s)),
-                "grace_period": max(3, round(3 * heartbeat_s)),
-                **_retry_callback(optuna),
-            }
     for attempt in range(_OPEN_ATTEMPTS):
         try:
             with warnings.catch_warnings():

@@ -1,4 +1,9 @@
-"""Bad input: one clear line on stderr, exit code 2, no traceback, stored data untouched."""
+"""Bad input: one clear line on stderr, exit code 2, no traceback, stored data untouched.
+
+The fast cases run the app in this process (:func:`conftest.invoke_tuner`: an interpreter start
+costs seconds); ``--debug`` and the slow cases run the real ``python -m tuner``
+(:func:`conftest.run_tuner`).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,8 @@ import shutil
 
 import optuna
 import pytest
-from conftest import run_tuner, sha256, write_spec
+from conftest import invoke_tuner, run_tuner, sha256, write_spec
+from trials import make_trial
 
 FAST_CASES = {
     "missing GPU": (["--gpus", "0,1"], "not present"),
@@ -28,14 +34,29 @@ FAST_CASES = {
     "NaN timeout": (["--trial-timeout", "nan"], "--trial-timeout"),
     "NaN heartbeat": (["--cpu-replicas", "2", "--heartbeat", "nan"], "--heartbeat"),
 }
+CHILD_CASES = {"unknown storage scheme"}
+"""Cases that the driver rejects only after the workload check (a child process)."""
+
+
+@pytest.fixture(scope="session")
+def stored_template(tmp_path_factory):
+    """A SQLite file holding a study named ``small`` with finished trials, made without training
+    (once: creating the schema takes a second)."""
+    db = tmp_path_factory.mktemp("stored") / "small.db"
+    study = optuna.create_study(
+        study_name="small", storage=f"sqlite:///{db}", directions=["minimize", "maximize"]
+    )
+    study.set_user_attr("spec", {"search": {"base_lr": 0.001, "base_batch_size": 256}})
+    for number, (batch, rule) in enumerate([(256, "none"), (512, "linear")]):
+        study.add_trial(make_trial(number, batch, rule, loss=0.5, throughput=1000.0 * (number + 1)))
+    return db
 
 
 @pytest.fixture()
-def stored(small_study, tmp_path):
-    """A copy of a real finished study's SQLite file, and its URL."""
-    work, _ = small_study
+def stored(stored_template, tmp_path):
+    """A copy of :func:`stored_template` for one test, and its URL."""
     db = tmp_path / "copy.db"
-    shutil.copy(work / "small.db", db)
+    shutil.copy(stored_template, db)
     return db, f"sqlite:///{db}"
 
 
@@ -47,14 +68,20 @@ def _assert_clean_error(result, fragment: str, code: int = 2) -> None:
     assert lines[-1].startswith("error:") or "Usage" in result.stderr
 
 
-@pytest.mark.parametrize("case", sorted(FAST_CASES))
+@pytest.mark.parametrize(
+    "case",
+    [
+        pytest.param(case, marks=pytest.mark.slow) if case in CHILD_CASES else case
+        for case in sorted(FAST_CASES)
+    ],
+)
 def test_bad_search_input_is_rejected_and_storage_untouched(case, stored, tmp_path):
     db, url = stored
     digest = sha256(db)
     args, fragment = FAST_CASES[case]
     if "--storage" not in args:
         args = [*args, "--storage", url, "--study-name", "small"]
-    result = run_tuner("search", *args, cwd=tmp_path)
+    result = invoke_tuner("search", *args, cwd=tmp_path)
     _assert_clean_error(result, fragment)
     assert sha256(db) == digest
 
@@ -77,7 +104,7 @@ def test_bad_spec_files(text, fragment, stored, tmp_path):
     db, url = stored
     digest = sha256(db)
     (tmp_path / "bad.toml").write_text(text)
-    result = run_tuner("search", "--study", "bad.toml", "--storage", url, cwd=tmp_path)
+    result = invoke_tuner("search", "--study", "bad.toml", "--storage", url, cwd=tmp_path)
     _assert_clean_error(result, fragment)
     assert sha256(db) == digest
 
@@ -132,7 +159,7 @@ def test_a_file_that_is_not_a_database(tmp_path):
     db.write_text("these are my notes, not a database\n")
     digest = sha256(db)
     for command in (["show"], ["export"]):
-        result = run_tuner(*command, "--storage", f"sqlite:///{db}", cwd=tmp_path)
+        result = invoke_tuner(*command, "--storage", f"sqlite:///{db}", cwd=tmp_path)
         _assert_clean_error(result, "cannot open storage")
     assert sha256(db) == digest
 
@@ -141,10 +168,12 @@ def test_show_and_export_on_missing_storage_or_study(stored, tmp_path):
     db, url = stored
     digest = sha256(db)
     for command in ("show", "export"):
-        missing_file = run_tuner(command, "--storage", "sqlite:///absent.db", cwd=tmp_path)
+        missing_file = invoke_tuner(command, "--storage", "sqlite:///absent.db", cwd=tmp_path)
         _assert_clean_error(missing_file, "does not exist")
         assert not (tmp_path / "absent.db").exists()
-        missing_study = run_tuner(command, "--storage", url, "--study-name", "nope", cwd=tmp_path)
+        missing_study = invoke_tuner(
+            command, "--storage", url, "--study-name", "nope", cwd=tmp_path
+        )
         _assert_clean_error(missing_study, "no study named 'nope'")
     assert sha256(db) == digest
 
@@ -155,28 +184,47 @@ def test_export_without_a_complete_trial_is_a_runtime_failure(tmp_path):
         study_name="empty", storage=url, directions=["minimize", "maximize"]
     )
     study.set_user_attr("spec", {"search": {"base_lr": 0.001, "base_batch_size": 64}})
-    result = run_tuner("export", "--storage", url, "--study-name", "empty", cwd=tmp_path)
+    result = invoke_tuner("export", "--storage", url, "--study-name", "empty", cwd=tmp_path)
     _assert_clean_error(result, "no COMPLETE trial", code=1)
 
 
-def test_debug_shows_the_traceback(tmp_path):
+def test_the_real_command_is_one_clean_line_and_debug_shows_the_traceback(tmp_path):
+    plain = run_tuner("show", "--storage", "sqlite:///absent.db", cwd=tmp_path)
+    _assert_clean_error(plain, "does not exist")
     result = run_tuner("--debug", "show", "--storage", "sqlite:///absent.db", cwd=tmp_path)
     assert result.returncode != 0
     assert "Traceback" in result.stderr
 
 
-def test_a_corrupt_sqlite_file(stored, tmp_path):
-    db, url = stored
+def _corrupt(db):
     raw = bytearray(db.read_bytes())
     raw[:100] = b"\x00garbage" * 12 + b"\x00" * 4
     db.write_bytes(bytes(raw))
+
+
+def test_a_corrupt_sqlite_file(stored, tmp_path):
+    db, url = stored
+    _corrupt(db)
     digest = sha256(db)
-    for command in (["show"], ["export"], ["search", "--epochs", "2"]):
-        result = run_tuner(*command, "--storage", url, "--study-name", "small", cwd=tmp_path)
+    for command in (["show"], ["export"]):
+        result = invoke_tuner(*command, "--storage", url, "--study-name", "small", cwd=tmp_path)
         _assert_clean_error(result, "cannot open storage")
     assert sha256(db) == digest
 
 
+@pytest.mark.slow
+def test_search_into_a_corrupt_sqlite_file(stored, tmp_path):
+    db, url = stored
+    _corrupt(db)
+    digest = sha256(db)
+    result = run_tuner(
+        "search", "--epochs", "2", "--storage", url, "--study-name", "small", cwd=tmp_path
+    )
+    _assert_clean_error(result, "cannot open storage")
+    assert sha256(db) == digest
+
+
+@pytest.mark.slow
 def test_search_into_a_file_that_is_not_a_database(tmp_path):
     db = tmp_path / "notes.db"
     db.write_text("these are my notes, not a database\n")
@@ -196,29 +244,37 @@ def test_search_into_a_file_that_is_not_a_database(tmp_path):
     assert sha256(db) == digest
 
 
-def test_a_journal_that_is_not_a_journal(tmp_path):
+@pytest.mark.parametrize(
+    "command", [["show"], pytest.param(["search", "--cpu-replicas", "2"], marks=pytest.mark.slow)]
+)
+def test_a_journal_that_is_not_a_journal(command, tmp_path):
     log = tmp_path / "study.log"
     log.write_text("not json at all\n")
     digest = sha256(log)
-    for command in (["show"], ["search", "--cpu-replicas", "2"]):
-        result = run_tuner(*command, "--storage", f"journal:{log}", cwd=tmp_path)
-        _assert_clean_error(result, "not an Optuna journal file")
+    result = invoke_tuner(*command, "--storage", f"journal:{log}", cwd=tmp_path)
+    _assert_clean_error(result, "not an Optuna journal file")
     assert sha256(log) == digest
 
 
 def test_an_unreachable_database_masks_the_password(tmp_path):
     url = "postgresql+psycopg://tuner:s3cret-pw@127.0.0.1:9/studies"
     for command in ("show", "export"):
-        result = run_tuner(command, "--storage", url, cwd=tmp_path, timeout=120)
+        result = invoke_tuner(command, "--storage", url, cwd=tmp_path)
         _assert_clean_error(result, "cannot open storage")
         assert "s3cret-pw" not in result.stderr and "***" in result.stderr
 
 
-def test_a_storage_folder_that_cannot_be_made(tmp_path):
+@pytest.mark.parametrize("url", ["sqlite:///afile/x.db", "journal:afile/x.log"])
+def test_show_from_a_storage_folder_that_cannot_be_made(url, tmp_path):
+    (tmp_path / "afile").write_text("a file, not a folder\n")
+    result = invoke_tuner("show", "--storage", url, cwd=tmp_path)
+    _assert_clean_error(result, "does not exist")
+
+
+@pytest.mark.slow
+def test_search_into_a_storage_folder_that_cannot_be_made(tmp_path):
     (tmp_path / "afile").write_text("a file, not a folder\n")
     for url in ("sqlite:///afile/x.db", "journal:afile/x.log"):
-        result = run_tuner("show", "--storage", url, cwd=tmp_path)
-        _assert_clean_error(result, "does not exist")
         result = run_tuner(
             "search",
             "--cpu-replicas",
@@ -235,8 +291,11 @@ def test_a_storage_folder_that_cannot_be_made(tmp_path):
 
 
 @pytest.mark.slow
-def test_resuming_on_other_devices_is_refused(stored, tmp_path):
-    db, url = stored
+def test_resuming_on_other_devices_is_refused(small_study, tmp_path):
+    work, _ = small_study
+    db = tmp_path / "copy.db"
+    shutil.copy(work / "small.db", db)
+    url = f"sqlite:///{db}"
     digest = sha256(db)
     write_spec(tmp_path / "small.toml")
     result = run_tuner(

@@ -8,8 +8,6 @@ from trials import make_trial, run_recommend
 
 from tuner.core.efficiency import NoiseScale, goodput, statistical_efficiency, step_estimates
 from tuner.core.errors import NoCompleteTrialError
-from tuner.core.outcome import TrialOutcome
-from tuner.driver.objective import with_efficiency
 
 
 def test_step_estimates_recover_g_and_trace_from_exact_expectations():
@@ -67,15 +65,6 @@ def test_goodput_is_throughput_times_efficiency():
         statistical_efficiency(float("nan"), 64, 128)
 
 
-def test_with_efficiency_adds_goodput_only_when_measured():
-    measured = TrialOutcome("ok", (0.5, 1000.0), attrs={"gradient_noise_scale": 192.0})
-    added = with_efficiency(measured, 64, 256)
-    assert added.attrs["statistical_efficiency"] == pytest.approx(4 / 7)
-    assert added.attrs["goodput"] == pytest.approx(4000 / 7)
-    plain = TrialOutcome("ok", (0.5, 1000.0), attrs={})
-    assert with_efficiency(plain, 64, 256) is plain
-
-
 def test_goodput_policy_prefers_what_still_helps_per_sample():
     # 512 is faster, but far past the noise scale: most of its samples are wasted.
     trials = [
@@ -86,6 +75,7 @@ def test_goodput_policy_prefers_what_still_helps_per_sample():
     rec = run_recommend(trials, policy="goodput")
     assert (rec["trial_number"], rec["policy"], rec["goodput"]) == (0, "goodput", 900.0)
     assert rec["gradient_noise_scale"] == 500
+    assert "critical_batch_size" not in rec  # the noise scale is the estimate: stored once
 
 
 def test_goodput_policy_without_measurements_says_why():

@@ -7,9 +7,10 @@ import re
 from typing import Any
 
 import pytest
+from optuna.trial import TrialState
 
 from tuner.core import oom, outcome
-from tuner.core.outcome import STATES, ChildRun, TrialOutcome, classify
+from tuner.core.outcome import STATES, ChildRun, classify
 
 OOM_STDERR = (
     "Epoch 1/3\n"
@@ -65,9 +66,23 @@ def test_states_match_the_documented_table() -> None:
     assert dict(rows) == STATES
 
 
-@pytest.mark.parametrize("status", sorted(STATES))
-def test_outcome_state_property(status: str) -> None:
-    assert TrialOutcome(status).state == STATES[status]
+@pytest.mark.parametrize(
+    ("run", "capped", "status", "state"),
+    [
+        (ChildRun(0, ok_result()), False, "ok", TrialState.COMPLETE),
+        (ChildRun(-9, None), True, "oom", TrialState.PRUNED),
+        (ChildRun(0, result(status="diverged", error="nan")), False, "diverged", TrialState.PRUNED),
+        (ChildRun(-9, None, timed_out=True), True, "timeout", TrialState.FAIL),
+        (ChildRun(-11, None), False, "crashed", TrialState.FAIL),
+        (ChildRun(0, "not json"), False, "error", TrialState.FAIL),
+    ],
+)
+def test_a_child_run_ends_in_the_optuna_state_of_its_status(
+    run: ChildRun, capped: bool, status: str, state: TrialState
+) -> None:
+    out = classify(run, memory_capped=capped)
+    assert out.status == status
+    assert TrialState[out.state] is state  # the name the driver hands to Optuna
 
 
 # --- a result was written ------------------------------------------------------------------------
@@ -100,6 +115,14 @@ def test_ok_result_is_complete() -> None:
     assert "peak_memory_bytes" not in out.attrs  # None values are not stored
     assert "extra" not in out.attrs  # unknown keys are not stored
     assert "status" not in out.attrs
+
+
+def test_the_noise_scale_is_stored_once() -> None:
+    # An older worker also wrote the critical batch, a copy of the noise scale: not kept.
+    run = ChildRun(0, ok_result(gradient_noise_scale=503.6, critical_batch_size=503.6))
+    attrs = classify(run, False).attrs
+    assert attrs["gradient_noise_scale"] == 503.6
+    assert "critical_batch_size" not in attrs
 
 
 def test_ok_result_integer_measurements_become_floats() -> None:
@@ -180,17 +203,7 @@ def test_result_wins_over_crash_exit() -> None:
     assert out.status == "ok"
 
 
-# --- interrupted / timed out ---------------------------------------------------------------------
-
-
-def test_interrupted() -> None:
-    run = ChildRun(-2, ok_result(), interrupted=True, timed_out=True, wall_s=4.0)
-    out = classify(run, memory_capped=True)
-    assert out.status == "interrupted"
-    assert out.state == "FAIL"
-    assert out.values is None
-    assert out.error == "stopped by the user"
-    assert out.attrs == {"wall_s": 4.0}
+# --- timed out -----------------------------------------------------------------------------------
 
 
 def test_timed_out() -> None:

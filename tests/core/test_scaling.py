@@ -104,11 +104,3 @@ def test_sqrt_adam_refuses_what_it_cannot_apply_to() -> None:
         optimizer_settings("sqrt-adam", 2.0, {"momentum": 0.9})
     with pytest.raises(ValueError, match=r"beta_1 = -0\.6"):
         optimizer_settings("sqrt-adam", 16.0, {"beta_1": 0.9, "beta_2": 0.999, "epsilon": 1e-7})
-
-
-def test_warmup_ramps_linearly_then_holds() -> None:
-    from tuner.core.scaling import warmup_rate
-
-    assert warmup_rate(0, 10, 1.0, 3.0) == 1.0
-    assert warmup_rate(5, 10, 1.0, 3.0) == pytest.approx(2.0)
-    assert warmup_rate(10, 10, 1.0, 3.0) == warmup_rate(99, 10, 1.0, 3.0) == 3.0

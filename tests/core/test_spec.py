@@ -1,27 +1,24 @@
-"""Unit tests of the study spec: loading, CLI overrides and every validation error."""
+"""Unit tests of the study spec (pure): the built-in spec, CLI overrides and every validation
+error. Reading TOML files is tested in tests/driver/test_spec_file.py."""
 
 from __future__ import annotations
 
 import copy
 import json
-import math
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tuner.core.errors import ConfigError
 from tuner.core.spec import (
+    BUILTIN_SOURCE,
     SearchSpec,
     StudySpec,
     WorkloadSpec,
-    load_spec,
     parse_int_list,
     parse_name_list,
+    spec_from_dict,
 )
-
-REPO = Path(__file__).resolve().parents[2]
-STUDIES = REPO / "studies"
 
 VALID: dict[str, dict[str, Any]] = {
     "study": {"name": "unit"},
@@ -41,44 +38,11 @@ VALID: dict[str, dict[str, Any]] = {
 }
 
 _DROP = object()
+SOURCE = "unit.toml"
 
 
-def _toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "nan"
-        if math.isinf(value):
-            return "inf" if value > 0 else "-inf"
-        return repr(value)
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, str):
-        return json.dumps(value)
-    if isinstance(value, list):
-        return "[" + ", ".join(_toml_value(item) for item in value) + "]"
-    raise TypeError(value)
-
-
-def write_toml(path: Path, data: dict[str, Any]) -> Path:
-    """Write ``data`` (top-level tables and scalars) as TOML."""
-    lines: list[str] = []
-    for key, value in data.items():
-        if not isinstance(value, dict):
-            lines.append(f"{key} = {_toml_value(value)}")
-    for section, table in data.items():
-        if isinstance(table, dict):
-            lines.append(f"[{section}]")
-            lines.extend(f"{key} = {_toml_value(value)}" for key, value in table.items())
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
-
-
-def spec_file(
-    tmp_path: Path, section: str | None = None, key: str | None = None, value: Any = None
-):
-    """A copy of VALID with ``section.key`` set to ``value`` (``_DROP``: removed), on disk."""
+def spec_data(section: str | None = None, key: str | None = None, value: Any = None):
+    """A copy of VALID with ``section.key`` set to ``value`` (``_DROP``: removed)."""
     data = copy.deepcopy(VALID)
     if section is not None and key is not None:
         table = data.setdefault(section, {})
@@ -86,23 +50,18 @@ def spec_file(
             del table[key]
         else:
             table[key] = value
-    return write_toml(tmp_path / "spec.toml", data)
+    return data
+
+
+def build(data: dict[str, Any], overrides: dict[str, Any] | None = None) -> StudySpec:
+    return spec_from_dict(data, overrides, source=SOURCE)
 
 
 # --- loading -----------------------------------------------------------------------------------
 
 
-def test_builtin_equals_regression_toml() -> None:
-    builtin = load_spec()
-    from_file = load_spec(STUDIES / "regression.toml")
-    assert builtin == from_file
-    assert builtin.to_dict() == from_file.to_dict()
-    assert builtin.source == "built-in regression workload"
-    assert from_file.source == str(STUDIES / "regression.toml")
-
-
 def test_builtin_values() -> None:
-    spec = load_spec()
+    spec = spec_from_dict()
     assert spec.name == "regression"
     assert spec.workload == WorkloadSpec(
         model="tuner.workloads.regression:build_model",
@@ -119,49 +78,27 @@ def test_builtin_values() -> None:
         seed=0,
     )
     assert spec.search.global_batch_sizes == (64, 128)
+    assert spec.source == BUILTIN_SOURCE
 
 
-@pytest.mark.parametrize(
-    ("filename", "name", "data"),
-    [
-        ("mnist.toml", "mnist", "tuner.workloads.mnist:load_data"),
-        ("mnist-synthetic.toml", "mnist-synthetic", "tuner.workloads.mnist:load_synthetic_data"),
-    ],
-)
-def test_mnist_specs_load(filename: str, name: str, data: str) -> None:
-    spec = load_spec(STUDIES / filename)
-    assert spec.name == name
-    assert spec.workload.model == "tuner.workloads.mnist:build_model"
-    assert spec.workload.data == data
-    assert spec.workload.loss == "sparse_categorical_crossentropy"
-    assert spec.search.global_batch_sizes == (32, 64, 128)
-    assert spec.search.lr_rules == ("none", "linear", "sqrt")
-    assert spec.search.epochs == 3
-
-
-def test_path_may_be_a_string(tmp_path: Path) -> None:
-    path = spec_file(tmp_path)
-    assert load_spec(str(path)) == load_spec(path)
-
-
-def test_optional_fields_default(tmp_path: Path) -> None:
+def test_optional_fields_default() -> None:
     data = copy.deepcopy(VALID)
     del data["workload"]["loss"]
     del data["workload"]["optimizer"]
-    spec = load_spec(write_toml(tmp_path / "spec.toml", data))
+    spec = build(data)
     assert spec.workload.loss == "mse"
     assert spec.workload.optimizer == "adam"
     assert spec.search.seed == 0
 
 
-def test_global_batch_sizes_sorted(tmp_path: Path) -> None:
-    spec = load_spec(spec_file(tmp_path, "search", "batch_multipliers", [4, 1, 2]))
+def test_global_batch_sizes_sorted() -> None:
+    spec = build(spec_data("search", "batch_multipliers", [4, 1, 2]))
     assert spec.search.batch_multipliers == (4, 1, 2)
     assert spec.search.global_batch_sizes == (64, 128, 256)
 
 
 def test_to_dict_and_identity() -> None:
-    spec = load_spec()
+    spec = spec_from_dict()
     data = spec.to_dict()
     assert "source" not in data
     assert data["name"] == "regression"
@@ -177,12 +114,12 @@ def test_to_dict_and_identity() -> None:
 def test_identity_ignores_the_trial_budget_and_fills_new_fields() -> None:
     from tuner.core.spec import identity_of
 
-    spec = load_spec(overrides={"search.trials": 7})
+    spec = spec_from_dict(overrides={"search.trials": 7})
     old = spec.to_dict()
     del old["search"]["model_hyperparameters"]  # stored before the field existed
     old["search"]["trials"] = 50
     assert identity_of(old) == spec.identity()
-    searched = load_spec(overrides={"search.model_hyperparameters": "search"})
+    searched = spec_from_dict(overrides={"search.model_hyperparameters": "search"})
     assert searched.identity() != spec.identity()
 
 
@@ -190,16 +127,16 @@ def test_model_hyperparameters_and_trials_are_validated() -> None:
     with pytest.raises(
         ConfigError, match="--model-hyperparameters must be one of defaults, search"
     ):
-        load_spec(overrides={"search.model_hyperparameters": "grid"})
+        spec_from_dict(overrides={"search.model_hyperparameters": "grid"})
     with pytest.raises(ConfigError, match="--trials must be a positive integer"):
-        load_spec(overrides={"search.trials": 0})
+        spec_from_dict(overrides={"search.trials": 0})
 
 
-def test_identity_ignores_name_but_not_grid(tmp_path: Path) -> None:
-    renamed = load_spec(spec_file(tmp_path, "study", "name", "other"))
-    base = load_spec(spec_file(tmp_path))
+def test_identity_ignores_name_but_not_grid() -> None:
+    renamed = build(spec_data("study", "name", "other"))
+    base = build(spec_data())
     assert renamed.identity() == base.identity()
-    wider = load_spec(spec_file(tmp_path, "search", "batch_multipliers", [1, 2, 4]))
+    wider = build(spec_data("search", "batch_multipliers", [1, 2, 4]))
     assert wider.identity() != base.identity()
 
 
@@ -207,7 +144,7 @@ def test_identity_ignores_name_but_not_grid(tmp_path: Path) -> None:
 
 
 def test_cli_overrides_apply() -> None:
-    spec = load_spec(
+    spec = spec_from_dict(
         None,
         {
             "search.base_batch_size": 32,
@@ -227,19 +164,22 @@ def test_cli_overrides_apply() -> None:
 
 
 def test_none_overrides_are_ignored() -> None:
-    spec = load_spec(None, {"search.epochs": None, "search.base_lr": None})
-    assert spec == load_spec()
+    spec = spec_from_dict(None, {"search.epochs": None, "search.base_lr": None})
+    assert spec == spec_from_dict()
 
 
-def test_overrides_apply_to_a_file(tmp_path: Path) -> None:
-    spec = load_spec(spec_file(tmp_path), {"search.epochs": 7})
+def test_overrides_apply_to_given_tables_without_changing_them() -> None:
+    data = spec_data()
+    spec = build(data, {"search.epochs": 7})
     assert spec.search.epochs == 7
     assert spec.name == "unit"
+    assert spec.source == SOURCE
+    assert data == VALID
 
 
 def test_overrides_do_not_leak_into_builtin() -> None:
-    load_spec(None, {"search.epochs": 9, "search.lr_rules": ["linear"]})
-    spec = load_spec()
+    spec_from_dict(None, {"search.epochs": 9, "search.lr_rules": ["linear"]})
+    spec = spec_from_dict()
     assert spec.search.epochs == 3
     assert spec.search.lr_rules == ("none", "linear", "sqrt")
 
@@ -256,73 +196,39 @@ def test_overrides_do_not_leak_into_builtin() -> None:
 )
 def test_override_errors_name_the_flag(key: str, value: Any, flag: str) -> None:
     with pytest.raises(ConfigError, match=flag):
-        load_spec(None, {key: value})
+        spec_from_dict(None, {key: value})
 
 
 def test_negative_multiplier_from_cli() -> None:
     multipliers = parse_int_list("1,-2", "--batch-multipliers")
     assert multipliers == [1, -2]
     with pytest.raises(ConfigError, match="--batch-multipliers must be a positive integer, got -2"):
-        load_spec(None, {"search.batch_multipliers": multipliers})
+        spec_from_dict(None, {"search.batch_multipliers": multipliers})
 
 
-# --- file errors -------------------------------------------------------------------------------
-
-
-def test_missing_file(tmp_path: Path) -> None:
-    path = tmp_path / "nope.toml"
-    with pytest.raises(ConfigError, match="does not exist") as info:
-        load_spec(path)
-    assert str(path) in str(info.value)
-
-
-def test_directory_is_not_a_spec(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="does not exist"):
-        load_spec(tmp_path)
-
-
-def test_not_toml(tmp_path: Path) -> None:
-    path = tmp_path / "bad.toml"
-    path.write_text("[study\nname = = 'x'\n")
-    with pytest.raises(ConfigError, match="is not valid TOML") as info:
-        load_spec(path)
-    assert str(path) in str(info.value)
-
-
-def test_not_utf8(tmp_path: Path) -> None:
-    path = tmp_path / "binary.toml"
-    path.write_bytes(b"\xff\xfe\x00name")
-    with pytest.raises(ConfigError, match="not valid TOML"):
-        load_spec(path)
-
-
-def test_unknown_section(tmp_path: Path) -> None:
+def test_unknown_section() -> None:
     data = copy.deepcopy(VALID)
     data["training"] = {"epochs": 3}
-    path = write_toml(tmp_path / "spec.toml", data)
     with pytest.raises(ConfigError, match=r"unknown section \[training\]") as info:
-        load_spec(path)
-    assert str(path) in str(info.value)
+        build(data)
+    assert SOURCE in str(info.value)
     assert "study, workload, search" in str(info.value)
 
 
-def test_section_must_be_a_table(tmp_path: Path) -> None:
-    data = copy.deepcopy(VALID)
-    del data["study"]
-    path = tmp_path / "spec.toml"
-    write_toml(path, data)
-    path.write_text('study = "x"\n' + path.read_text())
+def test_section_must_be_a_table() -> None:
+    data: dict[str, Any] = copy.deepcopy(VALID)
+    data["study"] = "x"
     with pytest.raises(ConfigError, match=r"\[study\] .* must be a table"):
-        load_spec(path)
+        build(data)
 
 
 @pytest.mark.parametrize(
     ("section", "key"),
     [("search", "batch_size"), ("workload", "metrics"), ("study", "title")],
 )
-def test_unknown_key(tmp_path: Path, section: str, key: str) -> None:
+def test_unknown_key(section: str, key: str) -> None:
     with pytest.raises(ConfigError, match=f"unknown key {section}.{key}"):
-        load_spec(spec_file(tmp_path, section, key, 1))
+        build(spec_data(section, key, 1))
 
 
 @pytest.mark.parametrize(
@@ -338,9 +244,9 @@ def test_unknown_key(tmp_path: Path, section: str, key: str) -> None:
         ("search", "epochs"),
     ],
 )
-def test_missing_required_key(tmp_path: Path, section: str, key: str) -> None:
+def test_missing_required_key(section: str, key: str) -> None:
     with pytest.raises(ConfigError, match=f"{section}.{key} is missing"):
-        load_spec(spec_file(tmp_path, section, key, _DROP))
+        build(spec_data(section, key, _DROP))
 
 
 # --- field errors: each names its field ---------------------------------------------------------
@@ -402,30 +308,27 @@ FIELD_ERRORS = [
 
 
 @pytest.mark.parametrize(("section", "key", "value", "fragment"), FIELD_ERRORS)
-def test_field_errors_name_the_field(
-    tmp_path: Path, section: str, key: str, value: Any, fragment: str
-) -> None:
-    path = spec_file(tmp_path, section, key, value)
+def test_field_errors_name_the_field(section: str, key: str, value: Any, fragment: str) -> None:
     with pytest.raises(ConfigError) as info:
-        load_spec(path)
+        build(spec_data(section, key, value))
     message = str(info.value)
-    assert f"{section}.{key} in {path}" in message
+    assert f"{section}.{key} in {SOURCE}" in message
     assert fragment in message
 
 
 def test_nan_base_lr_override_rejected() -> None:
     with pytest.raises(ConfigError, match="--base-lr must be a positive number"):
-        load_spec(None, {"search.base_lr": float("nan")})
+        spec_from_dict(None, {"search.base_lr": float("nan")})
 
 
-def test_valid_edge_values(tmp_path: Path) -> None:
+def test_valid_edge_values() -> None:
     data = copy.deepcopy(VALID)
     data["study"]["name"] = "My_study-2.v1"
     data["search"]["epochs"] = 2
     data["search"]["base_lr"] = 1
     data["search"]["seed"] = 0
     data["workload"]["model"] = "pkg_1.sub.mod:build_2"
-    spec = load_spec(write_toml(tmp_path / "spec.toml", data))
+    spec = build(data)
     assert spec.name == "My_study-2.v1"
     assert spec.search.epochs == 2
     assert spec.search.base_lr == 1.0
@@ -434,7 +337,7 @@ def test_valid_edge_values(tmp_path: Path) -> None:
 
 
 def test_spec_is_frozen() -> None:
-    spec = load_spec()
+    spec = spec_from_dict()
     assert isinstance(spec, StudySpec)
     with pytest.raises(AttributeError):
         spec.name = "other"  # type: ignore[misc]
@@ -470,30 +373,31 @@ def test_parse_name_list_errors(text: str) -> None:
         parse_name_list(text, "--lr-rules")
 
 
-def test_section_not_a_table_with_an_override(tmp_path: Path) -> None:
-    data = copy.deepcopy(VALID)
-    del data["search"]
-    path = tmp_path / "spec.toml"
-    write_toml(path, data)
-    path.write_text("search = 1\n" + path.read_text())
+def test_section_not_a_table_with_an_override() -> None:
+    data: dict[str, Any] = copy.deepcopy(VALID)
+    data["search"] = 1
     with pytest.raises(ConfigError, match=r"\[search\] .* must be a table"):
-        load_spec(path, {"search.epochs": 3})
+        build(data, {"search.epochs": 3})
 
 
 def test_sqrt_adam_needs_adam_and_ratios_its_betas_survive() -> None:
     with pytest.raises(ConfigError, match="rescales Adam's moments, but the optimizer is 'sgd'"):
-        load_spec(overrides={"workload.optimizer": "sgd", "search.lr_rules": ["none", "sqrt-adam"]})
+        spec_from_dict(
+            overrides={"workload.optimizer": "sgd", "search.lr_rules": ["none", "sqrt-adam"]}
+        )
     with pytest.raises(ConfigError, match="at 16x the base batch gives beta_1"):
-        load_spec(overrides={"search.lr_rules": ["sqrt-adam"], "search.batch_multipliers": [1, 16]})
-    spec = load_spec(overrides={"search.lr_rules": ["sqrt-adam", "linear-warmup"]})
+        spec_from_dict(
+            overrides={"search.lr_rules": ["sqrt-adam"], "search.batch_multipliers": [1, 16]}
+        )
+    spec = spec_from_dict(overrides={"search.lr_rules": ["sqrt-adam", "linear-warmup"]})
     assert spec.search.lr_rules == ("sqrt-adam", "linear-warmup")
 
 
 def test_noise_scale_and_warmup_fields() -> None:
-    spec = load_spec()
+    spec = spec_from_dict()
     assert (spec.search.noise_scale, spec.search.noise_scale_steps) == (True, None)
     assert (spec.search.warmup_epochs, spec.search.warmup_steps) == (1.0, None)
     with pytest.raises(ConfigError, match="warmup-epochs must be more than 0 and less than"):
-        load_spec(overrides={"search.warmup_epochs": 3})
+        spec_from_dict(overrides={"search.warmup_epochs": 3})
     with pytest.raises(ConfigError, match="noise-scale must be true or false"):
-        load_spec(overrides={"search.noise_scale": "yes"})
+        spec_from_dict(overrides={"search.noise_scale": "yes"})

@@ -19,7 +19,7 @@ from conftest import run_tuner, write_spec
 from optuna.trial import TrialState
 from procs import assert_grid_settled, load, start_search, wait_running
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 
 ADMIN_URL = os.environ.get(
     "TUNER_TEST_POSTGRES", "postgresql+psycopg://tuner:tuner@127.0.0.1:5432/postgres"

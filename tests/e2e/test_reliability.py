@@ -14,10 +14,12 @@ from optuna.trial import TrialState
 from procs import (
     assert_grid_settled,
     child_pids,
+    finished_trials,
     load,
     start_search,
     wait_children,
     wait_gone,
+    wait_new_result,
     wait_running,
 )
 
@@ -145,6 +147,8 @@ def test_faults_inside_trials_are_classified_and_the_study_goes_on(tmp_path):
 
 
 def test_killing_the_driver_at_random_moments_never_loses_results(tmp_path):
+    """Each round lets one more trial finish, then kills the driver a random moment later (in
+    the next trial's start, its training or its write), so every kill has results to lose."""
     write_spec(tmp_path / "small.toml", base=256, multipliers="[1, 2]", rules='["none", "sqrt"]')
     url = f"sqlite:///{tmp_path}/r.db"
     args = ["--study", "small.toml", "--cpu-replicas", "2", "--storage", url, "--heartbeat", "1"]
@@ -152,24 +156,19 @@ def test_killing_the_driver_at_random_moments_never_loses_results(tmp_path):
     finished: dict[int, tuple[str, object]] = {}
     for _ in range(3):
         worker = start_search(args, tmp_path)
-        time.sleep(rng.uniform(3.0, 14.0))
+        if not wait_new_result(url, finished, worker):
+            break  # this worker finished the grid: nothing left to kill
+        time.sleep(rng.uniform(0.0, 6.0))
         children = child_pids(worker.pid)
         os.kill(worker.pid, signal.SIGKILL)
         worker.wait()
         assert wait_gone(children, 5)
-        if not (tmp_path / "r.db").exists():
-            continue
-        try:
-            study = load(url)
-        except KeyError:  # killed before the study was created
-            continue
-        now = {
-            t.number: (t.state.name, t.values) for t in study.get_trials() if t.state.is_finished()
-        }
+        now = finished_trials(url)
         for number, before in finished.items():
             assert now[number] == before, "a finished trial changed or vanished"
         finished = now
         time.sleep(3.5)  # let the dead worker's heartbeat go stale
+    assert finished, "no trial finished before a kill: nothing was checked"
     final = run_tuner(*["search", *args], cwd=tmp_path)
     assert final.returncode == 0, final.stderr
     study = load(url)

@@ -91,6 +91,7 @@ def test_rest_api_lists_the_study_with_its_trials_attributes_and_note(small_stud
     assert graphs == {"throughput-vs-batch", "loss-vs-batch", "pareto"}
 
 
+@pytest.mark.browser
 def test_a_browser_sees_the_study_note_plots_and_trials(small_study, dashboard, chromium, tmp_path):
     work, _ = small_study
     rec = json.loads((work / "rec.json").read_text())

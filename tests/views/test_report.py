@@ -20,6 +20,7 @@ def report_png(
     return run_tuner("report", *args, cwd=work, env=env)
 
 
+@pytest.mark.browser
 def test_report_renders_plots_that_mark_the_oom_sizes(wide_study, chromium, tmp_path):
     work, url = wide_study
     rec = json.loads((work / "rec.json").read_text())

@@ -13,12 +13,16 @@ import pytest
 from trials import make_trial, run_recommend
 
 from tuner.core.errors import ConfigError
+from tuner.core.scaling import LR_RULES
 from tuner.views.dashboard import publish, serve
 from tuner.views.figures import (
     OOM_TRACE,
+    RULE_COLORS,
+    BatchCurves,
     Point,
     batch_curves,
     batch_figure,
+    pareto_figure,
     pareto_front,
     study_figures,
 )
@@ -90,6 +94,21 @@ def test_baseline_is_a_horizontal_line_on_the_throughput_plot():
     assert [shape.y0 for shape in figure.layout.shapes if shape.type == "line"] == [700.0]
 
 
+def test_every_rule_has_its_own_colour_in_both_kinds_of_figure():
+    assert set(RULE_COLORS) == set(LR_RULES)
+    points = [
+        Point(i, 64, 32, rule, 1e-3, 100.0 * (i + 1), 0.5 - 0.01 * i)
+        for i, rule in enumerate(LR_RULES)
+    ]
+    curves = BatchCurves({p.lr_rule: [p] for p in points}, oom={})
+    lines = {trace.name: trace.line.color for trace in batch_figure(curves, "throughput").data}
+    assert lines == {f"{rule} rule": RULE_COLORS[rule] for rule in LR_RULES}
+    assert len(set(lines.values())) == len(LR_RULES)
+    pareto = pareto_figure(points)
+    markers = {t.name: t.marker.color for t in pareto.data if t.name.endswith(" rule")}
+    assert markers == lines
+
+
 def point(trial: int, loss: float, throughput: float) -> Point:
     return Point(trial, 64, 32, "none", 1e-3, throughput, loss)
 
@@ -144,6 +163,27 @@ def test_trial_rows_follow_the_columns_and_recommendation_rows_lead_with_the_ans
     rec = run_recommend(trials)
     labels = [label for label, _ in recommendation_rows(rec)]
     assert labels[:2] == ["global batch size", "learning rate"]
+
+
+def test_the_critical_batch_is_shown_as_the_noise_scale():
+    trials = [
+        make_trial(
+            0,
+            128,
+            loss=0.5,
+            throughput=1000.0,
+            gradient_noise_scale=503.6,
+            statistical_efficiency=0.9,
+            goodput=900.0,
+        )
+    ]
+    rows = dict(recommendation_rows(run_recommend(trials)))
+    text = rows["statistical efficiency"]
+    assert "gradient noise scale B_noise 504" in text
+    assert "critical batch ≈ B_noise = 504" in text and "McCandlish et al. 2018" in text
+    assert "efficiency 0.90 vs batch 64, goodput 900 samples/s" in text
+    plain = dict(recommendation_rows(run_recommend([make_trial(0, 128, loss=0.5, throughput=1.0)])))
+    assert "statistical efficiency" not in plain
 
 
 def test_report_page_escapes_and_holds_every_part():

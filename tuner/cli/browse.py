@@ -14,7 +14,10 @@ import typer
 from tuner.cli.errors import guard, sigterm_as_interrupt
 from tuner.cli.options import StorageOpt, StudyNameOpt, err, out, write_json
 from tuner.core.errors import ConfigError, NoCompleteTrialError
+from tuner.core.policy import DEFAULT_TOLERANCE, POLICIES, POLICY
+from tuner.core.spec import DEFAULT_STUDY_NAME
 from tuner.storage import DEFAULT_STORAGE, mask_password
+from tuner.views import DASHBOARD_HOST, DASHBOARD_PORT
 
 OutputOpt = Annotated[
     Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")
@@ -23,21 +26,20 @@ OutputOpt = Annotated[
 
 def export_cmd(
     storage: StorageOpt = DEFAULT_STORAGE,
-    study_name: StudyNameOpt = "regression",
+    study_name: StudyNameOpt = DEFAULT_STUDY_NAME,
     output: OutputOpt = None,
     tolerance: Annotated[
         float, typer.Option(help="Final-loss tolerance relative to the best trial.")
-    ] = 0.02,
+    ] = DEFAULT_TOLERANCE,
     policy: Annotated[
         str,
         typer.Option(
             help="loss-then-throughput (fastest within the loss tolerance) or goodput "
             "(highest throughput × statistical efficiency within it)."
         ),
-    ] = "loss-then-throughput",
+    ] = POLICY,
 ) -> None:
     """Write the recommended-config JSON of a study (and refresh its dashboard note and plots)."""
-    from tuner.core.recommend import POLICIES
     from tuner.results import load_study, recommendation
     from tuner.views.refresh import refresh
 
@@ -60,7 +62,7 @@ def export_cmd(
 
 def show(
     storage: StorageOpt = DEFAULT_STORAGE,
-    study_name: StudyNameOpt = "regression",
+    study_name: StudyNameOpt = DEFAULT_STUDY_NAME,
     all_trials: Annotated[
         bool, typer.Option("--all", help="Every trial, retries and duplicates included.")
     ] = False,
@@ -86,10 +88,10 @@ def show(
 
 def dashboard(
     storage: StorageOpt = DEFAULT_STORAGE,
-    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = DASHBOARD_HOST,
     port: Annotated[
         int, typer.Option(min=0, max=65535, help="Port to listen on (0: any free port).")
-    ] = 8080,
+    ] = DASHBOARD_PORT,
 ) -> None:
     """Browse the studies of a storage in optuna-dashboard (Ctrl-C stops it)."""
     from tuner.views.dashboard import serve
@@ -111,7 +113,7 @@ def dashboard(
 
 def report(
     storage: StorageOpt = DEFAULT_STORAGE,
-    study_name: StudyNameOpt = "regression",
+    study_name: StudyNameOpt = DEFAULT_STUDY_NAME,
     output: Annotated[Path, typer.Option("--output", "-o", help="The HTML file to write.")] = Path(
         "report.html"
     ),
@@ -134,11 +136,3 @@ def report(
             err.print(f"wrote {path}")
 
     guard(call)
-
-
-def register_browse_commands(app: typer.Typer) -> None:
-    """Add the commands of this module to ``app``."""
-    app.command("export")(export_cmd)
-    app.command()(show)
-    app.command()(dashboard)
-    app.command()(report)

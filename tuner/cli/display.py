@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from optuna.trial import FrozenTrial
 from rich.console import Console
@@ -12,6 +12,10 @@ from rich.table import Table
 
 from tuner.core.outcome import TrialOutcome
 from tuner.views.summary import STATUS_COLUMN, TRIAL_COLUMNS, recommendation_rows, trial_rows
+
+if TYPE_CHECKING:
+    from tuner.core.devices import DevicePlan
+    from tuner.core.spec import StudySpec
 
 _STATUS_STYLE = {
     "ok": "green",
@@ -84,6 +88,30 @@ class SearchProgress:
             else (outcome.error or "")
         )
         self._console.print(f"  trial {number}: [{style}]{outcome.status}[/] {detail}"[:300])
+
+
+def search_banner(spec: StudySpec, plan: DevicePlan, study_name: str | None) -> str:
+    """The line that says what a search is about to run, and on what."""
+    joint = f"{spec.search.trials} trials of model hyperparameters × " if spec.search.joint else ""
+    shape = (
+        f"{joint}{len(spec.search.global_batch_sizes)} batch sizes × "
+        f"{len(spec.search.lr_rules)} rules"
+    )
+    return (
+        f"study {study_name or spec.name!r}: {shape} on {plan.num_replicas} {plan.kind} "
+        "replicas; checking the workload…"
+    )
+
+
+def probe_summary(found: dict[str, Any], num_replicas: int) -> str:
+    """One line: the largest global batch that fits, where memory ran out, what it cost."""
+    largest, oom = found["largest_fitting_batch"], found["smallest_oom_batch"]
+    return (
+        f"largest global batch that fits on {found['device_signature']}: {largest} "
+        f"({largest // num_replicas if largest else 0} per replica); "
+        + (f"out of memory at {oom}" if oom else "no out-of-memory up to the training set")
+        + f" — {found['launches']} launches in {found['wall_s']:.0f} s"
+    )
 
 
 def trials_table(trials: Iterable[FrozenTrial], title: str) -> Table:

@@ -33,6 +33,9 @@ StorageOpt = Annotated[
     ),
 ]
 StudyNameOpt = Annotated[str, typer.Option("--study-name", help="Name of the study.")]
+NewStudyNameOpt = Annotated[
+    str | None, typer.Option("--study-name", help="Study name (default: the spec's name).")
+]
 SpecOpt = Annotated[
     Path | None, typer.Option("--study", help="Study spec (TOML); default: built-in regression.")
 ]
@@ -101,8 +104,8 @@ def spec_and_plan(
     overrides: dict[str, Any],
 ) -> tuple[StudySpec, DevicePlan]:
     """Load and check the spec and the devices (shared by search and validate)."""
-    from tuner.core.spec import load_spec
     from tuner.driver.devices import plan_devices
+    from tuner.driver.spec_file import load_spec
 
     if not math.isfinite(timeout) or timeout <= 0:
         raise ConfigError(f"--trial-timeout must be a positive number of seconds, got {timeout}")
@@ -114,6 +117,7 @@ def spec_and_plan(
 
 
 def write_json(path: Path, data: dict[str, Any]) -> None:
+    """Write ``data`` as indented JSON, atomically; an unwritable path is bad input."""
     try:
         atomic_write_text(path, json.dumps(data, indent=2) + "\n")
     except OSError as exc:

@@ -61,6 +61,14 @@ class DevicePlan:
         """Replica count and device model, e.g. ``2x NVIDIA H200`` or ``2x cpu``."""
         return f"{self.num_replicas}x {self.model}"
 
+    @property
+    def device_signature(self) -> str:
+        """Devices and memory cap: OOM knowledge and throughput carry over only within one
+        signature, e.g. ``2x cpu, cap 512 MiB per device``."""
+        if self.memory_limit_bytes is None:
+            return self.signature
+        return f"{self.signature}, cap {self.memory_limit_bytes // 2**20} MiB per device"
+
     def single_device(self) -> DevicePlan:
         """The same plan on its first device only (the one-device reference run)."""
         return replace(

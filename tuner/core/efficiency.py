@@ -12,6 +12,9 @@ for free: each of the ``n`` replicas' gradient ``g_i`` (its ``b`` examples) and 
     S    ≈ n·b·(mean‖g_i‖² − ‖ḡ‖²) / (n − 1)           (S estimates tr Σ)
     B_simple = EMA(S) / EMA(|G|²)                         (numerator, denominator smoothed apart)
 
+Only ``B_simple`` is stored (``gradient_noise_scale``): the critical batch is read off it as
+``B_crit ≈ B_simple`` (McCandlish et al.'s estimate) wherever it is shown, never stored as a copy.
+
 Goodput (Pollux, Qiao et al., OSDI 2021) weighs throughput by how much each sample still helps:
 relative to the base batch ``B₀``, ``E(B) = (B_noise + B₀) / (B_noise + B)`` and
 ``goodput = throughput × E(B)``.

@@ -36,7 +36,6 @@ from optuna.distributions import (
 from tuner.core.errors import WorkloadError
 
 Space = list[dict[str, Any]]
-MODES = ("defaults", "search")
 
 
 def entries(space: Mapping[str, Any] | Space) -> Space:

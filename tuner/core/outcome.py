@@ -12,7 +12,7 @@ status          state      meaning
 ``timeout``     FAIL       killed (with its process group) after ``--trial-timeout``
 ``crashed``     FAIL       died by a signal with no memory cap set
 ``error``       FAIL       any other failure; ``error`` keeps the message tail
-``interrupted`` FAIL       stopped by Ctrl-C or SIGTERM
+``interrupted`` FAIL       stopped by Ctrl-C or SIGTERM (marked by the objective)
 ==============  =========  ==========================================================
 """
 
@@ -52,7 +52,6 @@ _RESULT_ATTRS = (
     "model_parameters",
     "model_layers",
     "gradient_noise_scale",
-    "critical_batch_size",
     "gradient_noise_scale_per_epoch",
     "noise_scale_steps",
     "noise_scale_note",
@@ -69,7 +68,6 @@ class ChildRun:
     result_text: str | None
     stderr_tail: str = ""
     timed_out: bool = False
-    interrupted: bool = False
     wall_s: float = 0.0
     spawned_at: float | None = None
     ended_at: float | None = None
@@ -93,8 +91,6 @@ class TrialOutcome:
 def classify(run: ChildRun, memory_capped: bool) -> TrialOutcome:
     """Decide the outcome of a child run; pure, so every path is unit-testable."""
     timing = {"wall_s": run.wall_s}
-    if run.interrupted:
-        return TrialOutcome("interrupted", error="stopped by the user", attrs=timing)
     if run.timed_out:
         return TrialOutcome(
             "timeout", error=f"no result after {run.wall_s:.0f} s; killed", attrs=timing

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+DEFAULT_PROBE_STEPS = 5
+"""Training steps per probe attempt: a step's peak memory is reached in its first steps."""
+
 
 class _Outcomes:
     """What fitted and what did not, so far."""

@@ -17,13 +17,12 @@ from optuna.trial import FrozenTrial, TrialState
 
 from tuner.core.errors import NoCompleteTrialError
 from tuner.core.hyperparams import config_key, defaults, snippet
+from tuner.core.policy import DEFAULT_TOLERANCE, POLICY
 
-DEFAULT_TOLERANCE = 0.02
-POLICY = "loss-then-throughput"
-POLICIES = (POLICY, "goodput")
 """``loss-then-throughput``: the fastest trial within the loss tolerance of the best; ``goodput``:
 among the same candidates, the highest goodput (throughput × statistical efficiency)."""
-_INFEASIBLE = ("oom", "oom-implied")
+INFEASIBLE = ("oom", "oom-implied")
+"""Statuses of a global batch that does not fit: measured, or implied by a smaller one."""
 _PER_SIGNATURE_KEYS = (
     "trial_number",
     "global_batch_size",
@@ -88,7 +87,7 @@ def infeasible_batch_sizes(trials: Iterable[FrozenTrial]) -> list[int]:
         {
             int(t.params["global_batch_size"])
             for t in trials
-            if status_of(t) in _INFEASIBLE and "global_batch_size" in t.params
+            if status_of(t) in INFEASIBLE and "global_batch_size" in t.params
         }
     )
 
@@ -133,16 +132,6 @@ def recommend(
     scaling efficiency is the speedup per replica (1.0 is ideal). Raises
     :class:`NoCompleteTrialError` when no trial completed with a finite loss.
     """
-    groups: dict[str, list[FrozenTrial]] = {}
-    for trial in trials:  # grid points are unique within a signature, not across signatures
-        signature = str(trial.user_attrs.get("device_signature", "unknown"))
-        groups.setdefault(signature, []).append(trial)
-    counts = {sig: sum(map(_is_complete, unique_trials(group))) for sig, group in groups.items()}
-    usable = sorted((sig for sig, n in counts.items() if n), key=lambda sig: (-counts[sig], sig))
-    if not usable:
-        raise NoCompleteTrialError(
-            f"study {study_name!r} has no COMPLETE trial yet; run `tuner search` first"
-        )
     context = _Context(
         study_name,
         base_lr,
@@ -155,7 +144,35 @@ def recommend(
         hypermodel,
         policy,
     )
+    groups = _by_signature(trials)
+    usable = _usable_signatures(groups, study_name)
     per_signature = {sig: _recommend_one(groups[sig], context) for sig in usable}
+    return _with_other_signatures(per_signature, usable)
+
+
+def _by_signature(trials: Iterable[FrozenTrial]) -> dict[str, list[FrozenTrial]]:
+    groups: dict[str, list[FrozenTrial]] = {}
+    for trial in trials:  # grid points are unique within a signature, not across signatures
+        signature = str(trial.user_attrs.get("device_signature", "unknown"))
+        groups.setdefault(signature, []).append(trial)
+    return groups
+
+
+def _usable_signatures(groups: dict[str, list[FrozenTrial]], study_name: str) -> list[str]:
+    """The signatures with a COMPLETE trial, the one with the most first."""
+    counts = {sig: sum(map(is_complete, unique_trials(group))) for sig, group in groups.items()}
+    usable = sorted((sig for sig, n in counts.items() if n), key=lambda sig: (-counts[sig], sig))
+    if not usable:
+        raise NoCompleteTrialError(
+            f"study {study_name!r} has no COMPLETE trial yet; run `tuner search` first"
+        )
+    return usable
+
+
+def _with_other_signatures(
+    per_signature: dict[str, dict[str, Any]], usable: list[str]
+) -> dict[str, Any]:
+    """The first signature's recommendation, with every signature's summary beside it."""
     result = dict(per_signature[usable[0]])
     result["per_device_signature"] = {
         sig: {key: rec.get(key) for key in _PER_SIGNATURE_KEYS}
@@ -171,7 +188,8 @@ def recommend(
     return result
 
 
-def _is_complete(trial: FrozenTrial) -> bool:
+def is_complete(trial: FrozenTrial) -> bool:
+    """Whether a trial COMPLETEd with finite values (a recommendation can stand on it)."""
     return bool(
         trial.state == TrialState.COMPLETE
         and trial.values
@@ -198,31 +216,52 @@ class _Context:
 def _recommend_one(trials: Sequence[FrozenTrial], context: _Context) -> dict[str, Any]:
     """The recommendation among ``trials``, which all ran on one device signature."""
     unique = unique_trials(trials)
-    complete = [t for t in unique if _is_complete(t)]
-    best_loss = min(t.values[0] for t in complete)
-    threshold = best_loss + context.tolerance * abs(best_loss)
-    candidates = [t for t in complete if t.values[0] <= threshold]
-    if context.policy == "goodput":
-        scored = [t for t in candidates if t.user_attrs.get("goodput") is not None]
-        if not scored:
-            raise NoCompleteTrialError(
-                f"study {context.study_name!r} has no trial with a measured gradient noise scale "
-                "(it needs 2+ replicas and noise_scale = true), so no goodput; use the default "
-                "policy"
-            )
-        chosen = max(
-            scored, key=lambda t: (t.user_attrs["goodput"], -t.params["global_batch_size"])
-        )
-    else:
-        chosen = max(candidates, key=lambda t: (t.values[1], -t.params["global_batch_size"]))
-    attrs = chosen.user_attrs
+    complete = [t for t in unique if is_complete(t)]
+    candidates = _within_tolerance(complete, context.tolerance)
+    chosen = _choose(candidates, context)
     # Feasibility belongs to one model: in a joint search, the chosen trial's configuration.
-    config = model_config(chosen)
-    same_model = [t for t in unique if model_config(t) == config]
-    feasible = max(int(t.params["global_batch_size"]) for t in complete if t in same_model)
-    infeasible = infeasible_batch_sizes(same_model)
-    largest_grid = max(int(t.params["global_batch_size"]) for t in same_model)
-    result: dict[str, Any] = {
+    same_model = [t for t in unique if model_config(t) == model_config(chosen)]
+    result = {
+        **_chosen_fields(chosen, context, candidates, _feasibility(same_model, complete)),
+        **_speedup(chosen, context),
+        **_hypermodel_fields(chosen, context),
+        **_probe_fields(chosen, context),
+    }
+    note = _oom_note(result, same_model)
+    if note:
+        result["note"] = note
+    return result
+
+
+def _within_tolerance(complete: list[FrozenTrial], tolerance: float) -> list[FrozenTrial]:
+    """The trials whose final loss is within ``tolerance`` (relative) of the best one."""
+    best_loss = min(t.values[0] for t in complete)
+    threshold = best_loss + tolerance * abs(best_loss)
+    return [t for t in complete if t.values[0] <= threshold]
+
+
+def _choose(candidates: list[FrozenTrial], context: _Context) -> FrozenTrial:
+    """The policy's pick: the highest throughput (or goodput), the smaller batch on ties."""
+    if context.policy != "goodput":
+        return max(candidates, key=lambda t: (t.values[1], -t.params["global_batch_size"]))
+    scored = [t for t in candidates if t.user_attrs.get("goodput") is not None]
+    if not scored:
+        raise NoCompleteTrialError(
+            f"study {context.study_name!r} has no trial with a measured gradient noise scale "
+            "(it needs 2+ replicas and noise_scale = true), so no goodput; use the default "
+            "policy"
+        )
+    return max(scored, key=lambda t: (t.user_attrs["goodput"], -t.params["global_batch_size"]))
+
+
+def _chosen_fields(
+    chosen: FrozenTrial,
+    context: _Context,
+    candidates: list[FrozenTrial],
+    feasibility: dict[str, Any],
+) -> dict[str, Any]:
+    attrs = chosen.user_attrs
+    return {
         "study_name": context.study_name,
         "trial_number": chosen.number,
         "global_batch_size": int(chosen.params["global_batch_size"]),
@@ -237,11 +276,10 @@ def _recommend_one(trials: Sequence[FrozenTrial], context: _Context) -> dict[str
         "throughput": float(chosen.values[1]),
         "final_loss": float(chosen.values[0]),
         "train_loss": attrs.get("train_loss"),
-        "largest_feasible_batch_size": feasible,
-        "oom_batch_sizes": infeasible,
+        **feasibility,
         "policy": context.policy,
+        # The critical batch is estimated by the noise scale itself (shown as such by the views).
         "gradient_noise_scale": attrs.get("gradient_noise_scale"),
-        "critical_batch_size": attrs.get("critical_batch_size"),
         "statistical_efficiency": attrs.get("statistical_efficiency"),
         "goodput": attrs.get("goodput"),
         "loss_tolerance": context.tolerance,
@@ -249,30 +287,61 @@ def _recommend_one(trials: Sequence[FrozenTrial], context: _Context) -> dict[str
         "versions": dict(context.versions),
         "created_at": context.created_at,
     }
-    signature = attrs.get("device_signature")
+
+
+def _feasibility(same_model: list[FrozenTrial], complete: list[FrozenTrial]) -> dict[str, Any]:
+    feasible = max(int(t.params["global_batch_size"]) for t in complete if t in same_model)
+    return {
+        "largest_feasible_batch_size": feasible,
+        "oom_batch_sizes": infeasible_batch_sizes(same_model),
+    }
+
+
+def _speedup(chosen: FrozenTrial, context: _Context) -> dict[str, Any]:
+    """Throughput over the single-device baseline's on the same devices, and per replica."""
+    signature = chosen.user_attrs.get("device_signature")
     baseline = (context.baselines or {}).get(str(signature), {})
     base_throughput = baseline.get("throughput")
-    if context.hypermodel and config != config_key(defaults(context.hypermodel["space"])):
+    if context.hypermodel and model_config(chosen) != config_key(
+        defaults(context.hypermodel["space"])
+    ):
         base_throughput = None  # the baseline trained the hypermodel's defaults: another model
     speedup = chosen.values[1] / base_throughput if base_throughput else None
-    result["baseline_throughput"] = base_throughput
-    result["speedup_vs_single_device"] = speedup
-    result["scaling_efficiency"] = speedup / result["num_replicas"] if speedup else None
-    values = attrs.get("model_hyperparameters")
-    if values is not None and context.hypermodel:
-        result["model_hyperparameters"] = dict(values)
-        result["keras_tuner_snippet"] = snippet(
+    replicas = int(chosen.user_attrs["num_replicas"])
+    return {
+        "baseline_throughput": base_throughput,
+        "speedup_vs_single_device": speedup,
+        "scaling_efficiency": speedup / replicas if speedup else None,
+    }
+
+
+def _hypermodel_fields(chosen: FrozenTrial, context: _Context) -> dict[str, Any]:
+    values = chosen.user_attrs.get("model_hyperparameters")
+    if values is None or not context.hypermodel:
+        return {}
+    return {
+        "model_hyperparameters": dict(values),
+        "keras_tuner_snippet": snippet(
             context.hypermodel["reference"], context.hypermodel["kind"], values
-        )
-    probe = (context.probes or {}).get(str(signature))
-    if probe:
-        result["probe"] = {
-            key: probe.get(key)
-            for key in ("largest_fitting_batch", "smallest_oom_batch", "resolution", "launches")
-        }
-    if infeasible and feasible < largest_grid:
-        result["note"] = (
-            f"global batch {infeasible[0]} and larger ran out of memory; the largest that fits is "
-            f"{feasible} ({feasible // int(attrs['num_replicas'])} per replica)"
-        )
-    return result
+        ),
+    }
+
+
+def _probe_fields(chosen: FrozenTrial, context: _Context) -> dict[str, Any]:
+    probe = (context.probes or {}).get(str(chosen.user_attrs.get("device_signature")))
+    if not probe:
+        return {}
+    keys = ("largest_fitting_batch", "smallest_oom_batch", "resolution", "launches")
+    return {"probe": {key: probe.get(key) for key in keys}}
+
+
+def _oom_note(result: dict[str, Any], same_model: list[FrozenTrial]) -> str | None:
+    """Why the recommendation stops short of the grid's largest batch, if it does."""
+    feasible, infeasible = result["largest_feasible_batch_size"], result["oom_batch_sizes"]
+    largest_grid = max(int(t.params["global_batch_size"]) for t in same_model)
+    if not infeasible or feasible >= largest_grid:
+        return None
+    return (
+        f"global batch {infeasible[0]} and larger ran out of memory; the largest that fits is "
+        f"{feasible} ({feasible // result['num_replicas']} per replica)"
+    )

@@ -84,11 +84,3 @@ def optimizer_settings(rule: str, k: float, config: dict[str, Any]) -> dict[str,
                 f"outside (0, 1): the rule holds for small ratios; use smaller batch multipliers"
             )
     return settings
-
-
-def warmup_rate(step: int, warmup_steps: int, start: float, peak: float) -> float:
-    """The ``linear-warmup`` learning rate at ``step`` (0-based): linear from ``start`` to
-    ``peak`` over ``warmup_steps`` steps, then ``peak``."""
-    if warmup_steps <= 0 or step >= warmup_steps:
-        return peak
-    return start + (peak - start) * step / warmup_steps

@@ -1,35 +1,38 @@
-"""The study spec: what to train and which grid to search, loaded from TOML plus CLI overrides.
+"""The study spec: what to train and which grid to search, from parsed TOML plus CLI overrides.
 
 All validation of a spec happens here, so a bad field is one clear message before anything runs.
+Pure: reading the TOML file is :func:`tuner.driver.spec_file.load_spec`'s job.
 """
 
 from __future__ import annotations
 
 import math
 import re
-import tomllib
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
+from tuner.core import spec_fields as fields
 from tuner.core.errors import ConfigError
-from tuner.core.scaling import ADAM_FAMILY, LR_RULES, optimizer_settings
 
+DEFAULT_STUDY_NAME = "regression"
+"""The built-in workload's study name, the default ``--study-name`` of the browsing commands."""
 LOOPS = ("fit", "custom")
 """Values of ``search.loop``."""
 UPDATE_ON = ("replicas", "cpu")
 """Values of ``search.update_on``."""
 LOOP_KINDS = ("fit", "custom", "cpu-update")
+LOSS_REDUCTIONS = ("global", "replica-mean")
+"""How a custom loop reduces the loss: over the global batch (right), or a per-replica mean summed
+over replicas (the forum answer's bug, kept so that ``tuner validate`` can show it caught)."""
 """The training loops a worker runs: ``loop``, with ``custom`` + ``update_on = cpu`` as its own kind
 (see :attr:`SearchSpec.loop_kind`)."""
 MODEL_HYPERPARAMETERS = ("defaults", "search")
 DEFAULT_TRIALS = 20
 
-_REFERENCE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
-
+BUILTIN_SOURCE = "built-in regression workload"
 _BUILTIN: dict[str, Any] = {
-    "study": {"name": "regression"},
+    "study": {"name": DEFAULT_STUDY_NAME},
     "workload": {
         "model": "tuner.workloads.regression:build_model",
         "data": "tuner.workloads.regression:load_data",
@@ -104,7 +107,7 @@ class StudySpec:
     name: str
     workload: WorkloadSpec
     search: SearchSpec
-    source: str = field(default="built-in regression workload", compare=False)
+    source: str = field(default=BUILTIN_SOURCE, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         """Return the spec as plain data (what is stored on the study)."""
@@ -160,48 +163,83 @@ _FIELDS: dict[str, tuple[str, ...]] = {
 }
 
 
-def load_spec(
-    path: str | Path | None = None, overrides: Mapping[str, Any] | None = None
+def spec_from_dict(
+    raw: Mapping[str, Any] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    source: str | None = None,
 ) -> StudySpec:
-    """Load a spec from TOML (``None``: the built-in regression workload) and apply overrides.
+    """Build a spec from parsed TOML tables (``None``: the built-in regression workload) with
+    overrides applied; ``source`` names where ``raw`` came from in error lines.
 
     ``overrides`` maps ``"section.key"`` (e.g. ``"search.epochs"``) to a value; ``None`` values are
     ignored. Raises :class:`ConfigError` with one clear line for any invalid field.
     """
-    if path is None:
-        raw: dict[str, Any] = {k: dict(v) for k, v in _BUILTIN.items()}
-        source = "built-in regression workload"
-    else:
-        raw = _read_toml(Path(path))
-        source = str(path)
+    if raw is None:
+        raw, source = _BUILTIN, BUILTIN_SOURCE
+    tables, where = apply_overrides(raw, overrides or {})
+    return build_spec(tables, source or "the spec", where)
+
+
+def apply_overrides(
+    raw: Mapping[str, Any], overrides: Mapping[str, Any]
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """A copy of ``raw`` with ``overrides`` set, and the flag that set each overridden field
+    (``search.base_lr`` -> ``--base-lr``), so errors name the flag rather than the file."""
+    tables = {key: dict(value) if isinstance(value, dict) else value for key, value in raw.items()}
     where: dict[str, str] = {}
-    for dotted, value in (overrides or {}).items():
+    for dotted, value in overrides.items():
         if value is None:
             continue
         section, key = dotted.split(".")
-        table = raw.setdefault(section, {})
-        if isinstance(table, dict):  # a non-table section is reported by _build
+        table = tables.setdefault(section, {})
+        if isinstance(table, dict):  # a non-table section is reported by build_spec
             table[key] = value
         where[dotted] = "--" + key.replace("_", "-")
-    return _build(raw, source, where)
+    return tables, where
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
-    if not path.is_file():
-        raise ConfigError(f"spec file {path} does not exist; pass --study with a TOML file")
-    try:
-        with path.open("rb") as handle:
-            return tomllib.load(handle)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"spec file {path} is not valid TOML: {exc}") from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"spec file {path} is not valid TOML: it is not UTF-8 text") from None
+@dataclass(frozen=True)
+class _Table:
+    """One section of a raw spec, and how its fields are named in error lines."""
+
+    section: str
+    values: Mapping[str, Any]
+    source: str
+    where: Mapping[str, str]
+
+    def label(self, key: str) -> str:
+        dotted = f"{self.section}.{key}"
+        return self.where.get(dotted, f"{dotted} in {self.source}")
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.values.get(key, default)
+
+    def need(self, key: str) -> Any:
+        if key not in self.values:
+            raise ConfigError(f"{self.section}.{key} is missing in {self.source}")
+        return self.values[key]
 
 
-def _build(raw: dict[str, Any], source: str, where: dict[str, str]) -> StudySpec:
-    def label(section: str, key: str) -> str:
-        return where.get(f"{section}.{key}", f"{section}.{key} in {source}")
+def build_spec(
+    raw: Mapping[str, Any], source: str, where: Mapping[str, str] | None = None
+) -> StudySpec:
+    """Validate parsed spec tables into a :class:`StudySpec`. ``where`` maps ``"section.key"`` to
+    the flag that set it. Raises :class:`ConfigError` naming the field (or flag) at fault."""
+    _check_layout(raw, source)
+    study, workload, search = (
+        _Table(section, raw.get(section, {}), source, where or {}) for section in _FIELDS
+    )
+    workload_spec = _workload(workload)
+    return StudySpec(
+        name=_study_name(study),
+        workload=workload_spec,
+        search=_search(search, workload_spec.optimizer),
+        source=source,
+    )
 
+
+def _check_layout(raw: Mapping[str, Any], source: str) -> None:
+    """Only known sections, each a table of known keys."""
     for section, value in raw.items():
         if section not in _FIELDS:
             raise ConfigError(
@@ -215,178 +253,122 @@ def _build(raw: dict[str, Any], source: str, where: dict[str, str]) -> StudySpec
                 f"unknown key {section}.{unknown[0]} in {source}; "
                 f"known keys of [{section}]: {', '.join(_FIELDS[section])}"
             )
-    study = raw.get("study", {})
-    workload = raw.get("workload", {})
-    search = raw.get("search", {})
 
-    def need(table: dict[str, Any], section: str, key: str) -> Any:
-        if key not in table:
-            raise ConfigError(f"{section}.{key} is missing in {source}")
-        return table[key]
 
-    name = _string(need(study, "study", "name"), label("study", "name"))
+def _study_name(study: _Table) -> str:
+    name = fields.string(study.need("name"), study.label("name"))
     if not re.fullmatch(r"[\w.\-]+", name):
         raise ConfigError(
-            f"{label('study', 'name')} must use letters, digits, '.', '_' or '-' only, got {name!r}"
+            f"{study.label('name')} must use letters, digits, '.', '_' or '-' only, got {name!r}"
         )
-    workload_spec = WorkloadSpec(
-        model=_reference(need(workload, "workload", "model"), label("workload", "model")),
-        data=_reference(need(workload, "workload", "data"), label("workload", "data")),
-        loss=_string(workload.get("loss", "mse"), label("workload", "loss")),
-        optimizer=_string(workload.get("optimizer", "adam"), label("workload", "optimizer")),
+    return name
+
+
+def _workload(workload: _Table) -> WorkloadSpec:
+    return WorkloadSpec(
+        model=fields.reference(workload.need("model"), workload.label("model")),
+        data=fields.reference(workload.need("data"), workload.label("data")),
+        loss=fields.string(workload.get("loss", "mse"), workload.label("loss")),
+        optimizer=fields.string(workload.get("optimizer", "adam"), workload.label("optimizer")),
     )
-    base = _positive_int(
-        need(search, "search", "base_batch_size"), label("search", "base_batch_size")
+
+
+def _search(search: _Table, optimizer: str) -> SearchSpec:
+    grid = _grid(search)
+    spec = SearchSpec(
+        **grid,
+        seed=_seed(search),
+        **_loop(search),
+        **_budget(search),
+        **_noise_and_warmup(search, grid["epochs"]),
     )
-    multipliers = _int_list(
-        need(search, "search", "batch_multipliers"), label("search", "batch_multipliers")
-    )
-    rules = _rule_list(need(search, "search", "lr_rules"), label("search", "lr_rules"))
-    base_lr = _positive_float(need(search, "search", "base_lr"), label("search", "base_lr"))
-    epochs = _positive_int(need(search, "search", "epochs"), label("search", "epochs"))
-    if epochs < 2:
+    if "sqrt-adam" in spec.lr_rules:
+        fields.check_sqrt_adam(
+            optimizer, spec.base_batch_size, spec.batch_multipliers, search.label("lr_rules")
+        )
+    return spec
+
+
+def _grid(search: _Table) -> dict[str, Any]:
+    """The grid's fields: base batch, multipliers, rules, base learning rate and epochs."""
+    grid: dict[str, Any] = {
+        "base_batch_size": fields.positive_int(
+            search.need("base_batch_size"), search.label("base_batch_size")
+        ),
+        "batch_multipliers": fields.int_list(
+            search.need("batch_multipliers"), search.label("batch_multipliers")
+        ),
+        "lr_rules": fields.rule_list(search.need("lr_rules"), search.label("lr_rules")),
+        "base_lr": fields.positive_float(search.need("base_lr"), search.label("base_lr")),
+        "epochs": fields.positive_int(search.need("epochs"), search.label("epochs")),
+    }
+    if grid["epochs"] < 2:
         raise ConfigError(
-            f"{label('search', 'epochs')} must be at least 2, got {epochs}: the first epoch "
+            f"{search.label('epochs')} must be at least 2, got {grid['epochs']}: the first epoch "
             "includes tracing and is left out of the throughput"
         )
+    return grid
+
+
+def _seed(search: _Table) -> int:
     seed = search.get("seed", 0)
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
-        raise ConfigError(f"{label('search', 'seed')} must be a non-negative integer, got {seed!r}")
-    loop = _choice(search.get("loop", "fit"), label("search", "loop"), LOOPS)
-    update_on = _choice(
-        search.get("update_on", "replicas"), label("search", "update_on"), UPDATE_ON
+        raise ConfigError(f"{search.label('seed')} must be a non-negative integer, got {seed!r}")
+    return seed
+
+
+def _loop(search: _Table) -> dict[str, Any]:
+    loop = fields.choice(search.get("loop", "fit"), search.label("loop"), LOOPS)
+    update_on = fields.choice(
+        search.get("update_on", "replicas"), search.label("update_on"), UPDATE_ON
     )
     if update_on == "cpu" and loop == "fit":
         raise ConfigError(
-            f"{label('search', 'update_on')} = cpu needs loop = custom: Keras fit under "
-            "CentralStorageStrategy does not match one device (see the README)"
+            f"{search.label('update_on')} = cpu needs loop = custom: Keras fit under "
+            "CentralStorageStrategy does not match one device (see docs/guide/validate.md)"
         )
-    model_hps = _choice(
+    return {"loop": loop, "update_on": update_on}
+
+
+def _budget(search: _Table) -> dict[str, Any]:
+    """Whether a hypermodel's hyperparameters are searched, and the trial budget if so."""
+    mode = fields.choice(
         search.get("model_hyperparameters", "defaults"),
-        label("search", "model_hyperparameters"),
+        search.label("model_hyperparameters"),
         MODEL_HYPERPARAMETERS,
     )
-    trials = _positive_int(search.get("trials", DEFAULT_TRIALS), label("search", "trials"))
+    trials = fields.positive_int(search.get("trials", DEFAULT_TRIALS), search.label("trials"))
+    return {"model_hyperparameters": mode, "trials": trials}
+
+
+def _noise_and_warmup(search: _Table, epochs: int) -> dict[str, Any]:
     noise_scale = search.get("noise_scale", True)
     if not isinstance(noise_scale, bool):
-        raise ConfigError(f"{label('search', 'noise_scale')} must be true or false")
-    noise_steps = search.get("noise_scale_steps")
-    if noise_steps is not None:
-        noise_steps = _positive_int(noise_steps, label("search", "noise_scale_steps"))
-    warmup_epochs = search.get("warmup_epochs", 1.0)
-    if isinstance(warmup_epochs, bool) or not isinstance(warmup_epochs, int | float):
-        raise ConfigError(f"{label('search', 'warmup_epochs')} must be a number of epochs")
-    if not math.isfinite(warmup_epochs) or not 0 < warmup_epochs < epochs:
-        raise ConfigError(
-            f"{label('search', 'warmup_epochs')} must be more than 0 and less than the "
-            f"{epochs} epochs, got {warmup_epochs}"
-        )
-    warmup_steps = search.get("warmup_steps")
-    if warmup_steps is not None:
-        warmup_steps = _positive_int(warmup_steps, label("search", "warmup_steps"))
-    if "sqrt-adam" in rules:
-        _check_sqrt_adam(workload_spec.optimizer, base, multipliers, label("search", "lr_rules"))
-    return StudySpec(
-        name=name,
-        workload=workload_spec,
-        search=SearchSpec(
-            base_batch_size=base,
-            batch_multipliers=multipliers,
-            lr_rules=rules,
-            base_lr=base_lr,
-            epochs=epochs,
-            seed=seed,
-            loop=loop,
-            update_on=update_on,
-            model_hyperparameters=model_hps,
-            trials=trials,
-            noise_scale=noise_scale,
-            noise_scale_steps=noise_steps,
-            warmup_epochs=float(warmup_epochs),
-            warmup_steps=warmup_steps,
-        ),
-        source=source,
-    )
+        raise ConfigError(f"{search.label('noise_scale')} must be true or false")
+    return {
+        "noise_scale": noise_scale,
+        "noise_scale_steps": _optional_positive_int(search, "noise_scale_steps"),
+        "warmup_epochs": _warmup_epochs(search, epochs),
+        "warmup_steps": _optional_positive_int(search, "warmup_steps"),
+    }
 
 
-_KERAS_ADAM = {"beta_1": 0.9, "beta_2": 0.999, "epsilon": 1e-7}
-
-
-def _check_sqrt_adam(optimizer: str, base: int, multipliers: tuple[int, ...], label: str) -> None:
-    """``sqrt-adam`` needs an Adam-family optimizer and ratios its betas survive (checked with
-    Keras's Adam defaults here; the child checks the optimizer's own settings again)."""
-    if optimizer.lower() not in ADAM_FAMILY:
-        raise ConfigError(
-            f"{label}: the sqrt-adam rule rescales Adam's moments, but the optimizer is "
-            f"{optimizer!r}; use adam or adamw, or drop the rule"
-        )
-    for multiplier in multipliers:
-        try:
-            optimizer_settings("sqrt-adam", float(multiplier), _KERAS_ADAM)
-        except ValueError as exc:
-            raise ConfigError(f"{label}: {exc}") from None
-
-
-def _string(value: Any, label: str) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise ConfigError(f"{label} must be a non-empty string, got {value!r}")
-    return value.strip()
-
-
-def _reference(value: Any, label: str) -> str:
-    text = _string(value, label)
-    if not _REFERENCE.match(text):
-        raise ConfigError(
-            f"{label} must be 'module:function' (e.g. 'mypkg.models:build'), got {text!r}"
-        )
-    return text
-
-
-def _positive_int(value: Any, label: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigError(f"{label} must be a positive integer, got {value!r}")
-    if value <= 0:
-        raise ConfigError(f"{label} must be a positive integer, got {value}")
-    return value
-
-
-def _positive_float(value: Any, label: str) -> float:
+def _warmup_epochs(search: _Table, epochs: int) -> float:
+    """The ramp must end inside the run, or ``linear-warmup`` never reaches its peak."""
+    label = search.label("warmup_epochs")
+    value = search.get("warmup_epochs", 1.0)
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ConfigError(f"{label} must be a positive number, got {value!r}")
-    if not math.isfinite(value) or value <= 0:
-        raise ConfigError(f"{label} must be a positive number, got {value}")
+        raise ConfigError(f"{label} must be a number of epochs")
+    if not math.isfinite(value) or not 0 < value < epochs:
+        raise ConfigError(
+            f"{label} must be more than 0 and less than the {epochs} epochs, got {value}"
+        )
     return float(value)
 
 
-def _choice(value: Any, label: str, choices: tuple[str, ...]) -> str:
-    text = _string(value, label)
-    if text not in choices:
-        raise ConfigError(f"{label} must be one of {', '.join(choices)}, got {text!r}")
-    return text
-
-
-def _int_list(value: Any, label: str) -> tuple[int, ...]:
-    if not isinstance(value, list | tuple) or not value:
-        raise ConfigError(f"{label} must be a non-empty list of positive integers, got {value!r}")
-    items = tuple(_positive_int(item, label) for item in value)
-    duplicates = sorted({item for item in items if items.count(item) > 1})
-    if duplicates:
-        raise ConfigError(f"{label} lists {duplicates[0]} more than once; give each value once")
-    return items
-
-
-def _rule_list(value: Any, label: str) -> tuple[str, ...]:
-    if not isinstance(value, list | tuple) or not value:
-        raise ConfigError(f"{label} must be a non-empty list of rule names, got {value!r}")
-    rules = tuple(_string(item, label) for item in value)
-    for rule in rules:
-        if rule not in LR_RULES:
-            raise ConfigError(
-                f"{label}: unknown learning-rate rule {rule!r}; known rules: {', '.join(LR_RULES)}"
-            )
-    if len(set(rules)) != len(rules):
-        raise ConfigError(f"{label} lists a rule more than once; give each rule once")
-    return rules
+def _optional_positive_int(search: _Table, key: str) -> int | None:
+    value = search.get(key)
+    return None if value is None else fields.positive_int(value, search.label(key))
 
 
 def parse_int_list(text: str, flag: str) -> list[int]:

@@ -11,103 +11,30 @@ import math
 import os
 import socket
 from dataclasses import replace
-from typing import Any, Protocol
+from typing import Any
 
 import optuna
 from optuna.trial import Trial
 
 from tuner.core import hyperparams
 from tuner.core.devices import DevicePlan
-from tuner.core.efficiency import statistical_efficiency
+from tuner.core.efficiency import goodput, statistical_efficiency
 from tuner.core.errors import TrialFailed
 from tuner.core.outcome import TrialOutcome, classify
 from tuner.core.recommend import smallest_oom_batch
-from tuner.core.scaling import batch_ratio, scaled_learning_rate
+from tuner.core.scaling import scaled_learning_rate
 from tuner.core.spec import StudySpec
+from tuner.driver.observer import SearchObserver
+from tuner.driver.requests import trial_request
 from tuner.driver.runner import run_child
 
 
-class SearchObserver(Protocol):
-    """What the driver reports while it works (the CLI draws it with rich)."""
-
-    def trial_started(self, index: int, total: int, params: dict[str, Any]) -> None: ...
-
-    def epoch_finished(self, event: dict[str, Any]) -> None: ...
-
-    def trial_finished(self, number: int, outcome: TrialOutcome) -> None: ...
-
-    def note(self, message: str) -> None: ...
-
-
-class QuietObserver:
-    def note(self, message: str) -> None:
-        pass
-
-    def trial_started(self, index: int, total: int, params: dict[str, Any]) -> None:
-        pass
-
-    def epoch_finished(self, event: dict[str, Any]) -> None:
-        pass
-
-    def trial_finished(self, number: int, outcome: TrialOutcome) -> None:
-        pass
-
-
-def device_signature(plan: DevicePlan) -> str:
-    """Devices and memory cap: OOM knowledge and throughput carry over only within one signature."""
-    if plan.memory_limit_bytes is None:
-        return plan.signature
-    return f"{plan.signature}, cap {plan.memory_limit_bytes // 2**20} MiB per device"
-
-
-def workload_dict(spec: StudySpec) -> dict[str, str]:
-    return {
-        "model": spec.workload.model,
-        "data": spec.workload.data,
-        "loss": spec.workload.loss,
-        "optimizer": spec.workload.optimizer,
-    }
-
-
-def trial_request(
-    spec: StudySpec,
-    plan: DevicePlan,
-    batch: int,
-    lr: float,
-    mode: str = "trial",
-    rule: str | None = None,
-    **extra: Any,
-) -> dict[str, Any]:
-    """The request a child runs: one training run of ``spec``'s workload at ``batch`` and ``lr``
-    (``rule``: the learning-rate rule, for the rules that also shape the optimizer)."""
-    search = spec.search
-    request = {
-        "mode": mode,
-        "plan": plan.to_dict(),
-        "workload": workload_dict(spec),
-        "global_batch_size": batch,
-        "learning_rate": lr,
-        "epochs": search.epochs,
-        "seed": search.seed,
-        "loop": search.loop_kind,
-        "noise_scale": search.noise_scale,
-        "noise_scale_steps": search.noise_scale_steps,
-        **extra,
-    }
-    if rule is not None:
-        request["rule"] = {
-            "name": rule,
-            "ratio": batch_ratio(batch, search.base_batch_size),
-            "base_lr": search.base_lr,
-            "learning_rate": lr,
-            "warmup_steps": search.warmup_steps,
-            "warmup_epochs": search.warmup_epochs,
-        }
-    return request
-
-
 class Objective:
-    """Runs one grid point per call; the outcome is recorded on the trial in :meth:`_record`."""
+    """Runs one grid point per call; the outcome is stored on the trial by :func:`record`.
+
+    ``total`` and ``already_done`` only number the trials for the observer; ``probed_oom`` is the
+    smallest global batch a probe found out of memory; ``space`` a hypermodel's search space.
+    """
 
     def __init__(
         self,
@@ -115,20 +42,21 @@ class Objective:
         plan: DevicePlan,
         timeout_s: float,
         observer: SearchObserver,
-        grid_size: int,
+        total: int,
         already_done: int,
         probed_oom: int | None = None,
         space: dict[str, Any] | None = None,
     ) -> None:
-        self._probed_oom = probed_oom
-        self._space = space
         self._spec = spec
         self._plan = plan
         self._timeout_s = timeout_s
         self._observer = observer
-        self._grid_size = grid_size
+        self._total = total
         self._already_done = already_done
+        self._probed_oom = probed_oom
+        self._space = space
         self.launched = 0
+        """Trials this objective ended, launched or pruned as oom-implied."""
 
     def __call__(self, trial: Trial) -> tuple[float, float]:
         try:
@@ -137,6 +65,24 @@ class Objective:
             trial.set_user_attr("status", "interrupted")
             trial.set_user_attr("error", "stopped by the user")
             raise
+
+    def _trial(self, trial: Trial) -> tuple[float, float]:
+        search = self._spec.search
+        values = self._model_hyperparameters(trial)
+        batch = trial.suggest_categorical("global_batch_size", list(search.global_batch_sizes))
+        rule = trial.suggest_categorical("lr_rule", list(search.lr_rules))
+        lr = scaled_learning_rate(rule, search.base_lr, batch, search.base_batch_size)
+        attrs = self._configuration(batch, rule, lr, values)
+        for key, value in attrs.items():
+            trial.set_user_attr(key, value)
+        self._observer.trial_started(self._already_done + self.launched + 1, self._total, attrs)
+        self.launched += 1
+        outcome = self._implied_oom(trial, batch, values)
+        if outcome is None:
+            outcome = self._run(batch, lr, rule, values)
+        outcome = with_efficiency(outcome, search.base_batch_size, batch)
+        self._observer.trial_finished(trial.number, outcome)
+        return record(trial, outcome)
 
     def _model_hyperparameters(self, trial: Trial) -> dict[str, Any] | None:
         """A hypermodel's values for this trial, stored as params: its defaults (one-value
@@ -150,53 +96,40 @@ class Objective:
             for name, value in hyperparams.defaults(self._space["space"]).items()
         }
 
-    def _trial(self, trial: Trial) -> tuple[float, float]:
-        search = self._spec.search
-        values = self._model_hyperparameters(trial)
-        batch = trial.suggest_categorical("global_batch_size", list(search.global_batch_sizes))
-        rule = trial.suggest_categorical("lr_rule", list(search.lr_rules))
-        lr = scaled_learning_rate(rule, search.base_lr, batch, search.base_batch_size)
-        signature = device_signature(self._plan)
+    def _configuration(
+        self, batch: int, rule: str, lr: float, values: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        """The user attributes that say what the trial runs, where and by whom."""
+        plan = self._plan
         attrs = {
             "global_batch_size": batch,
-            "per_replica_batch_size": batch // self._plan.num_replicas,
-            "num_replicas": self._plan.num_replicas,
+            "per_replica_batch_size": batch // plan.num_replicas,
+            "num_replicas": plan.num_replicas,
             "learning_rate": lr,
             "lr_rule": rule,
-            "device_signature": signature,
-            "device_model": self._plan.model,
-            "device_count": self._plan.num_replicas,
+            "device_signature": plan.device_signature,
+            "device_model": plan.model,
+            "device_count": plan.num_replicas,
             "host": socket.gethostname(),
             "worker": f"{socket.gethostname()}:{os.getpid()}",
             "loop": self._spec.search.loop,
             "update_on": self._spec.search.update_on,
-            "devices": self._plan.device_names,
+            "devices": plan.device_names,
         }
         if values is not None:
             attrs["model_hyperparameters"] = values
-        for key, value in attrs.items():
-            trial.set_user_attr(key, value)
-        self._observer.trial_started(self._already_done + self.launched + 1, self._grid_size, attrs)
-        outcome = with_efficiency(
-            self._run(trial, batch, lr, rule, signature, values), search.base_batch_size, batch
-        )
-        self._observer.trial_finished(trial.number, outcome)
-        return record(trial, outcome)
+        return attrs
 
-    def _run(
-        self,
-        trial: Trial,
-        batch: int,
-        lr: float,
-        rule: str,
-        signature: str,
-        values: dict[str, Any] | None,
-    ) -> TrialOutcome:
-        # Out-of-memory is monotone in the batch for one model configuration on one signature.
+    def _implied_oom(
+        self, trial: Trial, batch: int, values: dict[str, Any] | None
+    ) -> TrialOutcome | None:
+        """``oom-implied`` when a smaller or equal batch already ran out of memory (with the same
+        model configuration on the same devices) or the probe found it would; else ``None``."""
+        signature = self._plan.device_signature
         config = hyperparams.config_key(values or {})
+        # Out-of-memory is monotone in the batch for one model configuration on one signature.
         oom_at = smallest_oom_batch(trial.study.get_trials(deepcopy=False), signature, config)
         if oom_at is not None and batch >= oom_at:
-            self.launched += 1
             same_model = " with these model hyperparameters" if values else ""
             return TrialOutcome(
                 "oom-implied",
@@ -204,12 +137,14 @@ class Objective:
             )
         probe = self._probed_oom
         if probe is not None and batch >= probe:
-            self.launched += 1
             return TrialOutcome(
                 "oom-implied",
                 error=f"the probe found global batch {probe} out of memory on {signature}",
             )
-        self.launched += 1
+        return None
+
+    def _run(self, batch: int, lr: float, rule: str, values: dict[str, Any] | None) -> TrialOutcome:
+        """Train the grid point in a child and classify what it left behind."""
         run = run_child(
             trial_request(
                 self._spec, self._plan, batch, lr, rule=rule, model_hyperparameters=values
@@ -227,11 +162,10 @@ def with_efficiency(outcome: TrialOutcome, base_batch: int, batch: int) -> Trial
     noise = outcome.attrs.get("gradient_noise_scale")
     if outcome.values is None or noise is None or not (math.isfinite(noise) and noise > 0):
         return outcome
-    efficiency = statistical_efficiency(noise, base_batch, batch)
     attrs = {
         **outcome.attrs,
-        "statistical_efficiency": efficiency,
-        "goodput": outcome.values[1] * efficiency,
+        "statistical_efficiency": statistical_efficiency(noise, base_batch, batch),
+        "goodput": goodput(outcome.values[1], noise, base_batch, batch),
     }
     return replace(outcome, attrs=attrs)
 

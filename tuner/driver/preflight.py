@@ -1,7 +1,8 @@
-"""What runs before the grid: the workload check, and the probe and single-device baseline.
+"""What runs before the grid: the input check, then the probe and the single-device baseline.
 
-Each runs in a child like a trial; nothing here writes to the storage except through the study
-object the caller passes in.
+:func:`check` runs before anything is stored, so bad input leaves the storage untouched;
+:func:`prepare` runs on the open study and stores its findings there (study user attrs
+``probes`` and ``baselines``, one record per device signature). Each run is a child like a trial.
 """
 
 from __future__ import annotations
@@ -11,42 +12,80 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import optuna
+
 from tuner.core.devices import DevicePlan
 from tuner.core.errors import ConfigError, TunerError, WorkloadError
-from tuner.core.outcome import classify
-from tuner.core.probe import GridProbe, ProbeSearch
+from tuner.core.outcome import ChildRun, classify
+from tuner.core.probe import DEFAULT_PROBE_STEPS, GridProbe, ProbeSearch
 from tuner.core.protocol import DEFAULT_TRIAL_TIMEOUT_S
 from tuner.core.scaling import scaled_learning_rate
 from tuner.core.spec import StudySpec
-from tuner.driver.objective import device_signature, trial_request, workload_dict
+from tuner.driver.observer import SearchObserver
+from tuner.driver.requests import inspect_request, trial_request
 from tuner.driver.runner import run_child
 
 INSPECT_TIMEOUT_S = 600.0
+_INSPECTED = ("n_train", "n_val", "parameters")
+"""What the rest of the search needs from the workload check's result."""
+
+
+def check(spec: StudySpec, plan: DevicePlan, *, probe: bool = False) -> dict[str, Any]:
+    """Check the grid, the options and the workload (in a child); return what the workload
+    check found (sizes, versions, a hypermodel's space). Raises :class:`ConfigError` for bad input.
+
+    ``probe``: whether the grid will be probed first (refused for a joint search).
+    """
+    if probe and spec.search.joint:
+        raise ConfigError(
+            "--probe finds one boundary for one model; with model_hyperparameters = search each "
+            "model configuration has its own (out-of-memory is tracked per configuration)"
+        )
+    check_grid(spec, plan)
+    info = inspect_workload(spec)
+    check_grid(spec, plan, n_train=int(info["n_train"]))
+    if spec.search.joint and not info.get("hypermodel"):
+        raise ConfigError(
+            f"model_hyperparameters = search needs a KerasTuner hypermodel; {spec.workload.model} "
+            "is a plain model builder (use model_hyperparameters = defaults)"
+        )
+    return info
 
 
 def inspect_workload(spec: StudySpec, timeout_s: float = INSPECT_TIMEOUT_S) -> dict[str, Any]:
     """Load the workload once in a CPU-only child: sizes, shapes, versions.
 
-    Raises :class:`WorkloadError` when the model or data cannot be loaded or do not fit together.
+    Raises :class:`WorkloadError` when the model or data cannot be loaded or do not fit together,
+    and :class:`TunerError` when the child's answer cannot be read.
     """
-    request = {
-        "mode": "inspect",
-        "workload": workload_dict(spec),
-        "loop": spec.search.loop_kind,
-        "lr_rules": list(spec.search.lr_rules),
-        "max_ratio": max(spec.search.batch_multipliers),
-    }
     env = {"CUDA_VISIBLE_DEVICES": "", "TF_CPP_MIN_LOG_LEVEL": "2"}
-    run = run_child(request, env, timeout_s)
-    outcome_text = run.result_text
-    if outcome_text is None:
+    run = run_child(inspect_request(spec), env, timeout_s)
+    result = _inspection(run)
+    if result.get("status") != "ok":
+        raise WorkloadError(str(result.get("error", "loading the workload failed")))
+    missing = [key for key in _INSPECTED if key not in result]
+    if missing:
+        raise TunerError(f"the workload check's result lacks {', '.join(missing)}")
+    return result
+
+
+def _inspection(run: ChildRun) -> dict[str, Any]:
+    """The workload check's result as a dict; one clear line when there is none to read."""
+    if run.result_text is None:
         raise WorkloadError(
             f"loading the workload failed (exit code {run.returncode}): "
             f"{run.stderr_tail.strip().splitlines()[-1] if run.stderr_tail.strip() else ''}"
         )
-    result = json.loads(outcome_text)
-    if result.get("status") != "ok":
-        raise WorkloadError(str(result.get("error", "loading the workload failed")))
+    try:
+        result = json.loads(run.result_text)
+    except ValueError:
+        result = None
+    if not isinstance(result, dict):
+        excerpt = " ".join(run.result_text.split())[:80]
+        raise TunerError(
+            f"the workload check (exit code {run.returncode}) left a result that is not a "
+            f"JSON object: {excerpt!r}"
+        )
     return result
 
 
@@ -65,6 +104,55 @@ def check_grid(spec: StudySpec, plan: DevicePlan, n_train: int | None = None) ->
             )
 
 
+def prepare(
+    study: optuna.Study,
+    spec: StudySpec,
+    plan: DevicePlan,
+    n_train: int,
+    *,
+    probe: bool,
+    baseline: bool,
+    timeout_s: float,
+    observer: SearchObserver,
+) -> int | None:
+    """Before the grid: with ``probe``, bisect the grid's sizes with short runs; with
+    ``baseline`` (and several replicas, once per device signature), record one single-device
+    trial at the base batch for speedup and scaling efficiency. Both are stored on ``study``.
+
+    Returns the smallest global batch a probe of these devices (now or before) found out of
+    memory, if any.
+    """
+    if probe:
+        observer.note("probing the largest global batch that fits…")
+        found = run_probe(
+            spec, plan, n_train, grid=spec.search.global_batch_sizes, note=observer.note
+        )
+        store(study, "probes", plan, found)
+    baselines = study.user_attrs.get("baselines", {})
+    if baseline and plan.num_replicas > 1 and plan.device_signature not in baselines:
+        observer.note(f"single-device baseline at global batch {spec.search.base_batch_size}…")
+        reference = run_baseline(spec, plan, timeout_s=timeout_s)
+        if reference["status"] == "ok":
+            store(study, "baselines", plan, reference)
+        else:  # not stored: the next run tries again
+            observer.note(f"the baseline failed ({reference['status']}): {reference['error']}")
+    return probed_oom(study, plan)
+
+
+def store(study: optuna.Study, attr: str, plan: DevicePlan, record: dict[str, Any]) -> None:
+    """Set ``study.user_attrs[attr][signature] = record`` for ``plan``'s device signature."""
+    records = dict(study.user_attrs.get(attr, {}))
+    records[plan.device_signature] = record
+    study.set_user_attr(attr, records)
+
+
+def probed_oom(study: optuna.Study, plan: DevicePlan) -> int | None:
+    """The smallest global batch a probe of ``plan``'s devices found out of memory, if any."""
+    probes = study.user_attrs.get("probes", {})
+    found: int | None = probes.get(plan.device_signature, {}).get("smallest_oom_batch")
+    return found
+
+
 def run_probe(
     spec: StudySpec,
     plan: DevicePlan,
@@ -72,7 +160,7 @@ def run_probe(
     *,
     resolution: int | None = None,
     grid: tuple[int, ...] | None = None,
-    steps: int = 5,
+    steps: int = DEFAULT_PROBE_STEPS,
     timeout_s: float = 600.0,
     note: Callable[[str], None] = lambda message: None,
 ) -> dict[str, Any]:
@@ -80,22 +168,11 @@ def run_probe(
     steps, each in a fresh child): bisection over ``grid`` when given (what a search needs), else
     doubling from the base batch until out-of-memory, then bisection to ``resolution`` samples
     (default: an eighth of the base batch). Returns the record stored on the study."""
-    base = spec.search.base_batch_size
-    step = plan.num_replicas
-    search: ProbeSearch | GridProbe
-    if grid:
-        search = GridProbe(grid)
-    else:
-        search = ProbeSearch(
-            start=max(step, base // step * step),
-            limit=n_train,
-            step=step,
-            resolution=resolution or max(step, base // 8),
-        )
+    search = _probe_search(spec, plan, n_train, resolution, grid)
     attempts = []
     started = time.perf_counter()
     while (batch := search.next_batch()) is not None:
-        lr = scaled_learning_rate("none", spec.search.base_lr, batch, base)
+        lr = scaled_learning_rate("none", spec.search.base_lr, batch, spec.search.base_batch_size)
         request = trial_request(
             spec, plan, batch, lr, mode="probe", epochs=1, steps_per_epoch=steps
         )
@@ -109,7 +186,7 @@ def run_probe(
         attempts.append({"batch": batch, "fits": outcome.status == "ok", "seconds": run.wall_s})
         note(f"probe: global batch {batch} {'fits' if outcome.status == 'ok' else 'out of memory'}")
     return {
-        "device_signature": device_signature(plan),
+        "device_signature": plan.device_signature,
         "largest_fitting_batch": search.largest_fitting,
         "smallest_oom_batch": search.smallest_failing,
         "resolution": search.resolution,
@@ -119,6 +196,26 @@ def run_probe(
         "attempts": attempts,
         "wall_s": time.perf_counter() - started,
     }
+
+
+def _probe_search(
+    spec: StudySpec,
+    plan: DevicePlan,
+    n_train: int,
+    resolution: int | None,
+    grid: tuple[int, ...] | None,
+) -> ProbeSearch | GridProbe:
+    """Bisection over ``grid`` when given, else doubling-then-bisection up to ``n_train``."""
+    if grid:
+        return GridProbe(grid)
+    base = spec.search.base_batch_size
+    step = plan.num_replicas
+    return ProbeSearch(
+        start=max(step, base // step * step),
+        limit=n_train,
+        step=step,
+        resolution=resolution or max(step, base // 8),
+    )
 
 
 def run_baseline(
@@ -135,7 +232,7 @@ def run_baseline(
     )
     outcome = classify(run, memory_capped=plan.memory_limit_bytes is not None)
     record: dict[str, Any] = {
-        "device_signature": device_signature(plan),
+        "device_signature": plan.device_signature,
         "devices": single.device_names,
         "global_batch_size": base,
         "learning_rate": spec.search.base_lr,

@@ -46,40 +46,16 @@ def run_child(
         stderr_path = Path(tmp, "stderr.log")
         spawned_at = time.time()
         request_path.write_text(json.dumps({**request, "spawned_at": spawned_at}))
-        child_env = {
-            **os.environ,
-            **env,
-            "PYTHONUNBUFFERED": "1",
-            "TUNER_PARENT_PID": str(os.getpid()),
-        }
-        child_env["PYTHONPATH"] = os.pathsep.join(
-            p for p in (_PACKAGE_ROOT, os.environ.get("PYTHONPATH", "")) if p
-        )
         with stderr_path.open("wb") as stderr:
             proc = subprocess.Popen(
                 [sys.executable, "-m", WORKER_MODULE, str(request_path), str(result_path)],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=stderr,
-                env=child_env,
+                env=_child_environment(env),
                 start_new_session=True,
             )
-            reader = threading.Thread(
-                target=_read_events, args=(proc, on_event), name="tuner-events", daemon=True
-            )
-            reader.start()
-            timed_out = False
-            try:
-                proc.wait(timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                kill_group(proc)
-            except BaseException:
-                kill_group(proc)
-                raise
-            finally:
-                _reap_group(proc)
-            reader.join(timeout=5)
+            timed_out = _wait(proc, timeout_s, on_event)
         result_text = result_path.read_text() if result_path.exists() else None
         ended_at = time.time()
         return ChildRun(
@@ -91,6 +67,44 @@ def run_child(
             spawned_at=spawned_at,
             ended_at=ended_at,
         )
+
+
+def _child_environment(env: dict[str, str]) -> dict[str, str]:
+    """This process's environment with ``env`` on top; tuner importable from its source tree."""
+    child_env = {
+        **os.environ,
+        **env,
+        "PYTHONUNBUFFERED": "1",
+        "TUNER_PARENT_PID": str(os.getpid()),
+    }
+    child_env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (_PACKAGE_ROOT, os.environ.get("PYTHONPATH", "")) if p
+    )
+    return child_env
+
+
+def _wait(proc: subprocess.Popen[bytes], timeout_s: float, on_event: OnEvent | None) -> bool:
+    """Pass the child's events on until it exits; whether it had to be killed for ``timeout_s``.
+
+    Whatever happens, nothing of the child's process group outlives this call.
+    """
+    reader = threading.Thread(
+        target=_read_events, args=(proc, on_event), name="tuner-events", daemon=True
+    )
+    reader.start()
+    timed_out = False
+    try:
+        proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        kill_group(proc)
+    except BaseException:
+        kill_group(proc)
+        raise
+    finally:
+        _reap_group(proc)
+    reader.join(timeout=5)
+    return timed_out
 
 
 def kill_group(proc: subprocess.Popen[bytes]) -> None:

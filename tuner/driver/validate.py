@@ -25,20 +25,23 @@ from tuner.core.errors import ConfigError, TunerError, WorkloadError
 from tuner.core.outcome import ChildRun, classify
 from tuner.core.protocol import DEFAULT_TRIAL_TIMEOUT_S
 from tuner.core.scaling import scaled_learning_rate
-from tuner.core.spec import StudySpec
+from tuner.core.spec import LOSS_REDUCTIONS, StudySpec
+from tuner.driver.requests import validate_request
 from tuner.driver.runner import run_child
 
 LOSS_RTOL = 1e-5
 """Relative tolerance of loss parity. float32 has a 2^-24 ≈ 6e-8 unit roundoff; a mean over b
 examples summed in another order differs by at most ~b·6e-8 in the worst case and ~√b·6e-8
 typically (≈ 7e-7 for b = 128), and the difference grows slowly through the updates. Measured here
-over 100 steps: ≤ 3e-7 (see the README). 1e-5 leaves room for that and still fails any real bug —
-a loss summed instead of averaged over replicas is off by 100 %."""
+over 100 steps: ≤ 3e-7 (docs/guide/validate.md). 1e-5 leaves room for that and still fails any
+real bug — a loss summed instead of averaged over replicas is off by 100 %."""
 
 LR_RTOL = 1e-6
 """float32 holds the learning rate: 1e-6 relative is well above its rounding (6e-8)."""
 
 DEFAULT_STEPS = 50
+DEFAULT_RULE = "none"
+"""Validation compares runs at one global batch, so by default the learning rate is not scaled."""
 
 
 @dataclass(frozen=True)
@@ -159,43 +162,22 @@ def run_validation(
     spec: StudySpec,
     plan: DevicePlan,
     *,
-    loss_reduction: str = "global",
+    loss_reduction: str = LOSS_REDUCTIONS[0],
     global_batch: int | None = None,
-    lr_rule: str = "none",
+    lr_rule: str = DEFAULT_RULE,
     steps: int = DEFAULT_STEPS,
     timeout_s: float = DEFAULT_TRIAL_TIMEOUT_S,
 ) -> dict[str, Any]:
     """Run the one-device and N-replica children and return the JSON report (``passed`` inside)."""
-    if plan.num_replicas < 2:
-        raise ConfigError("validate compares one device with several: select at least 2 devices")
-    loop = spec.search.loop_kind
-    if loop == "fit" and loss_reduction != "global":
-        raise ConfigError("--loss-reduction applies to custom loops only; fit averages for you")
     batch = global_batch or spec.search.base_batch_size
-    if batch % plan.num_replicas:
-        raise ConfigError(f"global batch {batch} does not divide by {plan.num_replicas} replicas")
+    _check_options(spec, plan, loss_reduction, batch)
     lr = scaled_learning_rate(lr_rule, spec.search.base_lr, batch, spec.search.base_batch_size)
-    request = {
-        "mode": "validate",
-        "workload": {
-            "model": spec.workload.model,
-            "data": spec.workload.data,
-            "loss": spec.workload.loss,
-            "optimizer": spec.workload.optimizer,
-        },
-        "global_batch_size": batch,
-        "learning_rate": lr,
-        "epochs": spec.search.epochs,
-        "steps_per_epoch": max(1, steps // spec.search.epochs),
-        "seed": spec.search.seed,
-        "loop": loop,
-        "loss_reduction": loss_reduction,
-    }
     results = []
     for run_plan in (plan.single_device(), plan):
-        run = run_child(
-            {**request, "plan": run_plan.to_dict()}, run_plan.child_environment(), timeout_s
+        request = validate_request(
+            spec, run_plan, batch, lr, steps=steps, loss_reduction=loss_reduction
         )
+        run = run_child(request, run_plan.child_environment(), timeout_s)
         results.append(_result(run, run_plan))
     single, multi = results
     checks = evaluate(single, multi, global_batch=batch, learning_rate=lr)
@@ -209,7 +191,7 @@ def run_validation(
         "per_replica_batch_size": batch // plan.num_replicas,
         "learning_rate": lr,
         "lr_rule": lr_rule,
-        "device_signature": plan.signature,
+        "device_signature": plan.device_signature,
         "steps": multi["steps"],
         "checks": {
             c.name.replace(" ", "_"): {"passed": c.passed, "summary": c.summary, **c.figures}
@@ -218,6 +200,16 @@ def run_validation(
         "versions": multi.get("versions", {}),
         "created_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
     }
+
+
+def _check_options(spec: StudySpec, plan: DevicePlan, loss_reduction: str, batch: int) -> None:
+    """Refuse a validation that cannot compare anything (exit code 2)."""
+    if plan.num_replicas < 2:
+        raise ConfigError("validate compares one device with several: select at least 2 devices")
+    if spec.search.loop_kind == "fit" and loss_reduction != "global":
+        raise ConfigError("--loss-reduction applies to custom loops only; fit averages for you")
+    if batch % plan.num_replicas:
+        raise ConfigError(f"global batch {batch} does not divide by {plan.num_replicas} replicas")
 
 
 def _result(run: ChildRun, plan: DevicePlan) -> dict[str, Any]:

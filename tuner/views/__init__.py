@@ -1,7 +1,11 @@
 """Ways to look at a study: summary rows, the dashboard note, figures, the HTML report and the
 optuna-dashboard server.
 
-Reads trials through ``tuner.storage`` and decides nothing: every number comes from
-``tuner.core``. Never imports ``tuner.driver``, ``tuner.worker`` or ``tuner.cli``. The driver
-reaches the views only through :func:`tuner.views.refresh.refresh`.
+Reads trials through ``tuner.storage`` and ``tuner.results`` and decides nothing: every number
+comes from ``tuner.core``. Never imports ``tuner.driver``, ``tuner.worker`` or ``tuner.cli``. The
+driver reaches the views only through :func:`tuner.views.refresh.refresh`.
 """
+
+DASHBOARD_HOST = "127.0.0.1"
+"""``tuner dashboard`` listens here unless told otherwise: this machine only."""
+DASHBOARD_PORT = 8080

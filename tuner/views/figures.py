@@ -14,9 +14,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from optuna.trial import FrozenTrial, TrialState
+from optuna.trial import FrozenTrial
 
-from tuner.core.recommend import status_of, unique_trials
+from tuner.core.recommend import INFEASIBLE, is_complete, status_of, unique_trials
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
@@ -24,7 +24,15 @@ if TYPE_CHECKING:
 OOM_TRACE = "out of memory"
 """Name of the trace that marks the global batch sizes that did not fit."""
 
-_RULE_COLORS = {"none": "#636efa", "linear": "#ef553b", "sqrt": "#00cc96"}
+RULE_COLORS: dict[str, str] = {
+    "none": "#636efa",
+    "linear": "#ef553b",
+    "sqrt": "#00cc96",
+    "linear-warmup": "#ab63fa",
+    "sqrt-adam": "#19d3f3",
+}
+"""One colour per rule of :data:`tuner.core.scaling.LR_RULES`, the same in every figure."""
+_UNKNOWN_RULE_COLOR = "#888"  # a rule stored by another tuner version
 # A compact white style set directly: a named template would be stored with every figure
 # (optuna-dashboard keeps each figure in the study, in pieces).
 _AXIS = {"gridcolor": "#e5e5e5", "zeroline": False, "linecolor": "#999", "showline": True}
@@ -65,11 +73,9 @@ def complete_points(trials: Iterable[FrozenTrial]) -> list[Point]:
     """The COMPLETE grid points with finite values, one per grid point, by batch then rule."""
     points = []
     for trial in unique_trials(trials):
-        if trial.state != TrialState.COMPLETE or not trial.values:
+        if not is_complete(trial):
             continue
         loss, throughput = trial.values
-        if not (math.isfinite(loss) and math.isfinite(throughput)):
-            continue
         attrs = trial.user_attrs
         points.append(
             Point(
@@ -101,7 +107,7 @@ def batch_curves(
     oom: dict[int, str] = {}
     for trial in unique_trials(trials):
         status = status_of(trial)
-        if status in ("oom", "oom-implied"):
+        if status in INFEASIBLE:
             size = int(trial.params["global_batch_size"])
             if oom.get(size) != "oom":  # a measured OOM says more than an implied one
                 oom[size] = status
@@ -126,6 +132,11 @@ def pareto_front(points: Iterable[Point]) -> list[Point]:
     return sorted(front, key=lambda p: (p.final_loss, -p.throughput))
 
 
+def rule_color(rule: str) -> str:
+    """The colour of ``rule``'s traces."""
+    return RULE_COLORS.get(rule, _UNKNOWN_RULE_COLOR)
+
+
 def batch_figure(curves: BatchCurves, metric: str) -> go.Figure:
     """``metric`` (``throughput`` or ``final_loss``) against the global batch, one line per rule;
     sizes that ran out of memory are marked with ✕ on the axis and shaded."""
@@ -134,50 +145,10 @@ def batch_figure(curves: BatchCurves, metric: str) -> go.Figure:
     label = _METRICS[metric]
     figure = go.Figure()
     for rule, points in curves.by_rule.items():
-        figure.add_trace(
-            go.Scatter(
-                x=[p.global_batch_size for p in points],
-                y=[getattr(p, metric) for p in points],
-                mode="lines+markers",
-                name=f"{rule} rule",
-                line={"color": _RULE_COLORS.get(rule)},
-                customdata=[[p.trial, p.per_replica_batch_size, p.learning_rate] for p in points],
-                hovertemplate=(
-                    f"{rule} rule, global batch %{{x}} (%{{customdata[1]}} per replica)<br>"
-                    f"lr %{{customdata[2]:.3g}}: {label} %{{y:.4g}}<br>trial #%{{customdata[0]}}"
-                    "<extra></extra>"
-                ),
-            )
-        )
-    values = [getattr(p, metric) for points in curves.by_rule.values() for p in points]
-    floor = min(values) if values else 0.0
+        figure.add_trace(_rule_trace(rule, points, metric, label))
     if curves.oom:
-        sizes = list(curves.oom)
-        figure.add_trace(
-            go.Scatter(
-                x=sizes,
-                y=[floor] * len(sizes),
-                mode="markers+text",
-                name=OOM_TRACE,
-                marker={"symbol": "x", "size": 14, "color": "#b00020"},
-                text=["OOM" if curves.oom[s] == "oom" else "OOM (implied)" for s in sizes],
-                textposition="top center",
-                customdata=[curves.oom[s] for s in sizes],
-                hovertemplate="global batch %{x}: %{customdata}<extra></extra>",
-            )
-        )
-        low, high = min(sizes) / 2**0.5, max(sizes) * 2**0.5
-        figure.add_vrect(x0=low, x1=high, fillcolor="#b00020", opacity=0.08, line_width=0)
-        figure.add_annotation(  # on a log axis an annotation's x is log10 of the value
-            x=math.log10(low),
-            xref="x",
-            y=1,
-            yref="y domain",
-            text="does not fit",
-            showarrow=False,
-            xanchor="left",
-            yanchor="top",
-        )
+        values = [getattr(p, metric) for points in curves.by_rule.values() for p in points]
+        _mark_oom(figure, curves.oom, floor=min(values) if values else 0.0)
     if metric == "throughput" and curves.baseline_throughput:
         figure.add_hline(
             y=curves.baseline_throughput,
@@ -198,6 +169,56 @@ def batch_figure(curves: BatchCurves, metric: str) -> go.Figure:
         **_STYLE,
     )
     return figure
+
+
+def _rule_trace(rule: str, points: list[Point], metric: str, label: str) -> go.Scatter:
+    import plotly.graph_objects as go
+
+    return go.Scatter(
+        x=[p.global_batch_size for p in points],
+        y=[getattr(p, metric) for p in points],
+        mode="lines+markers",
+        name=f"{rule} rule",
+        line={"color": rule_color(rule)},
+        customdata=[[p.trial, p.per_replica_batch_size, p.learning_rate] for p in points],
+        hovertemplate=(
+            f"{rule} rule, global batch %{{x}} (%{{customdata[1]}} per replica)<br>"
+            f"lr %{{customdata[2]:.3g}}: {label} %{{y:.4g}}<br>trial #%{{customdata[0]}}"
+            "<extra></extra>"
+        ),
+    )
+
+
+def _mark_oom(figure: go.Figure, oom: dict[int, str], floor: float) -> None:
+    """✕ at ``floor`` for each size that ran out of memory, and the range shaded."""
+    import plotly.graph_objects as go
+
+    sizes = list(oom)
+    figure.add_trace(
+        go.Scatter(
+            x=sizes,
+            y=[floor] * len(sizes),
+            mode="markers+text",
+            name=OOM_TRACE,
+            marker={"symbol": "x", "size": 14, "color": "#b00020"},
+            text=["OOM" if oom[s] == "oom" else "OOM (implied)" for s in sizes],
+            textposition="top center",
+            customdata=[oom[s] for s in sizes],
+            hovertemplate="global batch %{x}: %{customdata}<extra></extra>",
+        )
+    )
+    low, high = min(sizes) / 2**0.5, max(sizes) * 2**0.5
+    figure.add_vrect(x0=low, x1=high, fillcolor="#b00020", opacity=0.08, line_width=0)
+    figure.add_annotation(  # on a log axis an annotation's x is log10 of the value
+        x=math.log10(low),
+        xref="x",
+        y=1,
+        yref="y domain",
+        text="does not fit",
+        showarrow=False,
+        xanchor="left",
+        yanchor="top",
+    )
 
 
 def pareto_figure(points: Sequence[Point], recommended_trial: int | None = None) -> go.Figure:
@@ -221,7 +242,7 @@ def pareto_figure(points: Sequence[Point], recommended_trial: int | None = None)
                 y=[p.throughput for p in mine],
                 mode="markers",
                 name=f"{rule} rule",
-                marker={"size": 9, "color": _RULE_COLORS.get(rule, "#888")},
+                marker={"size": 9, "color": rule_color(rule)},
                 text=[hover(p) for p in mine],
                 hovertemplate="%{text}<br>loss %{x:.4g}, %{y:,.0f} samples/s<extra></extra>",
             )

@@ -107,15 +107,7 @@ def recommendation_rows(rec: dict[str, Any]) -> list[tuple[str, str]]:
         ),
     ]
     if rec.get("statistical_efficiency") is not None:
-        rows.append(
-            (
-                "statistical efficiency",
-                f"gradient noise scale {rec['gradient_noise_scale']:,.0f} (critical batch ≈ "
-                f"{rec['critical_batch_size']:,.0f}); efficiency "
-                f"{rec['statistical_efficiency']:.2f} vs batch {rec['base_batch_size']}, goodput "
-                f"{rec['goodput']:,.0f} samples/s",
-            )
-        )
+        rows.append(("statistical efficiency", efficiency_text(rec)))
     if rec.get("speedup_vs_single_device"):
         rows.append(
             (
@@ -138,6 +130,17 @@ def recommendation_rows(rec: dict[str, Any]) -> list[tuple[str, str]]:
     if rec.get("note"):
         rows.append(("note", rec["note"]))
     return rows
+
+
+def efficiency_text(rec: dict[str, Any]) -> str:
+    """The noise scale, the critical batch it estimates, efficiency and goodput, in one line."""
+    noise = rec["gradient_noise_scale"]
+    return (
+        f"gradient noise scale B_noise {noise:,.0f} (critical batch ≈ B_noise = {noise:,.0f}: "
+        "the simple noise scale of McCandlish et al. 2018); efficiency "
+        f"{rec['statistical_efficiency']:.2f} vs batch {rec['base_batch_size']}, goodput "
+        f"{rec['goodput']:,.0f} samples/s"
+    )
 
 
 def short_device(name: str) -> str:

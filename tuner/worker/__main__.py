@@ -1,6 +1,7 @@
-"""The trial child process: ``python -m tuner.worker.child REQUEST.json RESULT.json``.
+"""The trial child process: ``python -m tuner.worker REQUEST.json RESULT.json``.
 
-It reads one request, runs it (``inspect`` a workload or train one ``trial``), and writes one JSON
+It reads one request, runs it by its ``mode`` (:data:`tuner.core.protocol.MODES`: ``inspect`` a
+workload, train one ``trial``, one ``probe`` or one ``validate`` run), and writes one JSON
 result. Progress goes to stdout as ``TUNER-EVENT {json}`` lines. Out-of-memory is classified here
 for exceptions; deaths by signal are classified by the parent (``tuner.core.outcome``).
 
@@ -19,11 +20,36 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tuner.core.protocol import encode_event
+from tuner.core.protocol import MODES, encode_event
 from tuner.files import atomic_write_text
+
+Runner = Callable[[dict[str, Any], Callable[[dict[str, Any]], None]], dict[str, Any]]
+"""Answers one request: ``(request, emit) -> result``; raises on failure."""
+
+
+def runners() -> dict[str, Runner]:
+    """Each mode's runner. Importing them imports TensorFlow, so the child does it only here."""
+    from tuner.worker.check import check_workload
+    from tuner.worker.probe import run_probe
+    from tuner.worker.trial import run_trial
+    from tuner.worker.validate import run_validation
+
+    return {
+        "inspect": lambda request, _emit: check_workload(request),
+        "trial": run_trial,
+        "probe": run_probe,
+        "validate": run_validation,
+    }
+
+
+def _runner(table: dict[str, Runner], mode: Any) -> Runner:
+    if mode not in table:
+        raise ValueError(f"unknown mode {mode!r}; known: {', '.join(MODES)}")
+    return table[mode]
 
 
 def _emit(event: dict[str, Any]) -> None:
@@ -99,14 +125,10 @@ def main(argv: list[str]) -> None:
         from tuner.core.errors import WorkloadError
 
         import_started = time.perf_counter()
-        from tuner.worker import train
-
+        table = runners()
         import_s = time.perf_counter() - import_started
         try:
-            if request["mode"] == "inspect":
-                result = train.inspect_workload(request)
-            else:
-                result = train.run_trial(request, _emit)
+            result = _runner(table, request.get("mode"))(request, _emit)
             result.setdefault("timings", {})["import_s"] = import_s
         except WorkloadError as exc:
             result = {"status": "invalid", "error": str(exc)}

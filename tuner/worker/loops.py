@@ -6,7 +6,7 @@
 * ``cpu-update`` — the variables (and the optimizer's slots) live on the CPU, each replica device
   computes the forward and backward pass on its shard of the global batch, and the summed
   gradients are applied on the CPU (central storage, built by hand: Keras 3 ``fit`` under
-  TensorFlow's ``CentralStorageStrategy`` does not match one device, see the README).
+  TensorFlow's ``CentralStorageStrategy`` does not match one device, see docs/guide/validate.md).
 
 ``reduction="replica-mean"`` reproduces the forum answer's bug on purpose — a hand-written
 ``tf.reduce_mean`` per replica, SUM-reduced across replicas — so that ``tuner validate`` can be seen
@@ -27,8 +27,6 @@ import tensorflow as tf
 
 from tuner.core.spec import LOOP_KINDS
 from tuner.worker.losses import per_example_loss
-
-REDUCTIONS = ("global", "replica-mean")
 
 OnEpoch = Callable[[int, float, float], bool]
 """Called after each epoch with (epoch index, mean loss, seconds); returns False to stop."""

@@ -38,6 +38,12 @@ def peak_memory_per_device(plan: DevicePlan) -> list[int | None]:
     return peaks
 
 
+def peak_memory_bytes(plan: DevicePlan) -> int | None:
+    """The largest peak of any replica device, or ``None`` where no device can tell."""
+    peaks = [peak for peak in peak_memory_per_device(plan) if peak is not None]
+    return max(peaks) if peaks else None
+
+
 class Meter:
     """Times epochs, records their losses and throughput, reports progress, stops on NaN."""
 

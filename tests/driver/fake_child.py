@@ -1,0 +1,100 @@
+"""A fake trial runner for fast driver tests: canned ``ChildRun`` results instead of a child.
+
+``FakeChild`` stands in for ``tuner.driver.runner.run_child`` wherever the driver imported it, and
+records every request, so a test can tell which grid points were really launched.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from tuner.core.devices import DevicePlan
+from tuner.core.outcome import ChildRun
+from tuner.core.spec import SearchSpec, StudySpec, WorkloadSpec
+from tuner.driver import objective, preflight, validate
+
+PLAN = DevicePlan(kind="cpu", num_replicas=2)
+N_TRAIN = 4096
+
+Trial = Callable[[dict[str, Any]], dict[str, Any]]
+"""A trial request -> the result JSON the child would leave (``tuner.core.outcome``)."""
+
+
+def make_spec(multipliers: tuple[int, ...] = (1, 2, 4, 8), **search: Any) -> StudySpec:
+    """A grid of ``64 × multipliers`` × rules none and linear over the built-in workload."""
+    return StudySpec(
+        name="fake",
+        workload=WorkloadSpec(
+            model="tuner.workloads.regression:build_model",
+            data="tuner.workloads.regression:load_data",
+        ),
+        search=SearchSpec(
+            base_batch_size=64,
+            batch_multipliers=multipliers,
+            lr_rules=("none", "linear"),
+            base_lr=1e-3,
+            epochs=1,
+            **search,
+        ),
+    )
+
+
+def ok(batch: int, **extra: Any) -> dict[str, Any]:
+    """A trained trial's result: loss falls and throughput grows with the batch."""
+    return {
+        "status": "ok",
+        "final_loss": 1.0 / batch,
+        "throughput": 10.0 * batch,
+        "train_loss": 2.0 / batch,
+        "devices": ["/cpu:0", "/cpu:1"],
+        **extra,
+    }
+
+
+def inspected() -> dict[str, Any]:
+    """The workload check's result."""
+    return {
+        "status": "ok",
+        "n_train": N_TRAIN,
+        "n_val": 512,
+        "parameters": 321,
+        "versions": {"tensorflow": "fake", "keras": "fake"},
+        "hypermodel": None,
+    }
+
+
+class FakeChild:
+    """Answers the workload check with :func:`inspected` and every training run with ``trial``."""
+
+    def __init__(self, trial: Trial) -> None:
+        self.trial = trial
+        self.requests: list[dict[str, Any]] = []
+
+    def __call__(
+        self,
+        request: dict[str, Any],
+        env: dict[str, str],
+        timeout_s: float,
+        on_event: Callable[[dict[str, Any]], None] | None = None,
+    ) -> ChildRun:
+        self.requests.append(request)
+        result = inspected() if request["mode"] == "inspect" else self.trial(request)
+        return ChildRun(returncode=0, result_text=json.dumps(result), wall_s=0.5)
+
+    def launched(self, mode: str = "trial") -> list[tuple[int, str | None]]:
+        """``(global_batch_size, rule)`` of each request of ``mode``, in launch order."""
+        return [
+            (r["global_batch_size"], r.get("rule", {}).get("name"))
+            for r in self.requests
+            if r["mode"] == mode
+        ]
+
+    def install(self, monkeypatch: pytest.MonkeyPatch) -> FakeChild:
+        """Replace ``run_child`` in every driver module that starts children."""
+        for module in (objective, preflight, validate):
+            monkeypatch.setattr(module, "run_child", self)
+        return self

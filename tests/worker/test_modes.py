@@ -1,0 +1,80 @@
+"""The child's dispatch (one runner per protocol mode) and the pure parts of the training modes,
+in this process: nothing here trains."""
+
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+import pytest
+
+from tuner.core.errors import WorkloadError
+from tuner.core.protocol import MODES
+from tuner.worker import session
+from tuner.worker.probe import run_probe
+from tuner.worker.trial import run_trial
+from tuner.worker.validate import run_validation, weight_sync
+
+child = importlib.import_module("tuner.worker.__main__")
+
+
+def test_every_protocol_mode_has_its_runner() -> None:
+    table = child.runners()
+    assert tuple(table) == MODES
+    assert (table["trial"], table["probe"], table["validate"]) == (
+        run_trial,
+        run_probe,
+        run_validation,
+    )
+
+
+def test_inspect_runs_the_workload_check() -> None:
+    request = {
+        "mode": "inspect",
+        "workload": {
+            "model": "tuner.workloads.regression:build_model",
+            "data": "tuner_test_workloads:small_regression_data",
+            "loss": "mse",
+            "optimizer": "adam",
+        },
+    }
+    events: list[dict] = []
+    result = child.runners()["inspect"](request, events.append)
+    assert (result["status"], result["n_train"]) == ("ok", 4096)
+    assert events == []
+
+
+@pytest.mark.parametrize("mode", ["train", None])
+def test_an_unknown_mode_is_refused_by_name(mode: str | None) -> None:
+    with pytest.raises(ValueError, match=f"unknown mode {mode!r}; known: inspect, trial, probe"):
+        child._runner(child.runners(), mode)
+
+
+def test_weight_sync_reports_the_largest_difference_between_copies() -> None:
+    a = np.zeros((2, 3), dtype="float32")
+    b = a.copy()
+    b[1, 2] = -0.25
+    found = weight_sync([[a, a], [np.ones(4), np.ones(4) + 0.125], [a, b]])
+    assert found == {
+        "variables_compared": 3,
+        "copies_per_variable": 2,
+        "weight_max_abs_diff": 0.25,
+    }
+    assert weight_sync([[a], [b]])["weight_max_abs_diff"] == 0.0  # one copy: nothing to compare
+
+
+def test_an_epoch_is_the_training_set_or_the_requested_steps() -> None:
+    assert session._steps_per_epoch({}, 256, 4096) == 16
+    assert session._steps_per_epoch({"steps_per_epoch": 5}, 256, 4096) == 5
+    assert session._steps_per_epoch({"steps_per_epoch": 50}, 256, 4096) == 16
+    with pytest.raises(WorkloadError, match=r"^global batch 8192 is larger than the training set"):
+        session._steps_per_epoch({}, 8192, 4096)
+
+
+def test_a_warmup_in_epochs_becomes_steps() -> None:
+    rule = {"name": "linear-warmup", "warmup_epochs": 0.5, "warmup_steps": None}
+    assert session._resolved_rule(rule, 16)["warmup_steps"] == 8
+    assert session._resolved_rule({**rule, "warmup_epochs": 0.01}, 16)["warmup_steps"] == 1
+    assert session._resolved_rule({**rule, "warmup_steps": 3}, 16)["warmup_steps"] == 3
+    sqrt = {"name": "sqrt-adam", "ratio": 2.0}
+    assert session._resolved_rule(sqrt, 16) is sqrt

@@ -1,0 +1,253 @@
+"""The commands that run trials into a study: ``search`` (the grid) and ``probe`` (the largest
+global batch that fits)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from tuner.cli.errors import guard, sigterm_as_interrupt
+from tuner.cli.options import (
+    BaseBatchOpt,
+    BaseLrOpt,
+    CpuReplicasOpt,
+    EpochsOpt,
+    GpusOpt,
+    LoopOpt,
+    MemoryLimitOpt,
+    MultipliersOpt,
+    NewStudyNameOpt,
+    ResolutionOpt,
+    RulesOpt,
+    SpecOpt,
+    StorageOpt,
+    TimeoutOpt,
+    UpdateOnOpt,
+    err,
+    grid_overrides,
+    out,
+    overrides,
+    spec_and_plan,
+    write_json,
+)
+from tuner.core.errors import ConfigError, TunerError
+from tuner.core.probe import DEFAULT_PROBE_STEPS
+from tuner.core.protocol import DEFAULT_TRIAL_TIMEOUT_S
+from tuner.core.spec import DEFAULT_TRIALS
+from tuner.storage import DEFAULT_HEARTBEAT_S, DEFAULT_STORAGE
+
+if TYPE_CHECKING:
+    from tuner.core.devices import DevicePlan
+    from tuner.core.spec import StudySpec
+    from tuner.driver.study import SearchReport
+
+ExportOpt = Annotated[
+    Path | None, typer.Option("--export", help="Write the recommended-config JSON here.")
+]
+ValidateFirstOpt = Annotated[
+    bool, typer.Option("--validate", help="Run the validate checks first; stop on failure.")
+]
+HeartbeatOpt = Annotated[
+    float, typer.Option(help="Seconds between worker heartbeats (RDB storages; 0: off).")
+]
+ProbeOpt = Annotated[bool, typer.Option("--probe", help="Probe the largest fitting batch first.")]
+BaselineOpt = Annotated[
+    bool,
+    typer.Option(help="Record a single-device trial at the base batch (speedup, efficiency)."),
+]
+ModelHyperparametersOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="A KerasTuner hypermodel's hyperparameters: defaults (grid of batch × rule) or "
+        "search (jointly with batch and rule, TPE, --trials budget)."
+    ),
+]
+TrialsOpt = Annotated[
+    int | None, typer.Option(help=f"Trial budget of a joint search (default {DEFAULT_TRIALS}).")
+]
+NoiseScaleOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--noise-scale/--no-noise-scale",
+        help="Measure the gradient noise scale (2+ replicas; default: on).",
+        show_default=False,
+    ),
+]
+ProbeStepsOpt = Annotated[int, typer.Option(help="Training steps per probe run.")]
+
+
+def search(
+    study: SpecOpt = None,
+    gpus: GpusOpt = None,
+    cpu_replicas: CpuReplicasOpt = None,
+    storage: StorageOpt = DEFAULT_STORAGE,
+    study_name: NewStudyNameOpt = None,
+    base_batch_size: BaseBatchOpt = None,
+    batch_multipliers: MultipliersOpt = None,
+    lr_rules: RulesOpt = None,
+    base_lr: BaseLrOpt = None,
+    epochs: EpochsOpt = None,
+    memory_limit: MemoryLimitOpt = None,
+    loop: LoopOpt = None,
+    update_on: UpdateOnOpt = None,
+    trial_timeout: TimeoutOpt = DEFAULT_TRIAL_TIMEOUT_S,
+    export: ExportOpt = None,
+    validate_first: ValidateFirstOpt = False,
+    heartbeat: HeartbeatOpt = DEFAULT_HEARTBEAT_S,
+    probe: ProbeOpt = False,
+    baseline: BaselineOpt = True,
+    model_hyperparameters: ModelHyperparametersOpt = None,
+    trials: TrialsOpt = None,
+    noise_scale: NoiseScaleOpt = None,
+) -> None:
+    """Run (or resume) a study: one short real training run per grid point."""
+
+    def call() -> None:
+        spec, plan = spec_and_plan(
+            study,
+            gpus,
+            cpu_replicas,
+            memory_limit,
+            trial_timeout,
+            overrides(base_batch_size, base_lr, epochs, loop, update_on)
+            | grid_overrides(batch_multipliers, lr_rules)
+            | {
+                "search.model_hyperparameters": model_hyperparameters,
+                "search.trials": trials,
+                "search.noise_scale": noise_scale,
+            },
+        )
+        _before_search(spec, plan, study_name, trial_timeout, validate_first)
+        if not math.isfinite(heartbeat) or heartbeat < 0:
+            raise ConfigError(f"--heartbeat must be 0 (off) or a positive number, got {heartbeat}")
+        report = _run_search(
+            spec,
+            plan,
+            storage,
+            study_name=study_name,
+            trial_timeout_s=trial_timeout,
+            heartbeat_s=heartbeat or None,
+            probe=probe,
+            baseline=baseline,
+        )
+        _print_search(report, export)
+
+    guard(call)
+
+
+def _before_search(
+    spec: StudySpec,
+    plan: DevicePlan,
+    study_name: str | None,
+    trial_timeout: float,
+    validate_first: bool,
+) -> None:
+    """Warn about what will not be measured, validate when asked, and say what will run."""
+    from tuner.cli import display
+
+    if spec.search.noise_scale and plan.num_replicas < 2:
+        err.print(
+            "[yellow]the gradient noise scale needs at least 2 replicas: not measured on 1 "
+            "(no critical batch or goodput either)[/]"
+        )
+    if validate_first:
+        from tuner.driver.validate import run_validation
+
+        err.print("validating the multi-replica training first…")
+        checks = run_validation(spec, plan, timeout_s=trial_timeout)
+        display.print_validation(err, checks)
+        if not checks["passed"]:
+            raise TunerError("validation failed; the study was not started")
+    err.print(display.search_banner(spec, plan, study_name))
+
+
+def _run_search(spec: StudySpec, plan: DevicePlan, storage: str, **options: Any) -> SearchReport:
+    """:func:`run_search` with live progress; on Ctrl-C or SIGTERM, print what was stored."""
+    from tuner.cli import display
+    from tuner.driver.study import run_search
+
+    opened: list[Any] = []
+    try:
+        with sigterm_as_interrupt(), display.SearchProgress(err) as progress:
+            return run_search(
+                spec, plan, storage, observer=progress, on_study=opened.append, **options
+            )
+    except KeyboardInterrupt:
+        if opened:
+            stopped = opened[0].get_trials(deepcopy=False)
+            out.print(display.trials_table(stopped, f"Study {opened[0].study_name} (stopped)"))
+            err.print("what finished is stored; run the same command again to resume")
+        raise
+
+
+def _print_search(report: SearchReport, export: Path | None) -> None:
+    """The study's trials and recommendation; the JSON written to ``export`` when given."""
+    from tuner.cli import display
+    from tuner.core.recommend import unique_trials
+    from tuner.results import recommendation
+
+    if report.running:
+        err.print(
+            f"{report.running} grid point(s) still marked RUNNING: another worker is on them, "
+            "or one that died and is not yet stale (run again after the heartbeat grace "
+            "period to recover them)"
+        )
+    elif report.launched == 0:
+        err.print(f"all {report.grid_size} grid points are already finished; nothing to run")
+    shown = unique_trials(report.study.get_trials(deepcopy=False))
+    out.print(display.trials_table(shown, f"Study {report.study.study_name}"))
+    rec = recommendation(report.study)
+    out.print(display.recommendation_table(rec))
+    if export is not None:
+        write_json(export, rec)
+        err.print(f"recommended config written to {export}")
+
+
+def probe_cmd(
+    study: SpecOpt = None,
+    gpus: GpusOpt = None,
+    cpu_replicas: CpuReplicasOpt = None,
+    memory_limit: MemoryLimitOpt = None,
+    storage: StorageOpt = DEFAULT_STORAGE,
+    study_name: NewStudyNameOpt = None,
+    base_batch_size: BaseBatchOpt = None,
+    batch_multipliers: MultipliersOpt = None,
+    lr_rules: RulesOpt = None,
+    base_lr: BaseLrOpt = None,
+    epochs: EpochsOpt = None,
+    resolution: ResolutionOpt = None,
+    steps: ProbeStepsOpt = DEFAULT_PROBE_STEPS,
+    loop: LoopOpt = None,
+    update_on: UpdateOnOpt = None,
+) -> None:
+    """Find the largest global batch that fits: doubling until out-of-memory, then bisection."""
+    from tuner.cli import display
+    from tuner.driver.study import probe_study
+
+    def call() -> None:
+        if steps < 1 or (resolution is not None and resolution < 1):
+            raise ConfigError("--steps and --resolution must be positive")
+        spec, plan = spec_and_plan(
+            study,
+            gpus,
+            cpu_replicas,
+            memory_limit,
+            DEFAULT_TRIAL_TIMEOUT_S,
+            overrides(base_batch_size, base_lr, epochs, loop, update_on)
+            | grid_overrides(batch_multipliers, lr_rules),
+        )
+        found = probe_study(
+            spec,
+            plan,
+            storage,
+            study_name=study_name,
+            resolution=resolution,
+            steps=steps,
+            note=lambda message: err.print(f"  {message}"),
+        )
+        out.print(display.probe_summary(found, plan.num_replicas))
+
+    guard(call)

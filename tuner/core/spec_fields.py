@@ -1,0 +1,101 @@
+"""Checks of single spec fields: each returns the field's value, normalised, or raises
+:class:`ConfigError` naming the field by ``label`` (its key in the file, or the flag that set it).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from tuner.core.errors import ConfigError
+from tuner.core.scaling import ADAM_FAMILY, LR_RULES, optimizer_settings
+
+REFERENCE_PATTERN = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+"""A ``module:function`` reference."""
+
+_KERAS_ADAM = {"beta_1": 0.9, "beta_2": 0.999, "epsilon": 1e-7}
+
+
+def check_sqrt_adam(optimizer: str, base: int, multipliers: tuple[int, ...], label: str) -> None:
+    """``sqrt-adam`` needs an Adam-family optimizer and ratios its betas survive (checked with
+    Keras's Adam defaults here; the child checks the optimizer's own settings again)."""
+    if optimizer.lower() not in ADAM_FAMILY:
+        raise ConfigError(
+            f"{label}: the sqrt-adam rule rescales Adam's moments, but the optimizer is "
+            f"{optimizer!r}; use adam or adamw, or drop the rule"
+        )
+    for multiplier in multipliers:
+        try:
+            optimizer_settings("sqrt-adam", float(multiplier), _KERAS_ADAM)
+        except ValueError as exc:
+            raise ConfigError(f"{label}: {exc}") from None
+
+
+def string(value: Any, label: str) -> str:
+    """A non-empty string, stripped."""
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{label} must be a non-empty string, got {value!r}")
+    return value.strip()
+
+
+def reference(value: Any, label: str) -> str:
+    """A ``module:function`` reference."""
+    text = string(value, label)
+    if not REFERENCE_PATTERN.match(text):
+        raise ConfigError(
+            f"{label} must be 'module:function' (e.g. 'mypkg.models:build'), got {text!r}"
+        )
+    return text
+
+
+def positive_int(value: Any, label: str) -> int:
+    """A positive integer (not a bool, not a float)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{label} must be a positive integer, got {value!r}")
+    if value <= 0:
+        raise ConfigError(f"{label} must be a positive integer, got {value}")
+    return value
+
+
+def positive_float(value: Any, label: str) -> float:
+    """A finite positive number, as a float."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigError(f"{label} must be a positive number, got {value!r}")
+    if not math.isfinite(value) or value <= 0:
+        raise ConfigError(f"{label} must be a positive number, got {value}")
+    return float(value)
+
+
+def choice(value: Any, label: str, choices: tuple[str, ...]) -> str:
+    """One of ``choices``."""
+    text = string(value, label)
+    if text not in choices:
+        raise ConfigError(f"{label} must be one of {', '.join(choices)}, got {text!r}")
+    return text
+
+
+def int_list(value: Any, label: str) -> tuple[int, ...]:
+    """A non-empty list of distinct positive integers, in the given order."""
+    if not isinstance(value, list | tuple) or not value:
+        raise ConfigError(f"{label} must be a non-empty list of positive integers, got {value!r}")
+    items = tuple(positive_int(item, label) for item in value)
+    duplicates = sorted({item for item in items if items.count(item) > 1})
+    if duplicates:
+        raise ConfigError(f"{label} lists {duplicates[0]} more than once; give each value once")
+    return items
+
+
+def rule_list(value: Any, label: str) -> tuple[str, ...]:
+    """A non-empty list of distinct known learning-rate rules, in the given order."""
+    if not isinstance(value, list | tuple) or not value:
+        raise ConfigError(f"{label} must be a non-empty list of rule names, got {value!r}")
+    rules = tuple(string(item, label) for item in value)
+    for rule in rules:
+        if rule not in LR_RULES:
+            raise ConfigError(
+                f"{label}: unknown learning-rate rule {rule!r}; known rules: {', '.join(LR_RULES)}"
+            )
+    if len(set(rules)) != len(rules):
+        raise ConfigError(f"{label} lists a rule more than once; give each rule once")
+    return rules

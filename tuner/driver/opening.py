@@ -1,0 +1,148 @@
+"""Opening a study: create it, or resume it when the spec and the devices match what it holds.
+
+Runs after :func:`tuner.driver.preflight.check`, so bad input never reaches the storage. What a
+study stores about itself is set here: the spec, the metric names, the device signatures that
+ran it, the versions, and the workload's sizes.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import logging
+import platform
+import re
+import warnings
+from importlib import metadata
+from typing import Any, Literal
+
+import optuna
+
+from tuner.core.devices import DevicePlan
+from tuner.core.errors import ConfigError
+from tuner.core.spec import StudySpec, identity_of
+from tuner.driver.grid import make_sampler
+from tuner.storage import mask_password, open_storage
+
+METRIC_NAMES = ("final_loss", "throughput")
+DIRECTIONS: list[Literal["minimize", "maximize"]] = ["minimize", "maximize"]
+
+
+def open_study(
+    spec: StudySpec,
+    plan: DevicePlan,
+    storage_url: str,
+    study_name: str | None,
+    info: dict[str, Any],
+    heartbeat_s: float | None,
+) -> optuna.Study:
+    """Create or resume the study ``study_name`` (default: the spec's name) in ``storage_url``.
+
+    ``info`` is what the workload check found. Raises :class:`ConfigError` when the stored study
+    was made by another program, with another spec, or on other devices.
+    """
+    storage = open_storage(storage_url, create=True, heartbeat_s=heartbeat_s)
+    name = study_name or spec.name
+    where = f"study {name!r} in {mask_password(storage_url)}"
+    sampler = make_sampler(spec, info.get("hypermodel"))
+    if name in optuna.get_all_study_names(storage=storage):
+        study = optuna.load_study(study_name=name, storage=storage, sampler=sampler)
+        _check_same_spec(study, spec, where)
+    else:
+        study = _create(storage, name, spec, sampler)
+    _record_devices(study, plan, where, name)
+    study.set_user_attr("versions", versions(info.get("versions")))
+    if info.get("hypermodel"):
+        study.set_user_attr("hypermodel", info["hypermodel"])
+    study.set_user_attr(
+        "workload",
+        {"n_train": info["n_train"], "n_val": info["n_val"], "parameters": info["parameters"]},
+    )
+    return study
+
+
+def versions(child_versions: dict[str, str] | None = None) -> dict[str, str]:
+    """Versions of tuner, Optuna, Python, and (from the child or package metadata) TF and Keras."""
+    from tuner import __version__
+
+    found = {
+        "tuner": __version__,
+        "optuna": optuna.__version__,
+        "python": platform.python_version(),
+    }
+    for package in ("tensorflow", "keras"):
+        try:
+            found[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            found[package] = "not installed"
+    found.update(child_versions or {})
+    return found
+
+
+def _create(
+    storage: Any, name: str, spec: StudySpec, sampler: optuna.samplers.BaseSampler
+) -> optuna.Study:
+    """A new study with tuner's directions, metric names and spec."""
+    logging.getLogger("optuna").setLevel(logging.ERROR)
+    study = optuna.create_study(
+        storage=storage,
+        study_name=name,
+        directions=list(DIRECTIONS),
+        sampler=sampler,
+        load_if_exists=True,  # another worker may be creating it right now
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        study.set_metric_names(list(METRIC_NAMES))
+    study.set_user_attr("spec", spec.to_dict())
+    study.set_user_attr("created_at", _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"))
+    return study
+
+
+def _check_same_spec(study: optuna.Study, spec: StudySpec, where: str) -> None:
+    """Refuse to resume a study that tuner did not make, or that ran another spec."""
+    stored = study.user_attrs.get("spec")
+    if stored is None and study.get_trials(deepcopy=False):
+        raise ConfigError(f"{where} was not made by tuner; choose another --study-name")
+    if stored is None:  # another worker is creating it right now: finish the job
+        stored = spec.to_dict()
+        study.set_user_attr("spec", stored)
+    stored_identity = identity_of(stored)
+    if stored_identity != spec.identity():
+        raise ConfigError(
+            f"{where} was created with a different spec "
+            f"({_first_difference(stored_identity, spec.identity())}); resume it with the same "
+            "spec or pick a new --study-name"
+        )
+
+
+def _record_devices(study: optuna.Study, plan: DevicePlan, where: str, name: str) -> None:
+    """Add ``plan``'s device signature to the study's; refuse other devices once it has trials
+    (their out-of-memory sizes and throughput are not comparable)."""
+    signatures = set(study.user_attrs.get("device_signatures", []))
+    signature = plan.device_signature
+    if signatures and signature not in signatures and study.get_trials(deepcopy=False):
+        raise ConfigError(
+            f"{where} ran on {', '.join(sorted(signatures))}; "
+            f"this run is on {signature}, whose out-of-memory sizes and throughput differ: "
+            f"give these devices their own --study-name (e.g. {name}-{_slug(signature)})"
+        )
+    if signature not in signatures:
+        study.set_user_attr("device_signatures", sorted(signatures | {signature}))
+
+
+def _slug(text: str) -> str:
+    """``2x NVIDIA A100-SXM4-80GB`` -> ``2x-nvidia-a100-sxm4-80gb``."""
+    return "-".join(re.findall(r"[a-z0-9]+", text.lower()))
+
+
+def _first_difference(old: dict[str, Any], new: dict[str, Any], prefix: str = "") -> str:
+    """The first key (dotted path) whose values differ, with both values."""
+    for key in sorted(set(old) | set(new)):
+        a, b = old.get(key), new.get(key)
+        if isinstance(a, dict) and isinstance(b, dict):
+            found = _first_difference(a, b, f"{prefix}{key}.")
+            if found:
+                return found
+        elif a != b:
+            return f"{prefix}{key}: stored {a!r}, now {b!r}"
+    return ""

@@ -1,0 +1,97 @@
+"""What a child process is asked to run: the requests of ``tuner.core.protocol``, in one place.
+
+Every request names the workload and, but for ``inspect``, the device plan; the child reads it
+with ``python -m tuner.worker``. The device signature keys what runs find on those devices
+(out-of-memory sizes, probes, baselines): it travels with the requests' results.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tuner.core.devices import DevicePlan
+from tuner.core.scaling import batch_ratio
+from tuner.core.spec import StudySpec
+
+
+def workload_dict(spec: StudySpec) -> dict[str, str]:
+    """The workload as a request carries it."""
+    return {
+        "model": spec.workload.model,
+        "data": spec.workload.data,
+        "loss": spec.workload.loss,
+        "optimizer": spec.workload.optimizer,
+    }
+
+
+def inspect_request(spec: StudySpec) -> dict[str, Any]:
+    """Load ``spec``'s workload once and report its sizes, shapes and versions."""
+    return {
+        "mode": "inspect",
+        "workload": workload_dict(spec),
+        "loop": spec.search.loop_kind,
+        "lr_rules": list(spec.search.lr_rules),
+        "max_ratio": max(spec.search.batch_multipliers),
+    }
+
+
+def trial_request(
+    spec: StudySpec,
+    plan: DevicePlan,
+    batch: int,
+    lr: float,
+    mode: str = "trial",
+    rule: str | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    """One training run of ``spec``'s workload at ``batch`` and ``lr`` (``rule``: the
+    learning-rate rule, for the rules that also shape the optimizer)."""
+    search = spec.search
+    request = {
+        "mode": mode,
+        "plan": plan.to_dict(),
+        "workload": workload_dict(spec),
+        "global_batch_size": batch,
+        "learning_rate": lr,
+        "epochs": search.epochs,
+        "seed": search.seed,
+        "loop": search.loop_kind,
+        "noise_scale": search.noise_scale,
+        "noise_scale_steps": search.noise_scale_steps,
+        **extra,
+    }
+    if rule is not None:
+        request["rule"] = {
+            "name": rule,
+            "ratio": batch_ratio(batch, search.base_batch_size),
+            "base_lr": search.base_lr,
+            "learning_rate": lr,
+            "warmup_steps": search.warmup_steps,
+            "warmup_epochs": search.warmup_epochs,
+        }
+    return request
+
+
+def validate_request(
+    spec: StudySpec,
+    plan: DevicePlan,
+    batch: int,
+    lr: float,
+    *,
+    steps: int,
+    loss_reduction: str,
+) -> dict[str, Any]:
+    """About ``steps`` steps of ``spec``'s workload on ``plan`` that report per-step losses and
+    per-replica counts for ``tuner validate``."""
+    return {
+        "mode": "validate",
+        "plan": plan.to_dict(),
+        "workload": workload_dict(spec),
+        "global_batch_size": batch,
+        "learning_rate": lr,
+        "epochs": spec.search.epochs,
+        "steps_per_epoch": max(1, steps // spec.search.epochs),
+        "seed": spec.search.seed,
+        "loop": spec.search.loop_kind,
+        "loss_reduction": loss_reduction,
+    }

@@ -1,0 +1,40 @@
+"""Resuming: trials of dead workers and interrupted trials run again, once.
+
+Which trials qualify is decided by :func:`tuner.core.trials.to_requeue`; this module only acts on
+the storage.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import optuna
+from optuna.trial import FrozenTrial, TrialState
+
+from tuner.core.trials import to_requeue
+
+
+def requeue_unfinished(study: optuna.Study) -> None:
+    """Fail trials whose worker died (stale heartbeat; Optuna's retry callback re-queues them),
+    then queue again every interrupted trial whose grid point (and model configuration) has no
+    other run."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        optuna.storages.fail_stale_trials(study)  # a no-op without heartbeat
+    for trial in to_requeue(study.get_trials(deepcopy=False)):
+        requeue(study, trial)
+
+
+def requeue(study: optuna.Study, trial: FrozenTrial) -> None:
+    """Queue ``trial``'s grid point again: a WAITING copy that remembers which trial failed."""
+    system_attrs = {**trial.system_attrs, "failed_trial": trial.number}
+    system_attrs["retry_history"] = [*trial.system_attrs.get("retry_history", []), trial.number]
+    study.add_trial(
+        optuna.trial.create_trial(
+            state=TrialState.WAITING,
+            params=trial.params,
+            distributions=trial.distributions,
+            user_attrs={k: v for k, v in trial.user_attrs.items() if k not in ("status", "error")},
+            system_attrs=system_attrs,
+        )
+    )

@@ -1,0 +1,70 @@
+"""The trial loop: one trial at a time until the grid (or a joint search's budget) is done.
+
+Several workers may share a study, so the loop asks the storage before every trial: points that
+another worker left unfinished come back queued (:mod:`tuner.driver.resume`), and a point that
+another worker is running is left to it, so concurrent workers do not duplicate the grid's end.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import optuna
+
+from tuner.core.devices import DevicePlan
+from tuner.core.errors import TrialFailed
+from tuner.core.spec import StudySpec
+from tuner.core.trials import (
+    claimed_count,
+    has_budget_left,
+    has_unclaimed_work,
+    settled_grid_points,
+)
+from tuner.driver.grid import grid_points
+from tuner.driver.objective import Objective
+from tuner.driver.observer import SearchObserver
+from tuner.driver.resume import requeue_unfinished
+
+
+def run_trials(
+    study: optuna.Study,
+    spec: StudySpec,
+    plan: DevicePlan,
+    *,
+    space: dict[str, Any] | None,
+    probed_oom: int | None,
+    timeout_s: float,
+    observer: SearchObserver,
+) -> tuple[int, int]:
+    """Run the study's remaining trials; return ``(launched, total)``: how many trials this call
+    ended (run or pruned as oom-implied) and the size of the grid or the joint budget.
+
+    ``space``: a hypermodel's space; ``probed_oom``: the smallest global batch known not to fit.
+    """
+    requeue_unfinished(study)
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    if spec.search.joint:
+        budget = spec.search.trials
+        done = claimed_count(study.get_trials(deepcopy=False))
+        objective = Objective(spec, plan, timeout_s, observer, budget, done, space=space)
+        # Re-queued trials (interrupted, or a dead worker's) run even when the budget is used.
+        while True:
+            requeue_unfinished(study)
+            if not has_budget_left(study.get_trials(deepcopy=False), budget):
+                break
+            _run_one(study, objective)
+        return objective.launched, budget
+    grid = grid_points(spec)
+    done = len(settled_grid_points(study.get_trials(deepcopy=False)))
+    objective = Objective(spec, plan, timeout_s, observer, len(grid), done, probed_oom, space)
+    for _ in range(len(grid) - done):
+        requeue_unfinished(study)
+        if not has_unclaimed_work(study.get_trials(deepcopy=False), grid):
+            break
+        _run_one(study, objective)
+    return objective.launched, len(grid)
+
+
+def _run_one(study: optuna.Study, objective: Objective) -> None:
+    """One trial: a queued one first, else the sampler's next point; a FAIL does not stop us."""
+    study.optimize(objective, n_trials=1, catch=(TrialFailed,), gc_after_trial=False)

@@ -1,0 +1,208 @@
+"""Inside the child: the steps every training run shares, whatever its mode.
+
+:func:`open_session` builds the strategy, loads the data, builds and compiles the model inside
+the chosen loop; :func:`train` runs the loop and times it; :func:`summary` is what every mode
+reports. Throughput is measured per epoch from epoch-level callbacks only (batch-level hooks would
+force a device sync every step), and the first epoch — tracing and compilation — is left out.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from tuner.core.devices import DevicePlan
+from tuner.core.errors import WorkloadError
+from tuner.worker import hypermodel, optim
+from tuner.worker.loops import Loop, make_loop
+from tuner.worker.meters import Emit, Meter, split_tracing
+from tuner.worker.noise import NoiseMeter
+from tuner.worker.strategy import build_strategy
+from tuner.worker.workload import Arrays, framework_versions, load_arrays, make_optimizer
+
+
+class ModelRecipe:
+    """How every model of one run is built and compiled: from the same initial weights; compiled
+    as the user's build compiled it, or with the spec's optimizer and loss; the rule applied."""
+
+    def __init__(self, request: dict[str, Any], rule: dict[str, Any] | None) -> None:
+        self._workload = request["workload"]
+        self._values = request.get("model_hyperparameters")
+        self._learning_rate = float(request["learning_rate"])
+        self.rule = rule
+        self.build_args: dict[str, Any] | None = None
+        """The compile arguments of a user's build that compiled its model, else ``None``."""
+        self._initial = _initial_weights(
+            self._workload["model"], int(request["seed"]), self._values
+        )
+
+    @property
+    def compiled_by_build(self) -> bool:
+        """Whether the user's build compiled the model (its loss and optimizer are kept)."""
+        return self.build_args is not None
+
+    @property
+    def loss(self) -> Any:
+        """The loss the model trains on: the user's compiled loss, else the spec's name."""
+        return self.build_args["loss"] if self.build_args is not None else self._workload["loss"]
+
+    def build(self) -> Any:
+        """A fresh model at the run's initial weights."""
+        model = hypermodel.build(self._workload["model"], self._values)
+        model.set_weights(self._initial)
+        args = hypermodel.compile_args(model, self._learning_rate)
+        if args is not None:
+            self.build_args = args
+        return model
+
+    def compile_args(self) -> dict[str, Any]:
+        """The arguments of ``model.compile``, with the learning-rate rule applied."""
+        if self.build_args is not None:
+            args = dict(self.build_args)
+        else:
+            args = {
+                "optimizer": make_optimizer(self._workload["optimizer"], self._learning_rate),
+                "loss": self._workload["loss"],
+            }
+        args["optimizer"] = optim.apply_rule(args["optimizer"], self.rule)
+        return args
+
+
+@dataclass
+class Session:
+    """One training run, ready to train: its devices, data, model inside its loop, and meter."""
+
+    request: dict[str, Any]
+    plan: DevicePlan
+    strategy: Any
+    arrays: Arrays
+    batch: int
+    steps: int
+    """Optimizer steps per epoch."""
+    recipe: ModelRecipe
+    loop: Loop
+    train_data: Any
+    meter: Meter
+    timings: dict[str, float]
+
+
+def open_session(request: dict[str, Any], emit: Emit, record_steps: bool = False) -> Session:
+    """Build the strategy, load the data, build and compile the model in the request's loop.
+
+    ``record_steps`` keeps every step's loss (a sync per step: for validation only). Raises
+    :class:`WorkloadError` when the global batch is larger than the training set.
+    """
+    timings: dict[str, float] = {}
+    plan = DevicePlan.from_dict(request["plan"])
+    mark = time.perf_counter()
+    strategy = build_strategy(plan)
+    timings["device_init_s"] = time.perf_counter() - mark
+
+    mark = time.perf_counter()
+    batch = int(request["global_batch_size"])
+    arrays = load_arrays(request["workload"]["data"])
+    steps = _steps_per_epoch(request, batch, int(arrays[0].shape[0]))
+    recipe = ModelRecipe(request, _resolved_rule(request.get("rule"), steps))
+    loop = make_loop(
+        request.get("loop", "fit"),
+        strategy,
+        recipe.build,
+        recipe.compile_args,
+        loss_name=request["workload"]["loss"],
+        global_batch=batch,
+        reduction=request.get("loss_reduction", "global"),
+        record_steps=record_steps,
+    )
+    train_data = make_dataset(arrays[0], arrays[1], batch, shuffle_seed=int(request["seed"]))
+    timings["build_s"] = time.perf_counter() - mark
+    meter = Meter(emit, samples_per_epoch=steps * batch, epochs=int(request["epochs"]))
+    return Session(
+        request, plan, strategy, arrays, batch, steps, recipe, loop, train_data, meter, timings
+    )
+
+
+def train(session: Session, noise: NoiseMeter | None = None) -> None:
+    """Run the loop for the request's epochs, measuring ``noise`` after each epoch that goes on;
+    the fit, noise-scale and tracing times go into ``session.timings``."""
+    request, timings = session.request, session.timings
+
+    def on_epoch(epoch: int, loss: float, seconds: float) -> bool:
+        going_on = session.meter(epoch, loss, seconds)  # the epoch is timed before measuring
+        if going_on and noise is not None:
+            noise.measure()
+        return going_on
+
+    steps = session.steps if request.get("steps_per_epoch") else None
+    mark = time.perf_counter()
+    session.loop.run(session.train_data, int(request["epochs"]), steps, on_epoch)
+    timings["fit_s"] = time.perf_counter() - mark
+    timings["noise_scale_s"] = noise.seconds if noise is not None else 0.0
+    timings["fit_s"] -= timings["noise_scale_s"]  # measured on separate steps: not training
+    timings.update(split_tracing(session.meter.epoch_seconds, timings["fit_s"]))
+
+
+def summary(session: Session) -> dict[str, Any]:
+    """What every mode reports of a run: devices, losses, throughputs, model, optimizer, times."""
+    loop, meter, recipe = session.loop, session.meter, session.recipe
+    return {
+        "devices": loop.devices,
+        "num_replicas": session.plan.num_replicas,
+        "steps_per_epoch": session.steps,
+        "epoch_losses": meter.losses,
+        "epoch_throughputs": meter.throughputs,
+        "optimizer_learning_rate": loop.learning_rate(),
+        "model_parameters": int(loop.model.count_params()),
+        "model_layers": hypermodel.layer_summary(loop.model),
+        "optimizer": optim.describe(loop.model.optimizer, recipe.compiled_by_build, recipe.rule),
+        "versions": framework_versions(),
+        "timings": session.timings,
+    }
+
+
+def make_dataset(
+    x: np.ndarray,
+    y: np.ndarray,
+    batch: int,
+    shuffle_seed: int | None,
+    drop_remainder: bool = True,
+) -> Any:
+    """Batches of ``(x, y)``, reshuffled every pass when ``shuffle_seed`` is given."""
+    data = tf.data.Dataset.from_tensor_slices((x, y))
+    if shuffle_seed is not None:
+        data = data.shuffle(x.shape[0], seed=shuffle_seed, reshuffle_each_iteration=True)
+    return data.batch(batch, drop_remainder=drop_remainder).prefetch(tf.data.AUTOTUNE)
+
+
+def _steps_per_epoch(request: dict[str, Any], batch: int, n_train: int) -> int:
+    if batch > n_train:
+        raise WorkloadError(
+            f"global batch {batch} is larger than the training set ({n_train} samples)"
+        )
+    steps = n_train // batch
+    if request.get("steps_per_epoch"):
+        steps = min(steps, int(request["steps_per_epoch"]))
+    return steps
+
+
+def _resolved_rule(rule: dict[str, Any] | None, steps: int) -> dict[str, Any] | None:
+    """The request's rule with a ``linear-warmup`` ramp given in epochs turned into steps."""
+    if rule and rule["name"] == "linear-warmup" and not rule.get("warmup_steps"):
+        return {**rule, "warmup_steps": max(1, round(rule["warmup_epochs"] * steps))}
+    return rule
+
+
+def _initial_weights(
+    model_ref: str, seed: int, values: dict[str, Any] | None = None
+) -> list[np.ndarray]:
+    """The model's initial weights from ``seed``, built once outside any strategy, so that every
+    run — one device or many — starts from the same numbers."""
+    keras.utils.set_random_seed(seed)
+    with tf.device("/cpu:0"):
+        weights: list[np.ndarray] = hypermodel.build(model_ref, values).get_weights()
+    keras.utils.set_random_seed(seed)
+    return weights

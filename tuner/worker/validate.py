@@ -1,0 +1,48 @@
+"""Inside the child: one validation run (mode ``validate``), the evidence ``tuner validate``
+compares between one device and several.
+
+It reports per-step losses, the examples each replica processed, where the variables live, and
+the largest difference between any variable's replica copies.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tuner.worker.meters import Emit, UtilizationSampler, peak_memory_per_device
+from tuner.worker.session import open_session, summary, train
+
+
+def run_validation(request: dict[str, Any], emit: Emit) -> dict[str, Any]:
+    """Train with every step's loss recorded; status ``ok`` with the evidence (raises if it
+    fails)."""
+    session = open_session(request, emit, record_steps=True)
+    sampler = UtilizationSampler(session.plan)
+    train(session)
+    loop = session.loop
+    return {
+        **summary(session),
+        "status": "ok",
+        "step_losses": loop.step_losses,
+        "replica_examples": loop.replica_examples(),
+        "steps": len(loop.step_losses),
+        "variable_devices": loop.variable_devices(),
+        "peak_memory_per_device": peak_memory_per_device(session.plan),
+        "utilization_per_device": sampler.stop(),
+        **weight_sync(loop.variable_copies()),
+    }
+
+
+def weight_sync(copies: list[list[np.ndarray]]) -> dict[str, Any]:
+    """The largest absolute difference between any variable's replica copies and its first."""
+    worst = 0.0
+    for values in copies:
+        for other in values[1:]:
+            worst = max(worst, float(np.max(np.abs(other - values[0]), initial=0.0)))
+    return {
+        "variables_compared": len(copies),
+        "copies_per_variable": max((len(v) for v in copies), default=0),
+        "weight_max_abs_diff": worst,
+    }
