@@ -122,16 +122,15 @@ def load_spec_function() -> Any:
     raise AssertionError("load_spec is neither in tuner.driver.spec_file nor in tuner.core.spec")
 
 
-def spec_table() -> list[tuple[str, str, bool, str | None]]:
-    """``(section, key, required, default)`` rows of docs/reference/spec.md."""
+def spec_table() -> list[tuple[str, str, str, str | None]]:
+    """``(section, key, required, default)`` rows of docs/reference/spec.md; ``required`` is
+    ``yes``, ``no`` or ``one of`` (exactly one key of the group marked so)."""
     rows = table_rows((REFERENCE / "spec.md").read_text(encoding="utf-8"), "| section |")
     table = []
     for section, key, required, default, _ in rows:
-        assert required in ("yes", "no"), f"required must be yes or no, got {required!r}"
+        assert required in ("yes", "no", "one of"), f"required: yes, no or one of, not {required!r}"
         literal = re.fullmatch(r"`([^`]+)`", default)
-        table.append(
-            (code_spans(section)[0], code_spans(key)[0], required == "yes", literal and literal[1])
-        )
+        table.append((code_spans(section)[0], code_spans(key)[0], required, literal and literal[1]))
     return table
 
 
@@ -186,8 +185,11 @@ def test_required_and_default_columns_match_the_validator(tmp_path: Path) -> Non
             ),
             encoding="utf-8",
         )
-        if required:
+        if required == "yes":
             with pytest.raises(errors.ConfigError, match=rf"{section}\.{key} is missing"):
+                load_spec(path, None)
+        elif required == "one of":
+            with pytest.raises(errors.ConfigError, match=rf"\[{section}\].* needs exactly one of"):
                 load_spec(path, None)
         else:
             spec = load_spec(path, None)

@@ -182,3 +182,162 @@ def analytic_model_c() -> Any:
 
 def analytic_data_c() -> tuple[np.ndarray, ...]:
     return _linear_data(ANALYTIC["c"][1])
+
+
+# --- input forms (tf.data) ------------------------------------------------------------------------
+
+
+def image_folder_data() -> tuple[Any, Any]:
+    """A PNG folder per split (4 classes, 16x16), written once under $TUNER_CACHE and read with
+    ``image_dataset_from_directory`` at its default batch of 32, with an augmentation map."""
+    import keras
+    import tensorflow as tf
+
+    from tuner.workloads._cache import generated
+
+    def write(folder: Any) -> None:
+        rng = np.random.default_rng(0)
+        for split, count in (("train", 48), ("val", 16)):
+            for label in range(4):
+                (folder / split / f"c{label}").mkdir(parents=True)
+                for i in range(count):
+                    pixels = np.full((16, 16, 3), 60 * label, dtype=np.uint8)
+                    pixels = np.clip(pixels + rng.integers(0, 40, pixels.shape), 0, 255)
+                    png = tf.io.encode_png(pixels.astype(np.uint8)).numpy()
+                    (folder / split / f"c{label}" / f"{i}.png").write_bytes(png)
+
+    root = generated("test-images-v1", write)
+
+    def read(split: str) -> Any:
+        return keras.utils.image_dataset_from_directory(
+            root / split, image_size=(16, 16), seed=0, verbose=False
+        )
+
+    def augment(images: Any, labels: Any) -> Any:
+        return tf.image.random_flip_left_right(images) / 255.0, labels
+
+    return read("train").map(augment).prefetch(2), read("val").map(lambda x, y: (x / 255.0, y))
+
+
+def image_model() -> Any:
+    """A tiny convnet for :func:`image_folder_data`."""
+    import keras
+
+    return keras.Sequential(
+        [
+            keras.Input(shape=(16, 16, 3)),
+            keras.layers.Conv2D(8, 3, activation="relu"),
+            keras.layers.GlobalAveragePooling2D(),
+            keras.layers.Dense(4, activation="softmax"),
+        ]
+    )
+
+
+def _regression_dataset(x: np.ndarray, y: np.ndarray) -> Any:
+    import tensorflow as tf
+
+    return tf.data.Dataset.from_tensor_slices((x, y))
+
+
+def regression_datasets() -> tuple[Any, Any]:
+    """The small regression data as unbatched ``(train, val)`` datasets."""
+    x, y, xv, yv = small_regression_data()
+    return _regression_dataset(x, y), _regression_dataset(xv, yv)
+
+
+def slow_regression_datasets() -> tuple[Any, Any]:
+    """The same, with a ``py_function`` in the training map that sleeps 2 ms a sample: the input
+    pipeline, not the model, sets the pace."""
+    import time
+
+    import tensorflow as tf
+
+    def slow(x: Any, y: Any) -> Any:
+        def wait(value: Any) -> Any:
+            time.sleep(0.002)
+            return value
+
+        x = tf.py_function(wait, [x], tf.float32)
+        x.set_shape([10])
+        return x, y
+
+    train, val = regression_datasets()
+    return train.repeat().map(slow), val
+
+
+def virtual_datasets() -> tuple[Any, Any]:
+    """10⁹ virtual training samples (``range(10**9).map(make_example)``) and 512 validation ones:
+    nothing may read the whole training set."""
+    import tensorflow as tf
+
+    def make_example(i: Any) -> Any:
+        seed = tf.stack([i, i + 1])
+        x = tf.random.stateless_uniform([10], seed=seed)
+        return x, tf.reduce_sum(x, keepdims=True) / 5.0
+
+    return tf.data.Dataset.range(10**9).map(make_example), tf.data.Dataset.range(512).map(
+        make_example
+    )
+
+
+DATASET_CALLS_ENV = "TUNER_TEST_DATASET_CALLS"
+
+
+def dataset_function(split: str, batch_size: int, input_context: Any) -> Any:
+    """A dataset function as TensorFlow's guide writes one: shard by ``input_context``, batch at the
+    per-replica size. Each call is appended to the file ``$TUNER_TEST_DATASET_CALLS`` (JSON)."""
+    import json
+    import os
+
+    x, y, xv, yv = small_regression_data()
+    data = _regression_dataset(x, y) if split == "train" else _regression_dataset(xv, yv)
+    if input_context is not None:
+        data = data.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+    if os.environ.get(DATASET_CALLS_ENV):
+        call = {
+            "split": split,
+            "batch_size": batch_size,
+            "context": None
+            if input_context is None
+            else {
+                "replicas": input_context.num_replicas_in_sync,
+                "pipelines": input_context.num_input_pipelines,
+            },
+        }
+        with open(os.environ[DATASET_CALLS_ENV], "a", encoding="utf-8") as log:
+            log.write(json.dumps(call) + "\n")
+    return data.batch(batch_size)
+
+
+def bad_element_datasets() -> tuple[Any, Any]:
+    """Datasets whose elements are bare tensors, not ``(x, y)``."""
+    import tensorflow as tf
+
+    x = small_regression_data()[0]
+    return tf.data.Dataset.from_tensor_slices(x), tf.data.Dataset.from_tensor_slices(x)
+
+
+def empty_datasets() -> tuple[Any, Any]:
+    """An empty training dataset."""
+    x, y, xv, yv = small_regression_data()
+    return _regression_dataset(x[:0], y[:0]), _regression_dataset(xv, yv)
+
+
+def nan_datasets() -> tuple[Any, Any]:
+    """NaN in the first training batch."""
+    x, y, xv, yv = small_regression_data()
+    x = x.copy()
+    x[3, 2] = np.nan
+    return _regression_dataset(x, y), _regression_dataset(xv, yv)
+
+
+def infinite_datasets() -> tuple[Any, Any]:
+    """An infinite training stream (``repeat()``), which needs a sample budget."""
+    train, val = regression_datasets()
+    return train.repeat(), val
+
+
+def out_of_range_label_datasets() -> tuple[Any, Any]:
+    """Class labels 0-9 for :func:`image_model`'s 4 classes: they do not fit the loss."""
+    data, val = image_folder_data()
+    return data.map(lambda x, y: (x, y + 6)), val

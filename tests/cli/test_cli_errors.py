@@ -8,6 +8,7 @@ costs seconds); ``--debug`` and the slow cases run the real ``python -m tuner``
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import optuna
 import pytest
@@ -312,3 +313,10 @@ def test_resuming_on_other_devices_is_refused(small_study, tmp_path):
     )
     _assert_clean_error(result, "this run is on 2x cpu, cap 512 MiB per device")
     assert sha256(db) == digest
+
+
+def test_the_users_text_is_printed_literally(tmp_path: Path) -> None:
+    # Square brackets are rich markup: unescaped, "[search]" or "[b]" would vanish from the line.
+    result = invoke_tuner("search", "--study", "my[b]spec[search].toml", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "spec file my[b]spec[search].toml does not exist" in result.stderr

@@ -380,3 +380,16 @@ def test_is_probable_oom() -> None:
     assert oom.is_probable_oom(1, "Dst tensor is not initialized", memory_capped=False)
     assert not oom.is_probable_oom(1, "ValueError: bad", memory_capped=True)
     assert not oom.is_probable_oom(-15, "", memory_capped=True)
+
+
+def test_summary_of_a_graph_execution_error_is_tensorflows_own_message() -> None:
+    text = (
+        "Graph execution error:\n\nDetected at node compile_loss/Sparse defined at (most recent "
+        'call last):\n  File "/tmp/x.py", line 6, in <module>\n\n  File "/k/nn.py", line 1438, '
+        "in sparse_categorical_crossentropy\n\nReceived a label value of 7 which is outside the "
+        "valid range of [0, 4).  Label values: 7 7\n\t [[{{node compile_loss/Sparse}}]] "
+        "[Op:__inference_multi_step_on_iterator_171]"
+    )
+    assert oom.summary(text) == (
+        "Received a label value of 7 which is outside the valid range of [0, 4).  Label values: 7 7"
+    )

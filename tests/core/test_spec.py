@@ -15,10 +15,9 @@ from tuner.core.spec import (
     SearchSpec,
     StudySpec,
     WorkloadSpec,
-    parse_int_list,
-    parse_name_list,
     spec_from_dict,
 )
+from tuner.core.spec_fields import parse_int_list, parse_name_list
 
 VALID: dict[str, dict[str, Any]] = {
     "study": {"name": "unit"},
@@ -112,7 +111,7 @@ def test_to_dict_and_identity() -> None:
 
 
 def test_identity_ignores_the_trial_budget_and_fills_new_fields() -> None:
-    from tuner.core.spec import identity_of
+    from tuner.core.identity import identity_of
 
     spec = spec_from_dict(overrides={"search.trials": 7})
     old = spec.to_dict()
@@ -236,17 +235,51 @@ def test_unknown_key(section: str, key: str) -> None:
     [
         ("study", "name"),
         ("workload", "model"),
-        ("workload", "data"),
         ("search", "base_batch_size"),
         ("search", "batch_multipliers"),
         ("search", "lr_rules"),
         ("search", "base_lr"),
-        ("search", "epochs"),
     ],
 )
 def test_missing_required_key(section: str, key: str) -> None:
     with pytest.raises(ConfigError, match=f"{section}.{key} is missing"):
         build(spec_data(section, key, _DROP))
+
+
+@pytest.mark.parametrize(
+    ("section", "first", "second", "value"),
+    [
+        ("workload", "data", "dataset", "pkg.mod:dataset"),
+        ("search", "epochs", "train_samples", 20_000),
+    ],
+)
+def test_exactly_one_of_each_pair(section: str, first: str, second: str, value: Any) -> None:
+    with pytest.raises(ConfigError, match=rf"\[{section}\].* exactly one of {first} .* neither"):
+        build(spec_data(section, first, _DROP))
+    both = spec_data(section, second, value)
+    with pytest.raises(ConfigError, match=rf"exactly one of {first} .* both are given"):
+        build(both)
+    alone = spec_data(section, first, _DROP)
+    alone[section][second] = value
+    spec = build(alone)
+    assert getattr(getattr(spec, section), second) == value
+    assert getattr(getattr(spec, section), first) is None
+
+
+def test_a_budget_flag_replaces_the_specs_other_budget() -> None:
+    by_samples = spec_from_dict(None, {"search.train_samples": 50_000})
+    assert (by_samples.search.epochs, by_samples.search.train_samples) == (None, 50_000)
+    raw = {**VALID, "search": {**VALID["search"], "train_samples": 1000}}
+    raw["search"].pop("epochs")
+    by_epochs = spec_from_dict(raw, {"search.epochs": 4})
+    assert (by_epochs.search.epochs, by_epochs.search.train_samples) == (4, None)
+
+
+def test_warmup_epochs_needs_epochs() -> None:
+    raw = {**VALID, "search": {**VALID["search"], "train_samples": 1000, "warmup_epochs": 0.5}}
+    raw["search"].pop("epochs")
+    with pytest.raises(ConfigError, match=r"warmup_epochs .* needs epochs; with train_samples"):
+        build(raw)
 
 
 # --- field errors: each names its field ---------------------------------------------------------

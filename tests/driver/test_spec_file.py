@@ -45,13 +45,20 @@ def test_builtin_equals_regression_toml() -> None:
 
 
 @pytest.mark.parametrize(
-    ("filename", "name", "data"),
+    ("filename", "name", "data", "budget"),
     [
-        ("mnist.toml", "mnist", "tuner.workloads.mnist:load_data"),
-        ("mnist-synthetic.toml", "mnist-synthetic", "tuner.workloads.mnist:load_synthetic_data"),
+        ("mnist.toml", "mnist", "tuner.workloads.mnist:load_datasets", (None, 180_000, 10_000)),
+        (
+            "mnist-synthetic.toml",
+            "mnist-synthetic",
+            "tuner.workloads.mnist:load_synthetic_data",
+            (3, None, None),
+        ),
     ],
 )
-def test_mnist_specs_load(filename: str, name: str, data: str) -> None:
+def test_mnist_specs_load(
+    filename: str, name: str, data: str, budget: tuple[int | None, ...]
+) -> None:
     spec = load_spec(STUDIES / filename)
     assert spec.name == name
     assert spec.workload.model == "tuner.workloads.mnist:build_model"
@@ -59,7 +66,14 @@ def test_mnist_specs_load(filename: str, name: str, data: str) -> None:
     assert spec.workload.loss == "sparse_categorical_crossentropy"
     assert spec.search.global_batch_sizes == (32, 64, 128)
     assert spec.search.lr_rules == ("none", "linear", "sqrt")
-    assert spec.search.epochs == 3
+    search = spec.search
+    assert (search.epochs, search.train_samples, search.val_samples) == budget
+
+
+@pytest.mark.parametrize("filename", ["images.toml", "records.toml"])
+def test_the_tf_data_examples_load_with_a_sample_budget(filename: str) -> None:
+    spec = load_spec(STUDIES / filename)
+    assert spec.search.epochs is None and spec.search.train_samples and spec.search.val_samples
 
 
 def test_path_may_be_a_string(tmp_path: Path) -> None:

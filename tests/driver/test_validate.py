@@ -152,6 +152,18 @@ def test_evaluate_fails_each_check_on_its_own_evidence():
     assert not _verdicts(one, _run([0.5, 0.4], lr=0.002))["learning rate"]
 
 
+def test_a_dataset_function_claims_no_parity_but_keeps_the_other_checks():
+    one = _run([0.5, 0.4])
+    many = {**_run([0.9, 0.8]), "input_form": "function"}  # losses that would fail parity
+    checks = {c.name: c for c in evaluate(one, many, global_batch=64, learning_rate=0.001)}
+    assert checks["loss parity"].figures == {"compared": False, "reason": "dataset function"}
+    assert "not compared" in checks["loss parity"].summary
+    assert "median loss ratio" not in checks["loss parity"].summary  # no figure it can't stand by
+    assert not _verdicts(one, {**_run([0.5, 0.4], diff=1e-9), "input_form": "function"})[
+        "weight sync"
+    ]
+
+
 @pytest.mark.slow
 def test_search_with_validate_and_a_custom_loop(tmp_path):
     spec = write_spec(tmp_path / "small.toml", base=256, multipliers="[1]", rules='["none"]')

@@ -10,7 +10,7 @@ import pytest
 
 from tuner.core.errors import WorkloadError
 from tuner.core.protocol import MODES
-from tuner.worker import session
+from tuner.worker import inputs, session
 from tuner.worker.probe import run_probe
 from tuner.worker.trial import run_trial
 from tuner.worker.validate import run_validation, weight_sync
@@ -63,18 +63,32 @@ def test_weight_sync_reports_the_largest_difference_between_copies() -> None:
     assert weight_sync([[a], [b]])["weight_max_abs_diff"] == 0.0  # one copy: nothing to compare
 
 
-def test_an_epoch_is_the_training_set_or_the_requested_steps() -> None:
-    assert session._steps_per_epoch({}, 256, 4096) == 16
-    assert session._steps_per_epoch({"steps_per_epoch": 5}, 256, 4096) == 5
-    assert session._steps_per_epoch({"steps_per_epoch": 50}, 256, 4096) == 16
+def _source(size: int | None) -> inputs.Source:
+    return inputs.Source("arrays", "pkg.mod:data", train_size=size)
+
+
+def test_windows_are_epochs_a_sample_budget_or_the_requested_steps() -> None:
+    windows = session._windows
+    assert windows({"epochs": 3}, 256, _source(4096)) == (16, 3)
+    assert windows({"epochs": 1, "steps_per_epoch": 5}, 256, _source(4096)) == (5, 1)
+    assert windows({"epochs": 1, "steps_per_epoch": 50}, 256, _source(4096)) == (16, 1)
+    assert windows({"epochs": 1, "steps_per_epoch": 5}, 256, _source(None)) == (5, 1)
+    # 16,384 samples at 256: 64 steps in 8 windows of 8 (one warm-up, seven timed).
+    assert windows({"train_samples": 16_384}, 256, _source(None)) == (8, 8)
     with pytest.raises(WorkloadError, match=r"^global batch 8192 is larger than the training set"):
-        session._steps_per_epoch({}, 8192, 4096)
+        windows({"epochs": 2}, 8192, _source(4096))
+    with pytest.raises(WorkloadError, match="no known size, so epochs cannot be counted"):
+        windows({"epochs": 2}, 256, _source(None))
+    with pytest.raises(WorkloadError, match=r"make 4 steps.*raise train_samples"):
+        windows({"train_samples": 1024}, 256, _source(None))
 
 
 def test_a_warmup_in_epochs_becomes_steps() -> None:
     rule = {"name": "linear-warmup", "warmup_epochs": 0.5, "warmup_steps": None}
-    assert session._resolved_rule(rule, 16)["warmup_steps"] == 8
-    assert session._resolved_rule({**rule, "warmup_epochs": 0.01}, 16)["warmup_steps"] == 1
-    assert session._resolved_rule({**rule, "warmup_steps": 3}, 16)["warmup_steps"] == 3
+    assert session._resolved_rule(rule, 16, 48)["warmup_steps"] == 8
+    assert session._resolved_rule({**rule, "warmup_epochs": 0.01}, 16, 48)["warmup_steps"] == 1
+    assert session._resolved_rule({**rule, "warmup_steps": 3}, 16, 48)["warmup_steps"] == 3
+    budget = {**rule, "sample_budget": True}  # no epochs: the first 10 % of the steps
+    assert session._resolved_rule(budget, 16, 480)["warmup_steps"] == 48
     sqrt = {"name": "sqrt-adam", "ratio": 2.0}
-    assert session._resolved_rule(sqrt, 16) is sqrt
+    assert session._resolved_rule(sqrt, 16, 48) is sqrt

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 import typer
+from rich.markup import escape
 
 from tuner.cli.options import err
 from tuner.core.errors import ConfigError, NoCompleteTrialError, TunerError
@@ -66,5 +67,6 @@ def guard(call: Callable[[], T]) -> T:
             message = str(exc)
         else:
             message = f"internal error: {type(exc).__name__}: {exc} (run with --debug for details)"
-        err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+        # The message quotes the user's own text (paths, names, TOML like [search]): literal.
+        err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
         raise typer.Exit(exit_code(exc)) from None

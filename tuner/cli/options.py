@@ -49,6 +49,14 @@ MemoryLimitOpt = Annotated[
 BaseBatchOpt = Annotated[int | None, typer.Option(help="Base global batch B.")]
 BaseLrOpt = Annotated[float | None, typer.Option(help="Learning rate at batch B.")]
 EpochsOpt = Annotated[int | None, typer.Option(help="Epochs per run (at least 2).")]
+TrainSamplesOpt = Annotated[
+    int | None,
+    typer.Option(help="Samples every trial trains on, whatever its batch (instead of --epochs)."),
+]
+ValSamplesOpt = Annotated[
+    int | None,
+    typer.Option(help="The fixed validation set: its first N samples, in order."),
+]
 LoopOpt = Annotated[
     str | None, typer.Option(help="Training loop: fit (Keras fit) or custom (strategy.run).")
 ]
@@ -84,9 +92,14 @@ def overrides(
     }
 
 
+def budget_overrides(train_samples: int | None, val_samples: int | None) -> dict[str, Any]:
+    """The sample budget's spec overrides (``--train-samples`` replaces the spec's epochs)."""
+    return {"search.train_samples": train_samples, "search.val_samples": val_samples}
+
+
 def grid_overrides(batch_multipliers: str | None, lr_rules: str | None) -> dict[str, Any]:
     """The grid's spec overrides from their comma-separated flags."""
-    from tuner.core.spec import parse_int_list, parse_name_list
+    from tuner.core.spec_fields import parse_int_list, parse_name_list
 
     return {
         "search.batch_multipliers": batch_multipliers

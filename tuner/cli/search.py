@@ -25,7 +25,10 @@ from tuner.cli.options import (
     SpecOpt,
     StorageOpt,
     TimeoutOpt,
+    TrainSamplesOpt,
     UpdateOnOpt,
+    ValSamplesOpt,
+    budget_overrides,
     err,
     grid_overrides,
     out,
@@ -90,6 +93,8 @@ def search(
     lr_rules: RulesOpt = None,
     base_lr: BaseLrOpt = None,
     epochs: EpochsOpt = None,
+    train_samples: TrainSamplesOpt = None,
+    val_samples: ValSamplesOpt = None,
     memory_limit: MemoryLimitOpt = None,
     loop: LoopOpt = None,
     update_on: UpdateOnOpt = None,
@@ -113,6 +118,7 @@ def search(
             memory_limit,
             trial_timeout,
             overrides(base_batch_size, base_lr, epochs, loop, update_on)
+            | budget_overrides(train_samples, val_samples)
             | grid_overrides(batch_multipliers, lr_rules)
             | {
                 "search.model_hyperparameters": model_hyperparameters,
@@ -218,6 +224,8 @@ def probe_cmd(
     lr_rules: RulesOpt = None,
     base_lr: BaseLrOpt = None,
     epochs: EpochsOpt = None,
+    train_samples: TrainSamplesOpt = None,
+    val_samples: ValSamplesOpt = None,
     resolution: ResolutionOpt = None,
     steps: ProbeStepsOpt = DEFAULT_PROBE_STEPS,
     loop: LoopOpt = None,
@@ -237,6 +245,7 @@ def probe_cmd(
             memory_limit,
             DEFAULT_TRIAL_TIMEOUT_S,
             overrides(base_batch_size, base_lr, epochs, loop, update_on)
+            | budget_overrides(train_samples, val_samples)
             | grid_overrides(batch_multipliers, lr_rules),
         )
         found = probe_study(

@@ -18,7 +18,10 @@ from tuner.cli.options import (
     MemoryLimitOpt,
     SpecOpt,
     TimeoutOpt,
+    TrainSamplesOpt,
     UpdateOnOpt,
+    ValSamplesOpt,
+    budget_overrides,
     err,
     out,
     overrides,
@@ -57,6 +60,8 @@ def validate(
     base_lr: BaseLrOpt = None,
     lr_rule: LrRuleOpt = DEFAULT_RULE,
     epochs: EpochsOpt = None,
+    train_samples: TrainSamplesOpt = None,
+    val_samples: ValSamplesOpt = None,
     steps: StepsOpt = DEFAULT_STEPS,
     loop: LoopOpt = None,
     update_on: UpdateOnOpt = None,
@@ -76,7 +81,8 @@ def validate(
             cpu_replicas,
             memory_limit,
             trial_timeout,
-            overrides(base_batch_size, base_lr, epochs, loop, update_on),
+            overrides(base_batch_size, base_lr, epochs, loop, update_on)
+            | budget_overrides(train_samples, val_samples),
         )
         err.print(
             f"validating {spec.search.loop_kind} on {plan.num_replicas} {plan.kind} replicas "

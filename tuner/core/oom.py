@@ -42,9 +42,15 @@ def is_oom_message(text: str) -> bool:
     return bool(_OOM_MESSAGE.search(text))
 
 
+_NOISE = ("[[", "File ", "Detected at node", "Graph execution error", "Traceback")
+"""Lines of a TensorFlow error that locate it rather than say what went wrong."""
+
+
 def summary(message: str) -> str:
-    """The most telling line of an error message: the out-of-memory line if any, else the last."""
+    """The most telling line of an error message: the out-of-memory line if any, else the last
+    line that says what went wrong (not TensorFlow's "Graph execution error", node or stack)."""
     lines = [line.strip() for line in message.strip().splitlines() if line.strip()]
+    lines = [line for line in lines if not line.startswith(_NOISE)] or lines
     for line in lines:
         if is_oom_message(line) and len(line) > 12:
             return line

@@ -56,6 +56,14 @@ _RESULT_ATTRS = (
     "noise_scale_steps",
     "noise_scale_note",
     "steps_per_epoch",
+    "windows",
+    "window_steps",
+    "train_samples_used",
+    "val_samples_used",
+    "input_form",
+    "input_rebatched",
+    "input_throughput",
+    "input_bound",
     "timings",
 )
 

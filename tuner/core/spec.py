@@ -14,6 +14,8 @@ from typing import Any
 
 from tuner.core import spec_fields as fields
 from tuner.core.errors import ConfigError
+from tuner.core.identity import identity_of
+from tuner.core.spec_fields import Table
 
 DEFAULT_STUDY_NAME = "regression"
 """The built-in workload's study name, the default ``--study-name`` of the browsing commands."""
@@ -54,9 +56,13 @@ class WorkloadSpec:
     """What one trial trains: ``module:function`` references plus Keras loss and optimizer names."""
 
     model: str
-    data: str
+    data: str | None
+    """``module:function`` returning arrays or ``(train, val)`` tf.data datasets."""
     loss: str = "mse"
     optimizer: str = "adam"
+    dataset: str | None = None
+    """``module:function(split, batch_size, input_context)`` returning one split (instead of
+    ``data``)."""
 
 
 @dataclass(frozen=True)
@@ -67,7 +73,8 @@ class SearchSpec:
     batch_multipliers: tuple[int, ...]
     lr_rules: tuple[str, ...]
     base_lr: float
-    epochs: int
+    epochs: int | None
+    """Whole passes over a finite training set (exactly one of ``epochs`` and ``train_samples``)."""
     seed: int = 0
     loop: str = "fit"
     update_on: str = "replicas"
@@ -83,6 +90,10 @@ class SearchSpec:
     """``linear-warmup``: epochs of the ramp (unless ``warmup_steps`` is set)."""
     warmup_steps: int | None = None
     """``linear-warmup``: optimizer steps of the ramp (overrides ``warmup_epochs``)."""
+    train_samples: int | None = None
+    """Samples every trial trains on, whatever its batch (steps = samples // global batch)."""
+    val_samples: int | None = None
+    """The fixed validation set: its first samples, in order (``None``: all of it)."""
 
     @property
     def joint(self) -> bool:
@@ -122,28 +133,9 @@ class StudySpec:
         return identity_of(self.to_dict())
 
 
-_SEARCH_DEFAULTS: dict[str, Any] = {
-    "model_hyperparameters": "defaults",
-    "noise_scale": True,
-    "noise_scale_steps": None,
-    "warmup_epochs": 1.0,
-    "warmup_steps": None,
-}
-
-
-def identity_of(stored: Mapping[str, Any]) -> dict[str, Any]:
-    """The resumable identity of a stored spec: all but the name and the trial budget (which may
-    grow), with fields added since the spec was stored at their defaults."""
-    data = {key: value for key, value in stored.items() if key != "name"}
-    search = {**_SEARCH_DEFAULTS, **dict(data.get("search", {}))}
-    search.pop("trials", None)
-    data["search"] = search
-    return data
-
-
 _FIELDS: dict[str, tuple[str, ...]] = {
     "study": ("name",),
-    "workload": ("model", "data", "loss", "optimizer"),
+    "workload": ("model", "data", "dataset", "loss", "optimizer"),
     "search": (
         "base_batch_size",
         "batch_multipliers",
@@ -159,6 +151,8 @@ _FIELDS: dict[str, tuple[str, ...]] = {
         "noise_scale_steps",
         "warmup_epochs",
         "warmup_steps",
+        "train_samples",
+        "val_samples",
     ),
 }
 
@@ -180,6 +174,10 @@ def spec_from_dict(
     return build_spec(tables, source or "the spec", where)
 
 
+_REPLACES = {"search.train_samples": "epochs", "search.epochs": "train_samples"}
+"""A flag for one budget replaces the spec's other: the two are exclusive."""
+
+
 def apply_overrides(
     raw: Mapping[str, Any], overrides: Mapping[str, Any]
 ) -> tuple[dict[str, Any], dict[str, str]]:
@@ -194,30 +192,9 @@ def apply_overrides(
         table = tables.setdefault(section, {})
         if isinstance(table, dict):  # a non-table section is reported by build_spec
             table[key] = value
+            table.pop(_REPLACES.get(dotted, ""), None)
         where[dotted] = "--" + key.replace("_", "-")
     return tables, where
-
-
-@dataclass(frozen=True)
-class _Table:
-    """One section of a raw spec, and how its fields are named in error lines."""
-
-    section: str
-    values: Mapping[str, Any]
-    source: str
-    where: Mapping[str, str]
-
-    def label(self, key: str) -> str:
-        dotted = f"{self.section}.{key}"
-        return self.where.get(dotted, f"{dotted} in {self.source}")
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self.values.get(key, default)
-
-    def need(self, key: str) -> Any:
-        if key not in self.values:
-            raise ConfigError(f"{self.section}.{key} is missing in {self.source}")
-        return self.values[key]
 
 
 def build_spec(
@@ -227,7 +204,7 @@ def build_spec(
     the flag that set it. Raises :class:`ConfigError` naming the field (or flag) at fault."""
     _check_layout(raw, source)
     study, workload, search = (
-        _Table(section, raw.get(section, {}), source, where or {}) for section in _FIELDS
+        Table(section, raw.get(section, {}), source, where or {}) for section in _FIELDS
     )
     workload_spec = _workload(workload)
     return StudySpec(
@@ -255,7 +232,7 @@ def _check_layout(raw: Mapping[str, Any], source: str) -> None:
             )
 
 
-def _study_name(study: _Table) -> str:
+def _study_name(study: Table) -> str:
     name = fields.string(study.need("name"), study.label("name"))
     if not re.fullmatch(r"[\w.\-]+", name):
         raise ConfigError(
@@ -264,16 +241,29 @@ def _study_name(study: _Table) -> str:
     return name
 
 
-def _workload(workload: _Table) -> WorkloadSpec:
+def _workload(workload: Table) -> WorkloadSpec:
     return WorkloadSpec(
         model=fields.reference(workload.need("model"), workload.label("model")),
-        data=fields.reference(workload.need("data"), workload.label("data")),
+        **_data_source(workload),
         loss=fields.string(workload.get("loss", "mse"), workload.label("loss")),
         optimizer=fields.string(workload.get("optimizer", "adam"), workload.label("optimizer")),
     )
 
 
-def _search(search: _Table, optimizer: str) -> SearchSpec:
+def _data_source(workload: Table) -> dict[str, str | None]:
+    """Exactly one of ``data`` (arrays or datasets) and ``dataset`` (a dataset function)."""
+    key = workload.exactly_one(
+        ("data", "arrays or (train, val) datasets"),
+        ("dataset", "a function (split, batch_size, input_context)"),
+    )
+    value = fields.reference(workload.get(key), workload.label(key))
+    return {
+        "data": value if key == "data" else None,
+        "dataset": value if key == "dataset" else None,
+    }
+
+
+def _search(search: Table, optimizer: str) -> SearchSpec:
     grid = _grid(search)
     spec = SearchSpec(
         **grid,
@@ -289,7 +279,7 @@ def _search(search: _Table, optimizer: str) -> SearchSpec:
     return spec
 
 
-def _grid(search: _Table) -> dict[str, Any]:
+def _grid(search: Table) -> dict[str, Any]:
     """The grid's fields: base batch, multipliers, rules, base learning rate and epochs."""
     grid: dict[str, Any] = {
         "base_batch_size": fields.positive_int(
@@ -300,9 +290,9 @@ def _grid(search: _Table) -> dict[str, Any]:
         ),
         "lr_rules": fields.rule_list(search.need("lr_rules"), search.label("lr_rules")),
         "base_lr": fields.positive_float(search.need("base_lr"), search.label("base_lr")),
-        "epochs": fields.positive_int(search.need("epochs"), search.label("epochs")),
+        **_sample_budget(search),
     }
-    if grid["epochs"] < 2:
+    if grid["epochs"] is not None and grid["epochs"] < 2:
         raise ConfigError(
             f"{search.label('epochs')} must be at least 2, got {grid['epochs']}: the first epoch "
             "includes tracing and is left out of the throughput"
@@ -310,14 +300,24 @@ def _grid(search: _Table) -> dict[str, Any]:
     return grid
 
 
-def _seed(search: _Table) -> int:
+def _sample_budget(search: Table) -> dict[str, int | None]:
+    """Exactly one of ``epochs`` and ``train_samples``; ``val_samples`` optional."""
+    search.exactly_one(
+        ("epochs", "whole passes over a finite training set"),
+        ("train_samples", "the samples every trial trains on"),
+    )
+    budget = {key: _optional_positive_int(search, key) for key in ("epochs", "train_samples")}
+    return {**budget, "val_samples": _optional_positive_int(search, "val_samples")}
+
+
+def _seed(search: Table) -> int:
     seed = search.get("seed", 0)
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
         raise ConfigError(f"{search.label('seed')} must be a non-negative integer, got {seed!r}")
     return seed
 
 
-def _loop(search: _Table) -> dict[str, Any]:
+def _loop(search: Table) -> dict[str, Any]:
     loop = fields.choice(search.get("loop", "fit"), search.label("loop"), LOOPS)
     update_on = fields.choice(
         search.get("update_on", "replicas"), search.label("update_on"), UPDATE_ON
@@ -330,7 +330,7 @@ def _loop(search: _Table) -> dict[str, Any]:
     return {"loop": loop, "update_on": update_on}
 
 
-def _budget(search: _Table) -> dict[str, Any]:
+def _budget(search: Table) -> dict[str, Any]:
     """Whether a hypermodel's hyperparameters are searched, and the trial budget if so."""
     mode = fields.choice(
         search.get("model_hyperparameters", "defaults"),
@@ -341,7 +341,7 @@ def _budget(search: _Table) -> dict[str, Any]:
     return {"model_hyperparameters": mode, "trials": trials}
 
 
-def _noise_and_warmup(search: _Table, epochs: int) -> dict[str, Any]:
+def _noise_and_warmup(search: Table, epochs: int) -> dict[str, Any]:
     noise_scale = search.get("noise_scale", True)
     if not isinstance(noise_scale, bool):
         raise ConfigError(f"{search.label('noise_scale')} must be true or false")
@@ -353,10 +353,14 @@ def _noise_and_warmup(search: _Table, epochs: int) -> dict[str, Any]:
     }
 
 
-def _warmup_epochs(search: _Table, epochs: int) -> float:
+def _warmup_epochs(search: Table, epochs: int | None) -> float:
     """The ramp must end inside the run, or ``linear-warmup`` never reaches its peak."""
     label = search.label("warmup_epochs")
     value = search.get("warmup_epochs", 1.0)
+    if epochs is None:  # a sample budget has no epochs: its ramp is warmup_steps (or 10 %)
+        if "warmup_epochs" in search.values:
+            raise ConfigError(f"{label} needs epochs; with train_samples give warmup_steps")
+        return float(value)
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ConfigError(f"{label} must be a number of epochs")
     if not math.isfinite(value) or not 0 < value < epochs:
@@ -366,27 +370,6 @@ def _warmup_epochs(search: _Table, epochs: int) -> float:
     return float(value)
 
 
-def _optional_positive_int(search: _Table, key: str) -> int | None:
+def _optional_positive_int(search: Table, key: str) -> int | None:
     value = search.get(key)
     return None if value is None else fields.positive_int(value, search.label(key))
-
-
-def parse_int_list(text: str, flag: str) -> list[int]:
-    """Parse a comma-separated CLI list of integers such as ``"1,2,4"``."""
-    parts = [part.strip() for part in text.split(",")]
-    if not text.strip() or any(not part for part in parts):
-        raise ConfigError(f"{flag} must be comma-separated integers such as 1,2,4, got {text!r}")
-    try:
-        return [int(part) for part in parts]
-    except ValueError:
-        raise ConfigError(
-            f"{flag} must be comma-separated integers such as 1,2,4, got {text!r}"
-        ) from None
-
-
-def parse_name_list(text: str, flag: str) -> list[str]:
-    """Parse a comma-separated CLI list of names such as ``"none,linear"``."""
-    parts = [part.strip() for part in text.split(",")]
-    if not text.strip() or any(not part for part in parts):
-        raise ConfigError(f"{flag} must be comma-separated names such as none,sqrt, got {text!r}")
-    return parts

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from tuner.core.errors import ConfigError
@@ -99,3 +101,57 @@ def rule_list(value: Any, label: str) -> tuple[str, ...]:
     if len(set(rules)) != len(rules):
         raise ConfigError(f"{label} lists a rule more than once; give each rule once")
     return rules
+
+
+@dataclass(frozen=True)
+class Table:
+    """One section of a raw spec, and how its fields are named in error lines."""
+
+    section: str
+    values: Mapping[str, Any]
+    source: str
+    where: Mapping[str, str]
+
+    def label(self, key: str) -> str:
+        dotted = f"{self.section}.{key}"
+        return self.where.get(dotted, f"{dotted} in {self.source}")
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.values.get(key, default)
+
+    def exactly_one(self, first: tuple[str, str], second: tuple[str, str]) -> str:
+        """The one of two exclusive keys that is given (each ``(key, what it is)``)."""
+        given = [key for key, _ in (first, second) if self.values.get(key) is not None]
+        if len(given) != 1:
+            (a, a_help), (b, b_help) = first, second
+            raise ConfigError(
+                f"[{self.section}] in {self.source} needs exactly one of {a} ({a_help}) and "
+                f"{b} ({b_help}); " + ("both are given" if given else "neither is given")
+            )
+        return given[0]
+
+    def need(self, key: str) -> Any:
+        if key not in self.values:
+            raise ConfigError(f"{self.section}.{key} is missing in {self.source}")
+        return self.values[key]
+
+
+def parse_int_list(text: str, flag: str) -> list[int]:
+    """Parse a comma-separated CLI list of integers such as ``"1,2,4"``."""
+    parts = [part.strip() for part in text.split(",")]
+    if not text.strip() or any(not part for part in parts):
+        raise ConfigError(f"{flag} must be comma-separated integers such as 1,2,4, got {text!r}")
+    try:
+        return [int(part) for part in parts]
+    except ValueError:
+        raise ConfigError(
+            f"{flag} must be comma-separated integers such as 1,2,4, got {text!r}"
+        ) from None
+
+
+def parse_name_list(text: str, flag: str) -> list[str]:
+    """Parse a comma-separated CLI list of names such as ``"none,linear"``."""
+    parts = [part.strip() for part in text.split(",")]
+    if not text.strip() or any(not part for part in parts):
+        raise ConfigError(f"{flag} must be comma-separated names such as none,sqrt, got {text!r}")
+    return parts

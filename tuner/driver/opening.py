@@ -19,7 +19,8 @@ import optuna
 
 from tuner.core.devices import DevicePlan
 from tuner.core.errors import ConfigError
-from tuner.core.spec import StudySpec, identity_of
+from tuner.core.identity import identity_of
+from tuner.core.spec import StudySpec
 from tuner.driver.grid import make_sampler
 from tuner.storage import mask_password, open_storage
 

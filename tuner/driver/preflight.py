@@ -21,6 +21,7 @@ from tuner.core.probe import DEFAULT_PROBE_STEPS, GridProbe, ProbeSearch
 from tuner.core.protocol import DEFAULT_TRIAL_TIMEOUT_S
 from tuner.core.scaling import scaled_learning_rate
 from tuner.core.spec import StudySpec
+from tuner.core.windows import MIN_TIMED_WINDOWS, min_samples
 from tuner.driver.observer import SearchObserver
 from tuner.driver.requests import inspect_request, trial_request
 from tuner.driver.runner import run_child
@@ -43,7 +44,7 @@ def check(spec: StudySpec, plan: DevicePlan, *, probe: bool = False) -> dict[str
         )
     check_grid(spec, plan)
     info = inspect_workload(spec)
-    check_grid(spec, plan, n_train=int(info["n_train"]))
+    check_grid(spec, plan, n_train=info["n_train"])
     if spec.search.joint and not info.get("hypermodel"):
         raise ConfigError(
             f"model_hyperparameters = search needs a KerasTuner hypermodel; {spec.workload.model} "
@@ -89,9 +90,26 @@ def _inspection(run: ChildRun) -> dict[str, Any]:
     return result
 
 
+def batch_limit(spec: StudySpec, n_train: int | None) -> int:
+    """The largest global batch a trial can train at: within the training set (when its size is
+    known) and, under a sample budget, with enough steps for its timed windows."""
+    limits = [n_train] if n_train is not None else []
+    if spec.search.train_samples is not None:
+        limits.append(spec.search.train_samples // (MIN_TIMED_WINDOWS + 1))
+    return min(limits) if limits else 2**31
+
+
 def check_grid(spec: StudySpec, plan: DevicePlan, n_train: int | None = None) -> None:
-    """Every global batch must split evenly over the replicas and fit in the training set."""
+    """Every global batch must split evenly over the replicas, fit in the training set and, under
+    a sample budget, leave a trial its timed windows."""
+    budget = spec.search.train_samples
     for batch in spec.search.global_batch_sizes:
+        if budget is not None and batch > batch_limit(spec, None):
+            raise ConfigError(
+                f"train_samples {budget} gives global batch {batch} fewer than "
+                f"{MIN_TIMED_WINDOWS + 1} steps (one warm-up and {MIN_TIMED_WINDOWS} timed "
+                f"windows); raise train_samples to at least {min_samples(batch)}"
+            )
         if batch % plan.num_replicas:
             raise ConfigError(
                 f"global batch {batch} does not divide by {plan.num_replicas} replicas; choose a "

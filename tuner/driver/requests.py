@@ -14,13 +14,23 @@ from tuner.core.scaling import batch_ratio
 from tuner.core.spec import StudySpec
 
 
-def workload_dict(spec: StudySpec) -> dict[str, str]:
+def workload_dict(spec: StudySpec) -> dict[str, str | None]:
     """The workload as a request carries it."""
     return {
         "model": spec.workload.model,
         "data": spec.workload.data,
+        "dataset": spec.workload.dataset,
         "loss": spec.workload.loss,
         "optimizer": spec.workload.optimizer,
+    }
+
+
+def budget_dict(spec: StudySpec) -> dict[str, int | None]:
+    """How much a run trains and evaluates: epochs or a sample budget, and the validation set."""
+    return {
+        "epochs": spec.search.epochs,
+        "train_samples": spec.search.train_samples,
+        "val_samples": spec.search.val_samples,
     }
 
 
@@ -32,6 +42,7 @@ def inspect_request(spec: StudySpec) -> dict[str, Any]:
         "loop": spec.search.loop_kind,
         "lr_rules": list(spec.search.lr_rules),
         "max_ratio": max(spec.search.batch_multipliers),
+        **budget_dict(spec),
     }
 
 
@@ -53,7 +64,7 @@ def trial_request(
         "workload": workload_dict(spec),
         "global_batch_size": batch,
         "learning_rate": lr,
-        "epochs": search.epochs,
+        **budget_dict(spec),
         "seed": search.seed,
         "loop": search.loop_kind,
         "noise_scale": search.noise_scale,
@@ -68,6 +79,7 @@ def trial_request(
             "learning_rate": lr,
             "warmup_steps": search.warmup_steps,
             "warmup_epochs": search.warmup_epochs,
+            "sample_budget": search.train_samples is not None,
         }
     return request
 
@@ -83,14 +95,17 @@ def validate_request(
 ) -> dict[str, Any]:
     """About ``steps`` steps of ``spec``'s workload on ``plan`` that report per-step losses and
     per-replica counts for ``tuner validate``."""
+    windows = spec.search.epochs or 2
     return {
         "mode": "validate",
         "plan": plan.to_dict(),
         "workload": workload_dict(spec),
         "global_batch_size": batch,
         "learning_rate": lr,
-        "epochs": spec.search.epochs,
-        "steps_per_epoch": max(1, steps // spec.search.epochs),
+        # About ``steps`` steps over the spec's epochs (two windows under a sample budget).
+        "epochs": windows,
+        "steps_per_epoch": max(1, steps // windows),
+        "val_samples": spec.search.val_samples,
         "seed": spec.search.seed,
         "loop": spec.search.loop_kind,
         "loss_reduction": loss_reduction,

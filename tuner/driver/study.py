@@ -73,7 +73,7 @@ def run_search(
         study,
         spec,
         plan,
-        int(info["n_train"]),
+        preflight.batch_limit(spec, info["n_train"]),
         probe=probe,
         baseline=baseline,
         timeout_s=trial_timeout_s,
@@ -108,7 +108,12 @@ def probe_study(
     info = preflight.check(spec, plan)
     study = open_study(spec, plan, storage_url, study_name, info, None)
     found = preflight.run_probe(
-        spec, plan, int(info["n_train"]), resolution=resolution, steps=steps, note=note
+        spec,
+        plan,
+        preflight.batch_limit(spec, info["n_train"]),
+        resolution=resolution,
+        steps=steps,
+        note=note,
     )
     preflight.store(study, "probes", plan, found)
     return found

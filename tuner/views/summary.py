@@ -108,6 +108,8 @@ def recommendation_rows(rec: dict[str, Any]) -> list[tuple[str, str]]:
     ]
     if rec.get("statistical_efficiency") is not None:
         rows.append(("statistical efficiency", efficiency_text(rec)))
+    if rec.get("input_throughput"):
+        rows.append(("input pipeline", input_text(rec)))
     if rec.get("speedup_vs_single_device"):
         rows.append(
             (
@@ -130,6 +132,18 @@ def recommendation_rows(rec: dict[str, Any]) -> list[tuple[str, str]]:
     if rec.get("note"):
         rows.append(("note", rec["note"]))
     return rows
+
+
+def input_text(rec: dict[str, Any]) -> str:
+    """What the input pipeline delivers alone, and what it means when training keeps up with it."""
+    share = rec["throughput"] / rec["input_throughput"]
+    alone = f"{rec['input_throughput']:,.0f} samples/s alone; training runs at {share:.0%} of it"
+    if not rec.get("input_bound"):
+        return f"{alone}: not input-bound"
+    return (
+        f"{alone}: INPUT-BOUND — a faster pipeline (more parallel reads, cache, prefetch, fewer "
+        "Python ops) would raise the throughput, not a different batch"
+    )
 
 
 def efficiency_text(rec: dict[str, Any]) -> str:

@@ -1,25 +1,25 @@
 """Inside the child: check a workload once, on one CPU, before any trial runs (mode ``inspect``).
 
-Catches what would otherwise fail every trial — imports, shapes, loss and optimizer names, a
-learning-rate rule the optimizer cannot take, a compiled model asked to run a custom loop — and
-reports the workload's sizes for the driver's plan.
+Catches what would otherwise fail every trial — imports, the data's form and element structure,
+an empty dataset, NaN or inf in the first batch, shapes and labels that do not fit the model and
+loss, loss and optimizer names, a learning-rate rule the optimizer cannot take, a compiled model
+asked to run a custom loop, an infinite training set without a sample budget — and reports the
+workload's sizes for the driver's plan. It reads the first batch of each split only: no dataset
+is ever materialised.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from tuner.core.errors import WorkloadError
 from tuner.core.hyperparams import check, defaults
+from tuner.core.oom import summary
 from tuner.core.scaling import optimizer_settings
-from tuner.worker import hypermodel
-from tuner.worker.workload import (
-    Arrays,
-    check_loss,
-    framework_versions,
-    load_arrays,
-    make_optimizer,
-)
+from tuner.worker import hypermodel, inputs
+from tuner.worker.workload import check_loss, framework_versions, make_optimizer
 
 SAMPLES = 8
 """How many examples the check evaluates: enough to show a shape mismatch, cheap on any model."""
@@ -34,8 +34,12 @@ def check_workload(request: dict[str, Any]) -> dict[str, Any]:
     Raises :class:`WorkloadError` with one line that names what to fix.
     """
     workload = request["workload"]
-    arrays = load_arrays(workload["data"])
-    x_train, y_train = arrays[0][:SAMPLES], arrays[1][:SAMPLES]
+    source = inputs.load_source(workload)
+    _check_budget(request, source)
+    first = {split: inputs.first_batch(source, split, SAMPLES) for split in ("train", "val")}
+    for split, batch in first.items():
+        _check_finite(source.reference, split, batch)
+    x_train, y_train = first["train"][0], first["train"][1]
     found = hypermodel.discover(workload["model"])
     hypermodel.check_fit(workload["model"], x_train, y_train)
     model, optimizer, compiled_by_build = _compiled_model(workload, found)
@@ -46,12 +50,14 @@ def check_workload(request: dict[str, Any]) -> dict[str, Any]:
             f"{workload['model']} compiles its model; a compiled model runs with loop = fit "
             "(the custom loops take the loss from the spec)"
         )
-    _check_fits_data(model, workload, arrays)
+    _check_fits_data(model, workload["model"], source.reference, first)
     return {
         "status": "ok",
-        "n_train": int(arrays[0].shape[0]),
-        "n_val": int(arrays[2].shape[0]),
-        "input_shape": list(arrays[0].shape[1:]),
+        "n_train": source.train_size,
+        "n_val": source.val_size,
+        "input_form": source.form,
+        "input_rebatched": source.rebatched,
+        "input_shape": list(x_train.shape[1:]),
         "parameters": int(model.count_params()),
         "versions": framework_versions(),
         "hypermodel": found,
@@ -88,20 +94,39 @@ def _check_sqrt_adam(request: dict[str, Any], optimizer: Any, compiled_by_build:
         raise WorkloadError(f"{where} {type(optimizer).__name__}: {exc}") from None
 
 
-def _check_fits_data(model: Any, workload: dict[str, Any], arrays: Arrays) -> None:
-    """Evaluate a few training and validation samples; a failure is a model/data mismatch."""
-    x_train, y_train, x_val, y_val = (array[:SAMPLES] for array in arrays)
-    try:
-        model.evaluate(x_train, y_train, verbose=0)
-        model.evaluate(x_val, y_val, verbose=0)
-    except Exception as exc:  # whatever evaluate raises here, the shapes disagree
+def _check_budget(request: dict[str, Any], source: inputs.Source) -> None:
+    """An infinite or unsized training set needs ``train_samples``; an unsized validation set
+    needs ``val_samples`` (the fixed set every trial is evaluated on)."""
+    if source.train_size is None and not request.get("train_samples"):
+        kind = "infinite" if source.train_infinite else "of unknown size"
         raise WorkloadError(
-            f"model {workload['model']} does not fit data {workload['data']} "
-            f"(x {arrays[0].shape[1:]}, y {arrays[1].shape[1:]}): {type(exc).__name__}: "
-            f"{_first_line(str(exc))}"
+            f"the training data of {source.reference} are {kind}: give [search] train_samples "
+            "(or --train-samples), the samples every trial trains on"
+        )
+    if source.val_size is None and not request.get("val_samples"):
+        raise WorkloadError(
+            f"the validation data of {source.reference} have no known size: give [search] "
+            "val_samples (or --val-samples), the fixed set every trial is evaluated on"
+        )
+
+
+def _check_finite(reference: str, split: str, batch: tuple[Any, ...]) -> None:
+    for name, part in zip(("x", "y", "sample_weight"), batch, strict=False):
+        if np.issubdtype(part.dtype, np.number) and not np.all(np.isfinite(part)):
+            raise WorkloadError(f"{reference}: the first {split} batch has NaN or inf in {name}")
+
+
+def _check_fits_data(
+    model: Any, model_ref: str, reference: str, first: dict[str, tuple[Any, ...]]
+) -> None:
+    """Evaluate the first training and validation samples; a failure is a model/data mismatch
+    (shapes, or labels that do not fit the loss)."""
+    x, y = first["train"][0], first["train"][1]
+    try:
+        for batch in first.values():
+            model.evaluate(batch[0], batch[1], verbose=0)
+    except Exception as exc:  # whatever evaluate raises here, model and data disagree
+        raise WorkloadError(
+            f"model {model_ref} does not fit data {reference} (x {x.shape[1:]}, y {y.shape[1:]}): "
+            f"{type(exc).__name__}: {summary(str(exc))[:300]}"
         ) from exc
-
-
-def _first_line(text: str) -> str:
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return lines[0][:300] if lines else ""

@@ -25,6 +25,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from tuner.core.errors import WorkloadError
 from tuner.core.spec import LOOP_KINDS
 from tuner.worker.losses import per_example_loss
 
@@ -112,8 +113,10 @@ class FitLoop(_Base):
         if steps is None:  # whole epochs, exactly as a user's `fit(dataset, epochs=...)` runs
             self.model.fit(dataset, epochs=epochs, verbose=0, callbacks=callbacks)
         else:
+            # A dataset function's stream comes distributed and already repeated.
+            repeated = dataset.repeat() if isinstance(dataset, tf.data.Dataset) else dataset
             self.model.fit(
-                dataset.repeat(),
+                repeated,
                 epochs=epochs,
                 steps_per_epoch=steps,
                 verbose=0,
@@ -171,7 +174,9 @@ class CustomLoop(_Base):
     def run(self, dataset: Any, epochs: int, steps: int | None, on_epoch: OnEpoch) -> None:
         """Train ``epochs`` epochs of ``steps`` steps (``None``: whole passes over ``dataset``)."""
         steps = steps or int(dataset.cardinality())
-        iterator = iter(self._strategy.experimental_distribute_dataset(dataset.repeat()))
+        if isinstance(dataset, tf.data.Dataset):
+            dataset = self._strategy.experimental_distribute_dataset(dataset.repeat())
+        iterator = iter(dataset)  # else already distributed: a dataset function's stream
         _epochs(lambda: self._train_step(next(iterator)), epochs, steps, on_epoch, self.step_losses)
 
     def replica_examples(self) -> list[int]:
@@ -230,6 +235,11 @@ class CpuUpdateLoop(_Base):
 
     def run(self, dataset: Any, epochs: int, steps: int | None, on_epoch: OnEpoch) -> None:
         """Train ``epochs`` epochs of ``steps`` steps (``None``: whole passes over ``dataset``)."""
+        if not isinstance(dataset, tf.data.Dataset):
+            raise WorkloadError(
+                "update_on = cpu splits global batches itself; it takes data, not a dataset "
+                "function (which the strategy shards)"
+            )
         steps = steps or int(dataset.cardinality())
         iterator = iter(dataset.repeat())
         _epochs(

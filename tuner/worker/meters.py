@@ -6,9 +6,11 @@ from __future__ import annotations
 import math
 import statistics
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import tensorflow as tf
 
 from tuner.core.devices import DevicePlan
@@ -42,6 +44,22 @@ def peak_memory_bytes(plan: DevicePlan) -> int | None:
     """The largest peak of any replica device, or ``None`` where no device can tell."""
     peaks = [peak for peak in peak_memory_per_device(plan) if peak is not None]
     return max(peaks) if peaks else None
+
+
+def input_throughput(stream: Any, steps: int, global_batch: int) -> float:
+    """Samples per second the input pipeline delivers alone: ``steps`` batches of a fresh
+    iterator with no training in between, after ``steps`` more that start the pipeline (its
+    parallel calls and prefetch buffers tune themselves, as during training's first window)."""
+    iterator = iter(stream)
+    for _ in range(steps):
+        last = next(iterator)
+    mark = time.perf_counter()
+    for _ in range(steps):
+        last = next(iterator)
+    # Waits until the last batch is really there (its first tensor, on its device).
+    np.asarray(tf.nest.flatten(last, expand_composites=True)[0])
+    seconds = time.perf_counter() - mark
+    return steps * global_batch / seconds if seconds > 0 else 0.0
 
 
 class Meter:

@@ -2,8 +2,11 @@
 
 :func:`open_session` builds the strategy, loads the data, builds and compiles the model inside
 the chosen loop; :func:`train` runs the loop and times it; :func:`summary` is what every mode
-reports. Throughput is measured per epoch from epoch-level callbacks only (batch-level hooks would
-force a device sync every step), and the first epoch — tracing and compilation — is left out.
+reports. Throughput is measured per window of steps from epoch-level callbacks only (batch-level
+hooks would force a device sync every step), and the first window — tracing and compilation — is
+left out. A window is an epoch when the spec gives ``epochs``; with ``train_samples`` the run's
+``samples // global batch`` steps are cut into windows (:mod:`tuner.core.windows`), each a Keras
+"epoch" over the repeated stream.
 """
 
 from __future__ import annotations
@@ -18,12 +21,13 @@ import tensorflow as tf
 
 from tuner.core.devices import DevicePlan
 from tuner.core.errors import WorkloadError
-from tuner.worker import hypermodel, optim
+from tuner.core.windows import plan_windows
+from tuner.worker import hypermodel, inputs, optim
 from tuner.worker.loops import Loop, make_loop
 from tuner.worker.meters import Emit, Meter, split_tracing
 from tuner.worker.noise import NoiseMeter
 from tuner.worker.strategy import build_strategy
-from tuner.worker.workload import Arrays, framework_versions, load_arrays, make_optimizer
+from tuner.worker.workload import framework_versions, make_optimizer
 
 
 class ModelRecipe:
@@ -80,10 +84,12 @@ class Session:
     request: dict[str, Any]
     plan: DevicePlan
     strategy: Any
-    arrays: Arrays
+    source: inputs.Source
     batch: int
     steps: int
-    """Optimizer steps per epoch."""
+    """Optimizer steps per window (an epoch, when the spec gives epochs)."""
+    windows: int
+    """Windows the run trains; the first is not timed."""
     recipe: ModelRecipe
     loop: Loop
     train_data: Any
@@ -105,9 +111,9 @@ def open_session(request: dict[str, Any], emit: Emit, record_steps: bool = False
 
     mark = time.perf_counter()
     batch = int(request["global_batch_size"])
-    arrays = load_arrays(request["workload"]["data"])
-    steps = _steps_per_epoch(request, batch, int(arrays[0].shape[0]))
-    recipe = ModelRecipe(request, _resolved_rule(request.get("rule"), steps))
+    source = inputs.load_source(request["workload"])
+    steps, windows = _windows(request, batch, source)
+    recipe = ModelRecipe(request, _resolved_rule(request.get("rule"), steps, steps * windows))
     loop = make_loop(
         request.get("loop", "fit"),
         strategy,
@@ -118,18 +124,29 @@ def open_session(request: dict[str, Any], emit: Emit, record_steps: bool = False
         reduction=request.get("loss_reduction", "global"),
         record_steps=record_steps,
     )
-    train_data = make_dataset(arrays[0], arrays[1], batch, shuffle_seed=int(request["seed"]))
+    train_data = inputs.train_stream(source, strategy, batch, seed=int(request["seed"]))
     timings["build_s"] = time.perf_counter() - mark
-    meter = Meter(emit, samples_per_epoch=steps * batch, epochs=int(request["epochs"]))
+    meter = Meter(emit, samples_per_epoch=steps * batch, epochs=windows)
     return Session(
-        request, plan, strategy, arrays, batch, steps, recipe, loop, train_data, meter, timings
+        request,
+        plan,
+        strategy,
+        source,
+        batch,
+        steps,
+        windows,
+        recipe,
+        loop,
+        train_data,
+        meter,
+        timings,
     )
 
 
 def train(session: Session, noise: NoiseMeter | None = None) -> None:
-    """Run the loop for the request's epochs, measuring ``noise`` after each epoch that goes on;
+    """Run the loop for the session's windows, measuring ``noise`` after each one that goes on;
     the fit, noise-scale and tracing times go into ``session.timings``."""
-    request, timings = session.request, session.timings
+    timings = session.timings
 
     def on_epoch(epoch: int, loss: float, seconds: float) -> bool:
         going_on = session.meter(epoch, loss, seconds)  # the epoch is timed before measuring
@@ -137,9 +154,8 @@ def train(session: Session, noise: NoiseMeter | None = None) -> None:
             noise.measure()
         return going_on
 
-    steps = session.steps if request.get("steps_per_epoch") else None
     mark = time.perf_counter()
-    session.loop.run(session.train_data, int(request["epochs"]), steps, on_epoch)
+    session.loop.run(session.train_data, session.windows, session.steps, on_epoch)
     timings["fit_s"] = time.perf_counter() - mark
     timings["noise_scale_s"] = noise.seconds if noise is not None else 0.0
     timings["fit_s"] -= timings["noise_scale_s"]  # measured on separate steps: not training
@@ -153,6 +169,11 @@ def summary(session: Session) -> dict[str, Any]:
         "devices": loop.devices,
         "num_replicas": session.plan.num_replicas,
         "steps_per_epoch": session.steps,
+        "windows": session.windows,
+        "window_steps": session.steps,
+        "train_samples_used": session.steps * session.windows * session.batch,
+        "input_form": session.source.form,
+        "input_rebatched": session.source.rebatched,
         "epoch_losses": meter.losses,
         "epoch_throughputs": meter.throughputs,
         "optimizer_learning_rate": loop.learning_rate(),
@@ -164,35 +185,40 @@ def summary(session: Session) -> dict[str, Any]:
     }
 
 
-def make_dataset(
-    x: np.ndarray,
-    y: np.ndarray,
-    batch: int,
-    shuffle_seed: int | None,
-    drop_remainder: bool = True,
-) -> Any:
-    """Batches of ``(x, y)``, reshuffled every pass when ``shuffle_seed`` is given."""
-    data = tf.data.Dataset.from_tensor_slices((x, y))
-    if shuffle_seed is not None:
-        data = data.shuffle(x.shape[0], seed=shuffle_seed, reshuffle_each_iteration=True)
-    return data.batch(batch, drop_remainder=drop_remainder).prefetch(tf.data.AUTOTUNE)
-
-
-def _steps_per_epoch(request: dict[str, Any], batch: int, n_train: int) -> int:
-    if batch > n_train:
+def _windows(request: dict[str, Any], batch: int, source: inputs.Source) -> tuple[int, int]:
+    """(steps per window, windows): a probe's or validation's fixed ``steps_per_epoch``; else from
+    ``train_samples`` when given; else one window per epoch over a training set of known size."""
+    n_train = source.train_size
+    if n_train is not None and batch > n_train:
         raise WorkloadError(
             f"global batch {batch} is larger than the training set ({n_train} samples)"
         )
-    steps = n_train // batch
     if request.get("steps_per_epoch"):
-        steps = min(steps, int(request["steps_per_epoch"]))
-    return steps
+        steps = int(request["steps_per_epoch"])
+        return (steps if n_train is None else min(steps, n_train // batch)), int(request["epochs"])
+    if request.get("train_samples"):
+        try:
+            plan = plan_windows(int(request["train_samples"]), batch)
+        except ValueError as exc:
+            raise WorkloadError(f"{exc}: raise train_samples") from None
+        return plan.window_steps, plan.timed_windows + 1
+    if n_train is None:
+        raise WorkloadError(
+            f"the training data of {source.reference} have no known size, so epochs cannot be "
+            "counted: give [search] train_samples (or --train-samples)"
+        )
+    return n_train // batch, int(request["epochs"])
 
 
-def _resolved_rule(rule: dict[str, Any] | None, steps: int) -> dict[str, Any] | None:
-    """The request's rule with a ``linear-warmup`` ramp given in epochs turned into steps."""
+def _resolved_rule(
+    rule: dict[str, Any] | None, epoch_steps: int, total_steps: int
+) -> dict[str, Any] | None:
+    """The request's rule with a ``linear-warmup`` ramp given in epochs turned into steps (with a
+    sample budget, which has no epochs, the ramp is the first 10 % of the steps)."""
     if rule and rule["name"] == "linear-warmup" and not rule.get("warmup_steps"):
-        return {**rule, "warmup_steps": max(1, round(rule["warmup_epochs"] * steps))}
+        if rule.get("sample_budget"):
+            return {**rule, "warmup_steps": max(1, total_steps // 10)}
+        return {**rule, "warmup_steps": max(1, round(rule["warmup_epochs"] * epoch_steps))}
     return rule
 
 

@@ -1,8 +1,9 @@
 """Inside the child: one trial of the search (mode ``trial``) — train, then measure.
 
-A trial reports status ``ok`` or ``diverged`` with its measurements: the validation loss over
-every validation sample, the median steady-state throughput, memory peaks and, with two or more
-replicas, the gradient noise scale.
+A trial reports status ``ok`` or ``diverged`` with its measurements: the validation loss over the
+fixed validation set, the median steady-state throughput, what the input pipeline delivers alone
+(and whether training is bound by it), memory peaks and, with two or more replicas, the gradient
+noise scale.
 """
 
 from __future__ import annotations
@@ -13,11 +14,11 @@ import statistics
 import time
 from typing import Any
 
-import tensorflow as tf
-
-from tuner.worker.meters import Emit, peak_memory_bytes
+from tuner.core.windows import is_input_bound
+from tuner.worker import inputs
+from tuner.worker.meters import Emit, input_throughput, peak_memory_bytes
 from tuner.worker.noise import NoiseMeter, auto_noise_steps
-from tuner.worker.session import Session, make_dataset, open_session, summary, train
+from tuner.worker.session import Session, open_session, summary, train
 
 
 def run_trial(request: dict[str, Any], emit: Emit) -> dict[str, Any]:
@@ -36,6 +37,7 @@ def run_trial(request: dict[str, Any], emit: Emit) -> dict[str, Any]:
     final_loss = _validation_loss(session)
     steady = meter.throughputs[1:] or meter.throughputs
     median = statistics.median(steady)
+    result.update(_input_fields(session, median))
     result.update(
         status="ok" if math.isfinite(final_loss) else "diverged",
         final_loss=final_loss,
@@ -51,15 +53,34 @@ def run_trial(request: dict[str, Any], emit: Emit) -> dict[str, Any]:
 
 
 def _validation_loss(session: Session) -> float:
-    """The trained model's loss over every validation sample, timed as ``evaluate_s``."""
+    """The trained model's loss over the fixed validation set, timed as ``evaluate_s``.
+
+    The same first ``val_samples`` samples (all, without it) in the same order, no remainder
+    dropped: trials at different batch sizes report the loss over the same samples."""
     mark = time.perf_counter()
-    _, _, x_val, y_val = session.arrays
-    # Every validation sample counts (no drop_remainder), so trials at different batch sizes
-    # report the loss over the same samples.
-    val = make_dataset(x_val, y_val, session.batch, shuffle_seed=None, drop_remainder=False)
+    val_samples = session.request.get("val_samples")
+    val = inputs.val_batches(session.source, session.batch, val_samples)
     loss = float(session.loop.model.evaluate(val, verbose=0, return_dict=True)["loss"])
     session.timings["evaluate_s"] = time.perf_counter() - mark
     return loss
+
+
+def _input_fields(session: Session, throughput: float) -> dict[str, Any]:
+    """The input pipeline alone over a window's worth of steps, after training (so outside the
+    timed windows), and whether training reached 80 % of it."""
+    mark = time.perf_counter()
+    stream = inputs.distributed_train(
+        session.source, session.strategy, session.batch, seed=int(session.request["seed"])
+    )
+    alone = input_throughput(stream, session.steps, session.batch)
+    session.timings["input_probe_s"] = time.perf_counter() - mark
+    val_size, val_samples = session.source.val_size, session.request.get("val_samples")
+    known = [v for v in (val_size, val_samples) if v is not None]
+    return {
+        "input_throughput": alone,
+        "input_bound": is_input_bound(throughput, alone),
+        "val_samples_used": min(known) if known else None,
+    }
 
 
 def _noise_meter(session: Session) -> NoiseMeter | None:
@@ -71,17 +92,22 @@ def _noise_meter(session: Session) -> NoiseMeter | None:
         return None
     steps = int(request.get("noise_scale_steps") or auto_noise_steps(session.steps))
     batch = session.batch
-    x, y = session.arrays[0], session.arrays[1]
-    # Shuffled afresh on every pass (independent batches matter more than anything here), with
-    # a buffer of 16 batches rather than the whole set: less to fill before the first step.
-    dataset = (
-        tf.data.Dataset.from_tensor_slices((x, y))
-        .shuffle(min(len(x), 16 * batch), seed=int(request["seed"]) + 1)
-        .batch(batch, drop_remainder=True)
-        .prefetch(tf.data.AUTOTUNE)
-    )
+    dataset = inputs.noise_batches(session.source, batch, seed=int(request["seed"]) + 1)
+    if dataset is None:
+        return None
     model = session.loop.model
     return NoiseMeter(session.strategy, model, dataset, session.recipe.loss, batch, steps)
+
+
+def _why_no_noise_scale(session: Session) -> str:
+    if session.plan.num_replicas < 2:
+        return "the gradient noise scale needs at least 2 replicas"
+    if session.source.form == inputs.FUNCTION:
+        return (
+            "the gradient noise scale needs batches drawn apart from training; a dataset "
+            "function's stream is sharded per replica, so it is not measured"
+        )
+    return "the gradient noise scale is measured with loop = fit or custom"
 
 
 def _noise_fields(session: Session, noise: NoiseMeter | None) -> dict[str, Any]:
@@ -89,11 +115,7 @@ def _noise_fields(session: Session, noise: NoiseMeter | None) -> dict[str, Any]:
     if noise is None:
         if not session.request.get("noise_scale"):
             return {}
-        return {
-            "noise_scale_note": "the gradient noise scale needs at least 2 replicas"
-            if session.plan.num_replicas < 2
-            else "the gradient noise scale is measured with loop = fit or custom"
-        }
+        return {"noise_scale_note": _why_no_noise_scale(session)}
     fields: dict[str, Any] = {"noise_scale_note": noise.stopped} if noise.stopped else {}
     fields.update(
         gradient_noise_scale=noise.scale.value,

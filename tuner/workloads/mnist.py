@@ -1,6 +1,8 @@
 """MNIST as in the data-parallel article: 784 -> 64 (relu) -> 10 (softmax).
 
-``load_data`` downloads the real MNIST through ``keras.datasets`` (it needs the internet);
+``load_datasets`` is the article's own ``tf.data`` pipeline over the real MNIST (downloaded through
+``keras.datasets``: it needs the internet), batched at 32 as the article does — tuner rebatches it;
+``load_data`` returns the same data as arrays;
 ``load_synthetic_data`` generates data of the same shape — 784 features in [0, 1], 10 classes, each
 class a noisy template — so the workload runs offline and in tests.
 """
@@ -37,6 +39,17 @@ def load_data() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     x_train = x_train.reshape(-1, N_FEATURES).astype(np.float32) / 255.0
     x_test = x_test.reshape(-1, N_FEATURES).astype(np.float32) / 255.0
     return x_train, y_train.astype(np.int64), x_test, y_test.astype(np.int64)
+
+
+def load_datasets() -> tuple[Any, Any]:
+    """The article's pipeline: ``from_tensor_slices -> shuffle(len) -> batch(32)``, plus the test
+    split as the validation set."""
+    import tensorflow as tf
+
+    x_train, y_train, x_test, y_test = load_data()
+    train = tf.data.Dataset.from_tensor_slices((x_train, y_train)).shuffle(len(x_train)).batch(32)
+    val = tf.data.Dataset.from_tensor_slices((x_test, y_test)).batch(32)
+    return train, val
 
 
 def load_synthetic_data(

@@ -1,0 +1,235 @@
+"""Real workloads through ``tuner search`` on two CPU replicas: every input form, sample budgets,
+a fixed validation set, input-bound detection, bounded memory, and bad inputs refused."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import optuna
+import pytest
+from conftest import run_tuner, sha256, tuner_env
+
+pytestmark = pytest.mark.slow
+
+SPEC = """
+[study]
+name = "{name}"
+
+[workload]
+model = "{model}"
+{source} = "{reference}"
+loss = "{loss}"
+optimizer = "adam"
+
+[search]
+base_batch_size = {base}
+batch_multipliers = {multipliers}
+lr_rules = ["none"]
+base_lr = 1e-3
+{budget}
+"""
+
+
+def spec(
+    path: Path,
+    reference: str,
+    *,
+    source: str = "data",
+    model: str = "tuner.workloads.regression:build_model",
+    loss: str = "mse",
+    base: int = 64,
+    multipliers: str = "[1, 2]",
+    budget: str = "train_samples = 3072\nval_samples = 512",
+) -> Path:
+    text = SPEC.format(
+        name=path.stem,
+        model=model,
+        source=source,
+        reference=reference,
+        loss=loss,
+        base=base,
+        multipliers=multipliers,
+        budget=budget,
+    )
+    path.write_text(text)
+    return path
+
+
+def search(tmp_path: Path, spec_path: Path, *extra: str, **env: str) -> tuple[Any, str]:
+    db = f"sqlite:///{tmp_path / 'inputs.db'}"
+    result = run_tuner(
+        "search",
+        "--study",
+        str(spec_path),
+        "--cpu-replicas",
+        "2",
+        "--storage",
+        db,
+        "--no-baseline",
+        *extra,
+        cwd=tmp_path,
+        env=tuner_env(TUNER_CACHE=str(tmp_path / "cache"), **env),
+    )
+    return result, db
+
+
+def trials(db: str, name: str) -> list[dict[str, Any]]:
+    study = optuna.load_study(study_name=name, storage=db)
+    return [t.user_attrs for t in sorted(study.trials, key=lambda t: t.number)]
+
+
+def test_an_image_folder_is_rebatched_and_trials_see_the_same_samples(tmp_path: Path) -> None:
+    path = spec(
+        tmp_path / "images.toml",
+        "tuner_test_workloads:image_folder_data",
+        model="tuner_test_workloads:image_model",
+        loss="sparse_categorical_crossentropy",
+        base=16,
+        budget="train_samples = 1536\nval_samples = 48",
+    )
+    result, db = search(tmp_path, path)
+    assert result.returncode == 0, result.stderr
+    found = trials(db, "images")
+    assert [a["status"] for a in found] == ["ok", "ok"]
+    assert all(a["input_rebatched"] and a["input_form"] == "datasets" for a in found)
+    # The same sample budget at batch 16 and 32, and the same fixed validation set.
+    assert {a["train_samples_used"] for a in found} == {1536}
+    assert {a["val_samples_used"] for a in found} == {48}
+    assert all(a["windows"] >= 6 and len(a["epoch_throughputs"]) == a["windows"] for a in found)
+    assert all(a["input_throughput"] > 0 and isinstance(a["input_bound"], bool) for a in found)
+
+
+def test_a_tfrecord_file_with_a_parse_function(tmp_path: Path) -> None:
+    path = spec(tmp_path / "records.toml", "tuner.workloads.records:load_data")
+    result, db = search(tmp_path, path)
+    assert result.returncode == 0, result.stderr
+    found = trials(db, "records")
+    assert [a["status"] for a in found] == ["ok", "ok"]
+    assert {a["train_samples_used"] for a in found} == {3072}
+    assert not any(a["input_rebatched"] for a in found)
+
+
+def test_a_dataset_function_gets_the_per_replica_batch_and_an_input_context(
+    tmp_path: Path,
+) -> None:
+    calls = tmp_path / "calls.jsonl"
+    path = spec(
+        tmp_path / "function.toml",
+        "tuner_test_workloads:dataset_function",
+        source="dataset",
+        multipliers="[2]",
+    )
+    result, db = search(tmp_path, path, TUNER_TEST_DATASET_CALLS=str(calls))
+    assert result.returncode == 0, result.stderr
+    (attrs,) = trials(db, "function")
+    assert attrs["status"] == "ok" and attrs["input_form"] == "function"
+    logged = [json.loads(line) for line in calls.read_text().splitlines()]
+    train = [c for c in logged if c["split"] == "train" and c["context"] is not None]
+    # Global batch 128 on 2 replicas: the function batches at 64 per replica.
+    assert train and all(c["batch_size"] == 64 for c in train)
+    assert all(c["context"]["replicas"] == 2 for c in train)
+    assert any(c["split"] == "val" and c["context"] is None for c in logged)
+    assert "noise" in attrs.get("noise_scale_note", "")  # said why it is not measured
+
+
+def test_a_billion_virtual_samples_stay_in_bounded_memory(tmp_path: Path) -> None:
+    path = spec(
+        tmp_path / "virtual.toml",
+        "tuner_test_workloads:virtual_datasets",
+        multipliers="[1]",
+        budget="train_samples = 20000\nval_samples = 512",
+    )
+    result, db = search(tmp_path, path)
+    assert result.returncode == 0, result.stderr
+    (attrs,) = trials(db, "virtual")
+    assert attrs["status"] == "ok"
+    assert attrs["peak_rss_bytes"] < 2 * 2**30
+    assert attrs["train_samples_used"] <= 20000
+
+
+def test_a_slow_pipeline_is_flagged_input_bound_and_arrays_are_not(tmp_path: Path) -> None:
+    slow = spec(
+        tmp_path / "slow.toml",
+        "tuner_test_workloads:slow_regression_datasets",
+        multipliers="[1]",
+        budget="train_samples = 3072\nval_samples = 512",
+    )
+    result, db = search(tmp_path, slow)
+    assert result.returncode == 0, result.stderr
+    (attrs,) = trials(db, "slow")
+    assert attrs["input_bound"] is True, attrs
+    cached = spec(
+        tmp_path / "cached.toml",
+        "tuner_test_workloads:small_regression_data",
+        multipliers="[1]",
+        budget="train_samples = 3072",
+    )
+    result, db = search(tmp_path, cached)
+    assert result.returncode == 0, result.stderr
+    (attrs,) = trials(db, "cached")
+    assert attrs["input_bound"] is False, attrs
+    assert attrs["input_throughput"] > attrs["throughput"]
+
+
+@pytest.mark.parametrize(
+    ("reference", "budget", "message"),
+    [
+        ("bad_element_datasets", "epochs = 2", "must yield (x, y) or (x, y, sample_weight)"),
+        ("empty_datasets", "epochs = 2", "the train dataset is empty"),
+        ("nan_datasets", "epochs = 2", "NaN or inf in x"),
+        ("infinite_datasets", "epochs = 2", "are infinite: give [search] train_samples"),
+        ("out_of_range_label_datasets", "train_samples = 1536\nval_samples = 32", "label value"),
+    ],
+)
+def test_bad_inputs_exit_2_with_one_line_and_the_database_untouched(
+    tmp_path: Path, reference: str, budget: str, message: str
+) -> None:
+    db_path = tmp_path / "inputs.db"
+    with sqlite3.connect(db_path) as connection:
+        connection.execute("CREATE TABLE keep (x)")
+    before = sha256(db_path)
+    images = reference.startswith("out_of_range")
+    path = spec(
+        tmp_path / "bad.toml",
+        f"tuner_test_workloads:{reference}",
+        budget=budget,
+        model="tuner_test_workloads:image_model"
+        if images
+        else "tuner.workloads.regression:build_model",
+        loss="sparse_categorical_crossentropy" if images else "mse",
+    )
+    result, _ = search(tmp_path, path)
+    assert result.returncode == 2, result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and message in errors[0], result.stderr
+    assert "Traceback" not in result.stderr
+    assert sha256(db_path) == before
+
+
+def test_validate_with_a_dataset_function_checks_what_it_can(tmp_path: Path) -> None:
+    path = spec(
+        tmp_path / "function.toml",
+        "tuner_test_workloads:dataset_function",
+        source="dataset",
+        multipliers="[1]",
+    )
+    output = tmp_path / "validate.json"
+    result = run_tuner(
+        "validate",
+        "--study",
+        str(path),
+        "--cpu-replicas",
+        "2",
+        "--steps",
+        "8",
+        "--output",
+        str(output),
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    checks = json.loads(output.read_text())["checks"]
+    assert checks["loss_parity"]["compared"] is False
+    assert all(checks[name]["passed"] for name in ("weight_sync", "device_use", "learning_rate"))

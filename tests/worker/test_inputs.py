@@ -1,0 +1,141 @@
+"""The input layer with real tf.data pipelines (in this process, no strategy): forms, batching,
+sizes, and the first-batch checks."""
+
+from __future__ import annotations
+
+import sys
+import types
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+tf = pytest.importorskip("tensorflow")
+
+from tuner.core.errors import WorkloadError  # noqa: E402
+from tuner.worker import inputs  # noqa: E402
+
+X = np.arange(40, dtype="float32").reshape(20, 2)
+Y = X.sum(axis=1, keepdims=True)
+
+
+@pytest.fixture
+def workload_module() -> Iterator[types.ModuleType]:
+    """A throwaway module whose functions the tests set; importable as ``tuner_inputs_case``."""
+    module = types.ModuleType("tuner_inputs_case")
+    sys.modules[module.__name__] = module
+    yield module
+    del sys.modules[module.__name__]
+
+
+def load(module: types.ModuleType, data: Any) -> inputs.Source:
+    module.data = lambda: data  # type: ignore[attr-defined]
+    return inputs.load_source({"data": "tuner_inputs_case:data"})
+
+
+def test_arrays_are_shuffled_batched_at_the_global_batch(workload_module: Any) -> None:
+    source = load(workload_module, (X, Y, X[:6], Y[:6]))
+    assert (source.form, source.train_size, source.val_size) == ("arrays", 20, 6)
+    batches = list(inputs.train_batches(source, 8, seed=1).take(5))
+    assert all(x.shape == (8, 2) for x, _ in batches)  # repeated, remainder dropped
+    seen = np.concatenate([x.numpy() for x, _ in batches[:2]])
+    assert not np.array_equal(seen, X[:16])  # shuffled with the seed
+
+
+def test_a_batched_dataset_is_rebatched_at_the_global_batch(workload_module: Any) -> None:
+    train = tf.data.Dataset.from_tensor_slices((X, Y)).batch(3).map(lambda x, y: (x * 2, y))
+    val = tf.data.Dataset.from_tensor_slices((X[:5], Y[:5])).batch(2)
+    source = load(workload_module, (train, val))
+    assert source.form == "datasets" and source.rebatched
+    x, _ = next(iter(inputs.train_batches(source, 8, seed=None)))
+    np.testing.assert_array_equal(x.numpy(), X[:8] * 2)  # the user's order and map kept
+    val_x = [x.numpy() for x, _ in inputs.val_batches(source, 4, val_samples=None)]
+    assert [len(v) for v in val_x] == [4, 1]  # in full, remainder kept
+
+
+def test_an_unbatched_infinite_stream_is_taken_as_it_comes(workload_module: Any) -> None:
+    train = tf.data.Dataset.range(10**9).map(lambda i: (tf.fill([2], tf.cast(i, "float32")), i))
+    train = train.repeat()
+    val = tf.data.Dataset.range(100).map(lambda i: (tf.fill([2], tf.cast(i, "float32")), i))
+    source = load(workload_module, (train, val))
+    assert source.train_infinite and source.train_size is None and not source.rebatched
+    _, y = next(iter(inputs.train_batches(source, 4, seed=None)))
+    assert y.numpy().tolist() == [0, 1, 2, 3]
+    fixed = [y.numpy().tolist() for _, y in inputs.val_batches(source, 8, val_samples=10)]
+    assert fixed == [list(range(8)), [8, 9]]  # the same first 10, in order, every time
+
+
+def test_is_batched_sees_through_maps_and_unbatch() -> None:
+    base = tf.data.Dataset.from_tensor_slices((X, Y))
+    assert not inputs.is_batched(base.map(lambda x, y: (x, y)))
+    assert inputs.is_batched(base.batch(4).prefetch(1))
+    assert not inputs.is_batched(base.batch(4).unbatch())
+
+
+def test_image_folder_as_the_user_reads_it(tmp_path: Path, workload_module: Any) -> None:
+    for label in ("cat", "dog"):
+        folder = tmp_path / label
+        folder.mkdir()
+        for i in range(5):
+            pixels = np.full((8, 8, 3), 40 * i, dtype="uint8")
+            tf.io.write_file(str(folder / f"{i}.png"), tf.io.encode_png(pixels))
+    train = tf.keras.utils.image_dataset_from_directory(
+        tmp_path, image_size=(8, 8), batch_size=4, seed=0, verbose=False
+    )
+    source = load(workload_module, (train, train))
+    assert source.rebatched and source.train_size is None
+    x, y = next(iter(inputs.train_batches(source, 6, seed=None)))
+    assert x.shape == (6, 8, 8, 3) and y.shape == (6,)
+
+
+def test_a_dataset_function_is_called_per_split(workload_module: Any) -> None:
+    calls: list[tuple[str, int, Any]] = []
+
+    def dataset(split: str, batch_size: int, context: Any) -> Any:
+        calls.append((split, batch_size, context))
+        return tf.data.Dataset.from_tensor_slices((X, Y)).batch(batch_size)
+
+    workload_module.dataset = dataset  # type: ignore[attr-defined]
+    source = inputs.load_source({"dataset": "tuner_inputs_case:dataset"})
+    assert source.form == "function"
+    sizes = [len(x) for x, _ in inputs.val_batches(source, 8, val_samples=12)]
+    assert sizes == [8, 4] and calls == [("val", 8, None)]
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ((X, Y), "must return (x_train, y_train, x_val, y_val) arrays or (train, val)"),
+        ("oops", "it returned a str"),
+        ((X, Y, X[:0], Y[:0]), "x_val is empty"),
+        ((X, Y[:3], X, Y), "different numbers of samples"),
+    ],
+)
+def test_bad_forms_name_the_problem(workload_module: Any, data: Any, message: str) -> None:
+    with pytest.raises(WorkloadError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        load(workload_module, data)
+
+
+def test_elements_that_are_not_x_y_pairs(workload_module: Any) -> None:
+    lonely = tf.data.Dataset.from_tensor_slices(X)
+    with pytest.raises(WorkloadError, match="must yield \\(x, y\\)"):
+        load(workload_module, (lonely, lonely))
+
+
+def test_an_empty_dataset(workload_module: Any) -> None:
+    empty = tf.data.Dataset.from_tensor_slices((X[:0], Y[:0]))
+    with pytest.raises(WorkloadError, match="train dataset is empty"):
+        load(workload_module, (empty, empty))
+
+
+def test_a_failing_read_keeps_tensorflows_message(workload_module: Any) -> None:
+    def explode(x: Any, y: Any) -> Any:
+        with tf.control_dependencies([tf.debugging.assert_less(x, -1.0, "pixels out of range")]):
+            return tf.identity(x), y
+
+    bad = tf.data.Dataset.from_tensor_slices((X, Y)).map(explode)
+    source = load(workload_module, (bad, bad))
+    with pytest.raises(WorkloadError, match="pixels out of range"):
+        inputs.first_batch(source, "train", 4)

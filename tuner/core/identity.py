@@ -1,0 +1,27 @@
+"""What must match when a study is resumed: the stored spec less what may change between runs."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+_SEARCH_DEFAULTS: dict[str, Any] = {
+    "model_hyperparameters": "defaults",
+    "noise_scale": True,
+    "noise_scale_steps": None,
+    "warmup_epochs": 1.0,
+    "warmup_steps": None,
+    "train_samples": None,
+    "val_samples": None,
+}
+
+
+def identity_of(stored: Mapping[str, Any]) -> dict[str, Any]:
+    """The resumable identity of a stored spec: all but the name and the trial budget (which may
+    grow), with fields added since the spec was stored at their defaults."""
+    data = {key: value for key, value in stored.items() if key != "name"}
+    search = {**_SEARCH_DEFAULTS, **dict(data.get("search", {}))}
+    data["workload"] = {"dataset": None, **dict(data.get("workload", {}))}
+    search.pop("trials", None)
+    data["search"] = search
+    return data

@@ -1,0 +1,263 @@
+"""The input layer: every form a workload's data can take, turned into the batches a trial uses.
+
+Three forms:
+
+- ``data`` returning arrays ``(x_train, y_train, x_val, y_val)``;
+- ``data`` returning ``(train, val)`` ``tf.data.Dataset``s of ``(x, y)`` or ``(x, y, weight)``,
+  unbatched or already batched (then unbatched and batched again at the trial's global batch);
+- ``dataset``, a function ``(split, batch_size, input_context)`` that returns one split batched
+  at the per-replica ``batch_size``; tuner feeds it through
+  ``strategy.distribute_datasets_from_function``, TensorFlow's pattern for multi-device input.
+
+Nothing here reads a whole dataset: sizes come from ``cardinality`` (None when infinite or unknown)
+and checks look at the first batches only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+from tuner.core.errors import WorkloadError
+from tuner.core.oom import summary
+from tuner.workloads import resolve
+
+ARRAYS, DATASETS, FUNCTION = "arrays", "datasets", "function"
+
+_BATCHING = ("_BatchDataset", "_ParallelBatchDataset", "_PaddedBatchDataset", "_RebatchDataset")
+
+
+@dataclass(frozen=True)
+class Source:
+    """What a workload provides, before tuner batches it.
+
+    ``train``/``val`` are unbatched datasets (forms ``arrays`` and ``datasets``); ``function`` is
+    the dataset function (form ``function``). Sizes are ``None`` when infinite or unknown.
+    """
+
+    form: str
+    reference: str
+    train: Any = None
+    val: Any = None
+    train_size: int | None = None
+    val_size: int | None = None
+    train_infinite: bool = False
+    rebatched: bool = False
+    shuffle: bool = False
+    function: Callable[..., Any] | None = None
+
+
+def load_source(workload: Mapping[str, Any]) -> Source:
+    """Call the workload's ``data`` (or resolve its ``dataset`` function) and classify the form."""
+    if workload.get("dataset"):
+        reference = str(workload["dataset"])
+        return Source(FUNCTION, reference, function=resolve(reference))
+    reference = str(workload["data"])
+    data = _call(reference)
+    if isinstance(data, tuple | list) and len(data) == 4:
+        return _from_arrays(reference, data)
+    if isinstance(data, tuple | list) and len(data) == 2 and all(map(_is_dataset, data)):
+        return _from_datasets(reference, data[0], data[1])
+    raise WorkloadError(
+        f"{reference} must return (x_train, y_train, x_val, y_val) arrays or (train, val) "
+        f"tf.data datasets; it returned {_describe(data)}"
+    )
+
+
+def _call(reference: str) -> Any:
+    function = resolve(reference)
+    try:
+        return function()
+    except Exception as exc:
+        raise WorkloadError(f"{reference} raised {type(exc).__name__}: {exc}") from exc
+
+
+def _is_dataset(value: Any) -> bool:
+    return isinstance(value, tf.data.Dataset)
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, tuple | list):
+        inner = ", ".join(type(item).__name__ for item in value[:5])
+        return f"a {type(value).__name__} of {len(value)} ({inner})"
+    return f"a {type(value).__name__}"
+
+
+def _from_arrays(reference: str, data: Any) -> Source:
+    arrays = tuple(np.asarray(item) for item in data)
+    names = ("x_train", "y_train", "x_val", "y_val")
+    for name, array in zip(names, arrays, strict=True):
+        if array.ndim == 0 or array.shape[0] == 0:
+            raise WorkloadError(f"{reference}: {name} is empty")
+    if arrays[0].shape[0] != arrays[1].shape[0] or arrays[2].shape[0] != arrays[3].shape[0]:
+        raise WorkloadError(f"{reference}: x and y have different numbers of samples")
+    return Source(
+        ARRAYS,
+        reference,
+        train=tf.data.Dataset.from_tensor_slices((arrays[0], arrays[1])),
+        val=tf.data.Dataset.from_tensor_slices((arrays[2], arrays[3])),
+        train_size=int(arrays[0].shape[0]),
+        val_size=int(arrays[2].shape[0]),
+        shuffle=True,
+    )
+
+
+def _from_datasets(reference: str, train: Any, val: Any) -> Source:
+    for name, dataset in (("train", train), ("val", val)):
+        _check_structure(reference, name, dataset)
+    rebatched = is_batched(train)
+    train_size, train_infinite = _size(train)
+    val_size, _ = _size(val)
+    if train_size == 0 or val_size == 0:
+        empty = "train" if train_size == 0 else "val"
+        raise WorkloadError(f"{reference}: the {empty} dataset is empty")
+    if rebatched:
+        # Sizes of a batched dataset count batches, not samples: unknown until read.
+        train, train_size = train.unbatch(), None
+    if is_batched(val):
+        val, val_size = val.unbatch(), None
+    return Source(
+        DATASETS,
+        reference,
+        train=train,
+        val=val,
+        train_size=train_size,
+        val_size=val_size,
+        train_infinite=train_infinite,
+        rebatched=rebatched,
+    )
+
+
+def _check_structure(reference: str, name: str, dataset: Any) -> None:
+    spec = dataset.element_spec
+    if not isinstance(spec, tuple) or len(spec) not in (2, 3):
+        raise WorkloadError(
+            f"{reference}: the {name} dataset must yield (x, y) or (x, y, sample_weight) "
+            f"tuples; its elements are {spec}"
+        )
+
+
+def _size(dataset: Any) -> tuple[int | None, bool]:
+    """(number of elements or None, whether it is infinite), without reading the dataset."""
+    cardinality = int(dataset.cardinality())
+    if cardinality == int(tf.data.INFINITE_CARDINALITY):
+        return None, True
+    if cardinality == int(tf.data.UNKNOWN_CARDINALITY):
+        return None, False
+    return cardinality, False
+
+
+def is_batched(dataset: Any) -> bool:
+    """Whether ``dataset``'s elements are batches (its last batching step is not undone).
+
+    Walks the dataset's own transformations; a dataset built some other way counts as batched when
+    every component has an unknown leading dimension (``batch`` without ``drop_remainder``).
+    """
+    node = dataset
+    while node is not None:
+        kind = type(node).__name__
+        if kind == "_UnbatchDataset":
+            return False
+        if kind in _BATCHING:
+            return True
+        node = getattr(node, "_input_dataset", None)
+    specs = tf.nest.flatten(dataset.element_spec)
+    return all(spec.shape.rank and spec.shape[0] is None for spec in specs)
+
+
+def train_batches(source: Source, global_batch: int, seed: int | None) -> Any:
+    """The training stream, batched at ``global_batch`` (remainders dropped) and repeated, so a
+    trial can take any number of steps. For form ``function`` see :func:`distributed_train`."""
+    data = source.train
+    if source.shuffle and source.train_size is not None:
+        data = data.shuffle(source.train_size, seed=seed, reshuffle_each_iteration=True)
+    if not source.train_infinite:
+        data = data.repeat()
+    return data.batch(global_batch, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
+
+
+def train_stream(source: Source, strategy: Any, global_batch: int, seed: int | None) -> Any:
+    """What a loop trains on: the batched ``tf.data`` stream (forms ``arrays``, ``datasets``),
+    or, for a dataset function, the stream the strategy builds from it (already distributed)."""
+    if source.form != FUNCTION:
+        return train_batches(source, global_batch, seed)
+    return distributed_train(source, strategy, global_batch, seed)
+
+
+def noise_batches(source: Source, global_batch: int, seed: int) -> Any:
+    """Batches for the noise-scale measurement, drawn independently of the training stream: the
+    arrays reshuffled with another seed (a buffer of 16 batches: little to fill before the first
+    step), or a fresh pass of the user's own pipeline. ``None`` for a dataset function, whose
+    stream is sharded per replica and cannot be drawn from again outside the strategy."""
+    if source.form == FUNCTION:
+        return None
+    data = source.train
+    if source.form == ARRAYS and source.train_size is not None:
+        data = data.shuffle(min(source.train_size, 16 * global_batch), seed=seed)
+    if not source.train_infinite:
+        data = data.repeat()
+    return data.batch(global_batch, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
+
+
+def distributed_train(source: Source, strategy: Any, global_batch: int, seed: int | None) -> Any:
+    """The training stream as the strategy distributes it, for every form."""
+    if source.form != FUNCTION:
+        return strategy.experimental_distribute_dataset(train_batches(source, global_batch, seed))
+
+    def make(context: Any) -> Any:
+        batch = context.get_per_replica_batch_size(global_batch)
+        return split_from_function(source, "train", batch, context).repeat()
+
+    return strategy.distribute_datasets_from_function(make)
+
+
+def split_from_function(source: Source, split: str, batch: int, context: Any) -> Any:
+    """Call the dataset function for one split; what it raises is the workload's error."""
+    assert source.function is not None
+    try:
+        dataset = source.function(split, batch, context)
+    except Exception as exc:
+        raise WorkloadError(
+            f"{source.reference}({split!r}, {batch}, ...) raised {type(exc).__name__}: {exc}"
+        ) from exc
+    if not _is_dataset(dataset):
+        raise WorkloadError(
+            f"{source.reference} must return a tf.data.Dataset for split {split!r}, "
+            f"got {type(dataset).__name__}"
+        )
+    _check_structure(source.reference, split, dataset)
+    return dataset
+
+
+def val_batches(source: Source, global_batch: int, val_samples: int | None) -> Any:
+    """The fixed validation set: the first ``val_samples`` samples (all when ``None``), in order,
+    batched at ``global_batch`` without dropping the remainder."""
+    if source.form == FUNCTION:
+        data = split_from_function(source, "val", global_batch, None).unbatch()
+    else:
+        data = source.val
+    if val_samples is not None:
+        data = data.take(val_samples)
+    return data.batch(global_batch).prefetch(tf.data.AUTOTUNE)
+
+
+def first_batch(source: Source, split: str, size: int) -> tuple[Any, ...]:
+    """The first ``size`` samples of ``split`` as NumPy arrays: for checks, never the dataset."""
+    if source.form == FUNCTION:
+        data = split_from_function(source, split, size, None).unbatch()
+    else:
+        data = source.train if split == "train" else source.val
+    try:
+        element = next(iter(data.batch(size).take(1)), None)
+    except tf.errors.OpError as exc:
+        raise WorkloadError(
+            f"{source.reference}: reading the first {split} batch failed: "
+            f"{type(exc).__name__}: {summary(str(exc.message))[:300]}"
+        ) from exc
+    if element is None:
+        raise WorkloadError(f"{source.reference}: the {split} dataset is empty")
+    return tuple(np.asarray(part) for part in element)
