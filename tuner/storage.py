@@ -123,7 +123,10 @@ def _is_schema_race(exc: BaseException) -> bool:
 
     if isinstance(exc, sqlalchemy.exc.IntegrityError):
         return True
-    return isinstance(exc, sqlalchemy.exc.ProgrammingError) and "already exists" in str(exc)
+    # PostgreSQL reports a table or type created meanwhile as a ProgrammingError, SQLite as an
+    # OperationalError ("table alembic_version already exists").
+    races = (sqlalchemy.exc.ProgrammingError, sqlalchemy.exc.OperationalError)
+    return isinstance(exc, races) and "already exists" in str(exc)
 
 
 def _retry_callback(optuna: Any) -> dict[str, Any]:

@@ -58,7 +58,9 @@ def spec(
     return path
 
 
-def search(tmp_path: Path, spec_path: Path, *extra: str, **env: str) -> tuple[Any, str]:
+def search(
+    tmp_path: Path, spec_path: Path, *extra: str, baseline: bool = False, **env: str
+) -> tuple[Any, str]:
     db = f"sqlite:///{tmp_path / 'inputs.db'}"
     result = run_tuner(
         "search",
@@ -68,7 +70,7 @@ def search(tmp_path: Path, spec_path: Path, *extra: str, **env: str) -> tuple[An
         "2",
         "--storage",
         db,
-        "--no-baseline",
+        *(() if baseline else ("--no-baseline",)),
         *extra,
         cwd=tmp_path,
         env=tuner_env(TUNER_CACHE=str(tmp_path / "cache"), **env),
@@ -142,12 +144,16 @@ def test_a_billion_virtual_samples_stay_in_bounded_memory(tmp_path: Path) -> Non
         multipliers="[1]",
         budget="train_samples = 20000\nval_samples = 512",
     )
-    result, db = search(tmp_path, path)
+    result, db = search(tmp_path, path, baseline=True)  # the one-device baseline reads it too
     assert result.returncode == 0, result.stderr
     (attrs,) = trials(db, "virtual")
     assert attrs["status"] == "ok"
     assert attrs["peak_rss_bytes"] < 2 * 2**30
     assert attrs["train_samples_used"] <= 20000
+    study = optuna.load_study(study_name="virtual", storage=db)
+    (baseline,) = study.user_attrs["baselines"].values()
+    assert baseline["status"] == "ok", baseline
+    assert baseline["peak_rss_bytes"] < 2 * 2**30
 
 
 def test_a_slow_pipeline_is_flagged_input_bound_and_arrays_are_not(tmp_path: Path) -> None:

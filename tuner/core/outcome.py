@@ -137,6 +137,7 @@ PHASES: tuple[str, ...] = (
     "training_s",
     "noise_scale_s",
     "evaluate_s",
+    "input_probe_s",
     "handback_s",
 )
 

@@ -261,4 +261,5 @@ def run_baseline(
         record["final_loss"], record["throughput"] = outcome.values
         record["throughput_spread"] = outcome.attrs.get("throughput_spread")
     record["timings"] = outcome.attrs.get("timings")
+    record["peak_rss_bytes"] = outcome.attrs.get("peak_rss_bytes")
     return record
