@@ -239,3 +239,25 @@ def test_validate_with_a_dataset_function_checks_what_it_can(tmp_path: Path) -> 
     checks = json.loads(output.read_text())["checks"]
     assert checks["loss_parity"]["compared"] is False
     assert all(checks[name]["passed"] for name in ("weight_sync", "device_use", "learning_rate"))
+
+
+def test_the_probe_reads_a_tfrecord_stream_for_a_few_steps(tmp_path: Path) -> None:
+    path = spec(tmp_path / "records.toml", "tuner.workloads.records:load_data")
+    db = f"sqlite:///{tmp_path / 'probe.db'}"
+    result = run_tuner(
+        "probe",
+        "--study",
+        str(path),
+        "--cpu-replicas",
+        "2",
+        "--storage",
+        db,
+        cwd=tmp_path,
+        env=tuner_env(TUNER_CACHE=str(tmp_path / "cache")),
+    )
+    assert result.returncode == 0, result.stderr
+    study = optuna.load_study(study_name="records", storage=db)
+    (probe,) = study.user_attrs["probes"].values()
+    # No out-of-memory on the CPU: the probe doubles up to the sample budget's limit
+    # (3,072 samples leave a trial 6 steps at global batch 512) and stops there.
+    assert probe["largest_fitting_batch"] == 512 and probe["smallest_oom_batch"] is None
