@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import math
 import resource
-import statistics
 import time
 from typing import Any
 
-from tuner.core.windows import is_input_bound
+from tuner.core.windows import is_input_bound, summarise
 from tuner.worker import inputs
 from tuner.worker.meters import Emit, input_throughput, peak_memory_bytes
 from tuner.worker.noise import NoiseMeter, auto_noise_steps
@@ -35,15 +34,17 @@ def run_trial(request: dict[str, Any], emit: Emit) -> dict[str, Any]:
         )
         return result
     final_loss = _validation_loss(session)
-    steady = meter.throughputs[1:] or meter.throughputs
-    median = statistics.median(steady)
+    # The first window holds tracing and compilation: it is left out (unless it is the only one).
+    timed = meter.epoch_seconds[1:] or meter.epoch_seconds
+    steady = summarise(session.steps * session.batch, timed)
+    median = steady.median
     result.update(_input_fields(session, median))
     result.update(
         status="ok" if math.isfinite(final_loss) else "diverged",
         final_loss=final_loss,
         train_loss=meter.losses[-1],
         throughput=median,
-        throughput_spread=(max(steady) - min(steady)) / median if median > 0 else 0.0,
+        throughput_spread=steady.spread,
         peak_memory_bytes=peak_memory_bytes(session.plan),
         peak_rss_bytes=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
     )
