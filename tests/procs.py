@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import optuna
@@ -54,6 +55,42 @@ def alive(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"
+
+
+def descendants(pid: int) -> list[int]:
+    """Every living process below ``pid`` (children, their children, ...)."""
+    found: list[int] = []
+    frontier = [pid]
+    while frontier:
+        frontier = [c for parent in frontier for c in child_pids(parent) if alive(c)]
+        found.extend(frontier)
+    return found
+
+
+def marker_pids(marker: str) -> list[int]:
+    """The living processes whose argv[0] starts with ``marker`` (``exec -a MARKER ...``)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv0 = (entry / "cmdline").read_bytes().split(b"\0", 1)[0]
+        except OSError:
+            continue
+        if argv0.startswith(marker.encode()) and alive(int(entry.name)):
+            found.append(int(entry.name))
+    return found
+
+
+def wait_until(predicate: Callable[[], bool], within_s: float, poll_s: float = 0.1) -> bool:
+    """Whether ``predicate()`` became true within ``within_s``."""
+    deadline = time.monotonic() + within_s
+    while True:
+        if predicate():
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(poll_s)
 
 
 def wait_gone(pids: list[int], within_s: float) -> bool:

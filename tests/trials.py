@@ -67,3 +67,17 @@ def run_recommend(trials: list[FrozenTrial], **kwargs: Any) -> dict[str, Any]:
         created_at="2024-01-01T00:00:00Z",
         **kwargs,
     )
+
+
+def write_small_study(db: Any) -> Any:
+    """Store study ``small`` with two finished trials in the SQLite file ``db`` (no training);
+    returns ``db``."""
+    import optuna
+
+    study = optuna.create_study(
+        study_name="small", storage=f"sqlite:///{db}", directions=["minimize", "maximize"]
+    )
+    study.set_user_attr("spec", {"search": {"base_lr": 0.001, "base_batch_size": 256}})
+    for number, (batch, rule) in enumerate([(256, "none"), (512, "linear")]):
+        study.add_trial(make_trial(number, batch, rule, loss=0.5, throughput=1000.0 * (number + 1)))
+    return db

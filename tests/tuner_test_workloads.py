@@ -14,6 +14,50 @@ def small_regression_data() -> tuple[np.ndarray, ...]:
     return regression.make_data(n_train=4096, n_val=1024)
 
 
+MARKER_ENV = "TUNER_TEST_MARKER"
+MARKER_LOG_ENV = "TUNER_TEST_MARKER_LOG"
+HOLD_ENV = "TUNER_TEST_HOLD_S"
+
+
+def orphaning_data() -> tuple[np.ndarray, ...]:
+    """The small regression data, after starting three ``sleep 3001`` processes that would outlive
+    their trial: a helper in the trial's session (as a data loader starts one), one in a session of
+    its own (``start_new_session``) and one daemonized into its own session (its parent exits, so
+    it is an orphan while the trial runs). Each is named ``$TUNER_TEST_MARKER-MODE-KIND`` (MODE:
+    the request's mode; argv[0] by ``exec -a``), and their pids are appended to
+    ``$TUNER_TEST_MARKER_LOG`` when set. In a ``trial`` it then sleeps ``$TUNER_TEST_HOLD_S`` s."""
+    import json
+    import os
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    mode = json.loads(Path(sys.argv[1]).read_text())["mode"]  # the worker's request
+    marker = f"{os.environ[MARKER_ENV]}-{mode}"
+
+    def sleeper(kind: str) -> str:
+        return f"exec -a {marker}-{kind} sleep 3001"
+
+    helper = subprocess.Popen(["bash", "-c", sleeper("helper")])
+    session = subprocess.Popen(["bash", "-c", sleeper("session")], start_new_session=True)
+    # A background subshell whose shell exits at once: an orphan in a session of its own.
+    daemon = subprocess.run(
+        ["bash", "-c", f"({sleeper('daemon')}) >/dev/null 2>&1 </dev/null & echo $!"],
+        start_new_session=True,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    if os.environ.get(MARKER_LOG_ENV):
+        pids = [helper.pid, session.pid, int(daemon.stdout)]
+        with open(os.environ[MARKER_LOG_ENV], "a", encoding="utf-8") as log:
+            log.write(json.dumps({"mode": mode, "pids": pids}) + "\n")
+    if mode == "trial":
+        time.sleep(float(os.environ.get(HOLD_ENV, "0")))
+    return small_regression_data()
+
+
 def wide_model() -> Any:
     """64 -> Dense(8192) -> 1: its activations grow fast with the batch (out-of-memory tests)."""
     import keras
@@ -341,3 +385,66 @@ def out_of_range_label_datasets() -> tuple[Any, Any]:
     """Class labels 0-9 for :func:`image_model`'s 4 classes: they do not fit the loss."""
     data, val = image_folder_data()
     return data.map(lambda x, y: (x, y + 6)), val
+
+
+def nan_label_data() -> tuple[np.ndarray, ...]:
+    """The small regression data with every label NaN: each trial would diverge."""
+    x, y, xv, yv = small_regression_data()
+    return x, np.full_like(y, np.nan), xv, yv
+
+
+def dict_feature_datasets() -> tuple[Any, Any]:
+    """``({"a": (10,), "b": (3,)}, y)`` datasets, with inf in feature ``b`` of 8 training rows."""
+    import tensorflow as tf
+
+    rng = np.random.default_rng(0)
+
+    def make(n: int, bad_rows: int) -> Any:
+        a = rng.random((n, 10), dtype=np.float32)
+        b = rng.random((n, 3), dtype=np.float32)
+        b[:bad_rows, 1] = np.inf
+        features = {"a": a, "b": b}
+        return tf.data.Dataset.from_tensor_slices((features, a[:, :1] - b[:, :1]))
+
+    return make(512, 8), make(128, 0)
+
+
+def dict_feature_model() -> Any:
+    """Two named inputs, ``a`` (10) and ``b`` (3), for :func:`dict_feature_datasets`."""
+    import keras
+
+    a, b = keras.Input(shape=(10,), name="a"), keras.Input(shape=(3,), name="b")
+    joined = keras.layers.Concatenate()([a, b])
+    return keras.Model({"a": a, "b": b}, keras.layers.Dense(1)(joined))
+
+
+def class_label_data() -> tuple[np.ndarray, ...]:
+    """10 features and integer class labels 0-9 (512 training, 128 validation samples)."""
+    rng = np.random.default_rng(0)
+    x = rng.random((640, 10), dtype=np.float32)
+    y = rng.integers(0, 10, 640)
+    return x[:512], y[:512], x[512:], y[512:]
+
+
+def folding_in_training_model() -> Any:
+    """A classifier with a bug only in training: there it folds its 20 outputs into rows of 10
+    (twice the rows of the labels), with a width TensorFlow cannot know before running, so the
+    workload check (which evaluates) passes and every trial fails inside the graph."""
+    import keras
+    import tensorflow as tf
+
+    class Folding(keras.Model):
+        def __init__(self) -> None:
+            super().__init__()
+            self.dense = keras.layers.Dense(20)
+
+        def call(self, x: Any, training: bool = False) -> Any:
+            h = self.dense(x)
+            if not training:
+                return h[:, :10]
+            width = 10 + tf.cast(tf.reduce_min(tf.abs(h)) * 0.0, tf.int32)  # data-dependent
+            return tf.reshape(h, [-1, width])
+
+    model = Folding()
+    model.build((None, 10))
+    return model

@@ -13,14 +13,20 @@ import optuna
 from tuner.core.errors import NoCompleteTrialError, StudyNotFoundError
 from tuner.core.policy import DEFAULT_TOLERANCE, POLICY
 from tuner.core.recommend import recommend
+from tuner.core.spec import check_study_name
 from tuner.storage import mask_password, open_storage
 
 
 def load_study(storage_url: str, study_name: str) -> optuna.Study:
-    """Load an existing study for reading; never creates a database or a study."""
+    """Load an existing study for reading; never creates, stamps or migrates a database or a
+    study (see :func:`tuner.storage.open_storage`). A name that is not stored is refused with
+    the study-name rule when it breaks it (``""`` among them), else with the names stored."""
     storage = open_storage(storage_url, create=False)
     names = optuna.get_all_study_names(storage=storage)
     if study_name not in names:
+        # Checked only when absent: a study named before the rule applied to --study-name
+        # can still be read.
+        check_study_name(study_name, "--study-name")
         shown = ", ".join(sorted(names)) or "none"
         raise StudyNotFoundError(
             f"no study named {study_name!r} in {mask_password(storage_url)}; studies there: {shown}"

@@ -33,6 +33,8 @@ def start_dashboard(cwd: Path, storage: str) -> tuple[subprocess.Popen[str], str
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # Ctrl-C must work even when pytest runs in the background, with SIGINT ignored.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     assert proc.stdout is not None
     ready, _, _ = select.select([proc.stdout], [], [], 60)

@@ -10,13 +10,22 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from tuner.cli.errors import guard, sigterm_as_interrupt
-from tuner.cli.options import StorageOpt, StudyNameOpt, err, out, write_json
+from tuner.cli.options import (
+    StorageOpt,
+    StudyNameOpt,
+    check_output,
+    err,
+    out,
+    warn,
+    write_json,
+)
 from tuner.core.errors import ConfigError, NoCompleteTrialError
 from tuner.core.policy import DEFAULT_TOLERANCE, POLICIES, POLICY
 from tuner.core.spec import DEFAULT_STUDY_NAME
-from tuner.storage import DEFAULT_STORAGE, mask_password
+from tuner.storage import DEFAULT_STORAGE, mask_password, storage_read_only
 from tuner.views import DASHBOARD_HOST, DASHBOARD_PORT
 
 OutputOpt = Annotated[
@@ -48,14 +57,23 @@ def export_cmd(
             raise ConfigError(f"--tolerance must be in [0, 1), got {tolerance}")
         if policy not in POLICIES:
             raise ConfigError(f"--policy must be one of {', '.join(POLICIES)}, got {policy!r}")
+        if output is not None:  # refused before the note and plots are rewritten
+            check_output(output, "--output")
         study = load_study(storage, study_name)
         rec = recommendation(study, tolerance, policy)
-        refresh(study, rec, warn=lambda message: err.print(f"warning: {message}"))
+        read_only = storage_read_only(storage)
+        if read_only:
+            warn(
+                "the dashboard note and plots were not updated: the storage is read-only "
+                f"({read_only})"
+            )
+        else:
+            refresh(study, rec, warn=warn)
         if output is None:
             sys.stdout.write(json.dumps(rec, indent=2) + "\n")
         else:
             write_json(output, rec)
-            err.print(f"recommended config written to {output}")
+            err.print(f"recommended config written to {escape(str(output))}", highlight=False)
 
     guard(call)
 
@@ -94,9 +112,12 @@ def dashboard(
     ] = DASHBOARD_PORT,
 ) -> None:
     """Browse the studies of a storage in optuna-dashboard (Ctrl-C stops it)."""
-    from tuner.views.dashboard import serve
+    from tuner.views.dashboard import exposure_warning, serve
 
     def ready(url: str) -> None:  # plain print: one line that scripts can read, never wrapped
+        warning = exposure_warning(host)  # once listening: a port in use is not exposed
+        if warning:
+            warn(warning)
         print(
             f"optuna-dashboard for {mask_password(storage)} at {url} (Ctrl-C stops it)", flush=True
         )
@@ -129,10 +150,9 @@ def report(
     def call() -> None:
         if fmt not in ("html", "png"):
             raise ConfigError(f"--format must be html or png, got {fmt!r}")
-        if output.exists() and output.is_dir():
-            raise ConfigError(f"--output {output} is a directory; give a file name")
+        check_output(output, "--output")
         study = load_study(storage, study_name)
         for path in write_report(study, current_recommendation(study), output, png=fmt == "png"):
-            err.print(f"wrote {path}")
+            err.print(f"wrote {escape(str(path))}", highlight=False)
 
     guard(call)

@@ -1,4 +1,9 @@
-"""Terminal output with rich: the live search progress, the trials table, the recommendation."""
+"""Terminal output with rich: the live search progress, the trials table, the recommendation.
+
+Every text that can quote the user (study names, paths, spec values, model references, a trial's
+error) is printed as a :class:`rich.text.Text` or through :func:`say`, never as markup: rich
+would read ``[bold]`` or ``[/]`` in it as a tag and eat it.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ from optuna.trial import FrozenTrial
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from tuner.core.outcome import TrialOutcome
 from tuner.views.summary import STATUS_COLUMN, TRIAL_COLUMNS, recommendation_rows, trial_rows
@@ -28,6 +34,17 @@ _STATUS_STYLE = {
     "interrupted": "red",
     "running": "cyan",
 }
+
+
+def say(console: Console, text: str, style: str = "") -> None:
+    """Print ``text`` literally, on one line however wide (no markup, no highlighting, no
+    wrapping): a line that quotes the user's own words."""
+    console.print(Text(text, style=style), soft_wrap=True)
+
+
+def status_text(status: str) -> Text:
+    """A trial's status in its colour."""
+    return Text(status, style=_STATUS_STYLE.get(status, "white"))
 
 
 class SearchProgress:
@@ -77,17 +94,18 @@ class SearchProgress:
         )
 
     def note(self, message: str) -> None:
-        self._console.print(f"  {message}")
+        say(self._console, f"  {message}")
 
     def trial_finished(self, number: int, outcome: TrialOutcome) -> None:
         self._progress.advance(self._trials)
-        style = _STATUS_STYLE.get(outcome.status, "white")
         detail = (
             f"loss {outcome.values[0]:.4g}, {outcome.values[1]:,.0f} samples/s"
             if outcome.values
             else (outcome.error or "")
         )
-        self._console.print(f"  trial {number}: [{style}]{outcome.status}[/] {detail}"[:300])
+        line = Text.assemble(f"  trial {number}: ", status_text(outcome.status), f" {detail}")
+        line.truncate(300)
+        self._console.print(line, soft_wrap=True)
 
 
 def search_banner(spec: StudySpec, plan: DevicePlan, study_name: str | None) -> str:
@@ -116,13 +134,13 @@ def probe_summary(found: dict[str, Any], num_replicas: int) -> str:
 
 def trials_table(trials: Iterable[FrozenTrial], title: str) -> Table:
     """The trials as a table: status, batch, per-replica batch, rule, LR, throughput, losses."""
-    table = Table(title=title, title_justify="left")
+    table = Table(title=Text(title), title_justify="left")
     for column, justify in TRIAL_COLUMNS:
         table.add_column(column, justify=justify)  # type: ignore[arg-type]
     for cells in trial_rows(trials):
-        status = cells[STATUS_COLUMN]
-        cells[STATUS_COLUMN] = f"[{_STATUS_STYLE.get(status, 'white')}]{status}[/]"
-        table.add_row(*cells)
+        row = [Text(cell) for cell in cells]
+        row[STATUS_COLUMN] = status_text(cells[STATUS_COLUMN])
+        table.add_row(*row)
     return table
 
 
@@ -132,14 +150,14 @@ def recommendation_table(rec: dict[str, Any]) -> Table:
     table.add_column(style="bold")
     table.add_column()
     for key, value in recommendation_rows(rec):
-        table.add_row(key, value)
+        table.add_row(Text(key), Text(value))
     return table
 
 
 def print_validation(console: Console, report: dict[str, Any]) -> None:
     """The validate report: one row per check, then the verdict."""
     table = Table(
-        title=(
+        title=Text(
             f"Validation: {report['loop']} loop, updates on {report['update_on']}, global batch "
             f"{report['global_batch_size']} = {report['num_replicas']} × "
             f"{report['per_replica_batch_size']}, {report['steps']} steps, lr "
@@ -151,8 +169,8 @@ def print_validation(console: Console, report: dict[str, Any]) -> None:
     table.add_column("result")
     table.add_column("figures")
     for name, check in report["checks"].items():
-        verdict = "[green]pass[/]" if check["passed"] else "[bold red]FAIL[/]"
-        table.add_row(name.replace("_", " "), verdict, check["summary"])
+        verdict = Text("pass", "green") if check["passed"] else Text("FAIL", "bold red")
+        table.add_row(Text(name.replace("_", " ")), verdict, Text(str(check["summary"])))
     console.print(table)
     parity = report["checks"]["loss_parity"]
     if parity.get("compared", True):  # no curve where the runs need not see the same batches
@@ -162,7 +180,7 @@ def print_validation(console: Console, report: dict[str, Any]) -> None:
             f"step {i + 1}: {one[i]:.5g} vs {many[i]:.5g}"
             for i in range(0, min(len(one), len(many)), every)
         )
-        console.print(f"loss, one device vs {report['num_replicas']} replicas — {curve}")
+        say(console, f"loss, one device vs {report['num_replicas']} replicas — {curve}")
     if report["passed"]:
         console.print("[bold green]all checks passed[/]")
     else:

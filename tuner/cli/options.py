@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
+from tuner.cli.secrets import storage_from_file
 from tuner.core.errors import ConfigError
 from tuner.files import atomic_write_text
 
@@ -29,12 +32,18 @@ StorageOpt = Annotated[
         "--storage",
         envvar="TUNER_STORAGE",
         show_envvar=True,
-        help="Optuna storage URL (or set TUNER_STORAGE, which keeps a password out of `ps`).",
+        callback=storage_from_file,
+        help="Optuna storage URL (or set TUNER_STORAGE, or TUNER_STORAGE_FILE naming a file "
+        "that holds it: either keeps a password out of `ps`).",
     ),
 ]
 StudyNameOpt = Annotated[str, typer.Option("--study-name", help="Name of the study.")]
 NewStudyNameOpt = Annotated[
-    str | None, typer.Option("--study-name", help="Study name (default: the spec's name).")
+    str | None,
+    typer.Option(
+        "--study-name",
+        help="Study name (default: the spec's name); letters, digits, '.', '_' or '-'.",
+    ),
 ]
 SpecOpt = Annotated[
     Path | None, typer.Option("--study", help="Study spec (TOML); default: built-in regression.")
@@ -125,8 +134,27 @@ def spec_and_plan(
     spec = load_spec(study, overrides)
     plan, notice = plan_devices(gpus, cpu_replicas, memory_limit)
     if notice:
-        err.print(f"[yellow]{notice}[/]")
+        err.print(f"[yellow]{escape(notice)}[/]", highlight=False)
     return spec, plan
+
+
+def check_output(path: Path, flag: str) -> None:
+    """Refuse, before any work is done, an output file that cannot be written: a folder, or a
+    path whose folder is missing, is not a folder, or may not be written to."""
+    folder = path.parent
+    if path.is_dir():
+        raise ConfigError(f"{flag} {path} is a directory; give a file name")
+    if not folder.exists():
+        raise ConfigError(f"{flag} {path}: folder {folder} does not exist; create it first")
+    if not folder.is_dir():
+        raise ConfigError(f"{flag} {path}: {folder} is not a folder")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ConfigError(f"{flag} {path}: folder {folder} is not writable")
+
+
+def warn(message: str) -> None:
+    """``warning: MESSAGE`` on stderr, the message printed literally (it quotes paths and URLs)."""
+    err.print(f"[yellow]warning:[/] {escape(message)}", highlight=False, soft_wrap=True)
 
 
 def write_json(path: Path, data: dict[str, Any]) -> None:

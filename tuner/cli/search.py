@@ -29,6 +29,7 @@ from tuner.cli.options import (
     UpdateOnOpt,
     ValSamplesOpt,
     budget_overrides,
+    check_output,
     err,
     grid_overrides,
     out,
@@ -126,9 +127,10 @@ def search(
                 "search.noise_scale": noise_scale,
             },
         )
-        _before_search(spec, plan, study_name, trial_timeout, validate_first)
         if not math.isfinite(heartbeat) or heartbeat < 0:
             raise ConfigError(f"--heartbeat must be 0 (off) or a positive number, got {heartbeat}")
+        _check_before_any_child(spec, plan, storage, study_name, export)
+        _before_search(spec, plan, study_name, trial_timeout, validate_first)
         report = _run_search(
             spec,
             plan,
@@ -142,6 +144,18 @@ def search(
         _print_search(report, export)
 
     guard(call)
+
+
+def _check_before_any_child(
+    spec: StudySpec, plan: DevicePlan, storage: str, study_name: str | None, export: Path | None
+) -> None:
+    """Input errors that need no TensorFlow, reported before --validate or the workload check
+    starts a child (and leaving the storage as it was)."""
+    from tuner.driver.study import check_search_input
+
+    if export is not None:
+        check_output(export, "--export")
+    check_search_input(spec, plan, storage, study_name=study_name)
 
 
 def _before_search(
@@ -167,7 +181,7 @@ def _before_search(
         display.print_validation(err, checks)
         if not checks["passed"]:
             raise TunerError("validation failed; the study was not started")
-    err.print(display.search_banner(spec, plan, study_name))
+    display.say(err, display.search_banner(spec, plan, study_name))
 
 
 def _run_search(spec: StudySpec, plan: DevicePlan, storage: str, **options: Any) -> SearchReport:
@@ -193,6 +207,7 @@ def _print_search(report: SearchReport, export: Path | None) -> None:
     """The study's trials and recommendation; the JSON written to ``export`` when given."""
     from tuner.cli import display
     from tuner.core.recommend import unique_trials
+    from tuner.core.trials import nothing_completed
     from tuner.results import recommendation
 
     if report.running:
@@ -205,11 +220,16 @@ def _print_search(report: SearchReport, export: Path | None) -> None:
         err.print(f"all {report.grid_size} grid points are already finished; nothing to run")
     shown = unique_trials(report.study.get_trials(deepcopy=False))
     out.print(display.trials_table(shown, f"Study {report.study.study_name}"))
+    # Say why nothing completed (not "run tuner search first": this was that run); while other
+    # workers still run grid points, the recommendation's own error says there is none yet.
+    failure = None if report.running else nothing_completed(report.study.study_name, shown)
+    if failure is not None:
+        raise failure
     rec = recommendation(report.study)
     out.print(display.recommendation_table(rec))
     if export is not None:
         write_json(export, rec)
-        err.print(f"recommended config written to {export}")
+        display.say(err, f"recommended config written to {export}")
 
 
 def probe_cmd(
@@ -255,8 +275,8 @@ def probe_cmd(
             study_name=study_name,
             resolution=resolution,
             steps=steps,
-            note=lambda message: err.print(f"  {message}"),
+            note=lambda message: display.say(err, f"  {message}"),
         )
-        out.print(display.probe_summary(found, plan.num_replicas))
+        display.say(out, display.probe_summary(found, plan.num_replicas))
 
     guard(call)

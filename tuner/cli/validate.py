@@ -22,6 +22,7 @@ from tuner.cli.options import (
     UpdateOnOpt,
     ValSamplesOpt,
     budget_overrides,
+    check_output,
     err,
     out,
     overrides,
@@ -75,6 +76,8 @@ def validate(
 
     def call() -> None:
         _check_flags(lr_rule, loss_reduction, steps, batch_size)
+        if output is not None:
+            check_output(output, "--output")
         spec, plan = spec_and_plan(
             study,
             gpus,
@@ -84,9 +87,10 @@ def validate(
             overrides(base_batch_size, base_lr, epochs, loop, update_on)
             | budget_overrides(train_samples, val_samples),
         )
-        err.print(
+        display.say(
+            err,
             f"validating {spec.search.loop_kind} on {plan.num_replicas} {plan.kind} replicas "
-            "against one device…"
+            "against one device…",
         )
         report = run_validation(
             spec,
@@ -100,7 +104,7 @@ def validate(
         display.print_validation(out, report)
         if output is not None:
             write_json(output, report)
-            err.print(f"report written to {output}")
+            display.say(err, f"report written to {output}")
         if not report["passed"]:
             raise TunerError("validation failed: see the checks above")
 

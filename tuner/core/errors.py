@@ -23,6 +23,11 @@ class NoCompleteTrialError(TunerError):
     """A study has no COMPLETE trial, so there is nothing to recommend (exit code 1)."""
 
 
+class AllDivergedError(NoCompleteTrialError):
+    """A search ended with every trial that trained diverged (loss NaN or inf): nothing to
+    recommend, and the message names the likeliest causes (exit code 1)."""
+
+
 class WorkloadError(ConfigError):
     """A workload's model or data cannot be loaded, built or fitted together (exit code 2)."""
 

@@ -1,4 +1,5 @@
-"""Named predicates that recognise out-of-memory, in an exception or in a dead child's remains.
+"""Named predicates that recognise out-of-memory, in an exception or in a dead child's remains,
+and the line of an error worth showing (:func:`summary`, :func:`last_message`).
 
 Out-of-memory takes many forms under TensorFlow: ``ResourceExhaustedError``, ``InternalError:
 Dst tensor is not initialized``, ``Blas GEMM launch failed``, cuDNN failing to initialise, NCCL
@@ -45,16 +46,57 @@ def is_oom_message(text: str) -> bool:
 _NOISE = ("[[", "File ", "Detected at node", "Graph execution error", "Traceback")
 """Lines of a TensorFlow error that locate it rather than say what went wrong."""
 
+_TALLY = re.compile(
+    r"^\d+ (?:root error\(s\) found|successful operations|derived errors ignored)\b"
+)
+"""The counts TensorFlow adds after the errors of several replicas: they say nothing themselves."""
+
+_ROOT_ERROR = re.compile(r"^\((\d+)\) ([A-Z_]+):\s*")
+"""The prefix of one replica's error in a multi-replica message: ``(0) INVALID_ARGUMENT:``."""
+
+
+def _is_telling(line: str) -> bool:
+    """Whether a (stripped) line of an error says what went wrong: not a stack frame, node or
+    tally, and not cancelled because another replica failed first."""
+    if line.startswith(_NOISE) or _TALLY.match(line):
+        return False
+    root = _ROOT_ERROR.match(line)
+    return root is None or root.group(2) != "CANCELLED"
+
 
 def summary(message: str) -> str:
-    """The most telling line of an error message: the out-of-memory line if any, else the last
-    line that says what went wrong (not TensorFlow's "Graph execution error", node or stack)."""
+    """The most telling line of an error message: the out-of-memory line if any, else the first
+    replica's error of a multi-replica one, else the last line that says what went wrong — the
+    one that names the op and the shapes, not TensorFlow's "Graph execution error", node, stack
+    or error counts."""
     lines = [line.strip() for line in message.strip().splitlines() if line.strip()]
-    lines = [line for line in lines if not line.startswith(_NOISE)] or lines
-    for line in lines:
+    telling = [line for line in lines if _is_telling(line)] or lines
+    for line in telling:
         if is_oom_message(line) and len(line) > 12:
-            return line
-    return lines[-1] if lines else ""
+            return _ROOT_ERROR.sub("", line)
+    roots = [line for line in telling if _ROOT_ERROR.match(line)]
+    chosen = roots[0] if roots else (telling[-1] if telling else "")
+    return _ROOT_ERROR.sub("", chosen)
+
+
+_LOG_LINE = re.compile(
+    r"^(?:[IWEF]\d{4} \d\d:\d\d:\d+\.\d+ +\d+ [\w.]+:\d+\]"  # absl: I0101 00:00:17.5 123 x.cc:31]
+    r"|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [IWEF] "  # TensorFlow's older C++ log format
+    r"|WARNING: All log messages before absl::InitializeLog\(\) is called)"
+)
+"""A line of TensorFlow's own logging (CUDA drivers, cuInit, oneDNN): never the child's error."""
+
+
+def is_log_line(line: str) -> bool:
+    """Whether a stderr line is TensorFlow or absl logging rather than something the run said."""
+    return bool(_LOG_LINE.match(line.strip()))
+
+
+def last_message(stderr_tail: str) -> str:
+    """The last line of a dead child's stderr that is not TensorFlow's logging ("" if none)."""
+    lines = [line.strip() for line in stderr_tail.splitlines()]
+    said = [line for line in lines if line and not is_log_line(line)]
+    return said[-1] if said else ""
 
 
 def is_oom_error(exc: BaseException) -> bool:

@@ -13,6 +13,13 @@ from typing import Any
 EVENT_PREFIX = "TUNER-EVENT "
 WORKER_MODULE = "tuner.worker"
 """``python -m WORKER_MODULE REQUEST.json RESULT.json`` runs one request."""
+SUPERVISOR_MODULE = "tuner.worker.supervisor"
+"""``python -m SUPERVISOR_MODULE [--trial-dir DIR] -- COMMAND...`` runs the trial child under a
+supervisor that leaves no process of the trial behind (Linux)."""
+PARENT_PID_ENV = "TUNER_PARENT_PID"
+"""The environment variable naming the pid whose death ends a trial process."""
+TRIAL_DIR_PREFIX = "tuner-trial-"
+"""The name prefix of each trial's temporary folder (request, result, stderr, owner record)."""
 
 DEFAULT_TRIAL_TIMEOUT_S = 1800.0
 """How long the driver waits for one trial process before it kills it (``--trial-timeout``)."""

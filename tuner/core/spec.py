@@ -232,13 +232,23 @@ def _check_layout(raw: Mapping[str, Any], source: str) -> None:
             )
 
 
-def _study_name(study: Table) -> str:
-    name = fields.string(study.need("name"), study.label("name"))
-    if not re.fullmatch(r"[\w.\-]+", name):
-        raise ConfigError(
-            f"{study.label('name')} must use letters, digits, '.', '_' or '-' only, got {name!r}"
-        )
+def is_valid_study_name(name: str) -> bool:
+    """Whether ``name`` may name a study: letters, digits, '.', '_' and '-' only, at least one
+    (the one rule for a spec's ``[study] name`` and for ``--study-name``)."""
+    return re.fullmatch(r"[\w.\-]+", name) is not None
+
+
+def check_study_name(name: str, label: str) -> str:
+    """``name`` when :func:`is_valid_study_name`; else :class:`ConfigError` naming ``label``."""
+    if not is_valid_study_name(name):
+        raise ConfigError(f"{label} must use letters, digits, '.', '_' or '-' only, got {name!r}")
     return name
+
+
+def _study_name(study: Table) -> str:
+    return check_study_name(
+        fields.string(study.need("name"), study.label("name")), study.label("name")
+    )
 
 
 def _workload(workload: Table) -> WorkloadSpec:

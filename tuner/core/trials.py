@@ -9,17 +9,21 @@ joint search's budget) is done and what a resumed search re-queues. A trial is:
 * **pending** — WAITING in the queue or RUNNING: a run of its grid point is on its way.
 
 An interrupted trial, or one whose worker died (stale heartbeat), ends FAIL without being
-settled: resuming runs its grid point again, once.
+settled: resuming runs its grid point again, once. When no trial completed,
+:func:`nothing_completed` says why — every trial diverged (:func:`all_diverged`), or how each
+ended.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from optuna.trial import FrozenTrial, TrialState
 
-from tuner.core.recommend import grid_point, model_config, status_of
+from tuner.core.errors import AllDivergedError, NoCompleteTrialError
+from tuner.core.recommend import grid_point, is_complete, model_config, status_of
 
 FINAL_FAILURES = frozenset({"timeout", "crashed", "error"})
 """FAIL statuses that a rerun would repeat: resuming does not run those grid points again."""
@@ -106,3 +110,57 @@ def to_requeue(trials: Sequence[FrozenTrial]) -> list[FrozenTrial]:
             chosen.append(trial)
             pending.add(key)
     return chosen
+
+
+OUT_OF_MEMORY = frozenset({"oom", "oom-implied"})
+"""Statuses of trials too large to train at all: they say nothing about divergence."""
+
+
+def all_diverged(trials: Sequence[FrozenTrial]) -> bool:
+    """Whether no trial completed and every trial that trained diverged: at least one diverged,
+    and the others (if any) ran out of memory before they could train."""
+    statuses = [status_of(trial) for trial in trials if is_settled(trial)]
+    if any(map(is_complete, trials)) or "diverged" not in statuses:
+        return False
+    return all(status == "diverged" or status in OUT_OF_MEMORY for status in statuses)
+
+
+def nothing_completed(
+    study_name: str, trials: Sequence[FrozenTrial]
+) -> NoCompleteTrialError | None:
+    """The error that ends a search in which no trial completed — one that says why — or
+    ``None`` when one did. Every trial diverged: :class:`AllDivergedError`, with the likeliest
+    causes; otherwise the statuses the trials ended with."""
+    if any(map(is_complete, trials)):
+        return None
+    if all_diverged(trials):
+        return AllDivergedError(_diverged_message(study_name, trials))
+    counts = Counter(status_of(trial) for trial in trials)
+    ended = ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "no trial"
+    return NoCompleteTrialError(
+        f"no trial of study {study_name!r} completed ({ended}): the note column of the table "
+        "says why each ended"
+    )
+
+
+def _diverged_message(study_name: str, trials: Sequence[FrozenTrial]) -> str:
+    diverged = [trial for trial in trials if status_of(trial) == "diverged"]
+    rates = sorted(float(t.user_attrs["learning_rate"]) for t in diverged if _has_rate(t))
+    span = f" at learning rate {_span(rates)}" if rates else ""
+    oom = sum(1 for trial in trials if status_of(trial) in OUT_OF_MEMORY)
+    which = f"that fit in memory ({oom} ran out of memory) " if oom else ""
+    return (
+        f"every trial of study {study_name!r} {which}diverged: {len(diverged)} trial(s){span} "
+        "ended with a NaN or infinite loss. Likeliest causes: a learning rate too high (lower "
+        "base_lr or --base-lr; the linear rule scales it up with the batch), or bad data (NaN, "
+        "inf or huge values in x or y, labels the loss cannot take)"
+    )
+
+
+def _span(values: list[float]) -> str:
+    low, high = f"{values[0]:.3g}", f"{values[-1]:.3g}"
+    return low if low == high else f"{low} to {high}"
+
+
+def _has_rate(trial: FrozenTrial) -> bool:
+    return isinstance(trial.user_attrs.get("learning_rate"), int | float)

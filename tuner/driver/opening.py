@@ -20,7 +20,7 @@ import optuna
 from tuner.core.devices import DevicePlan
 from tuner.core.errors import ConfigError
 from tuner.core.identity import identity_of
-from tuner.core.spec import StudySpec
+from tuner.core.spec import StudySpec, check_study_name
 from tuner.driver.grid import make_sampler
 from tuner.storage import mask_password, open_storage
 
@@ -36,13 +36,13 @@ def open_study(
     info: dict[str, Any],
     heartbeat_s: float | None,
 ) -> optuna.Study:
-    """Create or resume the study ``study_name`` (default: the spec's name) in ``storage_url``.
+    """Create or resume the study ``study_name`` (``None``: the spec's name) in ``storage_url``.
 
     ``info`` is what the workload check found. Raises :class:`ConfigError` when the stored study
     was made by another program, with another spec, or on other devices.
     """
+    name = spec.name if study_name is None else check_study_name(study_name, "--study-name")
     storage = open_storage(storage_url, create=True, heartbeat_s=heartbeat_s)
-    name = study_name or spec.name
     where = f"study {name!r} in {mask_password(storage_url)}"
     sampler = make_sampler(spec, info.get("hypermodel"))
     if name in optuna.get_all_study_names(storage=storage):

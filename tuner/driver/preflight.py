@@ -16,6 +16,7 @@ import optuna
 
 from tuner.core.devices import DevicePlan
 from tuner.core.errors import ConfigError, TunerError, WorkloadError
+from tuner.core.oom import last_message
 from tuner.core.outcome import ChildRun, classify
 from tuner.core.probe import DEFAULT_PROBE_STEPS, GridProbe, ProbeSearch
 from tuner.core.protocol import DEFAULT_TRIAL_TIMEOUT_S
@@ -73,10 +74,7 @@ def inspect_workload(spec: StudySpec, timeout_s: float = INSPECT_TIMEOUT_S) -> d
 def _inspection(run: ChildRun) -> dict[str, Any]:
     """The workload check's result as a dict; one clear line when there is none to read."""
     if run.result_text is None:
-        raise WorkloadError(
-            f"loading the workload failed (exit code {run.returncode}): "
-            f"{run.stderr_tail.strip().splitlines()[-1] if run.stderr_tail.strip() else ''}"
-        )
+        raise _died_without_result(run)
     try:
         result = json.loads(run.result_text)
     except ValueError:
@@ -88,6 +86,19 @@ def _inspection(run: ChildRun) -> dict[str, Any]:
             f"JSON object: {excerpt!r}"
         )
     return result
+
+
+def _died_without_result(run: ChildRun) -> WorkloadError:
+    """What to say when the workload check left no result: its exit code, and the last thing it
+    said that is not TensorFlow's logging (a CUDA driver line explains nothing)."""
+    said = last_message(run.stderr_tail)
+    detail = (
+        f": {said}"
+        if said
+        else "; it printed nothing but TensorFlow's logging (does the workload call sys.exit "
+        "or os._exit while loading?)"
+    )
+    return WorkloadError(f"loading the workload failed (exit code {run.returncode}){detail}")
 
 
 def batch_limit(spec: StudySpec, n_train: int | None) -> int:

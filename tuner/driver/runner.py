@@ -3,11 +3,16 @@
 A fresh interpreter per trial (the ``spawn`` model) because TensorFlow keeps device memory until its
 process exits and device options can only be set before its runtime starts; its own session so the
 whole process group can be killed on timeout or interrupt. The child never touches the storage.
+
+On Linux the child runs under a small supervisor (:mod:`tuner.worker.supervisor`, a child
+subreaper) that kills everything the trial started, even processes in a session of their own, when
+the child ends, when it is told to stop and when this process dies, SIGKILL included.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import signal
@@ -21,12 +26,21 @@ from pathlib import Path
 from typing import Any
 
 from tuner.core.outcome import ChildRun
-from tuner.core.protocol import WORKER_MODULE, decode_event
+from tuner.core.protocol import (
+    PARENT_PID_ENV,
+    SUPERVISOR_MODULE,
+    TRIAL_DIR_PREFIX,
+    WORKER_MODULE,
+    decode_event,
+)
+from tuner.driver import trial_dirs
 
 OnEvent = Callable[[dict[str, Any]], None]
 
 _GRACE_S = 3.0
-_PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+"""The folder holding the ``tuner`` package: first on the children's path (the supervisor runs
+without site-packages)."""
 
 
 def run_child(
@@ -40,7 +54,9 @@ def run_child(
     On timeout the child's process group gets SIGTERM, then SIGKILL. On KeyboardInterrupt (or any
     exception here) the group is killed before the exception propagates.
     """
-    with tempfile.TemporaryDirectory(prefix="tuner-trial-") as tmp:
+    _sweep_once()
+    with tempfile.TemporaryDirectory(prefix=TRIAL_DIR_PREFIX) as tmp:
+        trial_dirs.write_owner(Path(tmp))
         request_path = Path(tmp, "request.json")
         result_path = Path(tmp, "result.json")
         stderr_path = Path(tmp, "stderr.log")
@@ -48,7 +64,7 @@ def run_child(
         request_path.write_text(json.dumps({**request, "spawned_at": spawned_at}))
         with stderr_path.open("wb") as stderr:
             proc = subprocess.Popen(
-                [sys.executable, "-m", WORKER_MODULE, str(request_path), str(result_path)],
+                child_command(request_path, result_path),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=stderr,
@@ -69,13 +85,42 @@ def run_child(
         )
 
 
+def is_supervised() -> bool:
+    """Whether trial children run under the supervisor: where the kernel lets it adopt orphans
+    (Linux); elsewhere the process group is all there is to kill."""
+    return sys.platform.startswith("linux")
+
+
+def child_command(request_path: Path, result_path: Path) -> list[str]:
+    """The command line of one trial child (under its supervisor where supported)."""
+    worker = [sys.executable, "-m", WORKER_MODULE, str(request_path), str(result_path)]
+    if not is_supervised():
+        return worker
+    # -S: no site-packages start-up (tens of ms); tuner is importable through PYTHONPATH.
+    supervisor = [sys.executable, "-S", "-m", SUPERVISOR_MODULE]
+    return [*supervisor, "--trial-dir", str(request_path.parent), "--", *worker]
+
+
+@functools.cache
+def _sweep_once() -> None:
+    # Once per process: the trial folders of workers that died before they could remove them.
+    trial_dirs.sweep()
+
+
+_STORAGE_ENV = ("TUNER_STORAGE", "TUNER_STORAGE_FILE")
+
+
 def _child_environment(env: dict[str, str]) -> dict[str, str]:
-    """This process's environment with ``env`` on top; tuner importable from its source tree."""
+    """This process's environment with ``env`` on top; tuner importable from its source tree.
+
+    The storage URL stays out: the child never touches the storage, and the user's workload code
+    runs there, so it has no business seeing a database password."""
+    inherited = {k: v for k, v in os.environ.items() if k not in _STORAGE_ENV}
     child_env = {
-        **os.environ,
+        **inherited,
         **env,
         "PYTHONUNBUFFERED": "1",
-        "TUNER_PARENT_PID": str(os.getpid()),
+        PARENT_PID_ENV: str(os.getpid()),
     }
     child_env["PYTHONPATH"] = os.pathsep.join(
         p for p in (_PACKAGE_ROOT, os.environ.get("PYTHONPATH", "")) if p
@@ -108,7 +153,10 @@ def _wait(proc: subprocess.Popen[bytes], timeout_s: float, on_event: OnEvent | N
 
 
 def kill_group(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM the child's process group, then SIGKILL whatever is left after a grace period."""
+    """SIGTERM the child's process group, then SIGKILL whatever is left after a grace period.
+
+    The group holds the supervisor, which on SIGTERM kills the whole tree (other sessions too) and
+    exits; SIGKILL is for a supervisor that could not."""
     _signal_group(proc.pid, signal.SIGTERM)
     try:
         proc.wait(timeout=_GRACE_S)

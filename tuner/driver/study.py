@@ -8,6 +8,7 @@ decides a trial's status, ``tuner.core.trials`` which trials are finished for go
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -16,15 +17,16 @@ import optuna
 from optuna.trial import TrialState
 
 from tuner.core.devices import DevicePlan
+from tuner.core.errors import ConfigError
 from tuner.core.probe import DEFAULT_PROBE_STEPS
 from tuner.core.protocol import DEFAULT_TRIAL_TIMEOUT_S
 from tuner.core.recommend import grid_point
-from tuner.core.spec import StudySpec
+from tuner.core.spec import StudySpec, check_study_name
 from tuner.driver import preflight
 from tuner.driver.observer import QuietObserver, SearchObserver
 from tuner.driver.opening import open_study
 from tuner.driver.trial_loop import run_trials
-from tuner.storage import DEFAULT_HEARTBEAT_S
+from tuner.storage import DEFAULT_HEARTBEAT_S, check_storage
 from tuner.views.refresh import refresh
 
 
@@ -39,6 +41,29 @@ class SearchReport:
     """Grid points (or, in a joint search, the trial budget)."""
     running: int = 0
     """Grid points still RUNNING at the end: other live workers, or dead ones not yet stale."""
+
+
+def check_search_input(
+    spec: StudySpec,
+    plan: DevicePlan,
+    storage_url: str,
+    *,
+    study_name: str | None = None,
+    heartbeat_s: float | None = None,
+) -> None:
+    """Every check of a search's (or probe's) input that needs no TensorFlow: the study name,
+    the heartbeat, the grid against the replicas, and the storage (not in memory, a study
+    database or none yet, intact, writable: :func:`tuner.storage.check_storage`).
+
+    Starts no child and writes nothing, so that bad input is one line at once, not after the
+    workload check, and leaves the storage as it was. Raises :class:`ConfigError`.
+    """
+    if study_name is not None:
+        check_study_name(study_name, "--study-name")
+    if heartbeat_s is not None and not (math.isfinite(heartbeat_s) and heartbeat_s > 0):
+        raise ConfigError(f"--heartbeat must be 0 (off) or a positive number, got {heartbeat_s}")
+    preflight.check_grid(spec, plan)
+    check_storage(storage_url, create=True)
 
 
 def run_search(
@@ -56,15 +81,17 @@ def run_search(
 ) -> SearchReport:
     """Run (or resume) the study; return what was launched.
 
-    Nothing is stored before the workload has been checked, so bad input leaves the storage
-    untouched. With ``probe`` the grid's sizes are bisected with short runs first and the sizes
-    that do not fit are pruned without launching; with ``baseline`` (and several replicas) one
-    single-device trial at the base batch is recorded for speedup and scaling efficiency. On
-    resume, trials of dead workers (stale heartbeat) and interrupted trials are re-queued; every
-    other finished grid point is kept. At the end the dashboard note and plots are
-    rewritten. ``on_study`` receives the study as soon as it is open.
+    Nothing is stored before the input (:func:`check_search_input`, before any child) and the
+    workload have been checked, so bad input leaves the storage untouched. With ``probe`` the
+    grid's sizes are bisected with short runs first and the sizes that do not fit are pruned
+    without launching; with ``baseline`` (and several replicas) one single-device trial at the
+    base batch is recorded for speedup and scaling efficiency. On resume, trials of dead workers
+    (stale heartbeat) and interrupted trials are re-queued; every other finished grid point is
+    kept. At the end the dashboard note and plots are rewritten. ``on_study`` receives the
+    study as soon as it is open.
     """
     observer = observer or QuietObserver()
+    check_search_input(spec, plan, storage_url, study_name=study_name, heartbeat_s=heartbeat_s)
     info = preflight.check(spec, plan, probe=probe)
     study = open_study(spec, plan, storage_url, study_name, info, heartbeat_s)
     if on_study is not None:
@@ -105,6 +132,7 @@ def probe_study(
     note: Callable[[str], None] = lambda message: None,
 ) -> dict[str, Any]:
     """``tuner probe``: find the largest fitting global batch and store it on the study."""
+    check_search_input(spec, plan, storage_url, study_name=study_name)
     info = preflight.check(spec, plan)
     study = open_study(spec, plan, storage_url, study_name, info, None)
     found = preflight.run_probe(

@@ -2,7 +2,8 @@
 
 :func:`publish` stores the study note (Markdown) and the custom plots on the study, through
 optuna-dashboard's own API, so any optuna-dashboard pointed at the storage shows them.
-:func:`serve` runs the dashboard on a storage until Ctrl-C.
+:func:`serve` runs the dashboard on a storage until Ctrl-C; :func:`exposure_warning` says when
+the address it listens on opens it beyond this machine.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import errno
+import ipaddress
 import signal
 import socket
 import socketserver
@@ -108,3 +110,39 @@ def serve(
             server.serve_forever(poll_interval=0.2)
         finally:
             server.server_close()
+
+
+SECURITY_DOCS = "docs/guide/security.md"
+"""Where the threat model and the reverse-proxy setup are written down (in the repository)."""
+LOOPBACK_NAMES = frozenset({"localhost"})
+
+
+def is_loopback(host: str) -> bool:
+    """Whether listening on ``host`` serves this machine only: an address in 127.0.0.0/8, ``::1``
+    (also IPv4-mapped, ``::ffff:127.0.0.1``), or the name ``localhost``.
+
+    No other name is resolved: a lookup can hang on a broken resolver, and a name can point
+    elsewhere tomorrow, so every other name counts as reachable from outside. ``0.0.0.0``, ``::``
+    and ``""`` listen on every interface."""
+    if host.lower().rstrip(".") in LOOPBACK_NAMES:
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    # Before Python 3.13, is_loopback is False for ::ffff:127.0.0.1; ask its IPv4 address.
+    mapped = getattr(address, "ipv4_mapped", None)
+    return address.is_loopback or (mapped is not None and mapped.is_loopback)
+
+
+def exposure_warning(host: str) -> str | None:
+    """The warning (one line) that the dashboard on ``host`` is open to whoever can reach it, or
+    ``None`` on loopback: the dashboard has no login, and its API edits notes and deletes
+    studies."""
+    if is_loopback(host):
+        return None
+    return (
+        f"the dashboard listens on {host}, which is not loopback: anyone who can reach "
+        "it can read and change every study in this storage (notes, trials, deletion) without "
+        f"logging in; put it behind an authenticating reverse proxy, see {SECURITY_DOCS}"
+    )

@@ -1,8 +1,14 @@
 """The study note shown by optuna-dashboard: Markdown, written from the same rows as the terminal
-tables (:mod:`tuner.views.summary`). Pure: trials and attributes in, text out."""
+tables (:mod:`tuner.views.summary`). Pure: trials and attributes in, text out.
+
+Every text that comes from the study (its name, a trial's error, model references, rule names) is
+escaped with :func:`literal`, so that optuna-dashboard shows it as written: a study named
+``[x](y)`` is not a link, ``*a*`` is not emphasis, ``<b>`` is not HTML.
+"""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -11,9 +17,31 @@ from optuna.trial import FrozenTrial
 from tuner.core.recommend import infeasible_batch_sizes, unique_trials
 from tuner.views.summary import TRIAL_COLUMNS, environment_rows, recommendation_rows, trial_rows
 
+_MARKDOWN_SPECIALS = re.compile(r"([\\`*_\[\]<>|~$&])")
+"""The characters Markdown (GFM, and the math some renderers add) can read as syntax inside a
+line: escapes, code, emphasis, links and images, HTML and autolinks, table cells, strikethrough,
+math, entities. A backslash before ASCII punctuation shows it as itself. (``#``, ``+``, ``-`` only
+act at the start of a line, which user text never is here.)"""
+
+
+def literal(text: str) -> str:
+    """``text`` as Markdown that renders exactly as ``text``, on one line."""
+    return _MARKDOWN_SPECIALS.sub(r"\\\1", " ".join(text.splitlines()))
+
+
+def code(text: str) -> str:
+    """``text`` as an inline code span, which Markdown shows literally: fenced by one backtick
+    more than the longest run inside it, padded where it starts or ends with a backtick (or
+    with a space at both ends, which Markdown would strip)."""
+    text = " ".join(text.splitlines())
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
+    spaced = text[:1] == text[-1:] == " " and bool(text.strip())  # Markdown strips one each
+    pad = " " if "`" in (text[:1], text[-1:]) or spaced else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ") or " "
+    return literal(text) or " "
 
 
 def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -35,14 +63,14 @@ def study_note(
 ) -> str:
     """The note: the recommendation, feasibility, the trials, then devices and versions."""
     unique = unique_trials(trials)
-    parts = [f"## tuner study `{study_name}`"]
+    parts = [f"## tuner study {code(study_name)}"]
     if rec is None:
         parts.append("**No trial has completed yet**, so there is no recommendation.")
     else:
         parts.append(
             f"**Recommended:** global batch **{rec['global_batch_size']}** "
             f"({rec['per_replica_batch_size']} per replica × {rec['num_replicas']}), "
-            f"learning rate **{rec['learning_rate']:.4g}** ({rec['lr_rule']} rule) — "
+            f"learning rate **{rec['learning_rate']:.4g}** ({literal(rec['lr_rule'])} rule) — "
             f"{rec['throughput']:,.0f} samples/s at final loss {rec['final_loss']:.5g} "
             f"(trial #{rec['trial_number']})."
         )

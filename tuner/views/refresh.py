@@ -8,7 +8,7 @@ from typing import Any
 import optuna
 
 from tuner.results import current_recommendation
-from tuner.storage import mask_password
+from tuner.storage import describe_storage_error
 from tuner.views.dashboard import publish
 
 
@@ -28,5 +28,4 @@ def refresh(
     try:
         publish(study, rec)
     except (sqlalchemy.exc.SQLAlchemyError, OSError, optuna.exceptions.StorageInternalError) as exc:
-        reason = " ".join(str(getattr(exc, "orig", None) or exc).split())[:200]
-        warn(f"could not update the dashboard note and plots: {mask_password(reason)}")
+        warn(f"could not update the dashboard note and plots: {describe_storage_error(exc)}")

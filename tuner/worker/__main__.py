@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tuner.core.protocol import MODES, encode_event
+from tuner.core.protocol import MODES, PARENT_PID_ENV, encode_event
 from tuner.files import atomic_write_text
 
 Runner = Callable[[dict[str, Any], Callable[[dict[str, Any]], None]], dict[str, Any]]
@@ -64,8 +64,9 @@ def _write_result(path: Path, result: dict[str, Any]) -> None:
 def _watch_parent() -> None:
     """Exit when the parent dies, so no orphan keeps holding the devices: the kernel's
     parent-death signal on Linux, and a watcher thread everywhere. The parent's pid comes from
-    the environment, so a parent that died before this line ran is noticed too."""
-    parent = int(os.environ.get("TUNER_PARENT_PID", os.getppid()))
+    the environment, so a parent that died before this line ran is noticed too. On Linux the
+    parent is the trial's supervisor, which kills whatever this process started once it ends."""
+    parent = int(os.environ.get(PARENT_PID_ENV, os.getppid()))
     try:
         import ctypes
 
@@ -84,13 +85,19 @@ def _watch_parent() -> None:
     threading.Thread(target=watch, name="tuner-parent-watch", daemon=True).start()
 
 
+def _fault_matches(at: str, here: tuple[str, str]) -> bool:
+    batch, _, rule = at.partition("/")
+    return batch == here[0] and rule in ("", here[1])
+
+
 def _inject_fault(request: dict[str, Any], result_path: Path) -> None:
     spec = os.environ.get("TUNER_TEST_FAULT", "")
     if not spec or request.get("mode") != "trial":
         return
-    batch = int(request["global_batch_size"])
+    # ``fault``, ``fault@BATCH`` or ``fault@BATCH/RULE``: which trials misbehave.
+    here = (str(request["global_batch_size"]), str((request.get("rule") or {}).get("name")))
     faults = [entry.partition("@") for entry in spec.split(",")]
-    chosen = [name for name, _, at in faults if not at or int(at) == batch]
+    chosen = [name for name, _, at in faults if not at or _fault_matches(at, here)]
     if not chosen:
         return
     fault = chosen[0]

@@ -1,15 +1,16 @@
 """Inside the child: check a workload once, on one CPU, before any trial runs (mode ``inspect``).
 
 Catches what would otherwise fail every trial — imports, the data's form and element structure,
-an empty dataset, NaN or inf in the first batch, shapes and labels that do not fit the model and
-loss, loss and optimizer names, a learning-rate rule the optimizer cannot take, a compiled model
-asked to run a custom loop, an infinite training set without a sample budget — and reports the
-workload's sizes for the driver's plan. It reads the first batch of each split only: no dataset
-is ever materialised.
+an empty dataset, NaN or inf in the data it reads (every trial would diverge), shapes and labels
+that do not fit the model and loss, loss and optimizer names, a learning-rate rule the optimizer
+cannot take, a compiled model asked to run a custom loop, an infinite training set without a
+sample budget — and reports the workload's sizes for the driver's plan. It reads the first
+:data:`SCAN_SAMPLES` samples of each split only: no dataset is ever materialised.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -24,6 +25,12 @@ from tuner.worker.workload import check_loss, framework_versions, make_optimizer
 SAMPLES = 8
 """How many examples the check evaluates: enough to show a shape mismatch, cheap on any model."""
 
+SCAN_SAMPLES = 256
+"""How many examples of each split the check reads and scans for NaN and inf: the first ones,
+cheap to read from any pipeline (the rest of the data is never read here)."""
+
+PART_NAMES = ("x", "y", "sample_weight")
+
 CHECK_LR = 1e-3
 """The learning rate of the check's optimizer; the check never trains, so any rate does."""
 
@@ -36,9 +43,9 @@ def check_workload(request: dict[str, Any]) -> dict[str, Any]:
     workload = request["workload"]
     source = inputs.load_source(workload)
     _check_budget(request, source)
-    first = {split: inputs.first_batch(source, split, SAMPLES) for split in ("train", "val")}
-    for split, batch in first.items():
-        _check_finite(source.reference, split, batch)
+    read = {split: inputs.first_batch(source, split, SCAN_SAMPLES) for split in ("train", "val")}
+    _check_finite(source.reference, read)
+    first = {split: _head(batch, SAMPLES) for split, batch in read.items()}
     x_train, y_train = first["train"][0], first["train"][1]
     found = hypermodel.discover(workload["model"])
     hypermodel.check_fit(workload["model"], x_train, y_train)
@@ -57,7 +64,7 @@ def check_workload(request: dict[str, Any]) -> dict[str, Any]:
         "n_val": source.val_size,
         "input_form": source.form,
         "input_rebatched": source.rebatched,
-        "input_shape": list(x_train.shape[1:]),
+        "input_shape": _sample_shape(x_train),
         "parameters": int(model.count_params()),
         "versions": framework_versions(),
         "hypermodel": found,
@@ -110,10 +117,70 @@ def _check_budget(request: dict[str, Any], source: inputs.Source) -> None:
         )
 
 
-def _check_finite(reference: str, split: str, batch: tuple[Any, ...]) -> None:
-    for name, part in zip(("x", "y", "sample_weight"), batch, strict=False):
-        if np.issubdtype(part.dtype, np.number) and not np.all(np.isfinite(part)):
-            raise WorkloadError(f"{reference}: the first {split} batch has NaN or inf in {name}")
+def _check_finite(reference: str, read: dict[str, tuple[Any, ...]]) -> None:
+    """No NaN or inf in what the check read: one line naming each array with NaN or inf (``x``,
+    ``y``, ``sample_weight``, a feature by its key) and how many values, per split."""
+    found: dict[str, list[str]] = {}
+    for split, batch in read.items():
+        for name, array in named_arrays(batch):
+            bad = non_finite_count(array)
+            if bad:
+                found.setdefault(name, []).append(f"{bad:,} of {array.size:,} values in {split}")
+    if found:
+        where = "; in ".join(f"{name} ({', '.join(counts)})" for name, counts in found.items())
+        raise WorkloadError(
+            f"{reference}: NaN or inf in {where}, among the first {SCAN_SAMPLES} samples of each "
+            "split (all the check reads); every trial would diverge: clean or filter the data"
+        )
+
+
+def named_arrays(batch: tuple[Any, ...]) -> Iterator[tuple[str, np.ndarray]]:
+    """The arrays of an ``(x, y[, sample_weight])`` batch with their names: ``x``, ``y``,
+    ``sample_weight``, a dict's entries by their keys, a tuple's as ``x[0]``, ``x[1]``."""
+    for name, part in zip(PART_NAMES, batch, strict=False):
+        yield from _leaves(name, part)
+
+
+def _leaves(name: str, part: Any) -> Iterator[tuple[str, np.ndarray]]:
+    if isinstance(part, Mapping):
+        for key, value in part.items():
+            yield from _leaves(str(key), value)
+    elif isinstance(part, tuple | list):
+        for index, value in enumerate(part):
+            yield from _leaves(f"{name}[{index}]", value)
+    else:
+        yield name, np.asarray(part)
+
+
+def non_finite_count(array: np.ndarray) -> int:
+    """How many values of ``array`` are NaN or infinite (none in integer, bool or text data)."""
+    if not np.issubdtype(array.dtype, np.inexact):
+        return 0
+    return int(array.size - np.count_nonzero(np.isfinite(array)))
+
+
+def _head(batch: tuple[Any, ...], size: int) -> tuple[Any, ...]:
+    """The first ``size`` samples of a batch, in its structure."""
+    return tuple(_map_arrays(lambda array: array[:size], part) for part in batch)
+
+
+def _map_arrays(function: Any, structure: Any) -> Any:
+    """``function`` over every array of a nested structure (dicts, tuples, lists)."""
+    if isinstance(structure, Mapping):
+        return {key: _map_arrays(function, value) for key, value in structure.items()}
+    if isinstance(structure, tuple | list):
+        return type(structure)(_map_arrays(function, value) for value in structure)
+    return function(structure)
+
+
+def _sample_shape(part: Any) -> Any:
+    """The shape of one sample: a list for an array, the same structure for dicts and tuples."""
+    return _map_arrays(lambda array: list(np.shape(array)[1:]), part)
+
+
+def _shape_text(part: Any) -> str:
+    shape = _sample_shape(part)
+    return str(tuple(shape)) if isinstance(shape, list) else str(shape)
 
 
 def _check_fits_data(
@@ -127,6 +194,7 @@ def _check_fits_data(
             model.evaluate(batch[0], batch[1], verbose=0)
     except Exception as exc:  # whatever evaluate raises here, model and data disagree
         raise WorkloadError(
-            f"model {model_ref} does not fit data {reference} (x {x.shape[1:]}, y {y.shape[1:]}): "
+            f"model {model_ref} does not fit data {reference} (x {_shape_text(x)}, "
+            f"y {_shape_text(y)}): "
             f"{type(exc).__name__}: {summary(str(exc))[:300]}"
         ) from exc

@@ -246,7 +246,8 @@ def val_batches(source: Source, global_batch: int, val_samples: int | None) -> A
 
 
 def first_batch(source: Source, split: str, size: int) -> tuple[Any, ...]:
-    """The first ``size`` samples of ``split`` as NumPy arrays: for checks, never the dataset."""
+    """The first ``size`` samples of ``split`` as NumPy arrays, in the element's own structure
+    (features may be a dict or a tuple): for checks, never the dataset."""
     if source.form == FUNCTION:
         data = split_from_function(source, split, size, None).unbatch()
     else:
@@ -260,4 +261,4 @@ def first_batch(source: Source, split: str, size: int) -> tuple[Any, ...]:
         ) from exc
     if element is None:
         raise WorkloadError(f"{source.reference}: the {split} dataset is empty")
-    return tuple(np.asarray(part) for part in element)
+    return tuple(tf.nest.map_structure(np.asarray, part) for part in element)

@@ -24,6 +24,11 @@ def resolve(reference: str, *, allow_hypermodel: bool = False) -> Callable[..., 
         raise WorkloadError(
             f"cannot import {module_name!r} for {reference!r}: {type(exc).__name__}: {exc}"
         ) from exc
+    except SystemExit as exc:  # else the child dies and TensorFlow's last log line is all we see
+        code = 0 if exc.code is None else exc.code  # sys.exit(), sys.exit(7), sys.exit("why")
+        raise WorkloadError(
+            f"module {module_name!r} exited with code {code!r} while importing ({reference!r})"
+        ) from None
     target = getattr(module, attribute, None)
     if target is None:
         raise WorkloadError(

@@ -1,0 +1,230 @@
+"""Soak: a 30-point study with 3 workers under random faults, on SQLite and on PostgreSQL.
+
+Faults, chosen by a seeded RNG (the seed is printed; ``TUNER_SOAK_SEED`` replays one): child
+segfaults and a hang past ``--trial-timeout`` at random grid points (``TUNER_TEST_FAULT``), SIGKILLs
+of workers mid-trial (each restarted at once, as a scheduler would), and one SIGSTOP of a worker
+for longer than the heartbeat grace, then SIGCONT. The study must end with every grid point settled
+once, nothing RUNNING, no process or temp folder of any trial left, and an intact database. The
+figures go to stdout and, with ``TUNER_SOAK_REPORT=FILE``, as one JSON line appended to FILE.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from conftest import run_tuner, tuner_env, write_spec
+from optuna.trial import TrialState
+from procs import child_pids, finished_trials, load
+from test_postgres import pg_url  # noqa: F401  (the fixture)
+
+from tuner.core.recommend import grid_point, status_of, unique_trials
+from tuner.core.trials import is_settled
+
+pytestmark = pytest.mark.slow
+
+BATCHES = [256 * k for k in range(1, 11)]
+RULES = ["none", "linear", "sqrt"]
+POINTS = {(b, r) for b in BATCHES for r in RULES}
+HEARTBEAT_S = 1  # grace period: 3 heartbeats
+TRIAL_TIMEOUT_S = 40
+WORKERS = 3
+
+
+@dataclass
+class Soak:
+    """The workers of one soak run and what was done to them."""
+
+    cwd: Path
+    args: list[str]
+    env: dict[str, str]
+    workers: list[subprocess.Popen[str]] = field(default_factory=list)
+    faults: Counter[str] = field(default_factory=Counter)
+    outputs: list[tuple[int, str]] = field(default_factory=list)
+    killed: list[int] = field(default_factory=list)
+    logs: dict[int, Path] = field(default_factory=dict)
+
+    def start(self) -> None:
+        # Output to files, not pipes: nobody reads a pipe while the soak runs.
+        log = self.cwd / f"worker-{len(self.workers) + len(self.outputs) + len(self.killed)}.log"
+        with log.open("w") as handle:
+            worker = subprocess.Popen(
+                [sys.executable, "-m", "tuner", "search", *self.args],
+                cwd=self.cwd,
+                env=tuner_env(**self.env),
+                stdout=handle,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+        self.workers.append(worker)
+        self.logs[worker.pid] = log
+
+    def live(self) -> list[subprocess.Popen[str]]:
+        return [w for w in self.workers if w.poll() is None]
+
+    def mid_trial(self, rng: random.Random) -> subprocess.Popen[str] | None:
+        """A live worker whose trial child is running, if any."""
+        busy = [w for w in self.live() if child_pids(w.pid)]
+        return rng.choice(busy) if busy else None
+
+    def kill(self, worker: subprocess.Popen[str]) -> None:
+        worker.send_signal(signal.SIGKILL)
+        worker.wait()
+        self.workers.remove(worker)
+        self.killed.append(worker.pid)
+
+    def collect(self) -> None:
+        """Keep the exit code and output of every worker that ended."""
+        for worker in [w for w in self.workers if w.poll() is not None]:
+            self.outputs.append((worker.returncode, self.logs[worker.pid].read_text()))
+            self.workers.remove(worker)
+
+
+def _schedule(rng: random.Random) -> list[tuple[int, str]]:
+    """(finished trials before it, fault): two worker kills and one long stop, at random."""
+    moments = sorted(rng.sample(range(3, 24), 3))
+    kinds = ["worker-sigkill", "worker-sigkill", "worker-sigstop"]
+    rng.shuffle(kinds)
+    return list(zip(moments, kinds, strict=True))
+
+
+def _inject(soak: Soak, kind: str, rng: random.Random) -> bool:
+    worker = soak.mid_trial(rng)
+    if worker is None:
+        return False
+    if kind == "worker-sigkill":
+        soak.kill(worker)
+        soak.start()  # restarted at once, as a scheduler would
+    else:
+        worker.send_signal(signal.SIGSTOP)
+        time.sleep(3 * HEARTBEAT_S + 3)  # past the heartbeat grace: another worker may take over
+        worker.send_signal(signal.SIGCONT)
+    soak.faults[kind] += 1
+    return True
+
+
+def _drive(soak: Soak, url: str, rng: random.Random, within_s: float = 1500) -> None:
+    """Run the workers to the end, injecting the scheduled faults on the way."""
+    schedule = _schedule(rng)
+    for _ in range(WORKERS):
+        soak.start()
+    deadline = time.monotonic() + within_s
+    while soak.live():
+        assert time.monotonic() < deadline, "the soak did not end in time"
+        done = len(finished_trials(url))
+        if schedule and done >= schedule[0][0] and _inject(soak, schedule[0][1], rng):
+            schedule.pop(0)
+        time.sleep(0.5)
+    soak.collect()
+
+
+def _marked_processes(marker: str) -> list[int]:
+    """Processes whose environment carries the soak's marker (inherited by every descendant)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        if f"TUNER_SOAK_MARKER={marker}".encode() in environ.split(b"\0"):
+            found.append(int(entry.name))
+    return found
+
+
+def _no_process_left(marker: str, within_s: float = 10) -> list[int]:
+    deadline = time.monotonic() + within_s
+    while (left := _marked_processes(marker)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return left
+
+
+def _figures(study, soak: Soak, wall_s: float, storage: str, seed: int) -> dict[str, object]:
+    trials = study.get_trials()
+    return {
+        "storage": storage,
+        "seed": seed,
+        "grid_points": len(POINTS),
+        "trials": len(trials),
+        "states": dict(Counter(t.state.name for t in trials)),
+        "statuses": dict(Counter(status_of(t) for t in trials)),
+        "faults": dict(soak.faults),
+        "retries": sum("failed_trial" in t.system_attrs for t in trials),
+        "wall_s": round(wall_s),
+    }
+
+
+def _soak(tmp_path: Path, url: str, storage: str) -> None:
+    seed = int(os.environ.get("TUNER_SOAK_SEED", random.randrange(10_000)))
+    print(f"soak seed {seed} (TUNER_SOAK_SEED={seed} replays it)")
+    rng = random.Random(seed)
+    crashes = rng.sample(sorted(POINTS), 3)
+    faults = [f"segfault@{b}/{r}" for b, r in crashes[:2]] + [
+        f"hang@{b}/{r}" for b, r in crashes[2:]
+    ]
+    write_spec(
+        tmp_path / "small.toml", multipliers=str(list(range(1, 11))), rules=json.dumps(RULES)
+    )
+    (tmp_path / "tmp").mkdir()
+    marker = uuid.uuid4().hex
+    env = {
+        "TUNER_TEST_FAULT": ",".join(faults),
+        "TUNER_SOAK_MARKER": marker,
+        "TMPDIR": str(tmp_path / "tmp"),
+    }
+    args = ["--study", "small.toml", "--cpu-replicas", "2", "--storage", url, "--no-baseline"]
+    args += ["--heartbeat", str(HEARTBEAT_S), "--trial-timeout", str(TRIAL_TIMEOUT_S)]
+    soak = Soak(tmp_path, args, env)
+    started = time.monotonic()
+    _drive(soak, url, rng)
+    # The last worker may have ended while a killed one's trial still looked alive: after the
+    # grace period, the user's next `tuner search` settles what is left.
+    time.sleep(3 * HEARTBEAT_S + 1)
+    final = run_tuner("search", *args, cwd=tmp_path, env=tuner_env(**env))
+    wall_s = time.monotonic() - started
+    soak.faults.update({"segfault": 2, "hang": 1})
+
+    for code, err in [*soak.outputs, (final.returncode, final.stderr)]:
+        assert code == 0 and "Traceback" not in err, err
+    assert _no_process_left(marker) == [], "processes of the study outlived it"
+    assert list((tmp_path / "tmp").glob("tuner-trial-*")) == []
+    study = load(url)
+    trials = study.get_trials()
+    assert not [t.number for t in trials if t.state in (TrialState.RUNNING, TrialState.WAITING)]
+    shown = unique_trials(trials)
+    assert sorted(grid_point(t) for t in shown) == sorted(POINTS)  # each grid point once
+    assert all(is_settled(t) for t in shown)
+    statuses = {grid_point(t): status_of(t) for t in shown}
+    assert [statuses[p] for p in crashes] == ["crashed", "crashed", "timeout"]
+    assert sum(s == "ok" for s in statuses.values()) == len(POINTS) - 3
+    listed = run_tuner("show", "--storage", url, "--study-name", "small", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    figures = _figures(study, soak, wall_s, storage, seed)
+    print("soak:", json.dumps(figures))
+    if report := os.environ.get("TUNER_SOAK_REPORT"):
+        with open(report, "a") as handle:
+            handle.write(json.dumps(figures) + "\n")
+
+
+def test_soak_sqlite(tmp_path):
+    db = tmp_path / "soak.db"
+    _soak(tmp_path, f"sqlite:///{db}", "sqlite")
+    with sqlite3.connect(db) as connection:
+        assert connection.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
+@pytest.mark.postgres
+def test_soak_postgres(tmp_path, pg_url):  # noqa: F811
+    _soak(tmp_path, pg_url, "postgresql")

@@ -1,0 +1,62 @@
+"""The storage URL read from a file named by ``TUNER_STORAGE_FILE``.
+
+A URL with a password shows in ``ps`` when given as ``--storage``, and in ``docker inspect`` and
+every child's environment when given as ``TUNER_STORAGE``. Docker and Compose hand secrets over as
+files (``/run/secrets/NAME``), so ``TUNER_STORAGE_FILE=/run/secrets/tuner_storage`` puts only a
+path in the environment. Precedence: ``--storage`` on the command line, then ``TUNER_STORAGE``,
+then ``TUNER_STORAGE_FILE``, then the default; setting both environment variables is an error,
+since nobody can tell which was meant (the same rule as PostgreSQL's image).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import typer
+
+from tuner.core.errors import ConfigError
+
+STORAGE_ENV = "TUNER_STORAGE"
+STORAGE_FILE_ENV = "TUNER_STORAGE_FILE"
+
+
+def read_storage_file(path: str) -> str:
+    """The storage URL held in the file at ``path``, without surrounding whitespace (files
+    usually end with a newline). Raises :class:`ConfigError` for a file that cannot be read, is
+    empty or holds more than one line; no message quotes the file's content."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read {STORAGE_FILE_ENV} {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{STORAGE_FILE_ENV} {path} is not UTF-8 text") from None
+    url = text.strip()
+    if not url:
+        raise ConfigError(f"{STORAGE_FILE_ENV} {path} is empty; it should hold the storage URL")
+    if "\n" in url:
+        raise ConfigError(f"{STORAGE_FILE_ENV} {path} should hold one line: the storage URL")
+    return url
+
+
+def choose_storage(value: str, source: str | None, storage_file: str | None) -> str:
+    """The storage URL to use, given ``--storage``'s parsed ``value``, where that value came from
+    (the name of Click's ``ParameterSource``: ``COMMANDLINE``, ``ENVIRONMENT``, ``DEFAULT``) and
+    ``TUNER_STORAGE_FILE`` (``None`` or empty: unset)."""
+    if not storage_file or source == "COMMANDLINE":
+        return value
+    if source == "ENVIRONMENT":
+        raise ConfigError(f"set {STORAGE_ENV} or {STORAGE_FILE_ENV}, not both")
+    return read_storage_file(storage_file)
+
+
+def storage_from_file(ctx: typer.Context, param: typer.CallbackParam, value: str) -> str:
+    """Typer callback of ``--storage``: :func:`choose_storage` with this process's environment.
+    A bad file is a usage error (exit code 2, like any bad ``--storage``)."""
+    source = ctx.get_parameter_source(param.name) if param.name else None
+    # By name: newer Typer vendors Click, so its ParameterSource is not click.core's.
+    name = getattr(source, "name", None)
+    try:
+        return choose_storage(value, name, os.environ.get(STORAGE_FILE_ENV))
+    except ConfigError as exc:
+        raise typer.BadParameter(str(exc)) from None

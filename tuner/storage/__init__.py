@@ -1,0 +1,233 @@
+"""One function turns a storage URL into an Optuna storage; no SQL of our own beyond looking.
+
+``sqlite:///path.db`` and any SQLAlchemy URL go to ``RDBStorage`` (SQLite with a generous lock
+timeout, so several workers can share one file), with Optuna's heartbeat when asked: a trial whose
+worker died stops heartbeating, is failed, and is re-queued by ``RetryFailedTrialCallback``.
+``journal:PATH`` is Optuna's journal file (``JournalStorage``), which Optuna recommends for several
+processes on one host; it has no heartbeat. Connection errors become one clear line with the
+password masked.
+
+Reading never writes: a storage is opened for reading only once :mod:`tuner.storage.schema` has
+seen Optuna's schema there, and then without creating tables or stamping a version. Writing
+needs a storage that outlives the process (not in memory) and that can be written to; both are
+checked by :func:`check_storage` without touching anything, before a search starts a child.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+from tuner.core.errors import ConfigError
+from tuner.storage.places import (
+    DEFAULT_STORAGE,
+    Place,
+    describe,
+    folder_problem,
+    locate,
+    mask_password,
+    read_only_reason,
+)
+from tuner.storage.schema import check_journal_file, check_sqlite_file, has_optuna_schema
+
+__all__ = [
+    "DEFAULT_HEARTBEAT_S",
+    "DEFAULT_STORAGE",
+    "SQLITE_TIMEOUT_S",
+    "check_storage",
+    "describe_storage_error",
+    "mask_password",
+    "open_storage",
+    "storage_read_only",
+]
+
+SQLITE_TIMEOUT_S = 60
+DEFAULT_HEARTBEAT_S = 20.0
+"""Seconds between a worker's heartbeats; a trial silent for longer is re-run by another."""
+_OPEN_ATTEMPTS = 5
+describe_storage_error = describe
+
+
+def check_storage(url: str, *, create: bool) -> None:
+    """Raise :class:`ConfigError` unless ``url`` can take a study (``create``) or holds Optuna's
+    schema (reading). Writes nothing and creates nothing: a search calls it before any child.
+
+    Refused: an unknown scheme, in-memory storage, a file that is not a study database (or, to
+    create, not SQLite / not a journal), a damaged SQLite file, a folder that cannot be made, a
+    server that refuses the connection, and (to create) a storage that is read-only.
+    """
+    place = locate(url)
+    if _checked(place, create):  # a stored schema: is it this Optuna's? (asking writes nothing)
+        _rdb_storage(place, {}, stamped=True).engine.dispose()
+
+
+def open_storage(url: str, *, create: bool, heartbeat_s: float | None = None) -> Any:
+    """Return an Optuna storage for ``url``, after :func:`check_storage`.
+
+    With ``create=False`` (reading) nothing is created, stamped or migrated: the storage must
+    already hold Optuna's schema, and a schema of another Optuna version is refused. With
+    ``create=True`` the folder and Optuna's schema are made when missing. ``heartbeat_s`` turns
+    on Optuna's heartbeat (RDB storages only; grace period 3 × interval) with stale trials
+    retried once per failure. Raises :class:`ConfigError` as :func:`check_storage` does.
+    """
+    place = locate(url)
+    if place.kind == "journal":
+        _checked(place, create)
+        return _journal(place, create)
+    return _rdb(place, create, _heartbeat(heartbeat_s))
+
+
+def storage_read_only(url: str) -> str | None:
+    """Why ``url`` cannot be written to, or ``None`` when it looks writable (see
+    :func:`tuner.storage.places.read_only_reason`)."""
+    return read_only_reason(locate(url))
+
+
+def _checked(place: Place, create: bool) -> bool:
+    """:func:`check_storage` on a parsed URL; whether an RDB storage holds Optuna's schema."""
+    if place.in_memory:
+        raise _in_memory(place, create)
+    if place.kind == "journal":
+        check_journal_file(place, create=create)
+    elif place.kind == "sqlite":
+        check_sqlite_file(place, create=create)
+    if create:
+        _refuse_read_only(place)
+    if place.kind == "journal" or (place.path is not None and not place.path.exists()):
+        return False
+    return has_optuna_schema(place, create=create, timeout_s=SQLITE_TIMEOUT_S)
+
+
+def _in_memory(place: Place, create: bool) -> ConfigError:
+    if create:
+        return ConfigError(
+            f"--storage {place.shown} is in memory, but a study's results must outlive the "
+            "process; use a file, e.g. sqlite:///studies/tuner.db or journal:studies/tuner.log"
+        )
+    return ConfigError(
+        f"--storage {place.shown} is in memory, so it holds no study (nothing there outlives "
+        "the process that made it); point --storage at a file, e.g. sqlite:///studies/tuner.db"
+    )
+
+
+def _refuse_read_only(place: Place) -> None:
+    reason = read_only_reason(place)
+    if reason:
+        raise ConfigError(
+            f"storage {place.shown} is read-only ({reason}), and a search stores every trial "
+            f"there; give a storage it may write, e.g. --storage {DEFAULT_STORAGE}"
+        )
+
+
+def _heartbeat(heartbeat_s: float | None) -> dict[str, Any]:
+    """``RDBStorage``'s heartbeat arguments (none without ``heartbeat_s``)."""
+    if heartbeat_s is None:
+        return {}
+    import optuna
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        return {
+            "heartbeat_interval": max(1, round(heartbeat_s)),
+            "grace_period": max(3, round(3 * heartbeat_s)),
+            **_retry_callback(optuna),
+        }
+
+
+def _rdb(place: Place, create: bool, heartbeat: dict[str, Any]) -> Any:
+    """``RDBStorage`` once checked, retried while other workers create the same schema; tables
+    are created only when ``create`` and none are there yet."""
+    for attempt in range(_OPEN_ATTEMPTS):
+        stamped = _checked(place, create)
+        if create and place.path is not None:
+            _make_parent(place.path)
+        try:
+            return _rdb_storage(place, heartbeat, stamped=stamped)
+        except _SchemaRace as race:
+            if attempt + 1 == _OPEN_ATTEMPTS:
+                raise ConfigError(f"cannot open storage {place.shown}: {describe(race)}") from race
+            # Several workers creating the same fresh database race on its schema (the
+            # version row in SQLite, the enum types and tables in PostgreSQL); the loser
+            # finds the schema in place on the next try.
+            time.sleep(0.2 + random.random())
+    raise AssertionError("unreachable")
+
+
+class _SchemaRace(Exception):
+    """Another process was creating the same schema: try again."""
+
+
+def _rdb_storage(place: Place, heartbeat: dict[str, Any], *, stamped: bool) -> Any:
+    """``RDBStorage`` on ``place``; with ``stamped`` it creates no table and writes no version
+    (Optuna only checks that the stored schema is its own). Raises :class:`_SchemaRace` or
+    :class:`ConfigError`."""
+    import optuna
+    import sqlalchemy.exc
+
+    engine_kwargs: dict[str, Any] = {}
+    if place.kind == "sqlite":
+        engine_kwargs["connect_args"] = {"timeout": SQLITE_TIMEOUT_S}
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            return optuna.storages.RDBStorage(
+                place.url, engine_kwargs=engine_kwargs, skip_table_creation=stamped, **heartbeat
+            )
+    except (sqlalchemy.exc.SQLAlchemyError, ValueError, RuntimeError, ImportError) as exc:
+        if _is_schema_race(exc):
+            raise _SchemaRace() from exc
+        if isinstance(exc, RuntimeError) and "no longer compatible" in str(exc):
+            raise ConfigError(
+                f"storage {place.shown} holds the schema of another Optuna version, and tuner "
+                f"upgrades no schema: {describe(exc)} (back the storage up first)"
+            ) from exc
+        raise ConfigError(f"cannot open storage {place.shown}: {describe(exc)}") from exc
+
+
+def _is_schema_race(exc: BaseException) -> bool:
+    """Whether opening failed because another process was creating the same schema."""
+    import sqlalchemy.exc
+
+    if isinstance(exc, sqlalchemy.exc.IntegrityError):
+        return True
+    # PostgreSQL reports a table or type created meanwhile as a ProgrammingError, SQLite as an
+    # OperationalError ("table alembic_version already exists").
+    races = (sqlalchemy.exc.ProgrammingError, sqlalchemy.exc.OperationalError)
+    return isinstance(exc, races) and "already exists" in str(exc)
+
+
+def _retry_callback(optuna: Any) -> dict[str, Any]:
+    """Optuna's callback that re-queues a dead worker's trial (renamed in Optuna 4.9)."""
+    if hasattr(optuna.storages, "RetryHeartbeatStaleTrialCallback"):
+        callback = optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry=3)
+        return {"heartbeat_stale_trial_callback": callback}
+    return {"failed_trial_callback": optuna.storages.RetryFailedTrialCallback(max_retry=3)}
+
+
+def _journal(place: Place, create: bool) -> Any:
+    """Optuna's journal on ``place``'s file (made, with its folder, only when ``create``)."""
+    import optuna
+    from optuna.storages.journal import JournalFileBackend
+
+    assert place.path is not None
+    if create:
+        _make_parent(place.path)
+    try:
+        return optuna.storages.JournalStorage(JournalFileBackend(str(place.path)))
+    except Exception as exc:  # any failure to replay the log means it is not a journal
+        raise ConfigError(
+            f"cannot open journal storage {place.path}: {type(exc).__name__}: {exc}"
+        ) from exc
+
+
+def _make_parent(path: Path) -> None:
+    problem = folder_problem(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot create the folder of storage file {path}: {problem or exc}"
+        ) from exc

@@ -1,0 +1,153 @@
+"""Where a storage URL points: its kind, its file, whether it lives in memory or is read-only.
+
+Pure reading of the URL and of file permissions: nothing here opens, creates or changes a file,
+so every check can run before a search starts its first child process.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, unquote
+
+from tuner.core.errors import ConfigError
+
+DEFAULT_STORAGE = "sqlite:///studies/tuner.db"
+_KNOWN_SCHEMES = ("sqlite", "postgresql", "mysql", "oracle", "mssql")
+_URI_READ_ONLY = {"mode": "ro", "immutable": "1"}
+"""SQLite URI options under which SQLite refuses every write."""
+
+
+def mask_password(url: str) -> str:
+    """``postgresql://user:secret@host/db`` -> ``postgresql://user:***@host/db``."""
+    return re.sub(r"(://[^:/@]+:)[^@]*@", r"\1***@", url)
+
+
+@dataclass(frozen=True)
+class Place:
+    """A parsed storage URL."""
+
+    url: str
+    kind: str
+    """``sqlite``, ``journal``, or another SQLAlchemy backend (``postgresql``, ``mysql``, …)."""
+    path: Path | None = None
+    """The file of a SQLite or journal storage (``None``: in memory, or a server)."""
+    in_memory: bool = False
+    uri_options: dict[str, str] = field(default_factory=dict)
+    """The SQLite URI options of ``sqlite:///file:…?uri=true`` (empty otherwise)."""
+
+    @property
+    def shown(self) -> str:
+        """The URL as the user gave it, password masked: how messages name the storage."""
+        return mask_password(self.url)
+
+
+def locate(url: str) -> Place:
+    """Parse ``url``; raise :class:`ConfigError` for an unknown scheme or a journal without path."""
+    scheme = url.split(":", 1)[0].split("+", 1)[0].lower() if ":" in url else ""
+    if scheme == "journal":
+        return Place(url, "journal", path=_journal_path(url))
+    if scheme not in _KNOWN_SCHEMES:
+        raise ConfigError(
+            f"--storage {mask_password(url)!r} has an unknown scheme; use e.g. "
+            "sqlite:///studies/tuner.db, journal:studies/tuner.log or "
+            "postgresql+psycopg://user:pass@host/db"
+        )
+    if scheme != "sqlite":
+        return Place(url, scheme)
+    return _sqlite_place(url)
+
+
+def _journal_path(url: str) -> Path:
+    path = Path(url.split(":", 1)[1].removeprefix("//"))
+    if not str(path) or str(path) == ".":
+        raise ConfigError(
+            "--storage journal:PATH needs a file path, e.g. journal:studies/tuner.log"
+        )
+    return path
+
+
+def _sqlite_place(url: str) -> Place:
+    """A ``sqlite:`` URL: plain path, ``file:`` URI (with ``uri=true``), or in memory."""
+    import sqlalchemy.exc
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.util import asbool
+
+    try:
+        parsed = make_url(url)
+        is_uri = asbool(parsed.query.get("uri", False))
+    except (sqlalchemy.exc.ArgumentError, ValueError) as exc:
+        raise ConfigError(f"--storage {mask_password(url)!r} is not a valid URL: {exc}") from None
+    database = parsed.database or ""
+    options = {key: str(value) for key, value in parsed.query.items()} if is_uri else {}
+    if is_uri and database.startswith("file:"):
+        database = _uri_file(database)
+    memory = database in ("", ":memory:") or options.get("mode") == "memory"
+    return Place(url, "sqlite", None if memory else Path(database), memory, options)
+
+
+def _uri_file(database: str) -> str:
+    """``file:studies/x.db`` or ``file:///abs/x.db`` -> the file's path (``:memory:`` kept)."""
+    rest = database.removeprefix("file:")
+    if rest.startswith("//"):
+        rest = rest[2:].removeprefix("localhost")
+    return unquote(rest)
+
+
+_DRIVER_OPTIONS = ("uri", "timeout", "isolation_level", "detect_types", "check_same_thread")
+"""Options of a ``sqlite:`` URL that go to Python's ``sqlite3.connect``, not into SQLite's URI."""
+
+
+def read_only_uri(place: Place) -> str:
+    """A SQLite URI (for ``sqlite3.connect(..., uri=True)``) that opens ``place``'s file
+    read-only: SQLite itself then refuses every write."""
+    assert place.path is not None
+    options = {
+        key: value
+        for key, value in place.uri_options.items()
+        if key != "mode" and key not in _DRIVER_OPTIONS
+    }
+    query = "&".join(f"{key}={value}" for key, value in {**options, "mode": "ro"}.items())
+    return f"file:{quote(str(place.path.absolute()))}?{query}"
+
+
+def read_only_reason(place: Place) -> str | None:
+    """Why nothing can be written to ``place`` (``None``: it looks writable, or cannot be told,
+    as for a database server). A user who may not write the file or its folder (SQLite writes
+    a rollback journal beside the database, the journal storage a lock file) cannot store."""
+    for key, value in _URI_READ_ONLY.items():
+        if place.uri_options.get(key) == value:
+            return f"its URL opens it with {key}={value}"
+    if place.path is None or not place.path.exists():
+        return None
+    if not os.access(place.path, os.W_OK):
+        return f"{place.path} is not writable"
+    folder = place.path.absolute().parent
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"its folder {folder} is not writable"
+    return None
+
+
+def folder_problem(path: Path) -> str | None:
+    """Why the folder of a new file ``path`` cannot be made or written (``None``: it can)."""
+    ancestor = path.absolute().parent
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        return f"{ancestor} is not a folder"
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        return f"{ancestor} is not writable"
+    return None
+
+
+def describe(exc: BaseException) -> str:
+    """The reason behind a storage error, on one line: Optuna's ``StorageInternalError`` hides
+    the database's own message (e.g. "attempt to write a readonly database") in its cause."""
+    cause: Any = exc.__cause__ if exc.__cause__ is not None else exc
+    reason = " ".join(str(getattr(cause, "orig", None) or cause).split())
+    if "readonly database" in reason:
+        reason = f"the storage is read-only ({reason})"
+    return mask_password(reason)[:300]
