@@ -121,3 +121,18 @@ def test_a_study_in_a_folder_whose_name_needs_escaping_is_read(tmp_path: Path) -
     optuna.create_study(study_name="s", storage=url)
     names = optuna.get_all_study_names(open_storage(url, create=False))
     assert names == ["s"]
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("postgresql+psycopg://:hunter2@host/db", "postgresql+psycopg://:***@host/db"),
+        ("postgresql://u:hun@ter2@host/db", "postgresql://u:***@host/db"),
+        ("postgresql://u:hunter2@host", "postgresql://u:***@host"),
+        ("sqlite:///studies/a@b.db", "sqlite:///studies/a@b.db"),
+    ],
+)
+def test_every_password_is_masked(url, shown):
+    from tuner.storage import mask_password
+
+    assert mask_password(url) == shown

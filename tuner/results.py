@@ -14,6 +14,7 @@ from tuner.core.errors import NoCompleteTrialError, StudyNotFoundError
 from tuner.core.policy import DEFAULT_TOLERANCE, POLICY
 from tuner.core.recommend import recommend
 from tuner.core.spec import check_study_name
+from tuner.core.trials import all_diverged, nothing_completed
 from tuner.storage import mask_password, open_storage
 
 
@@ -43,8 +44,11 @@ def recommendation(
     hypermodel = study.user_attrs.get("hypermodel")
     if hypermodel:
         hypermodel = {**hypermodel, "reference": spec.get("workload", {}).get("model", "")}
+    trials = study.get_trials(deepcopy=False)
+    if all_diverged(trials):  # "run `tuner search` first" would send the user round in circles
+        raise nothing_completed(study.study_name, trials) or AssertionError("unreachable")
     return recommend(
-        study.get_trials(deepcopy=False),
+        trials,
         study_name=study.study_name,
         base_lr=float(search.get("base_lr", float("nan"))),
         base_batch_size=int(search.get("base_batch_size", 0)),

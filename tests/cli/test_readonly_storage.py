@@ -107,6 +107,20 @@ def test_read_commands_leave_another_applications_database_alone(tmp_path: Path)
     assert not (tmp_path / "r.html").exists()
 
 
+def test_search_refuses_to_add_its_tables_to_another_applications_database(tmp_path: Path) -> None:
+    db = tmp_path / "app.db"
+    with sqlite3.connect(db) as connection:
+        connection.execute("CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT)")
+    connection.close()
+    before = fingerprint(db)
+    for command in ("search", "probe"):
+        result = invoke_tuner(
+            command, "--cpu-replicas", "2", "--storage", f"sqlite:///{db}", cwd=tmp_path
+        )
+        assert_refused(result, "another application's tables")
+    assert fingerprint(db) == before and tables(db) == {"customers"}
+
+
 @pytest.mark.parametrize(
     ("scheme", "name"), [("sqlite:///", "empty.db"), ("journal:", "empty.log")]
 )

@@ -28,7 +28,7 @@ NS = "pid:[1]"
         (None, None, 60.0, False),  # no record yet: perhaps a worker starting
         (None, None, 2 * DAY, True),  # no record for days
         (Owner(5, 100, "pid:[2]"), None, 60.0, False),  # another container's worker
-        (Owner(5, 100, "pid:[2]"), None, 2 * DAY, True),
+        (Owner(5, 100, "pid:[2]"), None, 30 * DAY, False),  # never judged from here
     ],
 )
 def test_an_owner_is_dead_when_its_pid_is_gone_or_reused(

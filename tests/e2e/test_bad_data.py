@@ -80,6 +80,12 @@ def test_a_study_whose_trials_all_diverge_says_so_and_why(tmp_path: Path) -> Non
     assert last.startswith("error: every trial of study 'bad' diverged: 1 trial(s) at learning ")
     assert "learning rate too high" in last and "bad data" in last
     assert "tuner search` first" not in stderr
+    exported = run_tuner(
+        "export", "--storage", "sqlite:///bad.db", "--study-name", "bad", cwd=tmp_path
+    )
+    assert exported.returncode == 1
+    assert "every trial of study 'bad' diverged" in exported.stderr
+    assert "tuner search` first" not in exported.stderr
 
 
 def test_a_module_that_exits_while_importing_is_named(tmp_path: Path) -> None:

@@ -245,6 +245,7 @@ def test_storage_precedence_command_line_then_environment_then_file(tmp_path):
         ("", "is empty"),
         ("\n  \n", "is empty"),
         ("sqlite:///a.db\npostgresql://u:hunter2@h/d", "one line"),
+        ("hunter2\n", "does not hold a storage URL"),
     ],
 )
 def test_a_bad_storage_file_is_named_and_its_content_never_shown(tmp_path, content, message):

@@ -3,7 +3,6 @@ global batch that fits)."""
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -127,9 +126,7 @@ def search(
                 "search.noise_scale": noise_scale,
             },
         )
-        if not math.isfinite(heartbeat) or heartbeat < 0:
-            raise ConfigError(f"--heartbeat must be 0 (off) or a positive number, got {heartbeat}")
-        _check_before_any_child(spec, plan, storage, study_name, export)
+        _check_before_any_child(spec, plan, storage, study_name, export, heartbeat or None)
         _before_search(spec, plan, study_name, trial_timeout, validate_first)
         report = _run_search(
             spec,
@@ -147,7 +144,12 @@ def search(
 
 
 def _check_before_any_child(
-    spec: StudySpec, plan: DevicePlan, storage: str, study_name: str | None, export: Path | None
+    spec: StudySpec,
+    plan: DevicePlan,
+    storage: str,
+    study_name: str | None,
+    export: Path | None,
+    heartbeat_s: float | None = None,
 ) -> None:
     """Input errors that need no TensorFlow, reported before --validate or the workload check
     starts a child (and leaving the storage as it was)."""
@@ -155,7 +157,7 @@ def _check_before_any_child(
 
     if export is not None:
         check_output(export, "--export")
-    check_search_input(spec, plan, storage, study_name=study_name)
+    check_search_input(spec, plan, storage, study_name=study_name, heartbeat_s=heartbeat_s)
 
 
 def _before_search(

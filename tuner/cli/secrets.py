@@ -36,7 +36,18 @@ def read_storage_file(path: str) -> str:
         raise ConfigError(f"{STORAGE_FILE_ENV} {path} is empty; it should hold the storage URL")
     if "\n" in url:
         raise ConfigError(f"{STORAGE_FILE_ENV} {path} should hold one line: the storage URL")
+    if not is_url_like(url):  # a bare password, say: never repeat it in a message
+        raise ConfigError(
+            f"{STORAGE_FILE_ENV} {path} does not hold a storage URL (SCHEME:…, e.g. "
+            "postgresql+psycopg://user:pass@host/db)"
+        )
     return url
+
+
+def is_url_like(text: str) -> bool:
+    """Whether ``text`` starts with a URL scheme (``sqlite:``, ``postgresql+psycopg:``)."""
+    scheme, colon, _ = text.partition(":")
+    return bool(colon) and scheme.replace("+", "").replace("-", "").isalnum()
 
 
 def choose_storage(value: str, source: str | None, storage_file: str | None) -> str:

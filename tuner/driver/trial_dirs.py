@@ -47,9 +47,12 @@ def is_abandoned(
     now at that pid (``None``: no such process), ``age_s`` the folder's age and ``namespace`` the
     pid namespace the sweeping process sees.
     """
-    if recorded is None or recorded.namespace != namespace:
-        # No record, or another container's process whose pid means nothing here: go by age.
+    if recorded is None:
+        # Tuner's folders from before owner records, or one whose worker is writing it now.
         return age_s > UNOWNED_MAX_AGE_S
+    if recorded.namespace != namespace:
+        # Another container's worker: its pid means nothing here, and its trial may run for days.
+        return False
     if running is None:
         return True
     if recorded.started is None or running.started is None:

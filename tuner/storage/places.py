@@ -23,7 +23,9 @@ _URI_READ_ONLY = {"mode": "ro", "immutable": "1"}
 
 def mask_password(url: str) -> str:
     """``postgresql://user:secret@host/db`` -> ``postgresql://user:***@host/db``."""
-    return re.sub(r"(://[^:/@]+:)[^@]*@", r"\1***@", url)
+    # The password runs to the last "@" before the path: it may hold "@" itself, and the user
+    # name may be empty.
+    return re.sub(r"(://[^:/@]*:)[^/]*@", r"\1***@", url)
 
 
 @dataclass(frozen=True)

@@ -38,8 +38,8 @@ def not_a_study(place: Place, why: str, *, create: bool = False) -> ConfigError:
         else "point --storage at a storage that `tuner search` wrote"
     )
     return ConfigError(
-        f"{place.shown} is not a tuner/Optuna study database ({why}); nothing was changed: "
-        f"{todo} (default {DEFAULT_STORAGE})"
+        f"{place.shown} is not a tuner/Optuna study database ({why}); the database was not "
+        f"changed: {todo} (default {DEFAULT_STORAGE})"
     )
 
 
@@ -62,7 +62,15 @@ def has_optuna_schema(place: Place, *, create: bool, timeout_s: float) -> bool:
             raise _cannot_open(place, again.__cause__ or again) from None
     if not stamped and not create:
         raise not_a_study(place, _missing(place, tables))
+    if not stamped and is_foreign_file(place, tables):
+        raise not_a_study(place, "it holds another application's tables", create=True)
     return stamped
+
+
+def is_foreign_file(place: Place, tables: set[str]) -> bool:
+    """Whether ``place`` is an SQLite file of another application: tables, none of them Optuna's
+    (Optuna would add its own beside them)."""
+    return place.kind == "sqlite" and bool(tables) and not tables & OPTUNA_TABLES
 
 
 class _HotJournal(Exception):
