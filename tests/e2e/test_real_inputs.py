@@ -4,13 +4,13 @@ a fixed validation set, input-bound detection, bounded memory, and bad inputs re
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 from typing import Any
 
 import optuna
 import pytest
 from conftest import run_tuner, sha256, tuner_env
+from trials import write_small_study
 
 pytestmark = pytest.mark.slow
 
@@ -193,9 +193,7 @@ def test_a_slow_pipeline_is_flagged_input_bound_and_arrays_are_not(tmp_path: Pat
 def test_bad_inputs_exit_2_with_one_line_and_the_database_untouched(
     tmp_path: Path, reference: str, budget: str, message: str
 ) -> None:
-    db_path = tmp_path / "inputs.db"
-    with sqlite3.connect(db_path) as connection:
-        connection.execute("CREATE TABLE keep (x)")
+    db_path = write_small_study(tmp_path / "inputs.db")  # a study that must stay as it was
     before = sha256(db_path)
     images = reference.startswith("out_of_range")
     path = spec(
