@@ -184,7 +184,16 @@ def _soak(tmp_path: Path, url: str, storage: str) -> None:
         "TUNER_SOAK_MARKER": marker,
         "TMPDIR": str(tmp_path / "tmp"),
     }
-    args = ["--study", "small.toml", "--cpu-replicas", "2", "--storage", url, "--no-baseline"]
+    args = [
+        "--study",
+        "small.toml",
+        "--cpu-replicas",
+        "2",
+        "--storage",
+        url,
+        "--no-baseline",
+        "--no-noise-scale",
+    ]
     args += ["--heartbeat", str(HEARTBEAT_S), "--trial-timeout", str(TRIAL_TIMEOUT_S)]
     soak = Soak(tmp_path, args, env)
     started = time.monotonic()

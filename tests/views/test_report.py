@@ -26,6 +26,7 @@ def test_report_renders_plots_that_mark_the_oom_sizes(wide_study, chromium, tmp_
     rec = json.loads((work / "rec.json").read_text())
     assert rec["oom_batch_sizes"] == [4096, 8192]
     out = tmp_path / "out" / "report.html"
+    out.parent.mkdir()  # --output names a file in an existing folder (docs/reference/cli.md)
     result = report_png(work, url, out)
     assert result.returncode == 0, result.stderr
     for graph_id in ("throughput-vs-batch", "loss-vs-batch", "pareto"):

@@ -52,7 +52,7 @@ def run_trials(
             requeue_unfinished(study)
             if not has_budget_left(study.get_trials(deepcopy=False), budget):
                 break
-            _run_one(study, objective)
+            _run_one(study, objective, observer)
         return objective.launched, budget
     grid = grid_points(spec)
     done = len(settled_grid_points(study.get_trials(deepcopy=False)))
@@ -61,10 +61,38 @@ def run_trials(
         requeue_unfinished(study)
         if not has_unclaimed_work(study.get_trials(deepcopy=False), grid):
             break
-        _run_one(study, objective)
+        _run_one(study, objective, observer)
     return objective.launched, len(grid)
 
 
-def _run_one(study: optuna.Study, objective: Objective) -> None:
+def _run_one(study: optuna.Study, objective: Objective, observer: SearchObserver) -> None:
     """One trial: a queued one first, else the sampler's next point; a FAIL does not stop us."""
-    study.optimize(objective, n_trials=1, catch=(TrialFailed,), gc_after_trial=False)
+    try:
+        study.optimize(objective, n_trials=1, catch=(TrialFailed,), gc_after_trial=False)
+    except (ValueError, AssertionError, optuna.exceptions.UpdateFinishedTrialError) as exc:
+        if not is_taken_over(exc):
+            raise
+        # This worker was stopped (SIGSTOP, a suspended VM) past the heartbeat grace: another
+        # worker failed its trial and queued the grid point again, which measures it afresh.
+        observer.note(
+            "this worker's trial was handed to another worker while this one was stalled "
+            "(stale heartbeat); its result is dropped and the retry measures the point again"
+        )
+
+
+def is_taken_over(exc: BaseException) -> bool:
+    """Whether writing a trial's result failed because the trial had already been finished by
+    another worker (its heartbeat went stale while this worker was stalled). Optuna may mask
+    its own "Cannot tell a FAIL trial." with an assertion of its clean-up: look down the chain."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, optuna.exceptions.UpdateFinishedTrialError):
+            return True
+        if isinstance(seen, ValueError) and _is_cannot_tell(str(seen)):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def _is_cannot_tell(message: str) -> bool:
+    return message.startswith("Cannot tell a ") and message.endswith(" trial.")
