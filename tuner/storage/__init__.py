@@ -31,7 +31,7 @@ from tuner.storage.places import (
     mask_password,
     read_only_reason,
 )
-from tuner.storage.schema import check_journal_file, check_sqlite_file, has_optuna_schema
+from tuner.storage.schema import check_journal_file, check_storage_file, has_optuna_schema
 
 __all__ = [
     "DEFAULT_HEARTBEAT_S",
@@ -93,7 +93,7 @@ def _checked(place: Place, create: bool) -> bool:
     if place.kind == "journal":
         check_journal_file(place, create=create)
     elif place.kind == "sqlite":
-        check_sqlite_file(place, create=create)
+        check_storage_file(place, create=create)
     if create:
         _refuse_read_only(place)
     if place.kind == "journal" or (place.path is not None and not place.path.exists()):

@@ -166,25 +166,25 @@ def _cannot_open(place: Place, exc: BaseException) -> ConfigError:
     return ConfigError(f"cannot open storage {place.shown}: {reason}")
 
 
-def check_sqlite_file(place: Place, *, create: bool) -> None:
-    """The file must exist to be read; a new one needs a folder that can be made."""
+def check_storage_file(place: Place, *, create: bool) -> bool:
+    """The file must exist to be read; a new one needs a folder that can be made. Whether the
+    file exists."""
     path = place.path
     assert path is not None
     if not path.exists():
         _check_new_file(path, create)
-    elif not path.is_file():
+        return False
+    if not path.is_file():
         raise ConfigError(f"storage path {path} is not a file")
+    return True
 
 
 def check_journal_file(place: Place, *, create: bool) -> None:
     """An existing journal must be Optuna's, and hold something to be read."""
+    if not check_storage_file(place, create=create):
+        return
     path = place.path
     assert path is not None
-    if not path.exists():
-        _check_new_file(path, create)
-        return
-    if not path.is_file():
-        raise ConfigError(f"storage path {path} is not a file")
     if not create and path.stat().st_size == 0:
         raise not_a_study(place, "the journal file is empty")
     if path.stat().st_size and not _looks_like_journal(path):
