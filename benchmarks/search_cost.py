@@ -33,7 +33,7 @@ for probe in (False, True):
         Path(tmp, "cost.toml").write_text(SPEC)
         args = [
             "search",
-            "--study",
+            "--spec",
             "cost.toml",
             "--cpu-replicas",
             "2",

@@ -206,7 +206,7 @@ def small_study(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     spec = write_spec(work / "small.toml")
     result = run_tuner(
         "search",
-        "--study",
+        "--spec",
         str(spec),
         "--cpu-replicas",
         "2",
@@ -224,7 +224,7 @@ def search_wide(cwd: Path, db: str, *extra: str) -> subprocess.CompletedProcess[
     """``tuner search`` of ``cwd/wide.toml`` on 2 CPU replicas capped at 128 MiB each."""
     return run_tuner(
         "search",
-        "--study",
+        "--spec",
         "wide.toml",
         "--cpu-replicas",
         "2",

@@ -24,6 +24,7 @@ from typer.testing import CliRunner
 from tuner.cli.app import app
 from tuner.cli.errors import Terminated, exit_code, guard
 from tuner.core import errors
+from tuner.core.export import export_document
 from tuner.core.outcome import STATES
 from tuner.core.recommend import recommend
 
@@ -312,7 +313,7 @@ def trial(number: int, batch: int, status: str = "ok", **attrs: Any) -> FrozenTr
 
 
 def export(trials: list[FrozenTrial], **extra: Any) -> dict[str, Any]:
-    return recommend(
+    rec = recommend(
         trials,
         study_name="docs",
         base_lr=1e-3,
@@ -321,6 +322,8 @@ def export(trials: list[FrozenTrial], **extra: Any) -> dict[str, Any]:
         created_at="2024-01-01T00:00:00Z",
         **extra,
     )
+    chosen = next(t for t in trials if t.number == rec["trial_number"])
+    return export_document(rec, chosen, {}, None)  # the sections, as `tuner export` adds them
 
 
 def json_tables() -> tuple[dict[str, bool], set[str]]:
@@ -411,6 +414,7 @@ def test_cli_reference_documents_every_command_and_flag() -> None:
         declared = {
             opt
             for param in group.commands[name].params  # type: ignore[attr-defined]
+            if not getattr(param, "hidden", False)  # a deprecated alias, kept out of --help
             for opt in [*param.opts, *param.secondary_opts]
             if opt.startswith("--") and opt != "--help"
         }

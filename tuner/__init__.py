@@ -20,6 +20,7 @@ _EXPORTS = {
     "classify": "tuner.core.outcome",
     "is_oom_error": "tuner.core.oom",
     "is_probable_oom": "tuner.core.oom",
+    "load_recommendation": "tuner.load",
     "load_spec": "tuner.driver.spec_file",
     "load_study": "tuner.results",
     "plan_devices": "tuner.driver.devices",

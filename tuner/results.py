@@ -10,7 +10,8 @@ from typing import Any
 
 import optuna
 
-from tuner.core.errors import NoCompleteTrialError, StudyNotFoundError
+from tuner.core.errors import ConfigError, NoCompleteTrialError, StudyNotFoundError
+from tuner.core.export import export_document
 from tuner.core.policy import DEFAULT_TOLERANCE, POLICY
 from tuner.core.recommend import recommend
 from tuner.core.spec import check_study_name
@@ -18,12 +19,14 @@ from tuner.core.trials import all_diverged, nothing_completed
 from tuner.storage import mask_password, open_storage
 
 
-def load_study(storage_url: str, study_name: str) -> optuna.Study:
+def load_study(storage_url: str, study_name: str | None = None) -> optuna.Study:
     """Load an existing study for reading; never creates, stamps or migrates a database or a
-    study (see :func:`tuner.storage.open_storage`). A name that is not stored is refused with
-    the study-name rule when it breaks it (``""`` among them), else with the names stored."""
+    study (see :func:`tuner.storage.open_storage`). ``None`` picks the storage's only study (and
+    lists them when there are several). A name that is not stored is refused with the
+    study-name rule when it breaks it (``""`` among them), else with the names stored."""
     storage = open_storage(storage_url, create=False)
     names = optuna.get_all_study_names(storage=storage)
+    study_name = _chosen_name(storage_url, names) if study_name is None else study_name
     if study_name not in names:
         # Checked only when absent: a study named before the rule applied to --study-name
         # can still be read.
@@ -35,16 +38,49 @@ def load_study(storage_url: str, study_name: str) -> optuna.Study:
     return optuna.load_study(study_name=study_name, storage=storage)
 
 
+def _chosen_name(storage_url: str, names: list[str]) -> str:
+    """The one study of a storage, for commands given no ``--study-name``."""
+    if len(names) == 1:
+        return names[0]
+    where = mask_password(storage_url)
+    if not names:
+        raise StudyNotFoundError(f"{where} holds no study yet; run `tuner search` first")
+    raise ConfigError(
+        f"{where} holds {len(names)} studies ({', '.join(sorted(names))}); "
+        "pick one with --study-name"
+    )
+
+
 def recommendation(
-    study: optuna.Study, tolerance: float | None = None, policy: str = POLICY
+    study: optuna.Study,
+    tolerance: float | None = None,
+    policy: str = POLICY,
+    storage_url: str | None = None,
 ) -> dict[str, Any]:
-    """The recommended-config JSON of a stored study (``policy``: one of ``POLICIES``)."""
+    """The recommended-config JSON of a stored study (``policy``: one of ``POLICIES``): the
+    recommendation's flat keys with ``schema_version`` and the sections of
+    :func:`tuner.core.export.export_document`; ``storage_url`` (its password masked) goes into
+    ``provenance``."""
+    spec = study.user_attrs.get("spec", {})
+    trials = study.get_trials(deepcopy=False)
+    rec = _recommend(study, trials, tolerance, policy)
+    chosen = next(t for t in trials if t.number == rec["trial_number"])
+    shown = None if storage_url is None else mask_password(storage_url)
+    return export_document(rec, chosen, spec, shown)
+
+
+def _recommend(
+    study: optuna.Study,
+    trials: list[optuna.trial.FrozenTrial],
+    tolerance: float | None,
+    policy: str,
+) -> dict[str, Any]:
+    """:func:`tuner.core.recommend.recommend` over a stored study's trials."""
     spec = study.user_attrs.get("spec", {})
     search = spec.get("search", {})
     hypermodel = study.user_attrs.get("hypermodel")
     if hypermodel:
         hypermodel = {**hypermodel, "reference": spec.get("workload", {}).get("model", "")}
-    trials = study.get_trials(deepcopy=False)
     if all_diverged(trials):  # "run `tuner search` first" would send the user round in circles
         raise nothing_completed(study.study_name, trials) or AssertionError("unreachable")
     return recommend(

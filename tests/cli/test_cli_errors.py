@@ -30,7 +30,7 @@ FAST_CASES = {
     "bad multipliers": (["--batch-multipliers", "1,,2"], "--batch-multipliers"),
     "bad memory limit": (["--memory-limit", "12XB"], "--memory-limit"),
     "unknown storage scheme": (["--storage", "mongodb://localhost/x"], "unknown scheme"),
-    "missing spec file": (["--study", "nope.toml"], "does not exist"),
+    "missing spec file": (["--spec", "nope.toml"], "does not exist"),
     "zero timeout": (["--trial-timeout", "0"], "--trial-timeout"),
     "NaN timeout": (["--trial-timeout", "nan"], "--trial-timeout"),
     "NaN heartbeat": (["--cpu-replicas", "2", "--heartbeat", "nan"], "--heartbeat"),
@@ -100,7 +100,7 @@ def test_bad_spec_files(text, fragment, stored, tmp_path):
     db, url = stored
     digest = sha256(db)
     (tmp_path / "bad.toml").write_text(text)
-    result = invoke_tuner("search", "--study", "bad.toml", "--storage", url, cwd=tmp_path)
+    result = invoke_tuner("search", "--spec", "bad.toml", "--storage", url, cwd=tmp_path)
     _assert_clean_error(result, fragment)
     assert sha256(db) == digest
 
@@ -132,7 +132,7 @@ def test_broken_workloads_are_bad_input(data, model, fragment, stored, tmp_path)
         .replace("tuner.workloads.regression:build_model", model)
     )
     result = run_tuner(
-        "search", "--study", "w.toml", "--cpu-replicas", "2", "--storage", url, cwd=tmp_path
+        "search", "--spec", "w.toml", "--cpu-replicas", "2", "--storage", url, cwd=tmp_path
     )
     _assert_clean_error(result, fragment)
     assert sha256(db) == digest
@@ -144,7 +144,7 @@ def test_batch_larger_than_training_set(stored, tmp_path):
     digest = sha256(db)
     write_spec(tmp_path / "big.toml", base=4096, multipliers="[1, 2]")
     result = run_tuner(
-        "search", "--study", "big.toml", "--cpu-replicas", "2", "--storage", url, cwd=tmp_path
+        "search", "--spec", "big.toml", "--cpu-replicas", "2", "--storage", url, cwd=tmp_path
     )
     _assert_clean_error(result, "larger than the training set")
     assert sha256(db) == digest
@@ -226,7 +226,7 @@ def test_search_into_a_file_that_is_not_a_database(tmp_path):
     write_spec(tmp_path / "s.toml")
     result = invoke_tuner(
         "search",
-        "--study",
+        "--spec",
         "s.toml",
         "--cpu-replicas",
         "2",
@@ -291,7 +291,7 @@ def test_resuming_on_other_devices_is_refused(small_study, tmp_path):
     write_spec(tmp_path / "small.toml")
     result = run_tuner(
         "search",
-        "--study",
+        "--spec",
         "small.toml",
         "--cpu-replicas",
         "2",
@@ -307,6 +307,6 @@ def test_resuming_on_other_devices_is_refused(small_study, tmp_path):
 
 def test_the_users_text_is_printed_literally(tmp_path: Path) -> None:
     # Square brackets are rich markup: unescaped, "[search]" or "[b]" would vanish from the line.
-    result = invoke_tuner("search", "--study", "my[b]spec[search].toml", cwd=tmp_path)
+    result = invoke_tuner("search", "--spec", "my[b]spec[search].toml", cwd=tmp_path)
     assert result.returncode == 2
     assert "spec file my[b]spec[search].toml does not exist" in result.stderr

@@ -130,8 +130,8 @@ def test_a_failed_validation_is_a_runtime_failure_with_its_report(
 @pytest.mark.parametrize(
     ("args", "fragment"),
     [
-        (["--lr-rule", "cubic"], "--lr-rule must be one of"),
-        (["--loss-reduction", "sum"], "--loss-reduction must be global or replica-mean"),
+        (["--lr-rule", "cubic"], "'cubic' is not one of 'none', 'linear', 'sqrt'"),
+        (["--loss-reduction", "sum"], "'sum' is not one of 'global', 'replica-mean'"),
         (["--steps", "0"], "--steps and --batch-size must be positive"),
     ],
 )

@@ -19,7 +19,8 @@ from markdown_it import MarkdownIt
 from rich.console import Console
 from trials import make_trial
 
-from tuner.cli.display import SearchProgress, print_validation
+from tuner.cli.display import print_validation
+from tuner.cli.progress import SearchProgress
 from tuner.core.outcome import TrialOutcome
 
 NAME = "[bold]x[red] [x](y) *a*"
@@ -54,10 +55,11 @@ def stored_study(tmp_path: Path) -> str:
 
 
 def table_column(text: str, index: int) -> list[str]:
-    """The cells of column ``index`` of a rich table's body, each cell's wrapped lines joined."""
+    """The cells of column ``index`` of a rich table's body (no outer frame), each cell's wrapped
+    lines joined."""
     cells: list[list[str]] = []
     for line in text.splitlines():
-        parts = line.split("│")[1:-1]
+        parts = line.split("│")
         if len(parts) <= abs(index):
             continue
         if parts[0].strip():  # a new row starts where the first column has text
@@ -87,7 +89,9 @@ def test_the_note_and_the_report_show_the_studys_text_literally(tmp_path: Path) 
     from optuna_dashboard import get_note
 
     url = stored_study(tmp_path)
-    exported = invoke_tuner("export", "--storage", url, "--study-name", NAME, cwd=tmp_path)
+    exported = invoke_tuner(
+        "export", "--storage", url, "--study-name", NAME, "--update-note", cwd=tmp_path
+    )
     assert exported.returncode == 0, exported.stderr
     note = get_note(optuna.load_study(study_name=NAME, storage=url))
     shown = rendered_text(note)
@@ -114,7 +118,7 @@ def test_progress_lines_print_errors_and_notes_literally() -> None:
     progress.note(f"the baseline failed (error): {ERROR}")
     progress.trial_finished(3, TrialOutcome("error", error=ERROR))
     lines = buffer.getvalue().splitlines()
-    assert lines == [f"  the baseline failed (error): {ERROR}", f"  trial 3: error {ERROR}"]
+    assert lines == [f"  the baseline failed (error): {ERROR}", f"trial 3 · error · {ERROR}"]
 
 
 def test_the_validate_table_prints_check_summaries_literally() -> None:
@@ -138,7 +142,7 @@ def test_the_validate_table_prints_check_summaries_literally() -> None:
 
 def test_spec_errors_keep_bracketed_sections_and_values(tmp_path: Path) -> None:
     (tmp_path / "ns.toml").write_text('[bogus]\nx = 1\n[study]\nname = "n"\n')
-    result = invoke_tuner("search", "--study", "ns.toml", cwd=tmp_path)
+    result = invoke_tuner("search", "--spec", "ns.toml", cwd=tmp_path)
     assert result.returncode == 2
     assert "unknown section [bogus] in ns.toml" in result.stderr
     (tmp_path / "loop.toml").write_text(
@@ -146,6 +150,6 @@ def test_spec_errors_keep_bracketed_sections_and_values(tmp_path: Path) -> None:
         '[search]\nbase_batch_size = 64\nbatch_multipliers = [1]\nlr_rules = ["none"]\n'
         'base_lr = 1e-3\nepochs = 2\nloop = "[bold]x[/]"\n'
     )
-    result = invoke_tuner("search", "--study", "loop.toml", cwd=tmp_path)
+    result = invoke_tuner("search", "--spec", "loop.toml", cwd=tmp_path)
     assert result.returncode == 2
     assert "'[bold]x[/]'" in result.stderr, result.stderr

@@ -309,7 +309,12 @@ def test_export_from_a_read_only_storage_warns_and_prints_the_json(
 ) -> None:
     before = fingerprint(study_db)
     url = f"sqlite:///file:{study_db}?mode=ro&uri=true"
-    result = invoke_tuner("export", "--storage", url, "--study-name", "small", cwd=tmp_path)
+    plain = invoke_tuner("export", "--storage", url, "--study-name", "small", cwd=tmp_path)
+    assert plain.returncode == 0, plain.stderr
+    assert "warning" not in plain.stderr  # it writes nothing, so nothing is refused
+    result = invoke_tuner(
+        "export", "--storage", url, "--study-name", "small", "--update-note", cwd=tmp_path
+    )
     assert result.returncode == 0, result.stderr
     assert '"global_batch_size": 512' in result.stdout
     assert "warning: the dashboard note and plots were not updated: the storage is read-only" in (
@@ -360,7 +365,7 @@ def test_a_study_name_obeys_the_specs_rule(name: str, study_db: Path, tmp_path: 
         result = invoke_tuner(*command, "--storage", url, "--study-name", name, cwd=tmp_path)
         assert_refused(result, rule)
     write_spec(tmp_path / "named.toml", name=name)
-    result = search("--study", "named.toml", "--storage", url, cwd=tmp_path)
+    result = search("--spec", "named.toml", "--storage", url, cwd=tmp_path)
     assert_refused(result, "study.name in named.toml must")
     assert_no_child_started()
     assert fingerprint(study_db) == before

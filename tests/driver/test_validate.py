@@ -33,7 +33,7 @@ def _validate(tmp_path, *extra: str):
     spec = write_spec(tmp_path / "small.toml", base=128)
     result = run_tuner(
         "validate",
-        "--study",
+        "--spec",
         str(spec),
         "--cpu-replicas",
         "2",
@@ -102,7 +102,7 @@ def test_a_wrong_loss_reduction_is_detected(tmp_path):
     [
         (("--loss-reduction", "replica-mean"), "custom loops only"),
         (("--update-on", "cpu"), "needs loop = custom"),
-        (("--loop", "sideways"), "must be one of fit, custom"),
+        (("--loop", "sideways"), "'sideways' is not one of 'fit', 'custom'"),
         (("--lr-rule", "cubic"), "--lr-rule"),
         (("--cpu-replicas", "1"), "at least 2 devices"),
         (("--batch-size", "255"), "does not divide"),
@@ -169,7 +169,7 @@ def test_search_with_validate_and_a_custom_loop(tmp_path):
     spec = write_spec(tmp_path / "small.toml", base=256, multipliers="[1]", rules='["none"]')
     result = run_tuner(
         "search",
-        "--study",
+        "--spec",
         str(spec),
         "--cpu-replicas",
         "2",
@@ -197,7 +197,7 @@ def test_search_stops_when_validation_fails(tmp_path):
     spec.write_text(spec.read_text().replace("small_regression_data", "raising_data"))
     result = run_tuner(
         "search",
-        "--study",
+        "--spec",
         str(spec),
         "--cpu-replicas",
         "2",

@@ -43,7 +43,7 @@ def search(
     (tmp_path / "bad.toml").write_text(SPEC.format(name="bad", model=model, data=data, loss=loss))
     result = run_tuner(
         "search",
-        "--study",
+        "--spec",
         "bad.toml",
         "--cpu-replicas",
         "2",

@@ -40,7 +40,7 @@ def search(
     (tmp_path / "hyper.toml").write_text(spec)
     return run_tuner(
         "search",
-        "--study",
+        "--spec",
         "hyper.toml",
         "--cpu-replicas",
         "2",

@@ -59,7 +59,7 @@ def setup(tmp_path: Path, marker: str) -> tuple[list[str], dict[str, str], Path]
     (tmp_path / "orphans.toml").write_text(SPEC)
     temp = tmp_path / "tmp"
     temp.mkdir()
-    args = ["--study", "orphans.toml", "--cpu-replicas", "2", "--storage", "sqlite:///o.db"]
+    args = ["--spec", "orphans.toml", "--cpu-replicas", "2", "--storage", "sqlite:///o.db"]
     args += ["--no-baseline"]
     env = {MARKER_ENV: marker, HOLD_ENV: "600", MARKER_LOG_ENV: str(tmp_path / "markers.log")}
     return args, {**env, "TMPDIR": str(temp)}, temp

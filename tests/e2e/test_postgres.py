@@ -48,7 +48,7 @@ def pg_url() -> Iterator[str]:
 
 def test_three_workers_share_one_postgres_study(tmp_path, pg_url):
     write_spec(tmp_path / "small.toml", base=256, multipliers="[1, 2, 4]", rules='["none", "sqrt"]')
-    args = ["--study", "small.toml", "--cpu-replicas", "2", "--storage", pg_url, "--no-baseline"]
+    args = ["--spec", "small.toml", "--cpu-replicas", "2", "--storage", pg_url, "--no-baseline"]
     started = time.monotonic()
     workers = [start_search(args, tmp_path) for _ in range(3)]
     outputs = [w.communicate(timeout=900) for w in workers]
@@ -96,7 +96,7 @@ def test_three_workers_share_one_postgres_study(tmp_path, pg_url):
 
 def test_a_killed_worker_is_recovered_by_the_heartbeat(tmp_path, pg_url):
     write_spec(tmp_path / "small.toml", base=256, multipliers="[1, 2]", rules='["none"]')
-    args = ["--study", "small.toml", "--cpu-replicas", "2", "--storage", pg_url]
+    args = ["--spec", "small.toml", "--cpu-replicas", "2", "--storage", pg_url]
     args += ["--heartbeat", "1", "--no-baseline"]
     worker = start_search(args, tmp_path, TUNER_TEST_FAULT="hang@512")
     wait_running(pg_url, 512)
@@ -133,7 +133,7 @@ def test_bad_postgres_urls_are_one_clear_line_with_the_password_masked(
     args = [command, "--storage", url]
     if command == "search":
         write_spec(tmp_path / "small.toml", base=256, multipliers="[1]", rules='["none"]')
-        args += ["--study", "small.toml", "--cpu-replicas", "2"]
+        args += ["--spec", "small.toml", "--cpu-replicas", "2"]
     result = run_tuner(*args, cwd=tmp_path, timeout=120)
     assert result.returncode == 2, result.stderr
     assert "wrong-secret" not in result.stderr + result.stdout

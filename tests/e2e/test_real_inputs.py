@@ -64,7 +64,7 @@ def search(
     db = f"sqlite:///{tmp_path / 'inputs.db'}"
     result = run_tuner(
         "search",
-        "--study",
+        "--spec",
         str(spec_path),
         "--cpu-replicas",
         "2",
@@ -223,7 +223,7 @@ def test_validate_with_a_dataset_function_checks_what_it_can(tmp_path: Path) -> 
     output = tmp_path / "validate.json"
     result = run_tuner(
         "validate",
-        "--study",
+        "--spec",
         str(path),
         "--cpu-replicas",
         "2",
@@ -244,7 +244,7 @@ def test_the_probe_reads_a_tfrecord_stream_for_a_few_steps(tmp_path: Path) -> No
     db = f"sqlite:///{tmp_path / 'probe.db'}"
     result = run_tuner(
         "probe",
-        "--study",
+        "--spec",
         str(path),
         "--cpu-replicas",
         "2",

@@ -34,7 +34,7 @@ def test_four_concurrent_workers_share_one_study(tmp_path, storage):
     url = "sqlite:///shared.db" if storage == "sqlite" else "journal:shared.log"
     started = time.monotonic()
     workers = [
-        start_search(["--study", "small.toml", "--cpu-replicas", "2", "--storage", url], tmp_path)
+        start_search(["--spec", "small.toml", "--cpu-replicas", "2", "--storage", url], tmp_path)
         for _ in range(4)
     ]
     outputs = [w.communicate(timeout=900) for w in workers]
@@ -63,7 +63,7 @@ def test_four_concurrent_workers_share_one_study(tmp_path, storage):
 def test_a_killed_worker_is_recovered_and_leaves_no_orphan(tmp_path):
     write_spec(tmp_path / "small.toml", base=256, multipliers="[1, 2]", rules='["none"]')
     url = f"sqlite:///{tmp_path}/k.db"
-    args = ["--study", "small.toml", "--cpu-replicas", "2", "--storage", url, "--heartbeat", "1"]
+    args = ["--spec", "small.toml", "--cpu-replicas", "2", "--storage", url, "--heartbeat", "1"]
     worker = start_search(args, tmp_path, TUNER_TEST_FAULT="hang@512")
     wait_running(url, 512)
     children = wait_children(worker.pid)
@@ -86,7 +86,7 @@ def test_a_killed_worker_is_recovered_and_leaves_no_orphan(tmp_path):
 def test_interrupt_stops_the_child_marks_the_trial_and_resumes(tmp_path, sig, code):
     write_spec(tmp_path / "small.toml", base=256, multipliers="[1, 2]", rules='["none"]')
     url = f"sqlite:///{tmp_path}/i.db"
-    args = ["--study", "small.toml", "--cpu-replicas", "2", "--storage", url]
+    args = ["--spec", "small.toml", "--cpu-replicas", "2", "--storage", url]
     worker = start_search(args, tmp_path, TUNER_TEST_FAULT="hang@512")
     wait_running(url, 512)
     children = wait_children(worker.pid)
@@ -116,7 +116,7 @@ def test_faults_inside_trials_are_classified_and_the_study_goes_on(tmp_path):
     faults = "segfault@256,abort@512,exit@768,garbage@1024,raise@1280,hang@1536"
     result = run_tuner(
         "search",
-        "--study",
+        "--spec",
         "small.toml",
         "--cpu-replicas",
         "2",
@@ -151,7 +151,7 @@ def test_killing_the_driver_at_random_moments_never_loses_results(tmp_path):
     the next trial's start, its training or its write), so every kill has results to lose."""
     write_spec(tmp_path / "small.toml", base=256, multipliers="[1, 2]", rules='["none", "sqrt"]')
     url = f"sqlite:///{tmp_path}/r.db"
-    args = ["--study", "small.toml", "--cpu-replicas", "2", "--storage", url, "--heartbeat", "1"]
+    args = ["--spec", "small.toml", "--cpu-replicas", "2", "--storage", url, "--heartbeat", "1"]
     rng = random.Random(4)
     finished: dict[int, tuple[str, object]] = {}
     for _ in range(3):

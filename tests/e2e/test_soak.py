@@ -185,7 +185,7 @@ def _soak(tmp_path: Path, url: str, storage: str) -> None:
         "TMPDIR": str(tmp_path / "tmp"),
     }
     args = [
-        "--study",
+        "--spec",
         "small.toml",
         "--cpu-replicas",
         "2",

@@ -4,6 +4,7 @@ Ctrl-C, and the errors a user can meet."""
 from __future__ import annotations
 
 import json
+import math
 import re
 import select
 import shutil
@@ -13,13 +14,20 @@ import subprocess
 import sys
 import time
 import urllib.request
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import optuna
 import pytest
+from browser_checks import assert_titles_clear_of_the_toolbar
 from conftest import run_tuner, save_screenshot, sha256, tuner_env
+
+from tuner.core.scaling import scaled_learning_rate
+from tuner.driver.grid import BatchAscendingGridSampler, suggest_global_batch
+from tuner.results import current_recommendation
+from tuner.views.dashboard import publish
 
 pytestmark = pytest.mark.slow
 
@@ -90,7 +98,24 @@ def test_rest_api_lists_the_study_with_its_trials_attributes_and_note(small_stud
     assert "**Largest feasible global batch:**" in body
     assert "### Devices and versions" in body
     graphs = {g["id"] for g in detail["plotly_graph_objects"]}
-    assert graphs == {"throughput-vs-batch", "loss-vs-batch", "pareto"}
+    assert graphs == {"throughput-vs-batch", "loss-vs-batch"}  # the Pareto front is stock
+    sizes = {t.params["global_batch_size"] for t in by_number.values()}
+    (batch,) = [p for p in detail["union_search_space"] if p["name"] == "global_batch_size"]
+    assert batch["distribution"] == {  # a number on a log scale: Analytics orders it as such
+        "type": "IntDistribution",
+        "low": min(sizes),
+        "high": max(sizes),
+        "step": 1,
+        "log": True,
+    }
+
+
+TUNER_PLOTS = "[id^='user-defined-plot:']"
+"""optuna-dashboard's element for each plot stored with ``save_plotly_graph_object``."""
+
+
+def plot_js(graph_id: str) -> str:
+    return f"document.getElementById('user-defined-plot:{graph_id}')"
 
 
 @pytest.mark.browser
@@ -105,26 +130,40 @@ def test_a_browser_sees_the_study_note_plots_and_trials(small_study, dashboard, 
         page.goto(dashboard)
         page.get_by_text(re.compile(r"^\d+\. small$")).first.click()
         page.wait_for_url(re.compile(r"/dashboard/studies/\d+$"))
-        # Our custom plots, drawn by plotly in the page.
-        title = page.get_by_text("Throughput (samples/s) vs global batch size").first
-        title.wait_for()
-        # Drawn from our stored figures: their traces, with our data, are in the page.
+        study_page = page.url
+        page.locator(f"{TUNER_PLOTS} .gtitle").nth(1).wait_for()
+        shown = page.eval_on_selector_all(TUNER_PLOTS, "els => els.map(e => e.id).sort()")
+        assert shown == ["user-defined-plot:loss-vs-batch", "user-defined-plot:throughput-vs-batch"]
+        # Drawn from our stored figures, with our data: the batch as measured in customdata.
         traces = page.evaluate(
-            "[...document.querySelectorAll('.js-plotly-plot')]"
-            ".filter(e => (e.layout?.title?.text || '').startsWith('Throughput'))"
-            ".flatMap(e => e.data.map(t => [t.name, t.x, t.y]))"
+            f"{plot_js('throughput-vs-batch')}.data"
+            ".map(t => [t.name, t.x, t.y, (t.customdata || []).map(row => row[1])])"
         )
-        by_name = {name: (x, y) for name, x, y in traces if name}
+        by_name = {name: (x, y, batches) for name, x, y, batches in traces}
+        at_base = set()
         for rule in stored.user_attrs["spec"]["search"]["lr_rules"]:
-            x, y = by_name[f"{rule} rule"]
+            x, y, batches = by_name[f"{rule} rule"]
             truth = sorted(
                 (t.params["global_batch_size"], t.values[1])
                 for t in stored.get_trials()
                 if t.params["lr_rule"] == rule and t.values
             )
-            assert sorted(zip(x, y, strict=True)) == truth
-        title.evaluate("e => e.scrollIntoView({block: 'start'})")
-        page.mouse.wheel(0, -80)
+            assert sorted(zip(batches, y, strict=True)) == truth
+            at_base.add(x[batches.index(rec["base_batch_size"])])
+        assert len(at_base) == 3  # the rules' equal points at the base batch drawn side by side
+        legend = page.evaluate(f"{plot_js('throughput-vs-batch')}.layout.legend.title.text")
+        assert "drawn side by side" in legend
+        chosen = next(t for t in stored.get_trials() if t.number == rec["trial_number"])
+        assert by_name[f"recommended (trial #{chosen.number})"][1] == [chosen.values[1]]
+        loss_layout = page.evaluate(f"{plot_js('loss-vs-batch')}.layout")
+        (band,) = [s for s in loss_layout["shapes"] if s.get("showlegend")]
+        assert band["name"] == "within 2% of best loss"
+        assert_titles_clear_of_the_toolbar(page, TUNER_PLOTS)
+
+        page.evaluate(f"{plot_js('throughput-vs-batch')}.scrollIntoView({{block: 'start'}})")
+        page.mouse.wheel(0, -60)
+        # The toolbar shows (clear of the title) while the mouse is over a plot's top margin.
+        page.locator(TUNER_PLOTS).first.hover(position={"x": 300, "y": 10})
         page.wait_for_timeout(500)
         save_screenshot(page, tmp_path, "dashboard-study.png")
 
@@ -133,7 +172,11 @@ def test_a_browser_sees_the_study_note_plots_and_trials(small_study, dashboard, 
         text = page.inner_text("body")
         assert f"global batch {rec['global_batch_size']} (" in text
         assert f"learning rate {rec['learning_rate']:.4g}" in text
+        link = page.get_by_role("link", name="throughput and final loss vs global batch size")
         save_screenshot(page, tmp_path, "dashboard-note.png")
+        link.click()  # the note's first link leads to the study page with tuner's plots
+        page.locator(f"{TUNER_PLOTS} .main-svg").first.wait_for()
+        assert page.url == f"{study_page}/#user-defined-plot:throughput-vs-batch"
 
         page.locator("a[href$='/trials']").first.click()
         page.get_by_text("User Attributes").first.wait_for()
@@ -143,6 +186,70 @@ def test_a_browser_sees_the_study_note_plots_and_trials(small_study, dashboard, 
         assert f"status {first.user_attrs['status']}" in text
     finally:
         page.close()
+
+
+SIZES = [64, 128, 256, 512, 1024]
+RULES = ["linear", "none", "sqrt"]
+
+
+def write_grid_study(db: Path) -> str:
+    """Study ``grid`` over global batch 64…1024 × three rules, made by tuner's own sampler and
+    batch parameter (as ``tuner search`` stores them) with canned results instead of training,
+    its note and plots published; returns its URL."""
+    url = f"sqlite:///{db}"
+    sampler = BatchAscendingGridSampler({"global_batch_size": SIZES, "lr_rule": RULES})
+    study = optuna.create_study(
+        study_name="grid", storage=url, directions=["minimize", "maximize"], sampler=sampler
+    )
+    study.set_user_attr("spec", {"search": {"base_lr": 1e-3, "base_batch_size": 64}})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        study.set_metric_names(["final_loss", "throughput"])
+
+    def objective(trial: optuna.Trial) -> tuple[float, float]:
+        batch = suggest_global_batch(trial, SIZES, categorical=False)
+        rule = trial.suggest_categorical("lr_rule", RULES)
+        lr = scaled_learning_rate(rule, 1e-3, batch, 64)
+        for key, value in {
+            "status": "ok",
+            "per_replica_batch_size": batch // 2,
+            "num_replicas": 2,
+            "learning_rate": lr,
+            "device_signature": "2x cpu",
+        }.items():
+            trial.set_user_attr(key, value)
+        return 0.2 + 0.05 * abs(math.log2(lr / 4e-3)), 1000 * (batch / 64) ** 0.7
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study.optimize(objective)
+    publish(study, current_recommendation(study))
+    return url
+
+
+@pytest.mark.browser
+def test_analytics_orders_the_global_batch_as_numbers(tmp_path, chromium):
+    url = write_grid_study(tmp_path / "grid.db")
+    proc, address = start_dashboard(tmp_path, url)
+    page = chromium.new_page(viewport={"width": 1400, "height": 1000})
+    try:
+        page.goto(address)
+        page.get_by_text(re.compile(r"^\d+\. grid$")).first.click()
+        page.wait_for_url(re.compile(r"/dashboard/studies/\d+$"))
+        page.locator("a[href$='/analytics']").first.click()
+        page.locator("#plot-slice .xtick").first.wait_for()
+        page.wait_for_timeout(500)
+        axis, positions = page.evaluate(
+            "(sizes => { const a = document.getElementById('plot-slice')._fullLayout.xaxis;"
+            " return [a.type, sizes.map(s => a.d2p(s))]; })",
+            SIZES,
+        )
+        assert axis == "log"  # a category axis would order the labels 128, 256, 512, 64
+        assert positions == sorted(positions) and len(set(positions)) == len(SIZES)
+        save_screenshot(page, tmp_path, "dashboard-analytics.png")
+    finally:
+        page.close()
+        code, stderr = stop(proc)
+    assert code == 0, stderr
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
@@ -175,7 +282,7 @@ def test_a_missing_storage_is_a_clear_error(tmp_path):
     assert not (tmp_path / "nothing.db").exists()
 
 
-def test_export_rewrites_the_note(small_study, tmp_path):
+def test_export_rewrites_the_note_only_when_asked(small_study, tmp_path):
     from optuna_dashboard import get_note, save_note
 
     work, _ = small_study
@@ -183,7 +290,13 @@ def test_export_rewrites_the_note(small_study, tmp_path):
     url = f"sqlite:///{tmp_path}/copy.db"
     study = optuna.load_study(study_name="small", storage=url)
     save_note(study, "stale")
-    result = run_tuner("export", "--storage", url, "--study-name", "small", cwd=work)
+    before = sha256(tmp_path / "copy.db")
+    plain = run_tuner("export", "--storage", url, "--study-name", "small", cwd=work)
+    assert plain.returncode == 0, plain.stderr
+    assert get_note(study) == "stale" and sha256(tmp_path / "copy.db") == before
+    result = run_tuner(
+        "export", "--storage", url, "--study-name", "small", "--update-note", cwd=work
+    )
     assert result.returncode == 0, result.stderr
     rec = json.loads(result.stdout)
     note = get_note(study)

@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from browser_checks import assert_titles_clear_of_the_toolbar
 from conftest import run_tuner, save_screenshot, sha256, tuner_env
 
 pytestmark = pytest.mark.slow
@@ -50,6 +51,27 @@ def test_report_renders_plots_that_mark_the_oom_sizes(wide_study, chromium, tmp_
         lead = page.inner_text("#recommendation")
         assert f"global batch {rec['global_batch_size']} (" in lead
         assert "out-of-memory sizes\t4096, 8192" in page.inner_text("body")
+        # The loss plot: the band the recommendation chose within, and the recommended point.
+        loss = page.evaluate("document.getElementById('loss-vs-batch').layout.shapes")
+        (band,) = [s for s in loss if s.get("showlegend")]
+        assert band["name"] == "within 2% of best loss"
+        assert band["y0"] <= rec["final_loss"] <= band["y1"]
+        star = page.evaluate(
+            "document.getElementById('loss-vs-batch').data"
+            f".find(t => t.name === 'recommended (trial #{rec['trial_number']})').y"
+        )
+        assert star == [pytest.approx(rec["final_loss"], rel=1e-5)]  # the JSON rounds
+        # The Pareto front is drawn (ringed points), even when it is a single point.
+        front = page.evaluate(
+            "document.getElementById('pareto').data.find(t => t.name.startsWith('Pareto front'))"
+        )
+        assert "markers" in front["mode"] and len(front["x"]) >= 1
+        assert page.locator("#pareto .scatterlayer .trace path.point").count() >= 3
+        assert_titles_clear_of_the_toolbar(page, ".js-plotly-plot")
+        # The top of the page down to the loss plot: the answer, then the batch plots.
+        page.set_viewport_size({"width": 1200, "height": 1900})
+        page.evaluate("window.scrollTo(0, 0)")
+        page.locator("#loss-vs-batch").hover(position={"x": 500, "y": 10})
         save_screenshot(page, tmp_path, "report.png")
     finally:
         page.close()
@@ -61,7 +83,7 @@ def test_report_errors_leave_the_storage_alone(wide_study, tmp_path):
     unknown = run_tuner("report", "--storage", url, "--study-name", "nope", cwd=work)
     assert unknown.returncode == 2 and "no study named 'nope'" in unknown.stderr
     bad = run_tuner("report", "--storage", url, "--study-name", "wide", "--format", "pdf", cwd=work)
-    assert bad.returncode == 2 and "--format must be html or png" in bad.stderr
+    assert bad.returncode == 2 and "'pdf' is not one of 'html', 'png'" in bad.stderr
     assert sha256(work / "wide.db") == before
     assert not list(work.glob("report*"))
 

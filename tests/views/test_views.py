@@ -14,19 +14,16 @@ from trials import make_trial, run_recommend
 
 from tuner.core.errors import ConfigError
 from tuner.core.scaling import LR_RULES
-from tuner.views.dashboard import publish, serve
+from tuner.views.dashboard import DASHBOARD_PLOTS, publish, serve
 from tuner.views.figures import (
     OOM_TRACE,
     RULE_COLORS,
-    BatchCurves,
-    Point,
-    batch_curves,
     batch_figure,
     pareto_figure,
-    pareto_front,
     study_figures,
 )
-from tuner.views.note import markdown_table, study_note
+from tuner.views.note import PLOTS_LINK, markdown_table, study_note
+from tuner.views.plot_data import BatchCurves, Point, batch_curves, pareto_front
 from tuner.views.report import is_missing_renderer, render_html, write_report
 from tuner.views.summary import TRIAL_COLUMNS, recommendation_rows, trial_rows
 
@@ -90,7 +87,7 @@ def test_no_oom_trace_when_everything_fits():
 
 
 def test_baseline_is_a_horizontal_line_on_the_throughput_plot():
-    figure = batch_figure(batch_curves(oom_study(), baseline_throughput=700.0), "throughput")
+    figure = batch_figure(batch_curves(oom_study(), {"baseline_throughput": 700.0}), "throughput")
     assert [shape.y0 for shape in figure.layout.shapes if shape.type == "line"] == [700.0]
 
 
@@ -109,6 +106,9 @@ def test_every_rule_has_its_own_colour_in_both_kinds_of_figure():
     assert markers == lines
 
 
+RULES_3 = ("linear", "none", "sqrt")
+
+
 def point(trial: int, loss: float, throughput: float) -> Point:
     return Point(trial, 64, 32, "none", 1e-3, throughput, loss)
 
@@ -122,11 +122,71 @@ def test_pareto_front_keeps_only_undominated_points():
 def test_study_figures_star_the_recommended_trial():
     trials = oom_study()
     rec = run_recommend(trials)
-    figures = study_figures(trials, recommended_trial=rec["trial_number"])
+    figures = study_figures(trials, rec)
     assert set(figures) == {"throughput-vs-batch", "loss-vs-batch", "pareto"}
     assert all(isinstance(f, go.Figure) for f in figures.values())
     star = next(t for t in figures["pareto"].data if t.name == "recommended")
     assert list(star.y) == [rec["throughput"]] == [2000.0]
+    for graph_id, value in [("throughput-vs-batch", 2000.0), ("loss-vs-batch", 0.495)]:
+        (star,) = [t for t in figures[graph_id].data if t.name == "recommended (trial #4)"]
+        assert list(star.y) == [value] and star.marker.symbol == "star"
+        linear = next(t for t in figures[graph_id].data if t.name == "linear rule")
+        assert list(star.x) == [linear.x[1]]  # on its rule's (shifted) point at batch 128
+
+
+def test_the_loss_plot_shades_the_tolerance_band_of_the_recommendation():
+    trials = oom_study()
+    rec = run_recommend(trials, tolerance=0.05)
+    assert rec["candidates"] == [0, 1, 2, 4]  # losses up to 0.49 × 1.05
+    loss = study_figures(trials, rec)["loss-vs-batch"]
+    (band,) = [s for s in loss.layout.shapes if s.type == "rect" and s.showlegend]
+    assert (band.y0, band.y1) == (0.49, pytest.approx(0.49 * 1.05))
+    assert band.name == "within 5% of best loss"
+    assert (band.xref, band.yref) == ("x domain", "y")  # across the whole plot
+    throughput = study_figures(trials, rec)["throughput-vs-batch"]
+    assert not [s for s in throughput.layout.shapes if s.showlegend]
+    assert not [s for s in study_figures(trials)["loss-vs-batch"].layout.shapes if s.showlegend]
+
+
+def test_rules_at_one_batch_are_drawn_side_by_side_as_the_legend_says():
+    trials = [
+        make_trial(i, batch, rule, loss=0.5, throughput=1000.0)  # equal: they would overlap
+        for i, (batch, rule) in enumerate((b, r) for b in (64, 128) for r in RULES_3)
+    ]
+    figure = batch_figure(batch_curves(trials), "final_loss")
+    xs = {t.name: list(t.x) for t in figure.data}
+    at_64 = sorted(x[0] for x in xs.values())
+    assert len(set(at_64)) == 3 and at_64[0] < 64 < at_64[2] and at_64[1] == 64
+    assert at_64[0] / 64 > 0.95 and at_64[2] / 64 < 1.05  # a shift, not another batch
+    assert [x[1] / x[0] for x in xs.values()] == pytest.approx([2, 2, 2])
+    for trace in figure.data:  # the batch as measured rides along, for the hover and tests
+        assert [row[1] for row in trace.customdata] == [64, 128]
+    assert "drawn side by side" in figure.layout.legend.title.text
+    assert "±3 %" in figure.layout.legend.title.text
+    one_rule = batch_figure(batch_curves(trials[:1]), "final_loss")
+    assert list(one_rule.data[0].x) == [64] and one_rule.layout.legend.title.text == (
+        "learning-rate rule"
+    )
+
+
+def test_a_pareto_front_of_one_point_is_drawn():
+    best, worse = point(0, 0.1, 300), point(1, 0.2, 100)
+    (front,) = [t for t in pareto_figure([best, worse]).data if t.name.startswith("Pareto")]
+    assert front.name == "Pareto front (1 point)"
+    assert (list(front.x), list(front.y)) == ([0.1], [300])
+    assert "markers" in front.mode and front.marker.size >= 12  # a ring, not a line of length 0
+
+
+def test_titles_sit_below_the_toolbar():
+    for figure in study_figures(oom_study()).values():
+        title = figure.layout.title
+        assert (title.yref, title.y, title.yanchor, title.xanchor) == (
+            "container",
+            1,
+            "top",
+            "left",
+        )
+        assert title.pad.t >= 32 and figure.layout.margin.t > title.pad.t + 30
 
 
 def test_note_says_recommendation_feasibility_trials_and_versions():
@@ -218,7 +278,7 @@ def in_memory_study(trials: list) -> optuna.Study:
     return study
 
 
-def test_publish_stores_the_note_and_three_plots_and_rewrites_them():
+def test_publish_stores_the_note_and_the_batch_plots_and_rewrites_them():
     from optuna_dashboard import get_note
     from optuna_dashboard._custom_plot_data import get_plotly_graph_objects
 
@@ -229,9 +289,34 @@ def test_publish_stores_the_note_and_three_plots_and_rewrites_them():
     assert get_note(study).count("## tuner study `mem`") == 1
     system_attrs = study._storage.get_study_system_attrs(study._study_id)
     graphs = get_plotly_graph_objects(system_attrs)
-    assert set(graphs) == {"throughput-vs-batch", "loss-vs-batch", "pareto"}
+    assert set(graphs) == set(DASHBOARD_PLOTS) == {"throughput-vs-batch", "loss-vs-batch"}
     data = json.loads(graphs["throughput-vs-batch"])["data"]
-    assert {t["name"] for t in data} == {"none rule", "linear rule", "sqrt rule", OOM_TRACE}
+    names = {"none rule", "linear rule", "sqrt rule", OOM_TRACE, "recommended (trial #4)"}
+    assert {t["name"] for t in data} == names
+
+
+def test_publish_replaces_the_pareto_plot_an_older_tuner_stored():
+    from optuna_dashboard import save_plotly_graph_object
+    from optuna_dashboard._custom_plot_data import get_plotly_graph_objects
+
+    study = in_memory_study(oom_study())
+    rec = run_recommend(study.trials)
+    save_plotly_graph_object(
+        study, study_figures(study.trials, rec)["pareto"], graph_object_id="pareto"
+    )
+    publish(study, rec)
+    graphs = get_plotly_graph_objects(study._storage.get_study_system_attrs(study._study_id))
+    assert set(graphs) == {"throughput-vs-batch", "loss-vs-batch", "pareto"}
+    retired = json.loads(graphs["pareto"])
+    assert retired.get("data", []) == []
+    assert "optuna-dashboard's own Pareto front" in retired["layout"]["annotations"][0]["text"]
+
+
+def test_the_note_links_to_the_plots_first():
+    note = study_note("unit", oom_study(), ATTRS, None, "now")
+    heading, link = note.split("\n\n")[:2]
+    assert heading == "## tuner study `unit`"
+    assert f"]({PLOTS_LINK})" in link and PLOTS_LINK == "./#user-defined-plot:throughput-vs-batch"
 
 
 def test_write_report_without_png_and_without_a_recommendation(tmp_path):

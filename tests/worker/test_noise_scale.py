@@ -49,7 +49,7 @@ def run(tmp_path, *extra, **fields):
     (tmp_path / "s.toml").write_text(SPEC.format(**values))
     result = run_tuner(
         "search",
-        "--study",
+        "--spec",
         "s.toml",
         "--storage",
         "sqlite:///s.db",
@@ -169,7 +169,7 @@ def test_sqrt_adam_with_a_compiled_sgd_build_is_a_clear_error(tmp_path):
             base=256, multipliers="[1]", rules='["sqrt-adam"]', lr=1e-3, epochs=2, steps=1,
         )
     )  # fmt: skip
-    result = run_tuner("search", "--study", "s.toml", "--storage", "sqlite:///s.db", cwd=tmp_path)
+    result = run_tuner("search", "--spec", "s.toml", "--storage", "sqlite:///s.db", cwd=tmp_path)
     assert result.returncode == 2
     assert "sqrt-adam" in result.stderr and "SGD" in result.stderr
     assert not (tmp_path / "s.db").exists()

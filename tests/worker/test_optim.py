@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
+
 import keras
 import pytest
 
 from tuner.core.errors import WorkloadError
-from tuner.worker.optim import LinearWarmup, apply_rule, describe
+from tuner.core.optimizers import warmup_schedule
+from tuner.worker.optim import apply_rule, describe
 
 
 def ramp(step: int, warmup_steps: int, start: float, peak: float) -> float:
@@ -14,15 +17,17 @@ def ramp(step: int, warmup_steps: int, start: float, peak: float) -> float:
     return start + (peak - start) * min(step / warmup_steps, 1.0)
 
 
-@pytest.mark.parametrize("step", [0, 1, 5, 9, 10, 11, 99])
+@pytest.mark.parametrize("step", [0, 1, 5, 9, 10, 11, 99, 10_000])
 def test_the_warmup_schedule_ramps_linearly_then_holds(step: int) -> None:
-    schedule = LinearWarmup(start=1.0, peak=3.0, warmup_steps=10)
+    schedule = keras.optimizers.schedules.deserialize(warmup_schedule(1.0, 3.0, 10))
     assert float(schedule(step)) == pytest.approx(ramp(step, 10, 1.0, 3.0), rel=1e-6)
 
 
 def test_the_warmup_schedule_survives_its_config() -> None:
-    schedule = LinearWarmup.from_config(LinearWarmup(1e-3, 4e-3, 8).get_config())
-    assert float(schedule(4)) == pytest.approx(2.5e-3, rel=1e-6)
+    schedule = keras.optimizers.schedules.deserialize(warmup_schedule(1e-3, 4e-3, 8))
+    again = type(schedule).from_config(json.loads(json.dumps(schedule.get_config())))
+    assert float(again(4)) == pytest.approx(2.5e-3, rel=1e-6)
+    assert float(again(8)) == float(again(80)) == pytest.approx(4e-3, rel=1e-7)
 
 
 def test_linear_warmup_keeps_the_optimizer_and_ramps_its_rate() -> None:
@@ -34,13 +39,22 @@ def test_linear_warmup_keeps_the_optimizer_and_ramps_its_rate() -> None:
         optimizer.iterations.assign(step)
         rates.append(float(optimizer.learning_rate))
     assert rates == pytest.approx([ramp(s, 8, 1e-3, 4e-3) for s in (0, 4, 8, 20)], rel=1e-6)
-    assert describe(optimizer, False, rule)["warmup"] == {"from": 1e-3, "to": 4e-3, "steps": 8}
+    described = describe(optimizer, False, rule)
+    assert described["warmup"] == {"from": 1e-3, "to": 4e-3, "steps": 8}
+    # The whole optimizer, as Keras serializes it, rebuilds the same ramp.
+    rebuilt = keras.optimizers.deserialize(json.loads(json.dumps(described["keras"])))
+    assert type(rebuilt).__name__ == "SGD" and rebuilt.get_config()["momentum"] == 0.7
+    rebuilt.iterations.assign(4)
+    assert float(rebuilt.learning_rate) == pytest.approx(ramp(4, 8, 1e-3, 4e-3), rel=1e-6)
 
 
 def test_sqrt_adam_rewrites_adam_and_refuses_sgd() -> None:
     rule = {"name": "sqrt-adam", "ratio": 4.0}
     adam = apply_rule(keras.optimizers.Adam(learning_rate=2e-3), rule)
     assert adam.get_config()["beta_1"] == pytest.approx(0.6)
+    # The stored config holds the rule's exact rate, not the float32 variable read back.
+    rule = {**rule, "learning_rate": 2e-3}
+    assert describe(adam, False, rule)["keras"]["config"]["learning_rate"] == 2e-3
     with pytest.raises(WorkloadError, match=r"^SGD: "):
         apply_rule(keras.optimizers.SGD(learning_rate=1e-3), rule)
 
@@ -49,3 +63,12 @@ def test_other_rules_leave_the_optimizer_alone() -> None:
     optimizer = keras.optimizers.Adam(learning_rate=1e-3)
     assert apply_rule(optimizer, {"name": "sqrt", "ratio": 4.0}) is optimizer
     assert apply_rule(optimizer, None) is optimizer
+
+
+def test_a_config_that_is_not_json_is_left_out_of_the_description() -> None:
+    class Odd(keras.optimizers.SGD):
+        def get_config(self):  # type: ignore[no-untyped-def]
+            return {**super().get_config(), "odd": object()}
+
+    described = describe(Odd(learning_rate=1e-3), True, None)
+    assert "keras" not in described and described["class"] == "Odd"

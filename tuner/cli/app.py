@@ -1,4 +1,5 @@
-"""The ``tuner`` Typer app: the global ``--debug`` flag and every command, in the order of
+"""The ``tuner`` Typer app: the global flags (``--debug``, ``-q``/``-v`` for
+:mod:`tuner.cli.logs`) and every command, in the order of
 ``tuner --help``. The commands live in one module per group: :mod:`tuner.cli.search` (search,
 probe), :mod:`tuner.cli.validate` and :mod:`tuner.cli.browse` (export, show, dashboard, report).
 """
@@ -9,8 +10,9 @@ from typing import Annotated
 
 import typer
 
-from tuner.cli import browse
+from tuner.cli import browse, logs
 from tuner.cli.errors import state
+from tuner.cli.options import err
 from tuner.cli.search import probe_cmd, search
 from tuner.cli.validate import validate
 
@@ -19,15 +21,42 @@ app = typer.Typer(
     help="Measure which global batch size and learning-rate rule to use with MirroredStrategy.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    add_completion=False,
+    # click's plain help: it reads in 80 columns (rich's boxes cut long flags and squeeze the
+    # help text), lists each enum's choices and prints a bad flag as one short error.
+    rich_markup_mode=None,
 )
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from tuner import __version__
+        from tuner.extras import DISTRIBUTION
+
+        print(f"tuner {__version__} ({DISTRIBUTION} on PyPI)")
+        raise typer.Exit()
 
 
 @app.callback()
 def _main(
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+    quiet: Annotated[
+        bool, typer.Option("-q", "--quiet", help="Print only errors and the final result.")
+    ] = False,
+    verbose: Annotated[
+        bool,
+        typer.Option("-v", "--verbose", help="Print debug lines, Optuna's own log included."),
+    ] = False,
 ) -> None:
     state["debug"] = debug
+    if quiet and verbose:
+        raise typer.BadParameter("-q/--quiet and -v/--verbose exclude each other")
+    logs.configure(logs.VERBOSE if verbose else logs.QUIET if quiet else logs.NORMAL, err)
 
 
 app.command()(search)
@@ -40,5 +69,6 @@ app.command()(browse.report)
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point (also of ``python -m tuner``, which completes and prints its
+    usage as ``tuner`` too)."""
+    app(prog_name="tuner")

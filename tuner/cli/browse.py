@@ -1,5 +1,5 @@
-"""The commands that look at a stored study: ``export`` (which also refreshes the dashboard note
-and plots), ``show``, ``dashboard`` and ``report``."""
+"""The commands that look at a stored study: ``export`` (which with ``--update-note`` also
+refreshes the dashboard note and plots), ``show``, ``dashboard`` and ``report``."""
 
 from __future__ import annotations
 
@@ -7,11 +7,12 @@ import contextlib
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
 
+from tuner.cli.choices import Policy, ReportFormat, ShowFormat
 from tuner.cli.errors import guard, sigterm_as_interrupt
 from tuner.cli.options import (
     StorageOpt,
@@ -23,52 +24,56 @@ from tuner.cli.options import (
     write_json,
 )
 from tuner.core.errors import ConfigError, NoCompleteTrialError
-from tuner.core.policy import DEFAULT_TOLERANCE, POLICIES, POLICY
-from tuner.core.spec import DEFAULT_STUDY_NAME
+from tuner.core.policy import DEFAULT_TOLERANCE, POLICY
 from tuner.storage import DEFAULT_STORAGE, mask_password, storage_read_only
 from tuner.views import DASHBOARD_HOST, DASHBOARD_PORT
 
+_DEFAULT_POLICY = Policy(POLICY)
 OutputOpt = Annotated[
-    Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")
+    Path | None,
+    typer.Option(
+        "--output", "-o", "--export", help="Write here instead of stdout (--export as in search)."
+    ),
 ]
 
 
 def export_cmd(
     storage: StorageOpt = DEFAULT_STORAGE,
-    study_name: StudyNameOpt = DEFAULT_STUDY_NAME,
+    study_name: StudyNameOpt = None,
     output: OutputOpt = None,
     tolerance: Annotated[
         float, typer.Option(help="Final-loss tolerance relative to the best trial.")
     ] = DEFAULT_TOLERANCE,
     policy: Annotated[
-        str,
+        Policy,
         typer.Option(
             help="loss-then-throughput (fastest within the loss tolerance) or goodput "
             "(highest throughput × statistical efficiency within it)."
         ),
-    ] = POLICY,
+    ] = _DEFAULT_POLICY,
+    update_note: Annotated[
+        bool,
+        typer.Option(
+            "--update-note",
+            help="Also rewrite the study's dashboard note and plots from this recommendation "
+            "(with this --tolerance and --policy); by default export writes nothing to the "
+            "storage and the note stays as `tuner search` left it.",
+        ),
+    ] = False,
 ) -> None:
-    """Write the recommended-config JSON of a study (and refresh its dashboard note and plots)."""
+    """Write the recommended-config JSON of a study (with --update-note, also its dashboard note
+    and plots)."""
     from tuner.results import load_study, recommendation
-    from tuner.views.refresh import refresh
 
     def call() -> None:
         if not 0 <= tolerance < 1:
             raise ConfigError(f"--tolerance must be in [0, 1), got {tolerance}")
-        if policy not in POLICIES:
-            raise ConfigError(f"--policy must be one of {', '.join(POLICIES)}, got {policy!r}")
         if output is not None:  # refused before the note and plots are rewritten
             check_output(output, "--output")
         study = load_study(storage, study_name)
-        rec = recommendation(study, tolerance, policy)
-        read_only = storage_read_only(storage)
-        if read_only:
-            warn(
-                "the dashboard note and plots were not updated: the storage is read-only "
-                f"({read_only})"
-            )
-        else:
-            refresh(study, rec, warn=warn)
+        rec = recommendation(study, tolerance, str(policy), storage_url=storage)
+        if update_note:
+            _update_note(study, rec, storage)
         if output is None:
             sys.stdout.write(json.dumps(rec, indent=2) + "\n")
         else:
@@ -78,26 +83,57 @@ def export_cmd(
     guard(call)
 
 
+def _update_note(study: Any, rec: dict[str, Any], storage: str) -> None:
+    """``export --update-note``: the note and plots from ``rec``; a read-only storage warns."""
+    from tuner.views.refresh import refresh
+
+    read_only = storage_read_only(storage)
+    if read_only:
+        warn(
+            f"the dashboard note and plots were not updated: the storage is read-only ({read_only})"
+        )
+    else:
+        refresh(study, rec, warn=warn)
+
+
 def show(
     storage: StorageOpt = DEFAULT_STORAGE,
-    study_name: StudyNameOpt = DEFAULT_STUDY_NAME,
+    study_name: StudyNameOpt = None,
     all_trials: Annotated[
         bool, typer.Option("--all", help="Every trial, retries and duplicates included.")
     ] = False,
+    wide: Annotated[
+        bool,
+        typer.Option(
+            "--wide", help="Every column, even where the table gets wider than the terminal."
+        ),
+    ] = False,
+    fmt: Annotated[
+        ShowFormat,
+        typer.Option(
+            "--format",
+            help="table (the columns that fit the terminal, or COLUMNS), or json / csv: every "
+            "stored field of each trial at full precision, on stdout alone.",
+        ),
+    ] = ShowFormat.table,
 ) -> None:
     """Print a study's trials as a table (one row per grid point unless --all)."""
     from tuner.cli import display as _display
     from tuner.core.recommend import unique_trials
     from tuner.results import load_study, recommendation
+    from tuner.views.summary import records_text
 
     def call() -> None:
         study = load_study(storage, study_name)
         trials = study.get_trials(deepcopy=False)
         shown = trials if all_trials else unique_trials(trials)
-        title = f"Study {study_name}"
+        if fmt is not ShowFormat.table:
+            sys.stdout.write(records_text(shown, fmt.value))
+            return
+        title = f"Study {study.study_name}"
         if len(shown) < len(trials):
             title += f" ({len(shown)} grid points; {len(trials)} trials with --all)"
-        out.print(_display.trials_table(shown, title))
+        _display.print_trials(out, shown, title, wide)
         with contextlib.suppress(NoCompleteTrialError):  # nothing to recommend yet
             out.print(_display.recommendation_table(recommendation(study)))
 
@@ -112,6 +148,7 @@ def dashboard(
     ] = DASHBOARD_PORT,
 ) -> None:
     """Browse the studies of a storage in optuna-dashboard (Ctrl-C stops it)."""
+    from tuner.extras import require_extra
     from tuner.views.dashboard import exposure_warning, serve
 
     def ready(url: str) -> None:  # plain print: one line that scripts can read, never wrapped
@@ -123,6 +160,7 @@ def dashboard(
         )
 
     def call() -> None:
+        require_extra("dashboard", "tuner dashboard")
         try:
             with sigterm_as_interrupt():
                 serve(storage, host, port, on_ready=ready)
@@ -134,25 +172,29 @@ def dashboard(
 
 def report(
     storage: StorageOpt = DEFAULT_STORAGE,
-    study_name: StudyNameOpt = DEFAULT_STUDY_NAME,
+    study_name: StudyNameOpt = None,
     output: Annotated[Path, typer.Option("--output", "-o", help="The HTML file to write.")] = Path(
         "report.html"
     ),
     fmt: Annotated[
-        str,
+        ReportFormat,
         typer.Option("--format", help="html, or png for the plots as PNG images as well."),
-    ] = "html",
+    ] = ReportFormat.html,
 ) -> None:
     """Write a self-contained HTML report: recommendation, plots, Pareto front, trials."""
+    from tuner.extras import require_extra
     from tuner.results import current_recommendation, load_study
     from tuner.views.report import write_report
 
     def call() -> None:
-        if fmt not in ("html", "png"):
-            raise ConfigError(f"--format must be html or png, got {fmt!r}")
+        require_extra("report", "tuner report")
+        if fmt is ReportFormat.png:
+            require_extra("png", "tuner report --format png")
         check_output(output, "--output")
         study = load_study(storage, study_name)
-        for path in write_report(study, current_recommendation(study), output, png=fmt == "png"):
+        for path in write_report(
+            study, current_recommendation(study), output, png=fmt is ReportFormat.png
+        ):
             err.print(f"wrote {escape(str(path))}", highlight=False)
 
     guard(call)

@@ -1,4 +1,5 @@
-"""Terminal output with rich: the live search progress, the trials table, the recommendation.
+"""Terminal output with rich: the trials table, the recommendation (the live search progress is
+:mod:`tuner.cli.progress`).
 
 Every text that can quote the user (study names, paths, spec values, model references, a trial's
 error) is printed as a :class:`rich.text.Text` or through :func:`say`, never as markup: rich
@@ -12,12 +13,16 @@ from typing import TYPE_CHECKING, Any
 
 from optuna.trial import FrozenTrial
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
-from tuner.core.outcome import TrialOutcome
-from tuner.views.summary import STATUS_COLUMN, TRIAL_COLUMNS, recommendation_rows, trial_rows
+from tuner.views.summary import (
+    STATUS_COLUMN,
+    TRIAL_COLUMNS,
+    recommendation_rows,
+    trial_layout,
+    trial_rows,
+)
 
 if TYPE_CHECKING:
     from tuner.core.devices import DevicePlan
@@ -47,67 +52,6 @@ def status_text(status: str) -> Text:
     return Text(status, style=_STATUS_STYLE.get(status, "white"))
 
 
-class SearchProgress:
-    """A :class:`tuner.driver.objective.SearchObserver` drawn as two rich progress bars (trials,
-    epochs)."""
-
-    def __init__(self, console: Console) -> None:
-        self._console = console
-        self._progress = Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=console,
-            transient=True,
-        )
-        self._trials = self._progress.add_task("trials", total=None)
-        self._epochs = self._progress.add_task("epochs", total=None, visible=False)
-
-    def __enter__(self) -> SearchProgress:
-        self._progress.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._progress.stop()
-
-    def trial_started(self, index: int, total: int, params: dict[str, Any]) -> None:
-        self._progress.update(
-            self._trials,
-            total=total,
-            completed=index - 1,
-            description=(
-                f"trial {index}/{total}: batch {params['global_batch_size']} "
-                f"({params['per_replica_batch_size']}/replica), {params['lr_rule']} "
-                f"lr={params['learning_rate']:.3g}"
-            ),
-        )
-        self._progress.update(self._epochs, completed=0, total=None, visible=False)
-
-    def epoch_finished(self, event: dict[str, Any]) -> None:
-        self._progress.update(
-            self._epochs,
-            total=event["epochs"],
-            completed=event["epoch"],
-            visible=True,
-            description=f"epochs (loss {event['loss']:.4g}, {event['throughput']:,.0f} samples/s)",
-        )
-
-    def note(self, message: str) -> None:
-        say(self._console, f"  {message}")
-
-    def trial_finished(self, number: int, outcome: TrialOutcome) -> None:
-        self._progress.advance(self._trials)
-        detail = (
-            f"loss {outcome.values[0]:.4g}, {outcome.values[1]:,.0f} samples/s"
-            if outcome.values
-            else (outcome.error or "")
-        )
-        line = Text.assemble(f"  trial {number}: ", status_text(outcome.status), f" {detail}")
-        line.truncate(300)
-        self._console.print(line, soft_wrap=True)
-
-
 def search_banner(spec: StudySpec, plan: DevicePlan, study_name: str | None) -> str:
     """The line that says what a search is about to run, and on what."""
     joint = f"{spec.search.trials} trials of model hyperparameters × " if spec.search.joint else ""
@@ -132,23 +76,52 @@ def probe_summary(found: dict[str, Any], num_replicas: int) -> str:
     )
 
 
-def trials_table(trials: Iterable[FrozenTrial], title: str) -> Table:
-    """The trials as a table: status, batch, per-replica batch, rule, LR, throughput, losses."""
-    table = Table(title=Text(title), title_justify="left")
-    for column, justify in TRIAL_COLUMNS:
-        table.add_column(column, justify=justify)  # type: ignore[arg-type]
-    for cells in trial_rows(trials):
-        row = [Text(cell) for cell in cells]
-        row[STATUS_COLUMN] = status_text(cells[STATUS_COLUMN])
+def trials_table(
+    trials: Iterable[FrozenTrial], title: str, width: int, wide: bool = False
+) -> Table:
+    """The trials as a table at most ``width`` wide: the columns that fit, in the priority of
+    :data:`tuner.views.summary.TRIAL_PRIORITY`, no number ever cut; with ``wide`` every column,
+    however wide the table gets (only free text wraps)."""
+    rows = trial_rows(trials)
+    layout = trial_layout(rows, width, wide)
+    table = Table(
+        title=Text(title),
+        title_justify="left",
+        show_edge=False,  # the frame and edge padding would cost four columns of numbers
+        pad_edge=False,
+        width=layout.width,
+    )
+    for index, size in zip(layout.columns, layout.widths, strict=True):
+        header, justify = TRIAL_COLUMNS[index]
+        table.add_column(header, justify=justify, width=size, overflow="fold")  # type: ignore[arg-type]
+    for cells in rows:
+        row = [
+            status_text(cells[i]) if i == STATUS_COLUMN else Text(cells[i]) for i in layout.columns
+        ]
         table.add_row(*row)
     return table
 
 
+def print_trials(
+    console: Console, trials: Iterable[FrozenTrial], title: str, wide: bool = False
+) -> None:
+    """Print :func:`trials_table` at the console's width (wider with ``wide`` when it must be:
+    the lines are then not cut at the page edge)."""
+    console.print(trials_table(trials, title, console.width, wide), crop=False)
+
+
 def recommendation_table(rec: dict[str, Any]) -> Table:
-    """The recommendation as a two-column table."""
-    table = Table(title="Recommendation", title_justify="left", show_header=False)
-    table.add_column(style="bold")
-    table.add_column()
+    """The recommendation as a two-column table: the labels whole, the text wrapped at spaces
+    (a number is one word, so it is never cut)."""
+    table = Table(
+        title="Recommendation",
+        title_justify="left",
+        show_header=False,
+        show_edge=False,
+        pad_edge=False,
+    )
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column(overflow="fold")
     for key, value in recommendation_rows(rec):
         table.add_row(Text(key), Text(value))
     return table

@@ -5,14 +5,14 @@ from __future__ import annotations
 import json
 import math
 import os
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
+from rich.console import Console, ConsoleDimensions
 from rich.markup import escape
 
+from tuner.cli.choices import Loop, LrRule, UpdateOn, value
 from tuner.cli.secrets import storage_from_file
 from tuner.core.errors import ConfigError
 from tuner.files import atomic_write_text
@@ -21,10 +21,46 @@ if TYPE_CHECKING:
     from tuner.core.devices import DevicePlan
     from tuner.core.spec import StudySpec
 
-# Piped output (a file, CI logs) gets a wide page instead of rich's 80 columns, so that tables are
-# not truncated; a terminal keeps its own width.
-out = Console(width=None if sys.stdout.isatty() else 160)
-err = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
+PIPED_WIDTH = 160
+"""The page width of piped output (a file, a CI log) when ``COLUMNS`` does not say."""
+
+
+class PageConsole(Console):
+    """A rich console whose page width is decided at each print, not at import: ``COLUMNS`` when
+    set, else a terminal's own width, else :data:`PIPED_WIDTH` (rich's 80 columns would leave
+    a log or a file narrower than the screen it is read on)."""
+
+    @property
+    def size(self) -> ConsoleDimensions:
+        height = super().size.height
+        columns = os.environ.get("COLUMNS", "")
+        if columns.isdigit() and int(columns) > 0:
+            return ConsoleDimensions(int(columns), height)
+        if self.is_terminal:
+            return super().size
+        return ConsoleDimensions(PIPED_WIDTH, height)
+
+    @size.setter
+    def size(self, new_size: tuple[int, int]) -> None:  # settable as in rich; unused by tuner
+        self._width, self._height = new_size
+
+
+out = PageConsole()
+err = PageConsole(stderr=True)
+
+
+def spec_default(key: str) -> str:
+    """How ``--help`` shows the default of a flag that overrides the spec: the spec's value,
+    and the built-in spec's (one form for every such flag)."""
+    from tuner.core.spec import spec_from_dict
+
+    found = getattr(spec_from_dict().search, key)
+    if isinstance(found, bool):
+        shown = "on" if found else "off"
+    else:
+        shown = ",".join(map(str, found)) if isinstance(found, tuple) else found
+    return f"spec, else {shown}"
+
 
 StorageOpt = Annotated[
     str,
@@ -37,27 +73,52 @@ StorageOpt = Annotated[
         "that holds it: either keeps a password out of `ps`).",
     ),
 ]
-StudyNameOpt = Annotated[str, typer.Option("--study-name", help="Name of the study.")]
+StudyNameOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--study-name",
+        help="Name of the study.",
+        show_default="the storage's only study",
+    ),
+]
 NewStudyNameOpt = Annotated[
     str | None,
     typer.Option(
         "--study-name",
-        help="Study name (default: the spec's name); letters, digits, '.', '_' or '-'.",
+        help="Study name: letters, digits, '.', '_' or '-'.",
+        show_default="the spec's name",
     ),
 ]
 SpecOpt = Annotated[
-    Path | None, typer.Option("--study", help="Study spec (TOML); default: built-in regression.")
+    Path | None,
+    typer.Option("--spec", help="Study spec (TOML file).", show_default="built-in regression"),
 ]
-GpusOpt = Annotated[str | None, typer.Option(help="GPU indices, e.g. 0,1 (default: all).")]
+OldSpecOpt = Annotated[
+    Path | None,
+    typer.Option("--study", hidden=True, help="Deprecated alias of --spec."),
+]
+GpusOpt = Annotated[
+    str | None,
+    typer.Option(help="GPU indices, e.g. 0,1.", show_default="all visible; none: 2 CPU replicas"),
+]
 CpuReplicasOpt = Annotated[
     int | None, typer.Option(help="Run on N logical CPU devices instead of GPUs.")
 ]
 MemoryLimitOpt = Annotated[
     str | None, typer.Option(help="Memory cap per device, e.g. 512MiB or 14GiB.")
 ]
-BaseBatchOpt = Annotated[int | None, typer.Option(help="Base global batch B.")]
-BaseLrOpt = Annotated[float | None, typer.Option(help="Learning rate at batch B.")]
-EpochsOpt = Annotated[int | None, typer.Option(help="Epochs per run (at least 2).")]
+BaseBatchOpt = Annotated[
+    int | None,
+    typer.Option(help="Base global batch B.", show_default=spec_default("base_batch_size")),
+]
+BaseLrOpt = Annotated[
+    float | None,
+    typer.Option(help="Learning rate at batch B.", show_default=spec_default("base_lr")),
+]
+EpochsOpt = Annotated[
+    int | None,
+    typer.Option(help="Epochs per run (at least 2).", show_default=spec_default("epochs")),
+]
 TrainSamplesOpt = Annotated[
     int | None,
     typer.Option(help="Samples every trial trains on, whatever its batch (instead of --epochs)."),
@@ -67,20 +128,39 @@ ValSamplesOpt = Annotated[
     typer.Option(help="The fixed validation set: its first N samples, in order."),
 ]
 LoopOpt = Annotated[
-    str | None, typer.Option(help="Training loop: fit (Keras fit) or custom (strategy.run).")
+    Loop | None,
+    typer.Option(
+        help="Training loop: Keras fit, or custom (strategy.run).",
+        show_default=spec_default("loop"),
+    ),
 ]
 UpdateOnOpt = Annotated[
-    str | None,
-    typer.Option(help="Where the weights are updated: replicas, or cpu (needs --loop custom)."),
+    UpdateOn | None,
+    typer.Option(
+        help="Where the weights are updated (cpu needs --loop custom).",
+        show_default=spec_default("update_on"),
+    ),
 ]
 ResolutionOpt = Annotated[
     int | None,
     typer.Option(help="Probe resolution in samples (default: an eighth of the base batch)."),
 ]
 MultipliersOpt = Annotated[
-    str | None, typer.Option(help="Global batches as multiples of B, e.g. 1,2,4.")
+    str | None,
+    typer.Option(
+        help="Global batches as multiples of B, e.g. 1,2,4.",
+        show_default=spec_default("batch_multipliers"),
+    ),
 ]
-RulesOpt = Annotated[str | None, typer.Option(help="Learning-rate rules: none,linear,sqrt.")]
+RulesOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--lr-rules",
+        "--lr-rule",
+        help=f"Learning-rate rules, comma-separated, from: {', '.join(LrRule)}.",
+        show_default=spec_default("lr_rules"),
+    ),
+]
 TimeoutOpt = Annotated[float, typer.Option(help="Seconds before a child run is killed.")]
 
 
@@ -88,16 +168,16 @@ def overrides(
     base_batch_size: int | None,
     base_lr: float | None,
     epochs: int | None,
-    loop: str | None,
-    update_on: str | None,
+    loop: Loop | None,
+    update_on: UpdateOn | None,
 ) -> dict[str, Any]:
     """The spec overrides that search and validate share (``None``: keep the spec's value)."""
     return {
         "search.base_batch_size": base_batch_size,
         "search.base_lr": base_lr,
         "search.epochs": epochs,
-        "search.loop": loop,
-        "search.update_on": update_on,
+        "search.loop": value(loop),
+        "search.update_on": value(update_on),
     }
 
 
@@ -118,7 +198,7 @@ def grid_overrides(batch_multipliers: str | None, lr_rules: str | None) -> dict[
 
 
 def spec_and_plan(
-    study: Path | None,
+    spec_file: Path | None,
     gpus: str | None,
     cpu_replicas: int | None,
     memory_limit: str | None,
@@ -131,11 +211,21 @@ def spec_and_plan(
 
     if not math.isfinite(timeout) or timeout <= 0:
         raise ConfigError(f"--trial-timeout must be a positive number of seconds, got {timeout}")
-    spec = load_spec(study, overrides)
+    spec = load_spec(spec_file, overrides)
     plan, notice = plan_devices(gpus, cpu_replicas, memory_limit)
     if notice:
         err.print(f"[yellow]{escape(notice)}[/]", highlight=False)
     return spec, plan
+
+
+def spec_path(spec: Path | None, old_flag: Path | None) -> Path | None:
+    """The spec file of ``--spec``, or of its deprecated alias ``--study`` (with a warning)."""
+    if old_flag is None:
+        return spec
+    if spec is not None:
+        raise ConfigError("give the spec file once, with --spec (--study is its old name)")
+    warn("--study is deprecated: use --spec (--study-name names the study)")
+    return old_flag
 
 
 def check_output(path: Path, flag: str) -> None:

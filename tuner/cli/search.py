@@ -8,7 +8,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from tuner.cli.choices import ModelHyperparameters, value
 from tuner.cli.errors import guard, sigterm_as_interrupt
+from tuner.cli.logs import say_info
 from tuner.cli.options import (
     BaseBatchOpt,
     BaseLrOpt,
@@ -19,6 +21,7 @@ from tuner.cli.options import (
     MemoryLimitOpt,
     MultipliersOpt,
     NewStudyNameOpt,
+    OldSpecOpt,
     ResolutionOpt,
     RulesOpt,
     SpecOpt,
@@ -34,12 +37,13 @@ from tuner.cli.options import (
     out,
     overrides,
     spec_and_plan,
+    spec_default,
+    spec_path,
     write_json,
 )
 from tuner.core.errors import ConfigError, TunerError
 from tuner.core.probe import DEFAULT_PROBE_STEPS
 from tuner.core.protocol import DEFAULT_TRIAL_TIMEOUT_S
-from tuner.core.spec import DEFAULT_TRIALS
 from tuner.storage import DEFAULT_HEARTBEAT_S, DEFAULT_STORAGE
 
 if TYPE_CHECKING:
@@ -62,28 +66,31 @@ BaselineOpt = Annotated[
     typer.Option(help="Record a single-device trial at the base batch (speedup, efficiency)."),
 ]
 ModelHyperparametersOpt = Annotated[
-    str | None,
+    ModelHyperparameters | None,
     typer.Option(
         help="A KerasTuner hypermodel's hyperparameters: defaults (grid of batch × rule) or "
-        "search (jointly with batch and rule, TPE, --trials budget)."
+        "search (jointly with batch and rule, TPE, --trials budget).",
+        show_default=spec_default("model_hyperparameters"),
     ),
 ]
 TrialsOpt = Annotated[
-    int | None, typer.Option(help=f"Trial budget of a joint search (default {DEFAULT_TRIALS}).")
+    int | None,
+    typer.Option(help="Trial budget of a joint search.", show_default=spec_default("trials")),
 ]
 NoiseScaleOpt = Annotated[
     bool | None,
     typer.Option(
         "--noise-scale/--no-noise-scale",
-        help="Measure the gradient noise scale (2+ replicas; default: on).",
-        show_default=False,
+        help="Measure the gradient noise scale (2+ replicas).",
+        show_default=spec_default("noise_scale"),
     ),
 ]
 ProbeStepsOpt = Annotated[int, typer.Option(help="Training steps per probe run.")]
 
 
 def search(
-    study: SpecOpt = None,
+    spec_file: SpecOpt = None,
+    study: OldSpecOpt = None,
     gpus: GpusOpt = None,
     cpu_replicas: CpuReplicasOpt = None,
     storage: StorageOpt = DEFAULT_STORAGE,
@@ -112,7 +119,7 @@ def search(
 
     def call() -> None:
         spec, plan = spec_and_plan(
-            study,
+            spec_path(spec_file, study),
             gpus,
             cpu_replicas,
             memory_limit,
@@ -121,7 +128,7 @@ def search(
             | budget_overrides(train_samples, val_samples)
             | grid_overrides(batch_multipliers, lr_rules)
             | {
-                "search.model_hyperparameters": model_hyperparameters,
+                "search.model_hyperparameters": value(model_hyperparameters),
                 "search.trials": trials,
                 "search.noise_scale": noise_scale,
             },
@@ -138,7 +145,7 @@ def search(
             probe=probe,
             baseline=baseline,
         )
-        _print_search(report, export)
+        _print_search(report, export, storage)
 
     guard(call)
 
@@ -178,34 +185,35 @@ def _before_search(
     if validate_first:
         from tuner.driver.validate import run_validation
 
-        err.print("validating the multi-replica training first…")
+        say_info("validating the multi-replica training first…")
         checks = run_validation(spec, plan, timeout_s=trial_timeout)
         display.print_validation(err, checks)
         if not checks["passed"]:
             raise TunerError("validation failed; the study was not started")
-    display.say(err, display.search_banner(spec, plan, study_name))
+    say_info(display.search_banner(spec, plan, study_name))
 
 
 def _run_search(spec: StudySpec, plan: DevicePlan, storage: str, **options: Any) -> SearchReport:
     """:func:`run_search` with live progress; on Ctrl-C or SIGTERM, print what was stored."""
     from tuner.cli import display
+    from tuner.cli import progress as progress_view
     from tuner.driver.study import run_search
 
     opened: list[Any] = []
     try:
-        with sigterm_as_interrupt(), display.SearchProgress(err) as progress:
+        with sigterm_as_interrupt(), progress_view.search_progress(err) as progress:
             return run_search(
                 spec, plan, storage, observer=progress, on_study=opened.append, **options
             )
     except KeyboardInterrupt:
         if opened:
             stopped = opened[0].get_trials(deepcopy=False)
-            out.print(display.trials_table(stopped, f"Study {opened[0].study_name} (stopped)"))
+            display.print_trials(out, stopped, f"Study {opened[0].study_name} (stopped)")
             err.print("what finished is stored; run the same command again to resume")
         raise
 
 
-def _print_search(report: SearchReport, export: Path | None) -> None:
+def _print_search(report: SearchReport, export: Path | None, storage: str) -> None:
     """The study's trials and recommendation; the JSON written to ``export`` when given."""
     from tuner.cli import display
     from tuner.core.recommend import unique_trials
@@ -219,23 +227,24 @@ def _print_search(report: SearchReport, export: Path | None) -> None:
             "period to recover them)"
         )
     elif report.launched == 0:
-        err.print(f"all {report.grid_size} grid points are already finished; nothing to run")
+        say_info(f"all {report.grid_size} grid points are already finished; nothing to run")
     shown = unique_trials(report.study.get_trials(deepcopy=False))
-    out.print(display.trials_table(shown, f"Study {report.study.study_name}"))
+    display.print_trials(out, shown, f"Study {report.study.study_name}")
     # Say why nothing completed (not "run tuner search first": this was that run); while other
     # workers still run grid points, the recommendation's own error says there is none yet.
     failure = None if report.running else nothing_completed(report.study.study_name, shown)
     if failure is not None:
         raise failure
-    rec = recommendation(report.study)
+    rec = recommendation(report.study, storage_url=storage)
     out.print(display.recommendation_table(rec))
     if export is not None:
         write_json(export, rec)
-        display.say(err, f"recommended config written to {export}")
+        say_info(f"recommended config written to {export}")
 
 
 def probe_cmd(
-    study: SpecOpt = None,
+    spec_file: SpecOpt = None,
+    study: OldSpecOpt = None,
     gpus: GpusOpt = None,
     cpu_replicas: CpuReplicasOpt = None,
     memory_limit: MemoryLimitOpt = None,
@@ -261,7 +270,7 @@ def probe_cmd(
         if steps < 1 or (resolution is not None and resolution < 1):
             raise ConfigError("--steps and --resolution must be positive")
         spec, plan = spec_and_plan(
-            study,
+            spec_path(spec_file, study),
             gpus,
             cpu_replicas,
             memory_limit,
@@ -277,7 +286,7 @@ def probe_cmd(
             study_name=study_name,
             resolution=resolution,
             steps=steps,
-            note=lambda message: display.say(err, f"  {message}"),
+            note=lambda message: say_info(f"  {message}"),
         )
         display.say(out, display.probe_summary(found, plan.num_replicas))
 

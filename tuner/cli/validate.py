@@ -7,7 +7,9 @@ from typing import Annotated
 
 import typer
 
+from tuner.cli.choices import LossReduction, LrRule
 from tuner.cli.errors import guard
+from tuner.cli.logs import say_info
 from tuner.cli.options import (
     BaseBatchOpt,
     BaseLrOpt,
@@ -16,6 +18,7 @@ from tuner.cli.options import (
     GpusOpt,
     LoopOpt,
     MemoryLimitOpt,
+    OldSpecOpt,
     SpecOpt,
     TimeoutOpt,
     TrainSamplesOpt,
@@ -23,10 +26,10 @@ from tuner.cli.options import (
     ValSamplesOpt,
     budget_overrides,
     check_output,
-    err,
     out,
     overrides,
     spec_and_plan,
+    spec_path,
     write_json,
 )
 from tuner.core.errors import ConfigError, TunerError
@@ -37,36 +40,41 @@ from tuner.driver.validate import DEFAULT_RULE, DEFAULT_STEPS
 BatchSizeOpt = Annotated[
     int | None, typer.Option(help="Global batch G of both runs (default: the base batch).")
 ]
-LrRuleOpt = Annotated[str, typer.Option(help="Learning-rate rule at G: none, linear, sqrt.")]
+LrRuleOpt = Annotated[
+    LrRule, typer.Option("--lr-rule", "--lr-rules", help="Learning-rate rule at G.")
+]
 StepsOpt = Annotated[int, typer.Option(help="Training steps per run, over all epochs.")]
 LossReductionOpt = Annotated[
-    str,
+    LossReduction,
     typer.Option(
         help="Custom loops: global (right), or replica-mean (the forum answer's bug, to see "
         "it caught)."
     ),
 ]
+_DEFAULT_RULE = LrRule(DEFAULT_RULE)
+_DEFAULT_REDUCTION = LossReduction(LOSS_REDUCTIONS[0])
 ReportOutputOpt = Annotated[
     Path | None, typer.Option("--output", "-o", help="Write the JSON report here.")
 ]
 
 
 def validate(
-    study: SpecOpt = None,
+    spec_file: SpecOpt = None,
+    study: OldSpecOpt = None,
     gpus: GpusOpt = None,
     cpu_replicas: CpuReplicasOpt = None,
     memory_limit: MemoryLimitOpt = None,
     batch_size: BatchSizeOpt = None,
     base_batch_size: BaseBatchOpt = None,
     base_lr: BaseLrOpt = None,
-    lr_rule: LrRuleOpt = DEFAULT_RULE,
+    lr_rule: LrRuleOpt = _DEFAULT_RULE,
     epochs: EpochsOpt = None,
     train_samples: TrainSamplesOpt = None,
     val_samples: ValSamplesOpt = None,
     steps: StepsOpt = DEFAULT_STEPS,
     loop: LoopOpt = None,
     update_on: UpdateOnOpt = None,
-    loss_reduction: LossReductionOpt = LOSS_REDUCTIONS[0],
+    loss_reduction: LossReductionOpt = _DEFAULT_REDUCTION,
     output: ReportOutputOpt = None,
     trial_timeout: TimeoutOpt = DEFAULT_TRIAL_TIMEOUT_S,
 ) -> None:
@@ -75,11 +83,11 @@ def validate(
     from tuner.driver.validate import run_validation
 
     def call() -> None:
-        _check_flags(lr_rule, loss_reduction, steps, batch_size)
+        _check_flags(steps, batch_size)
         if output is not None:
             check_output(output, "--output")
         spec, plan = spec_and_plan(
-            study,
+            spec_path(spec_file, study),
             gpus,
             cpu_replicas,
             memory_limit,
@@ -87,39 +95,31 @@ def validate(
             overrides(base_batch_size, base_lr, epochs, loop, update_on)
             | budget_overrides(train_samples, val_samples),
         )
-        display.say(
-            err,
+        say_info(
             f"validating {spec.search.loop_kind} on {plan.num_replicas} {plan.kind} replicas "
             "against one device…",
         )
         report = run_validation(
             spec,
             plan,
-            loss_reduction=loss_reduction,
+            loss_reduction=str(loss_reduction),
             global_batch=batch_size,
-            lr_rule=lr_rule,
+            lr_rule=str(lr_rule),
             steps=steps,
             timeout_s=trial_timeout,
         )
         display.print_validation(out, report)
         if output is not None:
             write_json(output, report)
-            display.say(err, f"report written to {output}")
+            say_info(f"report written to {output}")
         if not report["passed"]:
             raise TunerError("validation failed: see the checks above")
 
     guard(call)
 
 
-def _check_flags(lr_rule: str, loss_reduction: str, steps: int, batch_size: int | None) -> None:
-    """Raise :class:`ConfigError` for a flag value that validate cannot use."""
-    from tuner.core.scaling import LR_RULES
-
-    if lr_rule not in LR_RULES:
-        raise ConfigError(f"--lr-rule must be one of {', '.join(LR_RULES)}, got {lr_rule!r}")
-    if loss_reduction not in LOSS_REDUCTIONS:
-        raise ConfigError(
-            f"--loss-reduction must be {' or '.join(LOSS_REDUCTIONS)}, got {loss_reduction!r}"
-        )
+def _check_flags(steps: int, batch_size: int | None) -> None:
+    """Raise :class:`ConfigError` for a flag value that validate cannot use (click has refused
+    any rule or loss reduction that is not one of the choices)."""
     if steps < 1 or (batch_size is not None and batch_size < 1):
         raise ConfigError("--steps and --batch-size must be positive")

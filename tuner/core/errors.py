@@ -32,6 +32,11 @@ class WorkloadError(ConfigError):
     """A workload's model or data cannot be loaded, built or fitted together (exit code 2)."""
 
 
+class MissingExtraError(TunerError):
+    """A command needs an optional part of tuner that is not installed, such as
+    ``mirrortuner[dashboard]``; the message says what to install (exit code 1)."""
+
+
 class PngExportError(TunerError):
     """The plots could not be rendered to PNG (no browser for Kaleido); the HTML was written
     (exit code 1)."""

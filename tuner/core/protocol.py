@@ -27,6 +27,13 @@ DEFAULT_TRIAL_TIMEOUT_S = 1800.0
 MODES = ("inspect", "trial", "probe", "validate")
 """What a request asks the worker to do (``request["mode"]``)."""
 
+EPOCH_EVENT = "epoch"
+"""``event["event"]`` after each epoch (window): ``epoch``, ``epochs``, ``loss``, ``throughput``,
+``samples`` trained so far and ``total_samples``."""
+PROGRESS_EVENT = "progress"
+"""``event["event"]`` within an epoch, about once a second: ``step``, ``steps``, ``samples``,
+``total_samples`` (:class:`tuner.core.progress.StepReporter`)."""
+
 
 def encode_event(event: dict[str, Any]) -> str:
     """One stdout line (with its newline) carrying ``event``."""

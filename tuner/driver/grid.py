@@ -1,13 +1,22 @@
 """The search space and its sampler: the grid of global batch sizes × learning-rate rules, or a
-TPE search over a hypermodel's space with them (a joint search)."""
+TPE search over a hypermodel's space with them (a joint search).
+
+The global batch is stored as an integer parameter on a log scale, so optuna-dashboard's
+Analytics orders and spaces the sizes as numbers (64 < 128), not as category labels.
+:func:`suggest_global_batch` keeps the categorical kind where it must: in a joint search (TPE would
+sample sizes off the grid) and in a study whose trials already store it so (Optuna refuses a second
+kind for one parameter name)."""
 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import optuna
+from optuna.distributions import CategoricalDistribution
 from optuna.samplers import GridSampler
+from optuna.trial import FrozenTrial, Trial
 
 from tuner.core.hyperparams import defaults
 from tuner.core.spec import StudySpec
@@ -50,3 +59,23 @@ def make_sampler(spec: StudySpec, hypermodel: dict[str, Any] | None) -> optuna.s
     if hypermodel:
         space.update({name: [value] for name, value in defaults(hypermodel["space"]).items()})
     return BatchAscendingGridSampler(space)
+
+
+BATCH_PARAM = "global_batch_size"
+
+
+def stores_batch_as_category(trials: Iterable[FrozenTrial]) -> bool:
+    """Whether a trial of the study stores the global batch as a categorical parameter (tuner
+    before issue 16, or a joint search): the study must keep that kind."""
+    return any(
+        isinstance(trial.distributions.get(BATCH_PARAM), CategoricalDistribution)
+        for trial in trials
+    )
+
+
+def suggest_global_batch(trial: Trial, sizes: Sequence[int], *, categorical: bool) -> int:
+    """The trial's global batch among ``sizes`` (the sampler picks it): an integer on a log scale
+    spanning the sizes, or one of them as a category when ``categorical``."""
+    if categorical:
+        return int(trial.suggest_categorical(BATCH_PARAM, list(sizes)))
+    return trial.suggest_int(BATCH_PARAM, min(sizes), max(sizes), log=True)

@@ -21,9 +21,11 @@ from tuner.core.devices import DevicePlan
 from tuner.core.efficiency import goodput, statistical_efficiency
 from tuner.core.errors import TrialFailed
 from tuner.core.outcome import TrialOutcome, classify
+from tuner.core.protocol import EPOCH_EVENT, PROGRESS_EVENT
 from tuner.core.recommend import smallest_oom_batch
 from tuner.core.scaling import scaled_learning_rate
 from tuner.core.spec import StudySpec
+from tuner.driver.grid import stores_batch_as_category, suggest_global_batch
 from tuner.driver.observer import SearchObserver
 from tuner.driver.requests import trial_request
 from tuner.driver.runner import run_child
@@ -32,8 +34,9 @@ from tuner.driver.runner import run_child
 class Objective:
     """Runs one grid point per call; the outcome is stored on the trial by :func:`record`.
 
-    ``total`` and ``already_done`` only number the trials for the observer; ``probed_oom`` is the
-    smallest global batch a probe found out of memory; ``space`` a hypermodel's search space.
+    ``total`` and ``already_done`` only count the trials for the observer (which names each by its
+    Optuna trial number); ``probed_oom`` is the smallest global batch a probe found out of memory;
+    ``space`` a hypermodel's search space.
     """
 
     def __init__(
@@ -69,13 +72,16 @@ class Objective:
     def _trial(self, trial: Trial) -> tuple[float, float]:
         search = self._spec.search
         values = self._model_hyperparameters(trial)
-        batch = trial.suggest_categorical("global_batch_size", list(search.global_batch_sizes))
+        stored = trial.study.get_trials(deepcopy=False)
+        categorical = search.joint or stores_batch_as_category(stored)  # see suggest_global_batch
+        batch = suggest_global_batch(trial, search.global_batch_sizes, categorical=categorical)
         rule = trial.suggest_categorical("lr_rule", list(search.lr_rules))
         lr = scaled_learning_rate(rule, search.base_lr, batch, search.base_batch_size)
         attrs = self._configuration(batch, rule, lr, values)
         for key, value in attrs.items():
             trial.set_user_attr(key, value)
-        self._observer.trial_started(self._already_done + self.launched + 1, self._total, attrs)
+        position = self._already_done + self.launched + 1
+        self._observer.trial_started(trial.number, position, self._total, attrs)
         self.launched += 1
         outcome = self._implied_oom(trial, batch, values)
         if outcome is None:
@@ -151,9 +157,17 @@ class Objective:
             ),
             self._plan.child_environment(),
             self._timeout_s,
-            on_event=self._observer.epoch_finished,
+            on_event=self._on_event,
         )
         return classify(run, memory_capped=self._plan.memory_limit_bytes is not None)
+
+    def _on_event(self, event: dict[str, Any]) -> None:
+        """Pass a child's event on to the observer by its kind; other kinds are not progress."""
+        kind = event.get("event")
+        if kind == EPOCH_EVENT:
+            self._observer.epoch_finished(event)
+        elif kind == PROGRESS_EVENT:
+            self._observer.trial_progress(event)
 
 
 def with_efficiency(outcome: TrialOutcome, base_batch: int, batch: int) -> TrialOutcome:

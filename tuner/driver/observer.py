@@ -1,22 +1,41 @@
-"""What the driver reports while a search works; the CLI draws it with rich."""
+"""What the driver reports while a search works; the CLI draws it (rich bars on a terminal,
+timestamped lines elsewhere: :mod:`tuner.cli.progress`)."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Protocol
 
 from tuner.core.outcome import TrialOutcome
 
+LOGGER = "tuner"
+"""The root of tuner's loggers; the CLI's ``-q``/``-v`` set its level."""
+
 
 class SearchObserver(Protocol):
-    """Progress of a search: trials starting and finishing, epochs, and one-line notes."""
+    """Progress of a search: trials starting and finishing, the child's epochs and steps, and
+    one-line notes.
 
-    def trial_started(self, index: int, total: int, params: dict[str, Any]) -> None: ...
+    ``number`` is the Optuna trial number (what ``tuner show`` lists in ``#``); ``position`` of
+    ``total`` counts the trials of the grid (or joint budget), this worker's first one after those
+    already finished. Events are the child's (:data:`tuner.core.protocol.EPOCH_EVENT`,
+    :data:`~tuner.core.protocol.PROGRESS_EVENT`), passed on from the runner's reader thread.
+    """
 
-    def epoch_finished(self, event: dict[str, Any]) -> None: ...
+    def trial_started(self, number: int, position: int, total: int, params: dict[str, Any]) -> None:
+        """A trial of this configuration (its user attributes) starts."""
 
-    def trial_finished(self, number: int, outcome: TrialOutcome) -> None: ...
+    def epoch_finished(self, event: dict[str, Any]) -> None:
+        """The running trial ended an epoch (window)."""
 
-    def note(self, message: str) -> None: ...
+    def trial_progress(self, event: dict[str, Any]) -> None:
+        """The running trial is ``event["samples"]`` of ``event["total_samples"]`` in."""
+
+    def trial_finished(self, number: int, outcome: TrialOutcome) -> None:
+        """The trial ended with ``outcome``."""
+
+    def note(self, message: str) -> None:
+        """Something the user should read (a phase starting, a baseline failing)."""
 
 
 class QuietObserver:
@@ -25,11 +44,21 @@ class QuietObserver:
     def note(self, message: str) -> None:
         pass
 
-    def trial_started(self, index: int, total: int, params: dict[str, Any]) -> None:
+    def trial_started(self, number: int, position: int, total: int, params: dict[str, Any]) -> None:
         pass
 
     def epoch_finished(self, event: dict[str, Any]) -> None:
         pass
 
+    def trial_progress(self, event: dict[str, Any]) -> None:
+        pass
+
     def trial_finished(self, number: int, outcome: TrialOutcome) -> None:
         pass
+
+
+def quiet_optuna() -> None:
+    """Silence Optuna's own INFO lines (tuner says what each trial did), unless tuner logs at
+    DEBUG (``tuner -v``), which passes them on."""
+    if not logging.getLogger(LOGGER).isEnabledFor(logging.DEBUG):
+        logging.getLogger("optuna").setLevel(logging.ERROR)

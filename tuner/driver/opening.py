@@ -8,7 +8,6 @@ ran it, the versions, and the workload's sizes.
 from __future__ import annotations
 
 import datetime as _dt
-import logging
 import platform
 import re
 import warnings
@@ -22,6 +21,7 @@ from tuner.core.errors import ConfigError
 from tuner.core.identity import identity_of
 from tuner.core.spec import StudySpec, check_study_name
 from tuner.driver.grid import make_sampler
+from tuner.driver.observer import quiet_optuna
 from tuner.storage import mask_password, open_storage
 
 METRIC_NAMES = ("final_loss", "throughput")
@@ -83,7 +83,7 @@ def _create(
     storage: Any, name: str, spec: StudySpec, sampler: optuna.samplers.BaseSampler
 ) -> optuna.Study:
     """A new study with tuner's directions, metric names and spec."""
-    logging.getLogger("optuna").setLevel(logging.ERROR)
+    quiet_optuna()
     study = optuna.create_study(
         storage=storage,
         study_name=name,

@@ -30,7 +30,7 @@ def read_toml(path: Path) -> dict[str, Any]:
     """The tables of the TOML file at ``path``; :class:`ConfigError` if it is missing or not
     TOML."""
     if not path.is_file():
-        raise ConfigError(f"spec file {path} does not exist; pass --study with a TOML file")
+        raise ConfigError(f"spec file {path} does not exist; pass --spec with a TOML file")
     try:
         with path.open("rb") as handle:
             return tomllib.load(handle)

@@ -22,7 +22,7 @@ from tuner.core.trials import (
 )
 from tuner.driver.grid import grid_points
 from tuner.driver.objective import Objective
-from tuner.driver.observer import SearchObserver
+from tuner.driver.observer import SearchObserver, quiet_optuna
 from tuner.driver.resume import requeue_unfinished
 
 
@@ -42,7 +42,7 @@ def run_trials(
     ``space``: a hypermodel's space; ``probed_oom``: the smallest global batch known not to fit.
     """
     requeue_unfinished(study)
-    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    quiet_optuna()
     if spec.search.joint:
         budget = spec.search.trials
         done = claimed_count(study.get_trials(deepcopy=False))

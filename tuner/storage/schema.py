@@ -193,7 +193,13 @@ def check_journal_file(place: Place, *, create: bool) -> None:
 
 def _check_new_file(path: Path, create: bool) -> None:
     if not create:
-        raise ConfigError(f"storage file {path} does not exist")
+        # A relative path is read from the current folder: say which one, since running from
+        # another folder is the usual reason the default studies/tuner.db is not found.
+        where = "" if path.is_absolute() else f" (looked for {path.absolute()})"
+        raise ConfigError(
+            f"storage file {path} does not exist{where}; run `tuner search` first, or give "
+            "--storage"
+        )
     problem = folder_problem(path)
     if problem:
         raise ConfigError(f"cannot create the folder of storage file {path}: {problem}")

@@ -27,11 +27,24 @@ from tuner.storage import open_storage
 from tuner.views.figures import study_figures
 from tuner.views.note import study_note
 
+DASHBOARD_PLOTS = ("throughput-vs-batch", "loss-vs-batch")
+"""The plots stored on a study, by id. optuna-dashboard's own Pareto front (at the top of the
+study's page) already shows final loss vs throughput, so tuner's ``pareto`` is in the report
+only."""
+RETIRED_PLOTS = {
+    "pareto": "Final loss vs throughput: see optuna-dashboard's own Pareto front at the top of "
+    "this page<br>(tuner's version, with the rules and the recommended trial, is in "
+    "<i>tuner report</i>)",
+}
+"""Plots an older tuner stored: optuna-dashboard offers no way to delete one, so a study that
+holds one gets this text in its place, not a stale picture."""
+_PLOT_ATTR = "dashboard:plot_data:"  # optuna-dashboard's study system attribute prefix
+
 
 def publish(study: optuna.Study, rec: dict[str, Any] | None) -> None:
-    """Write the note and the plots ``throughput-vs-batch``, ``loss-vs-batch`` and ``pareto`` on
-    ``study`` (``rec``: its recommendation, or ``None`` when nothing completed). Rewriting
-    replaces the previous note and plots.
+    """Write the note and the plots of :data:`DASHBOARD_PLOTS` on ``study`` (``rec``: its
+    recommendation, or ``None`` when nothing completed). Rewriting replaces the previous note
+    and plots; a plot of :data:`RETIRED_PLOTS` left by an older tuner is replaced by its text.
 
     optuna-dashboard stores each text in pieces, one write each; Ctrl-C and SIGTERM are held
     back until all pieces are written, so an interrupt never leaves half a note or plot."""
@@ -40,15 +53,27 @@ def publish(study: optuna.Study, rec: dict[str, Any] | None) -> None:
     trials = study.get_trials(deepcopy=False)
     written_at = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
     note = study_note(study.study_name, trials, study.user_attrs, rec, written_at)
-    figures = study_figures(
-        trials,
-        baseline_throughput=(rec or {}).get("baseline_throughput"),
-        recommended_trial=(rec or {}).get("trial_number"),
-    )
+    figures = study_figures(trials, rec)
+    plots = {graph_id: figures[graph_id] for graph_id in DASHBOARD_PLOTS}
+    stored = study._storage.get_study_system_attrs(study._study_id)
+    for graph_id, text in RETIRED_PLOTS.items():
+        if any(key.startswith(f"{_PLOT_ATTR}{graph_id}:") for key in stored):
+            plots[graph_id] = retired_figure(text)
     with _signals_held():
         save_note(study, note)
-        for graph_id, figure in figures.items():
+        for graph_id, figure in plots.items():
             save_plotly_graph_object(study, figure, graph_object_id=graph_id)
+
+
+def retired_figure(text: str) -> Any:
+    """A plotly figure that only says ``text`` (HTML as plotly's annotations take it)."""
+    import plotly.graph_objects as go
+
+    figure = go.Figure()
+    figure.add_annotation(text=text, showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper")
+    hidden = {"visible": False}
+    figure.update_layout(xaxis=hidden, yaxis=hidden, template="none", plot_bgcolor="white")
+    return figure
 
 
 @contextlib.contextmanager

@@ -1,22 +1,30 @@
 """The study's pictures: throughput and final loss against the global batch, one line per
-learning-rate rule with the out-of-memory sizes marked, and the Pareto front of loss vs
-throughput.
+learning-rate rule with the out-of-memory sizes marked and the recommended trial starred (the loss
+plot also shades the loss tolerance the recommendation chose within), and the Pareto front of
+loss vs throughput.
 
-:func:`batch_curves` and :func:`pareto_front` are pure (trials in, numbers out); the ``*_figure``
-functions only dress those numbers as plotly figures, which the dashboard stores and the HTML
+The numbers come from :mod:`tuner.views.plot_data` (pure, re-exported here); the ``*_figure``
+functions only dress them as plotly figures, which the dashboard stores and the HTML
 report embeds.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from optuna.trial import FrozenTrial
 
-from tuner.core.recommend import INFEASIBLE, is_complete, status_of, unique_trials
+from tuner.views.plot_data import (
+    BatchCurves,
+    LossBand,
+    Point,
+    batch_curves,
+    complete_points,
+    pareto_front,
+    rule_offsets,
+)
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
@@ -41,95 +49,13 @@ _STYLE: dict[str, Any] = {
     "plot_bgcolor": "white",
     "paper_bgcolor": "white",
     "font": {"family": "Arial, sans-serif", "size": 12, "color": "#2a3f5f"},
-    "margin": {"l": 70, "r": 30, "t": 60, "b": 60},
+    # Room at the top for the title below plotly's toolbar (the modebar, ~30 px at the top right).
+    "margin": {"l": 70, "r": 30, "t": 76, "b": 60},
 }
+_TITLE_TOP_PX = 36
+"""The title's top edge, in pixels below the figure's top: under the modebar, which it would
+otherwise hide behind in optuna-dashboard's half-width cards."""
 _METRICS = {"throughput": "throughput (samples/s)", "final_loss": "final validation loss"}
-
-
-@dataclass(frozen=True)
-class Point:
-    """One COMPLETE grid point."""
-
-    trial: int
-    global_batch_size: int
-    per_replica_batch_size: int
-    lr_rule: str
-    learning_rate: float
-    throughput: float
-    final_loss: float
-
-
-@dataclass(frozen=True)
-class BatchCurves:
-    """What the batch-size plots show: each rule's points by batch, and the sizes that ran out
-    of memory (``oom`` measured, ``oom-implied`` known from a smaller size)."""
-
-    by_rule: dict[str, list[Point]]
-    oom: dict[int, str]
-    baseline_throughput: float | None = None
-
-
-def complete_points(trials: Iterable[FrozenTrial]) -> list[Point]:
-    """The COMPLETE grid points with finite values, one per grid point, by batch then rule."""
-    points = []
-    for trial in unique_trials(trials):
-        if not is_complete(trial):
-            continue
-        loss, throughput = trial.values
-        attrs = trial.user_attrs
-        points.append(
-            Point(
-                trial=trial.number,
-                global_batch_size=int(trial.params["global_batch_size"]),
-                per_replica_batch_size=int(attrs.get("per_replica_batch_size", 0)),
-                lr_rule=str(trial.params["lr_rule"]),
-                learning_rate=float(attrs.get("learning_rate", math.nan)),
-                throughput=float(throughput),
-                final_loss=float(loss),
-            )
-        )
-    return sorted(points, key=lambda p: (p.global_batch_size, p.lr_rule))
-
-
-def batch_curves(
-    trials: Sequence[FrozenTrial], baseline_throughput: float | None = None
-) -> BatchCurves:
-    """Group the complete points by rule (of several model configurations at one batch and rule,
-    the one with the lowest loss) and collect the out-of-memory sizes."""
-    best: dict[tuple[str, int], Point] = {}  # several model configurations: the best loss
-    for point in complete_points(trials):
-        key = (point.lr_rule, point.global_batch_size)
-        if key not in best or point.final_loss < best[key].final_loss:
-            best[key] = point
-    by_rule: dict[str, list[Point]] = {}
-    for (rule, _), point in sorted(best.items()):
-        by_rule.setdefault(rule, []).append(point)
-    oom: dict[int, str] = {}
-    for trial in unique_trials(trials):
-        status = status_of(trial)
-        if status in INFEASIBLE:
-            size = int(trial.params["global_batch_size"])
-            if oom.get(size) != "oom":  # a measured OOM says more than an implied one
-                oom[size] = status
-    return BatchCurves(
-        dict(sorted(by_rule.items())), dict(sorted(oom.items())), baseline_throughput
-    )
-
-
-def pareto_front(points: Iterable[Point]) -> list[Point]:
-    """Points no other point beats on both loss (lower) and throughput (higher), by loss."""
-    candidates = list(points)
-    front = [
-        p
-        for p in candidates
-        if not any(
-            q.final_loss <= p.final_loss
-            and q.throughput >= p.throughput
-            and (q.final_loss < p.final_loss or q.throughput > p.throughput)
-            for q in candidates
-        )
-    ]
-    return sorted(front, key=lambda p: (p.final_loss, -p.throughput))
 
 
 def rule_color(rule: str) -> str:
@@ -138,14 +64,26 @@ def rule_color(rule: str) -> str:
 
 
 def batch_figure(curves: BatchCurves, metric: str) -> go.Figure:
-    """``metric`` (``throughput`` or ``final_loss``) against the global batch, one line per rule;
-    sizes that ran out of memory are marked with ✕ on the axis and shaded."""
+    """``metric`` (``throughput`` or ``final_loss``) against the global batch, one line per rule
+    (rules drawn side by side, as the legend says); sizes that ran out of memory are marked with
+    ✕ on the axis and shaded; the recommended point is starred, and on the loss plot the band of
+    losses it was chosen among is shaded."""
     import plotly.graph_objects as go
 
     label = _METRICS[metric]
+    sizes_shown = sorted(
+        {p.global_batch_size for points in curves.by_rule.values() for p in points}
+        | set(curves.oom)
+    )
+    offsets = rule_offsets(list(curves.by_rule), sizes_shown)
     figure = go.Figure()
+    star = curves.recommended
+    if star is not None:  # under its rule's marker, which stays visible in the star
+        x = star.global_batch_size * offsets.get(star.lr_rule, 1.0)
+        name = f"recommended (trial #{star.trial})"
+        figure.add_trace(_star(star, x, getattr(star, metric), name))
     for rule, points in curves.by_rule.items():
-        figure.add_trace(_rule_trace(rule, points, metric, label))
+        figure.add_trace(_rule_trace(rule, points, metric, label, offsets[rule]))
     if curves.oom:
         values = [getattr(p, metric) for points in curves.by_rule.values() for p in points]
         _mark_oom(figure, curves.oom, floor=min(values) if values else 0.0)
@@ -157,35 +95,95 @@ def batch_figure(curves: BatchCurves, metric: str) -> go.Figure:
             annotation_text="one device, base batch",
             annotation_position="bottom right",
         )
-    sizes_shown = sorted(
-        {p.global_batch_size for points in curves.by_rule.values() for p in points}
-        | set(curves.oom)
-    )
+    if metric == "final_loss" and curves.loss_band is not None:
+        _shade_band(figure, curves.loss_band)
     figure.update_layout(
-        title=f"{label.capitalize()} vs global batch size",
+        title=_title(f"{label.capitalize()} vs global batch size"),
         xaxis={"title": "global batch size", "type": "log", "tickvals": sizes_shown, **_AXIS},
         yaxis={"title": label, **_AXIS},
-        legend={"title": "learning-rate rule"},
+        legend={"title": {"text": _legend_title(offsets)}},
         **_STYLE,
     )
     return figure
 
 
-def _rule_trace(rule: str, points: list[Point], metric: str, label: str) -> go.Scatter:
+def _title(text: str) -> dict[str, Any]:
+    """A title at the top left, below the modebar (which sits at the top right)."""
+    return {
+        "text": text,
+        "x": 0,
+        "xref": "paper",
+        "xanchor": "left",
+        "y": 1,
+        "yref": "container",
+        "yanchor": "top",
+        "pad": {"t": _TITLE_TOP_PX},
+    }
+
+
+def _legend_title(offsets: dict[str, float]) -> str:
+    """``learning-rate rule``, and how far the rules are drawn apart when they are."""
+    spread = max(offsets.values(), default=1.0)
+    if spread == 1.0:
+        return "learning-rate rule"
+    shift = f"±{(spread - 1) * 100:.0f} %"
+    note = f"drawn side by side: x shifted<br>up to {shift} so equal points show"
+    return f"learning-rate rule<br><sub>{note}</sub>"
+
+
+def _hover(p: Point) -> str:
+    return (
+        f"trial #{p.trial}: global batch {p.global_batch_size} ({p.per_replica_batch_size} per "
+        f"replica), {p.lr_rule} rule, lr {p.learning_rate:.3g}"
+    )
+
+
+def _rule_trace(
+    rule: str, points: list[Point], metric: str, label: str, offset: float
+) -> go.Scatter:
     import plotly.graph_objects as go
 
     return go.Scatter(
-        x=[p.global_batch_size for p in points],
+        x=[p.global_batch_size * offset for p in points],
         y=[getattr(p, metric) for p in points],
         mode="lines+markers",
         name=f"{rule} rule",
         line={"color": rule_color(rule)},
-        customdata=[[p.trial, p.per_replica_batch_size, p.learning_rate] for p in points],
-        hovertemplate=(
-            f"{rule} rule, global batch %{{x}} (%{{customdata[1]}} per replica)<br>"
-            f"lr %{{customdata[2]:.3g}}: {label} %{{y:.4g}}<br>trial #%{{customdata[0]}}"
-            "<extra></extra>"
-        ),
+        marker={"size": 8},
+        # The global batch as measured (x is shifted by the rule's offset).
+        customdata=[[p.trial, p.global_batch_size] for p in points],
+        text=[_hover(p) for p in points],
+        hovertemplate=f"%{{text}}<br>{label} %{{y:.4g}}<extra></extra>",
+    )
+
+
+def _star(point: Point, x: float, y: float, name: str = "recommended") -> go.Scatter:
+    """The recommended point."""
+    import plotly.graph_objects as go
+
+    return go.Scatter(
+        x=[x],
+        y=[y],
+        mode="markers",
+        name=name,
+        marker={"symbol": "star", "size": 20, "color": "#ffa600", "line": {"color": "#444"}},
+        legendrank=1001,  # listed after the rules
+        text=[_hover(point)],
+        hovertemplate="%{text}<extra>recommended</extra>",
+    )
+
+
+def _shade_band(figure: go.Figure, band: LossBand) -> None:
+    """The losses within the tolerance of the best one: where the recommendation chose."""
+    figure.add_hrect(
+        y0=band.best,
+        y1=band.limit,
+        fillcolor="#1b7f3b",
+        opacity=0.15,
+        line_width=0,
+        layer="below",
+        name=f"within {band.tolerance:.0%} of best loss",
+        showlegend=True,
     )
 
 
@@ -222,18 +220,15 @@ def _mark_oom(figure: go.Figure, oom: dict[int, str], floor: float) -> None:
 
 
 def pareto_figure(points: Sequence[Point], recommended_trial: int | None = None) -> go.Figure:
-    """Final loss vs throughput of every complete point, the Pareto front joined by a line and
-    the recommended trial starred."""
+    """Final loss vs throughput of every complete point, the Pareto front ringed and joined by a
+    line (a front of one point is one ring) and the recommended trial starred."""
     import plotly.graph_objects as go
-
-    def hover(p: Point) -> str:
-        return (
-            f"trial #{p.trial}: global batch {p.global_batch_size}, {p.lr_rule} rule, "
-            f"lr {p.learning_rate:.3g}"
-        )
 
     front = pareto_front(points)
     figure = go.Figure()
+    chosen = [p for p in points if p.trial == recommended_trial]
+    if chosen:  # under its rule's marker, as in the batch plots
+        figure.add_trace(_star(chosen[0], chosen[0].final_loss, chosen[0].throughput))
     for rule in sorted({p.lr_rule for p in points}):
         mine = [p for p in points if p.lr_rule == rule]
         figure.add_trace(
@@ -243,7 +238,7 @@ def pareto_figure(points: Sequence[Point], recommended_trial: int | None = None)
                 mode="markers",
                 name=f"{rule} rule",
                 marker={"size": 9, "color": rule_color(rule)},
-                text=[hover(p) for p in mine],
+                text=[_hover(p) for p in mine],
                 hovertemplate="%{text}<br>loss %{x:.4g}, %{y:,.0f} samples/s<extra></extra>",
             )
         )
@@ -251,27 +246,15 @@ def pareto_figure(points: Sequence[Point], recommended_trial: int | None = None)
         go.Scatter(
             x=[p.final_loss for p in front],
             y=[p.throughput for p in front],
-            mode="lines",
-            name="Pareto front",
+            mode="lines+markers",
+            name=f"Pareto front ({len(front)} point{'s' if len(front) != 1 else ''})",
             line={"dash": "dot", "color": "#444"},
+            marker={"symbol": "circle-open", "size": 16, "color": "#444"},
             hoverinfo="skip",
         )
     )
-    chosen = [p for p in points if p.trial == recommended_trial]
-    if chosen:
-        figure.add_trace(
-            go.Scatter(
-                x=[chosen[0].final_loss],
-                y=[chosen[0].throughput],
-                mode="markers",
-                name="recommended",
-                marker={"symbol": "star", "size": 18, "color": "#ffa600"},
-                text=[hover(chosen[0])],
-                hovertemplate="%{text}<extra>recommended</extra>",
-            )
-        )
     figure.update_layout(
-        title="Final loss vs throughput (Pareto front)",
+        title=_title("Final loss vs throughput (Pareto front)"),
         xaxis={"title": _METRICS["final_loss"], **_AXIS},
         yaxis={"title": _METRICS["throughput"], **_AXIS},
         **_STYLE,
@@ -280,14 +263,14 @@ def pareto_figure(points: Sequence[Point], recommended_trial: int | None = None)
 
 
 def study_figures(
-    trials: Sequence[FrozenTrial],
-    baseline_throughput: float | None = None,
-    recommended_trial: int | None = None,
+    trials: Sequence[FrozenTrial], rec: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
-    """The study's figures by id: ``throughput-vs-batch``, ``loss-vs-batch``, ``pareto``."""
-    curves = batch_curves(trials, baseline_throughput)
+    """The study's figures by id: ``throughput-vs-batch``, ``loss-vs-batch``, ``pareto``;
+    ``rec`` (the study's recommendation, ``None`` when nothing completed) adds the baseline, the
+    recommended point and the loss tolerance band."""
+    curves = batch_curves(trials, rec)
     return {
         "throughput-vs-batch": batch_figure(curves, "throughput"),
         "loss-vs-batch": batch_figure(curves, "final_loss"),
-        "pareto": pareto_figure(complete_points(trials), recommended_trial),
+        "pareto": pareto_figure(complete_points(trials), (rec or {}).get("trial_number")),
     }

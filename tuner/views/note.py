@@ -54,6 +54,13 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str
     return "\n".join(lines)
 
 
+PLOTS_LINK = "./#user-defined-plot:throughput-vs-batch"
+"""Where the note (shown at ``…/studies/<id>/note``) links for tuner's plots: the study's History
+page (``…/studies/<id>/``), at the first plot's element (optuna-dashboard names each stored plot's
+element ``user-defined-plot:<id>``). optuna-dashboard places stored plots after its own Pareto
+front, history, importance and timeline; tuner cannot move them up."""
+
+
 def study_note(
     study_name: str,
     trials: Sequence[FrozenTrial],
@@ -63,7 +70,12 @@ def study_note(
 ) -> str:
     """The note: the recommendation, feasibility, the trials, then devices and versions."""
     unique = unique_trials(trials)
-    parts = [f"## tuner study {code(study_name)}"]
+    parts = [
+        f"## tuner study {code(study_name)}",
+        f"**tuner's plots:** [throughput and final loss vs global batch size]({PLOTS_LINK}), "
+        "on this study's History page below optuna-dashboard's own Pareto front (final loss vs "
+        "throughput), history, importance and timeline.",
+    ]
     if rec is None:
         parts.append("**No trial has completed yet**, so there is no recommendation.")
     else:

@@ -7,6 +7,7 @@ from typing import Any
 
 import optuna
 
+from tuner.extras import DISTRIBUTION, missing_modules
 from tuner.results import current_recommendation
 from tuner.storage import describe_storage_error
 from tuner.views.dashboard import publish
@@ -20,8 +21,17 @@ def refresh(
 ) -> None:
     """Rewrite the study's dashboard note and plots from ``rec`` (default: the current
     recommendation). A storage that refuses the write (read-only, gone) is reported through
-    ``warn``, not raised: the views are a convenience, the trials are what matters."""
+    ``warn``, not raised: the views are a convenience, the trials are what matters. So is an
+    install without the ``dashboard`` extra: nothing is written, ``warn`` says what to install."""
     import sqlalchemy.exc
+
+    missing = missing_modules("dashboard")
+    if missing:
+        warn(
+            f"the dashboard note and plots were not written ({', '.join(missing)} not installed): "
+            f"pip install '{DISTRIBUTION}[dashboard]' to browse the study in optuna-dashboard"
+        )
+        return
 
     if rec is None:
         rec = current_recommendation(study)

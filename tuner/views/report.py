@@ -121,11 +121,7 @@ def write_report(
     it); return the files written. Raises :class:`PngExportError` after writing the HTML when the
     PNGs cannot be rendered."""
     trials = study.get_trials(deepcopy=False)
-    figures = study_figures(
-        trials,
-        baseline_throughput=(rec or {}).get("baseline_throughput"),
-        recommended_trial=(rec or {}).get("trial_number"),
-    )
+    figures = study_figures(trials, rec)
     written_at = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
     page = render_html(study.study_name, trials, study.user_attrs, rec, figures, written_at)
     try:

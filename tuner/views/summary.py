@@ -6,13 +6,18 @@ Pure: ``FrozenTrial`` objects and the recommendation dict in, strings out.
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 import math
 from collections.abc import Iterable
 from typing import Any
 
 from optuna.trial import FrozenTrial
 
+from tuner.core.outcome import STATES
 from tuner.core.recommend import status_of
+from tuner.views.columns import Layout, fit_columns
 
 TRIAL_COLUMNS: list[tuple[str, str]] = [
     ("#", "right"),
@@ -35,6 +40,51 @@ TRIAL_COLUMNS: list[tuple[str, str]] = [
 """Header and alignment of each cell of :func:`trial_cells`."""
 
 STATUS_COLUMN = [header for header, _ in TRIAL_COLUMNS].index("status")
+
+TRIAL_PRIORITY = [
+    "#",
+    "status",
+    "global batch",
+    "per replica",
+    "rule",
+    "LR",
+    "samples/s",
+    "final loss",
+    "model",
+    "note",
+    "train loss",
+    "goodput",
+    "B_noise",
+    "replicas",
+    "host",
+    "state",
+]
+"""The order in which the columns of a narrow trials table are given room (``#`` and ``status``
+are always shown)."""
+
+TRIAL_WRAPPING = frozenset({"model", "host", "note"})
+"""The trials table's free-text columns: the only ones that may wrap; every other cell is one
+word (a number, a status, a rule) and is shown whole or not at all."""
+
+RECORD_FIELDS = [
+    "number",
+    "state",
+    "status",
+    "global_batch_size",
+    "per_replica_batch_size",
+    "num_replicas",
+    "lr_rule",
+    "learning_rate",
+    "throughput",
+    "final_loss",
+    "train_loss",
+    "gradient_noise_scale",
+    "goodput",
+    "model_hyperparameters",
+    "host",
+    "error",
+]
+"""The keys of :func:`trial_record`, in order: the names the trial stores."""
 
 
 def fmt(value: Any, spec: str) -> str:
@@ -59,8 +109,8 @@ def trial_cells(trial: FrozenTrial, note_width: int = 60) -> list[str]:
         fmt(attrs.get("num_replicas"), "d"),
         str(attrs.get("lr_rule", trial.params.get("lr_rule", "-"))),
         fmt(attrs.get("learning_rate"), ".3g"),
-        fmt(attrs.get("throughput"), ",.0f"),
-        fmt(attrs.get("final_loss"), ".4g"),
+        fmt(measured(trial, "throughput"), ",.0f"),
+        fmt(measured(trial, "final_loss"), ".4g"),
         fmt(attrs.get("train_loss"), ".4g"),
         fmt(attrs.get("gradient_noise_scale"), ",.0f"),
         fmt(attrs.get("goodput"), ",.0f"),
@@ -68,6 +118,71 @@ def trial_cells(trial: FrozenTrial, note_width: int = 60) -> list[str]:
         str(attrs.get("host", "-")),
         str(attrs.get("error", ""))[:note_width],
     ]
+
+
+_VALUES = {"final_loss": 0, "throughput": 1}
+"""Where the study's values hold the two measured attributes."""
+
+
+def measured(trial: FrozenTrial, key: str) -> Any:
+    """``final_loss`` or ``throughput`` as the trial stored it (its user attribute, else its
+    value), or ``None``."""
+    value = trial.user_attrs.get(key)
+    if value is None and trial.values is not None and len(trial.values) > _VALUES[key]:
+        value = trial.values[_VALUES[key]]
+    return value
+
+
+def trial_layout(rows: list[list[str]], width: int, wide: bool = False) -> Layout:
+    """The columns of the trials table (rows of :func:`trial_rows`) that fit ``width``: see
+    :func:`tuner.views.columns.fit_columns`. ``state`` is left out where ``status`` implies it."""
+    headers = [header for header, _ in TRIAL_COLUMNS]
+    drop = [] if _state_matters(rows) else ["state"]
+    return fit_columns(
+        headers, rows, width, TRIAL_PRIORITY, TRIAL_WRAPPING, ("#", "status"), drop, wide
+    )
+
+
+def _state_matters(rows: list[list[str]]) -> bool:
+    """Whether some row's Optuna state is not the one its status ends in."""
+    state = [header for header, _ in TRIAL_COLUMNS].index("state")
+    expected = {**STATES, "running": "RUNNING"}
+    return any(expected.get(row[STATUS_COLUMN]) != row[state] for row in rows)
+
+
+def trial_record(trial: FrozenTrial) -> dict[str, Any]:
+    """One trial for machines: :data:`RECORD_FIELDS` as stored (full precision; ``None`` for a
+    missing or non-finite number)."""
+    attrs = trial.user_attrs
+    record: dict[str, Any] = {"number": trial.number, "state": trial.state.name}
+    record["status"] = status_of(trial)
+    for key in RECORD_FIELDS[3:]:
+        value = measured(trial, key) if key in _VALUES else attrs.get(key, trial.params.get(key))
+        if isinstance(value, float) and not math.isfinite(value):
+            value = None
+        record[key] = value
+    return record
+
+
+def records_text(trials: Iterable[FrozenTrial], kind: str) -> str:
+    """The trials' :func:`trial_record` by trial number, as ``json`` (a list of objects) or
+    ``csv`` (a header of :data:`RECORD_FIELDS`, then one row a trial; an empty cell for a missing
+    value, a dict as JSON)."""
+    records = [trial_record(t) for t in sorted(trials, key=lambda t: t.number)]
+    if kind == "json":
+        return json.dumps(records, indent=2) + "\n"
+    page = io.StringIO()
+    writer = csv.writer(page, lineterminator="\n")
+    writer.writerow(RECORD_FIELDS)
+    for record in records:
+        writer.writerow([_csv_cell(record[key]) for key in RECORD_FIELDS])
+    return page.getvalue()
+
+
+def _csv_cell(value: Any) -> Any:
+    if value is None:
+        return ""
+    return json.dumps(value) if isinstance(value, dict | list) else value
 
 
 def model_text(values: dict[str, Any] | None) -> str:

@@ -31,6 +31,9 @@ from tuner.worker.losses import per_example_loss
 
 OnEpoch = Callable[[int, float, float], bool]
 """Called after each epoch with (epoch index, mean loss, seconds); returns False to stop."""
+OnStep = Callable[[int], None]
+"""Called after each step with the steps run so far (all epochs); must be cheap and must not read
+a device value (:class:`tuner.core.progress.StepReporter`)."""
 
 
 class _Base:
@@ -90,7 +93,14 @@ class FitLoop(_Base):
 
         self.model.train_step = counted_train_step
 
-    def run(self, dataset: Any, epochs: int, steps: int | None, on_epoch: OnEpoch) -> None:
+    def run(
+        self,
+        dataset: Any,
+        epochs: int,
+        steps: int | None,
+        on_epoch: OnEpoch,
+        on_step: OnStep | None = None,
+    ) -> None:
         """Train ``epochs`` epochs of ``steps`` steps (``None``: whole passes over ``dataset``)."""
         loop = self
 
@@ -108,6 +118,8 @@ class FitLoop(_Base):
                 loop.step_losses.append(float((logs or {}).get("loss", math.nan)))
 
         callbacks: list[Any] = [_Hooks()]
+        if on_step is not None:
+            callbacks.append(_StepCallback(on_step, steps))
         if self._record_steps:
             callbacks.append(_Steps())  # batch hooks sync every step: validation only
         if steps is None:  # whole epochs, exactly as a user's `fit(dataset, epochs=...)` runs
@@ -171,13 +183,27 @@ class CustomLoop(_Base):
 
         self._train_step = train_step
 
-    def run(self, dataset: Any, epochs: int, steps: int | None, on_epoch: OnEpoch) -> None:
+    def run(
+        self,
+        dataset: Any,
+        epochs: int,
+        steps: int | None,
+        on_epoch: OnEpoch,
+        on_step: OnStep | None = None,
+    ) -> None:
         """Train ``epochs`` epochs of ``steps`` steps (``None``: whole passes over ``dataset``)."""
         steps = steps or int(dataset.cardinality())
         if isinstance(dataset, tf.data.Dataset):
             dataset = self._strategy.experimental_distribute_dataset(dataset.repeat())
         iterator = iter(dataset)  # else already distributed: a dataset function's stream
-        _epochs(lambda: self._train_step(next(iterator)), epochs, steps, on_epoch, self.step_losses)
+        _epochs(
+            lambda: self._train_step(next(iterator)),
+            epochs,
+            steps,
+            on_epoch,
+            self.step_losses,
+            on_step,
+        )
 
     def replica_examples(self) -> list[int]:
         """Examples each replica processed in its own step."""
@@ -233,7 +259,14 @@ class CpuUpdateLoop(_Base):
 
         self._train_step = train_step
 
-    def run(self, dataset: Any, epochs: int, steps: int | None, on_epoch: OnEpoch) -> None:
+    def run(
+        self,
+        dataset: Any,
+        epochs: int,
+        steps: int | None,
+        on_epoch: OnEpoch,
+        on_step: OnStep | None = None,
+    ) -> None:
         """Train ``epochs`` epochs of ``steps`` steps (``None``: whole passes over ``dataset``)."""
         if not isinstance(dataset, tf.data.Dataset):
             raise WorkloadError(
@@ -243,7 +276,12 @@ class CpuUpdateLoop(_Base):
         steps = steps or int(dataset.cardinality())
         iterator = iter(dataset.repeat())
         _epochs(
-            lambda: self._train_step(*next(iterator)), epochs, steps, on_epoch, self.step_losses
+            lambda: self._train_step(*next(iterator)),
+            epochs,
+            steps,
+            on_epoch,
+            self.step_losses,
+            on_step,
         )
 
     def replica_examples(self) -> list[int]:
@@ -275,6 +313,28 @@ def make_loop(
     raise ValueError(f"unknown loop {kind!r}; known: {', '.join(LOOP_KINDS)}")
 
 
+class _StepCallback(keras.callbacks.Callback):
+    """Tells ``on_step`` the run's step count after each batch. Costs no extra sync: Keras 3 on
+    TensorFlow already turns the batch's logs into Python numbers at every batch end, callback
+    or not (``CallbackList`` on a backend that is not thread-safe), and this reads none of them;
+    ``async_safe`` keeps Keras's asynchronous batch dispatch on the backends that have it."""
+
+    async_safe = True
+
+    def __init__(self, on_step: OnStep, steps: int | None) -> None:
+        super().__init__()
+        self._on_step = on_step
+        self._steps = steps
+        self._epoch = 0
+
+    def on_epoch_begin(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
+        self._epoch = epoch
+
+    def on_train_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None:
+        steps = self._steps or self.params.get("steps") or 0
+        self._on_step(self._epoch * steps + batch + 1)
+
+
 def _replica_counter() -> Any:
     return tf.Variable(
         0,
@@ -291,10 +351,15 @@ def _epochs(
     steps: int,
     on_epoch: OnEpoch,
     step_losses: list[float],
+    on_step: OnStep | None = None,
 ) -> None:
     for epoch in range(epochs):
         started = time.perf_counter()
-        losses = [step() for _ in range(steps)]
+        losses = []
+        for i in range(steps):
+            losses.append(step())
+            if on_step is not None:  # steps dispatched: reads no tensor, so no sync
+                on_step(epoch * steps + i + 1)
         values = [float(v) for v in tf.stack(losses).numpy()]  # one sync per epoch
         step_losses.extend(values)
         if not on_epoch(epoch, float(np.mean(values)), time.perf_counter() - started):

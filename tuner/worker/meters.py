@@ -14,6 +14,8 @@ import numpy as np
 import tensorflow as tf
 
 from tuner.core.devices import DevicePlan
+from tuner.core.progress import StepReporter
+from tuner.core.protocol import EPOCH_EVENT
 
 Emit = Callable[[dict[str, Any]], None]
 
@@ -80,17 +82,25 @@ class Meter:
         self.losses.append(loss)
         self._emit(
             {
-                "event": "epoch",
+                "event": EPOCH_EVENT,
                 "epoch": epoch + 1,
                 "epochs": self._epochs,
                 "loss": loss,
                 "throughput": self.throughputs[-1],
+                "samples": (epoch + 1) * self._samples,
+                "total_samples": self._epochs * self._samples,
             }
         )
         if not math.isfinite(loss):
             self.diverged_at = epoch + 1
             return False
         return True
+
+    def step_reporter(self, global_batch: int) -> StepReporter:
+        """What the loop calls with the run's step count after each step: a progress event
+        about once a second (:class:`tuner.core.progress.StepReporter`)."""
+        steps = self._samples // global_batch
+        return StepReporter(self._emit, global_batch, steps * self._epochs)
 
 
 class UtilizationSampler:

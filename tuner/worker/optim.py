@@ -1,33 +1,21 @@
 """Inside the child: the optimizer a trial trains with, as its learning-rate rule prescribes.
 
-The rate itself comes from :mod:`tuner.core.scaling`; here ``linear-warmup`` becomes a Keras
-schedule (a linear ramp from the base rate to the peak) and ``sqrt-adam`` rewrites Adam's
-moments. What was used is described by :func:`describe` and stored on the trial.
+The rate itself comes from :mod:`tuner.core.scaling`; the optimizer's config with the rule applied
+comes from :func:`tuner.core.optimizers.trained_config` (``linear-warmup``: Keras's own
+``CosineDecay`` schedule as a linear ramp from the base rate to the peak; ``sqrt-adam``: Adam's
+moments rewritten), the same pure function the export's ``optimizer`` section rests on. What was
+used is described by :func:`describe` and stored on the trial.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import keras
 
 from tuner.core.errors import WorkloadError
-from tuner.core.scaling import optimizer_settings
-
-
-class LinearWarmup(keras.optimizers.schedules.LearningRateSchedule):
-    """``start`` → ``peak`` linearly over ``warmup_steps`` optimizer steps, then ``peak``."""
-
-    def __init__(self, start: float, peak: float, warmup_steps: int) -> None:
-        self.start, self.peak, self.warmup_steps = float(start), float(peak), int(warmup_steps)
-
-    def __call__(self, step: Any) -> Any:
-        step = keras.ops.cast(step, "float32")
-        fraction = keras.ops.minimum(step / max(self.warmup_steps, 1), 1.0)
-        return self.start + (self.peak - self.start) * fraction
-
-    def get_config(self) -> dict[str, Any]:
-        return {"start": self.start, "peak": self.peak, "warmup_steps": self.warmup_steps}
+from tuner.core.optimizers import SHAPING_RULES, trained_config
 
 
 def apply_rule(optimizer: Any, rule: dict[str, Any] | None) -> Any:
@@ -36,24 +24,18 @@ def apply_rule(optimizer: Any, rule: dict[str, Any] | None) -> Any:
     ``rule`` is the request's ``{"name", "ratio", "base_lr", "learning_rate", "warmup_steps"}``
     (``None``: unchanged). Raises :class:`WorkloadError` when the rule does not apply to it.
     """
-    if not rule or rule["name"] not in ("linear-warmup", "sqrt-adam"):
+    if not rule or rule["name"] not in SHAPING_RULES:
         return optimizer
-    config = optimizer.get_config()
-    if rule["name"] == "sqrt-adam":
-        try:
-            config.update(optimizer_settings("sqrt-adam", float(rule["ratio"]), config))
-        except ValueError as exc:
-            raise WorkloadError(f"{type(optimizer).__name__}: {exc}") from None
-        return type(optimizer).from_config(config)
-    fresh = type(optimizer).from_config(config)
-    fresh.learning_rate = LinearWarmup(
-        rule["base_lr"], rule["learning_rate"], int(rule["warmup_steps"])
-    )
-    return fresh
+    try:
+        config = trained_config(optimizer.get_config(), rule)
+    except ValueError as exc:
+        raise WorkloadError(f"{type(optimizer).__name__}: {exc}") from None
+    return type(optimizer).from_config(config)
 
 
 def describe(optimizer: Any, from_build: bool, rule: dict[str, Any] | None) -> dict[str, Any]:
-    """The optimizer a trial used: class, scalar settings, and the warmup when there is one."""
+    """The optimizer a trial used: class, scalar settings, the warmup when there is one, and
+    under ``keras`` the whole serialized optimizer (see :func:`_serialized`)."""
     config = optimizer.get_config()
     settings = {
         key: value
@@ -72,4 +54,22 @@ def describe(optimizer: Any, from_build: bool, rule: dict[str, Any] | None) -> d
             "to": float(rule["learning_rate"]),
             "steps": int(rule["warmup_steps"]),
         }
+    keras_config = _serialized(optimizer, rule)
+    if keras_config is not None:
+        described["keras"] = keras_config
     return described
+
+
+def _serialized(optimizer: Any, rule: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The optimizer as ``keras.optimizers.serialize`` writes it — what the export's
+    ``optimizer`` section copies — with a constant learning rate written as the rule gave it
+    (``get_config`` reads back the float32 variable: 0.0020000000949949026 for 0.002); ``None``
+    when a custom optimizer's config is not plain JSON."""
+    try:
+        written = keras.optimizers.serialize(optimizer)
+        if rule and not isinstance(written["config"].get("learning_rate"), dict):
+            written["config"]["learning_rate"] = float(rule["learning_rate"])
+        json.dumps(written, allow_nan=False)
+    except (TypeError, ValueError, KeyError):
+        return None
+    return dict(written)

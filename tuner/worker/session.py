@@ -155,7 +155,13 @@ def train(session: Session, noise: NoiseMeter | None = None) -> None:
         return going_on
 
     mark = time.perf_counter()
-    session.loop.run(session.train_data, session.windows, session.steps, on_epoch)
+    session.loop.run(
+        session.train_data,
+        session.windows,
+        session.steps,
+        on_epoch,
+        on_step=session.meter.step_reporter(session.batch),
+    )
     timings["fit_s"] = time.perf_counter() - mark
     timings["noise_scale_s"] = noise.seconds if noise is not None else 0.0
     timings["fit_s"] -= timings["noise_scale_s"]  # measured on separate steps: not training

@@ -1,0 +1,151 @@
+"""An exported config trains a model: a real search (two CPU replicas, real SQLite) with the two
+rules that shape the optimizer, ``tuner export``, then in a fresh process
+``tuner.load_recommendation`` -> ``compile`` -> ``fit`` under ``MirroredStrategy``, and the
+optimizer it trains with is the one each trial trained with."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import optuna
+import pytest
+from conftest import SMALL_REGRESSION, run_tuner, tuner_env
+
+from tuner.core.export import optimizer_section
+
+pytestmark = pytest.mark.slow
+
+TRAIN = textwrap.dedent(
+    """
+    import json, sys
+    import numpy as np
+    import tensorflow as tf
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+    import keras
+    import tuner
+    from tuner.workloads.regression import build_model
+
+    def state(optimizer):
+        config = optimizer.get_config()
+        return {
+            "class": type(optimizer).__name__,
+            "learning_rate": float(optimizer.learning_rate),
+            "iterations": int(np.asarray(optimizer.iterations)),
+            "schedule": config["learning_rate"] if isinstance(config["learning_rate"], dict)
+            else None,
+            **{key: config.get(key) for key in ("beta_1", "beta_2", "epsilon")},
+        }
+
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    rng = np.random.default_rng(0)
+    x = rng.random((2048, 10), dtype=np.float32)
+    y = x.sum(axis=1, keepdims=True)
+    report = {"replicas": strategy.num_replicas_in_sync}
+    with strategy.scope():
+        rec = tuner.load_recommendation(sys.argv[1])
+        model = build_model()
+        model.compile(optimizer=rec.optimizer, loss="mse")
+    history = model.fit(x, y, verbose=0, **rec.fit_kwargs)
+    report["fit_kwargs"] = rec.fit_kwargs
+    report["losses"] = history.history["loss"]
+    report["trained"] = state(model.optimizer)
+    report["sections"] = {}
+    for path in sys.argv[2:]:  # every trial's optimizer section, deserialized and stepped
+        optimizer = keras.optimizers.deserialize(json.loads(open(path).read()))
+        optimizer.iterations.assign(10_000)  # past any warm-up
+        report["sections"][path] = state(optimizer)
+    print("REPORT " + json.dumps(report))
+    """
+)
+
+
+def f32(value: float) -> float:
+    """The value as Keras trains with it (a float32 variable or constant)."""
+    return float(np.float32(value))
+
+
+def assert_same_optimizer(used: dict[str, Any], trial: optuna.trial.FrozenTrial) -> None:
+    """``used`` (what the loaded optimizer holds past any warm-up) is what ``trial`` trained
+    with (its ``optimizer`` attribute and the rate its optimizer held at the end)."""
+    described = trial.user_attrs["optimizer"]
+    assert used["class"] == described["class"] == "Adam"
+    assert used["learning_rate"] == f32(trial.user_attrs["optimizer_learning_rate"])
+    for key in ("beta_1", "beta_2", "epsilon"):
+        assert f32(used[key]) == f32(described[key]), key
+    warmup = described.get("warmup")
+    if warmup:  # the same ramp: from the base rate to the peak over the same steps
+        schedule = used["schedule"]["config"]
+        assert (schedule["initial_learning_rate"], schedule["warmup_target"]) == (
+            warmup["from"],
+            pytest.approx(warmup["to"], rel=1e-14),
+        )
+        assert schedule["warmup_steps"] == warmup["steps"]
+    else:
+        assert used["schedule"] is None
+
+
+def test_an_exported_config_compiles_and_fits_with_the_trials_optimizer(tmp_path: Path) -> None:
+    spec = SMALL_REGRESSION.format(
+        name="exp", base=256, multipliers="[2]", rules='["sqrt-adam", "linear-warmup"]'
+    )
+    (tmp_path / "s.toml").write_text(spec)
+    url = "sqlite:///s.db"
+    searched = run_tuner(
+        "search", "--study", "s.toml", "--storage", url, "--cpu-replicas", "2",
+        "--no-baseline", "--no-noise-scale", cwd=tmp_path,
+    )  # fmt: skip
+    assert searched.returncode == 0, searched.stderr
+    exported = run_tuner(
+        "export", "--storage", url, "--study-name", "exp", "--output", "rec.json", cwd=tmp_path
+    )
+    assert exported.returncode == 0, exported.stderr
+    rec = json.loads((tmp_path / "rec.json").read_text())
+    assert rec["provenance"]["optimizer_config_source"] == "trained"
+    assert rec["provenance"]["storage"] == url and rec["fit"] == {"batch_size": 512, "epochs": 2}
+
+    study = optuna.load_study(study_name="exp", storage=f"sqlite:///{tmp_path}/s.db")
+    trials = {t.params["lr_rule"]: t for t in study.get_trials()}
+    assert set(trials) == {"sqrt-adam", "linear-warmup"}
+    sections = []
+    for rule, trial in trials.items():  # the optimizer section of each, as export builds it
+        section, source = optimizer_section(trial.user_attrs, "adam", trial.user_attrs)
+        assert source == "trained"
+        sections.append(tmp_path / f"{rule}.json")
+        sections[-1].write_text(json.dumps(section))
+
+    trained = subprocess.run(
+        [sys.executable, "-c", TRAIN, "rec.json", *map(str, sections)],
+        cwd=tmp_path,
+        env=tuner_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert trained.returncode == 0, trained.stderr[-3000:]
+    (line,) = [x for x in trained.stdout.splitlines() if x.startswith("REPORT ")]
+    report = json.loads(line.removeprefix("REPORT "))
+    assert report["replicas"] == 2
+    assert report["fit_kwargs"] == {"batch_size": 512, "epochs": 2}
+    assert len(report["losses"]) == 2 and all(np.isfinite(report["losses"]))
+    # 2,048 samples at global batch 512: 4 steps an epoch, 8 in all.
+    assert report["trained"]["iterations"] == 8
+    chosen = study.trials[rec["trial_number"]]
+    used = dict(report["trained"])
+    if chosen.params["lr_rule"] == "linear-warmup":  # 8 steps are inside the ramp: its rate then
+        schedule = used["schedule"]["config"]
+        fraction = min(8 / schedule["warmup_steps"], 1.0)
+        start, peak = schedule["initial_learning_rate"], schedule["warmup_target"]
+        assert used["learning_rate"] == pytest.approx(start + (peak - start) * fraction, rel=1e-6)
+        used["learning_rate"] = report["sections"][str(tmp_path / "linear-warmup.json")][
+            "learning_rate"
+        ]
+    assert_same_optimizer(used, chosen)
+    for rule, trial in trials.items():
+        assert_same_optimizer(report["sections"][str(tmp_path / f"{rule}.json")], trial)

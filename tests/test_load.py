@@ -1,0 +1,91 @@
+"""``tuner.load_recommendation``: a recommended-config JSON back as a Keras optimizer and the
+arguments of ``fit`` (Keras only; no training here: the real one is in
+tests/e2e/test_export_training.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import tuner
+from tuner.core.errors import ConfigError
+from tuner.core.export import SCHEMA_VERSION
+from tuner.core.optimizers import serialized, trained_config
+from tuner.load import fit_kwargs
+
+ADAM = {"learning_rate": 2e-3, "beta_1": 0.9, "beta_2": 0.999, "epsilon": 1e-7}
+
+
+def write(tmp_path: Path, optimizer: dict[str, Any], **fit: Any) -> Path:
+    path = tmp_path / "rec.json"
+    doc = {
+        "schema_version": SCHEMA_VERSION,
+        "fit": {"batch_size": 128, **(fit or {"epochs": 3})},
+        "optimizer": optimizer,
+        "learning_rate": 2e-3,
+    }
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_sqrt_adam_comes_back_with_its_moments(tmp_path: Path) -> None:
+    rule = {"name": "sqrt-adam", "ratio": 4.0, "base_lr": 1e-3, "learning_rate": 2e-3}
+    path = write(tmp_path, serialized("Adam", trained_config(ADAM, rule)))
+    rec = tuner.load_recommendation(path)
+    config = rec.optimizer.get_config()
+    assert type(rec.optimizer).__name__ == "Adam"
+    assert (config["beta_1"], config["beta_2"]) == (pytest.approx(0.6), pytest.approx(0.996))
+    assert config["epsilon"] == pytest.approx(1e-7 / 2)
+    assert float(rec.optimizer.learning_rate) == pytest.approx(2e-3, rel=1e-7)
+    assert rec.fit_kwargs == {"batch_size": 128, "epochs": 3} and rec.batch_size == 128
+    assert rec.learning_rate == 2e-3
+    assert rec.new_optimizer() is not rec.optimizer
+
+
+def test_linear_warmup_comes_back_as_the_same_ramp(tmp_path: Path) -> None:
+    rule = {"name": "linear-warmup", "base_lr": 1e-3, "learning_rate": 4e-3, "warmup_steps": 8}
+    path = write(tmp_path, serialized("SGD", trained_config({"momentum": 0.7}, rule)))
+    first, second = (tuner.load_recommendation(path).optimizer for _ in range(2))  # no mutation
+    rates = []
+    for step in (0, 4, 8, 1000):
+        second.iterations.assign(step)
+        rates.append(float(second.learning_rate))
+    assert rates == pytest.approx([1e-3, 2.5e-3, 4e-3, 4e-3], rel=1e-6)
+    assert type(first).__name__ == "SGD" and first.get_config()["momentum"] == 0.7
+
+
+def test_a_sample_budget_is_one_epoch_of_steps() -> None:
+    assert fit_kwargs({"batch_size": 64, "steps": 768}) == {
+        "batch_size": 64,
+        "epochs": 1,
+        "steps_per_epoch": 768,
+    }
+
+
+@pytest.mark.parametrize(
+    ("content", "fragment"),
+    [
+        (None, "cannot read the recommended config"),
+        ("{not json", "is not a recommended-config JSON"),
+        ('{"study_name": "old", "global_batch_size": 64}', "has no schema_version"),
+        (json.dumps({"schema_version": SCHEMA_VERSION + 1}), "upgrade tuner"),
+        (json.dumps({"schema_version": SCHEMA_VERSION, "fit": {}}), "has no optimizer section"),
+    ],
+)
+def test_a_file_it_cannot_use_is_one_clear_error(
+    tmp_path: Path, content: str | None, fragment: str
+) -> None:
+    path = tmp_path / "rec.json"
+    if content is not None:
+        path.write_text(content)
+    with pytest.raises(ConfigError, match=fragment) as caught:
+        tuner.load_recommendation(path)
+    assert "\n" not in str(caught.value)
+
+
+def test_the_loader_is_public() -> None:
+    assert "load_recommendation" in tuner.__all__
+    assert tuner.load_recommendation is tuner.load.load_recommendation

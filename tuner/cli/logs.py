@@ -1,0 +1,96 @@
+"""The CLI's logging: ``-q``/``-v`` set the level of tuner's loggers, one handler writes them.
+
+Every line that says what a command is doing (a search's trials, a probe's steps, "report written
+to …") is a record of a ``tuner.*`` logger at INFO; ``-q`` keeps WARNING and above (errors are
+printed by :mod:`tuner.cli.errors` whatever the level, and a command's result goes to stdout),
+``-v`` adds DEBUG, Optuna's own records included. The handler writes each record literally (the
+user's words are never read as markup) on the stderr console, above any live progress bar; where
+stderr is not a terminal (nohup, Slurm, CI logs) each line starts with a timestamp.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from rich.console import Console
+from rich.text import Text
+
+from tuner.driver.observer import LOGGER
+
+QUIET, NORMAL, VERBOSE = -1, 0, 1
+"""Verbosity: ``-q``, neither, ``-v``."""
+
+_LEVELS = {QUIET: logging.WARNING, NORMAL: logging.INFO, VERBOSE: logging.DEBUG}
+_STYLES = {logging.WARNING: "yellow", logging.ERROR: "red", logging.CRITICAL: "bold red"}
+TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
+
+
+def logger(name: str) -> logging.Logger:
+    """The logger ``tuner.<name>``."""
+    return logging.getLogger(f"{LOGGER}.{name}")
+
+
+def say_info(text: str) -> None:
+    """Say what a command is doing: a record of ``tuner.cli`` at INFO (``-q`` hides it)."""
+    logger("cli").info("%s", text)
+
+
+class ConsoleHandler(logging.Handler):
+    """Writes each record as one literal line on a rich console; timestamped when the console is
+    not a terminal; records of other libraries (Optuna) name their logger."""
+
+    def __init__(self, console: Console) -> None:
+        super().__init__(logging.DEBUG)
+        self.console = console
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            message = record.getMessage()
+            if not record.name.startswith(LOGGER):
+                message = f"[{record.name}] {message}"
+            if not self.console.is_terminal:
+                stamp = logging.Formatter(datefmt=TIME_FORMAT).formatTime(record, TIME_FORMAT)
+                message = f"{stamp} {message}"
+            style = _STYLES.get(record.levelno, "dim" if record.levelno < logging.INFO else "")
+            self.console.print(Text(message, style=style), soft_wrap=True, highlight=False)
+        except Exception:  # a logging failure must not end the search
+            self.handleError(record)
+
+
+def configure(verbosity: int, console: Console) -> None:
+    """Send tuner's records to ``console`` at the level of ``verbosity`` (and, with
+    :data:`VERBOSE`, Optuna's records too, instead of Optuna's own handler). Idempotent: each call
+    replaces what the previous one installed (the app may run many times in one process)."""
+    root = logging.getLogger(LOGGER)
+    optuna_logger = logging.getLogger("optuna")
+    for owner in (root, optuna_logger):
+        for handler in [h for h in owner.handlers if isinstance(h, ConsoleHandler)]:
+            owner.removeHandler(handler)
+    handler = ConsoleHandler(console)
+    root.addHandler(handler)
+    root.setLevel(_LEVELS[verbosity])
+    root.propagate = False
+    if verbosity == VERBOSE:
+        _optuna_through(handler)
+    else:
+        _optuna_default()
+
+
+def _optuna_through(handler: logging.Handler) -> None:
+    """Optuna's records, DEBUG and up, through ``handler`` (and not twice through its own)."""
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.DEBUG)
+    optuna.logging.disable_default_handler()
+    logging.getLogger("optuna").addHandler(handler)
+
+
+def _optuna_default() -> None:
+    """Optuna's own handler back, if a verbose run in this process had taken it away (its level is
+    set where it is used: :func:`tuner.driver.observer.quiet_optuna`)."""
+    import sys
+
+    if "optuna" in sys.modules:  # importing optuna costs time; untouched, it needs nothing
+        import optuna
+
+        optuna.logging.enable_default_handler()

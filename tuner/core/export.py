@@ -1,0 +1,189 @@
+"""The recommended-config JSON as a training script reads it: pure, from the recommendation
+(:func:`tuner.core.recommend.recommend`), the chosen trial and the study's spec.
+
+On top of the recommendation's flat keys (kept as they are: scripts rely on them) it adds
+``schema_version`` and five sections: ``fit`` (the arguments of ``model.fit``), ``optimizer``
+(the optimizer as trained, in the form ``keras.optimizers.get`` accepts), ``distribution``,
+``evidence`` and ``provenance``. Units are in key names (``throughput_samples_per_s``);
+integers stay integers; measurements keep 6 significant digits, settings 15 (float64 noise such
+as 0.7999999999999999 dropped; Keras casts them to float32 anyway); a non-finite float becomes
+``null`` (JSON has no NaN).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from optuna.trial import FrozenTrial
+
+from tuner.core.optimizers import from_description
+
+SCHEMA_VERSION = 1
+"""Raised when a key of the JSON is removed or changes meaning; new keys may come without it."""
+SECTIONS = ("fit", "optimizer", "distribution", "evidence", "provenance")
+MEASURED_DIGITS = 6
+"""Significant digits of a measurement (throughput, loss, noise scale, ratios)."""
+SETTING_DIGITS = 15
+"""Significant digits of a setting (learning rate, Adam's moments, epsilon)."""
+MEASURED_KEYS = frozenset(
+    {
+        "throughput",
+        "final_loss",
+        "train_loss",
+        "gradient_noise_scale",
+        "statistical_efficiency",
+        "goodput",
+        "input_throughput",
+        "baseline_throughput",
+        "speedup_vs_single_device",
+        "scaling_efficiency",
+    }
+)
+"""The flat keys (and ``per_device_signature`` keys) that hold measurements."""
+OPTIMIZER_SOURCES = ("trained", "described", "spec")
+"""Where the ``optimizer`` section comes from: the Keras config the trial stored (``trained``);
+rebuilt from its class and scalar settings, for trials stored before the config was
+(``described``); the spec's optimizer name at the trial's learning rate, when the trial stored
+no optimizer at all (``spec``)."""
+
+
+def export_document(
+    rec: dict[str, Any], chosen: FrozenTrial, spec: dict[str, Any], storage: str | None
+) -> dict[str, Any]:
+    """The recommended-config JSON: ``rec`` (the recommendation, whose trial is ``chosen``)
+    with ``schema_version`` and the sections, floats at their precision. ``spec`` is the
+    study's stored spec (``StudySpec.to_dict()``); ``storage`` the URL with its password
+    masked (``None``: not known)."""
+    attrs = chosen.user_attrs
+    search, workload = spec.get("search", {}), spec.get("workload", {})
+    optimizer, source = optimizer_section(attrs, workload.get("optimizer", "adam"), rec)
+    document = {
+        "schema_version": SCHEMA_VERSION,
+        "fit": fit_section(rec, attrs, search),
+        "optimizer": optimizer,
+        "distribution": distribution_section(rec, attrs, search),
+        "evidence": evidence_section(rec, attrs, workload),
+        "provenance": provenance_section(rec, attrs, workload, storage, source),
+        **{key: value for key, value in rec.items() if key not in ("schema_version", *SECTIONS)},
+    }
+    return tidy_document(document)
+
+
+def optimizer_section(
+    attrs: dict[str, Any], spec_optimizer: str, rec: dict[str, Any]
+) -> tuple[dict[str, Any], str]:
+    """The serialized optimizer the trial trained with, and its source (``OPTIMIZER_SOURCES``)."""
+    described = attrs.get("optimizer")
+    if isinstance(described, dict) and isinstance(described.get("keras"), dict):
+        keras_config = described["keras"]
+        return {**keras_config, "config": dict(keras_config["config"])}, "trained"
+    rebuilt = from_description(described, spec_optimizer, float(rec["learning_rate"]))
+    return rebuilt, "described" if described else "spec"
+
+
+def fit_section(
+    rec: dict[str, Any], attrs: dict[str, Any], search: dict[str, Any]
+) -> dict[str, Any]:
+    """``batch_size`` (global), and ``epochs`` — or ``steps`` under a sample budget (optimizer
+    steps in all: ``fit(epochs=1, steps_per_epoch=steps)`` over a repeated dataset)."""
+    batch = int(rec["global_batch_size"])
+    fit: dict[str, Any] = {"batch_size": batch}
+    if search.get("train_samples") is not None:
+        used = attrs.get("train_samples_used") or int(search["train_samples"])
+        fit["steps"] = int(used) // batch
+    elif attrs.get("windows") or search.get("epochs"):
+        fit["epochs"] = int(attrs.get("windows") or search["epochs"])
+    return fit
+
+
+def distribution_section(
+    rec: dict[str, Any], attrs: dict[str, Any], search: dict[str, Any]
+) -> dict[str, Any]:
+    """How the trial was spread: replicas, per-replica batch, devices, loop."""
+    return {
+        "strategy": "MirroredStrategy",
+        "num_replicas": int(rec["num_replicas"]),
+        "per_replica_batch_size": int(rec["per_replica_batch_size"]),
+        "global_batch_size": int(rec["global_batch_size"]),
+        "devices": list(rec.get("devices") or []),
+        "device_signature": rec.get("device_signature"),
+        "loop": attrs.get("loop", search.get("loop", "fit")),
+        "update_on": attrs.get("update_on", search.get("update_on", "replicas")),
+    }
+
+
+def evidence_section(
+    rec: dict[str, Any], attrs: dict[str, Any], workload: dict[str, Any]
+) -> dict[str, Any]:
+    """What the choice stands on: the chosen trial's measurements and its rivals."""
+    return {
+        "policy": rec.get("policy"),
+        "candidates": list(rec.get("candidates") or []),
+        "loss_tolerance_fraction": rec.get("loss_tolerance"),
+        "loss": workload.get("loss"),
+        "final_loss": rec.get("final_loss"),
+        "train_loss": rec.get("train_loss"),
+        "epoch_train_losses": list(attrs.get("epoch_losses") or []),
+        "throughput_samples_per_s": rec.get("throughput"),
+        "throughput_spread_fraction": attrs.get("throughput_spread"),
+        "baseline_throughput_samples_per_s": rec.get("baseline_throughput"),
+        "speedup_vs_single_device": rec.get("speedup_vs_single_device"),
+        "scaling_efficiency": rec.get("scaling_efficiency"),
+        "gradient_noise_scale_samples": rec.get("gradient_noise_scale"),
+        "statistical_efficiency": rec.get("statistical_efficiency"),
+        "goodput_samples_per_s": rec.get("goodput"),
+        "input_throughput_samples_per_s": rec.get("input_throughput"),
+        "input_bound": rec.get("input_bound"),
+        "peak_memory_bytes": attrs.get("peak_memory_bytes"),
+        "largest_feasible_batch_size": rec.get("largest_feasible_batch_size"),
+        "oom_batch_sizes": list(rec.get("oom_batch_sizes") or []),
+        "train_samples": rec.get("train_samples_used"),
+        "val_samples": rec.get("val_samples_used"),
+    }
+
+
+def provenance_section(
+    rec: dict[str, Any],
+    attrs: dict[str, Any],
+    workload: dict[str, Any],
+    storage: str | None,
+    optimizer_source: str,
+) -> dict[str, Any]:
+    """Where the JSON comes from: study, trial, storage (password masked), versions."""
+    return {
+        "study_name": rec["study_name"],
+        "trial_number": rec["trial_number"],
+        "storage": storage,
+        "created_at": rec.get("created_at"),
+        "versions": dict(rec.get("versions") or {}),
+        "host": attrs.get("host"),
+        "model": workload.get("model"),
+        "data": workload.get("data") or workload.get("dataset"),
+        "optimizer_config_source": optimizer_source,
+    }
+
+
+def tidy_document(document: dict[str, Any]) -> dict[str, Any]:
+    """``document`` with every float at its precision (see the module's docstring)."""
+    tidied: dict[str, Any] = {}
+    for key, value in document.items():
+        if key == "evidence" or key in MEASURED_KEYS:
+            tidied[key] = rounded(value, MEASURED_DIGITS)
+        elif key == "per_device_signature" and isinstance(value, dict):
+            tidied[key] = {sig: tidy_document(entry) for sig, entry in value.items()}
+        else:
+            tidied[key] = rounded(value, SETTING_DIGITS)
+    return tidied
+
+
+def rounded(value: Any, digits: int) -> Any:
+    """``value`` with every float (in lists and dicts too) at ``digits`` significant digits;
+    non-finite floats become ``None``; ints and bools unchanged."""
+    if isinstance(value, float):
+        return float(f"{value:.{digits}g}") if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: rounded(item, digits) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [rounded(item, digits) for item in value]
+    return value

@@ -1,0 +1,100 @@
+"""The optimizer a trial trains with, as a Keras config: pure, so that the worker (which builds
+the optimizer from it) and the export (which writes it) can never disagree.
+
+A config here is what ``optimizer.get_config()`` returns; a *serialized* optimizer is what
+``keras.optimizers.serialize`` writes (``module``, ``class_name``, ``config``,
+``registered_name``), which ``keras.optimizers.get`` and ``keras.optimizers.deserialize`` accept.
+The ``linear-warmup`` ramp is stock Keras — ``keras.optimizers.schedules.CosineDecay`` with a
+warm-up and a flat decay — so a training script needs nothing of tuner's to rebuild it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tuner.core.scaling import optimizer_settings
+
+SHAPING_RULES = ("linear-warmup", "sqrt-adam")
+"""The rules that change more of the optimizer than its learning rate."""
+SCHEDULES_MODULE = "keras.optimizers.schedules"
+OPTIMIZERS_MODULE = "keras.optimizers"
+
+
+def warmup_schedule(start: float, peak: float, steps: int) -> dict[str, Any]:
+    """The serialized Keras schedule of ``linear-warmup``: ``start`` → ``peak`` linearly over
+    ``steps`` optimizer steps, then ``peak``.
+
+    It is ``CosineDecay`` with ``warmup_target=peak``: its warm-up is exactly this linear ramp,
+    and ``alpha=1`` flattens the cosine that follows (``(1 - alpha) * cos + alpha = 1``, so the
+    rate stays at ``peak``); ``decay_steps=1``, not 0, keeps its decay away from 0/0.
+    """
+    return {
+        "module": SCHEDULES_MODULE,
+        "class_name": "CosineDecay",
+        "config": {
+            "initial_learning_rate": float(start),
+            "decay_steps": 1,
+            "alpha": 1.0,
+            "name": "linear_warmup",
+            "warmup_target": float(peak),
+            "warmup_steps": int(steps),
+        },
+        "registered_name": None,
+    }
+
+
+def trained_config(config: dict[str, Any], rule: dict[str, Any] | None) -> dict[str, Any]:
+    """A copy of the optimizer ``config`` with ``rule`` applied: ``sqrt-adam`` rescales
+    ``beta_1``, ``beta_2`` and ``epsilon``; ``linear-warmup`` makes the learning rate
+    :func:`warmup_schedule`; any other rule (or ``None``) changes nothing.
+
+    ``rule`` is a trial request's ``{"name", "ratio", "base_lr", "learning_rate",
+    "warmup_steps"}`` with the warm-up already in steps. Raises ``ValueError`` when
+    ``sqrt-adam`` meets an optimizer without Adam's moments (see
+    :func:`tuner.core.scaling.optimizer_settings`).
+    """
+    trained = dict(config)
+    if not rule or rule["name"] not in SHAPING_RULES:
+        return trained
+    if rule["name"] == "sqrt-adam":
+        trained.update(optimizer_settings("sqrt-adam", float(rule["ratio"]), trained))
+    else:
+        trained["learning_rate"] = warmup_schedule(
+            rule["base_lr"], rule["learning_rate"], int(rule["warmup_steps"])
+        )
+    return trained
+
+
+def serialized(
+    class_name: str,
+    config: dict[str, Any],
+    module: str | None = OPTIMIZERS_MODULE,
+    registered_name: str | None = None,
+) -> dict[str, Any]:
+    """An optimizer in the form ``keras.optimizers.serialize`` writes (``registered_name``:
+    the ``package>Name`` of a class registered with ``keras.saving``; ``None`` for Keras's)."""
+    return {
+        "module": module,
+        "class_name": class_name,
+        "config": dict(config),
+        "registered_name": registered_name,
+    }
+
+
+def from_description(
+    described: dict[str, Any] | None, fallback_class: str, learning_rate: float
+) -> dict[str, Any]:
+    """The serialized optimizer rebuilt from a trial's ``optimizer`` attribute when it holds no
+    Keras config (studies stored before it did): its class and scalar settings, which are already
+    the trained ones (``sqrt-adam``'s moments included), at ``learning_rate``, with its warm-up
+    as :func:`warmup_schedule`. Without a description: ``fallback_class`` (the spec's
+    optimizer) at ``learning_rate``, Keras's defaults for the rest."""
+    if not described:
+        return serialized(fallback_class, {"learning_rate": float(learning_rate)})
+    skip = {"class", "from_build", "warmup", "keras", "name"}
+    config = {key: value for key, value in described.items() if key not in skip}
+    config["learning_rate"] = float(learning_rate)
+    warmup = described.get("warmup")
+    if warmup:
+        config["learning_rate"] = warmup_schedule(warmup["from"], warmup["to"], warmup["steps"])
+    return serialized(str(described.get("class", fallback_class)), config)

@@ -1,0 +1,53 @@
+"""The optional parts of tuner (pip extras) and the modules each one brings.
+
+The base install trains, stores and recommends; browsing a study in optuna-dashboard and drawing
+its plots are extras, so that a worker or a CI job does not carry a web server, plotly and a
+headless-browser renderer it never uses.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+from tuner.core.errors import MissingExtraError
+
+DISTRIBUTION = "mirrortuner"
+"""tuner's name on PyPI (PyPI's ``tuner`` is another project); the import name stays ``tuner``."""
+
+EXTRAS: dict[str, tuple[str, ...]] = {
+    "dashboard": ("optuna_dashboard", "plotly"),
+    "report": ("plotly",),
+    "png": ("kaleido",),
+}
+"""Extra -> the modules that must import for it. ``png`` is part of the ``report`` extra."""
+
+_INSTALLED_AS = {"png": "report"}
+
+
+def missing_modules(extra: str) -> list[str]:
+    """The modules of ``extra`` that cannot be imported here (none: the extra is installed)."""
+    return [module for module in EXTRAS[extra] if not _importable(module)]
+
+
+def has_extra(extra: str) -> bool:
+    """Whether every module of ``extra`` can be imported."""
+    return not missing_modules(extra)
+
+
+def require_extra(extra: str, purpose: str) -> None:
+    """Raise :class:`MissingExtraError` with the one install line to run when ``extra`` is not
+    installed; ``purpose`` says what needed it (``"tuner dashboard"``)."""
+    missing = missing_modules(extra)
+    if missing:
+        name = _INSTALLED_AS.get(extra, extra)
+        raise MissingExtraError(
+            f"{purpose} needs {', '.join(missing)}, which is not installed: "
+            f"pip install '{DISTRIBUTION}[{name}]' (or '{DISTRIBUTION}[all]')"
+        )
+
+
+def _importable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # ValueError: a module blocked with sys.modules[name] = None
+        return False

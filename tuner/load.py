@@ -1,0 +1,112 @@
+"""A recommended-config JSON read back in a training script: :func:`load_recommendation`.
+
+Imports Keras, so ``tuner/__init__.py`` re-exports it lazily. Everything the file's ``optimizer``
+section needs is stock Keras (the ``linear-warmup`` ramp is ``CosineDecay``), so a script may
+just as well call ``keras.optimizers.deserialize(config["optimizer"])`` itself.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tuner.core.errors import ConfigError
+from tuner.core.export import SCHEMA_VERSION
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """A recommended config, ready for ``model.compile(optimizer=rec.optimizer)`` and
+    ``model.fit(x, y, **rec.fit_kwargs)``."""
+
+    config: dict[str, Any]
+    """The whole JSON, as written by ``tuner export``."""
+    optimizer: Any
+    """The Keras optimizer the trial trained with (one per model: see :meth:`new_optimizer`)."""
+    fit_kwargs: dict[str, Any] = field(default_factory=dict)
+    """``batch_size`` and ``epochs`` (under a sample budget: ``epochs=1`` and
+    ``steps_per_epoch``, for a repeated dataset)."""
+    custom_objects: dict[str, Any] | None = None
+
+    @property
+    def batch_size(self) -> int:
+        """The recommended global batch size."""
+        return int(self.config["fit"]["batch_size"])
+
+    @property
+    def learning_rate(self) -> float:
+        """The learning rate the rule gave at this batch (a warm-up's peak)."""
+        return float(self.config["learning_rate"])
+
+    def new_optimizer(self) -> Any:
+        """A fresh optimizer of the same config (an optimizer serves one model; under
+        ``MirroredStrategy`` create it inside ``strategy.scope()``)."""
+        return optimizer_from(self.config, self.custom_objects)
+
+
+def load_recommendation(
+    path: str | Path, custom_objects: dict[str, Any] | None = None
+) -> Recommendation:
+    """Read a recommended-config JSON written by ``tuner export`` (schema version
+    :data:`~tuner.core.export.SCHEMA_VERSION` or older with the sections) and build its
+    optimizer. ``custom_objects``: classes of a custom optimizer, as for
+    ``keras.optimizers.deserialize``. Under ``MirroredStrategy`` call it inside
+    ``strategy.scope()``, as you would create the optimizer.
+
+    Raises :class:`~tuner.core.errors.ConfigError` when the file cannot be read, is not JSON,
+    has no ``schema_version`` (written before the sections: export it again) or a newer one.
+    """
+    config = _read(Path(path))
+    return Recommendation(
+        config=config,
+        optimizer=optimizer_from(config, custom_objects),
+        fit_kwargs=fit_kwargs(config["fit"]),
+        custom_objects=custom_objects,
+    )
+
+
+def optimizer_from(config: dict[str, Any], custom_objects: dict[str, Any] | None = None) -> Any:
+    """The Keras optimizer of a recommended config's ``optimizer`` section."""
+    import keras
+
+    # Keras's from_config replaces a nested schedule's dict in place: give it a copy.
+    section = copy.deepcopy(config["optimizer"])
+    return keras.optimizers.deserialize(section, custom_objects=custom_objects)
+
+
+def fit_kwargs(fit: dict[str, Any]) -> dict[str, Any]:
+    """The ``fit`` section as arguments of ``keras.Model.fit``: ``steps`` (a sample budget's
+    optimizer steps) become one epoch of ``steps_per_epoch`` steps."""
+    kwargs = {"batch_size": int(fit["batch_size"])}
+    if "steps" in fit:
+        kwargs.update(epochs=1, steps_per_epoch=int(fit["steps"]))
+    elif "epochs" in fit:
+        kwargs["epochs"] = int(fit["epochs"])
+    return kwargs
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"cannot read the recommended config {path}: {exc.strerror}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path} is not a recommended-config JSON: {exc}") from None
+    if not isinstance(config, dict) or "schema_version" not in config:
+        raise ConfigError(
+            f"{path} has no schema_version: it was written before the fit and optimizer "
+            "sections; write it again with `tuner export`"
+        )
+    version = config["schema_version"]
+    if not isinstance(version, int) or version > SCHEMA_VERSION:
+        raise ConfigError(
+            f"{path} has schema_version {version!r}; this tuner reads up to {SCHEMA_VERSION}: "
+            "upgrade tuner"
+        )
+    missing = [key for key in ("fit", "optimizer") if not isinstance(config.get(key), dict)]
+    if missing:
+        raise ConfigError(f"{path} has no {' or '.join(missing)} section")
+    return config

@@ -1,0 +1,130 @@
+"""Which columns of a table fit a page, and how wide each one is: pure, over rendered cells.
+
+A terminal table that is too wide gets its cells cut (``1…``), and a cut number is worse than a
+missing column. So the columns are chosen here, before anything is drawn: in a fixed priority,
+each one that still fits at its narrowest, where a number or any other word that must not break
+keeps its full length and only the columns named as wrapping (free text) may wrap or fold; the
+first column that does not fit ends the choice, so a wider page only ever adds columns.
+Columns with nothing to say (every cell ``-`` or empty) are left out.
+
+The widths assume the table style of :mod:`tuner.cli.display`: no outer frame and no padding at
+the page edges, so each column after the first costs its width plus three (`` │ ``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+GAP = 3
+"""Characters between two columns: a space, the rule, a space."""
+
+WRAP_FLOOR = 24
+"""The narrowest a free-text column is made when its text is longer: narrower, a sentence takes
+too many lines to read (a word longer than this is folded)."""
+
+EMPTY_CELLS = frozenset({"", "-"})
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The columns to draw, as indices into the table's columns in table order, and the width of
+    each (the cells' width, padding and rules not included)."""
+
+    columns: list[int]
+    widths: list[int]
+
+    @property
+    def width(self) -> int:
+        """The width of the whole table drawn with these columns."""
+        return table_width(self.widths)
+
+
+def table_width(widths: Sequence[int]) -> int:
+    """The page width a table with columns of these widths takes."""
+    return sum(widths) + GAP * max(len(widths) - 1, 0)
+
+
+def natural_width(header: str, cells: Iterable[str]) -> int:
+    """The width that shows the header and every cell on one line."""
+    return max([len(header), *(len(cell) for cell in cells)])
+
+
+def narrowest_width(header: str, cells: Sequence[str], wraps: bool) -> int:
+    """The narrowest the column may be: every cell whole on one line, or for a wrapping column
+    :data:`WRAP_FLOOR` (its text wraps at spaces, a longer word folds); the header may wrap at
+    spaces."""
+    header_word = max((len(word) for word in header.split()), default=0)
+    if not wraps:
+        return max(header_word, *(len(cell) for cell in cells), 1)
+    longest = max((len(cell) for cell in cells), default=1)
+    return max(header_word, min(longest, WRAP_FLOOR), 1)
+
+
+def is_empty(cells: Iterable[str]) -> bool:
+    """Whether a column says nothing: every cell ``-`` or blank."""
+    return all(cell.strip() in EMPTY_CELLS for cell in cells)
+
+
+def fit_columns(
+    headers: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    width: int,
+    priority: Sequence[str],
+    wrapping: Iterable[str] = (),
+    keep: Iterable[str] = (),
+    drop: Iterable[str] = (),
+    wide: bool = False,
+) -> Layout:
+    """The columns that fit in ``width`` and their widths.
+
+    ``keep`` columns are always shown; the others are taken in ``priority`` order (columns not
+    named there come last, in table order) for as long as each still fits at its narrowest;
+    columns in ``drop`` and columns whose every cell is empty are left out (when there is a row
+    at all). Space left over first unwraps the headers of the one-word columns (all or none), then
+    widens the free text. With ``wide``, every column is shown and nothing is left out: numbers at
+    full width, wrapping columns narrowed towards their narrowest while the page is short, so the
+    table may be wider than ``width``.
+
+    Never does a column of a number get narrower than its longest cell.
+    """
+    wraps, kept = set(wrapping), set(keep)
+    columns = [[row[i] for row in rows] for i in range(len(headers))]
+    least = [narrowest_width(h, c, h in wraps) for h, c in zip(headers, columns, strict=True)]
+    most = [natural_width(h, c) for h, c in zip(headers, columns, strict=True)]
+    order = _order(headers, priority, kept)
+    if wide:
+        chosen = list(range(len(headers)))
+    else:
+        left_out = set(drop)
+        chosen = [i for i in order if headers[i] in kept]
+        for i in order:
+            if i in chosen or headers[i] in left_out or (rows and is_empty(columns[i])):
+                continue
+            if table_width([least[j] for j in [*chosen, i]]) > width:
+                break  # no later column shows while an earlier one does not
+            chosen.append(i)
+    widths = {i: least[i] for i in chosen}
+    spare = width - table_width(list(widths.values()))
+    # The header row is as tall as its tallest header: unwrap the headers of all the one-word
+    # columns or of none. The free text then takes what is left.
+    unwrap = sum(most[i] - least[i] for i in chosen if headers[i] not in wraps)
+    if unwrap <= spare:
+        widths.update({i: most[i] for i in chosen if headers[i] not in wraps})
+        spare -= unwrap
+    for i in order:
+        if i in widths and headers[i] in wraps and spare > 0:
+            grow = min(spare, most[i] - widths[i])
+            widths[i] += grow
+            spare -= grow
+    shown = sorted(chosen)
+    return Layout(columns=shown, widths=[widths[i] for i in shown])
+
+
+def _order(headers: Sequence[str], priority: Sequence[str], kept: set[str]) -> list[int]:
+    """Column indices: the kept ones, then by priority, then the rest in table order."""
+    rank = {header: n for n, header in enumerate(priority)}
+    return sorted(
+        range(len(headers)),
+        key=lambda i: (headers[i] not in kept, rank.get(headers[i], len(rank)), i),
+    )

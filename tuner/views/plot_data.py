@@ -1,0 +1,150 @@
+"""The numbers behind the study's pictures, pure (trials in, numbers out): the complete grid
+points, each rule's curve over the batch sizes with the out-of-memory sizes, the recommended
+point, the loss tolerance band, the rules' side-by-side offsets and the Pareto front.
+:mod:`tuner.views.figures` dresses them as plotly figures."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from optuna.trial import FrozenTrial
+
+from tuner.core.recommend import INFEASIBLE, is_complete, status_of, unique_trials
+
+JITTER = 0.02
+"""How far apart, as a fraction of the x axis (in octaves), the rules' points at one batch are
+drawn, so that equal values (every rule gives the base learning rate at the base batch) do not
+hide one another."""
+
+
+@dataclass(frozen=True)
+class Point:
+    """One COMPLETE grid point."""
+
+    trial: int
+    global_batch_size: int
+    per_replica_batch_size: int
+    lr_rule: str
+    learning_rate: float
+    throughput: float
+    final_loss: float
+
+
+@dataclass(frozen=True)
+class LossBand:
+    """The final losses the recommendation chose among: from the best one to ``limit``, which is
+    ``tolerance`` (relative) above it."""
+
+    best: float
+    limit: float
+    tolerance: float
+
+
+@dataclass(frozen=True)
+class BatchCurves:
+    """What the batch-size plots show: each rule's points by batch, the sizes that ran out of
+    memory (``oom`` measured, ``oom-implied`` known from a smaller size), the recommended point
+    and the loss tolerance band around the best loss."""
+
+    by_rule: dict[str, list[Point]]
+    oom: dict[int, str]
+    baseline_throughput: float | None = None
+    recommended: Point | None = None
+    loss_band: LossBand | None = None
+
+
+def complete_points(trials: Iterable[FrozenTrial]) -> list[Point]:
+    """The COMPLETE grid points with finite values, one per grid point, by batch then rule."""
+    points = []
+    for trial in unique_trials(trials):
+        if not is_complete(trial):
+            continue
+        loss, throughput = trial.values
+        attrs = trial.user_attrs
+        points.append(
+            Point(
+                trial=trial.number,
+                global_batch_size=int(trial.params["global_batch_size"]),
+                per_replica_batch_size=int(attrs.get("per_replica_batch_size", 0)),
+                lr_rule=str(trial.params["lr_rule"]),
+                learning_rate=float(attrs.get("learning_rate", math.nan)),
+                throughput=float(throughput),
+                final_loss=float(loss),
+            )
+        )
+    return sorted(points, key=lambda p: (p.global_batch_size, p.lr_rule))
+
+
+def batch_curves(
+    trials: Sequence[FrozenTrial], rec: Mapping[str, Any] | None = None
+) -> BatchCurves:
+    """Group the complete points by rule (of several model configurations at one batch and rule,
+    the one with the lowest loss) and collect the out-of-memory sizes; ``rec`` (the study's
+    recommendation) gives the baseline, the recommended point and the loss band."""
+    rec = rec or {}
+    points = complete_points(trials)
+    best: dict[tuple[str, int], Point] = {}  # several model configurations: the best loss
+    for point in points:
+        key = (point.lr_rule, point.global_batch_size)
+        if key not in best or point.final_loss < best[key].final_loss:
+            best[key] = point
+    by_rule: dict[str, list[Point]] = {}
+    for (rule, _), point in sorted(best.items()):
+        by_rule.setdefault(rule, []).append(point)
+    oom: dict[int, str] = {}
+    for trial in unique_trials(trials):
+        status = status_of(trial)
+        if status in INFEASIBLE:
+            size = int(trial.params["global_batch_size"])
+            if oom.get(size) != "oom":  # a measured OOM says more than an implied one
+                oom[size] = status
+    chosen = [p for p in points if p.trial == rec.get("trial_number")]
+    return BatchCurves(
+        dict(sorted(by_rule.items())),
+        dict(sorted(oom.items())),
+        rec.get("baseline_throughput"),
+        chosen[0] if chosen else None,
+        loss_band(points, rec),
+    )
+
+
+def loss_band(points: Sequence[Point], rec: Mapping[str, Any]) -> LossBand | None:
+    """The tolerance band of ``rec`` (as :mod:`tuner.core.recommend` draws it: the best loss
+    among its candidates, up to ``loss_tolerance`` relative above), or ``None`` without one."""
+    tolerance = rec.get("loss_tolerance")
+    candidates = set(rec.get("candidates") or ())
+    losses = [p.final_loss for p in points if p.trial in candidates]
+    if tolerance is None or not losses:
+        return None
+    low = min(losses)
+    return LossBand(low, low + float(tolerance) * abs(low), float(tolerance))
+
+
+def rule_offsets(rules: Sequence[str], sizes: Iterable[int]) -> dict[str, float]:
+    """The factor each rule's x is drawn at (on the log axis: a shift), rules side by side around
+    each batch, :data:`JITTER` of the axis apart; 1 for a single rule."""
+    sizes = list(sizes)
+    if len(rules) < 2 or not sizes:
+        return {rule: 1.0 for rule in rules}
+    step = JITTER * (math.log2(max(sizes) / min(sizes)) + 1)  # the axis spans about that
+    middle = (len(rules) - 1) / 2
+    return {rule: 2 ** ((i - middle) * step) for i, rule in enumerate(rules)}
+
+
+def pareto_front(points: Iterable[Point]) -> list[Point]:
+    """Points no other point beats on both loss (lower) and throughput (higher), by loss."""
+    candidates = list(points)
+    front = [
+        p
+        for p in candidates
+        if not any(
+            q.final_loss <= p.final_loss
+            and q.throughput >= p.throughput
+            and (q.final_loss < p.final_loss or q.throughput > p.throughput)
+            for q in candidates
+        )
+    ]
+    return sorted(front, key=lambda p: (p.final_loss, -p.throughput))
