@@ -7,6 +7,7 @@ Fast and pure: no training, no child process (``--help`` runs in-process through
 
 from __future__ import annotations
 
+import enum
 import importlib
 import inspect
 import re
@@ -426,3 +427,40 @@ def test_cli_reference_documents_every_command_and_flag() -> None:
     cli_text = (REFERENCE / "cli.md").read_text(encoding="utf-8")
     for flag in help_flags(root):
         assert f"`{flag}`" in cli_text or f"tuner {flag}" in cli_text, f"global {flag}"
+
+
+def flag_rows(name: str) -> list[list[str]]:
+    """The rows docs/reference/cli.md should hold for ``tuner NAME``: flags, default as
+    ``--help`` shows it (a literal in backticks, or the words of a spec-backed default), help."""
+    group = typer.main.get_command(app)
+    rows = []
+    for param in group.commands[name].params:  # type: ignore[attr-defined]
+        names = [opt for opt in [*param.opts, *param.secondary_opts] if opt.startswith("-")]
+        if getattr(param, "hidden", False) or param.name == "help" or not names:
+            continue
+        help_text = (param.help or "").replace("|", "\\|")
+        kind = param.type_descriptor.annotation
+        if isinstance(kind, type) and issubclass(kind, enum.Enum):
+            help_text += " One of: " + ", ".join(f"`{choice.value}`" for choice in kind) + "."
+        flags = " / ".join(f"`{opt}`" for opt in names)
+        rows.append([flags, default_cell(param), help_text])
+    return rows
+
+
+def default_cell(param: Any) -> str:
+    shown, default = getattr(param, "show_default", None), param.default
+    if isinstance(shown, str):
+        return shown
+    if getattr(param, "is_flag", False) and param.secondary_opts:
+        return f"`{param.opts[0] if default else param.secondary_opts[0]}`"
+    if default is None or default is False or shown is False:
+        return ""
+    return f"`{default.value if isinstance(default, enum.Enum) else default}`"
+
+
+def test_cli_reference_rows_say_what_help_says() -> None:
+    text = (REFERENCE / "cli.md").read_text(encoding="utf-8")
+    parts = re.split(r"^## tuner (\S+)\s*$", text, flags=re.M)
+    for name, body in zip(parts[1::2], parts[2::2], strict=True):
+        documented = [[cell.strip() for cell in row] for row in table_rows(body, "| flag |")]
+        assert documented == flag_rows(name), f"tuner {name}: docs/reference/cli.md differs"

@@ -31,6 +31,12 @@ def write(tmp_path: Path, optimizer: dict[str, Any], **fit: Any) -> Path:
     return path
 
 
+def _doc(**sections: Any) -> str:
+    adam = {"module": "keras.optimizers", "class_name": "Adam", "config": ADAM}
+    doc = {"schema_version": SCHEMA_VERSION, "fit": {"batch_size": 64}, "optimizer": adam}
+    return json.dumps(doc | sections)
+
+
 def test_sqrt_adam_comes_back_with_its_moments(tmp_path: Path) -> None:
     rule = {"name": "sqrt-adam", "ratio": 4.0, "base_lr": 1e-3, "learning_rate": 2e-3}
     path = write(tmp_path, serialized("Adam", trained_config(ADAM, rule)))
@@ -71,8 +77,17 @@ def test_a_sample_budget_is_one_epoch_of_steps() -> None:
         (None, "cannot read the recommended config"),
         ("{not json", "is not a recommended-config JSON"),
         ('{"study_name": "old", "global_batch_size": 64}', "has no schema_version"),
-        (json.dumps({"schema_version": SCHEMA_VERSION + 1}), "upgrade tuner"),
+        (json.dumps({"schema_version": SCHEMA_VERSION + 1}), "pip install -U mirrortuner"),
+        (json.dumps({"schema_version": True}), "has schema_version True"),
+        (json.dumps({"schema_version": 0}), "has schema_version 0"),
         (json.dumps({"schema_version": SCHEMA_VERSION, "fit": {}}), "has no optimizer section"),
+        (_doc(fit={"epochs": 3}), r"fit.batch_size must be a positive integer, got None"),
+        (_doc(fit={"batch_size": "x"}), r"fit.batch_size must be a positive integer, got 'x'"),
+        (_doc(fit={"batch_size": 64, "steps": 0}), "fit.steps must be a positive integer"),
+        (
+            _doc(optimizer={"class_name": "NoSuchOptimizer", "config": {}}),
+            "the optimizer section cannot be built",
+        ),
     ],
 )
 def test_a_file_it_cannot_use_is_one_clear_error(

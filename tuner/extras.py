@@ -40,8 +40,10 @@ def require_extra(extra: str, purpose: str) -> None:
     missing = missing_modules(extra)
     if missing:
         name = _INSTALLED_AS.get(extra, extra)
+        these = " and ".join(missing)
+        verb = "is" if len(missing) == 1 else "are"
         raise MissingExtraError(
-            f"{purpose} needs {', '.join(missing)}, which is not installed: "
+            f"{purpose} needs {these}, which {verb} not installed: "
             f"pip install '{DISTRIBUTION}[{name}]' (or '{DISTRIBUTION}[all]')"
         )
 

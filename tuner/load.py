@@ -60,9 +60,13 @@ def load_recommendation(
     has no ``schema_version`` (written before the sections: export it again) or a newer one.
     """
     config = _read(Path(path))
+    try:
+        optimizer = optimizer_from(config, custom_objects)
+    except (ValueError, TypeError, KeyError) as exc:  # Keras's words for a config it cannot use
+        raise ConfigError(f"{path}: the optimizer section cannot be built: {exc}") from None
     return Recommendation(
         config=config,
-        optimizer=optimizer_from(config, custom_objects),
+        optimizer=optimizer,
         fit_kwargs=fit_kwargs(config["fit"]),
         custom_objects=custom_objects,
     )
@@ -74,7 +78,10 @@ def optimizer_from(config: dict[str, Any], custom_objects: dict[str, Any] | None
 
     # Keras's from_config replaces a nested schedule's dict in place: give it a copy.
     section = copy.deepcopy(config["optimizer"])
-    return keras.optimizers.deserialize(section, custom_objects=custom_objects)
+    optimizer = keras.optimizers.deserialize(section, custom_objects=custom_objects)
+    if not isinstance(optimizer, keras.optimizers.Optimizer):  # Keras hands back what it can't find
+        raise ValueError(f"no Keras optimizer class {section.get('class_name')!r}")
+    return optimizer
 
 
 def fit_kwargs(fit: dict[str, Any]) -> dict[str, Any]:
@@ -101,12 +108,25 @@ def _read(path: Path) -> dict[str, Any]:
             "sections; write it again with `tuner export`"
         )
     version = config["schema_version"]
-    if not isinstance(version, int) or version > SCHEMA_VERSION:
+    if type(version) is not int or not 1 <= version <= SCHEMA_VERSION:
         raise ConfigError(
-            f"{path} has schema_version {version!r}; this tuner reads up to {SCHEMA_VERSION}: "
-            "upgrade tuner"
+            f"{path} has schema_version {version!r}; this tuner reads 1 to {SCHEMA_VERSION}: "
+            "pip install -U mirrortuner"
         )
     missing = [key for key in ("fit", "optimizer") if not isinstance(config.get(key), dict)]
     if missing:
         raise ConfigError(f"{path} has no {' or '.join(missing)} section")
+    _check_fit(path, config["fit"])
     return config
+
+
+def _check_fit(path: Path, fit: dict[str, Any]) -> None:
+    """The ``fit`` section holds a positive integer ``batch_size`` and ``steps`` or ``epochs``."""
+    for key in ("batch_size", "steps", "epochs"):
+        value = fit.get(key)
+        if (key == "batch_size" or value is not None) and not _is_count(value):
+            raise ConfigError(f"{path}: fit.{key} must be a positive integer, got {value!r}")
+
+
+def _is_count(value: Any) -> bool:
+    return type(value) is int and value > 0

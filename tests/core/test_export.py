@@ -18,6 +18,7 @@ from tuner.core.export import (
     SECTIONS,
     export_document,
     rounded,
+    tidy_document,
 )
 from tuner.core.optimizers import from_description, trained_config, warmup_schedule
 from tuner.core.scaling import LR_RULES, batch_ratio, scaled_learning_rate
@@ -209,3 +210,19 @@ def test_provenance_masks_the_storage_password(url: str) -> None:
     storage = doc["provenance"]["storage"]
     assert "***@" in storage and "s3cr3t" not in json.dumps(doc) and "p@ss" not in storage
     assert doc["provenance"]["study_name"] == "masked" and doc["provenance"]["trial_number"] == 0
+
+
+def test_model_hyperparameters_are_kept_exactly_while_settings_lose_float_noise() -> None:
+    # Found by the hypermodel e2e test: 15 digits turned l2 9.528111325087635e-06 into
+    # 9.52811132508763e-06, and the model rebuilt from the JSON was not the one trained.
+    l2 = 9.528111325087635e-06
+    tidied = tidy_document(
+        {
+            "model_hyperparameters": {"l2": l2, "units": 16},
+            "per_device_signature": {"2x cpu": {"model_hyperparameters": {"l2": l2}}},
+            "learning_rate": 0.7999999999999999,
+        }
+    )
+    assert tidied["model_hyperparameters"] == {"l2": l2, "units": 16}
+    assert tidied["per_device_signature"]["2x cpu"]["model_hyperparameters"]["l2"] == l2
+    assert tidied["learning_rate"] == 0.8

@@ -106,10 +106,12 @@ def test_a_label_mismatch_in_training_names_the_op_and_the_shapes(tmp_path: Path
     )
     assert code == 1, stderr
     # Global batch 64 on 2 replicas: each replica's 32 labels against 64 folded rows.
+    ended = [line for line in stderr.splitlines() if " trial 0 error: " in line]
+    assert len(ended) == 1, stderr
     assert (
-        "  trial 0: error InvalidArgumentError: logits and labels must have the same first "
+        "InvalidArgumentError: logits and labels must have the same first "
         "dimension, got logits shape [64,10] and labels shape [32]"
-    ) in stderr
+    ) in ended[0]
     assert stderr.strip().splitlines()[-1] == (
         "error: no trial of study 'bad' completed (1 error): the note column of the table says "
         "why each ended"

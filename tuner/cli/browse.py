@@ -10,15 +10,14 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
 
 from tuner.cli.choices import Policy, ReportFormat, ShowFormat
 from tuner.cli.errors import guard, sigterm_as_interrupt
+from tuner.cli.logs import say_info
 from tuner.cli.options import (
     StorageOpt,
     StudyNameOpt,
     check_output,
-    err,
     out,
     warn,
     write_json,
@@ -78,7 +77,7 @@ def export_cmd(
             sys.stdout.write(json.dumps(rec, indent=2) + "\n")
         else:
             write_json(output, rec)
-            err.print(f"recommended config written to {escape(str(output))}", highlight=False)
+            say_info(f"recommended config written to {output}")
 
     guard(call)
 
@@ -165,7 +164,7 @@ def dashboard(
             with sigterm_as_interrupt():
                 serve(storage, host, port, on_ready=ready)
         except KeyboardInterrupt:
-            err.print("dashboard stopped")
+            say_info("dashboard stopped")
 
     guard(call)
 
@@ -195,6 +194,6 @@ def report(
         for path in write_report(
             study, current_recommendation(study), output, png=fmt is ReportFormat.png
         ):
-            err.print(f"wrote {escape(str(path))}", highlight=False)
+            say_info(f"wrote {path}")
 
     guard(call)

@@ -1,6 +1,6 @@
 """The fixed choices of the CLI's flags, as enums, so that ``--help`` lists them and click
 refuses any other value with the list. Each mirrors a tuple of the core, which stays the one
-source of truth (``tests/cli/test_choices.py`` checks that they agree)."""
+source of truth (``tests/cli/test_conventions.py`` checks that they agree)."""
 
 from __future__ import annotations
 

@@ -35,6 +35,11 @@ def say_info(text: str) -> None:
     logger("cli").info("%s", text)
 
 
+def is_info_shown() -> bool:
+    """Whether INFO lines are shown (not ``-q``)."""
+    return logger("cli").isEnabledFor(logging.INFO)
+
+
 class ConsoleHandler(logging.Handler):
     """Writes each record as one literal line on a rich console; timestamped when the console is
     not a terminal; records of other libraries (Optuna) name their logger."""

@@ -30,11 +30,17 @@ class PageConsole(Console):
     set, else a terminal's own width, else :data:`PIPED_WIDTH` (rich's 80 columns would leave
     a log or a file narrower than the screen it is read on)."""
 
+    def __init__(self, **options: Any) -> None:
+        # Rich reads COLUMNS itself when built (and crashes on one like "²"); this console
+        # reads it at each print instead, so rich is given an environment without it.
+        environ = {key: value for key, value in os.environ.items() if key != "COLUMNS"}
+        super().__init__(_environ=environ, **options)
+
     @property
     def size(self) -> ConsoleDimensions:
         height = super().size.height
         columns = os.environ.get("COLUMNS", "")
-        if columns.isdigit() and int(columns) > 0:
+        if columns.isdecimal() and int(columns) > 0:
             return ConsoleDimensions(int(columns), height)
         if self.is_terminal:
             return super().size

@@ -154,12 +154,12 @@ class SearchProgress(_Tracker):
         super().__init__(clock)
         self._console = console
         self._progress = Progress(
-            TextColumn("{task.description}"),
+            TextColumn("{task.description}", markup=False),
             BarColumn(),
             MofNCompleteColumn(),
-            TextColumn("{task.fields[unit]}"),
+            TextColumn("{task.fields[unit]}", markup=False),
             TimeElapsedColumn(),
-            TextColumn("{task.fields[info]}"),
+            TextColumn("{task.fields[info]}", markup=False),
             console=console,
             transient=True,
             get_time=clock,

@@ -10,7 +10,7 @@ import typer
 
 from tuner.cli.choices import ModelHyperparameters, value
 from tuner.cli.errors import guard, sigterm_as_interrupt
-from tuner.cli.logs import say_info
+from tuner.cli.logs import is_info_shown, say_info
 from tuner.cli.options import (
     BaseBatchOpt,
     BaseLrOpt,
@@ -187,7 +187,8 @@ def _before_search(
 
         say_info("validating the multi-replica training first…")
         checks = run_validation(spec, plan, timeout_s=trial_timeout)
-        display.print_validation(err, checks)
+        if not checks["passed"] or is_info_shown():  # -q: the table only when it failed
+            display.print_validation(err, checks)
         if not checks["passed"]:
             raise TunerError("validation failed; the study was not started")
     say_info(display.search_banner(spec, plan, study_name))

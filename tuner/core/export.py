@@ -26,6 +26,11 @@ MEASURED_DIGITS = 6
 """Significant digits of a measurement (throughput, loss, noise scale, ratios)."""
 SETTING_DIGITS = 15
 """Significant digits of a setting (learning rate, Adam's moments, epsilon)."""
+EXACT_DIGITS = 17
+"""Enough significant digits for every float64 to read back as itself."""
+EXACT_KEYS = frozenset({"model_hyperparameters"})
+"""Values the user's model is built from, kept exactly: a hypermodel rebuilt from the JSON must
+be the model the trial trained."""
 MEASURED_KEYS = frozenset(
     {
         "throughput",
@@ -91,7 +96,7 @@ def fit_section(
     fit: dict[str, Any] = {"batch_size": batch}
     if search.get("train_samples") is not None:
         used = attrs.get("train_samples_used") or int(search["train_samples"])
-        fit["steps"] = int(used) // batch
+        fit["steps"] = max(1, int(used) // batch)  # a budget below one batch still trained one
     elif attrs.get("windows") or search.get("epochs"):
         fit["epochs"] = int(attrs.get("windows") or search["epochs"])
     return fit
@@ -168,7 +173,9 @@ def tidy_document(document: dict[str, Any]) -> dict[str, Any]:
     """``document`` with every float at its precision (see the module's docstring)."""
     tidied: dict[str, Any] = {}
     for key, value in document.items():
-        if key == "evidence" or key in MEASURED_KEYS:
+        if key in EXACT_KEYS:
+            tidied[key] = rounded(value, EXACT_DIGITS)
+        elif key == "evidence" or key in MEASURED_KEYS:
             tidied[key] = rounded(value, MEASURED_DIGITS)
         elif key == "per_device_signature" and isinstance(value, dict):
             tidied[key] = {sig: tidy_document(entry) for sig, entry in value.items()}

@@ -119,7 +119,7 @@ class FitLoop(_Base):
 
         callbacks: list[Any] = [_Hooks()]
         if on_step is not None:
-            callbacks.append(_StepCallback(on_step, steps))
+            callbacks.append(_StepCallback(on_step))
         if self._record_steps:
             callbacks.append(_Steps())  # batch hooks sync every step: validation only
         if steps is None:  # whole epochs, exactly as a user's `fit(dataset, epochs=...)` runs
@@ -321,18 +321,16 @@ class _StepCallback(keras.callbacks.Callback):
 
     async_safe = True
 
-    def __init__(self, on_step: OnStep, steps: int | None) -> None:
+    def __init__(self, on_step: OnStep) -> None:
         super().__init__()
         self._on_step = on_step
-        self._steps = steps
-        self._epoch = 0
-
-    def on_epoch_begin(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
-        self._epoch = epoch
+        self._done = 0
 
     def on_train_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None:
-        steps = self._steps or self.params.get("steps") or 0
-        self._on_step(self._epoch * steps + batch + 1)
+        # A running count: an epoch's step count may be unknown (a dataset of unknown
+        # cardinality), and the count must never go back at an epoch's start.
+        self._done += 1
+        self._on_step(self._done)
 
 
 def _replica_counter() -> Any:
