@@ -43,6 +43,8 @@ batch_multipliers = {multipliers}
 lr_rules = {rules}
 base_lr = 1e-3
 epochs = 2
+seeds = 1
+max_repeats = 1
 """
 
 
@@ -60,6 +62,8 @@ batch_multipliers = [1, 2, 8, 16]
 lr_rules = ["none", "sqrt"]
 base_lr = 1e-3
 epochs = 2
+seeds = 1
+max_repeats = 1
 """
 """A model wide enough to run out of memory under a 128 MiB cap at global batch 4096."""
 
@@ -149,12 +153,26 @@ def tuner_env(**extra: str) -> dict[str, str]:
     return env
 
 
+ONE_RUN_EACH = ("--seeds", "1", "--max-repeats", "1")
+"""Flags that turn off seed runs and racing: each costs real children, so a search in a test
+runs without them unless the test names ``--seeds`` or ``--max-repeats`` itself."""
+
+
+def one_run_each(args: tuple[str, ...] | list[str]) -> list[str]:
+    """``args`` with :data:`ONE_RUN_EACH` added to a ``search`` that does not set them."""
+    args = list(args)
+    if "search" not in args or {"--seeds", "--max-repeats"} & set(args):
+        return args
+    return [*args, *ONE_RUN_EACH]
+
+
 def run_tuner(
     *args: str, cwd: Path, timeout: float = 600, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m tuner ARGS`` and return the completed process (text output)."""
+    """Run ``python -m tuner ARGS`` and return the completed process (text output); a search
+    runs without seeds and racing unless ``args`` set them (:func:`one_run_each`)."""
     return subprocess.run(
-        [sys.executable, "-m", "tuner", *args],
+        [sys.executable, "-m", "tuner", *one_run_each(args)],
         cwd=cwd,
         env=env or tuner_env(),
         capture_output=True,
@@ -173,7 +191,7 @@ def invoke_tuner(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
     env = {key: tuner_env()[key] for key in ("PYTHONPATH", "CUDA_VISIBLE_DEVICES", "COLUMNS")}
     with contextlib.chdir(cwd):
-        result = CliRunner().invoke(app, list(args), env=env)
+        result = CliRunner().invoke(app, one_run_each(args), env=env)
     stderr = result.stderr
     if result.exc_info is not None and not isinstance(result.exception, SystemExit):
         stderr += "".join(traceback.format_exception(*result.exc_info))

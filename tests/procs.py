@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import optuna
-from conftest import tuner_env
+from conftest import one_run_each, tuner_env
 from optuna.trial import TrialState
 
 from tuner.core.recommend import grid_point
@@ -17,7 +17,7 @@ from tuner.core.recommend import grid_point
 
 def start_search(args: list[str], cwd: Path, **env: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "tuner", "search", *args],
+        [sys.executable, "-m", "tuner", *one_run_each(["search", *args])],
         cwd=cwd,
         env=tuner_env(**env),
         stdout=subprocess.PIPE,

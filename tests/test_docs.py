@@ -357,7 +357,8 @@ def test_json_key_tables_match_what_recommend_produces() -> None:
         ],
     }
     hypermodel = export([trial(0, 64, model_hyperparameters={"width": 16})], hypermodel=space)
-    produced = set(plain) | set(oom_and_probe) | set(hypermodel)
+    target = export([trial(0, 64, reached_target=True, time_to_target_s=2.0)], target_loss=0.1)
+    produced = set(plain) | set(oom_and_probe) | set(hypermodel) | set(target)
     top, per = json_tables()
     assert set(top) == produced
     assert {key for key, sometimes in top.items() if sometimes} == produced - set(plain)

@@ -48,6 +48,7 @@ def test_a_schema_created_meanwhile_is_a_race_to_retry(error: Exception, race: b
     assert _is_schema_race(error) is race
 
 
+@pytest.mark.slow  # eight interpreters: seconds, so out of the fast tier (CI runs it)
 def test_eight_processes_create_one_fresh_sqlite_database(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'fresh.db'}"
     code = f"from tuner.storage import open_storage; open_storage({url!r}, create=True)"

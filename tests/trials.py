@@ -8,6 +8,7 @@ from optuna.distributions import CategoricalDistribution
 from optuna.trial import FrozenTrial, TrialState, create_trial
 
 from tuner.core.recommend import recommend
+from tuner.core.stats import t_interval, throughput_interval
 
 BATCHES = [32, 64, 128, 256, 512]
 RULES = ["none", "linear", "sqrt"]
@@ -55,6 +56,66 @@ def make_trial(
     )
     trial.number = number
     return trial
+
+
+def measured_trial(
+    number: int,
+    batch: int,
+    rule: str = "none",
+    *,
+    runs: list[float],
+    loss: float = 1.0,
+    **attrs: Any,
+) -> FrozenTrial:
+    """A COMPLETE configuration measured over ``runs`` (each run's median throughput) as racing
+    stores it: ``repeats``, the median as its throughput and the runs' interval."""
+    ordered = sorted(runs)
+    median = (ordered[(len(runs) - 1) // 2] + ordered[len(runs) // 2]) / 2
+    interval = throughput_interval(runs, [])
+    ci = {} if interval is None else {"throughput_ci": interval.as_list()}
+    method = {} if interval is None else {"throughput_ci_method": interval.method}
+    return make_trial(
+        number,
+        batch,
+        rule,
+        loss=loss,
+        throughput=median,
+        repeats=list(runs),
+        repeat_losses=[loss] * len(runs),
+        run_throughput=runs[-1],
+        **ci,
+        **method,
+        **attrs,
+    )
+
+
+def target_trial(
+    number: int,
+    batch: int,
+    rule: str = "none",
+    *,
+    times: list[float] | None,
+    samples: int | None = None,
+    loss: float = 1.0,
+    throughput: float = 1000.0,
+    **attrs: Any,
+) -> FrozenTrial:
+    """A COMPLETE trial of a time-to-target study: ``times`` (seconds to the target, one per
+    run; ``None``: it never reached the target)."""
+    if times is None:
+        fields: dict[str, Any] = {"reached_target": False, "time_to_target_s": None}
+    else:
+        ordered = sorted(times)
+        interval = t_interval(times)
+        fields = {
+            "reached_target": True,
+            "time_to_target_s": (ordered[(len(times) - 1) // 2] + ordered[len(times) // 2]) / 2,
+            "time_to_target_runs": list(times),
+            "samples_to_target": samples,
+        }
+        if interval is not None:
+            fields["time_to_target_ci"] = interval.as_list()
+    return make_trial(number, batch, rule, loss=loss, throughput=throughput, **fields, **attrs)
 
 
 def run_recommend(trials: list[FrozenTrial], **kwargs: Any) -> dict[str, Any]:

@@ -12,7 +12,7 @@ import optuna
 
 from tuner.core.errors import ConfigError, NoCompleteTrialError, StudyNotFoundError
 from tuner.core.export import export_document
-from tuner.core.policy import DEFAULT_TOLERANCE, POLICY
+from tuner.core.policy import DEFAULT_TOLERANCE, default_policy
 from tuner.core.recommend import recommend
 from tuner.core.spec import check_study_name
 from tuner.core.trials import all_diverged, nothing_completed
@@ -54,13 +54,15 @@ def _chosen_name(storage_url: str, names: list[str]) -> str:
 def recommendation(
     study: optuna.Study,
     tolerance: float | None = None,
-    policy: str = POLICY,
+    policy: str | None = None,
     storage_url: str | None = None,
 ) -> dict[str, Any]:
     """The recommended-config JSON of a stored study (``policy``: one of ``POLICIES``): the
     recommendation's flat keys with ``schema_version`` and the sections of
     :func:`tuner.core.export.export_document`; ``storage_url`` (its password masked) goes into
-    ``provenance``."""
+    ``provenance``. ``policy`` ``None``: the default for the stored spec's target loss
+    (``time-to-target`` with one); ``tolerance`` ``None``: the stored spec's, else
+    ``DEFAULT_TOLERANCE`` (the seed noise may raise either)."""
     spec = study.user_attrs.get("spec", {})
     trials = study.get_trials(deepcopy=False)
     rec = _recommend(study, trials, tolerance, policy)
@@ -73,11 +75,13 @@ def _recommend(
     study: optuna.Study,
     trials: list[optuna.trial.FrozenTrial],
     tolerance: float | None,
-    policy: str,
+    policy: str | None,
 ) -> dict[str, Any]:
     """:func:`tuner.core.recommend.recommend` over a stored study's trials."""
     spec = study.user_attrs.get("spec", {})
     search = spec.get("search", {})
+    target = search.get("target_loss")
+    target = None if target is None else float(target)
     hypermodel = study.user_attrs.get("hypermodel")
     if hypermodel:
         hypermodel = {**hypermodel, "reference": spec.get("workload", {}).get("model", "")}
@@ -93,9 +97,19 @@ def _recommend(
         probes=study.user_attrs.get("probes"),
         hypermodel=hypermodel,
         created_at=_dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
-        tolerance=DEFAULT_TOLERANCE if tolerance is None else tolerance,
-        policy=policy,
+        tolerance=_tolerance(tolerance, search),
+        policy=default_policy(target) if policy is None else policy,
+        target_loss=target,
+        seed_noise=study.user_attrs.get("seed_noise"),
     )
+
+
+def _tolerance(given: float | None, search: dict[str, Any]) -> float:
+    """``--tolerance`` when given, else the one the study was searched with, else the default."""
+    if given is not None:
+        return given
+    stored = search.get("tolerance")
+    return DEFAULT_TOLERANCE if stored is None else float(stored)
 
 
 def current_recommendation(

@@ -225,3 +225,16 @@ def test_quiet_and_verbose_exclude_each_other(tmp_path: Path) -> None:
     result = invoke_tuner("-q", "-v", "show", cwd=tmp_path)
     assert result.returncode == 2
     assert "exclude each other" in result.stderr
+
+
+def test_a_repeat_line_shows_its_own_run_then_the_configurations_median() -> None:
+    from tuner.cli.progress import result_parts
+
+    repeat = TrialOutcome(
+        "ok",
+        values=(0.0046, 50_000.0),
+        attrs={"run_throughput": 35_000.0, "repeats": [57_000.0, 50_000.0, 35_000.0]},
+    )
+    assert result_parts(repeat)[:2] == ["35,000 samples/s", "median of 3 runs 50,000"]
+    first = TrialOutcome("ok", values=(0.0046, 57_000.0), attrs={"repeats": [57_000.0]})
+    assert result_parts(first)[:2] == ["57,000 samples/s", "val loss 0.0046"]

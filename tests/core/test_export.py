@@ -10,7 +10,7 @@ from typing import Any
 import optuna
 import pytest
 from optuna.distributions import CategoricalDistribution
-from trials import make_trial, run_recommend
+from trials import make_trial, measured_trial, run_recommend, target_trial
 
 from tuner.core.export import (
     MEASURED_KEYS,
@@ -22,6 +22,7 @@ from tuner.core.export import (
 )
 from tuner.core.optimizers import from_description, trained_config, warmup_schedule
 from tuner.core.scaling import LR_RULES, batch_ratio, scaled_learning_rate
+from tuner.core.stats import log_t_interval
 from tuner.results import recommendation
 
 # Keras 3.15's Adam().get_config(), as a trial's optimizer starts before its rule.
@@ -226,3 +227,74 @@ def test_model_hyperparameters_are_kept_exactly_while_settings_lose_float_noise(
     assert tidied["model_hyperparameters"] == {"l2": l2, "units": 16}
     assert tidied["per_device_signature"]["2x cpu"]["model_hyperparameters"]["l2"] == l2
     assert tidied["learning_rate"] == 0.8
+
+
+def test_evidence_carries_the_intervals_the_ties_and_the_verdict() -> None:
+    trials = [
+        measured_trial(0, 64, runs=[980.0, 1000.0, 1020.0]),
+        measured_trial(1, 128, runs=[990.0, 1030.0, 1050.0]),
+    ]
+    rec = run_recommend(
+        trials, baselines={"2x cpu": {"throughput": 600.0, "throughput_ci": [590, 610]}}
+    )
+    evidence = export_document(rec, trials[0], SPEC, None)["evidence"]
+    assert evidence["verdict"] == rec["verdict"] and "tied" in evidence["verdict"]
+    assert evidence["tied_with"] == [1] and evidence["tie_rule"] == rec["tie_rule"]
+    assert evidence["runs"] == 3 and evidence["run_throughputs_samples_per_s"] == [980, 1000, 1020]
+    assert evidence["throughput_ci_method"] == "t over 3 runs"
+    runs_ci = log_t_interval([980.0, 1000.0, 1020.0])
+    assert runs_ci is not None
+    assert evidence["throughput_ci_samples_per_s"] == rounded(runs_ci.as_list(), 6)
+    assert evidence["speedup_ci"] == rounded(rec["speedup_ci"], 6)
+    assert evidence["scaling_efficiency_ci"] == rounded(rec["scaling_efficiency_ci"], 6)
+    assert evidence["loss_tolerance_source"] == "--tolerance"
+    assert "target_loss" not in evidence  # no target, no time-to-target evidence
+
+
+def test_evidence_of_a_time_to_target_study() -> None:
+    trial = target_trial(
+        0, 64, times=[10.0, 12.0], samples=4096, compile_s=1.5, eval_s=0.25,
+        target_curve=[[2048, 0.3], [4096, 0.09]],
+    )  # fmt: skip
+    rec = run_recommend([trial], target_loss=0.1)
+    evidence = export_document(rec, trial, SPEC, None)["evidence"]
+    assert evidence["target_loss"] == 0.1 and evidence["reached_target"] is True
+    assert evidence["samples_to_target"] == 4096 and evidence["time_to_target_s"] == 11.0
+    assert evidence["time_to_target_ci_s"] == rounded(rec["time_to_target_ci"], 6)
+    assert (evidence["compile_s"], evidence["eval_s"]) == (1.5, 0.25)
+    assert evidence["target_curve"] == [[2048, 0.3], [4096, 0.09]]
+
+
+def stored_study(search: dict[str, Any], **attrs: Any) -> optuna.Study:
+    study = optuna.create_study(directions=["minimize", "maximize"], study_name="stored")
+    study.set_user_attr("spec", {**SPEC, "search": {**SPEC["search"], **search}})
+    for key, value in attrs.items():
+        study.set_user_attr(key, value)
+    study.add_trial(target_trial(0, 64, times=[20.0], samples=4096, loss=1.0, throughput=100.0))
+    study.add_trial(target_trial(1, 128, times=[10.0], samples=8192, loss=1.1, throughput=90.0))
+    study.add_trial(target_trial(2, 256, times=None, loss=1.0, throughput=5000.0))
+    return study
+
+
+def test_a_stored_study_defaults_to_its_own_target_and_tolerance() -> None:
+    with_target = recommendation(stored_study({"target_loss": 0.1, "tolerance": 0.05}))
+    assert with_target["policy"] == "time-to-target" and with_target["trial_number"] == 1
+    assert with_target["target_loss"] == 0.1 and with_target["loss_tolerance"] == 0.05
+    assert with_target["prediction"]["trust"].startswith("No prediction")
+    plain = recommendation(stored_study({"tolerance": 0.2}))
+    assert plain["policy"] == "loss-then-throughput" and plain["trial_number"] == 2
+    assert plain["loss_tolerance"] == 0.2 and "prediction" not in plain
+    study = stored_study({"target_loss": 0.1, "tolerance": 0.2})
+    given = recommendation(study, tolerance=0.01, policy="loss-then-throughput")
+    assert given["loss_tolerance"] == 0.01 and given["policy"] == "loss-then-throughput"
+    assert given["trial_number"] == 2 and given["candidates"] == [0, 2]
+
+
+def test_a_stored_study_passes_its_seed_noise() -> None:
+    seeds = {"2x cpu": {"seeds": [1, 2, 3], "final_losses": [1.0, 1.3, 0.9], "spread": 0.2}}
+    rec = recommendation(stored_study({}, seed_noise=seeds))
+    assert (
+        rec["loss_tolerance"] == pytest.approx(0.4) and rec["loss_tolerance_source"] == "seed noise"
+    )
+    assert rec["evidence"]["seed_final_losses"] == [1.0, 1.3, 0.9]
+    assert rec["candidates"] == [0, 1, 2]

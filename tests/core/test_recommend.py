@@ -6,11 +6,21 @@ import json
 
 import pytest
 from optuna.trial import FrozenTrial, TrialState, create_trial
-from trials import DISTRIBUTIONS, REPLICAS, SIGNATURE, make_trial, run_recommend
+from trials import (
+    DISTRIBUTIONS,
+    REPLICAS,
+    SIGNATURE,
+    make_trial,
+    measured_trial,
+    run_recommend,
+    target_trial,
+)
 
-from tuner.core.errors import NoCompleteTrialError
+from tuner.core.errors import ConfigError, NoCompleteTrialError
+from tuner.core.policy import default_policy
 from tuner.core.recommend import (
     DEFAULT_TOLERANCE,
+    POLICIES,
     POLICY,
     grid_point,
     infeasible_batch_sizes,
@@ -347,3 +357,101 @@ def test_a_joint_search_reports_feasibility_of_the_chosen_model_only():
     assert "note" not in rec  # the wide model's out-of-memory says nothing about the narrow one
     assert rec["speedup_vs_single_device"] is None  # the baseline trained the defaults (wide)
     assert "hp.Fixed('width', 256)" in rec["keras_tuner_snippet"]
+
+
+# --- representatives, policies, tolerance (issue 17) ---------------------------------------------
+
+
+def test_the_representative_is_the_run_with_the_most_repeats() -> None:
+    trials = [
+        measured_trial(0, 64, runs=[1000.0]),
+        measured_trial(4, 64, runs=[1000.0, 1100.0, 1050.0], repeat_of=0, repeat_index=3),
+        measured_trial(3, 64, runs=[1000.0, 1100.0], repeat_of=0, repeat_index=2),
+        make_trial(5, 64, status="crashed", repeat_of=0),
+        measured_trial(1, 128, runs=[900.0]),
+        measured_trial(2, 128, runs=[950.0]),  # a duplicate with as many runs: the lower number
+    ]
+    assert [t.number for t in unique_trials(trials)] == [1, 4]
+    rec = run_recommend(trials)
+    assert rec["trial_number"] == 4 and rec["runs"] == 3 and rec["throughput"] == 1050.0
+    assert rec["candidates"] == [1, 4]
+
+
+def test_a_same_as_trial_keeps_its_row_but_is_never_picked() -> None:
+    trials = [
+        make_trial(0, 64, "none", loss=1.0, throughput=100.0),
+        make_trial(1, 64, "sqrt", loss=1.0, throughput=100.0, same_as=0),
+    ]
+    assert [t.number for t in unique_trials(trials)] == [0, 1]  # the table shows both points
+    rec = run_recommend(trials)
+    assert rec["trial_number"] == 0 and rec["candidates"] == [0] and rec["tied_with"] == []
+
+
+def test_the_default_policy_follows_the_target() -> None:
+    assert POLICIES == ("loss-then-throughput", "goodput", "time-to-target")
+    assert default_policy(None) == "loss-then-throughput"
+    assert default_policy(0.01) == "time-to-target"
+    trials = [
+        target_trial(0, 64, times=[20.0], samples=4096, throughput=100.0),
+        target_trial(1, 128, times=[10.0], samples=8192, throughput=90.0),
+        target_trial(2, 256, times=None, throughput=5000.0),  # fastest, never reached it
+    ]
+    assert run_recommend(trials)["trial_number"] == 2  # no target: throughput
+    rec = run_recommend(trials, target_loss=0.1)
+    assert (rec["policy"], rec["trial_number"], rec["candidates"]) == ("time-to-target", 1, [0, 1])
+    assert rec["time_to_target_s"] == 10.0 and rec["samples_to_target"] == 8192
+    explicit = run_recommend(trials, target_loss=0.1, policy="loss-then-throughput")
+    assert explicit["trial_number"] == 2 and explicit["reached_target"] is False
+
+
+def test_time_to_target_when_no_trial_reached_it() -> None:
+    trials = [
+        target_trial(0, 64, times=None, loss=0.5, target_curve=[[4096, 0.9], [8192, 0.31]]),
+        target_trial(1, 128, times=None, loss=0.4),
+    ]
+    with pytest.raises(NoCompleteTrialError) as caught:
+        run_recommend(trials, target_loss=0.1)
+    message = str(caught.value)
+    assert "no trial of study 'unit' reached the target loss 0.1" in message
+    assert "best validation loss seen: 0.31" in message
+    assert "--target-loss" in message and "--policy loss-then-throughput" in message
+
+
+def test_time_to_target_needs_a_target_and_a_policy_must_exist() -> None:
+    trials = [make_trial(0, 64, loss=1.0, throughput=1.0)]
+    with pytest.raises(ConfigError, match="needs a target loss"):
+        run_recommend(trials, policy="time-to-target")
+    with pytest.raises(ConfigError, match="unknown policy 'fastest'"):
+        run_recommend(trials, policy="fastest")
+
+
+def test_the_seed_noise_raises_the_tolerance_and_says_so() -> None:
+    trials = [
+        make_trial(0, 64, loss=1.00, throughput=100.0),
+        make_trial(1, 128, loss=1.10, throughput=200.0),  # 10 % worse: within 2 × 8 % seed noise
+    ]
+    seeds = {SIGNATURE: {"seeds": [1, 2, 3], "final_losses": [1.0, 1.1, 0.95], "spread": 0.08}}
+    rec = run_recommend(trials, seed_noise=seeds)
+    assert rec["trial_number"] == 1
+    assert rec["loss_tolerance"] == pytest.approx(0.16)
+    assert rec["loss_tolerance_source"] == "seed noise"
+    assert rec["seed_loss_spread"] == 0.08 and rec["seed_final_losses"] == [1.0, 1.1, 0.95]
+    quiet = run_recommend(trials, seed_noise={SIGNATURE: {"final_losses": [1.0, 1.001]}})
+    assert quiet["trial_number"] == 0 and quiet["loss_tolerance_source"] == "--tolerance"
+    assert quiet["loss_tolerance"] == 0.02 and quiet["seed_loss_spread"] == pytest.approx(
+        0.000706753, rel=1e-5
+    )
+    other = run_recommend(trials, seed_noise={"1x gpu": seeds[SIGNATURE]})
+    assert other["seed_loss_spread"] is None and other["loss_tolerance"] == 0.02
+
+
+def test_a_signature_where_no_trial_reached_the_target_does_not_hide_the_others() -> None:
+    trials = [
+        target_trial(0, 64, times=None),
+        target_trial(1, 128, times=None),
+        target_trial(2, 64, times=[5.0], samples=2048, device_signature="1x gpu"),
+    ]
+    rec = run_recommend(trials, target_loss=0.1)
+    assert rec["trial_number"] == 2 and list(rec["per_device_signature"]) == ["1x gpu"]
+    with pytest.raises(NoCompleteTrialError, match="reached the target"):
+        run_recommend(trials[:2], target_loss=0.1)

@@ -107,7 +107,8 @@ def test_to_dict_and_identity() -> None:
     identity = spec.identity()
     assert "name" not in identity
     assert identity["workload"] == data["workload"]
-    assert identity["search"] == {k: v for k, v in data["search"].items() if k != "trials"}
+    may_change = {"trials", "seeds", "max_repeats", "tolerance"}
+    assert identity["search"] == {k: v for k, v in data["search"].items() if k not in may_change}
 
 
 def test_identity_ignores_the_trial_budget_and_fills_new_fields() -> None:
@@ -323,6 +324,15 @@ FIELD_ERRORS = [
     ("search", "seed", -1, "non-negative integer"),
     ("search", "seed", "0", "non-negative integer"),
     ("search", "seed", True, "non-negative integer"),
+    # how sure a decision must be
+    ("search", "seeds", 0, "positive integer"),
+    ("search", "seeds", 2.0, "positive integer"),
+    ("search", "max_repeats", 0, "positive integer"),
+    ("search", "tolerance", 1.0, "in [0, 1)"),
+    ("search", "tolerance", -0.1, "in [0, 1)"),
+    ("search", "tolerance", "2%", "finite number"),
+    ("search", "target_loss", float("nan"), "finite number"),
+    ("search", "target_loss", "0.01", "finite number"),
     # references
     ("workload", "model", "tuner.workloads.regression.build_model", "module:function"),
     ("workload", "model", "tuner.workloads.regression:", "module:function"),
@@ -434,3 +444,24 @@ def test_noise_scale_and_warmup_fields() -> None:
         spec_from_dict(overrides={"search.warmup_epochs": 3})
     with pytest.raises(ConfigError, match="noise-scale must be true or false"):
         spec_from_dict(overrides={"search.noise_scale": "yes"})
+
+
+def test_decision_fields_default_to_three_seeds_three_repeats_and_no_target() -> None:
+    search = spec_from_dict().search
+    assert (search.seeds, search.max_repeats, search.tolerance) == (3, 3, 0.02)
+    assert (search.target_loss, search.eval_every_samples) == (None, None)
+    search = spec_from_dict(
+        overrides={"search.target_loss": 0.5, "search.eval_every_samples": 1024}
+    ).search
+    assert (search.target_loss, search.eval_every_samples) == (0.5, 1024)
+    with pytest.raises(ConfigError, match=r"--eval-every-samples sets how often .* target_loss"):
+        spec_from_dict(overrides={"search.eval_every_samples": 1024})
+
+
+def test_seeds_repeats_and_tolerance_may_change_on_resume_but_the_target_may_not() -> None:
+    base = spec_from_dict()
+    changed = spec_from_dict(
+        overrides={"search.seeds": 1, "search.max_repeats": 5, "search.tolerance": 0.1}
+    )
+    assert changed.identity() == base.identity()
+    assert spec_from_dict(overrides={"search.target_loss": 0.5}).identity() != base.identity()

@@ -15,7 +15,7 @@ import pytest
 from tuner.core.devices import DevicePlan
 from tuner.core.outcome import ChildRun
 from tuner.core.spec import SearchSpec, StudySpec, WorkloadSpec
-from tuner.driver import objective, preflight, validate
+from tuner.driver import objective, preflight, seeds, validate
 
 PLAN = DevicePlan(kind="cpu", num_replicas=2)
 N_TRAIN = 4096
@@ -25,7 +25,9 @@ Trial = Callable[[dict[str, Any]], dict[str, Any]]
 
 
 def make_spec(multipliers: tuple[int, ...] = (1, 2, 4, 8), **search: Any) -> StudySpec:
-    """A grid of ``64 × multipliers`` × rules none and linear over the built-in workload."""
+    """A grid of ``64 × multipliers`` × rules none and linear over the built-in workload; no
+    seed runs and no racing unless ``search`` asks for them."""
+    search = {"seeds": 1, "max_repeats": 1, **search}
     return StudySpec(
         name="fake",
         workload=WorkloadSpec(
@@ -95,6 +97,6 @@ class FakeChild:
 
     def install(self, monkeypatch: pytest.MonkeyPatch) -> FakeChild:
         """Replace ``run_child`` in every driver module that starts children."""
-        for module in (objective, preflight, validate):
+        for module in (objective, preflight, seeds, validate):
             monkeypatch.setattr(module, "run_child", self)
         return self

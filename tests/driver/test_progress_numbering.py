@@ -70,10 +70,12 @@ def test_trials_are_told_by_their_optuna_number_and_events_by_kind(
     trials = sorted(report.study.get_trials(), key=lambda t: t.number)
     numbers = [t.number for t in trials]
     assert numbers == [0, 1, 2, 3]  # Optuna counts from 0; the positions below from 1
-    assert recorder.started == [(number, number + 1, 4) for number in numbers]
+    # Trial 1 (batch 64, the second rule) trains like trial 0: no child, so it never starts, but
+    # it counts among the positions and is told finished.
+    assert recorder.started == [(number, number + 1, 4) for number in numbers if number != 1]
     assert recorder.finished == [(number, "ok") for number in numbers]
     # Each trial's events, in order, routed by kind; the unknown kind reaches nobody.
     expected = []
-    for trial in trials:
+    for trial in trials[:1] + trials[2:]:
         expected += [("progress", 3 * trial.params["global_batch_size"]), ("epoch", 1)]
     assert recorder.events == expected

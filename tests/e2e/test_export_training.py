@@ -36,7 +36,8 @@ TRAIN = textwrap.dedent(
         config = optimizer.get_config()
         return {
             "class": type(optimizer).__name__,
-            "learning_rate": float(optimizer.learning_rate),
+            # A constant rate is a MirroredVariable under the strategy: float() refuses it.
+            "learning_rate": float(keras.ops.convert_to_numpy(optimizer.learning_rate)),
             "iterations": int(np.asarray(optimizer.iterations)),
             "schedule": config["learning_rate"] if isinstance(config["learning_rate"], dict)
             else None,

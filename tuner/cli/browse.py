@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
-from tuner.cli.choices import Policy, ReportFormat, ShowFormat
+from tuner.cli.choices import Policy, ReportFormat, ShowFormat, value
 from tuner.cli.errors import guard, sigterm_as_interrupt
 from tuner.cli.logs import say_info
 from tuner.cli.options import (
@@ -27,7 +27,6 @@ from tuner.core.policy import DEFAULT_TOLERANCE, POLICY
 from tuner.storage import DEFAULT_STORAGE, mask_password, storage_read_only
 from tuner.views import DASHBOARD_HOST, DASHBOARD_PORT
 
-_DEFAULT_POLICY = Policy(POLICY)
 OutputOpt = Annotated[
     Path | None,
     typer.Option(
@@ -41,15 +40,22 @@ def export_cmd(
     study_name: StudyNameOpt = None,
     output: OutputOpt = None,
     tolerance: Annotated[
-        float, typer.Option(help="Final-loss tolerance relative to the best trial.")
-    ] = DEFAULT_TOLERANCE,
-    policy: Annotated[
-        Policy,
+        float | None,
         typer.Option(
-            help="loss-then-throughput (fastest within the loss tolerance) or goodput "
-            "(highest throughput × statistical efficiency within it)."
+            help="Final-loss tolerance relative to the best trial (raised to 2 × the measured "
+            "seed spread when that is larger).",
+            show_default=f"the study's, else {DEFAULT_TOLERANCE}",
         ),
-    ] = _DEFAULT_POLICY,
+    ] = None,
+    policy: Annotated[
+        Policy | None,
+        typer.Option(
+            help="loss-then-throughput (fastest within the loss tolerance), goodput "
+            "(highest throughput × statistical efficiency within it) or time-to-target "
+            "(shortest training time to the study's --target-loss).",
+            show_default=f"time-to-target with a target, else {POLICY}",
+        ),
+    ] = None,
     update_note: Annotated[
         bool,
         typer.Option(
@@ -65,12 +71,12 @@ def export_cmd(
     from tuner.results import load_study, recommendation
 
     def call() -> None:
-        if not 0 <= tolerance < 1:
+        if tolerance is not None and not 0 <= tolerance < 1:
             raise ConfigError(f"--tolerance must be in [0, 1), got {tolerance}")
         if output is not None:  # refused before the note and plots are rewritten
             check_output(output, "--output")
         study = load_study(storage, study_name)
-        rec = recommendation(study, tolerance, str(policy), storage_url=storage)
+        rec = recommendation(study, tolerance, value(policy), storage_url=storage)
         if update_note:
             _update_note(study, rec, storage)
         if output is None:

@@ -36,6 +36,7 @@ class Policy(StrEnum):
 
     loss_then_throughput = "loss-then-throughput"
     goodput = "goodput"
+    time_to_target = "time-to-target"
 
 
 class ModelHyperparameters(StrEnum):

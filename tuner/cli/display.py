@@ -112,7 +112,7 @@ def print_trials(
 
 def recommendation_table(rec: dict[str, Any]) -> Table:
     """The recommendation as a two-column table: the labels whole, the text wrapped at spaces
-    (a number is one word, so it is never cut)."""
+    (a number is one word, so it is never cut); the verdict, its last row, in bold."""
     table = Table(
         title="Recommendation",
         title_justify="left",
@@ -123,7 +123,9 @@ def recommendation_table(rec: dict[str, Any]) -> Table:
     table.add_column(style="bold", no_wrap=True)
     table.add_column(overflow="fold")
     for key, value in recommendation_rows(rec):
-        table.add_row(Text(key), Text(value))
+        # "59 %" would wrap into "59" and "%": a terminal shows it as "59%".
+        kept = value.replace(" %", "%")
+        table.add_row(Text(key), Text(kept, style="bold" if key == "verdict" else ""))
     return table
 
 

@@ -63,7 +63,11 @@ def result_parts(outcome: TrialOutcome) -> list[str]:
     """What a trial found: throughput, validation and training loss; or its short error."""
     if outcome.values is not None:
         final_loss, throughput = outcome.values
-        parts = [f"{throughput:,.0f} samples/s", f"val loss {final_loss:.4g}"]
+        parts = [f"{outcome.attrs.get('run_throughput', throughput):,.0f} samples/s"]
+        runs = outcome.attrs.get("repeats") or []
+        if len(runs) > 1:  # this run's own figure, then what the configuration stands at
+            parts.append(f"median of {len(runs)} runs {throughput:,.0f}")
+        parts.append(f"val loss {final_loss:.4g}")
         train = outcome.attrs.get("train_loss")
         if isinstance(train, int | float):
             parts.append(f"train loss {train:.4g}")

@@ -86,6 +86,46 @@ NoiseScaleOpt = Annotated[
     ),
 ]
 ProbeStepsOpt = Annotated[int, typer.Option(help="Training steps per probe run.")]
+SeedsOpt = Annotated[
+    int | None,
+    typer.Option(
+        help="Runs of the base configuration with different seeds (weights and data order); "
+        "the loss tolerance becomes max(--tolerance, 2 × their spread). 1 turns it off.",
+        show_default=spec_default("seeds"),
+    ),
+]
+MaxRepeatsOpt = Annotated[
+    int | None,
+    typer.Option(
+        help="Most runs of a close candidate: racing re-runs candidates whose 95 % intervals "
+        "overlap the best one's. 1 turns racing off.",
+        show_default=spec_default("max_repeats"),
+    ),
+]
+SearchToleranceOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--tolerance",
+        help="Final-loss tolerance relative to the best trial (raised to 2 × the seed spread "
+        "when that is larger).",
+        show_default=spec_default("tolerance"),
+    ),
+]
+TargetLossOpt = Annotated[
+    float | None,
+    typer.Option(
+        help="Validation loss to train to: trials stop when they reach it and the default "
+        "policy becomes time-to-target.",
+        show_default="spec, else none",
+    ),
+]
+EvalEveryOpt = Annotated[
+    int | None,
+    typer.Option(
+        help="Samples between two checks of --target-loss (the same for every batch size).",
+        show_default="spec, else about 10 checks per run",
+    ),
+]
 
 
 def search(
@@ -114,8 +154,14 @@ def search(
     model_hyperparameters: ModelHyperparametersOpt = None,
     trials: TrialsOpt = None,
     noise_scale: NoiseScaleOpt = None,
+    seeds: SeedsOpt = None,
+    max_repeats: MaxRepeatsOpt = None,
+    tolerance: SearchToleranceOpt = None,
+    target_loss: TargetLossOpt = None,
+    eval_every_samples: EvalEveryOpt = None,
 ) -> None:
-    """Run (or resume) a study: one short real training run per grid point."""
+    """Run (or resume) a study: one short real training run per distinct grid point, then
+    seeds and repeats where the decision is close."""
 
     def call() -> None:
         spec, plan = spec_and_plan(
@@ -131,6 +177,11 @@ def search(
                 "search.model_hyperparameters": value(model_hyperparameters),
                 "search.trials": trials,
                 "search.noise_scale": noise_scale,
+                "search.seeds": seeds,
+                "search.max_repeats": max_repeats,
+                "search.tolerance": tolerance,
+                "search.target_loss": target_loss,
+                "search.eval_every_samples": eval_every_samples,
             },
         )
         _check_before_any_child(spec, plan, storage, study_name, export, heartbeat or None)

@@ -43,6 +43,15 @@ MEASURED_KEYS = frozenset(
         "baseline_throughput",
         "speedup_vs_single_device",
         "scaling_efficiency",
+        "throughput_ci",
+        "loss_tolerance",
+        "seed_loss_spread",
+        "seed_final_losses",
+        "speedup_ci",
+        "scaling_efficiency_ci",
+        "time_to_target_s",
+        "time_to_target_ci",
+        "prediction",
     }
 )
 """The flat keys (and ``per_device_signature`` keys) that hold measurements."""
@@ -121,20 +130,33 @@ def distribution_section(
 def evidence_section(
     rec: dict[str, Any], attrs: dict[str, Any], workload: dict[str, Any]
 ) -> dict[str, Any]:
-    """What the choice stands on: the chosen trial's measurements and its rivals."""
+    """What the choice stands on: the chosen trial's measurements, their intervals, its rivals
+    and the verdict."""
     return {
         "policy": rec.get("policy"),
+        "verdict": rec.get("verdict"),
         "candidates": list(rec.get("candidates") or []),
+        "tied_with": list(rec.get("tied_with") or []),
+        "tie_rule": rec.get("tie_rule"),
         "loss_tolerance_fraction": rec.get("loss_tolerance"),
+        "loss_tolerance_source": rec.get("loss_tolerance_source"),
+        "seed_loss_spread_fraction": rec.get("seed_loss_spread"),
+        "seed_final_losses": rec.get("seed_final_losses"),
         "loss": workload.get("loss"),
         "final_loss": rec.get("final_loss"),
         "train_loss": rec.get("train_loss"),
         "epoch_train_losses": list(attrs.get("epoch_losses") or []),
         "throughput_samples_per_s": rec.get("throughput"),
+        "throughput_ci_samples_per_s": rec.get("throughput_ci"),
+        "throughput_ci_method": rec.get("throughput_ci_method"),
+        "runs": rec.get("runs"),
+        "run_throughputs_samples_per_s": attrs.get("repeats"),
         "throughput_spread_fraction": attrs.get("throughput_spread"),
         "baseline_throughput_samples_per_s": rec.get("baseline_throughput"),
         "speedup_vs_single_device": rec.get("speedup_vs_single_device"),
+        "speedup_ci": rec.get("speedup_ci"),
         "scaling_efficiency": rec.get("scaling_efficiency"),
+        "scaling_efficiency_ci": rec.get("scaling_efficiency_ci"),
         "gradient_noise_scale_samples": rec.get("gradient_noise_scale"),
         "statistical_efficiency": rec.get("statistical_efficiency"),
         "goodput_samples_per_s": rec.get("goodput"),
@@ -145,6 +167,24 @@ def evidence_section(
         "oom_batch_sizes": list(rec.get("oom_batch_sizes") or []),
         "train_samples": rec.get("train_samples_used"),
         "val_samples": rec.get("val_samples_used"),
+        **target_evidence(rec, attrs),
+    }
+
+
+def target_evidence(rec: dict[str, Any], attrs: dict[str, Any]) -> dict[str, Any]:
+    """With a target loss: the chosen trial's time to it, what it took apart from training
+    (compilation, evaluation), and the loss at each check (nothing without a target)."""
+    if rec.get("target_loss") is None:
+        return {}
+    return {
+        "target_loss": rec["target_loss"],
+        "reached_target": rec.get("reached_target"),
+        "samples_to_target": rec.get("samples_to_target"),
+        "time_to_target_s": rec.get("time_to_target_s"),
+        "time_to_target_ci_s": rec.get("time_to_target_ci"),
+        "compile_s": attrs.get("compile_s"),
+        "eval_s": attrs.get("eval_s"),
+        "target_curve": attrs.get("target_curve"),
     }
 
 

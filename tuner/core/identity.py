@@ -13,15 +13,21 @@ _SEARCH_DEFAULTS: dict[str, Any] = {
     "warmup_steps": None,
     "train_samples": None,
     "val_samples": None,
+    "target_loss": None,
+    "eval_every_samples": None,
 }
+_MAY_CHANGE = ("trials", "seeds", "max_repeats", "tolerance")
+"""Search fields a resumed study may change: the trial budget and how sure a decision must be."""
 
 
 def identity_of(stored: Mapping[str, Any]) -> dict[str, Any]:
-    """The resumable identity of a stored spec: all but the name and the trial budget (which may
-    grow), with fields added since the spec was stored at their defaults."""
+    """The resumable identity of a stored spec: all but the name, the trial budget (which may
+    grow) and how sure a decision must be (seeds, repeats, tolerance), with fields added since
+    the spec was stored at their defaults."""
     data = {key: value for key, value in stored.items() if key != "name"}
     search = {**_SEARCH_DEFAULTS, **dict(data.get("search", {}))}
     data["workload"] = {"dataset": None, **dict(data.get("workload", {}))}
-    search.pop("trials", None)
+    for key in _MAY_CHANGE:
+        search.pop(key, None)
     data["search"] = search
     return data

@@ -65,6 +65,15 @@ _RESULT_ATTRS = (
     "input_throughput",
     "input_bound",
     "timings",
+    # time to target (tuner.worker.target)
+    "target_loss",
+    "eval_every_samples",
+    "reached_target",
+    "samples_to_target",
+    "time_to_target_s",
+    "target_curve",
+    "compile_s",
+    "eval_s",
 )
 
 

@@ -15,6 +15,8 @@ from typing import Any
 from tuner.core import spec_fields as fields
 from tuner.core.errors import ConfigError
 from tuner.core.identity import identity_of
+from tuner.core.policy import DEFAULT_TOLERANCE
+from tuner.core.spec_decision import DEFAULT_MAX_REPEATS, DEFAULT_SEEDS, decision_fields
 from tuner.core.spec_fields import Table
 
 DEFAULT_STUDY_NAME = "regression"
@@ -94,6 +96,17 @@ class SearchSpec:
     """Samples every trial trains on, whatever its batch (steps = samples // global batch)."""
     val_samples: int | None = None
     """The fixed validation set: its first samples, in order (``None``: all of it)."""
+    seeds: int = DEFAULT_SEEDS
+    """Runs of the base configuration with different seeds (initial weights and data order) that
+    measure the loss's seed noise; 1 turns it off."""
+    max_repeats: int = DEFAULT_MAX_REPEATS
+    """The most runs racing gives a close candidate; 1 turns racing off."""
+    tolerance: float = DEFAULT_TOLERANCE
+    """Final-loss tolerance relative to the best (raised to 2 × the seed spread when larger)."""
+    target_loss: float | None = None
+    """Validation loss a trial trains to (time to target); ``None``: train the whole budget."""
+    eval_every_samples: int | None = None
+    """Samples between two checks of the target (``None``: about 10 checks per budget)."""
 
     @property
     def joint(self) -> bool:
@@ -153,6 +166,11 @@ _FIELDS: dict[str, tuple[str, ...]] = {
         "warmup_steps",
         "train_samples",
         "val_samples",
+        "seeds",
+        "max_repeats",
+        "tolerance",
+        "target_loss",
+        "eval_every_samples",
     ),
 }
 
@@ -281,6 +299,7 @@ def _search(search: Table, optimizer: str) -> SearchSpec:
         **_loop(search),
         **_budget(search),
         **_noise_and_warmup(search, grid["epochs"]),
+        **decision_fields(search),
     )
     if "sqrt-adam" in spec.lr_rules:
         fields.check_sqrt_adam(

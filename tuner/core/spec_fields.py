@@ -69,6 +69,21 @@ def positive_float(value: Any, label: str) -> float:
     return float(value)
 
 
+def finite(value: Any, label: str) -> float:
+    """A finite number, as a float."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ConfigError(f"{label} must be a finite number, got {value!r}")
+    return float(value)
+
+
+def fraction(value: Any, label: str) -> float:
+    """A number in [0, 1), as a float (a relative tolerance)."""
+    number = finite(value, label)
+    if not 0 <= number < 1:
+        raise ConfigError(f"{label} must be in [0, 1), got {value!r}")
+    return number
+
+
 def choice(value: Any, label: str, choices: tuple[str, ...]) -> str:
     """One of ``choices``."""
     text = string(value, label)

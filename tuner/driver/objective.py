@@ -10,11 +10,12 @@ from __future__ import annotations
 import math
 import os
 import socket
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
 import optuna
-from optuna.trial import Trial
+from optuna.trial import FrozenTrial, Trial
 
 from tuner.core import hyperparams
 from tuner.core.devices import DevicePlan
@@ -23,11 +24,13 @@ from tuner.core.errors import TrialFailed
 from tuner.core.outcome import TrialOutcome, classify
 from tuner.core.protocol import EPOCH_EVENT, PROGRESS_EVENT
 from tuner.core.recommend import smallest_oom_batch
+from tuner.core.sameness import training_key
 from tuner.core.scaling import scaled_learning_rate
 from tuner.core.spec import StudySpec
 from tuner.driver.grid import stores_batch_as_category, suggest_global_batch
 from tuner.driver.observer import SearchObserver
-from tuner.driver.requests import trial_request
+from tuner.driver.racing import REPEAT_INDEX, REPEAT_OF, SAME_AS, chain, is_original, measured
+from tuner.driver.requests import budget_dict, trial_request
 from tuner.driver.runner import run_child
 
 
@@ -54,7 +57,9 @@ class Objective:
         self._plan = plan
         self._timeout_s = timeout_s
         self._observer = observer
-        self._total = total
+        self.total = total
+        """Runs the progress counts: the grid (or joint budget), plus repeats once racing queues
+        them (:func:`tuner.driver.racing.race` extends it)."""
         self._already_done = already_done
         self._probed_oom = probed_oom
         self._space = space
@@ -78,17 +83,47 @@ class Objective:
         rule = trial.suggest_categorical("lr_rule", list(search.lr_rules))
         lr = scaled_learning_rate(rule, search.base_lr, batch, search.base_batch_size)
         attrs = self._configuration(batch, rule, lr, values)
+        attrs["training_key"] = trial_training_key(self._spec, self._plan, batch, rule, values)
         for key, value in attrs.items():
             trial.set_user_attr(key, value)
+        repeat_of = trial.user_attrs.get(REPEAT_OF)
         position = self._already_done + self.launched + 1
-        self._observer.trial_started(trial.number, position, self._total, attrs)
         self.launched += 1
-        outcome = self._implied_oom(trial, batch, values)
-        if outcome is None:
-            outcome = self._run(batch, lr, rule, values)
-        outcome = with_efficiency(outcome, search.base_batch_size, batch)
+        original = None if repeat_of is not None else same_training(stored, attrs, trial.number)
+        if original is not None:  # trains exactly like a measured trial: no child
+            outcome = same_as(original, attrs)
+            self._observer.note(
+                f"trial {trial.number}: same training as #{original.number} (same batch, "
+                f"learning rate and optimizer settings): not trained again, #{original.number}'s "
+                f"values recorded ({position} of {self.total})"
+            )
+        else:
+            earlier = chain(stored, int(repeat_of)) if repeat_of is not None else []
+            outcome = self._measure(trial, position, attrs, values, earlier)
         self._observer.trial_finished(trial.number, outcome)
         return record(trial, outcome)
+
+    def _measure(
+        self,
+        trial: Trial,
+        position: int,
+        attrs: dict[str, Any],
+        values: dict[str, Any] | None,
+        earlier: list[FrozenTrial],
+    ) -> TrialOutcome:
+        """Run the trial (unless a smaller batch already ran out of memory) and add its runs:
+        ``earlier`` are the configuration's runs before this one when it is a repeat."""
+        search = self._spec.search
+        if earlier:
+            self._observer.note(
+                f"trial {trial.number}: repeat of #{earlier[0].number} (run "
+                f"{trial.user_attrs.get(REPEAT_INDEX, '?')} of at most {search.max_repeats})"
+            )
+        self._observer.trial_started(trial.number, position, self.total, attrs)
+        batch, rule, lr = attrs["global_batch_size"], attrs["lr_rule"], attrs["learning_rate"]
+        outcome = self._implied_oom(trial, batch, values) or self._run(batch, lr, rule, values)
+        outcome = measured(outcome, earlier, target=search.target_loss is not None)
+        return with_efficiency(outcome, search.base_batch_size, batch)
 
     def _model_hyperparameters(self, trial: Trial) -> dict[str, Any] | None:
         """A hypermodel's values for this trial, stored as params: its defaults (one-value
@@ -125,6 +160,10 @@ class Objective:
         if values is not None:
             attrs["model_hyperparameters"] = values
         return attrs
+
+    def extend(self, runs: int) -> None:
+        """Count ``runs`` more runs (racing's repeats) in the progress total."""
+        self.total += runs
 
     def _implied_oom(
         self, trial: Trial, batch: int, values: dict[str, Any] | None
@@ -168,6 +207,68 @@ class Objective:
             self._observer.epoch_finished(event)
         elif kind == PROGRESS_EVENT:
             self._observer.trial_progress(event)
+
+
+def trial_training_key(
+    spec: StudySpec, plan: DevicePlan, batch: int, rule: str, values: dict[str, Any] | None
+) -> str:
+    """The :func:`tuner.core.sameness.training_key` of a run of ``spec`` on ``plan``."""
+    search = spec.search
+    budget = {
+        **budget_dict(spec),
+        "target_loss": search.target_loss,
+        "eval_every_samples": search.eval_every_samples,
+        "noise_scale": search.noise_scale,
+        "noise_scale_steps": search.noise_scale_steps,
+    }
+    return training_key(
+        global_batch_size=batch,
+        lr_rule=rule,
+        base_lr=search.base_lr,
+        base_batch_size=search.base_batch_size,
+        seed=search.seed,
+        loop=search.loop_kind,
+        device_signature=plan.device_signature,
+        budget=budget,
+        warmup_steps=search.warmup_steps,
+        warmup_epochs=search.warmup_epochs,
+        model_hyperparameters=values,
+    )
+
+
+NOT_MEASURED = frozenset(
+    {"status", "error", "final_loss", "throughput", "timings", "training_key", SAME_AS, REPEAT_OF,
+     REPEAT_INDEX}
+)  # fmt: skip
+"""Attributes a ``same_as`` trial does not take from its original: its outcome (set from the
+values), the original's own child timings (no child ran for it) and the bookkeeping."""
+
+
+def same_training(
+    trials: Sequence[FrozenTrial], attrs: dict[str, Any], number: int
+) -> FrozenTrial | None:
+    """The first measured grid trial (COMPLETE ``ok``, neither ``same_as`` nor a repeat) that
+    trains exactly as ``attrs`` say (``training_key``); ``None`` when there is none (an original
+    still running on another worker does not count: this trial runs)."""
+    key = attrs["training_key"]
+    same = [
+        t
+        for t in trials
+        if t.number != number and is_original(t) and t.user_attrs.get("training_key") == key
+    ]
+    return min(same, key=lambda t: t.number) if same else None
+
+
+def same_as(original: FrozenTrial, attrs: dict[str, Any]) -> TrialOutcome:
+    """The outcome of a trial that trains exactly like ``original``: COMPLETE with its values
+    and measured attributes (not this trial's configuration), and ``same_as`` its number."""
+    measured_attrs = {
+        key: value
+        for key, value in original.user_attrs.items()
+        if key not in NOT_MEASURED and key not in attrs
+    }
+    values = (float(original.values[0]), float(original.values[1]))
+    return TrialOutcome("ok", values=values, attrs={**measured_attrs, SAME_AS: original.number})
 
 
 def with_efficiency(outcome: TrialOutcome, base_batch: int, batch: int) -> TrialOutcome:

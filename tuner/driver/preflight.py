@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import json
+import statistics
 import time
 from collections.abc import Callable
 from typing import Any
@@ -22,6 +23,8 @@ from tuner.core.probe import DEFAULT_PROBE_STEPS, GridProbe, ProbeSearch
 from tuner.core.protocol import DEFAULT_TRIAL_TIMEOUT_S
 from tuner.core.scaling import scaled_learning_rate
 from tuner.core.spec import StudySpec
+from tuner.core.stats import throughput_interval
+from tuner.core.target import budget_samples, check_cadence, default_cadence
 from tuner.core.windows import MIN_TIMED_WINDOWS, min_samples
 from tuner.driver.observer import SearchObserver
 from tuner.driver.requests import inspect_request, trial_request
@@ -114,6 +117,7 @@ def check_grid(spec: StudySpec, plan: DevicePlan, n_train: int | None = None) ->
     """Every global batch must split evenly over the replicas, fit in the training set and, under
     a sample budget, leave a trial its timed windows."""
     budget = spec.search.train_samples
+    _check_target(spec, n_train)
     for batch in spec.search.global_batch_sizes:
         if budget is not None and batch > batch_limit(spec, None):
             raise ConfigError(
@@ -131,6 +135,19 @@ def check_grid(spec: StudySpec, plan: DevicePlan, n_train: int | None = None) ->
                 f"global batch {batch} is larger than the training set ({n_train} samples); "
                 "use smaller --base-batch-size or --batch-multipliers"
             )
+
+
+def _check_target(spec: StudySpec, n_train: int | None) -> None:
+    """A loss target's cadence must fall at the same samples for every batch of the grid and
+    leave checks in the budget: refused here, before any trial, not in the first one."""
+    search = spec.search
+    if search.target_loss is None:
+        return
+    budget = budget_samples(search.train_samples, search.epochs, n_train)
+    if search.eval_every_samples is not None:
+        check_cadence(search.eval_every_samples, search.global_batch_sizes, budget)
+    elif budget is not None:
+        default_cadence(search.global_batch_sizes, budget)
 
 
 def prepare(
@@ -250,27 +267,53 @@ def _probe_search(
 def run_baseline(
     spec: StudySpec, plan: DevicePlan, *, timeout_s: float = DEFAULT_TRIAL_TIMEOUT_S
 ) -> dict[str, Any]:
-    """One trial on a single device at the base batch and base learning rate: the reference for
-    speedup and scaling efficiency. Returns the record stored on the study."""
+    """The single-device reference for speedup and scaling efficiency: the base batch and base
+    learning rate on one device, run ``max_repeats`` times in fresh children (the speedup's
+    interval needs the baseline's run-to-run noise too). It trains its whole budget, target or
+    not: it measures throughput. Returns the record stored on the study."""
     single = plan.single_device()
     base = spec.search.base_batch_size
-    run = run_child(
-        trial_request(spec, single, base, spec.search.base_lr),
-        single.child_environment(),
-        timeout_s,
-    )
-    outcome = classify(run, memory_capped=plan.memory_limit_bytes is not None)
     record: dict[str, Any] = {
         "device_signature": plan.device_signature,
         "devices": single.device_names,
         "global_batch_size": base,
         "learning_rate": spec.search.base_lr,
-        "status": outcome.status,
-        "error": outcome.error,
     }
-    if outcome.values is not None:
-        record["final_loss"], record["throughput"] = outcome.values
-        record["throughput_spread"] = outcome.attrs.get("throughput_spread")
-    record["timings"] = outcome.attrs.get("timings")
-    record["peak_rss_bytes"] = outcome.attrs.get("peak_rss_bytes")
-    return record
+    runs: list[dict[str, Any]] = []
+    for _ in range(spec.search.max_repeats):
+        run = run_child(
+            trial_request(
+                spec, single, base, spec.search.base_lr, target_loss=None, eval_every_samples=None
+            ),
+            single.child_environment(),
+            timeout_s,
+        )
+        outcome = classify(run, memory_capped=plan.memory_limit_bytes is not None)
+        if outcome.values is None:
+            if not runs:  # nothing measured: the record says why, and is not stored
+                return {**record, "status": outcome.status, "error": outcome.error}
+            break
+        runs.append({"values": outcome.values, "attrs": outcome.attrs})
+    return {**record, **_baseline_measurement(runs)}
+
+
+def _baseline_measurement(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The baseline's figures over its runs: the median throughput, its interval (over the runs,
+    or over the one run's windows), and the first run's details."""
+    medians = [run["values"][1] for run in runs]
+    first = runs[0]["attrs"]
+    windows = list(first.get("epoch_throughputs") or [])[1:]
+    interval = throughput_interval(medians, windows)
+    return {
+        "status": "ok",
+        "error": None,
+        "final_loss": statistics.median(run["values"][0] for run in runs),
+        "throughput": statistics.median(medians),
+        "repeats": medians,
+        "throughput_ci": None if interval is None else interval.as_list(),
+        "throughput_ci_method": None if interval is None else interval.method,
+        "throughput_spread": first.get("throughput_spread"),
+        "epoch_throughputs": first.get("epoch_throughputs"),
+        "timings": first.get("timings"),
+        "peak_rss_bytes": first.get("peak_rss_bytes"),
+    }

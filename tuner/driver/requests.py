@@ -12,6 +12,7 @@ from typing import Any
 from tuner.core.devices import DevicePlan
 from tuner.core.scaling import batch_ratio
 from tuner.core.spec import StudySpec
+from tuner.core.target import budget_samples, check_cadence, default_cadence
 
 
 def workload_dict(spec: StudySpec) -> dict[str, str | None]:
@@ -34,6 +35,32 @@ def budget_dict(spec: StudySpec) -> dict[str, int | None]:
     }
 
 
+def target_dict(spec: StudySpec, n_train: int | None = None) -> dict[str, Any]:
+    """The loss target and its cadence as a request carries them (``None`` without a target).
+
+    A user's cadence is checked against the grid (:func:`tuner.core.target.check_cadence`: one
+    ``ConfigError`` line). Without one, the cadence comes from the budget
+    (:func:`tuner.core.target.default_cadence`); when the budget is epochs over a training set of
+    size unknown here, the request carries ``None`` and the grid's batches, and the child picks
+    the same cadence from its own ``n_train``."""
+    search = spec.search
+    target = search.target_loss
+    cadence = search.eval_every_samples
+    if target is None:
+        return {"target_loss": None, "eval_every_samples": None}
+    batches = search.global_batch_sizes
+    budget = budget_samples(search.train_samples, search.epochs, n_train)
+    if cadence is not None:
+        check_cadence(cadence, batches, budget)
+    elif budget is not None:
+        cadence = default_cadence(batches, budget)
+    return {
+        "target_loss": target,
+        "eval_every_samples": cadence,
+        "cadence_batches": list(batches),
+    }
+
+
 def inspect_request(spec: StudySpec) -> dict[str, Any]:
     """Load ``spec``'s workload once and report its sizes, shapes and versions."""
     return {
@@ -53,10 +80,15 @@ def trial_request(
     lr: float,
     mode: str = "trial",
     rule: str | None = None,
+    *,
+    seed: int | None = None,
+    n_train: int | None = None,
     **extra: Any,
 ) -> dict[str, Any]:
     """One training run of ``spec``'s workload at ``batch`` and ``lr`` (``rule``: the
-    learning-rate rule, for the rules that also shape the optimizer)."""
+    learning-rate rule, for the rules that also shape the optimizer; ``seed``: the run's seed of
+    initial weights and data order, default the spec's; ``n_train``: the training set's size, when
+    known, for the target's cadence under an epochs budget)."""
     search = spec.search
     request = {
         "mode": mode,
@@ -65,10 +97,11 @@ def trial_request(
         "global_batch_size": batch,
         "learning_rate": lr,
         **budget_dict(spec),
-        "seed": search.seed,
+        "seed": search.seed if seed is None else seed,
         "loop": search.loop_kind,
         "noise_scale": search.noise_scale,
         "noise_scale_steps": search.noise_scale_steps,
+        **target_dict(spec, n_train),
         **extra,
     }
     if rule is not None:

@@ -1,4 +1,6 @@
-"""The trial loop: one trial at a time until the grid (or a joint search's budget) is done.
+"""The trial loop: one trial at a time until the grid (or a joint search's budget) is done; then,
+for a grid, the seed noise of the base configuration (:mod:`tuner.driver.seeds`) and repeats of
+the candidates still too close to call (:mod:`tuner.driver.racing`).
 
 Several workers may share a study, so the loop asks the storage before every trial: points that
 another worker left unfinished come back queued (:mod:`tuner.driver.resume`), and a point that
@@ -23,7 +25,9 @@ from tuner.core.trials import (
 from tuner.driver.grid import grid_points
 from tuner.driver.objective import Objective
 from tuner.driver.observer import SearchObserver, quiet_optuna
+from tuner.driver.racing import race
 from tuner.driver.resume import requeue_unfinished
+from tuner.driver.seeds import measure_seed_noise
 
 
 def run_trials(
@@ -62,6 +66,17 @@ def run_trials(
         if not has_unclaimed_work(study.get_trials(deepcopy=False), grid):
             break
         _run_one(study, objective, observer)
+    # After the grid: the base configuration's seed noise sets the loss tolerance racing uses.
+    measure_seed_noise(study, spec, plan, space=space, timeout_s=timeout_s, observer=observer)
+    race(
+        study,
+        spec,
+        plan,
+        grid,
+        run_one=lambda: _run_one(study, objective, observer),
+        extend=objective.extend,
+        observer=observer,
+    )
     return objective.launched, len(grid)
 
 

@@ -24,13 +24,13 @@ import optuna
 
 from tuner.core.errors import ConfigError
 from tuner.storage import open_storage
-from tuner.views.figures import study_figures
+from tuner.views.figures import TARGET_PLOT, study_figures
 from tuner.views.note import study_note
 
-DASHBOARD_PLOTS = ("throughput-vs-batch", "loss-vs-batch")
-"""The plots stored on a study, by id. optuna-dashboard's own Pareto front (at the top of the
-study's page) already shows final loss vs throughput, so tuner's ``pareto`` is in the report
-only."""
+DASHBOARD_PLOTS = ("throughput-vs-batch", "loss-vs-batch", TARGET_PLOT)
+"""The plots stored on a study, by id (``time-to-target-vs-batch`` only in a study with a target
+loss). optuna-dashboard's own Pareto front (at the top of the study's page) already shows final
+loss vs throughput, so tuner's ``pareto`` is in the report only."""
 RETIRED_PLOTS = {
     "pareto": "Final loss vs throughput: see optuna-dashboard's own Pareto front at the top of "
     "this page<br>(tuner's version, with the rules and the recommended trial, is in "
@@ -54,7 +54,7 @@ def publish(study: optuna.Study, rec: dict[str, Any] | None) -> None:
     written_at = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
     note = study_note(study.study_name, trials, study.user_attrs, rec, written_at)
     figures = study_figures(trials, rec)
-    plots = {graph_id: figures[graph_id] for graph_id in DASHBOARD_PLOTS}
+    plots = {graph_id: figures[graph_id] for graph_id in DASHBOARD_PLOTS if graph_id in figures}
     stored = study._storage.get_study_system_attrs(study._study_id)
     for graph_id, text in RETIRED_PLOTS.items():
         if any(key.startswith(f"{_PLOT_ATTR}{graph_id}:") for key in stored):

@@ -1,11 +1,13 @@
 """The study's pictures: throughput and final loss against the global batch, one line per
-learning-rate rule with the out-of-memory sizes marked and the recommended trial starred (the loss
-plot also shades the loss tolerance the recommendation chose within), and the Pareto front of
-loss vs throughput.
+learning-rate rule with the out-of-memory sizes marked, the recommended trial starred and the
+ones still tied with it ringed (the throughput plot has error bars and starts at 0; the loss plot
+shades the loss tolerance the recommendation chose within), the Pareto front of loss vs
+throughput, and with a target loss, time to target against the global batch beside the
+batch-size model's prediction.
 
-The numbers come from :mod:`tuner.views.plot_data` (pure, re-exported here); the ``*_figure``
-functions only dress them as plotly figures, which the dashboard stores and the HTML
-report embeds.
+The numbers come from :mod:`tuner.views.plot_data` and :mod:`tuner.views.target_data` (pure);
+the ``*_figure`` functions only dress them as plotly figures, which the dashboard stores and the
+HTML report embeds.
 """
 
 from __future__ import annotations
@@ -25,6 +27,14 @@ from tuner.views.plot_data import (
     pareto_front,
     rule_offsets,
 )
+from tuner.views.style import AXIS as _AXIS
+from tuner.views.style import RULE_COLORS as RULE_COLORS
+from tuner.views.style import STYLE as _STYLE
+from tuner.views.style import TIED_TRACE as TIED_TRACE
+from tuner.views.style import ring, rule_color, star
+from tuner.views.style import title as _title
+from tuner.views.target_data import target_curves
+from tuner.views.target_figure import target_figure
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
@@ -32,35 +42,7 @@ if TYPE_CHECKING:
 OOM_TRACE = "out of memory"
 """Name of the trace that marks the global batch sizes that did not fit."""
 
-RULE_COLORS: dict[str, str] = {
-    "none": "#636efa",
-    "linear": "#ef553b",
-    "sqrt": "#00cc96",
-    "linear-warmup": "#ab63fa",
-    "sqrt-adam": "#19d3f3",
-}
-"""One colour per rule of :data:`tuner.core.scaling.LR_RULES`, the same in every figure."""
-_UNKNOWN_RULE_COLOR = "#888"  # a rule stored by another tuner version
-# A compact white style set directly: a named template would be stored with every figure
-# (optuna-dashboard keeps each figure in the study, in pieces).
-_AXIS = {"gridcolor": "#e5e5e5", "zeroline": False, "linecolor": "#999", "showline": True}
-_STYLE: dict[str, Any] = {
-    "template": "none",
-    "plot_bgcolor": "white",
-    "paper_bgcolor": "white",
-    "font": {"family": "Arial, sans-serif", "size": 12, "color": "#2a3f5f"},
-    # Room at the top for the title below plotly's toolbar (the modebar, ~30 px at the top right).
-    "margin": {"l": 70, "r": 30, "t": 76, "b": 60},
-}
-_TITLE_TOP_PX = 36
-"""The title's top edge, in pixels below the figure's top: under the modebar, which it would
-otherwise hide behind in optuna-dashboard's half-width cards."""
 _METRICS = {"throughput": "throughput (samples/s)", "final_loss": "final validation loss"}
-
-
-def rule_color(rule: str) -> str:
-    """The colour of ``rule``'s traces."""
-    return RULE_COLORS.get(rule, _UNKNOWN_RULE_COLOR)
 
 
 def batch_figure(curves: BatchCurves, metric: str) -> go.Figure:
@@ -84,9 +66,14 @@ def batch_figure(curves: BatchCurves, metric: str) -> go.Figure:
         figure.add_trace(_star(star, x, getattr(star, metric), name))
     for rule, points in curves.by_rule.items():
         figure.add_trace(_rule_trace(rule, points, metric, label, offsets[rule]))
+    if curves.tied:
+        xs = [p.global_batch_size * offsets.get(p.lr_rule, 1.0) for p in curves.tied]
+        ys = [getattr(p, metric) for p in curves.tied]
+        figure.add_trace(ring(xs, ys, [_hover(p) for p in curves.tied]))
     if curves.oom:
         values = [getattr(p, metric) for points in curves.by_rule.values() for p in points]
-        _mark_oom(figure, curves.oom, floor=min(values) if values else 0.0)
+        floor = 0.0 if metric == "throughput" else min(values, default=0.0)
+        _mark_oom(figure, curves.oom, floor=floor)
     if metric == "throughput" and curves.baseline_throughput:
         figure.add_hline(
             y=curves.baseline_throughput,
@@ -97,28 +84,30 @@ def batch_figure(curves: BatchCurves, metric: str) -> go.Figure:
         )
     if metric == "final_loss" and curves.loss_band is not None:
         _shade_band(figure, curves.loss_band)
+    yaxis: dict[str, Any] = {"title": label, **_AXIS}
+    legend = _legend_title(offsets)
+    if metric == "throughput":  # from 0: a bar's length is then the real share of the speed
+        yaxis["range"] = [0.0, curves.throughput_top]
+        legend += _bars_note(curves)
     figure.update_layout(
         title=_title(f"{label.capitalize()} vs global batch size"),
         xaxis={"title": "global batch size", "type": "log", "tickvals": sizes_shown, **_AXIS},
-        yaxis={"title": label, **_AXIS},
-        legend={"title": {"text": _legend_title(offsets)}},
+        yaxis=yaxis,
+        legend={"title": {"text": legend}},
         **_STYLE,
     )
     return figure
 
 
-def _title(text: str) -> dict[str, Any]:
-    """A title at the top left, below the modebar (which sits at the top right)."""
-    return {
-        "text": text,
-        "x": 0,
-        "xref": "paper",
-        "xanchor": "left",
-        "y": 1,
-        "yref": "container",
-        "yanchor": "top",
-        "pad": {"t": _TITLE_TOP_PX},
-    }
+def _bars_note(curves: BatchCurves) -> str:
+    """What the throughput's error bars are, as a legend-title line (none without bars)."""
+    sources = {p.error_source.split(" (")[0] for ps in curves.by_rule.values() for p in ps}
+    kinds = []
+    if "95 % CI" in sources:
+        kinds.append("95 % CI over the runs")
+    if "window spread of 1 run" in sources:
+        kinds.append("window spread of a 1-run point")
+    return f"<br><sub>error bars: {' or '.join(kinds)}</sub>" if kinds else ""
 
 
 def _legend_title(offsets: dict[str, float]) -> str:
@@ -132,9 +121,10 @@ def _legend_title(offsets: dict[str, float]) -> str:
 
 
 def _hover(p: Point) -> str:
+    same = "" if p.same_as is None else f"<br>= trial #{p.same_as}: same training, one measurement"
     return (
         f"trial #{p.trial}: global batch {p.global_batch_size} ({p.per_replica_batch_size} per "
-        f"replica), {p.lr_rule} rule, lr {p.learning_rate:.3g}"
+        f"replica), {p.lr_rule} rule, lr {p.learning_rate:.3g}{same}"
     )
 
 
@@ -143,6 +133,8 @@ def _rule_trace(
 ) -> go.Scatter:
     import plotly.graph_objects as go
 
+    bars = metric == "throughput" and any(p.throughput_high is not None for p in points)
+    texts = [_hover(p) + (_bar_hover(p) if metric == "throughput" else "") for p in points]
     return go.Scatter(
         x=[p.global_batch_size * offset for p in points],
         y=[getattr(p, metric) for p in points],
@@ -150,27 +142,38 @@ def _rule_trace(
         name=f"{rule} rule",
         line={"color": rule_color(rule)},
         marker={"size": 8},
+        error_y=_error_y(points, rule) if bars else None,
         # The global batch as measured (x is shifted by the rule's offset).
         customdata=[[p.trial, p.global_batch_size] for p in points],
-        text=[_hover(p) for p in points],
+        text=texts,
         hovertemplate=f"%{{text}}<br>{label} %{{y:.4g}}<extra></extra>",
     )
 
 
+def _error_y(points: list[Point], rule: str) -> dict[str, Any]:
+    """Asymmetric throughput bars (an interval of the mean need not be centred on the median)."""
+    return {
+        "type": "data",
+        "symmetric": False,
+        "array": [max((p.throughput_high or p.throughput) - p.throughput, 0.0) for p in points],
+        "arrayminus": [max(p.throughput - (p.throughput_low or p.throughput), 0.0) for p in points],
+        "color": rule_color(rule),
+        "thickness": 1.5,
+        "width": 5,
+    }
+
+
+def _bar_hover(p: Point) -> str:
+    """The error bar of a throughput point, said in words."""
+    runs = "" if p.runs is None else f", {p.runs} run{'s' if p.runs != 1 else ''}"
+    if p.throughput_low is None or p.throughput_high is None:
+        return f"<br>no error bar{runs}"
+    return f"<br>{p.error_source}: {p.throughput_low:,.0f}–{p.throughput_high:,.0f}{runs}"
+
+
 def _star(point: Point, x: float, y: float, name: str = "recommended") -> go.Scatter:
     """The recommended point."""
-    import plotly.graph_objects as go
-
-    return go.Scatter(
-        x=[x],
-        y=[y],
-        mode="markers",
-        name=name,
-        marker={"symbol": "star", "size": 20, "color": "#ffa600", "line": {"color": "#444"}},
-        legendrank=1001,  # listed after the rules
-        text=[_hover(point)],
-        hovertemplate="%{text}<extra>recommended</extra>",
-    )
+    return star(x, y, name, _hover(point))
 
 
 def _shade_band(figure: go.Figure, band: LossBand) -> None:
@@ -265,12 +268,21 @@ def pareto_figure(points: Sequence[Point], recommended_trial: int | None = None)
 def study_figures(
     trials: Sequence[FrozenTrial], rec: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
-    """The study's figures by id: ``throughput-vs-batch``, ``loss-vs-batch``, ``pareto``;
-    ``rec`` (the study's recommendation, ``None`` when nothing completed) adds the baseline, the
-    recommended point and the loss tolerance band."""
+    """The study's figures by id: ``throughput-vs-batch``, ``loss-vs-batch``, ``pareto``, and
+    ``time-to-target-vs-batch`` when the study has a target loss; ``rec`` (the study's
+    recommendation, ``None`` when nothing completed) adds the baseline, the recommended point,
+    the tied ones, the loss tolerance band and the prediction."""
     curves = batch_curves(trials, rec)
-    return {
+    figures = {
         "throughput-vs-batch": batch_figure(curves, "throughput"),
         "loss-vs-batch": batch_figure(curves, "final_loss"),
         "pareto": pareto_figure(complete_points(trials), (rec or {}).get("trial_number")),
     }
+    target = target_curves(trials, rec)
+    if target is not None:
+        figures[TARGET_PLOT] = target_figure(target)
+    return figures
+
+
+TARGET_PLOT = "time-to-target-vs-batch"
+"""The id of the time-to-target figure (only in a study with a target loss)."""

@@ -15,7 +15,10 @@ from typing import Any
 from optuna.trial import FrozenTrial
 
 from tuner.core.recommend import infeasible_batch_sizes, unique_trials
+from tuner.views.recommendation import tie_text
+from tuner.views.runs import representatives
 from tuner.views.summary import TRIAL_COLUMNS, environment_rows, recommendation_rows, trial_rows
+from tuner.views.target_data import has_target
 
 _MARKDOWN_SPECIALS = re.compile(r"([\\`*_\[\]<>|~$&])")
 """The characters Markdown (GFM, and the math some renderers add) can read as syntax inside a
@@ -69,10 +72,12 @@ def study_note(
     written_at: str,
 ) -> str:
     """The note: the recommendation, feasibility, the trials, then devices and versions."""
-    unique = unique_trials(trials)
+    unique = representatives(unique_trials(trials), trials)
+    shown = "throughput, final loss and time to target" if has_target(trials, rec) else ""
+    shown = shown or "throughput and final loss"
     parts = [
         f"## tuner study {code(study_name)}",
-        f"**tuner's plots:** [throughput and final loss vs global batch size]({PLOTS_LINK}), "
+        f"**tuner's plots:** [{shown} vs global batch size]({PLOTS_LINK}), "
         "on this study's History page below optuna-dashboard's own Pareto front (final loss vs "
         "throughput), history, importance and timeline.",
     ]
@@ -86,6 +91,10 @@ def study_note(
             f"{rec['throughput']:,.0f} samples/s at final loss {rec['final_loss']:.5g} "
             f"(trial #{rec['trial_number']})."
         )
+        if tie_text(rec):
+            parts.append(f"**Tie:** {literal(tie_text(rec))}")
+        if rec.get("verdict"):
+            parts.append(f"**Verdict:** {literal(str(rec['verdict']))}")
         parts.append(markdown_table(["", "recommendation"], recommendation_rows(rec)))
     if rec is not None:  # the recommendation's figures (its device signature), not a recount
         largest, oom = rec["largest_feasible_batch_size"], rec["oom_batch_sizes"]
@@ -95,7 +104,9 @@ def study_note(
         f"**Largest feasible global batch:** {largest if largest is not None else 'none yet'}; "
         f"**out of memory:** {', '.join(map(str, oom)) if oom else 'no size in the grid'}."
     )
-    parts.append("### Trials (one per grid point)")
+    parts.append(
+        "### Trials (one per grid point; a configuration that ran several times: its runs)"
+    )
     parts.append(markdown_table([h for h, _ in TRIAL_COLUMNS], trial_rows(unique, note_width=80)))
     parts.append("### Devices and versions")
     parts.append(markdown_table(["", ""], environment_rows(study_attrs, unique)))

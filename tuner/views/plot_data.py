@@ -1,7 +1,12 @@
 """The numbers behind the study's pictures, pure (trials in, numbers out): the complete grid
-points, each rule's curve over the batch sizes with the out-of-memory sizes, the recommended
-point, the loss tolerance band, the rules' side-by-side offsets and the Pareto front.
-:mod:`tuner.views.figures` dresses them as plotly figures."""
+points with the throughput's error bar, each rule's curve over the batch sizes with the
+out-of-memory sizes, the recommended point and the ones tied with it, the loss tolerance band,
+the rules' side-by-side offsets and the Pareto front. Time to target has its own module,
+:mod:`tuner.views.target_data`. :mod:`tuner.views.figures` dresses them as plotly figures.
+
+A configuration that ran several times is drawn once, at its representative (the trial with the
+most runs, :mod:`tuner.views.runs`); a grid point that trains exactly like another (``same_as``)
+is drawn on its own rule's line with the other's measurement."""
 
 from __future__ import annotations
 
@@ -13,6 +18,7 @@ from typing import Any
 from optuna.trial import FrozenTrial
 
 from tuner.core.recommend import INFEASIBLE, is_complete, status_of, unique_trials
+from tuner.views.runs import interval, representatives, run_count, shown_measurement
 
 JITTER = 0.02
 """How far apart, as a fraction of the x axis (in octaves), the rules' points at one batch are
@@ -31,6 +37,13 @@ class Point:
     learning_rate: float
     throughput: float
     final_loss: float
+    throughput_low: float | None = None
+    throughput_high: float | None = None
+    error_source: str = ""
+    """What the throughput's error bar is: ``95 % CI (t over 3 runs)``, ``window spread of 1 run
+    (max−min)``, or empty without one."""
+    runs: int | None = None
+    same_as: int | None = None
 
 
 @dataclass(frozen=True)
@@ -54,16 +67,36 @@ class BatchCurves:
     baseline_throughput: float | None = None
     recommended: Point | None = None
     loss_band: LossBand | None = None
+    tied: tuple[Point, ...] = ()
+    """Points the recommendation is still tied with (their 95 % intervals overlap its one)."""
+
+    @property
+    def throughput_top(self) -> float:
+        """The top of the throughput axis, which starts at 0: the highest error bar, point or
+        baseline, with a little room above."""
+        tops = [
+            p.throughput if p.throughput_high is None else max(p.throughput, p.throughput_high)
+            for points in self.by_rule.values()
+            for p in points
+        ]
+        tops.append(self.baseline_throughput or 0.0)
+        return max(tops) * 1.08 or 1.0
 
 
-def complete_points(trials: Iterable[FrozenTrial]) -> list[Point]:
-    """The COMPLETE grid points with finite values, one per grid point, by batch then rule."""
+def complete_points(trials: Sequence[FrozenTrial]) -> list[Point]:
+    """The COMPLETE grid points with finite values, one per grid point (a configuration's
+    representative), by batch then rule."""
     points = []
-    for trial in unique_trials(trials):
+    for trial in representatives(unique_trials(trials), trials):
         if not is_complete(trial):
             continue
-        loss, throughput = trial.values
+        shown = shown_measurement(trial, trials)
+        if not is_complete(shown):  # the configuration it trains like has no result shown
+            shown = trial
+        loss, throughput = shown.values
         attrs = trial.user_attrs
+        low, high, source = error_bar(shown.user_attrs, float(throughput))
+        same_as = attrs.get("same_as")
         points.append(
             Point(
                 trial=trial.number,
@@ -73,9 +106,31 @@ def complete_points(trials: Iterable[FrozenTrial]) -> list[Point]:
                 learning_rate=float(attrs.get("learning_rate", math.nan)),
                 throughput=float(throughput),
                 final_loss=float(loss),
+                throughput_low=low,
+                throughput_high=high,
+                error_source=source,
+                runs=run_count(shown),
+                same_as=same_as if isinstance(same_as, int) else None,
             )
         )
     return sorted(points, key=lambda p: (p.global_batch_size, p.lr_rule))
+
+
+def error_bar(
+    attrs: Mapping[str, Any], throughput: float
+) -> tuple[float | None, float | None, str]:
+    """The throughput's error bar ``(low, high, what it is)``: the stored 95 % interval
+    (``throughput_ci``), else, for one run, the spread of its timed windows
+    (``throughput_spread`` = (max − min) / median, drawn as ± half of it), else none."""
+    span = interval(dict(attrs), "throughput_ci")
+    if span is not None:
+        method = attrs.get("throughput_ci_method")
+        return span[0], span[1], f"95 % CI ({method})" if method else "95 % CI"
+    spread = attrs.get("throughput_spread")
+    if isinstance(spread, int | float) and math.isfinite(spread) and spread >= 0:
+        half = throughput * float(spread) / 2
+        return throughput - half, throughput + half, "window spread of 1 run (max−min)"
+    return None, None, ""
 
 
 def batch_curves(
@@ -102,12 +157,15 @@ def batch_curves(
             if oom.get(size) != "oom":  # a measured OOM says more than an implied one
                 oom[size] = status
     chosen = [p for p in points if p.trial == rec.get("trial_number")]
+    tied_with = set(rec.get("tied_with") or ())
+    drawn = [p for rule_points in by_rule.values() for p in rule_points]
     return BatchCurves(
         dict(sorted(by_rule.items())),
         dict(sorted(oom.items())),
         rec.get("baseline_throughput"),
         chosen[0] if chosen else None,
         loss_band(points, rec),
+        tuple(p for p in drawn if p.trial in tied_with),
     )
 
 

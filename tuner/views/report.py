@@ -1,6 +1,7 @@
 """``tuner report``: one self-contained HTML page that tells a study's story without the
-dashboard — the recommendation, throughput and loss against the global batch, the Pareto front,
-every trial, the devices and versions. plotly.js is inlined, so the page works offline.
+dashboard — the recommendation (and any tie), throughput with its error bars and loss against the
+global batch, time to target when the study has a target, the Pareto front, every trial, the
+devices and versions, and last the verdict. plotly.js is inlined, so the page works offline.
 
 ``--format png`` also renders each plot to PNG with Kaleido, which drives a Chrome or Chromium
 found on the machine (Debian's ``chromium`` package, or ``BROWSER_PATH``).
@@ -20,6 +21,8 @@ from tuner.core.errors import ConfigError, PngExportError
 from tuner.core.recommend import unique_trials
 from tuner.files import atomic_write_text
 from tuner.views.figures import study_figures
+from tuner.views.recommendation import tie_text
+from tuner.views.runs import representatives
 from tuner.views.summary import (
     STATUS_COLUMN,
     TRIAL_COLUMNS,
@@ -73,7 +76,8 @@ def render_html(
     written_at: str,
 ) -> str:
     """The report page (plotly.js inlined once, before the first plot)."""
-    unique = unique_trials(trials)
+    unique = representatives(unique_trials(trials), trials)
+    verdict = ""
     if rec is None:
         lead = "No trial has completed yet, so there is no recommendation."
         rec_table = ""
@@ -84,7 +88,13 @@ def render_html(
             f"rate <b>{rec['learning_rate']:.4g}</b> ({html.escape(rec['lr_rule'])} rule): "
             f"{rec['throughput']:,.0f} samples/s at final loss {rec['final_loss']:.5g}."
         )
+        if tie_text(rec):
+            tie = tie_text(rec)
+            lead += f"<br>{html.escape(tie[:1].upper() + tie[1:])}."
         rec_table = _table(["", "recommendation"], recommendation_rows(rec), ["left", "left"])
+        if rec.get("verdict"):
+            sentence = html.escape(str(rec["verdict"]))
+            verdict = f'<h2>Verdict</h2>\n<p class="lead" id="verdict">{sentence}</p>'
     plots = []
     for index, (graph_id, figure) in enumerate(figures.items()):
         plots.append(
@@ -109,6 +119,7 @@ def render_html(
 {trial_table}
 <h2>Devices and versions</h2>
 {env_table}
+{verdict}
 <p><small>Written by tuner at {html.escape(written_at)}.</small></p>
 </body></html>
 """

@@ -18,6 +18,9 @@ from optuna.trial import FrozenTrial
 from tuner.core.outcome import STATES
 from tuner.core.recommend import status_of
 from tuner.views.columns import Layout, fit_columns
+from tuner.views.recommendation import recommendation_rows as recommendation_rows
+from tuner.views.recommendation import seconds_text, span_text
+from tuner.views.runs import interval, run_count, shown_measurement
 
 TRIAL_COLUMNS: list[tuple[str, str]] = [
     ("#", "right"),
@@ -29,7 +32,10 @@ TRIAL_COLUMNS: list[tuple[str, str]] = [
     ("rule", "left"),
     ("LR", "right"),
     ("samples/s", "right"),
+    ("95 % CI", "right"),
+    ("runs", "right"),
     ("final loss", "right"),
+    ("to target", "right"),
     ("train loss", "right"),
     ("B_noise", "right"),
     ("goodput", "right"),
@@ -45,11 +51,14 @@ TRIAL_PRIORITY = [
     "#",
     "status",
     "global batch",
-    "per replica",
     "rule",
     "LR",
     "samples/s",
     "final loss",
+    "to target",
+    "95 % CI",
+    "runs",
+    "per replica",
     "model",
     "note",
     "train loss",
@@ -60,7 +69,8 @@ TRIAL_PRIORITY = [
     "state",
 ]
 """The order in which the columns of a narrow trials table are given room (``#`` and ``status``
-are always shown)."""
+are always shown). The throughput's interval comes after the final loss, which a decision needs
+more; ``per replica`` (global batch ÷ replicas) after both."""
 
 TRIAL_WRAPPING = frozenset({"model", "host", "note"})
 """The trials table's free-text columns: the only ones that may wrap; every other cell is one
@@ -76,12 +86,20 @@ RECORD_FIELDS = [
     "lr_rule",
     "learning_rate",
     "throughput",
+    "throughput_ci",
+    "repeats",
     "final_loss",
     "train_loss",
+    "reached_target",
+    "samples_to_target",
+    "time_to_target_s",
+    "time_to_target_ci",
     "gradient_noise_scale",
     "goodput",
     "model_hyperparameters",
     "host",
+    "same_as",
+    "repeat_of",
     "error",
 ]
 """The keys of :func:`trial_record`, in order: the names the trial stores."""
@@ -97,9 +115,15 @@ def fmt(value: Any, spec: str) -> str:
         return str(value)
 
 
-def trial_cells(trial: FrozenTrial, note_width: int = 60) -> list[str]:
-    """One row of the trials table, in :data:`TRIAL_COLUMNS` order."""
+def trial_cells(
+    trial: FrozenTrial, note_width: int = 60, shown: FrozenTrial | None = None
+) -> list[str]:
+    """One row of the trials table, in :data:`TRIAL_COLUMNS` order. The measured cells
+    (throughput, its interval, runs, final loss, time to target) are those of ``shown``
+    (default: the trial itself; for a ``same_as`` trial, see
+    :func:`tuner.views.runs.shown_measurement`)."""
     attrs = trial.user_attrs
+    shown = shown or trial
     return [
         str(trial.number),
         trial.state.name,
@@ -109,15 +133,54 @@ def trial_cells(trial: FrozenTrial, note_width: int = 60) -> list[str]:
         fmt(attrs.get("num_replicas"), "d"),
         str(attrs.get("lr_rule", trial.params.get("lr_rule", "-"))),
         fmt(attrs.get("learning_rate"), ".3g"),
-        fmt(measured(trial, "throughput"), ",.0f"),
-        fmt(measured(trial, "final_loss"), ".4g"),
+        fmt(measured(shown, "throughput"), ",.0f"),
+        span_text(interval(shown.user_attrs, "throughput_ci")),
+        runs_text(trial, shown),
+        fmt(measured(shown, "final_loss"), ".4g"),
+        target_text(shown.user_attrs),
         fmt(attrs.get("train_loss"), ".4g"),
         fmt(attrs.get("gradient_noise_scale"), ",.0f"),
         fmt(attrs.get("goodput"), ",.0f"),
         model_text(attrs.get("model_hyperparameters")),
         str(attrs.get("host", "-")),
-        str(attrs.get("error", ""))[:note_width],
+        note_text(attrs)[:note_width],
     ]
+
+
+def runs_text(trial: FrozenTrial, shown: FrozenTrial) -> str:
+    """The runs cell: how many runs the row's numbers rest on, or for a ``same_as`` trial
+    ``= #N``, the row whose measurement it shares (one measurement, not another one)."""
+    if isinstance(trial.user_attrs.get("same_as"), int):
+        return f"= #{shown.number if shown is not trial else trial.user_attrs['same_as']}"
+    runs = run_count(shown)
+    return "-" if runs is None else str(runs)
+
+
+def note_text(attrs: dict[str, Any]) -> str:
+    """The note of a trial's row: whose training it shares (``= #0 (same training)``), which
+    configuration it repeats (``repeat 2 of #3``), and its error."""
+    parts = []
+    if isinstance(attrs.get("same_as"), int):
+        parts.append(f"= #{attrs['same_as']} (same training)")
+    if isinstance(attrs.get("repeat_of"), int):
+        index = attrs.get("repeat_index")
+        which = f"repeat {index}" if isinstance(index, int) else "repeat"
+        parts.append(f"{which} of #{attrs['repeat_of']}")
+    if attrs.get("error"):
+        parts.append(str(attrs["error"]))
+    return "; ".join(parts)
+
+
+def target_text(attrs: dict[str, Any]) -> str:
+    """The trial's time to the target loss (``12.3 s``), ``missed`` when it did not reach the
+    target within its budget, ``-`` without a target."""
+    reached = attrs.get("reached_target")
+    if reached is None:
+        return "-"
+    seconds = attrs.get("time_to_target_s")
+    if not reached:
+        return "missed"
+    return seconds_text(float(seconds)) if isinstance(seconds, int | float) else "reached"
 
 
 _VALUES = {"final_loss": 0, "throughput": 1}
@@ -135,9 +198,13 @@ def measured(trial: FrozenTrial, key: str) -> Any:
 
 def trial_layout(rows: list[list[str]], width: int, wide: bool = False) -> Layout:
     """The columns of the trials table (rows of :func:`trial_rows`) that fit ``width``: see
-    :func:`tuner.views.columns.fit_columns`. ``state`` is left out where ``status`` implies it."""
+    :func:`tuner.views.columns.fit_columns`. ``state`` is left out where ``status`` implies it,
+    ``runs`` where no configuration ran more than once."""
     headers = [header for header, _ in TRIAL_COLUMNS]
     drop = [] if _state_matters(rows) else ["state"]
+    runs = headers.index("runs")
+    if all(row[runs] in ("-", "1") for row in rows):
+        drop.append("runs")
     return fit_columns(
         headers, rows, width, TRIAL_PRIORITY, TRIAL_WRAPPING, ("#", "status"), drop, wide
     )
@@ -195,81 +262,10 @@ def model_text(values: dict[str, Any] | None) -> str:
 
 
 def trial_rows(trials: Iterable[FrozenTrial], note_width: int = 60) -> list[list[str]]:
-    """:func:`trial_cells` of each trial, by trial number."""
-    return [trial_cells(t, note_width) for t in sorted(trials, key=lambda t: t.number)]
-
-
-def recommendation_rows(rec: dict[str, Any]) -> list[tuple[str, str]]:
-    """The recommendation as (label, text) pairs."""
-    rows = [
-        (
-            "global batch size",
-            f"{rec['global_batch_size']} ({rec['per_replica_batch_size']} per "
-            f"replica × {rec['num_replicas']})",
-        ),
-        (
-            "learning rate",
-            f"{rec['learning_rate']:.4g} (rule {rec['lr_rule']}, base "
-            f"{rec['base_lr']:.4g} at batch {rec['base_batch_size']})",
-        ),
-        ("throughput", f"{rec['throughput']:,.0f} samples/s"),
-        ("final loss", f"{rec['final_loss']:.5g}"),
-        ("largest feasible batch", str(rec["largest_feasible_batch_size"])),
-        ("out-of-memory sizes", ", ".join(map(str, rec["oom_batch_sizes"])) or "none"),
-        (
-            "trial",
-            f"#{rec['trial_number']} ({rec['policy']}, loss tolerance {rec['loss_tolerance']:.0%})",
-        ),
-    ]
-    if rec.get("statistical_efficiency") is not None:
-        rows.append(("statistical efficiency", efficiency_text(rec)))
-    if rec.get("input_throughput"):
-        rows.append(("input pipeline", input_text(rec)))
-    if rec.get("speedup_vs_single_device"):
-        rows.append(
-            (
-                "vs one device",
-                f"{rec['speedup_vs_single_device']:.2f}× the single-device baseline "
-                f"({rec['baseline_throughput']:,.0f} samples/s at batch {rec['base_batch_size']}); "
-                f"scaling efficiency {rec['scaling_efficiency']:.2f}",
-            )
-        )
-    if rec.get("probe"):
-        probe = rec["probe"]
-        rows.append(
-            (
-                "probe",
-                f"largest fitting batch {probe['largest_fitting_batch']}, out of memory at "
-                f"{probe['smallest_oom_batch'] or 'none up to the training set'} "
-                f"({probe['launches']} launches)",
-            )
-        )
-    if rec.get("note"):
-        rows.append(("note", rec["note"]))
-    return rows
-
-
-def input_text(rec: dict[str, Any]) -> str:
-    """What the input pipeline delivers alone, and what it means when training keeps up with it."""
-    share = rec["throughput"] / rec["input_throughput"]
-    alone = f"{rec['input_throughput']:,.0f} samples/s alone; training runs at {share:.0%} of it"
-    if not rec.get("input_bound"):
-        return f"{alone}: not input-bound"
-    return (
-        f"{alone}: INPUT-BOUND — a faster pipeline (more parallel reads, cache, prefetch, fewer "
-        "Python ops) would raise the throughput, not a different batch"
-    )
-
-
-def efficiency_text(rec: dict[str, Any]) -> str:
-    """The noise scale, the critical batch it estimates, efficiency and goodput, in one line."""
-    noise = rec["gradient_noise_scale"]
-    return (
-        f"gradient noise scale B_noise {noise:,.0f} (critical batch ≈ B_noise = {noise:,.0f}: "
-        "the simple noise scale of McCandlish et al. 2018); efficiency "
-        f"{rec['statistical_efficiency']:.2f} vs batch {rec['base_batch_size']}, goodput "
-        f"{rec['goodput']:,.0f} samples/s"
-    )
+    """:func:`trial_cells` of each trial, by trial number; a ``same_as`` trial shows the
+    measurement of the configuration it trains like, when that is among ``trials``."""
+    ordered = sorted(trials, key=lambda t: t.number)
+    return [trial_cells(t, note_width, shown_measurement(t, ordered)) for t in ordered]
 
 
 def short_device(name: str) -> str:

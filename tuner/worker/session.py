@@ -21,8 +21,9 @@ import tensorflow as tf
 
 from tuner.core.devices import DevicePlan
 from tuner.core.errors import WorkloadError
+from tuner.core.target import CheckPlan
 from tuner.core.windows import plan_windows
-from tuner.worker import hypermodel, inputs, optim
+from tuner.worker import hypermodel, inputs, optim, target
 from tuner.worker.loops import Loop, make_loop
 from tuner.worker.meters import Emit, Meter, split_tracing
 from tuner.worker.noise import NoiseMeter
@@ -95,6 +96,8 @@ class Session:
     train_data: Any
     meter: Meter
     timings: dict[str, float]
+    checks: CheckPlan | None = None
+    """With a loss target: the windows are its cadence, a check at each window's end."""
 
 
 def open_session(request: dict[str, Any], emit: Emit, record_steps: bool = False) -> Session:
@@ -112,8 +115,11 @@ def open_session(request: dict[str, Any], emit: Emit, record_steps: bool = False
     mark = time.perf_counter()
     batch = int(request["global_batch_size"])
     source = inputs.load_source(request["workload"])
-    steps, windows = _windows(request, batch, source)
-    recipe = ModelRecipe(request, _resolved_rule(request.get("rule"), steps, steps * windows))
+    steps, windows, checks = _windows_and_checks(request, batch, source)
+    epoch_steps = steps
+    if checks is not None and source.train_size:  # a warm-up ramp's epoch stays an epoch
+        epoch_steps = source.train_size // batch
+    recipe = ModelRecipe(request, _resolved_rule(request.get("rule"), epoch_steps, steps * windows))
     loop = make_loop(
         request.get("loop", "fit"),
         strategy,
@@ -140,16 +146,24 @@ def open_session(request: dict[str, Any], emit: Emit, record_steps: bool = False
         train_data,
         meter,
         timings,
+        checks,
     )
 
 
-def train(session: Session, noise: NoiseMeter | None = None) -> None:
-    """Run the loop for the session's windows, measuring ``noise`` after each one that goes on;
-    the fit, noise-scale and tracing times go into ``session.timings``."""
+def train(
+    session: Session,
+    noise: NoiseMeter | None = None,
+    check: target.TargetCheck | None = None,
+) -> None:
+    """Run the loop for the session's windows; after each one, ``check`` the loss target (it may
+    stop training), then measure ``noise`` if training goes on. The fit, noise-scale,
+    evaluation and tracing times go into ``session.timings``; fit time excludes the other two."""
     timings = session.timings
 
     def on_epoch(epoch: int, loss: float, seconds: float) -> bool:
         going_on = session.meter(epoch, loss, seconds)  # the epoch is timed before measuring
+        if going_on and check is not None:
+            going_on = check()
         if going_on and noise is not None:
             noise.measure()
         return going_on
@@ -165,6 +179,9 @@ def train(session: Session, noise: NoiseMeter | None = None) -> None:
     timings["fit_s"] = time.perf_counter() - mark
     timings["noise_scale_s"] = noise.seconds if noise is not None else 0.0
     timings["fit_s"] -= timings["noise_scale_s"]  # measured on separate steps: not training
+    if check is not None:
+        timings["evaluate_s"] = check.seconds
+        timings["fit_s"] -= check.seconds
     timings.update(split_tracing(session.meter.epoch_seconds, timings["fit_s"]))
 
 
@@ -191,14 +208,30 @@ def summary(session: Session) -> dict[str, Any]:
     }
 
 
-def _windows(request: dict[str, Any], batch: int, source: inputs.Source) -> tuple[int, int]:
-    """(steps per window, windows): a probe's or validation's fixed ``steps_per_epoch``; else from
-    ``train_samples`` when given; else one window per epoch over a training set of known size."""
-    n_train = source.train_size
+def _windows_and_checks(
+    request: dict[str, Any], batch: int, source: inputs.Source
+) -> tuple[int, int, CheckPlan | None]:
+    """(steps per window, windows, checks): with a loss target (and no fixed steps), the windows
+    of its cadence (:func:`tuner.worker.target.plan`); else :func:`_windows`, with no checks."""
+    _check_fits(batch, source.train_size)
+    checks = target.plan(request, batch, source.train_size)
+    if checks is None:
+        return (*_windows(request, batch, source), None)
+    return checks.window_steps, checks.windows, checks
+
+
+def _check_fits(batch: int, n_train: int | None) -> None:
     if n_train is not None and batch > n_train:
         raise WorkloadError(
             f"global batch {batch} is larger than the training set ({n_train} samples)"
         )
+
+
+def _windows(request: dict[str, Any], batch: int, source: inputs.Source) -> tuple[int, int]:
+    """(steps per window, windows): a probe's or validation's fixed ``steps_per_epoch``; else from
+    ``train_samples`` when given; else one window per epoch over a training set of known size."""
+    n_train = source.train_size
+    _check_fits(batch, n_train)
     if request.get("steps_per_epoch"):
         steps = int(request["steps_per_epoch"])
         return (steps if n_train is None else min(steps, n_train // batch)), int(request["epochs"])

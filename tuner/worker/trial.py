@@ -3,7 +3,9 @@
 A trial reports status ``ok`` or ``diverged`` with its measurements: the validation loss over the
 fixed validation set, the median steady-state throughput, what the input pipeline delivers alone
 (and whether training is bound by it), memory peaks and, with two or more replicas, the gradient
-noise scale.
+noise scale. With a loss target it also checks the validation loss at its cadence, may stop
+early, and reports the time to the target (:mod:`tuner.worker.target`); its last check is its
+final loss.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import math
 import resource
 import time
+from collections.abc import Callable
 from typing import Any
 
 from tuner.core.windows import is_input_bound, summarise
@@ -18,22 +21,30 @@ from tuner.worker import inputs
 from tuner.worker.meters import Emit, input_throughput, peak_memory_bytes
 from tuner.worker.noise import NoiseMeter, auto_noise_steps
 from tuner.worker.session import Session, open_session, summary, train
+from tuner.worker.target import TargetCheck
 
 
 def run_trial(request: dict[str, Any], emit: Emit) -> dict[str, Any]:
     """Train one trial and measure it; raises on failure (the caller classifies it)."""
     session = open_session(request, emit)
     noise = _noise_meter(session)
-    train(session, noise)
+    check = _target_check(session)
+    train(session, noise, check)
     result = {**summary(session), **_noise_fields(session, noise)}
     meter = session.meter
+    if check is not None:
+        result.update(check.fields(meter.epoch_seconds))
+        # It may stop early: the windows it trained, not the budget's.
+        result["windows"] = len(meter.epoch_seconds)
+        result["train_samples_used"] = len(meter.epoch_seconds) * session.steps * session.batch
     if meter.diverged_at is not None:
         result.update(
             status="diverged",
             error=f"training loss became {meter.losses[-1]} in epoch {meter.diverged_at}",
         )
         return result
-    final_loss = _validation_loss(session)
+    # With a target, the last check evaluated the trained model: not evaluated twice.
+    final_loss = check.final_loss if check is not None else _validation_loss(session)
     # The first window holds tracing and compilation: it is left out (unless it is the only one).
     timed = meter.epoch_seconds[1:] or meter.epoch_seconds
     steady = summarise(session.steps * session.batch, timed)
@@ -59,11 +70,25 @@ def _validation_loss(session: Session) -> float:
     The same first ``val_samples`` samples (all, without it) in the same order, no remainder
     dropped: trials at different batch sizes report the loss over the same samples."""
     mark = time.perf_counter()
-    val_samples = session.request.get("val_samples")
-    val = inputs.val_batches(session.source, session.batch, val_samples)
-    loss = float(session.loop.model.evaluate(val, verbose=0, return_dict=True)["loss"])
+    loss = _evaluator(session)()
     session.timings["evaluate_s"] = time.perf_counter() - mark
     return loss
+
+
+def _evaluator(session: Session) -> Callable[[], float]:
+    """What evaluates the model as it is now over the fixed validation set (built once)."""
+    val_samples = session.request.get("val_samples")
+    val = inputs.val_batches(session.source, session.batch, val_samples)
+    model = session.loop.model
+    return lambda: float(model.evaluate(val, verbose=0, return_dict=True)["loss"])
+
+
+def _target_check(session: Session) -> TargetCheck | None:
+    """The check of the loss target after each window (``None`` without a target)."""
+    if session.checks is None:
+        return None
+    target = float(session.request["target_loss"])
+    return TargetCheck(session.checks, target, _evaluator(session))
 
 
 def _input_fields(session: Session, throughput: float) -> dict[str, Any]:

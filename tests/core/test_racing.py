@@ -1,0 +1,101 @@
+"""Racing and ties (tuner.core.racing) on planted measurements."""
+
+from __future__ import annotations
+
+import random
+import statistics
+
+import pytest
+
+from tuner.core.racing import TIE_RULE, Entry, decide, is_tied, to_repeat
+from tuner.core.stats import Interval, t_interval
+
+
+def entry(number: int, value: float, low: float, high: float, runs: int = 2, batch: int = 64):
+    return Entry(number, value, Interval(low, high, "t"), runs, batch)
+
+
+def test_every_single_run_candidate_gets_a_second_run_first() -> None:
+    entries = [entry(0, 100, 99, 101, runs=1), entry(1, 50, 49, 51, runs=1, batch=128)]
+    assert to_repeat(entries, 3) == [0, 1]
+
+
+def test_racing_is_off_with_one_repeat_or_no_candidate() -> None:
+    entries = [entry(0, 100, 90, 110, runs=1), entry(1, 99, 90, 110, runs=1)]
+    assert to_repeat(entries, 1) == []
+    assert to_repeat([], 3) == []
+
+
+def test_a_lone_candidate_gets_a_second_run_for_its_interval_and_no_more() -> None:
+    assert to_repeat([entry(0, 100, 90, 110, runs=1)], 3) == [0]
+    assert to_repeat([entry(0, 100, 90, 110, runs=2)], 3) == []
+
+
+def test_racing_stops_when_the_intervals_separate() -> None:
+    entries = [entry(0, 100, 95, 105), entry(1, 80, 75, 85, batch=128)]
+    assert to_repeat(entries, 3) == []
+
+
+def test_overlapping_candidates_repeat_until_max_repeats() -> None:
+    entries = [entry(0, 100, 90, 110), entry(1, 98, 88, 108, batch=128), entry(2, 50, 45, 55)]
+    assert to_repeat(entries, 3) == [0, 1]  # 2 is clearly slower: no more runs for it
+    done = [entry(0, 100, 90, 110, runs=3), entry(1, 98, 88, 108, runs=3, batch=128)]
+    assert to_repeat(done, 3) == []
+
+
+def test_lower_is_better_for_time_to_target() -> None:
+    entries = [entry(0, 10, 9, 11), entry(1, 20, 19, 21, batch=128), entry(2, 10.5, 9.5, 12)]
+    assert to_repeat(entries, 3, higher_is_better=False) == [0, 2]
+    assert decide(entries, higher_is_better=False).chosen == 0
+
+
+def test_a_clear_winner_has_no_tie() -> None:
+    decision = decide([entry(0, 100, 95, 105, batch=128), entry(1, 80, 75, 85)])
+    assert decision.chosen == 0 and decision.tied_with == [] and decision.rule == ""
+
+
+def test_ties_are_reported_and_the_smaller_batch_is_picked() -> None:
+    decision = decide(
+        [
+            entry(0, 100, 90, 110, batch=256),
+            entry(1, 98, 88, 108, batch=128),
+            entry(2, 60, 55, 65, batch=64),
+        ]
+    )
+    assert decision.chosen == 1
+    assert decision.tied_with == [0]
+    assert decision.rule == TIE_RULE
+
+
+def test_a_candidate_without_an_interval_cannot_be_ruled_out() -> None:
+    best = entry(0, 100, 95, 105)
+    assert is_tied(Entry(1, 10, None, 1, 64), best)
+
+
+def test_decide_needs_a_candidate() -> None:
+    with pytest.raises(ValueError):
+        decide([])
+
+
+def test_simulated_racing_separates_real_differences_and_ties_equal_ones() -> None:
+    """Configurations 20 % apart separate within 3 runs of 3 % noise; equal ones stay tied
+    (with 2 runs, t has 1 degree of freedom: 12.7 standard errors, so a third run is usual)."""
+    rng = random.Random(5)
+
+    def race(means: dict[int, float]) -> tuple[list[int], dict[int, list[float]]]:
+        runs = {n: [rng.gauss(m, 0.03 * m)] for n, m in means.items()}
+        while True:
+            entries = [
+                Entry(n, statistics.median(v), t_interval(v), len(v), 64 * (n + 1))
+                for n, v in runs.items()
+            ]
+            todo = to_repeat(entries, 3)
+            if not todo:
+                return decide(entries).tied_with, runs
+            for n in todo:
+                runs[n].append(rng.gauss(means[n], 0.03 * means[n]))
+
+    tied, runs = race({0: 10_000.0, 1: 12_000.0})
+    assert tied == [] and all(len(v) <= 3 for v in runs.values())
+    tied, runs = race({0: 10_000.0, 1: 10_000.0})
+    assert tied and all(len(v) == 3 for v in runs.values())

@@ -1,0 +1,184 @@
+"""Racing and seed noise in the driver: real Optuna studies in SQLite, a fake child.
+
+What these prove without TensorFlow: close candidates run again (new trials, ``repeat_of`` the
+original) until their intervals separate or ``max_repeats``; each run stores its repeats, the
+medians and an interval; a stopped racing resumes from the stored trials; the seed runs are stored
+on the study and widen the loss tolerance racing applies.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import optuna
+import pytest
+from fake_child import PLAN, FakeChild, make_spec, ok
+from optuna.trial import FrozenTrial, TrialState
+
+from tuner.core.recommend import status_of, unique_trials
+from tuner.driver import study as study_module
+from tuner.driver.study import SearchReport, run_search
+
+Result = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+@pytest.fixture(autouse=True)
+def no_views(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(study_module, "refresh", lambda study, warn=None: None)
+
+
+@pytest.fixture
+def storage(tmp_path: Path) -> Iterator[str]:
+    """SQLite in memory-backed /dev/shm where there is one (a disk syncs every commit)."""
+    shm = Path("/dev/shm")
+    fast = shm.is_dir() and os.access(shm, os.W_OK)
+    folder = Path(tempfile.mkdtemp(prefix="tuner-racing-", dir=shm)) if fast else tmp_path
+    yield f"sqlite:///{folder / 'racing.db'}"
+    if fast:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def search(storage: str, **spec: Any) -> SearchReport:
+    # Grid (64, 128) × (none, linear): (64, none) is same_as (64, linear); the batch-128 points
+    # have the best loss (1/batch), the batch-64 one is 100 % worse: out of any tolerance.
+    return run_search(make_spec((1, 2), **spec), PLAN, storage, baseline=False)
+
+
+def measured(
+    throughputs: dict[str, Iterator[float]], loss: Callable[[dict[str, Any]], float]
+) -> Result:
+    """A child whose throughput per rule comes from ``throughputs`` (one value a run), with
+    three windows around it (the first one slow: tracing)."""
+
+    def trial(request: dict[str, Any]) -> dict[str, Any]:
+        batch, rule = request["global_batch_size"], request["rule"]["name"]
+        rate = next(throughputs[rule]) if batch == 128 else 500.0
+        windows = [rate / 10, rate * 0.99, rate, rate * 1.01]
+        return ok(batch, throughput=rate, final_loss=loss(request), epoch_throughputs=windows)
+
+    return trial
+
+
+def by_loss(request: dict[str, Any]) -> float:
+    return 1.0 / request["global_batch_size"]
+
+
+def repeats_of(study: optuna.Study) -> list[FrozenTrial]:
+    return [t for t in study.get_trials(deepcopy=False) if "repeat_of" in t.user_attrs]
+
+
+def test_separated_candidates_get_one_second_run_each_and_racing_stops(
+    storage: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rates = {"linear": itertools.repeat(1000.0), "none": itertools.repeat(2000.0)}
+    child = FakeChild(measured(rates, by_loss)).install(monkeypatch)
+    report = search(storage, max_repeats=3)
+    # 3 grid launches (64 once) + a second run of each batch-128 candidate; then separated.
+    grid = [(64, "linear"), (128, "linear"), (128, "none")]
+    assert child.launched() == [*grid, (128, "linear"), (128, "none")]
+    repeats = repeats_of(report.study)
+    assert {(t.user_attrs["repeat_of"], t.user_attrs["repeat_index"]) for t in repeats} == {
+        (2, 2),
+        (3, 2),
+    }
+    assert report.launched == 6  # five runs and the same_as trial
+    for trial in repeats:
+        assert trial.state == TrialState.COMPLETE
+        assert len(trial.user_attrs["repeats"]) == 2
+        assert trial.user_attrs["throughput_ci_method"] == "t over 2 runs"
+
+
+def test_ties_run_to_max_repeats_and_store_medians_and_intervals(
+    storage: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rates = {
+        "linear": itertools.cycle([900.0, 1300.0, 1000.0]),
+        "none": itertools.cycle([1200.0, 800.0, 1100.0]),
+    }
+    child = FakeChild(measured(rates, by_loss)).install(monkeypatch)
+    report = search(storage, max_repeats=3)
+    assert len(child.launched()) == 3 + 2 * 2  # each candidate 3 runs: still tied, stop
+    reps = {t.params["lr_rule"]: t for t in unique_trials(report.study.trials)
+            if t.params["global_batch_size"] == 128}  # fmt: skip
+    linear = reps["linear"].user_attrs
+    assert linear["repeats"] == [900.0, 1300.0, 1000.0]
+    assert linear["run_throughput"] == 1000.0
+    assert linear["throughput"] == 1000.0 == reps["linear"].values[1]  # the median
+    assert linear["repeat_losses"] == [1 / 128] * 3
+    low, high = linear["throughput_ci"]
+    assert low < 1000.0 < high and linear["throughput_ci_method"] == "t over 3 runs"
+    original = report.study.trials[reps["linear"].user_attrs["repeat_of"]].user_attrs
+    # Every measured trial stores its own run: one value, an interval over its windows.
+    assert original["repeats"] == [900.0] and original["run_throughput"] == 900.0
+    assert original["throughput_ci_method"].startswith("windows of 1 run")
+
+
+def test_max_repeats_one_turns_racing_off(storage: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    rates = {"linear": itertools.repeat(1000.0), "none": itertools.repeat(1000.0)}
+    child = FakeChild(measured(rates, by_loss)).install(monkeypatch)
+    search(storage, max_repeats=1)
+    assert len(child.launched()) == 3
+
+
+def test_a_stopped_race_resumes_from_the_stored_trials(
+    storage: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rates = {"linear": itertools.repeat(1000.0), "none": itertools.repeat(1010.0)}
+    runs = measured(rates, by_loss)
+    calls = itertools.count()
+
+    def stopped(request: dict[str, Any]) -> dict[str, Any]:
+        if next(calls) == 4:  # the second repeat: after (128, linear)'s
+            raise KeyboardInterrupt
+        return runs(request)
+
+    FakeChild(stopped).install(monkeypatch)
+    with pytest.raises(KeyboardInterrupt):
+        search(storage, max_repeats=2)
+    study = optuna.load_study(study_name="fake", storage=storage)
+    assert [status_of(t) for t in repeats_of(study)] == ["ok", "interrupted"]
+
+    child = FakeChild(runs).install(monkeypatch)
+    report = search(storage, max_repeats=2)
+    assert child.launched() == [(128, "none")]  # only the missing repeat; no grid point again
+    done = [t for t in repeats_of(report.study) if t.state == TrialState.COMPLETE]
+    assert sorted(t.user_attrs["repeat_of"] for t in done) == [2, 3]
+
+
+def test_seed_runs_are_stored_and_widen_the_tolerance_racing_applies(
+    storage: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Seeds move the base loss by ±60 %: batch 64 (loss 2x batch 128's) is within 2 × spread.
+    def loss(request: dict[str, Any]) -> float:
+        shift = {0: 1.0, 1: 1.6, 2: 0.4}[request["seed"]]
+        return shift / request["global_batch_size"]
+
+    rates = {"linear": itertools.repeat(1000.0), "none": itertools.repeat(5000.0)}
+    child = FakeChild(measured(rates, loss)).install(monkeypatch)
+    notes: list[str] = []
+    monkeypatch.setattr(
+        "tuner.driver.observer.QuietObserver.note", lambda self, message: notes.append(message)
+    )
+    report = search(storage, seeds=3, max_repeats=2)
+    seed_runs = [r for r in child.requests if r["mode"] == "trial" and r["seed"] != 0]
+    assert [(r["seed"], r["global_batch_size"], r["rule"]["name"]) for r in seed_runs] == [
+        (1, 64, "none"),
+        (2, 64, "none"),
+    ]
+    noise = report.study.user_attrs["seed_noise"]["2x cpu"]
+    assert noise["seeds"] == [0, 1, 2] and noise["global_batch_size"] == 64
+    assert noise["final_losses"] == pytest.approx([1 / 64, 1.6 / 64, 0.4 / 64])
+    assert noise["spread"] == pytest.approx(0.6)
+    assert any("from seed noise" in note and "60.0%" in note for note in notes)
+    # The wide tolerance keeps batch 64 a candidate: it is raced too (it ran at 500 samples/s).
+    assert {t.user_attrs["repeat_of"] for t in repeats_of(report.study)} == {0, 2, 3}
+
+    again = FakeChild(measured(rates, loss)).install(monkeypatch)
+    search(storage, seeds=3, max_repeats=2)
+    assert again.launched() == []  # stored: a resumed search measures the noise no more

@@ -1,0 +1,228 @@
+"""Prediction beside measurement: the empirical model of large-batch training (McCandlish et al.
+2018, "An Empirical Model of Large-Batch Training", arXiv:1812.06162).
+
+To reach a given loss at global batch ``B``, with the gradient noise scale ``B_noise``:
+
+    samples  E(B) = E_min (1 + B / B_noise)
+    steps    S(B) = S_min (1 + B_noise / B),    S_min = E_min / B_noise
+
+``B_noise`` is the median of the trials' measured noise scales; ``E_min`` (the samples an
+infinitely small batch would need) is fitted to the measured samples-to-target as the median of
+``E_meas / (1 + B / B_noise)`` (one outlying batch cannot drag it). The predicted time to target
+at a batch is its predicted samples over its measured throughput, so batches beyond the largest
+measured one get no time.
+
+The agreement must not be judged on the fit itself (a one-parameter median fit makes the median
+measured/predicted ratio 1 by construction): each measured batch is compared with the
+prediction fitted WITHOUT it (held out), and ``agreement`` is the median of those ratios.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from optuna.trial import FrozenTrial
+
+from tuner.core.stats import relative_spread
+
+MIN_BATCHES = 3
+"""Measured batch sizes needed before the model is checked at all (two fix a line through)."""
+AGREEMENT_BAND = 0.25
+"""Every held-out measured/predicted ratio within 1 ± this: the model describes the data."""
+MIN_NOISE_STEPS = 40
+"""Below this many measured steps per trial (median) the noise scale is itself noisy (its EMA
+weighs about the last 40 steps)."""
+MAX_NOISE_SPREAD = 0.5
+"""Relative spread of the trials' noise scales above which there is no one ``B_noise``."""
+
+
+@dataclass(frozen=True)
+class BatchPoint:
+    """What one global batch measured: throughput, and samples and time to the target (``None``
+    when it did not reach it)."""
+
+    global_batch_size: int
+    throughput: float | None
+    samples_to_target: float | None = None
+    time_to_target_s: float | None = None
+
+
+def predict(
+    points: Sequence[BatchPoint],
+    noise_scales: Sequence[float],
+    noise_steps: Sequence[int] = (),
+) -> dict[str, Any]:
+    """The ``prediction`` of the recommended-config JSON from one point per batch size, the
+    trials' noise scales and the steps each measured them over. Without a noise scale or a
+    measured samples-to-target the numbers are ``None`` and ``trust`` says why."""
+    scales = [s for s in noise_scales if _positive(s)]
+    measured = [p for p in points if _positive(p.samples_to_target)]
+    if not scales or not measured:
+        why = (
+            "no trial measured the gradient noise scale (it needs 2+ replicas and "
+            "noise_scale = true)"
+            if not scales
+            else "no batch size reached the target, so there is nothing to fit"
+        )
+        return _empty(scales, f"No prediction: {why}.")
+    b_noise = statistics.median(scales)
+    e_min = _fit(measured, b_noise)
+    per_batch = [_row(p, b_noise, e_min, measured) for p in sorted(points, key=_batch)]
+    ratios = [row["held_out_ratio"] for row in per_batch if row["held_out_ratio"] is not None]
+    timed = [row for row in per_batch if row["predicted_time_to_target_s"] is not None]
+    fastest = min(timed, key=lambda row: row["predicted_time_to_target_s"]) if timed else None
+    reasons = _distrust(len(measured), ratios, scales, noise_steps)
+    return {
+        "noise_scale": b_noise,
+        "noise_scale_trials": len(scales),
+        "e_min": e_min,
+        "s_min": e_min / b_noise,
+        "per_batch": per_batch,
+        "agreement": statistics.median(ratios) if ratios else None,
+        "fastest_predicted_batch": None if fastest is None else fastest["global_batch_size"],
+        "trusted": not reasons,
+        "trust": _trust_sentence(reasons, [p.global_batch_size for p in measured]),
+    }
+
+
+def predicted_samples(batch: float, b_noise: float, e_min: float) -> float:
+    """E(B) = E_min (1 + B / B_noise)."""
+    return e_min * (1 + batch / b_noise)
+
+
+def predicted_steps(batch: float, b_noise: float, e_min: float) -> float:
+    """S(B) = S_min (1 + B_noise / B) with S_min = E_min / B_noise (= E(B) / B)."""
+    return e_min / b_noise * (1 + b_noise / batch)
+
+
+def _fit(measured: Sequence[BatchPoint], b_noise: float) -> float:
+    """E_min: the median of each measured batch's E_meas / (1 + B / B_noise)."""
+    return statistics.median(
+        float(p.samples_to_target or 0) / (1 + p.global_batch_size / b_noise) for p in measured
+    )
+
+
+def _row(
+    point: BatchPoint, b_noise: float, e_min: float, measured: Sequence[BatchPoint]
+) -> dict[str, Any]:
+    batch = point.global_batch_size
+    samples = predicted_samples(batch, b_noise, e_min)
+    others = [p for p in measured if p is not point]
+    held_out = None
+    if point in measured and others:
+        held_out = float(point.samples_to_target or 0) / predicted_samples(
+            batch, b_noise, _fit(others, b_noise)
+        )
+    throughput = point.throughput if _positive(point.throughput) else None
+    return {
+        "global_batch_size": batch,
+        "measured_samples": point.samples_to_target,
+        "predicted_samples": samples,
+        "predicted_steps": predicted_steps(batch, b_noise, e_min),
+        "held_out_ratio": held_out,
+        "throughput": throughput,
+        "measured_time_to_target_s": point.time_to_target_s,
+        "predicted_time_to_target_s": None if throughput is None else samples / throughput,
+    }
+
+
+def _distrust(
+    n_measured: int, ratios: Sequence[float], scales: Sequence[float], steps: Sequence[int]
+) -> list[str]:
+    """Why the prediction should not be trusted (empty: it may be)."""
+    reasons = []
+    if n_measured < MIN_BATCHES:
+        reasons.append(
+            f"only {n_measured} batch size{'s' if n_measured != 1 else ''} reached the target "
+            f"({MIN_BATCHES} or more are needed to check the model)"
+        )
+    worst = max(ratios, key=lambda r: abs(math.log(r)), default=None)
+    if worst is not None and abs(worst - 1) > AGREEMENT_BAND:
+        reasons.append(
+            f"a measured batch needed {worst:.2f}× the samples predicted without it "
+            f"(outside ±{100 * AGREEMENT_BAND:.0f} %)"
+        )
+    counted = [s for s in steps if isinstance(s, int | float)]
+    if counted and statistics.median(counted) < MIN_NOISE_STEPS:
+        reasons.append(
+            f"B_noise rests on few steps ({statistics.median(counted):g} per trial, median)"
+        )
+    spread = relative_spread(scales)
+    if spread is not None and spread > MAX_NOISE_SPREAD:
+        reasons.append(f"B_noise varies a lot across trials (±{100 * spread:.0f} %)")
+    return reasons
+
+
+def _trust_sentence(reasons: Sequence[str], batches: Sequence[int]) -> str:
+    if reasons:
+        return "Do not trust it beyond the measured batches: " + "; ".join(reasons) + "."
+    low, high = min(batches), max(batches)
+    return (
+        f"Trust it between global batches {low} and {high}: each measured batch is within "
+        f"±{100 * AGREEMENT_BAND:.0f} % of the prediction made without it; beyond the largest "
+        "batch with a measured throughput it predicts samples, not time."
+    )
+
+
+def _empty(scales: Sequence[float], trust: str) -> dict[str, Any]:
+    return {
+        "noise_scale": statistics.median(scales) if scales else None,
+        "noise_scale_trials": len(scales),
+        "e_min": None,
+        "s_min": None,
+        "per_batch": [],
+        "agreement": None,
+        "fastest_predicted_batch": None,
+        "trusted": False,
+        "trust": trust,
+    }
+
+
+def _positive(value: Any) -> bool:
+    return isinstance(value, int | float) and math.isfinite(value) and value > 0
+
+
+def _batch(point: BatchPoint) -> int:
+    return point.global_batch_size
+
+
+def points_from_trials(trials: Sequence[FrozenTrial]) -> list[BatchPoint]:
+    """One point per global batch of ``trials`` (COMPLETE representatives of one device
+    signature and model): the rule that reached the target in the fewest samples (the model
+    assumes a well-tuned learning rate at every batch); a batch where none did keeps its best
+    throughput."""
+    by_batch: dict[int, list[FrozenTrial]] = {}
+    for trial in trials:
+        by_batch.setdefault(int(trial.params["global_batch_size"]), []).append(trial)
+    points = []
+    for batch, group in sorted(by_batch.items()):
+        reached = [t for t in group if _positive(t.user_attrs.get("samples_to_target"))]
+        if reached:
+            best = min(reached, key=lambda t: (t.user_attrs["samples_to_target"], t.number))
+            attrs = best.user_attrs
+            points.append(
+                BatchPoint(
+                    batch,
+                    float(best.values[1]),
+                    float(attrs["samples_to_target"]),
+                    attrs.get("time_to_target_s"),
+                )
+            )
+        else:
+            points.append(BatchPoint(batch, max(float(t.values[1]) for t in group)))
+    return points
+
+
+def prediction_from_trials(trials: Sequence[FrozenTrial]) -> dict[str, Any]:
+    """:func:`predict` over ``trials`` (COMPLETE representatives of one signature and model)."""
+    scales = [t.user_attrs.get("gradient_noise_scale") for t in trials]
+    steps = [t.user_attrs.get("noise_scale_steps") for t in trials]
+    return predict(
+        points_from_trials(trials),
+        [float(s) for s in scales if s is not None and _positive(s)],
+        [int(s) for s in steps if s is not None and _positive(s)],
+    )

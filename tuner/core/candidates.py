@@ -1,0 +1,191 @@
+"""The candidates of a recommendation and the policy's pick among them.
+
+* The loss tolerance: ``max(--tolerance, 2 × the seed-to-seed spread of the final loss)`` — a
+  difference in loss smaller than the seed noise is not a difference
+  (:func:`tuner.core.stats.effective_tolerance`).
+* The candidates: ``loss-then-throughput`` and ``goodput`` keep the representatives whose final
+  loss is within the tolerance of the best; ``time-to-target`` keeps those that reached the
+  target loss. A ``same_as`` trial is never a candidate (its original is).
+* The pick (:func:`tuner.core.racing.decide`): the best value (throughput, goodput, or the
+  shortest time to target) unless others are tied with it (95 % intervals overlap); then the
+  smallest global batch of the tie. :func:`candidate_entries` gives racing the same entries.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from optuna.trial import FrozenTrial
+
+from tuner.core.configurations import (
+    is_complete,
+    is_same_as,
+    runs_of,
+    throughput_ci,
+    time_to_target_ci,
+    unique_trials,
+)
+from tuner.core.errors import ConfigError, NoCompleteTrialError
+from tuner.core.policy import GOODPUT, POLICIES, TIME_TO_TARGET
+from tuner.core.racing import Decision, Entry, decide
+from tuner.core.stats import Interval, effective_tolerance, relative_spread
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """The loss tolerance applied, where it came from, and the seed noise it was weighed with."""
+
+    applied: float
+    source: str
+    """``--tolerance`` or ``seed noise``."""
+    seed_spread: float | None
+    seed_final_losses: list[float] | None
+
+
+def loss_tolerance(tolerance: float, seed_record: dict[str, Any] | None) -> Tolerance:
+    """The tolerance to apply given ``--tolerance`` and one device signature's ``seed_noise``
+    record (``None``: no seeds were trained)."""
+    record = seed_record or {}
+    losses = [float(x) for x in record.get("final_losses") or [] if isinstance(x, int | float)]
+    spread = record.get("spread")
+    if not isinstance(spread, int | float) or not math.isfinite(spread):
+        spread = relative_spread(losses)
+    applied, source = effective_tolerance(tolerance, spread)
+    return Tolerance(applied, source, spread, losses or None)
+
+
+def higher_is_better(policy: str) -> bool:
+    """Whether the policy's value is better when higher (throughput, goodput) or lower (time)."""
+    return policy != TIME_TO_TARGET
+
+
+def policy_candidates(
+    trials: Sequence[FrozenTrial],
+    policy: str,
+    tolerance: float,
+    *,
+    study_name: str,
+    target_loss: float | None = None,
+) -> list[FrozenTrial]:
+    """The representatives among ``trials`` (one device signature) the policy may pick, by
+    number. Raises :class:`NoCompleteTrialError` when the policy has none to pick from, and
+    :class:`ConfigError` for an unknown policy or ``time-to-target`` without a target."""
+    if policy not in POLICIES:
+        raise ConfigError(f"unknown policy {policy!r}; choose one of {', '.join(POLICIES)}")
+    complete = [t for t in unique_trials(trials) if is_complete(t) and not is_same_as(t)]
+    if policy == TIME_TO_TARGET:
+        return _reached(complete, study_name, target_loss)
+    kept = within_tolerance(complete, tolerance)
+    if policy == GOODPUT:
+        kept = [t for t in kept if t.user_attrs.get("goodput") is not None]
+        if not kept:
+            raise NoCompleteTrialError(
+                f"study {study_name!r} has no trial with a measured gradient noise scale "
+                "(it needs 2+ replicas and noise_scale = true), so no goodput; use the default "
+                "policy"
+            )
+    return kept
+
+
+def within_tolerance(complete: Sequence[FrozenTrial], tolerance: float) -> list[FrozenTrial]:
+    """The trials whose final loss is within ``tolerance`` (relative) of the best one."""
+    if not complete:
+        return []
+    best_loss = min(t.values[0] for t in complete)
+    threshold = best_loss + tolerance * abs(best_loss)
+    return [t for t in complete if t.values[0] <= threshold]
+
+
+def _reached(
+    complete: list[FrozenTrial], study_name: str, target_loss: float | None
+) -> list[FrozenTrial]:
+    if target_loss is None:
+        raise ConfigError(
+            f"policy {TIME_TO_TARGET} needs a target loss, and study {study_name!r} was searched "
+            "without one; search with --target-loss, or choose --policy loss-then-throughput"
+        )
+    reached = [
+        t
+        for t in complete
+        if t.user_attrs.get("reached_target") is True
+        and _finite(t.user_attrs.get("time_to_target_s"))
+    ]
+    if reached:
+        return reached
+    best = _best_loss_seen(complete)
+    seen = "no trial completed" if best is None else f"best validation loss seen: {best:.6g}"
+    raise NoCompleteTrialError(
+        f"no trial of study {study_name!r} reached the target loss {target_loss:g} ({seen}); "
+        "set a higher --target-loss, train longer (more epochs or train_samples), or choose "
+        "--policy loss-then-throughput"
+    )
+
+
+def _best_loss_seen(complete: list[FrozenTrial]) -> float | None:
+    """The lowest validation loss any trial reported: at a check or at the end."""
+    losses = [t.values[0] for t in complete]
+    for trial in complete:
+        curve = trial.user_attrs.get("target_curve") or []
+        losses += [float(p[1]) for p in curve if len(p) == 2 and _finite(p[1])]
+    return min(losses) if losses else None
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, int | float) and math.isfinite(value)
+
+
+def policy_entry(trial: FrozenTrial, policy: str) -> Entry:
+    """What the policy compares for one candidate: its value, interval, runs and batch."""
+    attrs = trial.user_attrs
+    interval: Interval | None
+    if policy == TIME_TO_TARGET:
+        value, interval = float(attrs["time_to_target_s"]), time_to_target_ci(attrs)
+    else:
+        throughput, interval = float(trial.values[1]), throughput_ci(attrs)
+        value = throughput
+        if policy == GOODPUT:
+            # Statistical efficiency is a smooth function of the noise scale: the goodput's
+            # interval is the throughput's, scaled by it.
+            value = float(attrs["goodput"])
+            if interval is not None and throughput > 0:
+                scale = value / throughput
+                method = f"{interval.method}, × statistical efficiency"
+                interval = Interval(interval.low * scale, interval.high * scale, method)
+    batch = int(trial.params["global_batch_size"])
+    return Entry(trial.number, value, interval, runs_of(trial), batch)
+
+
+def candidate_entries(
+    trials: Sequence[FrozenTrial],
+    policy: str,
+    tolerance: float,
+    *,
+    study_name: str = "",
+    target_loss: float | None = None,
+) -> list[Entry]:
+    """Racing's input: one :class:`~tuner.core.racing.Entry` per candidate of ``trials`` (one
+    device signature), as :func:`choose` weighs them (``interval`` ``None`` where not known)."""
+    found = policy_candidates(
+        trials, policy, tolerance, study_name=study_name, target_loss=target_loss
+    )
+    return [policy_entry(t, policy) for t in found]
+
+
+def choose(candidates: Sequence[FrozenTrial], policy: str) -> tuple[FrozenTrial, Decision]:
+    """The policy's pick among ``candidates`` and the decision (ties, and the rule used)."""
+    entries = [policy_entry(t, policy) for t in candidates]
+    # A value without an interval (one run of one window, or stored before intervals were)
+    # counts as exact: what such a study was always decided on. Racing (candidate_entries)
+    # keeps the None and so gives it another run instead.
+    exact = [
+        e
+        if e.interval is not None
+        else replace(e, interval=Interval(e.value, e.value, "one value"))
+        for e in entries
+    ]
+    decision = decide(exact, higher_is_better=higher_is_better(policy))
+    chosen = next(t for t in candidates if t.number == decision.chosen)
+    return chosen, decision

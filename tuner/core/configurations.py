@@ -1,0 +1,145 @@
+"""One configuration's trials: status, grid point, the representative trial and what it measured.
+
+A configuration (a grid point and model configuration) may have several trials: its first run,
+re-runs enqueued by racing (``repeat_of``), and duplicates when several workers ran the same grid
+point. Its REPRESENTATIVE is the COMPLETE trial with the most runs (the longest ``repeats``: it
+holds the median and interval over all of them), the lowest number among equals. A grid point
+that trains exactly like another (``same_as``) keeps its own row here; the recommendation never
+picks it, since the original stands for it (:func:`is_same_as`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+from optuna.trial import FrozenTrial, TrialState
+
+from tuner.core.hyperparams import config_key
+from tuner.core.stats import Interval, log_t_interval, throughput_interval
+
+INFEASIBLE = ("oom", "oom-implied")
+"""Statuses of a global batch that does not fit: measured, or implied by a smaller one."""
+
+
+def status_of(trial: FrozenTrial) -> str:
+    """The tuner status of a trial (``running`` while it runs, ``unknown`` if never set)."""
+    if trial.state == TrialState.RUNNING:
+        return "running"
+    return str(trial.user_attrs.get("status", "unknown"))
+
+
+def grid_point(trial: FrozenTrial) -> tuple[Any, Any]:
+    """The ``(global_batch_size, lr_rule)`` a trial ran."""
+    return (trial.params.get("global_batch_size"), trial.params.get("lr_rule"))
+
+
+def model_config(trial: FrozenTrial) -> str:
+    """The trial's model hyperparameters as a stable key (``{}`` for a plain model)."""
+    return config_key(trial.user_attrs.get("model_hyperparameters") or {})
+
+
+def is_complete(trial: FrozenTrial) -> bool:
+    """Whether a trial COMPLETEd with finite values (a recommendation can stand on it)."""
+    return bool(
+        trial.state == TrialState.COMPLETE
+        and trial.values
+        and all(map(math.isfinite, trial.values))
+    )
+
+
+def is_same_as(trial: FrozenTrial) -> bool:
+    """Whether the trial trained nothing itself: it copies the trial it trains exactly like."""
+    return trial.user_attrs.get("same_as") is not None
+
+
+def runs_of(trial: FrozenTrial) -> int:
+    """How many runs of its configuration the trial's values stand on (1 before any repeat)."""
+    repeats = trial.user_attrs.get("repeats")
+    return len(repeats) if isinstance(repeats, list) and repeats else 1
+
+
+def unique_trials(trials: Iterable[FrozenTrial]) -> list[FrozenTrial]:
+    """One trial per grid point (and model configuration), by number: its representative (the
+    COMPLETE one with the most runs, then the lowest number), else the latest finished, else
+    any. Trials that never got their parameters (killed at birth) are left out."""
+
+    def rank(trial: FrozenTrial) -> tuple[int, int, int]:
+        if trial.state == TrialState.COMPLETE:
+            return (0, -runs_of(trial), trial.number)
+        if trial.state.is_finished():
+            return (1, 0, -trial.number)
+        return (2, 0, -trial.number)
+
+    best: dict[tuple[Any, Any, str], FrozenTrial] = {}
+    for trial in trials:
+        point = grid_point(trial)
+        if None in point:  # killed before its parameters were stored: not a grid point
+            continue
+        key = (*point, model_config(trial))
+        if key not in best or rank(trial) < rank(best[key]):
+            best[key] = trial
+    return sorted(best.values(), key=lambda t: t.number)
+
+
+def infeasible_batch_sizes(trials: Iterable[FrozenTrial]) -> list[int]:
+    """Global batch sizes known to run out of memory (measured or implied), ascending."""
+    return sorted(
+        {
+            int(t.params["global_batch_size"])
+            for t in trials
+            if status_of(t) in INFEASIBLE and "global_batch_size" in t.params
+        }
+    )
+
+
+def smallest_oom_batch(
+    trials: Iterable[FrozenTrial], signature: str | None = None, config: str | None = None
+) -> int | None:
+    """The smallest global batch that really ran out of memory (on ``signature``'s devices, and
+    with the model configuration ``config`` of :func:`model_config`, when given)."""
+    sizes = [
+        int(t.params["global_batch_size"])
+        for t in trials
+        if status_of(t) == "oom"
+        and (signature is None or t.user_attrs.get("device_signature") == signature)
+        and (config is None or model_config(t) == config)
+    ]
+    return min(sizes) if sizes else None
+
+
+def stored_interval(value: Any, method: Any) -> Interval | None:
+    """An interval stored as ``[low, high]`` (``None`` unless two finite numbers, low <= high)."""
+    if not isinstance(value, list | tuple) or len(value) != 2:
+        return None
+    if not all(isinstance(v, int | float) and math.isfinite(v) for v in value):
+        return None
+    low, high = float(value[0]), float(value[1])
+    return Interval(low, high, str(method or "stored")) if low <= high else None
+
+
+def window_rates(record: dict[str, Any]) -> list[float]:
+    """A run's timed window rates: its per-window throughputs less the first (which holds
+    tracing and compilation), as the run's median leaves it out."""
+    rates = record.get("window_throughputs") or (record.get("epoch_throughputs") or [])[1:]
+    return [float(r) for r in rates if isinstance(r, int | float) and math.isfinite(r)]
+
+
+def throughput_ci(record: dict[str, Any]) -> Interval | None:
+    """The throughput interval of a trial's attributes (or the baseline's record): the stored
+    ``throughput_ci``, else computed from its runs' medians or its one run's window rates
+    (studies stored before intervals were)."""
+    stored = stored_interval(record.get("throughput_ci"), record.get("throughput_ci_method"))
+    if stored is not None:
+        return stored
+    repeats = [float(r) for r in record.get("repeats") or [] if isinstance(r, int | float)]
+    return throughput_interval(repeats, window_rates(record))
+
+
+def time_to_target_ci(attrs: dict[str, Any]) -> Interval | None:
+    """The interval of a trial's time to target: stored, else over its runs' times."""
+    runs = [float(r) for r in attrs.get("time_to_target_runs") or [] if r is not None]
+    method = f"t over {len(runs)} runs" if len(runs) >= 2 else None
+    stored = stored_interval(attrs.get("time_to_target_ci"), method)
+    return stored if stored is not None else log_t_interval(runs, method)

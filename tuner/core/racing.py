@@ -1,0 +1,98 @@
+"""Racing: which close candidates need another run, and the decision once no more runs help.
+
+Candidates whose 95 % intervals overlap the best one's are not told apart by the measurements.
+Racing re-runs exactly those (in fresh processes) until the intervals separate or a candidate has
+had ``max_repeats`` runs. A candidate measured once has only its within-run interval, which does
+not see run-to-run noise, so with ``max_repeats >= 2`` every candidate gets a second run first
+(even a lone one: the interval of the recommendation, and of its speedup, rests on it).
+
+Still tied at the end, the decision takes the smallest global batch of the tie: it needs the
+least memory per device and, at equal measured speed, larger batches only add generalisation risk.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from tuner.core.stats import Interval
+
+TIE_RULE = (
+    "still tied after the repeats (95 % intervals overlap): the smallest global batch of the "
+    "tie is picked (least memory per device; at equal speed larger batches only add "
+    "generalisation risk)"
+)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One candidate configuration, by its representative trial's number."""
+
+    number: int
+    value: float
+    """Throughput (higher is better) or time to target (lower is better)."""
+    interval: Interval | None
+    runs: int
+    batch: int
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The pick, the candidates still tied with it and, when there are some, the rule used."""
+
+    chosen: int
+    tied_with: list[int] = field(default_factory=list)
+    rule: str = ""
+
+
+def best_entry(entries: Sequence[Entry], *, higher_is_better: bool = True) -> Entry:
+    """The entry with the best value (the smaller batch, then the lower number, on equal values)."""
+    sign = 1.0 if higher_is_better else -1.0
+    return max(entries, key=lambda e: (sign * e.value, -e.batch, -e.number))
+
+
+def tie_set(entries: Sequence[Entry], *, higher_is_better: bool = True) -> list[Entry]:
+    """The best entry and every entry the measurements cannot tell from it."""
+    best = best_entry(entries, higher_is_better=higher_is_better)
+    return [best, *(e for e in entries if e is not best and is_tied(e, best))]
+
+
+def is_tied(entry: Entry, best: Entry) -> bool:
+    """Whether ``entry``'s interval overlaps ``best``'s (no interval: it cannot be ruled out)."""
+    if entry.interval is None or best.interval is None:
+        return True
+    return entry.interval.overlaps(best.interval)
+
+
+def to_repeat(
+    entries: Sequence[Entry], max_repeats: int, *, higher_is_better: bool = True
+) -> list[int]:
+    """The numbers of the candidates that need one more run, ascending; empty once decided.
+
+    With ``max_repeats < 2`` racing is off. Otherwise every candidate with a single run gets a
+    second one (a lone candidate too: the verdict's interval needs it); after that, every member
+    of the tie (the best included) gets another run while it has fewer than ``max_repeats``.
+    """
+    if max_repeats < 2 or not entries:
+        return []
+    single = [e.number for e in entries if e.runs < 2]
+    if single:  # even a lone candidate: its interval (and the speedup's) needs a second run
+        return sorted(single)
+    ties = tie_set(entries, higher_is_better=higher_is_better)
+    if len(ties) < 2:
+        return []
+    return sorted(e.number for e in ties if e.runs < max_repeats)
+
+
+def decide(entries: Sequence[Entry], *, higher_is_better: bool = True) -> Decision:
+    """The pick among ``entries``: the best value unless others are tied with it; then the
+    smallest global batch of the tie (the better value, then the lower number, among equals)."""
+    if not entries:
+        raise ValueError("no candidate to decide between")
+    ties = tie_set(entries, higher_is_better=higher_is_better)
+    if len(ties) == 1:
+        return Decision(ties[0].number)
+    sign = 1.0 if higher_is_better else -1.0
+    chosen = min(ties, key=lambda e: (e.batch, -sign * e.value, e.number))
+    others = sorted(e.number for e in ties if e is not chosen)
+    return Decision(chosen.number, others, TIE_RULE)

@@ -1,0 +1,107 @@
+"""When two grid points train exactly alike: a key of everything that decides a training run.
+
+At the base batch (ratio ``k = 1``) every learning-rate rule gives the base rate: ``linear`` and
+``sqrt`` multiply it by 1, the ``linear-warmup`` ramp starts and ends at the same rate (a constant
+rate), and ``sqrt-adam`` changes no optimizer setting. Those grid points are one training, and
+tuner trains it once (the others are recorded ``same_as`` the first: see
+:mod:`tuner.driver.objective`). The key holds what the run *does*, not the rule's name: the global
+batch, the effective learning rate and its schedule, the optimizer settings the rule changes, the
+seed, the loop, the model's hyperparameters, the devices and the budget.
+
+Pure: no TensorFlow, no storage.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from tuner.core.hyperparams import config_key
+from tuner.core.scaling import batch_ratio, optimizer_settings, scaled_learning_rate
+
+SIGNIFICANT_DIGITS = 10
+"""Learning rates are compared to 10 significant digits (relative 1e-10): ``1e-3 * sqrt(1)`` and
+``1e-3`` are one rate, whatever the last bit of their float says."""
+
+_ADAM_REFERENCE = {"beta_1": 0.9, "beta_2": 0.999, "epsilon": 1e-7}
+"""Keras's Adam defaults: the settings ``sqrt-adam`` would rescale, to ask whether it changes any
+at a ratio (it changes none exactly when the ratio is 1, whatever the optimizer's own values)."""
+
+
+def number(value: float) -> str:
+    """A float as the key writes it: 10 significant digits, so rounding noise compares equal."""
+    return f"{float(value):.{SIGNIFICANT_DIGITS}g}"
+
+
+def schedule(
+    rule: str,
+    base_lr: float,
+    learning_rate: float,
+    warmup_steps: int | None,
+    warmup_epochs: float | None,
+) -> dict[str, Any]:
+    """The learning-rate schedule a rule trains with: ``{"constant": rate}``, or for a
+    ``linear-warmup`` whose ramp really climbs, ``{"warmup": {"from", "to", "steps" |
+    "epochs"}}`` (a ramp from a rate to the same rate is the constant rate)."""
+    if rule == "linear-warmup" and number(base_lr) != number(learning_rate):
+        ramp: dict[str, Any] = {"from": number(base_lr), "to": number(learning_rate)}
+        if warmup_steps is not None:
+            ramp["steps"] = int(warmup_steps)
+        else:
+            ramp["epochs"] = None if warmup_epochs is None else number(warmup_epochs)
+        return {"warmup": ramp}
+    return {"constant": number(learning_rate)}
+
+
+def changed_optimizer_settings(rule: str, ratio: float) -> dict[str, str]:
+    """The optimizer settings ``rule`` changes at batch ratio ``ratio`` (shown on Adam's
+    defaults; empty when it changes none: every rule but ``sqrt-adam``, and ``sqrt-adam`` at 1)."""
+    try:
+        settings = optimizer_settings(rule, ratio, _ADAM_REFERENCE)
+    except ValueError:  # a ratio too large for Adam's defaults still trains differently
+        return {"rescaled_by": number(ratio)}
+    return {
+        key: number(value)
+        for key, value in sorted(settings.items())
+        if number(value) != number(_ADAM_REFERENCE[key])
+    }
+
+
+def training_key(
+    *,
+    global_batch_size: int,
+    lr_rule: str,
+    base_lr: float,
+    base_batch_size: int,
+    seed: int,
+    loop: str,
+    device_signature: str,
+    budget: Mapping[str, Any],
+    warmup_steps: int | None = None,
+    warmup_epochs: float | None = None,
+    model_hyperparameters: Mapping[str, Any] | None = None,
+) -> str:
+    """A stable string that is equal for two runs exactly when they train alike.
+
+    ``budget``: how much a run trains and evaluates (epochs or sample budget, validation set,
+    a target loss and its cadence: whatever the request carries), compared as given.
+    """
+    rate = scaled_learning_rate(lr_rule, base_lr, global_batch_size, base_batch_size)
+    ratio = batch_ratio(global_batch_size, base_batch_size)
+    key = {
+        "global_batch_size": int(global_batch_size),
+        "schedule": schedule(lr_rule, base_lr, rate, warmup_steps, warmup_epochs),
+        "optimizer": changed_optimizer_settings(lr_rule, ratio),
+        "seed": int(seed),
+        "loop": loop,
+        "model": config_key(dict(model_hyperparameters or {})),
+        "devices": device_signature,
+        "budget": {name: _plain(value) for name, value in sorted(budget.items())},
+    }
+    return json.dumps(key, sort_keys=True, separators=(",", ":"))
+
+
+def _plain(value: Any) -> Any:
+    """Floats of the budget at the key's precision; everything else as it is."""
+    return number(value) if isinstance(value, float) else value

@@ -1,0 +1,45 @@
+"""The spec fields that say how sure a decision must be: seeds that measure the loss's noise,
+repeats that race close candidates, the loss tolerance, and a loss target with its cadence."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tuner.core import spec_fields as fields
+from tuner.core.errors import ConfigError
+from tuner.core.policy import DEFAULT_TOLERANCE
+from tuner.core.spec_fields import Table
+
+DEFAULT_SEEDS = 3
+"""The base configuration's runs with different seeds (the grid's own run included)."""
+DEFAULT_MAX_REPEATS = 3
+"""The most runs racing gives one close candidate."""
+
+
+def decision_fields(search: Table) -> dict[str, Any]:
+    """How sure a decision must be: seeds, repeats, loss tolerance, and a loss target."""
+    target = search.get("target_loss")
+    decision = {
+        "seeds": fields.positive_int(search.get("seeds", DEFAULT_SEEDS), search.label("seeds")),
+        "max_repeats": fields.positive_int(
+            search.get("max_repeats", DEFAULT_MAX_REPEATS), search.label("max_repeats")
+        ),
+        "tolerance": fields.fraction(
+            search.get("tolerance", DEFAULT_TOLERANCE), search.label("tolerance")
+        ),
+        "target_loss": None
+        if target is None
+        else fields.finite(target, search.label("target_loss")),
+        "eval_every_samples": _optional_positive_int(search, "eval_every_samples"),
+    }
+    if decision["eval_every_samples"] is not None and target is None:
+        raise ConfigError(
+            f"{search.label('eval_every_samples')} sets how often the loss target is checked; "
+            "give a target_loss (--target-loss) too, or drop it"
+        )
+    return decision
+
+
+def _optional_positive_int(search: Table, key: str) -> int | None:
+    value = search.get(key)
+    return None if value is None else fields.positive_int(value, search.label(key))

@@ -1,0 +1,142 @@
+"""Intervals for the measurements a decision rests on: pure arithmetic, no third-party statistics.
+
+Why intervals: the same configuration measured in three fresh processes gave 13,100, 17,216 and
+18,372 samples/s. A difference smaller than that run-to-run noise is not a difference, so every
+throughput (and time to target) is reported with a 95 % interval and compared through it.
+
+* Several runs of one configuration: a Student *t* interval over the runs' medians (each run's
+  median over its timed windows), on the log scale: a rate is positive and its noise multiplies,
+  so the interval spreads by a factor and never reaches 0. With 2–3 runs it is wide, as it
+  should be.
+* One run (with 3+ timed windows): the same over that run's window rates. It only sees the
+  noise inside one process (windows of one run share its placement and warm caches), so it is
+  narrower than the run-to-run noise; its method says so, and racing always gives a candidate a
+  second run before trusting it.
+* A ratio (speedup = throughput / baseline throughput): the two intervals' relative half-widths
+  on the log scale, added in quadrature (the usual error propagation for a quotient).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+LEVEL = 0.95
+"""The confidence level of every interval tuner reports."""
+_T975 = (
+    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+    2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+    2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+)  # fmt: skip
+"""Student t's 97.5 % quantile for 1..30 degrees of freedom (two-sided 95 %)."""
+_Z975 = 1.959964
+MIN_WINDOWS = 3
+"""Timed windows a single run needs for an interval: with 2, t has one degree of freedom and
+the interval spans ±12.7 standard errors, wider than it is useful."""
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A 95 % interval ``[low, high]`` and how it was computed (e.g. ``"t over 3 runs"``)."""
+
+    low: float
+    high: float
+    method: str
+
+    def overlaps(self, other: Interval) -> bool:
+        """Whether the two intervals share a point: the measurements do not tell them apart."""
+        return self.low <= other.high and other.low <= self.high
+
+    def as_list(self) -> list[float]:
+        """``[low, high]``, as stored on a trial and written to the JSON."""
+        return [self.low, self.high]
+
+
+def t_quantile(degrees_of_freedom: int) -> float:
+    """Student t's two-sided 95 % quantile (beyond 30 degrees of freedom, a close expansion
+    around the normal's 1.96)."""
+    if degrees_of_freedom < 1:
+        raise ValueError("a t quantile needs at least 1 degree of freedom")
+    if degrees_of_freedom <= len(_T975):
+        return _T975[degrees_of_freedom - 1]
+    z, df = _Z975, degrees_of_freedom
+    return z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
+
+
+def t_interval(values: Sequence[float], method: str | None = None) -> Interval | None:
+    """The 95 % Student t interval of the mean of ``values``; ``None`` with fewer than 2."""
+    n = len(values)
+    if n < 2:
+        return None
+    mean = statistics.fmean(values)
+    half = t_quantile(n - 1) * statistics.stdev(values) / math.sqrt(n)
+    return Interval(mean - half, mean + half, method or f"t over {n} values")
+
+
+def log_t_interval(values: Sequence[float], method: str | None = None) -> Interval | None:
+    """The 95 % Student t interval of positive ``values`` on the log scale, back-transformed: an
+    interval of their geometric mean that is never below 0 and spreads by a factor, as rates and
+    times do (``None`` with fewer than 2 values, or any value not positive)."""
+    if len(values) < 2 or any(not v > 0 for v in values):
+        return None
+    logs = t_interval([math.log(v) for v in values])
+    assert logs is not None
+    return Interval(math.exp(logs.low), math.exp(logs.high), method or logs.method)
+
+
+def throughput_interval(
+    run_medians: Sequence[float], window_rates: Sequence[float]
+) -> Interval | None:
+    """The interval of a configuration's throughput (:func:`log_t_interval`): over its runs'
+    medians when it ran 2+ times (``"t over N runs"``), else over its one run's window rates when
+    it has :data:`MIN_WINDOWS` of them (``"windows of 1 run (N windows)"``); else ``None``."""
+    if len(run_medians) >= 2:
+        return log_t_interval(run_medians, f"t over {len(run_medians)} runs")
+    if len(window_rates) >= MIN_WINDOWS:
+        return log_t_interval(window_rates, f"windows of 1 run ({len(window_rates)} windows)")
+    return None
+
+
+def ratio_interval(
+    num: float, num_ci: Interval | None, den: float, den_ci: Interval | None
+) -> Interval | None:
+    """The interval of ``num / den`` from the two intervals: their relative half-widths on the
+    log scale added in quadrature. ``None`` when either interval is missing or not positive."""
+    if num_ci is None or den_ci is None or num <= 0 or den <= 0:
+        return None
+    halves = [_log_half_width(ci) for ci in (num_ci, den_ci)]
+    if None in halves:
+        return None
+    half = math.hypot(*(h for h in halves if h is not None))
+    ratio = num / den
+    return Interval(ratio * math.exp(-half), ratio * math.exp(half), "log-ratio, quadrature")
+
+
+def _log_half_width(ci: Interval) -> float | None:
+    if ci.low <= 0 or ci.high <= 0:
+        return None
+    return (math.log(ci.high) - math.log(ci.low)) / 2
+
+
+def relative_spread(values: Sequence[float]) -> float | None:
+    """The sample standard deviation of ``values`` over the magnitude of their mean (``None``
+    with fewer than 2 values or a mean of 0)."""
+    if len(values) < 2:
+        return None
+    mean = statistics.fmean(values)
+    if mean == 0:
+        return None
+    return statistics.stdev(values) / abs(mean)
+
+
+TOLERANCE_SOURCES = ("--tolerance", "seed noise")
+
+
+def effective_tolerance(tolerance: float, seed_spread: float | None) -> tuple[float, str]:
+    """The loss tolerance to apply and where it came from: ``max(tolerance, 2 × seed_spread)``
+    (a difference in loss smaller than seed-to-seed noise is no difference)."""
+    if seed_spread is not None and 2 * seed_spread > tolerance:
+        return 2 * seed_spread, "seed noise"
+    return tolerance, "--tolerance"

@@ -1,0 +1,141 @@
+"""Time to a target loss: when a trial checks its validation loss, and what the checks mean.
+
+With a target (``--target-loss``) a trial checks the loss over the fixed validation set every
+``cadence`` samples: the SAME sample counts for every batch size of the grid, so the samples to the
+target of two batch sizes are compared at the same points. The cadence is therefore a multiple of
+every global batch of the grid (of their least common multiple), and each check falls at the end
+of a training window of ``cadence // global batch`` steps. The trial stops at the first check at or
+below the target, or at its sample budget.
+
+The time to the target is training time only: the windows' seconds up to that check, less the
+first window's tracing and compilation (its excess over a steady window, as
+:func:`compile_seconds` says). Evaluation runs between windows and is never inside one.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tuner.core.errors import ConfigError
+
+TARGET_CHECKS = 10
+"""About this many checks over the sample budget when the user gives no cadence."""
+MIN_CHECKS = 2
+"""A trial with a target trains at least two windows: the first holds compilation, and only a
+second, steady one can tell compilation from training."""
+CADENCE_FLAG = "--eval-every-samples"
+
+
+def cadence_unit(batch_sizes: Sequence[int]) -> int:
+    """The smallest sample count every global batch of ``batch_sizes`` divides (their lcm)."""
+    return math.lcm(*batch_sizes) if batch_sizes else 1
+
+
+def budget_samples(
+    train_samples: int | None, epochs: int | None, n_train: int | None
+) -> int | None:
+    """The samples a trial trains at most: ``train_samples``, else ``epochs × n_train``; ``None``
+    when neither is known (epochs over a training set of unknown size)."""
+    if train_samples is not None:
+        return train_samples
+    if epochs is not None and n_train is not None:
+        return epochs * n_train
+    return None
+
+
+def default_cadence(batch_sizes: Sequence[int], budget: int) -> int:
+    """Samples between two checks when the user gives none: the multiple of the grid's
+    :func:`cadence_unit` nearest to ``budget / 10`` (about 10 checks; at least one unit), the same
+    for every batch size. Raises ``ConfigError`` when the budget holds fewer than
+    :data:`MIN_CHECKS` units."""
+    unit = cadence_unit(batch_sizes)
+    if budget < MIN_CHECKS * unit:
+        raise ConfigError(
+            f"a sample budget of {budget} holds fewer than {MIN_CHECKS} checks of the target: "
+            f"checks fall every multiple of {unit} samples (the least common multiple of the "
+            f"grid's global batches {_listed(batch_sizes)}); raise the budget or shrink the grid"
+        )
+    return max(1, round(budget / TARGET_CHECKS / unit)) * unit
+
+
+def check_cadence(
+    cadence: int,
+    batch_sizes: Sequence[int],
+    budget: int | None = None,
+    label: str = CADENCE_FLAG,
+) -> None:
+    """Refuse a user's cadence that some global batch of the grid does not divide (checks would
+    fall at different samples for different batches; tuner does not round it silently), or that
+    leaves fewer than :data:`MIN_CHECKS` checks in ``budget``. One ``ConfigError`` line that
+    names the field by ``label`` (the flag, or the spec key)."""
+    for batch in sorted(batch_sizes):
+        if cadence % batch:
+            raise ConfigError(
+                f"{label} {cadence} is not a multiple of global batch {batch}: every "
+                f"batch size must check the loss at the same samples; use a multiple of "
+                f"{cadence_unit(batch_sizes)} (the least common multiple of the grid's batches)"
+            )
+    if budget is not None and budget // cadence < MIN_CHECKS:
+        raise ConfigError(
+            f"{label} {cadence} leaves fewer than {MIN_CHECKS} checks in the sample "
+            f"budget of {budget}: give at most {budget // MIN_CHECKS}"
+        )
+
+
+def check_points(cadence: int, budget: int) -> list[int]:
+    """The samples at which a trial checks the target: ``cadence, 2 × cadence, …`` up to the
+    budget (the remainder, less than one cadence, is not trained)."""
+    return [cadence * k for k in range(1, budget // cadence + 1)]
+
+
+@dataclass(frozen=True)
+class CheckPlan:
+    """How a trial with a target trains: ``windows`` windows of ``window_steps`` steps, a check
+    at the end of each."""
+
+    cadence: int
+    window_steps: int
+    windows: int
+
+
+def plan_checks(cadence: int, global_batch: int, budget: int) -> CheckPlan:
+    """The windows of a trial at ``global_batch`` that checks every ``cadence`` samples within
+    ``budget``. Raises ``ValueError`` when the batch does not divide the cadence or the budget
+    holds fewer than :data:`MIN_CHECKS` checks."""
+    if cadence % global_batch:
+        raise ValueError(f"a check every {cadence} samples is not a multiple of {global_batch}")
+    windows = budget // cadence
+    if windows < MIN_CHECKS:
+        raise ValueError(
+            f"a check every {cadence} samples leaves {windows} checks in {budget} samples; "
+            f"a trial with a target needs at least {MIN_CHECKS}"
+        )
+    return CheckPlan(cadence, cadence // global_batch, windows)
+
+
+def first_reached(losses: Sequence[float], target: float) -> int | None:
+    """The index of the first check whose loss is at or below ``target`` (``None``: never)."""
+    for index, loss in enumerate(losses):
+        if math.isfinite(loss) and loss <= target:
+            return index
+    return None
+
+
+def compile_seconds(window_seconds: Sequence[float]) -> float:
+    """The first window's tracing and compilation: its excess over the median later window
+    (0 with one window, which has nothing steady to compare with)."""
+    if len(window_seconds) < 2:
+        return 0.0
+    return max(0.0, window_seconds[0] - statistics.median(window_seconds[1:]))
+
+
+def training_seconds(window_seconds: Sequence[float], windows: int) -> float:
+    """Training seconds of the first ``windows`` windows, compilation excluded."""
+    return sum(window_seconds[:windows]) - compile_seconds(window_seconds)
+
+
+def _listed(batch_sizes: Sequence[int]) -> str:
+    return ", ".join(str(b) for b in sorted(batch_sizes))

@@ -1,0 +1,126 @@
+"""The verdict on replicas: the speedup over one device with its 95 % interval, and one plain
+sentence that says what it means.
+
+Speedup = the chosen configuration's throughput over the single-device baseline's (same devices,
+base batch); its interval is :func:`tuner.core.stats.ratio_interval` of the two throughputs'
+intervals, and the scaling efficiency's is that over the replicas. The sentence calls 2 replicas
+*slower* only when the whole interval is below 1, *faster* only when it is above 1, and otherwise
+*no faster within the noise*; without an interval it gives the measurement and says why there is
+none; without a baseline it says the speedup is unknown and why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tuner.core.configurations import throughput_ci
+from tuner.core.stats import Interval, ratio_interval
+
+
+@dataclass(frozen=True)
+class Speedup:
+    """The speedup over one device and the scaling efficiency, with their intervals, or why
+    they are unknown (``why``) or have no interval (``why_no_interval``)."""
+
+    replicas: int
+    baseline_throughput: float | None
+    speedup: float | None = None
+    interval: Interval | None = None
+    why: str = ""
+    why_no_interval: str = ""
+
+    @property
+    def efficiency(self) -> float | None:
+        """Speedup per replica (1.0 is ideal)."""
+        return None if self.speedup is None else self.speedup / self.replicas
+
+    def fields(self) -> dict[str, Any]:
+        """The recommendation's keys."""
+        ci = self.interval
+        return {
+            "baseline_throughput": self.baseline_throughput,
+            "speedup_vs_single_device": self.speedup,
+            "scaling_efficiency": self.efficiency,
+            "speedup_ci": None if ci is None else ci.as_list(),
+            "scaling_efficiency_ci": (
+                None if ci is None else [ci.low / self.replicas, ci.high / self.replicas]
+            ),
+        }
+
+
+def measure_speedup(
+    throughput: float,
+    chosen_ci: Interval | None,
+    replicas: int,
+    baseline: dict[str, Any] | None,
+    *,
+    other_model: bool = False,
+) -> Speedup:
+    """The chosen configuration's speedup over ``baseline`` (the study's record for its device
+    signature; ``None`` without one). ``other_model``: the baseline trained another model
+    configuration (a hypermodel's defaults), so the two throughputs are not comparable."""
+    base = (baseline or {}).get("throughput")
+    if replicas < 2:
+        return Speedup(replicas, None, why="it trains on one device, so there is no speedup")
+    if other_model:
+        return Speedup(replicas, None, why="the baseline trained another model configuration")
+    if not isinstance(base, int | float) or base <= 0:
+        why = "the study has no single-device baseline (--no-baseline, or it failed)"
+        return Speedup(replicas, None, why=why)
+    base_ci = throughput_ci(baseline or {})
+    interval = ratio_interval(throughput, chosen_ci, float(base), base_ci)
+    missing = [
+        name
+        for name, ci in (("the chosen configuration", chosen_ci), ("the baseline", base_ci))
+        if ci is None
+    ]
+    why_no = (
+        f"{' and '.join(missing)} ran once without window rates"
+        if missing
+        else "an interval reaches 0"
+    )
+    return Speedup(replicas, float(base), throughput / base, interval, why_no_interval=why_no)
+
+
+def verdict(speedup: Speedup, tied_with: Sequence[int] = (), batch: int | None = None) -> str:
+    """One plain sentence: what the replicas are worth, and the tie when there is one."""
+    clause = _replicas_clause(speedup)
+    sentence = clause[:1].upper() + clause[1:]
+    if tied_with:
+        names = _numbers(tied_with)
+        picked = "the smallest global batch" + (f" ({batch})" if batch is not None else "")
+        sentence += (
+            f"; {names} {'is' if len(tied_with) == 1 else 'are'} tied with the pick within "
+            f"the noise (95 % intervals overlap), so {picked} was picked"
+        )
+    return sentence
+
+
+def _replicas_clause(s: Speedup) -> str:
+    n = s.replicas
+    if s.speedup is None:
+        return f"the speedup over one device is unknown: {s.why}"
+    ratio = f"{s.speedup:.2f}×"
+    efficiency = f"scaling efficiency {100 * (s.efficiency or 0):.0f} %"
+    ci = s.interval
+    if ci is None:
+        return (
+            f"{n} replicas measured {ratio} one device, {efficiency}, with no interval "
+            f"({s.why_no_interval}): one measurement can rest on noise"
+        )
+    band = f"95 % CI {ci.low:.2f}–{ci.high:.2f}"
+    if ci.high < 1:
+        return f"{n} replicas are slower than 1 here ({ratio}, {band}): train on one device"
+    if ci.low > 1:
+        return f"{n} replicas give {ratio} one device ({band}), {efficiency}"
+    return f"{n} replicas are no faster than 1 within the noise ({ratio}, {band})"
+
+
+def _numbers(numbers: Sequence[int]) -> str:
+    """``trial 3`` / ``trials 3 and 5`` / ``trials 3, 5 and 7``."""
+    shown = [str(n) for n in sorted(numbers)]
+    if len(shown) == 1:
+        return f"trial {shown[0]}"
+    return f"trials {', '.join(shown[:-1])} and {shown[-1]}"

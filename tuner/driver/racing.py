@@ -1,0 +1,239 @@
+"""Repeats where the decision is close (racing), after the grid: which configurations run again,
+and what a run of a configuration stores once it has several.
+
+Racing is stateless: every round reads the stored trials, asks :func:`tuner.core.racing.to_repeat`
+which candidates are still tied, queues one repeat of each (a new trial with the configuration's
+parameters and ``repeat_of`` / ``repeat_index``) and runs the queue through the same
+:class:`~tuner.driver.objective.Objective` as the grid. A stopped search resumes where it was; a
+worker that finds a repeat of a configuration queued or running (another worker's) leaves that
+configuration to it. Two workers reading at the same instant can still both queue one; the
+configuration then has one run more than needed, which costs time, never correctness.
+
+The pure part (:func:`measured`, :func:`next_repeats`) works on Optuna ``FrozenTrial`` objects
+and is tested without a child; which configurations are candidates is the recommendation's own
+rule (:mod:`tuner.core.candidates`), so racing repeats exactly what the decision hinges on.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import optuna
+from optuna.trial import FrozenTrial, TrialState
+
+from tuner.core.candidates import candidate_entries, higher_is_better
+from tuner.core.configurations import runs_of, status_of, window_rates
+from tuner.core.devices import DevicePlan
+from tuner.core.errors import NoCompleteTrialError
+from tuner.core.outcome import TrialOutcome
+from tuner.core.policy import default_policy
+from tuner.core.racing import to_repeat
+from tuner.core.spec import StudySpec
+from tuner.core.stats import effective_tolerance, log_t_interval, throughput_interval
+from tuner.core.trials import has_unclaimed_work, is_settled
+from tuner.driver.observer import SearchObserver
+
+REPEAT_OF = "repeat_of"
+REPEAT_INDEX = "repeat_index"
+SAME_AS = "same_as"
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run's own measurement (not the configuration's median)."""
+
+    throughput: float
+    loss: float
+    time_to_target_s: float | None
+
+
+def is_measured(trial: FrozenTrial) -> bool:
+    """Whether the trial COMPLETEd ``ok`` from a child of its own (not ``same_as`` another)."""
+    return (
+        trial.state == TrialState.COMPLETE
+        and status_of(trial) == "ok"
+        and bool(trial.values)
+        and SAME_AS not in trial.user_attrs
+    )
+
+
+def is_original(trial: FrozenTrial) -> bool:
+    """A measured grid trial: the first run of its configuration."""
+    return is_measured(trial) and REPEAT_OF not in trial.user_attrs
+
+
+def own_run(trial: FrozenTrial) -> Run:
+    """What the trial's own child measured (its lists end with its own run)."""
+    attrs = trial.user_attrs
+    losses = attrs.get("repeat_losses") or [trial.values[0]]
+    times = attrs.get("time_to_target_runs") or [attrs.get("time_to_target_s")]
+    return Run(float(attrs.get("run_throughput", trial.values[1])), float(losses[-1]), times[-1])
+
+
+def chain(trials: Sequence[FrozenTrial], original: int) -> list[FrozenTrial]:
+    """The original trial and its COMPLETE repeats, in the order they ran."""
+    return sorted(
+        (
+            t
+            for t in trials
+            if is_measured(t) and (t.number == original or t.user_attrs.get(REPEAT_OF) == original)
+        ),
+        key=lambda t: t.number,
+    )
+
+
+def measured(
+    outcome: TrialOutcome, earlier: Sequence[FrozenTrial], *, target: bool = False
+) -> TrialOutcome:
+    """An ``ok`` outcome with its runs: ``run_throughput`` (this run), ``repeats`` and
+    ``repeat_losses`` (every run of the configuration, ``earlier`` ones first), values the medians
+    of those, ``throughput_ci`` and its method; with a target (or a child that measured one) the
+    time to target over the runs. Any other outcome is returned as it is."""
+    if outcome.status != "ok" or outcome.values is None:
+        return outcome
+    loss, throughput = outcome.values
+    mine = Run(throughput, loss, outcome.attrs.get("time_to_target_s"))
+    runs = [*map(own_run, earlier), mine]
+    repeats = [run.throughput for run in runs]
+    losses = [run.loss for run in runs]
+    attrs = {**outcome.attrs, "run_throughput": throughput, "repeats": repeats}
+    attrs["repeat_losses"] = losses
+    interval = throughput_interval(repeats, window_rates(outcome.attrs))
+    if interval is not None:
+        attrs["throughput_ci"] = interval.as_list()
+        attrs["throughput_ci_method"] = interval.method
+    if target or "time_to_target_s" in outcome.attrs:
+        attrs.update(_time_to_target(runs))
+    values = (float(statistics.median(losses)), float(statistics.median(repeats)))
+    return replace(outcome, values=values, attrs=attrs)
+
+
+def _time_to_target(runs: Sequence[Run]) -> dict[str, Any]:
+    """``time_to_target_runs`` (``None`` for a run that missed the target), their median over
+    the runs that reached it, its interval, and ``reached_target`` only when every run did."""
+    times = [run.time_to_target_s for run in runs]
+    reached = [float(t) for t in times if t is not None]
+    fields: dict[str, Any] = {
+        "time_to_target_runs": times,
+        "reached_target": len(reached) == len(times),
+        "time_to_target_s": statistics.median(reached) if reached else None,
+    }
+    interval = log_t_interval(reached, f"t over {len(reached)} runs")
+    if interval is not None:
+        fields["time_to_target_ci"] = interval.as_list()
+    return fields
+
+
+def next_repeats(
+    trials: Sequence[FrozenTrial], spec: StudySpec, signature: str, tolerance: float
+) -> list[tuple[FrozenTrial, int]]:
+    """``(original trial, repeat index)`` of each configuration to run once more now: those
+    :func:`~tuner.core.racing.to_repeat` names among the recommendation's own candidates
+    (:func:`~tuner.core.candidates.candidate_entries`: within the loss tolerance by throughput,
+    or, with a target, those that reached it by time to target), less those with a repeat queued
+    or running (another worker's), one that ended for good without a result (a rerun would fail
+    again), or as many attempts as repeats allowed twice over (workers that keep dying)."""
+    target = spec.search.target_loss
+    policy = default_policy(target)
+    mine = [t for t in trials if t.user_attrs.get("device_signature") == signature]
+    try:
+        found = candidate_entries(mine, policy, tolerance, target_loss=target)
+    except NoCompleteTrialError:  # nothing to race (e.g. no trial reached the target)
+        return []
+    wanted = to_repeat(found, spec.search.max_repeats, higher_is_better=higher_is_better(policy))
+    by_number = {t.number: t for t in trials}
+    chosen = []
+    for number in wanted:
+        rep = by_number[number]
+        original = by_number[int(rep.user_attrs.get(REPEAT_OF, rep.number))]
+        attempts = [t for t in trials if t.user_attrs.get(REPEAT_OF) == original.number]
+        if any(_blocks(t) for t in attempts) or len(attempts) >= 2 * spec.search.max_repeats:
+            continue
+        chosen.append((original, runs_of(rep) + 1))
+    return chosen
+
+
+def _blocks(trial: FrozenTrial) -> bool:
+    """A repeat that is on its way, or that ended for good without a result."""
+    if trial.state in (TrialState.WAITING, TrialState.RUNNING):
+        return True
+    return trial.state != TrialState.COMPLETE and is_settled(trial)
+
+
+def enqueue_repeat(study: optuna.Study, original: FrozenTrial, index: int) -> None:
+    """Queue a new trial of ``original``'s configuration, marked ``repeat_of`` it.
+
+    It carries the original's parameters and grid cell (``grid_id``), like a retried trial
+    (:func:`tuner.driver.resume.requeue`): the grid sampler then neither hands it a new grid
+    point nor trips over a queued trial without a cell when it asks whether the grid is done.
+    """
+    cell = {k: v for k, v in original.system_attrs.items() if k in ("grid_id", "search_space")}
+    study.add_trial(
+        optuna.trial.create_trial(
+            state=TrialState.WAITING,
+            params=original.params,
+            distributions=original.distributions,
+            user_attrs={REPEAT_OF: original.number, REPEAT_INDEX: index},
+            system_attrs={**cell, "fixed_params": dict(original.params)},
+        )
+    )
+
+
+def applied_tolerance(study: optuna.Study, spec: StudySpec, plan: DevicePlan) -> tuple[float, str]:
+    """The loss tolerance racing applies on ``plan``'s devices and a sentence saying why:
+    ``max(--tolerance, 2 × the measured seed spread)``
+    (:func:`~tuner.core.stats.effective_tolerance`)."""
+    noise = study.user_attrs.get("seed_noise", {}).get(plan.device_signature, {})
+    spread = noise.get("spread")
+    tolerance, source = effective_tolerance(spec.search.tolerance, spread)
+    measured_text = (
+        f"final losses vary {spread:.1%} between {len(noise.get('seeds', []))} seeds"
+        if spread is not None
+        else "seed noise not measured"
+    )
+    return tolerance, (
+        f"loss tolerance {tolerance:.2%} from {source} ({measured_text}; "
+        f"--tolerance {spec.search.tolerance:.2%})"
+    )
+
+
+def race(
+    study: optuna.Study,
+    spec: StudySpec,
+    plan: DevicePlan,
+    grid: Sequence[tuple[int, str]],
+    *,
+    run_one: Callable[[], None],
+    extend: Callable[[int], None],
+    observer: SearchObserver,
+) -> int:
+    """Repeat the close candidates until they separate or reach ``max_repeats``; return how many
+    repeats this call queued. ``run_one`` runs the next trial (queued first), ``extend`` tells the
+    progress that ``n`` more runs are coming. Off for a joint search and ``max_repeats < 2``."""
+    search = spec.search
+    if search.joint or search.max_repeats < 2:
+        return 0
+    tolerance, sentence = applied_tolerance(study, spec, plan)
+    observer.note(sentence)
+    queued = 0
+    # A bound no honest search reaches (every grid point once; per configuration, twice its
+    # repeats' attempts, each queued and then run), so a storage that shows no progress cannot
+    # keep this loop spinning.
+    for _ in range(len(grid) * (4 * search.max_repeats + 1) + 1):
+        trials = study.get_trials(deepcopy=False)
+        if has_unclaimed_work(trials, grid):  # queued trials first, a grid point left over
+            run_one()
+            continue
+        repeats = next_repeats(trials, spec, plan.device_signature, tolerance)
+        if not repeats:
+            return queued
+        for original, index in repeats:
+            enqueue_repeat(study, original, index)
+        queued += len(repeats)
+        extend(len(repeats))
+        names = ", ".join(f"#{original.number} (run {index})" for original, index in repeats)
+        observer.note(f"racing: too close to call; measuring again {names}")
+    return queued

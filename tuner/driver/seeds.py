@@ -1,0 +1,143 @@
+"""Seed noise: the base configuration trained with other seeds, for a loss tolerance that is not
+inside the noise.
+
+After the grid, the base configuration (base global batch on the plan's replicas, the first
+rule: at ratio 1 every rule trains alike) runs again with seeds ``seed + 1 .. seed + seeds - 1``,
+each in a fresh child; a seed changes the initial weights and the data order together (see
+:mod:`tuner.worker.session`). The grid's own base trial is the first seed. The final losses'
+relative spread is stored on the study (``seed_noise``, per device signature, like the baseline:
+seed runs are not trials) and racing compares losses with ``max(--tolerance, 2 × spread)``
+(:func:`tuner.core.stats.effective_tolerance`). Measured once per signature: a resumed search
+reuses it. Several workers that finish their grid at once may each measure it (the last record
+stays); that costs time, never correctness.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import optuna
+from optuna.trial import TrialState
+
+from tuner.core import hyperparams
+from tuner.core.devices import DevicePlan
+from tuner.core.outcome import classify
+from tuner.core.recommend import status_of
+from tuner.core.spec import StudySpec
+from tuner.core.stats import relative_spread
+from tuner.core.trials import is_pending
+from tuner.driver import preflight
+from tuner.driver.objective import trial_training_key
+from tuner.driver.observer import SearchObserver
+from tuner.driver.racing import REPEAT_OF, applied_tolerance, own_run
+from tuner.driver.requests import trial_request
+from tuner.driver.runner import run_child
+
+SEED_NOISE = "seed_noise"
+"""The study attribute: ``{device_signature: {"seeds", "final_losses", "spread",
+"global_batch_size", "lr_rule"}}``."""
+
+
+def measure_seed_noise(
+    study: optuna.Study,
+    spec: StudySpec,
+    plan: DevicePlan,
+    *,
+    space: dict[str, Any] | None,
+    timeout_s: float,
+    observer: SearchObserver,
+) -> dict[str, Any] | None:
+    """Measure (or find stored) the seed noise of ``plan``'s devices; return its record, or
+    ``None`` when it is off (``seeds`` 1, a joint search) or could not be measured (the record is
+    then not stored, and the next run tries again)."""
+    search = spec.search
+    if search.joint or search.seeds < 2:
+        return None
+    stored: dict[str, Any] | None = study.user_attrs.get(SEED_NOISE, {}).get(plan.device_signature)
+    if stored is not None:
+        return stored
+    values = hyperparams.defaults(space["space"]) if space else None
+    rule = search.lr_rules[0]
+    key = trial_training_key(spec, plan, search.base_batch_size, rule, values)
+    trials = study.get_trials(deepcopy=False)
+    base = [t for t in trials if t.user_attrs.get("training_key") == key and not _repeat(t)]
+    if any(is_pending(t) for t in base):
+        observer.note("seed noise: the base configuration still runs on another worker; skipped")
+        return None
+    seeds, losses = _grid_seed(base, search.seed)
+    for seed in range(search.seed, search.seed + search.seeds):
+        if seed in seeds:
+            continue
+        observer.note(
+            f"seed noise: base configuration (global batch {search.base_batch_size}, rule "
+            f"{rule}) with seed {seed} ({seed - search.seed + 1} of {search.seeds})…"
+        )
+        loss = _train(spec, plan, rule, values, seed, timeout_s, observer)
+        if loss is not None:
+            seeds.append(seed)
+            losses.append(loss)
+    spread = relative_spread(losses)
+    if spread is None:
+        observer.note("seed noise not measured (fewer than 2 seeds trained); --tolerance applies")
+        return None
+    record = {
+        "seeds": seeds,
+        "final_losses": losses,
+        "spread": spread,
+        "global_batch_size": search.base_batch_size,
+        "lr_rule": rule,
+    }
+    preflight.store(study, SEED_NOISE, plan, record)
+    observer.note(
+        f"seed noise: final losses {_losses(losses)} over seeds {_seeds(seeds)}: spread "
+        f"{spread:.1%}; {applied_tolerance(study, spec, plan)[1]}"
+    )
+    return record
+
+
+def _repeat(trial: optuna.trial.FrozenTrial) -> bool:
+    return REPEAT_OF in trial.user_attrs
+
+
+def _grid_seed(base: list[optuna.trial.FrozenTrial], seed: int) -> tuple[list[int], list[float]]:
+    """The grid's base trial as the first seed (its own run), when it completed ``ok``."""
+    done = [t for t in base if t.state == TrialState.COMPLETE and status_of(t) == "ok"]
+    if not done:
+        return [], []
+    return [seed], [own_run(min(done, key=lambda t: t.number)).loss]
+
+
+def _train(
+    spec: StudySpec,
+    plan: DevicePlan,
+    rule: str,
+    values: dict[str, Any] | None,
+    seed: int,
+    timeout_s: float,
+    observer: SearchObserver,
+) -> float | None:
+    """One seed run in a fresh child; its final loss, or ``None`` (with a note) when it failed."""
+    search = spec.search
+    request = trial_request(
+        spec,
+        plan,
+        search.base_batch_size,
+        search.base_lr,
+        rule=rule,
+        seed=seed,
+        model_hyperparameters=values,
+    )
+    run = run_child(request, plan.child_environment(), timeout_s)
+    outcome = classify(run, memory_capped=plan.memory_limit_bytes is not None)
+    if outcome.values is None:
+        observer.note(f"seed noise: seed {seed} ended {outcome.status}: {outcome.error}")
+        return None
+    return float(outcome.values[0])
+
+
+def _losses(losses: list[float]) -> str:
+    return ", ".join(f"{loss:.4g}" for loss in losses)
+
+
+def _seeds(seeds: list[int]) -> str:
+    return ", ".join(map(str, seeds))

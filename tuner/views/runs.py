@@ -1,0 +1,81 @@
+"""One measurement per configuration, as every view shows it (pure: trials in, trials out).
+
+Two kinds of trial point at another one's measurement (see ``docs/reference/attributes.md``):
+
+* ``same_as = N``: this grid point trains exactly like trial N, so no child ran; its stored
+  numbers are a copy of N's first run. Once racing re-ran N, the copy is stale, so the views show
+  the numbers of N's configuration as they stand: its *representative*.
+* ``repeat_of = N``: a re-run of N's configuration. The representative of a configuration is its
+  trial with the most runs (the longest ``repeats``), the lowest number on a tie, as in
+  :func:`tuner.core.recommend.unique_trials`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from optuna.trial import FrozenTrial
+
+
+def original_number(trial: FrozenTrial) -> int:
+    """The number of the trial that first trained this configuration (``repeat_of``, else its
+    own)."""
+    repeat_of = trial.user_attrs.get("repeat_of")
+    return int(repeat_of) if isinstance(repeat_of, int) else trial.number
+
+
+def run_count(trial: FrozenTrial) -> int | None:
+    """How many runs the trial's numbers rest on (``len(repeats)``); ``None`` when it stores no
+    ``repeats`` (a study from before repeats, or a trial that measured nothing)."""
+    repeats = trial.user_attrs.get("repeats")
+    return len(repeats) if isinstance(repeats, list) and repeats else None
+
+
+def representative(number: int, trials: Iterable[FrozenTrial]) -> FrozenTrial | None:
+    """The representative of trial ``number``'s configuration among ``trials`` (``None`` when
+    neither it nor a repeat of it is there)."""
+    runs = [t for t in trials if original_number(t) == number]
+    if not runs:
+        return None
+    return min(runs, key=lambda t: (-(run_count(t) or 0), t.number))
+
+
+def shown_measurement(trial: FrozenTrial, trials: Sequence[FrozenTrial]) -> FrozenTrial:
+    """The trial whose measured numbers ``trial``'s row or point shows: for a ``same_as`` trial
+    the representative of the configuration it trains like (when it is among ``trials``), else
+    the trial itself."""
+    same_as = trial.user_attrs.get("same_as")
+    if not isinstance(same_as, int):
+        return trial
+    return representative(same_as, trials) or trial
+
+
+def representatives(
+    shown: Iterable[FrozenTrial], trials: Sequence[FrozenTrial]
+) -> list[FrozenTrial]:
+    """``shown`` (e.g. one trial per grid point) with each trial replaced by its configuration's
+    representative among ``trials`` (all of the study's), without duplicates, in order."""
+    seen: set[int] = set()
+    chosen = []
+    for trial in shown:
+        best = representative(original_number(trial), trials) or trial
+        if best.number not in seen:
+            seen.add(best.number)
+            chosen.append(best)
+    return chosen
+
+
+def interval(attrs: dict[str, Any], key: str) -> tuple[float, float] | None:
+    """A stored ``[low, high]`` (``throughput_ci``, ``time_to_target_ci``) as a pair of finite
+    numbers, or ``None``."""
+    value = attrs.get(key)
+    if not isinstance(value, list | tuple) or len(value) != 2:
+        return None
+    try:
+        low, high = float(value[0]), float(value[1])
+    except (TypeError, ValueError):
+        return None
+    if low != low or high != high or abs(low) == float("inf") or abs(high) == float("inf"):
+        return None
+    return low, high

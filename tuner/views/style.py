@@ -1,0 +1,91 @@
+"""The look every tuner figure shares: one colour per learning-rate rule, a compact white style
+set directly on each figure, the title under plotly's toolbar, and the ring that marks the
+candidates still tied with the recommendation."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import plotly.graph_objects as go
+
+RULE_COLORS: dict[str, str] = {
+    "none": "#636efa",
+    "linear": "#ef553b",
+    "sqrt": "#00cc96",
+    "linear-warmup": "#ab63fa",
+    "sqrt-adam": "#19d3f3",
+}
+"""One colour per rule of :data:`tuner.core.scaling.LR_RULES`, the same in every figure."""
+UNKNOWN_RULE_COLOR = "#888"  # a rule stored by another tuner version
+# A compact white style set directly: a named template would be stored with every figure
+# (optuna-dashboard keeps each figure in the study, in pieces).
+AXIS = {"gridcolor": "#e5e5e5", "zeroline": False, "linecolor": "#999", "showline": True}
+STYLE: dict[str, Any] = {
+    "template": "none",
+    "plot_bgcolor": "white",
+    "paper_bgcolor": "white",
+    "font": {"family": "Arial, sans-serif", "size": 12, "color": "#2a3f5f"},
+    # Room at the top for the title below plotly's toolbar (the modebar, ~30 px at the top right).
+    "margin": {"l": 70, "r": 30, "t": 76, "b": 60},
+}
+TITLE_TOP_PX = 36
+"""The title's top edge, in pixels below the figure's top: under the modebar, which it would
+otherwise hide behind in optuna-dashboard's half-width cards."""
+
+
+def rule_color(rule: str) -> str:
+    """The colour of ``rule``'s traces."""
+    return RULE_COLORS.get(rule, UNKNOWN_RULE_COLOR)
+
+
+def title(text: str) -> dict[str, Any]:
+    """A title at the top left, below the modebar (which sits at the top right)."""
+    return {
+        "text": text,
+        "x": 0,
+        "xref": "paper",
+        "xanchor": "left",
+        "y": 1,
+        "yref": "container",
+        "yanchor": "top",
+        "pad": {"t": TITLE_TOP_PX},
+    }
+
+
+TIED_TRACE = "tied with the recommendation"
+"""Name of the trace that rings the candidates whose 95 % interval overlaps the recommended
+one's (the measurements do not tell them apart)."""
+
+
+def ring(xs: Sequence[float], ys: Sequence[float], texts: Sequence[str]) -> go.Scatter:
+    """Open rings around the tied candidates' points."""
+    import plotly.graph_objects as go
+
+    return go.Scatter(
+        x=list(xs),
+        y=list(ys),
+        mode="markers",
+        name=f"{TIED_TRACE} (95 % intervals overlap)",
+        marker={"symbol": "circle-open", "size": 20, "color": "#ffa600", "line": {"width": 2.5}},
+        legendrank=1002,  # after the recommended star
+        text=list(texts),
+        hovertemplate="%{text}<extra>tied</extra>",
+    )
+
+
+def star(x: float, y: float, name: str, text: str) -> go.Scatter:
+    """The recommended point, drawn under its rule's marker (which stays visible in the star)."""
+    import plotly.graph_objects as go
+
+    return go.Scatter(
+        x=[x],
+        y=[y],
+        mode="markers",
+        name=name,
+        marker={"symbol": "star", "size": 20, "color": "#ffa600", "line": {"color": "#444"}},
+        legendrank=1001,  # listed after the rules
+        text=[text],
+        hovertemplate="%{text}<extra>recommended</extra>",
+    )
