@@ -119,7 +119,7 @@ def test_the_ratio_interval_covers_the_true_speedup() -> None:
         ci = ratio_interval(sum(fast) / 3, t_interval(fast), sum(slow) / 3, t_interval(slow))
         assert ci is not None
         covered += ci.low <= 1.9 <= ci.high
-    assert covered / draws > 0.93  # conservative: quadrature of two t intervals
+    assert 0.93 < covered / draws < 0.995  # quadrature of two t intervals: a little wide
 
 
 def test_relative_spread() -> None:

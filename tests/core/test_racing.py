@@ -7,7 +7,7 @@ import statistics
 
 import pytest
 
-from tuner.core.racing import TIE_RULE, Entry, decide, is_tied, to_repeat
+from tuner.core.racing import SAME_BATCH_TIE_RULE, TIE_RULE, Entry, decide, is_tied, to_repeat
 from tuner.core.stats import Interval, t_interval
 
 
@@ -99,3 +99,9 @@ def test_simulated_racing_separates_real_differences_and_ties_equal_ones() -> No
     assert tied == [] and all(len(v) <= 3 for v in runs.values())
     tied, runs = race({0: 10_000.0, 1: 10_000.0})
     assert tied and all(len(v) == 3 for v in runs.values())
+
+
+def test_a_tie_at_one_batch_is_decided_by_the_value_and_says_so() -> None:
+    decision = decide([entry(0, 98, 88, 108, batch=128), entry(1, 100, 90, 110, batch=128)])
+    assert decision.chosen == 1 and decision.tied_with == [0]
+    assert decision.rule == SAME_BATCH_TIE_RULE

@@ -45,6 +45,12 @@ def test_ties_are_named_in_the_same_sentence() -> None:
     assert text.count(".") <= 3  # one sentence: the only dots are decimals
 
 
+def test_a_tie_at_one_batch_says_the_value_decided() -> None:
+    speedup = measure_speedup(1930.0, Interval(1910.0, 1950.0, "t"), 2, BASELINE)
+    text = verdict(speedup, (3,), 128, same_batch=True)
+    assert text.endswith("so the better measured value at batch 128 was picked")
+
+
 def test_the_interval_is_the_ratio_of_the_two_throughput_intervals() -> None:
     chosen = Interval(1800.0, 2000.0, "t over 3 runs")
     speedup = measure_speedup(1900.0, chosen, 2, BASELINE)

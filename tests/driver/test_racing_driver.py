@@ -182,3 +182,41 @@ def test_seed_runs_are_stored_and_widen_the_tolerance_racing_applies(
     again = FakeChild(measured(rates, loss)).install(monkeypatch)
     search(storage, seeds=3, max_repeats=2)
     assert again.launched() == []  # stored: a resumed search measures the noise no more
+
+
+def test_a_repeat_that_misses_the_target_keeps_its_configuration_a_candidate() -> None:
+    from tuner.core.outcome import TrialOutcome
+    from tuner.driver.racing import measured as with_runs
+
+    first = optuna.trial.create_trial(
+        state=TrialState.COMPLETE,
+        values=[0.1, 1000.0],
+        params={},
+        distributions={},
+        user_attrs={
+            "status": "ok",
+            "run_throughput": 1000.0,
+            "repeat_losses": [0.1],
+            "time_to_target_runs": [10.0],
+            "samples_to_target_runs": [4096],
+        },
+    )
+    missed = TrialOutcome(
+        "ok", values=(0.12, 1100.0), attrs={"time_to_target_s": None, "samples_to_target": None}
+    )
+    attrs = with_runs(missed, [first], target=True).attrs
+    assert attrs["reached_target"] is True and attrs["reached_runs"] == 1
+    assert attrs["time_to_target_runs"] == [10.0, None] and attrs["time_to_target_s"] == 10.0
+    assert attrs["samples_to_target_runs"] == [4096, None] and attrs["samples_to_target"] == 4096
+    reached = TrialOutcome(
+        "ok", values=(0.09, 900.0), attrs={"time_to_target_s": 14.0, "samples_to_target": 6144}
+    )
+    attrs = with_runs(reached, [first], target=True).attrs
+    assert attrs["time_to_target_s"] == 12.0 and attrs["samples_to_target"] == 5120  # medians
+
+
+def test_no_seed_runs_under_a_loss_target(storage: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    child = FakeChild(lambda request: ok(request["global_batch_size"])).install(monkeypatch)
+    report = search(storage, seeds=3, target_loss=0.5)
+    assert "seed_noise" not in report.study.user_attrs
+    assert all(request.get("seed", 0) == 0 for request in child.requests)

@@ -23,6 +23,11 @@ TIE_RULE = (
     "generalisation risk)"
 )
 
+SAME_BATCH_TIE_RULE = (
+    "still tied after the repeats (95 % intervals overlap), all at one global batch: the better "
+    "measured value is picked"
+)
+
 
 @dataclass(frozen=True)
 class Entry:
@@ -95,4 +100,5 @@ def decide(entries: Sequence[Entry], *, higher_is_better: bool = True) -> Decisi
     sign = 1.0 if higher_is_better else -1.0
     chosen = min(ties, key=lambda e: (e.batch, -sign * e.value, e.number))
     others = sorted(e.number for e in ties if e is not chosen)
-    return Decision(chosen.number, others, TIE_RULE)
+    same_batch = all(e.batch == chosen.batch for e in ties)
+    return Decision(chosen.number, others, SAME_BATCH_TIE_RULE if same_batch else TIE_RULE)

@@ -38,6 +38,7 @@ from tuner.core.configurations import (
 )
 from tuner.core.errors import NoCompleteTrialError
 from tuner.core.policy import DEFAULT_TOLERANCE, POLICIES, POLICY, default_policy
+from tuner.core.racing import SAME_BATCH_TIE_RULE
 from tuner.core.recommend_fields import (
     Context,
     chosen_fields,
@@ -207,7 +208,12 @@ def _recommend_one(
         **chosen_fields(chosen, context, candidates, feasibility(same_model, complete)),
         **decision_fields(chosen, decision, tolerance),
         **speedup.fields(),
-        "verdict": verdict(speedup, decision.tied_with, int(chosen.params["global_batch_size"])),
+        "verdict": verdict(
+            speedup,
+            decision.tied_with,
+            int(chosen.params["global_batch_size"]),
+            same_batch=decision.rule == SAME_BATCH_TIE_RULE,
+        ),
         **target_fields(chosen, context, [t for t in same_model if t in complete]),
         **hypermodel_fields(chosen, context),
         **probe_fields(chosen, context),

@@ -84,13 +84,22 @@ def measure_speedup(
     return Speedup(replicas, float(base), throughput / base, interval, why_no_interval=why_no)
 
 
-def verdict(speedup: Speedup, tied_with: Sequence[int] = (), batch: int | None = None) -> str:
-    """One plain sentence: what the replicas are worth, and the tie when there is one."""
+def verdict(
+    speedup: Speedup,
+    tied_with: Sequence[int] = (),
+    batch: int | None = None,
+    *,
+    same_batch: bool = False,
+) -> str:
+    """One plain sentence: what the replicas are worth, and the tie when there is one
+    (``same_batch``: every tied candidate ran at the pick's batch, so the value decided)."""
     clause = _replicas_clause(speedup)
     sentence = clause[:1].upper() + clause[1:]
     if tied_with:
         names = _numbers(tied_with)
         picked = "the smallest global batch" + (f" ({batch})" if batch is not None else "")
+        if same_batch:
+            picked = "the better measured value" + (f" at batch {batch}" if batch else "")
         sentence += (
             f"; {names} {'is' if len(tied_with) == 1 else 'are'} tied with the pick within "
             f"the noise (95 % intervals overlap), so {picked} was picked"

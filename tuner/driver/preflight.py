@@ -15,6 +15,7 @@ from typing import Any
 
 import optuna
 
+from tuner.core.configurations import window_rates
 from tuner.core.devices import DevicePlan
 from tuner.core.errors import ConfigError, TunerError, WorkloadError
 from tuner.core.oom import last_message
@@ -302,8 +303,7 @@ def _baseline_measurement(runs: list[dict[str, Any]]) -> dict[str, Any]:
     or over the one run's windows), and the first run's details."""
     medians = [run["values"][1] for run in runs]
     first = runs[0]["attrs"]
-    windows = list(first.get("epoch_throughputs") or [])[1:]
-    interval = throughput_interval(medians, windows)
+    interval = throughput_interval(medians, window_rates(first))
     return {
         "status": "ok",
         "error": None,

@@ -48,6 +48,7 @@ class Run:
     throughput: float
     loss: float
     time_to_target_s: float | None
+    samples_to_target: int | None = None
 
 
 def is_measured(trial: FrozenTrial) -> bool:
@@ -70,7 +71,9 @@ def own_run(trial: FrozenTrial) -> Run:
     attrs = trial.user_attrs
     losses = attrs.get("repeat_losses") or [trial.values[0]]
     times = attrs.get("time_to_target_runs") or [attrs.get("time_to_target_s")]
-    return Run(float(attrs.get("run_throughput", trial.values[1])), float(losses[-1]), times[-1])
+    samples = attrs.get("samples_to_target_runs") or [attrs.get("samples_to_target")]
+    own = float(attrs.get("run_throughput", trial.values[1]))
+    return Run(own, float(losses[-1]), times[-1], samples[-1])
 
 
 def chain(trials: Sequence[FrozenTrial], original: int) -> list[FrozenTrial]:
@@ -95,7 +98,12 @@ def measured(
     if outcome.status != "ok" or outcome.values is None:
         return outcome
     loss, throughput = outcome.values
-    mine = Run(throughput, loss, outcome.attrs.get("time_to_target_s"))
+    mine = Run(
+        throughput,
+        loss,
+        outcome.attrs.get("time_to_target_s"),
+        outcome.attrs.get("samples_to_target"),
+    )
     runs = [*map(own_run, earlier), mine]
     repeats = [run.throughput for run in runs]
     losses = [run.loss for run in runs]
@@ -112,14 +120,21 @@ def measured(
 
 
 def _time_to_target(runs: Sequence[Run]) -> dict[str, Any]:
-    """``time_to_target_runs`` (``None`` for a run that missed the target), their median over
-    the runs that reached it, its interval, and ``reached_target`` only when every run did."""
+    """``time_to_target_runs`` and ``samples_to_target_runs`` (``None`` for a run that missed the
+    target), their medians over the runs that reached it, the time's interval, ``reached_runs``,
+    and ``reached_target`` when any run did (a run that missed, among runs that reached it, is
+    noise around the target, not a reason to drop the configuration)."""
     times = [run.time_to_target_s for run in runs]
     reached = [float(t) for t in times if t is not None]
+    samples = [run.samples_to_target for run in runs]
+    counted = [int(n) for n in samples if n is not None]
     fields: dict[str, Any] = {
         "time_to_target_runs": times,
-        "reached_target": len(reached) == len(times),
+        "samples_to_target_runs": samples,
+        "reached_runs": len(reached),
+        "reached_target": bool(reached),
         "time_to_target_s": statistics.median(reached) if reached else None,
+        "samples_to_target": round(statistics.median(counted)) if counted else None,
     }
     interval = log_t_interval(reached, f"t over {len(reached)} runs")
     if interval is not None:

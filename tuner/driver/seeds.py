@@ -53,6 +53,11 @@ def measure_seed_noise(
     search = spec.search
     if search.joint or search.seeds < 2:
         return None
+    if search.target_loss is not None:
+        # Trials stop at the target, so their final losses sit just under it: their spread
+        # would measure the cadence, not the seeds, and time to target needs no loss tolerance.
+        observer.note("seed noise: not measured with a loss target (trials stop at the target)")
+        return None
     stored: dict[str, Any] | None = study.user_attrs.get(SEED_NOISE, {}).get(plan.device_signature)
     if stored is not None:
         return stored
