@@ -335,8 +335,8 @@ def _sample_budget(search: Table) -> dict[str, int | None]:
         ("epochs", "whole passes over a finite training set"),
         ("train_samples", "the samples every trial trains on"),
     )
-    budget = {key: _optional_positive_int(search, key) for key in ("epochs", "train_samples")}
-    return {**budget, "val_samples": _optional_positive_int(search, "val_samples")}
+    budget = {key: search.optional_positive_int(key) for key in ("epochs", "train_samples")}
+    return {**budget, "val_samples": search.optional_positive_int("val_samples")}
 
 
 def _seed(search: Table) -> int:
@@ -376,9 +376,9 @@ def _noise_and_warmup(search: Table, epochs: int) -> dict[str, Any]:
         raise ConfigError(f"{search.label('noise_scale')} must be true or false")
     return {
         "noise_scale": noise_scale,
-        "noise_scale_steps": _optional_positive_int(search, "noise_scale_steps"),
+        "noise_scale_steps": search.optional_positive_int("noise_scale_steps"),
         "warmup_epochs": _warmup_epochs(search, epochs),
-        "warmup_steps": _optional_positive_int(search, "warmup_steps"),
+        "warmup_steps": search.optional_positive_int("warmup_steps"),
     }
 
 
@@ -397,8 +397,3 @@ def _warmup_epochs(search: Table, epochs: int | None) -> float:
             f"{label} must be more than 0 and less than the {epochs} epochs, got {value}"
         )
     return float(value)
-
-
-def _optional_positive_int(search: Table, key: str) -> int | None:
-    value = search.get(key)
-    return None if value is None else fields.positive_int(value, search.label(key))

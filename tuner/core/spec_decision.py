@@ -30,7 +30,7 @@ def decision_fields(search: Table) -> dict[str, Any]:
         "target_loss": None
         if target is None
         else fields.finite(target, search.label("target_loss")),
-        "eval_every_samples": _optional_positive_int(search, "eval_every_samples"),
+        "eval_every_samples": search.optional_positive_int("eval_every_samples"),
     }
     if decision["eval_every_samples"] is not None and target is None:
         raise ConfigError(
@@ -38,8 +38,3 @@ def decision_fields(search: Table) -> dict[str, Any]:
             "give a target_loss (--target-loss) too, or drop it"
         )
     return decision
-
-
-def _optional_positive_int(search: Table, key: str) -> int | None:
-    value = search.get(key)
-    return None if value is None else fields.positive_int(value, search.label(key))
