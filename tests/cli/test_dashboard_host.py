@@ -105,6 +105,7 @@ def serve_and_stop(url: str, host: str, cwd: Path) -> tuple[str, str, list[str]]
     return line, stderr, studies
 
 
+@pytest.mark.slow  # two real dashboard servers: seconds, so out of the fast tier (CI runs it)
 def test_only_a_host_beyond_loopback_warns_once_on_stderr_and_both_serve(tmp_path: Path) -> None:
     url = empty_study(tmp_path)
     line, stderr, studies = serve_and_stop(url, "0.0.0.0", tmp_path)
