@@ -25,7 +25,7 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from tuner.core.candidates import candidate_entries, higher_is_better
-from tuner.core.configurations import runs_of, status_of, window_rates
+from tuner.core.configurations import is_complete, is_same_as, runs_of, status_of, window_rates
 from tuner.core.devices import DevicePlan
 from tuner.core.errors import NoCompleteTrialError
 from tuner.core.outcome import TrialOutcome
@@ -53,12 +53,7 @@ class Run:
 
 def is_measured(trial: FrozenTrial) -> bool:
     """Whether the trial COMPLETEd ``ok`` from a child of its own (not ``same_as`` another)."""
-    return (
-        trial.state == TrialState.COMPLETE
-        and status_of(trial) == "ok"
-        and bool(trial.values)
-        and SAME_AS not in trial.user_attrs
-    )
+    return is_complete(trial) and status_of(trial) == "ok" and not is_same_as(trial)
 
 
 def is_original(trial: FrozenTrial) -> bool:
