@@ -6,13 +6,19 @@ tuner.worker``: no TensorFlow training, no workload check); every fast test runs
 that makes such a child fail at start and the test with it. Tests that use the real studies
 (``small_study``, ``wide_study``) are marked slow here; any other test that starts a child carries
 ``@pytest.mark.slow`` itself. Tests marked ``gpu`` are skipped where no NVIDIA GPU is visible.
+
+JAX in this process (and in every child that inherits its environment) sees two host CPU devices:
+``XLA_FLAGS`` gains ``--xla_force_host_platform_device_count=2`` here, at import time, before any
+test imports jax (the flag is read once, when jax starts its CPU backend).
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.metadata
 import os
+import re
 import subprocess
 import sys
 import traceback
@@ -26,6 +32,16 @@ import pytest
 from tuner.core.protocol import WORKER_MODULE
 
 TESTS = Path(__file__).resolve().parent
+
+HOST_DEVICES_FLAG = "--xla_force_host_platform_device_count"
+
+
+def _two_host_devices(flags: str) -> str:
+    """``flags`` with two host CPU devices asked for, unless it already names a count."""
+    return flags if HOST_DEVICES_FLAG in flags else f"{flags} {HOST_DEVICES_FLAG}=2".strip()
+
+
+os.environ["XLA_FLAGS"] = _two_host_devices(os.environ.get("XLA_FLAGS", ""))
 
 SMALL_REGRESSION = """
 [study]
@@ -105,12 +121,35 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.slow)
     needs_gpu = [item for item in items if item.get_closest_marker("gpu")]
     if needs_gpu:
-        from tuner.driver.devices import visible_gpus
-
-        if not visible_gpus():
-            skip = pytest.mark.skip(reason="needs an NVIDIA GPU (none visible)")
+        missing = _why_no_gpu()
+        if missing:
+            skip = pytest.mark.skip(reason=f"needs an NVIDIA GPU visible to JAX: {missing}")
             for item in needs_gpu:
                 item.add_marker(skip)
+
+
+def _why_no_gpu() -> str:
+    """Why JAX would see no NVIDIA GPU here (``""`` when it would), found cheaply: ``nvidia-smi``
+    and the installed distributions, without importing jax into the pytest process."""
+    from tuner.driver.devices import visible_gpus
+
+    if not visible_gpus():
+        return "nvidia-smi shows none (or CUDA_VISIBLE_DEVICES hides them)"
+    if not _jax_has_cuda():
+        return "the installed jax has no CUDA plugin (jax-cudaNN-plugin)"
+    return ""
+
+
+def _jax_has_cuda() -> bool:
+    """Whether a CUDA build of JAX is installed: a ``jax-cudaNN-plugin`` (JAX 0.4.30 on) or,
+    before plugins, a ``jaxlib`` whose version names CUDA."""
+    for dist in importlib.metadata.distributions():
+        name = (dist.metadata["Name"] or "").lower().replace("_", "-")
+        if re.fullmatch(r"jax-cuda\d+-(plugin|pjrt)", name):
+            return True
+        if name == "jaxlib" and "cuda" in (dist.version or ""):
+            return True
+    return False
 
 
 @pytest.fixture(scope="session")

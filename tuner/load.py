@@ -41,6 +41,21 @@ class Recommendation:
         """The learning rate the rule gave at this batch (a warm-up's peak)."""
         return float(self.config["learning_rate"])
 
+    @property
+    def precision(self) -> str:
+        """The Keras dtype policy the trial trained under (``float32``, ``mixed_bfloat16``,
+        ``mixed_float16``): ``keras.mixed_precision.set_global_policy(rec.precision)`` before
+        building the model, or :meth:`set_precision`."""
+        return precision_of(self.config)
+
+    def set_precision(self) -> str:
+        """Set :attr:`precision` as Keras's global dtype policy (call it before building the
+        model); returns its name."""
+        import keras
+
+        keras.mixed_precision.set_global_policy(self.precision)
+        return self.precision
+
     def new_optimizer(self) -> Any:
         """A fresh optimizer of the same config (an optimizer serves one model; under
         ``MirroredStrategy`` create it inside ``strategy.scope()``)."""
@@ -73,7 +88,9 @@ def load_recommendation(
 
 
 def optimizer_from(config: dict[str, Any], custom_objects: dict[str, Any] | None = None) -> Any:
-    """The Keras optimizer of a recommended config's ``optimizer`` section."""
+    """The Keras optimizer of a recommended config's ``optimizer`` section, wrapped in
+    ``keras.optimizers.LossScaleOptimizer`` when the trial's was (``compile.loss_scale_optimizer``:
+    under ``mixed_float16``)."""
     import keras
 
     # Keras's from_config replaces a nested schedule's dict in place: give it a copy.
@@ -81,7 +98,26 @@ def optimizer_from(config: dict[str, Any], custom_objects: dict[str, Any] | None
     optimizer = keras.optimizers.deserialize(section, custom_objects=custom_objects)
     if not isinstance(optimizer, keras.optimizers.Optimizer):  # Keras hands back what it can't find
         raise ValueError(f"no Keras optimizer class {section.get('class_name')!r}")
+    if loss_scaled(config) and not isinstance(optimizer, keras.optimizers.LossScaleOptimizer):
+        return keras.optimizers.LossScaleOptimizer(optimizer)
     return optimizer
+
+
+def precision_of(config: dict[str, Any]) -> str:
+    """A recommended config's precision: ``compile.dtype_policy``, else the flat ``precision``,
+    else ``float32`` (a file written before precisions were)."""
+    section = config.get("compile")
+    policy = section.get("dtype_policy") if isinstance(section, dict) else None
+    return str(policy or config.get("precision") or "float32")
+
+
+def loss_scaled(config: dict[str, Any]) -> bool:
+    """Whether the trial's optimizer was loss-scaled (``compile.loss_scale_optimizer``; a file
+    without it: when its precision is ``mixed_float16``)."""
+    section = config.get("compile")
+    if isinstance(section, dict) and isinstance(section.get("loss_scale_optimizer"), bool):
+        return bool(section["loss_scale_optimizer"])
+    return precision_of(config) == "mixed_float16"
 
 
 def fit_kwargs(fit: dict[str, Any]) -> dict[str, Any]:

@@ -19,7 +19,8 @@ from tuner.cli import choices
 from tuner.cli.app import app
 from tuner.core.policy import POLICIES
 from tuner.core.scaling import LR_RULES
-from tuner.core.spec import LOOPS, LOSS_REDUCTIONS, MODEL_HYPERPARAMETERS, UPDATE_ON
+from tuner.core.spec import LOSS_REDUCTIONS, MODEL_HYPERPARAMETERS
+from tuner.core.spec_runtime import BACKENDS, LOOPS, UPDATE_ON
 
 runner = CliRunner()
 
@@ -54,6 +55,7 @@ def test_shell_completion_completes_commands_and_choices() -> None:
     ("enum", "core"),
     [
         (choices.Loop, LOOPS),
+        (choices.Backend, BACKENDS),
         (choices.UpdateOn, UPDATE_ON),
         (choices.LrRule, LR_RULES),
         (choices.Policy, POLICIES),

@@ -12,6 +12,7 @@ from tuner.driver.validate import LOSS_RTOL, evaluate
 
 REPORT_KEYS = {
     "passed",
+    "backend",
     "loop",
     "update_on",
     "loss_reduction",

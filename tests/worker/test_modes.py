@@ -10,7 +10,7 @@ import pytest
 
 from tuner.core.errors import WorkloadError
 from tuner.core.protocol import MODES
-from tuner.worker import inputs, session
+from tuner.worker import inputs, runs
 from tuner.worker.probe import run_probe
 from tuner.worker.trial import run_trial
 from tuner.worker.validate import run_validation, weight_sync
@@ -68,7 +68,7 @@ def _source(size: int | None) -> inputs.Source:
 
 
 def test_windows_are_epochs_a_sample_budget_or_the_requested_steps() -> None:
-    windows = session._windows
+    windows = runs._windows
     assert windows({"epochs": 3}, 256, _source(4096)) == (16, 3)
     assert windows({"epochs": 1, "steps_per_epoch": 5}, 256, _source(4096)) == (5, 1)
     assert windows({"epochs": 1, "steps_per_epoch": 50}, 256, _source(4096)) == (16, 1)
@@ -85,10 +85,10 @@ def test_windows_are_epochs_a_sample_budget_or_the_requested_steps() -> None:
 
 def test_a_warmup_in_epochs_becomes_steps() -> None:
     rule = {"name": "linear-warmup", "warmup_epochs": 0.5, "warmup_steps": None}
-    assert session._resolved_rule(rule, 16, 48)["warmup_steps"] == 8
-    assert session._resolved_rule({**rule, "warmup_epochs": 0.01}, 16, 48)["warmup_steps"] == 1
-    assert session._resolved_rule({**rule, "warmup_steps": 3}, 16, 48)["warmup_steps"] == 3
+    assert runs._resolved_rule(rule, 16, 48)["warmup_steps"] == 8
+    assert runs._resolved_rule({**rule, "warmup_epochs": 0.01}, 16, 48)["warmup_steps"] == 1
+    assert runs._resolved_rule({**rule, "warmup_steps": 3}, 16, 48)["warmup_steps"] == 3
     budget = {**rule, "sample_budget": True}  # no epochs: the first 10 % of the steps
-    assert session._resolved_rule(budget, 16, 480)["warmup_steps"] == 48
+    assert runs._resolved_rule(budget, 16, 480)["warmup_steps"] == 48
     sqrt = {"name": "sqrt-adam", "ratio": 2.0}
-    assert session._resolved_rule(sqrt, 16, 48) is sqrt
+    assert runs._resolved_rule(sqrt, 16, 48) is sqrt

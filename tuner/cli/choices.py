@@ -14,6 +14,13 @@ class Loop(StrEnum):
     custom = "custom"
 
 
+class Backend(StrEnum):
+    """``--backend``: the Keras 3 backend trials train on."""
+
+    tensorflow = "tensorflow"
+    jax = "jax"
+
+
 class UpdateOn(StrEnum):
     """``--update-on``: where the weights are updated."""
 

@@ -59,9 +59,12 @@ def search_banner(spec: StudySpec, plan: DevicePlan, study_name: str | None) -> 
         f"{joint}{len(spec.search.global_batch_sizes)} batch sizes × "
         f"{len(spec.search.lr_rules)} rules"
     )
+    if len(spec.search.precisions) > 1:
+        shape += f" × {len(spec.search.precisions)} precisions"
+    backend = " (jax)" if spec.workload.backend == "jax" else ""
     return (
         f"study {study_name or spec.name!r}: {shape} on {plan.num_replicas} {plan.kind} "
-        "replicas; checking the workload…"
+        f"replicas{backend}; checking the workload…"
     )
 
 
@@ -133,7 +136,8 @@ def print_validation(console: Console, report: dict[str, Any]) -> None:
     """The validate report: one row per check, then the verdict."""
     table = Table(
         title=Text(
-            f"Validation: {report['loop']} loop, updates on {report['update_on']}, global batch "
+            f"Validation on {report.get('backend', 'tensorflow')}: {report['loop']} loop, "
+            f"updates on {report['update_on']}, global batch "
             f"{report['global_batch_size']} = {report['num_replicas']} × "
             f"{report['per_replica_batch_size']}, {report['steps']} steps, lr "
             f"{report['learning_rate']:.4g} ({report['lr_rule']})"

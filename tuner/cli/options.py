@@ -12,7 +12,7 @@ import typer
 from rich.console import Console, ConsoleDimensions
 from rich.markup import escape
 
-from tuner.cli.choices import Loop, LrRule, UpdateOn, value
+from tuner.cli.choices import Backend, Loop, LrRule, UpdateOn, value
 from tuner.cli.secrets import storage_from_file
 from tuner.core.errors import ConfigError
 from tuner.files import atomic_write_text
@@ -60,7 +60,8 @@ def spec_default(key: str) -> str:
     and the built-in spec's (one form for every such flag)."""
     from tuner.core.spec import spec_from_dict
 
-    found = getattr(spec_from_dict().search, key)
+    spec = spec_from_dict()
+    found = getattr(spec.workload if key == "backend" else spec.search, key)
     if isinstance(found, bool):
         shown = "on" if found else "off"
     else:
@@ -147,6 +148,20 @@ UpdateOnOpt = Annotated[
         show_default=spec_default("update_on"),
     ),
 ]
+BackendOpt = Annotated[
+    Backend | None,
+    typer.Option(
+        help="Keras backend: tensorflow (MirroredStrategy) or jax (keras.distribution).",
+        show_default=spec_default("backend"),
+    ),
+]
+PrecisionsOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Precisions, comma-separated, from: float32, mixed_bfloat16, mixed_float16.",
+        show_default=spec_default("precisions"),
+    ),
+]
 ResolutionOpt = Annotated[
     int | None,
     typer.Option(help="Probe resolution in samples (default: an eighth of the base batch)."),
@@ -176,6 +191,7 @@ def overrides(
     epochs: int | None,
     loop: Loop | None,
     update_on: UpdateOn | None,
+    backend: Backend | None = None,
 ) -> dict[str, Any]:
     """The spec overrides that search and validate share (``None``: keep the spec's value)."""
     return {
@@ -184,6 +200,7 @@ def overrides(
         "search.epochs": epochs,
         "search.loop": value(loop),
         "search.update_on": value(update_on),
+        "workload.backend": value(backend),
     }
 
 
@@ -192,7 +209,9 @@ def budget_overrides(train_samples: int | None, val_samples: int | None) -> dict
     return {"search.train_samples": train_samples, "search.val_samples": val_samples}
 
 
-def grid_overrides(batch_multipliers: str | None, lr_rules: str | None) -> dict[str, Any]:
+def grid_overrides(
+    batch_multipliers: str | None, lr_rules: str | None, precisions: str | None = None
+) -> dict[str, Any]:
     """The grid's spec overrides from their comma-separated flags."""
     from tuner.core.spec_fields import parse_int_list, parse_name_list
 
@@ -200,6 +219,7 @@ def grid_overrides(batch_multipliers: str | None, lr_rules: str | None) -> dict[
         "search.batch_multipliers": batch_multipliers
         and parse_int_list(batch_multipliers, "--batch-multipliers"),
         "search.lr_rules": lr_rules and parse_name_list(lr_rules, "--lr-rules"),
+        "search.precisions": precisions and parse_name_list(precisions, "--precisions"),
     }
 
 
@@ -212,13 +232,14 @@ def spec_and_plan(
     overrides: dict[str, Any],
 ) -> tuple[StudySpec, DevicePlan]:
     """Load and check the spec and the devices (shared by search and validate)."""
-    from tuner.driver.devices import plan_devices
+    from tuner.driver.devices import plan_devices, require_backend
     from tuner.driver.spec_file import load_spec
 
     if not math.isfinite(timeout) or timeout <= 0:
         raise ConfigError(f"--trial-timeout must be a positive number of seconds, got {timeout}")
     spec = load_spec(spec_file, overrides)
-    plan, notice = plan_devices(gpus, cpu_replicas, memory_limit)
+    require_backend(spec.workload.backend)
+    plan, notice = plan_devices(gpus, cpu_replicas, memory_limit, backend=spec.workload.backend)
     if notice:
         err.print(f"[yellow]{escape(notice)}[/]", highlight=False)
     return spec, plan

@@ -46,13 +46,16 @@ FAILED = frozenset({"error", "crashed", "timeout", "interrupted"})
 _ERROR_WIDTH = 240
 
 
-def configuration(params: dict[str, Any]) -> list[str]:
-    """What a trial runs, as parts of a line: ``batch 128 (64/replica)``, ``rule linear`` (and the
-    model hyperparameters of a hypermodel's trial)."""
+def configuration(params: dict[str, Any], precision: bool = False) -> list[str]:
+    """What a trial runs, as parts of a line: ``batch 128 (64/replica)``, ``rule linear``, with
+    ``precision`` (a study of several) ``precision mixed_bfloat16``, and the model
+    hyperparameters of a hypermodel's trial."""
     parts = [
         f"batch {params['global_batch_size']} ({params['per_replica_batch_size']}/replica)",
         f"rule {params['lr_rule']}",
     ]
+    if precision and params.get("precision"):
+        parts.append(f"precision {params['precision']}")
     values = params.get("model_hyperparameters")
     if values:
         parts.append("model " + " ".join(f"{key}={value}" for key, value in values.items()))
@@ -79,9 +82,16 @@ def result_parts(outcome: TrialOutcome) -> list[str]:
     return [first if len(first) <= _ERROR_WIDTH else first[: _ERROR_WIDTH - 1] + "…"]
 
 
-def start_line(number: int, position: int, total: int, params: dict[str, Any]) -> str:
-    """``trial 3 started: batch 128 (64/replica) · rule linear · lr 0.002 · 2 of 6``."""
-    parts = [*configuration(params), f"lr {params['learning_rate']:.3g}", f"{position} of {total}"]
+def start_line(
+    number: int, position: int, total: int, params: dict[str, Any], precision: bool = False
+) -> str:
+    """``trial 3 started: batch 128 (64/replica) · rule linear · lr 0.002 · 2 of 6`` (with
+    ``precision``, ``· precision mixed_bfloat16`` after the rule)."""
+    parts = [
+        *configuration(params, precision),
+        f"lr {params['learning_rate']:.3g}",
+        f"{position} of {total}",
+    ]
     return f"trial {number} started: " + " · ".join(parts)
 
 
@@ -91,10 +101,11 @@ def end_line(
     outcome: TrialOutcome,
     seconds: float | None,
     eta: float | None,
+    precision: bool = False,
 ) -> str:
     """``trial 3 ok: batch 128 (64/replica) · rule linear · 21,687 samples/s · val loss 0.004024 ·
-    train loss 0.004941 · 31 s · ETA 2 min``."""
-    parts = [*(configuration(params) if params else []), *result_parts(outcome)]
+    train loss 0.004941 · 31 s · ETA 2 min`` (with ``precision``, the trial's after the rule)."""
+    parts = [*(configuration(params, precision) if params else []), *result_parts(outcome)]
     if seconds is not None:
         parts.append(format_duration(seconds))
     parts.append(format_eta(eta))
@@ -113,10 +124,12 @@ def progress_line(number: int, event: dict[str, Any], seconds: float) -> str:
 
 
 class _Tracker:
-    """What both views keep: the running trial, its start, the durations of those that ran."""
+    """What both views keep: the running trial, its start, the durations of those that ran;
+    ``precisions``: whether the study searches several precisions (its lines name a trial's)."""
 
-    def __init__(self, clock: Clock) -> None:
+    def __init__(self, clock: Clock, precisions: bool = False) -> None:
         self._clock = clock
+        self._precisions = precisions
         self._durations: list[float] = []
         self._params: dict[int, dict[str, Any]] = {}
         self._number: int | None = None
@@ -154,8 +167,10 @@ class SearchProgress(_Tracker):
     """A :class:`~tuner.driver.observer.SearchObserver` drawn as two rich bars (trials with the
     ETA; the running trial's samples) and a result line per trial."""
 
-    def __init__(self, console: Console, clock: Clock = time.monotonic) -> None:
-        super().__init__(clock)
+    def __init__(
+        self, console: Console, clock: Clock = time.monotonic, precisions: bool = False
+    ) -> None:
+        super().__init__(clock, precisions)
         self._console = console
         self._progress = Progress(
             TextColumn("{task.description}", markup=False),
@@ -198,7 +213,7 @@ class SearchProgress(_Tracker):
         # previous trial's total and drops the task's fields.
         self._progress.remove_task(self._trial)
         self._trial = self._add_trial_task(
-            f"trial {number}: " + ", ".join(configuration(params)), visible=True
+            f"trial {number}: " + ", ".join(configuration(params, self._precisions)), visible=True
         )
 
     def epoch_finished(self, event: dict[str, Any]) -> None:
@@ -228,7 +243,8 @@ class SearchProgress(_Tracker):
         self._progress.update(self._trial, visible=False)
         self._progress.update(self._trials, completed=self._position, info=format_eta(self.eta()))
         params = self._params.pop(number, None)
-        parts = [*(configuration(params) if params else []), *result_parts(outcome)]
+        shown = configuration(params, self._precisions) if params else []
+        parts = [*shown, *result_parts(outcome)]
         if seconds is not None:
             parts.append(format_duration(seconds))
         line = Text(f"trial {number} · ")
@@ -244,9 +260,12 @@ class LogProgress(_Tracker):
     ``tuner.search`` logger (timestamped plain lines, by :mod:`tuner.cli.logs`)."""
 
     def __init__(
-        self, clock: Clock = time.monotonic, every_s: float = PLAIN_PROGRESS_EVERY_S
+        self,
+        clock: Clock = time.monotonic,
+        every_s: float = PLAIN_PROGRESS_EVERY_S,
+        precisions: bool = False,
     ) -> None:
-        super().__init__(clock)
+        super().__init__(clock, precisions)
         self._log = logger("search")
         self._every = every_s
         self._last_line = 0.0
@@ -260,7 +279,7 @@ class LogProgress(_Tracker):
     def trial_started(self, number: int, position: int, total: int, params: dict[str, Any]) -> None:
         self._start(number, position, total, params)
         self._last_line = self._clock()
-        self._log.info("%s", start_line(number, position, total, params))
+        self._log.info("%s", start_line(number, position, total, params, self._precisions))
 
     def epoch_finished(self, event: dict[str, Any]) -> None:
         self._progress(event)
@@ -284,12 +303,16 @@ class LogProgress(_Tracker):
 
     def trial_finished(self, number: int, outcome: TrialOutcome) -> None:
         seconds = self._finish(number, outcome)
-        line = end_line(number, self._params.pop(number, None), outcome, seconds, self.eta())
+        params = self._params.pop(number, None)
+        line = end_line(number, params, outcome, seconds, self.eta(), self._precisions)
         self._log.log(logging.WARNING if outcome.status in FAILED else logging.INFO, "%s", line)
 
 
-def search_progress(console: Console) -> SearchProgress | LogProgress:
+def search_progress(console: Console, precisions: bool = False) -> SearchProgress | LogProgress:
     """Bars where ``console`` is a terminal and progress is shown; timestamped lines where it is
-    not (nohup, Slurm, CI logs), and only failures with ``-q``."""
+    not (nohup, Slurm, CI logs), and only failures with ``-q``. ``precisions``: the study
+    searches several precisions, so each trial's line names its own."""
     shown = logging.getLogger(LOGGER).isEnabledFor(logging.INFO)
-    return SearchProgress(console) if console.is_terminal and shown else LogProgress()
+    if console.is_terminal and shown:
+        return SearchProgress(console, precisions=precisions)
+    return LogProgress(precisions=precisions)

@@ -12,6 +12,7 @@ from tuner.cli.choices import ModelHyperparameters, value
 from tuner.cli.errors import guard, sigterm_as_interrupt
 from tuner.cli.logs import is_info_shown, say_info
 from tuner.cli.options import (
+    BackendOpt,
     BaseBatchOpt,
     BaseLrOpt,
     CpuReplicasOpt,
@@ -22,6 +23,7 @@ from tuner.cli.options import (
     MultipliersOpt,
     NewStudyNameOpt,
     OldSpecOpt,
+    PrecisionsOpt,
     ResolutionOpt,
     RulesOpt,
     SpecOpt,
@@ -145,6 +147,8 @@ def search(
     memory_limit: MemoryLimitOpt = None,
     loop: LoopOpt = None,
     update_on: UpdateOnOpt = None,
+    backend: BackendOpt = None,
+    precisions: PrecisionsOpt = None,
     trial_timeout: TimeoutOpt = DEFAULT_TRIAL_TIMEOUT_S,
     export: ExportOpt = None,
     validate_first: ValidateFirstOpt = False,
@@ -170,9 +174,9 @@ def search(
             cpu_replicas,
             memory_limit,
             trial_timeout,
-            overrides(base_batch_size, base_lr, epochs, loop, update_on)
+            overrides(base_batch_size, base_lr, epochs, loop, update_on, backend)
             | budget_overrides(train_samples, val_samples)
-            | grid_overrides(batch_multipliers, lr_rules)
+            | grid_overrides(batch_multipliers, lr_rules, precisions)
             | {
                 "search.model_hyperparameters": value(model_hyperparameters),
                 "search.trials": trials,
@@ -252,8 +256,9 @@ def _run_search(spec: StudySpec, plan: DevicePlan, storage: str, **options: Any)
     from tuner.driver.study import run_search
 
     opened: list[Any] = []
+    several = len(spec.search.precisions) > 1  # the progress lines then name each precision
     try:
-        with sigterm_as_interrupt(), progress_view.search_progress(err) as progress:
+        with sigterm_as_interrupt(), progress_view.search_progress(err, several) as progress:
             return run_search(
                 spec, plan, storage, observer=progress, on_study=opened.append, **options
             )
@@ -313,6 +318,8 @@ def probe_cmd(
     steps: ProbeStepsOpt = DEFAULT_PROBE_STEPS,
     loop: LoopOpt = None,
     update_on: UpdateOnOpt = None,
+    backend: BackendOpt = None,
+    precisions: PrecisionsOpt = None,
 ) -> None:
     """Find the largest global batch that fits: doubling until out-of-memory, then bisection."""
     from tuner.cli import display
@@ -327,9 +334,9 @@ def probe_cmd(
             cpu_replicas,
             memory_limit,
             DEFAULT_TRIAL_TIMEOUT_S,
-            overrides(base_batch_size, base_lr, epochs, loop, update_on)
+            overrides(base_batch_size, base_lr, epochs, loop, update_on, backend)
             | budget_overrides(train_samples, val_samples)
-            | grid_overrides(batch_multipliers, lr_rules),
+            | grid_overrides(batch_multipliers, lr_rules, precisions),
         )
         found = probe_study(
             spec,

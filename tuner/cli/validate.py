@@ -11,6 +11,7 @@ from tuner.cli.choices import LossReduction, LrRule
 from tuner.cli.errors import guard
 from tuner.cli.logs import say_info
 from tuner.cli.options import (
+    BackendOpt,
     BaseBatchOpt,
     BaseLrOpt,
     CpuReplicasOpt,
@@ -47,8 +48,8 @@ StepsOpt = Annotated[int, typer.Option(help="Training steps per run, over all ep
 LossReductionOpt = Annotated[
     LossReduction,
     typer.Option(
-        help="Custom loops: global (right), or replica-mean (the forum answer's bug, to see "
-        "it caught)."
+        help="Custom loops, and fit under --backend jax: global (right), or replica-mean (the "
+        "forum answer's bug, to see it caught)."
     ),
 ]
 _DEFAULT_RULE = LrRule(DEFAULT_RULE)
@@ -74,6 +75,7 @@ def validate(
     steps: StepsOpt = DEFAULT_STEPS,
     loop: LoopOpt = None,
     update_on: UpdateOnOpt = None,
+    backend: BackendOpt = None,
     loss_reduction: LossReductionOpt = _DEFAULT_REDUCTION,
     output: ReportOutputOpt = None,
     trial_timeout: TimeoutOpt = DEFAULT_TRIAL_TIMEOUT_S,
@@ -92,12 +94,12 @@ def validate(
             cpu_replicas,
             memory_limit,
             trial_timeout,
-            overrides(base_batch_size, base_lr, epochs, loop, update_on)
+            overrides(base_batch_size, base_lr, epochs, loop, update_on, backend)
             | budget_overrides(train_samples, val_samples),
         )
         say_info(
             f"validating {spec.search.loop_kind} on {plan.num_replicas} {plan.kind} replicas "
-            "against one device…",
+            f"({spec.workload.backend}) against one device…",
         )
         report = run_validation(
             spec,

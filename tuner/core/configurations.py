@@ -21,6 +21,11 @@ from tuner.core.stats import Interval, log_t_interval, throughput_interval
 
 INFEASIBLE = ("oom", "oom-implied")
 """Statuses of a global batch that does not fit: measured, or implied by a smaller one."""
+PRECISION = "precision"
+"""The grid's precision axis: a parameter when the study searches several precisions, and
+always a user attribute (the Keras dtype policy the trial trained under)."""
+DEFAULT_PRECISION = "float32"
+"""The precision of a trial that names none (tuner before precisions were an axis)."""
 
 
 def status_of(trial: FrozenTrial) -> str:
@@ -30,9 +35,20 @@ def status_of(trial: FrozenTrial) -> str:
     return str(trial.user_attrs.get("status", "unknown"))
 
 
-def grid_point(trial: FrozenTrial) -> tuple[Any, Any]:
-    """The ``(global_batch_size, lr_rule)`` a trial ran."""
-    return (trial.params.get("global_batch_size"), trial.params.get("lr_rule"))
+def grid_point(trial: FrozenTrial) -> tuple[Any, ...]:
+    """The grid point a trial ran: ``(global_batch_size, lr_rule)``, and its ``precision`` third
+    in a study that searches several precisions (where it is a parameter)."""
+    point = (trial.params.get("global_batch_size"), trial.params.get("lr_rule"))
+    if PRECISION in trial.params:
+        return (*point, trial.params[PRECISION])
+    return point
+
+
+def precision_of(trial: FrozenTrial) -> str:
+    """The precision (Keras dtype policy) a trial trained under: its parameter, else its
+    attribute, else :data:`DEFAULT_PRECISION` (a trial stored before precisions were)."""
+    value = trial.params.get(PRECISION) or trial.user_attrs.get(PRECISION)
+    return str(value) if value else DEFAULT_PRECISION
 
 
 def model_config(trial: FrozenTrial) -> str:
@@ -83,30 +99,60 @@ def unique_trials(trials: Iterable[FrozenTrial]) -> list[FrozenTrial]:
     return sorted(best.values(), key=lambda t: t.number)
 
 
-def infeasible_batch_sizes(trials: Iterable[FrozenTrial]) -> list[int]:
-    """Global batch sizes known to run out of memory (measured or implied), ascending."""
+def infeasible_batch_sizes(
+    trials: Iterable[FrozenTrial], precision: str | None = None
+) -> list[int]:
+    """Global batch sizes known to run out of memory (measured or implied), ascending (at
+    ``precision``, when given)."""
     return sorted(
         {
             int(t.params["global_batch_size"])
             for t in trials
-            if status_of(t) in INFEASIBLE and "global_batch_size" in t.params
+            if status_of(t) in INFEASIBLE
+            and "global_batch_size" in t.params
+            and (precision is None or precision_of(t) == precision)
         }
     )
 
 
 def smallest_oom_batch(
-    trials: Iterable[FrozenTrial], signature: str | None = None, config: str | None = None
+    trials: Iterable[FrozenTrial],
+    signature: str | None = None,
+    config: str | None = None,
+    precision: str | None = None,
 ) -> int | None:
-    """The smallest global batch that really ran out of memory (on ``signature``'s devices, and
-    with the model configuration ``config`` of :func:`model_config`, when given)."""
+    """The smallest global batch that really ran out of memory (on ``signature``'s devices, with
+    the model configuration ``config`` of :func:`model_config`, and at ``precision``, when
+    given): out-of-memory is monotone in the batch within one precision, not across them (a
+    mixed precision halves the activations)."""
     sizes = [
         int(t.params["global_batch_size"])
         for t in trials
         if status_of(t) == "oom"
         and (signature is None or t.user_attrs.get("device_signature") == signature)
         and (config is None or model_config(t) == config)
+        and (precision is None or precision_of(t) == precision)
     ]
     return min(sizes) if sizes else None
+
+
+def feasibility_by_precision(
+    trials: Iterable[FrozenTrial],
+) -> tuple[dict[str, int | None], dict[str, list[int]]]:
+    """Per precision (of the trials that have a global batch): the largest global batch that
+    completed (``None`` when none did) and the sizes known not to fit, ascending."""
+    grouped: dict[str, list[FrozenTrial]] = {}
+    for trial in trials:
+        if "global_batch_size" in trial.params:
+            grouped.setdefault(precision_of(trial), []).append(trial)
+    largest: dict[str, int | None] = {}
+    infeasible: dict[str, list[int]] = {}
+    for precision in sorted(grouped):
+        group = grouped[precision]
+        done = [int(t.params["global_batch_size"]) for t in group if is_complete(t)]
+        largest[precision] = max(done) if done else None
+        infeasible[precision] = infeasible_batch_sizes(group)
+    return largest, infeasible
 
 
 def stored_interval(value: Any, method: Any) -> Interval | None:

@@ -1,17 +1,27 @@
 """Which devices a trial uses: parsing ``--gpus`` / ``--cpu-replicas`` / ``--memory-limit`` in the
-parent (no TensorFlow), and turning the resulting :class:`DevicePlan` into environment variables and
-a ``MirroredStrategy`` inside the child.
+parent (no TensorFlow, no JAX), and turning the resulting :class:`DevicePlan` into the environment
+variables a child needs before its backend starts (``MirroredStrategy`` under TensorFlow,
+``keras.distribution.DataParallel`` under JAX).
 """
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from tuner.core.errors import ConfigError
 
 DEFAULT_CPU_REPLICAS = 2
+JAX_BACKEND = "jax"
+TENSORFLOW_BACKEND = "tensorflow"
+HOST_DEVICE_FLAG = "--xla_force_host_platform_device_count"
+"""The XLA flag that splits the host CPU into N devices (JAX's ``--cpu-replicas``)."""
+CPU_CAP_ENV = "TUNER_CPU_MEMORY_CAP_BYTES"
+"""The host memory cap of a JAX CPU child (limit × replicas; the child applies it as
+``RLIMIT_AS``): XLA's CPU client has no allocator cap of its own."""
 
 _UNITS = {
     "": 1,
@@ -31,17 +41,24 @@ class GpuInfo:
 
     index: int
     name: str
+    memory_bytes: int | None = None
+    """Total memory (``nvidia-smi`` ``memory.total``), where reported: a JAX memory cap is a
+    fraction of it."""
 
 
 @dataclass(frozen=True)
 class DevicePlan:
-    """The devices of one trial: ``kind`` is ``"gpu"`` or ``"cpu"``."""
+    """The devices of one trial: ``kind`` is ``"gpu"`` or ``"cpu"``; ``backend`` the Keras
+    backend that runs on them (``"tensorflow"`` or ``"jax"``)."""
 
     kind: str
     num_replicas: int
     gpu_indices: tuple[int, ...] = ()
     gpu_names: tuple[str, ...] = ()
     memory_limit_bytes: int | None = None
+    backend: str = TENSORFLOW_BACKEND
+    gpu_memory_bytes: tuple[int | None, ...] = ()
+    """Each chosen GPU's total memory (``None`` where ``nvidia-smi`` did not say)."""
 
     @property
     def device_names(self) -> list[str]:
@@ -58,8 +75,10 @@ class DevicePlan:
 
     @property
     def signature(self) -> str:
-        """Replica count and device model, e.g. ``2x NVIDIA H200`` or ``2x cpu``."""
-        return f"{self.num_replicas}x {self.model}"
+        """Replica count, device model and, under JAX, the backend: ``2x NVIDIA H200``,
+        ``2x cpu``, ``2x cpu, jax``. TensorFlow's signatures are those stored studies hold."""
+        found = f"{self.num_replicas}x {self.model}"
+        return found if self.backend == TENSORFLOW_BACKEND else f"{found}, {self.backend}"
 
     @property
     def device_signature(self) -> str:
@@ -76,10 +95,16 @@ class DevicePlan:
             num_replicas=1,
             gpu_indices=self.gpu_indices[:1],
             gpu_names=self.gpu_names[:1],
+            gpu_memory_bytes=self.gpu_memory_bytes[:1],
         )
 
-    def child_environment(self) -> dict[str, str]:
-        """Environment variables the child needs before TensorFlow is imported."""
+    def child_environment(self, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+        """Environment variables the child needs before its backend is imported.
+
+        ``environ`` is the environment the child inherits (default: this process's); under JAX
+        its ``XLA_FLAGS`` are kept and the host device count is appended to them."""
+        if self.backend == JAX_BACKEND:
+            return self._jax_environment(os.environ if environ is None else environ)
         env = {"TF_CPP_MIN_LOG_LEVEL": "2"}
         if self.kind == "gpu":
             env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"  # the order nvidia-smi numbers them in
@@ -91,6 +116,39 @@ class DevicePlan:
                 # All logical CPU devices share one host allocator: cap it at limit × replicas.
                 env["TF_MKL_ALLOC_MAX_BYTES"] = str(self.memory_limit_bytes * self.num_replicas)
         return env
+
+    def _jax_environment(self, environ: Mapping[str, str]) -> dict[str, str]:
+        env = {"KERAS_BACKEND": JAX_BACKEND, "TF_CPP_MIN_LOG_LEVEL": "2"}
+        if self.kind == "gpu":
+            env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
+            env["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in self.gpu_indices)
+            if self.memory_limit_bytes is None:
+                # Allocate as needed, so that the peak of memory_stats() is the run's own.
+                env["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
+            else:
+                env["XLA_PYTHON_CLIENT_PREALLOCATE"] = "true"
+                env["XLA_PYTHON_CLIENT_MEM_FRACTION"] = repr(self.memory_fraction())
+                env["XLA_CLIENT_MEM_FRACTION"] = ""  # its newer name: both set is an error
+            return env
+        env["JAX_PLATFORMS"] = "cpu"
+        env["CUDA_VISIBLE_DEVICES"] = ""
+        env["XLA_FLAGS"] = host_device_flags(environ.get("XLA_FLAGS", ""), self.num_replicas)
+        if self.memory_limit_bytes is not None:
+            # All host devices share one process: cap it at limit × replicas.
+            env[CPU_CAP_ENV] = str(self.memory_limit_bytes * self.num_replicas)
+        return env
+
+    def memory_fraction(self) -> float:
+        """The cap as XLA's GPU allocator takes it: a fraction of each GPU's total memory (of
+        the largest, when models differ, so that no device holds more than the cap). Raises
+        :class:`ConfigError` when there is no cap or a GPU's total memory is unknown."""
+        known = [m for m in self.gpu_memory_bytes if m]
+        if self.memory_limit_bytes is None or not known or len(known) < len(self.gpu_indices):
+            raise ConfigError(
+                "--memory-limit under --backend jax is a fraction of the GPU's memory, and "
+                "nvidia-smi did not report memory.total for the chosen GPUs"
+            )
+        return min(1.0, self.memory_limit_bytes / max(known))
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data, to cross the process boundary."""
@@ -105,7 +163,25 @@ class DevicePlan:
             gpu_indices=tuple(data["gpu_indices"]),
             gpu_names=tuple(data["gpu_names"]),
             memory_limit_bytes=data["memory_limit_bytes"],
+            backend=data.get("backend", TENSORFLOW_BACKEND),
+            gpu_memory_bytes=tuple(data.get("gpu_memory_bytes", ())),
         )
+
+
+def inspect_environment(backend: str) -> dict[str, str]:
+    """The workload check's environment: one CPU device, no GPU, the backend's Keras (under JAX
+    the host is not split: the check runs no distribution)."""
+    env = {"CUDA_VISIBLE_DEVICES": "", "TF_CPP_MIN_LOG_LEVEL": "2"}
+    if backend == JAX_BACKEND:
+        env |= {"KERAS_BACKEND": JAX_BACKEND, "JAX_PLATFORMS": "cpu"}
+    return env
+
+
+def host_device_flags(inherited: str, count: int) -> str:
+    """``XLA_FLAGS`` with the host split into ``count`` devices: the inherited flags are kept,
+    but for an earlier device count (the last one would win anyway; one flag says it plainly)."""
+    kept = [flag for flag in inherited.split() if not flag.startswith(HOST_DEVICE_FLAG)]
+    return " ".join([*kept, f"{HOST_DEVICE_FLAG}={count}"])
 
 
 def parse_size(text: str) -> int:
@@ -138,10 +214,12 @@ def choose_devices(
     cpu_replicas: int | None,
     memory_limit: str | None,
     available: list[GpuInfo],
+    backend: str = TENSORFLOW_BACKEND,
 ) -> tuple[DevicePlan, str | None]:
     """Decide the devices of a run; returns the plan and a notice for the user, if any.
 
     ``available`` are the GPUs the machine shows. No GPU and no ``--gpus``: two CPU replicas.
+    ``backend`` is the Keras backend the plan's children run (``tensorflow`` or ``jax``).
     """
     limit = parse_size(memory_limit) if memory_limit is not None else None
     if gpus is not None and cpu_replicas is not None:
@@ -149,34 +227,38 @@ def choose_devices(
     if cpu_replicas is not None:
         if cpu_replicas < 1:
             raise ConfigError(f"--cpu-replicas must be at least 1, got {cpu_replicas}")
-        return DevicePlan("cpu", cpu_replicas, memory_limit_bytes=limit), None
-    found = available
-    if gpus is None:
-        if not found:
-            notice = (
-                f"No GPU visible: running on {DEFAULT_CPU_REPLICAS} logical CPU replicas; "
-                "throughput is not representative of GPUs."
-            )
-            return DevicePlan("cpu", DEFAULT_CPU_REPLICAS, memory_limit_bytes=limit), notice
-        chosen = found
-    else:
-        indices = parse_gpus(gpus)
-        by_index = {gpu.index: gpu for gpu in found}
-        missing = [i for i in indices if i not in by_index]
-        if missing:
-            shown = ", ".join(f"{g.index} ({g.name})" for g in found) or "none"
-            raise ConfigError(
-                f"--gpus names GPU {missing[0]}, which is not present; visible GPUs: {shown}"
-                + ("" if found else " (use --cpu-replicas N to run on CPU replicas)")
-            )
-        chosen = [by_index[i] for i in indices]
-    return (
-        DevicePlan(
-            "gpu",
-            len(chosen),
-            gpu_indices=tuple(g.index for g in chosen),
-            gpu_names=tuple(g.name for g in chosen),
-            memory_limit_bytes=limit,
-        ),
-        None,
+        return DevicePlan("cpu", cpu_replicas, memory_limit_bytes=limit, backend=backend), None
+    if gpus is None and not available:
+        notice = (
+            f"No GPU visible: running on {DEFAULT_CPU_REPLICAS} logical CPU replicas; "
+            "throughput is not representative of GPUs."
+        )
+        plan = DevicePlan("cpu", DEFAULT_CPU_REPLICAS, memory_limit_bytes=limit, backend=backend)
+        return plan, notice
+    chosen = available if gpus is None else _named_gpus(gpus, available)
+    plan = DevicePlan(
+        "gpu",
+        len(chosen),
+        gpu_indices=tuple(g.index for g in chosen),
+        gpu_names=tuple(g.name for g in chosen),
+        memory_limit_bytes=limit,
+        backend=backend,
+        gpu_memory_bytes=tuple(g.memory_bytes for g in chosen),
     )
+    if backend == JAX_BACKEND and limit is not None:
+        plan.memory_fraction()  # refuses a cap it cannot express, before anything runs
+    return plan, None
+
+
+def _named_gpus(gpus: str, found: list[GpuInfo]) -> list[GpuInfo]:
+    """The GPUs ``--gpus`` names, in its order; a missing one is bad input."""
+    indices = parse_gpus(gpus)
+    by_index = {gpu.index: gpu for gpu in found}
+    missing = [i for i in indices if i not in by_index]
+    if missing:
+        shown = ", ".join(f"{g.index} ({g.name})" for g in found) or "none"
+        raise ConfigError(
+            f"--gpus names GPU {missing[0]}, which is not present; visible GPUs: {shown}"
+            + ("" if found else " (use --cpu-replicas N to run on CPU replicas)")
+        )
+    return [by_index[i] for i in indices]

@@ -2,8 +2,9 @@
 (:func:`tuner.core.recommend.recommend`), the chosen trial and the study's spec.
 
 On top of the recommendation's flat keys (kept as they are: scripts rely on them) it adds
-``schema_version`` and five sections: ``fit`` (the arguments of ``model.fit``), ``optimizer``
-(the optimizer as trained, in the form ``keras.optimizers.get`` accepts), ``distribution``,
+``schema_version`` and six sections: ``fit`` (the arguments of ``model.fit``), ``optimizer``
+(the optimizer as trained, in the form ``keras.optimizers.get`` accepts), ``compile`` (the
+precision: the Keras dtype policy and whether the optimizer is loss-scaled), ``distribution``,
 ``evidence`` and ``provenance``. Units are in key names (``throughput_samples_per_s``);
 integers stay integers; measurements keep 6 significant digits, settings 15 (float64 noise such
 as 0.7999999999999999 dropped; Keras casts them to float32 anyway); a non-finite float becomes
@@ -21,7 +22,9 @@ from tuner.core.optimizers import from_description
 
 SCHEMA_VERSION = 1
 """Raised when a key of the JSON is removed or changes meaning; new keys may come without it."""
-SECTIONS = ("fit", "optimizer", "distribution", "evidence", "provenance")
+SECTIONS = ("fit", "optimizer", "compile", "distribution", "evidence", "provenance")
+DEFAULT_PRECISION = "float32"
+"""The precision of a recommendation that names none (written before precisions were)."""
 MEASURED_DIGITS = 6
 """Significant digits of a measurement (throughput, loss, noise scale, ratios)."""
 SETTING_DIGITS = 15
@@ -76,6 +79,7 @@ def export_document(
         "schema_version": SCHEMA_VERSION,
         "fit": fit_section(rec, attrs, search),
         "optimizer": optimizer,
+        "compile": compile_section(rec),
         "distribution": distribution_section(rec, attrs, search),
         "evidence": evidence_section(rec, attrs, workload),
         "provenance": provenance_section(rec, attrs, workload, storage, source),
@@ -109,6 +113,15 @@ def fit_section(
     elif attrs.get("windows") or search.get("epochs"):
         fit["epochs"] = int(attrs.get("windows") or search["epochs"])
     return fit
+
+
+def compile_section(rec: dict[str, Any]) -> dict[str, Any]:
+    """How the model is built and compiled beyond the optimizer: ``dtype_policy``, the Keras
+    dtype policy the trial trained under (set it globally before building the model:
+    ``keras.mixed_precision.set_global_policy``), and ``loss_scale_optimizer``: whether the
+    optimizer was wrapped in ``keras.optimizers.LossScaleOptimizer`` (under ``mixed_float16``)."""
+    policy = str(rec.get("precision") or DEFAULT_PRECISION)
+    return {"dtype_policy": policy, "loss_scale_optimizer": policy == "mixed_float16"}
 
 
 def distribution_section(

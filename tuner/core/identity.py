@@ -15,6 +15,7 @@ _SEARCH_DEFAULTS: dict[str, Any] = {
     "val_samples": None,
     "target_loss": None,
     "eval_every_samples": None,
+    "precisions": ["float32"],
 }
 _MAY_CHANGE = ("trials", "seeds", "max_repeats", "tolerance")
 """Search fields a resumed study may change: the trial budget and how sure a decision must be."""
@@ -26,7 +27,7 @@ def identity_of(stored: Mapping[str, Any]) -> dict[str, Any]:
     the spec was stored at their defaults."""
     data = {key: value for key, value in stored.items() if key != "name"}
     search = {**_SEARCH_DEFAULTS, **dict(data.get("search", {}))}
-    data["workload"] = {"dataset": None, **dict(data.get("workload", {}))}
+    data["workload"] = {"dataset": None, "backend": "tensorflow", **dict(data.get("workload", {}))}
     for key in _MAY_CHANGE:
         search.pop(key, None)
     data["search"] = search

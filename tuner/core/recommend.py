@@ -31,6 +31,7 @@ from tuner.core.configurations import (
     is_complete,
     is_same_as,
     model_config,
+    precision_of,
     runs_of,
     smallest_oom_batch,
     status_of,
@@ -46,6 +47,7 @@ from tuner.core.recommend_fields import (
     feasibility,
     hypermodel_fields,
     oom_note,
+    precision_fields,
     probe_fields,
     speedup_of,
     target_fields,
@@ -62,6 +64,7 @@ __all__ = [
     "is_complete",
     "is_same_as",
     "model_config",
+    "precision_of",
     "recommend",
     "runs_of",
     "smallest_oom_batch",
@@ -76,6 +79,7 @@ _PER_SIGNATURE_KEYS = (
     "num_replicas",
     "learning_rate",
     "lr_rule",
+    "precision",
     "throughput",
     "throughput_ci",
     "runs",
@@ -201,11 +205,14 @@ def _recommend_one(
         target_loss=context.target_loss,
     )
     chosen, decision = choose(candidates, context.policy)
-    # Feasibility belongs to one model: in a joint search, the chosen trial's configuration.
+    # Feasibility belongs to one model at one precision: in a joint search, the chosen trial's
+    # configuration; across precisions, its own (bf16 fits larger batches than float32).
     same_model = [t for t in unique if model_config(t) == model_config(chosen)]
+    same_config = [t for t in same_model if precision_of(t) == precision_of(chosen)]
     speedup = speedup_of(chosen, context)
     result = {
-        **chosen_fields(chosen, context, candidates, feasibility(same_model, complete)),
+        **chosen_fields(chosen, context, candidates, feasibility(same_config, complete)),
+        **precision_fields(chosen, same_model),
         **decision_fields(chosen, decision, tolerance),
         **speedup.fields(),
         "verdict": verdict(
@@ -214,11 +221,11 @@ def _recommend_one(
             int(chosen.params["global_batch_size"]),
             same_batch=decision.rule == SAME_BATCH_TIE_RULE,
         ),
-        **target_fields(chosen, context, [t for t in same_model if t in complete]),
+        **target_fields(chosen, context, [t for t in same_config if t in complete]),
         **hypermodel_fields(chosen, context),
         **probe_fields(chosen, context),
     }
-    note = oom_note(result, same_model)
+    note = oom_note(result, same_config)
     if note:
         result["note"] = note
     return result

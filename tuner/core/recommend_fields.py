@@ -15,16 +15,18 @@ from optuna.trial import FrozenTrial
 from tuner.core.batch_model import prediction_from_trials
 from tuner.core.candidates import Tolerance
 from tuner.core.configurations import (
+    feasibility_by_precision,
     infeasible_batch_sizes,
     is_same_as,
     model_config,
+    precision_of,
     runs_of,
     throughput_ci,
     time_to_target_ci,
 )
 from tuner.core.hyperparams import config_key, defaults, snippet
 from tuner.core.racing import Decision
-from tuner.core.verdict import Speedup, measure_speedup
+from tuner.core.verdict import Speedup, baseline_at, measure_speedup
 
 
 @dataclass(frozen=True)
@@ -105,7 +107,8 @@ def decision_fields(
 
 
 def feasibility(same_model: list[FrozenTrial], complete: list[FrozenTrial]) -> dict[str, Any]:
-    """The largest global batch that completed and those known not to fit (one model)."""
+    """The largest global batch that completed and those known not to fit (one model at one
+    precision)."""
     feasible = max(int(t.params["global_batch_size"]) for t in complete if t in same_model)
     return {
         "largest_feasible_batch_size": feasible,
@@ -113,10 +116,24 @@ def feasibility(same_model: list[FrozenTrial], complete: list[FrozenTrial]) -> d
     }
 
 
+def precision_fields(chosen: FrozenTrial, same_model: list[FrozenTrial]) -> dict[str, Any]:
+    """The precision (Keras dtype policy) the chosen trial trained under, and per precision of
+    its model the largest global batch that completed and the sizes known not to fit: the flat
+    ``largest_feasible_batch_size`` and ``oom_batch_sizes`` are those of the chosen precision."""
+    largest, infeasible = feasibility_by_precision(same_model)
+    return {
+        "precision": precision_of(chosen),
+        "largest_feasible_batch_size_by_precision": largest,
+        "oom_batch_sizes_by_precision": infeasible,
+    }
+
+
 def speedup_of(chosen: FrozenTrial, context: Context) -> Speedup:
-    """The chosen trial's speedup over its device signature's single-device baseline."""
-    signature = chosen.user_attrs.get("device_signature")
-    baseline = (context.baselines or {}).get(str(signature))
+    """The chosen trial's speedup over its device signature's single-device baseline at its
+    precision (like with like: bf16's own gain is not the replicas')."""
+    signature = str(chosen.user_attrs.get("device_signature"))
+    precision = precision_of(chosen)
+    baseline = baseline_at(context.baselines, signature, precision)
     # A hypermodel's baseline trained its defaults: another model unless the chosen is it.
     other_model = bool(context.hypermodel) and model_config(chosen) != config_key(
         defaults((context.hypermodel or {})["space"])
@@ -127,6 +144,7 @@ def speedup_of(chosen: FrozenTrial, context: Context) -> Speedup:
         int(chosen.user_attrs["num_replicas"]),
         baseline,
         other_model=other_model,
+        precision=precision,
     )
 
 

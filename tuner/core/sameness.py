@@ -6,7 +6,8 @@ rate), and ``sqrt-adam`` changes no optimizer setting. Those grid points are one
 tuner trains it once (the others are recorded ``same_as`` the first: see
 :mod:`tuner.driver.objective`). The key holds what the run *does*, not the rule's name: the global
 batch, the effective learning rate and its schedule, the optimizer settings the rule changes, the
-seed, the loop, the model's hyperparameters, the devices and the budget.
+seed, the loop, the model's hyperparameters, the precision (two trainings at different dtype
+policies are different), the devices and the budget.
 
 Pure: no TensorFlow, no storage.
 """
@@ -81,11 +82,14 @@ def training_key(
     warmup_steps: int | None = None,
     warmup_epochs: float | None = None,
     model_hyperparameters: Mapping[str, Any] | None = None,
+    precision: str = "float32",
 ) -> str:
     """A stable string that is equal for two runs exactly when they train alike.
 
     ``budget``: how much a run trains and evaluates (epochs or sample budget, validation set,
     a target loss and its cadence: whatever the request carries), compared as given.
+    ``precision``: the Keras dtype policy; the key names it only when it is not ``float32``, so
+    the keys stored before precisions were an axis still match.
     """
     rate = scaled_learning_rate(lr_rule, base_lr, global_batch_size, base_batch_size)
     ratio = batch_ratio(global_batch_size, base_batch_size)
@@ -99,6 +103,8 @@ def training_key(
         "devices": device_signature,
         "budget": {name: _plain(value) for name, value in sorted(budget.items())},
     }
+    if precision != "float32":
+        key["precision"] = precision
     return json.dumps(key, sort_keys=True, separators=(",", ":"))
 
 

@@ -18,19 +18,22 @@ from tuner.core.identity import identity_of
 from tuner.core.policy import DEFAULT_TOLERANCE
 from tuner.core.spec_decision import DEFAULT_MAX_REPEATS, DEFAULT_SEEDS, decision_fields
 from tuner.core.spec_fields import Table
+from tuner.core.spec_runtime import (
+    DEFAULT_BACKEND,
+    DEFAULT_PRECISIONS,
+    backend,
+    check_backend,
+    loop_fields,
+)
 
 DEFAULT_STUDY_NAME = "regression"
 """The built-in workload's study name, the default ``--study-name`` of the browsing commands."""
-LOOPS = ("fit", "custom")
-"""Values of ``search.loop``."""
-UPDATE_ON = ("replicas", "cpu")
-"""Values of ``search.update_on``."""
 LOOP_KINDS = ("fit", "custom", "cpu-update")
+"""The training loops a worker runs: ``loop``, with ``custom`` + ``update_on = cpu`` as its own kind
+(see :attr:`SearchSpec.loop_kind`)."""
 LOSS_REDUCTIONS = ("global", "replica-mean")
 """How a custom loop reduces the loss: over the global batch (right), or a per-replica mean summed
 over replicas (the forum answer's bug, kept so that ``tuner validate`` can show it caught)."""
-"""The training loops a worker runs: ``loop``, with ``custom`` + ``update_on = cpu`` as its own kind
-(see :attr:`SearchSpec.loop_kind`)."""
 MODEL_HYPERPARAMETERS = ("defaults", "search")
 DEFAULT_TRIALS = 20
 
@@ -65,6 +68,8 @@ class WorkloadSpec:
     dataset: str | None = None
     """``module:function(split, batch_size, input_context)`` returning one split (instead of
     ``data``)."""
+    backend: str = DEFAULT_BACKEND
+    """The Keras 3 backend trials train on: ``tensorflow`` or ``jax``."""
 
 
 @dataclass(frozen=True)
@@ -80,6 +85,9 @@ class SearchSpec:
     seed: int = 0
     loop: str = "fit"
     update_on: str = "replicas"
+    precisions: tuple[str, ...] = DEFAULT_PRECISIONS
+    """Keras dtype policies the grid crosses with batches and rules (``float32``,
+    ``mixed_bfloat16``, ``mixed_float16``)."""
     model_hyperparameters: str = "defaults"
     trials: int = DEFAULT_TRIALS
     """Trial budget when model hyperparameters are searched (the grid sets it otherwise)."""
@@ -139,6 +147,7 @@ class StudySpec:
         data.pop("source")
         data["search"]["batch_multipliers"] = list(self.search.batch_multipliers)
         data["search"]["lr_rules"] = list(self.search.lr_rules)
+        data["search"]["precisions"] = list(self.search.precisions)
         return data
 
     def identity(self) -> dict[str, Any]:
@@ -148,7 +157,7 @@ class StudySpec:
 
 _FIELDS: dict[str, tuple[str, ...]] = {
     "study": ("name",),
-    "workload": ("model", "data", "dataset", "loss", "optimizer"),
+    "workload": ("model", "data", "dataset", "loss", "optimizer", "backend"),
     "search": (
         "base_batch_size",
         "batch_multipliers",
@@ -158,6 +167,7 @@ _FIELDS: dict[str, tuple[str, ...]] = {
         "seed",
         "loop",
         "update_on",
+        "precisions",
         "model_hyperparameters",
         "trials",
         "noise_scale",
@@ -225,10 +235,12 @@ def build_spec(
         Table(section, raw.get(section, {}), source, where or {}) for section in _FIELDS
     )
     workload_spec = _workload(workload)
+    search_spec = _search(search, workload_spec.optimizer)
+    check_backend(workload_spec.backend, search, workload, search_spec.loop, search_spec.update_on)
     return StudySpec(
         name=_study_name(study),
         workload=workload_spec,
-        search=_search(search, workload_spec.optimizer),
+        search=search_spec,
         source=source,
     )
 
@@ -275,6 +287,7 @@ def _workload(workload: Table) -> WorkloadSpec:
         **_data_source(workload),
         loss=fields.string(workload.get("loss", "mse"), workload.label("loss")),
         optimizer=fields.string(workload.get("optimizer", "adam"), workload.label("optimizer")),
+        backend=backend(workload),
     )
 
 
@@ -296,7 +309,7 @@ def _search(search: Table, optimizer: str) -> SearchSpec:
     spec = SearchSpec(
         **grid,
         seed=_seed(search),
-        **_loop(search),
+        **loop_fields(search),
         **_budget(search),
         **_noise_and_warmup(search, grid["epochs"]),
         **decision_fields(search),
@@ -344,19 +357,6 @@ def _seed(search: Table) -> int:
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
         raise ConfigError(f"{search.label('seed')} must be a non-negative integer, got {seed!r}")
     return seed
-
-
-def _loop(search: Table) -> dict[str, Any]:
-    loop = fields.choice(search.get("loop", "fit"), search.label("loop"), LOOPS)
-    update_on = fields.choice(
-        search.get("update_on", "replicas"), search.label("update_on"), UPDATE_ON
-    )
-    if update_on == "cpu" and loop == "fit":
-        raise ConfigError(
-            f"{search.label('update_on')} = cpu needs loop = custom: Keras fit under "
-            "CentralStorageStrategy does not match one device (see docs/guide/validate.md)"
-        )
-    return {"loop": loop, "update_on": update_on}
 
 
 def _budget(search: Table) -> dict[str, Any]:

@@ -28,8 +28,13 @@ from tuner.core.recommend import grid_point, is_complete, model_config, status_o
 FINAL_FAILURES = frozenset({"timeout", "crashed", "error"})
 """FAIL statuses that a rerun would repeat: resuming does not run those grid points again."""
 
-RunKey = tuple[Any, Any, str]
-"""``(global_batch_size, lr_rule, model configuration)``: what one run measures."""
+RunKey = tuple[Any, ...]
+"""``(global_batch_size, lr_rule[, precision], model configuration)``: what one run measures
+(the precision where the study searches several)."""
+
+GridPoint = tuple[Any, ...]
+"""``(global_batch_size, lr_rule)``, with the precision third where the study searches several
+(:func:`tuner.core.configurations.grid_point`)."""
 
 
 def is_settled(trial: FrozenTrial) -> bool:
@@ -50,7 +55,7 @@ def is_pending(trial: FrozenTrial) -> bool:
 
 
 def has_grid_point(trial: FrozenTrial) -> bool:
-    """Whether the trial got its global batch and rule (a trial killed at birth has not)."""
+    """Whether the trial got its grid point (a trial killed at birth has not)."""
     return None not in grid_point(trial)
 
 
@@ -59,12 +64,13 @@ def run_key(trial: FrozenTrial) -> RunKey:
     return (*grid_point(trial), model_config(trial))
 
 
-def settled_grid_points(trials: Iterable[FrozenTrial]) -> set[tuple[int, str]]:
-    """The ``(global_batch_size, lr_rule)`` points that need no more runs."""
+def settled_grid_points(trials: Iterable[FrozenTrial]) -> set[GridPoint]:
+    """The grid points (:data:`GridPoint`) that need no more runs."""
     return {
-        (int(trial.params["global_batch_size"]), str(trial.params["lr_rule"]))
-        for trial in trials
-        if has_grid_point(trial) and is_settled(trial)
+        (int(batch), str(rule), *rest)
+        for batch, rule, *rest in (
+            grid_point(t) for t in trials if has_grid_point(t) and is_settled(t)
+        )
     }
 
 
@@ -74,7 +80,7 @@ def claimed_count(trials: Iterable[FrozenTrial]) -> int:
     return sum(1 for trial in trials if is_claimed(trial))
 
 
-def has_unclaimed_work(trials: Sequence[FrozenTrial], grid: Iterable[tuple[int, str]]) -> bool:
+def has_unclaimed_work(trials: Sequence[FrozenTrial], grid: Iterable[GridPoint]) -> bool:
     """Whether a queued trial waits, or a point of ``grid`` is neither settled nor running."""
     if any(trial.state == TrialState.WAITING for trial in trials):
         return True

@@ -7,6 +7,10 @@ intervals, and the scaling efficiency's is that over the replicas. The sentence 
 *slower* only when the whole interval is below 1, *faster* only when it is above 1, and otherwise
 *no faster within the noise*; without an interval it gives the measurement and says why there is
 none; without a baseline it says the speedup is unknown and why.
+
+The baseline is compared like with like: at the chosen configuration's precision
+(:func:`baseline_at`), so a mixed-precision pick's speedup is the replicas' gain, not the 16-bit
+one's too.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tuner.core.configurations import throughput_ci
+from tuner.core.configurations import DEFAULT_PRECISION, PRECISION, throughput_ci
 from tuner.core.stats import Interval, ratio_interval
 
 
@@ -50,6 +54,43 @@ class Speedup:
         }
 
 
+def baseline_key(
+    baselines: dict[str, dict[str, Any]] | None, signature: str, precision: str, first: str
+) -> str:
+    """Where to store the baseline at ``precision`` in the study attr ``baselines``: under the
+    device signature for the spec's ``first`` precision (a study of one precision stores what it
+    always did), under ``"<signature>, <precision>"`` for the others, and for the first too when
+    the signature's key holds another precision's (a spec that listed its precisions in another
+    order stored it): one precision's record never replaces another's."""
+    held = (baselines or {}).get(signature)
+    if precision == first and (held is None or baseline_precision(held) == precision):
+        return signature
+    return _precision_key(signature, precision)
+
+
+def _precision_key(signature: str, precision: str) -> str:
+    return f"{signature}, {precision}"
+
+
+def baseline_precision(record: dict[str, Any]) -> str:
+    """The precision a stored baseline ran at (a record stored before baselines named theirs
+    ran at :data:`~tuner.core.configurations.DEFAULT_PRECISION`)."""
+    return str(record.get(PRECISION) or DEFAULT_PRECISION)
+
+
+def baseline_at(
+    baselines: dict[str, dict[str, Any]] | None, signature: str, precision: str
+) -> dict[str, Any] | None:
+    """The study's single-device baseline on ``signature``'s devices at ``precision``, whichever
+    precision came first in the spec that stored it; ``None`` when there is none."""
+    stored = baselines or {}
+    for key in (signature, _precision_key(signature, precision)):
+        record = stored.get(key)
+        if isinstance(record, dict) and baseline_precision(record) == precision:
+            return record
+    return None
+
+
 def measure_speedup(
     throughput: float,
     chosen_ci: Interval | None,
@@ -57,10 +98,12 @@ def measure_speedup(
     baseline: dict[str, Any] | None,
     *,
     other_model: bool = False,
+    precision: str = DEFAULT_PRECISION,
 ) -> Speedup:
     """The chosen configuration's speedup over ``baseline`` (the study's record for its device
-    signature; ``None`` without one). ``other_model``: the baseline trained another model
-    configuration (a hypermodel's defaults), so the two throughputs are not comparable."""
+    signature at its ``precision``; ``None`` without one). ``other_model``: the baseline trained
+    another model configuration (a hypermodel's defaults), so the two throughputs are not
+    comparable."""
     base = (baseline or {}).get("throughput")
     if replicas < 2:
         return Speedup(replicas, None, why="it trains on one device, so there is no speedup")
@@ -68,6 +111,11 @@ def measure_speedup(
         return Speedup(replicas, None, why="the baseline trained another model configuration")
     if not isinstance(base, int | float) or base <= 0:
         why = "the study has no single-device baseline (--no-baseline, or it failed)"
+        if precision != DEFAULT_PRECISION:  # e.g. a study from before baselines per precision
+            why = (
+                f"the study has no single-device baseline at {precision} (--no-baseline, it "
+                "failed, or the study predates baselines per precision)"
+            )
         return Speedup(replicas, None, why=why)
     base_ci = throughput_ci(baseline or {})
     interval = ratio_interval(throughput, chosen_ci, float(base), base_ci)

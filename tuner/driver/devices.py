@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
 
-from tuner.core.devices import DevicePlan, GpuInfo, choose_devices
+from tuner.core.devices import (
+    JAX_BACKEND,
+    TENSORFLOW_BACKEND,
+    DevicePlan,
+    GpuInfo,
+    choose_devices,
+)
+from tuner.core.errors import MissingExtraError
 
 
 def visible_gpus() -> list[GpuInfo]:
@@ -19,7 +27,7 @@ def visible_gpus() -> list[GpuInfo]:
         return []
     try:
         out = subprocess.run(
-            [exe, "--query-gpu=index,name", "--format=csv,noheader"],
+            [exe, "--query-gpu=index,name,memory.total", "--format=csv,noheader,nounits"],
             capture_output=True,
             text=True,
             timeout=30,
@@ -27,11 +35,7 @@ def visible_gpus() -> list[GpuInfo]:
         ).stdout
     except (OSError, subprocess.SubprocessError):
         return []
-    gpus = []
-    for line in out.splitlines():
-        index, _, name = line.partition(",")
-        if index.strip().isdigit():
-            gpus.append(GpuInfo(int(index), name.strip()))
+    gpus = [gpu for gpu in map(_gpu_line, out.splitlines()) if gpu is not None]
     mask = os.environ.get("CUDA_VISIBLE_DEVICES")
     if mask is not None and all(p.strip().isdigit() for p in mask.split(",") if p.strip()):
         allowed = {int(p) for p in mask.split(",") if p.strip()}
@@ -39,15 +43,52 @@ def visible_gpus() -> list[GpuInfo]:
     return gpus
 
 
+def _gpu_line(line: str) -> GpuInfo | None:
+    """One ``index, name, memory.total`` line (MiB, no units); the memory may be missing or
+    ``[N/A]``. ``None`` for a line that names no GPU (``No devices were found``)."""
+    parts = [part.strip() for part in line.split(",")]
+    if len(parts) < 2 or not parts[0].isdigit():
+        return None
+    memory = None
+    if len(parts) >= 3:
+        total = parts.pop()
+        memory = int(total) * 2**20 if total.isdigit() else None
+    return GpuInfo(int(parts[0]), ", ".join(parts[1:]), memory)
+
+
 def plan_devices(
     gpus: str | None,
     cpu_replicas: int | None,
     memory_limit: str | None,
     available: list[GpuInfo] | None = None,
+    backend: str = TENSORFLOW_BACKEND,
 ) -> tuple[DevicePlan, str | None]:
     """Decide the devices of a run from the flags; returns the plan and a notice, if any.
 
-    ``available`` defaults to :func:`visible_gpus`.
+    ``available`` defaults to :func:`visible_gpus`; ``backend`` is the Keras backend the plan's
+    children run.
     """
     found = visible_gpus() if available is None else available
-    return choose_devices(gpus, cpu_replicas, memory_limit, found)
+    return choose_devices(gpus, cpu_replicas, memory_limit, found, backend)
+
+
+def require_backend(backend: str) -> None:
+    """Raise :class:`MissingExtraError` (one line: what to install) when ``backend`` is jax and
+    jax or keras cannot be imported here. Looks, never imports: the driver stays free of JAX
+    (and TensorFlow) whatever the backend."""
+    if backend != JAX_BACKEND:
+        return
+    missing = [name for name in ("jax", "keras") if not _importable(name)]
+    if missing:
+        verb = "is" if len(missing) == 1 else "are"
+        raise MissingExtraError(
+            f"--backend jax needs {' and '.join(missing)}, which {verb} not installed: "
+            'pip install "mirrortuner[jax]"'
+        )
+
+
+def _importable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # ValueError: a module blocked with sys.modules[name] = None
+        return False

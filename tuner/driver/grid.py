@@ -1,5 +1,6 @@
-"""The search space and its sampler: the grid of global batch sizes × learning-rate rules, or a
-TPE search over a hypermodel's space with them (a joint search).
+"""The search space and its sampler: the grid of global batch sizes × learning-rate rules (×
+precisions, when the spec lists several), or a TPE search over a hypermodel's space with them (a
+joint search).
 
 The global batch is stored as an integer parameter on a log scale, so optuna-dashboard's
 Analytics orders and spaces the sizes as numbers (64 < 128), not as category labels.
@@ -18,6 +19,7 @@ from optuna.distributions import CategoricalDistribution
 from optuna.samplers import GridSampler
 from optuna.trial import FrozenTrial, Trial
 
+from tuner.core.configurations import PRECISION
 from tuner.core.hyperparams import defaults
 from tuner.core.spec import StudySpec
 
@@ -28,12 +30,28 @@ class BatchAscendingGridSampler(GridSampler):
 
     def __init__(self, search_space: dict[str, list[Any]], seed: int | None = None) -> None:
         super().__init__(search_space, seed=seed)
-        self._all_grids.sort()  # params are sorted by name: (global_batch_size, lr_rule)
+        # Params are sorted by name: (global_batch_size, lr_rule[, precision]).
+        self._all_grids.sort()
 
 
-def grid_points(spec: StudySpec) -> list[tuple[int, str]]:
-    """Every ``(global_batch_size, lr_rule)`` of the spec's grid."""
-    return [(b, r) for b in spec.search.global_batch_sizes for r in spec.search.lr_rules]
+def searches_precisions(spec: StudySpec) -> bool:
+    """Whether precision is an axis of the grid (the spec lists more than one): a study with
+    one precision keeps the parameters it always had, ``global_batch_size`` and ``lr_rule``."""
+    return len(spec.search.precisions) > 1
+
+
+def grid_points(spec: StudySpec) -> list[tuple[Any, ...]]:
+    """Every point of the spec's grid: ``(global_batch_size, lr_rule)``, with the precision
+    third when the grid crosses several (as :func:`tuner.core.configurations.grid_point`)."""
+    search = spec.search
+    if searches_precisions(spec):
+        return [
+            (b, r, p)
+            for b in search.global_batch_sizes
+            for r in search.lr_rules
+            for p in search.precisions
+        ]
+    return [(b, r) for b in search.global_batch_sizes for r in search.lr_rules]
 
 
 def make_sampler(spec: StudySpec, hypermodel: dict[str, Any] | None) -> optuna.samplers.BaseSampler:
@@ -56,6 +74,8 @@ def make_sampler(spec: StudySpec, hypermodel: dict[str, Any] | None) -> optuna.s
         "global_batch_size": list(search.global_batch_sizes),
         "lr_rule": list(search.lr_rules),
     }
+    if searches_precisions(spec):
+        space[PRECISION] = list(search.precisions)
     if hypermodel:
         space.update({name: [value] for name, value in defaults(hypermodel["space"]).items()})
     return BatchAscendingGridSampler(space)
@@ -79,3 +99,11 @@ def suggest_global_batch(trial: Trial, sizes: Sequence[int], *, categorical: boo
     if categorical:
         return int(trial.suggest_categorical(BATCH_PARAM, list(sizes)))
     return trial.suggest_int(BATCH_PARAM, min(sizes), max(sizes), log=True)
+
+
+def suggest_precision(trial: Trial, precisions: Sequence[str]) -> str:
+    """The trial's precision: sampled as the ``precision`` parameter when the grid crosses
+    several, else the one precision (no parameter: the study keeps its old parameters)."""
+    if len(precisions) > 1:
+        return str(trial.suggest_categorical(PRECISION, list(precisions)))
+    return precisions[0]

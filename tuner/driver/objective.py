@@ -18,6 +18,7 @@ import optuna
 from optuna.trial import FrozenTrial, Trial
 
 from tuner.core import hyperparams
+from tuner.core.configurations import PRECISION
 from tuner.core.devices import DevicePlan
 from tuner.core.efficiency import goodput, statistical_efficiency
 from tuner.core.errors import TrialFailed
@@ -27,10 +28,10 @@ from tuner.core.recommend import smallest_oom_batch
 from tuner.core.sameness import training_key
 from tuner.core.scaling import scaled_learning_rate
 from tuner.core.spec import StudySpec
-from tuner.driver.grid import stores_batch_as_category, suggest_global_batch
+from tuner.driver.grid import stores_batch_as_category, suggest_global_batch, suggest_precision
 from tuner.driver.observer import SearchObserver
 from tuner.driver.racing import REPEAT_INDEX, REPEAT_OF, SAME_AS, chain, is_original, measured
-from tuner.driver.requests import budget_dict, trial_request
+from tuner.driver.requests import budget_dict, first_precision, trial_request
 from tuner.driver.runner import run_child
 
 
@@ -81,9 +82,13 @@ class Objective:
         categorical = search.joint or stores_batch_as_category(stored)  # see suggest_global_batch
         batch = suggest_global_batch(trial, search.global_batch_sizes, categorical=categorical)
         rule = trial.suggest_categorical("lr_rule", list(search.lr_rules))
+        precision = suggest_precision(trial, search.precisions)
         lr = scaled_learning_rate(rule, search.base_lr, batch, search.base_batch_size)
         attrs = self._configuration(batch, rule, lr, values)
-        attrs["training_key"] = trial_training_key(self._spec, self._plan, batch, rule, values)
+        attrs[PRECISION] = precision
+        attrs["training_key"] = trial_training_key(
+            self._spec, self._plan, batch, rule, values, precision
+        )
         for key, value in attrs.items():
             trial.set_user_attr(key, value)
         repeat_of = trial.user_attrs.get(REPEAT_OF)
@@ -121,7 +126,10 @@ class Objective:
             )
         self._observer.trial_started(trial.number, position, self.total, attrs)
         batch, rule, lr = attrs["global_batch_size"], attrs["lr_rule"], attrs["learning_rate"]
-        outcome = self._implied_oom(trial, batch, values) or self._run(batch, lr, rule, values)
+        precision = attrs[PRECISION]
+        outcome = self._implied_oom(trial, batch, values, precision) or self._run(
+            batch, lr, rule, values, precision
+        )
         outcome = measured(outcome, earlier, target=search.target_loss is not None)
         return with_efficiency(outcome, search.base_batch_size, batch)
 
@@ -166,34 +174,48 @@ class Objective:
         self.total += runs
 
     def _implied_oom(
-        self, trial: Trial, batch: int, values: dict[str, Any] | None
+        self, trial: Trial, batch: int, values: dict[str, Any] | None, precision: str
     ) -> TrialOutcome | None:
         """``oom-implied`` when a smaller or equal batch already ran out of memory (with the same
-        model configuration on the same devices) or the probe found it would; else ``None``."""
+        model configuration and precision on the same devices) or the probe (which ran at the
+        spec's first precision) found it would; else ``None``."""
         signature = self._plan.device_signature
         config = hyperparams.config_key(values or {})
-        # Out-of-memory is monotone in the batch for one model configuration on one signature.
-        oom_at = smallest_oom_batch(trial.study.get_trials(deepcopy=False), signature, config)
+        # Out-of-memory is monotone in the batch for one model configuration at one precision on
+        # one signature; a mixed precision halves the activations, so it says nothing across.
+        stored = trial.study.get_trials(deepcopy=False)
+        oom_at = smallest_oom_batch(stored, signature, config, precision)
         if oom_at is not None and batch >= oom_at:
             same_model = " with these model hyperparameters" if values else ""
+            at = f" at {precision}" if len(self._spec.search.precisions) > 1 else ""
             return TrialOutcome(
                 "oom-implied",
-                error=f"global batch {oom_at} already ran out of memory on {signature}{same_model}",
+                error=f"global batch {oom_at} already ran out of memory{at} on "
+                f"{signature}{same_model}",
             )
         probe = self._probed_oom
-        if probe is not None and batch >= probe:
+        if probe is not None and batch >= probe and precision == first_precision(self._spec):
             return TrialOutcome(
                 "oom-implied",
                 error=f"the probe found global batch {probe} out of memory on {signature}",
             )
         return None
 
-    def _run(self, batch: int, lr: float, rule: str, values: dict[str, Any] | None) -> TrialOutcome:
+    def _run(
+        self, batch: int, lr: float, rule: str, values: dict[str, Any] | None, precision: str
+    ) -> TrialOutcome:
         """Train the grid point in a child and classify what it left behind."""
+        request = trial_request(
+            self._spec,
+            self._plan,
+            batch,
+            lr,
+            rule=rule,
+            precision=precision,
+            model_hyperparameters=values,
+        )
         run = run_child(
-            trial_request(
-                self._spec, self._plan, batch, lr, rule=rule, model_hyperparameters=values
-            ),
+            request,
             self._plan.child_environment(),
             self._timeout_s,
             on_event=self._on_event,
@@ -210,9 +232,15 @@ class Objective:
 
 
 def trial_training_key(
-    spec: StudySpec, plan: DevicePlan, batch: int, rule: str, values: dict[str, Any] | None
+    spec: StudySpec,
+    plan: DevicePlan,
+    batch: int,
+    rule: str,
+    values: dict[str, Any] | None,
+    precision: str | None = None,
 ) -> str:
-    """The :func:`tuner.core.sameness.training_key` of a run of ``spec`` on ``plan``."""
+    """The :func:`tuner.core.sameness.training_key` of a run of ``spec`` on ``plan`` (at
+    ``precision``, default the spec's first)."""
     search = spec.search
     budget = {
         **budget_dict(spec),
@@ -233,6 +261,7 @@ def trial_training_key(
         warmup_steps=search.warmup_steps,
         warmup_epochs=search.warmup_epochs,
         model_hyperparameters=values,
+        precision=precision or first_precision(spec),
     )
 
 

@@ -51,7 +51,8 @@ def open_study(
     else:
         study = _create(storage, name, spec, sampler)
     _record_devices(study, plan, where, name)
-    study.set_user_attr("versions", versions(info.get("versions")))
+    study.set_user_attr("backend", spec.workload.backend)
+    study.set_user_attr("versions", versions(info.get("versions"), spec.workload.backend))
     if info.get("hypermodel"):
         study.set_user_attr("hypermodel", info["hypermodel"])
     study.set_user_attr(
@@ -61,8 +62,15 @@ def open_study(
     return study
 
 
-def versions(child_versions: dict[str, str] | None = None) -> dict[str, str]:
-    """Versions of tuner, Optuna, Python, and (from the child or package metadata) TF and Keras."""
+_FRAMEWORKS = {"tensorflow": ("tensorflow", "keras"), "jax": ("keras", "jax", "jaxlib")}
+"""The packages whose versions a study records, per backend: a JAX study names no TensorFlow."""
+
+
+def versions(
+    child_versions: dict[str, str] | None = None, backend: str = "tensorflow"
+) -> dict[str, str]:
+    """Versions of tuner, Optuna, Python, and (from the workload check's child, else package
+    metadata) the backend's frameworks: TensorFlow and Keras, or Keras, jax and jaxlib."""
     from tuner import __version__
 
     found = {
@@ -70,7 +78,7 @@ def versions(child_versions: dict[str, str] | None = None) -> dict[str, str]:
         "optuna": optuna.__version__,
         "python": platform.python_version(),
     }
-    for package in ("tensorflow", "keras"):
+    for package in _FRAMEWORKS[backend]:
         try:
             found[package] = metadata.version(package)
         except metadata.PackageNotFoundError:

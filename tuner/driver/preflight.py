@@ -2,7 +2,8 @@
 
 :func:`check` runs before anything is stored, so bad input leaves the storage untouched;
 :func:`prepare` runs on the open study and stores its findings there (study user attrs
-``probes`` and ``baselines``, one record per device signature). Each run is a child like a trial.
+``probes``, one record per device signature, and ``baselines``, one per device signature and
+precision of the grid). Each run is a child like a trial.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 import optuna
 
 from tuner.core.configurations import window_rates
-from tuner.core.devices import DevicePlan
+from tuner.core.devices import DevicePlan, inspect_environment
 from tuner.core.errors import ConfigError, TunerError, WorkloadError
 from tuner.core.oom import last_message
 from tuner.core.outcome import ChildRun, classify
@@ -26,9 +27,10 @@ from tuner.core.scaling import scaled_learning_rate
 from tuner.core.spec import StudySpec
 from tuner.core.stats import throughput_interval
 from tuner.core.target import budget_samples, check_cadence, default_cadence
+from tuner.core.verdict import baseline_at, baseline_key
 from tuner.core.windows import MIN_TIMED_WINDOWS, min_samples
 from tuner.driver.observer import SearchObserver
-from tuner.driver.requests import inspect_request, trial_request
+from tuner.driver.requests import first_precision, inspect_request, trial_request
 from tuner.driver.runner import run_child
 
 INSPECT_TIMEOUT_S = 600.0
@@ -59,12 +61,13 @@ def check(spec: StudySpec, plan: DevicePlan, *, probe: bool = False) -> dict[str
 
 
 def inspect_workload(spec: StudySpec, timeout_s: float = INSPECT_TIMEOUT_S) -> dict[str, Any]:
-    """Load the workload once in a CPU-only child: sizes, shapes, versions.
+    """Load the workload once in a CPU-only child, on the spec's Keras backend: sizes, shapes,
+    versions.
 
     Raises :class:`WorkloadError` when the model or data cannot be loaded or do not fit together,
     and :class:`TunerError` when the child's answer cannot be read.
     """
-    env = {"CUDA_VISIBLE_DEVICES": "", "TF_CPP_MIN_LOG_LEVEL": "2"}
+    env = inspect_environment(spec.workload.backend)
     run = run_child(inspect_request(spec), env, timeout_s)
     result = _inspection(run)
     if result.get("status") != "ok":
@@ -163,8 +166,9 @@ def prepare(
     observer: SearchObserver,
 ) -> int | None:
     """Before the grid: with ``probe``, bisect the grid's sizes with short runs; with
-    ``baseline`` (and several replicas, once per device signature), record one single-device
-    trial at the base batch for speedup and scaling efficiency. Both are stored on ``study``.
+    ``baseline`` (and several replicas, once per device signature and precision), record a
+    single-device trial at the base batch for speedup and scaling efficiency. Both are stored on
+    ``study``.
 
     Returns the smallest global batch a probe of these devices (now or before) found out of
     memory, if any.
@@ -175,15 +179,37 @@ def prepare(
             spec, plan, n_train, grid=spec.search.global_batch_sizes, note=observer.note
         )
         store(study, "probes", plan, found)
-    baselines = study.user_attrs.get("baselines", {})
-    if baseline and plan.num_replicas > 1 and plan.device_signature not in baselines:
-        observer.note(f"single-device baseline at global batch {spec.search.base_batch_size}…")
-        reference = run_baseline(spec, plan, timeout_s=timeout_s)
-        if reference["status"] == "ok":
-            store(study, "baselines", plan, reference)
-        else:  # not stored: the next run tries again
-            observer.note(f"the baseline failed ({reference['status']}): {reference['error']}")
+    if baseline and plan.num_replicas > 1:
+        for precision in spec.search.precisions:
+            prepare_baseline(study, spec, plan, precision, timeout_s=timeout_s, observer=observer)
     return probed_oom(study, plan)
+
+
+def prepare_baseline(
+    study: optuna.Study,
+    spec: StudySpec,
+    plan: DevicePlan,
+    precision: str,
+    *,
+    timeout_s: float,
+    observer: SearchObserver,
+) -> None:
+    """Run and store the single-device baseline at ``precision`` unless the study holds one for
+    ``plan``'s devices at it (speedups compare like with like: one baseline per precision)."""
+    signature = plan.device_signature
+    baselines = study.user_attrs.get("baselines", {})
+    if baseline_at(baselines, signature, precision) is not None:
+        return
+    several = len(spec.search.precisions) > 1
+    at = f", precision {precision}" if several else ""
+    observer.note(f"single-device baseline at global batch {spec.search.base_batch_size}{at}…")
+    reference = run_baseline(spec, plan, timeout_s=timeout_s, precision=precision)
+    if reference["status"] != "ok":  # not stored: the next run tries again
+        failed = f"the baseline{' at ' + precision if several else ''} failed"
+        observer.note(f"{failed} ({reference['status']}): {reference['error']}")
+        return
+    key = baseline_key(baselines, signature, precision, first_precision(spec))
+    study.set_user_attr("baselines", {**baselines, key: reference})
 
 
 def store(study: optuna.Study, attr: str, plan: DevicePlan, record: dict[str, Any]) -> None:
@@ -221,7 +247,14 @@ def run_probe(
     while (batch := search.next_batch()) is not None:
         lr = scaled_learning_rate("none", spec.search.base_lr, batch, spec.search.base_batch_size)
         request = trial_request(
-            spec, plan, batch, lr, mode="probe", epochs=1, steps_per_epoch=steps
+            spec,
+            plan,
+            batch,
+            lr,
+            mode="probe",
+            precision=first_precision(spec),
+            epochs=1,
+            steps_per_epoch=steps,
         )
         run = run_child(request, plan.child_environment(), timeout_s)
         outcome = classify(run, memory_capped=plan.memory_limit_bytes is not None)
@@ -236,6 +269,7 @@ def run_probe(
         "device_signature": plan.device_signature,
         "largest_fitting_batch": search.largest_fitting,
         "smallest_oom_batch": search.smallest_failing,
+        "precision": first_precision(spec),
         "resolution": search.resolution,
         "limit": n_train,
         "steps": steps,
@@ -266,25 +300,38 @@ def _probe_search(
 
 
 def run_baseline(
-    spec: StudySpec, plan: DevicePlan, *, timeout_s: float = DEFAULT_TRIAL_TIMEOUT_S
+    spec: StudySpec,
+    plan: DevicePlan,
+    *,
+    timeout_s: float = DEFAULT_TRIAL_TIMEOUT_S,
+    precision: str | None = None,
 ) -> dict[str, Any]:
     """The single-device reference for speedup and scaling efficiency: the base batch and base
-    learning rate on one device, run ``max_repeats`` times in fresh children (the speedup's
-    interval needs the baseline's run-to-run noise too). It trains its whole budget, target or
-    not: it measures throughput. Returns the record stored on the study."""
+    learning rate on one device at ``precision`` (default: the spec's first), run
+    ``max_repeats`` times in fresh children (the speedup's interval needs the baseline's
+    run-to-run noise too). It trains its whole budget, target or not: it measures throughput.
+    Returns the record stored on the study (it names its precision)."""
     single = plan.single_device()
     base = spec.search.base_batch_size
+    precision = precision or first_precision(spec)
     record: dict[str, Any] = {
         "device_signature": plan.device_signature,
         "devices": single.device_names,
         "global_batch_size": base,
         "learning_rate": spec.search.base_lr,
+        "precision": precision,
     }
     runs: list[dict[str, Any]] = []
     for _ in range(spec.search.max_repeats):
         run = run_child(
             trial_request(
-                spec, single, base, spec.search.base_lr, target_loss=None, eval_every_samples=None
+                spec,
+                single,
+                base,
+                spec.search.base_lr,
+                precision=precision,
+                target_loss=None,
+                eval_every_samples=None,
             ),
             single.child_environment(),
             timeout_s,

@@ -214,7 +214,7 @@ def race(
     study: optuna.Study,
     spec: StudySpec,
     plan: DevicePlan,
-    grid: Sequence[tuple[int, str]],
+    grid: Sequence[tuple[Any, ...]],
     *,
     run_one: Callable[[], None],
     extend: Callable[[int], None],

@@ -23,6 +23,7 @@ def workload_dict(spec: StudySpec) -> dict[str, str | None]:
         "dataset": spec.workload.dataset,
         "loss": spec.workload.loss,
         "optimizer": spec.workload.optimizer,
+        "backend": spec.workload.backend,
     }
 
 
@@ -61,6 +62,12 @@ def target_dict(spec: StudySpec, n_train: int | None = None) -> dict[str, Any]:
     }
 
 
+def first_precision(spec: StudySpec) -> str:
+    """The precision of the runs outside the grid (probe, baseline, seeds, validate): the
+    spec's first."""
+    return spec.search.precisions[0]
+
+
 def inspect_request(spec: StudySpec) -> dict[str, Any]:
     """Load ``spec``'s workload once and report its sizes, shapes and versions."""
     return {
@@ -83,12 +90,14 @@ def trial_request(
     *,
     seed: int | None = None,
     n_train: int | None = None,
+    precision: str | None = None,
     **extra: Any,
 ) -> dict[str, Any]:
     """One training run of ``spec``'s workload at ``batch`` and ``lr`` (``rule``: the
     learning-rate rule, for the rules that also shape the optimizer; ``seed``: the run's seed of
     initial weights and data order, default the spec's; ``n_train``: the training set's size, when
-    known, for the target's cadence under an epochs budget)."""
+    known, for the target's cadence under an epochs budget; ``precision``: the Keras dtype policy
+    the child sets, default the spec's first precision)."""
     search = spec.search
     request = {
         "mode": mode,
@@ -98,6 +107,7 @@ def trial_request(
         "learning_rate": lr,
         **budget_dict(spec),
         "seed": search.seed if seed is None else seed,
+        "precision": precision or first_precision(spec),
         "loop": search.loop_kind,
         "noise_scale": search.noise_scale,
         "noise_scale_steps": search.noise_scale_steps,
@@ -140,6 +150,7 @@ def validate_request(
         "steps_per_epoch": max(1, steps // windows),
         "val_samples": spec.search.val_samples,
         "seed": spec.search.seed,
+        "precision": first_precision(spec),
         "loop": spec.search.loop_kind,
         "loss_reduction": loss_reduction,
     }

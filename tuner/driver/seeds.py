@@ -2,14 +2,14 @@
 inside the noise.
 
 After the grid, the base configuration (base global batch on the plan's replicas, the first
-rule: at ratio 1 every rule trains alike) runs again with seeds ``seed + 1 .. seed + seeds - 1``,
-each in a fresh child; a seed changes the initial weights and the data order together (see
-:mod:`tuner.worker.session`). The grid's own base trial is the first seed. The final losses'
-relative spread is stored on the study (``seed_noise``, per device signature, like the baseline:
-seed runs are not trials) and racing compares losses with ``max(--tolerance, 2 × spread)``
-(:func:`tuner.core.stats.effective_tolerance`). Measured once per signature: a resumed search
-reuses it. Several workers that finish their grid at once may each measure it (the last record
-stays); that costs time, never correctness.
+rule: at ratio 1 every rule trains alike; the spec's first precision) runs again with seeds
+``seed + 1 .. seed + seeds - 1``, each in a fresh child; a seed changes the initial weights and
+the data order together (see :mod:`tuner.worker.session`). The grid's own base trial is the first
+seed. The final losses' relative spread is stored on the study (``seed_noise``, per device
+signature, like the baseline: seed runs are not trials) and racing compares losses with
+``max(--tolerance, 2 × spread)`` (:func:`tuner.core.stats.effective_tolerance`). Measured once
+per signature: a resumed search reuses it. Several workers that finish their grid at once may
+each measure it (the last record stays); that costs time, never correctness.
 """
 
 from __future__ import annotations
@@ -30,12 +30,12 @@ from tuner.driver import preflight
 from tuner.driver.objective import trial_training_key
 from tuner.driver.observer import SearchObserver
 from tuner.driver.racing import REPEAT_OF, applied_tolerance, own_run
-from tuner.driver.requests import trial_request
+from tuner.driver.requests import first_precision, trial_request
 from tuner.driver.runner import run_child
 
 SEED_NOISE = "seed_noise"
 """The study attribute: ``{device_signature: {"seeds", "final_losses", "spread",
-"global_batch_size", "lr_rule"}}``."""
+"global_batch_size", "lr_rule", "precision"}}``."""
 
 
 def measure_seed_noise(
@@ -62,10 +62,8 @@ def measure_seed_noise(
     if stored is not None:
         return stored
     values = hyperparams.defaults(space["space"]) if space else None
-    rule = search.lr_rules[0]
-    key = trial_training_key(spec, plan, search.base_batch_size, rule, values)
-    trials = study.get_trials(deepcopy=False)
-    base = [t for t in trials if t.user_attrs.get("training_key") == key and not _repeat(t)]
+    rule, precision = search.lr_rules[0], first_precision(spec)
+    base = _base_runs(study, spec, plan, values)
     if any(is_pending(t) for t in base):
         observer.note("seed noise: the base configuration still runs on another worker; skipped")
         return None
@@ -91,6 +89,7 @@ def measure_seed_noise(
         "spread": spread,
         "global_batch_size": search.base_batch_size,
         "lr_rule": rule,
+        "precision": precision,
     }
     preflight.store(study, SEED_NOISE, plan, record)
     observer.note(
@@ -98,6 +97,18 @@ def measure_seed_noise(
         f"{spread:.1%}; {applied_tolerance(study, spec, plan)[1]}"
     )
     return record
+
+
+def _base_runs(
+    study: optuna.Study, spec: StudySpec, plan: DevicePlan, values: dict[str, Any] | None
+) -> list[optuna.trial.FrozenTrial]:
+    """The grid's runs of the base configuration (base batch, first rule, first precision)."""
+    search = spec.search
+    key = trial_training_key(
+        spec, plan, search.base_batch_size, search.lr_rules[0], values, first_precision(spec)
+    )
+    trials = study.get_trials(deepcopy=False)
+    return [t for t in trials if t.user_attrs.get("training_key") == key and not _repeat(t)]
 
 
 def _repeat(trial: optuna.trial.FrozenTrial) -> bool:
@@ -130,6 +141,7 @@ def _train(
         search.base_lr,
         rule=rule,
         seed=seed,
+        precision=first_precision(spec),
         model_hyperparameters=values,
     )
     run = run_child(request, plan.child_environment(), timeout_s)

@@ -203,6 +203,7 @@ def run_validation(
     checks = evaluate(single, multi, global_batch=batch, learning_rate=lr)
     return {
         "passed": all(c.passed for c in checks),
+        "backend": spec.workload.backend,
         "loop": spec.search.loop,
         "update_on": spec.search.update_on,
         "loss_reduction": loss_reduction,
@@ -222,12 +223,22 @@ def run_validation(
     }
 
 
+def reduces_its_own_loss(spec: StudySpec) -> bool:
+    """Whether the child reduces the loss over replicas itself, so that ``--loss-reduction
+    replica-mean`` can plant the wrong reduction: TensorFlow's custom loops, and every run under
+    JAX (fit, with the loss the child wraps). TensorFlow's fit reduces in Keras, out of reach."""
+    return spec.workload.backend == "jax" or spec.search.loop_kind != "fit"
+
+
 def _check_options(spec: StudySpec, plan: DevicePlan, loss_reduction: str, batch: int) -> None:
     """Refuse a validation that cannot compare anything (exit code 2)."""
     if plan.num_replicas < 2:
         raise ConfigError("validate compares one device with several: select at least 2 devices")
-    if spec.search.loop_kind == "fit" and loss_reduction != "global":
-        raise ConfigError("--loss-reduction applies to custom loops only; fit averages for you")
+    if loss_reduction != "global" and not reduces_its_own_loss(spec):
+        raise ConfigError(
+            f"--loss-reduction {loss_reduction} applies to custom loops only under TensorFlow "
+            "(its fit averages for you); under --backend jax it applies to fit"
+        )
     if batch % plan.num_replicas:
         raise ConfigError(f"global batch {batch} does not divide by {plan.num_replicas} replicas")
 

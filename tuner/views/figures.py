@@ -61,13 +61,13 @@ def batch_figure(curves: BatchCurves, metric: str) -> go.Figure:
     figure = go.Figure()
     star = curves.recommended
     if star is not None:  # under its rule's marker, which stays visible in the star
-        x = star.global_batch_size * offsets.get(star.lr_rule, 1.0)
+        x = star.global_batch_size * offsets.get(star.curve, 1.0)
         name = f"recommended (trial #{star.trial})"
         figure.add_trace(_star(star, x, getattr(star, metric), name))
     for rule, points in curves.by_rule.items():
         figure.add_trace(_rule_trace(rule, points, metric, label, offsets[rule]))
     if curves.tied:
-        xs = [p.global_batch_size * offsets.get(p.lr_rule, 1.0) for p in curves.tied]
+        xs = [p.global_batch_size * offsets.get(p.curve, 1.0) for p in curves.tied]
         ys = [getattr(p, metric) for p in curves.tied]
         figure.add_trace(ring(xs, ys, [_hover(p) for p in curves.tied]))
     if curves.oom:
@@ -122,9 +122,10 @@ def _legend_title(offsets: dict[str, float]) -> str:
 
 def _hover(p: Point) -> str:
     same = "" if p.same_as is None else f"<br>= trial #{p.same_as}: same training, one measurement"
+    at = "" if p.precision is None else f", {p.precision}"
     return (
         f"trial #{p.trial}: global batch {p.global_batch_size} ({p.per_replica_batch_size} per "
-        f"replica), {p.lr_rule} rule, lr {p.learning_rate:.3g}{same}"
+        f"replica), {p.lr_rule} rule, lr {p.learning_rate:.3g}{at}{same}"
     )
 
 
@@ -232,8 +233,8 @@ def pareto_figure(points: Sequence[Point], recommended_trial: int | None = None)
     chosen = [p for p in points if p.trial == recommended_trial]
     if chosen:  # under its rule's marker, as in the batch plots
         figure.add_trace(_star(chosen[0], chosen[0].final_loss, chosen[0].throughput))
-    for rule in sorted({p.lr_rule for p in points}):
-        mine = [p for p in points if p.lr_rule == rule]
+    for rule in sorted({p.curve for p in points}):
+        mine = [p for p in points if p.curve == rule]
         figure.add_trace(
             go.Scatter(
                 x=[p.final_loss for p in mine],

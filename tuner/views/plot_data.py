@@ -17,7 +17,7 @@ from typing import Any
 
 from optuna.trial import FrozenTrial
 
-from tuner.core.recommend import INFEASIBLE, is_complete, status_of, unique_trials
+from tuner.core.recommend import INFEASIBLE, is_complete, precision_of, status_of, unique_trials
 from tuner.views.runs import interval, representatives, run_count, shown_measurement
 
 JITTER = 0.02
@@ -44,6 +44,13 @@ class Point:
     (max−min)``, or empty without one."""
     runs: int | None = None
     same_as: int | None = None
+    precision: str | None = None
+    """The trial's precision, in a study of several (``None`` in a study of one)."""
+
+    @property
+    def curve(self) -> str:
+        """The line the point is drawn on: its rule, and its precision in a study of several."""
+        return self.lr_rule if self.precision is None else f"{self.lr_rule}, {self.precision}"
 
 
 @dataclass(frozen=True)
@@ -87,6 +94,7 @@ def complete_points(trials: Sequence[FrozenTrial]) -> list[Point]:
     """The COMPLETE grid points with finite values, one per grid point (a configuration's
     representative), by batch then rule."""
     points = []
+    several = len({precision_of(t) for t in trials if "global_batch_size" in t.params}) > 1
     for trial in representatives(unique_trials(trials), trials):
         if not is_complete(trial):
             continue
@@ -111,9 +119,10 @@ def complete_points(trials: Sequence[FrozenTrial]) -> list[Point]:
                 error_source=source,
                 runs=run_count(shown),
                 same_as=same_as if isinstance(same_as, int) else None,
+                precision=precision_of(trial) if several else None,
             )
         )
-    return sorted(points, key=lambda p: (p.global_batch_size, p.lr_rule))
+    return sorted(points, key=lambda p: (p.global_batch_size, p.curve))
 
 
 def error_bar(
@@ -136,14 +145,15 @@ def error_bar(
 def batch_curves(
     trials: Sequence[FrozenTrial], rec: Mapping[str, Any] | None = None
 ) -> BatchCurves:
-    """Group the complete points by rule (of several model configurations at one batch and rule,
-    the one with the lowest loss) and collect the out-of-memory sizes; ``rec`` (the study's
-    recommendation) gives the baseline, the recommended point and the loss band."""
+    """Group the complete points by rule, and precision in a study of several (of several model
+    configurations at one batch and rule, the one with the lowest loss), and collect the
+    out-of-memory sizes; ``rec`` (the study's recommendation) gives the baseline, the
+    recommended point and the loss band."""
     rec = rec or {}
     points = complete_points(trials)
     best: dict[tuple[str, int], Point] = {}  # several model configurations: the best loss
     for point in points:
-        key = (point.lr_rule, point.global_batch_size)
+        key = (point.curve, point.global_batch_size)
         if key not in best or point.final_loss < best[key].final_loss:
             best[key] = point
     by_rule: dict[str, list[Point]] = {}

@@ -67,10 +67,11 @@ def recommendation_rows(rec: dict[str, Any]) -> list[tuple[str, str]]:
             f"{rec['learning_rate']:.4g} (rule {rec['lr_rule']}, base "
             f"{rec['base_lr']:.4g} at batch {rec['base_batch_size']})",
         ),
+        *([("precision", precision_text(rec))] if rec.get("precision") else []),
         ("throughput", throughput_text(rec)),
         ("final loss", f"{rec['final_loss']:.5g}"),
-        ("largest feasible batch", str(rec["largest_feasible_batch_size"])),
-        ("out-of-memory sizes", ", ".join(map(str, rec["oom_batch_sizes"])) or "none"),
+        ("largest feasible batch", feasible_text(rec)),
+        ("out-of-memory sizes", oom_text(rec)),
         ("trial", f"#{rec['trial_number']} ({rec['policy']})"),
     ]
     optional = [
@@ -87,6 +88,45 @@ def recommendation_rows(rec: dict[str, Any]) -> list[tuple[str, str]]:
         ("verdict", str(rec.get("verdict") or "")),
     ]
     return rows + [(label, text) for label, text in optional if text]
+
+
+def precision_text(rec: dict[str, Any]) -> str:
+    """``mixed_bfloat16 (keras.mixed_precision.set_global_policy("mixed_bfloat16") before
+    building the model)``; under ``mixed_float16`` also the loss scaling."""
+    name = str(rec["precision"])
+    text = f'{name} (keras.mixed_precision.set_global_policy("{name}") before building the model'
+    if name == "mixed_float16":
+        text += "; wrap the optimizer in keras.optimizers.LossScaleOptimizer"
+    return text + ")"
+
+
+def _other_precisions(rec: dict[str, Any], key: str) -> dict[str, Any]:
+    """A by-precision map of the recommendation, when it has precisions other than its own."""
+    by = rec.get(key)
+    if not isinstance(by, dict) or len(by) < 2:
+        return {}
+    return {name: value for name, value in by.items() if name != rec.get("precision")}
+
+
+def feasible_text(rec: dict[str, Any]) -> str:
+    """``1024``, or in a study of several precisions ``1024 at float32; 2048 at
+    mixed_bfloat16``."""
+    text = str(rec["largest_feasible_batch_size"])
+    others = _other_precisions(rec, "largest_feasible_batch_size_by_precision")
+    if not others:
+        return text
+    rest = "; ".join(f"{'none' if v is None else v} at {name}" for name, v in others.items())
+    return f"{text} at {rec['precision']}; {rest}"
+
+
+def oom_text(rec: dict[str, Any]) -> str:
+    """The sizes that did not fit (``none``), per precision in a study of several."""
+    text = ", ".join(map(str, rec["oom_batch_sizes"])) or "none"
+    others = _other_precisions(rec, "oom_batch_sizes_by_precision")
+    if not others:
+        return text
+    rest = "; ".join(f"{', '.join(map(str, v)) or 'none'} at {name}" for name, v in others.items())
+    return f"{text} at {rec['precision']}; {rest}"
 
 
 def throughput_text(rec: dict[str, Any]) -> str:

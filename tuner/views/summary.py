@@ -30,6 +30,7 @@ TRIAL_COLUMNS: list[tuple[str, str]] = [
     ("per replica", "right"),
     ("replicas", "right"),
     ("rule", "left"),
+    ("precision", "left"),
     ("LR", "right"),
     ("samples/s", "right"),
     ("95 % CI", "right"),
@@ -52,6 +53,7 @@ TRIAL_PRIORITY = [
     "status",
     "global batch",
     "rule",
+    "precision",
     "LR",
     "samples/s",
     "final loss",
@@ -84,6 +86,7 @@ RECORD_FIELDS = [
     "per_replica_batch_size",
     "num_replicas",
     "lr_rule",
+    "precision",
     "learning_rate",
     "throughput",
     "throughput_ci",
@@ -132,6 +135,7 @@ def trial_cells(
         fmt(attrs.get("per_replica_batch_size"), "d"),
         fmt(attrs.get("num_replicas"), "d"),
         str(attrs.get("lr_rule", trial.params.get("lr_rule", "-"))),
+        str(trial.params.get("precision") or attrs.get("precision") or "-"),
         fmt(attrs.get("learning_rate"), ".3g"),
         fmt(measured(shown, "throughput"), ",.0f"),
         span_text(interval(shown.user_attrs, "throughput_ci")),
@@ -199,12 +203,16 @@ def measured(trial: FrozenTrial, key: str) -> Any:
 def trial_layout(rows: list[list[str]], width: int, wide: bool = False) -> Layout:
     """The columns of the trials table (rows of :func:`trial_rows`) that fit ``width``: see
     :func:`tuner.views.columns.fit_columns`. ``state`` is left out where ``status`` implies it,
-    ``runs`` where no configuration ran more than once."""
+    ``runs`` where no configuration ran more than once, ``precision`` where every trial ran at
+    one (the recommendation names it)."""
     headers = [header for header, _ in TRIAL_COLUMNS]
     drop = [] if _state_matters(rows) else ["state"]
     runs = headers.index("runs")
     if all(row[runs] in ("-", "1") for row in rows):
         drop.append("runs")
+    precision = headers.index("precision")
+    if len({row[precision] for row in rows} - {"-"}) < 2:
+        drop.append("precision")
     return fit_columns(
         headers, rows, width, TRIAL_PRIORITY, TRIAL_WRAPPING, ("#", "status"), drop, wide
     )

@@ -13,6 +13,7 @@ entries apply each at its batch (``segfault@128,hang@256``). Inert unless set.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import signal
@@ -31,8 +32,18 @@ Runner = Callable[[dict[str, Any], Callable[[dict[str, Any]], None]], dict[str, 
 """Answers one request: ``(request, emit) -> result``; raises on failure."""
 
 
-def runners() -> dict[str, Runner]:
-    """Each mode's runner. Importing them imports TensorFlow, so the child does it only here."""
+def runners(backend: str = "tensorflow") -> dict[str, Runner]:
+    """Each mode's runner, with ``backend``'s framework imported (TensorFlow, or Keras on JAX
+    without TensorFlow): the child does it only here, so its import time is measured. The modes
+    are backend-neutral; each run's session picks its backend from the request
+    (:func:`tuner.worker.runs.open_session`)."""
+    if backend == "jax":
+        from tuner.worker.jax_keras import hide_tensorflow
+
+        hide_tensorflow()  # before Keras is asked whether TensorFlow is there
+    importlib.import_module(
+        "tuner.worker.jax_session" if backend == "jax" else "tuner.worker.session"
+    )
     from tuner.worker.check import check_workload
     from tuner.worker.probe import run_probe
     from tuner.worker.trial import run_trial
@@ -130,9 +141,10 @@ def main(argv: list[str]) -> None:
         _inject_fault(request, result_path)
         from tuner.core import oom
         from tuner.core.errors import WorkloadError
+        from tuner.worker.sources import backend_name
 
         import_started = time.perf_counter()
-        table = runners()
+        table = runners(backend_name(request))
         import_s = time.perf_counter() - import_started
         try:
             result = _runner(table, request.get("mode"))(request, _emit)
@@ -140,7 +152,7 @@ def main(argv: list[str]) -> None:
         except WorkloadError as exc:
             result = {"status": "invalid", "error": str(exc)}
         except Exception as exc:  # classified, then reported with its tail
-            status = "oom" if oom.is_oom_error(exc) else "error"
+            status = "oom" if _is_oom(exc) else "error"
             result = {
                 "status": status,
                 "error": _shorten(f"{type(exc).__name__}: {oom.summary(str(exc))}"),
@@ -158,6 +170,18 @@ def main(argv: list[str]) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
+
+
+def _is_oom(exc: BaseException) -> bool:
+    """Out-of-memory (:func:`tuner.core.oom.is_oom_error`), or, under the JAX child's CPU memory
+    cap (an address-space limit, :mod:`tuner.worker.jax_devices`), a thread that could not
+    start: its stack no longer fits in the capped address space."""
+    from tuner.core import oom
+    from tuner.core.devices import CPU_CAP_ENV
+
+    if oom.is_oom_error(exc):
+        return True
+    return bool(os.environ.get(CPU_CAP_ENV)) and "can't start new thread" in str(exc)
 
 
 def _shorten(text: str, limit: int = 600) -> str:

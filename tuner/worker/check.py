@@ -11,6 +11,7 @@ sample budget — and reports the workload's sizes for the driver's plan. It rea
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -19,7 +20,8 @@ from tuner.core.errors import WorkloadError
 from tuner.core.hyperparams import check, defaults
 from tuner.core.oom import summary
 from tuner.core.scaling import optimizer_settings
-from tuner.worker import hypermodel, inputs
+from tuner.worker import hypermodel
+from tuner.worker.sources import Source, backend_name
 from tuner.worker.workload import check_loss, framework_versions, make_optimizer
 
 SAMPLES = 8
@@ -38,9 +40,13 @@ CHECK_LR = 1e-3
 def check_workload(request: dict[str, Any]) -> dict[str, Any]:
     """Load the data, build and compile the model, evaluate a few samples; the workload's sizes.
 
-    Raises :class:`WorkloadError` with one line that names what to fix.
+    Raises :class:`WorkloadError` with one line that names what to fix. Under JAX
+    (``request["workload"]["backend"]``) the same checks run on Keras's JAX backend, through
+    :mod:`tuner.worker.jax_inputs`, and never import TensorFlow.
     """
     workload = request["workload"]
+    backend = backend_name(request)
+    inputs = _input_layer(backend)
     source = inputs.load_source(workload)
     _check_budget(request, source)
     read = {split: inputs.first_batch(source, split, SCAN_SAMPLES) for split in ("train", "val")}
@@ -66,10 +72,22 @@ def check_workload(request: dict[str, Any]) -> dict[str, Any]:
         "input_rebatched": source.rebatched,
         "input_shape": _sample_shape(x_train),
         "parameters": int(model.count_params()),
-        "versions": framework_versions(),
+        "versions": framework_versions(backend),
+        "backend": backend,
         "hypermodel": found,
         "compiled_by_build": compiled_by_build,
     }
+
+
+def _input_layer(backend: str) -> ModuleType:
+    """The backend's input layer: both have ``load_source`` and ``first_batch``."""
+    if backend == "jax":
+        from tuner.worker import jax_inputs
+
+        return jax_inputs
+    from tuner.worker import inputs
+
+    return inputs
 
 
 def _compiled_model(
@@ -101,7 +119,7 @@ def _check_sqrt_adam(request: dict[str, Any], optimizer: Any, compiled_by_build:
         raise WorkloadError(f"{where} {type(optimizer).__name__}: {exc}") from None
 
 
-def _check_budget(request: dict[str, Any], source: inputs.Source) -> None:
+def _check_budget(request: dict[str, Any], source: Source) -> None:
     """An infinite or unsized training set needs ``train_samples``; an unsized validation set
     needs ``val_samples`` (the fixed set every trial is evaluated on)."""
     if source.train_size is None and not request.get("train_samples"):

@@ -15,8 +15,7 @@ and checks look at the first batches only.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -24,31 +23,18 @@ import tensorflow as tf
 
 from tuner.core.errors import WorkloadError
 from tuner.core.oom import summary
+from tuner.worker.sources import (
+    ARRAYS,
+    DATASETS,
+    FUNCTION,
+    Source,
+    call_data,
+    check_arrays,
+    describe,
+)
 from tuner.workloads import resolve
 
-ARRAYS, DATASETS, FUNCTION = "arrays", "datasets", "function"
-
 _BATCHING = ("_BatchDataset", "_ParallelBatchDataset", "_PaddedBatchDataset", "_RebatchDataset")
-
-
-@dataclass(frozen=True)
-class Source:
-    """What a workload provides, before tuner batches it.
-
-    ``train``/``val`` are unbatched datasets (forms ``arrays`` and ``datasets``); ``function`` is
-    the dataset function (form ``function``). Sizes are ``None`` when infinite or unknown.
-    """
-
-    form: str
-    reference: str
-    train: Any = None
-    val: Any = None
-    train_size: int | None = None
-    val_size: int | None = None
-    train_infinite: bool = False
-    rebatched: bool = False
-    shuffle: bool = False
-    function: Callable[..., Any] | None = None
 
 
 def load_source(workload: Mapping[str, Any]) -> Source:
@@ -57,44 +43,24 @@ def load_source(workload: Mapping[str, Any]) -> Source:
         reference = str(workload["dataset"])
         return Source(FUNCTION, reference, function=resolve(reference))
     reference = str(workload["data"])
-    data = _call(reference)
+    data = call_data(reference)
     if isinstance(data, tuple | list) and len(data) == 4:
         return _from_arrays(reference, data)
     if isinstance(data, tuple | list) and len(data) == 2 and all(map(_is_dataset, data)):
         return _from_datasets(reference, data[0], data[1])
     raise WorkloadError(
         f"{reference} must return (x_train, y_train, x_val, y_val) arrays or (train, val) "
-        f"tf.data datasets; it returned {_describe(data)}"
+        f"tf.data datasets; it returned {describe(data)}"
     )
-
-
-def _call(reference: str) -> Any:
-    function = resolve(reference)
-    try:
-        return function()
-    except Exception as exc:
-        raise WorkloadError(f"{reference} raised {type(exc).__name__}: {exc}") from exc
 
 
 def _is_dataset(value: Any) -> bool:
     return isinstance(value, tf.data.Dataset)
 
 
-def _describe(value: Any) -> str:
-    if isinstance(value, tuple | list):
-        inner = ", ".join(type(item).__name__ for item in value[:5])
-        return f"a {type(value).__name__} of {len(value)} ({inner})"
-    return f"a {type(value).__name__}"
-
-
 def _from_arrays(reference: str, data: Any) -> Source:
     arrays = tuple(np.asarray(item) for item in data)
-    names = ("x_train", "y_train", "x_val", "y_val")
-    for name, array in zip(names, arrays, strict=True):
-        if array.ndim == 0 or array.shape[0] == 0:
-            raise WorkloadError(f"{reference}: {name} is empty")
-    if arrays[0].shape[0] != arrays[1].shape[0] or arrays[2].shape[0] != arrays[3].shape[0]:
-        raise WorkloadError(f"{reference}: x and y have different numbers of samples")
+    check_arrays(reference, arrays)
     return Source(
         ARRAYS,
         reference,

@@ -16,24 +16,17 @@ inside the replica's own step), which is the evidence that every device did its 
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable
 from typing import Any
 
-import keras
 import numpy as np
 import tensorflow as tf
 
 from tuner.core.errors import WorkloadError
 from tuner.core.spec import LOOP_KINDS
+from tuner.worker.callbacks import OnEpoch, OnStep, fit_callbacks
 from tuner.worker.losses import per_example_loss
-
-OnEpoch = Callable[[int, float, float], bool]
-"""Called after each epoch with (epoch index, mean loss, seconds); returns False to stop."""
-OnStep = Callable[[int], None]
-"""Called after each step with the steps run so far (all epochs); must be cheap and must not read
-a device value (:class:`tuner.core.progress.StepReporter`)."""
 
 
 class _Base:
@@ -102,26 +95,8 @@ class FitLoop(_Base):
         on_step: OnStep | None = None,
     ) -> None:
         """Train ``epochs`` epochs of ``steps`` steps (``None``: whole passes over ``dataset``)."""
-        loop = self
-
-        class _Hooks(keras.callbacks.Callback):
-            def on_epoch_begin(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
-                self._started = time.perf_counter()
-
-            def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
-                loss = float((logs or {}).get("loss", math.nan))  # reading it syncs the devices
-                if not on_epoch(epoch, loss, time.perf_counter() - self._started):
-                    self.model.stop_training = True
-
-        class _Steps(keras.callbacks.Callback):
-            def on_train_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None:
-                loop.step_losses.append(float((logs or {}).get("loss", math.nan)))
-
-        callbacks: list[Any] = [_Hooks()]
-        if on_step is not None:
-            callbacks.append(_StepCallback(on_step))
-        if self._record_steps:
-            callbacks.append(_Steps())  # batch hooks sync every step: validation only
+        recorded = self.step_losses if self._record_steps else None  # a sync per step
+        callbacks = fit_callbacks(on_epoch, on_step, recorded)
         if steps is None:  # whole epochs, exactly as a user's `fit(dataset, epochs=...)` runs
             self.model.fit(dataset, epochs=epochs, verbose=0, callbacks=callbacks)
         else:
@@ -311,26 +286,6 @@ def make_loop(
         devices = list(strategy.extended.worker_devices)
         return CpuUpdateLoop(devices, build, compile_args, loss_name, global_batch, reduction)
     raise ValueError(f"unknown loop {kind!r}; known: {', '.join(LOOP_KINDS)}")
-
-
-class _StepCallback(keras.callbacks.Callback):
-    """Tells ``on_step`` the run's step count after each batch. Costs no extra sync: Keras 3 on
-    TensorFlow already turns the batch's logs into Python numbers at every batch end, callback
-    or not (``CallbackList`` on a backend that is not thread-safe), and this reads none of them;
-    ``async_safe`` keeps Keras's asynchronous batch dispatch on the backends that have it."""
-
-    async_safe = True
-
-    def __init__(self, on_step: OnStep) -> None:
-        super().__init__()
-        self._on_step = on_step
-        self._done = 0
-
-    def on_train_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None:
-        # A running count: an epoch's step count may be unknown (a dataset of unknown
-        # cardinality), and the count must never go back at an epoch's start.
-        self._done += 1
-        self._on_step(self._done)
 
 
 def _replica_counter() -> Any:

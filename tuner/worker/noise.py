@@ -22,12 +22,9 @@ import tensorflow as tf
 from tuner.core.efficiency import NoiseScale, step_estimates
 from tuner.core.oom import is_oom_error
 from tuner.worker.losses import per_example_loss
+from tuner.worker.meters import auto_noise_steps
 
-
-def auto_noise_steps(epoch_steps: int) -> int:
-    """Measurement steps per epoch when not set: 1 % of the epoch's steps, between 2 and 16 (a
-    measurement step costs about three training steps: the cost stays near 3 %)."""
-    return max(2, min(16, round(0.01 * epoch_steps)))
+__all__ = ["NoiseMeter", "auto_noise_steps"]
 
 
 class NoiseMeter:

@@ -1,15 +1,15 @@
 """Inside the child: one probe of the batch-size search (mode ``probe``).
 
 A probe trains like a trial but only asks whether the batch fits: it reports the memory peak,
-not the validation loss, and does not measure the noise scale.
+not the validation loss, and does not measure the noise scale. Backend-neutral, as a trial.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from tuner.worker.meters import Emit, peak_memory_bytes
-from tuner.worker.session import open_session, summary, train
+from tuner.worker.meters import Emit
+from tuner.worker.runs import open_session, peak_memory_bytes, summary, train
 
 
 def run_probe(request: dict[str, Any], emit: Emit) -> dict[str, Any]:
@@ -20,5 +20,5 @@ def run_probe(request: dict[str, Any], emit: Emit) -> dict[str, Any]:
         **summary(session),
         "status": "ok",
         "probe": True,
-        "peak_memory_bytes": peak_memory_bytes(session.plan),
+        "peak_memory_bytes": peak_memory_bytes(session),
     }

@@ -1,103 +1,81 @@
-"""Inside the child: the steps every training run shares, whatever its mode.
+"""Inside the child: a training run on TensorFlow, under ``MirroredStrategy``.
 
-:func:`open_session` builds the strategy, loads the data, builds and compiles the model inside
-the chosen loop; :func:`train` runs the loop and times it; :func:`summary` is what every mode
-reports. Throughput is measured per window of steps from epoch-level callbacks only (batch-level
-hooks would force a device sync every step), and the first window — tracing and compilation — is
-left out. A window is an epoch when the spec gives ``epochs``; with ``train_samples`` the run's
-``samples // global batch`` steps are cut into windows (:mod:`tuner.core.windows`), each a Keras
-"epoch" over the repeated stream.
+:func:`open_session` builds the strategy, loads the data (:mod:`tuner.worker.inputs`), builds and
+compiles the model inside the request's loop (:mod:`tuner.worker.loops`) and returns the
+backend-neutral :class:`tuner.worker.runs.Session`; :class:`TensorFlowBackend` is what the modes
+need of TensorFlow besides the loop (evaluation, the input stream, the noise meter, memory).
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
-import keras
 import numpy as np
 import tensorflow as tf
 
 from tuner.core.devices import DevicePlan
-from tuner.core.errors import WorkloadError
-from tuner.core.target import CheckPlan
-from tuner.core.windows import plan_windows
-from tuner.worker import hypermodel, inputs, optim, target
-from tuner.worker.loops import Loop, make_loop
-from tuner.worker.meters import Emit, Meter, split_tracing
+from tuner.worker import inputs, meters, precision
+from tuner.worker.loops import make_loop
+from tuner.worker.meters import Emit, Meter
 from tuner.worker.noise import NoiseMeter
-from tuner.worker.strategy import build_strategy
-from tuner.worker.workload import framework_versions, make_optimizer
+from tuner.worker.runs import ModelRecipe, Session, initial_weights, plan_run
+from tuner.worker.strategy import build_strategy, gpu_name, peak_memory_per_device
+from tuner.worker.workload import framework_versions
 
 
-class ModelRecipe:
-    """How every model of one run is built and compiled: from the same initial weights; compiled
-    as the user's build compiled it, or with the spec's optimizer and loss; the rule applied."""
+class TensorFlowBackend:
+    """The TensorFlow side of a session: its strategy and devices."""
 
-    def __init__(self, request: dict[str, Any], rule: dict[str, Any] | None) -> None:
-        self._workload = request["workload"]
-        self._values = request.get("model_hyperparameters")
-        self._learning_rate = float(request["learning_rate"])
-        self.rule = rule
-        self.build_args: dict[str, Any] | None = None
-        """The compile arguments of a user's build that compiled its model, else ``None``."""
-        self._initial = _initial_weights(
-            self._workload["model"], int(request["seed"]), self._values
+    name = "tensorflow"
+
+    def __init__(self, strategy: Any, plan: DevicePlan) -> None:
+        self.strategy = strategy
+        self._plan = plan
+
+    def evaluator(self, session: Session) -> Callable[[], float]:
+        """What evaluates the model as it is now over the fixed validation set (built once):
+        the same first ``val_samples`` samples (all, without it) in the same order, no
+        remainder dropped, so trials at different batch sizes report the same samples' loss."""
+        val_samples = session.request.get("val_samples")
+        val = inputs.val_batches(session.source, session.batch, val_samples)
+        model = session.loop.model
+        return lambda: float(model.evaluate(val, verbose=0, return_dict=True)["loss"])
+
+    def input_throughput(self, session: Session) -> float:
+        """What the distributed input pipeline delivers alone over a window's worth of steps."""
+        stream = inputs.distributed_train(
+            session.source, self.strategy, session.batch, seed=int(session.request["seed"])
         )
+        return meters.input_throughput(stream, session.steps, session.batch, _wait)
 
-    @property
-    def compiled_by_build(self) -> bool:
-        """Whether the user's build compiled the model (its loss and optimizer are kept)."""
-        return self.build_args is not None
+    def noise_meter(self, session: Session, steps: int) -> NoiseMeter | None:
+        """The noise meter on batches drawn apart from training (``None`` for a dataset
+        function, whose stream cannot be drawn from again)."""
+        batch, seed = session.batch, int(session.request["seed"]) + 1
+        dataset = inputs.noise_batches(session.source, batch, seed=seed)
+        if dataset is None:
+            return None
+        model = session.loop.model
+        return NoiseMeter(self.strategy, model, dataset, session.recipe.loss, batch, steps)
 
-    @property
-    def loss(self) -> Any:
-        """The loss the model trains on: the user's compiled loss, else the spec's name."""
-        return self.build_args["loss"] if self.build_args is not None else self._workload["loss"]
+    def peak_memory_per_device(self) -> list[int | None]:
+        """Peak bytes per replica device (GPUs only; ``None`` where TensorFlow cannot tell)."""
+        return peak_memory_per_device(self._plan)
 
-    def build(self) -> Any:
-        """A fresh model at the run's initial weights."""
-        model = hypermodel.build(self._workload["model"], self._values)
-        model.set_weights(self._initial)
-        args = hypermodel.compile_args(model, self._learning_rate)
-        if args is not None:
-            self.build_args = args
-        return model
+    def device_kind(self) -> str:
+        """``cpu``, or the first GPU's name."""
+        return "cpu" if self._plan.kind == "cpu" else gpu_name()
 
-    def compile_args(self) -> dict[str, Any]:
-        """The arguments of ``model.compile``, with the learning-rate rule applied."""
-        if self.build_args is not None:
-            args = dict(self.build_args)
-        else:
-            args = {
-                "optimizer": make_optimizer(self._workload["optimizer"], self._learning_rate),
-                "loss": self._workload["loss"],
-            }
-        args["optimizer"] = optim.apply_rule(args["optimizer"], self.rule)
-        return args
+    def versions(self) -> dict[str, str]:
+        """TensorFlow and Keras versions."""
+        return framework_versions("tensorflow")
 
 
-@dataclass
-class Session:
-    """One training run, ready to train: its devices, data, model inside its loop, and meter."""
-
-    request: dict[str, Any]
-    plan: DevicePlan
-    strategy: Any
-    source: inputs.Source
-    batch: int
-    steps: int
-    """Optimizer steps per window (an epoch, when the spec gives epochs)."""
-    windows: int
-    """Windows the run trains; the first is not timed."""
-    recipe: ModelRecipe
-    loop: Loop
-    train_data: Any
-    meter: Meter
-    timings: dict[str, float]
-    checks: CheckPlan | None = None
-    """With a loss target: the windows are its cadence, a check at each window's end."""
+def _wait(batch: Any) -> None:
+    # Waits until the batch is really there (its first tensor, on its device).
+    np.asarray(tf.nest.flatten(batch, expand_composites=True)[0])
 
 
 def open_session(request: dict[str, Any], emit: Emit, record_steps: bool = False) -> Session:
@@ -113,13 +91,12 @@ def open_session(request: dict[str, Any], emit: Emit, record_steps: bool = False
     timings["device_init_s"] = time.perf_counter() - mark
 
     mark = time.perf_counter()
+    precision_name = precision.apply(request)  # before any model is built
     batch = int(request["global_batch_size"])
     source = inputs.load_source(request["workload"])
-    steps, windows, checks = _windows_and_checks(request, batch, source)
-    epoch_steps = steps
-    if checks is not None and source.train_size:  # a warm-up ramp's epoch stays an epoch
-        epoch_steps = source.train_size // batch
-    recipe = ModelRecipe(request, _resolved_rule(request.get("rule"), epoch_steps, steps * windows))
+    steps, windows, checks, rule = plan_run(request, batch, source)
+    initial = initial_weights(request, place=lambda: tf.device("/cpu:0"))
+    recipe = ModelRecipe(request, rule, initial, precision_name)
     loop = make_loop(
         request.get("loop", "fit"),
         strategy,
@@ -132,142 +109,18 @@ def open_session(request: dict[str, Any], emit: Emit, record_steps: bool = False
     )
     train_data = inputs.train_stream(source, strategy, batch, seed=int(request["seed"]))
     timings["build_s"] = time.perf_counter() - mark
-    meter = Meter(emit, samples_per_epoch=steps * batch, epochs=windows)
     return Session(
-        request,
-        plan,
-        strategy,
-        source,
-        batch,
-        steps,
-        windows,
-        recipe,
-        loop,
-        train_data,
-        meter,
-        timings,
-        checks,
+        request=request,
+        plan=plan,
+        backend=TensorFlowBackend(strategy, plan),
+        source=source,
+        batch=batch,
+        steps=steps,
+        windows=windows,
+        recipe=recipe,
+        loop=loop,
+        train_data=train_data,
+        meter=Meter(emit, samples_per_epoch=steps * batch, epochs=windows),
+        timings=timings,
+        checks=checks,
     )
-
-
-def train(
-    session: Session,
-    noise: NoiseMeter | None = None,
-    check: target.TargetCheck | None = None,
-) -> None:
-    """Run the loop for the session's windows; after each one, ``check`` the loss target (it may
-    stop training), then measure ``noise`` if training goes on. The fit, noise-scale,
-    evaluation and tracing times go into ``session.timings``; fit time excludes the other two."""
-    timings = session.timings
-
-    def on_epoch(epoch: int, loss: float, seconds: float) -> bool:
-        going_on = session.meter(epoch, loss, seconds)  # the epoch is timed before measuring
-        if going_on and check is not None:
-            going_on = check()
-        if going_on and noise is not None:
-            noise.measure()
-        return going_on
-
-    mark = time.perf_counter()
-    session.loop.run(
-        session.train_data,
-        session.windows,
-        session.steps,
-        on_epoch,
-        on_step=session.meter.step_reporter(session.batch),
-    )
-    timings["fit_s"] = time.perf_counter() - mark
-    timings["noise_scale_s"] = noise.seconds if noise is not None else 0.0
-    timings["fit_s"] -= timings["noise_scale_s"]  # measured on separate steps: not training
-    if check is not None:
-        timings["evaluate_s"] = check.seconds
-        timings["fit_s"] -= check.seconds
-    timings.update(split_tracing(session.meter.epoch_seconds, timings["fit_s"]))
-
-
-def summary(session: Session) -> dict[str, Any]:
-    """What every mode reports of a run: devices, losses, throughputs, model, optimizer, times."""
-    loop, meter, recipe = session.loop, session.meter, session.recipe
-    return {
-        "devices": loop.devices,
-        "num_replicas": session.plan.num_replicas,
-        "steps_per_epoch": session.steps,
-        "windows": session.windows,
-        "window_steps": session.steps,
-        "train_samples_used": session.steps * session.windows * session.batch,
-        "input_form": session.source.form,
-        "input_rebatched": session.source.rebatched,
-        "epoch_losses": meter.losses,
-        "epoch_throughputs": meter.throughputs,
-        "optimizer_learning_rate": loop.learning_rate(),
-        "model_parameters": int(loop.model.count_params()),
-        "model_layers": hypermodel.layer_summary(loop.model),
-        "optimizer": optim.describe(loop.model.optimizer, recipe.compiled_by_build, recipe.rule),
-        "versions": framework_versions(),
-        "timings": session.timings,
-    }
-
-
-def _windows_and_checks(
-    request: dict[str, Any], batch: int, source: inputs.Source
-) -> tuple[int, int, CheckPlan | None]:
-    """(steps per window, windows, checks): with a loss target (and no fixed steps), the windows
-    of its cadence (:func:`tuner.worker.target.plan`); else :func:`_windows`, with no checks."""
-    _check_fits(batch, source.train_size)
-    checks = target.plan(request, batch, source.train_size)
-    if checks is None:
-        return (*_windows(request, batch, source), None)
-    return checks.window_steps, checks.windows, checks
-
-
-def _check_fits(batch: int, n_train: int | None) -> None:
-    if n_train is not None and batch > n_train:
-        raise WorkloadError(
-            f"global batch {batch} is larger than the training set ({n_train} samples)"
-        )
-
-
-def _windows(request: dict[str, Any], batch: int, source: inputs.Source) -> tuple[int, int]:
-    """(steps per window, windows): a probe's or validation's fixed ``steps_per_epoch``; else from
-    ``train_samples`` when given; else one window per epoch over a training set of known size."""
-    n_train = source.train_size
-    _check_fits(batch, n_train)
-    if request.get("steps_per_epoch"):
-        steps = int(request["steps_per_epoch"])
-        return (steps if n_train is None else min(steps, n_train // batch)), int(request["epochs"])
-    if request.get("train_samples"):
-        try:
-            plan = plan_windows(int(request["train_samples"]), batch)
-        except ValueError as exc:
-            raise WorkloadError(f"{exc}: raise train_samples") from None
-        return plan.window_steps, plan.timed_windows + 1
-    if n_train is None:
-        raise WorkloadError(
-            f"the training data of {source.reference} have no known size, so epochs cannot be "
-            "counted: give [search] train_samples (or --train-samples)"
-        )
-    return n_train // batch, int(request["epochs"])
-
-
-def _resolved_rule(
-    rule: dict[str, Any] | None, epoch_steps: int, total_steps: int
-) -> dict[str, Any] | None:
-    """The request's rule with a ``linear-warmup`` ramp given in epochs turned into steps (with a
-    sample budget, which has no epochs, the ramp is the first 10 % of the steps)."""
-    if rule and rule["name"] == "linear-warmup" and not rule.get("warmup_steps"):
-        if rule.get("sample_budget"):
-            return {**rule, "warmup_steps": max(1, total_steps // 10)}
-        return {**rule, "warmup_steps": max(1, round(rule["warmup_epochs"] * epoch_steps))}
-    return rule
-
-
-def _initial_weights(
-    model_ref: str, seed: int, values: dict[str, Any] | None = None
-) -> list[np.ndarray]:
-    """The model's initial weights from ``seed``, built once outside any strategy, so that every
-    run — one device or many — starts from the same numbers."""
-    keras.utils.set_random_seed(seed)
-    with tf.device("/cpu:0"):
-        weights: list[np.ndarray] = hypermodel.build(model_ref, values).get_weights()
-    keras.utils.set_random_seed(seed)
-    return weights

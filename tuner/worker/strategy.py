@@ -1,4 +1,5 @@
-"""Devices to strategy: configure TensorFlow's devices from a plan, then build the strategy."""
+"""Devices to strategy: configure TensorFlow's devices from a plan, then build the strategy; what
+TensorFlow tells of its devices (memory peaks, the GPU's name)."""
 
 from __future__ import annotations
 
@@ -29,3 +30,27 @@ def build_strategy(plan: DevicePlan) -> Any:
             else:
                 tf.config.experimental.set_memory_growth(gpu, True)
     return tf.distribute.MirroredStrategy(plan.device_names)
+
+
+def peak_memory_per_device(plan: DevicePlan) -> list[int | None]:
+    """Peak bytes per replica device (GPUs only; ``None`` where TensorFlow cannot tell)."""
+    import tensorflow as tf
+
+    if plan.kind != "gpu":
+        return [None] * plan.num_replicas
+    peaks: list[int | None] = []
+    for i in range(plan.num_replicas):
+        try:
+            peaks.append(int(tf.config.experimental.get_memory_info(f"GPU:{i}")["peak"]))
+        except (ValueError, RuntimeError):
+            peaks.append(None)
+    return peaks
+
+
+def gpu_name() -> str:
+    """The first visible GPU's name as TensorFlow reports it (``gpu`` when it cannot tell)."""
+    import tensorflow as tf
+
+    gpus = tf.config.list_physical_devices("GPU")
+    details = tf.config.experimental.get_device_details(gpus[0]) if gpus else {}
+    return str(details.get("device_name", "gpu"))

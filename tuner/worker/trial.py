@@ -6,6 +6,8 @@ fixed validation set, the median steady-state throughput, what the input pipelin
 noise scale. With a loss target it also checks the validation loss at its cadence, may stop
 early, and reports the time to the target (:mod:`tuner.worker.target`); its last check is its
 final loss.
+
+Backend-neutral: the session (:mod:`tuner.worker.runs`) runs it on TensorFlow or JAX.
 """
 
 from __future__ import annotations
@@ -17,10 +19,16 @@ from collections.abc import Callable
 from typing import Any
 
 from tuner.core.windows import is_input_bound, summarise
-from tuner.worker import inputs
-from tuner.worker.meters import Emit, input_throughput, peak_memory_bytes
-from tuner.worker.noise import NoiseMeter, auto_noise_steps
-from tuner.worker.session import Session, open_session, summary, train
+from tuner.worker.meters import Emit, auto_noise_steps
+from tuner.worker.runs import (
+    NoiseMeasure,
+    Session,
+    open_session,
+    peak_memory_bytes,
+    summary,
+    train,
+)
+from tuner.worker.sources import FUNCTION
 from tuner.worker.target import TargetCheck
 
 
@@ -56,7 +64,7 @@ def run_trial(request: dict[str, Any], emit: Emit) -> dict[str, Any]:
         train_loss=meter.losses[-1],
         throughput=median,
         throughput_spread=steady.spread,
-        peak_memory_bytes=peak_memory_bytes(session.plan),
+        peak_memory_bytes=peak_memory_bytes(session),
         peak_rss_bytes=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
     )
     if result["status"] == "diverged":
@@ -77,10 +85,7 @@ def _validation_loss(session: Session) -> float:
 
 def _evaluator(session: Session) -> Callable[[], float]:
     """What evaluates the model as it is now over the fixed validation set (built once)."""
-    val_samples = session.request.get("val_samples")
-    val = inputs.val_batches(session.source, session.batch, val_samples)
-    model = session.loop.model
-    return lambda: float(model.evaluate(val, verbose=0, return_dict=True)["loss"])
+    return session.backend.evaluator(session)
 
 
 def _target_check(session: Session) -> TargetCheck | None:
@@ -95,10 +100,7 @@ def _input_fields(session: Session, throughput: float) -> dict[str, Any]:
     """The input pipeline alone over a window's worth of steps, after training (so outside the
     timed windows), and whether training reached 80 % of it."""
     mark = time.perf_counter()
-    stream = inputs.distributed_train(
-        session.source, session.strategy, session.batch, seed=int(session.request["seed"])
-    )
-    alone = input_throughput(stream, session.steps, session.batch)
+    alone = session.backend.input_throughput(session)
     session.timings["input_probe_s"] = time.perf_counter() - mark
     val_size, val_samples = session.source.val_size, session.request.get("val_samples")
     known = [v for v in (val_size, val_samples) if v is not None]
@@ -109,26 +111,21 @@ def _input_fields(session: Session, throughput: float) -> dict[str, Any]:
     }
 
 
-def _noise_meter(session: Session) -> NoiseMeter | None:
-    """The gradient-noise-scale meter of a trial with 2+ replicas on a ``MirroredStrategy``."""
+def _noise_meter(session: Session) -> NoiseMeasure | None:
+    """The gradient-noise-scale meter of a trial with 2+ replicas."""
     request = session.request
     if not request.get("noise_scale") or session.plan.num_replicas < 2:
         return None
     if request.get("loop", "fit") not in ("fit", "custom"):
         return None
     steps = int(request.get("noise_scale_steps") or auto_noise_steps(session.steps))
-    batch = session.batch
-    dataset = inputs.noise_batches(session.source, batch, seed=int(request["seed"]) + 1)
-    if dataset is None:
-        return None
-    model = session.loop.model
-    return NoiseMeter(session.strategy, model, dataset, session.recipe.loss, batch, steps)
+    return session.backend.noise_meter(session, steps)
 
 
 def _why_no_noise_scale(session: Session) -> str:
     if session.plan.num_replicas < 2:
         return "the gradient noise scale needs at least 2 replicas"
-    if session.source.form == inputs.FUNCTION:
+    if session.source.form == FUNCTION:
         return (
             "the gradient noise scale needs batches drawn apart from training; a dataset "
             "function's stream is sharded per replica, so it is not measured"
@@ -136,7 +133,7 @@ def _why_no_noise_scale(session: Session) -> str:
     return "the gradient noise scale is measured with loop = fit or custom"
 
 
-def _noise_fields(session: Session, noise: NoiseMeter | None) -> dict[str, Any]:
+def _noise_fields(session: Session, noise: NoiseMeasure | None) -> dict[str, Any]:
     """The noise scale's result fields, or the note that says why it was not measured."""
     if noise is None:
         if not session.request.get("noise_scale"):

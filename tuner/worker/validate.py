@@ -2,7 +2,8 @@
 compares between one device and several.
 
 It reports per-step losses, the examples each replica processed, where the variables live, and
-the largest difference between any variable's replica copies.
+the largest difference between any variable's replica copies. Backend-neutral: the session's
+loop (:mod:`tuner.worker.loops` or :mod:`tuner.worker.jax_loop`) keeps the evidence.
 """
 
 from __future__ import annotations
@@ -11,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from tuner.worker.meters import Emit, UtilizationSampler, peak_memory_per_device
-from tuner.worker.session import open_session, summary, train
+from tuner.worker.meters import Emit, UtilizationSampler
+from tuner.worker.runs import open_session, summary, train
 
 
 def run_validation(request: dict[str, Any], emit: Emit) -> dict[str, Any]:
@@ -29,7 +30,7 @@ def run_validation(request: dict[str, Any], emit: Emit) -> dict[str, Any]:
         "replica_examples": loop.replica_examples(),
         "steps": len(loop.step_losses),
         "variable_devices": loop.variable_devices(),
-        "peak_memory_per_device": peak_memory_per_device(session.plan),
+        "peak_memory_per_device": session.backend.peak_memory_per_device(),
         "utilization_per_device": sampler.stop(),
         **weight_sync(loop.variable_copies()),
     }

@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 import keras
-import tensorflow as tf
 
 from tuner.core.errors import WorkloadError
 
@@ -33,6 +32,14 @@ def check_loss(name: str) -> None:
         raise WorkloadError(f"unknown Keras loss {name!r}") from exc
 
 
-def framework_versions() -> dict[str, str]:
-    """TensorFlow and Keras versions as the child sees them."""
+def framework_versions(backend: str = "tensorflow") -> dict[str, str]:
+    """The versions of the frameworks the run used, as the child sees them: TensorFlow and Keras,
+    or under JAX Keras, jax and jaxlib (TensorFlow is never imported for it)."""
+    if backend == "jax":
+        import jax
+        import jaxlib
+
+        return {"keras": keras.__version__, "jax": jax.__version__, "jaxlib": jaxlib.__version__}
+    import tensorflow as tf
+
     return {"tensorflow": tf.__version__, "keras": keras.__version__}

@@ -1,0 +1,122 @@
+"""A real ``tuner search --backend jax --cpu-replicas 2`` study: Keras 3 on JAX under
+``keras.distribution.DataParallel`` over two host CPU devices, real SQLite through Optuna, then
+``tuner export``; and a real out-of-memory under JAX's CPU memory cap."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import optuna
+import pytest
+from conftest import WIDE, run_tuner, write_spec
+from optuna.trial import TrialState
+
+pytestmark = pytest.mark.slow
+
+
+def test_a_jax_study_completes_every_trial_and_exports(tmp_path: Path) -> None:
+    spec = write_spec(
+        tmp_path / "s.toml", name="jaxs", base=128, multipliers="[1, 2]", rules='["none"]'
+    )
+    result = run_tuner(
+        "search",
+        "--spec",
+        str(spec),
+        "--backend",
+        "jax",
+        "--cpu-replicas",
+        "2",
+        "--epochs",
+        "2",
+        "--no-baseline",
+        "--storage",
+        "sqlite:///jax.db",
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert "on 2 cpu replicas (jax)" in result.stderr
+    study = optuna.load_study(study_name="jaxs", storage=f"sqlite:///{tmp_path}/jax.db")
+    assert study.user_attrs["backend"] == "jax"
+    assert study.user_attrs["device_signatures"] == ["2x cpu, jax"]
+    versions = study.user_attrs["versions"]
+    assert "tensorflow" not in versions
+    assert {"jax", "jaxlib", "keras"} <= set(versions)
+    trials = study.get_trials()
+    batches = sorted(t.params["global_batch_size"] for t in trials)
+    assert batches == [128, 256]
+    for trial in trials:
+        attrs = trial.user_attrs
+        assert trial.state == TrialState.COMPLETE, attrs
+        assert attrs["status"] == "ok"
+        assert attrs["backend"] == "jax"
+        assert attrs["device_kind"] == "cpu"
+        assert attrs["device_signature"] == "2x cpu, jax"
+        assert attrs["throughput"] > 0
+        assert attrs["num_replicas"] == 2
+        assert attrs["per_replica_batch_size"] == attrs["global_batch_size"] // 2
+        assert "tensorflow" not in attrs.get("versions", {})
+
+    exported = run_tuner(
+        "export",
+        "--storage",
+        "sqlite:///jax.db",
+        "--study-name",
+        "jaxs",
+        "--output",
+        "rec.json",
+        cwd=tmp_path,
+    )
+    assert exported.returncode == 0, exported.stderr
+    rec = json.loads((tmp_path / "rec.json").read_text())
+    assert rec["global_batch_size"] in (128, 256)
+    assert rec["num_replicas"] == 2
+    assert "tensorflow" not in rec["versions"]
+
+
+CAP = "224MiB"
+"""Per device, so 448 MiB of address space over what the child holds once JAX is up (RLIMIT_AS).
+Measured here with the wide model on 2 host devices: global batch 1024 trains under 192 MiB,
+8192 runs out of memory under 256 MiB (and trains under 512 MiB); 224 MiB sits between both."""
+
+
+def test_out_of_memory_under_the_jax_cap_is_pruned_and_larger_sizes_implied(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "wide.toml").write_text(
+        WIDE.replace("base_batch_size = 512", "base_batch_size = 1024")
+        .replace("batch_multipliers = [1, 2, 8, 16]", "batch_multipliers = [1, 8, 16]")
+        .replace('lr_rules = ["none", "sqrt"]', 'lr_rules = ["none"]')
+    )
+    result = run_tuner(
+        "search",
+        "--spec",
+        "wide.toml",
+        "--backend",
+        "jax",
+        "--cpu-replicas",
+        "2",
+        "--memory-limit",
+        CAP,
+        "--no-baseline",
+        "--no-noise-scale",
+        "--storage",
+        "sqlite:///wide.db",
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    study = optuna.load_study(study_name="wide", storage=f"sqlite:///{tmp_path}/wide.db")
+    signature = "2x cpu, jax, cap 224 MiB per device"
+    assert study.user_attrs["device_signatures"] == [signature]
+    by_batch = {t.params["global_batch_size"]: t for t in study.get_trials()}
+    assert sorted(by_batch) == [1024, 8192, 16384]
+    fits, oom, implied = by_batch[1024], by_batch[8192], by_batch[16384]
+    assert fits.state == TrialState.COMPLETE and fits.user_attrs["backend"] == "jax"
+    assert oom.state == TrialState.PRUNED and oom.user_attrs["status"] == "oom", oom.user_attrs
+    assert oom.user_attrs["error"]
+    assert implied.state == TrialState.PRUNED
+    assert implied.user_attrs["status"] == "oom-implied"
+    assert (
+        f"global batch 8192 already ran out of memory on {signature}"
+        in (implied.user_attrs["error"])
+    )

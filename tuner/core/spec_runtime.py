@@ -1,0 +1,90 @@
+"""The spec fields that say how a trial runs: the Keras backend, the training loop, and the
+floating-point precisions the grid crosses with its batches and rules.
+
+Kept apart from :mod:`tuner.core.spec` so that what depends on the backend (the TensorFlow-only
+loops, the dataset function's input context) is refused in one place, with one line each.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tuner.core import spec_fields as fields
+from tuner.core.errors import ConfigError
+from tuner.core.spec_fields import Table
+
+BACKENDS = ("tensorflow", "jax")
+"""Values of ``workload.backend`` (``--backend``): the Keras 3 backend a trial trains on."""
+DEFAULT_BACKEND = "tensorflow"
+PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
+"""Values of ``search.precisions`` (``--precisions``): Keras dtype policies."""
+DEFAULT_PRECISIONS = ("float32",)
+LOOPS = ("fit", "custom")
+"""Values of ``search.loop``."""
+UPDATE_ON = ("replicas", "cpu")
+"""Values of ``search.update_on``."""
+
+
+def backend(workload: Table) -> str:
+    """``workload.backend``: ``tensorflow`` (default) or ``jax``."""
+    return fields.choice(
+        workload.get("backend", DEFAULT_BACKEND), workload.label("backend"), BACKENDS
+    )
+
+
+def precision_list(value: Any, label: str) -> tuple[str, ...]:
+    """A non-empty list of distinct known precisions, in the given order."""
+    if not isinstance(value, list | tuple) or not value:
+        raise ConfigError(
+            f'{label} must be a non-empty list of precisions such as ["float32"], got {value!r}'
+        )
+    names = tuple(fields.choice(item, label, PRECISIONS) for item in value)
+    if len(set(names)) != len(names):
+        raise ConfigError(f"{label} lists a precision more than once; give each precision once")
+    return names
+
+
+def loop_fields(search: Table) -> dict[str, Any]:
+    """``loop`` and ``update_on``: CPU-side updates exist for the custom loop only."""
+    loop = fields.choice(search.get("loop", "fit"), search.label("loop"), LOOPS)
+    update_on = fields.choice(
+        search.get("update_on", "replicas"), search.label("update_on"), UPDATE_ON
+    )
+    if update_on == "cpu" and loop == "fit":
+        raise ConfigError(
+            f"{search.label('update_on')} = cpu needs loop = custom: Keras fit under "
+            "CentralStorageStrategy does not match one device (see docs/guide/validate.md)"
+        )
+    precisions = precision_list(
+        search.get("precisions", list(DEFAULT_PRECISIONS)), search.label("precisions")
+    )
+    if loop != "fit" and precisions != DEFAULT_PRECISIONS:
+        raise ConfigError(
+            f"{search.label('precisions')} other than float32 needs loop = fit: Keras's compile "
+            "sets up the mixed-precision loss scaling that the custom loops do not"
+        )
+    return {"loop": loop, "update_on": update_on, "precisions": precisions}
+
+
+def check_backend(name: str, search: Table, workload: Table, loop: str, update_on: str) -> None:
+    """Refuse what the JAX backend cannot run: the TensorFlow-only loops, and a dataset
+    function (its ``input_context`` is ``tf.distribute``'s)."""
+    if name != "jax":
+        return
+    where = workload.label("backend")
+    if update_on == "cpu":
+        raise ConfigError(
+            f"{search.label('update_on')} = cpu runs on TensorFlow only; {where} is jax: "
+            "drop update_on or use backend = tensorflow"
+        )
+    if loop != "fit":
+        raise ConfigError(
+            f"{search.label('loop')} = {loop} runs on TensorFlow only; {where} is jax: "
+            "use loop = fit or backend = tensorflow"
+        )
+    if workload.get("dataset") is not None:
+        raise ConfigError(
+            f"{workload.label('dataset')} (a function of tf.distribute's input context) runs on "
+            f"TensorFlow only; {where} is jax: give data = a function returning arrays, "
+            "(train, val) iterables or keras.utils.PyDataset objects"
+        )

@@ -1,0 +1,73 @@
+"""Inside the child, under Keras on JAX: the run's devices, the CPU memory cap, what the devices
+tell of themselves.
+
+The driver chooses the devices through the environment (``JAX_PLATFORMS``,
+``CUDA_VISIBLE_DEVICES``, ``XLA_FLAGS=--xla_force_host_platform_device_count=N``: see
+:meth:`tuner.core.devices.DevicePlan.child_environment`), so the run takes the first
+``num_replicas`` of ``jax.devices()``. A CPU plan with a memory cap passes it as
+``TUNER_CPU_MEMORY_CAP_BYTES``: the child caps its own address space once JAX is up and the
+workload's modules are imported and its model built (shared libraries map gigabytes of address
+space they never use), so that a training allocation beyond it fails with XLA's
+``RESOURCE_EXHAUSTED: Out of memory`` (an ``oom`` trial) instead of swapping or waking the
+kernel's out-of-memory killer.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+from typing import Any
+
+from tuner.core.devices import CPU_CAP_ENV, DevicePlan
+
+
+def init_devices(plan: DevicePlan) -> list[Any]:
+    """Start JAX and return the plan's devices.
+
+    Raises ``RuntimeError`` when JAX sees fewer devices than the plan's replicas."""
+    import jax
+
+    devices = list(jax.devices())
+    if len(devices) < plan.num_replicas:
+        raise RuntimeError(
+            f"JAX sees {len(devices)} device(s) ({devices[0].platform}), the plan needs "
+            f"{plan.num_replicas}"
+        )
+    return devices[: plan.num_replicas]
+
+
+def apply_memory_cap(environ: dict[str, str] | None = None) -> int | None:
+    """Cap the address space at what it is now plus ``TUNER_CPU_MEMORY_CAP_BYTES`` (so the
+    imports and JAX's own start-up do not count); returns the limit set, or ``None`` without a
+    cap. Called after JAX has initialised its devices and the workload's imports are done."""
+    value = (os.environ if environ is None else environ).get(CPU_CAP_ENV)
+    if not value:
+        return None
+    limit = address_space_bytes() + int(value)
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    return limit
+
+
+def address_space_bytes() -> int:
+    """This process's virtual address space now (``/proc/self/statm``'s first field)."""
+    with open("/proc/self/statm") as statm:
+        pages = int(statm.read().split()[0])
+    return pages * os.sysconf("SC_PAGE_SIZE")
+
+
+def device_kind(devices: list[Any]) -> str:
+    """The first device's kind: ``cpu`` on the host, the GPU's name (``NVIDIA H200``) on one."""
+    return str(devices[0].device_kind)
+
+
+def batch_sharding(devices: list[Any]) -> Any:
+    """The layout of a global batch over ``devices``: split along its first axis, as
+    ``DataParallel`` lays out its input."""
+    import jax
+    import numpy as np
+
+    mesh = jax.sharding.Mesh(np.array(devices), ("batch",))
+    return jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("batch"))

@@ -1,0 +1,133 @@
+"""Inside the child, under Keras on JAX: the evidence ``tuner validate`` compares between one
+device and several, read from what JAX holds rather than from what Keras was asked to do.
+
+Under ``keras.distribution.DataParallel`` every weight and optimizer variable is a jax Array
+replicated over the mesh: :func:`variable_copies` reads each device's own copy (its
+``addressable_shards``), so copies that drifted apart show a difference. :class:`ShardCounter`
+counts the examples each device receives from the distribution's data layout, the one Keras's
+JAX trainer places each global batch with. :func:`replica_mean_loss` is the forum answer's bug,
+reproduced on purpose. :func:`peak_memory_per_device` reads the allocator's peaks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+import jax
+import keras
+import numpy as np
+
+from tuner.worker.losses import per_example_loss
+
+
+def variable_copies(model: Any) -> list[list[np.ndarray]]:
+    """Per variable (``model.weights``, then ``model.optimizer.variables``), the value of each
+    device's copy, in device-id order (one entry per device that holds the variable)."""
+    variables = [*model.weights, *(model.optimizer.variables if model.optimizer else [])]
+    copies = []
+    for variable in variables:
+        shards = sorted(_value(variable).addressable_shards, key=lambda s: s.device.id)
+        copies.append([np.asarray(shard.data) for shard in shards])
+    return copies
+
+
+def variable_devices(model: Any) -> list[str]:
+    """The devices that hold the model's weights, sorted, as ``str(device)``."""
+    found = {str(s.device) for v in model.weights for s in _value(v).addressable_shards}
+    return sorted(found)
+
+
+class ShardCounter:
+    """Counts the examples each device of the distribution receives.
+
+    :meth:`wrap` passes the global ``(x, y)`` batches of an iterator through unchanged, counting
+    for each of them the rows of ``x`` (its first array, if ``x`` is a structure) that the
+    distribution's data layout places on each device — what ``jax.device_put`` with that
+    sharding gives each device, and what Keras's JAX trainer does with each batch. The
+    distribution is the one given, else the one in effect at the first count; without one
+    everything goes to one device. Counting happens as a batch is handed on, so it
+    is exact when every batch drawn is trained on (Keras's JAX trainer under a distribution does
+    not read ahead).
+    """
+
+    def __init__(self, distribution: Any = None) -> None:
+        self._distribution = distribution
+        self._counts: dict[Any, int] | None = None  # by device, once the devices are known
+
+    @property
+    def devices(self) -> list[Any]:
+        """The distribution's devices, in the order :meth:`per_device` reports them."""
+        return list(self._resolve())
+
+    def _resolve(self) -> dict[Any, int]:
+        """The counts by device, the devices read on first use (from the distribution given,
+        else the one in effect then: a counter may be made before the distribution is set)."""
+        if self._counts is None:
+            self._distribution = self._distribution or keras.distribution.distribution()
+            if self._distribution is None:
+                devices = [jax.devices()[0]]
+            else:
+                devices = list(self._distribution.device_mesh.backend_mesh.devices.flat)
+            self._counts = dict.fromkeys(devices, 0)
+        return self._counts
+
+    def wrap(self, iterator: Iterable[Any]) -> Iterator[Any]:
+        """Yield the iterator's batches unchanged, each counted first."""
+        for batch in iterator:
+            self.count(batch)
+            yield batch
+
+    def count(self, batch: Any) -> None:
+        """Add one global batch's examples to the devices it is placed on."""
+        counts = self._resolve()
+        shape = tuple(np.shape(jax.tree.leaves(batch[0])[0]))
+        if self._distribution is None:
+            counts[next(iter(counts))] += shape[0]
+            return
+        sharding = self._distribution.get_data_layout(shape).backend_layout
+        for device, index in sharding.addressable_devices_indices_map(shape).items():
+            counts[device] += len(range(*index[0].indices(shape[0])))
+
+    def per_device(self) -> list[int]:
+        """Examples received so far by each device, in device order."""
+        return list(self._resolve().values())
+
+
+def replica_mean_loss(loss: Any, replicas: int) -> Callable[[Any, Any], Any]:
+    """A Keras loss ``(y_true, y_pred) -> scalar`` with the forum answer's bug, on purpose.
+
+    The per-example losses are reshaped to ``(replicas, b)``, averaged per shard and the shard
+    means SUMMED: ``replicas`` times the right loss (on two devices, doubled loss and
+    gradients), so ``tuner validate --loss-reduction replica-mean`` can be seen failing. A batch
+    that does not split into ``replicas`` (an evaluation's last batch) gets ``replicas`` times
+    its mean, what equal shards would give.
+    """
+    loss_fn = per_example_loss(loss)
+
+    def replica_mean(y_true: Any, y_pred: Any) -> Any:
+        per_example = keras.ops.convert_to_tensor(loss_fn(y_true, y_pred), "float32")
+        rows = per_example.shape[0] if len(per_example.shape) else None
+        if rows is None or rows % replicas:
+            return keras.ops.mean(per_example) * replicas
+        shards = keras.ops.reshape(per_example, (replicas, -1))
+        return keras.ops.sum(keras.ops.mean(shards, axis=1))  # the bug: sum of shard means
+
+    replica_mean.__name__ = "replica_mean_loss"
+    return replica_mean
+
+
+def peak_memory_per_device(devices: Iterable[Any]) -> list[int | None]:
+    """``memory_stats()["peak_bytes_in_use"]`` per device; ``None`` where the device keeps no
+    statistics (CPU: ``memory_stats()`` is ``None``) or lacks that key."""
+    peaks: list[int | None] = []
+    for device in devices:
+        stats = device.memory_stats()
+        peak = stats.get("peak_bytes_in_use") if stats else None
+        peaks.append(None if peak is None else int(peak))
+    return peaks
+
+
+def _value(variable: Any) -> Any:
+    """A Keras variable's jax Array (or the array itself)."""
+    return getattr(variable, "value", variable)

@@ -1,0 +1,272 @@
+"""Inside the child, under Keras on JAX: the input forms, turned into global NumPy batches.
+
+Never imports TensorFlow unless the workload itself handed over a ``tf.data`` dataset. Forms:
+
+- ``data`` returning arrays ``(x_train, y_train, x_val, y_val)``: shuffled per pass with the
+  run's seed, cut into global batches (the remainder of each pass dropped);
+- ``data`` returning ``(train, val)``, each a ``keras.utils.PyDataset``, a re-iterable Python
+  iterable of ``(x, y)`` / ``(x, y, sample_weight)`` batches (a list, an object whose
+  ``__iter__`` starts a new pass), or a ``tf.data`` dataset (where TensorFlow is installed): its
+  batches are re-cut at the trial's global batch (:func:`rebatch`), the user's order kept.
+
+A dataset function (``dataset``) is TensorFlow's pattern and is refused under JAX by the spec.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import numpy as np
+
+from tuner.core.errors import WorkloadError
+from tuner.worker.sources import (
+    ARRAYS,
+    DATASETS,
+    ITERABLES,
+    PYDATASETS,
+    Source,
+    call_data,
+    check_arrays,
+    describe,
+)
+
+Batch = tuple[Any, ...]
+Passes = Callable[[], Iterator[Batch]]
+"""Starts one fresh pass over a split's batches."""
+
+
+def load_source(workload: Mapping[str, Any]) -> Source:
+    """Call the workload's ``data`` and classify its form (:class:`WorkloadError` if unusable)."""
+    if workload.get("dataset"):
+        raise WorkloadError(
+            f"{workload['dataset']} is a tf.data dataset function, TensorFlow's pattern: under "
+            "backend = jax give data (arrays, PyDatasets or iterables of batches)"
+        )
+    reference = str(workload["data"])
+    data = call_data(reference)
+    if isinstance(data, tuple | list) and len(data) == 4:
+        arrays = tuple(np.asarray(item) for item in data)
+        check_arrays(reference, arrays)
+        return Source(
+            ARRAYS,
+            reference,
+            train=arrays[:2],
+            val=arrays[2:],
+            train_size=int(arrays[0].shape[0]),
+            val_size=int(arrays[2].shape[0]),
+            shuffle=True,
+        )
+    if isinstance(data, tuple | list) and len(data) == 2:
+        return _from_streams(reference, data[0], data[1])
+    raise WorkloadError(
+        f"{reference} must return (x_train, y_train, x_val, y_val) arrays or (train, val) "
+        f"PyDatasets or iterables of (x, y) batches; it returned {describe(data)}"
+    )
+
+
+def _from_streams(reference: str, train: Any, val: Any) -> Source:
+    kinds, sizes, passes = [], [], []
+    for name, value in (("train", train), ("val", val)):
+        kind, size, start = _stream(reference, name, value)
+        kinds.append(kind)
+        sizes.append(size)
+        passes.append(start)
+    form = kinds[0] if kinds[0] == kinds[1] else ITERABLES
+    infinite = sizes[0] == -1
+    return Source(
+        form,
+        reference,
+        train=passes[0],
+        val=passes[1],
+        train_size=None if sizes[0] in (None, -1) else sizes[0],
+        val_size=None if sizes[1] in (None, -1) else sizes[1],
+        train_infinite=infinite,
+        rebatched=True,
+    )
+
+
+def _stream(reference: str, name: str, value: Any) -> tuple[str, int | None, Passes]:
+    """(form, size in samples — ``None`` unknown, ``-1`` infinite —, pass starter) of a split."""
+    import keras
+
+    if isinstance(value, keras.utils.PyDataset):
+        return PYDATASETS, None, lambda: _checked(reference, name, _pydataset_pass(value))
+    if _is_tf_dataset(value):
+        return _tf_stream(reference, name, value)
+    if isinstance(value, str | bytes | np.ndarray | Mapping) or not hasattr(value, "__iter__"):
+        raise WorkloadError(
+            f"{reference}: the {name} part must be a keras.utils.PyDataset or an iterable of "
+            f"(x, y) batches; it is {describe(value)}"
+        )
+    if iter(value) is value:
+        raise WorkloadError(
+            f"{reference}: the {name} part is a one-shot iterator ({type(value).__name__}); "
+            "tuner reads the data more than once: give a list of batches, a PyDataset or an "
+            "object whose __iter__ starts a new pass"
+        )
+    size = sum(length(batch) for batch in value) if isinstance(value, list | tuple) else None
+    return ITERABLES, size, lambda: _checked(reference, name, iter(value))
+
+
+def _pydataset_pass(dataset: Any) -> Iterator[Any]:
+    """One pass over a PyDataset by index (an infinite one, ``num_batches`` None, never ends)."""
+    count = dataset.num_batches
+    for index in range(count) if count is not None else itertools.count():
+        yield dataset[index]
+    dataset.on_epoch_end()
+
+
+def _is_tf_dataset(value: Any) -> bool:
+    # Without importing TensorFlow: a tf.data dataset's class lives in tensorflow's modules.
+    return type(value).__module__.startswith("tensorflow") and hasattr(value, "element_spec")
+
+
+def _tf_stream(reference: str, name: str, dataset: Any) -> tuple[str, int | None, Passes]:
+    """A ``tf.data`` dataset the workload gave (so TensorFlow is already imported), read as
+    NumPy batches; an unbatched one is read in batches of 256 and keeps its known size."""
+    from tuner.worker import inputs
+    from tuner.worker.jax_keras import reveal_tensorflow
+
+    reveal_tensorflow()
+    size: int | None = None
+    infinite = int(dataset.cardinality()) == -1
+    if not inputs.is_batched(dataset):
+        cardinality = int(dataset.cardinality())
+        size = cardinality if cardinality >= 0 else None
+        dataset = dataset.batch(256)
+    return (
+        DATASETS,
+        -1 if infinite else size,
+        lambda: _checked(reference, name, iter(dataset.as_numpy_iterator())),
+    )
+
+
+def _checked(reference: str, name: str, batches: Iterator[Any]) -> Iterator[Batch]:
+    """The batches as tuples of NumPy structures; anything but ``(x, y[, w])`` is refused."""
+    for batch in batches:
+        if not isinstance(batch, tuple | list) or len(batch) not in (2, 3):
+            raise WorkloadError(
+                f"{reference}: the {name} batches must be (x, y) or (x, y, sample_weight) "
+                f"tuples; got {describe(batch)}"
+            )
+        yield tuple(map_arrays(np.asarray, part) for part in batch)
+
+
+def train_batches(source: Source, global_batch: int, seed: int | None) -> Iterator[Batch]:
+    """The training stream: global batches of exactly ``global_batch`` (each pass's remainder
+    dropped), repeated without end; arrays reshuffled every pass from ``seed``."""
+    if source.form == ARRAYS:
+        return _shuffled(source.train, global_batch, np.random.default_rng(seed))
+    return rebatch(source.train, global_batch, repeat=True)
+
+
+def noise_batches(source: Source, global_batch: int, seed: int) -> Iterator[Batch]:
+    """Batches for the noise-scale measurement, drawn apart from the training stream: the
+    arrays shuffled with another seed, or fresh passes over the user's batches."""
+    return train_batches(source, global_batch, seed)
+
+
+def _shuffled(arrays: Batch, size: int, rng: np.random.Generator) -> Iterator[Batch]:
+    n = length(arrays)
+    if n < size:
+        raise WorkloadError(f"global batch {size} is larger than the training set ({n} samples)")
+    while True:
+        order = rng.permutation(n)
+        for start in range(0, n - size + 1, size):
+            yield _take(arrays, order[start : start + size])
+
+
+def _take(arrays: Batch, chosen: np.ndarray) -> Batch:
+    return tuple(map_arrays(lambda a: a[chosen], part) for part in arrays)
+
+
+def rebatch(
+    passes: Passes, size: int, repeat: bool, drop_remainder: bool = True
+) -> Iterator[Batch]:
+    """The batches of ``passes()`` re-cut at ``size`` samples; with ``repeat``, pass after pass
+    without end (a pass's remainder is dropped, or kept as a last smaller batch)."""
+    while True:
+        pending: list[Batch] = []
+        held = 0
+        produced = False
+        for batch in passes():
+            pending.append(batch)
+            held += length(batch)
+            while held >= size:
+                joined = _concat(pending)
+                yield slice_batch(joined, 0, size)
+                produced = True
+                held -= size
+                pending = [slice_batch(joined, size, size + held)] if held else []
+        if held and not drop_remainder:
+            yield _concat(pending)
+        if not repeat:
+            return
+        if not produced:
+            raise WorkloadError(f"a pass over the training data holds fewer than {size} samples")
+
+
+def val_arrays(source: Source, val_samples: int | None) -> Batch:
+    """The fixed validation set as arrays: its first ``val_samples`` samples (all when
+    ``None``), in order. Read once per run: every check evaluates the same samples."""
+    if source.form == ARRAYS:
+        return tuple(map_arrays(lambda a: a[:val_samples], part) for part in source.val)
+    taken: list[Batch] = []
+    held = 0
+    for batch in source.val():
+        taken.append(batch)
+        held += length(batch)
+        if val_samples is not None and held >= val_samples:
+            break
+    if not taken:
+        raise WorkloadError(f"{source.reference}: the val data are empty")
+    joined = _concat(taken)
+    return joined if val_samples is None else slice_batch(joined, 0, val_samples)
+
+
+def first_batch(source: Source, split: str, size: int) -> Batch:
+    """The first ``size`` samples of ``split`` as NumPy arrays, in the element's own structure:
+    for checks, never the whole data."""
+    if source.form == ARRAYS:
+        arrays = source.train if split == "train" else source.val
+        return tuple(map_arrays(lambda a: a[:size], part) for part in arrays)
+    passes = source.train if split == "train" else source.val
+    first = next(rebatch(passes, size, repeat=False, drop_remainder=False), None)
+    if first is None:
+        raise WorkloadError(f"{source.reference}: the {split} data are empty")
+    return first
+
+
+def map_arrays(function: Callable[[Any], Any], structure: Any) -> Any:
+    """``function`` over every array of a nested structure (dicts, tuples, lists)."""
+    if isinstance(structure, Mapping):
+        return {key: map_arrays(function, value) for key, value in structure.items()}
+    if isinstance(structure, tuple | list):
+        return type(structure)(map_arrays(function, value) for value in structure)
+    return function(structure)
+
+
+def _leaves(structure: Any) -> list[Any]:
+    found: list[Any] = []
+    map_arrays(found.append, structure)
+    return found
+
+
+def length(batch: Any) -> int:
+    """Samples in a batch: its first array's length."""
+    return int(np.shape(_leaves(batch)[0])[0])
+
+
+def slice_batch(batch: Batch, start: int, stop: int) -> Batch:
+    return tuple(map_arrays(lambda a: a[start:stop], part) for part in batch)
+
+
+def _concat(batches: list[Batch]) -> Batch:
+    """Batches of one structure joined along their first axis."""
+    if len(batches) == 1:
+        return batches[0]
+    leaves = [_leaves(batch) for batch in batches]
+    joined = iter([np.concatenate(parts) for parts in zip(*leaves, strict=True)])
+    return tuple(map_arrays(lambda _: next(joined), batches[0]))

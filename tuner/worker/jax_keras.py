@@ -1,0 +1,32 @@
+"""Inside the child, under Keras on JAX: keep TensorFlow out of the process.
+
+Keras 3 asks ``tf.available`` in many places on every backend (``set_random_seed``, serializing
+a layer's config, ...), and asking imports TensorFlow whenever it is installed: seconds of start-up
+and memory a JAX run has no use for. :func:`hide_tensorflow` tells Keras it is not available,
+unless something already imported it; :func:`reveal_tensorflow` undoes that when the workload's
+own data turn out to be ``tf.data`` datasets (which import it themselves).
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def hide_tensorflow() -> bool:
+    """Make Keras's lazy ``tensorflow`` module report itself unavailable, unless TensorFlow is
+    already imported; returns whether it is hidden."""
+    from keras.src.utils import module_utils
+
+    lazy = module_utils.tensorflow
+    if "tensorflow" in sys.modules or lazy.module is not None:
+        return False
+    lazy._available = False
+    return True
+
+
+def reveal_tensorflow() -> None:
+    """Let Keras find TensorFlow again (the workload imported it)."""
+    from keras.src.utils import module_utils
+
+    if module_utils.tensorflow.module is None:
+        module_utils.tensorflow._available = None

@@ -1,0 +1,81 @@
+"""Inside the child, under Keras on JAX: the ``fit`` loop under ``keras.distribution.DataParallel``.
+
+The model is built and compiled while the run's ``DataParallel`` distribution is set, so its
+variables are replicated over the devices and Keras's JAX trainer splits every global batch
+along its first axis. Epochs are timed and reported through the same callbacks as TensorFlow's
+``FitLoop`` (:mod:`tuner.worker.callbacks`). The evidence ``tuner validate`` reads — examples per
+device, each device's copy of the variables, where they live — comes from
+:mod:`tuner.worker.jax_evidence`. ``reduction="replica-mean"`` trains on
+:func:`~tuner.worker.jax_evidence.replica_mean_loss`, the forum answer's bug on purpose.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+
+from tuner.core.errors import WorkloadError
+from tuner.worker import jax_evidence
+from tuner.worker.callbacks import OnEpoch, OnStep, fit_callbacks
+
+
+class JaxFitLoop:
+    """Keras ``fit`` over global NumPy batches, on every device of the distribution."""
+
+    def __init__(
+        self,
+        devices: list[Any],
+        build: Callable[[], Any],
+        compile_args: Callable[[], dict[str, Any]],
+        reduction: str,
+        record_steps: bool,
+    ) -> None:
+        self.devices = [str(device) for device in devices]
+        self.step_losses: list[float] = []
+        self._record_steps = record_steps
+        self.model = build()
+        args = compile_args()
+        if reduction == "replica-mean":
+            args["loss"] = jax_evidence.replica_mean_loss(args["loss"], len(devices))
+        self.model.compile(**args)
+        # Validation counts each device's examples; a trial does not pay for it.
+        self._counter = jax_evidence.ShardCounter() if record_steps else None
+
+    def run(
+        self,
+        data: Iterator[Any],
+        epochs: int,
+        steps: int | None,
+        on_epoch: OnEpoch,
+        on_step: OnStep | None = None,
+    ) -> None:
+        """Train ``epochs`` epochs of ``steps`` steps from the endless stream ``data``."""
+        if steps is None:
+            raise WorkloadError("under JAX a run trains a known number of steps per window")
+        recorded = self.step_losses if self._record_steps else None  # a sync per step
+        stream = self._counter.wrap(data) if self._counter is not None else data
+        self.model.fit(
+            stream,
+            epochs=epochs,
+            steps_per_epoch=steps,
+            verbose=0,
+            callbacks=fit_callbacks(on_epoch, on_step, recorded),
+        )
+
+    def learning_rate(self) -> float:
+        """The learning rate the optimizer actually holds."""
+        return float(np.asarray(self.model.optimizer.learning_rate))
+
+    def replica_examples(self) -> list[int]:
+        """Examples each device received (counted in validation runs only)."""
+        return self._counter.per_device() if self._counter is not None else []
+
+    def variable_copies(self) -> list[list[np.ndarray]]:
+        """Per variable (weights and optimizer slots), each device's copy."""
+        return jax_evidence.variable_copies(self.model)
+
+    def variable_devices(self) -> list[str]:
+        """The devices that hold the model's weights."""
+        return jax_evidence.variable_devices(self.model)

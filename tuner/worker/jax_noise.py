@@ -1,0 +1,174 @@
+"""Inside the child, under Keras on JAX: the gradient noise scale from per-shard gradients.
+
+The JAX counterpart of :mod:`tuner.worker.noise`, for ``keras.distribution.DataParallel`` (weights
+replicated over a 1-D mesh ``batch``). On a few steps outside the timed epochs, one global batch
+is split into ``replicas`` shards of ``b = global / replicas`` examples; each shard's gradient of
+the *mean* loss over its own ``b`` examples (our own per-example loss and mean, as in the
+TensorFlow meter) comes from ``jax.vmap`` of ``jax.grad`` over the leading shard axis, and the
+step reports ``mean‖g_i‖²`` and ``‖mean g_i‖²`` to :func:`tuner.core.efficiency.step_estimates`.
+The shard axis is laid out over the mesh, so each device computes its own shard's gradient, as a
+replica does in training.
+
+The model is called with ``stateless_call``: the weights are read, never written, and the
+non-trainable state it returns (batch-norm statistics, RNG seeds) is dropped. Regularization
+losses come from ``stateless_call(..., return_losses=True)`` (activity losses of the shard and
+weight-regularizer terms), so they are included as in the TensorFlow meter: the same on every
+shard, they add to ``G`` and cancel in ``S``. Under ``vmap`` the shards would share the model's
+seed states, so each shard of each step gets its own copy of them, advanced far apart: dropout
+draws its own masks per shard, noise the estimate must see as noise. Norms are taken in float32
+whatever the compute dtype. An out-of-memory stops the measurement (the trial goes on); anything
+else is raised.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import keras
+import numpy as np
+
+from tuner.core.efficiency import NoiseScale, step_estimates
+from tuner.core.oom import is_oom_error
+from tuner.worker.losses import per_example_loss
+
+
+class JaxNoiseMeter:
+    """Measures ``steps`` extra steps per call of :meth:`measure` and keeps ``B_simple``.
+
+    ``batches`` yields global ``(x, y)`` NumPy batches of ``global_batch`` examples, drawn apart
+    from training (``x`` and ``y`` may be nested structures of arrays).
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        batches: Iterator[Any],
+        loss: Any,
+        global_batch: int,
+        replicas: int,
+        steps: int,
+    ) -> None:
+        if replicas < 2:
+            raise ValueError("the gradient noise scale needs at least 2 replicas")
+        if global_batch % replicas:
+            raise ValueError(f"a global batch of {global_batch} does not split into {replicas}")
+        self.replicas = int(replicas)
+        self.per_replica_batch = global_batch // self.replicas
+        self.steps = steps
+        self.scale = NoiseScale()
+        self.seconds = 0.0
+        self.measured_steps = 0
+        self.stopped: str | None = None
+        self._model = model
+        self._batches = batches
+        self._sharding = _shard_axis_sharding(self.replicas)
+        self._draws = 0  # shard gradients drawn so far: each gets its own random seeds
+        self._step = jax.jit(_make_step(model, per_example_loss(loss), self.replicas))
+
+    def measure(self) -> float | None:
+        """Run the extra steps, update the estimate, record it for the epoch; return it."""
+        if self.stopped:
+            return self.scale.value
+        started = time.perf_counter()
+        # The current weights, read once: the step takes them as arguments (it is traced once).
+        trainable = [v.value for v in self._model.trainable_variables]
+        non_trainable = [v.value for v in self._model.non_trainable_variables]
+        try:
+            # Dispatch every step first and read the values after: no device sync between steps.
+            pending = []
+            for _ in range(self.steps):
+                draw = np.uint32(self._draws % 2**16)
+                pending.append(self._step(trainable, non_trainable, draw, *self._next_shards()))
+                self._draws += self.replicas
+            for mean_sq, mean_grad_sq in pending:
+                g2, s = step_estimates(
+                    self.replicas, self.per_replica_batch, float(mean_sq), float(mean_grad_sq)
+                )
+                if math.isfinite(g2) and math.isfinite(s):
+                    self.scale.update(g2, s)
+                    self.measured_steps += 1
+        except Exception as exc:
+            if not is_oom_error(exc):
+                raise
+            self.stopped = f"the measurement ran out of memory ({type(exc).__name__})"
+        self.scale.mark_epoch()
+        self.seconds += time.perf_counter() - started
+        return self.scale.value
+
+    def _next_shards(self) -> tuple[Any, Any]:
+        """The next global batch as ``(x, y)`` with a leading shard axis: ``(replicas, b, ...)``,
+        laid out over the mesh when there is one."""
+        batch = next(self._batches)
+        n, b = self.replicas, self.per_replica_batch
+
+        def split(array: Any) -> Any:
+            shards = np.asarray(array).reshape((n, b, *np.shape(array)[1:]))
+            return shards if self._sharding is None else jax.device_put(shards, self._sharding)
+
+        return jax.tree.map(split, batch[0]), jax.tree.map(split, batch[1])
+
+
+SEED_SPACING = 2**16
+"""How far apart (in the counter word of a Keras seed state) two shard gradients' random seeds
+start: training advances a seed generator by one per call."""
+
+
+def _make_step(model: Any, loss_fn: Any, replicas: int) -> Any:
+    """The (un-jitted) measurement step: ``(trainable, non_trainable, draw, xs, ys) ->
+    (mean‖g_i‖², ‖mean g_i‖²)`` over the leading shard axis of ``xs`` and ``ys``; shard ``i`` of
+    the step draws its random numbers (dropout) from the model's seed states advanced to
+    ``(draw + i + 1) · SEED_SPACING`` (the next training step keeps its own)."""
+    kwargs = {"training": True} if getattr(model, "_call_has_training_arg", True) else {}
+    seeds = [i for i, v in enumerate(model.non_trainable_variables) if _is_seed_state(v)]
+    state_axes = [0 if i in seeds else None for i in range(len(model.non_trainable_variables))]
+
+    def shard_loss(trainable: Any, non_trainable: Any, x: Any, y: Any) -> Any:
+        prediction, _, losses = model.stateless_call(
+            trainable, non_trainable, x, return_losses=True, **kwargs
+        )
+        value = jnp.mean(jnp.asarray(loss_fn(y, prediction), jnp.float32))
+        for extra in losses:  # regularization: the same on every shard
+            value = value + jnp.asarray(extra, jnp.float32)
+        return value
+
+    shard_grads = jax.vmap(jax.grad(shard_loss), in_axes=(None, state_axes, 0, 0))
+
+    def step(trainable: Any, non_trainable: Any, draw: Any, xs: Any, ys: Any) -> tuple[Any, Any]:
+        # Every shard its own seeds: vmap would otherwise give all shards the same dropout masks,
+        # noise they share, which the estimate would count as signal.
+        non_trainable = list(non_trainable)
+        for i in seeds:
+            state = non_trainable[i]
+            counters = (draw + 1 + jnp.arange(replicas, dtype=state.dtype)) * SEED_SPACING
+            advance = jnp.stack([jnp.zeros_like(counters), counters], axis=1)
+            non_trainable[i] = state[None, :] + advance.astype(state.dtype)
+        grads = [g.astype(jnp.float32) for g in shard_grads(trainable, non_trainable, xs, ys)]
+        per_shard = sum(jnp.sum(jnp.square(g), axis=tuple(range(1, g.ndim))) for g in grads)
+        mean_sq = jnp.mean(per_shard)
+        mean_grad_sq = sum(jnp.sum(jnp.square(jnp.mean(g, axis=0))) for g in grads)
+        return mean_sq, mean_grad_sq
+
+    return step
+
+
+def _is_seed_state(variable: Any) -> bool:
+    """Whether a non-trainable variable is a Keras ``SeedGenerator``'s state."""
+    return str(getattr(variable, "path", variable.name)).endswith("seed_generator_state")
+
+
+def _shard_axis_sharding(replicas: int) -> Any:
+    """How to lay out the shard axis: the distribution's data layout (the shard axis over the
+    mesh's batch axis, so each device computes its own shards), or ``None`` without a
+    distribution or when ``replicas`` does not split over its devices."""
+    distribution = keras.distribution.distribution()
+    if distribution is None:
+        return None
+    mesh = distribution.device_mesh
+    if replicas % int(np.prod(mesh.shape)):
+        return None
+    return distribution.get_data_layout((replicas, 1)).backend_layout

@@ -1,0 +1,148 @@
+"""Inside the child: a training run on Keras 3's JAX backend, under ``DataParallel``.
+
+:func:`open_session` sets the precision, starts JAX on the plan's devices (and the CPU memory
+cap, :mod:`tuner.worker.jax_devices`), loads the data (:mod:`tuner.worker.jax_inputs`), builds
+the initial weights from the seed with no distribution set — the same numbers on one device or
+many — then sets ``keras.distribution.DataParallel`` over the devices and builds and compiles
+the model in :class:`~tuner.worker.jax_loop.JaxFitLoop`. :class:`JaxBackend` is what the modes
+need of JAX besides the loop. TensorFlow is never imported (unless the workload's own data are
+``tf.data`` datasets).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import keras
+
+from tuner.core.devices import DevicePlan
+from tuner.worker import jax_devices, jax_evidence, jax_inputs, meters, precision
+from tuner.worker.jax_loop import JaxFitLoop
+from tuner.worker.jax_noise import JaxNoiseMeter
+from tuner.worker.meters import Emit, Meter
+from tuner.worker.runs import ModelRecipe, Session, initial_weights, plan_run
+from tuner.worker.workload import framework_versions
+
+
+class JaxBackend:
+    """The JAX side of a session: its devices."""
+
+    name = "jax"
+
+    def __init__(self, devices: list[Any]) -> None:
+        self.devices = devices
+
+    def evaluator(self, session: Session) -> Callable[[], float]:
+        """What evaluates the model as it is now over the fixed validation set: its first
+        ``val_samples`` samples (all, without it), read once, evaluated at the trial's batch
+        with no sample dropped (:func:`evaluate_exactly`)."""
+        val = jax_inputs.val_arrays(session.source, session.request.get("val_samples"))
+        model, batch, replicas = session.loop.model, session.batch, len(self.devices)
+        return lambda: evaluate_exactly(model, val, batch, replicas)
+
+    def input_throughput(self, session: Session) -> float:
+        """What the input stream delivers alone, each batch placed on the devices as training
+        places it (split along its first axis)."""
+        sharding = jax_devices.batch_sharding(self.devices)
+        batches = jax_inputs.train_batches(
+            session.source, session.batch, int(session.request["seed"])
+        )
+        stream = (jax.device_put(batch, sharding) for batch in batches)
+        return meters.input_throughput(stream, session.steps, session.batch, jax.block_until_ready)
+
+    def noise_meter(self, session: Session, steps: int) -> JaxNoiseMeter:
+        """The noise meter on batches drawn apart from training (another seed's order)."""
+        batches = jax_inputs.noise_batches(
+            session.source, session.batch, int(session.request["seed"]) + 1
+        )
+        loss, batch = session.recipe.loss, session.batch
+        return JaxNoiseMeter(session.loop.model, batches, loss, batch, len(self.devices), steps)
+
+    def peak_memory_per_device(self) -> list[int | None]:
+        """``peak_bytes_in_use`` per device (``None`` on the CPU, which keeps no statistics)."""
+        return jax_evidence.peak_memory_per_device(self.devices)
+
+    def device_kind(self) -> str:
+        """``cpu``, or the GPU's name."""
+        return jax_devices.device_kind(self.devices)
+
+    def versions(self) -> dict[str, str]:
+        """Keras, jax and jaxlib versions."""
+        return framework_versions("jax")
+
+
+def evaluate_exactly(model: Any, val: tuple[Any, ...], batch: int, replicas: int) -> float:
+    """The loss over every sample of ``val``, evaluated at ``batch``.
+
+    ``DataParallel`` splits each batch over the devices, so a batch must divide by
+    ``replicas``: the samples up to the last multiple of ``replicas`` are evaluated as they
+    are, and the few left (fewer than ``replicas``) are each repeated ``replicas`` times — the
+    same mean — and weighed by their count."""
+    total = jax_inputs.length(val)
+    head = total - total % replicas
+    parts = []
+    if head:
+        parts.append((head, _evaluate(model, jax_inputs.slice_batch(val, 0, head), batch)))
+    if total > head:
+        tail = jax_inputs.slice_batch(val, head, total)
+        repeat = lambda a: a.repeat(replicas, axis=0)  # noqa: E731
+        repeated = tuple(jax_inputs.map_arrays(repeat, part) for part in tail)
+        parts.append((total - head, _evaluate(model, repeated, batch)))
+    return sum(count * loss for count, loss in parts) / total
+
+
+def _evaluate(model: Any, val: tuple[Any, ...], batch: int) -> float:
+    weights = val[2] if len(val) > 2 else None
+    logs = model.evaluate(
+        val[0], val[1], sample_weight=weights, batch_size=batch, verbose=0, return_dict=True
+    )
+    return float(logs["loss"])
+
+
+def open_session(request: dict[str, Any], emit: Emit, record_steps: bool = False) -> Session:
+    """Start JAX on the plan's devices, load the data, build and compile the model under
+    ``DataParallel``, then apply the CPU memory cap if the plan has one. ``record_steps`` keeps
+    every step's loss and counts each device's examples (validation only). Raises
+    :class:`WorkloadError` when the global batch is larger than the training set."""
+    timings: dict[str, float] = {}
+    plan = DevicePlan.from_dict(request["plan"])
+    precision_name = precision.apply(request)  # before any model is built
+    mark = time.perf_counter()
+    devices = jax_devices.init_devices(plan)
+    timings["device_init_s"] = time.perf_counter() - mark
+
+    mark = time.perf_counter()
+    batch = int(request["global_batch_size"])
+    source = jax_inputs.load_source(request["workload"])
+    steps, windows, checks, rule = plan_run(request, batch, source)
+    initial = initial_weights(request)  # no distribution set yet: the same on any devices
+    recipe = ModelRecipe(request, rule, initial, precision_name)
+    keras.distribution.set_distribution(keras.distribution.DataParallel(devices=devices))
+    loop = JaxFitLoop(
+        devices,
+        recipe.build,
+        recipe.compile_args,
+        reduction=request.get("loss_reduction", "global"),
+        record_steps=record_steps,
+    )
+    train_data = jax_inputs.train_batches(source, batch, int(request["seed"]))
+    timings["build_s"] = time.perf_counter() - mark
+    jax_devices.apply_memory_cap()  # after the imports, before anything trains
+    return Session(
+        request=request,
+        plan=plan,
+        backend=JaxBackend(devices),
+        source=source,
+        batch=batch,
+        steps=steps,
+        windows=windows,
+        recipe=recipe,
+        loop=loop,
+        train_data=train_data,
+        meter=Meter(emit, samples_per_epoch=steps * batch, epochs=windows),
+        timings=timings,
+        checks=checks,
+    )

@@ -1,0 +1,36 @@
+"""Inside the child: the run's floating-point precision, a Keras dtype policy.
+
+``float32``, ``mixed_bfloat16`` or ``mixed_float16`` (:data:`tuner.core.spec_runtime.PRECISIONS`),
+set globally before any model is built, so the user's layers compute in it while their
+variables stay float32. Under ``mixed_float16`` the optimizer is wrapped in Keras's
+``LossScaleOptimizer``, as ``compile`` does for a model whose own policy is mixed_float16 (a
+Sequential or functional model built under the global policy keeps a float32 policy of its own,
+so ``compile`` alone would not scale the loss and small float16 gradients would flush to zero).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import keras
+
+DEFAULT = "float32"
+
+
+def of(request: dict[str, Any]) -> str:
+    """The request's precision (``float32`` when it names none)."""
+    return str(request.get("precision") or DEFAULT)
+
+
+def apply(request: dict[str, Any]) -> str:
+    """Set the request's precision as Keras's global dtype policy; returns its name."""
+    name = of(request)
+    keras.mixed_precision.set_global_policy(name)
+    return name
+
+
+def scaled(optimizer: Any, name: str) -> Any:
+    """``optimizer`` as it trains under precision ``name``: loss-scaled under mixed_float16."""
+    if name != "mixed_float16" or isinstance(optimizer, keras.optimizers.LossScaleOptimizer):
+        return optimizer
+    return keras.optimizers.LossScaleOptimizer(optimizer)

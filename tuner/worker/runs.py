@@ -1,0 +1,316 @@
+"""Inside the child: one training run, whatever its backend — the interface the modes talk to.
+
+The modes (:mod:`tuner.worker.trial`, :mod:`~tuner.worker.probe`, :mod:`~tuner.worker.validate`)
+are one backend-neutral copy each. They open a :class:`Session` with :func:`open_session`, which
+picks the backend from ``request["workload"]["backend"]`` (:func:`backend_name`): TensorFlow
+(:mod:`tuner.worker.session`, ``MirroredStrategy``) or Keras 3 on JAX
+(:mod:`tuner.worker.jax_session`, ``DataParallel``). A session holds a :class:`Loop` (the model
+and how it trains) and a :class:`Backend` (what differs besides: evaluation, the input stream,
+the noise meter, memory, versions). :func:`train` and :func:`summary` are shared.
+
+Throughput is measured per window of steps from epoch-level callbacks only (batch-level hooks
+would force a device sync every step), and the first window — tracing and compilation — is left
+out. A window is an epoch when the spec gives ``epochs``; with ``train_samples`` the run's
+``samples // global batch`` steps are cut into windows (:mod:`tuner.core.windows`), each a Keras
+"epoch" over the repeated stream.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import keras
+import numpy as np
+
+from tuner.core.devices import DevicePlan
+from tuner.core.errors import WorkloadError
+from tuner.core.target import CheckPlan
+from tuner.core.windows import plan_windows
+from tuner.worker import hypermodel, optim, precision, target
+from tuner.worker.callbacks import OnEpoch, OnStep
+from tuner.worker.meters import Emit, Meter, split_tracing
+from tuner.worker.sources import Source, backend_name
+from tuner.worker.workload import make_optimizer
+
+
+class Loop(Protocol):
+    """The model and how it trains, with the evidence ``tuner validate`` reads."""
+
+    devices: list[str]
+    model: Any
+    step_losses: list[float]
+
+    def run(
+        self, data: Any, epochs: int, steps: int | None, on_epoch: OnEpoch, on_step: OnStep | None
+    ) -> None: ...
+    def learning_rate(self) -> float: ...
+    def replica_examples(self) -> list[int]: ...
+    def variable_devices(self) -> list[str]: ...
+    def variable_copies(self) -> list[list[np.ndarray]]: ...
+
+
+class NoiseMeasure(Protocol):
+    """A gradient-noise-scale meter (:class:`tuner.worker.noise.NoiseMeter` and its JAX twin)."""
+
+    seconds: float
+    measured_steps: int
+    stopped: str | None
+    scale: Any
+
+    def measure(self) -> float | None: ...
+
+
+class Backend(Protocol):
+    """What a session needs of its framework besides the loop."""
+
+    name: str
+
+    def evaluator(self, session: Session) -> Callable[[], float]: ...
+    def input_throughput(self, session: Session) -> float: ...
+    def noise_meter(self, session: Session, steps: int) -> NoiseMeasure | None: ...
+    def peak_memory_per_device(self) -> list[int | None]: ...
+    def device_kind(self) -> str: ...
+    def versions(self) -> dict[str, str]: ...
+
+
+class ModelRecipe:
+    """How every model of one run is built and compiled: from the same initial weights; compiled
+    as the user's build compiled it, or with the spec's optimizer and loss; the rule applied;
+    the optimizer loss-scaled as the run's precision needs (:func:`tuner.worker.precision.scaled`).
+    """
+
+    def __init__(
+        self,
+        request: dict[str, Any],
+        rule: dict[str, Any] | None,
+        initial: list[np.ndarray],
+        precision_name: str,
+    ) -> None:
+        self._workload = request["workload"]
+        self._values = request.get("model_hyperparameters")
+        self._learning_rate = float(request["learning_rate"])
+        self._initial = initial
+        self.precision = precision_name
+        self.rule = rule
+        self.build_args: dict[str, Any] | None = None
+        """The compile arguments of a user's build that compiled its model, else ``None``."""
+
+    @property
+    def compiled_by_build(self) -> bool:
+        """Whether the user's build compiled the model (its loss and optimizer are kept)."""
+        return self.build_args is not None
+
+    @property
+    def loss(self) -> Any:
+        """The loss the model trains on: the user's compiled loss, else the spec's name."""
+        return self.build_args["loss"] if self.build_args is not None else self._workload["loss"]
+
+    def build(self) -> Any:
+        """A fresh model at the run's initial weights."""
+        model = hypermodel.build(self._workload["model"], self._values)
+        model.set_weights(self._initial)
+        args = hypermodel.compile_args(model, self._learning_rate)
+        if args is not None:
+            self.build_args = args
+        return model
+
+    def compile_args(self) -> dict[str, Any]:
+        """The arguments of ``model.compile``, with the learning-rate rule and precision applied."""
+        if self.build_args is not None:
+            args = dict(self.build_args)
+        else:
+            args = {
+                "optimizer": make_optimizer(self._workload["optimizer"], self._learning_rate),
+                "loss": self._workload["loss"],
+            }
+        args["optimizer"] = precision.scaled(
+            optim.apply_rule(args["optimizer"], self.rule), self.precision
+        )
+        return args
+
+
+def initial_weights(
+    request: dict[str, Any],
+    place: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext,
+) -> list[np.ndarray]:
+    """The model's initial weights from the request's seed, built once outside any distribution
+    (inside ``place``), so that every run — one device or many — starts from the same numbers.
+    The seed is set again afterwards: the run's own randomness starts from it too."""
+    seed = int(request["seed"])
+    keras.utils.set_random_seed(seed)
+    with place():
+        model = hypermodel.build(request["workload"]["model"], request.get("model_hyperparameters"))
+        weights: list[np.ndarray] = model.get_weights()
+    keras.utils.set_random_seed(seed)
+    return weights
+
+
+@dataclass
+class Session:
+    """One training run, ready to train: its devices, data, model inside its loop, and meter."""
+
+    request: dict[str, Any]
+    plan: DevicePlan
+    backend: Backend
+    source: Source
+    batch: int
+    steps: int
+    """Optimizer steps per window (an epoch, when the spec gives epochs)."""
+    windows: int
+    """Windows the run trains; the first is not timed."""
+    recipe: ModelRecipe
+    loop: Loop
+    train_data: Any
+    meter: Meter
+    timings: dict[str, float]
+    checks: CheckPlan | None = None
+    """With a loss target: the windows are its cadence, a check at each window's end."""
+
+
+def open_session(request: dict[str, Any], emit: Emit, record_steps: bool = False) -> Session:
+    """Open the request's run on its backend: devices, data, the model compiled in its loop.
+
+    ``record_steps`` keeps every step's loss (a sync per step: for validation only). Raises
+    :class:`WorkloadError` when the global batch is larger than the training set.
+    """
+    if backend_name(request) == "jax":
+        from tuner.worker import jax_session as backend_session
+    else:
+        from tuner.worker import session as backend_session  # type: ignore[no-redef]
+    return backend_session.open_session(request, emit, record_steps)
+
+
+def plan_run(
+    request: dict[str, Any], batch: int, source: Source
+) -> tuple[int, int, CheckPlan | None, dict[str, Any] | None]:
+    """(steps per window, windows, checks, the rule resolved to steps) of a run at ``batch``."""
+    steps, windows, checks = windows_and_checks(request, batch, source)
+    epoch_steps = steps
+    if checks is not None and source.train_size:  # a warm-up ramp's epoch stays an epoch
+        epoch_steps = source.train_size // batch
+    return steps, windows, checks, _resolved_rule(request.get("rule"), epoch_steps, steps * windows)
+
+
+def train(
+    session: Session,
+    noise: NoiseMeasure | None = None,
+    check: target.TargetCheck | None = None,
+) -> None:
+    """Run the loop for the session's windows; after each one, ``check`` the loss target (it may
+    stop training), then measure ``noise`` if training goes on. The fit, noise-scale,
+    evaluation and tracing times go into ``session.timings``; fit time excludes the other two."""
+    timings = session.timings
+
+    def on_epoch(epoch: int, loss: float, seconds: float) -> bool:
+        going_on = session.meter(epoch, loss, seconds)  # the epoch is timed before measuring
+        if going_on and check is not None:
+            going_on = check()
+        if going_on and noise is not None:
+            noise.measure()
+        return going_on
+
+    mark = time.perf_counter()
+    session.loop.run(
+        session.train_data,
+        session.windows,
+        session.steps,
+        on_epoch,
+        session.meter.step_reporter(session.batch),
+    )
+    timings["fit_s"] = time.perf_counter() - mark
+    timings["noise_scale_s"] = noise.seconds if noise is not None else 0.0
+    timings["fit_s"] -= timings["noise_scale_s"]  # measured on separate steps: not training
+    if check is not None:
+        timings["evaluate_s"] = check.seconds
+        timings["fit_s"] -= check.seconds
+    timings.update(split_tracing(session.meter.epoch_seconds, timings["fit_s"]))
+
+
+def summary(session: Session) -> dict[str, Any]:
+    """What every mode reports of a run: backend, devices, losses, throughputs, model, optimizer,
+    precision, versions, times."""
+    loop, meter, recipe, backend = session.loop, session.meter, session.recipe, session.backend
+    return {
+        "backend": backend.name,
+        "device_kind": backend.device_kind(),
+        "precision": recipe.precision,
+        "devices": loop.devices,
+        "num_replicas": session.plan.num_replicas,
+        "steps_per_epoch": session.steps,
+        "windows": session.windows,
+        "window_steps": session.steps,
+        "train_samples_used": session.steps * session.windows * session.batch,
+        "input_form": session.source.form,
+        "input_rebatched": session.source.rebatched,
+        "epoch_losses": meter.losses,
+        "epoch_throughputs": meter.throughputs,
+        "optimizer_learning_rate": loop.learning_rate(),
+        "model_parameters": int(loop.model.count_params()),
+        "model_layers": hypermodel.layer_summary(loop.model),
+        "optimizer": optim.describe(loop.model.optimizer, recipe.compiled_by_build, recipe.rule),
+        "versions": backend.versions(),
+        "timings": session.timings,
+    }
+
+
+def peak_memory_bytes(session: Session) -> int | None:
+    """The largest peak of any of the run's devices, or ``None`` where no device can tell."""
+    peaks = [peak for peak in session.backend.peak_memory_per_device() if peak is not None]
+    return max(peaks) if peaks else None
+
+
+def windows_and_checks(
+    request: dict[str, Any], batch: int, source: Source
+) -> tuple[int, int, CheckPlan | None]:
+    """(steps per window, windows, checks): with a loss target (and no fixed steps), the windows
+    of its cadence (:func:`tuner.worker.target.plan`); else :func:`_windows`, with no checks."""
+    _check_fits(batch, source.train_size)
+    checks = target.plan(request, batch, source.train_size)
+    if checks is None:
+        return (*_windows(request, batch, source), None)
+    return checks.window_steps, checks.windows, checks
+
+
+def _check_fits(batch: int, n_train: int | None) -> None:
+    if n_train is not None and batch > n_train:
+        raise WorkloadError(
+            f"global batch {batch} is larger than the training set ({n_train} samples)"
+        )
+
+
+def _windows(request: dict[str, Any], batch: int, source: Source) -> tuple[int, int]:
+    """(steps per window, windows): a probe's or validation's fixed ``steps_per_epoch``; else from
+    ``train_samples`` when given; else one window per epoch over a training set of known size."""
+    n_train = source.train_size
+    _check_fits(batch, n_train)
+    if request.get("steps_per_epoch"):
+        steps = int(request["steps_per_epoch"])
+        return (steps if n_train is None else min(steps, n_train // batch)), int(request["epochs"])
+    if request.get("train_samples"):
+        try:
+            plan = plan_windows(int(request["train_samples"]), batch)
+        except ValueError as exc:
+            raise WorkloadError(f"{exc}: raise train_samples") from None
+        return plan.window_steps, plan.timed_windows + 1
+    if n_train is None:
+        raise WorkloadError(
+            f"the training data of {source.reference} have no known size, so epochs cannot be "
+            "counted: give [search] train_samples (or --train-samples)"
+        )
+    return n_train // batch, int(request["epochs"])
+
+
+def _resolved_rule(
+    rule: dict[str, Any] | None, epoch_steps: int, total_steps: int
+) -> dict[str, Any] | None:
+    """The request's rule with a ``linear-warmup`` ramp given in epochs turned into steps (with a
+    sample budget, which has no epochs, the ramp is the first 10 % of the steps)."""
+    if rule and rule["name"] == "linear-warmup" and not rule.get("warmup_steps"):
+        if rule.get("sample_budget"):
+            return {**rule, "warmup_steps": max(1, total_steps // 10)}
+        return {**rule, "warmup_steps": max(1, round(rule["warmup_epochs"] * epoch_steps))}
+    return rule
