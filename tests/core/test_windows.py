@@ -10,6 +10,8 @@ from tuner.core.windows import (
     min_samples,
     plan_windows,
     summarise,
+    warmup_excess,
+    warmup_windows,
 )
 
 
@@ -57,3 +59,21 @@ def test_input_bound_at_eighty_percent_of_the_pipeline() -> None:
     assert is_input_bound(800.0, 1000.0)
     assert not is_input_bound(799.0, 1000.0)
     assert not is_input_bound(800.0, None)
+
+
+def test_warm_up_is_measured_not_assumed() -> None:
+    """The first window is always warm-up; a second one that compiles again (XLA under
+    DataParallel, measured 14× slower on an H200) is too; a merely noisy one is not; never more
+    than half the windows are dropped."""
+    assert warmup_windows([9.0, 1.0, 1.1, 0.9, 1.0, 1.0]) == 1
+    assert warmup_windows([9.0, 14.0, 1.1, 0.9, 1.0, 1.0]) == 2
+    assert warmup_windows([9.0, 1.6, 1.1, 0.9, 1.0, 1.0]) == 1  # 1.6× is noise, not a compile
+    assert warmup_windows([9.0, 9.0, 9.0, 9.0, 1.0, 1.0]) == 3  # at most half
+    assert warmup_windows([5.0]) == 0
+    assert warmup_windows([5.0, 1.0]) == 1
+
+
+def test_warm_up_excess_counts_every_warm_up_window() -> None:
+    assert warmup_excess([9.0, 14.0, 1.0, 1.0, 1.0, 1.0]) == pytest.approx(8.0 + 13.0)
+    assert warmup_excess([3.0, 1.0, 1.0]) == pytest.approx(2.0)
+    assert warmup_excess([3.0]) == 0.0

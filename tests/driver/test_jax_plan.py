@@ -55,6 +55,7 @@ def test_jax_cpu_cap_is_limit_times_replicas_for_the_child_to_apply() -> None:
     plan, _ = plan_devices(None, 2, "256MiB", available=[], backend="jax")
     env = plan.child_environment(environ={})
     assert env[CPU_CAP_ENV] == str(2 * 256 * 2**20)
+    assert env["MALLOC_ARENA_MAX"] == "2"  # few malloc arenas: the cap measures allocations
     assert "TF_MKL_ALLOC_MAX_BYTES" not in env and "TF_ENABLE_ONEDNN_OPTS" not in env
 
 
@@ -65,7 +66,8 @@ def test_jax_gpu_plan_without_cap_grows_memory() -> None:
     assert env["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
     assert env["XLA_PYTHON_CLIENT_PREALLOCATE"] == "false"
     assert "XLA_PYTHON_CLIENT_MEM_FRACTION" not in env
-    assert "JAX_PLATFORMS" not in env and "XLA_FLAGS" not in env
+    assert env["JAX_PLATFORMS"] == "cuda"  # a CPU-only jaxlib fails instead of using the CPU
+    assert "XLA_FLAGS" not in env
 
 
 def test_jax_gpu_cap_is_a_fraction_of_the_total_memory() -> None:
@@ -98,9 +100,12 @@ def test_signatures_tell_jax_apart_and_keep_tensorflow_as_stored() -> None:
     assert gpu.single_device().signature == "1x NVIDIA H200, jax"
 
 
-def test_tensorflow_environment_is_unchanged_by_the_backend_field() -> None:
+def test_tensorflow_environment_pins_keras_to_tensorflow() -> None:
+    """As before the backend field, plus KERAS_BACKEND: a user's KERAS_BACKEND=jax must not put
+    Keras on JAX inside a MirroredStrategy run."""
     plan = DevicePlan("cpu", 2, memory_limit_bytes=2**28)
     assert plan.child_environment(environ={"XLA_FLAGS": "--x"}) == {
+        "KERAS_BACKEND": "tensorflow",
         "TF_CPP_MIN_LOG_LEVEL": "2",
         "CUDA_VISIBLE_DEVICES": "",
         "TF_ENABLE_ONEDNN_OPTS": "1",
@@ -121,6 +126,7 @@ def test_inspect_environment_per_backend() -> None:
     assert inspect_environment("tensorflow") == {
         "CUDA_VISIBLE_DEVICES": "",
         "TF_CPP_MIN_LOG_LEVEL": "2",
+        "KERAS_BACKEND": "tensorflow",
     }
     env = inspect_environment("jax")
     assert env["KERAS_BACKEND"] == "jax"

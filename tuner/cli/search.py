@@ -338,6 +338,10 @@ def probe_cmd(
             | budget_overrides(train_samples, val_samples)
             | grid_overrides(batch_multipliers, lr_rules, precisions),
         )
+        if len(spec.search.precisions) > 1:
+            say_info(
+                f"probing at {spec.search.precisions[0]}, the first precision: a probe runs one"
+            )
         found = probe_study(
             spec,
             plan,

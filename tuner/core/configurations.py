@@ -166,8 +166,9 @@ def stored_interval(value: Any, method: Any) -> Interval | None:
 
 
 def window_rates(record: dict[str, Any]) -> list[float]:
-    """A run's timed window rates: its per-window throughputs less the first (which holds
-    tracing and compilation), as the run's median leaves it out."""
+    """A run's timed window rates: those its median was taken over (``window_throughputs``:
+    the warm-up windows left out), or for a run stored before them its per-window throughputs
+    less the first (which holds tracing and compilation)."""
     rates = record.get("window_throughputs") or (record.get("epoch_throughputs") or [])[1:]
     return [float(r) for r in rates if isinstance(r, int | float) and math.isfinite(r)]
 

@@ -105,7 +105,9 @@ class DevicePlan:
         its ``XLA_FLAGS`` are kept and the host device count is appended to them."""
         if self.backend == JAX_BACKEND:
             return self._jax_environment(os.environ if environ is None else environ)
-        env = {"TF_CPP_MIN_LOG_LEVEL": "2"}
+        # A user's KERAS_BACKEND (or ~/.keras/keras.json) must not put Keras on another backend
+        # inside a MirroredStrategy run.
+        env = {"KERAS_BACKEND": TENSORFLOW_BACKEND, "TF_CPP_MIN_LOG_LEVEL": "2"}
         if self.kind == "gpu":
             env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"  # the order nvidia-smi numbers them in
             env["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in self.gpu_indices)
@@ -120,6 +122,7 @@ class DevicePlan:
     def _jax_environment(self, environ: Mapping[str, str]) -> dict[str, str]:
         env = {"KERAS_BACKEND": JAX_BACKEND, "TF_CPP_MIN_LOG_LEVEL": "2"}
         if self.kind == "gpu":
+            env["JAX_PLATFORMS"] = "cuda"  # never a silent fallback to the CPU
             env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
             env["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in self.gpu_indices)
             if self.memory_limit_bytes is None:
@@ -136,6 +139,9 @@ class DevicePlan:
         if self.memory_limit_bytes is not None:
             # All host devices share one process: cap it at limit × replicas.
             env[CPU_CAP_ENV] = str(self.memory_limit_bytes * self.num_replicas)
+            # Each thread's malloc arena reserves up to 64 MiB of address space: few arenas, so
+            # the cap measures allocations rather than the host's core count.
+            env["MALLOC_ARENA_MAX"] = "2"
         return env
 
     def memory_fraction(self) -> float:
@@ -173,8 +179,8 @@ def inspect_environment(backend: str) -> dict[str, str]:
     the host is not split: the check runs no distribution)."""
     env = {"CUDA_VISIBLE_DEVICES": "", "TF_CPP_MIN_LOG_LEVEL": "2"}
     if backend == JAX_BACKEND:
-        env |= {"KERAS_BACKEND": JAX_BACKEND, "JAX_PLATFORMS": "cpu"}
-    return env
+        return env | {"KERAS_BACKEND": JAX_BACKEND, "JAX_PLATFORMS": "cpu"}
+    return env | {"KERAS_BACKEND": TENSORFLOW_BACKEND}
 
 
 def host_device_flags(inherited: str, count: int) -> str:

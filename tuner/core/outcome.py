@@ -43,6 +43,8 @@ _RESULT_ATTRS = (
     "throughput",
     "throughput_spread",
     "epoch_throughputs",
+    "window_throughputs",
+    "warmup_windows",
     "epoch_losses",
     "peak_memory_bytes",
     "peak_rss_bytes",

@@ -184,7 +184,8 @@ def probe_fields(chosen: FrozenTrial, context: Context) -> dict[str, Any]:
     probe = (context.probes or {}).get(str(chosen.user_attrs.get("device_signature")))
     if not probe:
         return {}
-    keys = ("largest_fitting_batch", "smallest_oom_batch", "resolution", "launches")
+    # The probe runs at the spec's first precision: it says which, for a pick at another one.
+    keys = ("largest_fitting_batch", "smallest_oom_batch", "resolution", "launches", "precision")
     return {"probe": {key: probe.get(key) for key in keys}}
 
 

@@ -15,11 +15,11 @@ first window's tracing and compilation (its excess over a steady window, as
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tuner.core.errors import ConfigError
+from tuner.core.windows import warmup_excess
 
 TARGET_CHECKS = 10
 """About this many checks over the sample budget when the user gives no cadence."""
@@ -125,11 +125,9 @@ def first_reached(losses: Sequence[float], target: float) -> int | None:
 
 
 def compile_seconds(window_seconds: Sequence[float]) -> float:
-    """The first window's tracing and compilation: its excess over the median later window
-    (0 with one window, which has nothing steady to compare with)."""
-    if len(window_seconds) < 2:
-        return 0.0
-    return max(0.0, window_seconds[0] - statistics.median(window_seconds[1:]))
+    """The warm-up windows' tracing and compilation: their excess over the median later window
+    (:func:`tuner.core.windows.warmup_excess`; 0 with one window)."""
+    return warmup_excess(window_seconds)
 
 
 def training_seconds(window_seconds: Sequence[float], windows: int) -> float:

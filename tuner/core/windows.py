@@ -6,15 +6,22 @@ host synchronises with the devices only at a window's end. The first window hold
 compilation and is not timed. The number of windows (6 to 10) is chosen so that the windows cover
 the steps exactly where possible; the few steps that fill no window (fewer than the windows, and
 usually none) are not trained either. ``train_samples_used`` says how many samples were.
+
+How many leading windows are warm-up is measured, not assumed (:func:`warmup_windows`): XLA may
+compile again in the second window (measured on an H200 under ``keras.distribution.DataParallel``:
+the second epoch 14× slower than the third), and such a window is left out too.
 """
 
 from __future__ import annotations
 
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 MIN_TIMED_WINDOWS = 5
 TARGET_WINDOWS = 10
+WARMUP_FACTOR = 2.0
+"""A leading window this many times slower than the run's steady windows is still warm-up."""
 INPUT_BOUND_RATIO = 0.8
 """Training at this fraction or more of what the input pipeline alone delivers is input-bound."""
 
@@ -87,3 +94,27 @@ def is_input_bound(throughput: float, input_throughput: float | None) -> bool:
     if not input_throughput or input_throughput <= 0:
         return False
     return throughput >= INPUT_BOUND_RATIO * input_throughput
+
+
+def warmup_windows(seconds: Sequence[float]) -> int:
+    """How many leading windows of a run are warm-up: the first always (tracing and
+    compilation), then each next one while it takes more than :data:`WARMUP_FACTOR` × the median
+    of the run's second half (a recompilation, an autotuning pass), never more than half the
+    windows. 0 for a run of one window, which has nothing steady to compare with."""
+    if len(seconds) < 2:
+        return 0
+    steady = statistics.median(seconds[len(seconds) // 2 :])
+    count = 1
+    while count < len(seconds) // 2 and seconds[count] > WARMUP_FACTOR * steady:
+        count += 1
+    return count
+
+
+def warmup_excess(seconds: Sequence[float]) -> float:
+    """The warm-up windows' time beyond steady windows' (tracing, compilation, recompilation):
+    0 for a run of one window."""
+    warm = warmup_windows(seconds)
+    if warm == 0:
+        return 0.0
+    steady = statistics.median(seconds[warm:])
+    return sum(max(0.0, s - steady) for s in seconds[:warm])

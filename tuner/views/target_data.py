@@ -16,7 +16,7 @@ from typing import Any
 
 from optuna.trial import FrozenTrial
 
-from tuner.core.recommend import is_complete, unique_trials
+from tuner.core.recommend import is_complete, precision_of, unique_trials
 from tuner.views.plot_data import complete_points
 from tuner.views.runs import interval, representatives, run_count, shown_measurement
 
@@ -83,11 +83,15 @@ def target_curves(
     rec = rec or {}
     best: dict[tuple[str, int], TargetPoint] = {}
     missed: dict[str, set[int]] = {}
+    several = len({precision_of(t) for t in trials if "global_batch_size" in t.params}) > 1
     for trial in representatives(unique_trials(trials), trials):
         if not is_complete(trial):
             continue
         shown = shown_measurement(trial, trials)
-        rule, batch = str(trial.params["lr_rule"]), int(trial.params["global_batch_size"])
+        # One curve per rule, and per precision in a study of several (as the throughput plot).
+        rule = str(trial.params["lr_rule"])
+        rule = f"{rule}, {precision_of(trial)}" if several else rule
+        batch = int(trial.params["global_batch_size"])
         point = _target_point(trial.number, batch, rule, shown)
         if point is None:
             if shown.user_attrs.get("reached_target") is False:

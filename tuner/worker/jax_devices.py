@@ -24,10 +24,17 @@ from tuner.core.devices import CPU_CAP_ENV, DevicePlan
 def init_devices(plan: DevicePlan) -> list[Any]:
     """Start JAX and return the plan's devices.
 
-    Raises ``RuntimeError`` when JAX sees fewer devices than the plan's replicas."""
+    Raises ``RuntimeError`` when JAX sees fewer devices than the plan's replicas, or devices of
+    another kind than the plan's (a CPU-only jaxlib asked for GPUs)."""
     import jax
 
     devices = list(jax.devices())
+    platform = devices[0].platform if devices else "none"
+    if (platform == "cpu") != (plan.kind == "cpu"):
+        raise RuntimeError(
+            f"JAX runs on {platform}, the plan needs {plan.kind} devices: for GPUs install "
+            'JAX\'s CUDA build (pip install "jax[cuda12]")'
+        )
     if len(devices) < plan.num_replicas:
         raise RuntimeError(
             f"JAX sees {len(devices)} device(s) ({devices[0].platform}), the plan needs "
@@ -43,12 +50,24 @@ def apply_memory_cap(environ: dict[str, str] | None = None) -> int | None:
     value = (os.environ if environ is None else environ).get(CPU_CAP_ENV)
     if not value:
         return None
+    _start_thread_pools()
     limit = address_space_bytes() + int(value)
     _, hard = resource.getrlimit(resource.RLIMIT_AS)
     if hard != resource.RLIM_INFINITY:
         limit = min(limit, hard)
     resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
     return limit
+
+
+def _start_thread_pools() -> None:
+    """Run one small computation on every device first: XLA's CPU thread pools reserve their
+    stacks and malloc arenas then, before the cap, so the cap measures what training allocates
+    and not how many cores the host has."""
+    import jax
+    import jax.numpy as jnp
+
+    for device in jax.devices():
+        jax.device_put(jnp.ones((8, 8)), device).sum().block_until_ready()
 
 
 def address_space_bytes() -> int:

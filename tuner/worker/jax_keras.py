@@ -15,18 +15,24 @@ import sys
 def hide_tensorflow() -> bool:
     """Make Keras's lazy ``tensorflow`` module report itself unavailable, unless TensorFlow is
     already imported; returns whether it is hidden."""
-    from keras.src.utils import module_utils
+    try:  # Keras internals: on a Keras where they differ, TensorFlow is merely imported
+        from keras.src.utils import module_utils
 
-    lazy = module_utils.tensorflow
-    if "tensorflow" in sys.modules or lazy.module is not None:
+        lazy = module_utils.tensorflow
+        if "tensorflow" in sys.modules or lazy.module is not None:
+            return False
+        lazy._available = False
+    except (ImportError, AttributeError):
         return False
-    lazy._available = False
     return True
 
 
 def reveal_tensorflow() -> None:
     """Let Keras find TensorFlow again (the workload imported it)."""
-    from keras.src.utils import module_utils
+    try:
+        from keras.src.utils import module_utils
 
-    if module_utils.tensorflow.module is None:
-        module_utils.tensorflow._available = None
+        if module_utils.tensorflow.module is None:
+            module_utils.tensorflow._available = None
+    except (ImportError, AttributeError):
+        pass

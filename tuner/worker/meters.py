@@ -6,7 +6,6 @@ Backend-neutral: no framework import (each backend reads its own device memory p
 from __future__ import annotations
 
 import math
-import statistics
 import threading
 import time
 from collections.abc import Callable
@@ -15,16 +14,15 @@ from typing import Any
 from tuner.core.devices import DevicePlan
 from tuner.core.progress import StepReporter
 from tuner.core.protocol import EPOCH_EVENT
+from tuner.core.windows import warmup_excess
 
 Emit = Callable[[dict[str, Any]], None]
 
 
 def split_tracing(epoch_seconds: list[float], fit_s: float) -> dict[str, float]:
-    """Split fit time into tracing (the first epoch's excess over a steady epoch) and training."""
-    if not epoch_seconds:
-        return {"tracing_s": 0.0, "training_s": fit_s}
-    steady = statistics.median(epoch_seconds[1:]) if len(epoch_seconds) > 1 else epoch_seconds[0]
-    tracing = max(0.0, epoch_seconds[0] - steady)
+    """Split fit time into tracing (the warm-up windows' excess over a steady one: tracing,
+    compilation, a recompilation) and training."""
+    tracing = warmup_excess(epoch_seconds)
     return {"tracing_s": tracing, "training_s": fit_s - tracing}
 
 

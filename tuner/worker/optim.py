@@ -35,7 +35,10 @@ def apply_rule(optimizer: Any, rule: dict[str, Any] | None) -> Any:
 
 def describe(optimizer: Any, from_build: bool, rule: dict[str, Any] | None) -> dict[str, Any]:
     """The optimizer a trial used: class, scalar settings, the warmup when there is one, and
-    under ``keras`` the whole serialized optimizer (see :func:`_serialized`)."""
+    under ``keras`` the whole serialized optimizer (see :func:`_serialized`). Under
+    mixed_float16 that is the optimizer inside Keras's ``LossScaleOptimizer``: the export's
+    ``compile`` section records the loss scaling, and loading wraps it again."""
+    optimizer = unscaled(optimizer)
     config = optimizer.get_config()
     settings = {
         key: value
@@ -58,6 +61,13 @@ def describe(optimizer: Any, from_build: bool, rule: dict[str, Any] | None) -> d
     if keras_config is not None:
         described["keras"] = keras_config
     return described
+
+
+def unscaled(optimizer: Any) -> Any:
+    """The optimizer that updates the weights: the one a ``LossScaleOptimizer`` wraps."""
+    if isinstance(optimizer, keras.optimizers.LossScaleOptimizer):
+        return optimizer.inner_optimizer
+    return optimizer
 
 
 def _serialized(optimizer: Any, rule: dict[str, Any] | None) -> dict[str, Any] | None:

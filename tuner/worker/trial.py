@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from tuner.core.windows import is_input_bound, summarise
+from tuner.core.windows import is_input_bound, summarise, warmup_windows
 from tuner.worker.meters import Emit, auto_noise_steps
 from tuner.worker.runs import (
     NoiseMeasure,
@@ -53,9 +53,10 @@ def run_trial(request: dict[str, Any], emit: Emit) -> dict[str, Any]:
         return result
     # With a target, the last check evaluated the trained model: not evaluated twice.
     final_loss = check.final_loss if check is not None else _validation_loss(session)
-    # The first window holds tracing and compilation: it is left out (unless it is the only one).
-    timed = meter.epoch_seconds[1:] or meter.epoch_seconds
-    steady = summarise(session.steps * session.batch, timed)
+    # The warm-up windows (tracing, compilation, a recompilation) are left out, unless the run
+    # has only one window.
+    warm = warmup_windows(meter.epoch_seconds)
+    steady = summarise(session.steps * session.batch, meter.epoch_seconds[warm:])
     median = steady.median
     result.update(_input_fields(session, median))
     result.update(
@@ -64,6 +65,8 @@ def run_trial(request: dict[str, Any], emit: Emit) -> dict[str, Any]:
         train_loss=meter.losses[-1],
         throughput=median,
         throughput_spread=steady.spread,
+        warmup_windows=warm,
+        window_throughputs=list(steady.windows),
         peak_memory_bytes=peak_memory_bytes(session),
         peak_rss_bytes=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
     )
