@@ -35,9 +35,13 @@ from tuner.worker.target import TargetCheck
 def run_trial(request: dict[str, Any], emit: Emit) -> dict[str, Any]:
     """Train one trial and measure it; raises on failure (the caller classifies it)."""
     session = open_session(request, emit)
+    mark = time.perf_counter()
     noise = _noise_meter(session)
+    # Building the meter starts its own input pipeline: part of what the noise scale costs.
+    noise_setup_s = time.perf_counter() - mark
     check = _target_check(session)
     train(session, noise, check)
+    session.timings["noise_scale_s"] += noise_setup_s
     result = {**summary(session), **_noise_fields(session, noise)}
     meter = session.meter
     if check is not None:
