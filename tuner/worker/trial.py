@@ -41,7 +41,8 @@ def run_trial(request: dict[str, Any], emit: Emit) -> dict[str, Any]:
     noise_setup_s = time.perf_counter() - mark
     check = _target_check(session)
     train(session, noise, check)
-    session.timings["noise_scale_s"] += noise_setup_s
+    if noise is not None:
+        session.timings["noise_scale_s"] += noise_setup_s
     result = {**summary(session), **_noise_fields(session, noise)}
     meter = session.meter
     if check is not None:
