@@ -23,7 +23,9 @@ relative to the base batch ``B₀``, ``E(B) = (B_noise + B₀) / (B_noise + B)``
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 DEFAULT_BETA = 0.95
 """EMA weight of the past: about the last 40 measurement steps count (the per-step estimates are
@@ -59,6 +61,21 @@ class NoiseScale:
         self._steps += 1
         self._s = self.beta * self._s + (1 - self.beta) * s
         self._g2 = self.beta * self._g2 + (1 - self.beta) * g2
+
+    def add_steps(
+        self, replicas: int, per_replica_batch: int, steps: Iterable[tuple[Any, Any]]
+    ) -> None:
+        """Add each step's ``(mean‖g_i‖², ‖ḡ‖²)`` (numbers, or device scalars read here) through
+        :func:`step_estimates`; a step whose estimates are not finite is skipped."""
+        for mean_sq, mean_grad_sq in steps:
+            g2, s = step_estimates(replicas, per_replica_batch, float(mean_sq), float(mean_grad_sq))
+            if math.isfinite(g2) and math.isfinite(s):
+                self.update(g2, s)
+
+    @property
+    def steps(self) -> int:
+        """How many steps' estimates were added."""
+        return self._steps
 
     @property
     def value(self) -> float | None:

@@ -22,7 +22,6 @@ else is raised.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -32,7 +31,7 @@ import jax.numpy as jnp
 import keras
 import numpy as np
 
-from tuner.core.efficiency import NoiseScale, step_estimates
+from tuner.core.efficiency import NoiseScale
 from tuner.core.oom import is_oom_error
 from tuner.worker.losses import per_example_loss
 
@@ -62,13 +61,17 @@ class JaxNoiseMeter:
         self.steps = steps
         self.scale = NoiseScale()
         self.seconds = 0.0
-        self.measured_steps = 0
         self.stopped: str | None = None
         self._model = model
         self._batches = batches
         self._sharding = _shard_axis_sharding(self.replicas)
         self._draws = 0  # shard gradients drawn so far: each gets its own random seeds
         self._step = jax.jit(_make_step(model, per_example_loss(loss), self.replicas))
+
+    @property
+    def measured_steps(self) -> int:
+        """The measurement steps whose estimates counted."""
+        return self.scale.steps
 
     def measure(self) -> float | None:
         """Run the extra steps, update the estimate, record it for the epoch; return it."""
@@ -85,13 +88,7 @@ class JaxNoiseMeter:
                 draw = np.uint32(self._draws % 2**16)
                 pending.append(self._step(trainable, non_trainable, draw, *self._next_shards()))
                 self._draws += self.replicas
-            for mean_sq, mean_grad_sq in pending:
-                g2, s = step_estimates(
-                    self.replicas, self.per_replica_batch, float(mean_sq), float(mean_grad_sq)
-                )
-                if math.isfinite(g2) and math.isfinite(s):
-                    self.scale.update(g2, s)
-                    self.measured_steps += 1
+            self.scale.add_steps(self.replicas, self.per_replica_batch, pending)
         except Exception as exc:
             if not is_oom_error(exc):
                 raise

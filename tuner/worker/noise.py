@@ -13,13 +13,12 @@ trial goes on) rather than count against the batch size.
 
 from __future__ import annotations
 
-import math
 import time
 from typing import Any
 
 import tensorflow as tf
 
-from tuner.core.efficiency import NoiseScale, step_estimates
+from tuner.core.efficiency import NoiseScale
 from tuner.core.oom import is_oom_error
 from tuner.worker.losses import per_example_loss
 from tuner.worker.meters import auto_noise_steps
@@ -38,7 +37,6 @@ class NoiseMeter:
         self.steps = steps
         self.scale = NoiseScale()
         self.seconds = 0.0
-        self.measured_steps = 0
         self.stopped: str | None = None
         self._model = model
         self._iterator = iter(strategy.experimental_distribute_dataset(dataset.repeat()))
@@ -71,6 +69,11 @@ class NoiseMeter:
 
         self._step = step
 
+    @property
+    def measured_steps(self) -> int:
+        """The measurement steps whose estimates counted."""
+        return self.scale.steps
+
     def measure(self) -> float | None:
         """Run the extra steps, update the estimate, record it for the epoch; return it."""
         if self.stopped:
@@ -80,13 +83,7 @@ class NoiseMeter:
         try:
             # Dispatch every step first and read the values after: no device sync between steps.
             pending = [self._step(self._iterator) for _ in range(self.steps)]
-            for mean_sq, mean_grad_sq in pending:
-                g2, s = step_estimates(
-                    self.replicas, self.per_replica_batch, float(mean_sq), float(mean_grad_sq)
-                )
-                if math.isfinite(g2) and math.isfinite(s):
-                    self.scale.update(g2, s)
-                    self.measured_steps += 1
+            self.scale.add_steps(self.replicas, self.per_replica_batch, pending)
         except Exception as exc:
             if not is_oom_error(exc):
                 raise

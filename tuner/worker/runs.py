@@ -57,9 +57,11 @@ class NoiseMeasure(Protocol):
     """A gradient-noise-scale meter (:class:`tuner.worker.noise.NoiseMeter` and its JAX twin)."""
 
     seconds: float
-    measured_steps: int
     stopped: str | None
     scale: Any
+
+    @property
+    def measured_steps(self) -> int: ...
 
     def measure(self) -> float | None: ...
 
