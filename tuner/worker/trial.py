@@ -23,6 +23,7 @@ from tuner.worker.meters import Emit, auto_noise_steps
 from tuner.worker.runs import (
     NoiseMeasure,
     Session,
+    hold_until_exit,
     open_session,
     peak_memory_bytes,
     summary,
@@ -40,6 +41,7 @@ def run_trial(request: dict[str, Any], emit: Emit) -> dict[str, Any]:
     # Building the meter starts its own input pipeline: part of what the noise scale costs.
     noise_setup_s = time.perf_counter() - mark
     check = _target_check(session)
+    hold_until_exit(session, noise, check)
     train(session, noise, check)
     if noise is not None:
         session.timings["noise_scale_s"] += noise_setup_s
