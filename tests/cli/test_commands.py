@@ -89,14 +89,15 @@ def test_probe_prints_the_largest_fitting_batch(
         "largest_fitting_batch": 1024,
         "smallest_oom_batch": 2048,
         "device_signature": "2x cpu",
-        "launches": 4,
+        "launches": 2,
+        "attempts": [{"batch": b, "fits": b <= 1024} for b in (512, 1024, 2048, 1536)],
         "wall_s": 12.0,
     }
     monkeypatch.setattr(driver_study, "probe_study", lambda *args, **kwargs: found)
     result = invoke_tuner("probe", "--cpu-replicas", "2", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "largest global batch that fits on 2x cpu: 1024 (512 per replica)" in result.stdout
-    assert "out of memory at 2048 — 4 launches in 12 s" in result.stdout
+    assert "out of memory at 2048 — 4 sizes tried in 2 children, 12 s" in result.stdout
 
 
 def test_a_failed_validation_is_a_runtime_failure_with_its_report(

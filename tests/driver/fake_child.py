@@ -14,8 +14,10 @@ import pytest
 
 from tuner.core.devices import DevicePlan
 from tuner.core.outcome import ChildRun
+from tuner.core.probe import search_from_state, try_until_oom
+from tuner.core.protocol import PROBE_ATTEMPT_EVENT, PROBE_RESULT_EVENT
 from tuner.core.spec import SearchSpec, StudySpec, WorkloadSpec
-from tuner.driver import objective, preflight, seeds, validate
+from tuner.driver import objective, preflight, probing, seeds, validate
 
 PLAN = DevicePlan(kind="cpu", num_replicas=2)
 N_TRAIN = 4096
@@ -84,8 +86,31 @@ class FakeChild:
         on_event: Callable[[dict[str, Any]], None] | None = None,
     ) -> ChildRun:
         self.requests.append(request)
-        result = inspected() if request["mode"] == "inspect" else self.trial(request)
+        if request["mode"] == "inspect":
+            result = inspected()
+        elif "probe_search" in request:
+            result = self._probe(request, on_event or (lambda event: None))
+        else:
+            result = self.trial(request)
         return ChildRun(returncode=0, result_text=json.dumps(result), wall_s=0.5)
+
+    def _probe(
+        self, request: dict[str, Any], emit: Callable[[dict[str, Any]], None]
+    ) -> dict[str, Any]:
+        """A probe child over the request's search: ``trial`` answers each size, as
+        :mod:`tuner.worker.probe` does with real training."""
+        attempts: list[dict[str, Any]] = []
+
+        def attempt(batch: int) -> bool:
+            emit({"event": PROBE_ATTEMPT_EVENT, "batch": batch})
+            fits = self.trial({**request, "global_batch_size": batch})["status"] == "ok"
+            attempts.append({"batch": batch, "fits": fits, "seconds": 0.1})
+            emit({"event": PROBE_RESULT_EVENT, **attempts[-1]})
+            return fits
+
+        search = search_from_state(request["probe_search"])
+        try_until_oom(search, attempt, request.get("probe_sizes_per_child"))
+        return {"status": "ok", "probe": True, "attempts": attempts}
 
     def launched(self, mode: str = "trial") -> list[tuple[int, str | None]]:
         """``(global_batch_size, rule)`` of each request of ``mode``, in launch order."""
@@ -97,6 +122,6 @@ class FakeChild:
 
     def install(self, monkeypatch: pytest.MonkeyPatch) -> FakeChild:
         """Replace ``run_child`` in every driver module that starts children."""
-        for module in (objective, preflight, seeds, validate):
+        for module in (objective, preflight, probing, seeds, validate):
             monkeypatch.setattr(module, "run_child", self)
         return self

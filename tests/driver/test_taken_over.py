@@ -10,6 +10,8 @@ from optuna.trial import TrialState
 
 from tuner.driver.observer import QuietObserver
 from tuner.driver.trial_loop import _run_one, is_taken_over
+from tuner.storage import open_storage
+from tuner.storage.trial_attrs import set_outcome_attrs
 
 
 class Notes(QuietObserver):
@@ -67,3 +69,24 @@ def test_a_failed_run_of_a_trial_another_worker_failed_is_dropped_too(tmp_path):
     _run_one(study, stalled_then_failed, observer)  # type: ignore[arg-type]
     assert [t.state for t in study.get_trials()] == [TrialState.FAIL]
     assert len(observer.notes) == 1
+
+
+def test_a_result_held_for_the_state_is_dropped_with_the_state(tmp_path):
+    # tuner's storage writes a trial's outcome attributes with its final state: a trial another
+    # worker failed takes neither, and the worker goes on with the same note.
+    url = f"sqlite:///{tmp_path}/tuner.db"
+    study = optuna.create_study(
+        storage=open_storage(url, create=True), directions=["minimize", "maximize"]
+    )
+    other_worker = open_storage(url, create=False)  # its own storage, as in its own process
+
+    def stalled(trial: optuna.Trial) -> tuple[float, float]:
+        set_outcome_attrs(trial, {"status": "ok", "throughput": 1000.0})
+        other_worker.set_trial_state_values(trial._trial_id, TrialState.FAIL)
+        return 0.5, 1000.0
+
+    observer = Notes()
+    _run_one(study, stalled, observer)  # type: ignore[arg-type]
+    (trial,) = study.get_trials()
+    assert trial.state == TrialState.FAIL and trial.values is None and trial.user_attrs == {}
+    assert len(observer.notes) == 1 and "stale heartbeat" in observer.notes[0]

@@ -67,7 +67,7 @@ def test_probe_finds_the_boundary_and_search_skips_what_cannot_fit(tmp_path):
     assert (lo, hi) == (2048, 4096)  # neighbours in the grid 1024, 2048, 4096, 8192
     assert probe["launches"] == 2  # bisection: 2048 fits, 4096 does not
     fits = {a["batch"]: a["fits"] for a in probe["attempts"]}
-    assert fits[lo] and not fits[hi] and probe["launches"] == len(fits)
+    assert fits[lo] and not fits[hi] and probe["launches"] == len(fits)  # capped: one size a child
     assert all(ok == (batch <= lo) for batch, ok in fits.items())  # monotone
     by_batch = {t.params["global_batch_size"]: t for t in study.trials}
     for batch, trial in by_batch.items():

@@ -75,8 +75,13 @@ def probe_summary(found: dict[str, Any], num_replicas: int) -> str:
         f"largest global batch that fits on {found['device_signature']}: {largest} "
         f"({largest // num_replicas if largest else 0} per replica); "
         + (f"out of memory at {oom}" if oom else "no out-of-memory up to the training set")
-        + f" — {found['launches']} launches in {found['wall_s']:.0f} s"
+        + f" — {_count(len(found.get('attempts', [])), 'size')} tried in "
+        + f"{_count(found['launches'], 'child', 'children')}, {found['wall_s']:.0f} s"
     )
+
+
+def _count(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else many or one + 's'}"
 
 
 def trials_table(

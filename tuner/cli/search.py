@@ -87,7 +87,7 @@ NoiseScaleOpt = Annotated[
         show_default=spec_default("noise_scale"),
     ),
 ]
-ProbeStepsOpt = Annotated[int, typer.Option(help="Training steps per probe run.")]
+ProbeStepsOpt = Annotated[int, typer.Option(help="Training steps per probed size.")]
 SeedsOpt = Annotated[
     int | None,
     typer.Option(

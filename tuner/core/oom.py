@@ -111,6 +111,13 @@ def is_oom_error(exc: BaseException) -> bool:
     return False
 
 
+def is_child_oom(exc: BaseException, cpu_capped: bool) -> bool:
+    """Out-of-memory in a trial child: :func:`is_oom_error`, or, under the JAX child's CPU memory
+    cap (an address-space limit), a thread that could not start — its stack no longer fits in
+    the capped address space."""
+    return is_oom_error(exc) or (cpu_capped and "can't start new thread" in str(exc))
+
+
 def is_probable_oom(returncode: int, stderr_tail: str, memory_capped: bool) -> bool:
     """True when a child that died without a result most likely ran out of memory.
 

@@ -156,14 +156,20 @@ PHASES: tuple[str, ...] = (
 )
 
 
+OUTSIDE_WALL: tuple[str, ...] = ("import_hidden_s",)
+"""Times a trial's child reports that are not part of its wall: a warm child's import done before
+it was handed its request (:mod:`tuner.driver.warm`). Stored, never summed with the phases."""
+
+
 def breakdown(run: ChildRun, child: dict[str, Any]) -> dict[str, float]:
     """Where a trial's wall time went, phase by phase, each measured on its own.
 
-    ``process_start_s`` runs from the parent's spawn to the child's first line, ``handback_s``
-    from the child's last line to the parent holding the result; ``unaccounted_s`` is what no
-    phase measured (small when the breakdown is complete).
+    ``process_start_s`` runs from the parent's spawn (a warm child: its hand-over) to the child's
+    first line (a warm child: reading its request), ``handback_s`` from the child's last line to
+    the parent holding the result; ``unaccounted_s`` is what no phase measured (small when the
+    breakdown is complete). :data:`OUTSIDE_WALL` times are kept beside the phases.
     """
-    phases = {k: float(v) for k, v in child.items() if k in PHASES}
+    phases = {k: float(v) for k, v in child.items() if k in PHASES or k in OUTSIDE_WALL}
     if run.spawned_at is not None and "child_started_at" in child:
         phases["process_start_s"] = float(child["child_started_at"]) - run.spawned_at
     if run.ended_at is not None and "child_finished_at" in child:

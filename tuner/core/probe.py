@@ -1,14 +1,21 @@
 """Finding the largest global batch that fits: doubling until out-of-memory, then bisection.
 
-:class:`ProbeSearch` is the pure part — which batch to try next given what fitted so far — so the
-search is unit-testable without TensorFlow; ``tuner.driver.preflight.run_probe``
-runs each attempt in a fresh child for a handful of steps (the peak memory of a step is reached
-in its first steps).
+:class:`ProbeSearch` and :class:`GridProbe` are the pure part — which batch to try next given what
+fitted so far — so the search is unit-testable without TensorFlow. The search travels in the
+probe child's request (:func:`search_state`, :func:`search_from_state`): the child tries its
+sizes one after another for a handful of steps each (the peak memory of a step is reached in its
+first steps) until the search is done, one size runs out of memory (:func:`try_until_oom`) or
+it tried as many sizes as the devices allow (:func:`sizes_per_child`);
+``tuner.driver.probing.run_probe`` starts a fresh child for what is left, because a process
+that ran out of memory does not reliably give it all back (measured on TensorFlow's capped CPU
+allocator: a size that fitted before two out-of-memory errors no longer fitted after them).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 DEFAULT_PROBE_STEPS = 5
 """Training steps per probe attempt: a step's peak memory is reached in its first steps."""
@@ -104,3 +111,78 @@ class GridProbe(_Outcomes):
         if hi_i - lo_i <= 1:
             return None
         return self.sizes[(lo_i + hi_i) // 2]
+
+
+Search = ProbeSearch | GridProbe
+
+
+def search_state(search: Search) -> dict[str, Any]:
+    """``search`` as JSON-ready data, what it knows so far included (for the probe's request)."""
+    fits = sorted([batch, ok] for batch, ok in search.fits.items())
+    if isinstance(search, GridProbe):
+        return {"kind": "grid", "sizes": list(search.sizes), "fits": fits}
+    return {
+        "kind": "doubling",
+        "start": search.start,
+        "limit": search.limit,
+        "step": search.step,
+        "resolution": search.resolution,
+        "fits": fits,
+    }
+
+
+def search_from_state(state: dict[str, Any]) -> Search:
+    """The search :func:`search_state` described, in the same state."""
+    search: Search
+    if state["kind"] == "grid":
+        search = GridProbe(tuple(int(b) for b in state["sizes"]))
+    else:
+        search = ProbeSearch(
+            start=int(state["start"]),
+            limit=int(state["limit"]),
+            step=int(state["step"]),
+            resolution=int(state["resolution"]),
+        )
+    for batch, ok in state.get("fits", []):
+        search.record(int(batch), bool(ok))
+    return search
+
+
+def most_sizes_left(search: Search) -> int:
+    """At most how many sizes ``search`` may still try: a probe child's time limit scales with
+    it."""
+    if isinstance(search, GridProbe):
+        return max(1, sum(1 for b in search.sizes if b not in search.fits))
+    return 2 * max(1, search.limit // search.step).bit_length()
+
+
+def sizes_per_child(kind: str, memory_capped: bool) -> int | None:
+    """How many sizes one probe child may try (``None``: until an out-of-memory) on devices of
+    ``kind``, with or without a memory cap.
+
+    One under a cap: measured on both CPU caps, a size that fits in a fresh process no longer
+    fits after a smaller size trained in the same one — TensorFlow's capped allocator keeps the
+    regions it grew, and JAX's address-space cap counts the mappings the first size left
+    (3072 fits fresh under 128 MiB per device and runs out of memory after 512 or 1536 on
+    TensorFlow; 6144 fits fresh under 224 MiB and aborts after 1024 on JAX). A trial runs in a
+    fresh process, so the probe must too. One on GPUs as well until measured there."""
+    return 1 if memory_capped or kind == "gpu" else None
+
+
+def try_until_oom(
+    search: Search, attempt: Callable[[int], bool], most: int | None = None
+) -> list[int]:
+    """Try the search's sizes in its order with ``attempt`` (whether that size fits), recording
+    each, until the search is done, a size does not fit or ``most`` sizes were tried; returns the
+    sizes tried.
+
+    They only grow: both searches go down only after a size did not fit, which ends the call. So
+    a memory peak the framework keeps for the process's lifetime is the last size's own."""
+    tried = []
+    while (batch := search.next_batch()) is not None:
+        fits = attempt(batch)
+        search.record(batch, fits)
+        tried.append(batch)
+        if not fits or len(tried) == most:
+            break
+    return tried

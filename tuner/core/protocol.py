@@ -30,6 +30,19 @@ MODES = ("inspect", "trial", "probe", "validate")
 EPOCH_EVENT = "epoch"
 """``event["event"]`` after each epoch (window): ``epoch``, ``epochs``, ``loss``, ``throughput``,
 ``samples`` trained so far and ``total_samples``."""
+WINDOWS_DONE_EVENT = "windows_done"
+"""``event["event"]`` once a run has measured every rate (its timed windows, noise-scale steps,
+loss checks and, in a trial, the input probe): what follows measures no rate, so the driver may
+start the next child's interpreter and framework import now (:mod:`tuner.driver.warm`)."""
+WARM_FLAG = "--warm"
+"""``python -m WORKER_MODULE --warm BACKEND REQUEST.json RESULT.json``: a warm child, which imports
+BACKEND first and reads REQUEST.json only when a line arrives on its stdin (hand-over)."""
+PROBE_ATTEMPT_EVENT = "probe_attempt"
+"""``event["event"]`` in a probe child before it tries one size: ``batch``. A child that dies
+by a signal dies at the last size it announced (:func:`tuner.driver.probing.run_probe`)."""
+PROBE_RESULT_EVENT = "probe_result"
+"""``event["event"]`` once a probe child knows whether a size fits: ``batch``, ``fits``,
+``seconds``, ``peak_memory_bytes``, ``error`` (out-of-memory only)."""
 PROGRESS_EVENT = "progress"
 """``event["event"]`` within an epoch, about once a second: ``step``, ``steps``, ``samples``,
 ``total_samples`` (:class:`tuner.core.progress.StepReporter`)."""

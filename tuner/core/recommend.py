@@ -196,6 +196,7 @@ def _recommend_one(
     """The recommendation among ``trials``, which all ran on the device signature."""
     unique = unique_trials(trials)
     complete = [t for t in unique if is_complete(t)]
+    complete_ids = {id(t) for t in complete}  # sublists of ``unique``: the same objects
     tolerance = loss_tolerance(context.tolerance, (context.seed_noise or {}).get(signature))
     candidates = policy_candidates(
         trials,
@@ -221,7 +222,7 @@ def _recommend_one(
             int(chosen.params["global_batch_size"]),
             same_batch=decision.rule == SAME_BATCH_TIE_RULE,
         ),
-        **target_fields(chosen, context, [t for t in same_config if t in complete]),
+        **target_fields(chosen, context, [t for t in same_config if id(t) in complete_ids]),
         **hypermodel_fields(chosen, context),
         **probe_fields(chosen, context),
     }

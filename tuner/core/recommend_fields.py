@@ -108,8 +108,10 @@ def decision_fields(
 
 def feasibility(same_model: list[FrozenTrial], complete: list[FrozenTrial]) -> dict[str, Any]:
     """The largest global batch that completed and those known not to fit (one model at one
-    precision)."""
-    feasible = max(int(t.params["global_batch_size"]) for t in complete if t in same_model)
+    precision). ``complete`` and ``same_model`` hold the same trial objects (sublists of one
+    list)."""
+    same = {id(t) for t in same_model}  # ``t in same_model`` compares whole trials: quadratic
+    feasible = max(int(t.params["global_batch_size"]) for t in complete if id(t) in same)
     return {
         "largest_feasible_batch_size": feasible,
         "oom_batch_sizes": infeasible_batch_sizes(same_model),

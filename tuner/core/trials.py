@@ -90,6 +90,36 @@ def has_unclaimed_work(trials: Sequence[FrozenTrial], grid: Iterable[GridPoint])
     return any(point not in claimed for point in grid)
 
 
+class GridProgress:
+    """:func:`has_unclaimed_work` for one worker's loop over a growing study, at a cost that
+    stays flat in its size (issue 19): a finished trial never changes, so its settled grid point
+    is remembered the first time it is seen, and each later call looks again only at the trials
+    still queued or running (and at any that other workers added since)."""
+
+    def __init__(self, grid: Iterable[GridPoint]) -> None:
+        self._grid = list(grid)
+        self._settled: set[GridPoint] = set()
+        self._seen: set[int] = set()
+        """Numbers of the finished trials already looked at."""
+
+    def has_unclaimed_work(self, trials: Sequence[FrozenTrial]) -> bool:
+        """``has_unclaimed_work(trials, grid)``, where ``trials`` are the study's trials now."""
+        waiting, running = False, set()
+        for trial in trials:
+            if trial.number in self._seen:
+                continue
+            if trial.state.is_finished():
+                self._seen.add(trial.number)
+                self._settled |= settled_grid_points([trial])
+            elif trial.state == TrialState.WAITING:
+                waiting = True
+            elif trial.state == TrialState.RUNNING:
+                running.add(grid_point(trial))
+        if waiting:
+            return True
+        return any(point not in self._settled and point not in running for point in self._grid)
+
+
 def has_budget_left(trials: Sequence[FrozenTrial], budget: int) -> bool:
     """Whether a queued trial waits, or fewer than ``budget`` trials are claimed."""
     if any(trial.state == TrialState.WAITING for trial in trials):
@@ -99,20 +129,29 @@ def has_budget_left(trials: Sequence[FrozenTrial], budget: int) -> bool:
 
 def to_requeue(trials: Sequence[FrozenTrial]) -> list[FrozenTrial]:
     """The FAIL trials to run again: unsettled, with no settled or pending run of their grid point
-    and model configuration, and not re-queued before; one per grid point."""
-    done = {run_key(trial) for trial in trials if is_settled(trial)}
-    pending = {run_key(trial) for trial in trials if is_pending(trial)}
+    and model configuration, and not re-queued before; one per grid point.
+
+    The driver asks before every trial, so the common case (no such FAIL trial) costs one pass
+    of cheap checks; run keys are built only for trials at the candidates' grid points."""
     retried = {trial.system_attrs.get("failed_trial") for trial in trials}
+    candidates = [
+        trial
+        for trial in trials
+        if trial.state == TrialState.FAIL
+        and not is_settled(trial)  # a settled trial's own run key is done
+        and has_grid_point(trial)
+        and trial.number not in retried
+    ]
+    if not candidates:
+        return []
+    points = {grid_point(trial) for trial in candidates}
+    near = [trial for trial in trials if grid_point(trial) in points]  # the only shared keys
+    done = {run_key(trial) for trial in near if is_settled(trial)}
+    pending = {run_key(trial) for trial in near if is_pending(trial)}
     chosen = []
-    for trial in trials:
+    for trial in candidates:
         key = run_key(trial)
-        if (
-            trial.state == TrialState.FAIL
-            and has_grid_point(trial)
-            and key not in done
-            and key not in pending
-            and trial.number not in retried
-        ):
+        if key not in done and key not in pending:
             chosen.append(trial)
             pending.add(key)
     return chosen

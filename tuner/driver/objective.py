@@ -33,6 +33,7 @@ from tuner.driver.observer import SearchObserver
 from tuner.driver.racing import REPEAT_INDEX, REPEAT_OF, SAME_AS, chain, is_original, measured
 from tuner.driver.requests import budget_dict, first_precision, trial_request
 from tuner.driver.runner import run_child
+from tuner.storage.trial_attrs import set_outcome_attrs, set_user_attrs
 
 
 class Objective:
@@ -66,19 +67,27 @@ class Objective:
         self._space = space
         self.launched = 0
         """Trials this objective ended, launched or pruned as oom-implied."""
+        self._expected: Sequence[FrozenTrial] | None = None
+
+    def expect(self, trials: Sequence[FrozenTrial] | None) -> None:
+        """The study's trials as the loop read them just before the next trial starts: that
+        trial decides with them (same training, a smaller batch out of memory) rather than
+        reading them again, one read of the whole study fewer per trial. ``None``: it reads."""
+        self._expected = trials
 
     def __call__(self, trial: Trial) -> tuple[float, float]:
         try:
             return self._trial(trial)
         except KeyboardInterrupt:
-            trial.set_user_attr("status", "interrupted")
-            trial.set_user_attr("error", "stopped by the user")
+            set_user_attrs(trial, {"status": "interrupted", "error": "stopped by the user"})
             raise
 
     def _trial(self, trial: Trial) -> tuple[float, float]:
         search = self._spec.search
         values = self._model_hyperparameters(trial)
-        stored = trial.study.get_trials(deepcopy=False)
+        stored, self._expected = self._expected, None
+        if stored is None:
+            stored = trial.study.get_trials(deepcopy=False)
         categorical = search.joint or stores_batch_as_category(stored)  # see suggest_global_batch
         batch = suggest_global_batch(trial, search.global_batch_sizes, categorical=categorical)
         rule = trial.suggest_categorical("lr_rule", list(search.lr_rules))
@@ -89,8 +98,7 @@ class Objective:
         attrs["training_key"] = trial_training_key(
             self._spec, self._plan, batch, rule, values, precision
         )
-        for key, value in attrs.items():
-            trial.set_user_attr(key, value)
+        set_user_attrs(trial, attrs)  # one write: other workers see the configuration at once
         repeat_of = trial.user_attrs.get(REPEAT_OF)
         position = self._already_done + self.launched + 1
         self.launched += 1
@@ -104,7 +112,7 @@ class Objective:
             )
         else:
             earlier = chain(stored, int(repeat_of)) if repeat_of is not None else []
-            outcome = self._measure(trial, position, attrs, values, earlier)
+            outcome = self._measure(trial, position, attrs, values, earlier, stored)
         self._observer.trial_finished(trial.number, outcome)
         return record(trial, outcome)
 
@@ -115,9 +123,11 @@ class Objective:
         attrs: dict[str, Any],
         values: dict[str, Any] | None,
         earlier: list[FrozenTrial],
+        stored: Sequence[FrozenTrial],
     ) -> TrialOutcome:
         """Run the trial (unless a smaller batch already ran out of memory) and add its runs:
-        ``earlier`` are the configuration's runs before this one when it is a repeat."""
+        ``earlier`` are the configuration's runs before this one when it is a repeat; ``stored``
+        the study's trials as this trial started."""
         search = self._spec.search
         if earlier:
             self._observer.note(
@@ -127,7 +137,7 @@ class Objective:
         self._observer.trial_started(trial.number, position, self.total, attrs)
         batch, rule, lr = attrs["global_batch_size"], attrs["lr_rule"], attrs["learning_rate"]
         precision = attrs[PRECISION]
-        outcome = self._implied_oom(trial, batch, values, precision) or self._run(
+        outcome = self._implied_oom(stored, batch, values, precision) or self._run(
             batch, lr, rule, values, precision
         )
         outcome = measured(outcome, earlier, target=search.target_loss is not None)
@@ -174,7 +184,11 @@ class Objective:
         self.total += runs
 
     def _implied_oom(
-        self, trial: Trial, batch: int, values: dict[str, Any] | None, precision: str
+        self,
+        stored: Sequence[FrozenTrial],
+        batch: int,
+        values: dict[str, Any] | None,
+        precision: str,
     ) -> TrialOutcome | None:
         """``oom-implied`` when a smaller or equal batch already ran out of memory (with the same
         model configuration and precision on the same devices) or the probe (which ran at the
@@ -183,7 +197,6 @@ class Objective:
         config = hyperparams.config_key(values or {})
         # Out-of-memory is monotone in the batch for one model configuration at one precision on
         # one signature; a mixed precision halves the activations, so it says nothing across.
-        stored = trial.study.get_trials(deepcopy=False)
         oom_at = smallest_oom_batch(stored, signature, config, precision)
         if oom_at is not None and batch >= oom_at:
             same_model = " with these model hyperparameters" if values else ""
@@ -283,7 +296,8 @@ def same_training(
     same = [
         t
         for t in trials
-        if t.number != number and is_original(t) and t.user_attrs.get("training_key") == key
+        # The key first: a cheap test that rules out nearly every trial of a large study.
+        if t.user_attrs.get("training_key") == key and t.number != number and is_original(t)
     ]
     return min(same, key=lambda t: t.number) if same else None
 
@@ -316,14 +330,13 @@ def with_efficiency(outcome: TrialOutcome, base_batch: int, batch: int) -> Trial
 
 def record(trial: Trial, outcome: TrialOutcome) -> tuple[float, float]:
     """Store the outcome on the trial and end it in the state its status maps to."""
-    trial.set_user_attr("status", outcome.status)
-    for key, value in outcome.attrs.items():
-        trial.set_user_attr(key, value)
+    attrs = {"status": outcome.status, **outcome.attrs}
     if outcome.error:
-        trial.set_user_attr("error", outcome.error)
+        attrs["error"] = outcome.error
     if outcome.values is not None:
-        trial.set_user_attr("final_loss", outcome.values[0])
-        trial.set_user_attr("throughput", outcome.values[1])
+        attrs["final_loss"], attrs["throughput"] = outcome.values
+    # Written with the state Optuna sets next, in one transaction: a finished trial has them all.
+    set_outcome_attrs(trial, attrs)
     if outcome.state == "COMPLETE" and outcome.values is not None:
         return outcome.values
     if outcome.state == "PRUNED":

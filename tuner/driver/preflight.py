@@ -3,15 +3,15 @@
 :func:`check` runs before anything is stored, so bad input leaves the storage untouched;
 :func:`prepare` runs on the open study and stores its findings there (study user attrs
 ``probes``, one record per device signature, and ``baselines``, one per device signature and
-precision of the grid). Each run is a child like a trial.
+precision of the grid). Each run is a child like a trial; the probe's children are
+:mod:`tuner.driver.probing`'s.
 """
 
 from __future__ import annotations
 
 import json
 import statistics
-import time
-from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 import optuna
@@ -21,15 +21,15 @@ from tuner.core.devices import DevicePlan, inspect_environment
 from tuner.core.errors import ConfigError, TunerError, WorkloadError
 from tuner.core.oom import last_message
 from tuner.core.outcome import ChildRun, classify
-from tuner.core.probe import DEFAULT_PROBE_STEPS, GridProbe, ProbeSearch
 from tuner.core.protocol import DEFAULT_TRIAL_TIMEOUT_S
-from tuner.core.scaling import scaled_learning_rate
 from tuner.core.spec import StudySpec
 from tuner.core.stats import throughput_interval
 from tuner.core.target import budget_samples, check_cadence, default_cadence
 from tuner.core.verdict import baseline_at, baseline_key
 from tuner.core.windows import MIN_TIMED_WINDOWS, min_samples
+from tuner.driver.baseline_reuse import find_baseline, reuse_key
 from tuner.driver.observer import SearchObserver
+from tuner.driver.probing import run_probe
 from tuner.driver.requests import first_precision, inspect_request, trial_request
 from tuner.driver.runner import run_child
 
@@ -195,21 +195,35 @@ def prepare_baseline(
     observer: SearchObserver,
 ) -> None:
     """Run and store the single-device baseline at ``precision`` unless the study holds one for
-    ``plan``'s devices at it (speedups compare like with like: one baseline per precision)."""
+    ``plan``'s devices at it (speedups compare like with like: one baseline per precision), or
+    reuse one another study in the storage measured of the same training
+    (:mod:`tuner.driver.baseline_reuse`)."""
     signature = plan.device_signature
     baselines = study.user_attrs.get("baselines", {})
     if baseline_at(baselines, signature, precision) is not None:
         return
     several = len(spec.search.precisions) > 1
     at = f", precision {precision}" if several else ""
-    observer.note(f"single-device baseline at global batch {spec.search.base_batch_size}{at}…")
-    reference = run_baseline(spec, plan, timeout_s=timeout_s, precision=precision)
-    if reference["status"] != "ok":  # not stored: the next run tries again
-        failed = f"the baseline{' at ' + precision if several else ''} failed"
-        observer.note(f"{failed} ({reference['status']}): {reference['error']}")
-        return
-    key = baseline_key(baselines, signature, precision, first_precision(spec))
-    study.set_user_attr("baselines", {**baselines, key: reference})
+    key = reuse_key(baseline_request(spec, plan, precision), study.user_attrs, signature)
+    reused = find_baseline(study, key, spec.search.max_repeats)
+    if reused is not None:
+        source, reference = reused
+        reference = {**reference, "reused_from": source}
+        observer.note(
+            f"single-device baseline at global batch {spec.search.base_batch_size}{at}: reusing "
+            f"the {len(reference['repeats'])} runs study {source!r} measured of the same "
+            "training on the same devices, host and versions"
+        )
+    else:
+        observer.note(f"single-device baseline at global batch {spec.search.base_batch_size}{at}…")
+        reference = run_baseline(spec, plan, timeout_s=timeout_s, precision=precision)
+        if reference["status"] != "ok":  # not stored: the next run tries again
+            failed = f"the baseline{' at ' + precision if several else ''} failed"
+            observer.note(f"{failed} ({reference['status']}): {reference['error']}")
+            return
+        reference.update(reuse_key=key, measured_at=_now())
+    stored_as = baseline_key(baselines, signature, precision, first_precision(spec))
+    study.set_user_attr("baselines", {**baselines, stored_as: reference})
 
 
 def store(study: optuna.Study, attr: str, plan: DevicePlan, record: dict[str, Any]) -> None:
@@ -224,79 +238,6 @@ def probed_oom(study: optuna.Study, plan: DevicePlan) -> int | None:
     probes = study.user_attrs.get("probes", {})
     found: int | None = probes.get(plan.device_signature, {}).get("smallest_oom_batch")
     return found
-
-
-def run_probe(
-    spec: StudySpec,
-    plan: DevicePlan,
-    n_train: int,
-    *,
-    resolution: int | None = None,
-    grid: tuple[int, ...] | None = None,
-    steps: int = DEFAULT_PROBE_STEPS,
-    timeout_s: float = 600.0,
-    note: Callable[[str], None] = lambda message: None,
-) -> dict[str, Any]:
-    """Find the largest global batch that fits on ``plan``'s devices with short runs (``steps``
-    steps, each in a fresh child): bisection over ``grid`` when given (what a search needs), else
-    doubling from the base batch until out-of-memory, then bisection to ``resolution`` samples
-    (default: an eighth of the base batch). Returns the record stored on the study."""
-    search = _probe_search(spec, plan, n_train, resolution, grid)
-    attempts = []
-    started = time.perf_counter()
-    while (batch := search.next_batch()) is not None:
-        lr = scaled_learning_rate("none", spec.search.base_lr, batch, spec.search.base_batch_size)
-        request = trial_request(
-            spec,
-            plan,
-            batch,
-            lr,
-            mode="probe",
-            precision=first_precision(spec),
-            epochs=1,
-            steps_per_epoch=steps,
-        )
-        run = run_child(request, plan.child_environment(), timeout_s)
-        outcome = classify(run, memory_capped=plan.memory_limit_bytes is not None)
-        if outcome.status not in ("ok", "oom"):
-            raise TunerError(
-                f"probe run at global batch {batch} failed ({outcome.status}): {outcome.error}"
-            )
-        search.record(batch, fits=outcome.status == "ok")
-        attempts.append({"batch": batch, "fits": outcome.status == "ok", "seconds": run.wall_s})
-        note(f"probe: global batch {batch} {'fits' if outcome.status == 'ok' else 'out of memory'}")
-    return {
-        "device_signature": plan.device_signature,
-        "largest_fitting_batch": search.largest_fitting,
-        "smallest_oom_batch": search.smallest_failing,
-        "precision": first_precision(spec),
-        "resolution": search.resolution,
-        "limit": n_train,
-        "steps": steps,
-        "launches": len(attempts),
-        "attempts": attempts,
-        "wall_s": time.perf_counter() - started,
-    }
-
-
-def _probe_search(
-    spec: StudySpec,
-    plan: DevicePlan,
-    n_train: int,
-    resolution: int | None,
-    grid: tuple[int, ...] | None,
-) -> ProbeSearch | GridProbe:
-    """Bisection over ``grid`` when given, else doubling-then-bisection up to ``n_train``."""
-    if grid:
-        return GridProbe(grid)
-    base = spec.search.base_batch_size
-    step = plan.num_replicas
-    return ProbeSearch(
-        start=max(step, base // step * step),
-        limit=n_train,
-        step=step,
-        resolution=resolution or max(step, base // 8),
-    )
 
 
 def run_baseline(
@@ -322,20 +263,9 @@ def run_baseline(
         "precision": precision,
     }
     runs: list[dict[str, Any]] = []
+    request = baseline_request(spec, plan, precision)
     for _ in range(spec.search.max_repeats):
-        run = run_child(
-            trial_request(
-                spec,
-                single,
-                base,
-                spec.search.base_lr,
-                precision=precision,
-                target_loss=None,
-                eval_every_samples=None,
-            ),
-            single.child_environment(),
-            timeout_s,
-        )
+        run = run_child(request, single.child_environment(), timeout_s)
         outcome = classify(run, memory_capped=plan.memory_limit_bytes is not None)
         if outcome.values is None:
             if not runs:  # nothing measured: the record says why, and is not stored
@@ -343,6 +273,24 @@ def run_baseline(
             break
         runs.append({"values": outcome.values, "attrs": outcome.attrs})
     return {**record, **_baseline_measurement(runs)}
+
+
+def baseline_request(spec: StudySpec, plan: DevicePlan, precision: str) -> dict[str, Any]:
+    """What each baseline run is sent: the base batch and learning rate on ``plan``'s first
+    device at ``precision``, its whole budget whatever the target."""
+    return trial_request(
+        spec,
+        plan.single_device(),
+        spec.search.base_batch_size,
+        spec.search.base_lr,
+        precision=precision,
+        target_loss=None,
+        eval_every_samples=None,
+    )
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def _baseline_measurement(runs: list[dict[str, Any]]) -> dict[str, Any]:

@@ -14,15 +14,19 @@ from optuna.trial import FrozenTrial, TrialState
 from tuner.core.trials import to_requeue
 
 
-def requeue_unfinished(study: optuna.Study) -> None:
+def requeue_unfinished(study: optuna.Study) -> list[FrozenTrial]:
     """Fail trials whose worker died (stale heartbeat; Optuna's retry callback re-queues them),
     then queue again every interrupted trial whose grid point (and model configuration) has no
-    other run."""
+    other run. Returns the study's trials after that (the loop decides with them: read again
+    only when something was queued)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         optuna.storages.fail_stale_trials(study)  # a no-op without heartbeat
-    for trial in to_requeue(study.get_trials(deepcopy=False)):
+    trials = study.get_trials(deepcopy=False)
+    queued = to_requeue(trials)
+    for trial in queued:
         requeue(study, trial)
+    return study.get_trials(deepcopy=False) if queued else trials
 
 
 def requeue(study: optuna.Study, trial: FrozenTrial) -> None:

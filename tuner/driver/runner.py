@@ -7,6 +7,9 @@ whole process group can be killed on timeout or interrupt. The child never touch
 On Linux the child runs under a small supervisor (:mod:`tuner.worker.supervisor`, a child
 subreaper) that kills everything the trial started, even processes in a session of their own, when
 the child ends, when it is told to stop and when this process dies, SIGKILL included.
+
+A request may be handed to a warm child instead, started earlier for the same environment
+(:mod:`tuner.driver.warm`); its run's wall time and timeout start at hand-over.
 """
 
 from __future__ import annotations
@@ -15,29 +18,38 @@ import contextlib
 import functools
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
+from tuner.core.devices import TENSORFLOW_BACKEND
 from tuner.core.outcome import ChildRun
 from tuner.core.protocol import (
     PARENT_PID_ENV,
     SUPERVISOR_MODULE,
     TRIAL_DIR_PREFIX,
+    WARM_FLAG,
+    WINDOWS_DONE_EVENT,
     WORKER_MODULE,
     decode_event,
 )
-from tuner.driver import trial_dirs
+from tuner.driver import instant, trial_dirs, warm
+from tuner.files import atomic_write_text
 
 OnEvent = Callable[[dict[str, Any]], None]
 
 _GRACE_S = 3.0
+_ORDER_POLL_S = 0.05
+"""How often the waiting thread looks for the child's exit while it also waits for its
+``windows_done``: a child that exits before it (an error) is noticed this much later."""
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 """The folder holding the ``tuner`` package: first on the children's path (the supervisor runs
 without site-packages)."""
@@ -54,35 +66,169 @@ def run_child(
     On timeout the child's process group gets SIGTERM, then SIGKILL. On KeyboardInterrupt (or any
     exception here) the group is killed before the exception propagates.
     """
+    if instant.is_enabled():  # test aid, inert unless set: no child (tuner.driver.instant)
+        return instant.instant_run(request)
     _sweep_once()
-    with tempfile.TemporaryDirectory(prefix=TRIAL_DIR_PREFIX) as tmp:
-        trial_dirs.write_owner(Path(tmp))
-        request_path = Path(tmp, "request.json")
-        result_path = Path(tmp, "result.json")
-        stderr_path = Path(tmp, "stderr.log")
-        spawned_at = time.time()
-        request_path.write_text(json.dumps({**request, "spawned_at": spawned_at}))
-        with stderr_path.open("wb") as stderr:
-            proc = subprocess.Popen(
-                child_command(request_path, result_path),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=stderr,
-                env=_child_environment(env),
-                start_new_session=True,
-            )
-            timed_out = _wait(proc, timeout_s, on_event)
+    key = _spare_key(request, env)
+    child = _warm_child(request, key) or _cold_child(request, env)
+    try:
+        order = _next_spare(request, env)
+        events = on_event if order is None else order.watching(on_event)
+        timed_out = _wait(child.proc, timeout_s, events, order)
+        result_path = child.folder / "result.json"
         result_text = result_path.read_text() if result_path.exists() else None
         ended_at = time.time()
         return ChildRun(
-            returncode=proc.returncode,
+            returncode=child.proc.returncode,
             result_text=result_text,
-            stderr_tail=_file_tail(stderr_path),
+            stderr_tail=_file_tail(child.folder / "stderr.log"),
             timed_out=timed_out,
-            wall_s=ended_at - spawned_at,
-            spawned_at=spawned_at,
+            wall_s=ended_at - child.spawned_at,
+            spawned_at=child.spawned_at,
             ended_at=ended_at,
         )
+    finally:
+        child.close()
+
+
+@dataclass
+class _Child:
+    """A started child in its trial folder (request, result, stderr, owner record);
+    ``spawned_at``: when its run began (a warm child: its hand-over)."""
+
+    proc: subprocess.Popen[bytes]
+    folder: Path
+    stderr: BinaryIO
+    spawned_at: float
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def discard(self) -> None:
+        """Kill it (a spare no one will take) and remove its folder."""
+        kill_group(self.proc)
+        _reap_group(self.proc)
+        self.close()
+
+    def close(self) -> None:
+        for stream in (self.proc.stdin, self.proc.stdout, self.stderr):
+            with contextlib.suppress(OSError):
+                if stream is not None:
+                    stream.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _new_folder() -> Path:
+    folder = Path(tempfile.mkdtemp(prefix=TRIAL_DIR_PREFIX))
+    trial_dirs.write_owner(folder)
+    return folder
+
+
+def _cold_child(request: dict[str, Any], env: dict[str, str]) -> _Child:
+    """A fresh child that reads ``request`` as it starts."""
+    folder = _new_folder()
+    request_path, result_path = folder / "request.json", folder / "result.json"
+    spawned_at = time.time()
+    request_path.write_text(json.dumps({**request, "spawned_at": spawned_at}))
+    return _spawn(folder, child_command(request_path, result_path), env, spawned_at)
+
+
+def _spawn(folder: Path, command: list[str], env: dict[str, str], spawned_at: float) -> _Child:
+    stderr = (folder / "stderr.log").open("wb")
+    try:
+        proc = subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE if WARM_FLAG in command else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            env=_child_environment(env),
+            start_new_session=True,
+        )
+    except BaseException:
+        stderr.close()
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return _Child(proc, folder, stderr, spawned_at)
+
+
+def _spare_key(request: dict[str, Any], env: dict[str, str]) -> Hashable:
+    """What a warm child must have been started with to take ``request``: the same environment
+    (the plan's, and this process's as the child inherits it), backend and working folder."""
+    backend = (request.get("workload") or {}).get("backend") or TENSORFLOW_BACKEND
+    return (tuple(sorted(_child_environment(env).items())), backend, os.getcwd())
+
+
+def _start_spare(request: dict[str, Any], env: dict[str, str]) -> None:
+    """Have a warm child started for the next request, in ``env`` (:mod:`tuner.driver.warm`)."""
+    backend = (request.get("workload") or {}).get("backend") or TENSORFLOW_BACKEND
+    key = _spare_key(request, env)
+
+    def spawn() -> _Child:
+        folder = _new_folder()
+        command = child_command(folder / "request.json", folder / "result.json", backend)
+        return _spawn(folder, command, env, time.time())
+
+    warm.POOL.start(key, spawn)
+
+
+def _warm_child(request: dict[str, Any], key: Hashable) -> _Child | None:
+    """The spare started for ``key``, handed ``request``: it was waiting for it on stdin. ``None``
+    when there is none (or it died meanwhile: the caller starts a fresh child)."""
+    spare = warm.POOL.take(key)
+    if spare is None:
+        return None
+    assert isinstance(spare, _Child)
+    spawned_at = time.time()
+    atomic_write_text(
+        spare.folder / "request.json", json.dumps({**request, "spawned_at": spawned_at})
+    )
+    try:
+        assert spare.proc.stdin is not None
+        spare.proc.stdin.write(b"go\n")
+        spare.proc.stdin.close()
+    except OSError:  # it died just now
+        spare.discard()
+        return None
+    spare.spawned_at = spawned_at
+    return spare
+
+
+class _SpareOrder:
+    """The next warm child, wanted once the running child's timed windows are over. The event
+    reader only notes it; the thread that waits for the child starts it (see
+    :mod:`tuner.driver.warm` for why not a helper thread)."""
+
+    def __init__(self, request: dict[str, Any], env: dict[str, str]) -> None:
+        self.wanted = threading.Event()
+        self._request = request
+        self._env = env
+
+    def watching(self, on_event: OnEvent | None) -> OnEvent:
+        """``on_event``, noting ``windows_done`` on the way."""
+
+        def passing_on(event: dict[str, Any]) -> None:
+            if event.get("event") == WINDOWS_DONE_EVENT:
+                self.wanted.set()
+            if on_event is not None:
+                on_event(event)
+
+        return passing_on
+
+    def start(self) -> None:
+        _start_spare(self._request, warm.POOL.expected() or self._env)
+
+
+def _next_spare(request: dict[str, Any], env: dict[str, str]) -> _SpareOrder | None:
+    """The warm child to start for the run after this one: at once beside the workload check
+    (for the environment the driver expects next), or, for a training run, when its timed
+    windows are over (the returned order)."""
+    allowed = warm.uses()
+    if request.get("mode") == "inspect":
+        expected = warm.POOL.expected()
+        if expected is not None and warm.CHECK in allowed:
+            _start_spare(request, expected)
+        return None
+    return _SpareOrder(request, env) if warm.TRIALS in allowed else None
 
 
 def is_supervised() -> bool:
@@ -91,9 +237,13 @@ def is_supervised() -> bool:
     return sys.platform.startswith("linux")
 
 
-def child_command(request_path: Path, result_path: Path) -> list[str]:
-    """The command line of one trial child (under its supervisor where supported)."""
-    worker = [sys.executable, "-m", WORKER_MODULE, str(request_path), str(result_path)]
+def child_command(
+    request_path: Path, result_path: Path, warm_backend: str | None = None
+) -> list[str]:
+    """The command line of one trial child (under its supervisor where supported); with
+    ``warm_backend``, a warm child that imports it before its request (:mod:`tuner.driver.warm`)."""
+    warm = [WARM_FLAG, warm_backend] if warm_backend else []
+    worker = [sys.executable, "-m", WORKER_MODULE, *warm, str(request_path), str(result_path)]
     if not is_supervised():
         return worker
     # -S: no site-packages start-up (tens of ms); tuner is importable through PYTHONPATH.
@@ -128,8 +278,14 @@ def _child_environment(env: dict[str, str]) -> dict[str, str]:
     return child_env
 
 
-def _wait(proc: subprocess.Popen[bytes], timeout_s: float, on_event: OnEvent | None) -> bool:
+def _wait(
+    proc: subprocess.Popen[bytes],
+    timeout_s: float,
+    on_event: OnEvent | None,
+    order: _SpareOrder | None = None,
+) -> bool:
     """Pass the child's events on until it exits; whether it had to be killed for ``timeout_s``.
+    With ``order``, start the next warm child here once the child's windows are over.
 
     Whatever happens, nothing of the child's process group outlives this call.
     """
@@ -138,8 +294,11 @@ def _wait(proc: subprocess.Popen[bytes], timeout_s: float, on_event: OnEvent | N
     )
     reader.start()
     timed_out = False
+    deadline = time.monotonic() + timeout_s
     try:
-        proc.wait(timeout=timeout_s)
+        if order is not None:
+            _start_when_wanted(proc, deadline, order)
+        proc.wait(timeout=max(0.0, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:
         timed_out = True
         kill_group(proc)
@@ -150,6 +309,14 @@ def _wait(proc: subprocess.Popen[bytes], timeout_s: float, on_event: OnEvent | N
         _reap_group(proc)
     reader.join(timeout=5)
     return timed_out
+
+
+def _start_when_wanted(proc: subprocess.Popen[bytes], deadline: float, order: _SpareOrder) -> None:
+    # Until the child exits or its windows are over; then the spare starts from this thread.
+    while proc.poll() is None and time.monotonic() < deadline:
+        if order.wanted.wait(_ORDER_POLL_S):
+            order.start()
+            return
 
 
 def kill_group(proc: subprocess.Popen[bytes]) -> None:

@@ -22,7 +22,7 @@ from tuner.core.probe import DEFAULT_PROBE_STEPS
 from tuner.core.protocol import DEFAULT_TRIAL_TIMEOUT_S
 from tuner.core.recommend import grid_point
 from tuner.core.spec import StudySpec, check_study_name
-from tuner.driver import preflight
+from tuner.driver import preflight, warm
 from tuner.driver.observer import QuietObserver, SearchObserver
 from tuner.driver.opening import open_study
 from tuner.driver.trial_loop import run_trials
@@ -92,29 +92,32 @@ def run_search(
     """
     observer = observer or QuietObserver()
     check_search_input(spec, plan, storage_url, study_name=study_name, heartbeat_s=heartbeat_s)
-    info = preflight.check(spec, plan, probe=probe)
-    study = open_study(spec, plan, storage_url, study_name, info, heartbeat_s)
-    if on_study is not None:
-        on_study(study)
-    probed_oom = preflight.prepare(
-        study,
-        spec,
-        plan,
-        preflight.batch_limit(spec, info["n_train"]),
-        probe=probe,
-        baseline=baseline,
-        timeout_s=trial_timeout_s,
-        observer=observer,
-    )
-    launched, grid_size = run_trials(
-        study,
-        spec,
-        plan,
-        space=info.get("hypermodel"),
-        probed_oom=probed_oom,
-        timeout_s=trial_timeout_s,
-        observer=observer,
-    )
+    # The first run after the workload check: a probe, else a new study's baseline (one device).
+    first = plan.single_device() if baseline and plan.num_replicas > 1 and not probe else plan
+    with warm.spares(expect=first.child_environment()):
+        info = preflight.check(spec, plan, probe=probe)
+        study = open_study(spec, plan, storage_url, study_name, info, heartbeat_s)
+        if on_study is not None:
+            on_study(study)
+        probed_oom = preflight.prepare(
+            study,
+            spec,
+            plan,
+            preflight.batch_limit(spec, info["n_train"]),
+            probe=probe,
+            baseline=baseline,
+            timeout_s=trial_timeout_s,
+            observer=observer,
+        )
+        launched, grid_size = run_trials(
+            study,
+            spec,
+            plan,
+            space=info.get("hypermodel"),
+            probed_oom=probed_oom,
+            timeout_s=trial_timeout_s,
+            observer=observer,
+        )
     running = _still_running(study)
     if not running:  # the last worker to finish writes the views, once
         refresh(study, warn=observer.note)
@@ -133,16 +136,17 @@ def probe_study(
 ) -> dict[str, Any]:
     """``tuner probe``: find the largest fitting global batch and store it on the study."""
     check_search_input(spec, plan, storage_url, study_name=study_name)
-    info = preflight.check(spec, plan)
-    study = open_study(spec, plan, storage_url, study_name, info, None)
-    found = preflight.run_probe(
-        spec,
-        plan,
-        preflight.batch_limit(spec, info["n_train"]),
-        resolution=resolution,
-        steps=steps,
-        note=note,
-    )
+    with warm.spares(expect=plan.child_environment()):
+        info = preflight.check(spec, plan)
+        study = open_study(spec, plan, storage_url, study_name, info, None)
+        found = preflight.run_probe(
+            spec,
+            plan,
+            preflight.batch_limit(spec, info["n_train"]),
+            resolution=resolution,
+            steps=steps,
+            note=note,
+        )
     preflight.store(study, "probes", plan, found)
     return found
 

@@ -12,14 +12,15 @@ from __future__ import annotations
 from typing import Any
 
 import optuna
+from optuna.trial import FrozenTrial
 
 from tuner.core.devices import DevicePlan
 from tuner.core.errors import TrialFailed
 from tuner.core.spec import StudySpec
 from tuner.core.trials import (
+    GridProgress,
     claimed_count,
     has_budget_left,
-    has_unclaimed_work,
     settled_grid_points,
 )
 from tuner.driver.grid import grid_points
@@ -53,19 +54,20 @@ def run_trials(
         objective = Objective(spec, plan, timeout_s, observer, budget, done, space=space)
         # Re-queued trials (interrupted, or a dead worker's) run even when the budget is used.
         while True:
-            requeue_unfinished(study)
-            if not has_budget_left(study.get_trials(deepcopy=False), budget):
+            trials = requeue_unfinished(study)
+            if not has_budget_left(trials, budget):
                 break
-            _run_one(study, objective, observer)
+            _run_one(study, objective, observer, trials)
         return objective.launched, budget
     grid = grid_points(spec)
     done = len(settled_grid_points(study.get_trials(deepcopy=False)))
     objective = Objective(spec, plan, timeout_s, observer, len(grid), done, probed_oom, space)
+    progress = GridProgress(grid)  # has_unclaimed_work, without rescanning finished trials
     for _ in range(len(grid) - done):
-        requeue_unfinished(study)
-        if not has_unclaimed_work(study.get_trials(deepcopy=False), grid):
+        trials = requeue_unfinished(study)
+        if not progress.has_unclaimed_work(trials):
             break
-        _run_one(study, objective, observer)
+        _run_one(study, objective, observer, trials)
     # After the grid: the base configuration's seed noise sets the loss tolerance racing uses.
     measure_seed_noise(study, spec, plan, space=space, timeout_s=timeout_s, observer=observer)
     race(
@@ -80,8 +82,16 @@ def run_trials(
     return objective.launched, len(grid)
 
 
-def _run_one(study: optuna.Study, objective: Objective, observer: SearchObserver) -> None:
-    """One trial: a queued one first, else the sampler's next point; a FAIL does not stop us."""
+def _run_one(
+    study: optuna.Study,
+    objective: Objective,
+    observer: SearchObserver,
+    trials: list[FrozenTrial] | None = None,
+) -> None:
+    """One trial: a queued one first, else the sampler's next point; a FAIL does not stop us.
+    ``trials``: the study's trials as just read, which the trial decides with (else it reads)."""
+    if trials is not None:
+        objective.expect(trials)
     try:
         study.optimize(objective, n_trials=1, catch=(TrialFailed,), gc_after_trial=False)
     except (ValueError, AssertionError, optuna.exceptions.UpdateFinishedTrialError) as exc:
@@ -93,6 +103,9 @@ def _run_one(study: optuna.Study, objective: Objective, observer: SearchObserver
             "this worker's trial was handed to another worker while this one was stalled "
             "(stale heartbeat); its result is dropped and the retry measures the point again"
         )
+    finally:
+        if trials is not None:
+            objective.expect(None)  # read before this trial: never for a later one
 
 
 def is_taken_over(exc: BaseException) -> bool:

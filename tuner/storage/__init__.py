@@ -1,7 +1,9 @@
-"""One function turns a storage URL into an Optuna storage; no SQL of our own beyond looking.
+"""One function turns a storage URL into an Optuna storage; no SQL of our own beyond looking,
+but for one write: a trial's user attributes in one statement (:mod:`tuner.storage.trial_attrs`).
 
-``sqlite:///path.db`` and any SQLAlchemy URL go to ``RDBStorage`` (SQLite with a generous lock
-timeout, so several workers can share one file), with Optuna's heartbeat when asked: a trial whose
+``sqlite:///path.db`` and any SQLAlchemy URL go to ``RDBStorage`` (tuner's subclass, which
+Optuna still wraps in its trial cache; SQLite with a generous lock timeout, so several workers
+can share one file), with Optuna's heartbeat when asked: a trial whose
 worker died stops heartbeating, is failed, and is re-queued by ``RetryFailedTrialCallback``.
 ``journal:PATH`` is Optuna's journal file (``JournalStorage``), which Optuna recommends for several
 processes on one host; it has no heartbeat. Connection errors become one clear line with the
@@ -167,13 +169,15 @@ def _rdb_storage(place: Place, heartbeat: dict[str, Any], *, stamped: bool) -> A
     import optuna
     import sqlalchemy.exc
 
+    from tuner.storage.trial_attrs import TunerRDBStorage  # imports Optuna: only when opened
+
     engine_kwargs: dict[str, Any] = {}
     if place.kind == "sqlite":
         engine_kwargs["connect_args"] = {"timeout": SQLITE_TIMEOUT_S}
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            return optuna.storages.RDBStorage(
+            return TunerRDBStorage(
                 place.url, engine_kwargs=engine_kwargs, skip_table_creation=stamped, **heartbeat
             )
     except (sqlalchemy.exc.SQLAlchemyError, ValueError, RuntimeError, ImportError) as exc:

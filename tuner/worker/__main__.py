@@ -27,6 +27,7 @@ from typing import Any
 
 from tuner.core.protocol import MODES, PARENT_PID_ENV, encode_event
 from tuner.files import atomic_write_text
+from tuner.worker import warm
 
 Runner = Callable[[dict[str, Any], Callable[[dict[str, Any]], None]], dict[str, Any]]
 """Answers one request: ``(request, emit) -> result``; raises on failure."""
@@ -131,12 +132,21 @@ def _inject_fault(request: dict[str, Any], result_path: Path) -> None:
 
 
 def main(argv: list[str]) -> None:
-    """Run the request at ``argv[0]``; write the result to ``argv[1]``; exit."""
+    """Run the request at ``argv[0]``; write the result to ``argv[1]``; exit. With ``--warm
+    BACKEND`` first, import BACKEND before the request comes (:mod:`tuner.worker.warm`)."""
+    warm_backend, argv = warm.split_argv(argv)
+    sys.argv[1:] = argv  # the workload sees a warm child's argv as a fresh one's
     request_path, result_path = Path(argv[0]), Path(argv[1])
     started_at = time.time()
     started = time.perf_counter()
     _watch_parent()
+    preloaded = warm.preload(warm_backend, runners) if warm_backend else None
+    if preloaded is not None:
+        taken_at = warm.wait_for_request()
     request = json.loads(request_path.read_text())
+    if preloaded is not None:  # the trial's time starts at hand-over, not at this process's start
+        started_at = preloaded.handed_over(request, taken_at)
+        started = time.perf_counter() - (time.time() - started_at)
     try:
         _inject_fault(request, result_path)
         from tuner.core import oom
@@ -144,8 +154,11 @@ def main(argv: list[str]) -> None:
         from tuner.worker.sources import backend_name
 
         import_started = time.perf_counter()
-        table = runners(backend_name(request))
-        import_s = time.perf_counter() - import_started
+        if preloaded is None:
+            table = runners(backend_name(request))
+            import_s = time.perf_counter() - import_started
+        else:
+            table, import_s = preloaded.runners(backend_name(request), runners)
         try:
             result = _runner(table, request.get("mode"))(request, _emit)
             result.setdefault("timings", {})["import_s"] = import_s
@@ -164,6 +177,8 @@ def main(argv: list[str]) -> None:
     timings["child_total_s"] = time.perf_counter() - started
     timings["child_started_at"] = started_at
     timings["child_finished_at"] = time.time()
+    if preloaded is not None:
+        timings["import_hidden_s"] = preloaded.hidden_s
     _write_result(result_path, result)
     # The result is on disk: skip TensorFlow's teardown, which can take seconds (after an
     # out-of-memory, ~10 s while another replica's allocator waits out its retry).

@@ -50,13 +50,20 @@ def apply_memory_cap(environ: dict[str, str] | None = None) -> int | None:
     value = (os.environ if environ is None else environ).get(CPU_CAP_ENV)
     if not value:
         return None
+    if _applied:  # once per process: a later session (a probe's next size) keeps the first cap
+        return _applied[0]
     _start_thread_pools()
     limit = address_space_bytes() + int(value)
     _, hard = resource.getrlimit(resource.RLIMIT_AS)
     if hard != resource.RLIM_INFINITY:
         limit = min(limit, hard)
     resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    _applied.append(limit)
     return limit
+
+
+_applied: list[int] = []
+"""The address-space limit this process set, if any."""
 
 
 def _start_thread_pools() -> None:

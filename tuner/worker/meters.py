@@ -13,7 +13,7 @@ from typing import Any
 
 from tuner.core.devices import DevicePlan
 from tuner.core.progress import StepReporter
-from tuner.core.protocol import EPOCH_EVENT
+from tuner.core.protocol import EPOCH_EVENT, WINDOWS_DONE_EVENT
 from tuner.core.windows import warmup_excess
 
 Emit = Callable[[dict[str, Any]], None]
@@ -32,22 +32,47 @@ def auto_noise_steps(epoch_steps: int) -> int:
     return max(2, min(16, round(0.01 * epoch_steps)))
 
 
+INPUT_PROBE_S = 0.5
+"""How long the input pipeline is timed alone: thousands of samples at the rates it must keep up
+with, and a small part of a trial (it once ran two whole windows: ~3 s of a 13 s trial)."""
+INPUT_PROBE_MIN_BATCHES = 8
+"""Batches timed at the least, however long they take."""
+
+
 def input_throughput(
-    stream: Any, steps: int, global_batch: int, wait: Callable[[Any], Any]
+    stream: Any,
+    steps: int,
+    global_batch: int,
+    wait: Callable[[Any], Any],
+    seconds: float = INPUT_PROBE_S,
 ) -> float:
-    """Samples per second the input pipeline delivers alone: ``steps`` batches of a fresh
-    iterator with no training in between, after ``steps`` more that start the pipeline (its
-    parallel calls and prefetch buffers tune themselves, as during training's first window).
-    ``wait(batch)`` returns once a batch is really there (on its devices)."""
+    """Samples per second the input pipeline delivers alone, with no training in between: a
+    fresh iterator started for up to ``seconds / 2`` (its first batches fill the shuffle and
+    prefetch buffers, and its parallel calls tune themselves), then timed for about ``seconds``,
+    each part at most a window's ``steps`` batches. ``wait(batch)`` returns once a batch is really
+    there (on its devices)."""
     iterator = iter(stream)
-    for _ in range(steps):
-        last = next(iterator)
+    _draw(iterator, steps, seconds / 2, wait)
     mark = time.perf_counter()
-    for _ in range(steps):
+    drawn = _draw(iterator, steps, seconds, wait)
+    elapsed = time.perf_counter() - mark
+    return drawn * global_batch / elapsed if elapsed > 0 else 0.0
+
+
+def _draw(iterator: Any, most: int, seconds: float, wait: Callable[[Any], Any]) -> int:
+    """Draw batches until ``most`` or, past :data:`INPUT_PROBE_MIN_BATCHES`, ``seconds``; how
+    many. The last one is waited for, so the time covers every batch drawn."""
+    started = time.perf_counter()
+    drawn = 0
+    last = None
+    while drawn < most:
         last = next(iterator)
-    wait(last)
-    seconds = time.perf_counter() - mark
-    return steps * global_batch / seconds if seconds > 0 else 0.0
+        drawn += 1
+        if drawn >= INPUT_PROBE_MIN_BATCHES and time.perf_counter() - started >= seconds:
+            break
+    if last is not None:
+        wait(last)
+    return drawn
 
 
 class Meter:
@@ -81,6 +106,11 @@ class Meter:
             self.diverged_at = epoch + 1
             return False
         return True
+
+    def windows_done(self) -> None:
+        """Tell the driver the timed windows are over (:data:`WINDOWS_DONE_EVENT`): the next
+        child may start importing without sharing the cores with a measured window."""
+        self._emit({"event": WINDOWS_DONE_EVENT})
 
     def step_reporter(self, global_batch: int) -> StepReporter:
         """What the loop calls with the run's step count after each step: a progress event

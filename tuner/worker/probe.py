@@ -1,24 +1,113 @@
-"""Inside the child: one probe of the batch-size search (mode ``probe``).
+"""Inside the child: the batch-size probe (mode ``probe``).
 
-A probe trains like a trial but only asks whether the batch fits: it reports the memory peak,
-not the validation loss, and does not measure the noise scale. Backend-neutral, as a trial.
+A probe trains like a trial but only asks whether a batch fits: it reports the memory peak, not
+the validation loss, and does not measure the noise scale. Backend-neutral, as a trial.
+
+With ``probe_search`` in the request (:func:`tuner.core.probe.search_state`) the child runs the
+search itself, several sizes in this one process (one import, one device set-up): for each size
+it announces the size (:data:`~tuner.core.protocol.PROBE_ATTEMPT_EVENT`), builds a fresh
+session at it, trains ``steps_per_epoch`` steps, and reports whether it fitted
+(:data:`~tuner.core.protocol.PROBE_RESULT_EVENT`). It stops after the first size that runs out of
+memory, or after ``probe_sizes_per_child`` sizes (:func:`tuner.core.probe.sizes_per_child`: one
+under a memory cap, where a size trained before shrinks the room a later one has); the driver
+starts a fresh child for the rest. Without ``probe_search`` it trains the request's one batch.
+
+Test aid: ``TUNER_TEST_FAULT=abort@probe:BATCH`` (or ``segfault@probe:BATCH``) kills the probe
+child by that signal once it has announced BATCH, as a capped allocator can; a trial never
+matches it. Inert unless set.
 """
 
 from __future__ import annotations
 
+import gc
+import os
+import time
 from typing import Any
 
+import keras
+
+from tuner.core.devices import CPU_CAP_ENV
+from tuner.core.oom import is_child_oom, summary
+from tuner.core.probe import search_from_state, try_until_oom
+from tuner.core.protocol import PROBE_ATTEMPT_EVENT, PROBE_RESULT_EVENT, WINDOWS_DONE_EVENT
 from tuner.worker.meters import Emit
-from tuner.worker.runs import open_session, peak_memory_bytes, summary, train
+from tuner.worker.runs import open_session, peak_memory_bytes, train
+from tuner.worker.runs import summary as run_summary
 
 
 def run_probe(request: dict[str, Any], emit: Emit) -> dict[str, Any]:
-    """Train at the request's batch; status ``ok`` with the memory peak (raises if it fails)."""
-    session = open_session(request, emit)
-    train(session)
+    """The request's probe search, size after size, until it is done or a size runs out of
+    memory: status ``ok`` with one ``attempts`` entry per size tried (``batch``, ``fits``,
+    ``seconds``, ``peak_memory_bytes``, ``error``). Without a search, the request's one batch:
+    status ``ok`` with the memory peak (raises if it fails). Any error other than out-of-memory
+    is raised."""
+    state = request.get("probe_search")
+    if state is None:
+        session = open_session(request, emit)
+        train(session)
+        emit({"event": WINDOWS_DONE_EVENT})  # the next child may start importing
+        return {
+            **run_summary(session),
+            "status": "ok",
+            "probe": True,
+            "peak_memory_bytes": peak_memory_bytes(session),
+        }
+    attempts: list[dict[str, Any]] = []
+
+    def attempt(batch: int) -> bool:
+        emit({"event": PROBE_ATTEMPT_EVENT, "batch": batch})
+        _inject_fault(batch)
+        record = _attempt(request, batch)
+        attempts.append(record)
+        emit({"event": PROBE_RESULT_EVENT, **record})
+        return bool(record["fits"])
+
+    try_until_oom(search_from_state(state), attempt, request.get("probe_sizes_per_child"))
+    emit({"event": WINDOWS_DONE_EVENT})
+    return {"status": "ok", "probe": True, "attempts": attempts}
+
+
+def _attempt(request: dict[str, Any], batch: int) -> dict[str, Any]:
+    """Train ``batch`` in a fresh session: whether it fitted, how long it took, its peak."""
+    started = time.perf_counter()
+    peak: int | None = None
+    error = None
+    try:
+        peak = _train_at(request, batch)
+    except Exception as exc:  # out-of-memory is the answer; anything else is raised
+        if not is_child_oom(exc, cpu_capped=bool(os.environ.get(CPU_CAP_ENV))):
+            raise
+        error = f"{type(exc).__name__}: {summary(str(exc))}"[:600]
+    # The session (and, after an out-of-memory, the traceback that held it) is gone here: free
+    # what the framework still caches before the next size.
+    keras.backend.clear_session()
+    gc.collect()
     return {
-        **summary(session),
-        "status": "ok",
-        "probe": True,
-        "peak_memory_bytes": peak_memory_bytes(session),
+        "batch": batch,
+        "fits": error is None,
+        "seconds": time.perf_counter() - started,
+        "peak_memory_bytes": peak,
+        "error": error,
     }
+
+
+def _train_at(request: dict[str, Any], batch: int) -> int | None:
+    """Open a session at ``batch``, train its steps; the memory peak. The session is local, so
+    it is released when this returns or raises."""
+    # The session's own events (epochs, progress) stay here: the driver follows the probe's.
+    session = open_session({**request, "global_batch_size": batch}, lambda event: None)
+    train(session)
+    return peak_memory_bytes(session)
+
+
+def _inject_fault(batch: int) -> None:
+    for entry in os.environ.get("TUNER_TEST_FAULT", "").split(","):
+        fault, _, at = entry.partition("@")
+        if at != f"probe:{batch}":
+            continue
+        if fault == "abort":
+            os.abort()
+        if fault == "segfault":
+            import ctypes
+
+            ctypes.string_at(0)

@@ -16,7 +16,7 @@ import numpy as np
 import tensorflow as tf
 
 from tuner.core.devices import DevicePlan
-from tuner.worker import inputs, meters, precision
+from tuner.worker import evaluation, inputs, meters, precision
 from tuner.worker.loops import make_loop
 from tuner.worker.meters import Emit, Meter
 from tuner.worker.noise import NoiseMeter
@@ -40,11 +40,10 @@ class TensorFlowBackend:
         remainder dropped, so trials at different batch sizes report the same samples' loss."""
         val_samples = session.request.get("val_samples")
         val = inputs.val_batches(session.source, session.batch, val_samples)
-        model = session.loop.model
-        return lambda: float(model.evaluate(val, verbose=0, return_dict=True)["loss"])
+        return evaluation.evaluator(session.loop.model, val)
 
     def input_throughput(self, session: Session) -> float:
-        """What the distributed input pipeline delivers alone over a window's worth of steps."""
+        """What the distributed input pipeline delivers alone (:func:`meters.input_throughput`)."""
         stream = inputs.distributed_train(
             session.source, self.strategy, session.batch, seed=int(session.request["seed"])
         )

@@ -7,12 +7,30 @@ from typing import Any
 
 from tuner.core.devices import DevicePlan
 
+_configured: list[DevicePlan] = []
+"""The plan this process's devices were configured for: TensorFlow takes device options only
+before its first op, so a process that runs several sessions (a probe of several sizes)
+configures them once."""
+
 
 def build_strategy(plan: DevicePlan) -> Any:
-    """Inside the child: configure TensorFlow's devices and return a ``MirroredStrategy``.
+    """Inside the child: configure TensorFlow's devices (once per process) and return a
+    ``MirroredStrategy``.
 
-    Must run before TensorFlow initialises its devices (the first op).
+    The first call must run before TensorFlow initialises its devices (the first op); later
+    calls must name the same plan.
     """
+    import tensorflow as tf
+
+    if not _configured:
+        _configure_devices(plan)
+        _configured.append(plan)
+    elif _configured[0] != plan:
+        raise RuntimeError("this process's devices are configured for another plan")
+    return tf.distribute.MirroredStrategy(plan.device_names)
+
+
+def _configure_devices(plan: DevicePlan) -> None:
     import tensorflow as tf
 
     if plan.kind == "cpu":
@@ -29,7 +47,6 @@ def build_strategy(plan: DevicePlan) -> Any:
                 )
             else:
                 tf.config.experimental.set_memory_growth(gpu, True)
-    return tf.distribute.MirroredStrategy(plan.device_names)
 
 
 def peak_memory_per_device(plan: DevicePlan) -> list[int | None]:

@@ -53,19 +53,22 @@ def run_trial(request: dict[str, Any], emit: Emit) -> dict[str, Any]:
         result["windows"] = len(meter.epoch_seconds)
         result["train_samples_used"] = len(meter.epoch_seconds) * session.steps * session.batch
     if meter.diverged_at is not None:
+        meter.windows_done()
         result.update(
             status="diverged",
             error=f"training loss became {meter.losses[-1]} in epoch {meter.diverged_at}",
         )
         return result
-    # With a target, the last check evaluated the trained model: not evaluated twice.
-    final_loss = check.final_loss if check is not None else _validation_loss(session)
     # The warm-up windows (tracing, compilation, a recompilation) are left out, unless the run
     # has only one window.
     warm = warmup_windows(meter.epoch_seconds)
     steady = summarise(session.steps * session.batch, meter.epoch_seconds[warm:])
     median = steady.median
     result.update(_input_fields(session, median))
+    # Every rate is measured: the next child may start importing beside the evaluation.
+    meter.windows_done()
+    # With a target, the last check evaluated the trained model: not evaluated twice.
+    final_loss = check.final_loss if check is not None else _validation_loss(session)
     result.update(
         status="ok" if math.isfinite(final_loss) else "diverged",
         final_loss=final_loss,
@@ -107,8 +110,8 @@ def _target_check(session: Session) -> TargetCheck | None:
 
 
 def _input_fields(session: Session, throughput: float) -> dict[str, Any]:
-    """The input pipeline alone over a window's worth of steps, after training (so outside the
-    timed windows), and whether training reached 80 % of it."""
+    """The input pipeline alone for about half a second, after training (so outside the timed
+    windows), and whether training reached 80 % of it."""
     mark = time.perf_counter()
     alone = session.backend.input_throughput(session)
     session.timings["input_probe_s"] = time.perf_counter() - mark

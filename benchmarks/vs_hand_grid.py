@@ -1,0 +1,153 @@
+"""tuner search against the same grid written by hand: wall time and throughput fidelity.
+
+The quickstart (`tuner search`, built-in workload, default spec: global batches 64 and 128 ×
+rules none, linear and sqrt, 3 epochs, 2 CPU replicas, everything on: workload check, baseline,
+noise scale, validation loss, seed runs, racing) in a subprocess into a fresh SQLite file, and
+`hand_grid.py` (one process: a loop of `fit` calls over the same configurations, timed by epoch
+callbacks), interleaved REPS times (the order alternates). Prints each rep's walls, the wall
+ratio tuner / hand with its median, each configuration's throughput ratio tuner / hand (tuner's
+stored trial throughput; it should be 1 within the noise), how many children tuner ran, and the
+per-phase breakdown of its trials (median over the last rep's trials of their `timings`).
+
+Each rep also runs `tuner search --seeds 1 --max-repeats 1` ("single runs"): the same pipeline
+with one run per configuration and one baseline run, the work closest to the hand loop's; the
+quickstart's seed runs, baseline repeats and racing repeats are what its decisions' intervals
+cost on top.
+
+Usage: python benchmarks/vs_hand_grid.py [--reps 3] [--quick]
+--quick: 2 epochs, one configuration (batch 64, rule none), one baseline run, one seed: a smoke
+test of the script, not a measurement.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from _common import HERE, summary, tuner_cli
+
+from tuner import load_study
+from tuner.core.configurations import grid_point, is_same_as, unique_trials
+
+QUICK_TUNER = ("--epochs", "2", "--batch-multipliers", "1", "--lr-rules", "none")
+QUICK_TUNER += ("--max-repeats", "1", "--seeds", "1")
+QUICK_HAND = ("--epochs", "2", "--multipliers", "1", "--rules", "none")
+
+
+def hand_grid(quick: bool) -> tuple[float, dict[tuple[int, str], float]]:
+    """Run the hand-written grid; its wall and each configuration's throughput."""
+    args = [sys.executable, str(HERE / "hand_grid.py"), *(QUICK_HAND if quick else ())]
+    env = {"TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": ""}
+    started = time.perf_counter()
+    done = subprocess.run(
+        args, capture_output=True, text=True, env={**os.environ, **env}, check=True
+    )
+    wall = time.perf_counter() - started
+    lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    rates = {(r["batch"], r["rule"]): r["throughput"] for r in lines if "batch" in r}
+    return wall, rates
+
+
+SINGLE_RUNS = ("--seeds", "1", "--max-repeats", "1")
+
+
+def tuner_search(quick: bool, single: bool = False) -> tuple[float, dict[str, Any]]:
+    """Run the quickstart (``single``: one run per configuration) into a fresh SQLite file; its
+    wall and what the study stored."""
+    with tempfile.TemporaryDirectory() as tmp:
+        extra = QUICK_TUNER if quick else SINGLE_RUNS if single else ()
+        args = ("search", "--storage", "sqlite:///q.db", *extra)
+        wall, _ = tuner_cli(*args, cwd=Path(tmp))
+        return wall, _stored(load_study(f"sqlite:///{tmp}/q.db"))
+
+
+def _stored(study: Any) -> dict[str, Any]:
+    """Per configuration the stored throughput, the children the search ran, the trials'
+    timings."""
+    trials = unique_trials(study.trials)
+    rates = {grid_point(t)[:2]: t.values[1] for t in trials if t.values}
+    launched = [t for t in study.trials if "timings" in t.user_attrs and not is_same_as(t)]
+    attrs = study.user_attrs
+    baselines = sum(
+        len(b.get("repeats") or ()) for b in attrs.get("baselines", {}).values()
+        if not b.get("reused_from")
+    )  # fmt: skip
+    seeds = sum(max(0, len(s.get("seeds") or ()) - 1) for s in attrs.get("seed_noise", {}).values())
+    children = {"check": 1, "baseline": baselines, "trials": len(launched), "seeds": seeds}
+    return {
+        "rates": rates,
+        "children": children,
+        "timings": [t.user_attrs["timings"] for t in launched],
+    }
+
+
+def phases(timings: list[dict[str, float]]) -> dict[str, float]:
+    """The median of each phase over the trials."""
+    keys = sorted({k for t in timings for k, v in t.items() if isinstance(v, int | float)})
+    return {k: statistics.median(t.get(k, 0.0) for t in timings) for k in keys}
+
+
+KINDS = ("hand", "tuner", "single")
+
+
+def run(kind: str, quick: bool) -> tuple[float, dict[str, Any]]:
+    """One run of ``kind``: its wall and what it measured (``rates`` per configuration)."""
+    if kind == "hand":
+        wall, rates = hand_grid(quick)
+        return wall, {"rates": rates}
+    return tuner_search(quick, single=kind == "single")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--quick", action="store_true")
+    options = parser.parse_args()
+    kinds = KINDS[:2] if options.quick else KINDS
+    walls: dict[str, list[float]] = {kind: [] for kind in kinds[1:]}
+    per_config: dict[tuple[int, str], list[float]] = {}
+    stored: dict[str, Any] = {}
+    for rep in range(options.reps):
+        order = kinds[rep % len(kinds) :] + kinds[: rep % len(kinds)]  # each kind leads in turn
+        runs = {kind: run(kind, options.quick) for kind in order}
+        hand_wall, hand_rates = runs["hand"][0], runs["hand"][1]["rates"]
+        stored = runs["tuner"][1]
+        print(f"rep {rep + 1} (order {', '.join(order)}): hand grid {hand_wall:.1f} s", flush=True)
+        for kind in kinds[1:]:
+            wall, found = runs[kind]
+            walls[kind].append(wall / hand_wall)
+            print(
+                f"  tuner search{' (single runs)' if kind == 'single' else ''} {wall:.1f} s "
+                f"({sum(found['children'].values())} children: {found['children']}); "
+                f"wall ratio tuner/hand {walls[kind][-1]:.2f}",
+                flush=True,
+            )
+        for config, rate in hand_rates.items():
+            if config in stored["rates"]:
+                per_config.setdefault(config, []).append(stored["rates"][config] / rate)
+        rates = ", ".join(
+            f"{b}/{r} {stored['rates'].get((b, r), 0):,.0f} vs {rate:,.0f}"
+            for (b, r), rate in sorted(hand_rates.items())
+        )
+        print(f"  samples/s tuner vs hand: {rates}", flush=True)
+    for kind in kinds[1:]:
+        label = "tuner search (single runs)" if kind == "single" else "tuner search"
+        print(f"wall ratio {label} / hand: {summary(walls[kind])}")
+    print("throughput ratio tuner/hand per configuration (fidelity; 1 within the noise):")
+    for (batch, rule), ratios in sorted(per_config.items()):
+        print(f"  batch {batch:>4}, rule {rule:<6}: {summary(ratios)}")
+    print(f"per-trial phases, median over the last rep's {len(stored['timings'])} trials (s):")
+    for key, value in phases(stored["timings"]).items():
+        print(f"  {key:<16} {value:8.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,68 @@
+"""The instant stand-in executor (``TUNER_TEST_INSTANT_TRIALS=1``): inert unless set, and when set
+an answer to every request that the driver's own classification accepts."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from fake_child import PLAN, make_spec
+
+from tuner.core.outcome import classify
+from tuner.driver import instant, runner
+from tuner.driver.requests import inspect_request, trial_request
+
+SPEC = make_spec()
+
+
+def _trivial_child(request_path: Path, result_path: Path) -> list[str]:
+    """A real process in place of the trial child: it writes a result naming itself."""
+    code = "import sys; open(sys.argv[1], 'w').write('{\"status\": \"from a child\"}')"
+    return [sys.executable, "-c", code, str(result_path)]
+
+
+@pytest.mark.parametrize("value", [None, "", "0", "true", "yes"])
+def test_the_stand_in_is_inert_unless_set_to_1(monkeypatch, value):
+    if value is None:
+        monkeypatch.delenv(instant.INSTANT_ENV, raising=False)
+    else:
+        monkeypatch.setenv(instant.INSTANT_ENV, value)
+
+    def refuse(request):
+        raise AssertionError("the stand-in answered although it is off")
+
+    monkeypatch.setattr(instant, "instant_run", refuse)
+    monkeypatch.setattr(runner, "child_command", _trivial_child)
+    run = runner.run_child(inspect_request(SPEC), {}, timeout_s=60)
+    assert not instant.is_enabled()
+    assert json.loads(run.result_text or "{}") == {"status": "from a child"}
+
+
+def test_when_set_no_child_starts_and_every_mode_has_its_answer(monkeypatch):
+    monkeypatch.setenv(instant.INSTANT_ENV, "1")
+
+    def no_child(request_path, result_path):
+        raise AssertionError("a child was started although the stand-in is on")
+
+    monkeypatch.setattr(runner, "child_command", no_child)
+    inspected = json.loads(runner.run_child(inspect_request(SPEC), {}, 60).result_text or "")
+    assert inspected["status"] == "ok" and inspected["n_train"] == instant.N_TRAIN
+
+    def trial(batch: int, rule: str, mode: str = "trial", seed: int | None = None):
+        request = trial_request(SPEC, PLAN, batch, 1e-3 * batch / 64, mode, rule, seed=seed)
+        return classify(runner.run_child(request, {}, 60), memory_capped=False)
+
+    small, large = trial(64, "linear"), trial(512, "linear")
+    assert small.status == large.status == "ok"
+    assert small.values is not None and large.values is not None
+    assert large.values[1] > small.values[1]  # throughput grows with the batch
+    assert trial(64, "linear").values == small.values  # deterministic
+    assert trial(64, "linear", seed=7).values != small.values  # the seed moves the loss
+    assert small.attrs["device_kind"] == instant.DEVICE_KIND
+    assert "wall_s" in small.attrs["timings"]
+    probe = trial(512, "none", mode="probe")
+    assert probe.status == "ok" and probe.values is None
+    validate = classify(runner.run_child({"mode": "validate"}, {}, 60), memory_capped=False)
+    assert validate.status == "error" and instant.INSTANT_ENV in (validate.error or "")

@@ -1,0 +1,66 @@
+"""Reusing a single-device baseline that another study in the same storage measured.
+
+The baseline (:func:`tuner.driver.preflight.run_baseline`) trains the base configuration on one
+device ``max_repeats`` times: 3 children of a default search. Two studies of the same workload
+on the same machine — another grid of batches or rules, another study name, a search rerun
+under a new name — would measure exactly the same runs again. So every stored baseline carries
+its **reuse key** (:func:`reuse_key`): a hash of the request its runs were sent (workload,
+base batch and learning rate, budget, seed, precision, loop, the single device, its memory cap),
+the grid's device signature, the host, the framework versions the workload check imported and
+the workload's sizes. A study that has no baseline of its own copies the newest record with the
+same key and at least as many runs (:func:`find_baseline`), naming the study it came from
+(``reused_from``). Nothing else is reused: another host, version, seed, budget or precision is
+another key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+from collections.abc import Mapping
+from typing import Any
+
+import optuna
+
+_NOT_TRAINING = ("cadence_batches",)
+"""Request fields a baseline's runs do not train by: with no target, the grid's batches that
+would set a target's cadence."""
+
+
+def reuse_key(request: Mapping[str, Any], study_attrs: Mapping[str, Any], signature: str) -> str:
+    """The hash that says two baselines trained the same runs on the same machine: the
+    baseline's ``request``, the grid's device ``signature``, the host, and from
+    ``study_attrs`` the framework ``versions`` and the ``workload`` sizes."""
+    parts = {
+        "request": {k: v for k, v in request.items() if k not in _NOT_TRAINING},
+        "device_signature": signature,
+        "host": platform.node(),
+        "versions": study_attrs.get("versions"),
+        "workload": study_attrs.get("workload"),
+    }
+    text = json.dumps(parts, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def find_baseline(study: optuna.Study, key: str, repeats: int) -> tuple[str, dict[str, Any]] | None:
+    """The newest baseline another study in ``study``'s storage stored under ``key`` with at
+    least ``repeats`` runs, as ``(the study that measured it, the record)``; ``None`` if none."""
+    # Optuna has no public handle on a study's storage; the views read it the same way.
+    found = [
+        (str(record.get("reused_from") or other.study_name), record)
+        for other in study._storage.get_all_studies()
+        if other.study_name != study.study_name
+        for record in (other.user_attrs.get("baselines") or {}).values()
+        if _matches(record, key, repeats)
+    ]
+    return max(found, key=lambda pair: str(pair[1].get("measured_at", ""))) if found else None
+
+
+def _matches(record: Any, key: str, repeats: int) -> bool:
+    return (
+        isinstance(record, dict)
+        and record.get("reuse_key") == key
+        and record.get("status") == "ok"
+        and len(record.get("repeats") or ()) >= repeats
+    )

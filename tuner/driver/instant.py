@@ -1,0 +1,114 @@
+"""Test aid: answer every child request at once, in the driver, with no child and no framework.
+
+With ``TUNER_TEST_INSTANT_TRIALS=1`` in the driver's environment, :func:`tuner.driver.runner.
+run_child` returns :func:`instant_run`'s fabricated :class:`~tuner.core.outcome.ChildRun` instead
+of starting ``python -m tuner.worker``: the workload check reports a large training set, and a
+trial, probe or baseline run reports ``ok`` with a loss and throughput that are plain
+deterministic functions of its global batch, learning-rate rule, replicas and seed. Everything
+else is the real driver (Optuna, storage, grid, seeds, racing, export), so a benchmark can time
+the driver's own cost per trial (``benchmarks/driver_scaling.py``) without TensorFlow. Inert
+unless set; never set it for a real study: its numbers measure nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from typing import Any
+
+from tuner.core.outcome import ChildRun
+
+INSTANT_ENV = "TUNER_TEST_INSTANT_TRIALS"
+N_TRAIN = 1 << 20
+"""The training set the stand-in workload reports: larger than any grid a benchmark builds."""
+N_VAL = 4096
+PARAMETERS = 321
+DEVICE_KIND = "instant stand-in (TUNER_TEST_INSTANT_TRIALS)"
+"""What each fabricated run reports as its device kind, so a stored trial says what made it."""
+
+
+def is_enabled() -> bool:
+    """Whether the stand-in answers child requests (``TUNER_TEST_INSTANT_TRIALS=1``)."""
+    return os.environ.get(INSTANT_ENV) == "1"
+
+
+def instant_run(request: dict[str, Any]) -> ChildRun:
+    """The run a child would leave for ``request``, fabricated at once (see the module)."""
+    started = time.time()
+    mode = request.get("mode")
+    if mode == "inspect":
+        result = _inspected(request)
+    elif mode in ("trial", "probe"):
+        result = _trained(request)
+    else:  # validate checks the framework's own arithmetic: nothing here to fake honestly
+        result = {"status": "error", "error": f"{INSTANT_ENV} has no stand-in for mode {mode!r}"}
+    ended = time.time()
+    result.setdefault("timings", {}).update(child_started_at=started, child_finished_at=ended)
+    return ChildRun(
+        returncode=0,
+        result_text=json.dumps(result),
+        wall_s=ended - started,
+        spawned_at=started,
+        ended_at=ended,
+    )
+
+
+def _inspected(request: dict[str, Any]) -> dict[str, Any]:
+    """The workload check's answer: sizes, no hypermodel."""
+    return {
+        "status": "ok",
+        "n_train": N_TRAIN,
+        "n_val": N_VAL,
+        "parameters": PARAMETERS,
+        "input_form": "arrays",
+        "backend": request.get("workload", {}).get("backend", "tensorflow"),
+        "hypermodel": None,
+    }
+
+
+def _trained(request: dict[str, Any]) -> dict[str, Any]:
+    """An ``ok`` run: throughput grows with the per-replica batch and saturates; the loss grows
+    with the batch ratio and with the learning rate's distance from the square-root rule; the
+    seed moves the loss by under 1 %."""
+    batch = int(request["global_batch_size"])
+    replicas = int(request.get("plan", {}).get("num_replicas", 1))
+    rule = request.get("rule") or {}
+    ratio = float(rule.get("ratio", 1.0))
+    lr_scale = float(rule.get("learning_rate", 1.0)) / float(rule.get("base_lr", 1.0))
+    per_replica = batch / replicas
+    throughput = replicas**0.9 * 10_000.0 * per_replica / (per_replica + 256.0)
+    jitter = 1.0 + ((int(request.get("seed") or 0) * 7919) % 11 - 5) / 1000.0
+    off = math.log2(lr_scale / math.sqrt(ratio))  # > 0: a rate above the sqrt rule's
+    loss = 0.2 * (1 + 0.02 * math.log2(ratio) + 0.05 * abs(off) + 0.03 * max(off, 0.0))
+    windows = [throughput * (1.0 + d) for d in (-0.01, 0.0, 0.01)]
+    steps = max(1, N_TRAIN // batch // len(windows))
+    result: dict[str, Any] = {
+        "status": "ok",
+        "backend": request.get("workload", {}).get("backend", "tensorflow"),
+        "device_kind": DEVICE_KIND,
+        "precision": request.get("precision"),
+        "num_replicas": replicas,
+        "steps_per_epoch": steps,
+        "windows": len(windows),
+        "window_steps": steps,
+        "train_samples_used": steps * batch * len(windows),
+        "epoch_losses": [loss * 1.2, loss * 1.05, loss],
+        "epoch_throughputs": windows,
+        "optimizer_learning_rate": request.get("learning_rate"),
+        "model_parameters": PARAMETERS,
+        "timings": {"training_s": 0.0},
+    }
+    if request.get("mode") == "probe":
+        return {**result, "probe": True, "peak_memory_bytes": batch * 1024}
+    return {
+        **result,
+        "final_loss": loss * jitter,
+        "train_loss": loss * jitter * 1.1,
+        "throughput": throughput,
+        "throughput_spread": 0.01,
+        "window_throughputs": windows,
+        "warmup_windows": 0,
+        "peak_rss_bytes": 1 << 28,
+    }

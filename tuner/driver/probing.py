@@ -1,0 +1,169 @@
+"""The batch-size probe from the driver's side: children that run the probe's search.
+
+:func:`run_probe` hands the pure search (:mod:`tuner.core.probe`) to a probe child
+(:mod:`tuner.worker.probe`), which tries size after size in one process until the search is done
+or a size runs out of memory; a fresh child goes on from there. The child announces each size
+before trying it, so a child killed by a signal under a memory cap leaves that size out of
+memory, not unknown.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+from tuner.core.devices import DevicePlan
+from tuner.core.errors import TunerError
+from tuner.core.outcome import classify
+from tuner.core.probe import (
+    DEFAULT_PROBE_STEPS,
+    GridProbe,
+    ProbeSearch,
+    Search,
+    most_sizes_left,
+    search_state,
+    sizes_per_child,
+)
+from tuner.core.protocol import PROBE_ATTEMPT_EVENT, PROBE_RESULT_EVENT
+from tuner.core.scaling import scaled_learning_rate
+from tuner.core.spec import StudySpec
+from tuner.driver.requests import first_precision, trial_request
+from tuner.driver.runner import run_child
+
+
+def run_probe(
+    spec: StudySpec,
+    plan: DevicePlan,
+    n_train: int,
+    *,
+    resolution: int | None = None,
+    grid: tuple[int, ...] | None = None,
+    steps: int = DEFAULT_PROBE_STEPS,
+    timeout_s: float = 600.0,
+    note: Callable[[str], None] = lambda message: None,
+) -> dict[str, Any]:
+    """Find the largest global batch that fits on ``plan``'s devices with short runs (``steps``
+    steps per size): bisection over ``grid`` when given (what a search needs), else doubling
+    from the base batch until out-of-memory, then bisection to ``resolution`` samples (default:
+    an eighth of the base batch). One child runs the search, size after size, until a size runs
+    out of memory or it tried as many sizes as ``plan``'s devices allow
+    (:func:`~tuner.core.probe.sizes_per_child`: one under a memory cap); a fresh child goes on
+    from there. ``timeout_s`` is per size: a child may run
+    that long for each size it may still try. Returns the record
+    stored on the study: ``launches`` counts the children, ``attempts`` has one entry per size.
+    """
+    search = _probe_search(spec, plan, n_train, resolution, grid)
+    attempts: list[dict[str, Any]] = []
+    launches = 0
+    started = time.perf_counter()
+    while search.next_batch() is not None:
+        launches += 1
+        for attempt in _probe_child(spec, plan, search, steps, timeout_s, note):
+            search.record(attempt["batch"], attempt["fits"])
+            attempts.append(attempt)
+    return {
+        "device_signature": plan.device_signature,
+        "largest_fitting_batch": search.largest_fitting,
+        "smallest_oom_batch": search.smallest_failing,
+        "precision": first_precision(spec),
+        "resolution": search.resolution,
+        "limit": n_train,
+        "steps": steps,
+        "launches": launches,
+        "attempts": attempts,
+        "wall_s": time.perf_counter() - started,
+    }
+
+
+def _probe_child(
+    spec: StudySpec,
+    plan: DevicePlan,
+    search: Search,
+    steps: int,
+    timeout_s: float,
+    note: Callable[[str], None],
+) -> list[dict[str, Any]]:
+    """One child that goes on with ``search`` (:mod:`tuner.worker.probe`): the sizes it tried,
+    in order. The size it was trying when it died by a signal under a memory cap (an
+    out-of-memory, :func:`~tuner.core.outcome.classify`) counts as not fitting; any other
+    failure raises :class:`TunerError`."""
+    first = search.next_batch()
+    assert first is not None
+    lr = scaled_learning_rate("none", spec.search.base_lr, first, spec.search.base_batch_size)
+    request = trial_request(
+        spec,
+        plan,
+        first,
+        lr,
+        mode="probe",
+        precision=first_precision(spec),
+        epochs=1,
+        steps_per_epoch=steps,
+    )
+    events = _ProbeEvents(note)
+    most = sizes_per_child(plan.kind, plan.memory_limit_bytes is not None)
+    run = run_child(
+        {**request, "probe_search": search_state(search), "probe_sizes_per_child": most},
+        plan.child_environment(),
+        timeout_s * min(most or most_sizes_left(search), most_sizes_left(search)),
+        on_event=events,
+    )
+    outcome = classify(run, memory_capped=plan.memory_limit_bytes is not None)
+    if outcome.status == "ok":
+        attempts: list[dict[str, Any]] = json.loads(run.result_text or "{}").get("attempts", [])
+        if not attempts:
+            raise TunerError(f"the probe child tried no global batch (first: {first})")
+        return attempts
+    dying = events.trying
+    if outcome.status == "oom" and dying is not None:
+        note(f"probe: global batch {dying} out of memory ({outcome.error})")
+        seconds = (run.ended_at or time.time()) - events.trying_since
+        lost = {"batch": dying, "fits": False, "seconds": seconds, "peak_memory_bytes": None}
+        return [*events.results, {**lost, "error": outcome.error}]
+    raise TunerError(
+        f"probe run at global batch {dying or first} failed ({outcome.status}): {outcome.error}"
+    )
+
+
+class _ProbeEvents:
+    """A probe child's events as they come: each size's outcome (noted at once), and the size it
+    announced last without an outcome yet — the one it dies at, if it dies."""
+
+    def __init__(self, note: Callable[[str], None]) -> None:
+        self.note = note
+        self.results: list[dict[str, Any]] = []
+        self.trying: int | None = None
+        self.trying_since = time.time()
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        kind = event.get("event")
+        if kind == PROBE_ATTEMPT_EVENT:
+            self.trying, self.trying_since = int(event["batch"]), time.time()
+        elif kind == PROBE_RESULT_EVENT:
+            result = {k: v for k, v in event.items() if k != "event"}
+            self.results.append(result)
+            self.trying = None
+            fits = "fits" if result["fits"] else "out of memory"
+            self.note(f"probe: global batch {result['batch']} {fits}")
+
+
+def _probe_search(
+    spec: StudySpec,
+    plan: DevicePlan,
+    n_train: int,
+    resolution: int | None,
+    grid: tuple[int, ...] | None,
+) -> Search:
+    """Bisection over ``grid`` when given, else doubling-then-bisection up to ``n_train``."""
+    if grid:
+        return GridProbe(grid)
+    base = spec.search.base_batch_size
+    step = plan.num_replicas
+    return ProbeSearch(
+        start=max(step, base // step * step),
+        limit=n_train,
+        step=step,
+        resolution=resolution or max(step, base // 8),
+    )

@@ -1,0 +1,95 @@
+"""Inside a warm child: import the backend first, then wait for the request.
+
+``python -m tuner.worker --warm BACKEND REQUEST.json RESULT.json`` starts before its request
+exists (:mod:`tuner.driver.warm` starts it while the previous trial evaluates). It imports BACKEND
+(TensorFlow, or Keras on JAX) — which touches no device: devices are set up by the session, after
+the request — then blocks on stdin. The driver writes REQUEST.json and one line to stdin when the
+devices are free (the previous child has exited); end of input without a line means the driver
+withdrew it, and the child exits quietly.
+
+The trial's wall time starts at hand-over (the request's ``spawned_at``). The import done before
+it is reported as ``import_hidden_s`` and is outside the wall; an import still running at
+hand-over counts as ``import_s`` (its part after hand-over only), so the phases still add up.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from tuner.core.protocol import WARM_FLAG
+
+Table = dict[str, Callable[..., dict[str, Any]]]
+
+
+def split_argv(argv: list[str]) -> tuple[str | None, list[str]]:
+    """``[--warm BACKEND] REQUEST RESULT`` -> (BACKEND or ``None``, ``[REQUEST, RESULT]``)."""
+    if argv[:1] == [WARM_FLAG] and len(argv) >= 2:
+        return argv[1], argv[2:]
+    return None, argv
+
+
+@dataclass
+class Preloaded:
+    """What a warm child imported before its request: the mode table or the import's error, how
+    long the import took and when (wall clock) it ended; after hand-over, how much of the import
+    ran after it (``visible_s``, inside the trial's wall)."""
+
+    backend: str
+    table: Table | None
+    error: Exception | None
+    import_s: float
+    imported_at: float
+    visible_s: float = 0.0
+
+    def handed_over(self, request: dict[str, Any], taken_at: float) -> float:
+        """Note the hand-over (the request's ``spawned_at``; ``taken_at``: when this process
+        read it); the wall time the trial started in this process: ``taken_at`` moved back by
+        the import that ran after hand-over, so ``process_start_s`` is the hand-over's latency
+        and that import counts as ``import_s``."""
+        handed_at = float(request.get("spawned_at") or taken_at)
+        self.visible_s = min(self.import_s, max(0.0, self.imported_at - handed_at))
+        return taken_at - self.visible_s
+
+    @property
+    def hidden_s(self) -> float:
+        """The import done before hand-over, outside the trial's wall (``import_hidden_s``)."""
+        return self.import_s - self.visible_s
+
+    def runners(self, backend: str, load: Callable[[str], Table]) -> tuple[Table, float]:
+        """The mode table for ``backend`` and its ``import_s``: the one imported already, or
+        (another backend, which the driver never hands over) imported now. Raises what the early
+        import raised."""
+        if backend != self.backend:
+            started = time.perf_counter()
+            return load(backend), time.perf_counter() - started
+        if self.error is not None:
+            raise self.error
+        assert self.table is not None
+        return self.table, self.visible_s
+
+
+def preload(backend: str, load: Callable[[str], Table]) -> Preloaded:
+    """Import ``backend``'s modes now; an import error is kept for the request (it is reported
+    in the result, as a cold child would)."""
+    started = time.perf_counter()
+    table: Table | None = None
+    error: Exception | None = None
+    try:
+        table = load(backend)
+    except Exception as exc:  # reported with the request, like a cold child's import error
+        error = exc
+    return Preloaded(backend, table, error, time.perf_counter() - started, time.time())
+
+
+def wait_for_request() -> float:
+    """Block until the driver hands the request over (one line on stdin); the wall time it came.
+    Exits the process when stdin ends without a line: the driver withdrew this child."""
+    line = sys.stdin.buffer.readline()
+    if not line:
+        os._exit(0)
+    return time.time()
