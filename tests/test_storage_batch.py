@@ -140,3 +140,19 @@ def test_system_attrs_are_written_in_one_transaction(tmp_path):
     stored = study._storage.get_trial(trial._trial_id)
     assert stored.system_attrs["grid_id"] == 3
     assert stored.system_attrs["search_space"] == {"a": [1]}
+
+
+def test_an_outcome_json_cannot_hold_fails_the_trial_not_its_state_change(tmp_path):
+    import numpy as np
+
+    study = _study(tmp_path)
+
+    def objective(trial: optuna.Trial) -> float:
+        set_outcome_attrs(trial, {"throughput": np.float32(1.5)})  # not JSON: refused here
+        return 1.0
+
+    with pytest.raises(TypeError):
+        study.optimize(objective, n_trials=1)
+    (stored,) = study.get_trials()
+    assert stored.state == TrialState.FAIL  # Optuna failed it; it is not left RUNNING
+    assert study._storage._backend._with_state == {}

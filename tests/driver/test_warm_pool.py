@@ -42,6 +42,7 @@ def started(pool: Pool, key: str, spare: StandIn) -> StandIn:
 
 def test_a_request_takes_the_spare_started_for_its_key() -> None:
     pool = Pool()
+    pool.hold(True)  # a search holds it
     spare = started(pool, "a", StandIn())
     assert pool.take("a") is spare and not spare.discarded
     assert pool.take("a") is None  # taken once
@@ -49,6 +50,7 @@ def test_a_request_takes_the_spare_started_for_its_key() -> None:
 
 def test_another_key_kills_the_spare_and_gets_none() -> None:
     pool = Pool()
+    pool.hold(True)  # a search holds it
     spare = started(pool, "a", StandIn())
     assert pool.take("b") is None
     assert spare.discarded and pool.spare() is None
@@ -56,6 +58,7 @@ def test_another_key_kills_the_spare_and_gets_none() -> None:
 
 def test_a_spare_that_died_is_not_handed_over() -> None:
     pool = Pool()
+    pool.hold(True)  # a search holds it
     spare = started(pool, "a", StandIn())
     spare.living = False
     assert pool.take("a") is None and spare.discarded
@@ -63,6 +66,7 @@ def test_a_spare_that_died_is_not_handed_over() -> None:
 
 def test_a_new_key_replaces_the_spare_and_release_kills_it() -> None:
     pool = Pool()
+    pool.hold(True)  # a search holds it
     first = started(pool, "a", StandIn())
     second = started(pool, "b", StandIn())
     assert first.discarded and pool.spare() is second
@@ -72,6 +76,7 @@ def test_a_new_key_replaces_the_spare_and_release_kills_it() -> None:
 
 def test_an_order_older_than_a_release_starts_nothing() -> None:
     pool = Pool()
+    pool.hold(True)  # a search holds it
     late: list[StandIn] = []
 
     def spawn_late() -> StandIn:
@@ -85,6 +90,7 @@ def test_an_order_older_than_a_release_starts_nothing() -> None:
 
 def test_the_expected_environment_is_used_once() -> None:
     pool = Pool()
+    pool.hold(True)  # a search holds it
     pool.expect({"A": "1"})
     assert pool.expected() == {"A": "1"}
     assert pool.expected() is None
@@ -101,3 +107,10 @@ def test_the_switch(monkeypatch: pytest.MonkeyPatch, value: str | None, uses: se
     else:
         monkeypatch.setenv(warm.WARM_ENV, value)
     assert warm.uses() == uses
+
+
+def test_no_spare_starts_unless_a_search_holds_the_pool() -> None:
+    pool = Pool()
+    started: list[int] = []
+    pool.start("key", lambda: started.append(1))  # type: ignore[arg-type, func-returns-value]
+    assert started == [] and pool.spare() is None  # a lone run or a validation: nothing left

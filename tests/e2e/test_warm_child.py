@@ -41,7 +41,8 @@ def own_temp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.setenv(warm.WARM_ENV, "1")
     monkeypatch.setattr("tempfile.tempdir", None)
     warm.release()
-    yield temp
+    with warm.spares():  # as a search holds the pool: spares start only then
+        yield temp
     warm.release()
 
 
@@ -127,6 +128,7 @@ if sys.argv[1] == "block":
         sys.stdin.readline()
     print("released", flush=True)
     time.sleep(600)
+warm.POOL.hold(True)  # a search in progress, which will not get to release it
 warm.POOL.expect(env)
 leave_spare()
 sys.stdin.readline()  # "sigkill" is killed while here; "exit" then ends normally

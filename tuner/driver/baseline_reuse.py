@@ -6,8 +6,11 @@ on the same machine — another grid of batches or rules, another study name, a 
 under a new name — would measure exactly the same runs again. So every stored baseline carries
 its **reuse key** (:func:`reuse_key`): a hash of the request its runs were sent (workload,
 base batch and learning rate, budget, seed, precision, loop, the single device, its memory cap),
-the grid's device signature, the host, the framework versions the workload check imported and
-the workload's sizes. A study that has no baseline of its own copies the newest record with the
+the grid's device signature, the host, the framework versions the workload check imported,
+the workload's sizes and fingerprint (its model and data modules' source, the built model's
+configuration, its first samples: :mod:`tuner.worker.digest`), and the variables the children
+inherit that change their speed (``TF_*``, ``XLA_*``, ``OMP_*``, ``CUDA_*``, ...). A study that
+has no baseline of its own copies the newest record with the
 same key and at least as many runs (:func:`find_baseline`), naming the study it came from
 (``reused_from``). Nothing else is reused: another host, version, seed, budget or precision is
 another key.
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import platform
 from collections.abc import Mapping
 from typing import Any
@@ -38,9 +42,19 @@ def reuse_key(request: Mapping[str, Any], study_attrs: Mapping[str, Any], signat
         "host": platform.node(),
         "versions": study_attrs.get("versions"),
         "workload": study_attrs.get("workload"),
+        "environment": _runtime_environment(),
     }
     text = json.dumps(parts, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+_RUNTIME_PREFIXES = ("TF_", "XLA_", "OMP_", "MKL_", "KMP_", "CUDA_", "JAX_", "KERAS_", "TUNER_")
+"""Variables the trial children inherit that change how fast they train (thread counts, the
+oneDNN switch, XLA's flags, visible devices, a memory cap)."""
+
+
+def _runtime_environment() -> dict[str, str]:
+    return {k: v for k, v in sorted(os.environ.items()) if k.startswith(_RUNTIME_PREFIXES)}
 
 
 def find_baseline(study: optuna.Study, key: str, repeats: int) -> tuple[str, dict[str, Any]] | None:

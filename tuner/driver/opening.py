@@ -57,7 +57,12 @@ def open_study(
         study.set_user_attr("hypermodel", info["hypermodel"])
     study.set_user_attr(
         "workload",
-        {"n_train": info["n_train"], "n_val": info["n_val"], "parameters": info["parameters"]},
+        {
+            "n_train": info["n_train"],
+            "n_val": info["n_val"],
+            "parameters": info["parameters"],
+            "digest": info.get("digest"),
+        },
     )
     return study
 

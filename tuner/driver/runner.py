@@ -179,16 +179,19 @@ def _warm_child(request: dict[str, Any], key: Hashable) -> _Child | None:
         return None
     assert isinstance(spare, _Child)
     spawned_at = time.time()
-    atomic_write_text(
-        spare.folder / "request.json", json.dumps({**request, "spawned_at": spawned_at})
-    )
     try:
+        atomic_write_text(
+            spare.folder / "request.json", json.dumps({**request, "spawned_at": spawned_at})
+        )
         assert spare.proc.stdin is not None
         spare.proc.stdin.write(b"go\n")
         spare.proc.stdin.close()
     except OSError:  # it died just now
         spare.discard()
         return None
+    except BaseException:  # taken from the pool but not handed over: no one else will end it
+        spare.discard()
+        raise
     spare.spawned_at = spawned_at
     return spare
 

@@ -77,6 +77,7 @@ class Pool:
         self._spare: tuple[Hashable, Spare] | None = None
         self._generation = 0
         self._expected: dict[str, str] | None = None
+        self._users = 0
 
     def take(self, key: Hashable) -> Spare | None:
         """The spare started for ``key``, now the caller's; ``None`` when there is none alive for
@@ -97,11 +98,24 @@ class Pool:
             return self._spare[1] if self._spare is not None else None
 
     def start(self, key: Hashable, spawn: Callable[[], Spare]) -> None:
-        """Start a spare for ``key`` (``spawn``, in the calling thread), unless one is there; a
-        spare that cannot start (``OSError``) leaves a cold start to the next run, which then
-        reports the error itself."""
+        """Start a spare for ``key`` (``spawn``, in the calling thread), unless one is there or no
+        search holds the pool (:func:`spares`: a lone run, a validation, a library call would
+        leave a spare no one ends); a spare that cannot start (``OSError``) leaves a cold start
+        to the next run, which then reports the error itself."""
+        if not self.in_use():
+            return
         with contextlib.suppress(OSError):
             self._serve_one(self._generation, key, spawn)
+
+    def in_use(self) -> bool:
+        """Whether a search (or probe) holds the pool now: only then are spares started."""
+        with self._lock:
+            return self._users > 0
+
+    def hold(self, held: bool) -> None:
+        """A search starts (``True``) or ends (``False``) its use of the pool."""
+        with self._lock:
+            self._users += 1 if held else -1
 
     def expect(self, env: Mapping[str, str] | None) -> None:
         """Say which environment the run after the next child needs (``None``: its own)."""
@@ -144,10 +158,12 @@ POOL = Pool()
 def spares(expect: Mapping[str, str] | None = None) -> Iterator[None]:
     """A search's (or probe's) use of warm children: ``expect`` is the environment of the first
     run after the workload check; the spare is killed when the block ends, however it ends."""
+    POOL.hold(True)
     POOL.expect(expect)
     try:
         yield
     finally:
+        POOL.hold(False)
         POOL.release()
 
 

@@ -169,7 +169,10 @@ def _rdb_storage(place: Place, heartbeat: dict[str, Any], *, stamped: bool) -> A
     import optuna
     import sqlalchemy.exc
 
-    from tuner.storage.trial_attrs import TunerRDBStorage  # imports Optuna: only when opened
+    try:  # imports Optuna's internals: only when opened, and plain RDBStorage if they moved
+        from tuner.storage.trial_attrs import TunerRDBStorage as Storage
+    except ImportError:
+        Storage = optuna.storages.RDBStorage  # type: ignore[assignment,misc]
 
     engine_kwargs: dict[str, Any] = {}
     if place.kind == "sqlite":
@@ -177,7 +180,7 @@ def _rdb_storage(place: Place, heartbeat: dict[str, Any], *, stamped: bool) -> A
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            return TunerRDBStorage(
+            return Storage(
                 place.url, engine_kwargs=engine_kwargs, skip_table_creation=stamped, **heartbeat
             )
     except (sqlalchemy.exc.SQLAlchemyError, ValueError, RuntimeError, ImportError) as exc:

@@ -70,7 +70,11 @@ class TunerRDBStorage(optuna.storages.RDBStorage):
 
     def set_user_attrs_with_state(self, trial_id: int, attrs: Mapping[str, Any]) -> None:
         """Write ``attrs`` as user attributes in the transaction that next sets the trial's state
-        (:meth:`set_trial_state_values`); a later call for the trial adds to them."""
+        (:meth:`set_trial_state_values`); a later call for the trial adds to them. A value JSON
+        cannot hold fails here, inside the objective, where Optuna fails the trial, not in the
+        state change after it, which would leave the trial RUNNING."""
+        for value in attrs.values():
+            json.dumps(value)
         self._with_state.setdefault(trial_id, {}).update(attrs)
 
     def set_trial_state_values(

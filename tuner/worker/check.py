@@ -21,6 +21,7 @@ from tuner.core.hyperparams import check, defaults
 from tuner.core.oom import summary
 from tuner.core.scaling import optimizer_settings
 from tuner.worker import hypermodel
+from tuner.worker.digest import workload_digest
 from tuner.worker.sources import Source, backend_name
 from tuner.worker.workload import check_loss, framework_versions, make_optimizer
 
@@ -76,6 +77,7 @@ def check_workload(request: dict[str, Any]) -> dict[str, Any]:
         "backend": backend,
         "hypermodel": found,
         "compiled_by_build": compiled_by_build,
+        "digest": workload_digest(workload, model, read),
     }
 
 
