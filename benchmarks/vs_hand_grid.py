@@ -82,7 +82,13 @@ def _stored(study: Any) -> dict[str, Any]:
     )  # fmt: skip
     seeds = sum(max(0, len(s.get("seeds") or ()) - 1) for s in attrs.get("seed_noise", {}).values())
     children = {"check": 1, "baseline": baselines, "trials": len(launched), "seeds": seeds}
+    # Training (fit, tracing included) of every child that stored its timings: the trials and
+    # each baseline's first run (exact for single runs, where a baseline has one run).
+    runs = [t.user_attrs["timings"] for t in launched]
+    runs += [b["timings"] for b in attrs.get("baselines", {}).values() if b.get("timings")]
+    fit_s = sum(t.get("tracing_s", 0.0) + t.get("training_s", 0.0) for t in runs)
     return {
+        "fit_s": fit_s,
         "rates": rates,
         "children": children,
         "timings": [t.user_attrs["timings"] for t in launched],
@@ -114,6 +120,7 @@ def main() -> None:
     kinds = KINDS[:2] if options.quick else KINDS
     walls: dict[str, list[float]] = {kind: [] for kind in kinds[1:]}
     per_config: dict[tuple[int, str], list[float]] = {}
+    overheads: list[float] = []  # single runs: search wall / its children's summed training
     stored: dict[str, Any] = {}
     for rep in range(options.reps):
         order = kinds[rep % len(kinds) :] + kinds[: rep % len(kinds)]  # each kind leads in turn
@@ -124,6 +131,8 @@ def main() -> None:
         for kind in kinds[1:]:
             wall, found = runs[kind]
             walls[kind].append(wall / hand_wall)
+            if kind == "single":
+                overheads.append(wall / found["fit_s"])
             print(
                 f"  tuner search{' (single runs)' if kind == 'single' else ''} {wall:.1f} s "
                 f"({sum(found['children'].values())} children: {found['children']}); "
@@ -141,6 +150,8 @@ def main() -> None:
     for kind in kinds[1:]:
         label = "tuner search (single runs)" if kind == "single" else "tuner search"
         print(f"wall ratio {label} / hand: {summary(walls[kind])}")
+    if overheads:
+        print(f"overhead (single runs): search wall / summed training {summary(overheads)}")
     print("throughput ratio tuner/hand per configuration (fidelity; 1 within the noise):")
     for (batch, rule), ratios in sorted(per_config.items()):
         print(f"  batch {batch:>4}, rule {rule:<6}: {summary(ratios)}")

@@ -34,10 +34,8 @@ class BatchAscendingGridSampler(GridSampler):
     unchanged: it remembers the grid id of each finished trial it has seen (a finished trial
     never changes) and looks only at the others on the next pick, which still sees every trial
     other workers added; it writes a trial's two grid attributes in one transaction; it reads the
-    trial's grid id from what it assigned, not from the storage, for each parameter; and it
-    skips Optuna's end-of-trial scan, whose only effect is to stop ``study.optimize``'s own loop
-    early: tuner runs one trial per ``optimize`` call and its trial loop decides itself whether
-    grid points are left (:func:`tuner.core.trials.has_unclaimed_work`)."""
+    trial's grid id from what it assigned, not from the storage, for each parameter; and its
+    end-of-trial check (stop ``study.optimize`` when the grid is done) uses the same memory."""
 
     def __init__(self, search_space: dict[str, list[Any]], seed: int | None = None) -> None:
         super().__init__(search_space, seed=seed)
@@ -98,7 +96,12 @@ class BatchAscendingGridSampler(GridSampler):
         state: TrialState,
         values: Sequence[float] | None,
     ) -> None:
-        self._assigned.pop(trial._trial_id, None)  # see the class: no scan
+        grid_id = self._assigned.pop(trial._trial_id, None)
+        # As Optuna's: stop ``study.optimize``'s own loop once no grid point is left (a caller
+        # that runs it without ``n_trials``), from the remembered finished trials: no rescan.
+        left = self._get_unvisited_grid_ids(study)
+        if not left or (len(left) == 1 and left[0] == grid_id):
+            study.stop()
 
     def _get_unvisited_grid_ids(self, study: optuna.Study) -> list[int]:
         # Optuna's rule (unvisited: neither finished nor running; if none, not finished), over
