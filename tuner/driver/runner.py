@@ -151,16 +151,20 @@ def _spawn(folder: Path, command: list[str], env: dict[str, str], spawned_at: fl
     return _Child(proc, folder, stderr, spawned_at)
 
 
+def _backend(request: dict[str, Any]) -> str:
+    """The Keras backend ``request``'s child runs (as the worker's ``sources.backend_name``)."""
+    return str((request.get("workload") or {}).get("backend") or TENSORFLOW_BACKEND)
+
+
 def _spare_key(request: dict[str, Any], env: dict[str, str]) -> Hashable:
     """What a warm child must have been started with to take ``request``: the same environment
     (the plan's, and this process's as the child inherits it), backend and working folder."""
-    backend = (request.get("workload") or {}).get("backend") or TENSORFLOW_BACKEND
-    return (tuple(sorted(_child_environment(env).items())), backend, os.getcwd())
+    return (tuple(sorted(_child_environment(env).items())), _backend(request), os.getcwd())
 
 
 def _start_spare(request: dict[str, Any], env: dict[str, str]) -> None:
     """Have a warm child started for the next request, in ``env`` (:mod:`tuner.driver.warm`)."""
-    backend = (request.get("workload") or {}).get("backend") or TENSORFLOW_BACKEND
+    backend = _backend(request)
     key = _spare_key(request, env)
 
     def spawn() -> _Child:

@@ -188,15 +188,11 @@ def main(argv: list[str]) -> None:
 
 
 def _is_oom(exc: BaseException) -> bool:
-    """Out-of-memory (:func:`tuner.core.oom.is_oom_error`), or, under the JAX child's CPU memory
-    cap (an address-space limit, :mod:`tuner.worker.jax_devices`), a thread that could not
-    start: its stack no longer fits in the capped address space."""
+    """Out-of-memory in this child (:func:`tuner.core.oom.is_child_oom`), capped or not."""
     from tuner.core import oom
     from tuner.core.devices import CPU_CAP_ENV
 
-    if oom.is_oom_error(exc):
-        return True
-    return bool(os.environ.get(CPU_CAP_ENV)) and "can't start new thread" in str(exc)
+    return oom.is_child_oom(exc, cpu_capped=bool(os.environ.get(CPU_CAP_ENV)))
 
 
 def _shorten(text: str, limit: int = 600) -> str:
