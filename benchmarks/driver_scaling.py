@@ -1,12 +1,13 @@
 """Driver cost per trial as the study grows: does it stay flat from 10 to 1,000 grid points?
 
 The real ``tuner search`` CLI in a subprocess, with the instant stand-in executor
-(``TUNER_TEST_INSTANT_TRIALS=1``, :mod:`tuner.driver.instant`): every child request is answered
-at once in the driver, so the time between two trials is the driver's own (Optuna, storage, grid
-bookkeeping, the objective, progress lines). Grids of N points are N/2 global batches (64 × 1..N/2)
-× rules none and linear on 2 CPU replicas, ``--seeds 1 --max-repeats 1`` (so the study holds
-exactly N trials; seeds and racing add runs, not per-trial cost), baseline on, heartbeat at its
-default, ``--export`` written. Each run gets a fresh SQLite file, or a fresh PostgreSQL database.
+(``TUNER_TEST_INSTANT_TRIALS=1``, :mod:`tuner.driver.children._instant`): every child request is
+answered at once in the driver, so the time between two trials is the driver's own (Optuna,
+storage, grid bookkeeping, the objective, progress lines). Grids of N points are N/2 global batches
+(64 × 1..N/2) × rules none and linear on 2 CPU replicas, ``--seeds 1 --max-repeats 1`` (so the
+study holds exactly N trials; seeds and racing add runs, not per-trial cost), baseline on,
+heartbeat at its default, ``--export`` written. Each run gets a fresh SQLite file, or a fresh
+PostgreSQL database.
 
 Per-trial driver time is read from the stored trials, not the wall clock: ``mean`` is (last
 trial's completion − first trial's start) / N, the loop's average; ``end`` is the median gap

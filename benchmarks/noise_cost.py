@@ -15,9 +15,9 @@ import statistics
 
 from tuner.core.outcome import classify
 from tuner.core.protocol import DEFAULT_TRIAL_TIMEOUT_S
+from tuner.driver.children import run_child
 from tuner.driver.devices import plan_devices
 from tuner.driver.objective import trial_request
-from tuner.driver.runner import run_child
 from tuner.driver.spec_file import load_spec
 
 WORKLOADS = {"regression": None, "mnist-synthetic": "studies/mnist-synthetic.toml"}

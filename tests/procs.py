@@ -12,7 +12,7 @@ import optuna
 from conftest import one_run_each, tuner_env
 from optuna.trial import TrialState
 
-from tuner.core.recommend import grid_point
+from tuner.core.configurations import grid_point
 
 
 def start_search(args: list[str], cwd: Path, **env: str) -> subprocess.Popen[str]:

@@ -25,9 +25,9 @@ from typer.testing import CliRunner
 from tuner.cli.app import app
 from tuner.cli.errors import Terminated, exit_code, guard
 from tuner.core import errors
-from tuner.core.export import export_document
 from tuner.core.outcome import STATES
 from tuner.core.recommend import recommend
+from tuner.core.recommend._export import export_document
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"

@@ -40,10 +40,13 @@ def copy_tree(tmp_path: Path) -> Path:
 @pytest.mark.parametrize(
     ("module", "line", "contract"),
     [
-        ("worker/probe.py", "import tuner.driver.runner", "Layers"),
+        ("worker/probe.py", "import tuner.driver.children", "Layers"),
+        ("worker/backends/jax/_loop.py", "import tuner.worker.backends.tensorflow", "A backend"),
+        ("core/stats.py", "import tuner.core.racing", "No import cycle"),
+        ("driver/study.py", "import tuner.driver.children._runner", "Private modules"),
         ("core/scaling.py", "import tensorflow", "The core is pure"),
         ("worker/losses.py", "import tuner.storage", "The worker never touches the study"),
-        ("driver/grid.py", "import tuner.views.figures", "The driver reaches the views only"),
+        ("driver/grid.py", "import tuner.views.batch_figures", "The driver reaches the views only"),
     ],
 )
 def test_a_forbidden_import_breaks_its_contract(

@@ -12,8 +12,8 @@ import pytest
 
 import tuner
 from tuner.core.errors import ConfigError
-from tuner.core.export import SCHEMA_VERSION
 from tuner.core.optimizers import serialized, trained_config
+from tuner.core.recommend._export import SCHEMA_VERSION
 from tuner.load import fit_kwargs
 
 ADAM = {"learning_rate": 2e-3, "beta_1": 0.9, "beta_2": 0.999, "epsilon": 1e-7}

@@ -13,7 +13,7 @@ import pytest
 from trials import make_trial, run_recommend
 
 import tuner
-from tuner.core.export import SCHEMA_VERSION, SECTIONS, export_document
+from tuner.core.recommend._export import SCHEMA_VERSION, SECTIONS, export_document
 
 ROOT = Path(__file__).resolve().parent.parent
 JSON_MD = ROOT / "docs" / "reference" / "json.md"

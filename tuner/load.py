@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tuner.core.errors import ConfigError
-from tuner.core.export import SCHEMA_VERSION
+from tuner.core.recommend import SCHEMA_VERSION
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ def load_recommendation(
     path: str | Path, custom_objects: dict[str, Any] | None = None
 ) -> Recommendation:
     """Read a recommended-config JSON written by ``tuner export`` (schema version
-    :data:`~tuner.core.export.SCHEMA_VERSION` or older with the sections) and build its
+    :data:`~tuner.core.recommend._export.SCHEMA_VERSION` or older with the sections) and build its
     optimizer. ``custom_objects``: classes of a custom optimizer, as for
     ``keras.optimizers.deserialize``. Under ``MirroredStrategy`` call it inside
     ``strategy.scope()``, as you would create the optimizer.

@@ -11,9 +11,7 @@ from typing import Any
 import optuna
 
 from tuner.core.errors import ConfigError, NoCompleteTrialError, StudyNotFoundError
-from tuner.core.export import export_document
-from tuner.core.policy import DEFAULT_TOLERANCE, default_policy
-from tuner.core.recommend import recommend
+from tuner.core.recommend import DEFAULT_TOLERANCE, default_policy, export_document, recommend
 from tuner.core.spec import check_study_name
 from tuner.core.trials import all_diverged, nothing_completed
 from tuner.storage import mask_password, open_storage
@@ -59,8 +57,8 @@ def recommendation(
 ) -> dict[str, Any]:
     """The recommended-config JSON of a stored study (``policy``: one of ``POLICIES``): the
     recommendation's flat keys with ``schema_version`` and the sections of
-    :func:`tuner.core.export.export_document`; ``storage_url`` (its password masked) goes into
-    ``provenance``. ``policy`` ``None``: the default for the stored spec's target loss
+    :func:`tuner.core.recommend._export.export_document`; ``storage_url`` (its password masked)
+    goes into ``provenance``. ``policy`` ``None``: the default for the stored spec's target loss
     (``time-to-target`` with one); ``tolerance`` ``None``: the stored spec's, else
     ``DEFAULT_TOLERANCE`` (the seed noise may raise either)."""
     spec = study.user_attrs.get("spec", {})

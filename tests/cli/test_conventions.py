@@ -17,10 +17,10 @@ from tests.trials import write_small_study
 from tuner import __version__
 from tuner.cli import choices
 from tuner.cli.app import app
-from tuner.core.policy import POLICIES
+from tuner.core.recommend._policy import POLICIES
 from tuner.core.scaling import LR_RULES
 from tuner.core.spec import LOSS_REDUCTIONS, MODEL_HYPERPARAMETERS
-from tuner.core.spec_runtime import BACKENDS, LOOPS, UPDATE_ON
+from tuner.core.spec._runtime import BACKENDS, LOOPS, UPDATE_ON
 
 runner = CliRunner()
 

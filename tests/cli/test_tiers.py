@@ -7,7 +7,7 @@ from pathlib import Path
 
 from conftest import GUARD_ENV
 
-from tuner.driver.runner import run_child
+from tuner.driver.children._runner import run_child
 
 
 def test_a_fast_test_cannot_start_a_trial_child() -> None:

@@ -12,7 +12,8 @@ import pytest
 from optuna.distributions import CategoricalDistribution
 from trials import make_trial, measured_trial, run_recommend, target_trial
 
-from tuner.core.export import (
+from tuner.core.optimizers import from_description, trained_config, warmup_schedule
+from tuner.core.recommend._export import (
     MEASURED_KEYS,
     SCHEMA_VERSION,
     SECTIONS,
@@ -20,7 +21,6 @@ from tuner.core.export import (
     rounded,
     tidy_document,
 )
-from tuner.core.optimizers import from_description, trained_config, warmup_schedule
 from tuner.core.scaling import LR_RULES, batch_ratio, scaled_learning_rate
 from tuner.core.stats import log_t_interval
 from tuner.results import recommendation

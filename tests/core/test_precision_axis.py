@@ -18,7 +18,7 @@ from tuner.core.configurations import (
     smallest_oom_batch,
     unique_trials,
 )
-from tuner.core.export import export_document
+from tuner.core.recommend._export import export_document
 from tuner.core.sameness import training_key
 from tuner.core.trials import has_unclaimed_work, run_key, settled_grid_points
 from tuner.views.recommendation import recommendation_rows

@@ -11,7 +11,7 @@ from typing import Any
 import keras
 
 import tuner
-from tuner.core.export import SCHEMA_VERSION
+from tuner.core.recommend._export import SCHEMA_VERSION
 
 ADAM = {"module": "keras.optimizers", "class_name": "Adam", "config": {"learning_rate": 1e-3}}
 

@@ -17,17 +17,14 @@ from trials import (
 )
 
 from tuner.core.errors import ConfigError, NoCompleteTrialError
-from tuner.core.policy import default_policy
-from tuner.core.recommend import (
-    DEFAULT_TOLERANCE,
-    POLICIES,
-    POLICY,
+from tuner.core.configurations import (
     grid_point,
     infeasible_batch_sizes,
     smallest_oom_batch,
     status_of,
     unique_trials,
 )
+from tuner.core.recommend import DEFAULT_TOLERANCE, POLICIES, POLICY, default_policy
 
 # --- the policy --------------------------------------------------------------------------------
 

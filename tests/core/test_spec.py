@@ -17,7 +17,7 @@ from tuner.core.spec import (
     WorkloadSpec,
     spec_from_dict,
 )
-from tuner.core.spec_fields import parse_int_list, parse_name_list
+from tuner.core.spec._fields import parse_int_list, parse_name_list
 
 VALID: dict[str, dict[str, Any]] = {
     "study": {"name": "unit"},

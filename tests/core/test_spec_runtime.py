@@ -11,7 +11,7 @@ import pytest
 from tuner.core.errors import ConfigError
 from tuner.core.identity import identity_of
 from tuner.core.spec import spec_from_dict
-from tuner.core.spec_runtime import PRECISIONS
+from tuner.core.spec._runtime import PRECISIONS
 
 RAW: dict[str, dict[str, Any]] = {
     "study": {"name": "unit"},

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from trials import make_trial, measured_trial, run_recommend, target_trial
 
-from tuner.core.candidates import candidate_entries, choose, loss_tolerance
 from tuner.core.racing import TIE_RULE, to_repeat
+from tuner.core.recommend._candidates import candidate_entries, choose, loss_tolerance
 from tuner.core.stats import throughput_interval
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from trials import SIGNATURE, make_trial, measured_trial, run_recommend
 
+from tuner.core.recommend._verdict import measure_speedup, verdict
 from tuner.core.stats import Interval, ratio_interval
-from tuner.core.verdict import measure_speedup, verdict
 
 BASELINE = {"throughput": 1000.0, "throughput_ci": [990.0, 1010.0]}
 

@@ -1,7 +1,7 @@
 """A fake trial runner for fast driver tests: canned ``ChildRun`` results instead of a child.
 
-``FakeChild`` stands in for ``tuner.driver.runner.run_child`` wherever the driver imported it, and
-records every request, so a test can tell which grid points were really launched.
+``FakeChild`` stands in for ``tuner.driver.children._runner.run_child`` wherever the driver
+imported it, and records every request, so a test can tell which grid points were really launched.
 """
 
 from __future__ import annotations

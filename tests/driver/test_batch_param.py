@@ -13,7 +13,7 @@ import pytest
 from fake_child import PLAN, FakeChild, make_spec, ok
 from optuna.distributions import CategoricalDistribution, IntDistribution
 
-from tuner.core.recommend import status_of
+from tuner.core.configurations import status_of
 from tuner.driver import objective
 from tuner.driver import study as study_module
 from tuner.driver.grid import stores_batch_as_category, suggest_global_batch

@@ -25,7 +25,7 @@ from optuna.storages import RDBStorage, _CachedStorage
 from optuna.trial import TrialState
 
 from tuner.core import trials as core_trials
-from tuner.driver import instant
+from tuner.driver.children import _instant as instant
 from tuner.driver.study import run_search
 
 pytestmark = pytest.mark.slow  # about 100 trials through a real SQLite file

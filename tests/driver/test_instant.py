@@ -11,8 +11,9 @@ import pytest
 from fake_child import PLAN, make_spec
 
 from tuner.core.outcome import classify
-from tuner.driver import instant, runner
-from tuner.driver.requests import inspect_request, trial_request
+from tuner.driver.children import _instant as instant
+from tuner.driver.children import _runner as runner
+from tuner.driver.children._requests import inspect_request, trial_request
 
 SPEC = make_spec()
 

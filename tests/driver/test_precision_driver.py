@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from fake_child import PLAN, FakeChild, make_spec, ok
 
-from tuner.core.recommend import status_of
+from tuner.core.configurations import status_of
 from tuner.driver import study as study_module
 from tuner.driver.grid import grid_points
 from tuner.driver.study import run_search

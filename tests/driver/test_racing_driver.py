@@ -21,7 +21,7 @@ import pytest
 from fake_child import PLAN, FakeChild, make_spec, ok
 from optuna.trial import FrozenTrial, TrialState
 
-from tuner.core.recommend import status_of, unique_trials
+from tuner.core.configurations import status_of, unique_trials
 from tuner.driver import study as study_module
 from tuner.driver.study import SearchReport, run_search
 

@@ -19,8 +19,8 @@ import pytest
 from fake_child import PLAN, FakeChild, make_spec, ok
 from optuna.trial import TrialState
 
+from tuner.core.configurations import status_of
 from tuner.core.efficiency import statistical_efficiency
-from tuner.core.recommend import status_of
 from tuner.driver import study as study_module
 from tuner.driver.study import SearchReport, run_search
 

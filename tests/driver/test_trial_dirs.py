@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from tuner.core.protocol import TRIAL_DIR_PREFIX
-from tuner.driver import trial_dirs
-from tuner.driver.trial_dirs import Owner, is_abandoned
+from tuner.driver.children import _trial_dirs as trial_dirs
+from tuner.driver.children._trial_dirs import Owner, is_abandoned
 
 DAY = trial_dirs.UNOWNED_MAX_AGE_S
 NS = "pid:[1]"
@@ -86,7 +86,7 @@ def test_a_trial_folder_records_this_process_as_its_owner(tmp_path: Path) -> Non
 
 
 def test_trial_children_do_not_inherit_the_storage_url(monkeypatch):
-    from tuner.driver import runner
+    from tuner.driver.children import _runner as runner
 
     monkeypatch.setenv("TUNER_STORAGE", "postgresql://u:secret@h/db")
     monkeypatch.setenv("TUNER_STORAGE_FILE", "/run/secrets/tuner_storage")

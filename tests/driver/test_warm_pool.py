@@ -6,8 +6,8 @@ import threading
 
 import pytest
 
-from tuner.driver import warm
-from tuner.driver.warm import Pool
+from tuner.driver.children import _warm as warm
+from tuner.driver.children._warm import Pool
 
 
 class StandIn:

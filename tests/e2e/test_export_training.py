@@ -17,7 +17,7 @@ import optuna
 import pytest
 from conftest import SMALL_REGRESSION, run_tuner, tuner_env
 
-from tuner.core.export import optimizer_section
+from tuner.core.recommend._export import optimizer_section
 
 pytestmark = pytest.mark.slow
 

@@ -14,8 +14,8 @@ from conftest import run_tuner, tuner_env
 from optuna.trial import TrialState
 from test_postgres import pg_url  # noqa: F401  (the fixture)
 
-from tuner.core.recommend import grid_point
-from tuner.driver.instant import DEVICE_KIND, INSTANT_ENV
+from tuner.core.configurations import grid_point
+from tuner.driver.children._instant import DEVICE_KIND, INSTANT_ENV
 
 pytestmark = pytest.mark.slow  # some 50 trials through SQLite: seconds, though no child starts
 

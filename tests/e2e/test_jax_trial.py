@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tuner.core.devices import DevicePlan
-from tuner.driver.runner import run_child
+from tuner.driver.children._runner import run_child
 
 pytestmark = pytest.mark.slow
 

@@ -20,9 +20,9 @@ from conftest import run_tuner, tuner_env
 from procs import descendants, load, marker_pids, start_search, wait_gone, wait_until
 from tuner_test_workloads import HOLD_ENV, MARKER_ENV, MARKER_LOG_ENV
 
+from tuner.core.configurations import status_of
 from tuner.core.protocol import TRIAL_DIR_PREFIX
-from tuner.core.recommend import status_of
-from tuner.driver import trial_dirs
+from tuner.driver.children import _trial_dirs as trial_dirs
 
 pytestmark = pytest.mark.slow
 

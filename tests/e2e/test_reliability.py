@@ -23,7 +23,7 @@ from procs import (
     wait_running,
 )
 
-from tuner.core.recommend import status_of
+from tuner.core.configurations import status_of
 
 pytestmark = pytest.mark.slow
 

@@ -30,7 +30,7 @@ from optuna.trial import TrialState
 from procs import child_pids, finished_trials, load
 from test_postgres import pg_url  # noqa: F401  (the fixture)
 
-from tuner.core.recommend import grid_point, status_of, unique_trials
+from tuner.core.configurations import grid_point, status_of, unique_trials
 from tuner.core.trials import is_settled
 
 pytestmark = pytest.mark.slow

@@ -1,7 +1,8 @@
-"""The warm child (tuner.driver.warm) with real children and real TensorFlow: a spare takes its
-request and reports what a fresh child reports, with its earlier import outside the wall; a spare
-for another environment, or one that died while waiting, gives way to a fresh child; no spare
-outlives its driver (SIGKILL, a normal exit, the end of the search's block) or leaves a folder."""
+"""The warm child (tuner.driver.children._warm) with real children and real TensorFlow: a spare
+takes its request and reports what a fresh child reports, with its earlier import outside the wall;
+a spare for another environment, or one that died while waiting, gives way to a fresh child; no
+spare outlives its driver (SIGKILL, a normal exit, the end of the search's block) or leaves a
+folder."""
 
 from __future__ import annotations
 
@@ -21,9 +22,9 @@ from procs import alive, descendants, wait_gone, wait_until
 from tuner.core.devices import DevicePlan, inspect_environment
 from tuner.core.outcome import PHASES, classify
 from tuner.core.protocol import TRIAL_DIR_PREFIX
-from tuner.driver import warm
-from tuner.driver.requests import inspect_request, trial_request
-from tuner.driver.runner import run_child
+from tuner.driver.children import _warm as warm
+from tuner.driver.children._requests import inspect_request, trial_request
+from tuner.driver.children._runner import run_child
 from tuner.driver.spec_file import load_spec
 
 pytestmark = pytest.mark.slow
@@ -109,9 +110,9 @@ def test_a_spare_that_died_while_waiting_is_replaced(own_temp: Path) -> None:
 DRIVER = """
 import json, sys, time
 from tuner.core.devices import DevicePlan, inspect_environment
-from tuner.driver import warm
-from tuner.driver.requests import inspect_request
-from tuner.driver.runner import run_child
+from tuner.driver.children import _warm as warm
+from tuner.driver.children._requests import inspect_request
+from tuner.driver.children._runner import run_child
 from tuner.driver.spec_file import load_spec
 
 def leave_spare():

@@ -11,8 +11,8 @@ from rich.console import Console
 from trials import make_trial, measured_trial, run_recommend, target_trial
 
 from tuner.cli.display import recommendation_table, trials_table
-from tuner.core.recommend import unique_trials
-from tuner.views.plot_data import batch_curves, complete_points
+from tuner.core.configurations import unique_trials
+from tuner.views.batch_data import batch_curves, complete_points
 from tuner.views.recommendation import recommendation_rows, span_text
 from tuner.views.summary import RECORD_FIELDS, TRIAL_COLUMNS, trial_layout, trial_record, trial_rows
 from tuner.views.target_data import has_target, target_curves
@@ -267,9 +267,9 @@ def test_time_to_target_numbers_have_intervals_misses_and_the_predicted_curve() 
 
 
 def test_the_time_to_target_figure_is_drawn_only_with_a_target() -> None:
-    from tuner.views.figures import TARGET_PLOT, study_figures
+    from tuner.views.batch_figures import TARGET_PLOT, study_figures
     from tuner.views.style import TIED_TRACE
-    from tuner.views.target_figure import MISSED_TRACE, PREDICTED_TRACE
+    from tuner.views.target_figures import MISSED_TRACE, PREDICTED_TRACE
 
     rec = {
         "trial_number": 3,
@@ -292,7 +292,7 @@ def test_the_time_to_target_figure_is_drawn_only_with_a_target() -> None:
 
 
 def test_the_throughput_figure_has_error_bars_a_zero_floor_and_rings_the_tie() -> None:
-    from tuner.views.figures import batch_figure
+    from tuner.views.batch_figures import batch_figure
     from tuner.views.style import TIED_TRACE
 
     trials = raced_study()

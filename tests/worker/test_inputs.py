@@ -15,7 +15,8 @@ import pytest
 tf = pytest.importorskip("tensorflow")
 
 from tuner.core.errors import WorkloadError  # noqa: E402
-from tuner.worker import inputs  # noqa: E402
+from tuner.worker.backends.tensorflow import _inputs as inputs  # noqa: E402
+from tuner.worker.tfdata import is_batched  # noqa: E402
 
 X = np.arange(40, dtype="float32").reshape(20, 2)
 Y = X.sum(axis=1, keepdims=True)
@@ -69,9 +70,9 @@ def test_an_unbatched_infinite_stream_is_taken_as_it_comes(workload_module: Any)
 
 def test_is_batched_sees_through_maps_and_unbatch() -> None:
     base = tf.data.Dataset.from_tensor_slices((X, Y))
-    assert not inputs.is_batched(base.map(lambda x, y: (x, y)))
-    assert inputs.is_batched(base.batch(4).prefetch(1))
-    assert not inputs.is_batched(base.batch(4).unbatch())
+    assert not is_batched(base.map(lambda x, y: (x, y)))
+    assert is_batched(base.batch(4).prefetch(1))
+    assert not is_batched(base.batch(4).unbatch())
 
 
 def test_image_folder_as_the_user_reads_it(tmp_path: Path, workload_module: Any) -> None:

@@ -1,6 +1,6 @@
-"""What ``tuner validate`` compares under Keras on JAX (:mod:`tuner.worker.jax_evidence`): read in
-a child that trains a tiny model with Keras on JAX over one and two host CPU devices; the
-backend-independent pieces here."""
+"""What ``tuner validate`` compares under Keras on JAX
+(:mod:`tuner.worker.backends.jax._evidence`): read in a child that trains a tiny model with Keras
+on JAX over one and two host CPU devices; the backend-independent pieces here."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 from jax_child import run_jax
 
-from tuner.worker.jax_evidence import peak_memory_per_device, replica_mean_loss
+from tuner.worker.backends.jax._evidence import peak_memory_per_device, replica_mean_loss
 
 EVIDENCE = """
 import json, sys
 from itertools import islice
 import numpy as np, jax, keras
-from tuner.worker.jax_evidence import (
+from tuner.worker.backends.jax._evidence import (
     ShardCounter, peak_memory_per_device, replica_mean_loss, variable_copies, variable_devices)
 
 GLOBAL, STEPS = 8, 3

@@ -1,6 +1,6 @@
-"""The gradient noise scale under Keras on JAX (:mod:`tuner.worker.jax_noise`): against a NumPy
-computation of the same estimator on the same batches and against the analytic truth, in a child
-with Keras on JAX over two host CPU devices; its out-of-memory handling, here."""
+"""The gradient noise scale under Keras on JAX (:mod:`tuner.worker.backends.jax._noise`): against a
+NumPy computation of the same estimator on the same batches and against the analytic truth, in a
+child with Keras on JAX over two host CPU devices; its out-of-memory handling, here."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 from jax_child import run_jax
 
-from tuner.worker.jax_noise import JaxNoiseMeter
+from tuner.worker.backends.jax._noise import JaxNoiseMeter
 
 PLANTED = """
 import json, sys
 import numpy as np, jax, keras
 from tuner.core.efficiency import NoiseScale, step_estimates
-from tuner.worker.jax_noise import JaxNoiseMeter
+from tuner.worker.backends.jax._noise import JaxNoiseMeter
 
 keras.distribution.set_distribution(keras.distribution.DataParallel(devices=jax.devices()))
 P, SIGMA2, D2, GLOBAL, N, STEPS = 8, 1.0, 0.25, 256, 2, 48
@@ -86,7 +86,7 @@ def test_noise_scale_matches_numpy_and_the_analytic_truth():
 STATEFUL = """
 import json, sys
 import numpy as np, jax, keras
-from tuner.worker import jax_noise
+from tuner.worker.backends.jax import _noise as jax_noise
 
 keras.distribution.set_distribution(keras.distribution.DataParallel(devices=jax.devices()))
 traces = []

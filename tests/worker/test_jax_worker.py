@@ -12,10 +12,12 @@ import numpy as np
 import pytest
 
 from tuner.core.errors import WorkloadError
-from tuner.worker import jax_devices, jax_inputs
-from tuner.worker.sources import ARRAYS, ITERABLES, Source, backend_name
+from tuner.worker.backends import backend_name
+from tuner.worker.backends.jax import _devices as jax_devices
+from tuner.worker.backends.jax import _inputs as jax_inputs
+from tuner.worker.sources import ARRAYS, ITERABLES, Source
 
-WORKER = Path(jax_inputs.__file__).parent
+WORKER = Path(jax_inputs.__file__).parents[2]
 
 
 def _arrays_source(n: int = 10) -> Source:
@@ -77,7 +79,7 @@ class _Model:
 
 
 def test_a_validation_set_that_does_not_split_is_evaluated_exactly() -> None:
-    from tuner.worker.jax_session import evaluate_exactly
+    from tuner.worker.backends.jax._session import evaluate_exactly
 
     x = np.arange(7, dtype=np.float64)
     model = _Model()
@@ -97,10 +99,16 @@ def test_the_backend_comes_from_the_request() -> None:
         backend_name({"workload": {"backend": "torch"}})
 
 
-NEUTRAL = ("trial", "probe", "validate", "check", "runs", "meters", "callbacks", "sources")
+NEUTRAL = ("trial", "probe", "validate", "check", "session", "meters", "callbacks", "sources")
+JAX = (
+    "backends/jax/__init__",
+    "backends/jax/_session",
+    "backends/jax/_loop",
+    "backends/jax/_inputs",
+)
 
 
-@pytest.mark.parametrize("name", [*NEUTRAL, "jax_session", "jax_loop", "jax_inputs"])
+@pytest.mark.parametrize("name", [*NEUTRAL, "backends/__init__", *JAX])
 def test_the_jax_path_imports_no_tensorflow_at_module_level(name: str) -> None:
     tree = ast.parse((WORKER / f"{name}.py").read_text())
     imported = [
@@ -109,6 +117,6 @@ def test_the_jax_path_imports_no_tensorflow_at_module_level(name: str) -> None:
         if isinstance(node, ast.Import | ast.ImportFrom)
         for alias in node.names
     ]
-    tf_modules = ("tensorflow", "tuner.worker.session", "tuner.worker.inputs")
-    assert not [m for m in imported if m.startswith(tf_modules)]
-    assert "tuner.worker.loops" not in imported and "tuner.worker.noise" not in imported
+    assert not [
+        m for m in imported if m.startswith(("tensorflow", "tuner.worker.backends.tensorflow"))
+    ]

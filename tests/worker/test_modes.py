@@ -10,7 +10,8 @@ import pytest
 
 from tuner.core.errors import WorkloadError
 from tuner.core.protocol import MODES
-from tuner.worker import inputs, runs
+from tuner.worker import session as runs
+from tuner.worker.backends.tensorflow import _inputs as inputs
 from tuner.worker.probe import run_probe
 from tuner.worker.trial import run_trial
 from tuner.worker.validate import run_validation, weight_sync

@@ -16,7 +16,7 @@ import pytest
 from procs import alive, child_pids, marker_pids, wait_gone, wait_until
 
 from tuner.core import protocol
-from tuner.driver import runner
+from tuner.driver.children import _runner as runner
 from tuner.worker import supervisor
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux only")

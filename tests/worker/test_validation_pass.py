@@ -1,7 +1,8 @@
-"""The validation loss through one input pipeline built once (:mod:`tuner.worker.evaluation`),
-with real TensorFlow in this process under a one-device ``MirroredStrategy``: every call is one
-whole pass over the same samples (a partial last batch included), equal to Keras's
-``evaluate``, however often it is called and whatever training happened in between."""
+"""The validation loss through one input pipeline built once
+(:mod:`tuner.worker.backends.tensorflow._evaluation`), with real TensorFlow in this process under a
+one-device ``MirroredStrategy``: every call is one whole pass over the same samples (a partial last
+batch included), equal to Keras's ``evaluate``, however often it is called and whatever training
+happened in between."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 tf = pytest.importorskip("tensorflow")
 keras = pytest.importorskip("keras")
 
-from tuner.worker.evaluation import ValidationPass, evaluator  # noqa: E402
+from tuner.worker.backends.tensorflow._evaluation import ValidationPass, evaluator  # noqa: E402
 
 RNG = np.random.default_rng(3)
 X = RNG.random((37, 4), dtype=np.float32)  # 4 batches of 8 and a last one of 5

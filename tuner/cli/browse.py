@@ -23,7 +23,7 @@ from tuner.cli.options import (
     write_json,
 )
 from tuner.core.errors import ConfigError, NoCompleteTrialError
-from tuner.core.policy import DEFAULT_TOLERANCE, POLICY
+from tuner.core.recommend import DEFAULT_TOLERANCE, POLICY
 from tuner.storage import DEFAULT_STORAGE, mask_password, storage_read_only
 from tuner.views import DASHBOARD_HOST, DASHBOARD_PORT
 
@@ -124,7 +124,7 @@ def show(
 ) -> None:
     """Print a study's trials as a table (one row per grid point unless --all)."""
     from tuner.cli import display as _display
-    from tuner.core.recommend import unique_trials
+    from tuner.core.configurations import unique_trials
     from tuner.results import load_study, recommendation
     from tuner.views.summary import records_text
 

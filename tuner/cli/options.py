@@ -213,7 +213,7 @@ def grid_overrides(
     batch_multipliers: str | None, lr_rules: str | None, precisions: str | None = None
 ) -> dict[str, Any]:
     """The grid's spec overrides from their comma-separated flags."""
-    from tuner.core.spec_fields import parse_int_list, parse_name_list
+    from tuner.core.spec import parse_int_list, parse_name_list
 
     return {
         "search.batch_multipliers": batch_multipliers

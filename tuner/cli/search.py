@@ -273,7 +273,7 @@ def _run_search(spec: StudySpec, plan: DevicePlan, storage: str, **options: Any)
 def _print_search(report: SearchReport, export: Path | None, storage: str) -> None:
     """The study's trials and recommendation; the JSON written to ``export`` when given."""
     from tuner.cli import display
-    from tuner.core.recommend import unique_trials
+    from tuner.core.configurations import unique_trials
     from tuner.core.trials import nothing_completed
     from tuner.results import recommendation
 

@@ -1,5 +1,6 @@
 """Statistical efficiency: the gradient noise scale from replica gradients, the critical batch,
-and goodput. Pure arithmetic; the measurement itself runs in the child (:mod:`tuner.worker.noise`).
+and goodput. Pure arithmetic; the measurement itself runs in the child
+(:mod:`tuner.worker.backends.tensorflow._noise`).
 
 McCandlish et al. 2018 ("An Empirical Model of Large-Batch Training", arXiv:1812.06162): with
 the true gradient ``G`` and per-example covariance ``Σ``, a batch of ``B`` gives

@@ -158,7 +158,8 @@ PHASES: tuple[str, ...] = (
 
 OUTSIDE_WALL: tuple[str, ...] = ("import_hidden_s",)
 """Times a trial's child reports that are not part of its wall: a warm child's import done before
-it was handed its request (:mod:`tuner.driver.warm`). Stored, never summed with the phases."""
+it was handed its request (:mod:`tuner.driver.children._warm`). Stored, never summed with the
+phases."""
 
 
 def breakdown(run: ChildRun, child: dict[str, Any]) -> dict[str, float]:

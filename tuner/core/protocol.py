@@ -33,7 +33,7 @@ EPOCH_EVENT = "epoch"
 WINDOWS_DONE_EVENT = "windows_done"
 """``event["event"]`` once a run has measured every rate (its timed windows, noise-scale steps,
 loss checks and, in a trial, the input probe): what follows measures no rate, so the driver may
-start the next child's interpreter and framework import now (:mod:`tuner.driver.warm`)."""
+start the next child's interpreter and framework import now (:mod:`tuner.driver.children._warm`)."""
 WARM_FLAG = "--warm"
 """``python -m WORKER_MODULE --warm BACKEND REQUEST.json RESULT.json``: a warm child, which imports
 BACKEND first and reads REQUEST.json only when a line arrives on its stdin (hand-over)."""

@@ -22,8 +22,8 @@ from typing import Any
 
 from optuna.trial import FrozenTrial, TrialState
 
+from tuner.core.configurations import grid_point, is_complete, model_config, status_of
 from tuner.core.errors import AllDivergedError, NoCompleteTrialError
-from tuner.core.recommend import grid_point, is_complete, model_config, status_of
 
 FINAL_FAILURES = frozenset({"timeout", "crashed", "error"})
 """FAIL statuses that a rerun would repeat: resuming does not run those grid points again."""

@@ -18,21 +18,19 @@ import optuna
 from optuna.trial import FrozenTrial, Trial
 
 from tuner.core import hyperparams
-from tuner.core.configurations import PRECISION
+from tuner.core.configurations import PRECISION, smallest_oom_batch
 from tuner.core.devices import DevicePlan
 from tuner.core.efficiency import goodput, statistical_efficiency
 from tuner.core.errors import TrialFailed
 from tuner.core.outcome import TrialOutcome, classify
 from tuner.core.protocol import EPOCH_EVENT, PROGRESS_EVENT
-from tuner.core.recommend import smallest_oom_batch
 from tuner.core.sameness import training_key
 from tuner.core.scaling import scaled_learning_rate
 from tuner.core.spec import StudySpec
+from tuner.driver.children import budget_dict, first_precision, run_child, trial_request
 from tuner.driver.grid import stores_batch_as_category, suggest_global_batch, suggest_precision
 from tuner.driver.observer import SearchObserver
 from tuner.driver.racing import REPEAT_INDEX, REPEAT_OF, SAME_AS, chain, is_original, measured
-from tuner.driver.requests import budget_dict, first_precision, trial_request
-from tuner.driver.runner import run_child
 from tuner.storage.trial_attrs import set_outcome_attrs, set_user_attrs
 
 

@@ -22,16 +22,15 @@ from tuner.core.errors import ConfigError, TunerError, WorkloadError
 from tuner.core.oom import last_message
 from tuner.core.outcome import ChildRun, classify
 from tuner.core.protocol import DEFAULT_TRIAL_TIMEOUT_S
+from tuner.core.recommend import baseline_at, baseline_key
 from tuner.core.spec import StudySpec
 from tuner.core.stats import throughput_interval
 from tuner.core.target import budget_samples, check_cadence, default_cadence
-from tuner.core.verdict import baseline_at, baseline_key
 from tuner.core.windows import MIN_TIMED_WINDOWS, min_samples
 from tuner.driver.baseline_reuse import find_baseline, reuse_key
+from tuner.driver.children import first_precision, inspect_request, run_child, trial_request
 from tuner.driver.observer import SearchObserver
 from tuner.driver.probing import run_probe
-from tuner.driver.requests import first_precision, inspect_request, trial_request
-from tuner.driver.runner import run_child
 
 INSPECT_TIMEOUT_S = 600.0
 _INSPECTED = ("n_train", "n_val", "parameters")

@@ -29,8 +29,7 @@ from tuner.core.probe import (
 from tuner.core.protocol import PROBE_ATTEMPT_EVENT, PROBE_RESULT_EVENT
 from tuner.core.scaling import scaled_learning_rate
 from tuner.core.spec import StudySpec
-from tuner.driver.requests import first_precision, trial_request
-from tuner.driver.runner import run_child
+from tuner.driver.children import first_precision, run_child, trial_request
 
 
 def run_probe(

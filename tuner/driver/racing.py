@@ -11,7 +11,8 @@ configuration then has one run more than needed, which costs time, never correct
 
 The pure part (:func:`measured`, :func:`next_repeats`) works on Optuna ``FrozenTrial`` objects
 and is tested without a child; which configurations are candidates is the recommendation's own
-rule (:mod:`tuner.core.candidates`), so racing repeats exactly what the decision hinges on.
+rule (:mod:`tuner.core.recommend._candidates`), so racing repeats exactly what the decision hinges
+on.
 """
 
 from __future__ import annotations
@@ -24,13 +25,12 @@ from typing import Any
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from tuner.core.candidates import candidate_entries, higher_is_better
 from tuner.core.configurations import is_complete, is_same_as, runs_of, status_of, window_rates
 from tuner.core.devices import DevicePlan
 from tuner.core.errors import NoCompleteTrialError
 from tuner.core.outcome import TrialOutcome
-from tuner.core.policy import default_policy
 from tuner.core.racing import to_repeat
+from tuner.core.recommend import candidate_entries, default_policy, higher_is_better
 from tuner.core.spec import StudySpec
 from tuner.core.stats import effective_tolerance, log_t_interval, throughput_interval
 from tuner.core.trials import has_unclaimed_work, is_settled
@@ -142,10 +142,11 @@ def next_repeats(
 ) -> list[tuple[FrozenTrial, int]]:
     """``(original trial, repeat index)`` of each configuration to run once more now: those
     :func:`~tuner.core.racing.to_repeat` names among the recommendation's own candidates
-    (:func:`~tuner.core.candidates.candidate_entries`: within the loss tolerance by throughput,
-    or, with a target, those that reached it by time to target), less those with a repeat queued
-    or running (another worker's), one that ended for good without a result (a rerun would fail
-    again), or as many attempts as repeats allowed twice over (workers that keep dying)."""
+    (:func:`~tuner.core.recommend._candidates.candidate_entries`: within the loss tolerance by
+    throughput, or, with a target, those that reached it by time to target), less those with a
+    repeat queued or running (another worker's), one that ended for good without a result (a rerun
+    would fail again), or as many attempts as repeats allowed twice over (workers that keep
+    dying)."""
     target = spec.search.target_loss
     policy = default_policy(target)
     mine = [t for t in trials if t.user_attrs.get("device_signature") == signature]

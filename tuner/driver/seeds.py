@@ -4,9 +4,9 @@ inside the noise.
 After the grid, the base configuration (base global batch on the plan's replicas, the first
 rule: at ratio 1 every rule trains alike; the spec's first precision) runs again with seeds
 ``seed + 1 .. seed + seeds - 1``, each in a fresh child; a seed changes the initial weights and
-the data order together (see :mod:`tuner.worker.session`). The grid's own base trial is the first
-seed. The final losses' relative spread is stored on the study (``seed_noise``, per device
-signature, like the baseline: seed runs are not trials) and racing compares losses with
+the data order together (see :mod:`tuner.worker.backends.tensorflow._session`). The grid's own base
+trial is the first seed. The final losses' relative spread is stored on the study (``seed_noise``,
+per device signature, like the baseline: seed runs are not trials) and racing compares losses with
 ``max(--tolerance, 2 × spread)`` (:func:`tuner.core.stats.effective_tolerance`). Measured once
 per signature: a resumed search reuses it. Several workers that finish their grid at once may
 each measure it (the last record stays); that costs time, never correctness.
@@ -20,18 +20,17 @@ import optuna
 from optuna.trial import TrialState
 
 from tuner.core import hyperparams
+from tuner.core.configurations import status_of
 from tuner.core.devices import DevicePlan
 from tuner.core.outcome import classify
-from tuner.core.recommend import status_of
 from tuner.core.spec import StudySpec
 from tuner.core.stats import relative_spread
 from tuner.core.trials import is_pending
 from tuner.driver import preflight
+from tuner.driver.children import first_precision, run_child, trial_request
 from tuner.driver.objective import trial_training_key
 from tuner.driver.observer import SearchObserver
 from tuner.driver.racing import REPEAT_OF, applied_tolerance, own_run
-from tuner.driver.requests import first_precision, trial_request
-from tuner.driver.runner import run_child
 
 SEED_NOISE = "seed_noise"
 """The study attribute: ``{device_signature: {"seeds", "final_losses", "spread",

@@ -16,13 +16,14 @@ from typing import Any
 import optuna
 from optuna.trial import TrialState
 
+from tuner.core.configurations import grid_point
 from tuner.core.devices import DevicePlan
 from tuner.core.errors import ConfigError
 from tuner.core.probe import DEFAULT_PROBE_STEPS
 from tuner.core.protocol import DEFAULT_TRIAL_TIMEOUT_S
-from tuner.core.recommend import grid_point
 from tuner.core.spec import StudySpec, check_study_name
-from tuner.driver import preflight, warm
+from tuner.driver import preflight
+from tuner.driver.children import spares
 from tuner.driver.observer import QuietObserver, SearchObserver
 from tuner.driver.opening import open_study
 from tuner.driver.trial_loop import run_trials
@@ -94,7 +95,7 @@ def run_search(
     check_search_input(spec, plan, storage_url, study_name=study_name, heartbeat_s=heartbeat_s)
     # The first run after the workload check: a probe, else a new study's baseline (one device).
     first = plan.single_device() if baseline and plan.num_replicas > 1 and not probe else plan
-    with warm.spares(expect=first.child_environment()):
+    with spares(expect=first.child_environment()):
         info = preflight.check(spec, plan, probe=probe)
         study = open_study(spec, plan, storage_url, study_name, info, heartbeat_s)
         if on_study is not None:
@@ -136,7 +137,7 @@ def probe_study(
 ) -> dict[str, Any]:
     """``tuner probe``: find the largest fitting global batch and store it on the study."""
     check_search_input(spec, plan, storage_url, study_name=study_name)
-    with warm.spares(expect=plan.child_environment()):
+    with spares(expect=plan.child_environment()):
         info = preflight.check(spec, plan)
         study = open_study(spec, plan, storage_url, study_name, info, None)
         found = preflight.run_probe(

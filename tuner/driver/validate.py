@@ -26,8 +26,7 @@ from tuner.core.outcome import ChildRun, classify
 from tuner.core.protocol import DEFAULT_TRIAL_TIMEOUT_S
 from tuner.core.scaling import scaled_learning_rate
 from tuner.core.spec import LOSS_REDUCTIONS, StudySpec
-from tuner.driver.requests import validate_request
-from tuner.driver.runner import run_child
+from tuner.driver.children import run_child, validate_request
 
 LOSS_RTOL = 1e-5
 """Relative tolerance of loss parity. float32 has a 2^-24 ≈ 6e-8 unit roundoff; a mean over b

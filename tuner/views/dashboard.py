@@ -24,7 +24,7 @@ import optuna
 
 from tuner.core.errors import ConfigError
 from tuner.storage import open_storage
-from tuner.views.figures import TARGET_PLOT, study_figures
+from tuner.views.batch_figures import TARGET_PLOT, study_figures
 from tuner.views.note import study_note
 
 DASHBOARD_PLOTS = ("throughput-vs-batch", "loss-vs-batch", TARGET_PLOT)

@@ -14,7 +14,7 @@ from typing import Any
 
 from optuna.trial import FrozenTrial
 
-from tuner.core.recommend import infeasible_batch_sizes, unique_trials
+from tuner.core.configurations import infeasible_batch_sizes, unique_trials
 from tuner.views.recommendation import tie_text
 from tuner.views.runs import representatives
 from tuner.views.summary import TRIAL_COLUMNS, environment_rows, recommendation_rows, trial_rows

@@ -17,10 +17,10 @@ from typing import Any
 
 import optuna
 
+from tuner.core.configurations import unique_trials
 from tuner.core.errors import ConfigError, PngExportError
-from tuner.core.recommend import unique_trials
 from tuner.files import atomic_write_text
-from tuner.views.figures import study_figures
+from tuner.views.batch_figures import study_figures
 from tuner.views.recommendation import tie_text
 from tuner.views.runs import representatives
 from tuner.views.summary import (

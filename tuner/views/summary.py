@@ -15,8 +15,8 @@ from typing import Any
 
 from optuna.trial import FrozenTrial
 
+from tuner.core.configurations import status_of
 from tuner.core.outcome import STATES
-from tuner.core.recommend import status_of
 from tuner.views.columns import Layout, fit_columns
 from tuner.views.recommendation import recommendation_rows as recommendation_rows
 from tuner.views.recommendation import seconds_text, span_text

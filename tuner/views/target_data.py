@@ -16,8 +16,8 @@ from typing import Any
 
 from optuna.trial import FrozenTrial
 
-from tuner.core.recommend import is_complete, precision_of, unique_trials
-from tuner.views.plot_data import complete_points
+from tuner.core.configurations import is_complete, precision_of, unique_trials
+from tuner.views.batch_data import complete_points
 from tuner.views.runs import interval, representatives, run_count, shown_measurement
 
 

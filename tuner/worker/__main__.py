@@ -13,7 +13,6 @@ entries apply each at its batch (``segfault@128,hang@256``). Inert unless set.
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import signal
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from tuner.core.protocol import MODES, PARENT_PID_ENV, encode_event
+from tuner.core.spec import DEFAULT_BACKEND
 from tuner.files import atomic_write_text
 from tuner.worker import warm
 
@@ -33,18 +33,14 @@ Runner = Callable[[dict[str, Any], Callable[[dict[str, Any]], None]], dict[str, 
 """Answers one request: ``(request, emit) -> result``; raises on failure."""
 
 
-def runners(backend: str = "tensorflow") -> dict[str, Runner]:
+def runners(backend: str = DEFAULT_BACKEND) -> dict[str, Runner]:
     """Each mode's runner, with ``backend``'s framework imported (TensorFlow, or Keras on JAX
     without TensorFlow): the child does it only here, so its import time is measured. The modes
-    are backend-neutral; each run's session picks its backend from the request
-    (:func:`tuner.worker.runs.open_session`)."""
-    if backend == "jax":
-        from tuner.worker.jax_keras import hide_tensorflow
+    are backend-neutral; each run's session picks its backend from the request through the one
+    table (:func:`tuner.worker.backends.open_session`)."""
+    from tuner.worker import backends
 
-        hide_tensorflow()  # before Keras is asked whether TensorFlow is there
-    importlib.import_module(
-        "tuner.worker.jax_session" if backend == "jax" else "tuner.worker.session"
-    )
+    backends.load(backend)
     from tuner.worker.check import check_workload
     from tuner.worker.probe import run_probe
     from tuner.worker.trial import run_trial
@@ -151,7 +147,7 @@ def main(argv: list[str]) -> None:
         _inject_fault(request, result_path)
         from tuner.core import oom
         from tuner.core.errors import WorkloadError
-        from tuner.worker.sources import backend_name
+        from tuner.worker.backends import backend_name
 
         import_started = time.perf_counter()
         if preloaded is None:

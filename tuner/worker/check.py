@@ -11,7 +11,6 @@ sample budget — and reports the workload's sizes for the driver's plan. It rea
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -20,10 +19,10 @@ from tuner.core.errors import WorkloadError
 from tuner.core.hyperparams import check, defaults
 from tuner.core.oom import summary
 from tuner.core.scaling import optimizer_settings
-from tuner.worker import hypermodel
+from tuner.worker import backends, hypermodel
 from tuner.worker.digest import workload_digest
-from tuner.worker.sources import Source, backend_name
-from tuner.worker.workload import check_loss, framework_versions, make_optimizer
+from tuner.worker.sources import Source
+from tuner.worker.workload import check_loss, make_optimizer
 
 SAMPLES = 8
 """How many examples the check evaluates: enough to show a shape mismatch, cheap on any model."""
@@ -42,12 +41,12 @@ def check_workload(request: dict[str, Any]) -> dict[str, Any]:
     """Load the data, build and compile the model, evaluate a few samples; the workload's sizes.
 
     Raises :class:`WorkloadError` with one line that names what to fix. Under JAX
-    (``request["workload"]["backend"]``) the same checks run on Keras's JAX backend, through
-    :mod:`tuner.worker.jax_inputs`, and never import TensorFlow.
+    (``request["workload"]["backend"]``) the same checks run on Keras's JAX backend, through its
+    input layer (:func:`tuner.worker.backends.load`), and never import TensorFlow.
     """
     workload = request["workload"]
-    backend = backend_name(request)
-    inputs = _input_layer(backend)
+    backend = backends.backend_name(request)
+    inputs = backends.load(backend)
     source = inputs.load_source(workload)
     _check_budget(request, source)
     read = {split: inputs.first_batch(source, split, SCAN_SAMPLES) for split in ("train", "val")}
@@ -73,23 +72,12 @@ def check_workload(request: dict[str, Any]) -> dict[str, Any]:
         "input_rebatched": source.rebatched,
         "input_shape": _sample_shape(x_train),
         "parameters": int(model.count_params()),
-        "versions": framework_versions(backend),
+        "versions": inputs.versions(),
         "backend": backend,
         "hypermodel": found,
         "compiled_by_build": compiled_by_build,
         "digest": workload_digest(workload, model, read),
     }
-
-
-def _input_layer(backend: str) -> ModuleType:
-    """The backend's input layer: both have ``load_source`` and ``first_batch``."""
-    if backend == "jax":
-        from tuner.worker import jax_inputs
-
-        return jax_inputs
-    from tuner.worker import inputs
-
-    return inputs
 
 
 def _compiled_model(

@@ -30,9 +30,10 @@ from tuner.core.devices import CPU_CAP_ENV
 from tuner.core.oom import is_child_oom, summary
 from tuner.core.probe import search_from_state, try_until_oom
 from tuner.core.protocol import PROBE_ATTEMPT_EVENT, PROBE_RESULT_EVENT, WINDOWS_DONE_EVENT
+from tuner.worker.backends import open_session
 from tuner.worker.meters import Emit
-from tuner.worker.runs import open_session, peak_memory_bytes, train
-from tuner.worker.runs import summary as run_summary
+from tuner.worker.session import peak_memory_bytes, train
+from tuner.worker.session import summary as run_summary
 
 
 def run_probe(request: dict[str, Any], emit: Emit) -> dict[str, Any]:

@@ -1,125 +1,320 @@
-"""Inside the child: a training run on TensorFlow, under ``MirroredStrategy``.
+"""Inside the child: one training run, whatever its backend — the interface the modes talk to.
 
-:func:`open_session` builds the strategy, loads the data (:mod:`tuner.worker.inputs`), builds and
-compiles the model inside the request's loop (:mod:`tuner.worker.loops`) and returns the
-backend-neutral :class:`tuner.worker.runs.Session`; :class:`TensorFlowBackend` is what the modes
-need of TensorFlow besides the loop (evaluation, the input stream, the noise meter, memory).
+The modes (:mod:`tuner.worker.trial`, :mod:`~tuner.worker.probe`, :mod:`~tuner.worker.validate`)
+are one backend-neutral copy each. They open a :class:`Session` with
+:func:`tuner.worker.backends.open_session`, the one table that picks the backend from the
+request: TensorFlow (:mod:`tuner.worker.backends.tensorflow`, ``MirroredStrategy``) or Keras 3
+on JAX (:mod:`tuner.worker.backends.jax`, ``DataParallel``). A session holds a :class:`Loop`
+(the model and how it trains) and a :class:`Backend` (what differs besides: evaluation, the
+input stream, the noise meter, memory, versions). :func:`train` and :func:`summary` are shared;
+this module imports no backend.
+
+Throughput is measured per window of steps from epoch-level callbacks only (batch-level hooks
+would force a device sync every step), and the first window — tracing and compilation — is left
+out. A window is an epoch when the spec gives ``epochs``; with ``train_samples`` the run's
+``samples // global batch`` steps are cut into windows (:mod:`tuner.core.windows`), each a Keras
+"epoch" over the repeated stream.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
+import keras
 import numpy as np
-import tensorflow as tf
 
 from tuner.core.devices import DevicePlan
-from tuner.worker import evaluation, inputs, meters, precision
-from tuner.worker.loops import make_loop
-from tuner.worker.meters import Emit, Meter
-from tuner.worker.noise import NoiseMeter
-from tuner.worker.runs import ModelRecipe, Session, initial_weights, plan_run
-from tuner.worker.strategy import build_strategy, gpu_name, peak_memory_per_device
-from tuner.worker.workload import framework_versions
+from tuner.core.errors import WorkloadError
+from tuner.core.target import CheckPlan
+from tuner.core.windows import plan_windows
+from tuner.worker import hypermodel, optim, precision, target
+from tuner.worker.callbacks import OnEpoch, OnStep
+from tuner.worker.meters import Meter, split_tracing
+from tuner.worker.sources import Source
+from tuner.worker.workload import make_optimizer
 
 
-class TensorFlowBackend:
-    """The TensorFlow side of a session: its strategy and devices."""
+class Loop(Protocol):
+    """The model and how it trains, with the evidence ``tuner validate`` reads."""
 
-    name = "tensorflow"
+    devices: list[str]
+    model: Any
+    step_losses: list[float]
 
-    def __init__(self, strategy: Any, plan: DevicePlan) -> None:
-        self.strategy = strategy
-        self._plan = plan
-
-    def evaluator(self, session: Session) -> Callable[[], float]:
-        """What evaluates the model as it is now over the fixed validation set (built once):
-        the same first ``val_samples`` samples (all, without it) in the same order, no
-        remainder dropped, so trials at different batch sizes report the same samples' loss."""
-        val_samples = session.request.get("val_samples")
-        val = inputs.val_batches(session.source, session.batch, val_samples)
-        return evaluation.evaluator(session.loop.model, val)
-
-    def input_throughput(self, session: Session) -> float:
-        """What the distributed input pipeline delivers alone (:func:`meters.input_throughput`)."""
-        stream = inputs.distributed_train(
-            session.source, self.strategy, session.batch, seed=int(session.request["seed"])
-        )
-        return meters.input_throughput(stream, session.steps, session.batch, _wait)
-
-    def noise_meter(self, session: Session, steps: int) -> NoiseMeter | None:
-        """The noise meter on batches drawn apart from training (``None`` for a dataset
-        function, whose stream cannot be drawn from again)."""
-        batch, seed = session.batch, int(session.request["seed"]) + 1
-        dataset = inputs.noise_batches(session.source, batch, seed=seed)
-        if dataset is None:
-            return None
-        model = session.loop.model
-        return NoiseMeter(self.strategy, model, dataset, session.recipe.loss, batch, steps)
-
-    def peak_memory_per_device(self) -> list[int | None]:
-        """Peak bytes per replica device (GPUs only; ``None`` where TensorFlow cannot tell)."""
-        return peak_memory_per_device(self._plan)
-
-    def device_kind(self) -> str:
-        """``cpu``, or the first GPU's name."""
-        return "cpu" if self._plan.kind == "cpu" else gpu_name()
-
-    def versions(self) -> dict[str, str]:
-        """TensorFlow and Keras versions."""
-        return framework_versions("tensorflow")
+    def run(
+        self, data: Any, epochs: int, steps: int | None, on_epoch: OnEpoch, on_step: OnStep | None
+    ) -> None: ...
+    def learning_rate(self) -> float: ...
+    def replica_examples(self) -> list[int]: ...
+    def variable_devices(self) -> list[str]: ...
+    def variable_copies(self) -> list[list[np.ndarray]]: ...
 
 
-def _wait(batch: Any) -> None:
-    # Waits until the batch is really there (its first tensor, on its device).
-    np.asarray(tf.nest.flatten(batch, expand_composites=True)[0])
+class NoiseMeasure(Protocol):
+    """A gradient-noise-scale meter (:class:`tuner.worker.backends.tensorflow._noise.NoiseMeter`
+    and its JAX twin)."""
+
+    seconds: float
+    stopped: str | None
+    scale: Any
+
+    @property
+    def measured_steps(self) -> int: ...
+
+    def measure(self) -> float | None: ...
 
 
-def open_session(request: dict[str, Any], emit: Emit, record_steps: bool = False) -> Session:
-    """Build the strategy, load the data, build and compile the model in the request's loop.
+class Backend(Protocol):
+    """What a session needs of its framework besides the loop."""
 
-    ``record_steps`` keeps every step's loss (a sync per step: for validation only). Raises
-    :class:`WorkloadError` when the global batch is larger than the training set.
+    name: str
+
+    def evaluator(self, session: Session) -> Callable[[], float]: ...
+    def input_throughput(self, session: Session) -> float: ...
+    def noise_meter(self, session: Session, steps: int) -> NoiseMeasure | None: ...
+    def peak_memory_per_device(self) -> list[int | None]: ...
+    def device_kind(self) -> str: ...
+    def versions(self) -> dict[str, str]: ...
+
+
+class ModelRecipe:
+    """How every model of one run is built and compiled: from the same initial weights; compiled
+    as the user's build compiled it, or with the spec's optimizer and loss; the rule applied;
+    the optimizer loss-scaled as the run's precision needs (:func:`tuner.worker.precision.scaled`).
     """
-    timings: dict[str, float] = {}
-    plan = DevicePlan.from_dict(request["plan"])
-    mark = time.perf_counter()
-    strategy = build_strategy(plan)
-    timings["device_init_s"] = time.perf_counter() - mark
+
+    def __init__(
+        self,
+        request: dict[str, Any],
+        rule: dict[str, Any] | None,
+        initial: list[np.ndarray],
+        precision_name: str,
+    ) -> None:
+        self._workload = request["workload"]
+        self._values = request.get("model_hyperparameters")
+        self._learning_rate = float(request["learning_rate"])
+        self._initial = initial
+        self.precision = precision_name
+        self.rule = rule
+        self.build_args: dict[str, Any] | None = None
+        """The compile arguments of a user's build that compiled its model, else ``None``."""
+
+    @property
+    def compiled_by_build(self) -> bool:
+        """Whether the user's build compiled the model (its loss and optimizer are kept)."""
+        return self.build_args is not None
+
+    @property
+    def loss(self) -> Any:
+        """The loss the model trains on: the user's compiled loss, else the spec's name."""
+        return self.build_args["loss"] if self.build_args is not None else self._workload["loss"]
+
+    def build(self) -> Any:
+        """A fresh model at the run's initial weights."""
+        model = hypermodel.build(self._workload["model"], self._values)
+        model.set_weights(self._initial)
+        args = hypermodel.compile_args(model, self._learning_rate)
+        if args is not None:
+            self.build_args = args
+        return model
+
+    def compile_args(self) -> dict[str, Any]:
+        """The arguments of ``model.compile``, with the learning-rate rule and precision applied."""
+        if self.build_args is not None:
+            args = dict(self.build_args)
+        else:
+            args = {
+                "optimizer": make_optimizer(self._workload["optimizer"], self._learning_rate),
+                "loss": self._workload["loss"],
+            }
+        args["optimizer"] = precision.scaled(
+            optim.apply_rule(args["optimizer"], self.rule), self.precision
+        )
+        return args
+
+
+def initial_weights(
+    request: dict[str, Any],
+    place: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext,
+) -> list[np.ndarray]:
+    """The model's initial weights from the request's seed, built once outside any distribution
+    (inside ``place``), so that every run — one device or many — starts from the same numbers.
+    The seed is set again afterwards: the run's own randomness starts from it too."""
+    seed = int(request["seed"])
+    keras.utils.set_random_seed(seed)
+    with place():
+        model = hypermodel.build(request["workload"]["model"], request.get("model_hyperparameters"))
+        weights: list[np.ndarray] = model.get_weights()
+    keras.utils.set_random_seed(seed)
+    return weights
+
+
+@dataclass
+class Session:
+    """One training run, ready to train: its devices, data, model inside its loop, and meter."""
+
+    request: dict[str, Any]
+    plan: DevicePlan
+    backend: Backend
+    source: Source
+    batch: int
+    steps: int
+    """Optimizer steps per window (an epoch, when the spec gives epochs)."""
+    windows: int
+    """Windows the run trains; the first is not timed."""
+    recipe: ModelRecipe
+    loop: Loop
+    train_data: Any
+    meter: Meter
+    timings: dict[str, float]
+    checks: CheckPlan | None = None
+    """With a loss target: the windows are its cadence, a check at each window's end."""
+
+
+_HELD: list[Any] = []
+
+
+def hold_until_exit(*objects: Any) -> None:
+    """Keep ``objects`` (a run's session, its meters) alive until the child exits.
+
+    The child ends with ``os._exit`` once its result is written, so nothing of a run needs
+    tearing down. Left to Python, the teardown happens when the run's function returns, outside
+    every timed phase, and destroying a tf.data iterator (the noise meter's pipeline) now and then
+    blocks for seconds: measured 1.9-3.5 s on some trials of a study, none on others."""
+    _HELD.extend(objects)
+
+
+def plan_run(
+    request: dict[str, Any], batch: int, source: Source
+) -> tuple[int, int, CheckPlan | None, dict[str, Any] | None]:
+    """(steps per window, windows, checks, the rule resolved to steps) of a run at ``batch``."""
+    steps, windows, checks = windows_and_checks(request, batch, source)
+    epoch_steps = steps
+    if checks is not None and source.train_size:  # a warm-up ramp's epoch stays an epoch
+        epoch_steps = source.train_size // batch
+    return steps, windows, checks, _resolved_rule(request.get("rule"), epoch_steps, steps * windows)
+
+
+def train(
+    session: Session,
+    noise: NoiseMeasure | None = None,
+    check: target.TargetCheck | None = None,
+) -> None:
+    """Run the loop for the session's windows; after each one, ``check`` the loss target (it may
+    stop training), then measure ``noise`` if training goes on. The fit, noise-scale,
+    evaluation and tracing times go into ``session.timings``; fit time excludes the other two."""
+    timings = session.timings
+
+    def on_epoch(epoch: int, loss: float, seconds: float) -> bool:
+        going_on = session.meter(epoch, loss, seconds)  # the epoch is timed before measuring
+        if going_on and check is not None:
+            going_on = check()
+        if going_on and noise is not None:
+            noise.measure()
+        return going_on
 
     mark = time.perf_counter()
-    precision_name = precision.apply(request)  # before any model is built
-    batch = int(request["global_batch_size"])
-    source = inputs.load_source(request["workload"])
-    steps, windows, checks, rule = plan_run(request, batch, source)
-    initial = initial_weights(request, place=lambda: tf.device("/cpu:0"))
-    recipe = ModelRecipe(request, rule, initial, precision_name)
-    loop = make_loop(
-        request.get("loop", "fit"),
-        strategy,
-        recipe.build,
-        recipe.compile_args,
-        loss_name=request["workload"]["loss"],
-        global_batch=batch,
-        reduction=request.get("loss_reduction", "global"),
-        record_steps=record_steps,
+    session.loop.run(
+        session.train_data,
+        session.windows,
+        session.steps,
+        on_epoch,
+        session.meter.step_reporter(session.batch),
     )
-    train_data = inputs.train_stream(source, strategy, batch, seed=int(request["seed"]))
-    timings["build_s"] = time.perf_counter() - mark
-    return Session(
-        request=request,
-        plan=plan,
-        backend=TensorFlowBackend(strategy, plan),
-        source=source,
-        batch=batch,
-        steps=steps,
-        windows=windows,
-        recipe=recipe,
-        loop=loop,
-        train_data=train_data,
-        meter=Meter(emit, samples_per_epoch=steps * batch, epochs=windows),
-        timings=timings,
-        checks=checks,
-    )
+    timings["fit_s"] = time.perf_counter() - mark
+    timings["noise_scale_s"] = noise.seconds if noise is not None else 0.0
+    timings["fit_s"] -= timings["noise_scale_s"]  # measured on separate steps: not training
+    if check is not None:
+        timings["evaluate_s"] = check.seconds
+        timings["fit_s"] -= check.seconds
+    timings.update(split_tracing(session.meter.epoch_seconds, timings["fit_s"]))
+
+
+def summary(session: Session) -> dict[str, Any]:
+    """What every mode reports of a run: backend, devices, losses, throughputs, model, optimizer,
+    precision, versions, times."""
+    loop, meter, recipe, backend = session.loop, session.meter, session.recipe, session.backend
+    return {
+        "backend": backend.name,
+        "device_kind": backend.device_kind(),
+        "precision": recipe.precision,
+        "devices": loop.devices,
+        "num_replicas": session.plan.num_replicas,
+        "steps_per_epoch": session.steps,
+        "windows": session.windows,
+        "window_steps": session.steps,
+        "train_samples_used": session.steps * session.windows * session.batch,
+        "input_form": session.source.form,
+        "input_rebatched": session.source.rebatched,
+        "epoch_losses": meter.losses,
+        "epoch_throughputs": meter.throughputs,
+        "optimizer_learning_rate": loop.learning_rate(),
+        "model_parameters": int(loop.model.count_params()),
+        "model_layers": hypermodel.layer_summary(loop.model),
+        "optimizer": optim.describe(loop.model.optimizer, recipe.compiled_by_build, recipe.rule),
+        "versions": backend.versions(),
+        "timings": session.timings,
+    }
+
+
+def peak_memory_bytes(session: Session) -> int | None:
+    """The largest peak of any of the run's devices, or ``None`` where no device can tell."""
+    peaks = [peak for peak in session.backend.peak_memory_per_device() if peak is not None]
+    return max(peaks) if peaks else None
+
+
+def windows_and_checks(
+    request: dict[str, Any], batch: int, source: Source
+) -> tuple[int, int, CheckPlan | None]:
+    """(steps per window, windows, checks): with a loss target (and no fixed steps), the windows
+    of its cadence (:func:`tuner.worker.target.plan`); else :func:`_windows`, with no checks."""
+    _check_fits(batch, source.train_size)
+    checks = target.plan(request, batch, source.train_size)
+    if checks is None:
+        return (*_windows(request, batch, source), None)
+    return checks.window_steps, checks.windows, checks
+
+
+def _check_fits(batch: int, n_train: int | None) -> None:
+    if n_train is not None and batch > n_train:
+        raise WorkloadError(
+            f"global batch {batch} is larger than the training set ({n_train} samples)"
+        )
+
+
+def _windows(request: dict[str, Any], batch: int, source: Source) -> tuple[int, int]:
+    """(steps per window, windows): a probe's or validation's fixed ``steps_per_epoch``; else from
+    ``train_samples`` when given; else one window per epoch over a training set of known size."""
+    n_train = source.train_size
+    _check_fits(batch, n_train)
+    if request.get("steps_per_epoch"):
+        steps = int(request["steps_per_epoch"])
+        return (steps if n_train is None else min(steps, n_train // batch)), int(request["epochs"])
+    if request.get("train_samples"):
+        try:
+            plan = plan_windows(int(request["train_samples"]), batch)
+        except ValueError as exc:
+            raise WorkloadError(f"{exc}: raise train_samples") from None
+        return plan.window_steps, plan.timed_windows + 1
+    if n_train is None:
+        raise WorkloadError(
+            f"the training data of {source.reference} have no known size, so epochs cannot be "
+            "counted: give [search] train_samples (or --train-samples)"
+        )
+    return n_train // batch, int(request["epochs"])
+
+
+def _resolved_rule(
+    rule: dict[str, Any] | None, epoch_steps: int, total_steps: int
+) -> dict[str, Any] | None:
+    """The request's rule with a ``linear-warmup`` ramp given in epochs turned into steps (with a
+    sample budget, which has no epochs, the ramp is the first 10 % of the steps)."""
+    if rule and rule["name"] == "linear-warmup" and not rule.get("warmup_steps"):
+        if rule.get("sample_budget"):
+            return {**rule, "warmup_steps": max(1, total_steps // 10)}
+        return {**rule, "warmup_steps": max(1, round(rule["warmup_epochs"] * epoch_steps))}
+    return rule

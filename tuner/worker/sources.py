@@ -1,8 +1,9 @@
 """Inside the child: what a workload's data are, before either backend batches them.
 
-Backend-neutral (no framework import): which backend a request runs on, the input forms, the
-:class:`Source` both input layers (:mod:`tuner.worker.inputs` for TensorFlow,
-:mod:`tuner.worker.jax_inputs` for JAX) return, and calling the workload's ``data`` function.
+Backend-neutral (no framework import): the input forms, the
+:class:`Source` both input layers (:mod:`tuner.worker.backends.tensorflow._inputs` for TensorFlow,
+:mod:`tuner.worker.backends.jax._inputs` for JAX) return, and calling the workload's ``data``
+function.
 """
 
 from __future__ import annotations
@@ -15,19 +16,10 @@ from tuner.core.errors import WorkloadError
 from tuner.workloads import resolve
 
 ARRAYS, DATASETS, FUNCTION = "arrays", "datasets", "function"
-BACKENDS = ("tensorflow", "jax")
 
 PYDATASETS, ITERABLES = "pydatasets", "iterables"
 """Under JAX only: ``(train, val)`` Keras ``PyDataset``\\ s, or re-iterable Python iterables of
 ``(x, y)`` batches."""
-
-
-def backend_name(request: dict[str, Any]) -> str:
-    """The request's backend: ``request["workload"]["backend"]``, ``tensorflow`` when absent."""
-    name = str((request.get("workload") or {}).get("backend") or "tensorflow")
-    if name not in BACKENDS:
-        raise ValueError(f"unknown backend {name!r}; known: {', '.join(BACKENDS)}")
-    return name
 
 
 @dataclass(frozen=True)

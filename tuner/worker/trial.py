@@ -7,7 +7,7 @@ noise scale. With a loss target it also checks the validation loss at its cadenc
 early, and reports the time to the target (:mod:`tuner.worker.target`); its last check is its
 final loss.
 
-Backend-neutral: the session (:mod:`tuner.worker.runs`) runs it on TensorFlow or JAX.
+Backend-neutral: the session (:mod:`tuner.worker.session`) runs it on TensorFlow or JAX.
 """
 
 from __future__ import annotations
@@ -19,12 +19,12 @@ from collections.abc import Callable
 from typing import Any
 
 from tuner.core.windows import is_input_bound, summarise, warmup_windows
+from tuner.worker.backends import open_session
 from tuner.worker.meters import Emit, auto_noise_steps
-from tuner.worker.runs import (
+from tuner.worker.session import (
     NoiseMeasure,
     Session,
     hold_until_exit,
-    open_session,
     peak_memory_bytes,
     summary,
     train,

@@ -3,7 +3,8 @@ compares between one device and several.
 
 It reports per-step losses, the examples each replica processed, where the variables live, and
 the largest difference between any variable's replica copies. Backend-neutral: the session's
-loop (:mod:`tuner.worker.loops` or :mod:`tuner.worker.jax_loop`) keeps the evidence.
+loop (:mod:`tuner.worker.backends.tensorflow._loops` or :mod:`tuner.worker.backends.jax._loop`)
+keeps the evidence.
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ from typing import Any
 
 import numpy as np
 
+from tuner.worker.backends import open_session
 from tuner.worker.meters import Emit, UtilizationSampler
-from tuner.worker.runs import open_session, summary, train
+from tuner.worker.session import summary, train
 
 
 def run_validation(request: dict[str, Any], emit: Emit) -> dict[str, Any]:

@@ -1,11 +1,11 @@
 """Inside a warm child: import the backend first, then wait for the request.
 
 ``python -m tuner.worker --warm BACKEND REQUEST.json RESULT.json`` starts before its request
-exists (:mod:`tuner.driver.warm` starts it while the previous trial evaluates). It imports BACKEND
-(TensorFlow, or Keras on JAX) — which touches no device: devices are set up by the session, after
-the request — then blocks on stdin. The driver writes REQUEST.json and one line to stdin when the
-devices are free (the previous child has exited); end of input without a line means the driver
-withdrew it, and the child exits quietly.
+exists (:mod:`tuner.driver.children._warm` starts it while the previous trial evaluates). It
+imports BACKEND (TensorFlow, or Keras on JAX) — which touches no device: devices are set up by the
+session, after the request — then blocks on stdin. The driver writes REQUEST.json and one line to
+stdin when the devices are free (the previous child has exited); end of input without a line means
+the driver withdrew it, and the child exits quietly.
 
 The trial's wall time starts at hand-over (the request's ``spawned_at``). The import done before
 it is reported as ``import_hidden_s`` and is outside the wall; an import still running at

@@ -1,5 +1,6 @@
-"""Inside the child: what a run needs of the workload besides its data (``tuner.worker.inputs``)
-— an optimizer and a loss by name, and the framework versions the run used.
+"""Inside the child: what a run needs of the workload besides its data
+(``tuner.worker.backends.tensorflow._inputs``) — an optimizer and a loss by name, and the framework
+versions the run used.
 
 Anything the user's code gets wrong becomes a :class:`WorkloadError`, which the child reports
 as ``invalid`` (a mistake to fix) rather than as a failed run.
@@ -30,16 +31,3 @@ def check_loss(name: str) -> None:
         keras.losses.get(name)
     except (ValueError, TypeError) as exc:
         raise WorkloadError(f"unknown Keras loss {name!r}") from exc
-
-
-def framework_versions(backend: str = "tensorflow") -> dict[str, str]:
-    """The versions of the frameworks the run used, as the child sees them: TensorFlow and Keras,
-    or under JAX Keras, jax and jaxlib (TensorFlow is never imported for it)."""
-    if backend == "jax":
-        import jax
-        import jaxlib
-
-        return {"keras": keras.__version__, "jax": jax.__version__, "jaxlib": jaxlib.__version__}
-    import tensorflow as tf
-
-    return {"tensorflow": tf.__version__, "keras": keras.__version__}

@@ -1,13 +1,13 @@
 """Inside the child, under Keras on JAX: the gradient noise scale from per-shard gradients.
 
-The JAX counterpart of :mod:`tuner.worker.noise`, for ``keras.distribution.DataParallel`` (weights
-replicated over a 1-D mesh ``batch``). On a few steps outside the timed epochs, one global batch
-is split into ``replicas`` shards of ``b = global / replicas`` examples; each shard's gradient of
-the *mean* loss over its own ``b`` examples (our own per-example loss and mean, as in the
-TensorFlow meter) comes from ``jax.vmap`` of ``jax.grad`` over the leading shard axis, and the
-step reports ``mean‖g_i‖²`` and ``‖mean g_i‖²`` to :func:`tuner.core.efficiency.step_estimates`.
-The shard axis is laid out over the mesh, so each device computes its own shard's gradient, as a
-replica does in training.
+The JAX counterpart of :mod:`tuner.worker.backends.tensorflow._noise`, for
+``keras.distribution.DataParallel`` (weights replicated over a 1-D mesh ``batch``). On a few steps
+outside the timed epochs, one global batch is split into ``replicas`` shards of ``b = global /
+replicas`` examples; each shard's gradient of the *mean* loss over its own ``b`` examples (our own
+per-example loss and mean, as in the TensorFlow meter) comes from ``jax.vmap`` of ``jax.grad`` over
+the leading shard axis, and the step reports ``mean‖g_i‖²`` and ``‖mean g_i‖²`` to
+:func:`tuner.core.efficiency.step_estimates`. The shard axis is laid out over the mesh, so each
+device computes its own shard's gradient, as a replica does in training.
 
 The model is called with ``stateless_call``: the weights are read, never written, and the
 non-trainable state it returns (batch-norm statistics, RNG seeds) is dropped. Regularization

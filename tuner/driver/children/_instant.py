@@ -1,13 +1,13 @@
 """Test aid: answer every child request at once, in the driver, with no child and no framework.
 
-With ``TUNER_TEST_INSTANT_TRIALS=1`` in the driver's environment, :func:`tuner.driver.runner.
-run_child` returns :func:`instant_run`'s fabricated :class:`~tuner.core.outcome.ChildRun` instead
-of starting ``python -m tuner.worker``: the workload check reports a large training set, and a
-trial, probe or baseline run reports ``ok`` with a loss and throughput that are plain
-deterministic functions of its global batch, learning-rate rule, replicas and seed. Everything
-else is the real driver (Optuna, storage, grid, seeds, racing, export), so a benchmark can time
-the driver's own cost per trial (``benchmarks/driver_scaling.py``) without TensorFlow. Inert
-unless set; never set it for a real study: its numbers measure nothing.
+With ``TUNER_TEST_INSTANT_TRIALS=1`` in the driver's environment,
+:func:`tuner.driver.children._runner. run_child` returns :func:`instant_run`'s fabricated
+:class:`~tuner.core.outcome.ChildRun` instead of starting ``python -m tuner.worker``: the workload
+check reports a large training set, and a trial, probe or baseline run reports ``ok`` with a loss
+and throughput that are plain deterministic functions of its global batch, learning-rate rule,
+replicas and seed. Everything else is the real driver (Optuna, storage, grid, seeds, racing,
+export), so a benchmark can time the driver's own cost per trial (``benchmarks/driver_scaling.py``)
+without TensorFlow. Inert unless set; never set it for a real study: its numbers measure nothing.
 """
 
 from __future__ import annotations

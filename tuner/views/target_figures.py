@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tuner.views.plot_data import rule_offsets
+from tuner.views.batch_data import rule_offsets
 from tuner.views.style import AXIS, STYLE, ring, rule_color, star, title
 from tuner.views.target_data import PredictedPoint, TargetCurves, TargetPoint
 

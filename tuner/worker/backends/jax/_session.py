@@ -1,12 +1,13 @@
 """Inside the child: a training run on Keras 3's JAX backend, under ``DataParallel``.
 
 :func:`open_session` sets the precision, starts JAX on the plan's devices (and the CPU memory
-cap, :mod:`tuner.worker.jax_devices`), loads the data (:mod:`tuner.worker.jax_inputs`), builds
-the initial weights from the seed with no distribution set — the same numbers on one device or
-many — then sets ``keras.distribution.DataParallel`` over the devices and builds and compiles
-the model in :class:`~tuner.worker.jax_loop.JaxFitLoop`. :class:`JaxBackend` is what the modes
-need of JAX besides the loop. TensorFlow is never imported (unless the workload's own data are
-``tf.data`` datasets).
+cap, :mod:`tuner.worker.backends.jax._devices`), loads the data
+(:mod:`tuner.worker.backends.jax._inputs`), builds the initial weights from the seed with no
+distribution set — the same numbers on one device or many — then sets
+``keras.distribution.DataParallel`` over the devices and builds and compiles the model in
+:class:`~tuner.worker.backends.jax._loop.JaxFitLoop`. :class:`JaxBackend` is what the modes need of
+JAX besides the loop. TensorFlow is never imported (unless the workload's own data are ``tf.data``
+datasets).
 """
 
 from __future__ import annotations
@@ -16,15 +17,18 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
+import jaxlib
 import keras
 
 from tuner.core.devices import DevicePlan
-from tuner.worker import jax_devices, jax_evidence, jax_inputs, meters, precision
-from tuner.worker.jax_loop import JaxFitLoop
-from tuner.worker.jax_noise import JaxNoiseMeter
+from tuner.worker import meters, precision
+from tuner.worker.backends.jax import _devices
+from tuner.worker.backends.jax import _evidence as evidence
+from tuner.worker.backends.jax import _inputs as inputs
+from tuner.worker.backends.jax._loop import JaxFitLoop
+from tuner.worker.backends.jax._noise import JaxNoiseMeter
 from tuner.worker.meters import Emit, Meter
-from tuner.worker.runs import ModelRecipe, Session, initial_weights, plan_run
-from tuner.worker.workload import framework_versions
+from tuner.worker.session import ModelRecipe, Session, initial_weights, plan_run
 
 
 class JaxBackend:
@@ -39,15 +43,15 @@ class JaxBackend:
         """What evaluates the model as it is now over the fixed validation set: its first
         ``val_samples`` samples (all, without it), read once, evaluated at the trial's batch
         with no sample dropped (:func:`evaluate_exactly`)."""
-        val = jax_inputs.val_arrays(session.source, session.request.get("val_samples"))
+        val = inputs.val_arrays(session.source, session.request.get("val_samples"))
         model, batch, replicas = session.loop.model, session.batch, len(self.devices)
         return lambda: evaluate_exactly(model, val, batch, replicas)
 
     def input_throughput(self, session: Session) -> float:
         """What the input stream delivers alone, each batch placed on the devices as training
         places it (split along its first axis)."""
-        sharding = jax_devices.batch_sharding(self.devices)
-        batches = jax_inputs.train_batches(
+        sharding = _devices.batch_sharding(self.devices)
+        batches = inputs.train_batches(
             session.source, session.batch, int(session.request["seed"])
         )
         stream = (jax.device_put(batch, sharding) for batch in batches)
@@ -55,7 +59,7 @@ class JaxBackend:
 
     def noise_meter(self, session: Session, steps: int) -> JaxNoiseMeter:
         """The noise meter on batches drawn apart from training (another seed's order)."""
-        batches = jax_inputs.noise_batches(
+        batches = inputs.noise_batches(
             session.source, session.batch, int(session.request["seed"]) + 1
         )
         loss, batch = session.recipe.loss, session.batch
@@ -63,15 +67,20 @@ class JaxBackend:
 
     def peak_memory_per_device(self) -> list[int | None]:
         """``peak_bytes_in_use`` per device (``None`` on the CPU, which keeps no statistics)."""
-        return jax_evidence.peak_memory_per_device(self.devices)
+        return evidence.peak_memory_per_device(self.devices)
 
     def device_kind(self) -> str:
         """``cpu``, or the GPU's name."""
-        return jax_devices.device_kind(self.devices)
+        return _devices.device_kind(self.devices)
 
     def versions(self) -> dict[str, str]:
         """Keras, jax and jaxlib versions."""
-        return framework_versions("jax")
+        return versions()
+
+
+def versions() -> dict[str, str]:
+    """Keras, jax and jaxlib versions."""
+    return {"keras": keras.__version__, "jax": jax.__version__, "jaxlib": jaxlib.__version__}
 
 
 def evaluate_exactly(model: Any, val: tuple[Any, ...], batch: int, replicas: int) -> float:
@@ -81,15 +90,15 @@ def evaluate_exactly(model: Any, val: tuple[Any, ...], batch: int, replicas: int
     ``replicas``: the samples up to the last multiple of ``replicas`` are evaluated as they
     are, and the few left (fewer than ``replicas``) are each repeated ``replicas`` times — the
     same mean — and weighed by their count."""
-    total = jax_inputs.length(val)
+    total = inputs.length(val)
     head = total - total % replicas
     parts = []
     if head:
-        parts.append((head, _evaluate(model, jax_inputs.slice_batch(val, 0, head), batch)))
+        parts.append((head, _evaluate(model, inputs.slice_batch(val, 0, head), batch)))
     if total > head:
-        tail = jax_inputs.slice_batch(val, head, total)
+        tail = inputs.slice_batch(val, head, total)
         repeat = lambda a: a.repeat(replicas, axis=0)  # noqa: E731
-        repeated = tuple(jax_inputs.map_arrays(repeat, part) for part in tail)
+        repeated = tuple(inputs.map_arrays(repeat, part) for part in tail)
         parts.append((total - head, _evaluate(model, repeated, batch)))
     return sum(count * loss for count, loss in parts) / total
 
@@ -111,12 +120,12 @@ def open_session(request: dict[str, Any], emit: Emit, record_steps: bool = False
     plan = DevicePlan.from_dict(request["plan"])
     precision_name = precision.apply(request)  # before any model is built
     mark = time.perf_counter()
-    devices = jax_devices.init_devices(plan)
+    devices = _devices.init_devices(plan)
     timings["device_init_s"] = time.perf_counter() - mark
 
     mark = time.perf_counter()
     batch = int(request["global_batch_size"])
-    source = jax_inputs.load_source(request["workload"])
+    source = inputs.load_source(request["workload"])
     steps, windows, checks, rule = plan_run(request, batch, source)
     initial = initial_weights(request)  # no distribution set yet: the same on any devices
     recipe = ModelRecipe(request, rule, initial, precision_name)
@@ -128,9 +137,9 @@ def open_session(request: dict[str, Any], emit: Emit, record_steps: bool = False
         reduction=request.get("loss_reduction", "global"),
         record_steps=record_steps,
     )
-    train_data = jax_inputs.train_batches(source, batch, int(request["seed"]))
+    train_data = inputs.train_batches(source, batch, int(request["seed"]))
     timings["build_s"] = time.perf_counter() - mark
-    jax_devices.apply_memory_cap()  # after the imports, before anything trains
+    _devices.apply_memory_cap()  # after the imports, before anything trains
     return Session(
         request=request,
         plan=plan,

@@ -29,8 +29,8 @@ from tuner.core.configurations import (
     unique_trials,
 )
 from tuner.core.errors import ConfigError, NoCompleteTrialError
-from tuner.core.policy import GOODPUT, POLICIES, TIME_TO_TARGET
 from tuner.core.racing import Decision, Entry, decide
+from tuner.core.recommend._policy import GOODPUT, POLICIES, TIME_TO_TARGET
 from tuner.core.stats import Interval, effective_tolerance, relative_spread
 
 

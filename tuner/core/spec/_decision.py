@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from tuner.core import spec_fields as fields
 from tuner.core.errors import ConfigError
-from tuner.core.policy import DEFAULT_TOLERANCE
-from tuner.core.spec_fields import Table
+from tuner.core.recommend import DEFAULT_TOLERANCE
+from tuner.core.spec import _fields as fields
+from tuner.core.spec._fields import Table
 
 DEFAULT_SEEDS = 3
 """The base configuration's runs with different seeds (the grid's own run included)."""

@@ -12,13 +12,13 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from tuner.core import spec_fields as fields
 from tuner.core.errors import ConfigError
 from tuner.core.identity import identity_of
-from tuner.core.policy import DEFAULT_TOLERANCE
-from tuner.core.spec_decision import DEFAULT_MAX_REPEATS, DEFAULT_SEEDS, decision_fields
-from tuner.core.spec_fields import Table
-from tuner.core.spec_runtime import (
+from tuner.core.recommend import DEFAULT_TOLERANCE
+from tuner.core.spec import _fields as fields
+from tuner.core.spec._decision import DEFAULT_MAX_REPEATS, DEFAULT_SEEDS, decision_fields
+from tuner.core.spec._fields import Table
+from tuner.core.spec._runtime import (
     DEFAULT_BACKEND,
     DEFAULT_PRECISIONS,
     backend,

@@ -12,7 +12,7 @@ driver starts it (``python -m tuner.worker --warm BACKEND ...``, :mod:`tuner.wor
   run's import overlap.
 
 The warm child imports and then waits on its stdin; it touches no device before its request (the
-session sets devices up after it). :func:`tuner.driver.runner.run_child` hands it the next
+session sets devices up after it). :func:`tuner.driver.children._runner.run_child` hands it the next
 request only when the previous child has exited, so the devices are free, and only when it was
 started for the same environment (the device plan's, the working folder) and backend; any other
 request kills it and starts a fresh child. Its trial's wall time and timeout start at hand-over;

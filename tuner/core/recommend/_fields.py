@@ -1,7 +1,7 @@
 """The fields of one device signature's recommendation, from its chosen trial and context.
 
-Split from :mod:`tuner.core.recommend` (which groups trials and picks): each function returns a
-group of the JSON's flat keys, documented in docs/reference/json.md.
+Split from :mod:`tuner.core.recommend._pipeline` (which groups trials and picks): each function
+returns a group of the JSON's flat keys, documented in docs/reference/json.md.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from typing import Any
 from optuna.trial import FrozenTrial
 
 from tuner.core.batch_model import prediction_from_trials
-from tuner.core.candidates import Tolerance
 from tuner.core.configurations import (
     feasibility_by_precision,
     infeasible_batch_sizes,
@@ -26,7 +25,8 @@ from tuner.core.configurations import (
 )
 from tuner.core.hyperparams import config_key, defaults, snippet
 from tuner.core.racing import Decision
-from tuner.core.verdict import Speedup, baseline_at, measure_speedup
+from tuner.core.recommend._candidates import Tolerance
+from tuner.core.recommend._verdict import Speedup, baseline_at, measure_speedup
 
 
 @dataclass(frozen=True)

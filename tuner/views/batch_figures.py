@@ -5,7 +5,7 @@ shades the loss tolerance the recommendation chose within), the Pareto front of 
 throughput, and with a target loss, time to target against the global batch beside the
 batch-size model's prediction.
 
-The numbers come from :mod:`tuner.views.plot_data` and :mod:`tuner.views.target_data` (pure);
+The numbers come from :mod:`tuner.views.batch_data` and :mod:`tuner.views.target_data` (pure);
 the ``*_figure`` functions only dress them as plotly figures, which the dashboard stores and the
 HTML report embeds.
 """
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from optuna.trial import FrozenTrial
 
-from tuner.views.plot_data import (
+from tuner.views.batch_data import (
     BatchCurves,
     LossBand,
     Point,
@@ -34,7 +34,7 @@ from tuner.views.style import TIED_TRACE as TIED_TRACE
 from tuner.views.style import ring, rule_color, star
 from tuner.views.style import title as _title
 from tuner.views.target_data import target_curves
-from tuner.views.target_figure import target_figure
+from tuner.views.target_figures import target_figure
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go

@@ -1,5 +1,5 @@
 """The recommended-config JSON as a training script reads it: pure, from the recommendation
-(:func:`tuner.core.recommend.recommend`), the chosen trial and the study's spec.
+(:func:`tuner.core.recommend._pipeline.recommend`), the chosen trial and the study's spec.
 
 On top of the recommendation's flat keys (kept as they are: scripts rely on them) it adds
 ``schema_version`` and six sections: ``fit`` (the arguments of ``model.fit``), ``optimizer``

@@ -2,7 +2,8 @@
 
 Each configuration counts once, through its representative (the run with the most repeats;
 :mod:`tuner.core.configurations`); a grid point that trains exactly like another (``same_as``) is
-never picked, its original is. The candidates and the pick (:mod:`tuner.core.candidates`):
+never picked, its original is. The candidates and the pick
+(:mod:`tuner.core.recommend._candidates`):
 
 * ``loss-then-throughput``: the representatives whose final loss is within the tolerance of the
   best (``max(--tolerance, 2 × seed spread)``); of those the highest throughput;
@@ -12,8 +13,8 @@ never picked, its original is. The candidates and the pick (:mod:`tuner.core.can
 
 Candidates whose 95 % intervals overlap the best one's are tied: the smallest global batch of
 the tie is picked, and the JSON names the tie (``tied_with``, ``tie_rule``). The verdict on
-replicas (:mod:`tuner.core.verdict`) and, with a target, the batch-size model's prediction
-(:mod:`tuner.core.batch_model`) come with it.
+replicas (:mod:`tuner.core.recommend._verdict`) and, with a target, the batch-size model's
+prediction (:mod:`tuner.core.batch_model`) come with it.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from typing import Any
 
 from optuna.trial import FrozenTrial
 
-from tuner.core.candidates import choose, loss_tolerance, policy_candidates
 from tuner.core.configurations import (
     INFEASIBLE,
     grid_point,
@@ -38,9 +38,9 @@ from tuner.core.configurations import (
     unique_trials,
 )
 from tuner.core.errors import NoCompleteTrialError
-from tuner.core.policy import DEFAULT_TOLERANCE, POLICIES, POLICY, default_policy
 from tuner.core.racing import SAME_BATCH_TIE_RULE
-from tuner.core.recommend_fields import (
+from tuner.core.recommend._candidates import choose, loss_tolerance, policy_candidates
+from tuner.core.recommend._fields import (
     Context,
     chosen_fields,
     decision_fields,
@@ -52,7 +52,8 @@ from tuner.core.recommend_fields import (
     speedup_of,
     target_fields,
 )
-from tuner.core.verdict import verdict
+from tuner.core.recommend._policy import DEFAULT_TOLERANCE, POLICIES, POLICY, default_policy
+from tuner.core.recommend._verdict import verdict
 
 __all__ = [
     "DEFAULT_TOLERANCE",

@@ -9,7 +9,7 @@ subreaper) that kills everything the trial started, even processes in a session 
 the child ends, when it is told to stop and when this process dies, SIGKILL included.
 
 A request may be handed to a warm child instead, started earlier for the same environment
-(:mod:`tuner.driver.warm`); its run's wall time and timeout start at hand-over.
+(:mod:`tuner.driver.children._warm`); its run's wall time and timeout start at hand-over.
 """
 
 from __future__ import annotations
@@ -41,7 +41,9 @@ from tuner.core.protocol import (
     WORKER_MODULE,
     decode_event,
 )
-from tuner.driver import instant, trial_dirs, warm
+from tuner.driver.children import _instant as instant
+from tuner.driver.children import _trial_dirs as trial_dirs
+from tuner.driver.children import _warm as warm
 from tuner.files import atomic_write_text
 
 OnEvent = Callable[[dict[str, Any]], None]
@@ -50,7 +52,7 @@ _GRACE_S = 3.0
 _ORDER_POLL_S = 0.05
 """How often the waiting thread looks for the child's exit while it also waits for its
 ``windows_done``: a child that exits before it (an error) is noticed this much later."""
-_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[3])
 """The folder holding the ``tuner`` package: first on the children's path (the supervisor runs
 without site-packages)."""
 
@@ -66,7 +68,9 @@ def run_child(
     On timeout the child's process group gets SIGTERM, then SIGKILL. On KeyboardInterrupt (or any
     exception here) the group is killed before the exception propagates.
     """
-    if instant.is_enabled():  # test aid, inert unless set: no child (tuner.driver.instant)
+    if (
+        instant.is_enabled()
+    ):  # test aid, inert unless set: no child (tuner.driver.children._instant)
         return instant.instant_run(request)
     _sweep_once()
     key = _spare_key(request, env)
@@ -163,7 +167,8 @@ def _spare_key(request: dict[str, Any], env: dict[str, str]) -> Hashable:
 
 
 def _start_spare(request: dict[str, Any], env: dict[str, str]) -> None:
-    """Have a warm child started for the next request, in ``env`` (:mod:`tuner.driver.warm`)."""
+    """Have a warm child started for the next request, in ``env``
+    (:mod:`tuner.driver.children._warm`)."""
     backend = _backend(request)
     key = _spare_key(request, env)
 
@@ -203,7 +208,7 @@ def _warm_child(request: dict[str, Any], key: Hashable) -> _Child | None:
 class _SpareOrder:
     """The next warm child, wanted once the running child's timed windows are over. The event
     reader only notes it; the thread that waits for the child starts it (see
-    :mod:`tuner.driver.warm` for why not a helper thread)."""
+    :mod:`tuner.driver.children._warm` for why not a helper thread)."""
 
     def __init__(self, request: dict[str, Any], env: dict[str, str]) -> None:
         self.wanted = threading.Event()
@@ -248,7 +253,8 @@ def child_command(
     request_path: Path, result_path: Path, warm_backend: str | None = None
 ) -> list[str]:
     """The command line of one trial child (under its supervisor where supported); with
-    ``warm_backend``, a warm child that imports it before its request (:mod:`tuner.driver.warm`)."""
+    ``warm_backend``, a warm child that imports it before its request
+    (:mod:`tuner.driver.children._warm`)."""
     warm = [WARM_FLAG, warm_backend] if warm_backend else []
     worker = [sys.executable, "-m", WORKER_MODULE, *warm, str(request_path), str(result_path)]
     if not is_supervised():

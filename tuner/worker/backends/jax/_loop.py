@@ -5,8 +5,8 @@ variables are replicated over the devices and Keras's JAX trainer splits every g
 along its first axis. Epochs are timed and reported through the same callbacks as TensorFlow's
 ``FitLoop`` (:mod:`tuner.worker.callbacks`). The evidence ``tuner validate`` reads — examples per
 device, each device's copy of the variables, where they live — comes from
-:mod:`tuner.worker.jax_evidence`. ``reduction="replica-mean"`` trains on
-:func:`~tuner.worker.jax_evidence.replica_mean_loss`, the forum answer's bug on purpose.
+:mod:`tuner.worker.backends.jax._evidence`. ``reduction="replica-mean"`` trains on
+:func:`~tuner.worker.backends.jax._evidence.replica_mean_loss`, the forum answer's bug on purpose.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from tuner.core.errors import WorkloadError
-from tuner.worker import jax_evidence
+from tuner.worker.backends.jax import _evidence as evidence
 from tuner.worker.callbacks import OnEpoch, OnStep, fit_callbacks
 
 
@@ -38,10 +38,10 @@ class JaxFitLoop:
         self.model = build()
         args = compile_args()
         if reduction == "replica-mean":
-            args["loss"] = jax_evidence.replica_mean_loss(args["loss"], len(devices))
+            args["loss"] = evidence.replica_mean_loss(args["loss"], len(devices))
         self.model.compile(**args)
         # Validation counts each device's examples; a trial does not pay for it.
-        self._counter = jax_evidence.ShardCounter() if record_steps else None
+        self._counter = evidence.ShardCounter() if record_steps else None
 
     def run(
         self,
@@ -74,8 +74,8 @@ class JaxFitLoop:
 
     def variable_copies(self) -> list[list[np.ndarray]]:
         """Per variable (weights and optimizer slots), each device's copy."""
-        return jax_evidence.variable_copies(self.model)
+        return evidence.variable_copies(self.model)
 
     def variable_devices(self) -> list[str]:
         """The devices that hold the model's weights."""
-        return jax_evidence.variable_devices(self.model)
+        return evidence.variable_devices(self.model)

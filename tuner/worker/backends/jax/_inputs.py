@@ -126,13 +126,13 @@ def _is_tf_dataset(value: Any) -> bool:
 def _tf_stream(reference: str, name: str, dataset: Any) -> tuple[str, int | None, Passes]:
     """A ``tf.data`` dataset the workload gave (so TensorFlow is already imported), read as
     NumPy batches; an unbatched one is read in batches of 256 and keeps its known size."""
-    from tuner.worker import inputs
-    from tuner.worker.jax_keras import reveal_tensorflow
+    from tuner.worker.backends.jax._no_tensorflow import reveal_tensorflow
+    from tuner.worker.tfdata import is_batched
 
     reveal_tensorflow()
     size: int | None = None
     infinite = int(dataset.cardinality()) == -1
-    if not inputs.is_batched(dataset):
+    if not is_batched(dataset):
         cardinality = int(dataset.cardinality())
         size = cardinality if cardinality >= 0 else None
         dataset = dataset.batch(256)

@@ -2,7 +2,7 @@
 points with the throughput's error bar, each rule's curve over the batch sizes with the
 out-of-memory sizes, the recommended point and the ones tied with it, the loss tolerance band,
 the rules' side-by-side offsets and the Pareto front. Time to target has its own module,
-:mod:`tuner.views.target_data`. :mod:`tuner.views.figures` dresses them as plotly figures.
+:mod:`tuner.views.target_data`. :mod:`tuner.views.batch_figures` dresses them as plotly figures.
 
 A configuration that ran several times is drawn once, at its representative (the trial with the
 most runs, :mod:`tuner.views.runs`); a grid point that trains exactly like another (``same_as``)
@@ -17,7 +17,13 @@ from typing import Any
 
 from optuna.trial import FrozenTrial
 
-from tuner.core.recommend import INFEASIBLE, is_complete, precision_of, status_of, unique_trials
+from tuner.core.configurations import (
+    INFEASIBLE,
+    is_complete,
+    precision_of,
+    status_of,
+    unique_trials,
+)
 from tuner.views.runs import interval, representatives, run_count, shown_measurement
 
 JITTER = 0.02

@@ -1,17 +1,18 @@
 """The spec fields that say how a trial runs: the Keras backend, the training loop, and the
 floating-point precisions the grid crosses with its batches and rules.
 
-Kept apart from :mod:`tuner.core.spec` so that what depends on the backend (the TensorFlow-only
-loops, the dataset function's input context) is refused in one place, with one line each.
+Kept apart from :mod:`tuner.core.spec._spec` so that what depends on the backend (the
+TensorFlow-only loops, the dataset function's input context) is refused in one place, with one line
+each.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from tuner.core import spec_fields as fields
 from tuner.core.errors import ConfigError
-from tuner.core.spec_fields import Table
+from tuner.core.spec import _fields as fields
+from tuner.core.spec._fields import Table
 
 BACKENDS = ("tensorflow", "jax")
 """Values of ``workload.backend`` (``--backend``): the Keras 3 backend a trial trains on."""

@@ -32,9 +32,8 @@ from tuner.worker.sources import (
     check_arrays,
     describe,
 )
+from tuner.worker.tfdata import is_batched
 from tuner.workloads import resolve
-
-_BATCHING = ("_BatchDataset", "_ParallelBatchDataset", "_PaddedBatchDataset", "_RebatchDataset")
 
 
 def load_source(workload: Mapping[str, Any]) -> Source:
@@ -115,24 +114,6 @@ def _size(dataset: Any) -> tuple[int | None, bool]:
     if cardinality == int(tf.data.UNKNOWN_CARDINALITY):
         return None, False
     return cardinality, False
-
-
-def is_batched(dataset: Any) -> bool:
-    """Whether ``dataset``'s elements are batches (its last batching step is not undone).
-
-    Walks the dataset's own transformations; a dataset built some other way counts as batched when
-    every component has an unknown leading dimension (``batch`` without ``drop_remainder``).
-    """
-    node = dataset
-    while node is not None:
-        kind = type(node).__name__
-        if kind == "_UnbatchDataset":
-            return False
-        if kind in _BATCHING:
-            return True
-        node = getattr(node, "_input_dataset", None)
-    specs = tf.nest.flatten(dataset.element_spec)
-    return all(spec.shape.rank and spec.shape[0] is None for spec in specs)
 
 
 def train_batches(source: Source, global_batch: int, seed: int | None) -> Any:

@@ -1,0 +1,41 @@
+"""The study spec: what to train and which grid to search, validated (pure).
+
+:func:`spec_from_dict` turns parsed TOML plus CLI overrides into a :class:`StudySpec`, or raises
+one :class:`~tuner.core.errors.ConfigError` line. Behind this face: ``_spec`` (the model and
+its assembly), ``_fields`` (checks of single fields), ``_runtime`` (how a trial runs: backend,
+loop, precision) and ``_decision`` (how sure a decision must be: seeds, repeats, tolerance).
+"""
+
+from __future__ import annotations
+
+from tuner.core.spec._fields import parse_int_list, parse_name_list
+from tuner.core.spec._runtime import BACKENDS, DEFAULT_BACKEND
+from tuner.core.spec._spec import (
+    BUILTIN_SOURCE,
+    LOOP_KINDS,
+    LOSS_REDUCTIONS,
+    MODEL_HYPERPARAMETERS,
+    SearchSpec,
+    StudySpec,
+    WorkloadSpec,
+    check_study_name,
+    is_valid_study_name,
+    spec_from_dict,
+)
+
+__all__ = [
+    "BACKENDS",
+    "BUILTIN_SOURCE",
+    "DEFAULT_BACKEND",
+    "LOOP_KINDS",
+    "LOSS_REDUCTIONS",
+    "MODEL_HYPERPARAMETERS",
+    "SearchSpec",
+    "StudySpec",
+    "WorkloadSpec",
+    "check_study_name",
+    "is_valid_study_name",
+    "parse_int_list",
+    "parse_name_list",
+    "spec_from_dict",
+]

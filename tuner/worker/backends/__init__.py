@@ -1,0 +1,79 @@
+"""The one table that picks a backend: TensorFlow (``MirroredStrategy``) or Keras 3 on JAX
+(``keras.distribution.DataParallel``).
+
+Each backend is a package of its own (:mod:`tuner.worker.backends.tensorflow`,
+:mod:`tuner.worker.backends.jax`) holding its session, inputs, loop(s), noise meter, devices and
+evidence behind the :class:`Framework` face; neither imports the other (an import-linter
+contract). The backend-neutral modes (trial, probe, validate, check) reach a backend only
+through :func:`load` and :func:`open_session` here, so a JAX child never imports TensorFlow: a
+backend's package is imported on first use, never by this module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from importlib import import_module
+from typing import TYPE_CHECKING, Any, Protocol, cast
+
+from tuner.core.spec import BACKENDS, DEFAULT_BACKEND
+
+if TYPE_CHECKING:
+    from tuner.worker.meters import Emit
+    from tuner.worker.session import Session
+    from tuner.worker.sources import Source
+
+_PACKAGES = {name: f"{__name__}.{name}" for name in BACKENDS}
+
+
+class Framework(Protocol):
+    """One backend, as the modes reach it: what every backend package provides at its top."""
+
+    NAME: str
+
+    def prepare(self) -> None:
+        """Set the process up for this backend once its framework is imported (before any run)."""
+
+    def open_session(self, request: dict[str, Any], emit: Emit, record_steps: bool) -> Session:
+        """Devices, data, the model compiled in its loop: the request's run, ready to train.
+        ``record_steps`` keeps every step's loss (a sync per step: for validation only)."""
+
+    def load_source(self, workload: Mapping[str, Any]) -> Source:
+        """The workload's data as this backend's input layer reads them."""
+
+    def first_batch(self, source: Source, split: str, size: int) -> Any:
+        """The first ``size`` examples of ``split`` as NumPy ``(x, y[, sample_weight])``."""
+
+    def versions(self) -> dict[str, str]:
+        """The versions of the frameworks a run used, as the child sees them."""
+
+
+def backend_name(request: Mapping[str, Any]) -> str:
+    """The request's backend: ``request["workload"]["backend"]``, the spec's default when absent."""
+    name = str((request.get("workload") or {}).get("backend") or DEFAULT_BACKEND)
+    if name not in _PACKAGES:
+        raise ValueError(f"unknown backend {name!r}; known: {', '.join(BACKENDS)}")
+    return name
+
+
+def load(name: str) -> Framework:
+    """The backend ``name``, its framework imported and the process prepared for it; raises
+    ``ValueError`` for a name not in :data:`~tuner.core.spec.BACKENDS`."""
+    if name not in _PACKAGES:
+        raise ValueError(f"unknown backend {name!r}; known: {', '.join(BACKENDS)}")
+    framework = cast(Framework, import_module(_PACKAGES[name]))
+    framework.prepare()
+    return framework
+
+
+def open_session(request: dict[str, Any], emit: Emit, record_steps: bool = False) -> Session:
+    """Open the request's run on its backend (:meth:`Framework.open_session`). Raises
+    :class:`~tuner.core.errors.WorkloadError` when the global batch is larger than the
+    training set."""
+    return load(backend_name(request)).open_session(request, emit, record_steps)
+
+
+if TYPE_CHECKING:  # mypy holds both packages to the face
+    from tuner.worker.backends import jax as _jax
+    from tuner.worker.backends import tensorflow as _tensorflow
+
+    _KEEP_THE_FACE: tuple[Framework, ...] = (_tensorflow, _jax)

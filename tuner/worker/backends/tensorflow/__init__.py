@@ -1,0 +1,21 @@
+"""TensorFlow: a run under ``tf.distribute.MirroredStrategy`` (the :class:`Framework` face).
+
+``_session`` opens a run (strategy, data, the model compiled in its loop); ``_devices`` builds
+the strategy over the plan's devices and reads their memory; ``_inputs`` turns the workload's
+data into distributed ``tf.data`` streams; ``_loops`` trains (Keras ``fit``, or the custom
+loops); ``_noise`` measures the gradient noise scale from the replicas' own gradients;
+``_evaluation`` evaluates over the fixed validation set.
+"""
+
+from __future__ import annotations
+
+from tuner.worker.backends.tensorflow._inputs import first_batch, load_source
+from tuner.worker.backends.tensorflow._session import open_session, versions
+
+NAME = "tensorflow"
+
+__all__ = ["NAME", "first_batch", "load_source", "open_session", "prepare", "versions"]
+
+
+def prepare() -> None:
+    """Nothing to set up: TensorFlow's devices are set when a run builds its strategy."""

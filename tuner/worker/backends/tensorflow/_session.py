@@ -1,0 +1,137 @@
+"""Inside the child: a training run on TensorFlow, under ``MirroredStrategy``.
+
+:func:`open_session` builds the strategy, loads the data
+(:mod:`tuner.worker.backends.tensorflow._inputs`), builds and compiles the model inside the
+request's loop (:mod:`tuner.worker.backends.tensorflow._loops`) and returns the backend-neutral
+:class:`tuner.worker.session.Session`; :class:`TensorFlowBackend` is what the modes need of
+TensorFlow besides the loop (evaluation, the input stream, the noise meter, memory).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from tuner.core.devices import DevicePlan
+from tuner.worker import meters, precision
+from tuner.worker.backends.tensorflow import _evaluation as evaluation
+from tuner.worker.backends.tensorflow import _inputs as inputs
+from tuner.worker.backends.tensorflow._devices import (
+    build_strategy,
+    gpu_name,
+    peak_memory_per_device,
+)
+from tuner.worker.backends.tensorflow._loops import make_loop
+from tuner.worker.backends.tensorflow._noise import NoiseMeter
+from tuner.worker.meters import Emit, Meter
+from tuner.worker.session import ModelRecipe, Session, initial_weights, plan_run
+
+
+class TensorFlowBackend:
+    """The TensorFlow side of a session: its strategy and devices."""
+
+    name = "tensorflow"
+
+    def __init__(self, strategy: Any, plan: DevicePlan) -> None:
+        self.strategy = strategy
+        self._plan = plan
+
+    def evaluator(self, session: Session) -> Callable[[], float]:
+        """What evaluates the model as it is now over the fixed validation set (built once):
+        the same first ``val_samples`` samples (all, without it) in the same order, no
+        remainder dropped, so trials at different batch sizes report the same samples' loss."""
+        val_samples = session.request.get("val_samples")
+        val = inputs.val_batches(session.source, session.batch, val_samples)
+        return evaluation.evaluator(session.loop.model, val)
+
+    def input_throughput(self, session: Session) -> float:
+        """What the distributed input pipeline delivers alone (:func:`meters.input_throughput`)."""
+        stream = inputs.distributed_train(
+            session.source, self.strategy, session.batch, seed=int(session.request["seed"])
+        )
+        return meters.input_throughput(stream, session.steps, session.batch, _wait)
+
+    def noise_meter(self, session: Session, steps: int) -> NoiseMeter | None:
+        """The noise meter on batches drawn apart from training (``None`` for a dataset
+        function, whose stream cannot be drawn from again)."""
+        batch, seed = session.batch, int(session.request["seed"]) + 1
+        dataset = inputs.noise_batches(session.source, batch, seed=seed)
+        if dataset is None:
+            return None
+        model = session.loop.model
+        return NoiseMeter(self.strategy, model, dataset, session.recipe.loss, batch, steps)
+
+    def peak_memory_per_device(self) -> list[int | None]:
+        """Peak bytes per replica device (GPUs only; ``None`` where TensorFlow cannot tell)."""
+        return peak_memory_per_device(self._plan)
+
+    def device_kind(self) -> str:
+        """``cpu``, or the first GPU's name."""
+        return "cpu" if self._plan.kind == "cpu" else gpu_name()
+
+    def versions(self) -> dict[str, str]:
+        """TensorFlow and Keras versions."""
+        return versions()
+
+
+def versions() -> dict[str, str]:
+    """TensorFlow and Keras versions."""
+    return {"tensorflow": tf.__version__, "keras": keras.__version__}
+
+
+def _wait(batch: Any) -> None:
+    # Waits until the batch is really there (its first tensor, on its device).
+    np.asarray(tf.nest.flatten(batch, expand_composites=True)[0])
+
+
+def open_session(request: dict[str, Any], emit: Emit, record_steps: bool = False) -> Session:
+    """Build the strategy, load the data, build and compile the model in the request's loop.
+
+    ``record_steps`` keeps every step's loss (a sync per step: for validation only). Raises
+    :class:`WorkloadError` when the global batch is larger than the training set.
+    """
+    timings: dict[str, float] = {}
+    plan = DevicePlan.from_dict(request["plan"])
+    mark = time.perf_counter()
+    strategy = build_strategy(plan)
+    timings["device_init_s"] = time.perf_counter() - mark
+
+    mark = time.perf_counter()
+    precision_name = precision.apply(request)  # before any model is built
+    batch = int(request["global_batch_size"])
+    source = inputs.load_source(request["workload"])
+    steps, windows, checks, rule = plan_run(request, batch, source)
+    initial = initial_weights(request, place=lambda: tf.device("/cpu:0"))
+    recipe = ModelRecipe(request, rule, initial, precision_name)
+    loop = make_loop(
+        request.get("loop", "fit"),
+        strategy,
+        recipe.build,
+        recipe.compile_args,
+        loss_name=request["workload"]["loss"],
+        global_batch=batch,
+        reduction=request.get("loss_reduction", "global"),
+        record_steps=record_steps,
+    )
+    train_data = inputs.train_stream(source, strategy, batch, seed=int(request["seed"]))
+    timings["build_s"] = time.perf_counter() - mark
+    return Session(
+        request=request,
+        plan=plan,
+        backend=TensorFlowBackend(strategy, plan),
+        source=source,
+        batch=batch,
+        steps=steps,
+        windows=windows,
+        recipe=recipe,
+        loop=loop,
+        train_data=train_data,
+        meter=Meter(emit, samples_per_epoch=steps * batch, epochs=windows),
+        timings=timings,
+        checks=checks,
+    )
