@@ -15,7 +15,7 @@ import statistics
 
 from tuner.core.outcome import classify
 from tuner.core.protocol import DEFAULT_TRIAL_TIMEOUT_S
-from tuner.driver.children import run_child
+from tuner.driver.children import child_runner
 from tuner.driver.devices import plan_devices
 from tuner.driver.objective import trial_request
 from tuner.driver.spec_file import load_spec
@@ -29,7 +29,8 @@ def trial(path: str | None, batch: int, noise: bool) -> dict:
     plan, _ = plan_devices(None, 2, None)
     request = trial_request(spec, plan, batch, spec.search.base_lr)
     outcome = classify(
-        run_child(request, plan.child_environment(), DEFAULT_TRIAL_TIMEOUT_S), memory_capped=False
+        child_runner().run(request, plan.child_environment(), DEFAULT_TRIAL_TIMEOUT_S),
+        memory_capped=False,
     )
     assert outcome.status == "ok", outcome
     return {"throughput": outcome.values[1], **outcome.attrs}

@@ -18,6 +18,7 @@ from rich.progress import TimeElapsedColumn
 from tuner.cli import logs
 from tuner.cli.progress import LogProgress, SearchProgress, search_progress
 from tuner.core.outcome import TrialOutcome
+from tuner.core.protocol import EpochEvent, ProgressEvent
 
 STAMP = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d"
 PARAMS = {
@@ -89,7 +90,7 @@ def test_plain_progress_lines_come_once_a_minute_and_every_report_with_verbose()
     progress.trial_started(0, 1, 1, PARAMS)
     for second in range(1, 151):
         clock.now = float(second)
-        progress.trial_progress({"samples": 128 * second, "total_samples": 128 * 200})
+        progress.trial_progress(steps_done(128 * second, 128 * 200))
     shown = [line[20:] for line in lines_of(buffer)[1:]]
     assert shown == [
         "trial 0: 7,680/25,600 samples (30%) · 60 s in",
@@ -99,8 +100,7 @@ def test_plain_progress_lines_come_once_a_minute_and_every_report_with_verbose()
     logs.configure(logs.VERBOSE, console)
     progress = LogProgress(clock=clock)
     progress.trial_started(1, 1, 1, PARAMS)
-    event = {"epoch": 2, "epochs": 6, "loss": 0.0123, "samples": 2048, "total_samples": 4096}
-    progress.epoch_finished(event)
+    progress.epoch_finished(EpochEvent(2, 6, 0.0123, 100.0, samples=2048, total_samples=4096))
     assert lines_of(buffer)[-1][20:] == (
         "trial 1: 2,048/4,096 samples (50%) · epoch 2/6 · loss 0.0123 · 0 s in"
     )
@@ -139,22 +139,13 @@ def test_the_trial_timer_starts_again_for_every_trial() -> None:
 
     progress.trial_started(0, 1, 2, PARAMS)
     clock.now = 10.0
-    progress.epoch_finished(
-        {
-            "epoch": 2,
-            "epochs": 2,
-            "loss": 0.1,
-            "throughput": 9.0,
-            "samples": 512,
-            "total_samples": 512,
-        }
-    )
+    progress.epoch_finished(EpochEvent(2, 2, 0.1, 9.0, samples=512, total_samples=512))
     progress.trial_finished(0, OK)
     assert shown() == "0:00:10"
     clock.now = 100.0
     progress.trial_started(1, 2, 2, PARAMS)
     clock.now = 105.0
-    progress.trial_progress({"samples": 128, "total_samples": 512})
+    progress.trial_progress(steps_done(128, 512))
     assert shown() == "0:00:05"
     assert len(progress.progress.tasks) == 2
     assert (progress.progress.tasks[-1].completed, progress.progress.tasks[-1].total) == (128, 512)
@@ -170,12 +161,16 @@ def test_the_bars_render_with_the_trial_and_its_samples() -> None:
     progress.trial_started(3, 2, 6, PARAMS)  # the second trial's task, drawn afresh
     assert "0/? samples" in rendered(progress)  # no total of the previous trial
     clock.now = 45.0
-    event = {"epoch": 2, "epochs": 6, "loss": 0.0123, "throughput": 21687.0}
-    progress.epoch_finished({**event, "samples": 2048, "total_samples": 6144})
+    progress.epoch_finished(EpochEvent(2, 6, 0.0123, 21687.0, samples=2048, total_samples=6144))
     trials, trial = rendered(progress).splitlines()
     assert trials.startswith("trials ") and trials.endswith("1/6 trials 0:00:45 ETA 2 min")
     assert trial.startswith("trial 3: batch 128 (64/replica), rule linear ")
     assert trial.endswith("2048/6144 samples 0:00:14 epoch 2/6 · loss 0.0123 · 21,687 samples/s")
+
+
+def steps_done(samples: int, total_samples: int) -> ProgressEvent:
+    """A progress event at ``samples`` of ``total_samples`` (one sample a step)."""
+    return ProgressEvent(samples, total_samples, samples, total_samples)
 
 
 def rendered(progress: SearchProgress) -> str:
@@ -198,7 +193,7 @@ def test_the_bar_shows_the_eta_and_the_result_line_names_batch_rule_and_losses()
     assert trials_task.fields["info"] == "ETA 60 s"  # 20 s × 3 trials left
     progress.trial_started(8, 2, 4, PARAMS)
     clock.now = 30.0
-    progress.trial_progress({"samples": 1, "total_samples": 2})
+    progress.trial_progress(steps_done(1, 2))
     assert trials_task.fields["info"] == "ETA 50 s"  # 10 s into the next of them
     assert lines_of(buffer) == [
         "trial 7 · batch 128 (64/replica) · rule linear · 21,687 samples/s · val loss 0.004024 · "

@@ -7,10 +7,12 @@ import re
 from typing import Any
 
 import pytest
+from child_results import result_text
 from optuna.trial import TrialState
 
 from tuner.core import oom, outcome
 from tuner.core.outcome import STATES, ChildRun, classify
+from tuner.core.protocol import PROTOCOL_VERSION
 
 OOM_STDERR = (
     "Epoch 1/3\n"
@@ -22,7 +24,7 @@ OOM_STDERR = (
 
 
 def result(**fields: Any) -> str:
-    return json.dumps(fields)
+    return result_text(fields)
 
 
 def ok_result(**extra: Any) -> str:
@@ -42,7 +44,7 @@ def ok_result(**extra: Any) -> str:
         },
     }
     fields.update(extra)
-    return json.dumps(fields)
+    return result_text(fields)
 
 
 # --- STATES --------------------------------------------------------------------------------------
@@ -392,4 +394,23 @@ def test_summary_of_a_graph_execution_error_is_tensorflows_own_message() -> None
     )
     assert oom.summary(text) == (
         "Received a label value of 7 which is outside the valid range of [0, 4).  Label values: 7 7"
+    )
+
+
+def test_a_result_of_another_protocol_version_fails_with_the_one_line_that_says_so() -> None:
+    text = json.dumps({"protocol_version": -1, "status": "ok", "payload": {"final_loss": 0.1}})
+    out = classify(ChildRun(0, text, wall_s=2.0), memory_capped=False)
+    assert (out.status, out.values) == ("error", None)
+    assert out.error is not None and "\n" not in out.error
+    assert out.error.startswith("the result is of protocol version -1 and this driver reads")
+    assert out.error.endswith("driver and worker are different tuner versions")
+    assert out.attrs == {"timings": {"wall_s": 2.0}}
+
+
+def test_a_result_of_this_version_in_another_shape_names_what_it_lacks() -> None:
+    text = json.dumps({"protocol_version": PROTOCOL_VERSION, "payload": {}})
+    out = classify(ChildRun(0, text), memory_capped=False)
+    assert out.status == "error"
+    assert out.error == (
+        "the child left a result this driver cannot read: result: missing field 'status'"
     )

@@ -13,7 +13,7 @@ from tuner.core.progress import (
     format_eta,
     progress_event,
 )
-from tuner.core.protocol import PROGRESS_EVENT
+from tuner.core.protocol import ProgressEvent
 
 
 def test_eta_is_the_mean_duration_times_the_trials_left() -> None:
@@ -54,7 +54,7 @@ def test_eta_text() -> None:
 
 def test_the_step_reporter_speaks_at_most_once_per_interval() -> None:
     now = [0.0]
-    events: list[dict[str, Any]] = []
+    events: list[Any] = []
     report = StepReporter(
         events.append, global_batch=64, total_steps=100, every_s=1.0, clock=lambda: now[0]
     )
@@ -62,12 +62,6 @@ def test_the_step_reporter_speaks_at_most_once_per_interval() -> None:
         now[0] = step * 0.25  # four steps a second
         report(step)
     # A report at each whole second: steps 4, 8, ... 100.
-    assert [e["step"] for e in events] == list(range(4, 101, 4))
+    assert [e.step for e in events] == list(range(4, 101, 4))
     assert events[0] == progress_event(4, 100, 64)
-    assert events[0] == {
-        "event": PROGRESS_EVENT,
-        "step": 4,
-        "steps": 100,
-        "samples": 256,
-        "total_samples": 6400,
-    }
+    assert events[0] == ProgressEvent(step=4, steps=100, samples=256, total_samples=6400)

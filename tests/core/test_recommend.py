@@ -16,7 +16,6 @@ from trials import (
     target_trial,
 )
 
-from tuner.core.errors import ConfigError, NoCompleteTrialError
 from tuner.core.configurations import (
     grid_point,
     infeasible_batch_sizes,
@@ -24,6 +23,7 @@ from tuner.core.configurations import (
     status_of,
     unique_trials,
 )
+from tuner.core.errors import ConfigError, NoCompleteTrialError
 from tuner.core.recommend import DEFAULT_TOLERANCE, POLICIES, POLICY, default_policy
 
 # --- the policy --------------------------------------------------------------------------------

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import math
-
 import pytest
 
 from tuner.core.scaling import LR_RULES, batch_ratio, scaled_learning_rate
+from tuner.core.spec import spec_from_dict
 
 BASE_LR = 1e-3
 BASE_BATCH = 64
@@ -15,34 +14,43 @@ BASE_BATCH = 64
 RATIOS = [(64, 1.0), (128, 2.0), (256, 4.0), (576, 9.0), (32, 0.5), (96, 1.5)]
 
 
-def test_known_rules_in_canonical_order() -> None:
-    assert LR_RULES == ("none", "linear", "sqrt", "linear-warmup", "sqrt-adam")
+@pytest.mark.parametrize("rule", LR_RULES)
+def test_every_known_rule_is_a_rate_of_the_batch_ratio_alone(rule: str) -> None:
+    """What a study relies on for any rule a spec may name: the base rate at the base batch, a
+    rate that never falls as the batch grows, proportional to the base rate, set by the ratio
+    alone (256 of 64 as 1024 of 256), and between keeping the rate and scaling it linearly."""
+    ks = [0.25, 0.5, 1.0, 2.0, 4.0, 16.0]
+    rates = [scaled_learning_rate(rule, BASE_LR, round(BASE_BATCH * k), BASE_BATCH) for k in ks]
+    assert rates[ks.index(1.0)] == pytest.approx(BASE_LR)
+    assert rates == sorted(rates)
+    for k, rate in zip(ks, rates, strict=True):
+        low, high = sorted((BASE_LR, BASE_LR * k))
+        assert low * (1 - 1e-12) <= rate <= high * (1 + 1e-12), (k, rate)
+    at_4x = scaled_learning_rate(rule, BASE_LR, 256, 64)
+    assert scaled_learning_rate(rule, 3 * BASE_LR, 256, 64) == pytest.approx(3 * at_4x)
+    assert scaled_learning_rate(rule, BASE_LR, 1024, 256) == pytest.approx(at_4x)
+    spec = spec_from_dict(overrides={"search.lr_rules": [rule]})  # and a spec may name it
+    assert spec.search.lr_rules == (rule,)
+
+
+# The exponent p of each documented rule's k ** p (its peak rate, for the warmup rule), from the
+# papers the module cites.
+EXPONENTS = {"none": 0.0, "linear": 1.0, "sqrt": 0.5, "linear-warmup": 1.0, "sqrt-adam": 0.5}
+
+
+@pytest.mark.parametrize(("rule", "p"), EXPONENTS.items())
+@pytest.mark.parametrize(("global_batch", "k"), RATIOS)
+def test_each_documented_rule_scales_as_its_power_of_k(
+    rule: str, p: float, global_batch: int, k: float
+) -> None:
+    assert scaled_learning_rate(rule, BASE_LR, global_batch, BASE_BATCH) == pytest.approx(
+        BASE_LR * k**p
+    )
 
 
 @pytest.mark.parametrize(("global_batch", "k"), RATIOS)
 def test_batch_ratio(global_batch: int, k: float) -> None:
     assert batch_ratio(global_batch, BASE_BATCH) == pytest.approx(k)
-
-
-@pytest.mark.parametrize(("global_batch", "k"), RATIOS)
-def test_none_keeps_base_lr(global_batch: int, k: float) -> None:
-    assert scaled_learning_rate("none", BASE_LR, global_batch, BASE_BATCH) == pytest.approx(BASE_LR)
-
-
-@pytest.mark.parametrize(("global_batch", "k"), RATIOS)
-def test_linear_multiplies_by_k(global_batch: int, k: float) -> None:
-    expected = BASE_LR * k
-    assert scaled_learning_rate("linear", BASE_LR, global_batch, BASE_BATCH) == pytest.approx(
-        expected
-    )
-
-
-@pytest.mark.parametrize(("global_batch", "k"), RATIOS)
-def test_sqrt_multiplies_by_sqrt_k(global_batch: int, k: float) -> None:
-    expected = BASE_LR * math.sqrt(k)
-    assert scaled_learning_rate("sqrt", BASE_LR, global_batch, BASE_BATCH) == pytest.approx(
-        expected
-    )
 
 
 def test_concrete_values() -> None:
@@ -58,9 +66,9 @@ def test_rules_agree_at_base_batch() -> None:
 
 
 def test_rules_are_ordered_above_base_batch() -> None:
-    none, linear, sqrt, warmup, adam = (scaled_learning_rate(r, 1e-3, 512, 64) for r in LR_RULES)
-    assert none < sqrt < linear
-    assert warmup == linear and adam == sqrt  # their peak rates
+    rate = {rule: scaled_learning_rate(rule, 1e-3, 512, 64) for rule in LR_RULES}
+    assert rate["none"] < rate["sqrt"] < rate["linear"]
+    assert rate["linear-warmup"] == rate["linear"] and rate["sqrt-adam"] == rate["sqrt"]  # peaks
 
 
 @pytest.mark.parametrize("rule", ["cubic", "Linear", "", "SQRT", " none"])

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from tuner.core.errors import ConfigError
+from tuner.core.identity import identity_of
 from tuner.core.spec import (
     BUILTIN_SOURCE,
     SearchSpec,
@@ -96,24 +97,49 @@ def test_global_batch_sizes_sorted() -> None:
     assert spec.search.global_batch_sizes == (64, 128, 256)
 
 
-def test_to_dict_and_identity() -> None:
-    spec = spec_from_dict()
-    data = spec.to_dict()
-    assert "source" not in data
-    assert data["name"] == "regression"
-    assert data["search"]["batch_multipliers"] == [1, 2]
-    assert data["search"]["lr_rules"] == ["none", "linear", "sqrt"]
-    json.dumps(data)  # plain data
-    identity = spec.identity()
-    assert "name" not in identity
-    assert identity["workload"] == data["workload"]
-    may_change = {"trials", "seeds", "max_repeats", "tolerance"}
-    assert identity["search"] == {k: v for k, v in data["search"].items() if k not in may_change}
+def test_the_stored_spec_is_plain_data_that_rebuilds_it_and_resumes_its_study() -> None:
+    spec = build(
+        spec_data("search", "batch_multipliers", [4, 1, 2]),
+        {"search.seed": 5, "search.base_lr": 0.01, "search.lr_rules": ["sqrt", "none"]},
+    )
+    stored = json.loads(json.dumps(spec.to_dict()))  # as the study keeps it
+    assert "source" not in stored
+    tables = {"study": {"name": stored["name"]}}
+    for section in ("workload", "search"):  # a field left at None was not given
+        tables[section] = {k: v for k, v in stored[section].items() if v is not None}
+    assert build(tables) == spec
+    assert identity_of(stored) == spec.identity()  # the same spec resumes its study
+
+
+# A change to any of these is another study: resuming with it is refused (identity differs).
+RESUME_MUST_MATCH = [
+    ("workload.model", "pkg.other:build"),
+    ("workload.data", "pkg.other:load"),
+    ("workload.loss", "mae"),
+    ("workload.optimizer", "sgd"),
+    ("workload.backend", "jax"),
+    ("search.base_batch_size", 32),
+    ("search.batch_multipliers", [1, 4]),
+    ("search.lr_rules", ["sqrt"]),
+    ("search.base_lr", 0.01),
+    ("search.epochs", 5),
+    ("search.train_samples", 1000),
+    ("search.seed", 3),
+    ("search.precisions", ["float32", "mixed_float16"]),
+    ("search.noise_scale", False),
+    ("search.warmup_epochs", 0.5),
+    ("search.model_hyperparameters", "search"),
+]
+
+
+@pytest.mark.parametrize(("key", "value"), RESUME_MUST_MATCH)
+def test_a_changed_workload_or_grid_is_another_study(key: str, value: Any) -> None:
+    base = spec_from_dict()
+    changed = spec_from_dict(overrides={key: value})
+    assert changed.identity() != base.identity()
 
 
 def test_identity_ignores_the_trial_budget_and_fills_new_fields() -> None:
-    from tuner.core.identity import identity_of
-
     spec = spec_from_dict(overrides={"search.trials": 7})
     old = spec.to_dict()
     del old["search"]["model_hyperparameters"]  # stored before the field existed
@@ -381,7 +407,6 @@ def test_valid_edge_values() -> None:
 
 def test_spec_is_frozen() -> None:
     spec = spec_from_dict()
-    assert isinstance(spec, StudySpec)
     with pytest.raises(AttributeError):
         spec.name = "other"  # type: ignore[misc]
 

@@ -4,6 +4,8 @@ that carries them."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from tuner.core.devices import DevicePlan
@@ -108,22 +110,27 @@ def _spec(**search: object):
 def test_the_trial_request_carries_the_target_its_cadence_and_the_seed() -> None:
     plan = DevicePlan("cpu", 2)
     plain = trial_request(_spec(), plan, 64, 1e-3)
-    assert (plain["target_loss"], plain["eval_every_samples"], plain["seed"]) == (None, None, 0)
-    assert "cadence_batches" not in plain
-    assert trial_request(_spec(), plan, 64, 1e-3, seed=3)["seed"] == 3
+    assert (plain.target, plain.seed) == (None, 0)
+    assert trial_request(_spec(), plan, 64, 1e-3, seed=3).seed == 3
 
     budget = _spec(target_loss=0.3, train_samples=16_384)
-    request = trial_request(budget, plan, 128, 1e-3)
-    assert (request["target_loss"], request["eval_every_samples"]) == (0.3, 1_664)
-    assert request["cadence_batches"] == [64, 128]
+    target = trial_request(budget, plan, 128, 1e-3).target
+    assert target is not None
+    assert (target.loss, target.eval_every_samples) == (0.3, 1_664)
+    assert target.cadence_batches == (64, 128)
+
+    def cadence(spec: Any, n_train: int | None = None) -> int | None:
+        target = trial_request(spec, plan, 64, 1e-3, n_train=n_train).target
+        assert target is not None
+        return target.eval_every_samples
 
     # Epochs over a training set the driver does not know yet: the child picks the cadence
     # from its own n_train, the same function, unless the caller passes n_train.
     epochs = _spec(target_loss=0.3)
-    assert trial_request(epochs, plan, 64, 1e-3)["eval_every_samples"] is None
-    assert trial_request(epochs, plan, 64, 1e-3, n_train=65_536)["eval_every_samples"] == 19_712
+    assert cadence(epochs) is None
+    assert cadence(epochs, n_train=65_536) == 19_712
 
     given = _spec(target_loss=0.3, eval_every_samples=2_048)
-    assert trial_request(given, plan, 64, 1e-3)["eval_every_samples"] == 2_048
+    assert cadence(given) == 2_048
     with pytest.raises(ConfigError, match=r"^--eval-every-samples 1000 is not a multiple of"):
         trial_request(_spec(target_loss=0.3, eval_every_samples=1_000), plan, 64, 1e-3)

@@ -1,29 +1,38 @@
 """A fake trial runner for fast driver tests: canned ``ChildRun`` results instead of a child.
 
-``FakeChild`` stands in for ``tuner.driver.children._runner.run_child`` wherever the driver
-imported it, and records every request, so a test can tell which grid points were really launched.
+``FakeChild`` is a :class:`tuner.driver.children.ChildRunner`: a test hands it to the driver's
+entry (``run_search(..., runner=child)``) as the real runner is handed down, and it records every
+request, so the test can tell which grid points were really launched.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
-import pytest
+from child_results import result_text
 
 from tuner.core.devices import DevicePlan
 from tuner.core.outcome import ChildRun
 from tuner.core.probe import search_from_state, try_until_oom
-from tuner.core.protocol import PROBE_ATTEMPT_EVENT, PROBE_RESULT_EVENT
+from tuner.core.protocol import (
+    Event,
+    InspectRequest,
+    ProbeAttemptEvent,
+    ProbeRequest,
+    ProbeResultEvent,
+    Request,
+    RunRequest,
+)
 from tuner.core.spec import SearchSpec, StudySpec, WorkloadSpec
-from tuner.driver import objective, preflight, probing, seeds, validate
 
 PLAN = DevicePlan(kind="cpu", num_replicas=2)
 N_TRAIN = 4096
 
-Trial = Callable[[dict[str, Any]], dict[str, Any]]
-"""A trial request -> the result JSON the child would leave (``tuner.core.outcome``)."""
+Trial = Callable[[RunRequest], dict[str, Any]]
+"""A training run's request -> the result the child would leave, flat
+(:func:`child_results.result_text`)."""
 
 
 def make_spec(multipliers: tuple[int, ...] = (1, 2, 4, 8), **search: Any) -> StudySpec:
@@ -76,52 +85,46 @@ class FakeChild:
 
     def __init__(self, trial: Trial) -> None:
         self.trial = trial
-        self.requests: list[dict[str, Any]] = []
+        self.requests: list[Any] = []
+        """Every request it was sent (typed: :data:`tuner.core.protocol.Request`), in order."""
 
-    def __call__(
+    def run(
         self,
-        request: dict[str, Any],
+        request: Request,
         env: dict[str, str],
         timeout_s: float,
-        on_event: Callable[[dict[str, Any]], None] | None = None,
+        on_event: Callable[[Event], None] | None = None,
     ) -> ChildRun:
         self.requests.append(request)
-        if request["mode"] == "inspect":
+        if isinstance(request, InspectRequest):
             result = inspected()
-        elif "probe_search" in request:
+        elif isinstance(request, ProbeRequest) and request.probe_search is not None:
             result = self._probe(request, on_event or (lambda event: None))
         else:
             result = self.trial(request)
-        return ChildRun(returncode=0, result_text=json.dumps(result), wall_s=0.5)
+        return ChildRun(returncode=0, result_text=result_text(result), wall_s=0.5)
 
-    def _probe(
-        self, request: dict[str, Any], emit: Callable[[dict[str, Any]], None]
-    ) -> dict[str, Any]:
+    def _probe(self, request: ProbeRequest, emit: Callable[[Event], None]) -> dict[str, Any]:
         """A probe child over the request's search: ``trial`` answers each size, as
         :mod:`tuner.worker.probe` does with real training."""
         attempts: list[dict[str, Any]] = []
 
         def attempt(batch: int) -> bool:
-            emit({"event": PROBE_ATTEMPT_EVENT, "batch": batch})
-            fits = self.trial({**request, "global_batch_size": batch})["status"] == "ok"
+            emit(ProbeAttemptEvent(batch))
+            fits = self.trial(replace(request, global_batch_size=batch))["status"] == "ok"
             attempts.append({"batch": batch, "fits": fits, "seconds": 0.1})
-            emit({"event": PROBE_RESULT_EVENT, **attempts[-1]})
+            emit(ProbeResultEvent(batch, fits, 0.1))
             return fits
 
-        search = search_from_state(request["probe_search"])
-        try_until_oom(search, attempt, request.get("probe_sizes_per_child"))
+        assert request.probe_search is not None
+        search = search_from_state(dict(request.probe_search))
+        try_until_oom(search, attempt, request.probe_sizes_per_child)
         return {"status": "ok", "probe": True, "attempts": attempts}
 
     def launched(self, mode: str = "trial") -> list[tuple[int, str | None]]:
         """``(global_batch_size, rule)`` of each request of ``mode``, in launch order."""
         return [
-            (r["global_batch_size"], r.get("rule", {}).get("name"))
+            (r.global_batch_size, r.rule.name if r.rule is not None else None)
             for r in self.requests
-            if r["mode"] == mode
+            if r.mode == mode
         ]
-
-    def install(self, monkeypatch: pytest.MonkeyPatch) -> FakeChild:
-        """Replace ``run_child`` in every driver module that starts children."""
-        for module in (objective, preflight, probing, seeds, validate):
-            monkeypatch.setattr(module, "run_child", self)
-        return self

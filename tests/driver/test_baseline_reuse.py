@@ -16,6 +16,8 @@ from fake_child import PLAN, FakeChild, make_spec, ok
 from tuner.core.recommend._verdict import baseline_at
 from tuner.driver import baseline_reuse
 from tuner.driver import study as study_module
+from tuner.driver.baseline import baseline_request
+from tuner.driver.baseline_reuse import request_fields
 from tuner.driver.study import run_search
 from tuner.results import recommendation
 
@@ -28,8 +30,8 @@ def no_views(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def answer(request: dict[str, Any]) -> dict[str, Any]:
-    batch = request["global_batch_size"]
-    if request["plan"]["num_replicas"] == 1:
+    batch = request.global_batch_size
+    if request.plan.num_replicas == 1:
         return ok(batch, throughput=400.0)
     return ok(batch, throughput=10.0 * batch)
 
@@ -40,26 +42,26 @@ def spec(multipliers: tuple[int, ...] = (1, 2), rules: tuple[str, ...] = ("none"
 
 
 def baseline_runs(child: FakeChild) -> int:
-    return sum(1 for r in child.requests if r.get("plan", {}).get("num_replicas") == 1)
+    return sum(1 for r in child.requests if r.mode != "inspect" and r.plan.num_replicas == 1)
 
 
-def search(storage: str, name: str, monkeypatch: pytest.MonkeyPatch, **spec_fields: Any):
-    child = FakeChild(answer).install(monkeypatch)
-    report = run_search(spec(**spec_fields), PLAN, storage, study_name=name, baseline=True)
+def search(storage: str, name: str, **spec_fields: Any):
+    child = FakeChild(answer)
+    report = run_search(
+        spec(**spec_fields), PLAN, storage, study_name=name, baseline=True, runner=child
+    )
     return child, report.study
 
 
-def test_a_second_study_of_the_same_training_reuses_the_first_ones_baseline(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_second_study_of_the_same_training_reuses_the_first_ones_baseline(tmp_path: Path) -> None:
     storage = f"sqlite:///{tmp_path / 's.db'}"
-    first, measured = search(storage, "first", monkeypatch)
+    first, measured = search(storage, "first")
     assert baseline_runs(first) == 2  # max_repeats
     own = baseline_at(measured.user_attrs["baselines"], SIGNATURE, "float32")
     assert own["reuse_key"] and own["measured_at"] and "reused_from" not in own
 
     # Another grid and other rules: the baseline's runs are the same, so none is launched.
-    again, study = search(storage, "second", monkeypatch, multipliers=(2, 4), rules=("sqrt",))
+    again, study = search(storage, "second", multipliers=(2, 4), rules=("sqrt",))
     assert baseline_runs(again) == 0
     reused = baseline_at(study.user_attrs["baselines"], SIGNATURE, "float32")
     assert reused == {**own, "reused_from": "first"}
@@ -67,7 +69,7 @@ def test_a_second_study_of_the_same_training_reuses_the_first_ones_baseline(
     assert rec["baseline_throughput"] == 400.0 and rec["speedup_vs_single_device"] is not None
 
     # A third study names the study that measured it, not the one it was copied from.
-    _, third = search(storage, "third", monkeypatch, multipliers=(4,))
+    _, third = search(storage, "third", multipliers=(4,))
     assert baseline_at(third.user_attrs["baselines"], SIGNATURE, "float32")["reused_from"] == (
         "first"
     )
@@ -78,7 +80,7 @@ def test_a_baseline_of_other_runs_is_measured_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change: str
 ) -> None:
     storage = f"sqlite:///{tmp_path / 's.db'}"
-    search(storage, "first", monkeypatch)
+    search(storage, "first")
     fields: dict[str, Any] = {
         "seed": {"seed": 7},
         "base_lr": {"base_lr": 2e-3},
@@ -88,8 +90,9 @@ def test_a_baseline_of_other_runs_is_measured_again(
     }[change]
     if change == "host":
         monkeypatch.setattr(baseline_reuse.platform, "node", lambda: "another-host")
-    child = FakeChild(answer).install(monkeypatch)
-    run_search(_with(spec(), **fields), PLAN, storage, study_name="second", baseline=True)
+    child = FakeChild(answer)
+    second = _with(spec(), **fields)
+    run_search(second, PLAN, storage, study_name="second", baseline=True, runner=child)
     assert baseline_runs(child) == fields.get("max_repeats", 2)
 
 
@@ -97,26 +100,55 @@ def _with(study_spec: Any, **search: Any) -> Any:
     return replace(study_spec, search=replace(study_spec.search, **search))
 
 
-def test_the_grid_of_a_target_does_not_key_the_baseline(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_grid_of_a_target_does_not_key_the_baseline(tmp_path: Path) -> None:
     """With a loss target the requests carry the grid's batches for the cadence; the baseline
     trains without a target, so another grid still reuses it."""
     storage = f"sqlite:///{tmp_path / 's.db'}"
-    search(storage, "first", monkeypatch, target_loss=0.5)
-    again, _ = search(storage, "second", monkeypatch, multipliers=(1, 4), target_loss=0.5)
+    search(storage, "first", target_loss=0.5)
+    again, _ = search(storage, "second", multipliers=(1, 4), target_loss=0.5)
     assert baseline_runs(again) == 0
 
 
-def test_a_failed_baseline_is_not_reused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_baseline_is_not_reused(tmp_path: Path) -> None:
     storage = f"sqlite:///{tmp_path / 's.db'}"
 
     def failing(request: dict[str, Any]) -> dict[str, Any]:
-        if request["plan"]["num_replicas"] == 1:
+        if request.plan.num_replicas == 1:
             return {"status": "failed", "error": "boom"}
         return answer(request)
 
-    FakeChild(failing).install(monkeypatch)
-    run_search(spec(), PLAN, storage, study_name="first", baseline=True)
-    again, _ = search(storage, "second", monkeypatch)
+    first = FakeChild(failing)
+    run_search(spec(), PLAN, storage, study_name="first", baseline=True, runner=first)
+    again, _ = search(storage, "second")
     assert baseline_runs(again) == 2
+
+
+def test_the_reuse_key_hashes_the_baseline_request_by_its_stored_names() -> None:
+    """Stored baselines carry keys hashed from the request as it was written before the protocol
+    was typed: the typed request must hash the same fields under the same names."""
+    search = spec(target_loss=0.5)
+    request = baseline_request(search, PLAN, "float32")
+    assert request_fields(request) == {
+        "mode": "trial",
+        "plan": PLAN.single_device().to_dict(),
+        "workload": {
+            "model": search.workload.model,
+            "data": search.workload.data,
+            "loss": "mse",
+            "optimizer": "adam",
+            "dataset": None,
+            "backend": "tensorflow",
+        },
+        "global_batch_size": search.search.base_batch_size,
+        "learning_rate": search.search.base_lr,
+        "epochs": search.search.epochs,
+        "train_samples": None,
+        "val_samples": None,
+        "seed": 0,
+        "precision": "float32",
+        "loop": "fit",
+        "noise_scale": search.search.noise_scale,
+        "noise_scale_steps": None,
+        "target_loss": None,  # a baseline trains its whole budget, whatever the target
+        "eval_every_samples": None,
+    }

@@ -25,8 +25,10 @@ def _no_views(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(study_module, "refresh", lambda study, warn=None: None)
 
 
-def search(storage: str, multipliers: tuple[int, ...] = (1, 2, 4)) -> SearchReport:
-    return run_search(make_spec(multipliers), PLAN, storage, baseline=False)
+def search(
+    storage: str, child: FakeChild, multipliers: tuple[int, ...] = (1, 2, 4)
+) -> SearchReport:
+    return run_search(make_spec(multipliers), PLAN, storage, baseline=False, runner=child)
 
 
 def batch_distributions(study: optuna.Study) -> set[Any]:
@@ -34,10 +36,10 @@ def batch_distributions(study: optuna.Study) -> set[Any]:
 
 
 def test_a_new_study_stores_the_batch_as_a_log_scale_integer_and_runs_the_grid_in_order(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
 ) -> None:
-    child = FakeChild(lambda request: ok(request["global_batch_size"])).install(monkeypatch)
-    report = search(f"sqlite:///{tmp_path / 'new.db'}")
+    child = FakeChild(lambda request: ok(request.global_batch_size))
+    report = search(f"sqlite:///{tmp_path / 'new.db'}", child)
     assert batch_distributions(report.study) == {IntDistribution(64, 256, log=True)}
     # Batch 64 trains once: at ratio 1 both rules are one training (the other is ``same_as`` it).
     assert [batch for batch, _ in child.launched()] == [64, 128, 128, 256, 256]
@@ -52,15 +54,14 @@ def test_resuming_a_study_with_a_categorical_batch_keeps_that_kind(
     storage = f"sqlite:///{tmp_path / 'old.db'}"
 
     def stopped(request: dict[str, Any]) -> dict[str, Any]:
-        if request["global_batch_size"] == 128 and request["rule"]["name"] == "none":
+        if request.global_batch_size == 128 and request.rule.name == "none":
             raise KeyboardInterrupt
-        return ok(request["global_batch_size"])
+        return ok(request.global_batch_size)
 
     with monkeypatch.context() as old_tuner:  # the older tuner: always categorical
         old_tuner.setattr(objective, "stores_batch_as_category", lambda trials: True)
-        FakeChild(stopped).install(old_tuner)
         with pytest.raises(KeyboardInterrupt):
-            search(storage)
+            search(storage, FakeChild(stopped))
     study = optuna.load_study(study_name="fake", storage=storage)
     assert batch_distributions(study) == {CategoricalDistribution([64, 128, 256])}
     # What the check prevents: Optuna refuses a second kind for one parameter of a study.
@@ -69,8 +70,8 @@ def test_resuming_a_study_with_a_categorical_batch_keeps_that_kind(
     with pytest.raises(ValueError, match="different distribution kind"):
         suggest_global_batch(copy.ask(), [64, 128, 256], categorical=False)
 
-    child = FakeChild(lambda request: ok(request["global_batch_size"])).install(monkeypatch)
-    report = search(storage)
+    child = FakeChild(lambda request: ok(request.global_batch_size))
+    report = search(storage, child)
     assert (128, "none") in child.launched()
     done = [t for t in report.study.trials if status_of(t) == "ok"]
     assert sorted((t.params["global_batch_size"], t.params["lr_rule"]) for t in done) == [

@@ -8,7 +8,7 @@ from fake_child import make_spec
 
 from tuner.core.errors import WorkloadError
 from tuner.core.outcome import ChildRun
-from tuner.driver import preflight
+from tuner.driver import workload_check
 
 TF_LOGGING = (
     "WARNING: All log messages before absl::InitializeLog() is called are written to STDERR\n"
@@ -21,22 +21,30 @@ TF_LOGGING = (
 )
 
 
-def died(monkeypatch: pytest.MonkeyPatch, stderr_tail: str) -> str:
-    def fake(request: object, env: object, timeout_s: float) -> ChildRun:
-        return ChildRun(returncode=7, result_text=None, stderr_tail=stderr_tail)
+class Died:
+    """A runner whose workload check exits 7 without a result, having said ``stderr_tail``."""
 
-    monkeypatch.setattr(preflight, "run_child", fake)
+    def __init__(self, stderr_tail: str) -> None:
+        self.stderr_tail = stderr_tail
+
+    def run(
+        self, request: object, env: object, timeout_s: float, on_event: object = None
+    ) -> ChildRun:
+        return ChildRun(returncode=7, result_text=None, stderr_tail=self.stderr_tail)
+
+
+def died(stderr_tail: str) -> str:
     with pytest.raises(WorkloadError) as raised:
-        preflight.inspect_workload(make_spec())
+        workload_check.inspect_workload(make_spec(), runner=Died(stderr_tail))
     return str(raised.value)
 
 
-def test_tensorflows_logging_is_not_the_reason(monkeypatch: pytest.MonkeyPatch) -> None:
-    message = died(monkeypatch, TF_LOGGING)
+def test_tensorflows_logging_is_not_the_reason() -> None:
+    message = died(TF_LOGGING)
     assert message.startswith("loading the workload failed (exit code 7); it printed nothing ")
     assert "sys.exit or os._exit" in message and "cuda" not in message.lower()
 
 
-def test_the_last_line_the_workload_said_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
-    message = died(monkeypatch, "dataset missing: /data/x\n" + TF_LOGGING)
+def test_the_last_line_the_workload_said_is_kept() -> None:
+    message = died("dataset missing: /data/x\n" + TF_LOGGING)
     assert message == "loading the workload failed (exit code 7): dataset missing: /data/x"

@@ -46,18 +46,16 @@ def no_views(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(study_module, "refresh", lambda study, warn=None: None)
 
 
-def test_points_that_train_alike_cost_no_child_and_carry_same_as(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_points_that_train_alike_cost_no_child_and_carry_same_as(tmp_path: Path) -> None:
     child = FakeChild(
-        lambda request: ok(request["global_batch_size"], peak_memory_bytes=77, timings={"a": 1})
-    ).install(monkeypatch)
+        lambda request: ok(request.global_batch_size, peak_memory_bytes=77, timings={"a": 1})
+    )
     rules = ("none", "linear", "sqrt", "linear-warmup")
     base = make_spec((1, 2), warmup_steps=3)
     spec = replace(base, search=replace(base.search, lr_rules=rules))
     observer = Notes()
     url = f"sqlite:///{tmp_path / 'same.db'}"
-    report = run_search(spec, PLAN, url, baseline=False, observer=observer)
+    report = run_search(spec, PLAN, url, baseline=False, observer=observer, runner=child)
     # Batch 64: four rules, one training; batch 128: four different trainings.
     assert sorted(child.launched()) == [(64, "linear")] + [(128, rule) for rule in sorted(rules)]
     trials = {(t.params["global_batch_size"], t.params["lr_rule"]): t for t in report.study.trials}
@@ -81,28 +79,24 @@ def test_points_that_train_alike_cost_no_child_and_carry_same_as(
     assert report.launched == 8
 
 
-def test_an_original_that_did_not_complete_is_no_reason_to_skip(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_an_original_that_did_not_complete_is_no_reason_to_skip(tmp_path: Path) -> None:
     def first_fails(request: dict[str, Any]) -> dict[str, Any]:
-        if request["global_batch_size"] == 64 and request["rule"]["name"] == "linear":
+        if request.global_batch_size == 64 and request.rule.name == "linear":
             return {"status": "error", "error": "flaky"}
-        return ok(request["global_batch_size"])
+        return ok(request.global_batch_size)
 
-    child = FakeChild(first_fails).install(monkeypatch)
+    child = FakeChild(first_fails)
     url = f"sqlite:///{tmp_path / 'fail.db'}"
-    report = run_search(make_spec((1,)), PLAN, url, baseline=False)
+    report = run_search(make_spec((1,)), PLAN, url, baseline=False, runner=child)
     assert child.launched() == [(64, "linear"), (64, "none")]
     assert not any("same_as" in t.user_attrs for t in report.study.trials)
 
 
-def test_resume_keeps_same_as_trials_settled(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    FakeChild(lambda request: ok(request["global_batch_size"])).install(monkeypatch)
+def test_resume_keeps_same_as_trials_settled(tmp_path: Path) -> None:
+    first = FakeChild(lambda request: ok(request.global_batch_size))
     url = f"sqlite:///{tmp_path / 'resume.db'}"
-    run_search(make_spec((1, 2)), PLAN, url, baseline=False)
-    child = FakeChild(lambda request: ok(request["global_batch_size"])).install(monkeypatch)
-    report = run_search(make_spec((1, 2)), PLAN, url, baseline=False)
+    run_search(make_spec((1, 2)), PLAN, url, baseline=False, runner=first)
+    child = FakeChild(lambda request: ok(request.global_batch_size))
+    report = run_search(make_spec((1, 2)), PLAN, url, baseline=False, runner=child)
     assert child.launched() == [] and report.launched == 0
     assert len(optuna.load_study(study_name="fake", storage=url).trials) == 4

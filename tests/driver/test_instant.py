@@ -1,5 +1,6 @@
-"""The instant stand-in executor (``TUNER_TEST_INSTANT_TRIALS=1``): inert unless set, and when set
-an answer to every request that the driver's own classification accepts."""
+"""The instant stand-in runner (``TUNER_TEST_INSTANT_TRIALS=1``): the one choice of runner
+(:func:`tuner.driver.children.child_runner`) picks it only when set, and it then answers every
+request with what the driver's own classification accepts."""
 
 from __future__ import annotations
 
@@ -11,9 +12,16 @@ import pytest
 from fake_child import PLAN, make_spec
 
 from tuner.core.outcome import classify
+from tuner.core.protocol import decode_result
 from tuner.driver.children import _instant as instant
 from tuner.driver.children import _runner as runner
-from tuner.driver.children._requests import inspect_request, trial_request
+from tuner.driver.children import child_runner
+from tuner.driver.children._requests import (
+    inspect_request,
+    probe_request,
+    trial_request,
+    validate_request,
+)
 
 SPEC = make_spec()
 
@@ -36,7 +44,9 @@ def test_the_stand_in_is_inert_unless_set_to_1(monkeypatch, value):
 
     monkeypatch.setattr(instant, "instant_run", refuse)
     monkeypatch.setattr(runner, "child_command", _trivial_child)
-    run = runner.run_child(inspect_request(SPEC), {}, timeout_s=60)
+    chosen = child_runner()
+    assert isinstance(chosen, runner.ProcessRunner)
+    run = chosen.run(inspect_request(SPEC), {}, timeout_s=60)
     assert not instant.is_enabled()
     assert json.loads(run.result_text or "{}") == {"status": "from a child"}
 
@@ -48,12 +58,19 @@ def test_when_set_no_child_starts_and_every_mode_has_its_answer(monkeypatch):
         raise AssertionError("a child was started although the stand-in is on")
 
     monkeypatch.setattr(runner, "child_command", no_child)
-    inspected = json.loads(runner.run_child(inspect_request(SPEC), {}, 60).result_text or "")
-    assert inspected["status"] == "ok" and inspected["n_train"] == instant.N_TRAIN
+    chosen = child_runner()
+    assert isinstance(chosen, instant.InstantRunner)
+    inspected = decode_result(chosen.run(inspect_request(SPEC), {}, 60).result_text or "")
+    assert inspected.status == "ok" and inspected.payload["n_train"] == instant.N_TRAIN
 
     def trial(batch: int, rule: str, mode: str = "trial", seed: int | None = None):
-        request = trial_request(SPEC, PLAN, batch, 1e-3 * batch / 64, mode, rule, seed=seed)
-        return classify(runner.run_child(request, {}, 60), memory_capped=False)
+        lr = 1e-3 * batch / 64
+        request = (
+            probe_request(SPEC, PLAN, batch, lr, steps=2)
+            if mode == "probe"
+            else trial_request(SPEC, PLAN, batch, lr, rule, seed=seed)
+        )
+        return classify(chosen.run(request, {}, 60), memory_capped=False)
 
     small, large = trial(64, "linear"), trial(512, "linear")
     assert small.status == large.status == "ok"
@@ -65,5 +82,6 @@ def test_when_set_no_child_starts_and_every_mode_has_its_answer(monkeypatch):
     assert "wall_s" in small.attrs["timings"]
     probe = trial(512, "none", mode="probe")
     assert probe.status == "ok" and probe.values is None
-    validate = classify(runner.run_child({"mode": "validate"}, {}, 60), memory_capped=False)
+    request = validate_request(SPEC, PLAN, 64, 1e-3, steps=4, loss_reduction="global")
+    validate = classify(chosen.run(request, {}, 60), memory_capped=False)
     assert validate.status == "error" and instant.INSTANT_ENV in (validate.error or "")

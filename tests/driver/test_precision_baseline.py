@@ -33,8 +33,8 @@ def per_precision(request: dict[str, Any]) -> dict[str, Any]:
     """One device: the planted baseline throughputs; two replicas: bf16 at 3× float32, so bf16
     is picked, and its 2-replica throughput is 1,536 at batch 128 (1.536× its own baseline,
     3.84× float32's)."""
-    batch, precision = request["global_batch_size"], request["precision"]
-    if request["plan"]["num_replicas"] == 1:
+    batch, precision = request.global_batch_size, request.precision
+    if request.plan.num_replicas == 1:
         return ok(batch, throughput=BASELINE_THROUGHPUT[precision], precision=precision)
     speed = 3.0 if precision == "mixed_bfloat16" else 1.0
     return ok(batch, throughput=4.0 * batch * speed, precision=precision)
@@ -46,20 +46,20 @@ def single_spec(precisions: tuple[str, ...]) -> Any:
 
 
 def baseline_requests(child: FakeChild) -> list[dict[str, Any]]:
-    return [r for r in child.requests if r.get("plan", {}).get("num_replicas") == 1]
+    return [r for r in child.requests if r.mode != "inspect" and r.plan.num_replicas == 1]
 
 
 def test_several_precisions_run_a_baseline_each_and_the_speedup_is_like_with_like(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
 ) -> None:
-    child = FakeChild(per_precision).install(monkeypatch)
+    child = FakeChild(per_precision)
     report = run_search(
-        single_spec(PRECISIONS), PLAN, f"sqlite:///{tmp_path / 'b.db'}", baseline=True
+        single_spec(PRECISIONS), PLAN, f"sqlite:///{tmp_path / 'b.db'}", baseline=True, runner=child
     )
     sent = baseline_requests(child)
     # max_repeats runs at each precision, each at the base batch on one device.
-    assert [r["precision"] for r in sent] == ["float32"] * 2 + ["mixed_bfloat16"] * 2
-    assert {r["global_batch_size"] for r in sent} == {64}
+    assert [r.precision for r in sent] == ["float32"] * 2 + ["mixed_bfloat16"] * 2
+    assert {r.global_batch_size for r in sent} == {64}
     stored = report.study.user_attrs["baselines"]
     assert set(stored) == {SIGNATURE, f"{SIGNATURE}, mixed_bfloat16"}
     for precision in PRECISIONS:
@@ -74,19 +74,23 @@ def test_several_precisions_run_a_baseline_each_and_the_speedup_is_like_with_lik
     assert rec["scaling_efficiency"] == pytest.approx(0.768)
     assert "1.54×" in rec["verdict"]
     # A second run finds both baselines stored: none runs again.
-    again = FakeChild(per_precision).install(monkeypatch)
-    run_search(single_spec(PRECISIONS), PLAN, f"sqlite:///{tmp_path / 'b.db'}", baseline=True)
+    again = FakeChild(per_precision)
+    run_search(
+        single_spec(PRECISIONS), PLAN, f"sqlite:///{tmp_path / 'b.db'}", baseline=True, runner=again
+    )
     assert not baseline_requests(again)
 
 
-def test_one_precision_sends_and_stores_what_it_always_did(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    child = FakeChild(per_precision).install(monkeypatch)
+def test_one_precision_sends_and_stores_what_it_always_did(tmp_path: Path) -> None:
+    child = FakeChild(per_precision)
     report = run_search(
-        single_spec(("float32",)), PLAN, f"sqlite:///{tmp_path / 'one.db'}", baseline=True
+        single_spec(("float32",)),
+        PLAN,
+        f"sqlite:///{tmp_path / 'one.db'}",
+        baseline=True,
+        runner=child,
     )
-    assert [r["precision"] for r in baseline_requests(child)] == ["float32", "float32"]
+    assert [r.precision for r in baseline_requests(child)] == ["float32", "float32"]
     stored = report.study.user_attrs["baselines"]
     assert list(stored) == [SIGNATURE]
     assert stored[SIGNATURE]["precision"] == "float32"
@@ -95,12 +99,14 @@ def test_one_precision_sends_and_stores_what_it_always_did(
     assert rec["speedup_vs_single_device"] == pytest.approx(512.0 / 400.0)
 
 
-def test_without_the_baseline_at_the_picks_precision_the_speedup_is_unknown(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    FakeChild(per_precision).install(monkeypatch)
+def test_without_the_baseline_at_the_picks_precision_the_speedup_is_unknown(tmp_path: Path) -> None:
+    child = FakeChild(per_precision)
     report = run_search(
-        single_spec(PRECISIONS), PLAN, f"sqlite:///{tmp_path / 'old.db'}", baseline=True
+        single_spec(PRECISIONS),
+        PLAN,
+        f"sqlite:///{tmp_path / 'old.db'}",
+        baseline=True,
+        runner=child,
     )
     # A study stored before baselines were per precision: one record, naming none (float32).
     old = {key: value for key, value in report.study.user_attrs["baselines"][SIGNATURE].items()

@@ -12,26 +12,26 @@ from fake_child import PLAN, FakeChild, make_spec, ok
 
 from tuner.core.outcome import ChildRun, TrialOutcome
 from tuner.core.progress import progress_event
-from tuner.core.protocol import EPOCH_EVENT
+from tuner.core.protocol import EpochEvent, Event, ProgressEvent, WindowsDoneEvent
 from tuner.driver import study as study_module
 from tuner.driver.study import run_search
 
 
 class EventfulChild(FakeChild):
-    """A fake child that reports an epoch, a step and an event of no known kind."""
+    """A fake child that reports an epoch, a step and an event that is not progress."""
 
-    def __call__(
+    def run(
         self,
         request: dict[str, Any],
         env: dict[str, str],
         timeout_s: float,
-        on_event: Callable[[dict[str, Any]], None] | None = None,
+        on_event: Callable[[Event], None] | None = None,
     ) -> ChildRun:
-        if on_event is not None and request["mode"] == "trial":
-            on_event(progress_event(3, 8, request["global_batch_size"]))
-            on_event({"event": EPOCH_EVENT, "epoch": 1, "epochs": 2, "loss": 0.5})
-            on_event({"event": "something-else"})
-        return super().__call__(request, env, timeout_s, on_event)
+        if on_event is not None and request.mode == "trial":
+            on_event(progress_event(3, 8, request.global_batch_size))
+            on_event(EpochEvent(1, 2, 0.5, 100.0, 256, 512))
+            on_event(WindowsDoneEvent())
+        return super().run(request, env, timeout_s, on_event)
 
 
 class Recorder:
@@ -45,11 +45,11 @@ class Recorder:
     def trial_started(self, number: int, position: int, total: int, params: dict[str, Any]) -> None:
         self.started.append((number, position, total))
 
-    def epoch_finished(self, event: dict[str, Any]) -> None:
-        self.events.append(("epoch", event["epoch"]))
+    def epoch_finished(self, event: EpochEvent) -> None:
+        self.events.append(("epoch", event.epoch))
 
-    def trial_progress(self, event: dict[str, Any]) -> None:
-        self.events.append(("progress", event["samples"]))
+    def trial_progress(self, event: ProgressEvent) -> None:
+        self.events.append(("progress", event.samples))
 
     def trial_finished(self, number: int, outcome: TrialOutcome) -> None:
         self.finished.append((number, outcome.status))
@@ -62,10 +62,11 @@ def test_trials_are_told_by_their_optuna_number_and_events_by_kind(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(study_module, "refresh", lambda study, warn=None: None)
-    EventfulChild(lambda request: ok(request["global_batch_size"])).install(monkeypatch)
+    child = EventfulChild(lambda request: ok(request.global_batch_size))
     recorder = Recorder()
     url = f"sqlite:///{tmp_path / 'numbers.db'}"
-    report = run_search(make_spec(multipliers=(1, 2)), PLAN, url, baseline=False, observer=recorder)
+    spec = make_spec(multipliers=(1, 2))
+    report = run_search(spec, PLAN, url, baseline=False, observer=recorder, runner=child)
 
     trials = sorted(report.study.get_trials(), key=lambda t: t.number)
     numbers = [t.number for t in trials]

@@ -44,10 +44,10 @@ def storage(tmp_path: Path) -> Iterator[str]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def search(storage: str, **spec: Any) -> SearchReport:
+def search(storage: str, child: FakeChild, **spec: Any) -> SearchReport:
     # Grid (64, 128) × (none, linear): (64, none) is same_as (64, linear); the batch-128 points
     # have the best loss (1/batch), the batch-64 one is 100 % worse: out of any tolerance.
-    return run_search(make_spec((1, 2), **spec), PLAN, storage, baseline=False)
+    return run_search(make_spec((1, 2), **spec), PLAN, storage, baseline=False, runner=child)
 
 
 def measured(
@@ -57,7 +57,7 @@ def measured(
     three windows around it (the first one slow: tracing)."""
 
     def trial(request: dict[str, Any]) -> dict[str, Any]:
-        batch, rule = request["global_batch_size"], request["rule"]["name"]
+        batch, rule = request.global_batch_size, request.rule.name
         rate = next(throughputs[rule]) if batch == 128 else 500.0
         windows = [rate / 10, rate * 0.99, rate, rate * 1.01]
         return ok(batch, throughput=rate, final_loss=loss(request), epoch_throughputs=windows)
@@ -66,19 +66,17 @@ def measured(
 
 
 def by_loss(request: dict[str, Any]) -> float:
-    return 1.0 / request["global_batch_size"]
+    return 1.0 / request.global_batch_size
 
 
 def repeats_of(study: optuna.Study) -> list[FrozenTrial]:
     return [t for t in study.get_trials(deepcopy=False) if "repeat_of" in t.user_attrs]
 
 
-def test_separated_candidates_get_one_second_run_each_and_racing_stops(
-    storage: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_separated_candidates_get_one_second_run_each_and_racing_stops(storage: str) -> None:
     rates = {"linear": itertools.repeat(1000.0), "none": itertools.repeat(2000.0)}
-    child = FakeChild(measured(rates, by_loss)).install(monkeypatch)
-    report = search(storage, max_repeats=3)
+    child = FakeChild(measured(rates, by_loss))
+    report = search(storage, child, max_repeats=3)
     # 3 grid launches (64 once) + a second run of each batch-128 candidate; then separated.
     grid = [(64, "linear"), (128, "linear"), (128, "none")]
     assert child.launched() == [*grid, (128, "linear"), (128, "none")]
@@ -94,15 +92,13 @@ def test_separated_candidates_get_one_second_run_each_and_racing_stops(
         assert trial.user_attrs["throughput_ci_method"] == "t over 2 runs"
 
 
-def test_ties_run_to_max_repeats_and_store_medians_and_intervals(
-    storage: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_ties_run_to_max_repeats_and_store_medians_and_intervals(storage: str) -> None:
     rates = {
         "linear": itertools.cycle([900.0, 1300.0, 1000.0]),
         "none": itertools.cycle([1200.0, 800.0, 1100.0]),
     }
-    child = FakeChild(measured(rates, by_loss)).install(monkeypatch)
-    report = search(storage, max_repeats=3)
+    child = FakeChild(measured(rates, by_loss))
+    report = search(storage, child, max_repeats=3)
     assert len(child.launched()) == 3 + 2 * 2  # each candidate 3 runs: still tied, stop
     reps = {t.params["lr_rule"]: t for t in unique_trials(report.study.trials)
             if t.params["global_batch_size"] == 128}  # fmt: skip
@@ -119,16 +115,14 @@ def test_ties_run_to_max_repeats_and_store_medians_and_intervals(
     assert original["throughput_ci_method"].startswith("windows of 1 run")
 
 
-def test_max_repeats_one_turns_racing_off(storage: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_max_repeats_one_turns_racing_off(storage: str) -> None:
     rates = {"linear": itertools.repeat(1000.0), "none": itertools.repeat(1000.0)}
-    child = FakeChild(measured(rates, by_loss)).install(monkeypatch)
-    search(storage, max_repeats=1)
+    child = FakeChild(measured(rates, by_loss))
+    search(storage, child, max_repeats=1)
     assert len(child.launched()) == 3
 
 
-def test_a_stopped_race_resumes_from_the_stored_trials(
-    storage: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_stopped_race_resumes_from_the_stored_trials(storage: str) -> None:
     rates = {"linear": itertools.repeat(1000.0), "none": itertools.repeat(1010.0)}
     runs = measured(rates, by_loss)
     calls = itertools.count()
@@ -138,14 +132,14 @@ def test_a_stopped_race_resumes_from_the_stored_trials(
             raise KeyboardInterrupt
         return runs(request)
 
-    FakeChild(stopped).install(monkeypatch)
+    child = FakeChild(stopped)
     with pytest.raises(KeyboardInterrupt):
-        search(storage, max_repeats=2)
+        search(storage, child, max_repeats=2)
     study = optuna.load_study(study_name="fake", storage=storage)
     assert [status_of(t) for t in repeats_of(study)] == ["ok", "interrupted"]
 
-    child = FakeChild(runs).install(monkeypatch)
-    report = search(storage, max_repeats=2)
+    child = FakeChild(runs)
+    report = search(storage, child, max_repeats=2)
     assert child.launched() == [(128, "none")]  # only the missing repeat; no grid point again
     done = [t for t in repeats_of(report.study) if t.state == TrialState.COMPLETE]
     assert sorted(t.user_attrs["repeat_of"] for t in done) == [2, 3]
@@ -156,18 +150,18 @@ def test_seed_runs_are_stored_and_widen_the_tolerance_racing_applies(
 ) -> None:
     # Seeds move the base loss by ±60 %: batch 64 (loss 2x batch 128's) is within 2 × spread.
     def loss(request: dict[str, Any]) -> float:
-        shift = {0: 1.0, 1: 1.6, 2: 0.4}[request["seed"]]
-        return shift / request["global_batch_size"]
+        shift = {0: 1.0, 1: 1.6, 2: 0.4}[request.seed]
+        return shift / request.global_batch_size
 
     rates = {"linear": itertools.repeat(1000.0), "none": itertools.repeat(5000.0)}
-    child = FakeChild(measured(rates, loss)).install(monkeypatch)
+    child = FakeChild(measured(rates, loss))
     notes: list[str] = []
     monkeypatch.setattr(
         "tuner.driver.observer.QuietObserver.note", lambda self, message: notes.append(message)
     )
-    report = search(storage, seeds=3, max_repeats=2)
-    seed_runs = [r for r in child.requests if r["mode"] == "trial" and r["seed"] != 0]
-    assert [(r["seed"], r["global_batch_size"], r["rule"]["name"]) for r in seed_runs] == [
+    report = search(storage, child, seeds=3, max_repeats=2)
+    seed_runs = [r for r in child.requests if r.mode == "trial" and r.seed != 0]
+    assert [(r.seed, r.global_batch_size, r.rule.name) for r in seed_runs] == [
         (1, 64, "none"),
         (2, 64, "none"),
     ]
@@ -179,8 +173,8 @@ def test_seed_runs_are_stored_and_widen_the_tolerance_racing_applies(
     # The wide tolerance keeps batch 64 a candidate: it is raced too (it ran at 500 samples/s).
     assert {t.user_attrs["repeat_of"] for t in repeats_of(report.study)} == {0, 2, 3}
 
-    again = FakeChild(measured(rates, loss)).install(monkeypatch)
-    search(storage, seeds=3, max_repeats=2)
+    again = FakeChild(measured(rates, loss))
+    search(storage, again, seeds=3, max_repeats=2)
     assert again.launched() == []  # stored: a resumed search measures the noise no more
 
 
@@ -215,8 +209,8 @@ def test_a_repeat_that_misses_the_target_keeps_its_configuration_a_candidate() -
     assert attrs["time_to_target_s"] == 12.0 and attrs["samples_to_target"] == 5120  # medians
 
 
-def test_no_seed_runs_under_a_loss_target(storage: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    child = FakeChild(lambda request: ok(request["global_batch_size"])).install(monkeypatch)
-    report = search(storage, seeds=3, target_loss=0.5)
+def test_no_seed_runs_under_a_loss_target(storage: str) -> None:
+    child = FakeChild(lambda request: ok(request.global_batch_size))
+    report = search(storage, child, seeds=3, target_loss=0.5)
     assert "seed_noise" not in report.study.user_attrs
-    assert all(request.get("seed", 0) == 0 for request in child.requests)
+    assert all(getattr(request, "seed", 0) == 0 for request in child.requests)

@@ -20,7 +20,6 @@ from fake_child import PLAN, FakeChild, make_spec, ok
 from optuna.trial import TrialState
 
 from tuner.core.configurations import status_of
-from tuner.core.efficiency import statistical_efficiency
 from tuner.driver import study as study_module
 from tuner.driver.study import SearchReport, run_search
 
@@ -47,12 +46,13 @@ def refreshed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return names
 
 
-def search(storage: str, spec: Any = None, **kwargs: Any) -> SearchReport:
+def search(storage: str, child: FakeChild, spec: Any = None, **kwargs: Any) -> SearchReport:
     return run_search(
         spec or make_spec(),
         PLAN,
         storage,
         baseline=kwargs.pop("baseline", False),
+        runner=child,
         **kwargs,
     )
 
@@ -66,7 +66,7 @@ def by_point(study: optuna.Study) -> dict[tuple[int, str], optuna.trial.FrozenTr
 
 def oom_from(limit: int) -> Any:
     def trial(request: dict[str, Any]) -> dict[str, Any]:
-        batch = request["global_batch_size"]
+        batch = request.global_batch_size
         if batch >= limit:
             return {"status": "oom", "error": "ResourceExhaustedError: OOM when allocating"}
         return ok(batch)
@@ -75,10 +75,10 @@ def oom_from(limit: int) -> Any:
 
 
 def test_an_oom_prunes_every_larger_batch_without_launching_it(
-    storage: str, monkeypatch: pytest.MonkeyPatch, refreshed: list[str]
+    storage: str, refreshed: list[str]
 ) -> None:
-    child = FakeChild(oom_from(256)).install(monkeypatch)
-    report = search(storage)
+    child = FakeChild(oom_from(256))
+    report = search(storage, child)
     # Batch ascending: the first out-of-memory (256, linear) is the last launch; (64, none)
     # trains exactly like (64, linear) and is not launched.
     assert child.launched() == [
@@ -100,11 +100,9 @@ def test_an_oom_prunes_every_larger_batch_without_launching_it(
     assert refreshed == ["fake"]
 
 
-def test_a_probed_oom_prunes_without_launching(
-    storage: str, monkeypatch: pytest.MonkeyPatch, refreshed: list[str]
-) -> None:
-    child = FakeChild(oom_from(256)).install(monkeypatch)
-    report = search(storage, probe=True)
+def test_a_probed_oom_prunes_without_launching(storage: str, refreshed: list[str]) -> None:
+    child = FakeChild(oom_from(256))
+    report = search(storage, child, probe=True)
     probes = report.study.user_attrs["probes"]["2x cpu"]
     assert probes["smallest_oom_batch"] == 256
     assert probes["largest_fitting_batch"] == 128
@@ -116,47 +114,45 @@ def test_a_probed_oom_prunes_without_launching(
     )
 
 
-def test_resume_runs_no_finished_grid_point_again(
-    storage: str, monkeypatch: pytest.MonkeyPatch, refreshed: list[str]
-) -> None:
+def test_resume_runs_no_finished_grid_point_again(storage: str, refreshed: list[str]) -> None:
     def first(request: dict[str, Any]) -> dict[str, Any]:
-        if request["global_batch_size"] == 128 and request["rule"]["name"] == "none":
+        if request.global_batch_size == 128 and request.rule.name == "none":
             return {"status": "error", "error": "ValueError: a bug in the model"}
         return oom_from(256)(request)
 
     spec = make_spec((1, 2, 4))
-    FakeChild(first).install(monkeypatch)
-    done = search(storage, spec)
+    child = FakeChild(first)
+    done = search(storage, child, spec)
     statuses = sorted(status_of(t) for t in done.study.trials)
     assert statuses == ["error", "ok", "ok", "ok", "oom", "oom-implied"]
-    again = FakeChild(lambda request: ok(request["global_batch_size"])).install(monkeypatch)
-    report = search(storage, spec)
+    again = FakeChild(lambda request: ok(request.global_batch_size))
+    report = search(storage, again, spec)
     assert again.launched() == []  # an error or an out-of-memory would repeat: both are settled
-    assert [r["mode"] for r in again.requests] == ["inspect"]
+    assert [r.mode for r in again.requests] == ["inspect"]
     assert (report.launched, report.grid_size) == (0, 6)
     assert len(report.study.trials) == 6
     assert refreshed == ["fake", "fake"]
 
 
 def test_an_interrupted_trial_is_marked_and_runs_again_once_on_resume(
-    storage: str, monkeypatch: pytest.MonkeyPatch, refreshed: list[str]
+    storage: str, refreshed: list[str]
 ) -> None:
     def stopped(request: dict[str, Any]) -> dict[str, Any]:
-        if request["global_batch_size"] == 128 and request["rule"]["name"] == "none":
+        if request.global_batch_size == 128 and request.rule.name == "none":
             raise KeyboardInterrupt
-        return ok(request["global_batch_size"])
+        return ok(request.global_batch_size)
 
-    FakeChild(stopped).install(monkeypatch)
+    child = FakeChild(stopped)
     with pytest.raises(KeyboardInterrupt):
-        search(storage, make_spec((1, 2)))
+        search(storage, child, make_spec((1, 2)))
     interrupted = optuna.load_study(study_name="fake", storage=storage).trials[-1]
     assert interrupted.state == TrialState.FAIL
     assert status_of(interrupted) == "interrupted"
     assert interrupted.user_attrs["error"] == "stopped by the user"
     assert refreshed == []  # the views wait for a finished search
 
-    child = FakeChild(lambda request: ok(request["global_batch_size"])).install(monkeypatch)
-    report = search(storage, make_spec((1, 2)))
+    child = FakeChild(lambda request: ok(request.global_batch_size))
+    report = search(storage, child, make_spec((1, 2)))
     assert child.launched() == [(128, "none")]
     assert report.launched == 1
     trials = report.study.trials
@@ -165,19 +161,17 @@ def test_an_interrupted_trial_is_marked_and_runs_again_once_on_resume(
     assert status_of(trials[-1]) == "ok"
 
 
-def test_a_trial_stores_what_its_child_measured(
-    storage: str, monkeypatch: pytest.MonkeyPatch, refreshed: list[str]
-) -> None:
+def test_a_trial_stores_what_its_child_measured(storage: str, refreshed: list[str]) -> None:
     measured = ok(
         128,
         peak_memory_bytes=123_456,
         gradient_noise_scale=64.0,
         timings={"training_s": 0.25},
     )
-    child = FakeChild(lambda request: measured).install(monkeypatch)
-    report = search(storage, make_spec((2,)), baseline=True)
+    child = FakeChild(lambda request: measured)
+    report = search(storage, child, make_spec((2,)), baseline=True)
     baseline, *trials = child.requests[1:]
-    assert baseline["plan"]["num_replicas"] == 1 and baseline["global_batch_size"] == 64
+    assert baseline.plan.num_replicas == 1 and baseline.global_batch_size == 64
     assert report.study.user_attrs["baselines"]["2x cpu"]["throughput"] == 1280.0
     linear = by_point(report.study)[(128, "linear")]
     assert linear.state == TrialState.COMPLETE
@@ -191,20 +185,21 @@ def test_a_trial_stores_what_its_child_measured(
     assert attrs["learning_rate"] == pytest.approx(2e-3)  # linear: 2 × base batch
     assert (attrs["per_replica_batch_size"], attrs["num_replicas"]) == (64, 2)
     assert attrs["device_signature"] == "2x cpu"
-    efficiency = statistical_efficiency(64.0, 64, 128)
-    assert attrs["statistical_efficiency"] == pytest.approx(efficiency)
-    assert attrs["goodput"] == pytest.approx(1280.0 * efficiency)
+    # Noise scale 64 at base batch 64, trial batch 128: each sample does (64 + 64) / (64 + 128)
+    # = 2/3 of a base-batch sample's work (Pollux), so goodput is 2/3 of the 1280 samples/s.
+    assert attrs["statistical_efficiency"] == pytest.approx(2 / 3)
+    assert attrs["goodput"] == pytest.approx(1280.0 * 2 / 3)
     assert "error" not in attrs
-    sent = next(r for r in trials if r["rule"]["name"] == "linear")
-    assert sent["learning_rate"] == pytest.approx(2e-3)
-    assert sent["rule"]["ratio"] == 2
+    sent = next(r for r in trials if r.rule.name == "linear")
+    assert sent.learning_rate == pytest.approx(2e-3)
+    assert sent.rule.ratio == 2
 
 
 def test_a_bad_measurement_fails_the_trial_with_its_reason(
-    storage: str, monkeypatch: pytest.MonkeyPatch, refreshed: list[str]
+    storage: str, refreshed: list[str]
 ) -> None:
-    FakeChild(lambda request: {**ok(64), "throughput": 0.0}).install(monkeypatch)
-    report = search(storage, make_spec((1,)))
+    child = FakeChild(lambda request: {**ok(64), "throughput": 0.0})
+    report = search(storage, child, make_spec((1,)))
     for trial in report.study.trials:
         assert trial.state == TrialState.FAIL
         assert status_of(trial) == "error"

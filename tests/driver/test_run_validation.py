@@ -14,49 +14,51 @@ from tuner.driver.validate import run_validation
 
 def measured(request: dict[str, Any]) -> dict[str, Any]:
     """A validation run that passes every check: same losses, one batch split evenly."""
-    replicas = request["plan"]["num_replicas"]
-    steps = request["epochs"] * request["steps_per_epoch"]
+    replicas = request.plan.num_replicas
+    steps = request.budget.epochs * request.budget.steps_per_epoch
     return {
         "status": "ok",
         "step_losses": [1.0 / (step + 1) for step in range(steps)],
         "weight_max_abs_diff": 0.0,
         "copies_per_variable": replicas,
         "variables_compared": 4,
-        "replica_examples": [steps * request["global_batch_size"] // replicas] * replicas,
+        "replica_examples": [steps * request.global_batch_size // replicas] * replicas,
         "num_replicas": replicas,
         "steps": steps,
         "devices": [f"/cpu:{i}" for i in range(replicas)],
-        "optimizer_learning_rate": request["learning_rate"],
+        "optimizer_learning_rate": request.learning_rate,
         "versions": {"tensorflow": "fake"},
     }
 
 
-def test_one_device_then_the_replicas_at_the_same_batch(monkeypatch: pytest.MonkeyPatch) -> None:
-    child = FakeChild(measured).install(monkeypatch)
-    report = run_validation(make_spec(), PLAN, lr_rule="linear", global_batch=128, steps=10)
-    assert [r["plan"]["num_replicas"] for r in child.requests] == [1, 2]
+def test_one_device_then_the_replicas_at_the_same_batch() -> None:
+    child = FakeChild(measured)
+    report = run_validation(
+        make_spec(), PLAN, lr_rule="linear", global_batch=128, steps=10, runner=child
+    )
+    assert [r.plan.num_replicas for r in child.requests] == [1, 2]
     for request in child.requests:
-        assert request["mode"] == "validate"
-        assert request["global_batch_size"] == 128
-        assert request["learning_rate"] == pytest.approx(2e-3)
-        assert request["steps_per_epoch"] == 10
-        assert request["loss_reduction"] == "global"
+        assert request.mode == "validate"
+        assert request.global_batch_size == 128
+        assert request.learning_rate == pytest.approx(2e-3)
+        assert request.budget.steps_per_epoch == 10
+        assert request.loss_reduction == "global"
     assert report["passed"] is True
     assert set(report["checks"]) == {"loss_parity", "weight_sync", "device_use", "learning_rate"}
     assert (report["num_replicas"], report["per_replica_batch_size"]) == (2, 64)
     assert report["steps"] == 10 and report["versions"] == {"tensorflow": "fake"}
 
 
-def test_a_failed_run_is_a_runtime_failure(monkeypatch: pytest.MonkeyPatch) -> None:
-    FakeChild(lambda request: {"status": "error", "error": "boom"}).install(monkeypatch)
+def test_a_failed_run_is_a_runtime_failure() -> None:
+    child = FakeChild(lambda request: {"status": "error", "error": "boom"})
     with pytest.raises(TunerError, match=r"the 1-device validation run failed \(error\): boom"):
-        run_validation(make_spec(), PLAN)
+        run_validation(make_spec(), PLAN, runner=child)
 
 
-def test_a_refused_workload_is_bad_input(monkeypatch: pytest.MonkeyPatch) -> None:
-    FakeChild(lambda request: {"status": "invalid", "error": "bad loss"}).install(monkeypatch)
+def test_a_refused_workload_is_bad_input() -> None:
+    child = FakeChild(lambda request: {"status": "invalid", "error": "bad loss"})
     with pytest.raises(WorkloadError, match="bad loss"):
-        run_validation(make_spec(), PLAN)
+        run_validation(make_spec(), PLAN, runner=child)
 
 
 @pytest.mark.parametrize(
@@ -68,9 +70,9 @@ def test_a_refused_workload_is_bad_input(monkeypatch: pytest.MonkeyPatch) -> Non
     ],
 )
 def test_options_that_cannot_compare_are_refused_before_any_child(
-    monkeypatch: pytest.MonkeyPatch, plan: DevicePlan, options: dict[str, Any], message: str
+    plan: DevicePlan, options: dict[str, Any], message: str
 ) -> None:
-    child = FakeChild(measured).install(monkeypatch)
+    child = FakeChild(measured)
     with pytest.raises(ConfigError, match=message):
-        run_validation(make_spec(), plan, **options)
+        run_validation(make_spec(), plan, **options, runner=child)
     assert child.requests == []

@@ -8,12 +8,15 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
+from child_requests import inspect_request, run_request
 
 from tuner.core.devices import DevicePlan
+from tuner.core.protocol import decode_result, encode_request
 from tuner.driver.children._runner import run_child
 
 pytestmark = pytest.mark.slow
@@ -24,11 +27,13 @@ TESTS = Path(__file__).resolve().parents[1]
 # modules the process ended up with.
 IN_PROCESS = """
 import json, sys
+from tuner.core.protocol import decode_request
 from tuner.worker.__main__ import runners
-requests = json.loads(sys.argv[1])
+requests = [decode_request(text) for text in json.loads(sys.argv[1])]
 table = runners("jax")
-results = [table[r["mode"]](r, lambda event: None) for r in requests]
-print("RESULTS " + json.dumps(results, default=str))
+results = [table[r.mode](r, lambda event: None) for r in requests]
+flat = [{"status": r.status, "error": r.error, **r.payload} for r in results]
+print("RESULTS " + json.dumps(flat, default=str))
 print("TF " + json.dumps(sorted(m for m in sys.modules if m.startswith("tensorflow"))))
 """
 
@@ -53,27 +58,19 @@ def workloads_importable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PYTHONPATH", _python_path())
 
 
-def _request(backend: str = "jax", mode: str = "trial", **fields: Any) -> dict[str, Any]:
-    workload = {
-        "model": "tuner.workloads.regression:build_model",
-        "data": "jax_test_workloads:iterable_data",
-        "loss": "mse",
-        "optimizer": "adam",
-        "backend": backend,
-    }
-    workload.update(fields.pop("workload", {}))
-    request = {
-        "mode": mode,
-        "plan": _plan(backend).to_dict(),
-        "workload": workload,
-        "global_batch_size": 128,
-        "learning_rate": 1e-3,
-        "epochs": 2,
-        "seed": 0,
-        "loop": "fit",
-        "noise_scale": False,
-    }
-    return {**request, **fields}
+def _request(backend: str = "jax", mode: str = "trial", **fields: Any) -> Any:
+    """A request of ``mode`` on ``backend`` (the iterable test data unless ``workload`` says)."""
+    given = {"data": "jax_test_workloads:iterable_data", "backend": backend}
+    given.update(fields.pop("workload", {}))
+    if mode == "inspect":
+        return inspect_request(**given, **fields)
+    return run_request(mode, plan=_plan(backend), **given, **fields)
+
+
+def _flat(text: str | None) -> dict[str, Any]:
+    """A child's result with its status and error beside the payload's fields."""
+    result = decode_result(text or "")
+    return {"status": result.status, "error": result.error, **result.payload}
 
 
 def test_jax_runs_every_mode_and_input_form_without_tensorflow() -> None:
@@ -88,7 +85,7 @@ def test_jax_runs_every_mode_and_input_form_without_tensorflow() -> None:
     ]
     env = {**os.environ, **_env(_plan("jax"))}
     done = subprocess.run(
-        [sys.executable, "-c", IN_PROCESS, json.dumps(requests)],
+        [sys.executable, "-c", IN_PROCESS, json.dumps([encode_request(r) for r in requests])],
         env=env,
         capture_output=True,
         text=True,
@@ -129,7 +126,7 @@ def test_mixed_bfloat16_trains_on_both_backends(backend: str) -> None:
     arrays = {"data": "tuner_test_workloads:small_regression_data"}
     request = _request(backend, workload=arrays, precision="mixed_bfloat16", train_samples=2048)
     run = run_child(request, _env(_plan(backend)), timeout_s=600)
-    result = json.loads(run.result_text or "{}")
+    result = _flat(run.result_text)
     assert result.get("status") == "ok", (result, run.stderr_tail[-2000:])
     assert (result["backend"], result["precision"]) == (backend, "mixed_bfloat16")
     assert result["final_loss"] < 1.0
@@ -140,11 +137,11 @@ def test_a_batch_beyond_the_cpu_memory_cap_is_an_out_of_memory() -> None:
     plan = _plan("jax", memory_limit=50 * 2**20)  # 100 MiB for the two devices
     wide = {"model": "jax_test_workloads:wide_model"}
     fits = _request(workload=wide, global_batch_size=32, steps_per_epoch=2, epochs=1)
-    over = {**fits, "global_batch_size": 1024}  # ~330 MB of activations alone
+    over = replace(fits, global_batch_size=1024)  # ~330 MB of activations alone
     results = []
     for request in (fits, over):
-        run = run_child({**request, "plan": plan.to_dict()}, _env(plan), timeout_s=600)
-        results.append(json.loads(run.result_text or "{}"))
+        run = run_child(replace(request, plan=plan), _env(plan), timeout_s=600)
+        results.append(_flat(run.result_text))
     assert results[0].get("status") == "ok", results[0]
     assert results[1].get("status") == "oom", results[1]
     assert "Out of memory" in results[1]["error"]

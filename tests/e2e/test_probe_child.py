@@ -12,16 +12,18 @@ import pytest
 
 from tuner.core.devices import DevicePlan
 from tuner.core.spec import SearchSpec, StudySpec, WorkloadSpec
+from tuner.driver.children._runner import ProcessRunner
 from tuner.driver.probing import run_probe
 
 pytestmark = pytest.mark.slow
 
 TESTS = Path(__file__).resolve().parents[1]
+RUNNER = ProcessRunner()
 
 
 @pytest.fixture(autouse=True)
 def workloads_importable(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The test workloads on the children's path (``run_child`` passes PYTHONPATH on)."""
+    """The test workloads on the children's path (the process runner passes PYTHONPATH on)."""
     path = [str(TESTS), str(TESTS / "worker"), os.environ.get("PYTHONPATH", "")]
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in path if p))
 
@@ -52,7 +54,7 @@ def test_a_child_killed_mid_probe_leaves_its_size_infeasible_and_a_fresh_child_g
     monkeypatch.setenv("TUNER_TEST_FAULT", "abort@probe:3072")
     plan = DevicePlan("cpu", 2, memory_limit_bytes=128 * 2**20)
     grid = (1024, 2048, 3072, 4096, 8192)
-    found = run_probe(_spec(), plan, 16_384, grid=grid, steps=2)
+    found = run_probe(_spec(), plan, 16_384, runner=RUNNER, grid=grid, steps=2)
     # 3072 (killed), then 1024 and 2048 fit: one child each under a cap.
     assert _tried(found) == [(3072, False), (1024, True), (2048, True)], found
     assert "SIGABRT" in found["attempts"][0]["error"]
@@ -64,7 +66,7 @@ def test_jax_stops_a_child_at_an_oom_and_goes_on_in_a_fresh_one() -> None:
     # The wide model trains at 1024 and runs out of memory at 8192 under 224 MiB per device
     # (tests/e2e/test_jax_search.py).
     plan = DevicePlan("cpu", 2, memory_limit_bytes=224 * 2**20, backend="jax")
-    found = run_probe(_spec("jax"), plan, 16_384, grid=(1024, 8192, 16384), steps=2)
+    found = run_probe(_spec("jax"), plan, 16_384, runner=RUNNER, grid=(1024, 8192, 16384), steps=2)
     # Bisection: 8192 runs out of memory and ends the first child; the second tries 1024.
     assert _tried(found) == [(8192, False), (1024, True)], found
     assert found["launches"] == 2
@@ -75,7 +77,9 @@ def test_jax_stops_a_child_at_an_oom_and_goes_on_in_a_fresh_one() -> None:
 @pytest.mark.parametrize("backend", ["tensorflow", "jax"])
 def test_without_a_cap_one_child_tries_several_sizes(backend: str) -> None:
     plan = DevicePlan("cpu", 2, backend=backend)
-    found = run_probe(_spec(backend), plan, 16_384, grid=(256, 512, 1024, 2048), steps=2)
+    found = run_probe(
+        _spec(backend), plan, 16_384, runner=RUNNER, grid=(256, 512, 1024, 2048), steps=2
+    )
     assert _tried(found) == [(512, True), (1024, True), (2048, True)], found
     assert found["launches"] == 1
     assert found["largest_fitting_batch"] == 2048 and found["smallest_oom_batch"] is None

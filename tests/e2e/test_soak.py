@@ -15,7 +15,6 @@ import json
 import os
 import random
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -25,9 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+import sqlalchemy
 from conftest import run_tuner, tuner_env, write_spec
 from optuna.trial import TrialState
 from procs import child_pids, finished_trials, load
+from sqlalchemy import text
 from test_postgres import pg_url  # noqa: F401  (the fixture)
 
 from tuner.core.configurations import grid_point, status_of, unique_trials
@@ -239,13 +240,93 @@ def _soak(tmp_path: Path, url: str, storage: str, sizes: int) -> None:
             handle.write(json.dumps(figures) + "\n")
 
 
+# Optuna's tables that name a trial, and those that name a study (foreign keys SQLite does not
+# enforce: Optuna does not turn them on).
+_OF_A_TRIAL = (
+    "trial_params",
+    "trial_values",
+    "trial_intermediate_values",
+    "trial_user_attributes",
+    "trial_system_attributes",
+    "trial_heartbeats",
+)
+_OF_A_STUDY = ("trials", "study_directions", "study_user_attributes", "study_system_attributes")
+
+
+def _damage(url: str) -> list[str]:
+    """What is wrong with the database under the study at ``url`` (nothing: ``[]``), on SQLite
+    and PostgreSQL alike: rows of a trial or study that is not there, trial numbers other than
+    0, 1, ... in a study, a trial that ended through tuner (COMPLETE or PRUNED) without its
+    outcome (``status``) stored with its state, a COMPLETE trial without one value per objective,
+    an attribute that is not JSON; on SQLite also what its own check finds in the file."""
+    engine = sqlalchemy.create_engine(url)
+    found: list[str] = []
+    try:
+        with engine.connect() as db:
+            if engine.dialect.name == "sqlite":
+                verdict = db.execute(text("PRAGMA integrity_check")).scalar_one()
+                if verdict != "ok":
+                    found.append(f"SQLite integrity_check: {verdict}")
+            for table in _OF_A_TRIAL:
+                found += _orphans(db, table, "trials", "trial_id")
+            for table in _OF_A_STUDY:
+                found += _orphans(db, table, "studies", "study_id")
+            found += _trials_damage(db)
+    finally:
+        engine.dispose()
+    return found
+
+
+def _orphans(db: sqlalchemy.Connection, table: str, parent: str, key: str) -> list[str]:
+    """Rows of ``table`` whose ``key`` names no row of ``parent``."""
+    query = f"SELECT COUNT(*) FROM {table} c LEFT JOIN {parent} p ON c.{key} = p.{key}"
+    orphans = db.execute(text(f"{query} WHERE p.{key} IS NULL")).scalar_one()
+    return [f"{orphans} rows of {table} name no row of {parent}"] if orphans else []
+
+
+def _trials_damage(db: sqlalchemy.Connection) -> list[str]:
+    """:func:`_damage`'s checks of each stored trial, read with SQL, not through Optuna."""
+    found = []
+    trials = db.execute(text("SELECT trial_id, study_id, number, state FROM trials")).all()
+    by_study: dict[int, list[int]] = {}
+    for _, study_id, number, _ in trials:
+        by_study.setdefault(study_id, []).append(number)
+    for study_id, numbers in by_study.items():
+        if sorted(numbers) != list(range(len(numbers))):
+            found.append(f"study {study_id} numbers its trials {sorted(numbers)}")
+    statuses = dict(
+        db.execute(
+            text("SELECT trial_id, value_json FROM trial_user_attributes WHERE key = 'status'")
+        ).all()
+    )
+    objectives = dict(
+        db.execute(text("SELECT study_id, COUNT(*) FROM study_directions GROUP BY study_id")).all()
+    )
+    values = dict(
+        db.execute(text("SELECT trial_id, COUNT(*) FROM trial_values GROUP BY trial_id")).all()
+    )
+    for trial_id, study_id, number, state in trials:
+        # A FAIL may be Optuna's (a dead worker's trial, failed by the heartbeat): no status.
+        if state in ("COMPLETE", "PRUNED") and trial_id not in statuses:
+            found.append(f"trial {number} is {state} without its status")
+        if state == "COMPLETE" and values.get(trial_id, 0) != objectives.get(study_id):
+            found.append(f"trial {number} is COMPLETE with {values.get(trial_id, 0)} values")
+    for table in ("trial_user_attributes", "trial_system_attributes"):
+        for key, value_json in db.execute(text(f"SELECT key, value_json FROM {table}")):
+            try:
+                json.loads(value_json)
+            except ValueError:
+                found.append(f"{table} {key!r} holds no JSON: {value_json[:80]!r}")
+    return found
+
+
 def test_soak_sqlite(tmp_path):
-    db = tmp_path / "soak.db"
-    _soak(tmp_path, f"sqlite:///{db}", "sqlite", SQLITE_SIZES)
-    with sqlite3.connect(db) as connection:
-        assert connection.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    url = f"sqlite:///{tmp_path / 'soak.db'}"
+    _soak(tmp_path, url, "sqlite", SQLITE_SIZES)
+    assert _damage(url) == []
 
 
 @pytest.mark.postgres
 def test_soak_postgres(tmp_path, pg_url):  # noqa: F811
     _soak(tmp_path, pg_url, "postgresql", POSTGRES_SIZES)
+    assert _damage(pg_url) == []

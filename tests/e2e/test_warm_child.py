@@ -21,7 +21,7 @@ from procs import alive, descendants, wait_gone, wait_until
 
 from tuner.core.devices import DevicePlan, inspect_environment
 from tuner.core.outcome import PHASES, classify
-from tuner.core.protocol import TRIAL_DIR_PREFIX
+from tuner.core.protocol import TRIAL_DIR_PREFIX, decode_result
 from tuner.driver.children import _warm as warm
 from tuner.driver.children._requests import inspect_request, trial_request
 from tuner.driver.children._runner import run_child
@@ -59,16 +59,16 @@ def waiting_spare() -> Any:
 def test_a_warm_child_takes_the_request_and_reports_as_a_fresh_one(own_temp: Path) -> None:
     request = trial_request(SPEC, PLAN, 128, SPEC.search.base_lr)
     events: list[str] = []
-    fresh = run_child(request, PLAN.child_environment(), 300, lambda e: events.append(e["event"]))
+    fresh = run_child(request, PLAN.child_environment(), 300, lambda e: events.append(e.kind))
     assert "windows_done" in events  # the run said when its timed windows ended...
     spare = waiting_spare()  # ...and the next child was started then
     warmed = run_child(request, PLAN.child_environment(), 300)
     assert not alive(spare.proc.pid) and not spare.folder.exists()
-    first, second = json.loads(fresh.result_text), json.loads(warmed.result_text)
-    assert first["status"] == second["status"] == "ok"
-    assert set(first) == set(second)
-    assert first["final_loss"] == second["final_loss"]  # same seed, same training
-    assert "import_hidden_s" not in first["timings"] and second["timings"]["import_hidden_s"] > 0
+    first, second = decode_result(fresh.result_text), decode_result(warmed.result_text)
+    assert first.status == second.status == "ok"
+    assert set(first.payload) == set(second.payload)
+    assert first.payload["final_loss"] == second.payload["final_loss"]  # same seed and training
+    assert "import_hidden_s" not in first.timings and second.timings["import_hidden_s"] > 0
     for run in (fresh, warmed):
         timings = classify(run, memory_capped=False).attrs["timings"]
         assert all(timings[p] >= 0 for p in PHASES), timings
@@ -83,10 +83,10 @@ def test_a_spare_for_another_environment_gives_way_to_a_fresh_child(own_temp: Pa
     env = PLAN.child_environment()
     warm.POOL.expect(env)  # the workload check starts a spare for env at once
     checked = run_child(inspect_request(SPEC), inspect_environment("tensorflow"), 300)
-    assert json.loads(checked.result_text)["status"] == "ok"
+    assert decode_result(checked.result_text).status == "ok"
     spare = waiting_spare()
     other = run_child(inspect_request(SPEC), {**env, "TUNER_OTHER": "1"}, 300)
-    assert "import_hidden_s" not in json.loads(other.result_text)["timings"]
+    assert "import_hidden_s" not in decode_result(other.result_text).timings
     assert wait_gone([spare.proc.pid], 10) and not spare.folder.exists()
     assert warm.POOL.spare() is None and folders(own_temp) == []
 
@@ -100,8 +100,8 @@ def test_a_spare_that_died_while_waiting_is_replaced(own_temp: Path) -> None:
         os.kill(pid, signal.SIGKILL)
     spare.proc.wait(10)  # the supervisor ends as its child ended
     run = run_child(inspect_request(SPEC), env, 300)
-    result = json.loads(run.result_text)
-    assert result["status"] == "ok" and "import_hidden_s" not in result["timings"]
+    result = decode_result(run.result_text)
+    assert result.status == "ok" and "import_hidden_s" not in result.timings
     assert not spare.folder.exists() and folders(own_temp) == []
 
 

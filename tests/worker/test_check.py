@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from child_requests import inspect_request
 
 from tuner.core.errors import WorkloadError
 from tuner.worker.check import check_workload
@@ -28,16 +29,12 @@ def unpaired() -> tuple[np.ndarray, ...]:
     return (np.zeros((4, 10)), np.zeros((3, 1)), np.zeros((2, 10)), np.zeros((2, 1)))
 
 
-def request(**changes: Any) -> dict[str, Any]:
-    workload = {"model": MODEL, "data": DATA, "loss": "mse", "optimizer": "adam"}
-    workload.update({k: v for k, v in changes.items() if k in workload})
-    extra = {k: v for k, v in changes.items() if k not in workload}
-    return {"mode": "inspect", "workload": workload, "loop": "fit", **extra}
+def request(**changes: Any) -> Any:
+    return inspect_request(**{"model": MODEL, "data": DATA, **changes})
 
 
 def test_a_good_workload_reports_its_sizes() -> None:
     result = check_workload(request())
-    assert result["status"] == "ok"
     assert (result["n_train"], result["n_val"], result["input_shape"]) == (4096, 1024, [10])
     assert result["parameters"] == 10 * 64 + 64 + 64 * 32 + 32 + 32 + 1
     assert (result["hypermodel"], result["compiled_by_build"]) == (None, False)

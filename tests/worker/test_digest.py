@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from child_requests import run_request, workload
 
 from tuner.driver.baseline_reuse import reuse_key
 from tuner.worker.digest import workload_digest
 
-WORKLOAD = {"model": "tuner.workloads.regression:build_model", "data": "tests_data:load"}
+WORKLOAD = workload(model="tuner.workloads.regression:build_model", data="tests_data:load")
 
 
 class Model:
@@ -48,7 +49,7 @@ def test_the_model_modules_source_is_in_it(monkeypatch: pytest.MonkeyPatch) -> N
 def test_a_speed_setting_the_children_inherit_changes_the_reuse_key(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    request = {"global_batch_size": 64}
+    request = run_request(global_batch_size=64)
     attrs = {"workload": {"digest": "abc"}}
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     before = reuse_key(request, attrs, "2x cpu")

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from child_requests import workload
 
 tf = pytest.importorskip("tensorflow")
 
@@ -33,7 +34,7 @@ def workload_module() -> Iterator[types.ModuleType]:
 
 def load(module: types.ModuleType, data: Any) -> inputs.Source:
     module.data = lambda: data  # type: ignore[attr-defined]
-    return inputs.load_source({"data": "tuner_inputs_case:data"})
+    return inputs.load_source(workload(data="tuner_inputs_case:data"))
 
 
 def test_arrays_are_shuffled_batched_at_the_global_batch(workload_module: Any) -> None:
@@ -99,7 +100,7 @@ def test_a_dataset_function_is_called_per_split(workload_module: Any) -> None:
         return tf.data.Dataset.from_tensor_slices((X, Y)).batch(batch_size)
 
     workload_module.dataset = dataset  # type: ignore[attr-defined]
-    source = inputs.load_source({"dataset": "tuner_inputs_case:dataset"})
+    source = inputs.load_source(workload(data=None, dataset="tuner_inputs_case:dataset"))
     assert source.form == "function"
     sizes = [len(x) for x, _ in inputs.val_batches(source, 8, val_samples=12)]
     assert sizes == [8, 4] and calls == [("val", 8, None)]

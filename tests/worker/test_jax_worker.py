@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from child_requests import inspect_request, run_request, workload
 
 from tuner.core.errors import WorkloadError
 from tuner.worker.backends import backend_name
@@ -54,16 +55,16 @@ def test_structured_batches_are_joined_per_array() -> None:
 
 def test_lists_pydatasets_and_one_shot_iterators(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.syspath_prepend(str(Path(__file__).parent))
-    listed = jax_inputs.load_source({"data": "jax_test_workloads:iterable_data"})
+    listed = jax_inputs.load_source(workload(data="jax_test_workloads:iterable_data"))
     assert (listed.form, listed.train_size, listed.val_size) == ("iterables", 1024, 256)
-    py = jax_inputs.load_source({"data": "jax_test_workloads:pydataset_data"})
+    py = jax_inputs.load_source(workload(data="jax_test_workloads:pydataset_data"))
     assert (py.form, py.train_size, py.rebatched) == ("pydatasets", None, True)
     x, y = jax_inputs.first_batch(py, "train", 100)
     assert x.shape == (100, 10) and y.shape == (100, 1)
     with pytest.raises(WorkloadError, match=r"one-shot iterator .*give a list of batches"):
-        jax_inputs.load_source({"data": "jax_test_workloads:generator_data"})
+        jax_inputs.load_source(workload(data="jax_test_workloads:generator_data"))
     with pytest.raises(WorkloadError, match="dataset function, TensorFlow's pattern"):
-        jax_inputs.load_source({"dataset": "m:fn"})
+        jax_inputs.load_source(workload(data=None, dataset="m:fn"))
 
 
 class _Model:
@@ -93,10 +94,10 @@ def test_the_memory_cap_is_read_from_the_environment() -> None:
 
 
 def test_the_backend_comes_from_the_request() -> None:
-    assert backend_name({"workload": {"backend": "jax"}}) == "jax"
-    assert backend_name({"workload": {}}) == "tensorflow"
+    assert backend_name(run_request(backend="jax")) == "jax"
+    assert backend_name(inspect_request()) == "tensorflow"  # the spec's default
     with pytest.raises(ValueError, match="unknown backend 'torch'"):
-        backend_name({"workload": {"backend": "torch"}})
+        backend_name(inspect_request(backend="torch"))
 
 
 NEUTRAL = ("trial", "probe", "validate", "check", "session", "meters", "callbacks", "sources")

@@ -4,12 +4,14 @@ in this process: nothing here trains."""
 from __future__ import annotations
 
 import importlib
+from dataclasses import replace
 
 import numpy as np
 import pytest
+from child_requests import inspect_request, run_request
 
 from tuner.core.errors import WorkloadError
-from tuner.core.protocol import MODES
+from tuner.core.protocol import MODES, LearningRateRule
 from tuner.worker import session as runs
 from tuner.worker.backends.tensorflow import _inputs as inputs
 from tuner.worker.probe import run_probe
@@ -30,18 +32,13 @@ def test_every_protocol_mode_has_its_runner() -> None:
 
 
 def test_inspect_runs_the_workload_check() -> None:
-    request = {
-        "mode": "inspect",
-        "workload": {
-            "model": "tuner.workloads.regression:build_model",
-            "data": "tuner_test_workloads:small_regression_data",
-            "loss": "mse",
-            "optimizer": "adam",
-        },
-    }
-    events: list[dict] = []
+    request = inspect_request(
+        model="tuner.workloads.regression:build_model",
+        data="tuner_test_workloads:small_regression_data",
+    )
+    events: list[object] = []
     result = child.runners()["inspect"](request, events.append)
-    assert (result["status"], result["n_train"]) == ("ok", 4096)
+    assert (result.status, result.payload["n_train"]) == ("ok", 4096)
     assert events == []
 
 
@@ -69,7 +66,9 @@ def _source(size: int | None) -> inputs.Source:
 
 
 def test_windows_are_epochs_a_sample_budget_or_the_requested_steps() -> None:
-    windows = runs._windows
+    def windows(budget: dict[str, int], batch: int, source: inputs.Source) -> tuple[int, int]:
+        return runs._windows(run_request(**{"epochs": None, **budget}), batch, source)
+
     assert windows({"epochs": 3}, 256, _source(4096)) == (16, 3)
     assert windows({"epochs": 1, "steps_per_epoch": 5}, 256, _source(4096)) == (5, 1)
     assert windows({"epochs": 1, "steps_per_epoch": 50}, 256, _source(4096)) == (16, 1)
@@ -85,11 +84,25 @@ def test_windows_are_epochs_a_sample_budget_or_the_requested_steps() -> None:
 
 
 def test_a_warmup_in_epochs_becomes_steps() -> None:
-    rule = {"name": "linear-warmup", "warmup_epochs": 0.5, "warmup_steps": None}
-    assert runs._resolved_rule(rule, 16, 48)["warmup_steps"] == 8
-    assert runs._resolved_rule({**rule, "warmup_epochs": 0.01}, 16, 48)["warmup_steps"] == 1
-    assert runs._resolved_rule({**rule, "warmup_steps": 3}, 16, 48)["warmup_steps"] == 3
-    budget = {**rule, "sample_budget": True}  # no epochs: the first 10 % of the steps
-    assert runs._resolved_rule(budget, 16, 480)["warmup_steps"] == 48
-    sqrt = {"name": "sqrt-adam", "ratio": 2.0}
+    rule = LearningRateRule(
+        name="linear-warmup",
+        ratio=2.0,
+        base_lr=1e-3,
+        learning_rate=2e-3,
+        warmup_steps=None,
+        warmup_epochs=0.5,
+        sample_budget=False,
+    )
+
+    def steps(rule: LearningRateRule, epoch_steps: int, total_steps: int) -> int | None:
+        resolved = runs._resolved_rule(rule, epoch_steps, total_steps)
+        assert resolved is not None
+        return resolved.warmup_steps
+
+    assert steps(rule, 16, 48) == 8
+    assert steps(replace(rule, warmup_epochs=0.01), 16, 48) == 1
+    assert steps(replace(rule, warmup_steps=3), 16, 48) == 3
+    budget = replace(rule, sample_budget=True)  # no epochs: the first 10 % of the steps
+    assert steps(budget, 16, 480) == 48
+    sqrt = replace(rule, name="sqrt-adam")
     assert runs._resolved_rule(sqrt, 16, 48) is sqrt

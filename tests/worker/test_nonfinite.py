@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from child_requests import inspect_request
 
 from tuner.core.errors import WorkloadError
 from tuner.worker.check import SCAN_SAMPLES, check_workload, named_arrays, non_finite_count
@@ -15,9 +16,8 @@ MODEL = "tuner.workloads.regression:build_model"
 HERE = __name__
 
 
-def request(data: str, model: str = MODEL, **workload: Any) -> dict[str, Any]:
-    spec = {"model": model, "data": data, "loss": "mse", "optimizer": "adam", **workload}
-    return {"mode": "inspect", "workload": spec, "loop": "fit"}
+def request(data: str, model: str = MODEL, **workload: Any) -> Any:
+    return inspect_request(model=model, data=data, **workload)
 
 
 def inf_past_the_first_batch() -> tuple[np.ndarray, ...]:
@@ -75,7 +75,6 @@ def test_finite_dict_features_pass_the_check(monkeypatch: pytest.MonkeyPatch) ->
             model="tuner_test_workloads:dict_feature_model",
         )
     )
-    assert result["status"] == "ok"
     assert result["input_shape"] == {"a": [10], "b": [3]}
 
 

@@ -6,6 +6,7 @@ import json
 
 import keras
 import pytest
+from child_requests import rule
 
 from tuner.core.errors import WorkloadError
 from tuner.core.optimizers import warmup_schedule
@@ -31,15 +32,15 @@ def test_the_warmup_schedule_survives_its_config() -> None:
 
 
 def test_linear_warmup_keeps_the_optimizer_and_ramps_its_rate() -> None:
-    rule = {"name": "linear-warmup", "base_lr": 1e-3, "learning_rate": 4e-3, "warmup_steps": 8}
-    optimizer = apply_rule(keras.optimizers.SGD(learning_rate=4e-3, momentum=0.7), rule)
+    warmup = rule("linear-warmup", base_lr=1e-3, learning_rate=4e-3, warmup_steps=8)
+    optimizer = apply_rule(keras.optimizers.SGD(learning_rate=4e-3, momentum=0.7), warmup)
     assert type(optimizer).__name__ == "SGD" and optimizer.get_config()["momentum"] == 0.7
     rates = []
     for step in (0, 4, 8, 20):
         optimizer.iterations.assign(step)
         rates.append(float(optimizer.learning_rate))
     assert rates == pytest.approx([ramp(s, 8, 1e-3, 4e-3) for s in (0, 4, 8, 20)], rel=1e-6)
-    described = describe(optimizer, False, rule)
+    described = describe(optimizer, False, warmup)
     assert described["warmup"] == {"from": 1e-3, "to": 4e-3, "steps": 8}
     # The whole optimizer, as Keras serializes it, rebuilds the same ramp.
     rebuilt = keras.optimizers.deserialize(json.loads(json.dumps(described["keras"])))
@@ -49,19 +50,18 @@ def test_linear_warmup_keeps_the_optimizer_and_ramps_its_rate() -> None:
 
 
 def test_sqrt_adam_rewrites_adam_and_refuses_sgd() -> None:
-    rule = {"name": "sqrt-adam", "ratio": 4.0}
-    adam = apply_rule(keras.optimizers.Adam(learning_rate=2e-3), rule)
+    sqrt = rule("sqrt-adam", ratio=4.0)
+    adam = apply_rule(keras.optimizers.Adam(learning_rate=2e-3), sqrt)
     assert adam.get_config()["beta_1"] == pytest.approx(0.6)
     # The stored config holds the rule's exact rate, not the float32 variable read back.
-    rule = {**rule, "learning_rate": 2e-3}
-    assert describe(adam, False, rule)["keras"]["config"]["learning_rate"] == 2e-3
+    assert describe(adam, False, sqrt)["keras"]["config"]["learning_rate"] == 2e-3
     with pytest.raises(WorkloadError, match=r"^SGD: "):
-        apply_rule(keras.optimizers.SGD(learning_rate=1e-3), rule)
+        apply_rule(keras.optimizers.SGD(learning_rate=1e-3), sqrt)
 
 
 def test_other_rules_leave_the_optimizer_alone() -> None:
     optimizer = keras.optimizers.Adam(learning_rate=1e-3)
-    assert apply_rule(optimizer, {"name": "sqrt", "ratio": 4.0}) is optimizer
+    assert apply_rule(optimizer, rule("sqrt", ratio=4.0)) is optimizer
     assert apply_rule(optimizer, None) is optimizer
 
 

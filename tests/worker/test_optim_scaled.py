@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import keras
 import pytest
+from child_requests import rule
 
 from tuner.load import optimizer_from
 from tuner.worker import optim, precision
 
-RULE = {"name": "linear", "learning_rate": 0.002, "base_lr": 0.001, "ratio": 2.0}
+RULE = rule("linear", learning_rate=0.002, base_lr=0.001, ratio=2.0)
 
 
 def test_the_scaled_optimizer_is_described_by_the_one_inside() -> None:

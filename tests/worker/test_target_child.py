@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import pytest
+from child_requests import run_request
 
 from tuner.core.errors import WorkloadError
 from tuner.core.target import CheckPlan
@@ -13,8 +14,9 @@ from tuner.worker import target
 from tuner.worker.target import TargetCheck
 
 
-def _request(**fields: object) -> dict[str, object]:
-    return {"target_loss": 0.3, "train_samples": 16_384, "cadence_batches": [64, 128], **fields}
+def _request(**fields: object) -> object:
+    given = {"target_loss": 0.3, "train_samples": 16_384, "cadence_batches": [64, 128]}
+    return run_request(**{"epochs": None, **given, **fields})
 
 
 def test_a_target_makes_the_windows_its_cadence() -> None:
@@ -24,7 +26,7 @@ def test_a_target_makes_the_windows_its_cadence() -> None:
     epochs = _request(train_samples=None, epochs=3)
     assert target.plan(epochs, 64, 4_096) == CheckPlan(1_280, 20, 9)
     # No target, or a fixed-step run (probe, validate): the windows stay as they are.
-    assert target.plan({"train_samples": 16_384}, 64, None) is None
+    assert target.plan(run_request(train_samples=16_384, epochs=None), 64, None) is None
     assert target.plan(_request(steps_per_epoch=5, epochs=1), 64, None) is None
     with pytest.raises(WorkloadError, match="no known size"):
         target.plan(epochs, 64, None)

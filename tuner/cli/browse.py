@@ -17,13 +17,13 @@ from tuner.cli.logs import say_info
 from tuner.cli.options import (
     StorageOpt,
     StudyNameOpt,
-    check_output,
     out,
     warn,
     write_json,
 )
 from tuner.core.errors import ConfigError, NoCompleteTrialError
 from tuner.core.recommend import DEFAULT_TOLERANCE, POLICY
+from tuner.files import check_output
 from tuner.storage import DEFAULT_STORAGE, mask_password, storage_read_only
 from tuner.views import DASHBOARD_HOST, DASHBOARD_PORT
 

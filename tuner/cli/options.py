@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-import math
 import os
+from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console, ConsoleDimensions
@@ -20,6 +20,9 @@ from tuner.files import atomic_write_text
 if TYPE_CHECKING:
     from tuner.core.devices import DevicePlan
     from tuner.core.spec import StudySpec
+    from tuner.driver.options import SpecOptions
+
+Options = TypeVar("Options", bound="SpecOptions")
 
 PIPED_WIDTH = 160
 """The page width of piped output (a file, a CI log) when ``COLUMNS`` does not say."""
@@ -185,64 +188,33 @@ RulesOpt = Annotated[
 TimeoutOpt = Annotated[float, typer.Option(help="Seconds before a child run is killed.")]
 
 
-def overrides(
-    base_batch_size: int | None,
-    base_lr: float | None,
-    epochs: int | None,
-    loop: Loop | None,
-    update_on: UpdateOn | None,
-    backend: Backend | None = None,
-) -> dict[str, Any]:
-    """The spec overrides that search and validate share (``None``: keep the spec's value)."""
-    return {
-        "search.base_batch_size": base_batch_size,
-        "search.base_lr": base_lr,
-        "search.epochs": epochs,
-        "search.loop": value(loop),
-        "search.update_on": value(update_on),
-        "workload.backend": value(backend),
+def options_of(kind: type[Options], flags: dict[str, Any]) -> Options:
+    """A command's options from its Typer parameters, which are named as the options' fields:
+    the spec file of ``--spec`` or of its deprecated alias ``--study``, each choice as its plain
+    string."""
+    given: dict[str, Any] = {
+        key: value(flag) if isinstance(flag, StrEnum) else flag for key, flag in flags.items()
     }
+    given["spec"] = spec_path(given["spec"], given.pop("study"))
+    return kind(**given)
 
 
-def budget_overrides(train_samples: int | None, val_samples: int | None) -> dict[str, Any]:
-    """The sample budget's spec overrides (``--train-samples`` replaces the spec's epochs)."""
-    return {"search.train_samples": train_samples, "search.val_samples": val_samples}
-
-
-def grid_overrides(
-    batch_multipliers: str | None, lr_rules: str | None, precisions: str | None = None
-) -> dict[str, Any]:
-    """The grid's spec overrides from their comma-separated flags."""
-    from tuner.core.spec import parse_int_list, parse_name_list
-
-    return {
-        "search.batch_multipliers": batch_multipliers
-        and parse_int_list(batch_multipliers, "--batch-multipliers"),
-        "search.lr_rules": lr_rules and parse_name_list(lr_rules, "--lr-rules"),
-        "search.precisions": precisions and parse_name_list(precisions, "--precisions"),
-    }
-
-
-def spec_and_plan(
-    spec_file: Path | None,
-    gpus: str | None,
-    cpu_replicas: int | None,
-    memory_limit: str | None,
-    timeout: float,
-    overrides: dict[str, Any],
+def load_run(
+    options: SpecOptions, trial_timeout: float | None = None
 ) -> tuple[StudySpec, DevicePlan]:
-    """Load and check the spec and the devices (shared by search and validate)."""
-    from tuner.driver.devices import plan_devices, require_backend
-    from tuner.driver.spec_file import load_spec
+    """The checked spec and device plan of ``options`` (:func:`tuner.driver.options.spec_and_plan`),
+    the plan's notice printed."""
+    from tuner.driver.options import spec_and_plan
 
-    if not math.isfinite(timeout) or timeout <= 0:
-        raise ConfigError(f"--trial-timeout must be a positive number of seconds, got {timeout}")
-    spec = load_spec(spec_file, overrides)
-    require_backend(spec.workload.backend)
-    plan, notice = plan_devices(gpus, cpu_replicas, memory_limit, backend=spec.workload.backend)
-    if notice:
-        err.print(f"[yellow]{escape(notice)}[/]", highlight=False)
+    spec, plan, message = spec_and_plan(options, trial_timeout)
+    if message:
+        notice(message)
     return spec, plan
+
+
+def notice(message: str) -> None:
+    """A line the user should read even with ``-q``, in yellow, printed literally."""
+    err.print(f"[yellow]{escape(message)}[/]", highlight=False)
 
 
 def spec_path(spec: Path | None, old_flag: Path | None) -> Path | None:
@@ -253,20 +225,6 @@ def spec_path(spec: Path | None, old_flag: Path | None) -> Path | None:
         raise ConfigError("give the spec file once, with --spec (--study is its old name)")
     warn("--study is deprecated: use --spec (--study-name names the study)")
     return old_flag
-
-
-def check_output(path: Path, flag: str) -> None:
-    """Refuse, before any work is done, an output file that cannot be written: a folder, or a
-    path whose folder is missing, is not a folder, or may not be written to."""
-    folder = path.parent
-    if path.is_dir():
-        raise ConfigError(f"{flag} {path} is a directory; give a file name")
-    if not folder.exists():
-        raise ConfigError(f"{flag} {path}: folder {folder} does not exist; create it first")
-    if not folder.is_dir():
-        raise ConfigError(f"{flag} {path}: {folder} is not a folder")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise ConfigError(f"{flag} {path}: folder {folder} is not writable")
 
 
 def warn(message: str) -> None:

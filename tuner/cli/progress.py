@@ -36,6 +36,7 @@ from tuner.cli.display import say, status_text
 from tuner.cli.logs import logger
 from tuner.core.outcome import TrialOutcome
 from tuner.core.progress import eta_seconds, format_duration, format_eta
+from tuner.core.protocol import EpochEvent, ProgressEvent
 from tuner.driver.observer import LOGGER
 
 Clock = Callable[[], float]
@@ -112,13 +113,13 @@ def end_line(
     return f"trial {number} {outcome.status}: " + " · ".join(parts)
 
 
-def progress_line(number: int, event: dict[str, Any], seconds: float) -> str:
+def progress_line(number: int, event: EpochEvent | ProgressEvent, seconds: float) -> str:
     """``trial 3: 2,048/4,096 samples (50%) · epoch 2/6 · loss 0.0123 · 12 s in``."""
-    done, total = int(event["samples"]), int(event["total_samples"])
+    done, total = event.samples, event.total_samples
     parts = [f"{done:,}/{total:,} samples ({done / total:.0%})" if total else f"{done:,} samples"]
-    if "epoch" in event:
-        parts.append(f"epoch {event['epoch']}/{event['epochs']}")
-        parts.append(f"loss {event['loss']:.4g}")
+    if isinstance(event, EpochEvent):
+        parts.append(f"epoch {event.epoch}/{event.epochs}")
+        parts.append(f"loss {event.loss:.4g}")
     parts.append(f"{format_duration(seconds)} in")
     return f"trial {number}: " + " · ".join(parts)
 
@@ -216,21 +217,18 @@ class SearchProgress(_Tracker):
             f"trial {number}: " + ", ".join(configuration(params, self._precisions)), visible=True
         )
 
-    def epoch_finished(self, event: dict[str, Any]) -> None:
+    def epoch_finished(self, event: EpochEvent) -> None:
         info = (
-            f"epoch {event['epoch']}/{event['epochs']} · loss {event['loss']:.4g} · "
-            f"{event['throughput']:,.0f} samples/s"
+            f"epoch {event.epoch}/{event.epochs} · loss {event.loss:.4g} · "
+            f"{event.throughput:,.0f} samples/s"
         )
         self._samples(event, info)
 
-    def trial_progress(self, event: dict[str, Any]) -> None:
+    def trial_progress(self, event: ProgressEvent) -> None:
         self._samples(event, None)
 
-    def _samples(self, event: dict[str, Any], info: str | None) -> None:
-        if "samples" in event:
-            self._progress.update(
-                self._trial, completed=event["samples"], total=event["total_samples"]
-            )
+    def _samples(self, event: EpochEvent | ProgressEvent, info: str | None) -> None:
+        self._progress.update(self._trial, completed=event.samples, total=event.total_samples)
         if info is not None:
             self._progress.update(self._trial, info=info)
         self._progress.update(self._trials, info=format_eta(self.eta()))
@@ -281,14 +279,14 @@ class LogProgress(_Tracker):
         self._last_line = self._clock()
         self._log.info("%s", start_line(number, position, total, params, self._precisions))
 
-    def epoch_finished(self, event: dict[str, Any]) -> None:
+    def epoch_finished(self, event: EpochEvent) -> None:
         self._progress(event)
 
-    def trial_progress(self, event: dict[str, Any]) -> None:
+    def trial_progress(self, event: ProgressEvent) -> None:
         self._progress(event)
 
-    def _progress(self, event: dict[str, Any]) -> None:
-        if self._number is None or "samples" not in event:
+    def _progress(self, event: EpochEvent | ProgressEvent) -> None:
+        if self._number is None:
             return
         now = self._clock()
         due = now - self._last_line >= self._every

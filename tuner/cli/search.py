@@ -1,14 +1,16 @@
 """The commands that run trials into a study: ``search`` (the grid) and ``probe`` (the largest
-global batch that fits)."""
+global batch that fits). Each parses its flags into its options object
+(:mod:`tuner.driver.options`), makes one library call and prints what came back."""
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from tuner.cli.choices import ModelHyperparameters, value
+from tuner.cli.choices import ModelHyperparameters
 from tuner.cli.errors import guard, sigterm_as_interrupt
 from tuner.cli.logs import is_info_shown, say_info
 from tuner.cli.options import (
@@ -32,24 +34,25 @@ from tuner.cli.options import (
     TrainSamplesOpt,
     UpdateOnOpt,
     ValSamplesOpt,
-    budget_overrides,
-    check_output,
     err,
-    grid_overrides,
+    load_run,
+    notice,
+    options_of,
     out,
-    overrides,
-    spec_and_plan,
     spec_default,
-    spec_path,
     write_json,
 )
-from tuner.core.errors import ConfigError, TunerError
+from tuner.core.errors import ConfigError
 from tuner.core.probe import DEFAULT_PROBE_STEPS
 from tuner.core.protocol import DEFAULT_TRIAL_TIMEOUT_S
+from tuner.driver.options import ProbeOptions, SearchOptions
 from tuner.storage import DEFAULT_HEARTBEAT_S, DEFAULT_STORAGE
 
 if TYPE_CHECKING:
+    from tuner.cli.progress import LogProgress, SearchProgress
     from tuner.core.devices import DevicePlan
+    from tuner.core.outcome import TrialOutcome
+    from tuner.core.protocol import EpochEvent, ProgressEvent
     from tuner.core.spec import StudySpec
     from tuner.driver.study import SearchReport
 
@@ -131,7 +134,7 @@ EvalEveryOpt = Annotated[
 
 
 def search(
-    spec_file: SpecOpt = None,
+    spec: SpecOpt = None,
     study: OldSpecOpt = None,
     gpus: GpusOpt = None,
     cpu_replicas: CpuReplicasOpt = None,
@@ -151,7 +154,7 @@ def search(
     precisions: PrecisionsOpt = None,
     trial_timeout: TimeoutOpt = DEFAULT_TRIAL_TIMEOUT_S,
     export: ExportOpt = None,
-    validate_first: ValidateFirstOpt = False,
+    validate: ValidateFirstOpt = False,
     heartbeat: HeartbeatOpt = DEFAULT_HEARTBEAT_S,
     probe: ProbeOpt = False,
     baseline: BaselineOpt = True,
@@ -166,108 +169,85 @@ def search(
 ) -> None:
     """Run (or resume) a study: one short real training run per distinct grid point, then
     seeds and repeats where the decision is close."""
-
-    def call() -> None:
-        spec, plan = spec_and_plan(
-            spec_path(spec_file, study),
-            gpus,
-            cpu_replicas,
-            memory_limit,
-            trial_timeout,
-            overrides(base_batch_size, base_lr, epochs, loop, update_on, backend)
-            | budget_overrides(train_samples, val_samples)
-            | grid_overrides(batch_multipliers, lr_rules, precisions)
-            | {
-                "search.model_hyperparameters": value(model_hyperparameters),
-                "search.trials": trials,
-                "search.noise_scale": noise_scale,
-                "search.seeds": seeds,
-                "search.max_repeats": max_repeats,
-                "search.tolerance": tolerance,
-                "search.target_loss": target_loss,
-                "search.eval_every_samples": eval_every_samples,
-            },
-        )
-        _check_before_any_child(spec, plan, storage, study_name, export, heartbeat or None)
-        _before_search(spec, plan, study_name, trial_timeout, validate_first)
-        report = _run_search(
-            spec,
-            plan,
-            storage,
-            study_name=study_name,
-            trial_timeout_s=trial_timeout,
-            heartbeat_s=heartbeat or None,
-            probe=probe,
-            baseline=baseline,
-        )
-        _print_search(report, export, storage)
-
-    guard(call)
+    flags = dict(locals())  # the parameters are named as SearchOptions' fields
+    guard(lambda: _search(options_of(SearchOptions, flags)))
 
 
-def _check_before_any_child(
-    spec: StudySpec,
-    plan: DevicePlan,
-    storage: str,
-    study_name: str | None,
-    export: Path | None,
-    heartbeat_s: float | None = None,
-) -> None:
-    """Input errors that need no TensorFlow, reported before --validate or the workload check
-    starts a child (and leaving the storage as it was)."""
-    from tuner.driver.study import check_search_input
-
-    if export is not None:
-        check_output(export, "--export")
-    check_search_input(spec, plan, storage, study_name=study_name, heartbeat_s=heartbeat_s)
-
-
-def _before_search(
-    spec: StudySpec,
-    plan: DevicePlan,
-    study_name: str | None,
-    trial_timeout: float,
-    validate_first: bool,
-) -> None:
-    """Warn about what will not be measured, validate when asked, and say what will run."""
+def _search(options: SearchOptions) -> None:
+    """The library's search with live progress; on Ctrl-C or SIGTERM, print what was stored."""
     from tuner.cli import display
-
-    if spec.search.noise_scale and plan.num_replicas < 2:
-        err.print(
-            "[yellow]the gradient noise scale needs at least 2 replicas: not measured on 1 "
-            "(no critical batch or goodput either)[/]"
-        )
-    if validate_first:
-        from tuner.driver.validate import run_validation
-
-        say_info("validating the multi-replica training first…")
-        checks = run_validation(spec, plan, timeout_s=trial_timeout)
-        if not checks["passed"] or is_info_shown():  # -q: the table only when it failed
-            display.print_validation(err, checks)
-        if not checks["passed"]:
-            raise TunerError("validation failed; the study was not started")
-    say_info(display.search_banner(spec, plan, study_name))
-
-
-def _run_search(spec: StudySpec, plan: DevicePlan, storage: str, **options: Any) -> SearchReport:
-    """:func:`run_search` with live progress; on Ctrl-C or SIGTERM, print what was stored."""
-    from tuner.cli import display
-    from tuner.cli import progress as progress_view
-    from tuner.driver.study import run_search
+    from tuner.driver.search import search as run
 
     opened: list[Any] = []
-    several = len(spec.search.precisions) > 1  # the progress lines then name each precision
     try:
-        with sigterm_as_interrupt(), progress_view.search_progress(err, several) as progress:
-            return run_search(
-                spec, plan, storage, observer=progress, on_study=opened.append, **options
-            )
+        with SearchView() as view:
+            report = run(options, view, on_study=opened.append)
     except KeyboardInterrupt:
         if opened:
             stopped = opened[0].get_trials(deepcopy=False)
             display.print_trials(out, stopped, f"Study {opened[0].study_name} (stopped)")
             err.print("what finished is stored; run the same command again to resume")
         raise
+    _print_search(report, options.export, options.storage)
+
+
+class SearchView:
+    """A search drawn on stderr (a :class:`tuner.driver.search.SearchFront`): its notices, the
+    ``--validate`` table, the banner, then the live progress of its trials (bars or lines,
+    :mod:`tuner.cli.progress`), which start with the banner; SIGTERM is Ctrl-C from then on."""
+
+    def __init__(self) -> None:
+        self._stack = contextlib.ExitStack()
+        self._progress: SearchProgress | LogProgress | None = None
+
+    def __enter__(self) -> SearchView:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stack.close()
+
+    def notice(self, message: str) -> None:
+        notice(message)
+
+    def validated(self, report: dict[str, Any]) -> None:
+        from tuner.cli import display
+
+        if not report["passed"] or is_info_shown():  # -q: the table only when it failed
+            display.print_validation(err, report)
+
+    def starting(self, spec: StudySpec, plan: DevicePlan, study_name: str | None) -> None:
+        from tuner.cli import display, progress
+
+        say_info(display.search_banner(spec, plan, study_name))
+        several = len(spec.search.precisions) > 1  # the progress lines then name each precision
+        view = progress.search_progress(err, several)
+        self._stack.enter_context(sigterm_as_interrupt())
+        self._stack.enter_context(view)
+        self._progress = view
+
+    @property
+    def _trials(self) -> SearchProgress | LogProgress:
+        if self._progress is None:
+            raise RuntimeError("a trial was reported before the search started")
+        return self._progress
+
+    def note(self, message: str) -> None:
+        if self._progress is None:
+            say_info(message)
+        else:
+            self._progress.note(message)
+
+    def trial_started(self, number: int, position: int, total: int, params: dict[str, Any]) -> None:
+        self._trials.trial_started(number, position, total, params)
+
+    def epoch_finished(self, event: EpochEvent) -> None:
+        self._trials.epoch_finished(event)
+
+    def trial_progress(self, event: ProgressEvent) -> None:
+        self._trials.trial_progress(event)
+
+    def trial_finished(self, number: int, outcome: TrialOutcome) -> None:
+        self._trials.trial_finished(number, outcome)
 
 
 def _print_search(report: SearchReport, export: Path | None, storage: str) -> None:
@@ -300,7 +280,7 @@ def _print_search(report: SearchReport, export: Path | None, storage: str) -> No
 
 
 def probe_cmd(
-    spec_file: SpecOpt = None,
+    spec: SpecOpt = None,
     study: OldSpecOpt = None,
     gpus: GpusOpt = None,
     cpu_replicas: CpuReplicasOpt = None,
@@ -322,35 +302,27 @@ def probe_cmd(
     precisions: PrecisionsOpt = None,
 ) -> None:
     """Find the largest global batch that fits: doubling until out-of-memory, then bisection."""
+    flags = dict(locals())  # the parameters are named as ProbeOptions' fields
+    guard(lambda: _probe(options_of(ProbeOptions, flags)))
+
+
+def _probe(options: ProbeOptions) -> None:
+    """Probe with the steps said as they run; print the largest fitting batch."""
     from tuner.cli import display
     from tuner.driver.study import probe_study
 
-    def call() -> None:
-        if steps < 1 or (resolution is not None and resolution < 1):
-            raise ConfigError("--steps and --resolution must be positive")
-        spec, plan = spec_and_plan(
-            spec_path(spec_file, study),
-            gpus,
-            cpu_replicas,
-            memory_limit,
-            DEFAULT_TRIAL_TIMEOUT_S,
-            overrides(base_batch_size, base_lr, epochs, loop, update_on, backend)
-            | budget_overrides(train_samples, val_samples)
-            | grid_overrides(batch_multipliers, lr_rules, precisions),
-        )
-        if len(spec.search.precisions) > 1:
-            say_info(
-                f"probing at {spec.search.precisions[0]}, the first precision: a probe runs one"
-            )
-        found = probe_study(
-            spec,
-            plan,
-            storage,
-            study_name=study_name,
-            resolution=resolution,
-            steps=steps,
-            note=lambda message: say_info(f"  {message}"),
-        )
-        display.say(out, display.probe_summary(found, plan.num_replicas))
-
-    guard(call)
+    if options.steps < 1 or (options.resolution is not None and options.resolution < 1):
+        raise ConfigError("--steps and --resolution must be positive")
+    spec, plan = load_run(options)
+    if len(spec.search.precisions) > 1:
+        say_info(f"probing at {spec.search.precisions[0]}, the first precision: a probe runs one")
+    found = probe_study(
+        spec,
+        plan,
+        options.storage,
+        study_name=options.study_name,
+        resolution=options.resolution,
+        steps=options.steps,
+        note=lambda message: say_info(f"  {message}"),
+    )
+    display.say(out, display.probe_summary(found, plan.num_replicas))

@@ -25,18 +25,17 @@ from tuner.cli.options import (
     TrainSamplesOpt,
     UpdateOnOpt,
     ValSamplesOpt,
-    budget_overrides,
-    check_output,
+    load_run,
+    options_of,
     out,
-    overrides,
-    spec_and_plan,
-    spec_path,
     write_json,
 )
 from tuner.core.errors import ConfigError, TunerError
 from tuner.core.protocol import DEFAULT_TRIAL_TIMEOUT_S
 from tuner.core.spec import LOSS_REDUCTIONS
+from tuner.driver.options import ValidateOptions
 from tuner.driver.validate import DEFAULT_RULE, DEFAULT_STEPS
+from tuner.files import check_output
 
 BatchSizeOpt = Annotated[
     int | None, typer.Option(help="Global batch G of both runs (default: the base batch).")
@@ -60,7 +59,7 @@ ReportOutputOpt = Annotated[
 
 
 def validate(
-    spec_file: SpecOpt = None,
+    spec: SpecOpt = None,
     study: OldSpecOpt = None,
     gpus: GpusOpt = None,
     cpu_replicas: CpuReplicasOpt = None,
@@ -81,43 +80,38 @@ def validate(
     trial_timeout: TimeoutOpt = DEFAULT_TRIAL_TIMEOUT_S,
 ) -> None:
     """Prove the multi-replica run is right: loss parity, weight sync, device use, learning rate."""
+    flags = dict(locals())  # the parameters are named as ValidateOptions' fields
+    guard(lambda: _validate(options_of(ValidateOptions, flags)))
+
+
+def _validate(options: ValidateOptions) -> None:
+    """Run both children; print the checks, write the report when asked; fail when one fails."""
     from tuner.cli import display
     from tuner.driver.validate import run_validation
 
-    def call() -> None:
-        _check_flags(steps, batch_size)
-        if output is not None:
-            check_output(output, "--output")
-        spec, plan = spec_and_plan(
-            spec_path(spec_file, study),
-            gpus,
-            cpu_replicas,
-            memory_limit,
-            trial_timeout,
-            overrides(base_batch_size, base_lr, epochs, loop, update_on, backend)
-            | budget_overrides(train_samples, val_samples),
-        )
-        say_info(
-            f"validating {spec.search.loop_kind} on {plan.num_replicas} {plan.kind} replicas "
-            f"({spec.workload.backend}) against one device…",
-        )
-        report = run_validation(
-            spec,
-            plan,
-            loss_reduction=str(loss_reduction),
-            global_batch=batch_size,
-            lr_rule=str(lr_rule),
-            steps=steps,
-            timeout_s=trial_timeout,
-        )
-        display.print_validation(out, report)
-        if output is not None:
-            write_json(output, report)
-            say_info(f"report written to {output}")
-        if not report["passed"]:
-            raise TunerError("validation failed: see the checks above")
-
-    guard(call)
+    _check_flags(options.steps, options.batch_size)
+    if options.output is not None:
+        check_output(options.output, "--output")
+    spec, plan = load_run(options, options.trial_timeout)
+    say_info(
+        f"validating {spec.search.loop_kind} on {plan.num_replicas} {plan.kind} replicas "
+        f"({spec.workload.backend}) against one device…",
+    )
+    report = run_validation(
+        spec,
+        plan,
+        loss_reduction=options.loss_reduction,
+        global_batch=options.batch_size,
+        lr_rule=options.lr_rule,
+        steps=options.steps,
+        timeout_s=options.trial_timeout,
+    )
+    display.print_validation(out, report)
+    if options.output is not None:
+        write_json(options.output, report)
+        say_info(f"report written to {options.output}")
+    if not report["passed"]:
+        raise TunerError("validation failed: see the checks above")
 
 
 def _check_flags(steps: int, batch_size: int | None) -> None:

@@ -48,8 +48,9 @@ def trained_config(config: dict[str, Any], rule: dict[str, Any] | None) -> dict[
     ``beta_1``, ``beta_2`` and ``epsilon``; ``linear-warmup`` makes the learning rate
     :func:`warmup_schedule`; any other rule (or ``None``) changes nothing.
 
-    ``rule`` is a trial request's ``{"name", "ratio", "base_lr", "learning_rate",
-    "warmup_steps"}`` with the warm-up already in steps. Raises ``ValueError`` when
+    ``rule`` holds a request's :class:`~tuner.core.protocol.LearningRateRule` fields by name
+    (``name``, ``ratio``, ``base_lr``, ``learning_rate``, ``warmup_steps``; ``dataclasses.asdict``
+    of it), with the warm-up already in steps. Raises ``ValueError`` when
     ``sqrt-adam`` meets an optimizer without Adam's moments (see
     :func:`tuner.core.scaling.optimizer_settings`).
     """

@@ -18,13 +18,20 @@ status          state      meaning
 
 from __future__ import annotations
 
-import json
 import math
 import signal
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from tuner.core.oom import is_probable_oom
+from tuner.core.protocol import (
+    NotJSONError,
+    ProtocolError,
+    ProtocolVersionError,
+    Result,
+    decode_result,
+)
 
 STATES: dict[str, str] = {
     "ok": "COMPLETE",
@@ -117,28 +124,54 @@ def classify(run: ChildRun, memory_capped: bool) -> TrialOutcome:
         return TrialOutcome(
             "timeout", error=f"no result after {run.wall_s:.0f} s; killed", attrs=timing
         )
-    result = _parse(run.result_text)
-    if result is None:
-        return _without_result(run, memory_capped, garbage=run.result_text is not None)
-    attrs = {key: result[key] for key in _RESULT_ATTRS if result.get(key) is not None}
-    attrs["timings"] = breakdown(run, result.get("timings", {}))
-    status = result.get("status")
-    if status == "ok" and result.get("probe"):  # a probe run measures nothing: it fitted
+    read = read_result(run.result_text)
+    if not isinstance(read, Result):
+        if read is None:
+            return _without_result(run, memory_capped, garbage=run.result_text is not None)
+        return TrialOutcome("error", error=read, attrs={"timings": timing})
+    # The payload's names are the stored attributes'; the timings are broken down by phase.
+    measured = {**read.payload, "timings": read.timings}
+    attrs = {key: measured[key] for key in _RESULT_ATTRS if measured.get(key) is not None}
+    attrs["timings"] = breakdown(run, read.timings)
+    return _by_status(read, attrs)
+
+
+def read_result(text: str | None) -> Result | str | None:
+    """The result a child left (:func:`tuner.core.protocol.decode_result`), the one line that
+    says why it cannot be read (another protocol version, another shape), or ``None`` when
+    there is none or it is not JSON (the child died writing it, or wrote something else)."""
+    if text is None:
+        return None
+    try:
+        return decode_result(text)
+    except NotJSONError:
+        return None
+    except ProtocolVersionError as exc:
+        return str(exc)
+    except ProtocolError as exc:
+        return f"the child left a result this driver cannot read: {exc}"
+
+
+def _by_status(result: Result, attrs: dict[str, Any]) -> TrialOutcome:
+    """The outcome a readable result says, by its status."""
+    status, payload = result.status, result.payload
+    error = (result.error or "")[:1000]
+    if status == "ok" and payload.get("probe"):  # a probe run measures nothing: it fitted
         return TrialOutcome("ok", attrs=attrs)
     if status == "ok":
-        loss, throughput = _finite(result.get("final_loss")), _finite(result.get("throughput"))
+        loss, throughput = _finite(payload.get("final_loss")), _finite(payload.get("throughput"))
         if loss is None or throughput is None or throughput <= 0:
             return TrialOutcome(
                 "error",
-                error=f"bad measurement: loss {result.get('final_loss')}, "
-                f"throughput {result.get('throughput')}",
+                error=f"bad measurement: loss {payload.get('final_loss')}, "
+                f"throughput {payload.get('throughput')}",
                 attrs=attrs,
             )
         return TrialOutcome("ok", values=(loss, throughput), attrs=attrs)
     if status in ("oom", "diverged", "error"):
-        return TrialOutcome(status, error=str(result.get("error", ""))[:1000], attrs=attrs)
+        return TrialOutcome(status, error=error, attrs=attrs)
     if status == "invalid":
-        return TrialOutcome("error", error=str(result.get("error", ""))[:1000], attrs=attrs)
+        return TrialOutcome("error", error=error, attrs=attrs)
     return TrialOutcome("error", error=f"unknown result status {status!r}", attrs=attrs)
 
 
@@ -162,7 +195,7 @@ it was handed its request (:mod:`tuner.driver.children._warm`). Stored, never su
 phases."""
 
 
-def breakdown(run: ChildRun, child: dict[str, Any]) -> dict[str, float]:
+def breakdown(run: ChildRun, child: Mapping[str, Any]) -> dict[str, float]:
     """Where a trial's wall time went, phase by phase, each measured on its own.
 
     ``process_start_s`` runs from the parent's spawn (a warm child: its hand-over) to the child's
@@ -213,16 +246,6 @@ def _describe_exit(returncode: int) -> str:
             name = f"signal {-returncode}"
         return f"child died by {name}"
     return f"child exited with code {returncode}"
-
-
-def _parse(text: str | None) -> dict[str, Any] | None:
-    if text is None:
-        return None
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return None
-    return data if isinstance(data, dict) else None
 
 
 def _finite(value: Any) -> float | None:

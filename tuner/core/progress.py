@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
 
-from tuner.core.protocol import PROGRESS_EVENT
+from tuner.core.protocol import Event, ProgressEvent
 
 REPORT_EVERY_S = 1.0
 """How often a trial child reports its steps (at most): often enough for a live bar, rare enough
@@ -50,12 +49,13 @@ def format_eta(seconds: float | None) -> str:
 
 class StepReporter:
     """Inside a trial: told the run's step count after each step, it emits a
-    :data:`PROGRESS_EVENT` at most every ``every_s`` seconds (and never reads a device value, so
-    it adds no synchronisation to training: a counter and a clock read per step)."""
+    :class:`~tuner.core.protocol.ProgressEvent` at most every ``every_s`` seconds (and never
+    reads a device value, so it adds no synchronisation to training: a counter and a clock read
+    per step)."""
 
     def __init__(
         self,
-        emit: Callable[[dict[str, Any]], None],
+        emit: Callable[[Event], None],
         global_batch: int,
         total_steps: int,
         every_s: float = REPORT_EVERY_S,
@@ -76,12 +76,11 @@ class StepReporter:
         self._emit(progress_event(step, self._total, self._batch))
 
 
-def progress_event(step: int, total_steps: int, global_batch: int) -> dict[str, Any]:
+def progress_event(step: int, total_steps: int, global_batch: int) -> ProgressEvent:
     """The event that says ``step`` of ``total_steps`` steps (of ``global_batch`` samples) ran."""
-    return {
-        "event": PROGRESS_EVENT,
-        "step": step,
-        "steps": total_steps,
-        "samples": step * global_batch,
-        "total_samples": total_steps * global_batch,
-    }
+    return ProgressEvent(
+        step=step,
+        steps=total_steps,
+        samples=step * global_batch,
+        total_samples=total_steps * global_batch,
+    )

@@ -1,6 +1,6 @@
 """Reusing a single-device baseline that another study in the same storage measured.
 
-The baseline (:func:`tuner.driver.preflight.run_baseline`) trains the base configuration on one
+The baseline (:func:`tuner.driver.baseline.run_baseline`) trains the base configuration on one
 device ``max_repeats`` times: 3 children of a default search. Two studies of the same workload
 on the same machine — another grid of batches or rules, another study name, a search rerun
 under a new name — would measure exactly the same runs again. So every stored baseline carries
@@ -23,21 +23,20 @@ import json
 import os
 import platform
 from collections.abc import Mapping
+from dataclasses import asdict
 from typing import Any
 
 import optuna
 
-_NOT_TRAINING = ("cadence_batches",)
-"""Request fields a baseline's runs do not train by: with no target, the grid's batches that
-would set a target's cadence."""
+from tuner.core.protocol import TrialRequest
 
 
-def reuse_key(request: Mapping[str, Any], study_attrs: Mapping[str, Any], signature: str) -> str:
+def reuse_key(request: TrialRequest, study_attrs: Mapping[str, Any], signature: str) -> str:
     """The hash that says two baselines trained the same runs on the same machine: the
     baseline's ``request``, the grid's device ``signature``, the host, and from
     ``study_attrs`` the framework ``versions`` and the ``workload`` sizes."""
     parts = {
-        "request": {k: v for k, v in request.items() if k not in _NOT_TRAINING},
+        "request": request_fields(request),
         "device_signature": signature,
         "host": platform.node(),
         "versions": study_attrs.get("versions"),
@@ -46,6 +45,37 @@ def reuse_key(request: Mapping[str, Any], study_attrs: Mapping[str, Any], signat
     }
     text = json.dumps(parts, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def request_fields(request: TrialRequest) -> dict[str, Any]:
+    """What of ``request`` the key hashes, by the names a request had before the protocol was
+    typed: stored baselines carry keys hashed from them, and a study reuses them only while
+    this reads the same. The fields a run does not train by are left out (a target's cadence
+    batches; a baseline trains its whole budget), and the optional ones only count when set."""
+    budget, target = request.budget, request.target
+    fields: dict[str, Any] = {
+        "mode": request.mode,
+        "plan": request.plan.to_dict(),
+        "workload": asdict(request.workload),
+        "global_batch_size": request.global_batch_size,
+        "learning_rate": request.learning_rate,
+        "epochs": budget.epochs,
+        "train_samples": budget.train_samples,
+        "val_samples": budget.val_samples,
+        "seed": request.seed,
+        "precision": request.precision,
+        "loop": request.loop,
+        "noise_scale": request.noise_scale,
+        "noise_scale_steps": request.noise_scale_steps,
+        "target_loss": None if target is None else target.loss,
+        "eval_every_samples": None if target is None else target.eval_every_samples,
+    }
+    optional = {
+        "steps_per_epoch": budget.steps_per_epoch,
+        "rule": None if request.rule is None else asdict(request.rule),
+        "model_hyperparameters": request.model_hyperparameters,
+    }
+    return {**fields, **{k: v for k, v in optional.items() if v is not None}}
 
 
 _RUNTIME_PREFIXES = ("TF_", "XLA_", "OMP_", "MKL_", "KMP_", "CUDA_", "JAX_", "KERAS_", "TUNER_")

@@ -23,11 +23,11 @@ from tuner.core.devices import DevicePlan
 from tuner.core.efficiency import goodput, statistical_efficiency
 from tuner.core.errors import TrialFailed
 from tuner.core.outcome import TrialOutcome, classify
-from tuner.core.protocol import EPOCH_EVENT, PROGRESS_EVENT
+from tuner.core.protocol import EpochEvent, Event, ProgressEvent
 from tuner.core.sameness import training_key
 from tuner.core.scaling import scaled_learning_rate
 from tuner.core.spec import StudySpec
-from tuner.driver.children import budget_dict, first_precision, run_child, trial_request
+from tuner.driver.children import ChildRunner, budget_dict, first_precision, trial_request
 from tuner.driver.grid import stores_batch_as_category, suggest_global_batch, suggest_precision
 from tuner.driver.observer import SearchObserver
 from tuner.driver.racing import REPEAT_INDEX, REPEAT_OF, SAME_AS, chain, is_original, measured
@@ -39,7 +39,7 @@ class Objective:
 
     ``total`` and ``already_done`` only count the trials for the observer (which names each by its
     Optuna trial number); ``probed_oom`` is the smallest global batch a probe found out of memory;
-    ``space`` a hypermodel's search space.
+    ``space`` a hypermodel's search space; ``runner`` runs each trial's child.
     """
 
     def __init__(
@@ -52,8 +52,11 @@ class Objective:
         already_done: int,
         probed_oom: int | None = None,
         space: dict[str, Any] | None = None,
+        *,
+        runner: ChildRunner,
     ) -> None:
         self._spec = spec
+        self._runner = runner
         self._plan = plan
         self._timeout_s = timeout_s
         self._observer = observer
@@ -225,7 +228,7 @@ class Objective:
             precision=precision,
             model_hyperparameters=values,
         )
-        run = run_child(
+        run = self._runner.run(
             request,
             self._plan.child_environment(),
             self._timeout_s,
@@ -233,12 +236,11 @@ class Objective:
         )
         return classify(run, memory_capped=self._plan.memory_limit_bytes is not None)
 
-    def _on_event(self, event: dict[str, Any]) -> None:
+    def _on_event(self, event: Event) -> None:
         """Pass a child's event on to the observer by its kind; other kinds are not progress."""
-        kind = event.get("event")
-        if kind == EPOCH_EVENT:
+        if isinstance(event, EpochEvent):
             self._observer.epoch_finished(event)
-        elif kind == PROGRESS_EVENT:
+        elif isinstance(event, ProgressEvent):
             self._observer.trial_progress(event)
 
 

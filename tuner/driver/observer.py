@@ -7,6 +7,7 @@ import logging
 from typing import Any, Protocol
 
 from tuner.core.outcome import TrialOutcome
+from tuner.core.protocol import EpochEvent, ProgressEvent
 
 LOGGER = "tuner"
 """The root of tuner's loggers; the CLI's ``-q``/``-v`` set its level."""
@@ -18,18 +19,18 @@ class SearchObserver(Protocol):
 
     ``number`` is the Optuna trial number (what ``tuner show`` lists in ``#``); ``position`` of
     ``total`` counts the trials of the grid (or joint budget), this worker's first one after those
-    already finished. Events are the child's (:data:`tuner.core.protocol.EPOCH_EVENT`,
-    :data:`~tuner.core.protocol.PROGRESS_EVENT`), passed on from the runner's reader thread.
+    already finished. Events are the child's (:class:`tuner.core.protocol.EpochEvent`,
+    :class:`~tuner.core.protocol.ProgressEvent`), passed on from the runner's reader thread.
     """
 
     def trial_started(self, number: int, position: int, total: int, params: dict[str, Any]) -> None:
         """A trial of this configuration (its user attributes) starts."""
 
-    def epoch_finished(self, event: dict[str, Any]) -> None:
+    def epoch_finished(self, event: EpochEvent) -> None:
         """The running trial ended an epoch (window)."""
 
-    def trial_progress(self, event: dict[str, Any]) -> None:
-        """The running trial is ``event["samples"]`` of ``event["total_samples"]`` in."""
+    def trial_progress(self, event: ProgressEvent) -> None:
+        """The running trial is ``event.samples`` of ``event.total_samples`` in."""
 
     def trial_finished(self, number: int, outcome: TrialOutcome) -> None:
         """The trial ended with ``outcome``."""
@@ -47,10 +48,10 @@ class QuietObserver:
     def trial_started(self, number: int, position: int, total: int, params: dict[str, Any]) -> None:
         pass
 
-    def epoch_finished(self, event: dict[str, Any]) -> None:
+    def epoch_finished(self, event: EpochEvent) -> None:
         pass
 
-    def trial_progress(self, event: dict[str, Any]) -> None:
+    def trial_progress(self, event: ProgressEvent) -> None:
         pass
 
     def trial_finished(self, number: int, outcome: TrialOutcome) -> None:

@@ -1,8 +1,8 @@
 """Opening a study: create it, or resume it when the spec and the devices match what it holds.
 
-Runs after :func:`tuner.driver.preflight.check`, so bad input never reaches the storage. What a
-study stores about itself is set here: the spec, the metric names, the device signatures that
-ran it, the versions, and the workload's sizes.
+Runs after :func:`tuner.driver.workload_check.check`, so bad input never reaches the storage.
+What a study stores about itself is set here: the spec, the metric names, the device signatures
+that ran it, the versions, and the workload's sizes.
 """
 
 from __future__ import annotations

@@ -4,15 +4,18 @@
 (:mod:`tuner.worker.probe`), which tries size after size in one process until the search is done
 or a size runs out of memory; a fresh child goes on from there. The child announces each size
 before trying it, so a child killed by a signal under a memory cap leaves that size out of
-memory, not unknown.
+memory, not unknown. :func:`probe_grid` is a search's probe before its grid, stored on the study
+(``probes``, one record per device signature); :func:`probed_oom` reads it back.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
+from dataclasses import asdict
 from typing import Any
+
+import optuna
 
 from tuner.core.devices import DevicePlan
 from tuner.core.errors import TunerError
@@ -26,10 +29,39 @@ from tuner.core.probe import (
     search_state,
     sizes_per_child,
 )
-from tuner.core.protocol import PROBE_ATTEMPT_EVENT, PROBE_RESULT_EVENT
+from tuner.core.protocol import Event, ProbeAttemptEvent, ProbeResultEvent, decode_result
 from tuner.core.scaling import scaled_learning_rate
 from tuner.core.spec import StudySpec
-from tuner.driver.children import first_precision, run_child, trial_request
+from tuner.driver.children import ChildRunner, first_precision, probe_request
+from tuner.driver.records import store
+
+PROBES = "probes"
+"""The study attribute: ``{device_signature: run_probe's record}``."""
+
+
+def probe_grid(
+    study: optuna.Study,
+    spec: StudySpec,
+    plan: DevicePlan,
+    n_train: int,
+    *,
+    runner: ChildRunner,
+    note: Callable[[str], None],
+) -> None:
+    """Before a search's grid: bisect the grid's sizes on ``plan``'s devices (:func:`run_probe`)
+    and store the record on ``study``."""
+    note("probing the largest global batch that fits…")
+    found = run_probe(
+        spec, plan, n_train, runner=runner, grid=spec.search.global_batch_sizes, note=note
+    )
+    store(study, PROBES, plan, found)
+
+
+def probed_oom(study: optuna.Study, plan: DevicePlan) -> int | None:
+    """The smallest global batch a probe of ``plan``'s devices found out of memory, if any."""
+    probes = study.user_attrs.get(PROBES, {})
+    found: int | None = probes.get(plan.device_signature, {}).get("smallest_oom_batch")
+    return found
 
 
 def run_probe(
@@ -37,6 +69,7 @@ def run_probe(
     plan: DevicePlan,
     n_train: int,
     *,
+    runner: ChildRunner,
     resolution: int | None = None,
     grid: tuple[int, ...] | None = None,
     steps: int = DEFAULT_PROBE_STEPS,
@@ -49,7 +82,7 @@ def run_probe(
     an eighth of the base batch). One child runs the search, size after size, until a size runs
     out of memory or it tried as many sizes as ``plan``'s devices allow
     (:func:`~tuner.core.probe.sizes_per_child`: one under a memory cap); a fresh child goes on
-    from there. ``timeout_s`` is per size: a child may run
+    from there; ``runner`` runs each child. ``timeout_s`` is per size: a child may run
     that long for each size it may still try. Returns the record
     stored on the study: ``launches`` counts the children, ``attempts`` has one entry per size.
     """
@@ -59,7 +92,7 @@ def run_probe(
     started = time.perf_counter()
     while search.next_batch() is not None:
         launches += 1
-        for attempt in _probe_child(spec, plan, search, steps, timeout_s, note):
+        for attempt in _probe_child(spec, plan, search, steps, timeout_s, note, runner):
             search.record(attempt["batch"], attempt["fits"])
             attempts.append(attempt)
     return {
@@ -83,35 +116,31 @@ def _probe_child(
     steps: int,
     timeout_s: float,
     note: Callable[[str], None],
+    runner: ChildRunner,
 ) -> list[dict[str, Any]]:
-    """One child that goes on with ``search`` (:mod:`tuner.worker.probe`): the sizes it tried,
-    in order. The size it was trying when it died by a signal under a memory cap (an
-    out-of-memory, :func:`~tuner.core.outcome.classify`) counts as not fitting; any other
+    """One child (``runner``'s) that goes on with ``search`` (:mod:`tuner.worker.probe`): the
+    sizes it tried, in order. The size it was trying when it died by a signal under a memory cap
+    (an out-of-memory, :func:`~tuner.core.outcome.classify`) counts as not fitting; any other
     failure raises :class:`TunerError`."""
     first = search.next_batch()
     assert first is not None
     lr = scaled_learning_rate("none", spec.search.base_lr, first, spec.search.base_batch_size)
-    request = trial_request(
-        spec,
-        plan,
-        first,
-        lr,
-        mode="probe",
-        precision=first_precision(spec),
-        epochs=1,
-        steps_per_epoch=steps,
+    most = sizes_per_child(plan.kind, plan.memory_limit_bytes is not None)
+    request = probe_request(
+        spec, plan, first, lr, steps=steps, search_state=search_state(search), sizes_per_child=most
     )
     events = _ProbeEvents(note)
-    most = sizes_per_child(plan.kind, plan.memory_limit_bytes is not None)
-    run = run_child(
-        {**request, "probe_search": search_state(search), "probe_sizes_per_child": most},
+    run = runner.run(
+        request,
         plan.child_environment(),
         timeout_s * min(most or most_sizes_left(search), most_sizes_left(search)),
         on_event=events,
     )
     outcome = classify(run, memory_capped=plan.memory_limit_bytes is not None)
     if outcome.status == "ok":
-        attempts: list[dict[str, Any]] = json.loads(run.result_text or "{}").get("attempts", [])
+        attempts: list[dict[str, Any]] = decode_result(run.result_text or "").payload.get(
+            "attempts", []
+        )
         if not attempts:
             raise TunerError(f"the probe child tried no global batch (first: {first})")
         return attempts
@@ -136,12 +165,11 @@ class _ProbeEvents:
         self.trying: int | None = None
         self.trying_since = time.time()
 
-    def __call__(self, event: dict[str, Any]) -> None:
-        kind = event.get("event")
-        if kind == PROBE_ATTEMPT_EVENT:
-            self.trying, self.trying_since = int(event["batch"]), time.time()
-        elif kind == PROBE_RESULT_EVENT:
-            result = {k: v for k, v in event.items() if k != "event"}
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, ProbeAttemptEvent):
+            self.trying, self.trying_since = event.batch, time.time()
+        elif isinstance(event, ProbeResultEvent):
+            result = asdict(event)  # the record's attempt: the event's fields, by name
             self.results.append(result)
             self.trying = None
             fits = "fits" if result["fits"] else "out of memory"

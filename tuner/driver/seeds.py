@@ -26,11 +26,11 @@ from tuner.core.outcome import classify
 from tuner.core.spec import StudySpec
 from tuner.core.stats import relative_spread
 from tuner.core.trials import is_pending
-from tuner.driver import preflight
-from tuner.driver.children import first_precision, run_child, trial_request
+from tuner.driver.children import ChildRunner, first_precision, trial_request
 from tuner.driver.objective import trial_training_key
 from tuner.driver.observer import SearchObserver
 from tuner.driver.racing import REPEAT_OF, applied_tolerance, own_run
+from tuner.driver.records import store
 
 SEED_NOISE = "seed_noise"
 """The study attribute: ``{device_signature: {"seeds", "final_losses", "spread",
@@ -43,12 +43,13 @@ def measure_seed_noise(
     plan: DevicePlan,
     *,
     space: dict[str, Any] | None,
+    runner: ChildRunner,
     timeout_s: float,
     observer: SearchObserver,
 ) -> dict[str, Any] | None:
-    """Measure (or find stored) the seed noise of ``plan``'s devices; return its record, or
-    ``None`` when it is off (``seeds`` 1, a joint search) or could not be measured (the record is
-    then not stored, and the next run tries again)."""
+    """Measure (or find stored) the seed noise of ``plan``'s devices, each seed run by ``runner``;
+    return its record, or ``None`` when it is off (``seeds`` 1, a joint search) or could not be
+    measured (the record is then not stored, and the next run tries again)."""
     search = spec.search
     if search.joint or search.seeds < 2:
         return None
@@ -74,7 +75,7 @@ def measure_seed_noise(
             f"seed noise: base configuration (global batch {search.base_batch_size}, rule "
             f"{rule}) with seed {seed} ({seed - search.seed + 1} of {search.seeds})…"
         )
-        loss = _train(spec, plan, rule, values, seed, timeout_s, observer)
+        loss = _train(spec, plan, rule, values, seed, runner, timeout_s, observer)
         if loss is not None:
             seeds.append(seed)
             losses.append(loss)
@@ -90,7 +91,7 @@ def measure_seed_noise(
         "lr_rule": rule,
         "precision": precision,
     }
-    preflight.store(study, SEED_NOISE, plan, record)
+    store(study, SEED_NOISE, plan, record)
     observer.note(
         f"seed noise: final losses {_losses(losses)} over seeds {_seeds(seeds)}: spread "
         f"{spread:.1%}; {applied_tolerance(study, spec, plan)[1]}"
@@ -128,6 +129,7 @@ def _train(
     rule: str,
     values: dict[str, Any] | None,
     seed: int,
+    runner: ChildRunner,
     timeout_s: float,
     observer: SearchObserver,
 ) -> float | None:
@@ -143,7 +145,7 @@ def _train(
         precision=first_precision(spec),
         model_hyperparameters=values,
     )
-    run = run_child(request, plan.child_environment(), timeout_s)
+    run = runner.run(request, plan.child_environment(), timeout_s)
     outcome = classify(run, memory_capped=plan.memory_limit_bytes is not None)
     if outcome.values is None:
         observer.note(f"seed noise: seed {seed} ended {outcome.status}: {outcome.error}")

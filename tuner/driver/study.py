@@ -1,6 +1,7 @@
-"""A search from start to end: check, open, preflight, trial loop, refresh.
+"""A search from start to end: check, open, probe and baseline, trial loop, refresh.
 
-Each step is its own module; this one only puts them in order. Effects live in the driver
+Each step is its own module; this one only puts them in order, and chooses the one
+:class:`~tuner.driver.children.ChildRunner` every step is handed. Effects live in the driver
 (storage, child processes); decisions are delegated to pure modules — ``tuner.core.outcome``
 decides a trial's status, ``tuner.core.trials`` which trials are finished for good,
 ``tuner.core.recommend`` the configuration to use.
@@ -22,10 +23,12 @@ from tuner.core.errors import ConfigError
 from tuner.core.probe import DEFAULT_PROBE_STEPS
 from tuner.core.protocol import DEFAULT_TRIAL_TIMEOUT_S
 from tuner.core.spec import StudySpec, check_study_name
-from tuner.driver import preflight
-from tuner.driver.children import spares
+from tuner.driver import probing, workload_check
+from tuner.driver.baseline import prepare_baseline
+from tuner.driver.children import ChildRunner, child_runner, spares
 from tuner.driver.observer import QuietObserver, SearchObserver
 from tuner.driver.opening import open_study
+from tuner.driver.records import store
 from tuner.driver.trial_loop import run_trials
 from tuner.storage import DEFAULT_HEARTBEAT_S, check_storage
 from tuner.views.refresh import refresh
@@ -63,7 +66,7 @@ def check_search_input(
         check_study_name(study_name, "--study-name")
     if heartbeat_s is not None and not (math.isfinite(heartbeat_s) and heartbeat_s > 0):
         raise ConfigError(f"--heartbeat must be 0 (off) or a positive number, got {heartbeat_s}")
-    preflight.check_grid(spec, plan)
+    workload_check.check_grid(spec, plan)
     check_storage(storage_url, create=True)
 
 
@@ -79,34 +82,36 @@ def run_search(
     baseline: bool = True,
     observer: SearchObserver | None = None,
     on_study: Callable[[optuna.Study], None] | None = None,
+    runner: ChildRunner | None = None,
+    on_checked: Callable[[ChildRunner], None] = lambda runner: None,
 ) -> SearchReport:
-    """Run (or resume) the study; return what was launched.
-
-    Nothing is stored before the input (:func:`check_search_input`, before any child) and the
-    workload have been checked, so bad input leaves the storage untouched. With ``probe`` the
-    grid's sizes are bisected with short runs first and the sizes that do not fit are pruned
-    without launching; with ``baseline`` (and several replicas) one single-device trial at the
-    base batch is recorded for speedup and scaling efficiency. On resume, trials of dead workers
-    (stale heartbeat) and interrupted trials are re-queued; every other finished grid point is
-    kept. At the end the dashboard note and plots are rewritten. ``on_study`` receives the
-    study as soon as it is open.
+    """Run (or resume) the study; return what was launched. Nothing is stored before the input
+    (:func:`check_search_input`, then ``on_checked(runner)``, before any child) and the workload
+    are checked: bad input leaves the storage as it was. ``probe``: bisect the grid's sizes first,
+    pruning unlaunched those that do not fit; ``baseline`` (several replicas): a single-device
+    trial at the base batch (speedup, efficiency). On resume, dead workers' (stale heartbeat) and
+    interrupted trials are re-queued; at the end the dashboard note and plots are rewritten.
+    ``on_study`` gets the study once open; ``runner`` runs every child (:func:`child_runner`'s).
     """
     observer = observer or QuietObserver()
+    runner = runner if runner is not None else child_runner()
     check_search_input(spec, plan, storage_url, study_name=study_name, heartbeat_s=heartbeat_s)
+    on_checked(runner)  # what the caller does before any child (tuner search: --validate)
     # The first run after the workload check: a probe, else a new study's baseline (one device).
     first = plan.single_device() if baseline and plan.num_replicas > 1 and not probe else plan
     with spares(expect=first.child_environment()):
-        info = preflight.check(spec, plan, probe=probe)
+        info = workload_check.check(spec, plan, runner=runner, probe=probe)
         study = open_study(spec, plan, storage_url, study_name, info, heartbeat_s)
         if on_study is not None:
             on_study(study)
-        probed_oom = preflight.prepare(
+        probed_oom = _prepare(
             study,
             spec,
             plan,
-            preflight.batch_limit(spec, info["n_train"]),
+            workload_check.batch_limit(spec, info["n_train"]),
             probe=probe,
             baseline=baseline,
+            runner=runner,
             timeout_s=trial_timeout_s,
             observer=observer,
         )
@@ -116,6 +121,7 @@ def run_search(
             plan,
             space=info.get("hypermodel"),
             probed_oom=probed_oom,
+            runner=runner,
             timeout_s=trial_timeout_s,
             observer=observer,
         )
@@ -134,22 +140,56 @@ def probe_study(
     resolution: int | None = None,
     steps: int = DEFAULT_PROBE_STEPS,
     note: Callable[[str], None] = lambda message: None,
+    runner: ChildRunner | None = None,
 ) -> dict[str, Any]:
-    """``tuner probe``: find the largest fitting global batch and store it on the study."""
+    """``tuner probe``: find the largest fitting global batch and store it on the study;
+    ``runner`` runs the children (default: :func:`child_runner`)."""
+    runner = runner if runner is not None else child_runner()
     check_search_input(spec, plan, storage_url, study_name=study_name)
     with spares(expect=plan.child_environment()):
-        info = preflight.check(spec, plan)
+        info = workload_check.check(spec, plan, runner=runner)
         study = open_study(spec, plan, storage_url, study_name, info, None)
-        found = preflight.run_probe(
+        found = probing.run_probe(
             spec,
             plan,
-            preflight.batch_limit(spec, info["n_train"]),
+            workload_check.batch_limit(spec, info["n_train"]),
+            runner=runner,
             resolution=resolution,
             steps=steps,
             note=note,
         )
-    preflight.store(study, "probes", plan, found)
+    store(study, probing.PROBES, plan, found)
     return found
+
+
+def _prepare(
+    study: optuna.Study,
+    spec: StudySpec,
+    plan: DevicePlan,
+    n_train: int,
+    *,
+    probe: bool,
+    baseline: bool,
+    runner: ChildRunner,
+    timeout_s: float,
+    observer: SearchObserver,
+) -> int | None:
+    """Before the grid: with ``probe``, bisect the grid's sizes with short runs; with
+    ``baseline`` (and several replicas, once per device signature and precision), record a
+    single-device trial at the base batch for speedup and scaling efficiency. Both are stored on
+    ``study``.
+
+    Returns the smallest global batch a probe of these devices (now or before) found out of
+    memory, if any.
+    """
+    if probe:
+        probing.probe_grid(study, spec, plan, n_train, runner=runner, note=observer.note)
+    if baseline and plan.num_replicas > 1:
+        for precision in spec.search.precisions:
+            prepare_baseline(
+                study, spec, plan, precision, runner=runner, timeout_s=timeout_s, observer=observer
+            )
+    return probing.probed_oom(study, plan)
 
 
 def _still_running(study: optuna.Study) -> int:

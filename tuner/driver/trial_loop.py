@@ -23,6 +23,7 @@ from tuner.core.trials import (
     has_budget_left,
     settled_grid_points,
 )
+from tuner.driver.children import ChildRunner
 from tuner.driver.grid import grid_points
 from tuner.driver.objective import Objective
 from tuner.driver.observer import SearchObserver, quiet_optuna
@@ -38,20 +39,24 @@ def run_trials(
     *,
     space: dict[str, Any] | None,
     probed_oom: int | None,
+    runner: ChildRunner,
     timeout_s: float,
     observer: SearchObserver,
 ) -> tuple[int, int]:
     """Run the study's remaining trials; return ``(launched, total)``: how many trials this call
     ended (run or pruned as oom-implied) and the size of the grid or the joint budget.
 
-    ``space``: a hypermodel's space; ``probed_oom``: the smallest global batch known not to fit.
+    ``space``: a hypermodel's space; ``probed_oom``: the smallest global batch known not to fit;
+    ``runner`` runs every child (trials, repeats, seed runs).
     """
     requeue_unfinished(study)
     quiet_optuna()
     if spec.search.joint:
         budget = spec.search.trials
         done = claimed_count(study.get_trials(deepcopy=False))
-        objective = Objective(spec, plan, timeout_s, observer, budget, done, space=space)
+        objective = Objective(
+            spec, plan, timeout_s, observer, budget, done, space=space, runner=runner
+        )
         # Re-queued trials (interrupted, or a dead worker's) run even when the budget is used.
         while True:
             trials = requeue_unfinished(study)
@@ -61,7 +66,9 @@ def run_trials(
         return objective.launched, budget
     grid = grid_points(spec)
     done = len(settled_grid_points(study.get_trials(deepcopy=False)))
-    objective = Objective(spec, plan, timeout_s, observer, len(grid), done, probed_oom, space)
+    objective = Objective(
+        spec, plan, timeout_s, observer, len(grid), done, probed_oom, space, runner=runner
+    )
     progress = GridProgress(grid)  # has_unclaimed_work, without rescanning finished trials
     for _ in range(len(grid) - done):
         trials = requeue_unfinished(study)
@@ -69,7 +76,9 @@ def run_trials(
             break
         _run_one(study, objective, observer, trials)
     # After the grid: the base configuration's seed noise sets the loss tolerance racing uses.
-    measure_seed_noise(study, spec, plan, space=space, timeout_s=timeout_s, observer=observer)
+    measure_seed_noise(
+        study, spec, plan, space=space, runner=runner, timeout_s=timeout_s, observer=observer
+    )
     race(
         study,
         spec,

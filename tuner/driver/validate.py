@@ -16,17 +16,16 @@ device and on N replicas, both at global batch G — and four checks compare the
 from __future__ import annotations
 
 import datetime as _dt
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from tuner.core.devices import DevicePlan
 from tuner.core.errors import ConfigError, TunerError, WorkloadError
-from tuner.core.outcome import ChildRun, classify
-from tuner.core.protocol import DEFAULT_TRIAL_TIMEOUT_S
+from tuner.core.outcome import ChildRun, classify, read_result
+from tuner.core.protocol import DEFAULT_TRIAL_TIMEOUT_S, Result
 from tuner.core.scaling import scaled_learning_rate
 from tuner.core.spec import LOSS_REDUCTIONS, StudySpec
-from tuner.driver.children import run_child, validate_request
+from tuner.driver.children import ChildRunner, child_runner, validate_request
 
 LOSS_RTOL = 1e-5
 """Relative tolerance of loss parity. float32 has a 2^-24 ≈ 6e-8 unit roundoff; a mean over b
@@ -186,17 +185,21 @@ def run_validation(
     lr_rule: str = DEFAULT_RULE,
     steps: int = DEFAULT_STEPS,
     timeout_s: float = DEFAULT_TRIAL_TIMEOUT_S,
+    runner: ChildRunner | None = None,
 ) -> dict[str, Any]:
-    """Run the one-device and N-replica children and return the JSON report (``passed`` inside)."""
+    """Run the one-device and N-replica children and return the JSON report (``passed`` inside).
+
+    ``runner`` runs them (default: :func:`~tuner.driver.children.child_runner`'s choice)."""
     batch = global_batch or spec.search.base_batch_size
     _check_options(spec, plan, loss_reduction, batch)
+    runner = runner if runner is not None else child_runner()
     lr = scaled_learning_rate(lr_rule, spec.search.base_lr, batch, spec.search.base_batch_size)
     results = []
     for run_plan in (plan.single_device(), plan):
         request = validate_request(
             spec, run_plan, batch, lr, steps=steps, loss_reduction=loss_reduction
         )
-        run = run_child(request, run_plan.child_environment(), timeout_s)
+        run = runner.run(request, run_plan.child_environment(), timeout_s)
         results.append(_result(run, run_plan))
     single, multi = results
     checks = evaluate(single, multi, global_batch=batch, learning_rate=lr)
@@ -243,14 +246,11 @@ def _check_options(spec: StudySpec, plan: DevicePlan, loss_reduction: str, batch
 
 
 def _result(run: ChildRun, plan: DevicePlan) -> dict[str, Any]:
-    try:
-        data = json.loads(run.result_text) if run.result_text else None
-    except ValueError:
-        data = None
-    if isinstance(data, dict) and data.get("status") == "ok":
-        return data
-    if isinstance(data, dict) and data.get("status") == "invalid":
-        raise WorkloadError(str(data.get("error")))
+    read = read_result(run.result_text)
+    if isinstance(read, Result) and read.status == "ok":
+        return dict(read.payload)
+    if isinstance(read, Result) and read.status == "invalid":
+        raise WorkloadError(str(read.error))
     outcome = classify(run, memory_capped=plan.memory_limit_bytes is not None)
     raise TunerError(
         f"the {plan.num_replicas}-device validation run failed ({outcome.status}): {outcome.error}"

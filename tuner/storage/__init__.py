@@ -1,5 +1,6 @@
 """One function turns a storage URL into an Optuna storage; no SQL of our own beyond looking,
-but for one write: a trial's user attributes in one statement (:mod:`tuner.storage.trial_attrs`).
+but for one write: a trial's user attributes in one statement (:mod:`tuner.storage.trial_attrs`,
+on the Optuna versions it was tested on; plain ``RDBStorage`` elsewhere).
 
 ``sqlite:///path.db`` and any SQLAlchemy URL go to ``RDBStorage`` (tuner's subclass, which
 Optuna still wraps in its trial cache; SQLite with a generous lock timeout, so several workers
@@ -169,11 +170,11 @@ def _rdb_storage(place: Place, heartbeat: dict[str, Any], *, stamped: bool) -> A
     import optuna
     import sqlalchemy.exc
 
-    try:  # imports Optuna's internals: only when opened, and plain RDBStorage if they moved
-        from tuner.storage.trial_attrs import TunerRDBStorage as Storage
-    except ImportError:
-        Storage = optuna.storages.RDBStorage  # type: ignore[assignment,misc]
+    # Imported when first opened (Optuna is slow to import): tuner's storage on a tested Optuna
+    # with its private names in place, plain RDBStorage elsewhere.
+    from tuner.storage.trial_attrs import rdb_storage_class
 
+    Storage = rdb_storage_class()
     engine_kwargs: dict[str, Any] = {}
     if place.kind == "sqlite":
         engine_kwargs["connect_args"] = {"timeout": SQLITE_TIMEOUT_S}

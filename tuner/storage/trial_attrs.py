@@ -23,36 +23,81 @@ driver (``benchmarks/driver_scaling.py``). :class:`TunerRDBStorage` is Optuna's 
 same result.
 
 This is the one write of tuner's own beside Optuna's (the storage module's rule is "no SQL of
-our own"): it names Optuna's internals (its session helper, its model, the trial's attribute
-cache, and that Optuna's sessions are per thread, so a write nested in another joins its
-transaction), and ``tests/test_storage_batch.py`` checks on the installed Optuna that the batch
-paths are taken and store what ``set_user_attr`` would, so an Optuna that moves them fails a test.
+our own"), and it rests on Optuna's private API (its session helper, its models, the trial's
+attribute cache, and that Optuna's sessions are per thread, so a write nested in another joins
+its transaction), named in one place, :mod:`tuner.storage._optuna_rdb`. It is tested on Optuna
+``>=4.5,<5.1`` (``TESTED_OPTUNA``); :func:`rdb_storage_class` gives :class:`TunerRDBStorage` only
+there, and only while every private name is still in place, else plain ``RDBStorage`` (one
+transaction per attribute, the same stored result) with a debug line saying why.
+``tests/test_storage_batch.py`` checks that the batch paths store what ``set_user_attr`` would;
+``tests/test_storage_optuna_pin.py`` which path the installed Optuna takes, that plain
+``RDBStorage`` stores the same, and that an installed Optuna outside the range fails a test.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import logging
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
 import optuna
-from optuna.storages._rdb import models
-from optuna.storages._rdb.storage import _create_scoped_session
 from optuna.trial import TrialState
 from sqlalchemy.dialects import postgresql, sqlite
 
+from tuner.storage import _optuna_rdb
+from tuner.storage._optuna_rdb import TESTED_OPTUNA, Internals
+
+__all__ = [
+    "TESTED_OPTUNA",
+    "TunerRDBStorage",
+    "batch_writer",
+    "fast_path_unavailable",
+    "rdb_storage_class",
+    "set_outcome_attrs",
+    "set_user_attrs",
+]
+
+_log = logging.getLogger(__name__)
 _UPSERTS: dict[str, Callable[[Any], Any]] = {"postgresql": postgresql.insert}
 if sqlite3.sqlite_version_info >= (3, 24, 0):  # ON CONFLICT DO UPDATE, as Optuna requires
     _UPSERTS["sqlite"] = sqlite.insert
 
 
+def fast_path_unavailable() -> str | None:
+    """Why the installed Optuna cannot take the one-transaction writes (outside
+    :data:`TESTED_OPTUNA`, or a private name moved), or ``None`` when it can."""
+    return _optuna_rdb.FAST_PATH.unavailable
+
+
+def rdb_storage_class() -> type[optuna.storages.RDBStorage]:
+    """:class:`TunerRDBStorage` where the installed Optuna can take it, else plain
+    ``RDBStorage`` (which stores the same, one transaction per attribute), said at debug level:
+    a slower write is no fault of the user's."""
+    unavailable = fast_path_unavailable()
+    if unavailable is None:
+        return TunerRDBStorage
+    _log.debug("plain RDBStorage, a transaction per trial attribute: %s", unavailable)
+    return optuna.storages.RDBStorage
+
+
+def _internals() -> Internals:
+    """Optuna's private names, or :class:`RuntimeError` on an Optuna that cannot take them."""
+    internals = _optuna_rdb.FAST_PATH.internals
+    if internals is None:
+        raise RuntimeError(f"TunerRDBStorage cannot run here: {fast_path_unavailable()}")
+    return internals
+
+
 class TunerRDBStorage(optuna.storages.RDBStorage):
     """Optuna's ``RDBStorage`` that can also write many attributes of one trial at once, and a
-    trial's outcome attributes with its final state."""
+    trial's outcome attributes with its final state. Only on an Optuna that can take it
+    (:func:`rdb_storage_class`); elsewhere making one raises :class:`RuntimeError`."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        _internals()  # refuse before connecting; the names are looked up at each write
         super().__init__(*args, **kwargs)
         self._with_state: dict[int, dict[str, Any]] = {}
         """Outcome attributes by trial id, written with the trial's final state."""
@@ -60,13 +105,15 @@ class TunerRDBStorage(optuna.storages.RDBStorage):
     def set_trial_user_attrs(self, trial_id: int, attrs: Mapping[str, Any]) -> None:
         """Set every ``key: value`` of ``attrs`` on the trial in one transaction: all or none
         (a finished trial refuses them, as ``set_trial_user_attr`` does)."""
-        with _create_scoped_session(self.scoped_session, True) as session:
-            self._upsert(session, models.TrialUserAttributeModel, trial_id, attrs)
+        internals = _internals()
+        with internals.scoped_session(self.scoped_session, True) as session:
+            self._upsert(session, internals.models.TrialUserAttributeModel, trial_id, attrs)
 
     def set_trial_system_attrs(self, trial_id: int, attrs: Mapping[str, Any]) -> None:
         """:meth:`set_trial_user_attrs` for system attributes (a sampler's bookkeeping)."""
-        with _create_scoped_session(self.scoped_session, True) as session:
-            self._upsert(session, models.TrialSystemAttributeModel, trial_id, attrs)
+        internals = _internals()
+        with internals.scoped_session(self.scoped_session, True) as session:
+            self._upsert(session, internals.models.TrialSystemAttributeModel, trial_id, attrs)
 
     def set_user_attrs_with_state(self, trial_id: int, attrs: Mapping[str, Any]) -> None:
         """Write ``attrs`` as user attributes in the transaction that next sets the trial's state
@@ -85,8 +132,9 @@ class TunerRDBStorage(optuna.storages.RDBStorage):
         attrs = self._with_state.pop(trial_id, None)
         if not attrs:
             return super().set_trial_state_values(trial_id, state, values)
-        with _create_scoped_session(self.scoped_session) as session:
-            self._upsert(session, models.TrialUserAttributeModel, trial_id, attrs)
+        internals = _internals()
+        with internals.scoped_session(self.scoped_session) as session:
+            self._upsert(session, internals.models.TrialUserAttributeModel, trial_id, attrs)
             # Optuna's session is this thread's: the state change joins this transaction, and
             # its commit stores the attributes with the state (its rollback drops both).
             return super().set_trial_state_values(trial_id, state, values)
@@ -100,7 +148,7 @@ class TunerRDBStorage(optuna.storages.RDBStorage):
             for key, value in attrs.items():
                 self._set_trial_attr_without_commit(session, model, trial_id, key, value)
             return
-        trial = models.TrialModel.find_or_raise_by_id(trial_id, session)
+        trial = _internals().models.TrialModel.find_or_raise_by_id(trial_id, session)
         self.check_trial_is_updatable(trial_id, cast(TrialState, trial.state))
         rows = [
             {"trial_id": trial_id, "key": key, "value_json": json.dumps(value)}

@@ -1,9 +1,12 @@
 """The trial child process: ``python -m tuner.worker REQUEST.json RESULT.json``.
 
-It reads one request, runs it by its ``mode`` (:data:`tuner.core.protocol.MODES`: ``inspect`` a
-workload, train one ``trial``, one ``probe`` or one ``validate`` run), and writes one JSON
-result. Progress goes to stdout as ``TUNER-EVENT {json}`` lines. Out-of-memory is classified here
-for exceptions; deaths by signal are classified by the parent (``tuner.core.outcome``).
+It reads one request (:func:`tuner.core.protocol.decode_request`), runs it by its mode
+(:data:`tuner.core.protocol.MODES`: ``inspect`` a workload, train one ``trial``, one ``probe`` or
+one ``validate`` run), and writes one :class:`~tuner.core.protocol.Result`
+(:func:`~tuner.core.protocol.encode_result`: the only place a result is written). Progress goes
+to stdout as ``TUNER-EVENT {json}`` lines. A request of another protocol version is refused with
+one line (status ``error``). Out-of-memory is classified here for exceptions; deaths by signal
+are classified by the parent (``tuner.core.outcome``).
 
 Test aid: ``TUNER_TEST_FAULT`` makes a trial misbehave on purpose — ``segfault``, ``abort``,
 ``hang``, ``exit`` (exit 3 without a result), ``garbage`` (a result file that is not JSON) or
@@ -13,7 +16,6 @@ entries apply each at its batch (``segfault@128,hang@256``). Inert unless set.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sys
@@ -21,16 +23,29 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
-from tuner.core.protocol import MODES, PARENT_PID_ENV, encode_event
+from tuner.core.protocol import (
+    MODES,
+    PARENT_PID_ENV,
+    Event,
+    ProtocolVersionError,
+    Request,
+    Result,
+    TrialRequest,
+    decode_request,
+    encode_event,
+    encode_result,
+)
 from tuner.core.spec import DEFAULT_BACKEND
 from tuner.files import atomic_write_text
 from tuner.worker import warm
 
-Runner = Callable[[dict[str, Any], Callable[[dict[str, Any]], None]], dict[str, Any]]
-"""Answers one request: ``(request, emit) -> result``; raises on failure."""
+Runner = Callable[..., Result]
+"""Answers one request: ``(request, emit) -> result``; raises on failure. Each runner takes its
+own mode's request type (:func:`tuner.core.protocol.decode_request` reads the request of a mode
+as that type), so the table's common type leaves the parameters to each runner's own hints."""
 
 
 def runners(backend: str = DEFAULT_BACKEND) -> dict[str, Runner]:
@@ -47,26 +62,26 @@ def runners(backend: str = DEFAULT_BACKEND) -> dict[str, Runner]:
     from tuner.worker.validate import run_validation
 
     return {
-        "inspect": lambda request, _emit: check_workload(request),
+        "inspect": lambda request, _emit: Result(status="ok", payload=check_workload(request)),
         "trial": run_trial,
         "probe": run_probe,
         "validate": run_validation,
     }
 
 
-def _runner(table: dict[str, Runner], mode: Any) -> Runner:
+def _runner(table: dict[str, Runner], mode: object) -> Runner:
     if mode not in table:
         raise ValueError(f"unknown mode {mode!r}; known: {', '.join(MODES)}")
     return table[mode]
 
 
-def _emit(event: dict[str, Any]) -> None:
+def _emit(event: Event) -> None:
     sys.stdout.write(encode_event(event))
     sys.stdout.flush()
 
 
-def _write_result(path: Path, result: dict[str, Any]) -> None:
-    atomic_write_text(path, json.dumps(result, default=str))
+def _write_result(path: Path, result: Result) -> None:
+    atomic_write_text(path, encode_result(result))
 
 
 def _watch_parent() -> None:
@@ -98,12 +113,13 @@ def _fault_matches(at: str, here: tuple[str, str]) -> bool:
     return batch == here[0] and rule in ("", here[1])
 
 
-def _inject_fault(request: dict[str, Any], result_path: Path) -> None:
+def _inject_fault(request: Request, result_path: Path) -> None:
     spec = os.environ.get("TUNER_TEST_FAULT", "")
-    if not spec or request.get("mode") != "trial":
+    if not spec or not isinstance(request, TrialRequest):
         return
     # ``fault``, ``fault@BATCH`` or ``fault@BATCH/RULE``: which trials misbehave.
-    here = (str(request["global_batch_size"]), str((request.get("rule") or {}).get("name")))
+    rule = None if request.rule is None else request.rule.name
+    here = (str(request.global_batch_size), str(rule))
     faults = [entry.partition("@") for entry in spec.split(",")]
     chosen = [name for name, _, at in faults if not at or _fault_matches(at, here)]
     if not chosen:
@@ -139,10 +155,42 @@ def main(argv: list[str]) -> None:
     preloaded = warm.preload(warm_backend, runners) if warm_backend else None
     if preloaded is not None:
         taken_at = warm.wait_for_request()
-    request = json.loads(request_path.read_text())
+    request = _read_request(request_path)
     if preloaded is not None:  # the trial's time starts at hand-over, not at this process's start
-        started_at = preloaded.handed_over(request, taken_at)
+        spawned_at = None if isinstance(request, Result) else request.spawned_at
+        started_at = preloaded.handed_over(spawned_at, taken_at)
         started = time.perf_counter() - (time.time() - started_at)
+    result = request if isinstance(request, Result) else _answer(request, result_path, preloaded)
+    timings = {
+        **result.timings,
+        "child_total_s": time.perf_counter() - started,
+        "child_started_at": started_at,
+        "child_finished_at": time.time(),
+    }
+    if preloaded is not None:
+        timings["import_hidden_s"] = preloaded.hidden_s
+    _write_result(result_path, replace(result, timings=timings))
+    # The result is on disk: skip TensorFlow's teardown, which can take seconds (after an
+    # out-of-memory, ~10 s while another replica's allocator waits out its retry).
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+def _read_request(path: Path) -> Request | Result:
+    """The request at ``path``, or the result that refuses it: one line for a request of another
+    protocol version (the driver is another tuner version), the error for one it cannot read."""
+    try:
+        return decode_request(path.read_text())
+    except ProtocolVersionError as exc:
+        return Result(status="error", error=str(exc))
+    except (OSError, ValueError) as exc:  # ProtocolError is a ValueError
+        return Result(status="error", error=_shorten(f"{type(exc).__name__}: {exc}"))
+
+
+def _answer(request: Request, result_path: Path, preloaded: warm.Preloaded | None) -> Result:
+    """Run ``request`` by its mode (importing its backend unless a warm start did); whatever
+    fails becomes the result that says so: the child must always leave one."""
     try:
         _inject_fault(request, result_path)
         from tuner.core import oom
@@ -156,31 +204,18 @@ def main(argv: list[str]) -> None:
         else:
             table, import_s = preloaded.runners(backend_name(request), runners)
         try:
-            result = _runner(table, request.get("mode"))(request, _emit)
-            result.setdefault("timings", {})["import_s"] = import_s
+            result = _runner(table, request.mode)(request, _emit)
+            return replace(result, timings={**result.timings, "import_s": import_s})
         except WorkloadError as exc:
-            result = {"status": "invalid", "error": str(exc)}
+            return Result(status="invalid", error=str(exc))
         except Exception as exc:  # classified, then reported with its tail
-            status = "oom" if _is_oom(exc) else "error"
-            result = {
-                "status": status,
-                "error": _shorten(f"{type(exc).__name__}: {oom.summary(str(exc))}"),
-                "traceback": _shorten(traceback.format_exc(), 4000),
-            }
+            return Result(
+                status="oom" if _is_oom(exc) else "error",
+                error=_shorten(f"{type(exc).__name__}: {oom.summary(str(exc))}"),
+                traceback=_shorten(traceback.format_exc(), 4000),
+            )
     except Exception as exc:  # the child must always leave a result
-        result = {"status": "error", "error": _shorten(f"{type(exc).__name__}: {exc}")}
-    timings = result.setdefault("timings", {})
-    timings["child_total_s"] = time.perf_counter() - started
-    timings["child_started_at"] = started_at
-    timings["child_finished_at"] = time.time()
-    if preloaded is not None:
-        timings["import_hidden_s"] = preloaded.hidden_s
-    _write_result(result_path, result)
-    # The result is on disk: skip TensorFlow's teardown, which can take seconds (after an
-    # out-of-memory, ~10 s while another replica's allocator waits out its retry).
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
+        return Result(status="error", error=_shorten(f"{type(exc).__name__}: {exc}"))
 
 
 def _is_oom(exc: BaseException) -> bool:

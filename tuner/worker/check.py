@@ -18,6 +18,7 @@ import numpy as np
 from tuner.core.errors import WorkloadError
 from tuner.core.hyperparams import check, defaults
 from tuner.core.oom import summary
+from tuner.core.protocol import InspectRequest, Workload
 from tuner.core.scaling import optimizer_settings
 from tuner.worker import backends, hypermodel
 from tuner.worker.digest import workload_digest
@@ -37,14 +38,15 @@ CHECK_LR = 1e-3
 """The learning rate of the check's optimizer; the check never trains, so any rate does."""
 
 
-def check_workload(request: dict[str, Any]) -> dict[str, Any]:
-    """Load the data, build and compile the model, evaluate a few samples; the workload's sizes.
+def check_workload(request: InspectRequest) -> dict[str, Any]:
+    """Load the data, build and compile the model, evaluate a few samples; the workload's sizes
+    (the ``ok`` result's payload).
 
-    Raises :class:`WorkloadError` with one line that names what to fix. Under JAX
-    (``request["workload"]["backend"]``) the same checks run on Keras's JAX backend, through its
-    input layer (:func:`tuner.worker.backends.load`), and never import TensorFlow.
+    Raises :class:`WorkloadError` with one line that names what to fix. Under JAX (the
+    workload's ``backend``) the same checks run on Keras's JAX backend, through its input layer
+    (:func:`tuner.worker.backends.load`), and never import TensorFlow.
     """
-    workload = request["workload"]
+    workload = request.workload
     backend = backends.backend_name(request)
     inputs = backends.load(backend)
     source = inputs.load_source(workload)
@@ -53,19 +55,18 @@ def check_workload(request: dict[str, Any]) -> dict[str, Any]:
     _check_finite(source.reference, read)
     first = {split: _head(batch, SAMPLES) for split, batch in read.items()}
     x_train, y_train = first["train"][0], first["train"][1]
-    found = hypermodel.discover(workload["model"])
-    hypermodel.check_fit(workload["model"], x_train, y_train)
+    found = hypermodel.discover(workload.model)
+    hypermodel.check_fit(workload.model, x_train, y_train)
     model, optimizer, compiled_by_build = _compiled_model(workload, found)
-    if "sqrt-adam" in request.get("lr_rules", []):
+    if "sqrt-adam" in request.lr_rules:
         _check_sqrt_adam(request, optimizer, compiled_by_build)
-    if compiled_by_build and request.get("loop", "fit") != "fit":
+    if compiled_by_build and request.loop != "fit":
         raise WorkloadError(
-            f"{workload['model']} compiles its model; a compiled model runs with loop = fit "
+            f"{workload.model} compiles its model; a compiled model runs with loop = fit "
             "(the custom loops take the loss from the spec)"
         )
-    _check_fits_data(model, workload["model"], source.reference, first)
+    _check_fits_data(model, workload.model, source.reference, first)
     return {
-        "status": "ok",
         "n_train": source.train_size,
         "n_val": source.val_size,
         "input_form": source.form,
@@ -80,45 +81,43 @@ def check_workload(request: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _compiled_model(
-    workload: dict[str, Any], found: dict[str, Any] | None
-) -> tuple[Any, Any, bool]:
+def _compiled_model(workload: Workload, found: dict[str, Any] | None) -> tuple[Any, Any, bool]:
     """The model (a hypermodel at its defaults), compiled by the user's build or with the spec's
     optimizer and loss; its optimizer; whether the user's build compiled it."""
     values = None
     if found is not None:
         check(found["space"])
         values = defaults(found["space"])
-    model = hypermodel.build(workload["model"], values)
+    model = hypermodel.build(workload.model, values)
     compiled = hypermodel.compile_args(model, CHECK_LR)
     if compiled is not None:
         return model, compiled["optimizer"], True
-    check_loss(workload["loss"])
-    optimizer = make_optimizer(workload["optimizer"], CHECK_LR)
-    model.compile(optimizer=optimizer, loss=workload["loss"])
+    check_loss(workload.loss)
+    optimizer = make_optimizer(workload.optimizer, CHECK_LR)
+    model.compile(optimizer=optimizer, loss=workload.loss)
     return model, optimizer, False
 
 
-def _check_sqrt_adam(request: dict[str, Any], optimizer: Any, compiled_by_build: bool) -> None:
+def _check_sqrt_adam(request: InspectRequest, optimizer: Any, compiled_by_build: bool) -> None:
     """The optimizer must have Adam's moments, at every ratio of the grid."""
     try:
-        optimizer_settings("sqrt-adam", float(request["max_ratio"]), optimizer.get_config())
+        optimizer_settings("sqrt-adam", float(request.max_ratio), optimizer.get_config())
     except ValueError as exc:
-        model = request["workload"]["model"]
+        model = request.workload.model
         where = f"{model} compiles a" if compiled_by_build else "the optimizer is"
         raise WorkloadError(f"{where} {type(optimizer).__name__}: {exc}") from None
 
 
-def _check_budget(request: dict[str, Any], source: Source) -> None:
+def _check_budget(request: InspectRequest, source: Source) -> None:
     """An infinite or unsized training set needs ``train_samples``; an unsized validation set
     needs ``val_samples`` (the fixed set every trial is evaluated on)."""
-    if source.train_size is None and not request.get("train_samples"):
+    if source.train_size is None and not request.budget.train_samples:
         kind = "infinite" if source.train_infinite else "of unknown size"
         raise WorkloadError(
             f"the training data of {source.reference} are {kind}: give [search] train_samples "
             "(or --train-samples), the samples every trial trains on"
         )
-    if source.val_size is None and not request.get("val_samples"):
+    if source.val_size is None and not request.budget.val_samples:
         raise WorkloadError(
             f"the validation data of {source.reference} have no known size: give [search] "
             "val_samples (or --val-samples), the fixed set every trial is evaluated on"

@@ -18,12 +18,14 @@ from typing import Any
 
 import numpy as np
 
+from tuner.core.protocol import Workload
 
-def workload_digest(workload: Mapping[str, Any], model: Any, read: Mapping[str, Any]) -> str:
+
+def workload_digest(workload: Workload, model: Any, read: Mapping[str, Any]) -> str:
     """The fingerprint of ``workload`` (its ``model`` and ``data`` references), the ``model`` it
     built and the samples ``read`` of each split."""
     digest = hashlib.sha256()
-    for reference in (workload.get("model"), workload.get("data")):
+    for reference in (workload.model, workload.data):
         digest.update(_source(str(reference)).encode())
     digest.update(_configuration(model).encode())
     for split in sorted(read):

@@ -13,10 +13,11 @@ from typing import Any
 
 from tuner.core.devices import DevicePlan
 from tuner.core.progress import StepReporter
-from tuner.core.protocol import EPOCH_EVENT, WINDOWS_DONE_EVENT
+from tuner.core.protocol import EpochEvent, Event, WindowsDoneEvent
 from tuner.core.windows import warmup_excess
 
-Emit = Callable[[dict[str, Any]], None]
+Emit = Callable[[Event], None]
+"""Sends one event to the driver (:func:`tuner.core.protocol.encode_event` on stdout)."""
 
 
 def split_tracing(epoch_seconds: list[float], fit_s: float) -> dict[str, float]:
@@ -92,15 +93,14 @@ class Meter:
         self.throughputs.append(self._samples / seconds if seconds > 0 else 0.0)
         self.losses.append(loss)
         self._emit(
-            {
-                "event": EPOCH_EVENT,
-                "epoch": epoch + 1,
-                "epochs": self._epochs,
-                "loss": loss,
-                "throughput": self.throughputs[-1],
-                "samples": (epoch + 1) * self._samples,
-                "total_samples": self._epochs * self._samples,
-            }
+            EpochEvent(
+                epoch=epoch + 1,
+                epochs=self._epochs,
+                loss=loss,
+                throughput=self.throughputs[-1],
+                samples=(epoch + 1) * self._samples,
+                total_samples=self._epochs * self._samples,
+            )
         )
         if not math.isfinite(loss):
             self.diverged_at = epoch + 1
@@ -108,9 +108,9 @@ class Meter:
         return True
 
     def windows_done(self) -> None:
-        """Tell the driver the timed windows are over (:data:`WINDOWS_DONE_EVENT`): the next
+        """Tell the driver the timed windows are over (:class:`WindowsDoneEvent`): the next
         child may start importing without sharing the cores with a measured window."""
-        self._emit({"event": WINDOWS_DONE_EVENT})
+        self._emit(WindowsDoneEvent())
 
     def step_reporter(self, global_batch: int) -> StepReporter:
         """What the loop calls with the run's step count after each step: a progress event

@@ -10,30 +10,32 @@ used is described by :func:`describe` and stored on the trial.
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from typing import Any
 
 import keras
 
 from tuner.core.errors import WorkloadError
 from tuner.core.optimizers import SHAPING_RULES, trained_config
+from tuner.core.protocol import LearningRateRule
 
 
-def apply_rule(optimizer: Any, rule: dict[str, Any] | None) -> Any:
+def apply_rule(optimizer: Any, rule: LearningRateRule | None) -> Any:
     """A new optimizer of the same class and settings as ``optimizer`` with ``rule`` applied.
 
-    ``rule`` is the request's ``{"name", "ratio", "base_lr", "learning_rate", "warmup_steps"}``
-    (``None``: unchanged). Raises :class:`WorkloadError` when the rule does not apply to it.
+    ``rule`` is the request's, its warm-up resolved to steps (``None``: unchanged). Raises
+    :class:`WorkloadError` when the rule does not apply to it.
     """
-    if not rule or rule["name"] not in SHAPING_RULES:
+    if rule is None or rule.name not in SHAPING_RULES:
         return optimizer
     try:
-        config = trained_config(optimizer.get_config(), rule)
+        config = trained_config(optimizer.get_config(), asdict(rule))
     except ValueError as exc:
         raise WorkloadError(f"{type(optimizer).__name__}: {exc}") from None
     return type(optimizer).from_config(config)
 
 
-def describe(optimizer: Any, from_build: bool, rule: dict[str, Any] | None) -> dict[str, Any]:
+def describe(optimizer: Any, from_build: bool, rule: LearningRateRule | None) -> dict[str, Any]:
     """The optimizer a trial used: class, scalar settings, the warmup when there is one, and
     under ``keras`` the whole serialized optimizer (see :func:`_serialized`). Under
     mixed_float16 that is the optimizer inside Keras's ``LossScaleOptimizer``: the export's
@@ -50,12 +52,12 @@ def describe(optimizer: Any, from_build: bool, rule: dict[str, Any] | None) -> d
         "from_build": from_build,
         **settings,
     }
-    if rule and rule["name"] == "linear-warmup":
-        described["learning_rate"] = float(rule["learning_rate"])
+    if rule is not None and rule.name == "linear-warmup":
+        described["learning_rate"] = float(rule.learning_rate)
         described["warmup"] = {
-            "from": float(rule["base_lr"]),
-            "to": float(rule["learning_rate"]),
-            "steps": int(rule["warmup_steps"]),
+            "from": float(rule.base_lr),
+            "to": float(rule.learning_rate),
+            "steps": int(rule.warmup_steps or 0),
         }
     keras_config = _serialized(optimizer, rule)
     if keras_config is not None:
@@ -70,15 +72,15 @@ def unscaled(optimizer: Any) -> Any:
     return optimizer
 
 
-def _serialized(optimizer: Any, rule: dict[str, Any] | None) -> dict[str, Any] | None:
+def _serialized(optimizer: Any, rule: LearningRateRule | None) -> dict[str, Any] | None:
     """The optimizer as ``keras.optimizers.serialize`` writes it — what the export's
     ``optimizer`` section copies — with a constant learning rate written as the rule gave it
     (``get_config`` reads back the float32 variable: 0.0020000000949949026 for 0.002); ``None``
     when a custom optimizer's config is not plain JSON."""
     try:
         written = keras.optimizers.serialize(optimizer)
-        if rule and not isinstance(written["config"].get("learning_rate"), dict):
-            written["config"]["learning_rate"] = float(rule["learning_rate"])
+        if rule is not None and not isinstance(written["config"].get("learning_rate"), dict):
+            written["config"]["learning_rate"] = float(rule.learning_rate)
         json.dumps(written, allow_nan=False)
     except (TypeError, ValueError, KeyError):
         return None

@@ -14,15 +14,17 @@ from typing import Any
 
 import keras
 
+from tuner.core.protocol import RunRequest
+
 DEFAULT = "float32"
 
 
-def of(request: dict[str, Any]) -> str:
+def of(request: RunRequest) -> str:
     """The request's precision (``float32`` when it names none)."""
-    return str(request.get("precision") or DEFAULT)
+    return request.precision or DEFAULT
 
 
-def apply(request: dict[str, Any]) -> str:
+def apply(request: RunRequest) -> str:
     """Set the request's precision as Keras's global dtype policy; returns its name."""
     name = of(request)
     keras.mixed_precision.set_global_policy(name)

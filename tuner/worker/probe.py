@@ -5,9 +5,9 @@ the validation loss, and does not measure the noise scale. Backend-neutral, as a
 
 With ``probe_search`` in the request (:func:`tuner.core.probe.search_state`) the child runs the
 search itself, several sizes in this one process (one import, one device set-up): for each size
-it announces the size (:data:`~tuner.core.protocol.PROBE_ATTEMPT_EVENT`), builds a fresh
+it announces the size (:class:`~tuner.core.protocol.ProbeAttemptEvent`), builds a fresh
 session at it, trains ``steps_per_epoch`` steps, and reports whether it fitted
-(:data:`~tuner.core.protocol.PROBE_RESULT_EVENT`). It stops after the first size that runs out of
+(:class:`~tuner.core.protocol.ProbeResultEvent`). It stops after the first size that runs out of
 memory, or after ``probe_sizes_per_child`` sizes (:func:`tuner.core.probe.sizes_per_child`: one
 under a memory cap, where a size trained before shrinks the room a later one has); the driver
 starts a fresh child for the rest. Without ``probe_search`` it trains the request's one batch.
@@ -22,6 +22,7 @@ from __future__ import annotations
 import gc
 import os
 import time
+from dataclasses import asdict, replace
 from typing import Any
 
 import keras
@@ -29,46 +30,52 @@ import keras
 from tuner.core.devices import CPU_CAP_ENV
 from tuner.core.oom import is_child_oom, summary
 from tuner.core.probe import search_from_state, try_until_oom
-from tuner.core.protocol import PROBE_ATTEMPT_EVENT, PROBE_RESULT_EVENT, WINDOWS_DONE_EVENT
+from tuner.core.protocol import (
+    ProbeAttemptEvent,
+    ProbeRequest,
+    ProbeResultEvent,
+    Result,
+    WindowsDoneEvent,
+)
 from tuner.worker.backends import open_session
 from tuner.worker.meters import Emit
 from tuner.worker.session import peak_memory_bytes, train
 from tuner.worker.session import summary as run_summary
 
 
-def run_probe(request: dict[str, Any], emit: Emit) -> dict[str, Any]:
+def run_probe(request: ProbeRequest, emit: Emit) -> Result:
     """The request's probe search, size after size, until it is done or a size runs out of
     memory: status ``ok`` with one ``attempts`` entry per size tried (``batch``, ``fits``,
     ``seconds``, ``peak_memory_bytes``, ``error``). Without a search, the request's one batch:
     status ``ok`` with the memory peak (raises if it fails). Any error other than out-of-memory
     is raised."""
-    state = request.get("probe_search")
+    state = request.probe_search
     if state is None:
         session = open_session(request, emit)
         train(session)
-        emit({"event": WINDOWS_DONE_EVENT})  # the next child may start importing
-        return {
+        emit(WindowsDoneEvent())  # the next child may start importing
+        payload = {
             **run_summary(session),
-            "status": "ok",
             "probe": True,
             "peak_memory_bytes": peak_memory_bytes(session),
         }
+        return Result(status="ok", payload=payload, timings=session.timings)
     attempts: list[dict[str, Any]] = []
 
     def attempt(batch: int) -> bool:
-        emit({"event": PROBE_ATTEMPT_EVENT, "batch": batch})
+        emit(ProbeAttemptEvent(batch))
         _inject_fault(batch)
         record = _attempt(request, batch)
-        attempts.append(record)
-        emit({"event": PROBE_RESULT_EVENT, **record})
-        return bool(record["fits"])
+        attempts.append(asdict(record))  # stored by the driver as these fields
+        emit(record)
+        return record.fits
 
-    try_until_oom(search_from_state(state), attempt, request.get("probe_sizes_per_child"))
-    emit({"event": WINDOWS_DONE_EVENT})
-    return {"status": "ok", "probe": True, "attempts": attempts}
+    try_until_oom(search_from_state(dict(state)), attempt, request.probe_sizes_per_child)
+    emit(WindowsDoneEvent())
+    return Result(status="ok", payload={"probe": True, "attempts": attempts})
 
 
-def _attempt(request: dict[str, Any], batch: int) -> dict[str, Any]:
+def _attempt(request: ProbeRequest, batch: int) -> ProbeResultEvent:
     """Train ``batch`` in a fresh session: whether it fitted, how long it took, its peak."""
     started = time.perf_counter()
     peak: int | None = None
@@ -83,20 +90,15 @@ def _attempt(request: dict[str, Any], batch: int) -> dict[str, Any]:
     # what the framework still caches before the next size.
     keras.backend.clear_session()
     gc.collect()
-    return {
-        "batch": batch,
-        "fits": error is None,
-        "seconds": time.perf_counter() - started,
-        "peak_memory_bytes": peak,
-        "error": error,
-    }
+    seconds = time.perf_counter() - started
+    return ProbeResultEvent(batch, error is None, seconds, peak_memory_bytes=peak, error=error)
 
 
-def _train_at(request: dict[str, Any], batch: int) -> int | None:
+def _train_at(request: ProbeRequest, batch: int) -> int | None:
     """Open a session at ``batch``, train its steps; the memory peak. The session is local, so
     it is released when this returns or raises."""
     # The session's own events (epochs, progress) stay here: the driver follows the probe's.
-    session = open_session({**request, "global_batch_size": batch}, lambda event: None)
+    session = open_session(replace(request, global_batch_size=batch), lambda event: None)
     train(session)
     return peak_memory_bytes(session)
 

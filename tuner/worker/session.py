@@ -21,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import keras
@@ -29,6 +29,7 @@ import numpy as np
 
 from tuner.core.devices import DevicePlan
 from tuner.core.errors import WorkloadError
+from tuner.core.protocol import Budget, LearningRateRule, RunRequest
 from tuner.core.target import CheckPlan
 from tuner.core.windows import plan_windows
 from tuner.worker import hypermodel, optim, precision, target
@@ -89,14 +90,14 @@ class ModelRecipe:
 
     def __init__(
         self,
-        request: dict[str, Any],
-        rule: dict[str, Any] | None,
+        request: RunRequest,
+        rule: LearningRateRule | None,
         initial: list[np.ndarray],
         precision_name: str,
     ) -> None:
-        self._workload = request["workload"]
-        self._values = request.get("model_hyperparameters")
-        self._learning_rate = float(request["learning_rate"])
+        self._workload = request.workload
+        self._values = request.model_hyperparameters
+        self._learning_rate = request.learning_rate
         self._initial = initial
         self.precision = precision_name
         self.rule = rule
@@ -111,11 +112,11 @@ class ModelRecipe:
     @property
     def loss(self) -> Any:
         """The loss the model trains on: the user's compiled loss, else the spec's name."""
-        return self.build_args["loss"] if self.build_args is not None else self._workload["loss"]
+        return self.build_args["loss"] if self.build_args is not None else self._workload.loss
 
     def build(self) -> Any:
         """A fresh model at the run's initial weights."""
-        model = hypermodel.build(self._workload["model"], self._values)
+        model = hypermodel.build(self._workload.model, self._values)
         model.set_weights(self._initial)
         args = hypermodel.compile_args(model, self._learning_rate)
         if args is not None:
@@ -128,8 +129,8 @@ class ModelRecipe:
             args = dict(self.build_args)
         else:
             args = {
-                "optimizer": make_optimizer(self._workload["optimizer"], self._learning_rate),
-                "loss": self._workload["loss"],
+                "optimizer": make_optimizer(self._workload.optimizer, self._learning_rate),
+                "loss": self._workload.loss,
             }
         args["optimizer"] = precision.scaled(
             optim.apply_rule(args["optimizer"], self.rule), self.precision
@@ -138,16 +139,16 @@ class ModelRecipe:
 
 
 def initial_weights(
-    request: dict[str, Any],
+    request: RunRequest,
     place: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext,
 ) -> list[np.ndarray]:
     """The model's initial weights from the request's seed, built once outside any distribution
     (inside ``place``), so that every run — one device or many — starts from the same numbers.
     The seed is set again afterwards: the run's own randomness starts from it too."""
-    seed = int(request["seed"])
+    seed = request.seed
     keras.utils.set_random_seed(seed)
     with place():
-        model = hypermodel.build(request["workload"]["model"], request.get("model_hyperparameters"))
+        model = hypermodel.build(request.workload.model, request.model_hyperparameters)
         weights: list[np.ndarray] = model.get_weights()
     keras.utils.set_random_seed(seed)
     return weights
@@ -157,7 +158,7 @@ def initial_weights(
 class Session:
     """One training run, ready to train: its devices, data, model inside its loop, and meter."""
 
-    request: dict[str, Any]
+    request: RunRequest
     plan: DevicePlan
     backend: Backend
     source: Source
@@ -189,14 +190,14 @@ def hold_until_exit(*objects: Any) -> None:
 
 
 def plan_run(
-    request: dict[str, Any], batch: int, source: Source
-) -> tuple[int, int, CheckPlan | None, dict[str, Any] | None]:
+    request: RunRequest, batch: int, source: Source
+) -> tuple[int, int, CheckPlan | None, LearningRateRule | None]:
     """(steps per window, windows, checks, the rule resolved to steps) of a run at ``batch``."""
     steps, windows, checks = windows_and_checks(request, batch, source)
     epoch_steps = steps
     if checks is not None and source.train_size:  # a warm-up ramp's epoch stays an epoch
         epoch_steps = source.train_size // batch
-    return steps, windows, checks, _resolved_rule(request.get("rule"), epoch_steps, steps * windows)
+    return steps, windows, checks, _resolved_rule(request.rule, epoch_steps, steps * windows)
 
 
 def train(
@@ -236,7 +237,7 @@ def train(
 
 def summary(session: Session) -> dict[str, Any]:
     """What every mode reports of a run: backend, devices, losses, throughputs, model, optimizer,
-    precision, versions, times."""
+    precision, versions (its times are the result's own, ``session.timings``)."""
     loop, meter, recipe, backend = session.loop, session.meter, session.recipe, session.backend
     return {
         "backend": backend.name,
@@ -257,7 +258,6 @@ def summary(session: Session) -> dict[str, Any]:
         "model_layers": hypermodel.layer_summary(loop.model),
         "optimizer": optim.describe(loop.model.optimizer, recipe.compiled_by_build, recipe.rule),
         "versions": backend.versions(),
-        "timings": session.timings,
     }
 
 
@@ -268,7 +268,7 @@ def peak_memory_bytes(session: Session) -> int | None:
 
 
 def windows_and_checks(
-    request: dict[str, Any], batch: int, source: Source
+    request: RunRequest, batch: int, source: Source
 ) -> tuple[int, int, CheckPlan | None]:
     """(steps per window, windows, checks): with a loss target (and no fixed steps), the windows
     of its cadence (:func:`tuner.worker.target.plan`); else :func:`_windows`, with no checks."""
@@ -286,17 +286,17 @@ def _check_fits(batch: int, n_train: int | None) -> None:
         )
 
 
-def _windows(request: dict[str, Any], batch: int, source: Source) -> tuple[int, int]:
+def _windows(request: RunRequest, batch: int, source: Source) -> tuple[int, int]:
     """(steps per window, windows): a probe's or validation's fixed ``steps_per_epoch``; else from
     ``train_samples`` when given; else one window per epoch over a training set of known size."""
-    n_train = source.train_size
+    n_train, budget = source.train_size, request.budget
     _check_fits(batch, n_train)
-    if request.get("steps_per_epoch"):
-        steps = int(request["steps_per_epoch"])
-        return (steps if n_train is None else min(steps, n_train // batch)), int(request["epochs"])
-    if request.get("train_samples"):
+    if budget.steps_per_epoch:
+        steps = budget.steps_per_epoch
+        return (steps if n_train is None else min(steps, n_train // batch)), _epochs(budget)
+    if budget.train_samples:
         try:
-            plan = plan_windows(int(request["train_samples"]), batch)
+            plan = plan_windows(budget.train_samples, batch)
         except ValueError as exc:
             raise WorkloadError(f"{exc}: raise train_samples") from None
         return plan.window_steps, plan.timed_windows + 1
@@ -305,16 +305,23 @@ def _windows(request: dict[str, Any], batch: int, source: Source) -> tuple[int, 
             f"the training data of {source.reference} have no known size, so epochs cannot be "
             "counted: give [search] train_samples (or --train-samples)"
         )
-    return n_train // batch, int(request["epochs"])
+    return n_train // batch, _epochs(budget)
+
+
+def _epochs(budget: Budget) -> int:
+    # The driver sends epochs with fixed steps, and whenever there is no sample budget.
+    if budget.epochs is None:
+        raise ValueError("the request's budget has neither epochs nor train_samples")
+    return budget.epochs
 
 
 def _resolved_rule(
-    rule: dict[str, Any] | None, epoch_steps: int, total_steps: int
-) -> dict[str, Any] | None:
+    rule: LearningRateRule | None, epoch_steps: int, total_steps: int
+) -> LearningRateRule | None:
     """The request's rule with a ``linear-warmup`` ramp given in epochs turned into steps (with a
     sample budget, which has no epochs, the ramp is the first 10 % of the steps)."""
-    if rule and rule["name"] == "linear-warmup" and not rule.get("warmup_steps"):
-        if rule.get("sample_budget"):
-            return {**rule, "warmup_steps": max(1, total_steps // 10)}
-        return {**rule, "warmup_steps": max(1, round(rule["warmup_epochs"] * epoch_steps))}
+    if rule is not None and rule.name == "linear-warmup" and not rule.warmup_steps:
+        if rule.sample_budget:
+            return replace(rule, warmup_steps=max(1, total_steps // 10))
+        return replace(rule, warmup_steps=max(1, round(rule.warmup_epochs * epoch_steps)))
     return rule

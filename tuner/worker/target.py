@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tuner.core.errors import WorkloadError
+from tuner.core.protocol import RunRequest
 from tuner.core.target import (
     MIN_CHECKS,
     CheckPlan,
@@ -29,24 +30,25 @@ from tuner.core.target import (
 )
 
 
-def plan(request: dict[str, Any], batch: int, n_train: int | None) -> CheckPlan | None:
+def plan(request: RunRequest, batch: int, n_train: int | None) -> CheckPlan | None:
     """The windows of a trial with a target (``None`` without one, or for fixed-step runs).
 
     A request without a cadence gets the grid's default from the budget this child can count
     (``epochs × n_train``), the same for every batch of ``cadence_batches``."""
-    if request.get("target_loss") is None or request.get("steps_per_epoch"):
+    target, given = request.target, request.budget
+    if target is None or given.steps_per_epoch:
         return None
-    budget = budget_samples(request.get("train_samples"), request.get("epochs"), n_train)
+    budget = budget_samples(given.train_samples, given.epochs, n_train)
     if budget is None:
         raise WorkloadError(
             "the training data have no known size, so a target's sample budget cannot be "
             "counted: give [search] train_samples (or --train-samples)"
         )
-    cadence = request.get("eval_every_samples")
+    cadence = target.eval_every_samples
     if cadence is None:
-        cadence = default_cadence(request.get("cadence_batches") or [batch], budget)
+        cadence = default_cadence(list(target.cadence_batches) or [batch], budget)
     try:
-        return plan_checks(int(cadence), batch, budget)
+        return plan_checks(cadence, batch, budget)
     except ValueError as exc:
         raise WorkloadError(f"{exc}: check --eval-every-samples and the budget") from None
 

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from tuner.core.protocol import Result, TrialRequest
 from tuner.core.windows import is_input_bound, summarise, warmup_windows
 from tuner.worker.backends import open_session
 from tuner.worker.meters import Emit, auto_noise_steps
@@ -33,11 +34,12 @@ from tuner.worker.sources import FUNCTION
 from tuner.worker.target import TargetCheck
 
 
-def run_trial(request: dict[str, Any], emit: Emit) -> dict[str, Any]:
-    """Train one trial and measure it; raises on failure (the caller classifies it)."""
+def run_trial(request: TrialRequest, emit: Emit) -> Result:
+    """Train one trial and measure it: status ``ok`` or ``diverged`` with its measurements;
+    raises on failure (the caller classifies it)."""
     session = open_session(request, emit)
     mark = time.perf_counter()
-    noise = _noise_meter(session)
+    noise = _noise_meter(request, session)
     # Building the meter starts its own input pipeline: part of what the noise scale costs.
     noise_setup_s = time.perf_counter() - mark
     check = _target_check(session)
@@ -45,7 +47,7 @@ def run_trial(request: dict[str, Any], emit: Emit) -> dict[str, Any]:
     train(session, noise, check)
     if noise is not None:
         session.timings["noise_scale_s"] += noise_setup_s
-    result = {**summary(session), **_noise_fields(session, noise)}
+    result = {**summary(session), **_noise_fields(request, session, noise)}
     meter = session.meter
     if check is not None:
         result.update(check.fields(meter.epoch_seconds))
@@ -54,11 +56,8 @@ def run_trial(request: dict[str, Any], emit: Emit) -> dict[str, Any]:
         result["train_samples_used"] = len(meter.epoch_seconds) * session.steps * session.batch
     if meter.diverged_at is not None:
         meter.windows_done()
-        result.update(
-            status="diverged",
-            error=f"training loss became {meter.losses[-1]} in epoch {meter.diverged_at}",
-        )
-        return result
+        error = f"training loss became {meter.losses[-1]} in epoch {meter.diverged_at}"
+        return Result(status="diverged", error=error, payload=result, timings=session.timings)
     # The warm-up windows (tracing, compilation, a recompilation) are left out, unless the run
     # has only one window.
     warm = warmup_windows(meter.epoch_seconds)
@@ -70,7 +69,6 @@ def run_trial(request: dict[str, Any], emit: Emit) -> dict[str, Any]:
     # With a target, the last check evaluated the trained model: not evaluated twice.
     final_loss = check.final_loss if check is not None else _validation_loss(session)
     result.update(
-        status="ok" if math.isfinite(final_loss) else "diverged",
         final_loss=final_loss,
         train_loss=meter.losses[-1],
         throughput=median,
@@ -80,9 +78,10 @@ def run_trial(request: dict[str, Any], emit: Emit) -> dict[str, Any]:
         peak_memory_bytes=peak_memory_bytes(session),
         peak_rss_bytes=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
     )
-    if result["status"] == "diverged":
-        result["error"] = f"validation loss is {final_loss}"
-    return result
+    if not math.isfinite(final_loss):
+        error = f"validation loss is {final_loss}"
+        return Result(status="diverged", error=error, payload=result, timings=session.timings)
+    return Result(status="ok", payload=result, timings=session.timings)
 
 
 def _validation_loss(session: Session) -> float:
@@ -105,8 +104,8 @@ def _target_check(session: Session) -> TargetCheck | None:
     """The check of the loss target after each window (``None`` without a target)."""
     if session.checks is None:
         return None
-    target = float(session.request["target_loss"])
-    return TargetCheck(session.checks, target, _evaluator(session))
+    assert session.request.target is not None  # the checks are planned from it
+    return TargetCheck(session.checks, session.request.target.loss, _evaluator(session))
 
 
 def _input_fields(session: Session, throughput: float) -> dict[str, Any]:
@@ -115,7 +114,7 @@ def _input_fields(session: Session, throughput: float) -> dict[str, Any]:
     mark = time.perf_counter()
     alone = session.backend.input_throughput(session)
     session.timings["input_probe_s"] = time.perf_counter() - mark
-    val_size, val_samples = session.source.val_size, session.request.get("val_samples")
+    val_size, val_samples = session.source.val_size, session.request.budget.val_samples
     known = [v for v in (val_size, val_samples) if v is not None]
     return {
         "input_throughput": alone,
@@ -124,14 +123,13 @@ def _input_fields(session: Session, throughput: float) -> dict[str, Any]:
     }
 
 
-def _noise_meter(session: Session) -> NoiseMeasure | None:
+def _noise_meter(request: TrialRequest, session: Session) -> NoiseMeasure | None:
     """The gradient-noise-scale meter of a trial with 2+ replicas."""
-    request = session.request
-    if not request.get("noise_scale") or session.plan.num_replicas < 2:
+    if not request.noise_scale or session.plan.num_replicas < 2:
         return None
-    if request.get("loop", "fit") not in ("fit", "custom"):
+    if request.loop not in ("fit", "custom"):
         return None
-    steps = int(request.get("noise_scale_steps") or auto_noise_steps(session.steps))
+    steps = request.noise_scale_steps or auto_noise_steps(session.steps)
     return session.backend.noise_meter(session, steps)
 
 
@@ -146,10 +144,12 @@ def _why_no_noise_scale(session: Session) -> str:
     return "the gradient noise scale is measured with loop = fit or custom"
 
 
-def _noise_fields(session: Session, noise: NoiseMeasure | None) -> dict[str, Any]:
+def _noise_fields(
+    request: TrialRequest, session: Session, noise: NoiseMeasure | None
+) -> dict[str, Any]:
     """The noise scale's result fields, or the note that says why it was not measured."""
     if noise is None:
-        if not session.request.get("noise_scale"):
+        if not request.noise_scale:
             return {}
         return {"noise_scale_note": _why_no_noise_scale(session)}
     fields: dict[str, Any] = {"noise_scale_note": noise.stopped} if noise.stopped else {}

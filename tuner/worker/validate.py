@@ -13,21 +13,21 @@ from typing import Any
 
 import numpy as np
 
+from tuner.core.protocol import Result, ValidateRequest
 from tuner.worker.backends import open_session
 from tuner.worker.meters import Emit, UtilizationSampler
 from tuner.worker.session import summary, train
 
 
-def run_validation(request: dict[str, Any], emit: Emit) -> dict[str, Any]:
+def run_validation(request: ValidateRequest, emit: Emit) -> Result:
     """Train with every step's loss recorded; status ``ok`` with the evidence (raises if it
     fails)."""
     session = open_session(request, emit, record_steps=True)
     sampler = UtilizationSampler(session.plan)
     train(session)
     loop = session.loop
-    return {
+    payload = {
         **summary(session),
-        "status": "ok",
         "step_losses": loop.step_losses,
         "replica_examples": loop.replica_examples(),
         "steps": len(loop.step_losses),
@@ -36,6 +36,7 @@ def run_validation(request: dict[str, Any], emit: Emit) -> dict[str, Any]:
         "utilization_per_device": sampler.stop(),
         **weight_sync(loop.variable_copies()),
     }
+    return Result(status="ok", payload=payload, timings=session.timings)
 
 
 def weight_sync(copies: list[list[np.ndarray]]) -> dict[str, Any]:

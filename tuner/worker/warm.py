@@ -19,11 +19,11 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
-from tuner.core.protocol import WARM_FLAG
+from tuner.core.protocol import WARM_FLAG, Result
 
-Table = dict[str, Callable[..., dict[str, Any]]]
+Table = dict[str, Callable[..., Result]]
+"""Each mode's runner (:data:`tuner.worker.__main__.Runner`)."""
 
 
 def split_argv(argv: list[str]) -> tuple[str | None, list[str]]:
@@ -46,12 +46,12 @@ class Preloaded:
     imported_at: float
     visible_s: float = 0.0
 
-    def handed_over(self, request: dict[str, Any], taken_at: float) -> float:
-        """Note the hand-over (the request's ``spawned_at``; ``taken_at``: when this process
-        read it); the wall time the trial started in this process: ``taken_at`` moved back by
-        the import that ran after hand-over, so ``process_start_s`` is the hand-over's latency
-        and that import counts as ``import_s``."""
-        handed_at = float(request.get("spawned_at") or taken_at)
+    def handed_over(self, spawned_at: float | None, taken_at: float) -> float:
+        """Note the hand-over (``spawned_at``: the request's, ``None`` for a request it could
+        not read; ``taken_at``: when this process read it); the wall time the trial started in
+        this process: ``taken_at`` moved back by the import that ran after hand-over, so
+        ``process_start_s`` is the hand-over's latency and that import counts as ``import_s``."""
+        handed_at = spawned_at or taken_at
         self.visible_s = min(self.import_s, max(0.0, self.imported_at - handed_at))
         return taken_at - self.visible_s
 

@@ -1,24 +1,27 @@
 """Test aid: answer every child request at once, in the driver, with no child and no framework.
 
-With ``TUNER_TEST_INSTANT_TRIALS=1`` in the driver's environment,
-:func:`tuner.driver.children._runner. run_child` returns :func:`instant_run`'s fabricated
-:class:`~tuner.core.outcome.ChildRun` instead of starting ``python -m tuner.worker``: the workload
-check reports a large training set, and a trial, probe or baseline run reports ``ok`` with a loss
-and throughput that are plain deterministic functions of its global batch, learning-rate rule,
-replicas and seed. Everything else is the real driver (Optuna, storage, grid, seeds, racing,
-export), so a benchmark can time the driver's own cost per trial (``benchmarks/driver_scaling.py``)
+With ``TUNER_TEST_INSTANT_TRIALS=1`` in the driver's environment, the driver's entries are handed
+:class:`InstantRunner` (:func:`tuner.driver.children._choice.child_runner`) in place of the
+process runner: it returns :func:`instant_run`'s fabricated :class:`~tuner.core.outcome.ChildRun`
+instead of starting ``python -m tuner.worker``. The workload check reports a large training set,
+and a trial, probe or baseline run reports ``ok`` with a loss and throughput that are plain
+deterministic functions of its global batch, learning-rate rule, replicas and seed. Everything
+else is the real driver (Optuna, storage, grid, seeds, racing, export), so a benchmark can time
+the driver's own cost per trial (``benchmarks/driver_scaling.py``)
 without TensorFlow. Inert unless set; never set it for a real study: its numbers measure nothing.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import time
+from dataclasses import replace
 from typing import Any
 
 from tuner.core.outcome import ChildRun
+from tuner.core.protocol import InspectRequest, ProbeRequest, Result, TrialRequest, encode_result
+from tuner.driver.children._interface import OnEvent, Request
 
 INSTANT_ENV = "TUNER_TEST_INSTANT_TRIALS"
 N_TRAIN = 1 << 20
@@ -34,61 +37,75 @@ def is_enabled() -> bool:
     return os.environ.get(INSTANT_ENV) == "1"
 
 
-def instant_run(request: dict[str, Any]) -> ChildRun:
+class InstantRunner:
+    """The stand-in as a :class:`~tuner.driver.children._interface.ChildRunner`: no child, no
+    environment, no events; every request answered at once by :func:`instant_run`."""
+
+    def run(
+        self,
+        request: Request,
+        env: dict[str, str],
+        timeout_s: float,
+        on_event: OnEvent | None = None,
+    ) -> ChildRun:
+        """:func:`instant_run` of ``request``; ``env``, ``timeout_s`` and ``on_event`` are not used
+        (nothing runs long enough to time out or to report on the way)."""
+        return instant_run(request)
+
+
+def instant_run(request: Request) -> ChildRun:
     """The run a child would leave for ``request``, fabricated at once (see the module)."""
     started = time.time()
-    mode = request.get("mode")
-    if mode == "inspect":
-        result = _inspected(request)
-    elif mode in ("trial", "probe"):
-        result = _trained(request)
+    if isinstance(request, InspectRequest):
+        result = Result(status="ok", payload=_inspected(request))
+    elif isinstance(request, TrialRequest | ProbeRequest):
+        result = Result(status="ok", payload=_trained(request), timings={"training_s": 0.0})
     else:  # validate checks the framework's own arithmetic: nothing here to fake honestly
-        result = {"status": "error", "error": f"{INSTANT_ENV} has no stand-in for mode {mode!r}"}
+        error = f"{INSTANT_ENV} has no stand-in for mode {request.mode!r}"
+        result = Result(status="error", error=error)
     ended = time.time()
-    result.setdefault("timings", {}).update(child_started_at=started, child_finished_at=ended)
+    timings = {**result.timings, "child_started_at": started, "child_finished_at": ended}
     return ChildRun(
         returncode=0,
-        result_text=json.dumps(result),
+        result_text=encode_result(replace(result, timings=timings)),
         wall_s=ended - started,
         spawned_at=started,
         ended_at=ended,
     )
 
 
-def _inspected(request: dict[str, Any]) -> dict[str, Any]:
+def _inspected(request: InspectRequest) -> dict[str, Any]:
     """The workload check's answer: sizes, no hypermodel."""
     return {
-        "status": "ok",
         "n_train": N_TRAIN,
         "n_val": N_VAL,
         "parameters": PARAMETERS,
         "input_form": "arrays",
-        "backend": request.get("workload", {}).get("backend", "tensorflow"),
+        "backend": request.workload.backend,
         "hypermodel": None,
     }
 
 
-def _trained(request: dict[str, Any]) -> dict[str, Any]:
+def _trained(request: TrialRequest | ProbeRequest) -> dict[str, Any]:
     """An ``ok`` run: throughput grows with the per-replica batch and saturates; the loss grows
     with the batch ratio and with the learning rate's distance from the square-root rule; the
     seed moves the loss by under 1 %."""
-    batch = int(request["global_batch_size"])
-    replicas = int(request.get("plan", {}).get("num_replicas", 1))
-    rule = request.get("rule") or {}
-    ratio = float(rule.get("ratio", 1.0))
-    lr_scale = float(rule.get("learning_rate", 1.0)) / float(rule.get("base_lr", 1.0))
+    batch = request.global_batch_size
+    replicas = request.plan.num_replicas
+    rule = request.rule
+    ratio = rule.ratio if rule is not None else 1.0
+    lr_scale = rule.learning_rate / rule.base_lr if rule is not None else 1.0
     per_replica = batch / replicas
     throughput = replicas**0.9 * 10_000.0 * per_replica / (per_replica + 256.0)
-    jitter = 1.0 + ((int(request.get("seed") or 0) * 7919) % 11 - 5) / 1000.0
+    jitter = 1.0 + ((request.seed * 7919) % 11 - 5) / 1000.0
     off = math.log2(lr_scale / math.sqrt(ratio))  # > 0: a rate above the sqrt rule's
     loss = 0.2 * (1 + 0.02 * math.log2(ratio) + 0.05 * abs(off) + 0.03 * max(off, 0.0))
     windows = [throughput * (1.0 + d) for d in (-0.01, 0.0, 0.01)]
     steps = max(1, N_TRAIN // batch // len(windows))
     result: dict[str, Any] = {
-        "status": "ok",
-        "backend": request.get("workload", {}).get("backend", "tensorflow"),
+        "backend": request.workload.backend,
         "device_kind": DEVICE_KIND,
-        "precision": request.get("precision"),
+        "precision": request.precision,
         "num_replicas": replicas,
         "steps_per_epoch": steps,
         "windows": len(windows),
@@ -96,11 +113,10 @@ def _trained(request: dict[str, Any]) -> dict[str, Any]:
         "train_samples_used": steps * batch * len(windows),
         "epoch_losses": [loss * 1.2, loss * 1.05, loss],
         "epoch_throughputs": windows,
-        "optimizer_learning_rate": request.get("learning_rate"),
+        "optimizer_learning_rate": request.learning_rate,
         "model_parameters": PARAMETERS,
-        "timings": {"training_s": 0.0},
     }
-    if request.get("mode") == "probe":
+    if isinstance(request, ProbeRequest):
         return {**result, "probe": True, "peak_memory_bytes": batch * 1024}
     return {
         **result,

@@ -1,34 +1,50 @@
-"""What a child process is asked to run: the requests of ``tuner.core.protocol``, in one place.
+"""What a child process is asked to run: the typed requests of :mod:`tuner.core.protocol`, built
+from the spec in one place.
 
-Every request names the workload and, but for ``inspect``, the device plan; the child reads it
-with ``python -m tuner.worker``. The device signature keys what runs find on those devices
+Every request names the workload and its budget and, but for ``inspect``, the device plan; the
+runner writes it with :func:`~tuner.core.protocol.encode_request` and the child reads it with
+``python -m tuner.worker``. A variant of a request (another batch, no target) is a
+``dataclasses.replace`` of it. The device signature keys what runs find on those devices
 (out-of-memory sizes, probes, baselines): it travels with the requests' results.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from tuner.core.devices import DevicePlan
+from tuner.core.protocol import (
+    Budget,
+    InspectRequest,
+    LearningRateRule,
+    ProbeRequest,
+    Target,
+    TrialRequest,
+    ValidateRequest,
+    Workload,
+)
 from tuner.core.scaling import batch_ratio
 from tuner.core.spec import StudySpec
 from tuner.core.target import budget_samples, check_cadence, default_cadence
 
 
-def workload_dict(spec: StudySpec) -> dict[str, str | None]:
+def workload_ref(spec: StudySpec) -> Workload:
     """The workload as a request carries it."""
-    return {
-        "model": spec.workload.model,
-        "data": spec.workload.data,
-        "dataset": spec.workload.dataset,
-        "loss": spec.workload.loss,
-        "optimizer": spec.workload.optimizer,
-        "backend": spec.workload.backend,
-    }
+    workload = spec.workload
+    return Workload(
+        model=workload.model,
+        data=workload.data,
+        dataset=workload.dataset,
+        loss=workload.loss,
+        optimizer=workload.optimizer,
+        backend=workload.backend,
+    )
 
 
 def budget_dict(spec: StudySpec) -> dict[str, int | None]:
-    """How much a run trains and evaluates: epochs or a sample budget, and the validation set."""
+    """The budget's fields as a training key hashes them (:func:`tuner.core.sameness.training_key`:
+    stored keys, so their names stay)."""
     return {
         "epochs": spec.search.epochs,
         "train_samples": spec.search.train_samples,
@@ -36,7 +52,13 @@ def budget_dict(spec: StudySpec) -> dict[str, int | None]:
     }
 
 
-def target_dict(spec: StudySpec, n_train: int | None = None) -> dict[str, Any]:
+def budget_of(spec: StudySpec, **fixed: int | None) -> Budget:
+    """How much a run of ``spec`` trains and evaluates: epochs or a sample budget, and the
+    validation set; ``fixed`` overrides a field (a probe's one epoch of fixed steps)."""
+    return replace(Budget(**budget_dict(spec)), **fixed)
+
+
+def target_of(spec: StudySpec, n_train: int | None = None) -> Target | None:
     """The loss target and its cadence as a request carries them (``None`` without a target).
 
     A user's cadence is checked against the grid (:func:`tuner.core.target.check_cadence`: one
@@ -45,21 +67,18 @@ def target_dict(spec: StudySpec, n_train: int | None = None) -> dict[str, Any]:
     size unknown here, the request carries ``None`` and the grid's batches, and the child picks
     the same cadence from its own ``n_train``."""
     search = spec.search
-    target = search.target_loss
+    if search.target_loss is None:
+        return None
     cadence = search.eval_every_samples
-    if target is None:
-        return {"target_loss": None, "eval_every_samples": None}
     batches = search.global_batch_sizes
     budget = budget_samples(search.train_samples, search.epochs, n_train)
     if cadence is not None:
         check_cadence(cadence, batches, budget)
     elif budget is not None:
         cadence = default_cadence(batches, budget)
-    return {
-        "target_loss": target,
-        "eval_every_samples": cadence,
-        "cadence_batches": list(batches),
-    }
+    return Target(
+        loss=search.target_loss, eval_every_samples=cadence, cadence_batches=tuple(batches)
+    )
 
 
 def first_precision(spec: StudySpec) -> str:
@@ -68,16 +87,29 @@ def first_precision(spec: StudySpec) -> str:
     return spec.search.precisions[0]
 
 
-def inspect_request(spec: StudySpec) -> dict[str, Any]:
+def inspect_request(spec: StudySpec) -> InspectRequest:
     """Load ``spec``'s workload once and report its sizes, shapes and versions."""
-    return {
-        "mode": "inspect",
-        "workload": workload_dict(spec),
-        "loop": spec.search.loop_kind,
-        "lr_rules": list(spec.search.lr_rules),
-        "max_ratio": max(spec.search.batch_multipliers),
-        **budget_dict(spec),
-    }
+    return InspectRequest(
+        workload=workload_ref(spec),
+        budget=budget_of(spec),
+        loop=spec.search.loop_kind,
+        lr_rules=tuple(spec.search.lr_rules),
+        max_ratio=max(spec.search.batch_multipliers),
+    )
+
+
+def rule_of(spec: StudySpec, rule: str, batch: int, lr: float) -> LearningRateRule:
+    """Learning-rate rule ``rule`` at ``batch`` and ``lr`` as a request carries it."""
+    search = spec.search
+    return LearningRateRule(
+        name=rule,
+        ratio=batch_ratio(batch, search.base_batch_size),
+        base_lr=search.base_lr,
+        learning_rate=lr,
+        warmup_steps=search.warmup_steps,
+        warmup_epochs=search.warmup_epochs,
+        sample_budget=search.train_samples is not None,
+    )
 
 
 def trial_request(
@@ -85,46 +117,62 @@ def trial_request(
     plan: DevicePlan,
     batch: int,
     lr: float,
-    mode: str = "trial",
     rule: str | None = None,
     *,
     seed: int | None = None,
     n_train: int | None = None,
     precision: str | None = None,
-    **extra: Any,
-) -> dict[str, Any]:
+    model_hyperparameters: dict[str, Any] | None = None,
+) -> TrialRequest:
     """One training run of ``spec``'s workload at ``batch`` and ``lr`` (``rule``: the
     learning-rate rule, for the rules that also shape the optimizer; ``seed``: the run's seed of
     initial weights and data order, default the spec's; ``n_train``: the training set's size, when
     known, for the target's cadence under an epochs budget; ``precision``: the Keras dtype policy
-    the child sets, default the spec's first precision)."""
+    the child sets, default the spec's first precision; ``model_hyperparameters``: a
+    hypermodel's values)."""
     search = spec.search
-    request = {
-        "mode": mode,
-        "plan": plan.to_dict(),
-        "workload": workload_dict(spec),
-        "global_batch_size": batch,
-        "learning_rate": lr,
-        **budget_dict(spec),
-        "seed": search.seed if seed is None else seed,
-        "precision": precision or first_precision(spec),
-        "loop": search.loop_kind,
-        "noise_scale": search.noise_scale,
-        "noise_scale_steps": search.noise_scale_steps,
-        **target_dict(spec, n_train),
-        **extra,
-    }
-    if rule is not None:
-        request["rule"] = {
-            "name": rule,
-            "ratio": batch_ratio(batch, search.base_batch_size),
-            "base_lr": search.base_lr,
-            "learning_rate": lr,
-            "warmup_steps": search.warmup_steps,
-            "warmup_epochs": search.warmup_epochs,
-            "sample_budget": search.train_samples is not None,
-        }
-    return request
+    return TrialRequest(
+        plan=plan,
+        workload=workload_ref(spec),
+        global_batch_size=batch,
+        learning_rate=lr,
+        budget=budget_of(spec),
+        seed=search.seed if seed is None else seed,
+        precision=precision or first_precision(spec),
+        loop=search.loop_kind,
+        rule=None if rule is None else rule_of(spec, rule, batch, lr),
+        target=target_of(spec, n_train),
+        model_hyperparameters=model_hyperparameters,
+        noise_scale=search.noise_scale,
+        noise_scale_steps=search.noise_scale_steps,
+    )
+
+
+def probe_request(
+    spec: StudySpec,
+    plan: DevicePlan,
+    batch: int,
+    lr: float,
+    *,
+    steps: int,
+    search_state: dict[str, Any] | None = None,
+    sizes_per_child: int | None = None,
+) -> ProbeRequest:
+    """A probe of ``spec``'s workload on ``plan`` from ``batch``: ``steps`` steps of one epoch
+    per size at the spec's first precision, with the probe's ``search_state`` (or only
+    ``batch``) and at most ``sizes_per_child`` sizes in the child."""
+    return ProbeRequest(
+        plan=plan,
+        workload=workload_ref(spec),
+        global_batch_size=batch,
+        learning_rate=lr,
+        budget=budget_of(spec, epochs=1, steps_per_epoch=steps),
+        seed=spec.search.seed,
+        precision=first_precision(spec),
+        loop=spec.search.loop_kind,
+        probe_search=search_state,
+        probe_sizes_per_child=sizes_per_child,
+    )
 
 
 def validate_request(
@@ -135,22 +183,23 @@ def validate_request(
     *,
     steps: int,
     loss_reduction: str,
-) -> dict[str, Any]:
+) -> ValidateRequest:
     """About ``steps`` steps of ``spec``'s workload on ``plan`` that report per-step losses and
     per-replica counts for ``tuner validate``."""
     windows = spec.search.epochs or 2
-    return {
-        "mode": "validate",
-        "plan": plan.to_dict(),
-        "workload": workload_dict(spec),
-        "global_batch_size": batch,
-        "learning_rate": lr,
+    return ValidateRequest(
+        plan=plan,
+        workload=workload_ref(spec),
+        global_batch_size=batch,
+        learning_rate=lr,
         # About ``steps`` steps over the spec's epochs (two windows under a sample budget).
-        "epochs": windows,
-        "steps_per_epoch": max(1, steps // windows),
-        "val_samples": spec.search.val_samples,
-        "seed": spec.search.seed,
-        "precision": first_precision(spec),
-        "loop": spec.search.loop_kind,
-        "loss_reduction": loss_reduction,
-    }
+        budget=Budget(
+            epochs=windows,
+            steps_per_epoch=max(1, steps // windows),
+            val_samples=spec.search.val_samples,
+        ),
+        seed=spec.search.seed,
+        precision=first_precision(spec),
+        loop=spec.search.loop_kind,
+        loss_reduction=loss_reduction,
+    )

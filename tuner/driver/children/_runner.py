@@ -10,13 +10,15 @@ the child ends, when it is told to stop and when this process dies, SIGKILL incl
 
 A request may be handed to a warm child instead, started earlier for the same environment
 (:mod:`tuner.driver.children._warm`); its run's wall time and timeout start at hand-over.
+
+:class:`ProcessRunner` is this as the driver's
+:class:`~tuner.driver.children._interface.ChildRunner`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
-import json
 import os
 import shutil
 import signal
@@ -25,28 +27,28 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Hashable
-from dataclasses import dataclass
+from collections.abc import Hashable
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
-from tuner.core.devices import TENSORFLOW_BACKEND
 from tuner.core.outcome import ChildRun
 from tuner.core.protocol import (
     PARENT_PID_ENV,
     SUPERVISOR_MODULE,
     TRIAL_DIR_PREFIX,
     WARM_FLAG,
-    WINDOWS_DONE_EVENT,
     WORKER_MODULE,
+    Event,
+    InspectRequest,
+    WindowsDoneEvent,
     decode_event,
+    encode_request,
 )
-from tuner.driver.children import _instant as instant
 from tuner.driver.children import _trial_dirs as trial_dirs
 from tuner.driver.children import _warm as warm
+from tuner.driver.children._interface import OnEvent, Request
 from tuner.files import atomic_write_text
-
-OnEvent = Callable[[dict[str, Any]], None]
 
 _GRACE_S = 3.0
 _ORDER_POLL_S = 0.05
@@ -57,8 +59,23 @@ _PACKAGE_ROOT = str(Path(__file__).resolve().parents[3])
 without site-packages)."""
 
 
+class ProcessRunner:
+    """The real :class:`~tuner.driver.children._interface.ChildRunner`: each request in a fresh
+    child process (or the warm one waiting for it), under its supervisor: :func:`run_child`."""
+
+    def run(
+        self,
+        request: Request,
+        env: dict[str, str],
+        timeout_s: float,
+        on_event: OnEvent | None = None,
+    ) -> ChildRun:
+        """:func:`run_child`."""
+        return run_child(request, env, timeout_s, on_event)
+
+
 def run_child(
-    request: dict[str, Any],
+    request: Request,
     env: dict[str, str],
     timeout_s: float,
     on_event: OnEvent | None = None,
@@ -68,10 +85,6 @@ def run_child(
     On timeout the child's process group gets SIGTERM, then SIGKILL. On KeyboardInterrupt (or any
     exception here) the group is killed before the exception propagates.
     """
-    if (
-        instant.is_enabled()
-    ):  # test aid, inert unless set: no child (tuner.driver.children._instant)
-        return instant.instant_run(request)
     _sweep_once()
     key = _spare_key(request, env)
     child = _warm_child(request, key) or _cold_child(request, env)
@@ -128,12 +141,12 @@ def _new_folder() -> Path:
     return folder
 
 
-def _cold_child(request: dict[str, Any], env: dict[str, str]) -> _Child:
+def _cold_child(request: Request, env: dict[str, str]) -> _Child:
     """A fresh child that reads ``request`` as it starts."""
     folder = _new_folder()
     request_path, result_path = folder / "request.json", folder / "result.json"
     spawned_at = time.time()
-    request_path.write_text(json.dumps({**request, "spawned_at": spawned_at}))
+    request_path.write_text(encode_request(replace(request, spawned_at=spawned_at)))
     return _spawn(folder, child_command(request_path, result_path), env, spawned_at)
 
 
@@ -155,21 +168,17 @@ def _spawn(folder: Path, command: list[str], env: dict[str, str], spawned_at: fl
     return _Child(proc, folder, stderr, spawned_at)
 
 
-def _backend(request: dict[str, Any]) -> str:
-    """The Keras backend ``request``'s child runs (as the worker's ``sources.backend_name``)."""
-    return str((request.get("workload") or {}).get("backend") or TENSORFLOW_BACKEND)
-
-
-def _spare_key(request: dict[str, Any], env: dict[str, str]) -> Hashable:
+def _spare_key(request: Request, env: dict[str, str]) -> Hashable:
     """What a warm child must have been started with to take ``request``: the same environment
     (the plan's, and this process's as the child inherits it), backend and working folder."""
-    return (tuple(sorted(_child_environment(env).items())), _backend(request), os.getcwd())
+    backend = request.workload.backend
+    return (tuple(sorted(_child_environment(env).items())), backend, os.getcwd())
 
 
-def _start_spare(request: dict[str, Any], env: dict[str, str]) -> None:
+def _start_spare(request: Request, env: dict[str, str]) -> None:
     """Have a warm child started for the next request, in ``env``
     (:mod:`tuner.driver.children._warm`)."""
-    backend = _backend(request)
+    backend = request.workload.backend
     key = _spare_key(request, env)
 
     def spawn() -> _Child:
@@ -180,7 +189,7 @@ def _start_spare(request: dict[str, Any], env: dict[str, str]) -> None:
     warm.POOL.start(key, spawn)
 
 
-def _warm_child(request: dict[str, Any], key: Hashable) -> _Child | None:
+def _warm_child(request: Request, key: Hashable) -> _Child | None:
     """The spare started for ``key``, handed ``request``: it was waiting for it on stdin. ``None``
     when there is none (or it died meanwhile: the caller starts a fresh child)."""
     spare = warm.POOL.take(key)
@@ -190,7 +199,7 @@ def _warm_child(request: dict[str, Any], key: Hashable) -> _Child | None:
     spawned_at = time.time()
     try:
         atomic_write_text(
-            spare.folder / "request.json", json.dumps({**request, "spawned_at": spawned_at})
+            spare.folder / "request.json", encode_request(replace(request, spawned_at=spawned_at))
         )
         assert spare.proc.stdin is not None
         spare.proc.stdin.write(b"go\n")
@@ -210,7 +219,7 @@ class _SpareOrder:
     reader only notes it; the thread that waits for the child starts it (see
     :mod:`tuner.driver.children._warm` for why not a helper thread)."""
 
-    def __init__(self, request: dict[str, Any], env: dict[str, str]) -> None:
+    def __init__(self, request: Request, env: dict[str, str]) -> None:
         self.wanted = threading.Event()
         self._request = request
         self._env = env
@@ -218,8 +227,8 @@ class _SpareOrder:
     def watching(self, on_event: OnEvent | None) -> OnEvent:
         """``on_event``, noting ``windows_done`` on the way."""
 
-        def passing_on(event: dict[str, Any]) -> None:
-            if event.get("event") == WINDOWS_DONE_EVENT:
+        def passing_on(event: Event) -> None:
+            if isinstance(event, WindowsDoneEvent):
                 self.wanted.set()
             if on_event is not None:
                 on_event(event)
@@ -230,12 +239,12 @@ class _SpareOrder:
         _start_spare(self._request, warm.POOL.expected() or self._env)
 
 
-def _next_spare(request: dict[str, Any], env: dict[str, str]) -> _SpareOrder | None:
+def _next_spare(request: Request, env: dict[str, str]) -> _SpareOrder | None:
     """The warm child to start for the run after this one: at once beside the workload check
     (for the environment the driver expects next), or, for a training run, when its timed
     windows are over (the returned order)."""
     allowed = warm.uses()
-    if request.get("mode") == "inspect":
+    if isinstance(request, InspectRequest):
         expected = warm.POOL.expected()
         if expected is not None and warm.CHECK in allowed:
             _start_spare(request, expected)

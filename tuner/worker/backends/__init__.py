@@ -11,11 +11,11 @@ backend's package is imported on first use, never by this module.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from importlib import import_module
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from tuner.core.spec import BACKENDS, DEFAULT_BACKEND
+from tuner.core.protocol import InspectRequest, RunRequest, Workload
+from tuner.core.spec import BACKENDS
 
 if TYPE_CHECKING:
     from tuner.worker.meters import Emit
@@ -33,11 +33,11 @@ class Framework(Protocol):
     def prepare(self) -> None:
         """Set the process up for this backend once its framework is imported (before any run)."""
 
-    def open_session(self, request: dict[str, Any], emit: Emit, record_steps: bool) -> Session:
+    def open_session(self, request: RunRequest, emit: Emit, record_steps: bool) -> Session:
         """Devices, data, the model compiled in its loop: the request's run, ready to train.
         ``record_steps`` keeps every step's loss (a sync per step: for validation only)."""
 
-    def load_source(self, workload: Mapping[str, Any]) -> Source:
+    def load_source(self, workload: Workload) -> Source:
         """The workload's data as this backend's input layer reads them."""
 
     def first_batch(self, source: Source, split: str, size: int) -> Any:
@@ -47,9 +47,10 @@ class Framework(Protocol):
         """The versions of the frameworks a run used, as the child sees them."""
 
 
-def backend_name(request: Mapping[str, Any]) -> str:
-    """The request's backend: ``request["workload"]["backend"]``, the spec's default when absent."""
-    name = str((request.get("workload") or {}).get("backend") or DEFAULT_BACKEND)
+def backend_name(request: InspectRequest | RunRequest) -> str:
+    """The request's backend (its workload's); ``ValueError`` for a name not in
+    :data:`~tuner.core.spec.BACKENDS`."""
+    name = request.workload.backend
     if name not in _PACKAGES:
         raise ValueError(f"unknown backend {name!r}; known: {', '.join(BACKENDS)}")
     return name
@@ -65,7 +66,7 @@ def load(name: str) -> Framework:
     return framework
 
 
-def open_session(request: dict[str, Any], emit: Emit, record_steps: bool = False) -> Session:
+def open_session(request: RunRequest, emit: Emit, record_steps: bool = False) -> Session:
     """Open the request's run on its backend (:meth:`Framework.open_session`). Raises
     :class:`~tuner.core.errors.WorkloadError` when the global batch is larger than the
     training set."""

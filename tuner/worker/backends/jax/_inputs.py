@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from tuner.core.errors import WorkloadError
+from tuner.core.protocol import Workload
 from tuner.worker.sources import (
     ARRAYS,
     DATASETS,
@@ -37,14 +38,14 @@ Passes = Callable[[], Iterator[Batch]]
 """Starts one fresh pass over a split's batches."""
 
 
-def load_source(workload: Mapping[str, Any]) -> Source:
+def load_source(workload: Workload) -> Source:
     """Call the workload's ``data`` and classify its form (:class:`WorkloadError` if unusable)."""
-    if workload.get("dataset"):
+    if workload.dataset:
         raise WorkloadError(
-            f"{workload['dataset']} is a tf.data dataset function, TensorFlow's pattern: under "
+            f"{workload.dataset} is a tf.data dataset function, TensorFlow's pattern: under "
             "backend = jax give data (arrays, PyDatasets or iterables of batches)"
         )
-    reference = str(workload["data"])
+    reference = str(workload.data)
     data = call_data(reference)
     if isinstance(data, tuple | list) and len(data) == 4:
         arrays = tuple(np.asarray(item) for item in data)

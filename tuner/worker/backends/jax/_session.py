@@ -20,7 +20,7 @@ import jax
 import jaxlib
 import keras
 
-from tuner.core.devices import DevicePlan
+from tuner.core.protocol import RunRequest
 from tuner.worker import meters, precision
 from tuner.worker.backends.jax import _devices
 from tuner.worker.backends.jax import _evidence as evidence
@@ -43,7 +43,7 @@ class JaxBackend:
         """What evaluates the model as it is now over the fixed validation set: its first
         ``val_samples`` samples (all, without it), read once, evaluated at the trial's batch
         with no sample dropped (:func:`evaluate_exactly`)."""
-        val = inputs.val_arrays(session.source, session.request.get("val_samples"))
+        val = inputs.val_arrays(session.source, session.request.budget.val_samples)
         model, batch, replicas = session.loop.model, session.batch, len(self.devices)
         return lambda: evaluate_exactly(model, val, batch, replicas)
 
@@ -51,17 +51,13 @@ class JaxBackend:
         """What the input stream delivers alone, each batch placed on the devices as training
         places it (split along its first axis)."""
         sharding = _devices.batch_sharding(self.devices)
-        batches = inputs.train_batches(
-            session.source, session.batch, int(session.request["seed"])
-        )
+        batches = inputs.train_batches(session.source, session.batch, session.request.seed)
         stream = (jax.device_put(batch, sharding) for batch in batches)
         return meters.input_throughput(stream, session.steps, session.batch, jax.block_until_ready)
 
     def noise_meter(self, session: Session, steps: int) -> JaxNoiseMeter:
         """The noise meter on batches drawn apart from training (another seed's order)."""
-        batches = inputs.noise_batches(
-            session.source, session.batch, int(session.request["seed"]) + 1
-        )
+        batches = inputs.noise_batches(session.source, session.batch, session.request.seed + 1)
         loss, batch = session.recipe.loss, session.batch
         return JaxNoiseMeter(session.loop.model, batches, loss, batch, len(self.devices), steps)
 
@@ -111,21 +107,21 @@ def _evaluate(model: Any, val: tuple[Any, ...], batch: int) -> float:
     return float(logs["loss"])
 
 
-def open_session(request: dict[str, Any], emit: Emit, record_steps: bool = False) -> Session:
+def open_session(request: RunRequest, emit: Emit, record_steps: bool = False) -> Session:
     """Start JAX on the plan's devices, load the data, build and compile the model under
     ``DataParallel``, then apply the CPU memory cap if the plan has one. ``record_steps`` keeps
     every step's loss and counts each device's examples (validation only). Raises
     :class:`WorkloadError` when the global batch is larger than the training set."""
     timings: dict[str, float] = {}
-    plan = DevicePlan.from_dict(request["plan"])
+    plan = request.plan
     precision_name = precision.apply(request)  # before any model is built
     mark = time.perf_counter()
     devices = _devices.init_devices(plan)
     timings["device_init_s"] = time.perf_counter() - mark
 
     mark = time.perf_counter()
-    batch = int(request["global_batch_size"])
-    source = inputs.load_source(request["workload"])
+    batch = request.global_batch_size
+    source = inputs.load_source(request.workload)
     steps, windows, checks, rule = plan_run(request, batch, source)
     initial = initial_weights(request)  # no distribution set yet: the same on any devices
     recipe = ModelRecipe(request, rule, initial, precision_name)
@@ -134,10 +130,10 @@ def open_session(request: dict[str, Any], emit: Emit, record_steps: bool = False
         devices,
         recipe.build,
         recipe.compile_args,
-        reduction=request.get("loss_reduction", "global"),
+        reduction=request.loss_reduction,
         record_steps=record_steps,
     )
-    train_data = inputs.train_batches(source, batch, int(request["seed"]))
+    train_data = inputs.train_batches(source, batch, request.seed)
     timings["build_s"] = time.perf_counter() - mark
     _devices.apply_memory_cap()  # after the imports, before anything trains
     return Session(

@@ -15,7 +15,6 @@ and checks look at the first batches only.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -23,6 +22,7 @@ import tensorflow as tf
 
 from tuner.core.errors import WorkloadError
 from tuner.core.oom import summary
+from tuner.core.protocol import Workload
 from tuner.worker.sources import (
     ARRAYS,
     DATASETS,
@@ -36,12 +36,12 @@ from tuner.worker.tfdata import is_batched
 from tuner.workloads import resolve
 
 
-def load_source(workload: Mapping[str, Any]) -> Source:
+def load_source(workload: Workload) -> Source:
     """Call the workload's ``data`` (or resolve its ``dataset`` function) and classify the form."""
-    if workload.get("dataset"):
-        reference = str(workload["dataset"])
+    if workload.dataset:
+        reference = workload.dataset
         return Source(FUNCTION, reference, function=resolve(reference))
-    reference = str(workload["data"])
+    reference = str(workload.data)
     data = call_data(reference)
     if isinstance(data, tuple | list) and len(data) == 4:
         return _from_arrays(reference, data)

@@ -18,6 +18,7 @@ import numpy as np
 import tensorflow as tf
 
 from tuner.core.devices import DevicePlan
+from tuner.core.protocol import RunRequest
 from tuner.worker import meters, precision
 from tuner.worker.backends.tensorflow import _evaluation as evaluation
 from tuner.worker.backends.tensorflow import _inputs as inputs
@@ -45,21 +46,21 @@ class TensorFlowBackend:
         """What evaluates the model as it is now over the fixed validation set (built once):
         the same first ``val_samples`` samples (all, without it) in the same order, no
         remainder dropped, so trials at different batch sizes report the same samples' loss."""
-        val_samples = session.request.get("val_samples")
+        val_samples = session.request.budget.val_samples
         val = inputs.val_batches(session.source, session.batch, val_samples)
         return evaluation.evaluator(session.loop.model, val)
 
     def input_throughput(self, session: Session) -> float:
         """What the distributed input pipeline delivers alone (:func:`meters.input_throughput`)."""
         stream = inputs.distributed_train(
-            session.source, self.strategy, session.batch, seed=int(session.request["seed"])
+            session.source, self.strategy, session.batch, seed=session.request.seed
         )
         return meters.input_throughput(stream, session.steps, session.batch, _wait)
 
     def noise_meter(self, session: Session, steps: int) -> NoiseMeter | None:
         """The noise meter on batches drawn apart from training (``None`` for a dataset
         function, whose stream cannot be drawn from again)."""
-        batch, seed = session.batch, int(session.request["seed"]) + 1
+        batch, seed = session.batch, session.request.seed + 1
         dataset = inputs.noise_batches(session.source, batch, seed=seed)
         if dataset is None:
             return None
@@ -89,36 +90,36 @@ def _wait(batch: Any) -> None:
     np.asarray(tf.nest.flatten(batch, expand_composites=True)[0])
 
 
-def open_session(request: dict[str, Any], emit: Emit, record_steps: bool = False) -> Session:
+def open_session(request: RunRequest, emit: Emit, record_steps: bool = False) -> Session:
     """Build the strategy, load the data, build and compile the model in the request's loop.
 
     ``record_steps`` keeps every step's loss (a sync per step: for validation only). Raises
     :class:`WorkloadError` when the global batch is larger than the training set.
     """
     timings: dict[str, float] = {}
-    plan = DevicePlan.from_dict(request["plan"])
+    plan = request.plan
     mark = time.perf_counter()
     strategy = build_strategy(plan)
     timings["device_init_s"] = time.perf_counter() - mark
 
     mark = time.perf_counter()
     precision_name = precision.apply(request)  # before any model is built
-    batch = int(request["global_batch_size"])
-    source = inputs.load_source(request["workload"])
+    batch = request.global_batch_size
+    source = inputs.load_source(request.workload)
     steps, windows, checks, rule = plan_run(request, batch, source)
     initial = initial_weights(request, place=lambda: tf.device("/cpu:0"))
     recipe = ModelRecipe(request, rule, initial, precision_name)
     loop = make_loop(
-        request.get("loop", "fit"),
+        request.loop,
         strategy,
         recipe.build,
         recipe.compile_args,
-        loss_name=request["workload"]["loss"],
+        loss_name=request.workload.loss,
         global_batch=batch,
-        reduction=request.get("loss_reduction", "global"),
+        reduction=request.loss_reduction,
         record_steps=record_steps,
     )
-    train_data = inputs.train_stream(source, strategy, batch, seed=int(request["seed"]))
+    train_data = inputs.train_stream(source, strategy, batch, seed=request.seed)
     timings["build_s"] = time.perf_counter() - mark
     return Session(
         request=request,

@@ -1,0 +1,175 @@
+"""What the driver asks a child to run: one frozen request type per mode, and its JSON.
+
+:func:`encode_request` and :func:`decode_request` are the only places a request is written or
+read. The JSON object holds ``protocol_version``, ``mode`` and the request's fields, nested as the
+dataclasses nest (``plan``, ``workload``, ``budget``, ``rule``, ``target``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from tuner.core.devices import DevicePlan
+from tuner.core.protocol._codec import (
+    VERSION_KEY,
+    ProtocolError,
+    check_version,
+    from_plain,
+    load_object,
+    to_plain,
+)
+from tuner.core.protocol._names import MODES, PROTOCOL_VERSION
+from tuner.core.spec import DEFAULT_BACKEND, LOSS_REDUCTIONS
+
+
+@dataclass(frozen=True, kw_only=True)
+class Workload:
+    """What a run trains: ``module:function`` references plus Keras loss and optimizer names,
+    and the Keras backend it trains on."""
+
+    model: str
+    data: str | None
+    """``module:function`` returning arrays or ``(train, val)`` datasets (or ``None`` with
+    ``dataset``)."""
+    loss: str
+    optimizer: str
+    dataset: str | None = None
+    """``module:function(split, batch_size, input_context)`` returning one split."""
+    backend: str = DEFAULT_BACKEND
+
+
+@dataclass(frozen=True, kw_only=True)
+class Budget:
+    """How much a run trains and evaluates: ``epochs`` or ``train_samples``, the fixed
+    validation set's ``val_samples``, and for a probe or validation run a fixed
+    ``steps_per_epoch`` (``epochs`` windows of it)."""
+
+    epochs: int | None = None
+    train_samples: int | None = None
+    val_samples: int | None = None
+    steps_per_epoch: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Target:
+    """A loss target and its cadence (:mod:`tuner.worker.target`): ``eval_every_samples``, or
+    ``None`` for the child to pick the grid's default from ``cadence_batches`` and the budget it
+    can count."""
+
+    loss: float
+    eval_every_samples: int | None = None
+    cadence_batches: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class LearningRateRule:
+    """The learning-rate rule of a run, for the rules that also shape the optimizer
+    (``sqrt-adam``, ``linear-warmup``): the batch ratio, the base and scaled rates, and the
+    warm-up (``warmup_steps``, else ``warmup_epochs`` or, with ``sample_budget``, 10 % of the
+    steps)."""
+
+    name: str
+    ratio: float
+    base_lr: float
+    learning_rate: float
+    warmup_steps: int | None
+    warmup_epochs: float
+    sample_budget: bool
+
+
+@dataclass(frozen=True, kw_only=True)
+class InspectRequest:
+    """Load the workload once and report its sizes, shapes and versions (the workload check)."""
+
+    mode: ClassVar[str] = "inspect"
+    workload: Workload
+    budget: Budget
+    loop: str
+    lr_rules: tuple[str, ...]
+    max_ratio: int
+    """The grid's largest batch ratio (``sqrt-adam`` is checked at it)."""
+    spawned_at: float | None = None
+    """When the driver handed the request over (wall clock); set by the runner."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunRequest:
+    """What every training run (trial, probe, validation) is sent: devices, workload, global
+    batch and learning rate, budget, seed, precision (a Keras dtype policy) and loop."""
+
+    mode: ClassVar[str]
+    plan: DevicePlan
+    workload: Workload
+    global_batch_size: int
+    learning_rate: float
+    budget: Budget
+    seed: int
+    precision: str
+    loop: str
+    rule: LearningRateRule | None = None
+    target: Target | None = None
+    model_hyperparameters: Mapping[str, Any] | None = None
+    """A hypermodel's values (its defaults where unset); JSON values keyed by name."""
+    loss_reduction: str = LOSS_REDUCTIONS[0]
+    """How a loop that reduces its own loss does it; only ``tuner validate`` plants another."""
+    spawned_at: float | None = None
+    """When the driver handed the request over (wall clock); set by the runner."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrialRequest(RunRequest):
+    """One trial of the search (also a baseline or seed run): train, then measure."""
+
+    mode: ClassVar[str] = "trial"
+    noise_scale: bool = False
+    noise_scale_steps: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProbeRequest(RunRequest):
+    """The batch-size probe: with ``probe_search`` (:func:`tuner.core.probe.search_state`, its
+    plain state) several sizes in this child, at most ``probe_sizes_per_child``; without it, the
+    request's one batch."""
+
+    mode: ClassVar[str] = "probe"
+    probe_search: Mapping[str, Any] | None = None
+    probe_sizes_per_child: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ValidateRequest(RunRequest):
+    """A validation run that records every step's loss and each replica's examples."""
+
+    mode: ClassVar[str] = "validate"
+
+
+Request = InspectRequest | TrialRequest | ProbeRequest | ValidateRequest
+"""Any request a child answers."""
+
+_TYPES: dict[str, type[Request]] = {
+    kind.mode: kind for kind in (InspectRequest, TrialRequest, ProbeRequest, ValidateRequest)
+}
+assert tuple(_TYPES) == MODES
+
+
+def encode_request(request: Request) -> str:
+    """``request`` as the JSON the child reads (:func:`decode_request`)."""
+    return json.dumps({VERSION_KEY: PROTOCOL_VERSION, "mode": request.mode, **to_plain(request)})
+
+
+def decode_request(text: str) -> Request:
+    """The request :func:`encode_request` wrote. Raises
+    :class:`~tuner.core.protocol.ProtocolVersionError` for another protocol version (one line:
+    the driver and the worker are different tuner versions) and
+    :class:`~tuner.core.protocol.ProtocolError` for anything else it cannot read (the field
+    that is missing, unknown or of the wrong type)."""
+    data = load_object(text, "request")
+    check_version(data, "request", "worker")
+    fields = {k: v for k, v in data.items() if k not in (VERSION_KEY, "mode")}
+    mode = data.get("mode")
+    if not isinstance(mode, str) or mode not in _TYPES:
+        raise ProtocolError(f"unknown mode {mode!r}; known: {', '.join(MODES)}")
+    return from_plain(_TYPES[mode], fields, "request")

@@ -1,0 +1,145 @@
+"""The single-device baseline: the base configuration on one device, for speedup and scaling
+efficiency.
+
+Run before the grid when the plan has several replicas, once per device signature and precision;
+stored on the study (user attr ``baselines``), or reused from another study in the storage that
+measured the same training (:mod:`tuner.driver.baseline_reuse`).
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any
+
+import optuna
+
+from tuner.core.configurations import window_rates
+from tuner.core.devices import DevicePlan
+from tuner.core.outcome import classify
+from tuner.core.protocol import DEFAULT_TRIAL_TIMEOUT_S, TrialRequest
+from tuner.core.recommend import baseline_at, baseline_key
+from tuner.core.spec import StudySpec
+from tuner.core.stats import throughput_interval
+from tuner.driver.baseline_reuse import find_baseline, reuse_key
+from tuner.driver.children import ChildRunner, first_precision, trial_request
+from tuner.driver.observer import SearchObserver
+
+
+def prepare_baseline(
+    study: optuna.Study,
+    spec: StudySpec,
+    plan: DevicePlan,
+    precision: str,
+    *,
+    runner: ChildRunner,
+    timeout_s: float,
+    observer: SearchObserver,
+) -> None:
+    """Run (with ``runner``) and store the single-device baseline at ``precision`` unless the
+    study holds one for ``plan``'s devices at it (speedups compare like with like: one baseline
+    per precision), or reuse one another study in the storage measured of the same training
+    (:mod:`tuner.driver.baseline_reuse`)."""
+    signature = plan.device_signature
+    baselines = study.user_attrs.get("baselines", {})
+    if baseline_at(baselines, signature, precision) is not None:
+        return
+    several = len(spec.search.precisions) > 1
+    at = f", precision {precision}" if several else ""
+    key = reuse_key(baseline_request(spec, plan, precision), study.user_attrs, signature)
+    reused = find_baseline(study, key, spec.search.max_repeats)
+    if reused is not None:
+        source, reference = reused
+        reference = {**reference, "reused_from": source}
+        observer.note(
+            f"single-device baseline at global batch {spec.search.base_batch_size}{at}: reusing "
+            f"the {len(reference['repeats'])} runs study {source!r} measured of the same "
+            "training on the same devices, host and versions"
+        )
+    else:
+        observer.note(f"single-device baseline at global batch {spec.search.base_batch_size}{at}…")
+        reference = run_baseline(
+            spec, plan, runner=runner, timeout_s=timeout_s, precision=precision
+        )
+        if reference["status"] != "ok":  # not stored: the next run tries again
+            failed = f"the baseline{' at ' + precision if several else ''} failed"
+            observer.note(f"{failed} ({reference['status']}): {reference['error']}")
+            return
+        reference.update(reuse_key=key, measured_at=_now())
+    stored_as = baseline_key(baselines, signature, precision, first_precision(spec))
+    study.set_user_attr("baselines", {**baselines, stored_as: reference})
+
+
+def run_baseline(
+    spec: StudySpec,
+    plan: DevicePlan,
+    *,
+    runner: ChildRunner,
+    timeout_s: float = DEFAULT_TRIAL_TIMEOUT_S,
+    precision: str | None = None,
+) -> dict[str, Any]:
+    """The single-device reference for speedup and scaling efficiency: the base batch and base
+    learning rate on one device at ``precision`` (default: the spec's first), run
+    ``max_repeats`` times in fresh children by ``runner`` (the speedup's interval needs the
+    baseline's run-to-run noise too). It trains its whole budget, target or not: it measures
+    throughput. Returns the record stored on the study (it names its precision)."""
+    single = plan.single_device()
+    base = spec.search.base_batch_size
+    precision = precision or first_precision(spec)
+    record: dict[str, Any] = {
+        "device_signature": plan.device_signature,
+        "devices": single.device_names,
+        "global_batch_size": base,
+        "learning_rate": spec.search.base_lr,
+        "precision": precision,
+    }
+    runs: list[dict[str, Any]] = []
+    request = baseline_request(spec, plan, precision)
+    for _ in range(spec.search.max_repeats):
+        run = runner.run(request, single.child_environment(), timeout_s)
+        outcome = classify(run, memory_capped=plan.memory_limit_bytes is not None)
+        if outcome.values is None:
+            if not runs:  # nothing measured: the record says why, and is not stored
+                return {**record, "status": outcome.status, "error": outcome.error}
+            break
+        runs.append({"values": outcome.values, "attrs": outcome.attrs})
+    return {**record, **_baseline_measurement(runs)}
+
+
+def baseline_request(spec: StudySpec, plan: DevicePlan, precision: str) -> TrialRequest:
+    """What each baseline run is sent: the base batch and learning rate on ``plan``'s first
+    device at ``precision``, its whole budget whatever the target."""
+    request = trial_request(
+        spec,
+        plan.single_device(),
+        spec.search.base_batch_size,
+        spec.search.base_lr,
+        precision=precision,
+    )
+    return replace(request, target=None)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _baseline_measurement(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The baseline's figures over its runs: the median throughput, its interval (over the runs,
+    or over the one run's windows), and the first run's details."""
+    medians = [run["values"][1] for run in runs]
+    first = runs[0]["attrs"]
+    interval = throughput_interval(medians, window_rates(first))
+    return {
+        "status": "ok",
+        "error": None,
+        "final_loss": statistics.median(run["values"][0] for run in runs),
+        "throughput": statistics.median(medians),
+        "repeats": medians,
+        "throughput_ci": None if interval is None else interval.as_list(),
+        "throughput_ci_method": None if interval is None else interval.method,
+        "throughput_spread": first.get("throughput_spread"),
+        "epoch_throughputs": first.get("epoch_throughputs"),
+        "timings": first.get("timings"),
+        "peak_rss_bytes": first.get("peak_rss_bytes"),
+    }

@@ -1,0 +1,145 @@
+"""The input check before a search: the grid against the replicas and the budget, the options,
+and the workload itself, loaded once in a CPU-only child.
+
+:func:`check` runs before anything is stored, so bad input leaves the storage untouched;
+:func:`check_grid` is the part that needs no child (:func:`tuner.driver.study.check_search_input`
+runs it first of all).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tuner.core.devices import DevicePlan, inspect_environment
+from tuner.core.errors import ConfigError, TunerError, WorkloadError
+from tuner.core.oom import last_message
+from tuner.core.outcome import ChildRun, read_result
+from tuner.core.protocol import Result
+from tuner.core.spec import StudySpec
+from tuner.core.target import budget_samples, check_cadence, default_cadence
+from tuner.core.windows import MIN_TIMED_WINDOWS, min_samples
+from tuner.driver.children import ChildRunner, inspect_request
+
+INSPECT_TIMEOUT_S = 600.0
+_INSPECTED = ("n_train", "n_val", "parameters")
+"""What the rest of the search needs from the workload check's result."""
+
+
+def check(
+    spec: StudySpec, plan: DevicePlan, *, runner: ChildRunner, probe: bool = False
+) -> dict[str, Any]:
+    """Check the grid, the options and the workload (in a child that ``runner`` runs); return
+    what the workload check found (sizes, versions, a hypermodel's space). Raises
+    :class:`ConfigError` for bad input.
+
+    ``probe``: whether the grid will be probed first (refused for a joint search).
+    """
+    if probe and spec.search.joint:
+        raise ConfigError(
+            "--probe finds one boundary for one model; with model_hyperparameters = search each "
+            "model configuration has its own (out-of-memory is tracked per configuration)"
+        )
+    check_grid(spec, plan)
+    info = inspect_workload(spec, runner=runner)
+    check_grid(spec, plan, n_train=info["n_train"])
+    if spec.search.joint and not info.get("hypermodel"):
+        raise ConfigError(
+            f"model_hyperparameters = search needs a KerasTuner hypermodel; {spec.workload.model} "
+            "is a plain model builder (use model_hyperparameters = defaults)"
+        )
+    return info
+
+
+def inspect_workload(
+    spec: StudySpec, *, runner: ChildRunner, timeout_s: float = INSPECT_TIMEOUT_S
+) -> dict[str, Any]:
+    """Load the workload once in a CPU-only child (run by ``runner``), on the spec's Keras
+    backend: sizes, shapes, versions.
+
+    Raises :class:`WorkloadError` when the model or data cannot be loaded or do not fit together,
+    and :class:`TunerError` when the child's answer cannot be read.
+    """
+    env = inspect_environment(spec.workload.backend)
+    run = runner.run(inspect_request(spec), env, timeout_s)
+    result = _inspection(run)
+    if result.status != "ok":
+        raise WorkloadError(result.error or "loading the workload failed")
+    missing = [key for key in _INSPECTED if key not in result.payload]
+    if missing:
+        raise TunerError(f"the workload check's result lacks {', '.join(missing)}")
+    return dict(result.payload)
+
+
+def _inspection(run: ChildRun) -> Result:
+    """The workload check's result; one clear line when there is none to read."""
+    if run.result_text is None:
+        raise _died_without_result(run)
+    read = read_result(run.result_text)
+    if read is None:
+        excerpt = " ".join(run.result_text.split())[:80]
+        raise TunerError(
+            f"the workload check (exit code {run.returncode}) left a result that is not a "
+            f"JSON object: {excerpt!r}"
+        )
+    if isinstance(read, str):
+        raise TunerError(f"the workload check's result cannot be read: {read}")
+    return read
+
+
+def _died_without_result(run: ChildRun) -> WorkloadError:
+    """What to say when the workload check left no result: its exit code, and the last thing it
+    said that is not TensorFlow's logging (a CUDA driver line explains nothing)."""
+    said = last_message(run.stderr_tail)
+    detail = (
+        f": {said}"
+        if said
+        else "; it printed nothing but TensorFlow's logging (does the workload call sys.exit "
+        "or os._exit while loading?)"
+    )
+    return WorkloadError(f"loading the workload failed (exit code {run.returncode}){detail}")
+
+
+def batch_limit(spec: StudySpec, n_train: int | None) -> int:
+    """The largest global batch a trial can train at: within the training set (when its size is
+    known) and, under a sample budget, with enough steps for its timed windows."""
+    limits = [n_train] if n_train is not None else []
+    if spec.search.train_samples is not None:
+        limits.append(spec.search.train_samples // (MIN_TIMED_WINDOWS + 1))
+    return min(limits) if limits else 2**31
+
+
+def check_grid(spec: StudySpec, plan: DevicePlan, n_train: int | None = None) -> None:
+    """Every global batch must split evenly over the replicas, fit in the training set and, under
+    a sample budget, leave a trial its timed windows."""
+    budget = spec.search.train_samples
+    _check_target(spec, n_train)
+    for batch in spec.search.global_batch_sizes:
+        if budget is not None and batch > batch_limit(spec, None):
+            raise ConfigError(
+                f"train_samples {budget} gives global batch {batch} fewer than "
+                f"{MIN_TIMED_WINDOWS + 1} steps (one warm-up and {MIN_TIMED_WINDOWS} timed "
+                f"windows); raise train_samples to at least {min_samples(batch)}"
+            )
+        if batch % plan.num_replicas:
+            raise ConfigError(
+                f"global batch {batch} does not divide by {plan.num_replicas} replicas; choose a "
+                f"--base-batch-size that is a multiple of {plan.num_replicas}"
+            )
+        if n_train is not None and batch > n_train:
+            raise ConfigError(
+                f"global batch {batch} is larger than the training set ({n_train} samples); "
+                "use smaller --base-batch-size or --batch-multipliers"
+            )
+
+
+def _check_target(spec: StudySpec, n_train: int | None) -> None:
+    """A loss target's cadence must fall at the same samples for every batch of the grid and
+    leave checks in the budget: refused here, before any trial, not in the first one."""
+    search = spec.search
+    if search.target_loss is None:
+        return
+    budget = budget_samples(search.train_samples, search.epochs, n_train)
+    if search.eval_every_samples is not None:
+        check_cadence(search.eval_every_samples, search.global_batch_sizes, budget)
+    elif budget is not None:
+        default_cadence(search.global_batch_sizes, budget)
