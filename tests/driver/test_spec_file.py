@@ -1,5 +1,5 @@
 """Reading a study spec from a TOML file: the shipped specs, file errors, and labels that name the
-file (validation itself is tested, without files, in tests/core/test_spec.py)."""
+file (validation itself is tested, without files, in tests/core/spec/test_spec.py)."""
 
 from __future__ import annotations
 

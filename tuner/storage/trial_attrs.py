@@ -29,9 +29,9 @@ its transaction), named in one place, :mod:`tuner.storage._optuna_rdb`. It is te
 ``>=4.5,<5.1`` (``TESTED_OPTUNA``); :func:`rdb_storage_class` gives :class:`TunerRDBStorage` only
 there, and only while every private name is still in place, else plain ``RDBStorage`` (one
 transaction per attribute, the same stored result) with a debug line saying why.
-``tests/test_storage_batch.py`` checks that the batch paths store what ``set_user_attr`` would;
-``tests/test_storage_optuna_pin.py`` which path the installed Optuna takes, that plain
-``RDBStorage`` stores the same, and that an installed Optuna outside the range fails a test.
+``tests/storage/test_storage_batch.py`` checks that the batch paths store what ``set_user_attr``
+would; ``tests/storage/test_storage_optuna_pin.py`` which path the installed Optuna takes, that
+plain ``RDBStorage`` stores the same, and that an installed Optuna outside the range fails a test.
 """
 
 from __future__ import annotations

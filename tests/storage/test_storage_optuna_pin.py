@@ -31,7 +31,7 @@ from tuner.storage.trial_attrs import (
     set_user_attrs,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CONFIG = {"devices": ["/cpu:0", "/cpu:1"], "epochs": 2, "seed": 7}
 SPACE = {"global_batch_size": [64, 128, 256], "lr_rule": ["linear", "sqrt"]}
 

@@ -68,8 +68,9 @@ print(json.dumps(out))
 @pytest.mark.slow
 def test_noise_scale_matches_numpy_and_the_analytic_truth():
     """A linear model held at ``w* + d`` on ``y = x·w* + ε`` (the analytic case of
-    tests/worker/test_noise_scale.py: ``B_simple = ((p + 1)‖d‖² + pσ²) / ‖d‖²``): the meter gives
-    exactly the NumPy estimator on the same batches, regularization included, near the truth."""
+    tests/worker/backends/tensorflow/test_noise_scale.py: ``B_simple = ((p + 1)‖d‖² + pσ²) /
+    ‖d‖²``): the meter gives exactly the NumPy estimator on the same batches, regularization
+    included, near the truth."""
     out = run_jax(PLANTED)
     assert out["tensorflow"] is False
     for l2 in ("0.0", "0.5"):

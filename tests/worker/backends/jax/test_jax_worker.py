@@ -54,7 +54,7 @@ def test_structured_batches_are_joined_per_array() -> None:
 
 
 def test_lists_pydatasets_and_one_shot_iterators(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.syspath_prepend(str(Path(__file__).parent))
+    monkeypatch.syspath_prepend(str(Path(__file__).parents[2]))  # jax_test_workloads
     listed = jax_inputs.load_source(workload(data="jax_test_workloads:iterable_data"))
     assert (listed.form, listed.train_size, listed.val_size) == ("iterables", 1024, 256)
     py = jax_inputs.load_source(workload(data="jax_test_workloads:pydataset_data"))
