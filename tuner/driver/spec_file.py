@@ -1,5 +1,5 @@
 """Reading a study spec from its TOML file; validation is the pure core's
-(:func:`tuner.core.spec.build_spec`)."""
+(:func:`tuner.core.spec.spec_from_dict`)."""
 
 from __future__ import annotations
 

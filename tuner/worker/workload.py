@@ -1,6 +1,5 @@
-"""Inside the child: what a run needs of the workload besides its data
-(``tuner.worker.backends.tensorflow._inputs``) — an optimizer and a loss by name, and the framework
-versions the run used.
+"""Inside the child: what a run needs of the workload besides its data (which the backends' input
+layers read) — an optimizer and a loss by name.
 
 Anything the user's code gets wrong becomes a :class:`WorkloadError`, which the child reports
 as ``invalid`` (a mistake to fix) rather than as a failed run.
