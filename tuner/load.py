@@ -66,7 +66,7 @@ def load_recommendation(
     path: str | Path, custom_objects: dict[str, Any] | None = None
 ) -> Recommendation:
     """Read a recommended-config JSON written by ``tuner export`` (schema version
-    :data:`~tuner.core.recommend._export.SCHEMA_VERSION` or older with the sections) and build its
+    :data:`~tuner.core.recommend.SCHEMA_VERSION` or older with the sections) and build its
     optimizer. ``custom_objects``: classes of a custom optimizer, as for
     ``keras.optimizers.deserialize``. Under ``MirroredStrategy`` call it inside
     ``strategy.scope()``, as you would create the optimizer.

@@ -57,7 +57,7 @@ def recommendation(
 ) -> dict[str, Any]:
     """The recommended-config JSON of a stored study (``policy``: one of ``POLICIES``): the
     recommendation's flat keys with ``schema_version`` and the sections of
-    :func:`tuner.core.recommend._export.export_document`; ``storage_url`` (its password masked)
+    :func:`tuner.core.recommend.export_document`; ``storage_url`` (its password masked)
     goes into ``provenance``. ``policy`` ``None``: the default for the stored spec's target loss
     (``time-to-target`` with one); ``tolerance`` ``None``: the stored spec's, else
     ``DEFAULT_TOLERANCE`` (the seed noise may raise either)."""

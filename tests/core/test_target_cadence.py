@@ -22,7 +22,7 @@ from tuner.core.target import (
     plan_checks,
     training_seconds,
 )
-from tuner.driver.children._requests import trial_request
+from tuner.driver.children import trial_request
 
 
 def test_the_default_cadence_is_a_multiple_of_every_batch_about_ten_checks() -> None:

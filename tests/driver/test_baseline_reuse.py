@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from fake_child import PLAN, FakeChild, make_spec, ok
 
-from tuner.core.recommend._verdict import baseline_at
+from tuner.core.recommend import baseline_at
 from tuner.driver import baseline_reuse
 from tuner.driver import study as study_module
 from tuner.driver.baseline import baseline_request

@@ -30,8 +30,8 @@ import json, sys
 from tuner.core.protocol import decode_request
 from tuner.worker.__main__ import runners
 requests = [decode_request(text) for text in json.loads(sys.argv[1])]
-table = runners("jax")
-results = [table[r.mode](r, lambda event: None) for r in requests]
+modes = runners("jax")
+results = [modes.answer(r, lambda event: None) for r in requests]
 flat = [{"status": r.status, "error": r.error, **r.payload} for r in results]
 print("RESULTS " + json.dumps(flat, default=str))
 print("TF " + json.dumps(sorted(m for m in sys.modules if m.startswith("tensorflow"))))

@@ -3,17 +3,21 @@ in this process: nothing here trains."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
+import json
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import pytest
 from child_requests import inspect_request, run_request
 
 from tuner.core.errors import WorkloadError
-from tuner.core.protocol import MODES, LearningRateRule
+from tuner.core.protocol import MODES, PROTOCOL_VERSION, LearningRateRule, Result, decode_request
 from tuner.worker import session as runs
 from tuner.worker.backends.tensorflow import _inputs as inputs
+from tuner.worker.modes import Modes
 from tuner.worker.probe import run_probe
 from tuner.worker.trial import run_trial
 from tuner.worker.validate import run_validation, weight_sync
@@ -22,13 +26,25 @@ child = importlib.import_module("tuner.worker.__main__")
 
 
 def test_every_protocol_mode_has_its_runner() -> None:
-    table = child.runners()
-    assert tuple(table) == MODES
-    assert (table["trial"], table["probe"], table["validate"]) == (
-        run_trial,
-        run_probe,
-        run_validation,
-    )
+    modes = child.runners()
+    assert tuple(field.name for field in dataclasses.fields(modes)) == MODES
+    assert (modes.trial, modes.probe, modes.validate) == (run_trial, run_probe, run_validation)
+
+
+def test_each_request_goes_to_its_own_modes_runner() -> None:
+    seen: list[tuple[str, object]] = []
+
+    def runner(name: str) -> Any:
+        return lambda request, emit: seen.append((name, request)) or Result(status="ok")
+
+    modes = Modes(**{name: runner(name) for name in MODES})
+    requests = [
+        inspect_request(model="m:build", data="m:data"),
+        *(run_request(mode, model="m:build", data="m:data") for mode in MODES[1:]),
+    ]
+    for request in requests:
+        modes.answer(request, lambda event: None)
+    assert seen == list(zip(MODES, requests, strict=True))
 
 
 def test_inspect_runs_the_workload_check() -> None:
@@ -37,15 +53,16 @@ def test_inspect_runs_the_workload_check() -> None:
         data="tuner_test_workloads:small_regression_data",
     )
     events: list[object] = []
-    result = child.runners()["inspect"](request, events.append)
+    result = child.runners().inspect(request, events.append)
     assert (result.status, result.payload["n_train"]) == ("ok", 4096)
     assert events == []
 
 
 @pytest.mark.parametrize("mode", ["train", None])
 def test_an_unknown_mode_is_refused_by_name(mode: str | None) -> None:
+    text = json.dumps({"protocol_version": PROTOCOL_VERSION, "mode": mode})
     with pytest.raises(ValueError, match=f"unknown mode {mode!r}; known: inspect, trial, probe"):
-        child._runner(child.runners(), mode)
+        decode_request(text)
 
 
 def test_weight_sync_reports_the_largest_difference_between_copies() -> None:

@@ -1,4 +1,4 @@
-"""What the CLI's commands share: option types, consoles, spec and device loading, JSON output."""
+"""What the CLI's commands share: option types, consoles, the notices and lines, JSON output."""
 
 from __future__ import annotations
 
@@ -13,13 +13,12 @@ from rich.console import Console, ConsoleDimensions
 from rich.markup import escape
 
 from tuner.cli.choices import Backend, Loop, LrRule, UpdateOn, value
+from tuner.cli.logs import say_info
 from tuner.cli.secrets import storage_from_file
 from tuner.core.errors import ConfigError
 from tuner.files import atomic_write_text
 
 if TYPE_CHECKING:
-    from tuner.core.devices import DevicePlan
-    from tuner.core.spec import StudySpec
     from tuner.driver.options import SpecOptions
 
 Options = TypeVar("Options", bound="SpecOptions")
@@ -199,17 +198,15 @@ def options_of(kind: type[Options], flags: dict[str, Any]) -> Options:
     return kind(**given)
 
 
-def load_run(
-    options: SpecOptions, trial_timeout: float | None = None
-) -> tuple[StudySpec, DevicePlan]:
-    """The checked spec and device plan of ``options`` (:func:`tuner.driver.options.spec_and_plan`),
-    the plan's notice printed."""
-    from tuner.driver.options import spec_and_plan
+class LineView:
+    """A command drawn as lines on stderr (a :class:`tuner.driver.search.Front`): its notices
+    (:func:`notice`), and its notes as info lines (hidden by ``-q``)."""
 
-    spec, plan, message = spec_and_plan(options, trial_timeout)
-    if message:
+    def notice(self, message: str) -> None:
         notice(message)
-    return spec, plan
+
+    def note(self, message: str) -> None:
+        say_info(message)
 
 
 def notice(message: str) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from tuner.cli.choices import ModelHyperparameters
 from tuner.cli.errors import guard, sigterm_as_interrupt
@@ -20,6 +21,7 @@ from tuner.cli.options import (
     CpuReplicasOpt,
     EpochsOpt,
     GpusOpt,
+    LineView,
     LoopOpt,
     MemoryLimitOpt,
     MultipliersOpt,
@@ -35,14 +37,11 @@ from tuner.cli.options import (
     UpdateOnOpt,
     ValSamplesOpt,
     err,
-    load_run,
-    notice,
     options_of,
     out,
     spec_default,
     write_json,
 )
-from tuner.core.errors import ConfigError
 from tuner.core.probe import DEFAULT_PROBE_STEPS
 from tuner.core.protocol import DEFAULT_TRIAL_TIMEOUT_S
 from tuner.driver.options import ProbeOptions, SearchOptions
@@ -191,10 +190,11 @@ def _search(options: SearchOptions) -> None:
     _print_search(report, options.export, options.storage)
 
 
-class SearchView:
-    """A search drawn on stderr (a :class:`tuner.driver.search.SearchFront`): its notices, the
-    ``--validate`` table, the banner, then the live progress of its trials (bars or lines,
-    :mod:`tuner.cli.progress`), which start with the banner; SIGTERM is Ctrl-C from then on."""
+class SearchView(LineView):
+    """A search drawn on stderr (a :class:`tuner.driver.search.SearchFront`): its notices and
+    warnings, the ``--validate`` table, the banner, then the live progress of its trials (bars or
+    lines, :mod:`tuner.cli.progress`), which start with the banner; SIGTERM is Ctrl-C from then
+    on."""
 
     def __init__(self) -> None:
         self._stack = contextlib.ExitStack()
@@ -206,8 +206,8 @@ class SearchView:
     def __exit__(self, *exc: object) -> None:
         self._stack.close()
 
-    def notice(self, message: str) -> None:
-        notice(message)
+    def warning(self, message: str) -> None:
+        err.print(f"[yellow]{escape(message)}[/]")  # highlighted, unlike a notice
 
     def validated(self, report: dict[str, Any]) -> None:
         from tuner.cli import display
@@ -309,20 +309,7 @@ def probe_cmd(
 def _probe(options: ProbeOptions) -> None:
     """Probe with the steps said as they run; print the largest fitting batch."""
     from tuner.cli import display
-    from tuner.driver.study import probe_study
+    from tuner.driver.search import probe
 
-    if options.steps < 1 or (options.resolution is not None and options.resolution < 1):
-        raise ConfigError("--steps and --resolution must be positive")
-    spec, plan = load_run(options)
-    if len(spec.search.precisions) > 1:
-        say_info(f"probing at {spec.search.precisions[0]}, the first precision: a probe runs one")
-    found = probe_study(
-        spec,
-        plan,
-        options.storage,
-        study_name=options.study_name,
-        resolution=options.resolution,
-        steps=options.steps,
-        note=lambda message: say_info(f"  {message}"),
-    )
-    display.say(out, display.probe_summary(found, plan.num_replicas))
+    report = probe(options, LineView())
+    display.say(out, display.probe_summary(report.found, report.plan.num_replicas))

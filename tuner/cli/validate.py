@@ -17,6 +17,7 @@ from tuner.cli.options import (
     CpuReplicasOpt,
     EpochsOpt,
     GpusOpt,
+    LineView,
     LoopOpt,
     MemoryLimitOpt,
     OldSpecOpt,
@@ -25,17 +26,15 @@ from tuner.cli.options import (
     TrainSamplesOpt,
     UpdateOnOpt,
     ValSamplesOpt,
-    load_run,
     options_of,
     out,
     write_json,
 )
-from tuner.core.errors import ConfigError, TunerError
+from tuner.core.errors import TunerError
 from tuner.core.protocol import DEFAULT_TRIAL_TIMEOUT_S
 from tuner.core.spec import LOSS_REDUCTIONS
 from tuner.driver.options import ValidateOptions
 from tuner.driver.validate import DEFAULT_RULE, DEFAULT_STEPS
-from tuner.files import check_output
 
 BatchSizeOpt = Annotated[
     int | None, typer.Option(help="Global batch G of both runs (default: the base batch).")
@@ -87,35 +86,12 @@ def validate(
 def _validate(options: ValidateOptions) -> None:
     """Run both children; print the checks, write the report when asked; fail when one fails."""
     from tuner.cli import display
-    from tuner.driver.validate import run_validation
+    from tuner.driver.search import validate as run
 
-    _check_flags(options.steps, options.batch_size)
-    if options.output is not None:
-        check_output(options.output, "--output")
-    spec, plan = load_run(options, options.trial_timeout)
-    say_info(
-        f"validating {spec.search.loop_kind} on {plan.num_replicas} {plan.kind} replicas "
-        f"({spec.workload.backend}) against one device…",
-    )
-    report = run_validation(
-        spec,
-        plan,
-        loss_reduction=options.loss_reduction,
-        global_batch=options.batch_size,
-        lr_rule=options.lr_rule,
-        steps=options.steps,
-        timeout_s=options.trial_timeout,
-    )
+    report = run(options, LineView())
     display.print_validation(out, report)
     if options.output is not None:
         write_json(options.output, report)
         say_info(f"report written to {options.output}")
     if not report["passed"]:
         raise TunerError("validation failed: see the checks above")
-
-
-def _check_flags(steps: int, batch_size: int | None) -> None:
-    """Raise :class:`ConfigError` for a flag value that validate cannot use (click has refused
-    any rule or loss reduction that is not one of the choices)."""
-    if steps < 1 or (batch_size is not None and batch_size < 1):
-        raise ConfigError("--steps and --batch-size must be positive")

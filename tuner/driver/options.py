@@ -94,7 +94,8 @@ class ProbeOptions(GridOptions):
 
 @dataclass(frozen=True, kw_only=True)
 class SearchOptions(GridOptions):
-    """``tuner search`` (and the Python API's ``**options``)."""
+    """``tuner search``: the options model the CLI builds, and the one the coming Python API
+    will build (nothing public takes it yet)."""
 
     trial_timeout: float = DEFAULT_TRIAL_TIMEOUT_S
     export: Path | None = None

@@ -19,7 +19,7 @@ import optuna
 
 from tuner.core.devices import DevicePlan
 from tuner.core.errors import TunerError
-from tuner.core.outcome import classify
+from tuner.core.outcome import classify, read_result
 from tuner.core.probe import (
     DEFAULT_PROBE_STEPS,
     GridProbe,
@@ -29,7 +29,7 @@ from tuner.core.probe import (
     search_state,
     sizes_per_child,
 )
-from tuner.core.protocol import Event, ProbeAttemptEvent, ProbeResultEvent, decode_result
+from tuner.core.protocol import Event, ProbeAttemptEvent, ProbeResultEvent, Result
 from tuner.core.scaling import scaled_learning_rate
 from tuner.core.spec import StudySpec
 from tuner.driver.children import ChildRunner, first_precision, probe_request
@@ -138,8 +138,9 @@ def _probe_child(
     )
     outcome = classify(run, memory_capped=plan.memory_limit_bytes is not None)
     if outcome.status == "ok":
-        attempts: list[dict[str, Any]] = decode_result(run.result_text or "").payload.get(
-            "attempts", []
+        read = read_result(run.result_text)  # ok: a result classify has read already
+        attempts: list[dict[str, Any]] = (
+            read.payload.get("attempts", []) if isinstance(read, Result) else []
         )
         if not attempts:
             raise TunerError(f"the probe child tried no global batch (first: {first})")

@@ -11,7 +11,7 @@ configuration then has one run more than needed, which costs time, never correct
 
 The pure part (:func:`measured`, :func:`next_repeats`) works on Optuna ``FrozenTrial`` objects
 and is tested without a child; which configurations are candidates is the recommendation's own
-rule (:mod:`tuner.core.recommend._candidates`), so racing repeats exactly what the decision hinges
+rule (:mod:`tuner.core.recommend`), so racing repeats exactly what the decision hinges
 on.
 """
 
@@ -142,7 +142,7 @@ def next_repeats(
 ) -> list[tuple[FrozenTrial, int]]:
     """``(original trial, repeat index)`` of each configuration to run once more now: those
     :func:`~tuner.core.racing.to_repeat` names among the recommendation's own candidates
-    (:func:`~tuner.core.recommend._candidates.candidate_entries`: within the loss tolerance by
+    (:func:`~tuner.core.recommend.candidate_entries`: within the loss tolerance by
     throughput, or, with a target, those that reached it by time to target), less those with a
     repeat queued or running (another worker's), one that ended for good without a result (a rerun
     would fail again), or as many attempts as repeats allowed twice over (workers that keep

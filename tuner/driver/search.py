@@ -1,18 +1,27 @@
-"""``tuner search`` as one library call: :func:`search` takes the command's options
-(:class:`~tuner.driver.options.SearchOptions`), checks everything once, validates when asked and
-runs the study (:func:`tuner.driver.study.run_search`), telling a :class:`SearchFront` as it goes.
+"""The commands that run children, one library call each: :func:`search`, :func:`probe` and
+:func:`validate` take their command's options (:mod:`tuner.driver.options`), check everything
+once and run (:func:`tuner.driver.study.run_search`, :func:`~tuner.driver.study.probe_study`,
+:func:`tuner.driver.validate.run_validation`), telling a :class:`Front` (a search: a
+:class:`SearchFront`) as they go. The CLI builds the options, calls and prints what came back.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from tuner.core.errors import TunerError
+from tuner.core.errors import ConfigError, TunerError
 from tuner.driver import study as _study
 from tuner.driver import validate as _validate
 from tuner.driver.observer import QuietObserver, SearchObserver
-from tuner.driver.options import SearchOptions, spec_and_plan
+from tuner.driver.options import (
+    ProbeOptions,
+    SearchOptions,
+    SpecOptions,
+    ValidateOptions,
+    spec_and_plan,
+)
 from tuner.files import check_output
 
 if TYPE_CHECKING:
@@ -29,12 +38,22 @@ NOISE_SCALE_NEEDS_REPLICAS = (
 )
 
 
-class SearchFront(SearchObserver, Protocol):
-    """What a search tells besides its trials: the notices, the validation, the start."""
+class Front(Protocol):
+    """What a command tells besides its result: notices and notes."""
 
     def notice(self, message: str) -> None:
-        """A line to read even when progress is not shown (the devices chosen, what will not
-        be measured)."""
+        """A line to read even when progress is not shown (the devices chosen)."""
+
+    def note(self, message: str) -> None:
+        """A line of progress (a phase starting, a probed size)."""
+
+
+class SearchFront(SearchObserver, Front, Protocol):
+    """What a search tells besides its trials: the notices, what it will not measure, the
+    validation, the start."""
+
+    def warning(self, message: str) -> None:
+        """What the search will not measure, to read even when progress is not shown."""
 
     def validated(self, report: dict[str, Any]) -> None:
         """``--validate``'s report (:func:`tuner.driver.validate.run_validation`); a failed one
@@ -45,9 +64,12 @@ class SearchFront(SearchObserver, Protocol):
 
 
 class QuietFront(QuietObserver):
-    """A :class:`SearchFront` that shows nothing."""
+    """A :class:`SearchFront` (and so a :class:`Front`) that shows nothing."""
 
     def notice(self, message: str) -> None:
+        pass
+
+    def warning(self, message: str) -> None:
         pass
 
     def validated(self, report: dict[str, Any]) -> None:
@@ -72,9 +94,7 @@ def search(
     ``on_study`` receives the study as soon as it is open.
     """
     front = front or QuietFront()
-    spec, plan, notice = spec_and_plan(options, options.trial_timeout)
-    if notice:
-        front.notice(notice)
+    spec, plan = _spec_and_plan(options, front, options.trial_timeout)
     if options.export is not None:
         check_output(options.export, "--export")
 
@@ -106,7 +126,7 @@ def _before_trials(
     """Once the input is checked: say what will not be measured, validate when asked, then
     say the search starts."""
     if spec.search.noise_scale and plan.num_replicas < 2:
-        front.notice(NOISE_SCALE_NEEDS_REPLICAS)
+        front.warning(NOISE_SCALE_NEEDS_REPLICAS)
     if options.validate:
         front.note("validating the multi-replica training first…")
         checks = _validate.run_validation(
@@ -116,3 +136,77 @@ def _before_trials(
         if not checks["passed"]:
             raise TunerError("validation failed; the study was not started")
     front.starting(spec, plan, options.study_name)
+
+
+@dataclass(frozen=True)
+class ProbeReport:
+    """What :func:`probe` found (:func:`~tuner.driver.study.probe_study`'s record, also stored on
+    the study) on the devices of ``plan``."""
+
+    found: dict[str, Any]
+    plan: DevicePlan
+
+
+def probe(options: ProbeOptions, front: Front | None = None) -> ProbeReport:
+    """Find the largest global batch that fits on the devices ``options`` describe; store it on
+    the study.
+
+    Checked once, in this order, before any child starts: ``--steps`` and ``--resolution``, the
+    options and the spec (:func:`~tuner.driver.options.spec_and_plan`), then the search input
+    (in :func:`~tuner.driver.study.probe_study`). The probed sizes are noted as they run.
+    """
+    front = front or QuietFront()
+    if options.steps < 1 or (options.resolution is not None and options.resolution < 1):
+        raise ConfigError("--steps and --resolution must be positive")
+    spec, plan = _spec_and_plan(options, front)
+    if len(spec.search.precisions) > 1:
+        front.note(f"probing at {spec.search.precisions[0]}, the first precision: a probe runs one")
+    found = _study.probe_study(
+        spec,
+        plan,
+        options.storage,
+        study_name=options.study_name,
+        resolution=options.resolution,
+        steps=options.steps,
+        note=lambda message: front.note(f"  {message}"),  # each size, under the command's line
+    )
+    return ProbeReport(found, plan)
+
+
+def validate(options: ValidateOptions, front: Front | None = None) -> dict[str, Any]:
+    """Run one device against the devices ``options`` describe; return the report
+    (:func:`~tuner.driver.validate.run_validation`'s, ``passed`` inside).
+
+    Checked once, in this order, before any child starts: ``--steps`` and ``--batch-size``, the
+    ``--output`` path (the caller writes the report there), the options and the spec with
+    ``--trial-timeout``, then the options against the spec (in ``run_validation``).
+    """
+    front = front or QuietFront()
+    if options.steps < 1 or (options.batch_size is not None and options.batch_size < 1):
+        raise ConfigError("--steps and --batch-size must be positive")
+    if options.output is not None:
+        check_output(options.output, "--output")
+    spec, plan = _spec_and_plan(options, front, options.trial_timeout)
+    front.note(
+        f"validating {spec.search.loop_kind} on {plan.num_replicas} {plan.kind} replicas "
+        f"({spec.workload.backend}) against one device…"
+    )
+    return _validate.run_validation(
+        spec,
+        plan,
+        loss_reduction=options.loss_reduction,
+        global_batch=options.batch_size,
+        lr_rule=options.lr_rule,
+        steps=options.steps,
+        timeout_s=options.trial_timeout,
+    )
+
+
+def _spec_and_plan(
+    options: SpecOptions, front: Front, trial_timeout: float | None = None
+) -> tuple[StudySpec, DevicePlan]:
+    """:func:`~tuner.driver.options.spec_and_plan`, the plan's notice told to ``front``."""
+    spec, plan, notice = spec_and_plan(options, trial_timeout)
+    if notice:
+        front.notice(notice)
+    return spec, plan

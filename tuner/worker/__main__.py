@@ -22,12 +22,10 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
 from tuner.core.protocol import (
-    MODES,
     PARENT_PID_ENV,
     Event,
     ProtocolVersionError,
@@ -41,14 +39,10 @@ from tuner.core.protocol import (
 from tuner.core.spec import DEFAULT_BACKEND
 from tuner.files import atomic_write_text
 from tuner.worker import warm
-
-Runner = Callable[..., Result]
-"""Answers one request: ``(request, emit) -> result``; raises on failure. Each runner takes its
-own mode's request type (:func:`tuner.core.protocol.decode_request` reads the request of a mode
-as that type), so the table's common type leaves the parameters to each runner's own hints."""
+from tuner.worker.modes import Modes
 
 
-def runners(backend: str = DEFAULT_BACKEND) -> dict[str, Runner]:
+def runners(backend: str = DEFAULT_BACKEND) -> Modes:
     """Each mode's runner, with ``backend``'s framework imported (TensorFlow, or Keras on JAX
     without TensorFlow): the child does it only here, so its import time is measured. The modes
     are backend-neutral; each run's session picks its backend from the request through the one
@@ -61,18 +55,12 @@ def runners(backend: str = DEFAULT_BACKEND) -> dict[str, Runner]:
     from tuner.worker.trial import run_trial
     from tuner.worker.validate import run_validation
 
-    return {
-        "inspect": lambda request, _emit: Result(status="ok", payload=check_workload(request)),
-        "trial": run_trial,
-        "probe": run_probe,
-        "validate": run_validation,
-    }
-
-
-def _runner(table: dict[str, Runner], mode: object) -> Runner:
-    if mode not in table:
-        raise ValueError(f"unknown mode {mode!r}; known: {', '.join(MODES)}")
-    return table[mode]
+    return Modes(
+        inspect=lambda request, _emit: Result(status="ok", payload=check_workload(request)),
+        trial=run_trial,
+        probe=run_probe,
+        validate=run_validation,
+    )
 
 
 def _emit(event: Event) -> None:
@@ -199,12 +187,12 @@ def _answer(request: Request, result_path: Path, preloaded: warm.Preloaded | Non
 
         import_started = time.perf_counter()
         if preloaded is None:
-            table = runners(backend_name(request))
+            modes = runners(backend_name(request))
             import_s = time.perf_counter() - import_started
         else:
-            table, import_s = preloaded.runners(backend_name(request), runners)
+            modes, import_s = preloaded.runners(backend_name(request), runners)
         try:
-            result = _runner(table, request.mode)(request, _emit)
+            result = modes.answer(request, _emit)
             return replace(result, timings={**result.timings, "import_s": import_s})
         except WorkloadError as exc:
             return Result(status="invalid", error=str(exc))

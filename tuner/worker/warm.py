@@ -20,10 +20,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tuner.core.protocol import WARM_FLAG, Result
-
-Table = dict[str, Callable[..., Result]]
-"""Each mode's runner (:data:`tuner.worker.__main__.Runner`)."""
+from tuner.core.protocol import WARM_FLAG
+from tuner.worker.modes import Modes
 
 
 def split_argv(argv: list[str]) -> tuple[str | None, list[str]]:
@@ -35,12 +33,12 @@ def split_argv(argv: list[str]) -> tuple[str | None, list[str]]:
 
 @dataclass
 class Preloaded:
-    """What a warm child imported before its request: the mode table or the import's error, how
+    """What a warm child imported before its request: the modes' runners or the import's error, how
     long the import took and when (wall clock) it ended; after hand-over, how much of the import
     ran after it (``visible_s``, inside the trial's wall)."""
 
     backend: str
-    table: Table | None
+    table: Modes | None
     error: Exception | None
     import_s: float
     imported_at: float
@@ -60,8 +58,8 @@ class Preloaded:
         """The import done before hand-over, outside the trial's wall (``import_hidden_s``)."""
         return self.import_s - self.visible_s
 
-    def runners(self, backend: str, load: Callable[[str], Table]) -> tuple[Table, float]:
-        """The mode table for ``backend`` and its ``import_s``: the one imported already, or
+    def runners(self, backend: str, load: Callable[[str], Modes]) -> tuple[Modes, float]:
+        """The modes for ``backend`` and its ``import_s``: the one imported already, or
         (another backend, which the driver never hands over) imported now. Raises what the early
         import raised."""
         if backend != self.backend:
@@ -73,11 +71,11 @@ class Preloaded:
         return self.table, self.visible_s
 
 
-def preload(backend: str, load: Callable[[str], Table]) -> Preloaded:
+def preload(backend: str, load: Callable[[str], Modes]) -> Preloaded:
     """Import ``backend``'s modes now; an import error is kept for the request (it is reported
     in the result, as a cold child would)."""
     started = time.perf_counter()
-    table: Table | None = None
+    table: Modes | None = None
     error: Exception | None = None
     try:
         table = load(backend)

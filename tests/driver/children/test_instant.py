@@ -15,8 +15,8 @@ from tuner.core.outcome import classify
 from tuner.core.protocol import decode_result
 from tuner.driver.children import _instant as instant
 from tuner.driver.children import _runner as runner
-from tuner.driver.children import child_runner
-from tuner.driver.children._requests import (
+from tuner.driver.children import (
+    child_runner,
     inspect_request,
     probe_request,
     trial_request,

@@ -11,7 +11,7 @@ while the current one finishes), ``_trial_dirs`` (each child's folder and who ow
 from __future__ import annotations
 
 from tuner.driver.children._choice import child_runner
-from tuner.driver.children._interface import ChildRunner, OnEvent, Request
+from tuner.driver.children._interface import ChildRunner, OnEvent
 from tuner.driver.children._requests import (
     budget_dict,
     first_precision,
@@ -25,7 +25,6 @@ from tuner.driver.children._warm import spares
 __all__ = [
     "ChildRunner",
     "OnEvent",
-    "Request",
     "budget_dict",
     "child_runner",
     "first_precision",

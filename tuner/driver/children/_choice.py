@@ -1,8 +1,8 @@
 """The one place that chooses what runs the driver's children.
 
-Called by the driver's entries only (:func:`tuner.driver.study.run_search`,
-:func:`tuner.driver.study.probe_study`, :func:`tuner.driver.validate.run_validation`); every step
-below them is handed the runner they chose.
+Called by the driver's entries (:func:`tuner.driver.study.run_search`,
+:func:`tuner.driver.study.probe_study`, :func:`tuner.driver.validate.run_validation`) and by
+benchmarks that run one request; every step below the entries is handed the runner they chose.
 """
 
 from __future__ import annotations

@@ -20,8 +20,15 @@ from dataclasses import replace
 from typing import Any
 
 from tuner.core.outcome import ChildRun
-from tuner.core.protocol import InspectRequest, ProbeRequest, Result, TrialRequest, encode_result
-from tuner.driver.children._interface import OnEvent, Request
+from tuner.core.protocol import (
+    InspectRequest,
+    ProbeRequest,
+    Request,
+    Result,
+    TrialRequest,
+    encode_result,
+)
+from tuner.driver.children._interface import OnEvent
 
 INSTANT_ENV = "TUNER_TEST_INSTANT_TRIALS"
 N_TRAIN = 1 << 20

@@ -13,8 +13,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from tuner.core.outcome import ChildRun
-from tuner.core.protocol import Event
-from tuner.core.protocol import Request as Request
+from tuner.core.protocol import Event, Request
 
 OnEvent = Callable[[Event], None]
 """Called with each event the child reports while it runs, in order."""

@@ -41,13 +41,14 @@ from tuner.core.protocol import (
     WORKER_MODULE,
     Event,
     InspectRequest,
+    Request,
     WindowsDoneEvent,
     decode_event,
     encode_request,
 )
 from tuner.driver.children import _trial_dirs as trial_dirs
 from tuner.driver.children import _warm as warm
-from tuner.driver.children._interface import OnEvent, Request
+from tuner.driver.children._interface import OnEvent
 from tuner.files import atomic_write_text
 
 _GRACE_S = 3.0

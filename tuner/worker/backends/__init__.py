@@ -61,6 +61,9 @@ def load(name: str) -> Framework:
     ``ValueError`` for a name not in :data:`~tuner.core.spec.BACKENDS`."""
     if name not in _PACKAGES:
         raise ValueError(f"unknown backend {name!r}; known: {', '.join(BACKENDS)}")
+    # Importing a backend runs no Keras code that asks whether TensorFlow is there (Keras asks
+    # lazily, when a run seeds or serializes), so ``prepare`` may hide it after the import;
+    # tests/e2e/test_jax_trial.py checks that a JAX child ends without TensorFlow loaded.
     framework = cast(Framework, import_module(_PACKAGES[name]))
     framework.prepare()
     return framework

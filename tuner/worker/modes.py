@@ -1,0 +1,45 @@
+"""Inside the child: each mode's runner, typed by its own request, and the one dispatch over
+the request's type.
+
+:func:`tuner.core.protocol.decode_request` reads a request of each mode as its own type, so a
+:class:`Modes` answers by that type (``match``), not by a mode string: mypy checks that every
+mode has its runner and that each runner takes its own mode's request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from tuner.core.protocol import (
+    InspectRequest,
+    ProbeRequest,
+    Request,
+    Result,
+    TrialRequest,
+    ValidateRequest,
+)
+from tuner.worker.meters import Emit
+
+
+@dataclass(frozen=True)
+class Modes:
+    """The runner of each mode: ``(request, emit) -> result``; each raises on failure (the child
+    classifies what it raises)."""
+
+    inspect: Callable[[InspectRequest, Emit], Result]
+    trial: Callable[[TrialRequest, Emit], Result]
+    probe: Callable[[ProbeRequest, Emit], Result]
+    validate: Callable[[ValidateRequest, Emit], Result]
+
+    def answer(self, request: Request, emit: Emit) -> Result:
+        """Run ``request`` with its mode's runner."""
+        match request:
+            case InspectRequest():
+                return self.inspect(request, emit)
+            case TrialRequest():
+                return self.trial(request, emit)
+            case ProbeRequest():
+                return self.probe(request, emit)
+            case ValidateRequest():
+                return self.validate(request, emit)
