@@ -22,8 +22,8 @@ from tuner.core.protocol import Result, TrialRequest
 from tuner.core.windows import is_input_bound, summarise, warmup_windows
 from tuner.worker.backends import open_session
 from tuner.worker.meters import Emit, auto_noise_steps
+from tuner.worker.noise import GuardedNoise, guarded
 from tuner.worker.session import (
-    NoiseMeasure,
     Session,
     hold_until_exit,
     peak_memory_bytes,
@@ -123,14 +123,15 @@ def _input_fields(session: Session, throughput: float) -> dict[str, Any]:
     }
 
 
-def _noise_meter(request: TrialRequest, session: Session) -> NoiseMeasure | None:
-    """The gradient-noise-scale meter of a trial with 2+ replicas."""
+def _noise_meter(request: TrialRequest, session: Session) -> GuardedNoise | None:
+    """The gradient-noise-scale meter of a trial with 2+ replicas, guarded: where it cannot
+    measure, it is skipped with the reason (:mod:`tuner.worker.noise`), never an error."""
     if not request.noise_scale or session.plan.num_replicas < 2:
         return None
     if request.loop not in ("fit", "custom"):
         return None
     steps = request.noise_scale_steps or auto_noise_steps(session.steps)
-    return session.backend.noise_meter(session, steps)
+    return guarded(lambda: session.backend.noise_meter(session, steps))
 
 
 def _why_no_noise_scale(session: Session) -> str:
@@ -145,14 +146,18 @@ def _why_no_noise_scale(session: Session) -> str:
 
 
 def _noise_fields(
-    request: TrialRequest, session: Session, noise: NoiseMeasure | None
+    request: TrialRequest, session: Session, noise: GuardedNoise | None
 ) -> dict[str, Any]:
-    """The noise scale's result fields, or the note that says why it was not measured."""
+    """The noise scale's result fields, or the note that says why it was not measured; with
+    ``noise_scale_skipped`` where the meter stopped (it could not measure, failed or ran out of
+    memory)."""
     if noise is None:
         if not request.noise_scale:
             return {}
         return {"noise_scale_note": _why_no_noise_scale(session)}
     fields: dict[str, Any] = {"noise_scale_note": noise.stopped} if noise.stopped else {}
+    if noise.skipped:
+        fields["noise_scale_skipped"] = noise.skipped
     fields.update(
         gradient_noise_scale=noise.scale.value,
         gradient_noise_scale_per_epoch=noise.scale.history,

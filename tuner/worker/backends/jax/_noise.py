@@ -17,11 +17,16 @@ shard, they add to ``G`` and cancel in ``S``. Under ``vmap`` the shards would sh
 seed states, so each shard of each step gets its own copy of them, advanced far apart: dropout
 draws its own masks per shard, noise the estimate must see as noise. Norms are taken in float32
 whatever the compute dtype. An out-of-memory stops the measurement (the trial goes on); anything
-else is raised.
+else is raised (and :class:`~tuner.worker.noise.GuardedNoise` skips the measurement with it). It
+measures ``(x, y)`` batches of one input and one output; for others it raises
+:class:`~tuner.worker.noise.NoiseUnsupported` up front. The step is made at the first measurement,
+after training has built the model (a ``Sequential`` without ``keras.Input`` has no variables
+before).
 """
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -34,6 +39,7 @@ import numpy as np
 from tuner.core.efficiency import NoiseScale
 from tuner.core.oom import is_oom_error
 from tuner.worker.losses import per_example_loss
+from tuner.worker.noise import NoiseUnsupported, unsupported_reason
 
 
 class JaxNoiseMeter:
@@ -56,6 +62,11 @@ class JaxNoiseMeter:
             raise ValueError("the gradient noise scale needs at least 2 replicas")
         if global_batch % replicas:
             raise ValueError(f"a global batch of {global_batch} does not split into {replicas}")
+        first = next(batches)
+        reason = unsupported_reason(model, first)
+        if reason is not None:
+            raise NoiseUnsupported(reason)
+        batches = itertools.chain([first], batches)
         self.replicas = int(replicas)
         self.per_replica_batch = global_batch // self.replicas
         self.steps = steps
@@ -66,7 +77,8 @@ class JaxNoiseMeter:
         self._batches = batches
         self._sharding = _shard_axis_sharding(self.replicas)
         self._draws = 0  # shard gradients drawn so far: each gets its own random seeds
-        self._step = jax.jit(_make_step(model, per_example_loss(loss), self.replicas))
+        self._loss_fn = per_example_loss(loss)
+        self._step: Any = None  # made at the first measurement, once the model is built
 
     @property
     def measured_steps(self) -> int:
@@ -78,6 +90,8 @@ class JaxNoiseMeter:
         if self.stopped:
             return self.scale.value
         started = time.perf_counter()
+        if self._step is None:
+            self._step = jax.jit(_make_step(self._model, self._loss_fn, self.replicas))
         # The current weights, read once: the step takes them as arguments (it is traced once).
         trainable = [v.value for v in self._model.trainable_variables]
         non_trainable = [v.value for v in self._model.non_trainable_variables]

@@ -8,7 +8,11 @@ all-reduced and its ``‖ḡ‖²`` taken. :mod:`tuner.core.efficiency` turns th
 weights are not updated by these steps, and non-trainable state (batch-norm statistics) is put
 back afterwards. Regularization losses are included: the same on every replica, they add to
 ``G`` and cancel in ``S``. An out-of-memory in a measurement step stops the measurement (the
-trial goes on) rather than count against the batch size.
+trial goes on) rather than count against the batch size. It measures ``(x, y)`` batches of one
+input and one output; for others it raises :class:`~tuner.worker.noise.NoiseUnsupported` up front,
+and the trial skips the measurement (:class:`~tuner.worker.noise.GuardedNoise`). The variables are
+read when the step is traced, after training has built the model (a ``Sequential`` without
+``keras.Input`` has none before).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from tuner.core.efficiency import NoiseScale
 from tuner.core.oom import is_oom_error
 from tuner.worker.losses import per_example_loss
 from tuner.worker.meters import auto_noise_steps
+from tuner.worker.noise import NoiseUnsupported, unsupported_reason
 
 __all__ = ["NoiseMeter", "auto_noise_steps"]
 
@@ -32,6 +37,9 @@ class NoiseMeter:
     def __init__(
         self, strategy: Any, model: Any, dataset: Any, loss: Any, global_batch: int, steps: int
     ) -> None:
+        reason = unsupported_reason(model, dataset.element_spec)
+        if reason is not None:
+            raise NoiseUnsupported(reason)
         self.replicas = int(strategy.num_replicas_in_sync)
         self.per_replica_batch = global_batch // self.replicas
         self.steps = steps
@@ -41,7 +49,6 @@ class NoiseMeter:
         self._model = model
         self._iterator = iter(strategy.experimental_distribute_dataset(dataset.repeat()))
         loss_fn = per_example_loss(loss)
-        variables = model.trainable_variables
 
         def replica_step(x: Any, y: Any) -> Any:
             with tf.GradientTape() as tape:
@@ -49,6 +56,7 @@ class NoiseMeter:
                 value = tf.reduce_mean(tf.cast(loss_fn(y, prediction), tf.float32))
                 if model.losses:
                     value += tf.add_n([tf.cast(r, tf.float32) for r in model.losses])
+            variables = model.trainable_variables  # built by now (at trace time)
             grads = [tf.convert_to_tensor(g) for g in tape.gradient(value, variables)]
             squared = tf.add_n([tf.reduce_sum(tf.square(tf.cast(g, tf.float32))) for g in grads])
             return squared, grads

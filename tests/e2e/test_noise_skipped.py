@@ -1,0 +1,65 @@
+"""Side measurements never fail a trial (issue 28): models written as Keras's guides write them,
+searched on two CPU replicas with the noise scale on. The noise meter skips what it does not
+measure, with the reason stored (``noise_scale_skipped``), and the trials complete."""
+
+from __future__ import annotations
+
+import optuna
+import pytest
+from conftest import run_tuner
+
+pytestmark = pytest.mark.slow
+
+SPEC = """
+[study]
+name = "t"
+
+[workload]
+model = "tuner_test_workloads:{model}"
+{data}
+loss = "mse"
+optimizer = "adam"
+
+[search]
+base_batch_size = 128
+batch_multipliers = [1]
+lr_rules = ["none"]
+base_lr = 1e-3
+epochs = 2
+noise_scale_steps = 2
+"""
+
+
+def search(tmp_path, model: str, data: str) -> list[optuna.trial.FrozenTrial]:
+    (tmp_path / "s.toml").write_text(SPEC.format(model=model, data=data))
+    result = run_tuner(
+        "search", "--spec", "s.toml", "--storage", "sqlite:///s.db", "--no-baseline", cwd=tmp_path
+    )
+    assert result.returncode == 0, result.stderr
+    trials = optuna.load_study(study_name="t", storage=f"sqlite:///{tmp_path}/s.db").get_trials()
+    assert trials
+    for trial in trials:
+        assert trial.state == optuna.trial.TrialState.COMPLETE, trial.user_attrs.get("error")
+        assert trial.user_attrs["status"] == "ok"
+        assert trial.user_attrs["throughput"] > 0
+    return trials
+
+
+def test_a_multi_input_multi_output_model_skips_the_noise_scale(tmp_path):
+    data = 'data = "tuner_test_workloads:guide_multi_io_datasets"'
+    trials = search(tmp_path, "guide_multi_io_model", data)
+    for trial in trials:
+        assert trial.user_attrs["noise_scale_skipped"] == (
+            "the noise meter supports (x, y) batches of one input and one output: "
+            "this model has 2 outputs"
+        )
+        assert trial.user_attrs.get("gradient_noise_scale") is None  # None is not stored
+
+
+def test_a_sequential_without_input_is_measured_once_training_built_it(tmp_path):
+    data = 'data = "tuner_test_workloads:small_regression_data"'
+    trials = search(tmp_path, "sequential_without_input", data)
+    for trial in trials:
+        assert "noise_scale_skipped" not in trial.user_attrs
+        assert trial.user_attrs["gradient_noise_scale"] is not None
+        assert trial.user_attrs["noise_scale_steps"] == 4
