@@ -65,11 +65,24 @@ class GuardedNoise:
 
     def __init__(self, meter: Any | None, skipped: str | None = None) -> None:
         self._meter = meter
-        self.skipped = skipped
+        self._failure = skipped  # why its set-up or a measurement raised
         self.scale = meter.scale if meter is not None else NoiseScale()
-        self.seconds = meter.seconds if meter is not None else 0.0
-        self.stopped: str | None = None  # why the meter stopped itself (an out-of-memory it caught)
         self._failed_s = 0.0  # time spent in measurements that raised
+
+    @property
+    def seconds(self) -> float:
+        """The meter's time, with that of the measurements that raised."""
+        return (self._meter.seconds if self._meter is not None else 0.0) + self._failed_s
+
+    @property
+    def stopped(self) -> str | None:
+        """Why the meter stopped itself (an out-of-memory it caught), or ``None``."""
+        return self._meter.stopped if self._meter is not None else None
+
+    @property
+    def skipped(self) -> str | None:
+        """Why the measurement was skipped (it raised, or the meter stopped), or ``None``."""
+        return self._failure or self.stopped
 
     @property
     def measured_steps(self) -> int:
@@ -82,16 +95,11 @@ class GuardedNoise:
             return self.scale.value  # type: ignore[no-any-return]
         started = time.perf_counter()
         try:
-            value = self._meter.measure()
+            return self._meter.measure()  # type: ignore[no-any-return]
         except Exception as exc:  # a side measurement: the trial goes on without it
-            self.skipped = failure_reason(exc)
+            self._failure = failure_reason(exc)
             self._failed_s += time.perf_counter() - started
-            value = self.scale.value
-        self.stopped = self._meter.stopped
-        if self.stopped and self.skipped is None:
-            self.skipped = self.stopped
-        self.seconds = self._meter.seconds + self._failed_s
-        return value  # type: ignore[no-any-return]
+            return self.scale.value  # type: ignore[no-any-return]
 
 
 def guarded(build: Callable[[], Any | None]) -> GuardedNoise | None:

@@ -59,10 +59,12 @@ class NoiseMeasure(Protocol):
     """A gradient-noise-scale meter (:class:`tuner.worker.backends.tensorflow._noise.NoiseMeter`
     and its JAX twin)."""
 
-    seconds: float
-    stopped: str | None
     scale: Any
 
+    @property
+    def seconds(self) -> float: ...
+    @property
+    def stopped(self) -> str | None: ...
     @property
     def measured_steps(self) -> int: ...
 
