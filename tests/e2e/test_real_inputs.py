@@ -183,7 +183,7 @@ def test_a_slow_pipeline_is_flagged_input_bound_and_arrays_are_not(tmp_path: Pat
 @pytest.mark.parametrize(
     ("reference", "budget", "message"),
     [
-        ("bad_element_datasets", "epochs = 2", "must yield (x, y) or (x, y, sample_weight)"),
+        ("bad_element_datasets", "epochs = 2", "the elements are x alone, without targets y"),
         ("empty_datasets", "epochs = 2", "the train dataset is empty"),
         ("nan_datasets", "epochs = 2", "NaN or inf in x"),
         ("infinite_datasets", "epochs = 2", "are infinite: give [search] train_samples"),

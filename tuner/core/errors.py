@@ -6,6 +6,8 @@ exit code in one table (``tuner.cli.errors``). Anything else is a bug and keeps 
 
 from __future__ import annotations
 
+import re
+
 
 class TunerError(Exception):
     """Base class of tuner's own errors; the message is one line meant for the user."""
@@ -46,3 +48,49 @@ class TrialFailed(Exception):
     """Raised from the objective to end a trial FAIL; caught by ``study.optimize``.
 
     Not a :class:`TunerError`: it never reaches the user, its trial's attributes say why."""
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_NAME_PREFIX = re.compile(r"^(?:[\w.]+\.)?([A-Z]\w*(?:Error|Exception|Exit|Warning)): ")
+"""An exception's name at the start of a line: ``ValueError: ...`` or
+``tensorflow.python.framework.errors_impl.InvalidArgumentError: ...``."""
+
+_KERAS_FRAME = ("Exception encountered when calling", "Arguments received by", "•")
+"""Keras's lines around the message of an error raised inside a layer's call: where it was
+called and with what arguments (the last of them, ``• kwargs=...``, says nothing)."""
+
+
+def error_line(exc: BaseException, limit: int = 300) -> str:
+    """The one line an error shows a user: its type's name once, then the line of its message
+    that says what went wrong (Keras's own line from a layer's call, the op and shapes of a
+    TensorFlow error), at most ``limit`` characters of it.
+
+    Errors re-raised by TensorFlow's graph tracing repeat the name inside their message
+    (``ValueError: in user code: ... ValueError: ...``): it is dropped there, so it shows once."""
+    from tuner.core.oom import summary
+
+    text = _ANSI.sub("", str(exc))
+    cut = text.find("Arguments received by")
+    lines = [
+        line
+        for line in (text[:cut] if cut >= 0 else text).splitlines()
+        if not line.strip().startswith(_KERAS_FRAME)
+    ]
+    line = summary("\n".join(lines)) if any(part.strip() for part in lines) else ""
+    line = _strip_names(line)
+    return f"{type(exc).__name__}: {line[:limit]}" if line else type(exc).__name__
+
+
+def _strip_names(line: str) -> str:
+    """``line`` without the exception names it starts with (a re-raised error's own)."""
+    while True:
+        match = _NAME_PREFIX.match(line)
+        if match is None:
+            return line
+        line = line[match.end() :]
+
+
+class RepeatedFailureError(TunerError):
+    """Trials at two grid points failed with the same error: a failure the configuration does not
+    cause (the model, the data, the environment), so the search stopped instead of running every
+    remaining point; the trials already stored are kept (exit code 1)."""

@@ -2,10 +2,12 @@
 
 Catches what would otherwise fail every trial — imports, the data's form and element structure,
 an empty dataset, NaN or inf in the data it reads (every trial would diverge), shapes and labels
-that do not fit the model and loss, loss and optimizer names, a learning-rate rule the optimizer
-cannot take, a compiled model asked to run a custom loop, an infinite training set without a
-sample budget — and reports the workload's sizes for the driver's plan. It reads the first
-:data:`SCAN_SAMPLES` samples of each split only: no dataset is ever materialised.
+that do not fit the model and loss (one real training step: Keras's own line), loss and
+optimizer names, a learning-rate rule the optimizer cannot take, a compiled model asked to run a
+custom loop, an infinite training set without a sample budget — and reports the workload's
+sizes for the driver's plan. It reads the first :data:`SCAN_SAMPLES` samples of each split only,
+as tensors in the element's own structure (strings stay strings): no dataset is ever
+materialised.
 """
 
 from __future__ import annotations
@@ -15,18 +17,18 @@ from typing import Any
 
 import numpy as np
 
-from tuner.core.errors import WorkloadError
+from tuner.core.errors import WorkloadError, error_line
 from tuner.core.hyperparams import check, defaults
-from tuner.core.oom import summary
 from tuner.core.protocol import InspectRequest, Workload
 from tuner.core.scaling import optimizer_settings
 from tuner.worker import backends, hypermodel
 from tuner.worker.digest import workload_digest
-from tuner.worker.sources import Source
+from tuner.worker.sources import Source, map_leaves
 from tuner.worker.workload import check_loss, make_optimizer
 
 SAMPLES = 8
-"""How many examples the check evaluates: enough to show a shape mismatch, cheap on any model."""
+"""How many examples the check trains one step on (and evaluates): enough to show a shape
+mismatch, cheap on any model."""
 
 SCAN_SAMPLES = 256
 """How many examples of each split the check reads and scans for NaN and inf: the first ones,
@@ -39,8 +41,8 @@ CHECK_LR = 1e-3
 
 
 def check_workload(request: InspectRequest) -> dict[str, Any]:
-    """Load the data, build and compile the model, evaluate a few samples; the workload's sizes
-    (the ``ok`` result's payload).
+    """Load the data, build and compile the model, train one step on the first samples and
+    evaluate the first validation samples; the workload's sizes (the ``ok`` result's payload).
 
     Raises :class:`WorkloadError` with one line that names what to fix. Under JAX (the
     workload's ``backend``) the same checks run on Keras's JAX backend, through its input layer
@@ -54,7 +56,7 @@ def check_workload(request: InspectRequest) -> dict[str, Any]:
     read = {split: inputs.first_batch(source, split, SCAN_SAMPLES) for split in ("train", "val")}
     _check_finite(source.reference, read)
     first = {split: _head(batch, SAMPLES) for split, batch in read.items()}
-    x_train, y_train = first["train"][0], first["train"][1]
+    x_train, y_train, _ = _parts(first["train"])
     found = hypermodel.discover(workload.model)
     hypermodel.check_fit(workload.model, x_train, y_train)
     model, optimizer, compiled_by_build = _compiled_model(workload, found)
@@ -65,7 +67,8 @@ def check_workload(request: InspectRequest) -> dict[str, Any]:
             f"{workload.model} compiles its model; a compiled model runs with loop = fit "
             "(the custom loops take the loss from the spec)"
         )
-    _check_fits_data(model, workload.model, source.reference, first)
+    _check_trains(model, workload.model, source.reference, first)
+    digest = workload_digest(workload, model, {k: _numpy(v) for k, v in read.items()})
     return {
         "n_train": source.train_size,
         "n_val": source.val_size,
@@ -77,7 +80,7 @@ def check_workload(request: InspectRequest) -> dict[str, Any]:
         "backend": backend,
         "hypermodel": found,
         "compiled_by_build": compiled_by_build,
-        "digest": workload_digest(workload, model, read),
+        "digest": digest,
     }
 
 
@@ -155,8 +158,28 @@ def _leaves(name: str, part: Any) -> Iterator[tuple[str, np.ndarray]]:
     elif isinstance(part, tuple | list):
         for index, value in enumerate(part):
             yield from _leaves(f"{name}[{index}]", value)
-    else:
-        yield name, np.asarray(part)
+    elif part is not None:
+        yield name, _values(part)
+
+
+def _values(leaf: Any) -> np.ndarray:
+    """A leaf's values as NumPy, for scanning and hashing only: a ragged tensor's flat values,
+    a sparse tensor's stored values, strings as bytes (the model is given the tensors)."""
+    if hasattr(leaf, "flat_values"):
+        leaf = leaf.flat_values
+    elif hasattr(leaf, "indices") and hasattr(leaf, "dense_shape"):
+        leaf = leaf.values
+    return np.asarray(leaf)
+
+
+def _numpy(batch: tuple[Any, ...]) -> tuple[Any, ...]:
+    return tuple(map_leaves(_values, part) for part in batch)
+
+
+def _parts(batch: tuple[Any, ...]) -> tuple[Any, Any, Any]:
+    """``(x, y, sample_weight)`` of a batch as Keras unpacks it (``None`` where absent)."""
+    x, y, weights = (*batch, None, None)[:3]
+    return x, y, weights
 
 
 def non_finite_count(array: np.ndarray) -> int:
@@ -167,22 +190,18 @@ def non_finite_count(array: np.ndarray) -> int:
 
 
 def _head(batch: tuple[Any, ...], size: int) -> tuple[Any, ...]:
-    """The first ``size`` samples of a batch, in its structure."""
-    return tuple(_map_arrays(lambda array: array[:size], part) for part in batch)
-
-
-def _map_arrays(function: Any, structure: Any) -> Any:
-    """``function`` over every array of a nested structure (dicts, tuples, lists)."""
-    if isinstance(structure, Mapping):
-        return {key: _map_arrays(function, value) for key, value in structure.items()}
-    if isinstance(structure, tuple | list):
-        return type(structure)(_map_arrays(function, value) for value in structure)
-    return function(structure)
+    """The first ``size`` samples of a batch, in its structure (tensors stay tensors)."""
+    return tuple(map_leaves(lambda array: array[:size], part) for part in batch)
 
 
 def _sample_shape(part: Any) -> Any:
-    """The shape of one sample: a list for an array, the same structure for dicts and tuples."""
-    return _map_arrays(lambda array: list(np.shape(array)[1:]), part)
+    """The shape of one sample: a list for an array (``None`` where a ragged dimension varies),
+    the same structure for dicts and tuples."""
+    return map_leaves(lambda array: [_dim(d) for d in tuple(array.shape)[1:]], part)
+
+
+def _dim(size: Any) -> int | None:
+    return None if size is None else int(size)
 
 
 def _shape_text(part: Any) -> str:
@@ -190,18 +209,22 @@ def _shape_text(part: Any) -> str:
     return str(tuple(shape)) if isinstance(shape, list) else str(shape)
 
 
-def _check_fits_data(
+def _check_trains(
     model: Any, model_ref: str, reference: str, first: dict[str, tuple[Any, ...]]
 ) -> None:
-    """Evaluate the first training and validation samples; a failure is a model/data mismatch
-    (shapes, or labels that do not fit the loss)."""
-    x, y = first["train"][0], first["train"][1]
+    """One real training step on the first training samples (the model's own ``train_step``,
+    as ``fit`` runs it) and one evaluation step on the first validation samples; a failure is a
+    model/data mismatch, shown by Keras's own line (shapes, dtypes, labels that do not fit)."""
+    x, y, weights = _parts(first["train"])
     try:
-        for batch in first.values():
-            model.evaluate(batch[0], batch[1], verbose=0)
-    except Exception as exc:  # whatever evaluate raises here, model and data disagree
+        model.train_on_batch(x, y, sample_weight=weights)
+        val_x, val_y, val_weights = _parts(first["val"])
+        model.test_on_batch(val_x, val_y, sample_weight=val_weights)
+    except Exception as exc:  # whatever a step raises here, model and data disagree
+        shapes = f"x {_shape_text(x)}" + (f", y {_shape_text(y)}" if y is not None else "")
+        # Keras takes x alone for a model that computes its own loss; with a compiled loss its
+        # message ("None values not supported") does not say that the targets are missing.
+        alone = "; the elements are x alone, without targets y" if y is None else ""
         raise WorkloadError(
-            f"model {model_ref} does not fit data {reference} (x {_shape_text(x)}, "
-            f"y {_shape_text(y)}): "
-            f"{type(exc).__name__}: {summary(str(exc))[:300]}"
+            f"model {model_ref} does not fit data {reference} ({shapes}): {error_line(exc)}{alone}"
         ) from exc

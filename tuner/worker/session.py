@@ -32,7 +32,7 @@ from tuner.core.errors import WorkloadError
 from tuner.core.protocol import Budget, LearningRateRule, RunRequest
 from tuner.core.target import CheckPlan
 from tuner.core.windows import plan_windows
-from tuner.worker import hypermodel, optim, precision, target
+from tuner.worker import building, hypermodel, optim, precision, target
 from tuner.worker.callbacks import OnEpoch, OnStep
 from tuner.worker.meters import Meter, split_tracing
 from tuner.worker.sources import Source
@@ -143,15 +143,19 @@ class ModelRecipe:
 def initial_weights(
     request: RunRequest,
     place: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext,
+    inputs: Callable[[], Any] | None = None,
 ) -> list[np.ndarray]:
     """The model's initial weights from the request's seed, built once outside any distribution
     (inside ``place``), so that every run — one device or many — starts from the same numbers.
-    The seed is set again afterwards: the run's own randomness starts from it too."""
+    A model that has no weights until it sees data (a ``Sequential`` without ``keras.Input``)
+    is built on ``inputs()`` first (:func:`tuner.worker.building.built`); every later build of
+    the run must be built the same way before ``set_weights``. The seed is set again afterwards:
+    the run's own randomness starts from it too."""
     seed = request.seed
     keras.utils.set_random_seed(seed)
     with place():
         model = hypermodel.build(request.workload.model, request.model_hyperparameters)
-        weights: list[np.ndarray] = model.get_weights()
+        weights: list[np.ndarray] = building.built(model, inputs).get_weights()
     keras.utils.set_random_seed(seed)
     return weights
 

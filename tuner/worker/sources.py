@@ -8,11 +8,13 @@ function.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tuner.core.errors import WorkloadError
+import numpy as np
+
+from tuner.core.errors import WorkloadError, error_line
 from tuner.workloads import resolve
 
 ARRAYS, DATASETS, FUNCTION = "arrays", "datasets", "function"
@@ -49,7 +51,7 @@ def call_data(reference: str) -> Any:
     try:
         return function()
     except Exception as exc:
-        raise WorkloadError(f"{reference} raised {type(exc).__name__}: {exc}") from exc
+        raise WorkloadError(f"{reference} raised {error_line(exc)}") from exc
 
 
 def describe(value: Any) -> str:
@@ -60,11 +62,79 @@ def describe(value: Any) -> str:
     return f"a {type(value).__name__}"
 
 
-def check_arrays(reference: str, arrays: tuple[Any, ...]) -> None:
-    """Refuse empty arrays and x/y of different lengths (``(x_train, y_train, x_val, y_val)``)."""
-    names = ("x_train", "y_train", "x_val", "y_val")
-    for name, array in zip(names, arrays, strict=True):
-        if array.ndim == 0 or array.shape[0] == 0:
+ARRAY_NAMES = ("x_train", "y_train", "x_val", "y_val")
+
+
+def map_leaves(function: Callable[[Any], Any], structure: Any) -> Any:
+    """``function`` over every leaf of a nested structure (dicts, tuples, lists) as ``model.fit``
+    takes them; the structure is kept, ``None`` stays ``None``."""
+    if structure is None:
+        return None
+    if isinstance(structure, Mapping):
+        return {key: map_leaves(function, value) for key, value in structure.items()}
+    if isinstance(structure, tuple | list):
+        return type(structure)(map_leaves(function, value) for value in structure)
+    return function(structure)
+
+
+def leaves(structure: Any) -> list[Any]:
+    """The leaves of a nested structure, in order."""
+    found: list[Any] = []
+    map_leaves(found.append, structure)
+    return found
+
+
+def as_arrays(part: Any) -> Any:
+    """One part of ``(x_train, y_train, x_val, y_val)`` as ``model.fit`` takes it — an array,
+    or a dict, list or tuple of arrays — with every leaf a NumPy array. Lists become tuples:
+    ``tf.data`` would stack a list of arrays into one tensor, Keras reads a tuple as several
+    inputs (its own array adapter does the same)."""
+    arrays = map_leaves(np.asarray, part)
+    return _lists_to_tuples(arrays)
+
+
+def _lists_to_tuples(structure: Any) -> Any:
+    if isinstance(structure, Mapping):
+        return {key: _lists_to_tuples(value) for key, value in structure.items()}
+    if isinstance(structure, tuple | list):
+        return tuple(_lists_to_tuples(value) for value in structure)
+    return structure
+
+
+def check_arrays(reference: str, arrays: tuple[Any, ...]) -> tuple[int, int]:
+    """Refuse empty arrays and x/y of different lengths (``(x_train, y_train, x_val, y_val)``,
+    each an array or a structure of arrays); the (training, validation) sizes."""
+    sizes = []
+    for name, part in zip(ARRAY_NAMES, arrays, strict=True):
+        found = leaves(part)
+        if not found or any(np.ndim(a) == 0 or np.shape(a)[0] == 0 for a in found):
             raise WorkloadError(f"{reference}: {name} is empty")
-    if arrays[0].shape[0] != arrays[1].shape[0] or arrays[2].shape[0] != arrays[3].shape[0]:
+        lengths = {int(np.shape(a)[0]) for a in found}
+        if len(lengths) > 1:
+            raise WorkloadError(
+                f"{reference}: the arrays of {name} have different numbers of samples "
+                f"({', '.join(map(str, sorted(lengths)))})"
+            )
+        sizes.append(lengths.pop())
+    if sizes[0] != sizes[1] or sizes[2] != sizes[3]:
         raise WorkloadError(f"{reference}: x and y have different numbers of samples")
+    return sizes[0], sizes[2]
+
+
+def element_parts(element: Any) -> tuple[Any, ...]:
+    """A batch or element as the tuple Keras unpacks (``keras.utils.unpack_x_y_sample_weight``):
+    ``(x, y, sample_weight)``, ``(x, y)`` or ``(x,)``; a lone dict or tensor is ``(x,)``."""
+    if isinstance(element, list):
+        element = tuple(element)
+    return element if isinstance(element, tuple) else (element,)
+
+
+def element_error(element: Any) -> str | None:
+    """Why ``element`` is not a structure ``model.fit`` takes (``x``, ``(x,)``, ``(x, y)``,
+    ``(x, y, sample_weight)``), or ``None``."""
+    if isinstance(element, tuple | list) and not 1 <= len(element) <= 3:
+        return (
+            f"elements must be x, (x, y) or (x, y, sample_weight) as model.fit takes them; "
+            f"they are tuples of {len(element)}"
+        )
+    return None

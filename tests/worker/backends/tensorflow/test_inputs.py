@@ -120,10 +120,12 @@ def test_bad_forms_name_the_problem(workload_module: Any, data: Any, message: st
         load(workload_module, data)
 
 
-def test_elements_that_are_not_x_y_pairs(workload_module: Any) -> None:
+def test_elements_that_are_not_what_fit_takes(workload_module: Any) -> None:
     lonely = tf.data.Dataset.from_tensor_slices(X)
-    with pytest.raises(WorkloadError, match="must yield \\(x, y\\)"):
-        load(workload_module, (lonely, lonely))
+    assert load(workload_module, (lonely, lonely)).train_size == len(X)  # x alone: fit takes it
+    four = tf.data.Dataset.from_tensor_slices((X, Y, Y, Y))
+    with pytest.raises(WorkloadError, match=r"must be x, \(x, y\) or \(x, y, sample_weight\)"):
+        load(workload_module, (four, four))
 
 
 def test_an_empty_dataset(workload_module: Any) -> None:

@@ -23,14 +23,20 @@ import numpy as np
 from tuner.core.errors import WorkloadError
 from tuner.core.protocol import Workload
 from tuner.worker.sources import (
+    ARRAY_NAMES,
     ARRAYS,
     DATASETS,
     ITERABLES,
     PYDATASETS,
     Source,
+    as_arrays,
     call_data,
     check_arrays,
     describe,
+    element_error,
+    element_parts,
+    leaves,
+    map_leaves,
 )
 
 Batch = tuple[Any, ...]
@@ -48,15 +54,17 @@ def load_source(workload: Workload) -> Source:
     reference = str(workload.data)
     data = call_data(reference)
     if isinstance(data, tuple | list) and len(data) == 4:
-        arrays = tuple(np.asarray(item) for item in data)
-        check_arrays(reference, arrays)
+        arrays = tuple(as_arrays(item) for item in data)
+        train_size, val_size = check_arrays(reference, arrays)
+        for name, part in zip(ARRAY_NAMES, arrays, strict=True):
+            _refuse_text(reference, name, part)
         return Source(
             ARRAYS,
             reference,
             train=arrays[:2],
             val=arrays[2:],
-            train_size=int(arrays[0].shape[0]),
-            val_size=int(arrays[2].shape[0]),
+            train_size=train_size,
+            val_size=val_size,
             shuffle=True,
         )
     if isinstance(data, tuple | list) and len(data) == 2:
@@ -131,6 +139,7 @@ def _tf_stream(reference: str, name: str, dataset: Any) -> tuple[str, int | None
     from tuner.worker.tfdata import is_batched
 
     reveal_tensorflow()
+    _refuse_tf_kinds(reference, name, dataset.element_spec)
     size: int | None = None
     infinite = int(dataset.cardinality()) == -1
     if not is_batched(dataset):
@@ -144,15 +153,47 @@ def _tf_stream(reference: str, name: str, dataset: Any) -> tuple[str, int | None
     )
 
 
-def _checked(reference: str, name: str, batches: Iterator[Any]) -> Iterator[Batch]:
-    """The batches as tuples of NumPy structures; anything but ``(x, y[, w])`` is refused."""
-    for batch in batches:
-        if not isinstance(batch, tuple | list) or len(batch) not in (2, 3):
+def _refuse_tf_kinds(reference: str, name: str, spec: Any) -> None:
+    """Strings and ragged or sparse tensors have no JAX form: refused from the element spec."""
+    import tensorflow as tf
+
+    for leaf in tf.nest.flatten(spec):
+        if getattr(leaf, "dtype", None) == tf.string:
+            _refuse_text(reference, f"the {name} dataset", np.array(["text"]))
+        if not isinstance(leaf, tf.TensorSpec):
             raise WorkloadError(
-                f"{reference}: the {name} batches must be (x, y) or (x, y, sample_weight) "
-                f"tuples; got {describe(batch)}"
+                f"{reference}: the {name} dataset holds {type(leaf).__name__.removesuffix('Spec')}"
+                " values; Keras on JAX takes dense arrays only: use backend = tensorflow, or pad "
+                "them in the data function"
             )
-        yield tuple(map_arrays(np.asarray, part) for part in batch)
+
+
+def _checked(reference: str, name: str, batches: Iterator[Any]) -> Iterator[Batch]:
+    """The batches as tuples of NumPy structures, as Keras unpacks them (``x``, ``(x, y)``,
+    ``(x, y, sample_weight)``); other tuples, and text, are refused."""
+    for batch in batches:
+        problem = element_error(batch)
+        if problem is not None:
+            raise WorkloadError(f"{reference}: the {name} batches' {problem}")
+        parts = tuple(map_arrays(np.asarray, part) for part in element_parts(batch))
+        for part_name, part in zip(("x", "y", "sample_weight"), parts, strict=False):
+            _refuse_text(reference, f"the {name} {part_name}", part)
+        yield parts
+
+
+TEXT_KINDS = frozenset("USOV")
+"""NumPy dtype kinds of text (unicode, bytes, Python objects such as ``str``, void)."""
+
+
+def _refuse_text(reference: str, name: str, part: Any) -> None:
+    """Keras on JAX has no string tensors: text is refused up front, with what to do instead."""
+    kinds = {np.asarray(leaf).dtype.kind for leaf in leaves(part)}
+    if kinds & TEXT_KINDS:
+        raise WorkloadError(
+            f"{reference}: {name} holds strings or Python objects; Keras on JAX has no string "
+            "tensors: use backend = tensorflow for a model that takes raw strings, or turn them "
+            "into numbers (token ids, padded arrays) in the data function"
+        )
 
 
 def train_batches(source: Source, global_batch: int, seed: int | None) -> Iterator[Batch]:
@@ -240,24 +281,13 @@ def first_batch(source: Source, split: str, size: int) -> Batch:
     return first
 
 
-def map_arrays(function: Callable[[Any], Any], structure: Any) -> Any:
-    """``function`` over every array of a nested structure (dicts, tuples, lists)."""
-    if isinstance(structure, Mapping):
-        return {key: map_arrays(function, value) for key, value in structure.items()}
-    if isinstance(structure, tuple | list):
-        return type(structure)(map_arrays(function, value) for value in structure)
-    return function(structure)
-
-
-def _leaves(structure: Any) -> list[Any]:
-    found: list[Any] = []
-    map_arrays(found.append, structure)
-    return found
+map_arrays = map_leaves
+"""``function`` over every array of a nested structure (dicts, tuples, lists)."""
 
 
 def length(batch: Any) -> int:
     """Samples in a batch: its first array's length."""
-    return int(np.shape(_leaves(batch)[0])[0])
+    return int(np.shape(leaves(batch)[0])[0])
 
 
 def slice_batch(batch: Batch, start: int, stop: int) -> Batch:
@@ -268,6 +298,6 @@ def _concat(batches: list[Batch]) -> Batch:
     """Batches of one structure joined along their first axis."""
     if len(batches) == 1:
         return batches[0]
-    leaves = [_leaves(batch) for batch in batches]
-    joined = iter([np.concatenate(parts) for parts in zip(*leaves, strict=True)])
+    found = [leaves(batch) for batch in batches]
+    joined = iter([np.concatenate(parts) for parts in zip(*found, strict=True)])
     return tuple(map_arrays(lambda _: next(joined), batches[0]))

@@ -27,6 +27,7 @@ from tuner.worker.backends.jax import _evidence as evidence
 from tuner.worker.backends.jax import _inputs as inputs
 from tuner.worker.backends.jax._loop import JaxFitLoop
 from tuner.worker.backends.jax._noise import JaxNoiseMeter
+from tuner.worker.building import FirstInputs
 from tuner.worker.meters import Emit, Meter
 from tuner.worker.session import ModelRecipe, Session, initial_weights, plan_run
 
@@ -123,7 +124,9 @@ def open_session(request: RunRequest, emit: Emit, record_steps: bool = False) ->
     batch = request.global_batch_size
     source = inputs.load_source(request.workload)
     steps, windows, checks, rule = plan_run(request, batch, source)
-    initial = initial_weights(request)  # no distribution set yet: the same on any devices
+    first = FirstInputs(lambda size: inputs.first_batch(source, "train", size))
+    # No distribution set yet: the same numbers on any devices.
+    initial = initial_weights(request, inputs=first)
     recipe = ModelRecipe(request, rule, initial, precision_name)
     keras.distribution.set_distribution(keras.distribution.DataParallel(devices=devices))
     loop = JaxFitLoop(

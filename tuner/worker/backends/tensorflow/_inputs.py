@@ -17,20 +17,21 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import tensorflow as tf
 
-from tuner.core.errors import WorkloadError
-from tuner.core.oom import summary
+from tuner.core.errors import WorkloadError, error_line
 from tuner.core.protocol import Workload
 from tuner.worker.sources import (
     ARRAYS,
     DATASETS,
     FUNCTION,
     Source,
+    as_arrays,
     call_data,
     check_arrays,
     describe,
+    element_error,
+    element_parts,
 )
 from tuner.worker.tfdata import is_batched
 from tuner.workloads import resolve
@@ -58,15 +59,17 @@ def _is_dataset(value: Any) -> bool:
 
 
 def _from_arrays(reference: str, data: Any) -> Source:
-    arrays = tuple(np.asarray(item) for item in data)
-    check_arrays(reference, arrays)
+    """Arrays, or dicts, lists or tuples of arrays (as ``model.fit`` takes them), any dtype
+    ``tf.data`` holds (strings included): sliced into ``(x, y)`` elements."""
+    arrays = tuple(as_arrays(item) for item in data)
+    train_size, val_size = check_arrays(reference, arrays)
     return Source(
         ARRAYS,
         reference,
         train=tf.data.Dataset.from_tensor_slices((arrays[0], arrays[1])),
         val=tf.data.Dataset.from_tensor_slices((arrays[2], arrays[3])),
-        train_size=int(arrays[0].shape[0]),
-        val_size=int(arrays[2].shape[0]),
+        train_size=train_size,
+        val_size=val_size,
         shuffle=True,
     )
 
@@ -98,12 +101,11 @@ def _from_datasets(reference: str, train: Any, val: Any) -> Source:
 
 
 def _check_structure(reference: str, name: str, dataset: Any) -> None:
-    spec = dataset.element_spec
-    if not isinstance(spec, tuple) or len(spec) not in (2, 3):
-        raise WorkloadError(
-            f"{reference}: the {name} dataset must yield (x, y) or (x, y, sample_weight) "
-            f"tuples; its elements are {spec}"
-        )
+    """Elements must be what ``model.fit`` takes from a dataset: ``x``, ``(x,)``, ``(x, y)`` or
+    ``(x, y, sample_weight)``, each part any structure (dicts, tuples, ragged, strings)."""
+    problem = element_error(dataset.element_spec)
+    if problem is not None:
+        raise WorkloadError(f"{reference}: the {name} dataset's {problem}")
 
 
 def _size(dataset: Any) -> tuple[int | None, bool]:
@@ -169,7 +171,7 @@ def split_from_function(source: Source, split: str, batch: int, context: Any) ->
         dataset = source.function(split, batch, context)
     except Exception as exc:
         raise WorkloadError(
-            f"{source.reference}({split!r}, {batch}, ...) raised {type(exc).__name__}: {exc}"
+            f"{source.reference}({split!r}, {batch}, ...) raised {error_line(exc)}"
         ) from exc
     if not _is_dataset(dataset):
         raise WorkloadError(
@@ -193,8 +195,10 @@ def val_batches(source: Source, global_batch: int, val_samples: int | None) -> A
 
 
 def first_batch(source: Source, split: str, size: int) -> tuple[Any, ...]:
-    """The first ``size`` samples of ``split`` as NumPy arrays, in the element's own structure
-    (features may be a dict or a tuple): for checks, never the dataset."""
+    """The first ``size`` samples of ``split`` as tensors, in the element's own structure
+    (features may be a dict or a tuple; strings stay strings, ragged stays ragged), as the tuple
+    Keras unpacks (:func:`~tuner.worker.sources.element_parts`): for checks, never the
+    dataset."""
     if source.form == FUNCTION:
         data = split_from_function(source, split, size, None).unbatch()
     else:
@@ -203,9 +207,26 @@ def first_batch(source: Source, split: str, size: int) -> tuple[Any, ...]:
         element = next(iter(data.batch(size).take(1)), None)
     except tf.errors.OpError as exc:
         raise WorkloadError(
-            f"{source.reference}: reading the first {split} batch failed: "
-            f"{type(exc).__name__}: {summary(str(exc.message))[:300]}"
+            f"{source.reference}: reading the first {split} batch failed: {error_line(exc)}"
         ) from exc
     if element is None:
         raise WorkloadError(f"{source.reference}: the {split} dataset is empty")
-    return tuple(tf.nest.map_structure(np.asarray, part) for part in element)
+    return element_parts(element)
+
+
+def refuse_strings_across_replicas(source: Source, replicas: int) -> None:
+    """Keras 3's ``fit`` under ``MirroredStrategy`` cannot take string inputs: it averages the
+    first batch over the replicas to build the model (``_maybe_symbolic_build`` in
+    ``keras/src/backend/tensorflow/trainer.py``), which has no string form (measured with
+    Keras 3.15 and plain ``model.fit``, no tuner). Refused with what to do instead."""
+    if replicas < 2 or source.form == FUNCTION:
+        return
+    specs = tf.nest.flatten(source.train.element_spec)
+    if any(getattr(spec, "dtype", None) == tf.string for spec in specs):
+        raise WorkloadError(
+            f"{source.reference}: the data hold strings, and Keras's fit under "
+            "MirroredStrategy cannot take string inputs on several replicas (it averages the "
+            "first batch to build the model); vectorize the text in the data (dataset.map("
+            "vectorize_layer), as Keras's text classification example trains) and keep the "
+            "string model for inference"
+        )

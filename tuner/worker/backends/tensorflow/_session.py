@@ -29,6 +29,7 @@ from tuner.worker.backends.tensorflow._devices import (
 )
 from tuner.worker.backends.tensorflow._loops import make_loop
 from tuner.worker.backends.tensorflow._noise import NoiseMeter
+from tuner.worker.building import FirstInputs
 from tuner.worker.meters import Emit, Meter
 from tuner.worker.session import ModelRecipe, Session, initial_weights, plan_run
 
@@ -106,8 +107,10 @@ def open_session(request: RunRequest, emit: Emit, record_steps: bool = False) ->
     precision_name = precision.apply(request)  # before any model is built
     batch = request.global_batch_size
     source = inputs.load_source(request.workload)
+    inputs.refuse_strings_across_replicas(source, plan.num_replicas)
     steps, windows, checks, rule = plan_run(request, batch, source)
-    initial = initial_weights(request, place=lambda: tf.device("/cpu:0"))
+    first = FirstInputs(lambda size: inputs.first_batch(source, "train", size))
+    initial = initial_weights(request, place=lambda: tf.device("/cpu:0"), inputs=first)
     recipe = ModelRecipe(request, rule, initial, precision_name)
     loop = make_loop(
         request.loop,

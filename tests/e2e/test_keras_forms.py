@@ -1,0 +1,95 @@
+"""Data and models as Keras's examples write them (issue 28), searched on two CPU replicas: dicts
+of arrays, a model that takes raw strings, a ``Sequential`` without ``keras.Input``; a model that
+cannot take the data is one exit-2 line with Keras's own message."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import optuna
+import pytest
+from conftest import run_tuner
+
+pytestmark = pytest.mark.slow
+
+SPEC = """
+[study]
+name = "t"
+
+[workload]
+model = "{model}"
+data = "{data}"
+loss = "{loss}"
+optimizer = "adam"
+
+[search]
+base_batch_size = 64
+batch_multipliers = [{multipliers}]
+lr_rules = ["none"]
+base_lr = 1e-3
+epochs = 2
+"""
+
+FORMS = "e2e.keras_forms"
+
+
+def search(
+    tmp_path: Path, model: str, data: str, loss: str = "mse", multipliers: str = "1"
+) -> tuple[str, str, int]:
+    """``tuner search`` on two CPU replicas, no baseline, no noise scale; (stdout, stderr, code)."""
+    spec = SPEC.format(model=model, data=data, loss=loss, multipliers=multipliers)
+    (tmp_path / "s.toml").write_text(spec)
+    result = run_tuner(
+        "search", "--spec", "s.toml", "--cpu-replicas", "2", "--storage", "sqlite:///s.db",
+        "--no-baseline", "--no-noise-scale", cwd=tmp_path,
+    )  # fmt: skip
+    assert "Traceback" not in result.stderr + result.stdout
+    return result.stdout, result.stderr, result.returncode
+
+
+def completed(tmp_path: Path) -> list[optuna.trial.FrozenTrial]:
+    study = optuna.load_study(study_name="t", storage=f"sqlite:///{tmp_path}/s.db")
+    trials = study.get_trials()
+    assert trials
+    for trial in trials:
+        assert trial.state == optuna.trial.TrialState.COMPLETE, trial.user_attrs.get("error")
+        assert trial.user_attrs["throughput"] > 0
+    return trials
+
+
+def test_dicts_of_arrays_train_as_model_fit_takes_them(tmp_path: Path) -> None:
+    _, stderr, code = search(tmp_path, f"{FORMS}:dict_arrays_model", f"{FORMS}:dict_arrays_data")
+    assert code == 0, stderr
+    (trial,) = completed(tmp_path)
+    assert trial.user_attrs["input_form"] == "arrays"
+
+
+def test_a_raw_string_model_passes_the_check_and_two_replicas_stop_at_the_second_point(
+    tmp_path: Path,
+) -> None:
+    """Strings stay strings through the check (one real step on one device). Keras 3.15's fit
+    under MirroredStrategy cannot take them (it averages the first batch over the replicas):
+    each trial says so in one line, and the same line at a second grid point stops the search
+    before the third."""
+    model, data = f"{FORMS}:text_model", f"{FORMS}:text_arrays"
+    loss = "binary_crossentropy"
+    _, stderr, code = search(tmp_path, model, data, loss=loss, multipliers="1, 2, 4")
+    assert code == 1, stderr
+    last = stderr.strip().splitlines()[-1]
+    assert last.startswith("error: trials #0 and #1 failed with the same error"), stderr
+    assert "Keras's fit under MirroredStrategy cannot take string inputs" in last
+    study = optuna.load_study(study_name="t", storage=f"sqlite:///{tmp_path}/s.db")
+    assert [t.state.name for t in study.get_trials()] == ["FAIL", "FAIL"]  # stored, third not run
+
+
+def test_a_wrong_input_shape_is_one_exit_2_line_with_keras_own_message(tmp_path: Path) -> None:
+    _, stderr, code = search(
+        tmp_path, f"{FORMS}:ten_features_model", f"{FORMS}:twenty_features_data"
+    )
+    assert code == 2, stderr
+    lines = [line for line in stderr.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1, stderr
+    assert "expected axis -1 of input shape to have value 10" in lines[0]
+    assert "received input with shape (8, 20)" in lines[0]
+    assert "ValueError: ValueError" not in lines[0] and "kwargs=" not in lines[0]
+    assert not (tmp_path / "s.db").exists()  # refused before anything was stored

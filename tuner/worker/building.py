@@ -1,0 +1,45 @@
+"""Inside the child: a model built on the data's first inputs before anything reads its weights.
+
+A ``Sequential`` without ``keras.Input`` (KerasTuner's and many Keras guides' way) or a
+subclassed model has no weights until it first sees data: ``get_weights()`` is ``[]``. The run's
+initial weights — the numbers every run of a study starts from — are recorded once the model is
+built, and every later build of the run is built the same way, on the same inputs, before
+``set_weights`` (which needs the built variables). A model built already is left as it is, and
+its inputs are never read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from tuner.worker.sources import element_parts
+
+SAMPLES = 2
+"""How many training samples a model is built on: any count builds it; two are cheap to read."""
+
+
+class FirstInputs:
+    """The inputs (``x``) of the first :data:`SAMPLES` training samples, read on first use and
+    kept: every build of a run calls the model on the same inputs."""
+
+    def __init__(self, read: Callable[[int], Any]) -> None:
+        """``read(size)``: the first ``size`` samples, as the backend's ``first_batch`` gives
+        them (``(x, y[, sample_weight])`` or ``(x,)``)."""
+        self._read = read
+        self._inputs: Any = None
+        self._taken = False
+
+    def __call__(self) -> Any:
+        if not self._taken:
+            self._inputs = element_parts(self._read(SAMPLES))[0]
+            self._taken = True
+        return self._inputs
+
+
+def built(model: Any, inputs: Callable[[], Any] | None) -> Any:
+    """``model``, built: called once on ``inputs()`` (in inference mode: no dropout drawn, no
+    statistics updated) when it has no variables yet. ``inputs`` ``None``: left as it is."""
+    if inputs is not None and not model.built:
+        model(inputs(), training=False)
+    return model
