@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import socket
 from collections.abc import Sequence
 from dataclasses import replace
@@ -69,6 +70,9 @@ class Objective:
         self.launched = 0
         """Trials this objective ended, launched or pruned as oom-implied."""
         self._expected: Sequence[FrozenTrial] | None = None
+        self._failures: dict[str, tuple[int, tuple[Any, ...]]] = {}
+        self.stopped: str | None = None
+        """Why the search must stop (:meth:`_watch`), or ``None``."""
 
     def expect(self, trials: Sequence[FrozenTrial] | None) -> None:
         """The study's trials as the loop read them just before the next trial starts: that
@@ -115,7 +119,32 @@ class Objective:
             earlier = chain(stored, int(repeat_of)) if repeat_of is not None else []
             outcome = self._measure(trial, position, attrs, values, earlier, stored)
         self._observer.trial_finished(trial.number, outcome)
+        self._watch(trial.number, attrs, outcome)
         return record(trial, outcome)
+
+    def _watch(self, number: int, attrs: dict[str, Any], outcome: TrialOutcome) -> None:
+        """Set :attr:`stopped` when this trial failed with the error a trial at another grid
+        point failed with: the configuration does not cause it (the model, the data or the
+        machine does), so every remaining point would fail the same way. The batch sizes are
+        taken out of the message first (a shape names them)."""
+        if outcome.status != "error" or not outcome.error:
+            return
+        if outcome.error.startswith("bad measurement"):  # the run trained: its numbers are off
+            return
+        point = (
+            attrs["global_batch_size"],
+            attrs["lr_rule"],
+            attrs.get(PRECISION),
+            hyperparams.config_key(attrs.get("model_hyperparameters") or {}),
+        )
+        message = without_batch_sizes(outcome.error, attrs)
+        first, first_point = self._failures.setdefault(message, (number, point))
+        if first_point != point:
+            self.stopped = (
+                f"trials #{first} and #{number} failed with the same error at different "
+                f"configurations, so no point of the grid would train: {outcome.error[:300]} "
+                "(the search stopped; the trials already run are stored)"
+            )
 
     def _measure(
         self,
@@ -242,6 +271,14 @@ class Objective:
             self._observer.epoch_finished(event)
         elif isinstance(event, ProgressEvent):
             self._observer.trial_progress(event)
+
+
+def without_batch_sizes(error: str, attrs: dict[str, Any]) -> str:
+    """``error`` with the trial's global and per-replica batch sizes taken out, where they stand
+    as numbers of their own (a tensor's shape names them)."""
+    for size in {attrs["global_batch_size"], attrs["per_replica_batch_size"]}:
+        error = re.sub(rf"(?<![\w.]){size}(?![\w.])", "<batch>", error)
+    return error
 
 
 def trial_training_key(

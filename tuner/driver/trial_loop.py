@@ -15,7 +15,7 @@ import optuna
 from optuna.trial import FrozenTrial
 
 from tuner.core.devices import DevicePlan
-from tuner.core.errors import TrialFailed
+from tuner.core.errors import RepeatedFailureError, TrialFailed
 from tuner.core.spec import StudySpec
 from tuner.core.trials import (
     GridProgress,
@@ -63,6 +63,7 @@ def run_trials(
             if not has_budget_left(trials, budget):
                 break
             _run_one(study, objective, observer, trials)
+            _stop_if_repeated(objective)
         return objective.launched, budget
     grid = grid_points(spec)
     done = len(settled_grid_points(study.get_trials(deepcopy=False)))
@@ -75,6 +76,7 @@ def run_trials(
         if not progress.has_unclaimed_work(trials):
             break
         _run_one(study, objective, observer, trials)
+        _stop_if_repeated(objective)
     # After the grid: the base configuration's seed noise sets the loss tolerance racing uses.
     measure_seed_noise(
         study, spec, plan, space=space, runner=runner, timeout_s=timeout_s, observer=observer
@@ -89,6 +91,13 @@ def run_trials(
         observer=observer,
     )
     return objective.launched, len(grid)
+
+
+def _stop_if_repeated(objective: Objective) -> None:
+    """A failure that does not depend on the configuration ends the search with one line
+    (:meth:`Objective._watch`); what is stored stays."""
+    if objective.stopped is not None:
+        raise RepeatedFailureError(objective.stopped)
 
 
 def _run_one(
