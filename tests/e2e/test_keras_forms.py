@@ -34,14 +34,14 @@ FORMS = "e2e.keras_forms"
 
 
 def search(
-    tmp_path: Path, model: str, data: str, loss: str = "mse", multipliers: str = "1"
+    tmp_path: Path, model: str, data: str, *flags: str, loss: str = "mse", multipliers: str = "1"
 ) -> tuple[str, str, int]:
     """``tuner search`` on two CPU replicas, no baseline, no noise scale; (stdout, stderr, code)."""
     spec = SPEC.format(model=model, data=data, loss=loss, multipliers=multipliers)
     (tmp_path / "s.toml").write_text(spec)
     result = run_tuner(
         "search", "--spec", "s.toml", "--cpu-replicas", "2", "--storage", "sqlite:///s.db",
-        "--no-baseline", "--no-noise-scale", cwd=tmp_path,
+        "--no-baseline", "--no-noise-scale", *flags, cwd=tmp_path,
     )  # fmt: skip
     assert "Traceback" not in result.stderr + result.stdout
     return result.stdout, result.stderr, result.returncode
@@ -93,3 +93,30 @@ def test_a_wrong_input_shape_is_one_exit_2_line_with_keras_own_message(tmp_path:
     assert "received input with shape (8, 20)" in lines[0]
     assert "ValueError: ValueError" not in lines[0] and "kwargs=" not in lines[0]
     assert not (tmp_path / "s.db").exists()  # refused before anything was stored
+
+
+def test_a_sequential_without_input_starts_every_run_from_the_same_weights(
+    tmp_path: Path,
+) -> None:
+    """Two searches of the same configuration: the same first-window loss, to the last digit
+    (each built the model on the first inputs before recording its initial weights)."""
+    losses = []
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        model, data = (
+            "tuner_test_workloads:sequential_without_input",
+            f"{FORMS}:twenty_features_data",
+        )
+        _, stderr, code = search(tmp_path / name, model, data)
+        assert code == 0, stderr
+        (trial,) = completed(tmp_path / name)
+        losses.append(trial.user_attrs["epoch_losses"][0])
+    assert losses[0] == losses[1]
+
+
+def test_dicts_of_arrays_train_on_jax(tmp_path: Path) -> None:
+    model, data = f"{FORMS}:dict_arrays_model", f"{FORMS}:dict_arrays_data"
+    _, stderr, code = search(tmp_path, model, data, "--backend", "jax")
+    assert code == 0, stderr
+    (trial,) = completed(tmp_path)
+    assert trial.user_attrs["backend"] == "jax"
