@@ -181,8 +181,7 @@ def _answer(request: Request, result_path: Path, preloaded: warm.Preloaded | Non
     fails becomes the result that says so: the child must always leave one."""
     try:
         _inject_fault(request, result_path)
-        from tuner.core import oom
-        from tuner.core.errors import WorkloadError
+        from tuner.core.errors import WorkloadError, error_line
         from tuner.worker.backends import backend_name
 
         import_started = time.perf_counter()
@@ -199,7 +198,7 @@ def _answer(request: Request, result_path: Path, preloaded: warm.Preloaded | Non
         except Exception as exc:  # classified, then reported with its tail
             return Result(
                 status="oom" if _is_oom(exc) else "error",
-                error=_shorten(f"{type(exc).__name__}: {oom.summary(str(exc))}"),
+                error=_shorten(error_line(exc, limit=600)),
                 traceback=_shorten(traceback.format_exc(), 4000),
             )
     except Exception as exc:  # the child must always leave a result

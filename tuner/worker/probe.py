@@ -28,7 +28,8 @@ from typing import Any
 import keras
 
 from tuner.core.devices import CPU_CAP_ENV
-from tuner.core.oom import is_child_oom, summary
+from tuner.core.errors import error_line
+from tuner.core.oom import is_child_oom
 from tuner.core.probe import search_from_state, try_until_oom
 from tuner.core.protocol import (
     ProbeAttemptEvent,
@@ -85,7 +86,7 @@ def _attempt(request: ProbeRequest, batch: int) -> ProbeResultEvent:
     except Exception as exc:  # out-of-memory is the answer; anything else is raised
         if not is_child_oom(exc, cpu_capped=bool(os.environ.get(CPU_CAP_ENV))):
             raise
-        error = f"{type(exc).__name__}: {summary(str(exc))}"[:600]
+        error = error_line(exc, limit=600)
     # The session (and, after an out-of-memory, the traceback that held it) is gone here: free
     # what the framework still caches before the next size.
     keras.backend.clear_session()
