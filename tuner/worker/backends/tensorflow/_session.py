@@ -107,7 +107,7 @@ def open_session(request: RunRequest, emit: Emit, record_steps: bool = False) ->
     precision_name = precision.apply(request)  # before any model is built
     batch = request.global_batch_size
     source = inputs.load_source(request.workload)
-    inputs.refuse_strings_across_replicas(source, plan.num_replicas)
+    inputs.refuse_across_replicas(source, plan.num_replicas)
     steps, windows, checks, rule = plan_run(request, batch, source)
     first = FirstInputs(lambda size: inputs.first_batch(source, "train", size))
     initial = initial_weights(request, place=lambda: tf.device("/cpu:0"), inputs=first)
