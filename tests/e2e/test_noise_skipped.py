@@ -1,6 +1,7 @@
-"""Side measurements never fail a trial (issue 28): models written as Keras's guides write them,
-searched on two CPU replicas with the noise scale on. The noise meter skips what it does not
-measure, with the reason stored (``noise_scale_skipped``), and the trials complete."""
+"""Side measurements never fail a trial, and use Keras's API (issue 28): models written as Keras's
+guides write them, searched on two CPU replicas with the noise scale on. The noise meter measures
+them through ``model.compute_loss`` — several inputs and outputs, loss weights, sample weights —
+on TensorFlow and on JAX, and the trials complete."""
 
 from __future__ import annotations
 
@@ -30,10 +31,19 @@ noise_scale_steps = 2
 """
 
 
-def search(tmp_path, model: str, data: str) -> list[optuna.trial.FrozenTrial]:
+def search(tmp_path, model: str, data: str, *flags: str) -> list[optuna.trial.FrozenTrial]:
     (tmp_path / "s.toml").write_text(SPEC.format(model=model, data=data))
     result = run_tuner(
-        "search", "--spec", "s.toml", "--storage", "sqlite:///s.db", "--no-baseline", cwd=tmp_path
+        "search",
+        "--spec",
+        "s.toml",
+        "--storage",
+        "sqlite:///s.db",
+        "--no-baseline",
+        "--cpu-replicas",
+        "2",
+        *flags,
+        cwd=tmp_path,
     )
     assert result.returncode == 0, result.stderr
     trials = optuna.load_study(study_name="t", storage=f"sqlite:///{tmp_path}/s.db").get_trials()
@@ -45,15 +55,16 @@ def search(tmp_path, model: str, data: str) -> list[optuna.trial.FrozenTrial]:
     return trials
 
 
-def test_a_multi_input_multi_output_model_skips_the_noise_scale(tmp_path):
+@pytest.mark.parametrize("backend", ["tensorflow", "jax"])
+def test_a_multi_input_multi_output_model_with_sample_weights_is_measured(tmp_path, backend):
+    """The functional-API guide's model: dict inputs, two outputs with a loss and a loss weight
+    each, ``(x, y, sample_weight)`` elements (skipped before issue 28, part 2)."""
     data = 'data = "tuner_test_workloads:guide_multi_io_datasets"'
-    trials = search(tmp_path, "guide_multi_io_model", data)
+    trials = search(tmp_path, "guide_multi_io_model", data, "--backend", backend)
     for trial in trials:
-        assert trial.user_attrs["noise_scale_skipped"] == (
-            "the noise meter supports (x, y) batches of one input and one output: "
-            "this model has 2 outputs"
-        )
-        assert trial.user_attrs.get("gradient_noise_scale") is None  # None is not stored
+        assert "noise_scale_skipped" not in trial.user_attrs
+        assert trial.user_attrs["gradient_noise_scale"] > 0
+        assert trial.user_attrs["noise_scale_steps"] == 4
 
 
 def test_a_sequential_without_input_is_measured_once_training_built_it(tmp_path):

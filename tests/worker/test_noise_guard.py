@@ -6,21 +6,21 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-import numpy as np
 import pytest
 
 from tuner.core.efficiency import NoiseScale
 from tuner.worker import trial
 from tuner.worker.noise import (
+    HIDDEN_LOSS,
     GuardedNoise,
     NoiseUnsupported,
     failure_reason,
     guarded,
+    overrides,
     unsupported_reason,
 )
 
 SUPPORTED = "the noise meter supports (x, y) batches of one input and one output"
-X, Y = np.zeros((4, 3)), np.zeros((4, 1))
 
 
 class FakeMeter:
@@ -127,36 +127,54 @@ def test_a_long_message_is_cut_to_one_short_line():
     assert len(reason) < 400 and "\n" not in reason and reason.endswith("...")
 
 
-class Outputs:
-    def __init__(self, n: int) -> None:
-        self.outputs = [object()] * n
+class KerasModel:
+    """Stands for Keras's own ``Model`` (its module is Keras's): a subclass that defines a method
+    overrides it."""
+
+    loss: Any = "mse"
+
+    def train_step(self, data: Any) -> Any: ...
+
+    def compute_loss(self, *args: Any) -> Any: ...
 
 
-class Unbuilt:
-    @property
-    def outputs(self) -> Any:
-        raise AttributeError("The layer has never been called and thus has no defined output.")
+KerasModel.__module__ = "keras.src.models.model"
+
+
+class OwnStep(KerasModel):
+    def train_step(self, data: Any) -> Any: ...
+
+
+class OwnStepOwnLoss(OwnStep):
+    loss = None
+
+    def compute_loss(self, *args: Any) -> Any: ...
+
+
+class OwnStepNoLoss(OwnStep):
+    loss = None
 
 
 @pytest.mark.parametrize(
-    ("model", "element", "reason"),
+    ("model", "reason"),
     [
-        (Outputs(1), (X, Y), None),
-        (Unbuilt(), (X, Y), None),  # read once training has built it
-        (object(), (X, Y), None),  # a subclassed model: no graph to read
-        (Outputs(1), (X, Y, None), None),
-        (Outputs(2), (X, Y), "this model has 2 outputs"),
-        (Outputs(1), (X, Y, np.ones(4)), "the batches carry sample weights"),
-        (Outputs(1), ({"a": X, "b": X}, Y), None),  # the model's own call takes them
-        (Outputs(1), ((X, X), Y), None),
-        (Outputs(1), (X, {"out": Y}), "the targets are a dict of 1 (out)"),
-        (Outputs(1), (X, [Y, Y]), "the targets are a list of 2"),
-        (Outputs(1), X, "the batches are a ndarray"),
+        (KerasModel(), None),  # Keras's train_step trains on compute_loss
+        (OwnStep(), None),  # compiled with a loss: compute_loss gives it
+        (OwnStepOwnLoss(), None),  # the user's compute_loss is the loss
+        (OwnStepNoLoss(), HIDDEN_LOSS),  # nothing the meter can see
     ],
 )
-def test_unsupported_setups_are_told_up_front(model, element, reason):
-    expected = None if reason is None else f"{SUPPORTED}: {reason}"
-    assert unsupported_reason(model, element) == expected
+def test_only_a_hidden_loss_is_unsupported(model, reason):
+    """Several outputs, sample weights and structured targets are measured (through
+    ``compute_loss``); only a custom ``train_step`` on a model without a loss is not."""
+    assert unsupported_reason(model) == reason
+
+
+def test_an_instance_wrapped_train_step_is_not_an_override():
+    model = KerasModel()
+    model.train_step = lambda data: None  # type: ignore[method-assign]  # as FitLoop counts
+    assert not overrides(model, "train_step")
+    assert overrides(OwnStep(), "train_step") and not overrides(OwnStep(), "compute_loss")
 
 
 def _session(replicas: int = 2) -> Any:

@@ -1,11 +1,48 @@
-"""The workload's loss, unreduced: one value per example, for loops that reduce it themselves."""
+"""The model's own loss, as Keras's ``train_step`` computes it, for steps tuner writes itself (the
+noise meters, the custom loops); and the workload's loss unreduced, for the forum answer's bug.
+
+:func:`model_loss` unpacks a batch as Keras does (``x``, ``(x, y)``, ``(x, y, sample_weight)``,
+each part any structure) and returns ``model.compute_loss``: the losses per output, their
+``loss_weights``, sample weights, regularisation and ``add_loss`` terms, or the user's own
+``compute_loss``. Under ``tf.distribute`` Keras scales that value by ``1 / replicas`` inside a
+replica context (DESIGN.md §4: ``sum_over_batch_size`` losses and the regularisation terms), so
+that SUM-reducing the replicas' gradients gives the global mean; the caller undoes it where it
+needs a replica's own mean.
+"""
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
 import keras
+
+__all__ = ["call_model", "model_loss", "per_example_loss", "unpack"]
+
+
+def unpack(data: Any) -> tuple[Any, Any, Any]:
+    """``(x, y, sample_weight)`` of a batch, as Keras's own ``train_step`` unpacks it."""
+    x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
+    return x, y, sample_weight
+
+
+def call_model(model: Any, x: Any, training: bool = True) -> Any:
+    """``model(x)`` in training mode, as Keras's ``train_step`` calls it (``training`` only to a
+    ``call`` that takes it)."""
+    if getattr(model, "_call_has_training_arg", True):
+        return model(x, training=training)
+    return model(x)
+
+
+def model_loss(model: Any, x: Any, y: Any, y_pred: Any, sample_weight: Any) -> Any:
+    """``model.compute_loss`` in training mode: the total loss Keras's ``train_step`` trains on
+    (scaled by ``1 / replicas`` inside a ``tf.distribute`` replica context). A ``compute_loss``
+    of the user's written before Keras 3.3 takes no ``training``; it is called without it."""
+    compute = model.compute_loss
+    if _takes(compute, "training"):
+        return compute(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight, training=True)
+    return compute(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight)
 
 
 def per_example_loss(loss: Any) -> Callable[[Any, Any], Any]:
@@ -16,3 +53,13 @@ def per_example_loss(loss: Any) -> Callable[[Any, Any], Any]:
     if isinstance(loss, keras.losses.Loss):
         return loss.call  # type: ignore[no-any-return]
     return loss  # type: ignore[no-any-return]
+
+
+def _takes(function: Callable[..., Any], name: str) -> bool:
+    try:
+        parameters = inspect.signature(function).parameters
+    except (TypeError, ValueError):  # no signature to read: assume Keras's own
+        return True
+    return name in parameters or any(
+        p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()
+    )

@@ -1,50 +1,85 @@
 """Inside the child: the gradient noise scale as a side measurement that never fails a trial.
 
-Each backend's meter re-implements the training step for the structures it supports: ``(x, y)``
-batches of one input and one output. Where it cannot measure — a setup it recognises up front
-(:func:`unsupported_reason`, raised as :class:`NoiseUnsupported`), an error of its set-up or of a
-measurement, an out-of-memory — :class:`GuardedNoise` stops it, the trial trains on, and the
-result says why (``noise_scale_skipped``). It does not try to be Keras for what it cannot measure.
+Each backend's meter measures through the model's own API: batches unpacked as Keras unpacks them
+(``keras.utils.unpack_x_y_sample_weight``: ``x``, ``(x, y)`` or ``(x, y, sample_weight)``, each
+part any structure the model takes) and the loss from ``model.compute_loss`` (its losses per
+output, ``loss_weights``, sample weights, regularisation, or the user's own ``compute_loss``). What
+it truly cannot measure — a model whose own ``train_step`` computes a loss it was not compiled
+with (:func:`unsupported_reason`, raised as :class:`NoiseUnsupported`) — and any error of its
+set-up or of a measurement, or an out-of-memory, stop it (:class:`GuardedNoise`): the trial trains
+on, and the result says why (``noise_scale_skipped``). Measurement steps leave the model as they
+found it: its non-trainable state and its metrics (``compute_loss`` updates the per-output loss
+trackers) are put back (:func:`state_kept`).
 
 Backend-neutral: no framework import.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from tuner.core.efficiency import NoiseScale
 from tuner.core.oom import is_oom_error
 
-__all__ = ["GuardedNoise", "NoiseUnsupported", "failure_reason", "guarded", "unsupported_reason"]
+__all__ = [
+    "GuardedNoise",
+    "NoiseUnsupported",
+    "failure_reason",
+    "guarded",
+    "overrides",
+    "state_kept",
+    "unsupported_reason",
+]
 
-SUPPORTED = "the noise meter supports (x, y) batches of one input and one output"
+HIDDEN_LOSS = (
+    "the model's own train_step computes its loss, and the model was compiled without a loss "
+    "and does not override compute_loss: the noise meter cannot see the loss it trains on"
+)
 
 
 class NoiseUnsupported(ValueError):
     """A meter cannot measure this workload; the message is the reason stored for it."""
 
 
-def unsupported_reason(model: Any, element: Any) -> str | None:
-    """Why the meter cannot measure ``model`` on batches shaped as ``element`` (one batch, or a
-    dataset's element spec: a tuple ``(x, y)`` or ``(x, y, sample_weight)``), or ``None``.
+def unsupported_reason(model: Any) -> str | None:
+    """Why ``model.compute_loss`` cannot give the loss ``model`` trains on, or ``None``.
 
-    Cheap: the model's outputs (where it knows them), sample weights and structured targets;
-    inputs of any structure go to the model's own call.
-    A model not yet built is fine (the meter reads its variables once training has built it)."""
-    outputs = _outputs(model)
-    if outputs is not None and len(outputs) > 1:
-        return f"{SUPPORTED}: this model has {len(outputs)} outputs"
-    if not isinstance(element, tuple) or len(element) not in (2, 3):
-        return f"{SUPPORTED}: the batches are {_shape_of(element)}"
-    if len(element) == 3 and element[2] is not None:
-        return f"{SUPPORTED}: the batches carry sample weights"
-    if isinstance(element[1], (Mapping, list, tuple)):
-        return f"{SUPPORTED}: the targets are {_shape_of(element[1])}"
-    # Structured inputs to one output are left to the meter: the model's own call takes them.
+    Keras's own ``train_step`` trains on ``compute_loss``, and so does a ``train_step`` written
+    as Keras's guide writes it; a ``compute_loss`` of the user's own is the loss by definition.
+    Only a custom ``train_step`` on a model compiled without a loss hides what it trains on
+    (``compute_loss`` would see no loss: an error on TensorFlow, zero on JAX)."""
+    if overrides(model, "compute_loss") or not overrides(model, "train_step"):
+        return None
+    if getattr(model, "loss", None) is None:
+        return HIDDEN_LOSS
     return None
+
+
+def overrides(model: Any, name: str) -> bool:
+    """Whether ``model``'s class defines method ``name`` itself rather than inheriting Keras's
+    (read on the class: the loops wrap ``train_step`` on the instance)."""
+    for cls in type(model).__mro__:
+        if name in vars(cls):
+            return not cls.__module__.startswith("keras")
+    return False
+
+
+@contextlib.contextmanager
+def state_kept(model: Any) -> Iterator[None]:
+    """Puts back ``model``'s non-trainable variables (batch-norm statistics, seed states) and
+    metric variables (``compute_loss`` updates the loss trackers of a model with several
+    outputs) as they were, whatever happens inside: a measurement changes nothing the training
+    or its logs read."""
+    variables = [*model.non_trainable_variables, *getattr(model, "metrics_variables", [])]
+    saved = [v.numpy() for v in variables]
+    try:
+        yield
+    finally:
+        for variable, value in zip(variables, saved, strict=True):
+            variable.assign(value)
 
 
 def failure_reason(exc: BaseException) -> str:
@@ -110,19 +145,3 @@ def guarded(build: Callable[[], Any | None]) -> GuardedNoise | None:
     except Exception as exc:  # a side measurement: the trial goes on without it
         return GuardedNoise(None, skipped=failure_reason(exc))
     return None if meter is None else GuardedNoise(meter)
-
-
-def _outputs(model: Any) -> list[Any] | None:
-    try:
-        outputs = model.outputs
-    except (AttributeError, ValueError):  # a model not built, or without a graph of layers
-        return None
-    return list(outputs) if outputs is not None else None
-
-
-def _shape_of(part: Any) -> str:
-    if isinstance(part, Mapping):
-        return f"a dict of {len(part)} ({', '.join(map(str, part))})"
-    if isinstance(part, (list, tuple)):
-        return f"a {type(part).__name__} of {len(part)}"
-    return f"a {type(part).__name__}"

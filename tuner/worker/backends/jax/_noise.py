@@ -2,31 +2,32 @@
 
 The JAX counterpart of :mod:`tuner.worker.backends.tensorflow._noise`, for
 ``keras.distribution.DataParallel`` (weights replicated over a 1-D mesh ``batch``). On a few steps
-outside the timed epochs, one global batch is split into ``replicas`` shards of ``b = global /
-replicas`` examples; each shard's gradient of the *mean* loss over its own ``b`` examples (our own
-per-example loss and mean, as in the TensorFlow meter) comes from ``jax.vmap`` of ``jax.grad`` over
-the leading shard axis, and the step reports ``mean‖g_i‖²`` and ``‖mean g_i‖²`` to
+outside the timed epochs, one global batch — unpacked as Keras unpacks it: ``x``, ``(x, y)`` or
+``(x, y, sample_weight)``, each part any structure — is split into ``replicas`` shards of ``b =
+global / replicas`` examples; each shard's gradient of the model's own loss over its ``b``
+examples comes from ``jax.vmap`` of ``jax.grad`` of Keras's stateless
+``model.compute_loss_and_updates`` (the forward pass with its activity losses, then
+``compute_loss``: several outputs, ``loss_weights``, sample weights and regularisation are the
+model's; on JAX Keras does not scale it by the number of devices, so it is the shard's own mean),
+and the step reports ``mean‖g_i‖²`` and ``‖mean g_i‖²`` to
 :func:`tuner.core.efficiency.step_estimates`. The shard axis is laid out over the mesh, so each
 device computes its own shard's gradient, as a replica does in training.
 
-The model is called with ``stateless_call``: the weights are read, never written, and the
-non-trainable state it returns (batch-norm statistics, RNG seeds) is dropped. Regularization
-losses come from ``stateless_call(..., return_losses=True)`` (activity losses of the shard and
-weight-regularizer terms), so they are included as in the TensorFlow meter: the same on every
-shard, they add to ``G`` and cancel in ``S``. Under ``vmap`` the shards would share the model's
+Everything is stateless: the weights, statistics and metrics are read, never written; the
+non-trainable state and metric values it returns (batch-norm statistics, RNG seeds, the loss
+trackers ``compute_loss`` updates) are dropped. Regularisation terms are the same on every
+shard: they add to ``G`` and cancel in ``S``. Under ``vmap`` the shards would share the model's
 seed states, so each shard of each step gets its own copy of them, advanced far apart: dropout
 draws its own masks per shard, noise the estimate must see as noise. Norms are taken in float32
 whatever the compute dtype. An out-of-memory stops the measurement (the trial goes on); anything
-else is raised (and :class:`~tuner.worker.noise.GuardedNoise` skips the measurement with it). It
-measures ``(x, y)`` batches of one input and one output; for others it raises
-:class:`~tuner.worker.noise.NoiseUnsupported` up front. The step is made at the first measurement,
-after training has built the model (a ``Sequential`` without ``keras.Input`` has no variables
-before).
+else is raised (and :class:`~tuner.worker.noise.GuardedNoise` skips the measurement with it). A
+model whose own ``train_step`` hides its loss raises :class:`~tuner.worker.noise.NoiseUnsupported`
+up front. The step is made at the first measurement, after training has built the model (a
+``Sequential`` without ``keras.Input`` has no variables before).
 """
 
 from __future__ import annotations
 
-import itertools
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -38,15 +39,16 @@ import numpy as np
 
 from tuner.core.efficiency import NoiseScale
 from tuner.core.oom import is_oom_error
-from tuner.worker.losses import per_example_loss
+from tuner.worker.losses import unpack
 from tuner.worker.noise import NoiseUnsupported, unsupported_reason
 
 
 class JaxNoiseMeter:
     """Measures ``steps`` extra steps per call of :meth:`measure` and keeps ``B_simple``.
 
-    ``batches`` yields global ``(x, y)`` NumPy batches of ``global_batch`` examples, drawn apart
-    from training (``x`` and ``y`` may be nested structures of arrays).
+    ``batches`` yields global NumPy batches of ``global_batch`` examples, drawn apart from
+    training, in any element structure Keras's ``fit`` takes. ``loss`` is not read: the meter
+    measures the loss the model was compiled with (``compute_loss``).
     """
 
     def __init__(
@@ -58,15 +60,14 @@ class JaxNoiseMeter:
         replicas: int,
         steps: int,
     ) -> None:
+        del loss  # the model's own compute_loss is the loss measured
         if replicas < 2:
             raise ValueError("the gradient noise scale needs at least 2 replicas")
         if global_batch % replicas:
             raise ValueError(f"a global batch of {global_batch} does not split into {replicas}")
-        first = next(batches)
-        reason = unsupported_reason(model, first)
+        reason = unsupported_reason(model)
         if reason is not None:
             raise NoiseUnsupported(reason)
-        batches = itertools.chain([first], batches)
         self.replicas = int(replicas)
         self.per_replica_batch = global_batch // self.replicas
         self.steps = steps
@@ -77,7 +78,6 @@ class JaxNoiseMeter:
         self._batches = batches
         self._sharding = _shard_axis_sharding(self.replicas)
         self._draws = 0  # shard gradients drawn so far: each gets its own random seeds
-        self._loss_fn = per_example_loss(loss)
         self._step: Any = None  # made at the first measurement, once the model is built
 
     @property
@@ -91,16 +91,14 @@ class JaxNoiseMeter:
             return self.scale.value
         started = time.perf_counter()
         if self._step is None:
-            self._step = jax.jit(_make_step(self._model, self._loss_fn, self.replicas))
-        # The current weights, read once: the step takes them as arguments (it is traced once).
-        trainable = [v.value for v in self._model.trainable_variables]
-        non_trainable = [v.value for v in self._model.non_trainable_variables]
+            self._step = jax.jit(_make_step(self._model, self.replicas))
+        state = _state(self._model)  # read once: the step takes it as arguments (traced once)
         try:
             # Dispatch every step first and read the values after: no device sync between steps.
             pending = []
             for _ in range(self.steps):
                 draw = np.uint32(self._draws % 2**16)
-                pending.append(self._step(trainable, non_trainable, draw, *self._next_shards()))
+                pending.append(self._step(*state, draw, *self._next_shards()))
                 self._draws += self.replicas
             self.scale.add_steps(self.replicas, self.per_replica_batch, pending)
         except Exception as exc:
@@ -111,17 +109,30 @@ class JaxNoiseMeter:
         self.seconds += time.perf_counter() - started
         return self.scale.value
 
-    def _next_shards(self) -> tuple[Any, Any]:
-        """The next global batch as ``(x, y)`` with a leading shard axis: ``(replicas, b, ...)``,
-        laid out over the mesh when there is one."""
-        batch = next(self._batches)
+    def _next_shards(self) -> tuple[Any, Any, Any]:
+        """The next global batch as ``(x, y, sample_weight)`` (``None`` where the batch has no
+        such part) with a leading shard axis: ``(replicas, b, ...)``, laid out over the mesh when
+        there is one."""
         n, b = self.replicas, self.per_replica_batch
 
         def split(array: Any) -> Any:
             shards = np.asarray(array).reshape((n, b, *np.shape(array)[1:]))
             return shards if self._sharding is None else jax.device_put(shards, self._sharding)
 
-        return jax.tree.map(split, batch[0]), jax.tree.map(split, batch[1])
+        x, y, sample_weight = unpack(next(self._batches))
+        return jax.tree.map(split, x), jax.tree.map(split, y), jax.tree.map(split, sample_weight)
+
+
+def _state(model: Any) -> tuple[list[Any], list[Any], list[Any], list[Any] | None]:
+    """The model's trainable, non-trainable and metric values and its optimizer's (what
+    ``compute_loss_and_updates`` maps: the loss scale of a mixed-precision optimizer)."""
+    optimizer = getattr(model, "optimizer", None)
+    return (
+        [v.value for v in model.trainable_variables],
+        [v.value for v in model.non_trainable_variables],
+        [v.value for v in getattr(model, "metrics_variables", [])],
+        [v.value for v in optimizer.variables] if optimizer is not None else None,
+    )
 
 
 SEED_SPACING = 2**16
@@ -129,27 +140,37 @@ SEED_SPACING = 2**16
 start: training advances a seed generator by one per call."""
 
 
-def _make_step(model: Any, loss_fn: Any, replicas: int) -> Any:
-    """The (un-jitted) measurement step: ``(trainable, non_trainable, draw, xs, ys) ->
-    (mean‖g_i‖², ‖mean g_i‖²)`` over the leading shard axis of ``xs`` and ``ys``; shard ``i`` of
-    the step draws its random numbers (dropout) from the model's seed states advanced to
-    ``(draw + i + 1) · SEED_SPACING`` (the next training step keeps its own)."""
-    kwargs = {"training": True} if getattr(model, "_call_has_training_arg", True) else {}
+def _make_step(model: Any, replicas: int) -> Any:
+    """The (un-jitted) measurement step: ``(trainable, non_trainable, metrics, optimizer, draw,
+    xs, ys, ws) -> (mean‖g_i‖², ‖mean g_i‖²)`` over the leading shard axis of ``xs``, ``ys`` and
+    ``ws``; shard ``i`` of the step draws its random numbers (dropout) from the model's seed
+    states advanced to ``(draw + i + 1) · SEED_SPACING`` (the next training step keeps its own)."""
     seeds = [i for i, v in enumerate(model.non_trainable_variables) if _is_seed_state(v)]
     state_axes = [0 if i in seeds else None for i in range(len(model.non_trainable_variables))]
 
-    def shard_loss(trainable: Any, non_trainable: Any, x: Any, y: Any) -> Any:
-        prediction, _, losses = model.stateless_call(
-            trainable, non_trainable, x, return_losses=True, **kwargs
+    def shard_loss(
+        trainable: Any, non_trainable: Any, metrics: Any, optimizer: Any, x: Any, y: Any, w: Any
+    ) -> Any:
+        # Keras's own stateless loss (what its JAX train_step differentiates), unscaled by a
+        # mixed-precision optimizer; the updated state it returns is dropped.
+        _, (loss, *_) = model.compute_loss_and_updates(
+            trainable, non_trainable, metrics, x, y, w, training=True, optimizer_variables=optimizer
         )
-        value = jnp.mean(jnp.asarray(loss_fn(y, prediction), jnp.float32))
-        for extra in losses:  # regularization: the same on every shard
-            value = value + jnp.asarray(extra, jnp.float32)
-        return value
+        return jnp.asarray(loss, jnp.float32)
 
-    shard_grads = jax.vmap(jax.grad(shard_loss), in_axes=(None, state_axes, 0, 0))
+    in_axes = (None, state_axes, None, None, 0, 0, 0)
+    shard_grads = jax.vmap(jax.grad(shard_loss), in_axes=in_axes)
 
-    def step(trainable: Any, non_trainable: Any, draw: Any, xs: Any, ys: Any) -> tuple[Any, Any]:
+    def step(
+        trainable: Any,
+        non_trainable: Any,
+        metrics: Any,
+        optimizer: Any,
+        draw: Any,
+        xs: Any,
+        ys: Any,
+        ws: Any,
+    ) -> tuple[Any, Any]:
         # Every shard its own seeds: vmap would otherwise give all shards the same dropout masks,
         # noise they share, which the estimate would count as signal.
         non_trainable = list(non_trainable)
@@ -158,7 +179,8 @@ def _make_step(model: Any, loss_fn: Any, replicas: int) -> Any:
             counters = (draw + 1 + jnp.arange(replicas, dtype=state.dtype)) * SEED_SPACING
             advance = jnp.stack([jnp.zeros_like(counters), counters], axis=1)
             non_trainable[i] = state[None, :] + advance.astype(state.dtype)
-        grads = [g.astype(jnp.float32) for g in shard_grads(trainable, non_trainable, xs, ys)]
+        grads = shard_grads(trainable, non_trainable, metrics, optimizer, xs, ys, ws)
+        grads = [g.astype(jnp.float32) for g in grads]
         per_shard = sum(jnp.sum(jnp.square(g), axis=tuple(range(1, g.ndim))) for g in grads)
         mean_sq = jnp.mean(per_shard)
         mean_grad_sq = sum(jnp.sum(jnp.square(jnp.mean(g, axis=0))) for g in grads)

@@ -28,6 +28,7 @@ from tuner.worker.backends.jax import _inputs as inputs
 from tuner.worker.backends.jax._loop import JaxFitLoop
 from tuner.worker.backends.jax._noise import JaxNoiseMeter
 from tuner.worker.building import FirstInputs, builder, recipe_initial
+from tuner.worker.losses import unpack
 from tuner.worker.meters import Emit, Meter
 from tuner.worker.session import ModelRecipe, Session, initial_weights, plan_run
 
@@ -101,9 +102,11 @@ def evaluate_exactly(model: Any, val: tuple[Any, ...], batch: int, replicas: int
 
 
 def _evaluate(model: Any, val: tuple[Any, ...], batch: int) -> float:
-    weights = val[2] if len(val) > 2 else None
+    # Keras's own evaluate: losses per output, loss weights and sample weights are the model's,
+    # and "loss" is its total, what fit reports as the loss.
+    x, y, weights = unpack(val)
     logs = model.evaluate(
-        val[0], val[1], sample_weight=weights, batch_size=batch, verbose=0, return_dict=True
+        x, y, sample_weight=weights, batch_size=batch, verbose=0, return_dict=True
     )
     return float(logs["loss"])
 

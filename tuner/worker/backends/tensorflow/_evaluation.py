@@ -6,6 +6,9 @@ replicas): about 0.7 s a call on the built-in workload, several times the pass i
 with a loss target evaluates at every check, so :class:`ValidationPass` distributes the
 validation batches once, repeated, and runs exactly one pass of them per call through the
 model's own test function (traced once): the same samples, batches and loss as ``evaluate``.
+Being Keras's own test step, it takes every element structure ``fit`` takes (dict or list inputs
+and targets, sample weights) and reports the model's total loss — for several outputs the sum of
+their losses with the loss weights applied, what ``fit`` reports as ``loss``.
 """
 
 from __future__ import annotations

@@ -1,17 +1,24 @@
 """Inside the child: the training loops a trial can use, behind one small interface.
 
 * ``fit`` — Keras ``Model.fit`` under ``MirroredStrategy`` (the default).
-* ``custom`` — a custom loop: ``strategy.run`` per-replica steps; per-example losses averaged over
-  the **global** batch with ``tf.nn.compute_average_loss``; ``strategy.reduce`` for reporting.
+* ``custom`` — a custom loop: ``strategy.run`` per-replica steps, each on the model's own loss
+  (``model.compute_loss``, which Keras scales by ``1 / replicas`` inside a replica context, so
+  that the replicas' SUM is the mean over the global batch); ``strategy.reduce`` for reporting.
 * ``cpu-update`` — the variables (and the optimizer's slots) live on the CPU, each replica device
   computes the forward and backward pass on its shard of the global batch, and the summed
   gradients are applied on the CPU (central storage, built by hand: Keras 3 ``fit`` under
   TensorFlow's ``CentralStorageStrategy`` does not match one device, see docs/guide/validate.md).
 
-``reduction="replica-mean"`` reproduces the forum answer's bug on purpose — a hand-written
-``tf.reduce_mean`` per replica, SUM-reduced across replicas — so that ``tuner validate`` can be seen
-catching it. Every loop counts the examples each replica processed (a per-replica variable updated
-inside the replica's own step), which is the evidence that every device did its share.
+The custom loops unpack every batch as Keras's ``train_step`` does (``x``, ``(x, y)``, ``(x, y,
+sample_weight)``, each part any structure: :mod:`tuner.worker.losses`) and train on
+``compute_loss``: losses per output, ``loss_weights``, sample weights and regularisation are the
+model's. A model whose own ``train_step`` is not ``compute_loss`` only trains under ``fit``.
+
+``reduction="replica-mean"`` reproduces the forum answer's bug on purpose — each replica's own
+mean loss (a hand-written ``tf.reduce_mean``), SUM-reduced across replicas — so that ``tuner
+validate`` can be seen catching it. Every loop counts the examples each replica processed (a
+per-replica variable updated inside the replica's own step), which is the evidence that every
+device did its share.
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ import tensorflow as tf
 from tuner.core.errors import WorkloadError
 from tuner.core.spec import LOOP_KINDS
 from tuner.worker.callbacks import OnEpoch, OnStep, fit_callbacks
-from tuner.worker.losses import per_example_loss
+from tuner.worker.losses import call_model, model_loss, unpack
 
 
 class _Base:
@@ -129,31 +136,30 @@ class CustomLoop(_Base):
     ) -> None:
         super().__init__(list(strategy.extended.worker_devices))
         self._strategy = strategy
-        loss_fn = per_example_loss(loss_name)
+        del loss_name, global_batch  # the model's compiled loss, averaged as Keras averages it
         with strategy.scope():
             self.model = build()
             self.model.compile(**compile_args())
             self.model.optimizer.build(self.model.trainable_variables)
             self._examples = _replica_counter()
         model, optimizer, counter = self.model, self.model.optimizer, self._examples
+        replicas = float(strategy.num_replicas_in_sync)
 
-        def replica_step(x: Any, y: Any) -> Any:
-            counter.assign_add(tf.cast(tf.shape(x)[0], tf.int64))
+        def replica_step(data: Any) -> Any:
+            x, y, sample_weight = unpack(data)
+            counter.assign_add(_examples(x))
             with tf.GradientTape() as tape:
-                per_example = loss_fn(y, model(x, training=True))
+                # Keras scales this replica's mean by 1/replicas here: the SUM is the global mean.
+                loss = model_loss(model, x, y, call_model(model, x), sample_weight)
                 if reduction == "replica-mean":
-                    loss = tf.reduce_mean(per_example)  # the bug: not scaled by 1/replicas
-                else:
-                    loss = tf.nn.compute_average_loss(per_example, global_batch_size=global_batch)
-                if model.losses:
-                    loss += tf.nn.scale_regularization_loss(tf.add_n(model.losses))
+                    loss = loss * replicas  # the bug: each replica's own mean, not scaled
             grads = tape.gradient(loss, model.trainable_variables)
             optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
             return loss
 
         @tf.function
         def train_step(batch: Any) -> Any:
-            per_replica = strategy.run(replica_step, args=batch)
+            per_replica = strategy.run(replica_step, args=(batch,))
             return strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None)
 
         self._train_step = train_step
@@ -168,6 +174,8 @@ class CustomLoop(_Base):
     ) -> None:
         """Train ``epochs`` epochs of ``steps`` steps (``None``: whole passes over ``dataset``)."""
         steps = steps or int(dataset.cardinality())
+        with self._strategy.scope():
+            _build_compiled(self.model, dataset.element_spec)
         if isinstance(dataset, tf.data.Dataset):
             dataset = self._strategy.experimental_distribute_dataset(dataset.repeat())
         iterator = iter(dataset)  # else already distributed: a dataset function's stream
@@ -198,7 +206,7 @@ class CpuUpdateLoop(_Base):
         reduction: str,
     ) -> None:
         super().__init__(compute_devices)
-        loss_fn = per_example_loss(loss_name)
+        del loss_name, global_batch  # the model's compiled loss, averaged over equal shards
         n = len(compute_devices)
         with tf.device("/cpu:0"):
             self.model = build()
@@ -211,20 +219,19 @@ class CpuUpdateLoop(_Base):
         model, optimizer, counters = self.model, self.model.optimizer, self._counters
 
         @tf.function
-        def train_step(x: Any, y: Any) -> Any:
-            xs, ys = tf.split(x, n), tf.split(y, n)
+        def train_step(batch: Any) -> Any:
             losses, grads = [], []
-            for i, device in enumerate(compute_devices):
+            for i, (device, shard) in enumerate(
+                zip(compute_devices, _shards(batch, n), strict=True)
+            ):
                 with tf.device(device):
-                    counters[i].assign_add(tf.cast(tf.shape(xs[i])[0], tf.int64))
+                    x, y, sample_weight = unpack(shard)
+                    counters[i].assign_add(_examples(x))
                     with tf.GradientTape() as tape:
-                        per_example = loss_fn(ys[i], model(xs[i], training=True))
-                        if reduction == "replica-mean":
-                            loss = tf.reduce_mean(per_example)
-                        else:
-                            loss = tf.reduce_sum(per_example) / global_batch
-                        if model.losses:
-                            loss += tf.add_n(model.losses) / n
+                        # No strategy here: Keras's loss is this shard's own mean.
+                        loss = model_loss(model, x, y, call_model(model, x), sample_weight)
+                        if reduction != "replica-mean":  # the bug keeps each shard's own mean
+                            loss = loss / n
                     losses.append(loss)
                     grads.append(tape.gradient(loss, model.trainable_variables))
             with tf.device("/cpu:0"):
@@ -249,9 +256,11 @@ class CpuUpdateLoop(_Base):
                 "function (which the strategy shards)"
             )
         steps = steps or int(dataset.cardinality())
+        with tf.device("/cpu:0"):
+            _build_compiled(self.model, dataset.element_spec)
         iterator = iter(dataset.repeat())
         _epochs(
-            lambda: self._train_step(*next(iterator)),
+            lambda: self._train_step(next(iterator)),
             epochs,
             steps,
             on_epoch,
@@ -317,3 +326,24 @@ def _epochs(
         step_losses.extend(values)
         if not on_epoch(epoch, float(np.mean(values)), time.perf_counter() - started):
             return
+
+
+def _examples(x: Any) -> Any:
+    """The examples in a batch of inputs ``x`` (any structure): its first tensor's length."""
+    first = next(t for t in tf.nest.flatten(x) if t is not None)
+    return tf.cast(tf.shape(first)[0], tf.int64)
+
+
+def _shards(batch: Any, n: int) -> list[Any]:
+    """``batch`` (any structure) cut into ``n`` equal shards along the first axis."""
+    leaves = [tf.split(t, n) for t in tf.nest.flatten(batch)]
+    return [tf.nest.pack_sequence_as(batch, [parts[i] for parts in leaves]) for i in range(n)]
+
+
+def _build_compiled(model: Any, spec: Any) -> None:
+    """Build the model's compiled loss and metrics from the element's spec before a step is
+    traced, as Keras's ``fit`` does: a model with several outputs creates its loss trackers when
+    its compiled loss is built, and no variable may be created inside a replica step. ``spec``
+    is a dataset's element spec (a distributed one's per-replica specs: the first replica's)."""
+    replica = tf.nest.map_structure(lambda s: getattr(s, "_value_specs", (s,))[0], spec)
+    model._symbolic_build(data_batch=replica)  # Keras's own, as fit calls it

@@ -1,16 +1,25 @@
 """Inside the child: measure the gradient noise scale from the replicas' own gradients.
 
 At the end of each epoch, on a few separate steps (outside the timed epochs, so throughput is not
-affected), every replica computes the gradient of the *mean* loss over its own ``b`` examples —
-our own per-example loss and mean, so none of the 1/replicas scaling Keras applies to losses under
-``tf.distribute`` is involved — and reports ``‖g_i‖²``; the replicas' mean gradient ``ḡ`` is
-all-reduced and its ``‖ḡ‖²`` taken. :mod:`tuner.core.efficiency` turns those into ``B_simple``. The
-weights are not updated by these steps, and non-trainable state (batch-norm statistics) is put
-back afterwards. Regularization losses are included: the same on every replica, they add to
-``G`` and cancel in ``S``. An out-of-memory in a measurement step stops the measurement (the
-trial goes on) rather than count against the batch size. It measures ``(x, y)`` batches of one
-input and one output; for others it raises :class:`~tuner.worker.noise.NoiseUnsupported` up front,
-and the trial skips the measurement (:class:`~tuner.worker.noise.GuardedNoise`). The variables are
+affected), every replica computes the gradient of the model's own loss — each batch unpacked as
+Keras unpacks it and the loss from ``model.compute_loss`` (:mod:`tuner.worker.losses`), so several
+outputs, ``loss_weights``, sample weights, structured inputs and targets and regularisation are
+the model's — and reports ``‖g_i‖²``; the replicas' mean gradient ``ḡ`` is all-reduced and its
+``‖ḡ‖²`` taken. :mod:`tuner.core.efficiency` turns those into ``B_simple``.
+
+``g_i`` must be the gradient of the *mean* loss over the replica's own ``b`` examples. Inside a
+replica context Keras scales ``compute_loss`` by ``1 / replicas`` (measured on two logical CPU
+devices: exactly half of the same batch's loss outside the strategy), so the meter multiplies it
+back. A ``compute_loss`` of the user's own is taken as it returns its value (Keras's ``fit``
+trains on that value too): ``B_simple`` does not see a uniform scale; ``‖g_i‖²`` and ``‖ḡ‖²`` do.
+Regularisation terms are the same on every replica: they add to ``G`` and cancel in ``S``.
+
+The weights are not updated by these steps; non-trainable state (batch-norm statistics, seeds)
+and the metrics ``compute_loss`` updates are put back afterwards
+(:func:`~tuner.worker.noise.state_kept`). An out-of-memory in a measurement step stops the
+measurement (the trial goes on) rather than count against the batch size. A model whose own
+``train_step`` hides its loss raises :class:`~tuner.worker.noise.NoiseUnsupported` up front, and
+the trial skips the measurement (:class:`~tuner.worker.noise.GuardedNoise`). The variables are
 read when the step is traced, after training has built the model (a ``Sequential`` without
 ``keras.Input`` has none before).
 """
@@ -24,20 +33,24 @@ import tensorflow as tf
 
 from tuner.core.efficiency import NoiseScale
 from tuner.core.oom import is_oom_error
-from tuner.worker.losses import per_example_loss
+from tuner.worker.losses import call_model, model_loss, unpack
 from tuner.worker.meters import auto_noise_steps
-from tuner.worker.noise import NoiseUnsupported, unsupported_reason
+from tuner.worker.noise import NoiseUnsupported, overrides, state_kept, unsupported_reason
 
 __all__ = ["NoiseMeter", "auto_noise_steps"]
 
 
 class NoiseMeter:
-    """Measures ``steps`` extra steps per call of :meth:`measure` and keeps ``B_simple``."""
+    """Measures ``steps`` extra steps per call of :meth:`measure` and keeps ``B_simple``.
+
+    ``dataset`` yields global batches in any element structure Keras's ``fit`` takes. ``loss``
+    is not read: the meter measures the loss the model was compiled with (``compute_loss``)."""
 
     def __init__(
         self, strategy: Any, model: Any, dataset: Any, loss: Any, global_batch: int, steps: int
     ) -> None:
-        reason = unsupported_reason(model, dataset.element_spec)
+        del loss  # the model's own compute_loss is the loss measured
+        reason = unsupported_reason(model)
         if reason is not None:
             raise NoiseUnsupported(reason)
         self.replicas = int(strategy.num_replicas_in_sync)
@@ -48,57 +61,70 @@ class NoiseMeter:
         self.stopped: str | None = None
         self._model = model
         self._iterator = iter(strategy.experimental_distribute_dataset(dataset.repeat()))
-        loss_fn = per_example_loss(loss)
-
-        def replica_step(x: Any, y: Any) -> Any:
-            with tf.GradientTape() as tape:
-                prediction = model(x, training=True)
-                value = tf.reduce_mean(tf.cast(loss_fn(y, prediction), tf.float32))
-                if model.losses:
-                    value += tf.add_n([tf.cast(r, tf.float32) for r in model.losses])
-            variables = model.trainable_variables  # built by now (at trace time)
-            grads = [tf.convert_to_tensor(g) for g in tape.gradient(value, variables)]
-            squared = tf.add_n([tf.reduce_sum(tf.square(tf.cast(g, tf.float32))) for g in grads])
-            return squared, grads
-
-        @tf.function
-        def step(iterator: Any) -> tuple[Any, Any]:
-            squared, grads = strategy.run(replica_step, args=next(iterator))
-            mean_sq = strategy.reduce("MEAN", squared, axis=None)
-            mean_grad_sq = tf.add_n(
-                [
-                    tf.reduce_sum(
-                        tf.square(tf.cast(strategy.reduce("MEAN", g, axis=None), tf.float32))
-                    )
-                    for g in grads
-                ]
-            )
-            return mean_sq, mean_grad_sq
-
-        self._step = step
+        # Keras's own compute_loss is scaled by 1/replicas in a replica context; a user's own
+        # is whatever it returns (a uniform scale, which B_simple does not see).
+        unscale = 1 if overrides(model, "compute_loss") else self.replicas
+        self._step = _make_step(strategy, model, unscale)
 
     @property
     def measured_steps(self) -> int:
         """The measurement steps whose estimates counted."""
         return self.scale.steps
 
+    def sample(self) -> tuple[float, float]:
+        """One measurement step's ``(mean‖g_i‖², ‖ḡ‖²)``, not counted in the estimate (the
+        model's state is put back): what the estimate is made of, for checking its scale."""
+        with state_kept(self._model):
+            mean_sq, mean_grad_sq = self._step(self._iterator)
+        return float(mean_sq), float(mean_grad_sq)
+
     def measure(self) -> float | None:
         """Run the extra steps, update the estimate, record it for the epoch; return it."""
         if self.stopped:
             return self.scale.value
         started = time.perf_counter()
-        saved = [v.numpy() for v in self._model.non_trainable_variables]
         try:
-            # Dispatch every step first and read the values after: no device sync between steps.
-            pending = [self._step(self._iterator) for _ in range(self.steps)]
-            self.scale.add_steps(self.replicas, self.per_replica_batch, pending)
+            with state_kept(self._model):
+                # Dispatch every step first and read the values after: no sync between steps.
+                pending = [self._step(self._iterator) for _ in range(self.steps)]
+                self.scale.add_steps(self.replicas, self.per_replica_batch, pending)
         except Exception as exc:
             if not is_oom_error(exc):
                 raise
             self.stopped = f"the measurement ran out of memory ({type(exc).__name__})"
-        finally:
-            for variable, value in zip(self._model.non_trainable_variables, saved, strict=True):
-                variable.assign(value)
         self.scale.mark_epoch()
         self.seconds += time.perf_counter() - started
         return self.scale.value
+
+
+def _make_step(strategy: Any, model: Any, unscale: int) -> Any:
+    """The measurement step: ``iterator -> (mean‖g_i‖², ‖ḡ‖²)`` over the next global batch, each
+    replica's loss multiplied by ``unscale``."""
+
+    def replica_step(data: Any) -> Any:
+        x, y, sample_weight = unpack(data)
+        with tf.GradientTape() as tape:
+            prediction = call_model(model, x)
+            loss = model_loss(model, x, y, prediction, sample_weight)
+            # Keras's 1/replicas undone: the gradient of this replica's own mean loss.
+            value = tf.cast(loss, tf.float32) * float(unscale)
+        variables = model.trainable_variables  # built by now (at trace time)
+        # A variable the loss does not reach (an output without a loss) has no gradient.
+        grads = [tf.convert_to_tensor(g) for g in tape.gradient(value, variables) if g is not None]
+        squared = tf.add_n([tf.reduce_sum(tf.square(tf.cast(g, tf.float32))) for g in grads])
+        return squared, grads
+
+    @tf.function
+    def step(iterator: Any) -> tuple[Any, Any]:
+        # The element is one argument, whatever its structure (x alone, (x, y), (x, y, w)).
+        squared, grads = strategy.run(replica_step, args=(next(iterator),))
+        mean_sq = strategy.reduce("MEAN", squared, axis=None)
+        mean_grad_sq = tf.add_n(
+            [
+                tf.reduce_sum(tf.square(tf.cast(strategy.reduce("MEAN", g, axis=None), tf.float32)))
+                for g in grads
+            ]
+        )
+        return mean_sq, mean_grad_sq
+
+    return step
