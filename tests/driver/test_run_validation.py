@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 from fake_child import PLAN, FakeChild, make_spec
 
@@ -12,9 +13,11 @@ from tuner.core.errors import ConfigError, TunerError, WorkloadError
 from tuner.driver.validate import run_validation
 
 
-def measured(request: dict[str, Any]) -> dict[str, Any]:
-    """A validation run that passes every check: same losses, one batch split evenly."""
+def measured(request: Any) -> dict[str, Any]:
+    """A validation run that passes every check: same losses, one batch split evenly, the same
+    weights after its steps (saved where the request says, as the child saves them)."""
     replicas = request.plan.num_replicas
+    np.savez(request.weights_file, **{"final/0": np.ones(3), "initial/0": np.zeros(3)})
     steps = request.budget.epochs * request.budget.steps_per_epoch
     return {
         "status": "ok",
@@ -28,6 +31,9 @@ def measured(request: dict[str, Any]) -> dict[str, Any]:
         "devices": [f"/cpu:{i}" for i in range(replicas)],
         "optimizer_learning_rate": request.learning_rate,
         "versions": {"tensorflow": "fake"},
+        "variable_names": ["dense/kernel"],
+        "model_variables": 1,
+        "deterministic_layers": ["Dropout(0.5): rate 0 for the parity pass"],
     }
 
 
@@ -44,7 +50,16 @@ def test_one_device_then_the_replicas_at_the_same_batch() -> None:
         assert request.budget.steps_per_epoch == 10
         assert request.loss_reduction == "global"
     assert report["passed"] is True
-    assert set(report["checks"]) == {"loss_parity", "weight_sync", "device_use", "learning_rate"}
+    assert set(report["checks"]) == {
+        "loss_parity",
+        "final_weights",
+        "weight_sync",
+        "device_use",
+        "learning_rate",
+    }
+    assert report["checks"]["final_weights"]["max_relative_difference"] == 0.0
+    assert report["deterministic_layers"] == ["Dropout(0.5): rate 0 for the parity pass"]
+    assert report["warnings"] == []
     assert (report["num_replicas"], report["per_replica_batch_size"]) == (2, 64)
     assert report["steps"] == 10 and report["versions"] == {"tensorflow": "fake"}
 

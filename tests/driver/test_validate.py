@@ -8,7 +8,7 @@ import optuna
 import pytest
 from conftest import run_tuner, write_spec
 
-from tuner.driver.validate import LOSS_RTOL, evaluate
+from tuner.driver.validate import LOSS_RTOL, WEIGHTS_RTOL, evaluate
 
 REPORT_KEYS = {
     "passed",
@@ -24,10 +24,12 @@ REPORT_KEYS = {
     "device_signature",
     "steps",
     "checks",
+    "warnings",
+    "deterministic_layers",
     "versions",
     "created_at",
 }
-CHECKS = {"loss_parity", "weight_sync", "device_use", "learning_rate"}
+CHECKS = {"loss_parity", "final_weights", "weight_sync", "device_use", "learning_rate"}
 
 
 def _validate(tmp_path, *extra: str):
@@ -74,6 +76,9 @@ def test_every_offered_loop_passes(tmp_path, flags, loop, update_on):
     assert parity["steps_compared"] == report["steps"] >= 28
     assert len(parity["single_device_losses"]) == len(parity["replica_losses"])
     assert report["checks"]["weight_sync"]["max_abs_difference"] == 0.0
+    final = report["checks"]["final_weights"]
+    assert final["passed"] and final["max_relative_difference"] <= 1e-5  # rounding order only
+    assert report["warnings"] == [] and report["deterministic_layers"] == []
     use = report["checks"]["device_use"]
     assert use["replica_examples"] == [report["steps"] * 128] * 2
     lr = report["checks"]["learning_rate"]
@@ -96,6 +101,12 @@ def test_a_wrong_loss_reduction_is_detected(tmp_path):
     parity = report["checks"]["loss_parity"]
     assert not parity["passed"]
     assert parity["median_loss_ratio"] == pytest.approx(2.0, rel=1e-3)
+    # The updates differ, and that is the evidence named: Adam's moments are 2x and 4x.
+    final = report["checks"]["final_weights"]
+    assert not final["passed"] and final["optimizer_relative_difference"] > 0.4
+    assert "velocity" in final["largest"][0][0] or "momentum" in final["largest"][0][0]
+    assert any("final weights" in line and "FAIL" in line for line in result.stdout.splitlines())
+    assert "warning:" not in result.stdout  # a doubled loss with differing updates: no excuse
 
 
 @pytest.mark.parametrize(
@@ -136,6 +147,61 @@ def _verdicts(single, multi, lr=0.001):
     return {c.name: c.passed for c in evaluate(single, multi, global_batch=64, learning_rate=lr)}
 
 
+def _weights(model=0.0, optimizer=0.0):
+    worst = max(model, optimizer)
+    return {
+        "compared": True,
+        "variables_compared": 4,
+        "max_relative_difference": worst,
+        "model_relative_difference": model,
+        "optimizer_relative_difference": optimizer,
+        "largest": [["adam/dense_kernel_velocity", worst]],
+    }
+
+
+def _checks(single, multi, weights):
+    checks = evaluate(single, multi, global_batch=64, learning_rate=0.001, weights=weights)
+    return {c.name: c for c in checks}
+
+
+def test_a_loss_logged_at_1_over_replicas_passes_on_the_weights_with_a_named_warning():
+    # The custom train_step guide: compute_loss's value, scaled by 1/2 under two replicas.
+    one = _run([0.5, 0.4, 0.3])
+    many = _run([0.25, 0.2, 0.15])
+    checks = _checks(one, many, _weights(2e-7, 1e-7))
+    parity = checks["loss parity"]
+    assert parity.passed and parity.figures["median_loss_ratio"] == pytest.approx(0.5)
+    assert "scaled by 1/2" in parity.warning and "compute_loss" in parity.warning
+    assert "the updates agree" in parity.warning
+    assert checks["final weights"].passed and checks["final weights"].warning is None
+
+
+def test_a_scaled_loss_with_differing_weights_fails_on_both():
+    one = _run([0.5, 0.4, 0.3])
+    doubled = _run([1.0, 0.8, 0.6])  # the forum answer's replica-mean: the loss and the moments
+    checks = _checks(one, doubled, _weights(1e-2, 0.5))
+    assert not checks["loss parity"].passed and checks["loss parity"].warning is None
+    assert not checks["final weights"].passed
+    assert "optimizer state 5.0e-01" in checks["final weights"].summary
+
+
+def test_a_loss_off_by_no_constant_factor_fails_even_with_agreeing_weights():
+    checks = _checks(_run([0.5, 0.4, 0.3]), _run([0.25, 0.4, 0.15]), _weights())
+    assert not checks["loss parity"].passed
+
+
+def test_weights_past_rounding_but_within_tolerance_pass_with_a_warning():
+    checks = _checks(_run([0.5, 0.4]), _run([0.5, 0.4]), _weights(5e-3, 2e-2))
+    assert (
+        checks["final weights"].passed and "amplifies rounding" in checks["final weights"].warning
+    )
+    assert not _checks(_run([0.5]), _run([0.5]), _weights(0.0, 2 * WEIGHTS_RTOL))[
+        "final weights"
+    ].passed
+    missing = _checks(_run([0.5]), _run([0.5]), {"compared": False, "reason": "no weights saved"})
+    assert not missing["final weights"].passed
+
+
 def test_evaluate_passes_a_faithful_run():
     one = _run([0.5, 0.4])
     many = _run([0.5 * (1 + LOSS_RTOL / 2), 0.4])
@@ -158,6 +224,8 @@ def test_a_dataset_function_claims_no_parity_but_keeps_the_other_checks():
     many = {**_run([0.9, 0.8]), "input_form": "function"}  # losses that would fail parity
     checks = {c.name: c for c in evaluate(one, many, global_batch=64, learning_rate=0.001)}
     assert checks["loss parity"].figures == {"compared": False, "reason": "dataset function"}
+    with_weights = evaluate(one, many, global_batch=64, learning_rate=0.001, weights=_weights(0.9))
+    assert all(c.passed for c in with_weights if c.name == "final weights")  # not claimed either
     assert "not compared" in checks["loss parity"].summary
     assert "median loss ratio" not in checks["loss parity"].summary  # no figure it can't stand by
     assert not _verdicts(one, {**_run([0.5, 0.4], diff=1e-9), "input_form": "function"})[

@@ -1,7 +1,7 @@
 """``tuner validate --backend jax --cpu-replicas 2``: real JAX children (two host CPU devices
 through XLA_FLAGS) pass the same checks, at the same tolerances, as under TensorFlow, and the
 deliberately wrong reduction (a per-replica mean summed over replicas, planted in fit's loss)
-fails the loss-parity check."""
+fails the loss-parity check and the final weights."""
 
 from __future__ import annotations
 
@@ -56,6 +56,7 @@ def test_jax_validate_passes_with_the_global_reduction(tmp_path: Path) -> None:
     assert parity["steps_compared"] == report["steps"] == STEPS
     assert report["checks"]["weight_sync"]["passed"]
     assert report["checks"]["weight_sync"]["copies_per_variable"] == 2
+    assert report["checks"]["final_weights"]["max_relative_difference"] < 1e-5
     assert report["checks"]["device_use"]["replica_examples"] == [STEPS * 64] * 2
     assert report["checks"]["learning_rate"]["passed"]
 
@@ -72,3 +73,7 @@ def test_jax_validate_fails_the_wrong_reduction_on_loss_parity(tmp_path: Path) -
     assert checks["loss_parity"]["median_loss_ratio"] == pytest.approx(2.0, rel=1e-2)
     failed = [line for line in result.stdout.splitlines() if "FAIL" in line]
     assert any("loss parity" in line for line in failed), result.stdout
+    # The updates differ, and the final weights say so: Adam's moments are 2x and 4x.
+    assert any("final weights" in line for line in failed), result.stdout
+    assert checks["final_weights"]["optimizer_relative_difference"] > 0.4
+    assert report["warnings"] == []

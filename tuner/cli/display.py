@@ -138,7 +138,8 @@ def recommendation_table(rec: dict[str, Any]) -> Table:
 
 
 def print_validation(console: Console, report: dict[str, Any]) -> None:
-    """The validate report: one row per check, then the verdict."""
+    """The validate report: one row per check, what was made deterministic for it, the loss
+    curves, the warnings, then the verdict."""
     table = Table(
         title=Text(
             f"Validation on {report.get('backend', 'tensorflow')}: {report['loop']} loop, "
@@ -154,8 +155,25 @@ def print_validation(console: Console, report: dict[str, Any]) -> None:
     table.add_column("figures")
     for name, check in report["checks"].items():
         verdict = Text("pass", "green") if check["passed"] else Text("FAIL", "bold red")
+        if check["passed"] and check.get("warning"):
+            verdict = Text("pass, warning", "yellow")
         table.add_row(Text(name.replace("_", " ")), verdict, Text(str(check["summary"])))
     console.print(table)
+    _print_validation_notes(console, report)
+    warnings = report.get("warnings", [])
+    if report["passed"]:
+        more = f" ({len(warnings)} warning{'s' * (len(warnings) > 1)} below)" if warnings else ""
+        console.print(f"[bold green]all checks passed[/]{more}")
+    else:
+        console.print("[bold red]validation failed[/]")
+    for warning in warnings:
+        say(console, f"warning: {warning}", "yellow")
+
+
+def _print_validation_notes(console: Console, report: dict[str, Any]) -> None:
+    """The layers made deterministic for the comparison, and the two loss curves."""
+    for line in report.get("deterministic_layers", []):
+        say(console, f"made deterministic: {line}")
     parity = report["checks"]["loss_parity"]
     if parity.get("compared", True):  # no curve where the runs need not see the same batches
         one, many = parity["single_device_losses"], parity["replica_losses"]
@@ -165,7 +183,3 @@ def print_validation(console: Console, report: dict[str, Any]) -> None:
             for i in range(0, min(len(one), len(many)), every)
         )
         say(console, f"loss, one device vs {report['num_replicas']} replicas — {curve}")
-    if report["passed"]:
-        console.print("[bold green]all checks passed[/]")
-    else:
-        console.print("[bold red]validation failed[/]")

@@ -78,7 +78,8 @@ def validate(
     output: ReportOutputOpt = None,
     trial_timeout: TimeoutOpt = DEFAULT_TRIAL_TIMEOUT_S,
 ) -> None:
-    """Prove the multi-replica run is right: loss parity, weight sync, device use, learning rate."""
+    """Prove the multi-replica run is right: loss parity, final weights, weight sync, device use,
+    learning rate."""
     flags = dict(locals())  # the parameters are named as ValidateOptions' fields
     guard(lambda: _validate(options_of(ValidateOptions, flags)))
 

@@ -1,31 +1,50 @@
 """Inside the child: one validation run (mode ``validate``), the evidence ``tuner validate``
 compares between one device and several.
 
-It reports per-step losses, the examples each replica processed, where the variables live, and
-the largest difference between any variable's replica copies. Backend-neutral: the session's
-loop (:mod:`tuner.worker.backends.tensorflow._loops` or :mod:`tuner.worker.backends.jax._loop`)
-keeps the evidence.
+It reports per-step losses, the examples each replica processed, where the variables live, the
+largest difference between any variable's replica copies, and what was made deterministic for
+the comparison (:mod:`tuner.worker.determinism`); every variable's value before and after the N
+steps goes to the request's ``weights_file``, which the driver compares between the two runs.
+Backend-neutral: the session's loop (:mod:`tuner.worker.backends.tensorflow._loops` or
+:mod:`tuner.worker.backends.jax._loop`) keeps the evidence.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from tuner.core.errors import WorkloadError, error_line
 from tuner.core.protocol import Result, ValidateRequest
+from tuner.worker import determinism
 from tuner.worker.backends import open_session
 from tuner.worker.meters import Emit, UtilizationSampler
-from tuner.worker.session import summary, train
+from tuner.worker.session import Loop, summary, train
 
 
 def run_validation(request: ValidateRequest, emit: Emit) -> Result:
-    """Train with every step's loss recorded; status ``ok`` with the evidence (raises if it
-    fails)."""
+    """Train with every step's loss recorded, the stochastic layers deterministic; status ``ok``
+    with the evidence. A model that refuses its data (Keras's ``ValueError``: a wrong input
+    shape) raises :class:`WorkloadError` with Keras's own line, its name once (bad input, exit
+    code 2); anything else raises as it is."""
+    try:
+        return _validation_run(request, emit)
+    except ValueError as exc:
+        raise WorkloadError(error_line(exc)) from exc
+
+
+def _validation_run(request: ValidateRequest, emit: Emit) -> Result:
     session = open_session(request, emit, record_steps=True)
+    loop = session.loop
+    neutralized = determinism.make_deterministic(loop.model)  # before the first step traces
+    before = named_values(loop)
     sampler = UtilizationSampler(session.plan)
     train(session)
-    loop = session.loop
+    after = named_values(loop)
+    if request.weights_file:
+        save_weights(Path(request.weights_file), before, after)
     payload = {
         **summary(session),
         "step_losses": loop.step_losses,
@@ -34,9 +53,38 @@ def run_validation(request: ValidateRequest, emit: Emit) -> Result:
         "variable_devices": loop.variable_devices(),
         "peak_memory_per_device": session.backend.peak_memory_per_device(),
         "utilization_per_device": sampler.stop(),
+        "deterministic_layers": determinism.describe(neutralized),
+        "variable_names": list(after),
+        "model_variables": len(loop.model.weights),
         **weight_sync(loop.variable_copies()),
     }
     return Result(status="ok", payload=payload, timings=session.timings)
+
+
+def named_values(loop: Loop) -> dict[str, np.ndarray]:
+    """Every variable's value (its first copy) by its Keras path: the model's weights, then the
+    optimizer's (those that exist yet: ``fit`` builds the slots on its first step)."""
+    model = loop.model
+    variables = [*model.weights, *(model.optimizer.variables if model.optimizer else [])]
+    copies = loop.variable_copies()
+    names = [
+        str(getattr(v, "path", None) or getattr(v, "name", i)) for i, v in enumerate(variables)
+    ]
+    if len(names) != len(copies) or len(set(names)) != len(names):
+        names = [f"variable {i}" for i in range(len(copies))]  # order is all that is left
+    return {name: values[0] for name, values in zip(names, copies, strict=True) if values}
+
+
+def save_weights(path: Path, before: dict[str, np.ndarray], after: dict[str, np.ndarray]) -> None:
+    """``after`` under ``final/<i>`` and, where it existed, the value before training under
+    ``initial/<i>`` (``i`` the variable's place in ``after``)."""
+    arrays: dict[str, Any] = {}
+    for i, (name, value) in enumerate(after.items()):
+        arrays[f"final/{i}"] = value
+        if name in before and np.shape(before[name]) == np.shape(value):
+            arrays[f"initial/{i}"] = before[name]
+    with path.open("wb") as file:
+        np.savez(file, allow_pickle=False, **arrays)
 
 
 def weight_sync(copies: list[list[np.ndarray]]) -> dict[str, Any]:

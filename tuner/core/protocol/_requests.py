@@ -141,9 +141,13 @@ class ProbeRequest(RunRequest):
 
 @dataclass(frozen=True, kw_only=True)
 class ValidateRequest(RunRequest):
-    """A validation run that records every step's loss and each replica's examples."""
+    """A validation run that records every step's loss and each replica's examples, with its
+    stochastic layers made deterministic (:mod:`tuner.worker.determinism`)."""
 
     mode: ClassVar[str] = "validate"
+    weights_file: str | None = None
+    """Where the child saves every variable after its N steps, and before them (``.npz``): the
+    driver compares the two runs' files (too large for the result's JSON)."""
 
 
 Request = InspectRequest | TrialRequest | ProbeRequest | ValidateRequest

@@ -1,0 +1,163 @@
+"""Inside a validation child: the model's stochastic layers put in a deterministic state, so that
+one device and N replicas can be compared step for step.
+
+A Dropout mask (or Gaussian noise, or a random flip) is drawn per run: one device draws it for
+the global batch, each replica for its shard, from streams that are not the same numbers. Two
+right runs then differ by the masks alone (the MNIST convnet's ``Dropout(0.5)``: 1.6e-2 on the
+loss), which hides what validate is there to see. So, for both runs alike, every layer that owns
+a ``keras.random.SeedGenerator`` — Keras's own mark of a layer that draws random numbers — is
+made deterministic, in the narrowest way that keeps everything else of training as it is:
+
+* the Dropout family, ``GaussianNoise`` and the RNN cells' ``dropout``/``recurrent_dropout``:
+  their rate (or stddev) set to 0 — Keras's own ``call`` then returns its input unchanged while
+  the model still trains (``training=True`` reaches every other layer: BatchNormalization keeps
+  using and updating batch statistics);
+* any other layer with a ``training`` argument (RandomFlip, RandomRotation, RandomZoom,
+  RandAugment, a user's own noise layer): called in inference mode (``training=False`` for that
+  layer only, what Keras does with it at prediction time: the identity for the augmentation
+  layers, a deterministic centre crop for RandomCrop);
+* a layer with neither is left as it is, and said so: the runs may differ by its randomness.
+
+Under TensorFlow, BatchNormalization is synchronised across the replicas for the comparison as
+well (:func:`_synchronize`): not randomness, but the one layer whose N-replica forward pass is
+meant to differ from one device's.
+
+Randomness a custom ``train_step`` draws itself cannot be seen from the layers; it would show as
+a failed comparison, with this list saying what was made deterministic.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import keras
+
+_ZEROED = ("rate", "stddev", "dropout", "recurrent_dropout")
+"""The numbers that switch a Keras layer's randomness off when 0 (each ``call`` checks
+``> 0``); set only on the classes below, never guessed on a user's layer."""
+
+
+@dataclass(frozen=True)
+class Neutralized:
+    """One stochastic layer and what was done to it for the parity pass."""
+
+    layer: str
+    """Its class and what made it random, as Keras's examples write it: ``Dropout(0.5)``."""
+    how: str
+    """``rate 0``, ``inference mode (training=False)``, ``synchronized over the replicas ...``
+    or ``left as is``."""
+
+
+def make_deterministic(model: Any) -> list[Neutralized]:
+    """Put every stochastic layer of ``model`` (nested ones included) in a deterministic state,
+    and under TensorFlow synchronise its BatchNormalization layers, before it trains; return
+    what was done, one entry per layer."""
+    done = []
+    for layer in _layers(model):
+        if getattr(layer, "_seed_generators", None):
+            done.append(_neutralize(layer))
+        elif _synchronize(layer):
+            done.append(Neutralized("BatchNormalization", _SYNCHRONIZED))
+    return done
+
+
+_SYNCHRONIZED = (
+    "synchronized over the replicas (as trained, each replica normalises by the mean and "
+    "variance of its own G/N examples, not of the global batch)"
+)
+
+
+def _neutralize(layer: Any) -> Neutralized:
+    zeroed = _zero_rates(layer)
+    if zeroed:
+        return Neutralized(_label(layer, zeroed), f"{_names(zeroed)} 0")
+    if _force_inference(layer):
+        return Neutralized(_label(layer, {}), "inference mode (training=False)")
+    return Neutralized(_label(layer, {}), "left as is")
+
+
+def _synchronize(layer: Any) -> bool:
+    """Under ``MirroredStrategy`` a BatchNormalization layer normalises each replica's shard by
+    the shard's own moments: the N-replica run computes another function than one device,
+    right as it is. For the comparison its moments are all-reduced (``synchronized=True``,
+    Keras's own switch, TensorFlow only); under JAX the batch is one global array and the
+    moments are the global batch's already."""
+    if keras.backend.backend() != "tensorflow":
+        return False
+    if not isinstance(layer, keras.layers.BatchNormalization) or layer.synchronized:
+        return False
+    layer.synchronized = True
+    return True
+
+
+def describe(done: Iterable[Neutralized]) -> list[str]:
+    """One line per kind of change, equal layers counted: ``Dropout(0.5) x2: rate 0 for the
+    parity pass``."""
+    counted = Counter((entry.layer, entry.how) for entry in done)
+    lines = []
+    for (layer, how), count in counted.items():
+        times = f" x{count}" if count > 1 else ""
+        if how == "left as is":
+            lines.append(f"{layer}{times}: left as is (no rate or training argument to switch)")
+        else:
+            lines.append(f"{layer}{times}: {how} for the parity pass")
+    return lines
+
+
+def _layers(model: Any) -> list[Any]:
+    """``model`` and every layer nested in it."""
+    flatten = getattr(model, "_flatten_layers", None)  # Keras 3's own walk of nested layers
+    return list(flatten(include_self=True, recursive=True)) if flatten else [model]
+
+
+def _zero_rates(layer: Any) -> dict[str, float]:
+    """Set the rates of a known stochastic Keras class to 0; the values it had, by name."""
+    known = (
+        keras.layers.Dropout,  # SpatialDropout1D/2D/3D are Dropouts too
+        keras.layers.GaussianDropout,
+        keras.layers.AlphaDropout,
+        keras.layers.GaussianNoise,
+        keras.layers.LSTMCell,
+        keras.layers.GRUCell,
+        keras.layers.SimpleRNNCell,
+    )
+    if not isinstance(layer, known):
+        return {}
+    zeroed = {}
+    for name in _ZEROED:
+        value = getattr(layer, name, None)
+        if isinstance(value, int | float) and value > 0:
+            setattr(layer, name, 0.0)
+            zeroed[name] = float(value)
+    return zeroed
+
+
+def _force_inference(layer: Any) -> bool:
+    """Call ``layer`` with ``training=False`` from now on, if its ``call`` takes ``training``."""
+    if not getattr(layer, "_call_has_training_arg", False):
+        return False
+    original: Callable[..., Any] = layer.call
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        kwargs["training"] = False
+        return original(*args, **kwargs)
+
+    # An attribute of this instance only: the class, and every other layer, are untouched.
+    object.__setattr__(layer, "call", call)
+    return True
+
+
+def _label(layer: Any, zeroed: dict[str, float]) -> str:
+    if not zeroed:
+        return type(layer).__name__
+    values = ", ".join(
+        f"{v:g}" if n in ("rate", "stddev") else f"{n}={v:g}" for n, v in zeroed.items()
+    )
+    return f"{type(layer).__name__}({values})"
+
+
+def _names(zeroed: dict[str, float]) -> str:
+    return " and ".join(zeroed)
