@@ -61,6 +61,7 @@ _RESULT_ATTRS = (
     "precision",
     "optimizer_learning_rate",
     "optimizer",
+    "compile",
     "model_parameters",
     "model_layers",
     "gradient_noise_scale",

@@ -8,6 +8,7 @@ runs it first of all).
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from tuner.core.devices import DevicePlan, inspect_environment
@@ -19,6 +20,8 @@ from tuner.core.spec import StudySpec
 from tuner.core.target import budget_samples, check_cadence, default_cadence
 from tuner.core.windows import MIN_TIMED_WINDOWS, min_samples
 from tuner.driver.children import ChildRunner, inspect_request
+
+_log = logging.getLogger(__name__)
 
 INSPECT_TIMEOUT_S = 600.0
 _INSPECTED = ("n_train", "n_val", "parameters")
@@ -42,12 +45,34 @@ def check(
     check_grid(spec, plan)
     info = inspect_workload(spec, runner=runner)
     check_grid(spec, plan, n_train=info["n_train"])
+    line = compile_line(spec.workload.model, info.get("compile"))
+    if line is not None:
+        _log.warning("%s", line)  # once, before anything is stored or trained
     if spec.search.joint and not info.get("hypermodel"):
         raise ConfigError(
             f"model_hyperparameters = search needs a KerasTuner hypermodel; {spec.workload.model} "
             "is a plain model builder (use model_hyperparameters = defaults)"
         )
     return info
+
+
+def compile_line(model: str, described: dict[str, Any] | None) -> str | None:
+    """The one line to say when the build's compile overrides the spec's loss or optimizer
+    (the workload check's ``compile``: what is used, and the spec's names it overrides), else
+    ``None``."""
+    overrides = (described or {}).get("overrides") or {}
+    if not described or not overrides:
+        return None
+    used = ", ".join(f"{key} {_name(described.get(key))}" for key in overrides)
+    named = ", ".join(f"{key} {value!r}" for key, value in overrides.items())
+    return f"{model} compiles its model: trials train with its {used}, not the spec's {named}"
+
+
+def _name(value: Any) -> str:
+    """A described loss or optimizer (:func:`tuner.worker.compiled.named`) in a few words."""
+    if isinstance(value, dict) and ("class" in value or "function" in value):
+        return f"{value.get('class') or value.get('function')} ({value.get('module')})"
+    return str(value)
 
 
 def inspect_workload(

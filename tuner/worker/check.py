@@ -21,10 +21,10 @@ from tuner.core.errors import WorkloadError, error_line
 from tuner.core.hyperparams import check, defaults
 from tuner.core.protocol import InspectRequest, Workload
 from tuner.core.scaling import optimizer_settings
-from tuner.worker import backends, hypermodel
+from tuner.worker import backends, compiled, hypermodel
 from tuner.worker.digest import workload_digest
 from tuner.worker.sources import Source, map_leaves
-from tuner.worker.workload import check_loss, make_optimizer
+from tuner.worker.workload import check_loss
 
 SAMPLES = 8
 """How many examples the check trains one step on (and evaluates): enough to show a shape
@@ -59,7 +59,8 @@ def check_workload(request: InspectRequest) -> dict[str, Any]:
     x_train, y_train, _ = _parts(first["train"])
     found = hypermodel.discover(workload.model)
     hypermodel.check_fit(workload.model, x_train, y_train)
-    model, optimizer, compiled_by_build = _compiled_model(workload, found)
+    model, optimizer, compile_info = _compiled_model(workload, found)
+    compiled_by_build = compile_info["from_build"]
     if "sqrt-adam" in request.lr_rules:
         _check_sqrt_adam(request, optimizer, compiled_by_build)
     if compiled_by_build and request.loop != "fit":
@@ -80,25 +81,32 @@ def check_workload(request: InspectRequest) -> dict[str, Any]:
         "backend": backend,
         "hypermodel": found,
         "compiled_by_build": compiled_by_build,
+        "compile": compile_info,
         "digest": digest,
     }
 
 
-def _compiled_model(workload: Workload, found: dict[str, Any] | None) -> tuple[Any, Any, bool]:
-    """The model (a hypermodel at its defaults), compiled by the user's build or with the spec's
-    optimizer and loss; its optimizer; whether the user's build compiled it."""
+def _compiled_model(
+    workload: Workload, found: dict[str, Any] | None
+) -> tuple[Any, Any, dict[str, Any]]:
+    """The model (a hypermodel at its defaults), compiled as a run compiles it
+    (:func:`tuner.worker.compiled.compile_args`: the build's own objects, the spec's names for
+    what it leaves out); its optimizer; what it compiled with, and the spec's names the build's
+    compile overrides (``overrides``), for the driver's one line."""
     values = None
     if found is not None:
         check(found["space"])
         values = defaults(found["space"])
     model = hypermodel.build(workload.model, values)
-    compiled = hypermodel.compile_args(model, CHECK_LR)
-    if compiled is not None:
-        return model, compiled["optimizer"], True
-    check_loss(workload.loss)
-    optimizer = make_optimizer(workload.optimizer, CHECK_LR)
-    model.compile(optimizer=optimizer, loss=workload.loss)
-    return model, optimizer, False
+    build = compiled.of_build(model)
+    if workload.loss is not None and "loss" not in (build or {}):
+        check_loss(workload.loss)  # the spec's loss is the one used
+    args = compiled.compile_args(build, workload, CHECK_LR, workload.model)
+    model.compile(**args)
+    described = compiled.describe(args, build is not None)
+    if build is not None:
+        described["overrides"] = compiled.spec_differences(build, workload)
+    return model, args["optimizer"], described
 
 
 def _check_sqrt_adam(request: InspectRequest, optimizer: Any, compiled_by_build: bool) -> None:

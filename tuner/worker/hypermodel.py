@@ -7,8 +7,7 @@ them on first use; each non-default value of a ``Choice`` or ``Boolean`` is buil
 that conditional hyperparameters behind it are found too), and :func:`build` builds it at given
 values by registering each as ``hp.Fixed`` first, exactly as the recommendation's snippet does.
 
-When the user's build compiles the model, :func:`compile_args` keeps its loss and metrics and its
-optimizer class and settings, with the learning rate replaced by the rule's.
+What a build that compiles its model compiled is used by :mod:`tuner.worker.compiled`.
 """
 
 from __future__ import annotations
@@ -162,32 +161,6 @@ def check_fit(reference: str, x: Any, y: Any) -> None:
             "but tuner owns the batch size (it searches the global batch); remove batch_size "
             "from fit"
         )
-
-
-def compile_args(model: Any, learning_rate: float) -> dict[str, Any] | None:
-    """The compile arguments of a model the user's build compiled, with the optimizer rebuilt
-    at ``learning_rate`` (same class, other settings kept); ``None`` if it was not compiled."""
-    if not getattr(model, "compiled", False) or getattr(model, "optimizer", None) is None:
-        return None
-    config = model.get_compile_config()
-    optimizer = dict(config["optimizer"])
-    optimizer["config"] = {**optimizer["config"], "learning_rate": learning_rate}
-    args: dict[str, Any] = {"optimizer": keras.optimizers.deserialize(optimizer)}
-    for key in ("loss", "metrics", "loss_weights", "weighted_metrics"):
-        value = config.get(key)
-        if value is not None:
-            args[key] = _deserialize(value)
-    return args
-
-
-def _deserialize(value: Any) -> Any:
-    if isinstance(value, str | int | float):
-        return value
-    if isinstance(value, list):
-        return [_deserialize(item) for item in value]
-    if isinstance(value, dict) and "class_name" not in value:
-        return {key: _deserialize(item) for key, item in value.items()}
-    return keras.saving.deserialize_keras_object(value)
 
 
 def layer_summary(model: Any) -> list[str]:

@@ -20,6 +20,48 @@ from tuner.core.optimizers import SHAPING_RULES, trained_config
 from tuner.core.protocol import LearningRateRule
 
 
+def at_learning_rate(optimizer: Any, learning_rate: float) -> Any:
+    """A fresh optimizer of ``optimizer``'s class and settings (the one inside a
+    ``LossScaleOptimizer``) at ``learning_rate``: a build's own optimizer at the rule's rate.
+
+    Made with the class's own ``from_config``, so a custom, unregistered optimizer works as in
+    the user's script. A schedule that starts from an ``initial_learning_rate`` keeps its shape
+    and starts from ``learning_rate``; any other schedule gives way to the constant rate
+    (:func:`schedule_kept` tells which).
+    """
+    optimizer = unscaled(optimizer)
+    schedule = _schedule(optimizer)
+    rate: Any = float(learning_rate)
+    if schedule is not None and schedule_kept(optimizer):
+        rate = type(schedule).from_config(
+            {**schedule.get_config(), "initial_learning_rate": float(learning_rate)}
+        )
+    try:
+        return type(optimizer).from_config({**optimizer.get_config(), "learning_rate": rate})
+    except Exception as exc:  # the user's class: whatever its from_config raises
+        raise WorkloadError(
+            f"{type(optimizer).__name__} cannot be rebuilt at another learning rate "
+            f"(from_config(get_config())): {type(exc).__name__}: {exc}"
+        ) from exc
+
+
+def schedule_kept(optimizer: Any) -> bool | None:
+    """``None`` when ``optimizer`` has a constant learning rate; else whether
+    :func:`at_learning_rate` keeps its schedule (one with an ``initial_learning_rate``)."""
+    schedule = _schedule(unscaled(optimizer))
+    if schedule is None:
+        return None
+    return "initial_learning_rate" in schedule.get_config()
+
+
+def _schedule(optimizer: Any) -> Any:
+    # Keras keeps the schedule as given in ``_learning_rate``; ``learning_rate`` is its value now.
+    schedule = getattr(optimizer, "_learning_rate", None)
+    if isinstance(schedule, keras.optimizers.schedules.LearningRateSchedule):
+        return schedule
+    return None
+
+
 def apply_rule(optimizer: Any, rule: LearningRateRule | None) -> Any:
     """A new optimizer of the same class and settings as ``optimizer`` with ``rule`` applied.
 

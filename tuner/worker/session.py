@@ -32,11 +32,10 @@ from tuner.core.errors import WorkloadError
 from tuner.core.protocol import Budget, LearningRateRule, RunRequest
 from tuner.core.target import CheckPlan
 from tuner.core.windows import plan_windows
-from tuner.worker import building, hypermodel, optim, precision, target
+from tuner.worker import building, compiled, hypermodel, optim, precision, target
 from tuner.worker.callbacks import OnEpoch, OnStep
 from tuner.worker.meters import Meter, split_tracing
 from tuner.worker.sources import Source
-from tuner.worker.workload import make_optimizer
 
 
 class Loop(Protocol):
@@ -86,8 +85,10 @@ class Backend(Protocol):
 
 class ModelRecipe:
     """How every model of one run is built and compiled: from the same initial weights; compiled
-    as the user's build compiled it, or with the spec's optimizer and loss; the rule applied;
-    the optimizer loss-scaled as the run's precision needs (:func:`tuner.worker.precision.scaled`).
+    with what the user's build compiled (its own loss, metrics and optimizer objects,
+    :mod:`tuner.worker.compiled`), the spec's names filling what it leaves out; the rule applied
+    to the optimizer; loss-scaled as the run's precision needs
+    (:func:`tuner.worker.precision.scaled`).
     """
 
     def __init__(
@@ -104,7 +105,8 @@ class ModelRecipe:
         self.precision = precision_name
         self.rule = rule
         self.build_args: dict[str, Any] | None = None
-        """The compile arguments of a user's build that compiled its model, else ``None``."""
+        """What the last build compiled (:func:`tuner.worker.compiled.of_build`), else ``None``."""
+        self._args: dict[str, Any] | None = None
 
     @property
     def compiled_by_build(self) -> bool:
@@ -113,31 +115,36 @@ class ModelRecipe:
 
     @property
     def loss(self) -> Any:
-        """The loss the model trains on: the user's compiled loss, else the spec's name."""
-        return self.build_args["loss"] if self.build_args is not None else self._workload.loss
+        """The loss the model trains on: the build's compiled loss object, else the spec's name."""
+        if self.build_args is not None and "loss" in self.build_args:
+            return self.build_args["loss"]
+        return self._workload.loss
 
     def build(self) -> Any:
         """A fresh model at the run's initial weights."""
         model = hypermodel.build(self._workload.model, self._values)
         model.set_weights(self._initial)
-        args = hypermodel.compile_args(model, self._learning_rate)
-        if args is not None:
-            self.build_args = args
+        self.build_args = compiled.of_build(model)  # this build's own objects, fresh each time
         return model
 
     def compile_args(self) -> dict[str, Any]:
-        """The arguments of ``model.compile``, with the learning-rate rule and precision applied."""
-        if self.build_args is not None:
-            args = dict(self.build_args)
-        else:
-            args = {
-                "optimizer": make_optimizer(self._workload.optimizer, self._learning_rate),
-                "loss": self._workload.loss,
-            }
+        """The arguments of ``model.compile`` for the last built model, with the learning-rate
+        rule and precision applied."""
+        args = compiled.compile_args(
+            self.build_args, self._workload, self._learning_rate, self._workload.model
+        )
         args["optimizer"] = precision.scaled(
             optim.apply_rule(args["optimizer"], self.rule), self.precision
         )
+        self._args = args
         return args
+
+    def describe(self) -> dict[str, Any] | None:
+        """What the run compiled with (:func:`tuner.worker.compiled.describe`); ``None`` before
+        :meth:`compile_args`."""
+        if self._args is None:
+            return None
+        return compiled.describe(self._args, self.compiled_by_build)
 
 
 def initial_weights(
@@ -263,6 +270,7 @@ def summary(session: Session) -> dict[str, Any]:
         "model_parameters": int(loop.model.count_params()),
         "model_layers": hypermodel.layer_summary(loop.model),
         "optimizer": optim.describe(loop.model.optimizer, recipe.compiled_by_build, recipe.rule),
+        "compile": recipe.describe(),
         "versions": backend.versions(),
     }
 

@@ -34,8 +34,10 @@ class Workload:
     data: str | None
     """``module:function`` returning arrays or ``(train, val)`` datasets (or ``None`` with
     ``dataset``)."""
-    loss: str
-    optimizer: str
+    loss: str | None = None
+    """The spec's loss name; ``None``: the user's build compiles the model with its own."""
+    optimizer: str | None = None
+    """The spec's optimizer name; ``None``: the build's compile gives it."""
     dataset: str | None = None
     """``module:function(split, batch_size, input_context)`` returning one split."""
     backend: str = DEFAULT_BACKEND

@@ -4,7 +4,8 @@
 On top of the recommendation's flat keys (kept as they are: scripts rely on them) it adds
 ``schema_version`` and six sections: ``fit`` (the arguments of ``model.fit``), ``optimizer``
 (the optimizer as trained, in the form ``keras.optimizers.get`` accepts), ``compile`` (the
-precision: the Keras dtype policy and whether the optimizer is loss-scaled), ``distribution``,
+precision: the Keras dtype policy and whether the optimizer is loss-scaled; the loss and
+optimizer class used, and whether the user's build compiled them), ``distribution``,
 ``evidence`` and ``provenance``. Units are in key names (``throughput_samples_per_s``);
 integers stay integers; measurements keep 6 significant digits, settings 15 (float64 noise such
 as 0.7999999999999999 dropped; Keras casts them to float32 anyway); a non-finite float becomes
@@ -74,12 +75,12 @@ def export_document(
     masked (``None``: not known)."""
     attrs = chosen.user_attrs
     search, workload = spec.get("search", {}), spec.get("workload", {})
-    optimizer, source = optimizer_section(attrs, workload.get("optimizer", "adam"), rec)
+    optimizer, source = optimizer_section(attrs, workload.get("optimizer") or "adam", rec)
     document = {
         "schema_version": SCHEMA_VERSION,
         "fit": fit_section(rec, attrs, search),
         "optimizer": optimizer,
-        "compile": compile_section(rec),
+        "compile": compile_section(rec, attrs, workload),
         "distribution": distribution_section(rec, attrs, search),
         "evidence": evidence_section(rec, attrs, workload),
         "provenance": provenance_section(rec, attrs, workload, storage, source),
@@ -115,13 +116,47 @@ def fit_section(
     return fit
 
 
-def compile_section(rec: dict[str, Any]) -> dict[str, Any]:
-    """How the model is built and compiled beyond the optimizer: ``dtype_policy``, the Keras
-    dtype policy the trial trained under (set it globally before building the model:
-    ``keras.mixed_precision.set_global_policy``), and ``loss_scale_optimizer``: whether the
-    optimizer was wrapped in ``keras.optimizers.LossScaleOptimizer`` (under ``mixed_float16``)."""
+def compile_section(
+    rec: dict[str, Any],
+    attrs: dict[str, Any] | None = None,
+    workload: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """How the model is built and compiled beyond the optimizer's settings: ``dtype_policy``, the
+    Keras dtype policy the trial trained under (set it globally before building the model:
+    ``keras.mixed_precision.set_global_policy``), ``loss_scale_optimizer``: whether the
+    optimizer was wrapped in ``keras.optimizers.LossScaleOptimizer`` (under ``mixed_float16``),
+    and what it compiled with (:func:`compiled_with`)."""
     policy = str(rec.get("precision") or DEFAULT_PRECISION)
-    return {"dtype_policy": policy, "loss_scale_optimizer": policy == "mixed_float16"}
+    return {
+        "dtype_policy": policy,
+        "loss_scale_optimizer": policy == "mixed_float16",
+        **compiled_with(attrs or {}, workload or {}),
+    }
+
+
+def compiled_with(attrs: dict[str, Any], workload: dict[str, Any]) -> dict[str, Any]:
+    """The loss and optimizer class the trial trained with, and ``from_build``: whether the
+    user's build compiled them (then ``metrics``, ``loss_weights`` and ``weighted_metrics``
+    too, when it set them). A custom class is ``{"class", "module"}``, a custom function
+    ``{"function", "module"}``. Trials stored before they recorded it: the spec's names."""
+    described = attrs.get("compile")
+    if not isinstance(described, dict):
+        optimizer = attrs.get("optimizer")
+        from_build = optimizer.get("from_build") if isinstance(optimizer, dict) else None
+        return {
+            "from_build": from_build,
+            "loss": None if from_build else workload.get("loss"),
+            "optimizer_class": None if from_build else workload.get("optimizer"),
+        }
+    section = {
+        "from_build": bool(described.get("from_build")),
+        "loss": described.get("loss"),
+        "optimizer_class": described.get("optimizer"),
+    }
+    for key in ("loss_weights", "metrics", "weighted_metrics"):
+        if described.get(key) is not None:
+            section[key] = described[key]
+    return section
 
 
 def distribution_section(
@@ -155,7 +190,7 @@ def evidence_section(
         "loss_tolerance_source": rec.get("loss_tolerance_source"),
         "seed_loss_spread_fraction": rec.get("seed_loss_spread"),
         "seed_final_losses": rec.get("seed_final_losses"),
-        "loss": workload.get("loss"),
+        "loss": _used_loss(attrs, workload),
         "final_loss": rec.get("final_loss"),
         "train_loss": rec.get("train_loss"),
         "epoch_train_losses": list(attrs.get("epoch_losses") or []),
@@ -182,6 +217,15 @@ def evidence_section(
         "val_samples": rec.get("val_samples_used"),
         **target_evidence(rec, attrs),
     }
+
+
+def _used_loss(attrs: dict[str, Any], workload: dict[str, Any]) -> Any:
+    """The loss the final loss is a value of: the trial's (a build's may differ from the
+    spec's), else the spec's name."""
+    described = attrs.get("compile")
+    if isinstance(described, dict) and described.get("loss") is not None:
+        return described["loss"]
+    return workload.get("loss")
 
 
 def target_evidence(rec: dict[str, Any], attrs: dict[str, Any]) -> dict[str, Any]:

@@ -63,8 +63,11 @@ class WorkloadSpec:
     model: str
     data: str | None
     """``module:function`` returning arrays or ``(train, val)`` tf.data datasets."""
-    loss: str = "mse"
-    optimizer: str = "adam"
+    loss: str | None = None
+    """A Keras loss name; ``None``: the build compiles its model (the workload check refuses an
+    uncompiled one). A build's compile wins over it, and the search says so."""
+    optimizer: str | None = None
+    """A Keras optimizer name; ``None``: the build's compile gives it (as for ``loss``)."""
     dataset: str | None = None
     """``module:function(split, batch_size, input_context)`` returning one split (instead of
     ``data``)."""
@@ -237,6 +240,7 @@ def build_spec(
     workload_spec = _workload(workload)
     search_spec = _search(search, workload_spec.optimizer)
     check_backend(workload_spec.backend, search, workload, search_spec.loop, search_spec.update_on)
+    _check_custom_loop_loss(workload_spec, search_spec, workload)
     return StudySpec(
         name=_study_name(study),
         workload=workload_spec,
@@ -285,10 +289,26 @@ def _workload(workload: Table) -> WorkloadSpec:
     return WorkloadSpec(
         model=fields.reference(workload.need("model"), workload.label("model")),
         **_data_source(workload),
-        loss=fields.string(workload.get("loss", "mse"), workload.label("loss")),
-        optimizer=fields.string(workload.get("optimizer", "adam"), workload.label("optimizer")),
+        loss=_optional_name(workload, "loss"),
+        optimizer=_optional_name(workload, "optimizer"),
         backend=backend(workload),
     )
+
+
+def _optional_name(workload: Table, key: str) -> str | None:
+    """A Keras name the spec may leave out when the user's build compiles the model."""
+    value = workload.get(key)
+    return None if value is None else fields.string(value, workload.label(key))
+
+
+def _check_custom_loop_loss(workload: WorkloadSpec, search: SearchSpec, table: Table) -> None:
+    """A custom loop compiles the model with the spec's loss (it refuses a model the build
+    compiled), so it needs one; with ``fit`` the build's compile may give it."""
+    if search.loop != "fit" and workload.loss is None:
+        raise ConfigError(
+            f"loop = {search.loop!r} trains on the spec's loss (a model the build compiles runs "
+            f'with loop = fit): give {table.label("loss")} (a Keras loss name such as "mse")'
+        )
 
 
 def _data_source(workload: Table) -> dict[str, str | None]:
@@ -304,7 +324,7 @@ def _data_source(workload: Table) -> dict[str, str | None]:
     }
 
 
-def _search(search: Table, optimizer: str) -> SearchSpec:
+def _search(search: Table, optimizer: str | None) -> SearchSpec:
     grid = _grid(search)
     spec = SearchSpec(
         **grid,
@@ -314,7 +334,7 @@ def _search(search: Table, optimizer: str) -> SearchSpec:
         **_noise_and_warmup(search, grid["epochs"]),
         **decision_fields(search),
     )
-    if "sqrt-adam" in spec.lr_rules:
+    if "sqrt-adam" in spec.lr_rules and optimizer is not None:  # else the build's: the child
         fields.check_sqrt_adam(
             optimizer, spec.base_batch_size, spec.batch_multipliers, search.label("lr_rules")
         )

@@ -117,7 +117,7 @@ def open_session(request: RunRequest, emit: Emit, record_steps: bool = False) ->
         strategy,
         builder(recipe.build, first, initial),
         recipe.compile_args,
-        loss_name=request.workload.loss,
+        loss_name=request.workload.loss or "",  # read by custom loops only: the spec has one
         global_batch=batch,
         reduction=request.loss_reduction,
         record_steps=record_steps,

@@ -1,0 +1,143 @@
+"""Inside the child: the compile of a user's build, used as the objects the build made.
+
+When ``build_model`` returns a compiled model, its loss, loss weights, metrics, weighted metrics
+and optimizer are read back from what Keras's ``compile`` stored (``model._compile_config``: the
+arguments exactly as passed) — never through ``get_compile_config()`` and deserialisation, which
+fails on a custom class the user did not register ("Could not locate class 'CustomMSE'"). Every
+run builds a fresh model, so each build's objects are fresh too and are reused as they are; only
+the optimizer is made again, of the same class and settings, at the rule's learning rate
+(:func:`tuner.worker.optim.at_learning_rate`).
+
+What the build compiled fills what the spec leaves out and wins over what it names; a spec
+without a loss or optimizer needs a build that gives them. :func:`describe` names what a run
+trains with (a custom class by its class name and module); :func:`spec_differences` is what the
+driver's one line says when the spec names another loss or optimizer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import keras
+
+from tuner.core.errors import WorkloadError
+from tuner.core.protocol import Workload
+from tuner.worker import optim
+from tuner.worker.workload import make_optimizer
+
+COMPILED_KEYS = ("loss", "loss_weights", "metrics", "weighted_metrics")
+"""The compile arguments a build's compile gives besides its optimizer, used as objects."""
+
+
+def of_build(model: Any) -> dict[str, Any] | None:
+    """The compile arguments the user's build gave ``model`` (``optimizer`` as the build made it,
+    unscaled; keys it left unset absent), or ``None`` when the build did not compile it."""
+    if not getattr(model, "compiled", False):
+        return None
+    stored = getattr(model, "_compile_config", None)
+    # Keras keeps compile's own arguments here (its get_compile_config serialises this).
+    config: Mapping[str, Any] = getattr(stored, "config", None) or {}
+    args = {key: config[key] for key in COMPILED_KEYS if config.get(key) is not None}
+    optimizer = config.get("optimizer") or getattr(model, "optimizer", None)
+    if optimizer is not None:
+        args["optimizer"] = optim.unscaled(optimizer)
+    return args
+
+
+def compile_args(
+    build: dict[str, Any] | None, workload: Workload, learning_rate: float, model: str
+) -> dict[str, Any]:
+    """The arguments of ``model.compile`` for one run at ``learning_rate`` (before the rule's
+    shaping and precision): the build's compile (``build``, from :func:`of_build`) where it
+    gives one, else the spec's names. Raises :class:`WorkloadError` naming what is missing."""
+    args = dict(build or {})
+    if "optimizer" in args:
+        args["optimizer"] = optim.at_learning_rate(args["optimizer"], learning_rate)
+    elif workload.optimizer is not None:
+        args["optimizer"] = make_optimizer(workload.optimizer, learning_rate)
+    if "loss" not in args and workload.loss is not None:
+        args["loss"] = workload.loss
+    missing = [key for key in ("loss", "optimizer") if key not in args]
+    if build is None and missing:
+        raise WorkloadError(
+            f"{model} returns an uncompiled model and the spec names no {' and no '.join(missing)}"
+            f": give [workload] {' and '.join(missing)}, or compile the model in the build"
+        )
+    if "optimizer" not in args:
+        raise WorkloadError(
+            f"{model} compiles its model without an optimizer and the spec names none: give "
+            "[workload] optimizer"
+        )
+    return args  # a compile without a loss stays so: its train_step computes its own
+
+
+def describe(args: Mapping[str, Any], from_build: bool) -> dict[str, Any]:
+    """What a run compiles with, as plain data: ``from_build``, ``loss``, ``optimizer`` and,
+    when set, ``loss_weights``, ``metrics`` and ``weighted_metrics`` — names as given, a Keras
+    object or function by its name, a custom one as ``{"class" | "function", "module"}``."""
+    described: dict[str, Any] = {
+        "from_build": from_build,
+        "loss": named(args.get("loss")),
+        "optimizer": named(optim.unscaled(args["optimizer"])) if "optimizer" in args else None,
+    }
+    for key in ("loss_weights", "metrics", "weighted_metrics"):
+        if args.get(key) is not None:
+            described[key] = named(args[key])
+    if "optimizer" in args and optim.schedule_kept(args["optimizer"]) is not None:
+        described["learning_rate_schedule_kept"] = optim.schedule_kept(args["optimizer"])
+    return described
+
+
+def named(value: Any) -> Any:
+    """``value`` (a loss, metric or optimizer, or a list or dict of them) as plain data."""
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    if isinstance(value, Mapping):
+        return {str(key): named(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [named(item) for item in value]
+    kind = "function" if callable(value) and not hasattr(value, "get_config") else "class"
+    target = value if kind == "function" or isinstance(value, type) else type(value)
+    name = getattr(target, "__name__", repr(target))
+    module = getattr(target, "__module__", "") or ""
+    if module.split(".")[0] == "keras":
+        return name  # Keras's own: its name is enough to find it
+    return {kind: name, "module": module}
+
+
+def spec_differences(build: Mapping[str, Any], workload: Workload) -> dict[str, str]:
+    """The spec's loss and optimizer names that the build's compile overrides with something
+    else (``{"loss": "mse"}``); names Keras resolves to what the build compiled are no
+    difference (``"mse"`` against ``MeanSquaredError()``, ``"adam"`` against ``Adam(1e-4)``)."""
+    differ: dict[str, str] = {}
+    loss, optimizer = build.get("loss"), build.get("optimizer")
+    if workload.loss is not None and loss is not None and not _same_loss(workload.loss, loss):
+        differ["loss"] = workload.loss
+    name = workload.optimizer
+    if name is not None and optimizer is not None and not _same_optimizer(name, optimizer):
+        differ["optimizer"] = name
+    return differ
+
+
+def _same_loss(name: str, loss: Any) -> bool:
+    return _loss_function(name) is not None and _loss_function(name) == _loss_function(loss)
+
+
+def _loss_function(loss: Any) -> Any:
+    """What a loss computes: the function a name or a built-in ``Loss`` wraps, else its class."""
+    try:
+        resolved = keras.losses.get(loss) if isinstance(loss, str) else loss
+    except (ValueError, TypeError):
+        return None
+    function = getattr(resolved, "fn", None)  # LossFunctionWrapper: MeanSquaredError, ...
+    if function is not None:
+        return function
+    return resolved if not isinstance(resolved, keras.losses.Loss) else type(resolved)
+
+
+def _same_optimizer(name: str, optimizer: Any) -> bool:
+    try:
+        return type(keras.optimizers.get(name)) is type(optim.unscaled(optimizer))
+    except (ValueError, TypeError):
+        return False
