@@ -23,7 +23,7 @@ from tuner.core.protocol import InspectRequest, Workload
 from tuner.core.scaling import optimizer_settings
 from tuner.worker import backends, compiled, hypermodel
 from tuner.worker.digest import workload_digest
-from tuner.worker.sources import Source, map_leaves
+from tuner.worker.sources import Source, leaves, map_leaves
 from tuner.worker.workload import check_loss
 
 SAMPLES = 8
@@ -220,14 +220,16 @@ def _shape_text(part: Any) -> str:
 def _check_trains(
     model: Any, model_ref: str, reference: str, first: dict[str, tuple[Any, ...]]
 ) -> None:
-    """One real training step on the first training samples (the model's own ``train_step``,
-    as ``fit`` runs it) and one evaluation step on the first validation samples; a failure is a
-    model/data mismatch, shown by Keras's own line (shapes, dtypes, labels that do not fit)."""
+    """One real training step on the first training samples and one evaluation step on the
+    first validation samples, through ``fit`` and ``evaluate`` as a trial runs them (so a
+    ``train_step`` of the user's gets ``(x, y)`` as ``fit`` packs it; ``train_on_batch`` would
+    hand it ``(x, y, None)``); a failure is a model/data mismatch, shown by Keras's own line
+    (shapes, dtypes, labels that do not fit)."""
     x, y, weights = _parts(first["train"])
     try:
-        model.train_on_batch(x, y, sample_weight=weights)
+        _one_step(model.fit, x, y, weights, epochs=1, shuffle=False)
         val_x, val_y, val_weights = _parts(first["val"])
-        model.test_on_batch(val_x, val_y, sample_weight=val_weights)
+        _one_step(model.evaluate, val_x, val_y, val_weights)
     except Exception as exc:  # whatever a step raises here, model and data disagree
         shapes = f"x {_shape_text(x)}" + (f", y {_shape_text(y)}" if y is not None else "")
         # Keras takes x alone for a model that computes its own loss; with a compiled loss its
@@ -236,3 +238,9 @@ def _check_trains(
         raise WorkloadError(
             f"model {model_ref} does not fit data {reference} ({shapes}): {error_line(exc)}{alone}"
         ) from exc
+
+
+def _one_step(run: Any, x: Any, y: Any, weights: Any, **options: Any) -> None:
+    """``fit`` or ``evaluate`` over the samples given, in one batch."""
+    samples = int(leaves(x)[0].shape[0])
+    run(x, y, sample_weight=weights, batch_size=samples, verbose=0, **options)
