@@ -89,3 +89,28 @@ def twenty_features_data() -> tuple[np.ndarray, ...]:
     rng = np.random.default_rng(0)
     x = rng.random((640, 20), dtype=np.float32)
     return x[:512], x[:512, :1], x[512:], x[512:, :1]
+
+
+def ragged_model() -> Any:
+    """Token ids of varying length in (``keras.Input(ragged=True)``), embedded and averaged."""
+    import keras
+
+    inputs = keras.Input(shape=(None,), ragged=True, dtype="int64")
+    x = keras.layers.Embedding(20, 4)(inputs)
+    x = keras.layers.Lambda(lambda t: t.to_tensor(), output_shape=(None, 4))(x)
+    x = keras.layers.GlobalAveragePooling1D()(x)
+    return keras.Model(inputs, keras.layers.Dense(1)(x))
+
+
+def ragged_datasets() -> tuple[Any, Any]:
+    """``(ragged token ids, length)`` datasets (512 training, 128 validation rows)."""
+    import tensorflow as tf
+
+    rng = np.random.default_rng(0)
+
+    def make(n: int) -> Any:
+        rows = [rng.integers(1, 20, size=rng.integers(1, 6)).tolist() for _ in range(n)]
+        lengths = np.array([[len(row)] for row in rows], np.float32)
+        return tf.data.Dataset.from_tensor_slices((tf.ragged.constant(rows), lengths))
+
+    return make(512), make(128)
