@@ -217,20 +217,12 @@ def first_batch(source: Source, split: str, size: int) -> tuple[Any, ...]:
 def refuse_across_replicas(source: Source, replicas: int) -> None:
     """What Keras 3's ``fit`` under ``MirroredStrategy`` cannot take on several replicas,
     refused with what to do instead (measured with Keras 3.15 and plain ``model.fit``, no
-    tuner): string inputs (it averages the first batch over the replicas to build the model,
-    ``_maybe_symbolic_build`` in ``keras/src/backend/tensorflow/trainer.py``) and ragged tensors
-    (``'RaggedTensor' object has no attribute 'device'``)."""
+    tuner): ragged tensors (``'RaggedTensor' object has no attribute 'device'``). Strings, which
+    plain ``fit`` cannot take either, train: the loop builds the model from one local batch
+    (:mod:`tuner.worker.backends.tensorflow._symbolic`)."""
     if replicas < 2 or source.form == FUNCTION:
         return
     specs = tf.nest.flatten(source.train.element_spec)
-    if any(getattr(spec, "dtype", None) == tf.string for spec in specs):
-        raise WorkloadError(
-            f"{source.reference}: the data hold strings, and Keras's fit under "
-            "MirroredStrategy cannot take string inputs on several replicas (it averages the "
-            "first batch to build the model); vectorize the text in the data (dataset.map("
-            "vectorize_layer), as Keras's text classification example trains) and keep the "
-            "string model for inference"
-        )
     if any(isinstance(spec, tf.RaggedTensorSpec) for spec in specs):
         raise WorkloadError(
             f"{source.reference}: the data hold ragged tensors, and Keras's fit under "

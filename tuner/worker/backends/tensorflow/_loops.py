@@ -32,6 +32,7 @@ import tensorflow as tf
 
 from tuner.core.errors import WorkloadError
 from tuner.core.spec import LOOP_KINDS
+from tuner.worker.backends.tensorflow._symbolic import build_from_local_batch
 from tuner.worker.callbacks import OnEpoch, OnStep, fit_callbacks
 from tuner.worker.losses import call_model, model_loss, unpack
 
@@ -104,6 +105,7 @@ class FitLoop(_Base):
         """Train ``epochs`` epochs of ``steps`` steps (``None``: whole passes over ``dataset``)."""
         recorded = self.step_losses if self._record_steps else None  # a sync per step
         callbacks = fit_callbacks(on_epoch, on_step, recorded)
+        build_from_local_batch(self.model, self._strategy, dataset)  # raw text: see _symbolic
         if steps is None:  # whole epochs, exactly as a user's `fit(dataset, epochs=...)` runs
             self.model.fit(dataset, epochs=epochs, verbose=0, callbacks=callbacks)
         else:

@@ -1,0 +1,47 @@
+"""Inside the child: build a model for ``fit`` under ``MirroredStrategy`` from one local batch.
+
+Before it trains or evaluates, Keras 3.15's TensorFlow trainer builds the model symbolically from
+the first batch of the distributed stream, and to get one batch out of the replicas' shards it
+*averages* them (``strategy.reduce("MEAN", ...)`` in ``_maybe_symbolic_build``). A batch of
+strings cannot be averaged, so ``fit`` fails on two replicas for any model that takes raw text
+(``keras.Input(dtype="string")`` + ``TextVectorization``, the text-classification example's
+end-to-end model) although it trains on one device (tensorflow/tensorflow#80951). The symbolic
+build needs only shapes and dtypes, which one undistributed batch gives exactly: this module
+builds from it, inside the strategy's scope, and tells Keras the build is done. Nothing about
+training changes: ``fit`` still runs the model's own ``train_step`` on the distributed stream.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tensorflow as tf
+
+
+def holds_strings(element_spec: Any) -> bool:
+    """Whether any part of a dataset's element is a string tensor."""
+    return any(
+        getattr(spec, "dtype", None) == tf.string
+        for spec in tf.nest.flatten(element_spec, expand_composites=False)
+    )
+
+
+def build_from_local_batch(model: Any, strategy: Any, dataset: Any) -> bool:
+    """Build ``model`` (and its compiled loss and metrics) from the first batch of ``dataset``
+    where Keras's own build would average string batches; ``True`` if it did.
+
+    ``dataset`` is the undistributed ``tf.data`` stream ``fit`` is given; a stream that is
+    already distributed (a dataset function's) is left to Keras."""
+    if not isinstance(dataset, tf.data.Dataset) or not holds_strings(dataset.element_spec):
+        return False
+    batch = next(iter(dataset.take(1)))
+    with strategy.scope():
+        model._symbolic_build(data_batch=batch)
+    # Built now: Keras's own pre-build (the average of the replicas' batches) has nothing to
+    # do, and is the step that cannot take strings.
+    model._maybe_symbolic_build = _already_built
+    return True
+
+
+def _already_built(iterator: Any = None, data_batch: Any = None) -> None:
+    return None
