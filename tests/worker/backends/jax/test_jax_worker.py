@@ -100,7 +100,17 @@ def test_the_backend_comes_from_the_request() -> None:
         backend_name(inspect_request(backend="torch"))
 
 
-NEUTRAL = ("trial", "probe", "validate", "check", "session", "meters", "callbacks", "sources")
+NEUTRAL = (
+    "trial",
+    "probe",
+    "validate",
+    "determinism",
+    "check",
+    "session",
+    "meters",
+    "callbacks",
+    "sources",
+)
 JAX = (
     "backends/jax/__init__",
     "backends/jax/_session",
