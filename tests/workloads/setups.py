@@ -1,0 +1,232 @@
+"""The zoo's table: each setup's ``model`` and ``data`` references and the spec it is searched
+with (a tiny budget: one grid point, two CPU replicas). Pure Python: importing it imports no
+framework, so the test collects and ``benchmarks/zoo_table.py`` starts fast."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Setup:
+    """One zoo setup.
+
+    ``loss``/``optimizer`` are the spec's (``None``: the build compiles, the spec names none);
+    ``search`` holds extra ``[search]`` lines; ``xfail`` the one-line failure it has today
+    (``None``: it passes), for ``pytest.mark.xfail(strict=True)``; ``validate`` whether
+    ``tuner validate`` applies to it (a plain model on ``fit``, not a hypermodel); ``heavy``
+    that it takes minutes on two CPU cores (the test runs it only with ``TUNER_ZOO_HEAVY=1``).
+    """
+
+    id: str
+    model: str
+    data: str
+    what: str
+    loss: str | None = None
+    optimizer: str | None = None
+    backend: str = "tensorflow"
+    base_batch_size: int = 64
+    search: tuple[str, ...] = ("epochs = 2",)
+    hypermodel: bool = False
+    validate: bool = True
+    xfail: str | None = None
+    heavy: bool = False
+
+    @property
+    def compiled(self) -> bool:
+        """Whether the build compiles (the spec then names no loss or optimizer)."""
+        return self.loss is None
+
+    def spec(self, name: str) -> str:
+        """The study spec of this setup (TOML)."""
+        workload = [f'model = "workloads.{self.model}"', f'data = "workloads.{self.data}"']
+        if self.loss is not None:
+            workload.append(f'loss = "{self.loss}"')
+        if self.optimizer is not None:
+            workload.append(f'optimizer = "{self.optimizer}"')
+        if self.backend != "tensorflow":
+            workload.append(f'backend = "{self.backend}"')
+        search = [
+            f"base_batch_size = {self.base_batch_size}",
+            "batch_multipliers = [1]",
+            'lr_rules = ["none"]',
+            "base_lr = 1e-3",
+            "noise_scale_steps = 2",
+            *self.search,
+        ]
+        if self.hypermodel:
+            search.append('model_hyperparameters = "defaults"')
+        return "\n".join(
+            ["[study]", f'name = "{name}"', "", "[workload]", *workload, "", "[search]", *search]
+        )
+
+
+BATCHED = ("train_samples = 1024", "val_samples = 128")
+"""A dataset the user batched is of unknown size in samples: tuner asks for a sample budget."""
+
+NOTHING_STORED = "the trial stores no gradient_noise_scale and no reason (noise_scale_skipped/note)"
+
+SETUPS: tuple[Setup, ...] = (
+    Setup(
+        "mnist_convnet",
+        "mnist_convnet:build_model",
+        "mnist_convnet:load_data",
+        "MNIST convnet (examples/vision/mnist_convnet), compiled in the build",
+    ),
+    Setup(
+        "mnist_convnet_uncompiled",
+        "mnist_convnet:build_uncompiled",
+        "mnist_convnet:load_data",
+        "MNIST convnet, uncompiled, spec loss categorical_crossentropy + adam",
+        loss="categorical_crossentropy",
+        optimizer="adam",
+    ),
+    Setup(
+        "mnist_convnet_jax",
+        "mnist_convnet:build_uncompiled",
+        "mnist_convnet:load_data",
+        "MNIST convnet, uncompiled, Keras 3 on JAX",
+        loss="categorical_crossentropy",
+        optimizer="adam",
+        backend="jax",
+    ),
+    Setup(
+        "multi_io",
+        "multi_io:build_model",
+        "multi_io:load_data",
+        "functional-API guide's title/body/tags -> priority/department, loss dict + "
+        "loss_weights, tf.data of dicts, compiled in the build",
+    ),
+    Setup(
+        "dict_arrays",
+        "dict_arrays:build_model",
+        "dict_arrays:load_data",
+        "the same model fed dicts of arrays (x_train, y_train, x_val, y_val all dicts)",
+    ),
+    Setup(
+        "sample_weights",
+        "sample_weights:build_model",
+        "sample_weights:load_data",
+        "built-in-methods guide: (x, y, sample_weight) tf.data batched by 64, labels (N,), "
+        "RMSprop + sparse CE compiled in the build",
+        search=BATCHED,
+    ),
+    Setup(
+        "sequential_no_input",
+        "keras_tuner_guide:build_plain",
+        "keras_tuner_guide:load_data",
+        "KerasTuner guide's Sequential without keras.Input, uncompiled",
+        loss="categorical_crossentropy",
+        optimizer="adam",
+    ),
+    Setup(
+        "keras_tuner_hypermodel",
+        "keras_tuner_guide:build_model",
+        "keras_tuner_guide:load_data",
+        "KerasTuner getting-started build_model(hp) (hp.Int/Choice/Boolean/Float), compiled",
+        hypermodel=True,
+        validate=False,
+    ),
+    Setup(
+        "text_classification",
+        "text_classification:build_model",
+        "text_classification:load_data",
+        "text classification from scratch as the example trains: TextVectorization in the "
+        "tf.data pipeline (batched by 32), the model on word indices, compiled in the build",
+        search=BATCHED,
+        xfail=NOTHING_STORED,
+    ),
+    Setup(
+        "text_end_to_end",
+        "text_classification:build_end_to_end",
+        "text_classification:raw_datasets",
+        "the example's end-to-end model trained on raw strings: Input(dtype='string') + "
+        "TextVectorization adapted in the build",
+        xfail="Keras's fit under MirroredStrategy cannot take string inputs on several replicas",
+    ),
+    Setup(
+        "custom_train_step",
+        "custom_train_step:build_model",
+        "custom_train_step:load_data",
+        "customizing fit(): train_step with compute_loss and metrics, compiled in the build",
+        xfail="the workload check's train_on_batch hands train_step (x, y, None): "
+        "too many values to unpack (expected 2)",
+    ),
+    Setup(
+        "custom_loss",
+        "custom_loss:build_model",
+        "custom_loss:load_data",
+        "training guide's CustomMSE (keras.losses.Loss subclass, unregistered) compiled in the "
+        "build",
+        xfail=NOTHING_STORED,
+    ),
+    Setup(
+        "mobilenet_v2",
+        "applications:mobilenet_v2",
+        "applications:load_data",
+        "keras.applications.MobileNetV2(weights=None, input_shape=(32, 32, 3), classes=10)",
+        loss="sparse_categorical_crossentropy",
+        optimizer="adam",
+        base_batch_size=32,
+        heavy=True,
+        xfail=NOTHING_STORED,
+    ),
+    Setup(
+        "resnet50",
+        "applications:resnet50",
+        "applications:load_data",
+        "keras.applications.ResNet50(weights=None, input_shape=(32, 32, 3), classes=10)",
+        loss="sparse_categorical_crossentropy",
+        optimizer="adam",
+        base_batch_size=32,
+        heavy=True,
+    ),
+    Setup(
+        "subclassed",
+        "subclassed:build_model",
+        "subclassed:load_data",
+        "keras.Model subclass with call() and Dropout in training",
+        loss="sparse_categorical_crossentropy",
+        optimizer="adam",
+    ),
+    Setup(
+        "structured_data",
+        "structured_data:build_model",
+        "structured_data:load_data",
+        "structured data from scratch: Normalization/StringLookup/IntegerLookup adapted in the "
+        "build, BatchNorm, labels (N,) vs a (N, 1) sigmoid, compiled in the build",
+        search=BATCHED,
+    ),
+    Setup(
+        "tfrecord",
+        "tfrecord:build_model",
+        "tfrecord:load_data",
+        "TFRecord file written once, read with TFRecordDataset + parse_single_example",
+        loss="sparse_categorical_crossentropy",
+        optimizer="adam",
+        search=("train_samples = 1024", "val_samples = 192"),
+    ),
+    Setup(
+        "pydataset",
+        "pydataset:build_model",
+        "pydataset:load_data",
+        "a keras.utils.PyDataset subclass as (train, val)",
+        loss="sparse_categorical_crossentropy",
+        optimizer="adam",
+        search=BATCHED,
+        xfail="load_data must return arrays or (train, val) tf.data datasets; it returned a "
+        "tuple of 2 (CIFAR10PyDataset, CIFAR10PyDataset)",
+    ),
+    Setup(
+        "pydataset_jax",
+        "pydataset:build_model",
+        "pydataset:load_data",
+        "a keras.utils.PyDataset subclass as (train, val), Keras 3 on JAX",
+        loss="sparse_categorical_crossentropy",
+        optimizer="adam",
+        backend="jax",
+        search=BATCHED,
+    ),
+)
+
+BY_ID = {setup.id: setup for setup in SETUPS}

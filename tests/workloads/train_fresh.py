@@ -1,0 +1,123 @@
+"""A fresh training script that trains a zoo setup with an exported recommendation, with nothing
+of tuner's: plain Python and Keras, as a user's own script would.
+
+    python train_fresh.py REC.json MODEL_REF DATA_REF [--hypermodel] [--compiled | --loss=NAME]
+
+It reads the JSON's global batch, learning rate and optimizer (as Keras serializes it; from the
+``recommended`` block where the export has one, else the top-level keys), builds the model on two
+replicas (``MirroredStrategy`` over two logical CPUs, or ``keras.distribution.DataParallel`` when
+``KERAS_BACKEND=jax``), trains one epoch and prints one line ``REPORT {json}``. An uncompiled
+build is compiled with the exported optimizer and the loss the user names (``--loss``); a
+compiled build keeps its own compile and takes the exported learning rate (the report names both
+optimizer classes).
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import inspect
+import json
+import math
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def resolve(reference: str) -> Any:
+    module, _, name = reference.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def two_replicas() -> Any:
+    """A context to build the model in: the strategy's scope (TensorFlow), or nothing (JAX, where
+    the distribution is set globally)."""
+    import contextlib
+
+    if os.environ.get("KERAS_BACKEND") == "jax":
+        import jax
+        import keras
+
+        devices = jax.devices("cpu")[:2]
+        keras.distribution.set_distribution(keras.distribution.DataParallel(devices=devices))
+        return contextlib.nullcontext(), len(devices)
+    import tensorflow as tf
+
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    return strategy.scope(), strategy.num_replicas_in_sync
+
+
+def is_batched(dataset: Any) -> bool:
+    """A ``tf.data`` dataset whose first component has an unknown leading dimension."""
+    import tensorflow as tf
+
+    first = tf.nest.flatten(dataset.element_spec)[0]
+    return first.shape.rank is not None and first.shape.rank > 0 and first.shape[0] is None
+
+
+def fit_arguments(load: Any, batch: int) -> dict[str, Any]:
+    """What ``fit`` trains on for this ``load_data`` (its training split): arrays (dicts too) at
+    the global batch, tf.data datasets rebatched at it, ``PyDataset``\\ s made again at it."""
+    if "batch_size" in inspect.signature(load).parameters:  # a PyDataset of its own batch
+        train, _ = load(batch_size=batch)
+        return {"x": train}
+    data = load()
+    if len(data) == 4:
+        x, y, _, _ = data
+        return {"x": x, "y": y, "batch_size": batch}
+    train, _ = data
+    if is_batched(train):
+        train = train.unbatch()
+    return {"x": train.batch(batch, drop_remainder=True)}
+
+
+def main(argv: list[str]) -> None:
+    path, model_ref, data_ref, *flags = argv
+    config = json.loads(Path(path).read_text(encoding="utf-8"))
+    # The design's ``recommended`` block where the export has one, else the top-level keys.
+    recommended = config.get("recommended") or config
+    batch = int(recommended["global_batch_size"])
+    learning_rate = float(recommended["learning_rate"])
+    scope, replicas = two_replicas()
+    import keras
+
+    with scope:
+        build = resolve(model_ref)
+        if "--hypermodel" in flags:
+            import keras_tuner
+
+            hp = keras_tuner.HyperParameters()
+            for name, value in (config.get("model_hyperparameters") or {}).items():
+                hp.Fixed(name, value)
+            model = build(hp)
+        else:
+            model = build()
+        exported = keras.optimizers.deserialize(copy.deepcopy(recommended["optimizer"]))
+        if "--compiled" in flags:  # the build's own compile, at the exported learning rate
+            built_class = type(model.optimizer).__name__
+            model.optimizer.learning_rate = learning_rate
+        else:
+            built_class = None
+            (loss,) = [flag.removeprefix("--loss=") for flag in flags if flag.startswith("--loss=")]
+            model.compile(optimizer=exported, loss=loss)
+    history = model.fit(epochs=1, verbose=0, **fit_arguments(resolve(data_ref), batch))
+    losses = history.history["loss"]
+    report = {
+        "replicas": replicas,
+        "batch_size": batch,
+        "learning_rate": learning_rate,
+        "trained_learning_rate": float(keras.ops.convert_to_numpy(model.optimizer.learning_rate)),
+        "exported_optimizer": type(exported).__name__,
+        "built_optimizer": built_class,
+        "trained_optimizer": type(model.optimizer).__name__,
+        "losses": losses,
+        "finite": all(math.isfinite(loss) for loss in losses),
+    }
+    print("REPORT " + json.dumps(report))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
