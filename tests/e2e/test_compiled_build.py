@@ -103,19 +103,6 @@ def test_a_build_that_compiles_other_names_than_the_spec_is_said_once_and_wins(
     assert document["optimizer"]["class_name"] == "SGD"
 
 
-def test_an_uncompiled_build_without_spec_names_is_one_line_exit_2(tmp_path: Path) -> None:
-    write(tmp_path, "uncompiled")
-    result = run_tuner(
-        "search", "--spec", "s.toml", "--storage", "sqlite:///s.db", "--no-baseline", cwd=tmp_path
-    )
-    assert result.returncode == 2
-    assert result.stderr.strip().splitlines()[-1] == (
-        "error: compiled_builds:uncompiled returns an uncompiled model and the spec names no "
-        "loss and no optimizer: give [workload] loss and optimizer, or compile the model in the "
-        "build"
-    )
-
-
 def test_custom_objects_train_under_jax_with_the_specs_names_overridden(tmp_path: Path) -> None:
     write(tmp_path, "custom_objects", SPEC_NAMES)
     stderr, trials = search(tmp_path, "--backend", "jax", "--cpu-replicas", "2", "--no-baseline")

@@ -27,6 +27,8 @@ name = "gpu"
 [workload]
 model = "tuner_test_workloads:wide_model"
 data = "tuner_test_workloads:wide_data"
+loss = "mse"
+optimizer = "adam"
 backend = "jax"
 
 [search]

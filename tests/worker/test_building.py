@@ -8,7 +8,7 @@ import numpy as np
 from child_requests import run_request
 
 from tuner.worker import building
-from tuner.worker.session import initial_weights
+from tuner.worker.session import ModelRecipe, initial_weights
 
 X = np.random.default_rng(0).random((4, 10), dtype=np.float32)
 
@@ -28,18 +28,13 @@ def test_an_unbuilt_sequential_records_its_initial_weights_the_same_every_time()
 
 
 def test_every_build_of_the_run_starts_from_the_recorded_weights() -> None:
-    import keras
-
-    def build() -> keras.Model:
-        model = keras.Sequential([keras.layers.Dense(32), keras.layers.Dense(1)])
-        model.set_weights(building.recipe_initial(weights, first))  # what the recipe does
-        return model
-
     request = run_request(model="tuner_test_workloads:sequential_without_input")
     first = building.FirstInputs(read)
     weights = initial_weights(request, inputs=first)
-    model = building.builder(build, first, weights)()
-    assert all(np.array_equal(a, b) for a, b in zip(model.get_weights(), weights, strict=True))
+    recipe = ModelRecipe(request, None, weights, "float32", inputs=first)
+    for _ in range(2):  # each build is a fresh, unbuilt Sequential
+        model = recipe.build()
+        assert all(np.array_equal(a, b) for a, b in zip(model.get_weights(), weights, strict=True))
 
 
 def test_a_built_model_never_reads_the_inputs() -> None:
@@ -49,4 +44,5 @@ def test_a_built_model_never_reads_the_inputs() -> None:
     first = building.FirstInputs(unread)
     weights = initial_weights(run_request(), inputs=first)
     assert weights and not first.taken
-    assert building.recipe_initial(weights, first) is weights
+    ModelRecipe(run_request(), None, weights, "float32", inputs=first).build()
+    assert not first.taken

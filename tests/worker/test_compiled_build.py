@@ -9,7 +9,6 @@ import keras
 import pytest
 from child_requests import inspect_request, run_request, workload
 
-from tuner.core.errors import WorkloadError
 from tuner.worker import compiled, optim
 from tuner.worker.check import check_workload
 from tuner.worker.session import ModelRecipe
@@ -92,15 +91,13 @@ def test_the_spec_fills_what_the_build_leaves_out() -> None:
     assert "loss" not in alone  # its own train_step computes the loss
 
 
-def test_an_uncompiled_build_without_a_spec_loss_or_optimizer_is_one_line() -> None:
-    with pytest.raises(WorkloadError) as caught:
-        compiled.compile_args(None, workload(loss=None, optimizer=None), 0.01, "m:f")
-    assert str(caught.value) == (
-        "m:f returns an uncompiled model and the spec names no loss and no optimizer: give "
-        "[workload] loss and optimizer, or compile the model in the build"
-    )
-    with pytest.raises(WorkloadError, match="names no optimizer: give \\[workload\\] optimizer"):
-        compiled.compile_args(None, workload(loss="mse", optimizer=None), 0.01, "m:f")
+def test_an_uncompiled_build_without_spec_names_trains_with_the_documented_defaults() -> None:
+    args = compiled.compile_args(None, workload(loss=None, optimizer=None), 0.01, "m:f")
+    assert args["loss"] == "mse"
+    assert isinstance(args["optimizer"], keras.optimizers.Adam)
+    assert float(args["optimizer"].learning_rate) == pytest.approx(0.01)
+    named = compiled.compile_args(None, workload(loss="mae", optimizer="sgd"), 0.01, "m:f")
+    assert named["loss"] == "mae" and isinstance(named["optimizer"], keras.optimizers.SGD)
 
 
 def test_a_schedule_with_an_initial_rate_keeps_its_shape_at_the_rules_rate() -> None:
@@ -128,6 +125,6 @@ def test_the_workload_check_takes_custom_objects_and_needs_no_spec_names() -> No
     assert result["compile"]["overrides"] == {}
 
 
-def test_the_workload_check_refuses_an_uncompiled_build_without_spec_names() -> None:
-    with pytest.raises(WorkloadError, match="returns an uncompiled model and the spec names no"):
-        check_workload(inspect_request(model=UNCOMPILED, data=DATA, loss=None, optimizer=None))
+def test_the_workload_check_takes_an_uncompiled_build_without_spec_names() -> None:
+    result = check_workload(inspect_request(model=UNCOMPILED, data=DATA, loss=None, optimizer=None))
+    assert result["compiled_by_build"] is False

@@ -27,7 +27,12 @@ def identity_of(stored: Mapping[str, Any]) -> dict[str, Any]:
     the spec was stored at their defaults."""
     data = {key: value for key, value in stored.items() if key != "name"}
     search = {**_SEARCH_DEFAULTS, **dict(data.get("search", {}))}
-    data["workload"] = {"dataset": None, "backend": "tensorflow", **dict(data.get("workload", {}))}
+    workload = {"dataset": None, "backend": "tensorflow", **dict(data.get("workload", {}))}
+    # Unnamed (None since builds' compiles are kept) and the default named are one identity:
+    # core.spec's DEFAULT_LOSS and DEFAULT_OPTIMIZER (which import this module).
+    workload["loss"] = workload.get("loss") or "mse"
+    workload["optimizer"] = workload.get("optimizer") or "adam"
+    data["workload"] = workload
     for key in _MAY_CHANGE:
         search.pop(key, None)
     data["search"] = search

@@ -29,6 +29,7 @@ from typing import Any
 import optuna
 
 from tuner.core.protocol import TrialRequest
+from tuner.core.spec import DEFAULT_LOSS, DEFAULT_OPTIMIZER
 
 
 def reuse_key(request: TrialRequest, study_attrs: Mapping[str, Any], signature: str) -> str:
@@ -56,7 +57,7 @@ def request_fields(request: TrialRequest) -> dict[str, Any]:
     fields: dict[str, Any] = {
         "mode": request.mode,
         "plan": request.plan.to_dict(),
-        "workload": asdict(request.workload),
+        "workload": _workload_fields(request),
         "global_batch_size": request.global_batch_size,
         "learning_rate": request.learning_rate,
         "epochs": budget.epochs,
@@ -76,6 +77,15 @@ def request_fields(request: TrialRequest) -> dict[str, Any]:
         "model_hyperparameters": request.model_hyperparameters,
     }
     return {**fields, **{k: v for k, v in optional.items() if v is not None}}
+
+
+def _workload_fields(request: TrialRequest) -> dict[str, Any]:
+    # A loss or optimizer the spec leaves out (None since builds' compiles are kept) hashes as
+    # the default it stood for before, so the baselines stored then are still found.
+    fields = asdict(request.workload)
+    fields["loss"] = fields["loss"] or DEFAULT_LOSS
+    fields["optimizer"] = fields["optimizer"] or DEFAULT_OPTIMIZER
+    return fields
 
 
 _RUNTIME_PREFIXES = ("TF_", "XLA_", "OMP_", "MKL_", "KMP_", "CUDA_", "JAX_", "KERAS_", "TUNER_")

@@ -48,26 +48,3 @@ def built(model: Any, inputs: Callable[[], Any] | None) -> Any:
     if inputs is not None and not model.built:
         model(inputs(), training=False)
     return model
-
-
-def recipe_initial(initial: list[Any], inputs: FirstInputs) -> list[Any]:
-    """The weights :class:`~tuner.worker.session.ModelRecipe` sets on each fresh build: the
-    initial ones, or none (``[]``, which fits a model without weights) when the model had to be
-    built on ``inputs`` — :func:`builder` sets them once it is built."""
-    return [] if inputs.taken else initial
-
-
-def builder(build: Callable[[], Any], inputs: FirstInputs, initial: list[Any]) -> Callable[[], Any]:
-    """``build`` (the recipe's), followed — for a model that had to be built on ``inputs`` — by
-    building it on the same inputs and setting the run's initial weights, so every build of the
-    run starts from them. Until the recipe builds on the inputs itself (it calls :func:`built`
-    before ``set_weights``), this wraps it."""
-    if not inputs.taken:
-        return build
-
-    def build_on_inputs() -> Any:
-        model = built(build(), inputs)
-        model.set_weights(initial)
-        return model
-
-    return build_on_inputs

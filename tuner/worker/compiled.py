@@ -8,10 +8,11 @@ run builds a fresh model, so each build's objects are fresh too and are reused a
 the optimizer is made again, of the same class and settings, at the rule's learning rate
 (:func:`tuner.worker.optim.at_learning_rate`).
 
-What the build compiled fills what the spec leaves out and wins over what it names; a spec
-without a loss or optimizer needs a build that gives them. :func:`describe` names what a run
-trains with (a custom class by its class name and module); :func:`spec_differences` is what the
-driver's one line says when the spec names another loss or optimizer.
+What the build compiled fills what the spec leaves out and wins over what it names; with
+neither, an uncompiled build trains with the spec's defaults (``mse``, ``adam``).
+:func:`describe` names what a run trains with (a custom class by its class name and module);
+:func:`spec_differences` is what the driver's one line says when the spec names another loss or
+optimizer.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import keras
 
 from tuner.core.errors import WorkloadError
 from tuner.core.protocol import Workload
+from tuner.core.spec import DEFAULT_LOSS, DEFAULT_OPTIMIZER
 from tuner.worker import optim
 from tuner.worker.workload import make_optimizer
 
@@ -52,18 +54,15 @@ def compile_args(
     shaping and precision): the build's compile (``build``, from :func:`of_build`) where it
     gives one, else the spec's names. Raises :class:`WorkloadError` naming what is missing."""
     args = dict(build or {})
+    optimizer, loss = workload.optimizer, workload.loss
+    if build is None:  # as before compiled builds were kept: the documented defaults
+        optimizer, loss = optimizer or DEFAULT_OPTIMIZER, loss or DEFAULT_LOSS
     if "optimizer" in args:
         args["optimizer"] = optim.at_learning_rate(args["optimizer"], learning_rate)
-    elif workload.optimizer is not None:
-        args["optimizer"] = make_optimizer(workload.optimizer, learning_rate)
-    if "loss" not in args and workload.loss is not None:
-        args["loss"] = workload.loss
-    missing = [key for key in ("loss", "optimizer") if key not in args]
-    if build is None and missing:
-        raise WorkloadError(
-            f"{model} returns an uncompiled model and the spec names no {' and no '.join(missing)}"
-            f": give [workload] {' and '.join(missing)}, or compile the model in the build"
-        )
+    elif optimizer is not None:
+        args["optimizer"] = make_optimizer(optimizer, learning_rate)
+    if "loss" not in args and loss is not None:
+        args["loss"] = loss
     if "optimizer" not in args:
         raise WorkloadError(
             f"{model} compiles its model without an optimizer and the spec names none: give "

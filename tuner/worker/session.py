@@ -97,8 +97,12 @@ class ModelRecipe:
         rule: LearningRateRule | None,
         initial: list[np.ndarray],
         precision_name: str,
+        inputs: Callable[[], Any] | None = None,
     ) -> None:
+        """``inputs``: what a model without weights is built on before the initial weights are
+        set (:func:`tuner.worker.building.built`)."""
         self._workload = request.workload
+        self._inputs = inputs
         self._values = request.model_hyperparameters
         self._learning_rate = request.learning_rate
         self._initial = initial
@@ -122,7 +126,7 @@ class ModelRecipe:
 
     def build(self) -> Any:
         """A fresh model at the run's initial weights."""
-        model = hypermodel.build(self._workload.model, self._values)
+        model = building.built(hypermodel.build(self._workload.model, self._values), self._inputs)
         model.set_weights(self._initial)
         self.build_args = compiled.of_build(model)  # this build's own objects, fresh each time
         return model

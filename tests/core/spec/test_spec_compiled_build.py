@@ -1,7 +1,6 @@
 """The spec's loss and optimizer are optional (issue 28, part 3): a build that compiles its model
-gives them. Only a custom loop, which trains on the spec's loss (never on a compiled build), still
-needs one; ``sqrt-adam`` is checked against a named optimizer here and against the build's in
-the child."""
+gives them, and an uncompiled build without them trains with the documented defaults (mse, adam);
+``sqrt-adam`` is checked against a named optimizer here and against the build's in the child."""
 
 from __future__ import annotations
 
@@ -38,13 +37,14 @@ def test_a_spec_without_loss_or_optimizer_leaves_them_to_the_build() -> None:
     assert spec.to_dict()["workload"]["loss"] is None
 
 
-def test_a_custom_loop_needs_the_specs_loss() -> None:
-    with pytest.raises(ConfigError) as caught:
-        build(loop="custom")
-    assert str(caught.value) == (
-        "loop = 'custom' trains on the spec's loss (a model the build compiles runs with "
-        'loop = fit): give workload.loss in unit.toml (a Keras loss name such as "mse")'
-    )
+def test_unnamed_and_the_default_named_are_one_identity_on_resume() -> None:
+    """A study stored before builds' compiles were kept holds loss "mse" and optimizer "adam"
+    for a spec that named neither; the same spec read now (None, None) resumes it."""
+    named = copy.deepcopy(VALID)
+    named["workload"].update(loss="mse", optimizer="adam")
+    assert build().identity() == spec_from_dict(named, source="unit.toml").identity()
+    named["workload"]["loss"] = "mae"
+    assert build().identity() != spec_from_dict(named, source="unit.toml").identity()
 
 
 def test_sqrt_adam_is_still_checked_against_a_named_optimizer() -> None:

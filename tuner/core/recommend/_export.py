@@ -138,16 +138,18 @@ def compiled_with(attrs: dict[str, Any], workload: dict[str, Any]) -> dict[str, 
     """The loss and optimizer class the trial trained with, and ``from_build``: whether the
     user's build compiled them (then ``metrics``, ``loss_weights`` and ``weighted_metrics``
     too, when it set them). A custom class is ``{"class", "module"}``, a custom function
-    ``{"function", "module"}``. Trials stored before they recorded it: the spec's names."""
+    ``{"function", "module"}``. Trials stored before they recorded it: the spec's names, what
+    is not known left out."""
     described = attrs.get("compile")
     if not isinstance(described, dict):
         optimizer = attrs.get("optimizer")
         from_build = optimizer.get("from_build") if isinstance(optimizer, dict) else None
-        return {
+        known = {
             "from_build": from_build,
             "loss": None if from_build else workload.get("loss"),
             "optimizer_class": None if from_build else workload.get("optimizer"),
         }
+        return {key: value for key, value in known.items() if value is not None}  # unknown: absent
     section = {
         "from_build": bool(described.get("from_build")),
         "loss": described.get("loss"),

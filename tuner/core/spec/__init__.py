@@ -12,6 +12,8 @@ from tuner.core.spec._fields import parse_int_list, parse_name_list
 from tuner.core.spec._runtime import BACKENDS, DEFAULT_BACKEND
 from tuner.core.spec._spec import (
     BUILTIN_SOURCE,
+    DEFAULT_LOSS,
+    DEFAULT_OPTIMIZER,
     LOOP_KINDS,
     LOSS_REDUCTIONS,
     MODEL_HYPERPARAMETERS,
@@ -27,6 +29,8 @@ __all__ = [
     "BACKENDS",
     "BUILTIN_SOURCE",
     "DEFAULT_BACKEND",
+    "DEFAULT_LOSS",
+    "DEFAULT_OPTIMIZER",
     "LOOP_KINDS",
     "LOSS_REDUCTIONS",
     "MODEL_HYPERPARAMETERS",

@@ -36,6 +36,10 @@ LOSS_REDUCTIONS = ("global", "replica-mean")
 over replicas (the forum answer's bug, kept so that ``tuner validate`` can show it caught)."""
 MODEL_HYPERPARAMETERS = ("defaults", "search")
 DEFAULT_TRIALS = 20
+DEFAULT_LOSS = "mse"
+DEFAULT_OPTIMIZER = "adam"
+"""What an uncompiled build trains with when the spec names no loss or optimizer (a compiled
+build's own win over both)."""
 
 BUILTIN_SOURCE = "built-in regression workload"
 _BUILTIN: dict[str, Any] = {
@@ -64,10 +68,11 @@ class WorkloadSpec:
     data: str | None
     """``module:function`` returning arrays or ``(train, val)`` tf.data datasets."""
     loss: str | None = None
-    """A Keras loss name; ``None``: the build compiles its model (the workload check refuses an
-    uncompiled one). A build's compile wins over it, and the search says so."""
+    """A Keras loss name; ``None``: not named — the build's compile gives it, else
+    :data:`DEFAULT_LOSS`. A build's compile wins over a named one, and the search says so."""
     optimizer: str | None = None
-    """A Keras optimizer name; ``None``: the build's compile gives it (as for ``loss``)."""
+    """A Keras optimizer name; ``None``: the build's compile gives it, else
+    :data:`DEFAULT_OPTIMIZER` (as for ``loss``)."""
     dataset: str | None = None
     """``module:function(split, batch_size, input_context)`` returning one split (instead of
     ``data``)."""
@@ -240,7 +245,6 @@ def build_spec(
     workload_spec = _workload(workload)
     search_spec = _search(search, workload_spec.optimizer)
     check_backend(workload_spec.backend, search, workload, search_spec.loop, search_spec.update_on)
-    _check_custom_loop_loss(workload_spec, search_spec, workload)
     return StudySpec(
         name=_study_name(study),
         workload=workload_spec,
@@ -299,16 +303,6 @@ def _optional_name(workload: Table, key: str) -> str | None:
     """A Keras name the spec may leave out when the user's build compiles the model."""
     value = workload.get(key)
     return None if value is None else fields.string(value, workload.label(key))
-
-
-def _check_custom_loop_loss(workload: WorkloadSpec, search: SearchSpec, table: Table) -> None:
-    """A custom loop compiles the model with the spec's loss (it refuses a model the build
-    compiled), so it needs one; with ``fit`` the build's compile may give it."""
-    if search.loop != "fit" and workload.loss is None:
-        raise ConfigError(
-            f"loop = {search.loop!r} trains on the spec's loss (a model the build compiles runs "
-            f'with loop = fit): give {table.label("loss")} (a Keras loss name such as "mse")'
-        )
 
 
 def _data_source(workload: Table) -> dict[str, str | None]:

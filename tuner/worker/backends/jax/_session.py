@@ -27,7 +27,7 @@ from tuner.worker.backends.jax import _evidence as evidence
 from tuner.worker.backends.jax import _inputs as inputs
 from tuner.worker.backends.jax._loop import JaxFitLoop
 from tuner.worker.backends.jax._noise import JaxNoiseMeter
-from tuner.worker.building import FirstInputs, builder, recipe_initial
+from tuner.worker.building import FirstInputs
 from tuner.worker.losses import unpack
 from tuner.worker.meters import Emit, Meter
 from tuner.worker.session import ModelRecipe, Session, initial_weights, plan_run
@@ -130,11 +130,11 @@ def open_session(request: RunRequest, emit: Emit, record_steps: bool = False) ->
     first = FirstInputs(lambda size: inputs.first_batch(source, "train", size))
     # No distribution set yet: the same numbers on any devices.
     initial = initial_weights(request, inputs=first)
-    recipe = ModelRecipe(request, rule, recipe_initial(initial, first), precision_name)
+    recipe = ModelRecipe(request, rule, initial, precision_name, inputs=first)
     keras.distribution.set_distribution(keras.distribution.DataParallel(devices=devices))
     loop = JaxFitLoop(
         devices,
-        builder(recipe.build, first, initial),
+        recipe.build,
         recipe.compile_args,
         reduction=request.loss_reduction,
         record_steps=record_steps,

@@ -29,7 +29,7 @@ from tuner.worker.backends.tensorflow._devices import (
 )
 from tuner.worker.backends.tensorflow._loops import make_loop
 from tuner.worker.backends.tensorflow._noise import NoiseMeter
-from tuner.worker.building import FirstInputs, builder, recipe_initial
+from tuner.worker.building import FirstInputs
 from tuner.worker.meters import Emit, Meter
 from tuner.worker.session import ModelRecipe, Session, initial_weights, plan_run
 
@@ -111,11 +111,11 @@ def open_session(request: RunRequest, emit: Emit, record_steps: bool = False) ->
     steps, windows, checks, rule = plan_run(request, batch, source)
     first = FirstInputs(lambda size: inputs.first_batch(source, "train", size))
     initial = initial_weights(request, place=lambda: tf.device("/cpu:0"), inputs=first)
-    recipe = ModelRecipe(request, rule, recipe_initial(initial, first), precision_name)
+    recipe = ModelRecipe(request, rule, initial, precision_name, inputs=first)
     loop = make_loop(
         request.loop,
         strategy,
-        builder(recipe.build, first, initial),
+        recipe.build,
         recipe.compile_args,
         loss_name=request.workload.loss or "",  # read by custom loops only: the spec has one
         global_batch=batch,
