@@ -17,7 +17,7 @@ tf = pytest.importorskip("tensorflow")
 
 from tuner.core.errors import WorkloadError  # noqa: E402
 from tuner.worker.backends.tensorflow import _inputs as inputs  # noqa: E402
-from tuner.worker.tfdata import is_batched  # noqa: E402
+from tuner.worker.tfdata import is_batched, samples_before_batching  # noqa: E402
 
 X = np.arange(40, dtype="float32").reshape(20, 2)
 Y = X.sum(axis=1, keepdims=True)
@@ -51,6 +51,7 @@ def test_a_batched_dataset_is_rebatched_at_the_global_batch(workload_module: Any
     val = tf.data.Dataset.from_tensor_slices((X[:5], Y[:5])).batch(2)
     source = load(workload_module, (train, val))
     assert source.form == "datasets" and source.rebatched
+    assert (source.train_size, source.val_size) == (20, 5)  # samples, from the batching steps
     x, _ = next(iter(inputs.train_batches(source, 8, seed=None)))
     np.testing.assert_array_equal(x.numpy(), X[:8] * 2)  # the user's order and map kept
     val_x = [x.numpy() for x, _ in inputs.val_batches(source, 4, val_samples=None)]
@@ -76,6 +77,22 @@ def test_is_batched_sees_through_maps_and_unbatch() -> None:
     assert not is_batched(base.batch(4).unbatch())
 
 
+@pytest.mark.parametrize(
+    ("pipeline", "samples"),
+    [
+        (lambda d: d.shuffle(1024).batch(6), 20),  # the built-in-methods guide's way
+        (lambda d: d.batch(6).map(lambda x, y: (x, y)).prefetch(2), 20),  # text classification's
+        (lambda d: d.batch(6, drop_remainder=True), 18),
+        (lambda d: d.padded_batch(6).cache().shuffle(3), 20),
+        (lambda d: d.batch(6).filter(lambda x, y: True), None),  # batches of unknown count
+        (lambda d: d.batch(6).repeat(2), None),  # not one element per batch any more
+        (lambda d: d.batch(6).unbatch().batch(7), None),
+    ],
+)
+def test_a_batched_datasets_samples_are_read_from_its_batching_step(pipeline, samples) -> None:
+    assert samples_before_batching(pipeline(tf.data.Dataset.from_tensor_slices((X, Y)))) == samples
+
+
 def test_image_folder_as_the_user_reads_it(tmp_path: Path, workload_module: Any) -> None:
     for label in ("cat", "dog"):
         folder = tmp_path / label
@@ -87,7 +104,7 @@ def test_image_folder_as_the_user_reads_it(tmp_path: Path, workload_module: Any)
         tmp_path, image_size=(8, 8), batch_size=4, seed=0, verbose=False
     )
     source = load(workload_module, (train, train))
-    assert source.rebatched and source.train_size is None
+    assert source.rebatched and source.train_size == 10  # Keras's loader batches file paths
     x, y = next(iter(inputs.train_batches(source, 6, seed=None)))
     assert x.shape == (6, 8, 8, 3) and y.shape == (6,)
 

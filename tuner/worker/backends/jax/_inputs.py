@@ -134,14 +134,15 @@ def _is_tf_dataset(value: Any) -> bool:
 
 def _tf_stream(reference: str, name: str, dataset: Any) -> tuple[str, int | None, Passes]:
     """A ``tf.data`` dataset the workload gave (so TensorFlow is already imported), read as
-    NumPy batches; an unbatched one is read in batches of 256 and keeps its known size."""
+    NumPy batches; an unbatched one is read in batches of 256 and keeps its known size, a
+    batched one's size is read from its batching step (:func:`samples_before_batching`)."""
     from tuner.worker.backends.jax._no_tensorflow import reveal_tensorflow
-    from tuner.worker.tfdata import is_batched
+    from tuner.worker.tfdata import is_batched, samples_before_batching
 
     reveal_tensorflow()
     _refuse_tf_kinds(reference, name, dataset.element_spec)
-    size: int | None = None
     infinite = int(dataset.cardinality()) == -1
+    size = samples_before_batching(dataset) if is_batched(dataset) else None
     if not is_batched(dataset):
         cardinality = int(dataset.cardinality())
         size = cardinality if cardinality >= 0 else None

@@ -33,7 +33,7 @@ from tuner.worker.sources import (
     element_error,
     element_parts,
 )
-from tuner.worker.tfdata import is_batched
+from tuner.worker.tfdata import is_batched, samples_before_batching
 from tuner.workloads import resolve
 
 
@@ -84,10 +84,10 @@ def _from_datasets(reference: str, train: Any, val: Any) -> Source:
         empty = "train" if train_size == 0 else "val"
         raise WorkloadError(f"{reference}: the {empty} dataset is empty")
     if rebatched:
-        # Sizes of a batched dataset count batches, not samples: unknown until read.
-        train, train_size = train.unbatch(), None
+        # Sizes of a batched dataset count batches: the samples come from its batching step.
+        train, train_size = train.unbatch(), samples_before_batching(train)
     if is_batched(val):
-        val, val_size = val.unbatch(), None
+        val, val_size = val.unbatch(), samples_before_batching(val)
     return Source(
         DATASETS,
         reference,
