@@ -138,3 +138,18 @@ def element_error(element: Any) -> str | None:
             f"they are tuples of {len(element)}"
         )
     return None
+
+
+def pydataset_samples(dataset: Any) -> int | None:
+    """Samples in a ``keras.utils.PyDataset`` of known length: all its batches but the last at
+    the first one's size, plus the last (two batches read; ``None`` for an infinite one)."""
+    count = dataset.num_batches
+    if count is None:
+        return None
+    if count == 0:
+        return 0
+
+    def size(index: int) -> int:
+        return int(np.shape(leaves(element_parts(dataset[index])[0])[0])[0])
+
+    return (count - 1) * size(0) + size(count - 1)

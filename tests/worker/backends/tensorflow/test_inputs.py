@@ -160,3 +160,40 @@ def test_a_failing_read_keeps_tensorflows_message(workload_module: Any) -> None:
     source = load(workload_module, (bad, bad))
     with pytest.raises(WorkloadError, match="pixels out of range"):
         inputs.first_batch(source, "train", 4)
+
+
+class Batches(tf.keras.utils.PyDataset):
+    """A PyDataset as its docs write one: batches sliced in ``__getitem__``, the last smaller."""
+
+    def __init__(self, x: Any, y: Any | None, batch_size: int) -> None:
+        super().__init__()
+        self.x, self.y, self.batch_size = x, y, batch_size
+        self.epochs_ended = 0
+
+    def __len__(self) -> int:
+        return -(-len(self.x) // self.batch_size)
+
+    def __getitem__(self, index: int) -> Any:
+        part = slice(index * self.batch_size, (index + 1) * self.batch_size)
+        return self.x[part] if self.y is None else (self.x[part], self.y[part])
+
+    def on_epoch_end(self) -> None:
+        self.epochs_ended += 1
+
+
+def test_pydatasets_are_read_in_their_order_and_rebatched(workload_module: Any) -> None:
+    train, val = Batches(X, Y, batch_size=6), Batches(X[:5], Y[:5], batch_size=2)
+    source = load(workload_module, (train, val))
+    assert (source.form, source.train_size, source.val_size) == ("pydatasets", 20, 5)
+    assert source.rebatched and not source.train_infinite
+    batches = list(inputs.train_batches(source, 8, seed=None).take(5))  # two passes
+    seen = np.concatenate([x.numpy() for x, _ in batches])
+    np.testing.assert_array_equal(seen, np.concatenate([X, X]))  # the PyDataset's own order
+    assert train.epochs_ended >= 1  # told at the end of each pass, as Keras tells it
+    assert [len(x) for x, _ in inputs.val_batches(source, 4, val_samples=None)] == [4, 1]
+
+
+def test_a_pydataset_of_inputs_alone_is_one_structure(workload_module: Any) -> None:
+    source = load(workload_module, (Batches(X, None, 6), Batches(X[:4], None, 6)))
+    (x,) = next(iter(inputs.train_batches(source, 4, seed=None)))
+    np.testing.assert_array_equal(x.numpy(), X[:4])

@@ -37,6 +37,7 @@ from tuner.worker.sources import (
     element_parts,
     leaves,
     map_leaves,
+    pydataset_samples,
 )
 
 Batch = tuple[Any, ...]
@@ -101,7 +102,8 @@ def _stream(reference: str, name: str, value: Any) -> tuple[str, int | None, Pas
     import keras
 
     if isinstance(value, keras.utils.PyDataset):
-        return PYDATASETS, None, lambda: _checked(reference, name, _pydataset_pass(value))
+        size = pydataset_samples(value)
+        return PYDATASETS, size, lambda: _checked(reference, name, _pydataset_pass(value))
     if _is_tf_dataset(value):
         return _tf_stream(reference, name, value)
     if isinstance(value, str | bytes | np.ndarray | Mapping) or not hasattr(value, "__iter__"):

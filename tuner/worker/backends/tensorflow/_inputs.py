@@ -15,8 +15,11 @@ and checks look at the first batches only.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
+import keras
+import numpy as np
 import tensorflow as tf
 
 from tuner.core.errors import WorkloadError, error_line
@@ -25,6 +28,7 @@ from tuner.worker.sources import (
     ARRAYS,
     DATASETS,
     FUNCTION,
+    PYDATASETS,
     Source,
     as_arrays,
     call_data,
@@ -32,6 +36,7 @@ from tuner.worker.sources import (
     describe,
     element_error,
     element_parts,
+    pydataset_samples,
 )
 from tuner.worker.tfdata import is_batched, samples_before_batching
 from tuner.workloads import resolve
@@ -48,14 +53,68 @@ def load_source(workload: Workload) -> Source:
         return _from_arrays(reference, data)
     if isinstance(data, tuple | list) and len(data) == 2 and all(map(_is_dataset, data)):
         return _from_datasets(reference, data[0], data[1])
+    if isinstance(data, tuple | list) and len(data) == 2 and all(map(_is_pydataset, data)):
+        return _from_pydatasets(reference, data[0], data[1])
     raise WorkloadError(
         f"{reference} must return (x_train, y_train, x_val, y_val) arrays or (train, val) "
-        f"tf.data datasets; it returned {describe(data)}"
+        f"tf.data datasets or keras.utils.PyDatasets; it returned {describe(data)}"
     )
 
 
 def _is_dataset(value: Any) -> bool:
     return isinstance(value, tf.data.Dataset)
+
+
+def _is_pydataset(value: Any) -> bool:
+    return isinstance(value, keras.utils.PyDataset)
+
+
+def _from_pydatasets(reference: str, train: Any, val: Any) -> Source:
+    """``keras.utils.PyDataset`` splits, read batch by batch in their own order (``workers`` and
+    multiprocessing are not used: one reader) as a ``tf.data`` stream, unbatched to be batched
+    again at the trial's global batch like any batched dataset."""
+    train_size, val_size = pydataset_samples(train), pydataset_samples(val)
+    if train_size == 0 or val_size == 0:
+        raise WorkloadError(
+            f"{reference}: the {'train' if train_size == 0 else 'val'} data are empty"
+        )
+    return Source(
+        PYDATASETS,
+        reference,
+        train=_pydataset_stream(reference, train).unbatch(),
+        val=_pydataset_stream(reference, val).unbatch(),
+        train_size=train_size,
+        val_size=val_size,
+        train_infinite=train.num_batches is None,
+        rebatched=True,
+    )
+
+
+def _pydataset_stream(reference: str, dataset: Any) -> Any:
+    first = _batch_parts(dataset[0])
+    problem = element_error(first)
+    if problem is not None:
+        raise WorkloadError(f"{reference}: a PyDataset's batch {problem}")
+    signature = tf.nest.map_structure(_batch_spec, first)
+
+    def one_pass() -> Any:
+        count = dataset.num_batches
+        for index in range(count) if count is not None else itertools.count():
+            yield _batch_parts(dataset[index])
+        dataset.on_epoch_end()  # as Keras calls it after each pass
+
+    return tf.data.Dataset.from_generator(one_pass, output_signature=signature)
+
+
+def _batch_parts(batch: Any) -> Any:
+    # The generator's elements must keep one structure: a lone x is (x,), as Keras unpacks it.
+    return tuple(as_arrays(part) for part in element_parts(batch))
+
+
+def _batch_spec(array: Any) -> Any:
+    value = np.asarray(array)
+    dtype = tf.string if value.dtype.kind in "OUS" else tf.as_dtype(value.dtype)
+    return tf.TensorSpec((None, *value.shape[1:]), dtype)
 
 
 def _from_arrays(reference: str, data: Any) -> Source:
