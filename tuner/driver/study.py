@@ -100,7 +100,8 @@ def run_search(
     # The first run after the workload check: a probe, else a new study's baseline (one device).
     first = plan.single_device() if baseline and plan.num_replicas > 1 and not probe else plan
     with spares(expect=first.child_environment()):
-        info = workload_check.check(spec, plan, runner=runner, probe=probe)
+        measured = spec.search.noise_scale and plan.num_replicas > 1
+        info = workload_check.check(spec, plan, runner=runner, probe=probe, noise_scale=measured)
         study = open_study(spec, plan, storage_url, study_name, info, heartbeat_s)
         if on_study is not None:
             on_study(study)

@@ -29,13 +29,20 @@ _INSPECTED = ("n_train", "n_val", "parameters")
 
 
 def check(
-    spec: StudySpec, plan: DevicePlan, *, runner: ChildRunner, probe: bool = False
+    spec: StudySpec,
+    plan: DevicePlan,
+    *,
+    runner: ChildRunner,
+    probe: bool = False,
+    noise_scale: bool = False,
 ) -> dict[str, Any]:
     """Check the grid, the options and the workload (in a child that ``runner`` runs); return
     what the workload check found (sizes, versions, a hypermodel's space). Raises
     :class:`ConfigError` for bad input.
 
-    ``probe``: whether the grid will be probed first (refused for a joint search).
+    ``probe``: whether the grid will be probed first (refused for a joint search);
+    ``noise_scale``: whether the trials will measure the gradient noise scale (the check takes
+    one step of the meter, and where it cannot measure one line says why, before the grid).
     """
     if probe and spec.search.joint:
         raise ConfigError(
@@ -43,11 +50,11 @@ def check(
             "model configuration has its own (out-of-memory is tracked per configuration)"
         )
     check_grid(spec, plan)
-    info = inspect_workload(spec, runner=runner)
+    info = inspect_workload(spec, runner=runner, noise_scale=noise_scale)
     check_grid(spec, plan, n_train=info["n_train"])
-    line = compile_line(spec.workload.model, info.get("compile"))
-    if line is not None:
-        _log.warning("%s", line)  # once, before anything is stored or trained
+    for line in (compile_line(spec.workload.model, info.get("compile")), noise_line(info)):
+        if line is not None:
+            _log.warning("%s", line)  # once, before anything is stored or trained
     if spec.search.joint and not info.get("hypermodel"):
         raise ConfigError(
             f"model_hyperparameters = search needs a KerasTuner hypermodel; {spec.workload.model} "
@@ -68,6 +75,13 @@ def compile_line(model: str, described: dict[str, Any] | None) -> str | None:
     return f"{model} compiles its model: trials train with its {used}, not the spec's {named}"
 
 
+def noise_line(info: dict[str, Any]) -> str | None:
+    """The one line to say when the workload check found that the gradient noise meter cannot
+    measure (its ``noise_scale_skipped``): the trials train and store the same reason."""
+    reason = info.get("noise_scale_skipped")
+    return f"the gradient noise scale will not be measured: {reason}" if reason else None
+
+
 def _name(value: Any) -> str:
     """A described loss or optimizer (:func:`tuner.worker.compiled.named`) in a few words."""
     if isinstance(value, dict) and ("class" in value or "function" in value):
@@ -76,16 +90,21 @@ def _name(value: Any) -> str:
 
 
 def inspect_workload(
-    spec: StudySpec, *, runner: ChildRunner, timeout_s: float = INSPECT_TIMEOUT_S
+    spec: StudySpec,
+    *,
+    runner: ChildRunner,
+    timeout_s: float = INSPECT_TIMEOUT_S,
+    noise_scale: bool = False,
 ) -> dict[str, Any]:
     """Load the workload once in a CPU-only child (run by ``runner``), on the spec's Keras
-    backend: sizes, shapes, versions.
+    backend: sizes, shapes, versions; with ``noise_scale``, whether the noise meter measures
+    (``noise_scale_skipped`` where it cannot).
 
     Raises :class:`WorkloadError` when the model or data cannot be loaded or do not fit together,
     and :class:`TunerError` when the child's answer cannot be read.
     """
     env = inspect_environment(spec.workload.backend)
-    run = runner.run(inspect_request(spec), env, timeout_s)
+    run = runner.run(inspect_request(spec, noise_scale=noise_scale), env, timeout_s)
     result = _inspection(run)
     if result.status != "ok":
         raise WorkloadError(result.error or "loading the workload failed")

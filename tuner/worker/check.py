@@ -5,15 +5,17 @@ an empty dataset, NaN or inf in the data it reads (every trial would diverge), s
 that do not fit the model and loss (one real training step: Keras's own line), loss and
 optimizer names, a learning-rate rule the optimizer cannot take, a compiled model asked to run a
 custom loop, an infinite training set without a sample budget — and reports the workload's
-sizes for the driver's plan. It reads the first :data:`SCAN_SAMPLES` samples of each split only,
-as tensors in the element's own structure (strings stay strings): no dataset is ever
-materialised.
+sizes for the driver's plan. Where the trials will measure the gradient noise scale, it takes one
+step of the noise meter too: where the meter cannot measure, the result says why
+(``noise_scale_skipped``), never an error. It reads the first :data:`SCAN_SAMPLES` samples of
+each split only, as tensors in the element's own structure (strings stay strings): no dataset is
+ever materialised.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -23,8 +25,12 @@ from tuner.core.protocol import InspectRequest, Workload
 from tuner.core.scaling import optimizer_settings
 from tuner.worker import backends, compiled, hypermodel
 from tuner.worker.digest import workload_digest
-from tuner.worker.sources import Source, leaves, map_leaves
+from tuner.worker.noise import failure_reason
+from tuner.worker.sources import FUNCTION, Source, leaves, map_leaves
 from tuner.worker.workload import check_loss
+
+if TYPE_CHECKING:
+    from tuner.worker.backends import Framework
 
 SAMPLES = 8
 """How many examples the check trains one step on (and evaluates): enough to show a shape
@@ -70,7 +76,9 @@ def check_workload(request: InspectRequest) -> dict[str, Any]:
         )
     _check_trains(model, workload.model, source.reference, first)
     digest = workload_digest(workload, model, {k: _numpy(v) for k, v in read.items()})
+    skipped = _noise_skipped(request, inputs, model, source, first["train"])
     return {
+        **({"noise_scale_skipped": skipped} if skipped is not None else {}),
         "n_train": source.train_size,
         "n_val": source.val_size,
         "input_form": source.form,
@@ -238,6 +246,29 @@ def _check_trains(
         raise WorkloadError(
             f"model {model_ref} does not fit data {reference} ({shapes}): {error_line(exc)}{alone}"
         ) from exc
+
+
+NOISE_LOOPS = ("fit", "custom")
+"""The loops whose trials measure the gradient noise scale (:mod:`tuner.worker.trial`)."""
+
+
+def _noise_skipped(
+    request: InspectRequest, framework: Framework, model: Any, source: Source, batch: Any
+) -> str | None:
+    """Why the trials' gradient noise meter will not measure, found by one measurement step of
+    it on the first training samples (after the training step built the model), or ``None``.
+
+    A side measurement never refuses a workload: what its step raises, or the meter's own
+    refusal (a custom ``train_step`` that hides its loss), is the reason the trials will store
+    (``noise_scale_skipped``), said once before the grid instead of found in every trial."""
+    if not request.noise_scale or request.loop not in NOISE_LOOPS or source.form == FUNCTION:
+        return None  # not measured (a dataset function's trials say why themselves)
+    samples = int(leaves(batch[0])[0].shape[0])
+    try:
+        framework.measure_noise_once(model, batch, samples)
+    except Exception as exc:  # whatever the meter raises, the trials train on without it
+        return failure_reason(exc)
+    return None
 
 
 def _one_step(run: Any, x: Any, y: Any, weights: Any, **options: Any) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 
 import keras
 
-from tuner.core.errors import WorkloadError
+from tuner.core.errors import WorkloadError, error_line
 from tuner.workloads import resolve
 
 _MAX_DISCOVERY_BUILDS = 32
@@ -68,7 +68,7 @@ def _call(reference: str, build: Callable[[Any], Any], hp: Any) -> Any:
     except WorkloadError:
         raise
     except Exception as exc:
-        raise WorkloadError(f"{reference} raised {type(exc).__name__}: {exc}") from exc
+        raise WorkloadError(f"{reference} raised {error_line(exc)}") from exc
     if not isinstance(model, keras.Model):
         raise WorkloadError(f"{reference} must return a keras.Model, got {type(model).__name__}")
     return model

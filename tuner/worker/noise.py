@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from tuner.core.efficiency import NoiseScale
+from tuner.core.errors import error_line
 from tuner.core.oom import is_oom_error
 
 __all__ = [
@@ -88,10 +89,7 @@ def failure_reason(exc: BaseException) -> str:
         return str(exc)
     if is_oom_error(exc):
         return f"the measurement ran out of memory ({type(exc).__name__})"
-    message = " ".join(str(exc).split())  # one line
-    if len(message) > 300:
-        message = message[:297] + "..."
-    return f"the noise meter failed: {type(exc).__name__}: {message}"
+    return f"the noise meter failed: {error_line(exc)}"
 
 
 class GuardedNoise:

@@ -93,6 +93,9 @@ class InspectRequest:
     lr_rules: tuple[str, ...]
     max_ratio: int
     """The grid's largest batch ratio (``sqrt-adam`` is checked at it)."""
+    noise_scale: bool = True
+    """Whether the trials will measure the gradient noise scale: the check then takes one
+    measurement step of the meter, and says why it will not measure where it cannot."""
     spawned_at: float | None = None
     """When the driver handed the request over (wall clock); set by the runner."""
 

@@ -87,14 +87,18 @@ def first_precision(spec: StudySpec) -> str:
     return spec.search.precisions[0]
 
 
-def inspect_request(spec: StudySpec) -> InspectRequest:
-    """Load ``spec``'s workload once and report its sizes, shapes and versions."""
+def inspect_request(spec: StudySpec, *, noise_scale: bool | None = None) -> InspectRequest:
+    """Load ``spec``'s workload once and report its sizes, shapes and versions; with one step of
+    the gradient noise meter where the trials will measure it (``noise_scale``, default the
+    spec's)."""
+    search = spec.search
     return InspectRequest(
         workload=workload_ref(spec),
         budget=budget_of(spec),
-        loop=spec.search.loop_kind,
-        lr_rules=tuple(spec.search.lr_rules),
-        max_ratio=max(spec.search.batch_multipliers),
+        loop=search.loop_kind,
+        lr_rules=tuple(search.lr_rules),
+        max_ratio=max(search.batch_multipliers),
+        noise_scale=search.noise_scale if noise_scale is None else noise_scale,
     )
 
 

@@ -43,6 +43,10 @@ class Framework(Protocol):
     def first_batch(self, source: Source, split: str, size: int) -> Any:
         """The first ``size`` examples of ``split`` as NumPy ``(x, y[, sample_weight])``."""
 
+    def measure_noise_once(self, model: Any, batch: tuple[Any, ...], samples: int) -> None:
+        """One step of this backend's gradient noise meter on ``batch`` (a :meth:`first_batch`
+        of ``samples`` examples) with ``model`` built: raises what a trial's meter would."""
+
     def versions(self) -> dict[str, str]:
         """The versions of the frameworks a run used, as the child sees them."""
 

@@ -13,11 +13,20 @@ from __future__ import annotations
 
 from tuner.worker.backends.jax._inputs import first_batch, load_source
 from tuner.worker.backends.jax._no_tensorflow import hide_tensorflow
+from tuner.worker.backends.jax._noise import measure_noise_once
 from tuner.worker.backends.jax._session import open_session, versions
 
 NAME = "jax"
 
-__all__ = ["NAME", "first_batch", "load_source", "open_session", "prepare", "versions"]
+__all__ = [
+    "NAME",
+    "first_batch",
+    "load_source",
+    "measure_noise_once",
+    "open_session",
+    "prepare",
+    "versions",
+]
 
 
 def prepare() -> None:

@@ -28,6 +28,7 @@ up front. The step is made at the first measurement, after training has built th
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -121,6 +122,24 @@ class JaxNoiseMeter:
 
         x, y, sample_weight = unpack(next(self._batches))
         return jax.tree.map(split, x), jax.tree.map(split, y), jax.tree.map(split, sample_weight)
+
+
+CHECK_SHARDS = 2
+"""The shards of :func:`measure_noise_once`: the fewest a meter measures with."""
+
+
+def measure_noise_once(model: Any, batch: tuple[Any, ...], samples: int) -> None:
+    """One measurement step of :class:`JaxNoiseMeter` on ``batch`` (``samples`` NumPy examples
+    in the element's own structure), split into two shards on whatever device the process has:
+    raises what a trial's meter would raise (:class:`~tuner.worker.noise.NoiseUnsupported` for a
+    hidden loss, the error of a step it cannot take). The workload check runs it before the grid,
+    on a model ``fit`` has built; fewer than two examples cannot be split, and are not measured."""
+    usable = samples - samples % CHECK_SHARDS
+    if usable < CHECK_SHARDS:
+        return
+    head = jax.tree.map(lambda array: np.asarray(array)[:usable], batch)
+    meter = JaxNoiseMeter(model, itertools.repeat(head), None, usable, CHECK_SHARDS, steps=1)
+    meter.measure()
 
 
 def _state(model: Any) -> tuple[list[Any], list[Any], list[Any], list[Any] | None]:

@@ -10,11 +10,20 @@ loops); ``_noise`` measures the gradient noise scale from the replicas' own grad
 from __future__ import annotations
 
 from tuner.worker.backends.tensorflow._inputs import first_batch, load_source
+from tuner.worker.backends.tensorflow._noise import measure_noise_once
 from tuner.worker.backends.tensorflow._session import open_session, versions
 
 NAME = "tensorflow"
 
-__all__ = ["NAME", "first_batch", "load_source", "open_session", "prepare", "versions"]
+__all__ = [
+    "NAME",
+    "first_batch",
+    "load_source",
+    "measure_noise_once",
+    "open_session",
+    "prepare",
+    "versions",
+]
 
 
 def prepare() -> None:

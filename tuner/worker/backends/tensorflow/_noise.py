@@ -37,7 +37,7 @@ from tuner.worker.losses import call_model, model_loss, unpack
 from tuner.worker.meters import auto_noise_steps
 from tuner.worker.noise import NoiseUnsupported, overrides, state_kept, unsupported_reason
 
-__all__ = ["NoiseMeter", "auto_noise_steps"]
+__all__ = ["NoiseMeter", "auto_noise_steps", "measure_noise_once"]
 
 
 class NoiseMeter:
@@ -95,6 +95,20 @@ class NoiseMeter:
         self.scale.mark_epoch()
         self.seconds += time.perf_counter() - started
         return self.scale.value
+
+
+def measure_noise_once(model: Any, batch: tuple[Any, ...], samples: int) -> None:
+    """One measurement step of :class:`NoiseMeter` on ``batch`` (``samples`` examples in the
+    element's own structure), under the process's default strategy, the model left as it was:
+    raises what a trial's meter would raise (:class:`~tuner.worker.noise.NoiseUnsupported` for a
+    hidden loss, the error of a step it cannot take). The workload check runs it before the grid,
+    on a model ``fit`` has built."""
+    parts = list(batch)
+    while parts and parts[-1] is None:  # from_tensors takes no None: an absent part is left out
+        parts.pop()
+    dataset = tf.data.Dataset.from_tensors(tuple(parts))
+    meter = NoiseMeter(tf.distribute.get_strategy(), model, dataset, None, samples, steps=1)
+    meter.sample()
 
 
 def _make_step(strategy: Any, model: Any, unscale: int) -> Any:
