@@ -58,7 +58,11 @@ def test_lists_pydatasets_and_one_shot_iterators(monkeypatch: pytest.MonkeyPatch
     listed = jax_inputs.load_source(workload(data="jax_test_workloads:iterable_data"))
     assert (listed.form, listed.train_size, listed.val_size) == ("iterables", 1024, 256)
     py = jax_inputs.load_source(workload(data="jax_test_workloads:pydataset_data"))
-    assert (py.form, py.train_size, py.rebatched) == ("pydatasets", None, True)
+    assert (py.form, py.train_size, py.rebatched) == (
+        "pydatasets",
+        1024,
+        True,
+    )  # len() batches, first and last read
     x, y = jax_inputs.first_batch(py, "train", 100)
     assert x.shape == (100, 10) and y.shape == (100, 1)
     with pytest.raises(WorkloadError, match=r"one-shot iterator .*give a list of batches"):
