@@ -61,9 +61,6 @@ class Setup:
         )
 
 
-BATCHED = ("train_samples = 1024", "val_samples = 128")
-"""A dataset the user batched is of unknown size in samples: tuner asks for a sample budget."""
-
 NOTHING_STORED = "the trial stores no gradient_noise_scale and no reason (noise_scale_skipped/note)"
 
 SETUPS: tuple[Setup, ...] = (
@@ -109,7 +106,6 @@ SETUPS: tuple[Setup, ...] = (
         "sample_weights:load_data",
         "built-in-methods guide: (x, y, sample_weight) tf.data batched by 64, labels (N,), "
         "RMSprop + sparse CE compiled in the build",
-        search=BATCHED,
     ),
     Setup(
         "sequential_no_input",
@@ -133,8 +129,6 @@ SETUPS: tuple[Setup, ...] = (
         "text_classification:load_data",
         "text classification from scratch as the example trains: TextVectorization in the "
         "tf.data pipeline (batched by 32), the model on word indices, compiled in the build",
-        search=BATCHED,
-        xfail=NOTHING_STORED,
     ),
     Setup(
         "text_end_to_end",
@@ -142,7 +136,6 @@ SETUPS: tuple[Setup, ...] = (
         "text_classification:raw_datasets",
         "the example's end-to-end model trained on raw strings: Input(dtype='string') + "
         "TextVectorization adapted in the build",
-        xfail="Keras's fit under MirroredStrategy cannot take string inputs on several replicas",
     ),
     Setup(
         "custom_train_step",
@@ -195,7 +188,6 @@ SETUPS: tuple[Setup, ...] = (
         "structured_data:load_data",
         "structured data from scratch: Normalization/StringLookup/IntegerLookup adapted in the "
         "build, BatchNorm, labels (N,) vs a (N, 1) sigmoid, compiled in the build",
-        search=BATCHED,
     ),
     Setup(
         "tfrecord",
@@ -213,9 +205,6 @@ SETUPS: tuple[Setup, ...] = (
         "a keras.utils.PyDataset subclass as (train, val)",
         loss="sparse_categorical_crossentropy",
         optimizer="adam",
-        search=BATCHED,
-        xfail="load_data must return arrays or (train, val) tf.data datasets; it returned a "
-        "tuple of 2 (CIFAR10PyDataset, CIFAR10PyDataset)",
     ),
     Setup(
         "pydataset_jax",
@@ -225,7 +214,6 @@ SETUPS: tuple[Setup, ...] = (
         loss="sparse_categorical_crossentropy",
         optimizer="adam",
         backend="jax",
-        search=BATCHED,
     ),
 )
 

@@ -30,24 +30,22 @@ def resolve(reference: str) -> Any:
     return getattr(importlib.import_module(module), name)
 
 
-def two_replicas() -> Any:
-    """A context to build the model in: the strategy's scope (TensorFlow), or nothing (JAX, where
-    the distribution is set globally)."""
-    import contextlib
-
+def two_replicas() -> tuple[Any, int]:
+    """The strategy to build the model in (TensorFlow), or ``None`` (JAX, where the distribution
+    is set globally), and the number of replicas."""
     if os.environ.get("KERAS_BACKEND") == "jax":
         import jax
         import keras
 
         devices = jax.devices("cpu")[:2]
         keras.distribution.set_distribution(keras.distribution.DataParallel(devices=devices))
-        return contextlib.nullcontext(), len(devices)
+        return None, len(devices)
     import tensorflow as tf
 
     cpu = tf.config.list_physical_devices("CPU")[0]
     tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
     strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
-    return strategy.scope(), strategy.num_replicas_in_sync
+    return strategy, strategy.num_replicas_in_sync
 
 
 def is_batched(dataset: Any) -> bool:
@@ -74,6 +72,29 @@ def fit_arguments(load: Any, batch: int) -> dict[str, Any]:
     return {"x": train.batch(batch, drop_remainder=True)}
 
 
+def scope(strategy: Any) -> Any:
+    import contextlib
+
+    return strategy.scope() if strategy is not None else contextlib.nullcontext()
+
+
+def build_on_strings(model: Any, strategy: Any, data: Any) -> bool:
+    """Keras 3.15's ``fit`` under ``MirroredStrategy`` builds the model from the replicas' first
+    batches averaged, which fails on strings (``AddN`` of strings); a script that trains a string
+    model on two replicas builds it from one local batch first, as tuner's loop does (Keras's
+    private ``_symbolic_build``, the call ``fit`` makes). ``True`` if it did."""
+    import tensorflow as tf
+
+    if not isinstance(data, tf.data.Dataset):
+        return False
+    if all(spec.dtype != tf.string for spec in tf.nest.flatten(data.element_spec)):
+        return False
+    with scope(strategy):
+        model._symbolic_build(data_batch=next(iter(data.take(1))))
+    model._maybe_symbolic_build = lambda *args, **kwargs: None
+    return True
+
+
 def main(argv: list[str]) -> None:
     path, model_ref, data_ref, *flags = argv
     config = json.loads(Path(path).read_text(encoding="utf-8"))
@@ -81,10 +102,10 @@ def main(argv: list[str]) -> None:
     recommended = config.get("recommended") or config
     batch = int(recommended["global_batch_size"])
     learning_rate = float(recommended["learning_rate"])
-    scope, replicas = two_replicas()
+    strategy, replicas = two_replicas()
     import keras
 
-    with scope:
+    with scope(strategy):
         build = resolve(model_ref)
         if "--hypermodel" in flags:
             import keras_tuner
@@ -103,7 +124,9 @@ def main(argv: list[str]) -> None:
             built_class = None
             (loss,) = [flag.removeprefix("--loss=") for flag in flags if flag.startswith("--loss=")]
             model.compile(optimizer=exported, loss=loss)
-    history = model.fit(epochs=1, verbose=0, **fit_arguments(resolve(data_ref), batch))
+    arguments = fit_arguments(resolve(data_ref), batch)
+    local_build = build_on_strings(model, strategy, arguments["x"])
+    history = model.fit(epochs=1, verbose=0, **arguments)
     losses = history.history["loss"]
     report = {
         "replicas": replicas,
@@ -115,6 +138,7 @@ def main(argv: list[str]) -> None:
         "trained_optimizer": type(model.optimizer).__name__,
         "losses": losses,
         "finite": all(math.isfinite(loss) for loss in losses),
+        "built_from_local_batch": local_build,
     }
     print("REPORT " + json.dumps(report))
 
