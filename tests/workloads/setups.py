@@ -61,8 +61,6 @@ class Setup:
         )
 
 
-NOTHING_STORED = "the trial stores no gradient_noise_scale and no reason (noise_scale_skipped/note)"
-
 SETUPS: tuple[Setup, ...] = (
     Setup(
         "mnist_convnet",
@@ -142,8 +140,6 @@ SETUPS: tuple[Setup, ...] = (
         "custom_train_step:build_model",
         "custom_train_step:load_data",
         "customizing fit(): train_step with compute_loss and metrics, compiled in the build",
-        xfail="the workload check's train_on_batch hands train_step (x, y, None): "
-        "too many values to unpack (expected 2)",
     ),
     Setup(
         "custom_loss",
@@ -151,7 +147,6 @@ SETUPS: tuple[Setup, ...] = (
         "custom_loss:load_data",
         "training guide's CustomMSE (keras.losses.Loss subclass, unregistered) compiled in the "
         "build",
-        xfail=NOTHING_STORED,
     ),
     Setup(
         "mobilenet_v2",
@@ -162,7 +157,6 @@ SETUPS: tuple[Setup, ...] = (
         optimizer="adam",
         base_batch_size=32,
         heavy=True,
-        xfail=NOTHING_STORED,
     ),
     Setup(
         "resnet50",
