@@ -38,8 +38,17 @@ def test_noise_scale_smooths_numerator_and_denominator_apart():
 
 def test_noise_scale_is_none_while_the_gradient_estimate_is_not_positive():
     scale = NoiseScale()
+    assert scale.why_none is None  # nothing measured yet: nothing to explain
     scale.update(g2=-1.0, s=5.0)
     assert scale.value is None
+    assert scale.why_none == (
+        "measured on 1 steps, but the estimate of |G|² (the gradient is lost in the noise) is not "
+        "positive: too few steps for this model's gradients; raise noise_scale_steps"
+    )
+    scale.update(g2=30.0, s=-40.0)
+    assert scale.value is None and "estimate of S (the noise)" in str(scale.why_none)
+    scale.update(g2=30.0, s=400.0)
+    assert scale.value is not None and scale.why_none is None
 
 
 def test_noise_scale_averages_noisy_steps_to_the_truth():

@@ -87,6 +87,18 @@ class NoiseScale:
         correction = 1 - self.beta**self._steps  # the same for both: it cancels in the ratio
         return (self._s / correction) / (self._g2 / correction)
 
+    @property
+    def why_none(self) -> str | None:
+        """Why :attr:`value` is ``None`` after measuring (``None`` when it has a value or nothing
+        was measured): which estimate is not positive, in one line a trial stores."""
+        if not self._steps or self.value is not None:
+            return None
+        lost = "|G|² (the gradient is lost in the noise)" if self._g2 <= 0 else "S (the noise)"
+        return (
+            f"measured on {self._steps} steps, but the estimate of {lost} is not positive: "
+            "too few steps for this model's gradients; raise noise_scale_steps"
+        )
+
     def mark_epoch(self) -> None:
         """Record the value at the end of an epoch."""
         self.history.append(self.value)

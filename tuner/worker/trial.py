@@ -155,7 +155,8 @@ def _noise_fields(
         if not request.noise_scale:
             return {}
         return {"noise_scale_note": _why_no_noise_scale(session)}
-    fields: dict[str, Any] = {"noise_scale_note": noise.stopped} if noise.stopped else {}
+    note = noise.stopped or noise.scale.why_none
+    fields: dict[str, Any] = {"noise_scale_note": note} if note else {}
     if noise.skipped:
         fields["noise_scale_skipped"] = noise.skipped
     fields.update(
