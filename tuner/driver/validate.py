@@ -1,6 +1,7 @@
 """``tuner validate``: prove that the multi-replica run is right before trusting its numbers.
 
-The same workload, seed, initial weights and data order run twice in child processes — on one
+The same workload, seed, initial weights and batches (read once, replayed, their digests
+compared: :func:`first_differing_batch`) run twice in child processes — on one
 device and on N replicas, both at global batch G, their stochastic layers (Dropout, Gaussian
 noise, random augmentation) made deterministic alike (:mod:`tuner.worker.determinism`) — and
 five checks compare them:
@@ -94,21 +95,26 @@ def evaluate(
 
     Loss parity and final weights need both runs to see the same global batches in the same
     order. A dataset function shards by its ``input_context`` as it likes, so for it neither is
-    claimed: the checks say so and the others stand."""
+    claimed: the checks say so and the others stand. Where the runs' batch digests differ (a
+    pipeline whose randomness the seed does not reach), neither is judged either: both are
+    inconclusive with the warning :data:`OTHER_DATA`, never a failure."""
     comparable = multi.get("input_form") != "function"
+    differ = first_differing_batch(single, multi)
     final = None
     if weights is not None:
-        final = (
-            _final_weights(weights, int(multi["steps"]))
-            if comparable
-            else _not_comparable("final weights")
-        )
+        final = _final_weights(weights, int(multi["steps"]))
+        if not comparable:
+            final = _not_comparable("final weights")
+        elif differ is not None:
+            final = _other_data("final weights", differ)
     agree = final is not None and final.passed and comparable
-    parity = (
-        _loss_parity(single["step_losses"], multi["step_losses"], int(multi["num_replicas"]), agree)
-        if comparable
-        else _not_comparable("loss parity")
+    parity = _loss_parity(
+        single["step_losses"], multi["step_losses"], int(multi["num_replicas"]), agree
     )
+    if not comparable:
+        parity = _not_comparable("loss parity")
+    elif differ is not None:
+        parity = _other_data("loss parity", differ)
     return [
         parity,
         *([final] if final is not None else []),
@@ -210,6 +216,39 @@ def _not_comparable(name: str) -> Check:
         "and the replica runs need not see the same global batches; weight sync, device use and "
         "the learning rate are checked",
         {"compared": False, "reason": "dataset function"},
+    )
+
+
+def first_differing_batch(single: dict[str, Any], multi: dict[str, Any]) -> int | None:
+    """The first batch (from 0) the two runs trained on that differs, by the digests each run
+    took of its batches; ``None`` when they agree or a run could not take them."""
+    one, many = single.get("batch_digests"), multi.get("batch_digests")
+    if not one or not many:
+        return None
+    for index, (a, b) in enumerate(zip(one, many, strict=False)):
+        if a != b:
+            return index
+    return None if len(one) == len(many) else min(len(one), len(many))
+
+
+OTHER_DATA = (
+    "the two runs saw different data (your pipeline's order is not seeded): the comparison is "
+    "not meaningful; seed the shuffle"
+)
+"""The warning when the runs' batches differ: the workload's pipeline draws randomness that the
+run's seed does not reach (a dataset function, a generator with its own RNG, tf.data under JAX)."""
+
+
+def _other_data(name: str, batch: int) -> Check:
+    """Inconclusive, not failed: the runs trained on other batches, so losses and weights
+    differ whatever the distribution does."""
+    return Check(
+        name,
+        True,
+        f"not compared: the two runs saw different data from batch {batch + 1} on",
+        {"compared": False, "reason": "different data", "first_differing_batch": batch + 1},
+        f"{OTHER_DATA} (e.g. shuffle(..., seed=0), a seeded generator); the batches first "
+        f"differ at batch {batch + 1}",
     )
 
 
@@ -355,7 +394,7 @@ def _report(
             }
             for c in checks
         },
-        "warnings": [c.warning for c in checks if c.warning],
+        "warnings": list(dict.fromkeys(c.warning for c in checks if c.warning)),
         "deterministic_layers": list(multi.get("deterministic_layers", [])),
         "versions": multi.get("versions", {}),
         "created_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),

@@ -1,10 +1,14 @@
 """Inside the child: one validation run (mode ``validate``), the evidence ``tuner validate``
 compares between one device and several.
 
-It reports per-step losses, the examples each replica processed, where the variables live, the
-largest difference between any variable's replica copies, and what was made deterministic for
-the comparison (:mod:`tuner.worker.determinism`); every variable's value before and after the N
-steps goes to the request's ``weights_file``, which the driver compares between the two runs.
+Both runs see the same data: every generator is seeded from the request's seed before the
+workload's data function runs, and the run trains on the first batches of its stream read once
+and replayed (:func:`tuner.worker.determinism.fixed_batches`), whose digests the result carries
+(``batch_digests``) for the driver to compare. It reports per-step losses, the examples each
+replica processed, where the variables live, the largest difference between any variable's
+replica copies, and what was made deterministic for the comparison
+(:mod:`tuner.worker.determinism`); every variable's value before and after the N steps goes to
+the request's ``weights_file``, which the driver compares between the two runs.
 Backend-neutral: the session's loop (:mod:`tuner.worker.backends.tensorflow._loops` or
 :mod:`tuner.worker.backends.jax._loop`) keeps the evidence.
 """
@@ -19,7 +23,7 @@ import numpy as np
 from tuner.core.errors import WorkloadError, error_line
 from tuner.core.protocol import Result, ValidateRequest
 from tuner.worker import determinism
-from tuner.worker.backends import open_session
+from tuner.worker.backends import backend_name, load, open_session
 from tuner.worker.meters import Emit, UtilizationSampler
 from tuner.worker.session import Loop, summary, train
 
@@ -36,7 +40,12 @@ def run_validation(request: ValidateRequest, emit: Emit) -> Result:
 
 
 def _validation_run(request: ValidateRequest, emit: Emit) -> Result:
+    load(backend_name(request))  # first: under JAX, seeding must not import TensorFlow
+    determinism.seed_everything(request.seed)  # before the workload's data function runs
     session = open_session(request, emit, record_steps=True)
+    session.train_data, digests = determinism.fixed_batches(
+        session.train_data, session.steps * session.windows
+    )
     loop = session.loop
     neutralized = determinism.make_deterministic(loop.model)  # before the first step traces
     before = named_values(loop)
@@ -54,6 +63,7 @@ def _validation_run(request: ValidateRequest, emit: Emit) -> Result:
         "peak_memory_per_device": session.backend.peak_memory_per_device(),
         "utilization_per_device": sampler.stop(),
         "deterministic_layers": determinism.describe(neutralized),
+        "batch_digests": digests,
         "variable_names": list(after),
         "model_variables": len(loop.model.weights),
         **weight_sync(loop.variable_copies()),
