@@ -17,6 +17,14 @@ import numpy as np
 
 def build_model() -> Any:
     """The guide's lower-level ``CustomModel`` on 32 features, compiled with Adam alone."""
+    model = uncompiled_model()
+    # We don't pass a loss or metrics here.
+    model.compile(optimizer="adam")
+    return model
+
+
+def uncompiled_model() -> Any:
+    """The same ``CustomModel``, left for tuner to compile."""
     import tensorflow as tf
 
     class CustomModel(keras.Model):
@@ -63,10 +71,7 @@ def build_model() -> Any:
 
     inputs = keras.Input(shape=(32,))
     outputs = keras.layers.Dense(1)(inputs)
-    model = CustomModel(inputs, outputs)
-    # We don't pass a loss or metrics here.
-    model.compile(optimizer="adam")
-    return model
+    return CustomModel(inputs, outputs)
 
 
 def load_data() -> tuple[np.ndarray, ...]:

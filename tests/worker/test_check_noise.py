@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from child_requests import inspect_request
 
+from tuner.core.errors import WorkloadError
 from tuner.worker import backends
 from tuner.worker.check import check_workload
 from tuner.worker.noise import HIDDEN_LOSS
@@ -33,6 +34,15 @@ def test_a_train_step_that_hides_its_loss_is_warned_not_refused() -> None:
     assert result["noise_scale_skipped"] == HIDDEN_LOSS
     assert result["compile"]["loss"] is None  # it trains on its own loss, as in the guide
     assert result["n_train"] == 1024
+
+
+def test_a_custom_loop_refuses_a_model_whose_train_step_it_would_never_run() -> None:
+    """An uncompiled model with its own ``train_step``: the custom loops train on
+    ``compute_loss`` (the spec's loss) and would silently skip the user's step."""
+    request = guide(model=f"{GUIDE}:uncompiled_model", loss="mse", optimizer="adam")
+    assert check_workload(request)["compiled_by_build"] is False  # fit runs it: fine
+    with pytest.raises(WorkloadError, match="has its own train_step, which the custom loops"):
+        check_workload(guide(model=f"{GUIDE}:uncompiled_model", loss="mse", loop="custom"))
 
 
 def test_nothing_is_said_when_the_noise_scale_is_off() -> None:

@@ -8,7 +8,7 @@ import pytest
 from child_requests import run_request, workload
 
 from tuner.driver.baseline_reuse import reuse_key
-from tuner.worker.digest import workload_digest
+from tuner.worker.digest import array_bytes, workload_digest
 
 WORKLOAD = workload(model="tuner.workloads.regression:build_model", data="tests_data:load")
 
@@ -59,4 +59,15 @@ def test_a_speed_setting_the_children_inherit_changes_the_reuse_key(
     assert reuse_key(request, attrs, "2x cpu") == reuse_key(request, attrs, "2x cpu")
     assert reuse_key(request, {"workload": {"digest": "abd"}}, "2x cpu") != reuse_key(
         request, attrs, "2x cpu"
+    )
+
+
+def test_strings_are_hashed_by_their_contents_not_their_addresses() -> None:
+    """A text workload's first samples (object arrays of bytes, as the check reads them) give the
+    same bytes in every process, so its baseline is found again; a different split differs."""
+    first = np.array([b"good movie", b"bad film"], dtype=object)
+    again = np.array([b"".join([b"good ", b"movie"]), b"bad film"], dtype=object)  # other objects
+    assert array_bytes(first) == array_bytes(again)
+    assert array_bytes(np.array([b"ab", b"c"], dtype=object)) != array_bytes(
+        np.array([b"a", b"bc"], dtype=object)
     )

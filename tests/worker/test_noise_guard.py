@@ -155,7 +155,17 @@ KerasModel.__module__ = "keras.src.models.model"
 
 
 class OwnStep(KerasModel):
-    def train_step(self, data: Any) -> Any: ...
+    loss = "mse"
+
+    def train_step(self, data: Any) -> Any:  # as the guide writes it
+        return self.compute_loss(y=data[1], y_pred=data[0])
+
+
+class OwnStepOwnLossFunction(KerasModel):
+    loss = "mse"  # compiled in by the spec (or tuner's default): not what train_step trains on
+
+    def train_step(self, data: Any) -> Any:  # as the guide's lower-level example writes it
+        return self.loss_fn(data[1], data[0])
 
 
 class OwnStepOwnLoss(OwnStep):
@@ -174,12 +184,13 @@ class OwnStepNoLoss(OwnStep):
         (KerasModel(), None),  # Keras's train_step trains on compute_loss
         (OwnStep(), None),  # compiled with a loss: compute_loss gives it
         (OwnStepOwnLoss(), None),  # the user's compute_loss is the loss
-        (OwnStepNoLoss(), HIDDEN_LOSS),  # nothing the meter can see
+        (OwnStepNoLoss(), None),  # its train_step calls compute_loss: an error there if any
+        (OwnStepOwnLossFunction(), HIDDEN_LOSS),  # a compiled loss it never trains on
     ],
 )
 def test_only_a_hidden_loss_is_unsupported(model, reason):
     """Several outputs, sample weights and structured targets are measured (through
-    ``compute_loss``); only a custom ``train_step`` on a model without a loss is not."""
+    ``compute_loss``); only a custom ``train_step`` that never calls ``compute_loss`` is not."""
     assert unsupported_reason(model) == reason
 
 

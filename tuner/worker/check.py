@@ -25,7 +25,7 @@ from tuner.core.protocol import InspectRequest, Workload
 from tuner.core.scaling import optimizer_settings
 from tuner.worker import backends, compiled, hypermodel
 from tuner.worker.digest import workload_digest
-from tuner.worker.noise import failure_reason
+from tuner.worker.noise import failure_reason, overrides
 from tuner.worker.sources import FUNCTION, Source, leaves, map_leaves
 from tuner.worker.workload import check_loss
 
@@ -72,7 +72,12 @@ def check_workload(request: InspectRequest) -> dict[str, Any]:
     if compiled_by_build and request.loop != "fit":
         raise WorkloadError(
             f"{workload.model} compiles its model; a compiled model runs with loop = fit "
-            "(the custom loops take the loss from the spec)"
+            "(the custom loops compile the spec's loss)"
+        )
+    if request.loop != "fit" and overrides(model, "train_step"):
+        raise WorkloadError(
+            f"{workload.model} has its own train_step, which the custom loops would never run "
+            "(they train on compute_loss): use loop = fit"
         )
     _check_trains(model, workload.model, source.reference, first)
     digest = workload_digest(workload, model, {k: _numpy(v) for k, v in read.items()})

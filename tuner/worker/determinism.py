@@ -43,6 +43,8 @@ from typing import Any
 import keras
 import numpy as np
 
+from tuner.worker.digest import array_bytes
+
 _ZEROED = ("rate", "stddev", "dropout", "recurrent_dropout")
 """The numbers that switch a Keras layer's randomness off when 0 (each ``call`` checks
 ``> 0``); set only on the classes below, never guessed on a user's layer."""
@@ -222,10 +224,5 @@ def batch_digest(batch: Any) -> str:
     for leaf in keras.tree.flatten(batch):
         array = np.asarray(leaf)
         digest.update(f"{array.dtype}{array.shape}".encode())
-        if array.dtype.kind == "O":  # bytes objects: their contents, not their addresses
-            for item in array.ravel():
-                data = bytes(item) if isinstance(item, bytes) else str(item).encode()
-                digest.update(len(data).to_bytes(8, "little") + data)  # "ab","c" is not "a","bc"
-        else:
-            digest.update(np.ascontiguousarray(array).tobytes())
+        digest.update(array_bytes(array))
     return digest.hexdigest()[:16]

@@ -30,8 +30,19 @@ def workload_digest(workload: Workload, model: Any, read: Mapping[str, Any]) -> 
     digest.update(_configuration(model).encode())
     for split in sorted(read):
         for array in _arrays(read[split]):
-            digest.update(np.ascontiguousarray(array).tobytes())
+            digest.update(array_bytes(array))
     return digest.hexdigest()[:32]
+
+
+def array_bytes(array: Any) -> bytes:
+    """What an array holds, as bytes to hash: its buffer, or for strings (an object array of
+    ``bytes``, whose buffer holds addresses that change with every process) each item's
+    contents with its length (so ``"ab", "c"`` is not ``"a", "bc"``)."""
+    array = np.asarray(array)
+    if array.dtype.kind != "O":
+        return np.ascontiguousarray(array).tobytes()
+    items = (item if isinstance(item, bytes) else str(item).encode() for item in array.ravel())
+    return b"".join(len(item).to_bytes(8, "little") + item for item in items)
 
 
 def _source(reference: str) -> str:

@@ -17,6 +17,7 @@ Backend-neutral: no framework import.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -36,8 +37,8 @@ __all__ = [
 ]
 
 HIDDEN_LOSS = (
-    "the model's own train_step computes its loss, and the model was compiled without a loss "
-    "and does not override compute_loss: the noise meter cannot see the loss it trains on"
+    "the model's own train_step computes its loss without compute_loss (and the model does not "
+    "override compute_loss): the noise meter cannot see the loss it trains on"
 )
 
 
@@ -50,13 +51,24 @@ def unsupported_reason(model: Any) -> str | None:
 
     Keras's own ``train_step`` trains on ``compute_loss``, and so does a ``train_step`` written
     as Keras's guide writes it; a ``compute_loss`` of the user's own is the loss by definition.
-    Only a custom ``train_step`` on a model compiled without a loss hides what it trains on
-    (``compute_loss`` would see no loss: an error on TensorFlow, zero on JAX)."""
+    Only a custom ``train_step`` that never calls ``compute_loss`` hides what it trains on: a
+    loss the spec (or tuner's default) compiled in would be measured, not the one it trains on;
+    without any compiled loss ``compute_loss`` sees none (an error on TensorFlow, zero on JAX).
+    Where its source cannot be read, a compiled loss is taken as the one it trains on."""
     if overrides(model, "compute_loss") or not overrides(model, "train_step"):
         return None
-    if getattr(model, "loss", None) is None:
+    calls = _calls_compute_loss(type(model).train_step)
+    if calls is False or (calls is None and getattr(model, "loss", None) is None):
         return HIDDEN_LOSS
     return None
+
+
+def _calls_compute_loss(train_step: Any) -> bool | None:
+    """Whether a ``train_step``'s source calls ``compute_loss`` (``None``: no source to read)."""
+    try:
+        return "compute_loss" in inspect.getsource(train_step)
+    except (OSError, TypeError):
+        return None
 
 
 def overrides(model: Any, name: str) -> bool:

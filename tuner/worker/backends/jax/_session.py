@@ -28,6 +28,7 @@ from tuner.worker.backends.jax import _inputs as inputs
 from tuner.worker.backends.jax._loop import JaxFitLoop
 from tuner.worker.backends.jax._noise import JaxNoiseMeter
 from tuner.worker.building import FirstInputs
+from tuner.worker.determinism import seed_everything
 from tuner.worker.losses import unpack
 from tuner.worker.meters import Emit, Meter
 from tuner.worker.session import ModelRecipe, Session, initial_weights, plan_run
@@ -125,6 +126,7 @@ def open_session(request: RunRequest, emit: Emit, record_steps: bool = False) ->
 
     mark = time.perf_counter()
     batch = request.global_batch_size
+    seed_everything(request.seed)  # an unseeded shuffle in the data: the same order per seed
     source = inputs.load_source(request.workload)
     steps, windows, checks, rule = plan_run(request, batch, source)
     first = FirstInputs(lambda size: inputs.first_batch(source, "train", size))

@@ -30,6 +30,7 @@ from tuner.worker.backends.tensorflow._devices import (
 from tuner.worker.backends.tensorflow._loops import make_loop
 from tuner.worker.backends.tensorflow._noise import NoiseMeter
 from tuner.worker.building import FirstInputs
+from tuner.worker.determinism import seed_everything
 from tuner.worker.meters import Emit, Meter
 from tuner.worker.session import ModelRecipe, Session, initial_weights, plan_run
 
@@ -106,6 +107,7 @@ def open_session(request: RunRequest, emit: Emit, record_steps: bool = False) ->
     mark = time.perf_counter()
     precision_name = precision.apply(request)  # before any model is built
     batch = request.global_batch_size
+    seed_everything(request.seed)  # an unseeded shuffle in the data: the same order per seed
     source = inputs.load_source(request.workload)
     inputs.refuse_across_replicas(source, plan.num_replicas)
     steps, windows, checks, rule = plan_run(request, batch, source)
