@@ -15,7 +15,7 @@ from typing import Any
 
 import keras
 
-from tuner.core.errors import WorkloadError
+from tuner.core.errors import WorkloadError, error_line
 from tuner.core.optimizers import SHAPING_RULES, trained_config
 from tuner.core.protocol import LearningRateRule
 
@@ -41,7 +41,8 @@ def at_learning_rate(optimizer: Any, learning_rate: float) -> Any:
     except Exception as exc:  # the user's class: whatever its from_config raises
         raise WorkloadError(
             f"{type(optimizer).__name__} cannot be rebuilt at another learning rate "
-            f"(from_config(get_config())): {type(exc).__name__}: {exc}"
+            f"(from_config(get_config())): {error_line(exc)}; give the class a get_config that "
+            "its from_config accepts, or compile without it and name [workload] optimizer"
         ) from exc
 
 

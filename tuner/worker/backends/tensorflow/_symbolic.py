@@ -31,8 +31,14 @@ def build_from_local_batch(model: Any, strategy: Any, dataset: Any) -> bool:
     where Keras's own build would average string batches; ``True`` if it did.
 
     ``dataset`` is the undistributed ``tf.data`` stream ``fit`` is given; a stream that is
-    already distributed (a dataset function's) is left to Keras."""
+    already distributed (a dataset function's) is left to Keras, as is a Keras whose trainer
+    no longer has these two private steps (its ``fit`` then says what it cannot take).
+
+    The model keeps the stand-in: a later ``evaluate`` (the validation loss) would average the
+    string batches the same way, and the model is built for good."""
     if not isinstance(dataset, tf.data.Dataset) or not holds_strings(dataset.element_spec):
+        return False
+    if not all(hasattr(model, name) for name in ("_symbolic_build", "_maybe_symbolic_build")):
         return False
     batch = next(iter(dataset.take(1)))
     with strategy.scope():
