@@ -55,7 +55,9 @@ def test_seeds_and_repeats_decide_with_intervals(tmp_path: Path) -> None:
     chosen = by_number[rec["trial_number"]]
     assert rec["runs"] == len(chosen.user_attrs["repeats"])
     assert rec["loss_tolerance_source"] in ("--tolerance", "seed noise")
-    assert rec["loss_tolerance"] >= 0.02 and rec["loss_tolerance"] >= 2 * noise["spread"] - 1e-12
+    # The export rounds to 6 significant digits: 2 × spread may round down by up to 5e-7 of it.
+    tolerance = rec["loss_tolerance"]
+    assert tolerance >= 0.02 and tolerance >= 2 * noise["spread"] * (1 - 1e-6)
     assert isinstance(rec["tied_with"], list) and rec["verdict"]
     assert rec["speedup_ci"] and rec["speedup_ci"][0] <= rec["speedup_vs_single_device"]
     shown = searched.stdout
