@@ -1,6 +1,7 @@
 """What Keras 3's fit under MirroredStrategy cannot take on several replicas (measured with plain
-Keras: strings, ragged tensors) is refused with one line saying what to do; one replica, and
-dense numbers, pass (issue 28)."""
+Keras: ragged tensors) is refused with one line saying what to do; one replica, dense numbers and
+strings (which tuner builds from one local batch: backends/tensorflow/_symbolic.py) pass
+(issue 28)."""
 
 from __future__ import annotations
 
@@ -18,11 +19,9 @@ def source(x: object) -> Source:
     return Source(DATASETS, "m:data", train=tf.data.Dataset.from_tensor_slices((x, y)))
 
 
-def test_strings_on_two_replicas_are_refused_with_what_to_do() -> None:
+def test_strings_on_two_replicas_pass() -> None:
     text = source(np.array(["a good film", "a bad plot", "fine", "awful"]))
-    refuse_across_replicas(text, 1)
-    with pytest.raises(WorkloadError, match=r"strings, .* vectorize the text in the data"):
-        refuse_across_replicas(text, 2)
+    assert refuse_across_replicas(text, 2) is None
 
 
 def test_ragged_tensors_on_two_replicas_are_refused() -> None:
@@ -32,4 +31,4 @@ def test_ragged_tensors_on_two_replicas_are_refused() -> None:
 
 
 def test_dense_numbers_pass() -> None:
-    refuse_across_replicas(source(np.zeros((4, 3), np.float32)), 2)
+    assert refuse_across_replicas(source(np.zeros((4, 3), np.float32)), 2) is None
