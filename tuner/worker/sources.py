@@ -8,7 +8,8 @@ function.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import itertools
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -138,6 +139,15 @@ def element_error(element: Any) -> str | None:
             f"they are tuples of {len(element)}"
         )
     return None
+
+
+def pydataset_pass(dataset: Any) -> Iterator[Any]:
+    """One pass over a ``keras.utils.PyDataset`` by index, then ``on_epoch_end()`` as Keras calls
+    it (an infinite one, ``num_batches`` None, never ends)."""
+    count = dataset.num_batches
+    for index in range(count) if count is not None else itertools.count():
+        yield dataset[index]
+    dataset.on_epoch_end()
 
 
 def pydataset_samples(dataset: Any) -> int | None:

@@ -14,7 +14,6 @@ A dataset function (``dataset``) is TensorFlow's pattern and is refused under JA
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -37,6 +36,7 @@ from tuner.worker.sources import (
     element_parts,
     leaves,
     map_leaves,
+    pydataset_pass,
     pydataset_samples,
 )
 
@@ -103,7 +103,7 @@ def _stream(reference: str, name: str, value: Any) -> tuple[str, int | None, Pas
 
     if isinstance(value, keras.utils.PyDataset):
         size = pydataset_samples(value)
-        return PYDATASETS, size, lambda: _checked(reference, name, _pydataset_pass(value))
+        return PYDATASETS, size, lambda: _checked(reference, name, pydataset_pass(value))
     if _is_tf_dataset(value):
         return _tf_stream(reference, name, value)
     if isinstance(value, str | bytes | np.ndarray | Mapping) or not hasattr(value, "__iter__"):
@@ -119,14 +119,6 @@ def _stream(reference: str, name: str, value: Any) -> tuple[str, int | None, Pas
         )
     size = sum(length(batch) for batch in value) if isinstance(value, list | tuple) else None
     return ITERABLES, size, lambda: _checked(reference, name, iter(value))
-
-
-def _pydataset_pass(dataset: Any) -> Iterator[Any]:
-    """One pass over a PyDataset by index (an infinite one, ``num_batches`` None, never ends)."""
-    count = dataset.num_batches
-    for index in range(count) if count is not None else itertools.count():
-        yield dataset[index]
-    dataset.on_epoch_end()
 
 
 def _is_tf_dataset(value: Any) -> bool:

@@ -15,7 +15,6 @@ and checks look at the first batches only.
 
 from __future__ import annotations
 
-import itertools
 from typing import Any
 
 import keras
@@ -36,6 +35,7 @@ from tuner.worker.sources import (
     describe,
     element_error,
     element_parts,
+    pydataset_pass,
     pydataset_samples,
 )
 from tuner.worker.tfdata import is_batched, samples_before_batching
@@ -98,10 +98,7 @@ def _pydataset_stream(reference: str, dataset: Any) -> Any:
     signature = tf.nest.map_structure(_batch_spec, first)
 
     def one_pass() -> Any:
-        count = dataset.num_batches
-        for index in range(count) if count is not None else itertools.count():
-            yield _batch_parts(dataset[index])
-        dataset.on_epoch_end()  # as Keras calls it after each pass
+        return map(_batch_parts, pydataset_pass(dataset))
 
     return tf.data.Dataset.from_generator(one_pass, output_signature=signature)
 
