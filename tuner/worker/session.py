@@ -117,13 +117,6 @@ class ModelRecipe:
         """Whether the user's build compiled the model (its loss and optimizer are kept)."""
         return self.build_args is not None
 
-    @property
-    def loss(self) -> Any:
-        """The loss the model trains on: the build's compiled loss object, else the spec's name."""
-        if self.build_args is not None and "loss" in self.build_args:
-            return self.build_args["loss"]
-        return self._workload.loss
-
     def build(self) -> Any:
         """A fresh model at the run's initial weights."""
         model = building.built(hypermodel.build(self._workload.model, self._values), self._inputs)

@@ -50,7 +50,7 @@ for l2 in (0.0, 0.5):
         1, use_bias=False, kernel_regularizer=regularizer)])
     model.compile(optimizer="sgd", loss="mse")
     model.set_weights([w])
-    meter = JaxNoiseMeter(model, batches(), "mse", GLOBAL, N, STEPS)
+    meter = JaxNoiseMeter(model, batches(), GLOBAL, N, STEPS)
     value = meter.measure()
     out[str(l2)] = {
         "value": value,
@@ -117,7 +117,7 @@ model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(
 before = [np.copy(v) for v in model.get_weights()]
 batches = twice(lambda r: r.normal(size=(32, 6)).astype("float32"),
                 lambda r: r.integers(0, 3, size=(32,)))
-meter = jax_noise.JaxNoiseMeter(model, batches, model.loss, 64, 2, 4)
+meter = jax_noise.JaxNoiseMeter(model, batches, 64, 2, 4)
 out["values"] = [meter.measure(), meter.measure()]
 out["steps"] = meter.measured_steps
 out["traces"] = len(traces)
@@ -128,7 +128,7 @@ for rate in (0.0, 0.5):
     model.compile(optimizer="sgd", loss="mse")
     batches = twice(lambda r: r.normal(size=(32, 6)).astype("float32"),
                     lambda r: r.normal(size=(32, 1)).astype("float32"))
-    out[f"dropout {rate}"] = jax_noise.JaxNoiseMeter(model, batches, "mse", 64, 2, 4).measure()
+    out[f"dropout {rate}"] = jax_noise.JaxNoiseMeter(model, batches, 64, 2, 4).measure()
 out["tensorflow"] = "tensorflow" in sys.modules
 print(json.dumps(out))
 """
@@ -168,7 +168,7 @@ def _raising(exc: BaseException) -> Any:
 
 
 def test_out_of_memory_stops_the_measurement():
-    meter = JaxNoiseMeter(_Model(), _batches(), "mse", 4, 2, 3)
+    meter = JaxNoiseMeter(_Model(), _batches(), 4, 2, 3)
     oom = RuntimeError("RESOURCE_EXHAUSTED: Out of memory allocating 123 bytes")
     meter._step = _raising(oom)
     assert meter.measure() is None
@@ -179,7 +179,7 @@ def test_out_of_memory_stops_the_measurement():
 
 
 def test_other_errors_are_raised():
-    meter = JaxNoiseMeter(_Model(), _batches(), "mse", 4, 2, 3)
+    meter = JaxNoiseMeter(_Model(), _batches(), 4, 2, 3)
     meter._step = _raising(ValueError("shapes do not match"))
     with pytest.raises(ValueError, match="shapes"):
         meter.measure()
@@ -192,4 +192,4 @@ def test_other_errors_are_raised():
 )
 def test_refuses_what_it_cannot_measure(global_batch, replicas, message):
     with pytest.raises(ValueError, match=message):
-        JaxNoiseMeter(_Model(), _batches(), "mse", global_batch, replicas, 3)
+        JaxNoiseMeter(_Model(), _batches(), global_batch, replicas, 3)

@@ -52,7 +52,7 @@ out = {{}}
 model = keras.Sequential([keras.Input((P,)), keras.layers.Dense(1, use_bias=False)])
 model.compile(optimizer="sgd", loss="mse")
 model.set_weights([w])
-out["weighted"] = {{"value": JaxNoiseMeter(model, weighted(1), None, GLOBAL, N, STEPS).measure(),
+out["weighted"] = {{"value": JaxNoiseMeter(model, weighted(1), GLOBAL, N, STEPS).measure(),
                    "numpy": numpy_estimate()}}
 
 from tuner_test_workloads import guide_multi_io_model
@@ -71,7 +71,7 @@ x, y, s = next(multi_io(5))
 guide.fit(x, y, sample_weight=s, batch_size=GLOBAL, epochs=1, verbose=0)
 logs = {{k: float(v) for k, v in guide.get_metrics_result().items()}}
 weights = [np.copy(v) for v in guide.get_weights()]
-meter = JaxNoiseMeter(guide, multi_io(1), None, GLOBAL, N, STEPS)
+meter = JaxNoiseMeter(guide, multi_io(1), GLOBAL, N, STEPS)
 out["multi_io"] = {{
     "values": [meter.measure(), meter.measure()],
     "steps": meter.measured_steps,
@@ -88,7 +88,7 @@ inputs = keras.Input((P,))
 hidden = OwnStep(inputs, keras.layers.Dense(1)(inputs))
 hidden.compile(optimizer="sgd")
 try:
-    JaxNoiseMeter(hidden, weighted(1), None, GLOBAL, N, STEPS)
+    JaxNoiseMeter(hidden, weighted(1), GLOBAL, N, STEPS)
     out["hidden"] = None
 except NoiseUnsupported as exc:
     out["hidden"] = str(exc)

@@ -55,7 +55,7 @@ def case(model, dataset):
     truth = by_hand(model, next(iter(dataset.batch(GLOBAL))))  # updates the loss trackers
     logs = {{k: float(v) for k, v in model.get_metrics_result().items()}}
     weights = [w.copy() for w in model.get_weights()]
-    meter = NoiseMeter(strategy, model, dataset.batch(GLOBAL, drop_remainder=True), None, GLOBAL, 8)
+    meter = NoiseMeter(strategy, model, dataset.batch(GLOBAL, drop_remainder=True), GLOBAL, 8)
     sample = meter.sample()
     value = meter.measure()
     after = {{k: float(v) for k, v in model.get_metrics_result().items()}}
@@ -103,7 +103,7 @@ def subclassed(cls, loss):
     return model
 
 try:
-    NoiseMeter(strategy, subclassed(OwnStep, None), regression(256).batch(GLOBAL), None, GLOBAL, 2)
+    NoiseMeter(strategy, subclassed(OwnStep, None), regression(256).batch(GLOBAL), GLOBAL, 2)
     out["hidden"] = None
 except NoiseUnsupported as exc:
     out["hidden"] = str(exc)
@@ -165,7 +165,7 @@ def compile_args():
 out = {{}}
 for kind, reduction in [("fit", "global"), ("custom", "global"), ("cpu-update", "global"),
                         ("custom", "replica-mean")]:
-    loop = make_loop(kind, strategy, build, compile_args, "", 64, reduction, record_steps=True)
+    loop = make_loop(kind, strategy, build, compile_args, reduction, record_steps=True)
     loop.run(data, 1, 6, lambda *a: True)
     out[kind + " " + reduction] = {{
         "weights": [w.tolist() for w in loop.model.get_weights()],

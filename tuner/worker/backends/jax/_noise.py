@@ -48,20 +48,18 @@ class JaxNoiseMeter:
     """Measures ``steps`` extra steps per call of :meth:`measure` and keeps ``B_simple``.
 
     ``batches`` yields global NumPy batches of ``global_batch`` examples, drawn apart from
-    training, in any element structure Keras's ``fit`` takes. ``loss`` is not read: the meter
-    measures the loss the model was compiled with (``compute_loss``).
+    training, in any element structure Keras's ``fit`` takes. The meter measures the loss
+    the model was compiled with (``compute_loss``).
     """
 
     def __init__(
         self,
         model: Any,
         batches: Iterator[Any],
-        loss: Any,
         global_batch: int,
         replicas: int,
         steps: int,
     ) -> None:
-        del loss  # the model's own compute_loss is the loss measured
         if replicas < 2:
             raise ValueError("the gradient noise scale needs at least 2 replicas")
         if global_batch % replicas:
@@ -138,7 +136,7 @@ def measure_noise_once(model: Any, batch: tuple[Any, ...], samples: int) -> None
     if usable < CHECK_SHARDS:
         return
     head = jax.tree.map(lambda array: np.asarray(array)[:usable], batch)
-    meter = JaxNoiseMeter(model, itertools.repeat(head), None, usable, CHECK_SHARDS, steps=1)
+    meter = JaxNoiseMeter(model, itertools.repeat(head), usable, CHECK_SHARDS, steps=1)
     meter.measure()
 
 

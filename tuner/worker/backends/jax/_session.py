@@ -61,8 +61,8 @@ class JaxBackend:
     def noise_meter(self, session: Session, steps: int) -> JaxNoiseMeter:
         """The noise meter on batches drawn apart from training (another seed's order)."""
         batches = inputs.noise_batches(session.source, session.batch, session.request.seed + 1)
-        loss, batch = session.recipe.loss, session.batch
-        return JaxNoiseMeter(session.loop.model, batches, loss, batch, len(self.devices), steps)
+        model, batch = session.loop.model, session.batch
+        return JaxNoiseMeter(model, batches, batch, len(self.devices), steps)
 
     def peak_memory_per_device(self) -> list[int | None]:
         """``peak_bytes_in_use`` per device (``None`` on the CPU, which keeps no statistics)."""

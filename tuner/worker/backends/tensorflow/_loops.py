@@ -132,13 +132,10 @@ class CustomLoop(_Base):
         strategy: Any,
         build: Callable[[], Any],
         compile_args: Callable[[], dict[str, Any]],
-        loss_name: str,
-        global_batch: int,
         reduction: str,
     ) -> None:
         super().__init__(list(strategy.extended.worker_devices))
         self._strategy = strategy
-        del loss_name, global_batch  # the model's compiled loss, averaged as Keras averages it
         with strategy.scope():
             self.model = build()
             self.model.compile(**compile_args())
@@ -203,12 +200,9 @@ class CpuUpdateLoop(_Base):
         compute_devices: list[str],
         build: Callable[[], Any],
         compile_args: Callable[[], dict[str, Any]],
-        loss_name: str,
-        global_batch: int,
         reduction: str,
     ) -> None:
         super().__init__(compute_devices)
-        del loss_name, global_batch  # the model's compiled loss, averaged over equal shards
         n = len(compute_devices)
         with tf.device("/cpu:0"):
             self.model = build()
@@ -283,8 +277,6 @@ def make_loop(
     strategy: Any,
     build: Callable[[], Any],
     compile_args: Callable[[], dict[str, Any]],
-    loss_name: str,
-    global_batch: int,
     reduction: str = "global",
     record_steps: bool = False,
 ) -> Loop:
@@ -292,10 +284,10 @@ def make_loop(
     if kind == "fit":
         return FitLoop(strategy, build, compile_args, record_steps)
     if kind == "custom":
-        return CustomLoop(strategy, build, compile_args, loss_name, global_batch, reduction)
+        return CustomLoop(strategy, build, compile_args, reduction)
     if kind == "cpu-update":
         devices = list(strategy.extended.worker_devices)
-        return CpuUpdateLoop(devices, build, compile_args, loss_name, global_batch, reduction)
+        return CpuUpdateLoop(devices, build, compile_args, reduction)
     raise ValueError(f"unknown loop {kind!r}; known: {', '.join(LOOP_KINDS)}")
 
 

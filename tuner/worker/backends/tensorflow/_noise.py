@@ -43,13 +43,12 @@ __all__ = ["NoiseMeter", "auto_noise_steps", "measure_noise_once"]
 class NoiseMeter:
     """Measures ``steps`` extra steps per call of :meth:`measure` and keeps ``B_simple``.
 
-    ``dataset`` yields global batches in any element structure Keras's ``fit`` takes. ``loss``
-    is not read: the meter measures the loss the model was compiled with (``compute_loss``)."""
+    ``dataset`` yields global batches in any element structure Keras's ``fit`` takes. The meter
+    measures the loss the model was compiled with (``compute_loss``)."""
 
     def __init__(
-        self, strategy: Any, model: Any, dataset: Any, loss: Any, global_batch: int, steps: int
+        self, strategy: Any, model: Any, dataset: Any, global_batch: int, steps: int
     ) -> None:
-        del loss  # the model's own compute_loss is the loss measured
         reason = unsupported_reason(model)
         if reason is not None:
             raise NoiseUnsupported(reason)
@@ -107,7 +106,7 @@ def measure_noise_once(model: Any, batch: tuple[Any, ...], samples: int) -> None
     while parts and parts[-1] is None:  # from_tensors takes no None: an absent part is left out
         parts.pop()
     dataset = tf.data.Dataset.from_tensors(tuple(parts))
-    meter = NoiseMeter(tf.distribute.get_strategy(), model, dataset, None, samples, steps=1)
+    meter = NoiseMeter(tf.distribute.get_strategy(), model, dataset, samples, steps=1)
     meter.sample()
 
 

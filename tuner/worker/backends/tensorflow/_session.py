@@ -67,7 +67,7 @@ class TensorFlowBackend:
         if dataset is None:
             return None
         model = session.loop.model
-        return NoiseMeter(self.strategy, model, dataset, session.recipe.loss, batch, steps)
+        return NoiseMeter(self.strategy, model, dataset, batch, steps)
 
     def peak_memory_per_device(self) -> list[int | None]:
         """Peak bytes per replica device (GPUs only; ``None`` where TensorFlow cannot tell)."""
@@ -119,8 +119,6 @@ def open_session(request: RunRequest, emit: Emit, record_steps: bool = False) ->
         strategy,
         recipe.build,
         recipe.compile_args,
-        loss_name=request.workload.loss or "",  # read by custom loops only: the spec has one
-        global_batch=batch,
         reduction=request.loss_reduction,
         record_steps=record_steps,
     )
