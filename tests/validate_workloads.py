@@ -23,19 +23,10 @@ INPUT_SHAPE = (28, 28, 1)
 
 
 def mnist_convnet() -> Any:
-    """The MNIST convnet as keras-io writes it (uncompiled: the spec compiles it)."""
-    return keras.Sequential(
-        [
-            keras.Input(shape=INPUT_SHAPE),
-            layers.Conv2D(32, kernel_size=(3, 3), activation="relu"),
-            layers.MaxPooling2D(pool_size=(2, 2)),
-            layers.Conv2D(64, kernel_size=(3, 3), activation="relu"),
-            layers.MaxPooling2D(pool_size=(2, 2)),
-            layers.Flatten(),
-            layers.Dropout(0.5),
-            layers.Dense(NUM_CLASSES, activation="softmax"),
-        ]
-    )
+    """The MNIST convnet as keras-io writes it (uncompiled: the spec compiles it), the zoo's."""
+    from workloads.mnist_convnet import build_uncompiled
+
+    return build_uncompiled()
 
 
 def mnist_data() -> tuple[np.ndarray, ...]:
@@ -52,30 +43,11 @@ def mnist_data() -> tuple[np.ndarray, ...]:
 
 
 def guide_custom_model() -> Any:
-    """The guide's first ``CustomModel``, compiled as the guide compiles it."""
-    import tensorflow as tf
+    """The guide's first ``CustomModel``, compiled as the guide compiles it: the zoo's (imported
+    here, where it is asked for, since that module imports TensorFlow)."""
+    from workloads.custom_train_step import build_model
 
-    class CustomModel(keras.Model):
-        def train_step(self, data: Any) -> Any:
-            x, y = data
-            with tf.GradientTape() as tape:
-                y_pred = self(x, training=True)  # Forward pass
-                loss = self.compute_loss(y=y, y_pred=y_pred)
-            trainable_vars = self.trainable_variables
-            gradients = tape.gradient(loss, trainable_vars)
-            self.optimizer.apply(gradients, trainable_vars)
-            for metric in self.metrics:
-                if metric.name == "loss":
-                    metric.update_state(loss)
-                else:
-                    metric.update_state(y, y_pred)
-            return {m.name: m.result() for m in self.metrics}
-
-    inputs = keras.Input(shape=(32,))
-    outputs = keras.layers.Dense(1)(inputs)
-    model = CustomModel(inputs, outputs)
-    model.compile(optimizer="adam", loss="mse", metrics=["mae"])
-    return model
+    return build_model()
 
 
 def guide_data() -> tuple[np.ndarray, ...]:
