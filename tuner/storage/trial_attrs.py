@@ -30,8 +30,10 @@ its transaction), named in one place, :mod:`tuner.storage._optuna_rdb`. It is te
 there, and only while every private name is still in place, else plain ``RDBStorage`` (one
 transaction per attribute, the same stored result) with a debug line saying why.
 ``tests/storage/test_storage_batch.py`` checks that the batch paths store what ``set_user_attr``
-would; ``tests/storage/test_storage_optuna_pin.py`` which path the installed Optuna takes, that
-plain ``RDBStorage`` stores the same, and that an installed Optuna outside the range fails a test.
+would, ``tests/storage/test_storage_batch_faults.py`` that a refused, failed or empty write
+behaves as Optuna's own (SQLite and PostgreSQL); ``tests/storage/test_storage_optuna_pin.py``
+which path the installed Optuna takes, that plain ``RDBStorage`` stores the same, and that an
+installed Optuna outside the range fails a test.
 """
 
 from __future__ import annotations
@@ -116,10 +118,10 @@ class TunerRDBStorage(optuna.storages.RDBStorage):
             self._upsert(session, internals.models.TrialSystemAttributeModel, trial_id, attrs)
 
     def set_user_attrs_with_state(self, trial_id: int, attrs: Mapping[str, Any]) -> None:
-        """Write ``attrs`` as user attributes in the transaction that next sets the trial's state
-        (:meth:`set_trial_state_values`); a later call for the trial adds to them. A value JSON
-        cannot hold fails here, inside the objective, where Optuna fails the trial, not in the
-        state change after it, which would leave the trial RUNNING."""
+        """Write ``attrs`` as user attributes in the transaction that sets the trial's final
+        state (:meth:`set_trial_state_values`); a later call for the trial adds to them. A value
+        JSON cannot hold fails here, inside the objective, where Optuna fails the trial, not in
+        the state change after it, which would leave the trial RUNNING."""
         for value in attrs.values():
             json.dumps(value)
         self._with_state.setdefault(trial_id, {}).update(attrs)
@@ -128,28 +130,43 @@ class TunerRDBStorage(optuna.storages.RDBStorage):
         self, trial_id: int, state: TrialState, values: Sequence[float] | None = None
     ) -> bool:
         """Optuna's state change, with the attributes held for the trial in the same transaction:
-        both are stored, or neither (a trial another worker finished takes none)."""
-        attrs = self._with_state.pop(trial_id, None)
-        if not attrs:
+        both are stored, or neither. They stay held until they are stored with a final state: a
+        write that fails (the database locked or gone) keeps them for the retry; only a trial
+        that is finished (by another worker) or missing drops them, since nothing can store
+        them any more."""
+        attrs = self._with_state.get(trial_id)
+        # Only a final state takes them: Optuna refuses RUNNING by returning False inside its
+        # transaction, which then commits, so held attributes would be stored with a refusal.
+        if not attrs or not state.is_finished():
             return super().set_trial_state_values(trial_id, state, values)
         internals = _internals()
-        with internals.scoped_session(self.scoped_session) as session:
-            self._upsert(session, internals.models.TrialUserAttributeModel, trial_id, attrs)
-            # Optuna's session is this thread's: the state change joins this transaction, and
-            # its commit stores the attributes with the state (its rollback drops both).
-            return super().set_trial_state_values(trial_id, state, values)
+        try:
+            with internals.scoped_session(self.scoped_session) as session:
+                self._upsert(session, internals.models.TrialUserAttributeModel, trial_id, attrs)
+                # Optuna's session is this thread's: the state change joins this transaction,
+                # and its commit stores the attributes with the state (its rollback drops both;
+                # a final state's refusal is a raise or a rollback, never a commit).
+                stored = super().set_trial_state_values(trial_id, state, values)
+        except (optuna.exceptions.UpdateFinishedTrialError, KeyError):
+            self._with_state.pop(trial_id, None)
+            raise
+        if stored:
+            self._with_state.pop(trial_id, None)
+        return stored
 
     def _upsert(
         self, session: Any, model: type[Any], trial_id: int, attrs: Mapping[str, Any]
     ) -> None:
-        """Every ``key: value`` of ``attrs`` into ``model``'s table for the trial, uncommitted."""
+        """Every ``key: value`` of ``attrs`` into ``model``'s table for the trial, uncommitted,
+        after Optuna's checks (a missing trial raises :class:`KeyError`, a finished one
+        ``UpdateFinishedTrialError``), made for an empty ``attrs`` too, as for one attribute."""
+        trial = _internals().models.TrialModel.find_or_raise_by_id(trial_id, session)
+        self.check_trial_is_updatable(trial_id, cast(TrialState, trial.state))
         insert = _UPSERTS.get(self.engine.name)
         if insert is None or not attrs:
             for key, value in attrs.items():
                 self._set_trial_attr_without_commit(session, model, trial_id, key, value)
             return
-        trial = _internals().models.TrialModel.find_or_raise_by_id(trial_id, session)
-        self.check_trial_is_updatable(trial_id, cast(TrialState, trial.state))
         rows = [
             {"trial_id": trial_id, "key": key, "value_json": json.dumps(value)}
             for key, value in attrs.items()
