@@ -26,7 +26,7 @@ from tuner.core.scaling import optimizer_settings
 from tuner.worker import backends, compiled, hypermodel
 from tuner.worker.digest import workload_digest
 from tuner.worker.noise import failure_reason, overrides
-from tuner.worker.sources import FUNCTION, Source, leaves, map_leaves
+from tuner.worker.sources import FUNCTION, PART_NAMES, Source, leaves, map_leaves
 from tuner.worker.workload import check_loss
 
 if TYPE_CHECKING:
@@ -39,8 +39,6 @@ mismatch, cheap on any model."""
 SCAN_SAMPLES = 256
 """How many examples of each split the check reads and scans for NaN and inf: the first ones,
 cheap to read from any pipeline (the rest of the data is never read here)."""
-
-PART_NAMES = ("x", "y", "sample_weight")
 
 CHECK_LR = 1e-3
 """The learning rate of the check's optimizer; the check never trains, so any rate does."""

@@ -141,6 +141,47 @@ def element_error(element: Any) -> str | None:
     return None
 
 
+PART_NAMES = ("x", "y", "sample_weight")
+
+
+def sample_shapes(parts: tuple[Any, ...]) -> dict[str, tuple[int, ...]]:
+    """The shape of one sample (the batch axis dropped) of every leaf of a batch's parts, by
+    the leaf's name as a user writes it (``x``, ``x['title']``, ``y[1]``)."""
+    shapes: dict[str, tuple[int, ...]] = {}
+
+    def walk(name: str, value: Any) -> None:
+        if isinstance(value, Mapping):
+            for key, item in value.items():
+                walk(f"{name}[{key!r}]", item)
+        elif isinstance(value, tuple | list):
+            for position, item in enumerate(value):
+                walk(f"{name}[{position}]", item)
+        elif value is not None:
+            shapes[name] = tuple(np.shape(value)[1:])
+
+    for name, part in zip(PART_NAMES, parts, strict=False):
+        walk(name, part)
+    return shapes
+
+
+def shape_change(
+    reference: str, first: dict[str, tuple[int, ...]], parts: tuple[Any, ...], index: int
+) -> WorkloadError | None:
+    """The refusal of batch ``index`` when its samples' shapes are not the first batch's
+    (``first``: :func:`sample_shapes`), or ``None``. Batches padded each to their own longest
+    row train under plain ``fit``, but tuner re-batches the samples at every global batch size,
+    and samples of several shapes do not stack."""
+    for name, now in sample_shapes(parts).items():
+        was = first.get(name, now)
+        if was != now:
+            return WorkloadError(
+                f"{reference}: the samples of {name} are {was} in the first batch and {now} in "
+                f"batch {index}; tuner re-batches samples at each global batch size, so every "
+                "sample needs one shape: pad to one fixed length in the data"
+            )
+    return None
+
+
 def pydataset_pass(dataset: Any) -> Iterator[Any]:
     """One pass over a ``keras.utils.PyDataset`` by index, then ``on_epoch_end()`` as Keras calls
     it (an infinite one, ``num_batches`` None, never ends)."""

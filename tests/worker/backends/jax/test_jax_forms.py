@@ -56,3 +56,19 @@ def test_batches_of_x_alone_are_read_and_four_tuples_refused(
     four = [(np.ones((4, 3)),) * 4 for _ in range(2)]
     with pytest.raises(WorkloadError, match=r"must be x, \(x, y\) or \(x, y, sample_weight\)"):
         jax_inputs.first_batch(load(monkeypatch, (four, four)), "train", 4)
+
+
+def test_batches_of_several_sample_shapes_are_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Batches padded each to their own length (dicts of inputs: the input is named by its
+    key): refused when read, with what to do, not NumPy's concatenation error."""
+
+    def batch(length: int) -> tuple[Any, ...]:
+        return ({"ids": np.ones((4, length), np.int64)}, np.zeros((4, 1), np.float32))
+
+    source = load(monkeypatch, ([batch(3), batch(3), batch(5)], [batch(3)]))
+    with pytest.raises(
+        WorkloadError,
+        match=r"the samples of x\['ids'\] are \(3,\) in the "
+        r"first batch and \(5,\) in batch 2; .* pad to one fixed length",
+    ):
+        jax_inputs.first_batch(source, "train", 12)

@@ -193,6 +193,35 @@ def test_pydatasets_are_read_in_their_order_and_rebatched(workload_module: Any) 
     assert [len(x) for x, _ in inputs.val_batches(source, 4, val_samples=None)] == [4, 1]
 
 
+class PaddedPerBatch(Batches):
+    """Token ids padded to each batch's own longest row (a text pipeline's habit): 3 or 5
+    columns, as ``lengths`` says per batch."""
+
+    def __init__(self, lengths: list[int]) -> None:
+        super().__init__(np.zeros((6 * len(lengths), 1)), None, 6)
+        self.lengths = lengths
+
+    def __getitem__(self, index: int) -> Any:
+        return np.ones((6, self.lengths[index]), np.int64), np.zeros((6, 1), np.float32)
+
+
+@pytest.mark.parametrize("lengths", [[3, 3, 5], [3, 5, 3]], ids=["last", "middle"])
+def test_pydataset_batches_of_several_sample_shapes_are_one_line(
+    workload_module: Any, lengths: list[int]
+) -> None:
+    """Plain fit trains them; tuner re-batches samples, so it says which input changed where
+    (the last batch when the size is read, a middle one from inside tf.data) and what to do."""
+    val = PaddedPerBatch([3])
+    with pytest.raises(WorkloadError) as raised:
+        source = load(workload_module, (PaddedPerBatch(lengths), val))
+        inputs.first_batch(source, "train", 18)
+    assert str(raised.value) == (
+        "tuner_inputs_case:data: the samples of x are (3,) in the first batch and (5,) in "
+        f"batch {lengths.index(5)}; tuner re-batches samples at each global batch size, so "
+        "every sample needs one shape: pad to one fixed length in the data"
+    )
+
+
 def test_a_pydataset_of_inputs_alone_is_one_structure(workload_module: Any) -> None:
     source = load(workload_module, (Batches(X, None, 6), Batches(X[:4], None, 6)))
     (x,) = next(iter(inputs.train_batches(source, 4, seed=None)))

@@ -26,6 +26,7 @@ from tuner.worker.sources import (
     ARRAYS,
     DATASETS,
     ITERABLES,
+    PART_NAMES,
     PYDATASETS,
     Source,
     as_arrays,
@@ -38,6 +39,8 @@ from tuner.worker.sources import (
     map_leaves,
     pydataset_pass,
     pydataset_samples,
+    sample_shapes,
+    shape_change,
 )
 
 Batch = tuple[Any, ...]
@@ -166,13 +169,18 @@ def _refuse_tf_kinds(reference: str, name: str, spec: Any) -> None:
 def _checked(reference: str, name: str, batches: Iterator[Any]) -> Iterator[Batch]:
     """The batches as tuples of NumPy structures, as Keras unpacks them (``x``, ``(x, y)``,
     ``(x, y, sample_weight)``); other tuples, and text, are refused."""
-    for batch in batches:
+    first = None
+    for index, batch in enumerate(batches):
         problem = element_error(batch)
         if problem is not None:
             raise WorkloadError(f"{reference}: the {name} batches' {problem}")
         parts = tuple(map_arrays(np.asarray, part) for part in element_parts(batch))
-        for part_name, part in zip(("x", "y", "sample_weight"), parts, strict=False):
+        for part_name, part in zip(PART_NAMES, parts, strict=False):
             _refuse_text(reference, f"the {name} {part_name}", part)
+        first = first if first is not None else sample_shapes(parts)
+        changed = shape_change(reference, first, parts, index)
+        if changed is not None:
+            raise changed
         yield parts
 
 

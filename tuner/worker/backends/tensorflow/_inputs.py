@@ -15,6 +15,7 @@ and checks look at the first batches only.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import keras
@@ -37,6 +38,8 @@ from tuner.worker.sources import (
     element_parts,
     pydataset_pass,
     pydataset_samples,
+    sample_shapes,
+    shape_change,
 )
 from tuner.worker.tfdata import is_batched, samples_before_batching
 from tuner.workloads import resolve
@@ -96,9 +99,20 @@ def _pydataset_stream(reference: str, dataset: Any) -> Any:
     if problem is not None:
         raise WorkloadError(f"{reference}: a PyDataset's batch {problem}")
     signature = tf.nest.map_structure(_batch_spec, first)
+    shapes = sample_shapes(first)
+    if dataset.num_batches:  # the last batch, read for the size too: said here, not in tf.data
+        last = dataset.num_batches - 1
+        changed = shape_change(reference, shapes, _batch_parts(dataset[last]), last)
+        if changed is not None:
+            raise changed
 
-    def one_pass() -> Any:
-        return map(_batch_parts, pydataset_pass(dataset))
+    def one_pass() -> Iterator[Any]:
+        for index, batch in enumerate(pydataset_pass(dataset)):
+            parts = _batch_parts(batch)
+            changed = shape_change(reference, shapes, parts, index)
+            if changed is not None:
+                raise changed
+            yield parts
 
     return tf.data.Dataset.from_generator(one_pass, output_signature=signature)
 
@@ -288,8 +302,12 @@ def first_batch(source: Source, split: str, size: int) -> tuple[Any, ...]:
     try:
         element = next(iter(data.batch(size).take(1)), None)
     except tf.errors.OpError as exc:
+        line = error_line(exc)
+        ours = line.partition(": ")[2]  # a refusal raised inside a PyDataset's generator
+        if ours.startswith(f"{source.reference}: "):
+            raise WorkloadError(ours) from exc
         raise WorkloadError(
-            f"{source.reference}: reading the first {split} batch failed: {error_line(exc)}"
+            f"{source.reference}: reading the first {split} batch failed: {line}"
         ) from exc
     if element is None:
         raise WorkloadError(f"{source.reference}: the {split} dataset is empty")
