@@ -131,3 +131,22 @@ def test_not_utf8(tmp_path: Path) -> None:
     path.write_bytes(b"\xff\xfe\x00name")
     with pytest.raises(ConfigError, match="not valid TOML"):
         load_spec(path)
+
+
+def test_a_utf8_bom_is_read(tmp_path: Path) -> None:
+    # Windows Notepad (before 2019) and PowerShell 5's Out-File -Encoding utf8 start UTF-8 files
+    # with a byte-order mark, which TOML does not allow.
+    path = tmp_path / "bom.toml"
+    path.write_bytes(b"\xef\xbb\xbf" + VALID.encode("utf-8"))
+    assert load_spec(path) == load_spec(spec_file(tmp_path))
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-32"])
+def test_a_utf16_or_utf32_file_is_refused_naming_the_encoding(
+    tmp_path: Path, encoding: str
+) -> None:
+    path = tmp_path / "wide.toml"
+    path.write_bytes(VALID.encode(encoding))  # with its byte-order mark, as Notepad's "Unicode"
+    with pytest.raises(ConfigError, match=rf"{encoding.upper()} text.*save it as UTF-8") as info:
+        load_spec(path)
+    assert str(path) in str(info.value) and "\n" not in str(info.value)

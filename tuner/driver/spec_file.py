@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import codecs
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -26,14 +27,27 @@ def load_spec(
     return spec_from_dict(read_toml(Path(path)), overrides, source=str(path))
 
 
+_UTF8_BOM = codecs.BOM_UTF8
+_WIDE_BOMS = (  # UTF-32 first: its little-endian mark begins with UTF-16's
+    ("UTF-32", (codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)),
+    ("UTF-16", (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)),
+)
+
+
 def read_toml(path: Path) -> dict[str, Any]:
     """The tables of the TOML file at ``path``; :class:`ConfigError` if it is missing or not
-    TOML."""
+    TOML. A UTF-8 byte-order mark (which TOML does not allow, but Windows editors write) is
+    skipped; a UTF-16 or UTF-32 file is refused naming its encoding."""
     if not path.is_file():
         raise ConfigError(f"spec file {path} does not exist; pass --spec with a TOML file")
+    data = path.read_bytes()
+    for encoding, marks in _WIDE_BOMS:
+        if data.startswith(marks):
+            raise ConfigError(
+                f"spec file {path} is not valid TOML: it is {encoding} text; save it as UTF-8"
+            )
     try:
-        with path.open("rb") as handle:
-            return tomllib.load(handle)
+        return tomllib.loads(data.removeprefix(_UTF8_BOM).decode("utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"spec file {path} is not valid TOML: {exc}") from None
     except UnicodeDecodeError:
