@@ -14,6 +14,8 @@ import os
 from pathlib import Path
 
 import typer
+from rich.console import Console
+from rich.text import Text
 
 from tuner.core.errors import ConfigError
 
@@ -63,11 +65,16 @@ def choose_storage(value: str, source: str | None, storage_file: str | None) -> 
 
 def storage_from_file(ctx: typer.Context, param: typer.CallbackParam, value: str) -> str:
     """Typer callback of ``--storage``: :func:`choose_storage` with this process's environment.
-    A bad file is a usage error (exit code 2, like any bad ``--storage``)."""
+    A bad file, or both variables set, ends the command as any bad input does (as
+    :func:`tuner.cli.errors.guard` ends it, which this module cannot import: it imports the
+    options): one line, exit code 2. Not Click's ``BadParameter``, whose usage block shows a
+    command line that is not at fault."""
     source = ctx.get_parameter_source(param.name) if param.name else None
     # By name: newer Typer vendors Click, so its ParameterSource is not click.core's.
     name = getattr(source, "name", None)
     try:
         return choose_storage(value, name, os.environ.get(STORAGE_FILE_ENV))
     except ConfigError as exc:
-        raise typer.BadParameter(str(exc)) from None
+        line = Text.assemble(("error:", "bold red"), " ", str(exc))
+        Console(stderr=True).print(line, highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from None
