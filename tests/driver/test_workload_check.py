@@ -25,6 +25,7 @@ class Answer:
     def __init__(self, left: ChildRun) -> None:
         self.left = left
         self.requests: list[dict[str, Any]] = []
+        self.timeouts: list[float] = []
 
     def run(
         self,
@@ -34,6 +35,7 @@ class Answer:
         on_event: Callable[[dict[str, Any]], None] | None = None,
     ) -> ChildRun:
         self.requests.append(request)
+        self.timeouts.append(timeout_s)
         return self.left
 
 
@@ -112,3 +114,22 @@ def test_a_batch_larger_than_the_training_set_is_refused() -> None:
     child = FakeChild(lambda request: ok(64))
     with pytest.raises(ConfigError, match=r"global batch 8192 is larger than the training set"):
         workload_check.check(make_spec((1, 128)), PLAN, runner=child)
+
+
+def test_the_workload_check_runs_under_the_searchs_trial_timeout(tmp_path: Path) -> None:
+    runner = Answer(ChildRun(returncode=0, result_text="not json"))
+    url = f"sqlite:///{tmp_path / 'never.db'}"
+    with pytest.raises(TunerError):
+        run_search(make_spec(), PLAN, url, runner=runner, trial_timeout_s=4321.0)
+    assert runner.timeouts == [4321.0]  # not a fixed 600 s of its own
+
+
+def test_a_workload_check_past_the_timeout_says_so_and_names_the_flag() -> None:
+    runner = Answer(ChildRun(returncode=-9, result_text=None, timed_out=True, wall_s=30.0))
+    with pytest.raises(TunerError) as raised:
+        workload_check.inspect_workload(make_spec(), runner=runner, timeout_s=30.0)
+    assert str(raised.value) == (
+        "the workload check did not finish within 30 s (--trial-timeout): loading the workload "
+        "and one training step must fit in it; raise --trial-timeout or load less"
+    )
+    assert exit_code(raised.value) == 1  # nothing in the input is known to be wrong

@@ -101,7 +101,9 @@ def run_search(
     first = plan.single_device() if baseline and plan.num_replicas > 1 and not probe else plan
     with spares(expect=first.child_environment()):
         measured = spec.search.noise_scale and plan.num_replicas > 1
-        info = workload_check.check(spec, plan, runner=runner, probe=probe, noise_scale=measured)
+        info = workload_check.check(
+            spec, plan, runner=runner, probe=probe, noise_scale=measured, timeout_s=trial_timeout_s
+        )
         study = open_study(spec, plan, storage_url, study_name, info, heartbeat_s)
         if on_study is not None:
             on_study(study)

@@ -15,7 +15,7 @@ from tuner.core.devices import DevicePlan, inspect_environment
 from tuner.core.errors import ConfigError, TunerError, WorkloadError
 from tuner.core.oom import last_message
 from tuner.core.outcome import ChildRun, read_result
-from tuner.core.protocol import Result
+from tuner.core.protocol import DEFAULT_TRIAL_TIMEOUT_S, Result
 from tuner.core.spec import StudySpec
 from tuner.core.target import budget_samples, check_cadence, default_cadence
 from tuner.core.windows import MIN_TIMED_WINDOWS, min_samples
@@ -23,7 +23,6 @@ from tuner.driver.children import ChildRunner, inspect_request
 
 _log = logging.getLogger(__name__)
 
-INSPECT_TIMEOUT_S = 600.0
 _INSPECTED = ("n_train", "n_val", "parameters")
 """What the rest of the search needs from the workload check's result."""
 
@@ -35,8 +34,10 @@ def check(
     runner: ChildRunner,
     probe: bool = False,
     noise_scale: bool = False,
+    timeout_s: float = DEFAULT_TRIAL_TIMEOUT_S,
 ) -> dict[str, Any]:
-    """Check the grid, the options and the workload (in a child that ``runner`` runs); return
+    """Check the grid, the options and the workload (in a child that ``runner`` runs, killed
+    after ``timeout_s``: the search's ``--trial-timeout``, its bound on every child); return
     what the workload check found (sizes, versions, a hypermodel's space). Raises
     :class:`ConfigError` for bad input.
 
@@ -50,7 +51,7 @@ def check(
             "model configuration has its own (out-of-memory is tracked per configuration)"
         )
     check_grid(spec, plan)
-    info = inspect_workload(spec, runner=runner, noise_scale=noise_scale)
+    info = inspect_workload(spec, runner=runner, noise_scale=noise_scale, timeout_s=timeout_s)
     check_grid(spec, plan, n_train=info["n_train"])
     for line in (compile_line(spec.workload.model, info.get("compile")), noise_line(info)):
         if line is not None:
@@ -93,7 +94,7 @@ def inspect_workload(
     spec: StudySpec,
     *,
     runner: ChildRunner,
-    timeout_s: float = INSPECT_TIMEOUT_S,
+    timeout_s: float = DEFAULT_TRIAL_TIMEOUT_S,
     noise_scale: bool = False,
 ) -> dict[str, Any]:
     """Load the workload once in a CPU-only child (run by ``runner``), on the spec's Keras
@@ -101,10 +102,16 @@ def inspect_workload(
     (``noise_scale_skipped`` where it cannot).
 
     Raises :class:`WorkloadError` when the model or data cannot be loaded or do not fit together,
-    and :class:`TunerError` when the child's answer cannot be read.
+    and :class:`TunerError` when the child's answer cannot be read or it ran past ``timeout_s``.
     """
     env = inspect_environment(spec.workload.backend)
     run = runner.run(inspect_request(spec, noise_scale=noise_scale), env, timeout_s)
+    if run.timed_out:
+        raise TunerError(
+            f"the workload check did not finish within {timeout_s:g} s (--trial-timeout): "
+            "loading the workload and one training step must fit in it; raise --trial-timeout "
+            "or load less"
+        )
     result = _inspection(run)
     if result.status != "ok":
         raise WorkloadError(result.error or "loading the workload failed")
