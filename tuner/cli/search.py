@@ -45,7 +45,7 @@ from tuner.cli.options import (
 from tuner.core.probe import DEFAULT_PROBE_STEPS
 from tuner.core.protocol import DEFAULT_TRIAL_TIMEOUT_S
 from tuner.driver.options import ProbeOptions, SearchOptions
-from tuner.storage import DEFAULT_HEARTBEAT_S, DEFAULT_STORAGE
+from tuner.storage import DEFAULT_HEARTBEAT_S, DEFAULT_STORAGE, DEFAULT_STORAGE_WAIT_S
 
 if TYPE_CHECKING:
     from tuner.cli.progress import LogProgress, SearchProgress
@@ -63,6 +63,13 @@ ValidateFirstOpt = Annotated[
 ]
 HeartbeatOpt = Annotated[
     float, typer.Option(help="Seconds between worker heartbeats (RDB storages; 0: off).")
+]
+StorageWaitOpt = Annotated[
+    float,
+    typer.Option(
+        help="Seconds to wait for a storage that went away (server down, file locked) before "
+        "stopping; results measured meanwhile are spooled and recorded later."
+    ),
 ]
 ProbeOpt = Annotated[bool, typer.Option("--probe", help="Probe the largest fitting batch first.")]
 BaselineOpt = Annotated[
@@ -155,6 +162,7 @@ def search(
     export: ExportOpt = None,
     validate: ValidateFirstOpt = False,
     heartbeat: HeartbeatOpt = DEFAULT_HEARTBEAT_S,
+    storage_wait: StorageWaitOpt = DEFAULT_STORAGE_WAIT_S,
     probe: ProbeOpt = False,
     baseline: BaselineOpt = True,
     model_hyperparameters: ModelHyperparametersOpt = None,

@@ -32,6 +32,7 @@ from tuner.driver.children import ChildRunner, budget_dict, first_precision, tri
 from tuner.driver.grid import stores_batch_as_category, suggest_global_batch, suggest_precision
 from tuner.driver.observer import SearchObserver
 from tuner.driver.racing import REPEAT_INDEX, REPEAT_OF, SAME_AS, chain, is_original, measured
+from tuner.driver.spooled import spool_outcome
 from tuner.storage.trial_attrs import set_outcome_attrs, set_user_attrs
 
 
@@ -372,6 +373,7 @@ def record(trial: Trial, outcome: TrialOutcome) -> tuple[float, float]:
         attrs["error"] = outcome.error
     if outcome.values is not None:
         attrs["final_loss"], attrs["throughput"] = outcome.values
+    spool_outcome(trial, outcome.state, outcome.values, attrs)  # first: the storage may fail
     # Written with the state Optuna sets next, in one transaction: a finished trial has them all.
     set_outcome_attrs(trial, attrs)
     if outcome.state == "COMPLETE" and outcome.values is not None:

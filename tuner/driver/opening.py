@@ -35,14 +35,16 @@ def open_study(
     study_name: str | None,
     info: dict[str, Any],
     heartbeat_s: float | None,
+    wait_s: float | None = None,
 ) -> optuna.Study:
     """Create or resume the study ``study_name`` (``None``: the spec's name) in ``storage_url``.
 
     ``info`` is what the workload check found. Raises :class:`ConfigError` when the stored study
-    was made by another program, with another spec, or on other devices.
+    was made by another program, with another spec, or on other devices. ``wait_s``: how long
+    an unreachable storage is waited for once open (:mod:`tuner.storage.guarded`).
     """
     name = spec.name if study_name is None else check_study_name(study_name, "--study-name")
-    storage = open_storage(storage_url, create=True, heartbeat_s=heartbeat_s)
+    storage = open_storage(storage_url, create=True, heartbeat_s=heartbeat_s, wait_s=wait_s)
     where = f"study {name!r} in {mask_password(storage_url)}"
     sampler = make_sampler(spec, info.get("hypermodel"))
     if name in optuna.get_all_study_names(storage=storage):

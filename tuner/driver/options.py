@@ -20,7 +20,7 @@ from tuner.core.probe import DEFAULT_PROBE_STEPS
 from tuner.core.protocol import DEFAULT_TRIAL_TIMEOUT_S
 from tuner.core.spec import LOSS_REDUCTIONS
 from tuner.driver.validate import DEFAULT_RULE, DEFAULT_STEPS
-from tuner.storage import DEFAULT_HEARTBEAT_S, DEFAULT_STORAGE
+from tuner.storage import DEFAULT_HEARTBEAT_S, DEFAULT_STORAGE, DEFAULT_STORAGE_WAIT_S
 
 if TYPE_CHECKING:
     from tuner.core.devices import DevicePlan
@@ -102,6 +102,8 @@ class SearchOptions(GridOptions):
     validate: bool = False
     heartbeat: float = DEFAULT_HEARTBEAT_S
     """Seconds between worker heartbeats; 0 turns them off."""
+    storage_wait: float = DEFAULT_STORAGE_WAIT_S
+    """Seconds an unreachable storage is waited for before the search stops."""
     probe: bool = False
     baseline: bool = True
     model_hyperparameters: str | None = None

@@ -108,6 +108,7 @@ def search(
         study_name=options.study_name,
         trial_timeout_s=options.trial_timeout,
         heartbeat_s=options.heartbeat or None,  # 0: off
+        storage_wait_s=options.storage_wait,
         probe=options.probe,
         baseline=options.baseline,
         observer=front,

@@ -29,8 +29,9 @@ from tuner.driver.children import ChildRunner, child_runner, spares
 from tuner.driver.observer import QuietObserver, SearchObserver
 from tuner.driver.opening import open_study
 from tuner.driver.records import store
+from tuner.driver.spooled import record_spooled, storage_faults
 from tuner.driver.trial_loop import run_trials
-from tuner.storage import DEFAULT_HEARTBEAT_S, check_storage
+from tuner.storage import DEFAULT_HEARTBEAT_S, DEFAULT_STORAGE_WAIT_S, check_storage
 from tuner.views.refresh import refresh
 
 
@@ -54,6 +55,7 @@ def check_search_input(
     *,
     study_name: str | None = None,
     heartbeat_s: float | None = None,
+    storage_wait_s: float = DEFAULT_STORAGE_WAIT_S,
 ) -> None:
     """Every check of a search's (or probe's) input that needs no TensorFlow: the study name,
     the heartbeat, the grid against the replicas, and the storage (not in memory, a study
@@ -66,6 +68,10 @@ def check_search_input(
         check_study_name(study_name, "--study-name")
     if heartbeat_s is not None and not (math.isfinite(heartbeat_s) and heartbeat_s > 0):
         raise ConfigError(f"--heartbeat must be 0 (off) or a positive number, got {heartbeat_s}")
+    if not (math.isfinite(storage_wait_s) and storage_wait_s >= 0):
+        raise ConfigError(
+            f"--storage-wait must be 0 or a positive number of seconds, got {storage_wait_s}"
+        )
     workload_check.check_grid(spec, plan)
     check_storage(storage_url, create=True)
 
@@ -78,6 +84,7 @@ def run_search(
     study_name: str | None = None,
     trial_timeout_s: float = DEFAULT_TRIAL_TIMEOUT_S,
     heartbeat_s: float | None = DEFAULT_HEARTBEAT_S,
+    storage_wait_s: float = DEFAULT_STORAGE_WAIT_S,
     probe: bool = False,
     baseline: bool = True,
     observer: SearchObserver | None = None,
@@ -95,7 +102,14 @@ def run_search(
     """
     observer = observer or QuietObserver()
     runner = runner if runner is not None else child_runner()
-    check_search_input(spec, plan, storage_url, study_name=study_name, heartbeat_s=heartbeat_s)
+    check_search_input(
+        spec,
+        plan,
+        storage_url,
+        study_name=study_name,
+        heartbeat_s=heartbeat_s,
+        storage_wait_s=storage_wait_s,
+    )
     on_checked(runner)  # what the caller does before any child (tuner search: --validate)
     # The first run after the workload check: a probe, else a new study's baseline (one device).
     first = plan.single_device() if baseline and plan.num_replicas > 1 and not probe else plan
@@ -104,30 +118,49 @@ def run_search(
         info = workload_check.check(
             spec, plan, runner=runner, probe=probe, noise_scale=measured, timeout_s=trial_timeout_s
         )
-        study = open_study(spec, plan, storage_url, study_name, info, heartbeat_s)
+        study = open_study(spec, plan, storage_url, study_name, info, heartbeat_s, storage_wait_s)
         if on_study is not None:
             on_study(study)
-        probed_oom = _prepare(
-            study,
-            spec,
-            plan,
-            workload_check.batch_limit(spec, info["n_train"]),
-            probe=probe,
-            baseline=baseline,
-            runner=runner,
-            timeout_s=trial_timeout_s,
-            observer=observer,
-        )
-        launched, grid_size = run_trials(
-            study,
-            spec,
-            plan,
-            space=info.get("hypermodel"),
-            probed_oom=probed_oom,
-            runner=runner,
-            timeout_s=trial_timeout_s,
-            observer=observer,
-        )
+        with storage_faults(study, observer):
+            return _search(
+                study, spec, plan, info, probe, baseline, runner, trial_timeout_s, observer
+            )
+
+
+def _search(
+    study: optuna.Study,
+    spec: StudySpec,
+    plan: DevicePlan,
+    info: dict[str, Any],
+    probe: bool,
+    baseline: bool,
+    runner: ChildRunner,
+    trial_timeout_s: float,
+    observer: SearchObserver,
+) -> SearchReport:
+    """:func:`run_search` once the study is open: spooled results first, then the trials."""
+    record_spooled(study, observer.note)  # before anything runs: no point measured twice
+    probed_oom = _prepare(
+        study,
+        spec,
+        plan,
+        workload_check.batch_limit(spec, info["n_train"]),
+        probe=probe,
+        baseline=baseline,
+        runner=runner,
+        timeout_s=trial_timeout_s,
+        observer=observer,
+    )
+    launched, grid_size = run_trials(
+        study,
+        spec,
+        plan,
+        space=info.get("hypermodel"),
+        probed_oom=probed_oom,
+        runner=runner,
+        timeout_s=trial_timeout_s,
+        observer=observer,
+    )
     running = _still_running(study)
     if not running:  # the last worker to finish writes the views, once
         refresh(study, warn=observer.note)

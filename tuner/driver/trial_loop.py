@@ -30,6 +30,8 @@ from tuner.driver.observer import SearchObserver, quiet_optuna
 from tuner.driver.racing import race
 from tuner.driver.resume import requeue_unfinished
 from tuner.driver.seeds import measure_seed_noise
+from tuner.storage.faults import StorageFaultError, find_fault
+from tuner.storage.guarded import guarded_of
 
 
 def run_trials(
@@ -108,11 +110,15 @@ def _run_one(
 ) -> None:
     """One trial: a queued one first, else the sampler's next point; a FAIL does not stop us.
     ``trials``: the study's trials as just read, which the trial decides with (else it reads)."""
+    _claim_allowed(study)
     if trials is not None:
         objective.expect(trials)
     try:
         study.optimize(objective, n_trials=1, catch=(TrialFailed,), gc_after_trial=False)
-    except (ValueError, AssertionError, optuna.exceptions.UpdateFinishedTrialError) as exc:
+    except Exception as exc:
+        fault = find_fault(exc)
+        if fault is not None:  # Optuna's clean-up may have hidden it: the fault is the news
+            raise fault from exc
         if not is_taken_over(exc):
             raise
         # This worker was stopped (SIGSTOP, a suspended VM) past the heartbeat grace: another
@@ -124,6 +130,18 @@ def _run_one(
     finally:
         if trials is not None:
             objective.expect(None)  # read before this trial: never for a later one
+
+
+def _claim_allowed(study: optuna.Study) -> None:
+    """A worker whose heartbeat has not been written for longer than the grace period claims
+    no new trial: another worker may be taking its last one over."""
+    guarded = guarded_of(study._storage)
+    if guarded is not None and guarded.heartbeat_lost:
+        raise StorageFaultError(
+            f"storage {guarded.place.shown}: this worker's heartbeat could not be written for "
+            "longer than the grace period, so it claims no new trial (another worker may run "
+            "its last one); run the same `tuner search` again once the storage is back"
+        )
 
 
 def is_taken_over(exc: BaseException) -> bool:

@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from tuner.core.errors import ConfigError
+from tuner.storage.faults import StorageFaultError
+from tuner.storage.guarded import guarded_class
 from tuner.storage.places import (
     DEFAULT_STORAGE,
     Place,
@@ -39,7 +41,9 @@ from tuner.storage.schema import check_journal_file, check_storage_file, has_opt
 __all__ = [
     "DEFAULT_HEARTBEAT_S",
     "DEFAULT_STORAGE",
+    "DEFAULT_STORAGE_WAIT_S",
     "SQLITE_TIMEOUT_S",
+    "StorageFaultError",
     "check_storage",
     "describe_storage_error",
     "mask_password",
@@ -48,6 +52,8 @@ __all__ = [
 ]
 
 SQLITE_TIMEOUT_S = 60
+DEFAULT_STORAGE_WAIT_S = 300.0
+"""``--storage-wait``: seconds an unreachable storage is waited for before a search stops."""
 DEFAULT_HEARTBEAT_S = 20.0
 """Seconds between a worker's heartbeats; a trial silent for longer is re-run by another."""
 _OPEN_ATTEMPTS = 5
@@ -67,20 +73,24 @@ def check_storage(url: str, *, create: bool) -> None:
         _rdb_storage(place, {}, stamped=True).engine.dispose()
 
 
-def open_storage(url: str, *, create: bool, heartbeat_s: float | None = None) -> Any:
+def open_storage(
+    url: str, *, create: bool, heartbeat_s: float | None = None, wait_s: float | None = None
+) -> Any:
     """Return an Optuna storage for ``url``, after :func:`check_storage`.
 
     With ``create=False`` (reading) nothing is created, stamped or migrated: the storage must
     already hold Optuna's schema, and a schema of another Optuna version is refused. With
     ``create=True`` the folder and Optuna's schema are made when missing. ``heartbeat_s`` turns
     on Optuna's heartbeat (RDB storages only; grace period 3 × interval) with stale trials
-    retried once per failure. Raises :class:`ConfigError` as :func:`check_storage` does.
+    retried once per failure. ``wait_s`` guards every later call (:mod:`tuner.storage.guarded`):
+    outages are waited out that long, faults become :class:`StorageFaultError`. Raises
+    :class:`ConfigError` as :func:`check_storage` does.
     """
     place = locate(url)
     if place.kind == "journal":
         _checked(place, create)
         return _journal(place, create)
-    return _rdb(place, create, _heartbeat(heartbeat_s))
+    return _rdb(place, create, _heartbeat(heartbeat_s), wait_s)
 
 
 def storage_read_only(url: str) -> str | None:
@@ -140,7 +150,7 @@ def _heartbeat(heartbeat_s: float | None) -> dict[str, Any]:
         }
 
 
-def _rdb(place: Place, create: bool, heartbeat: dict[str, Any]) -> Any:
+def _rdb(place: Place, create: bool, heartbeat: dict[str, Any], wait_s: float | None) -> Any:
     """``RDBStorage`` once checked, retried while other workers create the same schema; tables
     are created only when ``create`` and none are there yet."""
     for attempt in range(_OPEN_ATTEMPTS):
@@ -148,7 +158,7 @@ def _rdb(place: Place, create: bool, heartbeat: dict[str, Any]) -> Any:
         if create and place.path is not None:
             _make_parent(place.path)
         try:
-            return _rdb_storage(place, heartbeat, stamped=stamped)
+            return _rdb_storage(place, heartbeat, stamped=stamped, wait_s=wait_s)
         except _SchemaRace as race:
             if attempt + 1 == _OPEN_ATTEMPTS:
                 raise ConfigError(f"cannot open storage {place.shown}: {describe(race)}") from race
@@ -163,7 +173,9 @@ class _SchemaRace(Exception):
     """Another process was creating the same schema: try again."""
 
 
-def _rdb_storage(place: Place, heartbeat: dict[str, Any], *, stamped: bool) -> Any:
+def _rdb_storage(
+    place: Place, heartbeat: dict[str, Any], *, stamped: bool, wait_s: float | None = None
+) -> Any:
     """``RDBStorage`` on ``place``; with ``stamped`` it creates no table and writes no version
     (Optuna only checks that the stored schema is its own). Raises :class:`_SchemaRace` or
     :class:`ConfigError`."""
@@ -174,15 +186,24 @@ def _rdb_storage(place: Place, heartbeat: dict[str, Any], *, stamped: bool) -> A
     # with its private names in place, plain RDBStorage elsewhere.
     from tuner.storage.trial_attrs import rdb_storage_class
 
-    Storage = rdb_storage_class()
+    Storage: Any = rdb_storage_class()
+    guard: dict[str, Any] = {}
+    if wait_s is not None:
+        Storage, guard = guarded_class(Storage), {"place": place, "wait_s": wait_s}
     engine_kwargs: dict[str, Any] = {}
     if place.kind == "sqlite":
         engine_kwargs["connect_args"] = {"timeout": SQLITE_TIMEOUT_S}
+    else:  # a pooled connection to a server that restarted is dead: test it before reuse
+        engine_kwargs["pool_pre_ping"] = True
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
             return Storage(
-                place.url, engine_kwargs=engine_kwargs, skip_table_creation=stamped, **heartbeat
+                place.url,
+                engine_kwargs=engine_kwargs,
+                skip_table_creation=stamped,
+                **heartbeat,
+                **guard,
             )
     except (sqlalchemy.exc.SQLAlchemyError, ValueError, RuntimeError, ImportError) as exc:
         if _is_schema_race(exc):

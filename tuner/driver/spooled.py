@@ -1,0 +1,142 @@
+"""Results that reached the spool but not the storage (:mod:`tuner.storage.spool`): written
+before every result, recorded by the next search of the study before it runs anything.
+
+A spooled trial is in one of three places when the next search starts: still RUNNING (its
+worker stopped on the storage fault): the result is written to it; FAIL as stale (another worker
+failed it once its heartbeat stopped) and queued again: the waiting copy takes the result, so the
+point is not measured twice; already finished otherwise (the write got through after all, or the
+point was measured again meanwhile): the file just goes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import optuna
+from optuna.trial import FrozenTrial, Trial, TrialState
+
+from tuner.driver.observer import SearchObserver
+from tuner.storage import spool
+from tuner.storage.faults import StorageFaultError, find_fault
+from tuner.storage.guarded import guarded_of
+
+__all__ = ["record_spooled", "spool_outcome", "spooled_line", "storage_faults"]
+
+
+@contextlib.contextmanager
+def storage_faults(study: optuna.Study, observer: SearchObserver) -> Iterator[None]:
+    """Within the block, the storage's waiting lines go to ``observer``, and a storage fault,
+    however Optuna's trial clean-up wrapped it ("Should not reach", an unbound local), ends the
+    search as its one line, saying where the results it could not store wait."""
+    guarded = guarded_of(study._storage)
+    if guarded is not None:
+        guarded.notify = observer.note
+    try:
+        yield
+    except Exception as exc:
+        fault = find_fault(exc)
+        if fault is None:
+            raise
+        spooled = _spooled_quietly(study)
+        message = f"{fault}; {spooled}" if spooled else str(fault)
+        raise StorageFaultError(message) from exc
+
+
+def _spooled_quietly(study: optuna.Study) -> str | None:
+    try:
+        return spooled_line(study)
+    except OSError:
+        return None
+
+
+def spool_outcome(
+    trial: Trial, state: str, values: Sequence[float] | None, attrs: dict[str, Any]
+) -> None:
+    """Keep ``trial``'s outcome in the spool before the storage is asked to take it (only for a
+    guarded storage: others have no outage to survive)."""
+    guarded = guarded_of(trial.study._storage)
+    if guarded is None:
+        return
+    record = {
+        "study": trial.study.study_name,
+        "number": trial.number,
+        "state": state,
+        "values": list(values) if values is not None else None,
+        "attrs": attrs,
+    }
+    spool.write(guarded.spool_folder, trial._trial_id, record)
+
+
+def spool_folder(study: optuna.Study) -> Path | None:
+    guarded = guarded_of(study._storage)
+    return guarded.spool_folder if guarded is not None else None
+
+
+def spooled_line(study: optuna.Study) -> str | None:
+    """What the user reads about ``study``'s results waiting in the spool (``None``: none)."""
+    folder = spool_folder(study)
+    waiting = spool.pending(folder, study.study_name) if folder is not None else []
+    if not waiting:
+        return None
+    numbers = ", ".join(f"#{r['number']}" for r in waiting)
+    return (
+        f"{len(waiting)} measured result(s) ({numbers}) are spooled in {folder}; the next "
+        "`tuner search` of this study records them"
+    )
+
+
+def record_spooled(study: optuna.Study, note: Callable[[str], None]) -> int:
+    """Record every spooled result of ``study``; how many were recorded."""
+    folder = spool_folder(study)
+    if folder is None:
+        return 0
+    recorded = 0
+    for entry in spool.pending(folder, study.study_name):
+        trial_id = int(entry["trial_id"])
+        target = _target(study, trial_id)
+        if target is not None and _write(study, target, entry):
+            recorded += 1
+            note(
+                f"trial {entry['number']}: its measured result, spooled when the storage "
+                f"failed, is recorded now (as trial {target.number}), not measured again"
+            )
+        spool.discard(folder, trial_id)
+    return recorded
+
+
+def _target(study: optuna.Study, trial_id: int) -> FrozenTrial | None:
+    """The trial that takes a spooled result: the trial itself while RUNNING, its waiting
+    copy when it was failed as stale; ``None`` when the result is stored or superseded."""
+    try:
+        trial = study._storage.get_trial(trial_id)
+    except KeyError:
+        return None
+    if trial.state == TrialState.RUNNING:
+        return trial
+    if trial.state != TrialState.FAIL or "status" in trial.user_attrs:
+        return None  # stored after all (a failure tuner recorded has a status)
+    for other in study.get_trials(deepcopy=False, states=(TrialState.WAITING,)):
+        if other.system_attrs.get("failed_trial") == trial.number:
+            return other
+    return None
+
+
+def _write(study: optuna.Study, trial: FrozenTrial, entry: dict[str, Any]) -> bool:
+    """``entry``'s attributes, state and values on ``trial``; ``False`` when another worker
+    took the trial meanwhile."""
+    storage = study._storage
+    try:
+        if trial.state == TrialState.WAITING and not storage.set_trial_state_values(
+            trial._trial_id, TrialState.RUNNING
+        ):
+            return False
+        for key, value in entry["attrs"].items():
+            storage.set_trial_user_attr(trial._trial_id, key, value)
+        state = TrialState[entry["state"]]
+        values = entry["values"] if state == TrialState.COMPLETE else None
+        return bool(storage.set_trial_state_values(trial._trial_id, state, values))
+    except optuna.exceptions.UpdateFinishedTrialError:
+        return False

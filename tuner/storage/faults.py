@@ -1,0 +1,201 @@
+"""What went wrong with a storage that was open and working: one line for the user, and whether
+waiting can help.
+
+An outage (a server stopped, restarting or out of reach, a SQLite file locked by another
+process) may pass: :mod:`tuner.storage.guarded` waits it out for ``--storage-wait`` seconds. A
+fault does not pass by waiting: a full disk, a SQLite file deleted or replaced, a permission
+lost, a database dropped, tables changed by another version. Both end as
+:class:`StorageFaultError` (exit 1) once waiting is over or useless, never as an internal error.
+"""
+
+from __future__ import annotations
+
+import errno
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tuner.core.errors import TunerError
+from tuner.storage.places import Place, mask_password
+
+__all__ = ["Fault", "StorageFaultError", "classify", "file_identity", "find_fault"]
+
+
+class StorageFaultError(TunerError):
+    """A storage failed after it was opened; the message is the one line the user reads."""
+
+
+@dataclass(frozen=True)
+class Fault:
+    """A storage error, classified: ``outage`` says whether waiting may end it."""
+
+    outage: bool
+    reason: str
+    """What happened, on one line, e.g. "the disk is full (0 B free in /data)"."""
+
+
+_OUTAGE_WORDS = (
+    "database is locked",
+    "connection refused",
+    "could not connect",
+    "connection failed",
+    "server closed the connection",
+    "terminating connection",
+    "connection is closed",
+    "connection already closed",
+    "the database system is starting up",
+    "the database system is shutting down",
+    "the database system is in recovery mode",
+    "consuming input failed",
+    "no route to host",
+    "network is unreachable",
+    "timeout expired",
+    "timed out",
+    "connection reset",
+    "broken pipe",
+    "ssl syscall error",
+    "adminshutdown",
+    "cannot connect now",
+)
+_SCHEMA_WORDS = ("no such table", "no such column", "does not exist")
+
+
+def file_identity(path: Path) -> tuple[int, int] | None:
+    """The device and inode of ``path`` (``None``: it is not there)."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return stat.st_dev, stat.st_ino
+
+
+def file_problem(place: Place, identity: tuple[int, int] | None) -> str | None:
+    """Whether the SQLite file opened as ``identity`` was deleted or replaced since."""
+    if place.kind != "sqlite" or place.path is None or identity is None:
+        return None
+    now = file_identity(place.path)
+    if now is None:
+        return f"the database file {place.path} was deleted while the search ran"
+    if now != identity:
+        return f"the database file {place.path} was replaced by another file while the search ran"
+    return None
+
+
+def classify(exc: BaseException, place: Place, identity: tuple[int, int] | None = None) -> Fault:
+    """Classify a storage error raised by Optuna or SQLAlchemy (looking down its chain)."""
+    gone = file_problem(place, identity)
+    if gone is not None:
+        return Fault(False, gone)
+    text = " ".join(_chain_text(exc).split())
+    lowered = text.lower()
+    if _is_disk_full(exc, lowered):
+        return Fault(False, f"the disk is full ({_free_space(place)})")
+    if (
+        "readonly database" in lowered
+        or "permission denied" in lowered
+        or _errno(exc)
+        in (
+            errno.EACCES,
+            errno.EPERM,
+            errno.EROFS,
+        )
+    ):
+        return Fault(False, f"permission to write it was lost ({_short(text)})")
+    if place.kind != "sqlite" and "database" in lowered and "does not exist" in lowered:
+        return Fault(False, f"the database was dropped ({_short(text)})")
+    if any(word in lowered for word in _OUTAGE_WORDS) or _invalidated(exc):
+        return Fault(True, f"it cannot be reached ({_short(text)})")
+    if "unable to open database file" in lowered:
+        return Fault(False, f"its file cannot be opened any more ({_short(text)})")
+    if any(word in lowered for word in _SCHEMA_WORDS) or "undefined" in lowered:
+        return Fault(
+            False,
+            "its tables were changed or removed (another tuner or Optuna version, or by hand): "
+            f"{_short(text)}",
+        )
+    return Fault(False, _short(text) or type(exc).__name__)
+
+
+def find_fault(exc: BaseException | None) -> StorageFaultError | None:
+    """The :class:`StorageFaultError` in ``exc``'s chain: Optuna's trial clean-up may hide it
+    behind an error of its own ("Should not reach", an unbound local)."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, StorageFaultError):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def _chain_text(exc: BaseException) -> str:
+    """The most specific message down the chain: the database driver's own where there is one
+    (Optuna's ``StorageInternalError`` says only that the commit failed)."""
+    seen: BaseException | None = exc
+    first = ""
+    for _ in range(8):
+        if seen is None:
+            break
+        orig: Any = getattr(seen, "orig", None)
+        if orig is not None:
+            return f"{type(orig).__name__}: {orig}"
+        if isinstance(seen, OSError):
+            return f"{type(seen).__name__}: {seen}"
+        first = first or f"{type(seen).__name__}: {seen}"
+        seen = seen.__cause__ or seen.__context__
+    return first
+
+
+def _is_disk_full(exc: BaseException, lowered: str) -> bool:
+    return (
+        "database or disk is full" in lowered
+        or "no space left on device" in lowered
+        or "diskfull" in lowered
+        or "could not extend file" in lowered
+        or _errno(exc) == errno.ENOSPC
+    )
+
+
+def _errno(exc: BaseException) -> int | None:
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, OSError) and seen.errno is not None:
+            return seen.errno
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+def _invalidated(exc: BaseException) -> bool:
+    """SQLAlchemy marks an error that broke the connection (the server went away)."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if getattr(seen, "connection_invalidated", False):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def _free_space(place: Place) -> str:
+    """How much space the storage's folder has left, as the disk-full line says it."""
+    if place.path is None:
+        return "on the database server"
+    folder = place.path.absolute().parent
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        return f"the free space of {folder} is unknown"
+    return f"{_bytes(free)} free in {folder}"
+
+
+def _bytes(count: int) -> str:
+    size = float(count)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{count} B"
+
+
+def _short(text: str) -> str:
+    return mask_password(text)[:240]

@@ -1,0 +1,84 @@
+"""The spool: a trial's measured result, kept in a file until the storage has it.
+
+When a trial's child hands back its result, the driver writes it here first (atomically: a
+temporary file renamed into place), then to the storage; once the storage has the trial's final
+state the file goes. If the storage fails, the file stays, and the next ``tuner search`` of the
+study records it before it runs anything (:mod:`tuner.driver.spooled`), instead of measuring
+the point again.
+
+Where: ``$TUNER_SPOOL_DIR``, else ``$XDG_STATE_HOME/tuner/spool``, else
+``~/.local/state/tuner/spool``; one folder per storage (its kind and a digest of the SQLite
+file's absolute path, or of the server URL without its password), one file per trial
+(``trial-<id>.json``, the storage's trial id). Kept until recorded, however long that takes: a
+spooled result is never thrown away unread. The trial folders (``tuner-trial-*``) are not used:
+they are removed when their trial ends, and swept when their worker dies.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from tuner.storage.places import Place
+
+__all__ = ["discard", "pending", "spool_folder", "write"]
+
+
+def spool_root() -> Path:
+    """The folder holding every storage's spool."""
+    if os.environ.get("TUNER_SPOOL_DIR"):
+        return Path(os.environ["TUNER_SPOOL_DIR"])
+    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(state) / "tuner" / "spool"
+
+
+def spool_folder(place: Place) -> Path:
+    """The spool of the storage at ``place``."""
+    where = str(place.path.absolute()) if place.path is not None else place.shown
+    digest = hashlib.sha256(where.encode()).hexdigest()[:16]
+    return spool_root() / f"{place.kind}-{digest}"
+
+
+def write(folder: Path, trial_id: int, record: dict[str, Any]) -> Path:
+    """Write ``record`` (the study, the trial's number, state, values and attributes) as
+    ``trial_id``'s spooled result, atomically; the file's path."""
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / f"trial-{trial_id}.json"
+    handle, temporary = tempfile.mkstemp(dir=folder, prefix=".trial-", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w") as file:
+            json.dump({"trial_id": trial_id, **record}, file, default=str)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+    return target
+
+
+def discard(folder: Path, trial_id: int) -> None:
+    """The storage has ``trial_id``'s result: its spooled copy goes."""
+    with contextlib.suppress(OSError):
+        (folder / f"trial-{trial_id}.json").unlink()
+
+
+def pending(folder: Path, study_name: str | None = None) -> list[dict[str, Any]]:
+    """The spooled results in ``folder`` (of ``study_name`` only, when given), oldest trial
+    first; unreadable files are skipped (a result is written whole or not at all)."""
+    records = []
+    with contextlib.suppress(OSError):
+        for path in folder.glob("trial-*.json"):
+            try:
+                record = json.loads(path.read_text())
+            except (OSError, ValueError):
+                continue
+            if study_name is None or record.get("study") == study_name:
+                records.append(record)
+    return sorted(records, key=lambda r: int(r.get("trial_id", 0)))
