@@ -64,7 +64,7 @@ def spool_outcome(
         "study": trial.study.study_name,
         "number": trial.number,
         "state": state,
-        "values": list(values) if values is not None else None,
+        "values": [float(v) for v in values] if values and state == "COMPLETE" else None,
         "attrs": attrs,
     }
     spool.write(guarded.spool_folder, trial._trial_id, record)

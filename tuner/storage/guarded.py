@@ -145,9 +145,10 @@ class GuardedStorage:
         return spool.spool_folder(self.place)
 
     def _stored(self, trial_id: int, state: Any, values: Any = None) -> None:
-        """A trial's final state is stored: its spooled result is no longer needed."""
+        """A trial's final state is stored: its spooled result, if it is the one stored, is no
+        longer needed (another worker failing the trial as stale stores no result of it)."""
         if state.is_finished():
-            spool.discard(self.spool_folder, trial_id)
+            spool.discard(self.spool_folder, trial_id, state.name, values)
 
     # -- heartbeat -------------------------------------------------------------------------
 

@@ -21,6 +21,7 @@ import hashlib
 import json
 import os
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -63,10 +64,25 @@ def write(folder: Path, trial_id: int, record: dict[str, Any]) -> Path:
     return target
 
 
-def discard(folder: Path, trial_id: int) -> None:
-    """The storage has ``trial_id``'s result: its spooled copy goes."""
+def discard(
+    folder: Path, trial_id: int, state: str | None = None, values: Sequence[float] | None = None
+) -> None:
+    """The storage has ``trial_id``'s result: its spooled copy goes. With ``state``, only a
+    copy of that state and those values (the result the storage took, not another's)."""
+    path = folder / f"trial-{trial_id}.json"
+    if state is not None:
+        try:
+            record = json.loads(path.read_text())
+        except (OSError, ValueError):
+            return
+        if record.get("state") != state or record.get("values") != _listed(values):
+            return
     with contextlib.suppress(OSError):
-        (folder / f"trial-{trial_id}.json").unlink()
+        path.unlink()
+
+
+def _listed(values: Sequence[float] | None) -> list[float] | None:
+    return [float(v) for v in values] if values is not None else None
 
 
 def pending(folder: Path, study_name: str | None = None) -> list[dict[str, Any]]:

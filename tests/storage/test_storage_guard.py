@@ -1,0 +1,158 @@
+"""The guarded storage on a real SQLite file: a fault after opening is one line (StorageFaultError),
+the heartbeat never raises, and a spooled result is recorded by the next search, once."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import uuid
+from pathlib import Path
+
+import optuna
+import pytest
+import sqlalchemy
+from optuna.trial import TrialState
+
+from tuner.driver.observer import QuietObserver
+from tuner.driver.spooled import record_spooled, spool_outcome, spooled_line, storage_faults
+from tuner.storage import StorageFaultError, open_storage, spool
+from tuner.storage.faults import classify
+from tuner.storage.guarded import guarded_of
+from tuner.storage.places import locate
+
+
+@pytest.fixture(autouse=True)
+def _spool_here(tmp_path, monkeypatch):
+    monkeypatch.setenv("TUNER_SPOOL_DIR", str(tmp_path / "spool"))
+
+
+def _study(url: str) -> optuna.Study:
+    storage = open_storage(url, create=True, heartbeat_s=1, wait_s=2)
+    return optuna.create_study(study_name="s", storage=storage, directions=["minimize"] * 2)
+
+
+def test_a_deleted_file_is_one_line_and_the_heartbeat_says_it_once(tmp_path):
+    url = f"sqlite:///{tmp_path}/g.db"
+    study = _study(url)
+    trial = study.ask()
+    guarded = guarded_of(study._storage)
+    said: list[str] = []
+    guarded.notify = said.append
+    (tmp_path / "g.db").unlink()
+    for _ in range(3):
+        guarded.record_heartbeat(trial._trial_id)  # never raises
+    assert len(said) == 1 and "was deleted" in said[0]
+    with pytest.raises(StorageFaultError, match=r"g\.db was deleted while the search ran"):
+        study.tell(trial, [1.0, 2.0])
+    assert not (tmp_path / "g.db").exists()  # no empty database made in its place
+
+
+def test_a_replaced_file_is_named(tmp_path):
+    url = f"sqlite:///{tmp_path}/g.db"
+    study = _study(url)
+    shutil.copy(tmp_path / "g.db", tmp_path / "copy.db")
+    os.replace(tmp_path / "copy.db", tmp_path / "g.db")
+    with pytest.raises(StorageFaultError, match="replaced by another file"):
+        study.ask()
+
+
+def test_optunas_hidden_fault_surfaces_as_the_fault(tmp_path):
+    """Optuna's _run_trial hides a failed tell behind "Should not reach"; the search's guard
+    finds the fault down the chain."""
+    url = f"sqlite:///{tmp_path}/g.db"
+    study = _study(url)
+
+    def objective(trial: optuna.Trial) -> tuple[float, float]:
+        (tmp_path / "g.db").unlink()
+        return 1.0, 2.0
+
+    with (
+        pytest.raises(StorageFaultError, match="was deleted") as raised,
+        storage_faults(study, QuietObserver()),
+    ):
+        study.optimize(objective, n_trials=1)
+    assert "internal" not in str(raised.value)
+
+
+def test_an_unreachable_server_is_an_outage():
+    engine = sqlalchemy.create_engine("postgresql+psycopg://u:secret@127.0.0.1:9/db")
+    with pytest.raises(sqlalchemy.exc.OperationalError) as raised:
+        engine.connect()
+    fault = classify(raised.value, locate("postgresql+psycopg://u:secret@127.0.0.1:9/db"))
+    assert fault.outage and "cannot be reached" in fault.reason and "secret" not in fault.reason
+
+
+def _full_tmpfs(tmp_path: Path) -> Path:
+    folder = tmp_path / "small"
+    folder.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root (CI runs as root)")
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(folder)])
+    if mounted.returncode != 0:
+        pytest.skip("mount -t tmpfs is not allowed here")
+    return folder
+
+
+def test_a_full_disk_is_said_with_the_free_space(tmp_path):
+    folder = _full_tmpfs(tmp_path)
+    try:
+        study = _study(f"sqlite:///{folder}/g.db")
+        trial = study.ask()
+        with open(folder / "filler", "wb") as filler:  # the rest of the disk
+            try:
+                while True:
+                    filler.write(b"\0" * 65536)
+                    filler.flush()
+            except OSError:
+                pass
+        with pytest.raises(
+            StorageFaultError, match=rf"the disk is full \(\d+ \w+ free in {folder}"
+        ):
+            for n in range(200):  # until SQLite needs a page it cannot get
+                study._storage.set_trial_user_attr(trial._trial_id, f"k{n}", "x" * 4000)
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+def test_a_spooled_result_is_recorded_once_by_the_next_search(tmp_path):
+    url = f"sqlite:///{tmp_path}/g.db"
+    study = _study(url)
+    trial = study.ask()
+    spool_outcome(trial, "COMPLETE", (0.5, 100.0), {"status": "ok", "final_loss": 0.5})
+    assert "(#0) are spooled in" in (spooled_line(study) or "")
+
+    # Stopped before the storage took it; the next search opens the study again.
+    again = optuna.load_study(study_name="s", storage=open_storage(url, create=True, wait_s=2))
+    said: list[str] = []
+    assert record_spooled(again, said.append) == 1
+    stored = again.trials[0]
+    assert stored.state == TrialState.COMPLETE and stored.values == [0.5, 100.0]
+    assert stored.user_attrs["status"] == "ok" and "recorded now" in said[0]
+    assert record_spooled(again, said.append) == 0 and spooled_line(again) is None
+
+
+def test_a_spooled_result_fills_the_waiting_copy_of_a_stale_trial(tmp_path):
+    url = f"sqlite:///{tmp_path}/g.db"
+    study = _study(url)
+    trial = study.ask({"x": optuna.distributions.CategoricalDistribution([1, 2])})
+    trial.suggest_categorical("x", [1, 2])
+    spool_outcome(trial, "COMPLETE", (0.5, 100.0), {"status": "ok"})
+    # Another worker found the heartbeat stale: FAIL, and a waiting copy of the point.
+    study._storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)
+    study.enqueue_trial(trial.params)
+    copy = study.get_trials(states=(TrialState.WAITING,))[0]
+    study._storage.set_trial_system_attr(copy._trial_id, "failed_trial", trial.number)
+    assert record_spooled(study, lambda line: None) == 1
+    states = [t.state for t in study.get_trials()]
+    assert states == [TrialState.FAIL, TrialState.COMPLETE]
+    assert study.trials[1].values == [0.5, 100.0]
+
+
+def test_the_spool_writes_whole_files_only(tmp_path):
+    folder = tmp_path / "spool" / uuid.uuid4().hex
+    spool.write(folder, 7, {"study": "s", "number": 3})
+    (folder / "trial-8.json").write_text("{half")  # never written by tuner: skipped
+    assert [r["trial_id"] for r in spool.pending(folder, "s")] == [7]
+    spool.discard(folder, 7)
+    assert spool.pending(folder, "s") == []
