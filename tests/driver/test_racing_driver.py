@@ -9,6 +9,7 @@ on the study and widen the loss tolerance racing applies.
 from __future__ import annotations
 
 import itertools
+import logging
 import os
 import shutil
 import tempfile
@@ -18,6 +19,7 @@ from typing import Any
 
 import optuna
 import pytest
+import sqlalchemy
 from fake_child import PLAN, FakeChild, make_spec, ok
 from optuna.trial import FrozenTrial, TrialState
 
@@ -214,3 +216,31 @@ def test_no_seed_runs_under_a_loss_target(storage: str) -> None:
     report = search(storage, child, seeds=3, target_loss=0.5)
     assert "seed_noise" not in report.study.user_attrs
     assert all(getattr(request, "seed", 0) == 0 for request in child.requests)
+
+
+def test_a_repeat_a_killed_worker_left_running_makes_the_recommendation_provisional(
+    storage: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    rates = {"linear": itertools.repeat(1000.0), "none": itertools.repeat(1010.0)}
+    search(storage, FakeChild(measured(rates, by_loss)), max_repeats=2)
+    study = optuna.load_study(study_name="fake", storage=storage)
+    killed = repeats_of(study)[-1]
+    # What SIGKILL during the repeat leaves: RUNNING, no values, a heartbeat still fresh.
+    engine = sqlalchemy.create_engine(storage)
+    with engine.begin() as db:
+        db.execute(sqlalchemy.text("DELETE FROM trial_values WHERE trial_id = :t"),
+                   {"t": killed._trial_id})  # fmt: skip
+        db.execute(sqlalchemy.text("UPDATE trials SET state = 'RUNNING', datetime_complete = NULL "
+                                   "WHERE trial_id = :t"), {"t": killed._trial_id})  # fmt: skip
+    engine.dispose()
+    study._storage.record_heartbeat(killed._trial_id)
+
+    child = FakeChild(measured(rates, by_loss))
+    with caplog.at_level(logging.WARNING, logger="tuner.driver.racing"):
+        report = search(storage, child, max_repeats=2)
+    assert child.launched() == []  # the repeat is not run twice at once
+    assert report.running == 1
+    (line,) = [r.getMessage() for r in caplog.records if "racing:" in r.getMessage()]
+    original = killed.user_attrs["repeat_of"]
+    assert f"repeat #{killed.number} (run 2 of #{original}) is still RUNNING" in line
+    assert "the recommendation is provisional" in line and "heartbeat grace period" in line

@@ -9,6 +9,13 @@ worker that finds a repeat of a configuration queued or running (another worker'
 configuration to it. Two workers reading at the same instant can still both queue one; the
 configuration then has one run more than needed, which costs time, never correctness.
 
+A repeat some worker holds RUNNING when this worker's race ends is not waited for: it may be a
+live worker's, or a dead one's whose heartbeat is not yet past the grace period (a driver killed
+with SIGKILL during the repeat, resumed at once), and only the heartbeat tells the two apart, after
+the grace period. The race then ends with a warning that the recommendation it leads to is
+provisional, naming the repeats and what to do (:func:`provisional_line`): the next
+``tuner search`` after the grace period re-queues a dead worker's repeat and finishes the race.
+
 The pure part (:func:`measured`, :func:`next_repeats`) works on Optuna ``FrozenTrial`` objects
 and is tested without a child; which configurations are candidates is the recommendation's own
 rule (:mod:`tuner.core.recommend`), so racing repeats exactly what the decision hinges
@@ -17,6 +24,7 @@ on.
 
 from __future__ import annotations
 
+import logging
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -35,6 +43,8 @@ from tuner.core.spec import StudySpec
 from tuner.core.stats import effective_tolerance, log_t_interval, throughput_interval
 from tuner.core.trials import has_unclaimed_work, is_settled
 from tuner.driver.observer import SearchObserver
+
+_log = logging.getLogger(__name__)
 
 REPEAT_OF = "repeat_of"
 REPEAT_INDEX = "repeat_index"
@@ -174,6 +184,30 @@ def _blocks(trial: FrozenTrial) -> bool:
     return trial.state != TrialState.COMPLETE and is_settled(trial)
 
 
+def running_repeats(trials: Sequence[FrozenTrial], signature: str) -> list[FrozenTrial]:
+    """The repeats of configurations measured on ``signature``'s devices that a worker holds
+    RUNNING (its own or, within the heartbeat grace period, a dead one's)."""
+    mine = {t.number for t in trials if t.user_attrs.get("device_signature") == signature}
+    return [
+        t for t in trials if t.state == TrialState.RUNNING and t.user_attrs.get(REPEAT_OF) in mine
+    ]
+
+
+def provisional_line(running: Sequence[FrozenTrial]) -> str:
+    """The warning for a race that ends with ``running`` repeats still RUNNING elsewhere."""
+    names = ", ".join(
+        f"#{t.number} (run {t.user_attrs.get(REPEAT_INDEX, '?')} of #{t.user_attrs[REPEAT_OF]})"
+        for t in running
+    )
+    repeat, verb = ("repeats", "are") if len(running) > 1 else ("repeat", "is")
+    return (
+        f"racing: {repeat} {names} {verb} still RUNNING, in another worker or in one that died "
+        "and is "
+        "not yet past the heartbeat grace period; the recommendation is provisional until it "
+        "finishes: run tuner search again after the grace period to finish the race"
+    )
+
+
 def enqueue_repeat(study: optuna.Study, original: FrozenTrial, index: int) -> None:
     """Queue a new trial of ``original``'s configuration, marked ``repeat_of`` it.
 
@@ -240,6 +274,9 @@ def race(
             continue
         repeats = next_repeats(trials, spec, plan.device_signature, tolerance)
         if not repeats:
+            running = running_repeats(trials, plan.device_signature)
+            if running:
+                _log.warning("%s", provisional_line(running))
             return queued
         for original, index in repeats:
             enqueue_repeat(study, original, index)
