@@ -13,6 +13,7 @@ from tuner._version import __version__ as __version__
 
 _EXPORTS = {
     "ConfigError": "tuner.core.errors",
+    "SearchResult": "tuner.api",
     "DevicePlan": "tuner.core.devices",
     "StudySpec": "tuner.core.spec",
     "TrialOutcome": "tuner.core.outcome",
@@ -28,6 +29,7 @@ _EXPORTS = {
     "recommendation": "tuner.results",
     "run_search": "tuner.driver.study",
     "scaled_learning_rate": "tuner.core.scaling",
+    "search": "tuner.api",
 }
 
 __all__ = sorted([*_EXPORTS, "__version__"])

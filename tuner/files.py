@@ -12,10 +12,15 @@ from tuner.core.errors import ConfigError
 
 def atomic_write_text(path: Path, text: str) -> None:
     """Replace ``path`` with ``text`` in one rename; creates parent folders. Raises ``OSError``."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` in one rename; creates parent folders. Raises ``OSError``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     try:
-        tmp.write_text(text, encoding="utf-8")
+        tmp.write_bytes(data)
         tmp.replace(path)
     except OSError:
         with contextlib.suppress(OSError):

@@ -74,11 +74,21 @@ def load_recommendation(
     Raises :class:`~tuner.core.errors.ConfigError` when the file cannot be read, is not JSON,
     has no ``schema_version`` (written before the sections: export it again) or a newer one.
     """
-    config = _read(Path(path))
+    return recommendation_from(_read(Path(path)), custom_objects, where=str(path))
+
+
+def recommendation_from(
+    config: dict[str, Any],
+    custom_objects: dict[str, Any] | None = None,
+    *,
+    where: str = "the recommendation",
+) -> Recommendation:
+    """A recommended config already read (as :func:`tuner.results.recommendation` gives it) as
+    a :class:`Recommendation`; ``where`` names it in the error of an unbuildable optimizer."""
     try:
         optimizer = optimizer_from(config, custom_objects)
     except (ValueError, TypeError, KeyError) as exc:  # Keras's words for a config it cannot use
-        raise ConfigError(f"{path}: the optimizer section cannot be built: {exc}") from None
+        raise ConfigError(f"{where}: the optimizer section cannot be built: {exc}") from None
     return Recommendation(
         config=config,
         optimizer=optimizer,

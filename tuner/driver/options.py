@@ -10,7 +10,7 @@ flags take their text or, from Python, a sequence. Nothing here imports Typer.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,7 +31,8 @@ if TYPE_CHECKING:
 class SpecOptions:
     """The spec file, the devices and the spec overrides every run command takes."""
 
-    spec: str | Path | None = None
+    spec: str | Path | Mapping[str, Any] | None = None
+    """The TOML spec file, or its tables already read (:func:`tuner.search`)."""
     gpus: str | None = None
     cpu_replicas: int | None = None
     memory_limit: str | None = None
@@ -94,8 +95,7 @@ class ProbeOptions(GridOptions):
 
 @dataclass(frozen=True, kw_only=True)
 class SearchOptions(GridOptions):
-    """``tuner search``: the options model the CLI builds, and the one the coming Python API
-    will build (nothing public takes it yet)."""
+    """``tuner search``: the options model the CLI builds, and :func:`tuner.search` too."""
 
     trial_timeout: float = DEFAULT_TRIAL_TIMEOUT_S
     export: Path | None = None

@@ -14,9 +14,11 @@ from tuner.core.spec import StudySpec, spec_from_dict
 
 
 def load_spec(
-    path: str | Path | None = None, overrides: Mapping[str, Any] | None = None
+    path: str | Path | Mapping[str, Any] | None = None,
+    overrides: Mapping[str, Any] | None = None,
 ) -> StudySpec:
-    """Load a spec from TOML (``None``: the built-in regression workload) and apply overrides.
+    """Load a spec from TOML (``None``: the built-in regression workload; a mapping: its tables,
+    already read, as :func:`tuner.search` builds them) and apply overrides.
 
     ``overrides`` maps ``"section.key"`` (e.g. ``"search.epochs"``) to a value; ``None`` values are
     ignored. Raises :class:`ConfigError` with one clear line for a missing or unreadable file or
@@ -24,8 +26,13 @@ def load_spec(
     """
     if path is None:
         return spec_from_dict(None, overrides)
+    if isinstance(path, Mapping):
+        return spec_from_dict(path, overrides, source=API_SOURCE)
     return spec_from_dict(read_toml(Path(path)), overrides, source=str(path))
 
+
+API_SOURCE = "tuner.search()"
+"""How error lines name a spec given as tables (``spec_file`` with the file's path)."""
 
 _UTF8_BOM = codecs.BOM_UTF8
 _WIDE_BOMS = (  # UTF-32 first: its little-endian mark begins with UTF-16's

@@ -1,0 +1,124 @@
+"""The user's functions as the ``module:function`` references a trial child imports.
+
+A function its child can import (defined at the top of an importable module) is named by
+reference. One that no child can import — defined in a notebook cell or in the script being
+run (``__main__``), nested, a lambda, a KerasTuner ``HyperModel`` object — is shipped by value:
+pickled with cloudpickle (which carries the globals it uses, arrays included) into a folder of
+the study, beside a module that unpickles it. The folder is on the children's ``PYTHONPATH``
+while the search runs; its module name is fixed per study, so a later call resumes the study
+(the stored spec names the same reference) with the functions of that call.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from tuner.core.errors import ConfigError
+from tuner.files import atomic_write_bytes, atomic_write_text
+
+SHIPPED_MODULE = "tuner_shipped"
+"""The module of a study's shipped functions (``tuner_shipped:build_model``)."""
+
+_LOADER = '''"""Written by tuner.search(): the functions it was given that no process can import,
+shipped by value (cloudpickle). Rewritten by every call on this study."""
+
+from pathlib import Path
+
+import cloudpickle
+
+_HERE = Path(__file__).parent
+{assignments}
+'''
+
+
+class Shipment:
+    """The references of one call's functions, and the folder that holds the shipped ones."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self._shipped: dict[str, Any] = {}
+
+    def reference(self, value: Any, role: str) -> str:
+        """``value`` (a function, a ``HyperModel`` object or a ``module:function`` string) as a
+        reference; ``role`` (``model``, ``data``, ``dataset``) names it in errors."""
+        if isinstance(value, str):
+            return value  # checked with the spec, as the TOML's
+        if not callable(value) and not hasattr(value, "build"):
+            raise ConfigError(
+                f"{role}= must be a function (or 'module:function'), got {type(value).__name__}"
+            )
+        importable = _importable(value)
+        if importable is not None:
+            return importable
+        name = _shipped_name(value, role, self._shipped)
+        self._shipped[name] = value
+        return f"{SHIPPED_MODULE}:{name}"
+
+    @property
+    def shipped(self) -> list[str]:
+        """The names of the functions shipped by value."""
+        return sorted(self._shipped)
+
+    def write(self) -> None:
+        """Pickle the shipped functions into :attr:`folder`, beside their loader module."""
+        if not self._shipped:
+            return
+        import cloudpickle
+
+        self.folder.mkdir(parents=True, exist_ok=True)
+        lines = []
+        for name, value in self._shipped.items():
+            try:
+                payload = cloudpickle.dumps(value)
+            except Exception as exc:  # what cloudpickle cannot carry (a lock, an open file)
+                raise ConfigError(
+                    f"{name} cannot be shipped to the trial processes ({type(exc).__name__}: "
+                    f"{exc}); define it in an importable module and pass it from there"
+                ) from None
+            atomic_write_bytes(self.folder / f"{name}.pkl", payload)
+            lines.append(f'{name} = cloudpickle.loads((_HERE / "{name}.pkl").read_bytes())')
+        loader = _LOADER.format(assignments="\n".join(lines))
+        atomic_write_text(self.folder / f"{SHIPPED_MODULE}.py", loader)
+
+    @contextmanager
+    def importable(self) -> Iterator[None]:
+        """Children started inside this block can import the shipped functions."""
+        if not self._shipped:
+            yield
+            return
+        before = os.environ.get("PYTHONPATH")
+        os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(self.folder), before) if p)
+        try:
+            yield
+        finally:
+            if before is None:
+                os.environ.pop("PYTHONPATH", None)
+            else:
+                os.environ["PYTHONPATH"] = before
+
+
+def _importable(value: Any) -> str | None:
+    """``module:name`` when a fresh process importing ``module`` finds ``value`` as ``name``."""
+    module_name = getattr(value, "__module__", None)
+    name = getattr(value, "__qualname__", None)
+    if not module_name or module_name == "__main__" or not isinstance(name, str):
+        return None
+    if not name.isidentifier():  # nested ("f.<locals>.g"), a lambda, a method
+        return None
+    try:
+        module = importlib.import_module(module_name)
+    except Exception:  # not importable here: ship it
+        return None
+    return f"{module_name}:{name}" if getattr(module, name, None) is value else None
+
+
+def _shipped_name(value: Any, role: str, taken: dict[str, Any]) -> str:
+    name = getattr(value, "__name__", None)
+    if not isinstance(name, str) or not name.isidentifier() or name in taken:
+        name = role  # a lambda, an object, or a second function of that name
+    return name

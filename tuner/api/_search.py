@@ -1,0 +1,167 @@
+"""``tuner.search(model=..., data=..., **options)``: the CLI's search, called from Python."""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from tuner.api._functions import Shipment
+from tuner.api._result import SearchResult
+from tuner.core.errors import ConfigError
+from tuner.storage import DEFAULT_STORAGE
+
+SPEC_ONLY = ("seed", "noise_scale_steps", "warmup_epochs", "warmup_steps")
+"""``[search]`` keys with no flag, which ``search`` takes as options too."""
+
+_REQUIRED_SEARCH = ("base_batch_size", "batch_multipliers", "lr_rules", "base_lr", "epochs")
+"""What a spec file must name; without a file, the built-in workload's values stand."""
+
+Function = Callable[..., Any] | str
+
+
+def search(
+    *,
+    model: Function | Any | None = None,
+    data: Function | None = None,
+    dataset: Function | None = None,
+    loss: str | None = None,
+    optimizer: str | None = None,
+    spec: str | Path | None = None,
+    storage: str = DEFAULT_STORAGE,
+    study_name: str | None = None,
+    progress: bool = True,
+    **options: Any,
+) -> SearchResult:
+    """Run (or resume) a study on your own functions and return its :class:`SearchResult`.
+
+    ``model`` builds a ``keras.Model`` (compiled or not) or is a KerasTuner ``HyperModel``;
+    ``data`` returns what ``[workload] data`` returns (arrays, ``(train, val)`` datasets or
+    ``PyDataset``\\ s), or ``dataset(split, batch_size, input_context)`` a split. Each may be
+    the function itself or a ``"module:function"`` string. ``loss`` and ``optimizer`` are Keras
+    names (a custom loss or optimizer object: compile it in ``model``). ``spec`` is a TOML spec
+    file whose ``[workload]`` these replace; without one the built-in workload's grid applies.
+    Every other option is ``tuner search``'s flag with underscores (``cpu_replicas=2``,
+    ``batch_multipliers=[1, 2, 4]``, ``max_repeats=1``, ``baseline=False``), plus the
+    ``[search]`` keys without a flag (``seed``, ``noise_scale_steps``, ``warmup_steps``,
+    ``warmup_epochs``). ``progress`` shows the live progress and the final table.
+
+    Raises :class:`~tuner.core.errors.ConfigError` for bad input (nothing stored) and
+    :class:`~tuner.core.errors.TunerError` for a failure at run time, with the CLI's lines.
+    """
+    from tuner.driver.options import SearchOptions, spec_and_plan
+    from tuner.driver.search import search as run
+
+    flags, spec_keys = _split(options, {field.name for field in dataclasses.fields(SearchOptions)})
+    tables = _tables(spec, loss=loss, optimizer=optimizer, spec_keys=spec_keys)
+    name = study_name or tables["study"].get("name") or _default_name(model)
+    tables["study"]["name"] = name
+    shipment = Shipment(_shipping_folder(storage, name))
+    workload = tables["workload"]
+    for role, value in (("model", model), ("data", data), ("dataset", dataset)):
+        if value is not None:
+            workload[role] = shipment.reference(value, role)
+            workload.pop({"data": "dataset", "dataset": "data"}.get(role, ""), None)
+    if "model" not in workload or not ({"data", "dataset"} & workload.keys()):
+        raise ConfigError(
+            "tuner.search needs model= and data= (or dataset=), or a spec= naming them"
+        )
+    search_options = SearchOptions(spec=tables, storage=storage, study_name=name, **flags)
+    spec_and_plan(search_options, search_options.trial_timeout)  # bad input: nothing written
+    shipment.write()
+    front = _front(progress)
+    with shipment.importable(), front:
+        report = run(search_options, front)
+    result = SearchResult(report.study, storage, shipped=shipment.shipped)
+    if progress:
+        result.show()
+    return result
+
+
+def _split(options: Mapping[str, Any], flags: set[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The options into ``SearchOptions`` fields and ``[search]``-only keys; an unknown name is
+    refused with the nearest known ones."""
+    given_flags = {key: value for key, value in options.items() if key in flags}
+    spec_keys = {key: value for key, value in options.items() if key in SPEC_ONLY}
+    for key in options.keys() - given_flags.keys() - spec_keys.keys():
+        known = sorted(flags - {"spec", "storage", "study_name"} | set(SPEC_ONLY))
+        near = difflib.get_close_matches(key, known, n=1)
+        hint = f"did you mean {near[0]}=?" if near else f"known: {', '.join(known)}"
+        raise ConfigError(f"tuner.search got an unknown option {key}=; {hint}")
+    return given_flags, spec_keys
+
+
+def _tables(
+    spec: str | Path | None, *, loss: Any, optimizer: Any, spec_keys: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The spec's tables: the file's (``spec``), or the built-in grid with an empty workload;
+    ``loss``/``optimizer`` and the ``[search]``-only keys set."""
+    from tuner.core.spec import spec_from_dict
+    from tuner.driver.spec_file import read_toml
+
+    if spec is not None:
+        raw = read_toml(Path(spec))
+        tables = {
+            key: dict(value) if isinstance(value, dict) else value for key, value in raw.items()
+        }
+    else:
+        builtin = spec_from_dict(None).to_dict()["search"]
+        tables = {"workload": {}, "search": {key: builtin[key] for key in _REQUIRED_SEARCH}}
+    for section in ("study", "workload", "search"):
+        tables.setdefault(section, {})
+    for role, value in (("loss", loss), ("optimizer", optimizer)):
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            raise ConfigError(
+                f"{role}= takes a Keras name such as {'mse' if role == 'loss' else 'adam'!r}; "
+                f"for a {type(value).__name__} object, compile it in your model function "
+                "(tuner uses the build's compile)"
+            )
+        tables["workload"][role] = value
+    tables["search"].update(spec_keys)
+    return tables
+
+
+def _default_name(model: Any) -> str:
+    """A study named after the model's function (``build_model``), else ``tuner``."""
+    if isinstance(model, str):
+        return model.rpartition(":")[2] or "tuner"
+    name = getattr(model, "__name__", None)
+    return name if isinstance(name, str) and name.isidentifier() else "tuner"
+
+
+def _shipping_folder(storage: str, study_name: str) -> Path:
+    """Where a study's shipped functions live: beside a SQLite file, else in the user's cache."""
+    from tuner.storage.places import locate
+
+    place = locate(storage)
+    if place.path is not None:
+        root = place.path.parent / "shipped"
+    else:
+        root = Path.home() / ".cache" / "tuner" / "shipped"
+    return root / study_name
+
+
+def _front(progress: bool) -> Any:
+    """The CLI's view (bars in a terminal, timestamped lines elsewhere: a notebook, a log),
+    with its lines shown; or a quiet one."""
+    if progress:
+        from tuner.cli.logs import NORMAL, configure
+        from tuner.cli.options import err
+        from tuner.cli.search import SearchView
+
+        configure(NORMAL, err)
+        return SearchView()
+    from tuner.driver.search import QuietFront
+
+    class _Quiet(QuietFront):
+        def __enter__(self) -> _Quiet:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            pass
+
+    return _Quiet()
