@@ -80,11 +80,20 @@ def summary(message: str) -> str:
 
 
 _LOG_LINE = re.compile(
-    r"^(?:[IWEF]\d{4} \d\d:\d\d:\d+\.\d+ +\d+ [\w.]+:\d+\]"  # absl: I0101 00:00:17.5 123 x.cc:31]
-    r"|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [IWEF] "  # TensorFlow's older C++ log format
-    r"|WARNING: All log messages before absl::InitializeLog\(\) is called)"
+    r"^(?:[IWE]\d{4} \d\d:\d\d:\d+\.\d+ +\d+ [\w.]+:\d+\]"  # absl: I0101 00:00:17.5 123 x.cc:31]
+    r"|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [IWE] "  # TensorFlow's older C++ log format
+    r"|WARNING: All log messages before absl::InitializeLog\(\) is called"
+    r"|To enable the following instructions: )"  # the CPU feature line's second line
 )
-"""A line of TensorFlow's own logging (CUDA drivers, cuInit, oneDNN): never the child's error."""
+"""A line of TensorFlow's own logging (CUDA drivers, cuInit, cuDNN factories, oneDNN, TF-TRT):
+never the child's error. Not a fatal (``F``) line: TensorFlow's ``Check failed`` is the error."""
+
+_LOCATION = re.compile(
+    r"^(?:File \"|Traceback \(most recent call last\)|Current thread 0x|Thread 0x"
+    r"|Extension modules: |\*\*\* Check failure stack trace|@ +0x)"
+)
+"""Lines that locate a crash rather than say what it was: Python's stack frames and the list of
+extension modules after a segfault, absl's stack after a failed check."""
 
 
 def is_log_line(line: str) -> bool:
@@ -93,9 +102,11 @@ def is_log_line(line: str) -> bool:
 
 
 def last_message(stderr_tail: str) -> str:
-    """The last line of a dead child's stderr that is not TensorFlow's logging ("" if none)."""
+    """The last line of a dead child's stderr that says what went wrong ("" if none): not
+    TensorFlow's logging (:func:`is_log_line`), which often follows the error or is all a crash
+    leaves, nor a stack frame after it."""
     lines = [line.strip() for line in stderr_tail.splitlines()]
-    said = [line for line in lines if line and not is_log_line(line)]
+    said = [line for line in lines if line and not is_log_line(line) and not _LOCATION.match(line)]
     return said[-1] if said else ""
 
 

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tuner.core.oom import is_probable_oom
+from tuner.core.oom import is_probable_oom, last_message
 from tuner.core.protocol import (
     NotJSONError,
     ProtocolError,
@@ -257,6 +257,7 @@ def _finite(value: Any) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
-def _last_line(text: str) -> str:
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return lines[-1][:300] if lines else ""
+def _last_line(stderr_tail: str) -> str:
+    """The dead child's last real error line, at most 300 characters: TensorFlow's start-up
+    logging, which often ends the tail, says nothing about why it died."""
+    return last_message(stderr_tail)[:300]
