@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from tuner.core.errors import ConfigError, TunerError
 from tuner.driver import study as _study
 from tuner.driver import validate as _validate
+from tuner.driver.names import check_names
 from tuner.driver.observer import QuietObserver, SearchObserver
 from tuner.driver.options import (
     ProbeOptions,
@@ -206,8 +207,11 @@ def validate(options: ValidateOptions, front: Front | None = None) -> dict[str, 
 def _spec_and_plan(
     options: SpecOptions, front: Front, trial_timeout: float | None = None
 ) -> tuple[StudySpec, DevicePlan]:
-    """:func:`~tuner.driver.options.spec_and_plan`, the plan's notice told to ``front``."""
+    """:func:`~tuner.driver.options.spec_and_plan` and the spec's names
+    (:func:`~tuner.driver.names.check_names`: typos in milliseconds, not after a child has
+    imported TensorFlow), the plan's notice told to ``front``."""
     spec, plan, notice = spec_and_plan(options, trial_timeout)
+    check_names(spec)
     if notice:
         front.notice(notice)
     return spec, plan

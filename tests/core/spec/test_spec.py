@@ -259,6 +259,22 @@ def test_unknown_key(section: str, key: str) -> None:
 
 
 @pytest.mark.parametrize(
+    ("section", "key", "hint"),
+    [
+        ("search", "batch_multiplier", "did you mean search.batch_multipliers?"),
+        ("search", "lr_rule", "did you mean search.lr_rules?"),
+        ("workload", "optimiser", "did you mean workload.optimizer?"),
+        ("study", "title", "known keys of [study]: name"),  # close to none: all are listed
+    ],
+)
+def test_an_unknown_key_suggests_the_nearest(section: str, key: str, hint: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        build(spec_data(section, key, 1))
+    line = str(raised.value)
+    assert line.startswith(f"unknown key {section}.{key} in ") and line.endswith(f"; {hint}")
+
+
+@pytest.mark.parametrize(
     ("section", "key"),
     [
         ("study", "name"),

@@ -8,7 +8,12 @@ loop, precision) and ``_decision`` (how sure a decision must be: seeds, repeats,
 
 from __future__ import annotations
 
-from tuner.core.spec._fields import parse_int_list, parse_name_list
+from tuner.core.spec._fields import (
+    check_study_name,
+    is_valid_study_name,
+    parse_int_list,
+    parse_name_list,
+)
 from tuner.core.spec._runtime import BACKENDS, DEFAULT_BACKEND
 from tuner.core.spec._spec import (
     BUILTIN_SOURCE,
@@ -20,8 +25,6 @@ from tuner.core.spec._spec import (
     SearchSpec,
     StudySpec,
     WorkloadSpec,
-    check_study_name,
-    is_valid_study_name,
     spec_from_dict,
 )
 

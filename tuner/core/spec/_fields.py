@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 from collections.abc import Mapping
@@ -175,3 +176,35 @@ def parse_name_list(text: str, flag: str) -> list[str]:
     if not text.strip() or any(not part for part in parts):
         raise ConfigError(f"{flag} must be comma-separated names such as none,sqrt, got {text!r}")
     return parts
+
+
+def check_layout(raw: Mapping[str, Any], source: str, known: Mapping[str, tuple[str, ...]]) -> None:
+    """Only ``known`` sections, each a table of its known keys; an unknown key is told with the
+    nearest known one."""
+    for section, value in raw.items():
+        if section not in known:
+            raise ConfigError(f"unknown section [{section}] in {source}; known: {', '.join(known)}")
+        if not isinstance(value, dict):
+            raise ConfigError(f"[{section}] in {source} must be a table")
+        unknown = sorted(set(value) - set(known[section]))
+        if unknown:
+            near = difflib.get_close_matches(unknown[0], known[section], n=1)
+            hint = (
+                f"did you mean {section}.{near[0]}?"
+                if near
+                else f"known keys of [{section}]: {', '.join(known[section])}"
+            )
+            raise ConfigError(f"unknown key {section}.{unknown[0]} in {source}; {hint}")
+
+
+def is_valid_study_name(name: str) -> bool:
+    """Whether ``name`` may name a study: letters, digits, '.', '_' and '-' only, at least one
+    (the one rule for a spec's ``[study] name`` and for ``--study-name``)."""
+    return re.fullmatch(r"[\w.\-]+", name) is not None
+
+
+def check_study_name(name: str, label: str) -> str:
+    """``name`` when :func:`is_valid_study_name`; else :class:`ConfigError` naming ``label``."""
+    if not is_valid_study_name(name):
+        raise ConfigError(f"{label} must use letters, digits, '.', '_' or '-' only, got {name!r}")
+    return name

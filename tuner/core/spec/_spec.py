@@ -7,7 +7,6 @@ Pure: reading the TOML file is :func:`tuner.driver.spec_file.load_spec`'s job.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -17,7 +16,7 @@ from tuner.core.identity import identity_of
 from tuner.core.recommend import DEFAULT_TOLERANCE
 from tuner.core.spec import _fields as fields
 from tuner.core.spec._decision import DEFAULT_MAX_REPEATS, DEFAULT_SEEDS, decision_fields
-from tuner.core.spec._fields import Table
+from tuner.core.spec._fields import Table, check_study_name
 from tuner.core.spec._runtime import (
     DEFAULT_BACKEND,
     DEFAULT_PRECISIONS,
@@ -238,7 +237,7 @@ def build_spec(
 ) -> StudySpec:
     """Validate parsed spec tables into a :class:`StudySpec`. ``where`` maps ``"section.key"`` to
     the flag that set it. Raises :class:`ConfigError` naming the field (or flag) at fault."""
-    _check_layout(raw, source)
+    fields.check_layout(raw, source, _FIELDS)
     study, workload, search = (
         Table(section, raw.get(section, {}), source, where or {}) for section in _FIELDS
     )
@@ -251,36 +250,6 @@ def build_spec(
         search=search_spec,
         source=source,
     )
-
-
-def _check_layout(raw: Mapping[str, Any], source: str) -> None:
-    """Only known sections, each a table of known keys."""
-    for section, value in raw.items():
-        if section not in _FIELDS:
-            raise ConfigError(
-                f"unknown section [{section}] in {source}; known: {', '.join(_FIELDS)}"
-            )
-        if not isinstance(value, dict):
-            raise ConfigError(f"[{section}] in {source} must be a table")
-        unknown = sorted(set(value) - set(_FIELDS[section]))
-        if unknown:
-            raise ConfigError(
-                f"unknown key {section}.{unknown[0]} in {source}; "
-                f"known keys of [{section}]: {', '.join(_FIELDS[section])}"
-            )
-
-
-def is_valid_study_name(name: str) -> bool:
-    """Whether ``name`` may name a study: letters, digits, '.', '_' and '-' only, at least one
-    (the one rule for a spec's ``[study] name`` and for ``--study-name``)."""
-    return re.fullmatch(r"[\w.\-]+", name) is not None
-
-
-def check_study_name(name: str, label: str) -> str:
-    """``name`` when :func:`is_valid_study_name`; else :class:`ConfigError` naming ``label``."""
-    if not is_valid_study_name(name):
-        raise ConfigError(f"{label} must use letters, digits, '.', '_' or '-' only, got {name!r}")
-    return name
 
 
 def _study_name(study: Table) -> str:

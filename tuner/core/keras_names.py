@@ -1,0 +1,109 @@
+"""The names Keras takes for an optimizer and a loss, as data, so that the driver checks a
+spec's names in milliseconds without importing Keras (which imports TensorFlow or JAX).
+
+Generated from Keras 3's registries (``tests/core/test_keras_names.py`` compares them with the
+installed Keras and prints the lists to paste when they drift). Optimizer names are
+case-insensitive (Keras lowercases a ``class_name``); loss names are exact.
+"""
+
+from __future__ import annotations
+
+import difflib
+
+OPTIMIZERS = (
+    "adadelta",
+    "adafactor",
+    "adagrad",
+    "adam",
+    "adamax",
+    "adamw",
+    "ftrl",
+    "lion",
+    "muon",
+    "nadam",
+    "rmsprop",
+    "schedulefreeadamw",
+    "sgd",
+)
+
+LOSSES = (
+    "BCE",
+    "BinaryCrossentropy",
+    "BinaryFocalCrossentropy",
+    "CTC",
+    "CategoricalCrossentropy",
+    "CategoricalFocalCrossentropy",
+    "CategoricalHinge",
+    "Circle",
+    "CosineSimilarity",
+    "Dice",
+    "Hinge",
+    "Huber",
+    "KLD",
+    "KLDivergence",
+    "LogCosh",
+    "Loss",
+    "MAE",
+    "MAPE",
+    "MSE",
+    "MSLE",
+    "MeanAbsoluteError",
+    "MeanAbsolutePercentageError",
+    "MeanSquaredError",
+    "MeanSquaredLogarithmicError",
+    "Poisson",
+    "SparseCategoricalCrossentropy",
+    "SquaredHinge",
+    "Tversky",
+    "bce",
+    "binary_crossentropy",
+    "binary_focal_crossentropy",
+    "categorical_crossentropy",
+    "categorical_focal_crossentropy",
+    "categorical_hinge",
+    "circle",
+    "cosine_similarity",
+    "ctc",
+    "dice",
+    "hinge",
+    "huber",
+    "kl_divergence",
+    "kld",
+    "log_cosh",
+    "mae",
+    "mape",
+    "mean_absolute_error",
+    "mean_absolute_percentage_error",
+    "mean_squared_error",
+    "mean_squared_logarithmic_error",
+    "mse",
+    "msle",
+    "poisson",
+    "sparse_categorical_crossentropy",
+    "squared_hinge",
+    "tversky",
+)
+
+TYPO_CUTOFF = 0.75
+"""How close (difflib's ratio) an unknown name must be to a Keras name to be called a typo of
+it. A name close to none may be the user's own, registered with Keras when their module is
+imported in the trial process: that one is left to the workload check."""
+
+
+def nearest(name: str, known: tuple[str, ...], *, ignore_case: bool = False) -> str | None:
+    """The Keras name ``name`` is a typo of, or ``None`` (it is a Keras name, or close to none).
+    Names with ``>`` or ``.`` (a registered ``package>Name``, a module path) are never typos."""
+    if ">" in name or "." in name:
+        return None
+    if ignore_case:
+        if name.lower() in known:
+            return None
+        found = difflib.get_close_matches(name.lower(), known, n=1, cutoff=TYPO_CUTOFF)
+    else:
+        if name in known:
+            return None
+        lowered = {item.lower(): item for item in known}
+        if name.lower() in lowered:  # "Mse": only the case is off
+            return lowered[name.lower()]
+        found = difflib.get_close_matches(name, known, n=1, cutoff=TYPO_CUTOFF)
+    return found[0] if found else None

@@ -1,0 +1,129 @@
+"""Typos caught in the driver, in milliseconds, before a child imports TensorFlow: a spec's
+Keras optimizer and loss names (against :mod:`tuner.core.keras_names`) and its
+``module:function`` references — the module found and the function read from its source, never
+imported (the user's module may import TensorFlow itself, or run code at import). Each wrong
+name is one line with the nearest right one. What cannot be told without running the user's
+code (a name made at import time, a custom registered loss) is left to the workload check.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import importlib.machinery
+import importlib.util
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tuner.core.errors import ConfigError
+from tuner.core.keras_names import LOSSES, OPTIMIZERS, nearest
+
+if TYPE_CHECKING:
+    from tuner.core.spec import StudySpec
+
+
+def check_names(spec: StudySpec) -> None:
+    """Raise :class:`ConfigError` for a misspelt optimizer, loss or function of ``spec``."""
+    workload = spec.workload
+    if workload.optimizer is not None:
+        typo = nearest(workload.optimizer, OPTIMIZERS, ignore_case=True)
+        if typo is not None:
+            raise ConfigError(
+                f"unknown Keras optimizer {workload.optimizer!r} in {spec.source}; "
+                f"did you mean {typo!r}?"
+            )
+    if workload.loss is not None:
+        typo = nearest(workload.loss, LOSSES)
+        if typo is not None:
+            raise ConfigError(
+                f"unknown Keras loss {workload.loss!r} in {spec.source}; did you mean {typo!r}?"
+            )
+    for key in ("model", "data", "dataset"):
+        reference = getattr(workload, key)
+        if reference:
+            problem = reference_problem(reference)
+            if problem is not None:
+                raise ConfigError(f"workload.{key} = {reference!r} in {spec.source}: {problem}")
+
+
+def child_path() -> list[str]:
+    """Where a trial child looks for modules before its site-packages: the current directory
+    (``python -m``), then ``PYTHONPATH``."""
+    extra = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    return [os.getcwd(), *extra]
+
+
+def reference_problem(reference: str) -> str | None:
+    """Why a child could not find ``module:function``, or ``None`` (found, or not knowable
+    without importing)."""
+    module_name, _, name = reference.partition(":")
+    origin = _module_file(module_name)
+    if isinstance(origin, str):
+        return origin
+    if origin is None:
+        return None  # a compiled or frozen module: only importing it tells
+    names = _top_level_names(origin)
+    if names is None or name in names:
+        return None
+    near = difflib.get_close_matches(name, sorted(names), n=1)
+    hint = f"; did you mean {module_name}:{near[0]}?" if near else ""
+    return f"{origin.name} defines no {name!r} at its top level{hint}"
+
+
+def _module_file(module_name: str) -> Path | str | None:
+    """The source file of ``module_name`` (found as the child's import system would, without
+    importing anything), a line saying it is not found, or ``None`` (no source to read)."""
+    path: list[str] | None = [*child_path(), *_site_path()]
+    spec = None
+    parts = module_name.split(".")
+    for depth, part in enumerate(parts):
+        spec = importlib.machinery.PathFinder.find_spec(part, path)
+        if spec is None and depth == 0:  # an installed package's own finder (editable installs)
+            spec = _installed(part)
+        if spec is None:
+            found = ".".join(parts[:depth]) or "the current directory or the Python path"
+            return f"no module {'.'.join(parts[: depth + 1])!r} (looked in {found})"
+        path = list(spec.submodule_search_locations or []) or None
+        if path is None and depth < len(parts) - 1:
+            return f"{'.'.join(parts[: depth + 1])!r} is a module, not a package"
+    if spec is None or spec.origin is None or not spec.origin.endswith(".py"):
+        return None
+    return Path(spec.origin)
+
+
+def _installed(name: str) -> importlib.machinery.ModuleSpec | None:
+    """A top-level module found by the import system's other finders (never imported: a
+    top-level name needs no parent)."""
+    try:
+        return importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+
+
+def _site_path() -> list[str]:
+    import sys
+
+    return [p for p in sys.path if p and Path(p).is_dir()]
+
+
+def _top_level_names(path: Path) -> set[str] | None:
+    """The names a module's source binds at its top level; ``None`` when it may bind others
+    (``from x import *``, a module ``__getattr__``) or cannot be parsed (the child will say)."""
+    try:
+        tree = ast.parse(path.read_bytes(), filename=str(path))
+    except (OSError, SyntaxError, ValueError):
+        return None
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and any(alias.name == "*" for alias in node.names):
+            return None
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            names.update((alias.asname or alias.name).partition(".")[0] for alias in node.names)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.Global):
+            names.update(node.names)
+    return None if "__getattr__" in names else names
