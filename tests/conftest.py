@@ -19,6 +19,7 @@ import hashlib
 import importlib.metadata
 import os
 import re
+import shutil
 import subprocess
 import sys
 import traceback
@@ -115,10 +116,12 @@ if (_worker or "-m{WORKER_MODULE}" in _argv) and os.environ.get("{GUARD_ENV}"):
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark slow what uses a real study; skip ``gpu`` tests when no NVIDIA GPU is visible."""
+    """Mark slow what uses a real study; skip ``gpu`` tests when no NVIDIA GPU is visible, and
+    the tests of servers this machine lacks (:func:`_skip_missing_servers`)."""
     for item in items:
         if STUDY_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+    _skip_missing_servers(items)
     needs_gpu = [item for item in items if item.get_closest_marker("gpu")]
     if needs_gpu:
         missing = _why_no_gpu()
@@ -126,6 +129,36 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             skip = pytest.mark.skip(reason=f"needs an NVIDIA GPU visible to JAX: {missing}")
             for item in needs_gpu:
                 item.add_marker(skip)
+
+
+SERVERS = {
+    "postgres": (
+        lambda: bool(os.environ.get("TUNER_TEST_POSTGRES")),
+        "needs a PostgreSQL server: set TUNER_TEST_POSTGRES to its URL "
+        "(postgresql+psycopg://user:pass@host/db; .ci/run starts one)",
+    ),
+    "docker": (
+        lambda: shutil.which("docker-compose") is not None,
+        "needs docker-compose (apt-get install docker-compose; .ci/run does)",
+    ),
+    "browser": (
+        lambda: shutil.which("chromium") is not None,
+        "needs Debian's Chromium (apt-get install chromium; .ci/run does)",
+    ),
+}
+"""Per marker: whether this machine has the server its tests use, and the reason to skip."""
+
+
+def _skip_missing_servers(items: list[pytest.Item]) -> None:
+    """On a development machine the tests of a server it lacks skip, saying what to set up; in
+    CI (``CI=true``) they run, and fail loudly when the server is missing."""
+    if os.environ.get("CI") == "true":
+        return
+    for marker, (present, reason) in SERVERS.items():
+        marked = [item for item in items if item.get_closest_marker(marker)]
+        if marked and not present():
+            for item in marked:
+                item.add_marker(pytest.mark.skip(reason=reason))
 
 
 def _why_no_gpu() -> str:

@@ -98,6 +98,7 @@ def services(**env: str) -> dict:
     return yaml.safe_load(result.stdout)["services"]
 
 
+@pytest.mark.docker
 def test_compose_file_validates_and_wires_gpus_database_and_dashboard():
     result = compose_config(**ENV)
     assert result.returncode == 0, result.stderr
@@ -123,6 +124,7 @@ def test_compose_file_validates_and_wires_gpus_database_and_dashboard():
     assert "tuner-db" in config["volumes"]
 
 
+@pytest.mark.docker
 def test_compose_file_publishes_dashboard_and_database_on_loopback_by_default():
     found = services()
     assert [published(p) for p in found["dashboard"]["ports"]] == [("127.0.0.1", 8080, 8080)]
@@ -130,6 +132,7 @@ def test_compose_file_publishes_dashboard_and_database_on_loopback_by_default():
     assert "ports" not in found["worker"]
 
 
+@pytest.mark.docker
 def test_compose_file_opens_each_port_only_when_asked():
     found = services(TUNER_DASHBOARD_BIND="0.0.0.0", TUNER_POSTGRES_BIND="10.0.0.5")
     assert [published(p)[0] for p in found["dashboard"]["ports"]] == ["0.0.0.0"]
@@ -138,6 +141,7 @@ def test_compose_file_opens_each_port_only_when_asked():
     assert [published(p)[0] for p in found["dashboard"]["ports"]] == ["127.0.0.1"]
 
 
+@pytest.mark.docker
 def test_compose_file_hands_passwords_over_as_secret_files_only():
     result = compose_config(**ENV, POSTGRES_PASSWORD=CANARY, TUNER_STORAGE=f"x://u:{CANARY}@h/d")
     assert result.returncode == 0, result.stderr
@@ -179,6 +183,7 @@ def test_no_password_or_storage_url_is_written_into_the_docker_files(name):
             assert not secretive.search(rest), f"{kind} {rest}"
 
 
+@pytest.mark.docker
 def test_compose_file_refuses_to_run_without_required_settings():
     result = compose_config(TUNER_HOST="gpu-host-7")
     assert result.returncode != 0
