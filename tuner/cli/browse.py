@@ -125,6 +125,7 @@ def show(
     """Print a study's trials as a table (one row per grid point unless --all)."""
     from tuner.cli import display as _display
     from tuner.core.configurations import unique_trials
+    from tuner.driver.spooled import spooled_at
     from tuner.results import load_study, recommendation
     from tuner.views.summary import records_text
 
@@ -139,6 +140,9 @@ def show(
         if len(shown) < len(trials):
             title += f" ({len(shown)} grid points; {len(trials)} trials with --all)"
         _display.print_trials(out, shown, title, wide)
+        spooled = spooled_at(storage, study.study_name)  # RUNNING rows whose result waits
+        if spooled:
+            warn(spooled)
         with contextlib.suppress(NoCompleteTrialError):  # nothing to recommend yet
             out.print(_display.recommendation_table(recommendation(study)))
 

@@ -22,8 +22,9 @@ from tuner.driver.observer import SearchObserver
 from tuner.storage import spool
 from tuner.storage.faults import StorageFaultError, find_fault
 from tuner.storage.guarded import guarded_of
+from tuner.storage.places import locate
 
-__all__ = ["record_spooled", "spool_outcome", "spooled_line", "storage_faults"]
+__all__ = ["record_spooled", "spool_outcome", "spooled_at", "spooled_line", "storage_faults"]
 
 
 @contextlib.contextmanager
@@ -78,7 +79,16 @@ def spool_folder(study: optuna.Study) -> Path | None:
 def spooled_line(study: optuna.Study) -> str | None:
     """What the user reads about ``study``'s results waiting in the spool (``None``: none)."""
     folder = spool_folder(study)
-    waiting = spool.pending(folder, study.study_name) if folder is not None else []
+    return _line(folder, study.study_name) if folder is not None else None
+
+
+def spooled_at(storage_url: str, study_name: str) -> str | None:
+    """:func:`spooled_line` for a study read without writing (``tuner show``)."""
+    return _line(spool.spool_folder(locate(storage_url)), study_name)
+
+
+def _line(folder: Path, study_name: str) -> str | None:
+    waiting = spool.pending(folder, study_name)
     if not waiting:
         return None
     numbers = ", ".join(f"#{r['number']}" for r in waiting)
