@@ -133,7 +133,11 @@ def test_a_browser_sees_the_study_note_plots_and_trials(small_study, dashboard, 
         study_page = page.url
         page.locator(f"{TUNER_PLOTS} .gtitle").nth(1).wait_for()
         shown = page.eval_on_selector_all(TUNER_PLOTS, "els => els.map(e => e.id).sort()")
-        assert shown == ["user-defined-plot:loss-vs-batch", "user-defined-plot:throughput-vs-batch"]
+        assert shown == [
+            "user-defined-plot:loss-vs-batch",
+            "user-defined-plot:pareto",
+            "user-defined-plot:throughput-vs-batch",
+        ]
         # Drawn from our stored figures, with our data: the batch as measured in customdata.
         traces = page.evaluate(
             f"{plot_js('throughput-vs-batch')}.data"
@@ -157,7 +161,15 @@ def test_a_browser_sees_the_study_note_plots_and_trials(small_study, dashboard, 
         assert by_name[f"recommended (trial #{chosen.number})"][1] == [chosen.values[1]]
         loss_layout = page.evaluate(f"{plot_js('loss-vs-batch')}.layout")
         (band,) = [s for s in loss_layout["shapes"] if s.get("showlegend")]
-        assert band["name"] == "within 2% of best loss"
+        assert band["name"] == "loss tolerance: within 2 % of the best loss"
+        # tuner's Pareto plot: the pick among the candidates the tolerance makes equal.
+        pareto = page.evaluate(f"{plot_js('pareto')}.data.map(t => [t.name, t.x, t.y])")
+        (halo,) = [(x, y) for name, x, y in pareto if name.startswith("counted equal in loss")]
+        assert len(halo[0]) == len(rec["candidates"])
+        assert [chosen.values[1]] == by_name[f"recommended (trial #{chosen.number})"][1]
+        assert chosen.values[1] in halo[1]
+        title = page.evaluate(f"{plot_js('pareto')}.layout.title.text")
+        assert f"the pick is #{chosen.number}" in title
         assert_titles_clear_of_the_toolbar(page, TUNER_PLOTS)
 
         page.evaluate(f"{plot_js('throughput-vs-batch')}.scrollIntoView({{block: 'start'}})")

@@ -54,7 +54,7 @@ def test_report_renders_plots_that_mark_the_oom_sizes(wide_study, chromium, tmp_
         # The loss plot: the band the recommendation chose within, and the recommended point.
         loss = page.evaluate("document.getElementById('loss-vs-batch').layout.shapes")
         (band,) = [s for s in loss if s.get("showlegend")]
-        assert band["name"] == "within 2% of best loss"
+        assert band["name"] == "loss tolerance: within 2 % of the best loss"
         # The export rounds the loss (6 significant digits); the band holds the stored value.
         rounding = 1e-6 * band["y0"]
         assert band["y0"] - rounding <= rec["final_loss"] <= band["y1"] + rounding

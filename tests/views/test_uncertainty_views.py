@@ -60,12 +60,24 @@ def test_a_same_as_point_shows_the_one_measurement_it_shares() -> None:
     assert [r[0] for r in rows] == ["1", "2", "3", "7", "8", "10"]  # repeats under #7, #8
     linear, original = cells_of(rows, 1), cells_of(rows, 7)
     assert linear["status"] == "ok" and linear["runs"] == "= #7"
-    assert linear["note"] == "= #0 (same training)"
+    assert linear["note"] == "= #7 (same training)"  # one number for one configuration
     for key in ("samples/s", "95 % CI", "final loss"):  # the configuration's numbers as they stand
         assert linear[key] == original[key]
     assert original["samples/s"] == "17,216" and original["runs"] == "3"
     assert original["95 % CI"] == span_text(raced_study()[6].user_attrs["throughput_ci"])
-    assert original["note"] == "repeat 3 of #0"
+    assert original["note"] == "repeat 3 of #0"  # its other runs are not among the rows
+
+
+def test_every_row_names_a_configuration_by_its_representative_and_lists_its_runs() -> None:
+    study = raced_study()
+    rows = trial_rows(unique_trials(study), every=study)
+    assert cells_of(rows, 7)["note"] == "runs #0, #6, #7"
+    assert cells_of(rows, 8)["note"] == "runs #4, #8"
+    assert cells_of(rows, 1)["note"] == "= #7 (same training)"
+    every = trial_rows(study, every=study)  # tuner show --all: each run names #7
+    assert cells_of(every, 0)["note"] == "run 1 of #7"
+    assert cells_of(every, 6)["note"] == "run 2 of #7"
+    assert cells_of(every, 4)["note"] == "run 1 of #8"
 
 
 def test_the_table_at_80_columns_shows_interval_and_runs_and_cuts_no_number() -> None:
@@ -115,7 +127,7 @@ def test_throughput_points_carry_error_bars_and_the_axis_starts_at_0() -> None:
     one_run = by_trial[3]  # no interval stored: its windows' spread, ± half of (max − min)
     assert (one_run.throughput_low, one_run.throughput_high) == (22800.0, 25200.0)
     assert one_run.error_source.startswith("window spread of 1 run")
-    assert by_trial[1].same_as == 0 and by_trial[1].throughput == raced.throughput
+    assert by_trial[1].same_as == 7 and by_trial[1].throughput == raced.throughput
     tops = [max(p.throughput, p.throughput_high or 0.0) for p in by_trial.values()]
     assert curves.throughput_top == pytest.approx(max(tops) * 1.08)  # the highest bar fits
 

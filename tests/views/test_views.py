@@ -16,6 +16,7 @@ from tuner.core.errors import ConfigError
 from tuner.core.scaling import LR_RULES
 from tuner.views.batch_data import BatchCurves, Point, batch_curves, pareto_front
 from tuner.views.batch_figures import (
+    CANDIDATES_TRACE,
     OOM_TRACE,
     RULE_COLORS,
     batch_figure,
@@ -141,11 +142,36 @@ def test_the_loss_plot_shades_the_tolerance_band_of_the_recommendation():
     loss = study_figures(trials, rec)["loss-vs-batch"]
     (band,) = [s for s in loss.layout.shapes if s.type == "rect" and s.showlegend]
     assert (band.y0, band.y1) == (0.49, pytest.approx(0.49 * 1.05))
-    assert band.name == "within 5% of best loss"
+    assert band.name == "loss tolerance: within 5 % of the best loss"
     assert (band.xref, band.yref) == ("x domain", "y")  # across the whole plot
     throughput = study_figures(trials, rec)["throughput-vs-batch"]
     assert not [s for s in throughput.layout.shapes if s.showlegend]
     assert not [s for s in study_figures(trials)["loss-vs-batch"].layout.shapes if s.showlegend]
+
+
+def test_the_pareto_plot_draws_the_tolerance_and_the_candidates_it_makes_equal():
+    trials = oom_study()
+    rec = run_recommend(trials, tolerance=0.05)
+    assert rec["candidates"] == [0, 1, 2, 4]
+    figures = study_figures(trials, rec)
+    pareto = figures["pareto"]
+    (band,) = [s for s in pareto.layout.shapes if s.type == "rect" and s.showlegend]
+    assert (band.x0, band.x1) == (0.49, pytest.approx(0.49 * 1.05))  # across the loss axis
+    assert (band.xref, band.yref) == ("x", "y domain")
+    for graph_id in ("pareto", "throughput-vs-batch", "loss-vs-batch"):
+        (halo,) = [t for t in figures[graph_id].data if t.name.startswith(CANDIDATES_TRACE)]
+        assert "within 5 % of the best" in halo.name
+        assert len(halo.x) == 4  # the star (#4) is among them
+    (halo,) = [t for t in pareto.data if t.name.startswith(CANDIDATES_TRACE)]
+    assert (rec["final_loss"], rec["throughput"]) in set(zip(halo.x, halo.y, strict=True))
+    assert f"the pick is #{rec['trial_number']}" in pareto.layout.title.text
+    assert "count as equal" in pareto.layout.legend.title.text
+
+
+def test_legends_sit_below_the_plots():
+    rec = run_recommend(oom_study())
+    for figure in study_figures(oom_study(), rec).values():
+        assert figure.layout.legend.orientation == "h" and figure.layout.legend.y < 0
 
 
 def test_rules_at_one_batch_are_drawn_side_by_side_as_the_legend_says():
@@ -290,27 +316,22 @@ def test_publish_stores_the_note_and_the_batch_plots_and_rewrites_them():
     system_attrs = study._storage.get_study_system_attrs(study._study_id)
     graphs = get_plotly_graph_objects(system_attrs)
     # No target loss: no time-to-target plot.
-    assert set(graphs) == {"throughput-vs-batch", "loss-vs-batch"} < set(DASHBOARD_PLOTS)
+    assert set(graphs) == {"throughput-vs-batch", "loss-vs-batch", "pareto"} < set(DASHBOARD_PLOTS)
     data = json.loads(graphs["throughput-vs-batch"])["data"]
     names = {"none rule", "linear rule", "sqrt rule", OOM_TRACE, "recommended (trial #4)"}
-    assert {t["name"] for t in data} == names
+    assert {t["name"] for t in data} - names == {
+        f"{CANDIDATES_TRACE} (within {rec['loss_tolerance'] * 100:.2g} % of the best)"
+    }
+    assert "pareto" in graphs  # tuner's, with the tolerance: the pick among its equals
 
 
-def test_publish_replaces_the_pareto_plot_an_older_tuner_stored():
-    from optuna_dashboard import save_plotly_graph_object
-    from optuna_dashboard._custom_plot_data import get_plotly_graph_objects
-
-    study = in_memory_study(oom_study())
-    rec = run_recommend(study.trials)
-    save_plotly_graph_object(
-        study, study_figures(study.trials, rec)["pareto"], graph_object_id="pareto"
-    )
-    publish(study, rec)
-    graphs = get_plotly_graph_objects(study._storage.get_study_system_attrs(study._study_id))
-    assert set(graphs) == {"throughput-vs-batch", "loss-vs-batch", "pareto"}
-    retired = json.loads(graphs["pareto"])
-    assert retired.get("data", []) == []
-    assert "optuna-dashboard's own Pareto front" in retired["layout"]["annotations"][0]["text"]
+def test_the_note_says_why_optuna_dashboards_best_trials_may_not_hold_the_pick():
+    trials = oom_study()
+    rec = run_recommend(trials, tolerance=0.05)
+    note = study_note("unit", trials, ATTRS, rec, "now")
+    (line,) = [p for p in note.split("\n\n") if "Best Trials" in p]
+    assert f"#{rec['trial_number']} may not be" in line and "within 5 % of the best" in line
+    assert "(#0, #1, #2, #4)" in line and "./#user-defined-plot:pareto" in line
 
 
 def test_the_note_links_to_the_plots_first():

@@ -24,7 +24,13 @@ from tuner.core.configurations import (
     status_of,
     unique_trials,
 )
-from tuner.views.runs import interval, representatives, run_count, shown_measurement
+from tuner.views.runs import (
+    interval,
+    representatives,
+    run_count,
+    run_numbers,
+    shown_measurement,
+)
 
 JITTER = 0.02
 """How far apart, as a fraction of the x axis (in octaves), the rules' points at one batch are
@@ -52,6 +58,9 @@ class Point:
     same_as: int | None = None
     precision: str | None = None
     """The trial's precision, in a study of several (``None`` in a study of one)."""
+    run_trials: tuple[int, ...] = ()
+    """The numbers of the trials its configuration ran as (first run and repeats), when
+    several."""
 
     @property
     def curve(self) -> str:
@@ -82,6 +91,9 @@ class BatchCurves:
     loss_band: LossBand | None = None
     tied: tuple[Point, ...] = ()
     """Points the recommendation is still tied with (their 95 % intervals overlap its one)."""
+    candidates: tuple[Point, ...] = ()
+    """The points the loss tolerance made equal (the recommendation's ``candidates``): the pick
+    is the fastest of them, or one tied with the fastest."""
 
     @property
     def throughput_top(self) -> float:
@@ -110,7 +122,8 @@ def complete_points(trials: Sequence[FrozenTrial]) -> list[Point]:
         loss, throughput = shown.values
         attrs = trial.user_attrs
         low, high, source = error_bar(shown.user_attrs, float(throughput))
-        same_as = attrs.get("same_as")
+        same_as = shown.number if shown is not trial else attrs.get("same_as")
+        numbers = run_numbers(trial, trials)
         points.append(
             Point(
                 trial=trial.number,
@@ -126,6 +139,7 @@ def complete_points(trials: Sequence[FrozenTrial]) -> list[Point]:
                 runs=run_count(shown),
                 same_as=same_as if isinstance(same_as, int) else None,
                 precision=precision_of(trial) if several else None,
+                run_trials=tuple(numbers) if len(numbers) > 1 else (),
             )
         )
     return sorted(points, key=lambda p: (p.global_batch_size, p.curve))
@@ -182,6 +196,7 @@ def batch_curves(
         chosen[0] if chosen else None,
         loss_band(points, rec),
         tuple(p for p in drawn if p.trial in tied_with),
+        tuple(p for p in drawn if p.trial in set(rec.get("candidates") or ())),
     )
 
 

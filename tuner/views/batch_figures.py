@@ -27,11 +27,14 @@ from tuner.views.batch_data import (
     pareto_front,
     rule_offsets,
 )
+from tuner.views.runs import runs_label
 from tuner.views.style import AXIS as _AXIS
+from tuner.views.style import CANDIDATES_TRACE as CANDIDATES_TRACE
 from tuner.views.style import RULE_COLORS as RULE_COLORS
 from tuner.views.style import STYLE as _STYLE
 from tuner.views.style import TIED_TRACE as TIED_TRACE
-from tuner.views.style import ring, rule_color, star
+from tuner.views.style import halo, ring, rule_color, star, tolerance_text
+from tuner.views.style import legend as legend_below
 from tuner.views.style import title as _title
 from tuner.views.target_data import target_curves
 from tuner.views.target_figures import target_figure
@@ -59,6 +62,11 @@ def batch_figure(curves: BatchCurves, metric: str) -> go.Figure:
     )
     offsets = rule_offsets(list(curves.by_rule), sizes_shown)
     figure = go.Figure()
+    if curves.candidates:  # behind every point
+        xs = [p.global_batch_size * offsets.get(p.curve, 1.0) for p in curves.candidates]
+        ys = [getattr(p, metric) for p in curves.candidates]
+        texts = [_hover(p) for p in curves.candidates]
+        figure.add_trace(halo(xs, ys, texts, _tolerance(curves.loss_band)))
     star = curves.recommended
     if star is not None:  # under its rule's marker, which stays visible in the star
         x = star.global_batch_size * offsets.get(star.curve, 1.0)
@@ -93,10 +101,14 @@ def batch_figure(curves: BatchCurves, metric: str) -> go.Figure:
         title=_title(f"{label.capitalize()} vs global batch size"),
         xaxis={"title": "global batch size", "type": "log", "tickvals": sizes_shown, **_AXIS},
         yaxis=yaxis,
-        legend={"title": {"text": legend}},
+        legend=legend_below(legend),
         **_STYLE,
     )
     return figure
+
+
+def _tolerance(band: LossBand | None) -> float | None:
+    return None if band is None else band.tolerance
 
 
 def _bars_note(curves: BatchCurves) -> str:
@@ -123,9 +135,10 @@ def _legend_title(offsets: dict[str, float]) -> str:
 def _hover(p: Point) -> str:
     same = "" if p.same_as is None else f"<br>= trial #{p.same_as}: same training, one measurement"
     at = "" if p.precision is None else f", {p.precision}"
+    runs = f"<br>{runs_label(p.run_trials)}" if p.run_trials else ""
     return (
         f"trial #{p.trial}: global batch {p.global_batch_size} ({p.per_replica_batch_size} per "
-        f"replica), {p.lr_rule} rule, lr {p.learning_rate:.3g}{at}{same}"
+        f"replica), {p.lr_rule} rule, lr {p.learning_rate:.3g}{at}{same}{runs}"
     )
 
 
@@ -177,16 +190,18 @@ def _star(point: Point, x: float, y: float, name: str = "recommended") -> go.Sca
     return star(x, y, name, _hover(point))
 
 
-def _shade_band(figure: go.Figure, band: LossBand) -> None:
-    """The losses within the tolerance of the best one: where the recommendation chose."""
-    figure.add_hrect(
-        y0=band.best,
-        y1=band.limit,
+def _shade_band(figure: go.Figure, band: LossBand, axis: str = "y") -> None:
+    """The losses within the tolerance of the best one: where the recommendation chose (a band
+    across the loss axis, ``y`` on the loss plot, ``x`` on the Pareto plot)."""
+    shade = figure.add_hrect if axis == "y" else figure.add_vrect
+    ends = {f"{axis}0": band.best, f"{axis}1": band.limit}
+    shade(
+        **ends,
         fillcolor="#1b7f3b",
-        opacity=0.15,
+        opacity=0.12,
         line_width=0,
         layer="below",
-        name=f"within {band.tolerance:.0%} of best loss",
+        name=f"loss tolerance: within {tolerance_text(band.tolerance)} of the best loss",
         showlegend=True,
     )
 
@@ -223,13 +238,27 @@ def _mark_oom(figure: go.Figure, oom: dict[int, str], floor: float) -> None:
     )
 
 
-def pareto_figure(points: Sequence[Point], recommended_trial: int | None = None) -> go.Figure:
+def pareto_figure(
+    points: Sequence[Point],
+    recommended_trial: int | None = None,
+    curves: BatchCurves | None = None,
+) -> go.Figure:
     """Final loss vs throughput of every complete point, the Pareto front ringed and joined by a
-    line (a front of one point is one ring) and the recommended trial starred."""
+    line (a front of one point is one ring) and the recommended trial starred; with ``curves``
+    (:func:`batch_curves` of the recommendation), the loss tolerance band shaded and the
+    candidates it makes equal marked, the ones tied with the pick ringed: a point that beats the
+    pick on both axes is then seen to be counted equal to it."""
     import plotly.graph_objects as go
 
     front = pareto_front(points)
     figure = go.Figure()
+    if curves is not None and curves.candidates:  # behind every point
+        texts = [_hover(p) for p in curves.candidates]
+        xs = [p.final_loss for p in curves.candidates]
+        ys = [p.throughput for p in curves.candidates]
+        figure.add_trace(halo(xs, ys, texts, _tolerance(curves.loss_band)))
+    if curves is not None and curves.loss_band is not None:
+        _shade_band(figure, curves.loss_band, axis="x")
     chosen = [p for p in points if p.trial == recommended_trial]
     if chosen:  # under its rule's marker, as in the batch plots
         figure.add_trace(_star(chosen[0], chosen[0].final_loss, chosen[0].throughput))
@@ -257,13 +286,35 @@ def pareto_figure(points: Sequence[Point], recommended_trial: int | None = None)
             hoverinfo="skip",
         )
     )
+    if curves is not None and curves.tied:
+        tied = curves.tied
+        figure.add_trace(
+            ring(
+                [p.final_loss for p in tied],
+                [p.throughput for p in tied],
+                [_hover(p) for p in tied],
+            )
+        )
+    picked = f": the pick is #{chosen[0].trial}" if chosen else ""
     figure.update_layout(
-        title=_title("Final loss vs throughput (Pareto front)"),
+        title=_title(f"Final loss vs throughput (Pareto front){picked}"),
         xaxis={"title": _METRICS["final_loss"], **_AXIS},
         yaxis={"title": _METRICS["throughput"], **_AXIS},
+        legend=legend_below(_pareto_legend(curves)),
         **_STYLE,
     )
     return figure
+
+
+def _pareto_legend(curves: BatchCurves | None) -> str:
+    """Why the pick need not be on the front: losses within the tolerance count as equal."""
+    if curves is None or curves.loss_band is None:
+        return "learning-rate rule"
+    within = tolerance_text(curves.loss_band.tolerance)
+    return (
+        f"learning-rate rule<br><sub>final losses within {within} of the best count as equal "
+        "(green); the pick is chosen among them by throughput</sub>"
+    )
 
 
 def study_figures(
@@ -277,7 +328,7 @@ def study_figures(
     figures = {
         "throughput-vs-batch": batch_figure(curves, "throughput"),
         "loss-vs-batch": batch_figure(curves, "final_loss"),
-        "pareto": pareto_figure(complete_points(trials), (rec or {}).get("trial_number")),
+        "pareto": pareto_figure(complete_points(trials), (rec or {}).get("trial_number"), curves),
     }
     target = target_curves(trials, rec)
     if target is not None:

@@ -27,17 +27,14 @@ from tuner.storage import open_storage
 from tuner.views.batch_figures import TARGET_PLOT, study_figures
 from tuner.views.note import study_note
 
-DASHBOARD_PLOTS = ("throughput-vs-batch", "loss-vs-batch", TARGET_PLOT)
+DASHBOARD_PLOTS = ("throughput-vs-batch", "loss-vs-batch", "pareto", TARGET_PLOT)
 """The plots stored on a study, by id (``time-to-target-vs-batch`` only in a study with a target
-loss). optuna-dashboard's own Pareto front (at the top of the study's page) already shows final
-loss vs throughput, so tuner's ``pareto`` is in the report only."""
-RETIRED_PLOTS = {
-    "pareto": "Final loss vs throughput: see optuna-dashboard's own Pareto front at the top of "
-    "this page<br>(tuner's version, with the rules and the recommended trial, is in "
-    "<i>tuner report</i>)",
-}
-"""Plots an older tuner stored: optuna-dashboard offers no way to delete one, so a study that
-holds one gets this text in its place, not a stale picture."""
+loss). ``pareto`` is tuner's own front beside optuna-dashboard's: it draws the loss tolerance and
+the candidates it makes equal, so the pick is seen among them, which optuna-dashboard's "Best
+Trials" (the plain Pareto front of the stored values) need not show."""
+RETIRED_PLOTS: dict[str, str] = {}
+"""Plots an older tuner stored and this one no longer draws: optuna-dashboard offers no way to
+delete one, so a study that holds one gets this text in its place, not a stale picture."""
 _PLOT_ATTR = "dashboard:plot_data:"  # optuna-dashboard's study system attribute prefix
 
 

@@ -57,11 +57,28 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str
     return "\n".join(lines)
 
 
+PARETO_LINK = "./#user-defined-plot:pareto"
+"""tuner's Pareto plot on the History page, with the loss tolerance and the pick."""
 PLOTS_LINK = "./#user-defined-plot:throughput-vs-batch"
 """Where the note (shown at ``…/studies/<id>/note``) links for tuner's plots: the study's History
 page (``…/studies/<id>/``), at the first plot's element (optuna-dashboard names each stored plot's
 element ``user-defined-plot:<id>``). optuna-dashboard places stored plots after its own Pareto
 front, history, importance and timeline; tuner cannot move them up."""
+
+
+def best_trials_text(rec: dict[str, Any]) -> str:
+    """Why optuna-dashboard's "Best Trials" need not hold the pick, in one sentence with the
+    tolerance and the candidates it makes equal."""
+    tolerance = rec.get("loss_tolerance")
+    within = "" if tolerance is None else f" within {tolerance * 100:.2g} % of the best"
+    candidates = ", ".join(f"#{n}" for n in rec.get("candidates") or ())
+    equal = f" ({candidates})" if candidates else ""
+    return (
+        f"**Why #{rec['trial_number']} may not be in optuna-dashboard's Best Trials:** those are "
+        "the Pareto front of the stored final loss and throughput, which knows no tolerance; "
+        f"tuner counts final losses{within} as equal{equal} and chooses among them by "
+        f"throughput, as [tuner's Pareto plot]({PARETO_LINK}) draws."
+    )
 
 
 def study_note(
@@ -91,6 +108,7 @@ def study_note(
             f"{rec['throughput']:,.0f} samples/s at final loss {rec['final_loss']:.5g} "
             f"(trial #{rec['trial_number']})."
         )
+        parts.append(best_trials_text(rec))
         if tie_text(rec):
             parts.append(f"**Tie:** {literal(tie_text(rec))}")
         if rec.get("verdict"):
@@ -107,7 +125,11 @@ def study_note(
     parts.append(
         "### Trials (one per grid point; a configuration that ran several times: its runs)"
     )
-    parts.append(markdown_table([h for h, _ in TRIAL_COLUMNS], trial_rows(unique, note_width=80)))
+    parts.append(
+        markdown_table(
+            [h for h, _ in TRIAL_COLUMNS], trial_rows(unique, note_width=80, every=trials)
+        )
+    )
     parts.append("### Devices and versions")
     parts.append(markdown_table(["", ""], environment_rows(study_attrs, unique)))
     parts.append(

@@ -103,7 +103,9 @@ def render_html(
             + "</div>"
         )
     headers, aligns = zip(*TRIAL_COLUMNS, strict=True)
-    trial_table = _table(headers, trial_rows(unique, note_width=80), aligns, STATUS_COLUMN)
+    trial_table = _table(
+        headers, trial_rows(unique, note_width=80, every=trials), aligns, STATUS_COLUMN
+    )
     env_table = _table(["", ""], environment_rows(study_attrs, unique), ["left", "left"])
     title = f"tuner report: {html.escape(study_name)}"
     return f"""<!DOCTYPE html>

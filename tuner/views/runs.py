@@ -70,6 +70,24 @@ def representatives(
     return chosen
 
 
+def configuration_runs(trial: FrozenTrial, trials: Iterable[FrozenTrial]) -> list[FrozenTrial]:
+    """Every trial of ``trial``'s configuration among ``trials`` (its first run and the repeats
+    racing enqueued), by number; at least ``trial`` itself."""
+    runs = [t for t in trials if original_number(t) == original_number(trial)]
+    return sorted(runs or [trial], key=lambda t: t.number)
+
+
+def run_numbers(trial: FrozenTrial, trials: Iterable[FrozenTrial]) -> list[int]:
+    """The numbers of :func:`configuration_runs`: ``[0, 3, 9]`` for a configuration first run as
+    #0 and repeated as #3 and #9."""
+    return [t.number for t in configuration_runs(trial, trials)]
+
+
+def runs_label(numbers: Sequence[int]) -> str:
+    """``runs #0, #3, #9``: the trials a representative's numbers rest on (empty for one)."""
+    return "runs " + ", ".join(f"#{n}" for n in numbers) if len(numbers) > 1 else ""
+
+
 def interval(attrs: dict[str, Any], key: str) -> tuple[float, float] | None:
     """A stored ``[low, high]`` (``throughput_ci``, ``time_to_target_ci``) as a pair of finite
     numbers, or ``None``."""

@@ -30,6 +30,21 @@ STYLE: dict[str, Any] = {
     # Room at the top for the title below plotly's toolbar (the modebar, ~30 px at the top right).
     "margin": {"l": 70, "r": 30, "t": 76, "b": 60},
 }
+
+
+def legend(text: str = "") -> dict[str, Any]:
+    """The legend below the plot, in rows, its title above them: beside the plot it took half of
+    a half-width dashboard card."""
+    return {
+        "orientation": "h",
+        "x": 0,
+        "xanchor": "left",
+        "y": -0.2,
+        "yanchor": "top",
+        "title": {"text": text, "side": "top left"},
+    }
+
+
 TITLE_TOP_PX = 36
 """The title's top edge, in pixels below the figure's top: under the modebar, which it would
 otherwise hide behind in optuna-dashboard's half-width cards."""
@@ -72,6 +87,36 @@ def ring(xs: Sequence[float], ys: Sequence[float], texts: Sequence[str]) -> go.S
         legendrank=1002,  # after the recommended star
         text=list(texts),
         hovertemplate="%{text}<extra>tied</extra>",
+    )
+
+
+CANDIDATES_TRACE = "counted equal in loss"
+"""Name of the trace that marks the candidates: the points whose final loss is within the
+recommendation's tolerance of the best (the pick is the fastest of them, or tied with it)."""
+
+
+def tolerance_text(tolerance: float) -> str:
+    """A relative loss tolerance as a percentage: ``5 %``, ``0.43 %``."""
+    return f"{tolerance * 100:.2g} %"
+
+
+def halo(
+    xs: Sequence[float], ys: Sequence[float], texts: Sequence[str], tolerance: float | None
+) -> go.Scatter:
+    """A green disc behind each candidate's point: the configurations the loss tolerance makes
+    equal, among which the recommendation picks."""
+    import plotly.graph_objects as go
+
+    within = "" if tolerance is None else f" (within {tolerance_text(tolerance)} of the best)"
+    return go.Scatter(
+        x=list(xs),
+        y=list(ys),
+        mode="markers",
+        name=f"{CANDIDATES_TRACE}{within}",
+        marker={"symbol": "circle", "size": 24, "color": "rgba(27, 127, 59, 0.22)"},
+        legendrank=1000,  # before the star and the ring
+        text=list(texts),
+        hovertemplate="%{text}<extra>candidate</extra>",
     )
 
 

@@ -10,7 +10,7 @@ import csv
 import io
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from optuna.trial import FrozenTrial
@@ -20,7 +20,15 @@ from tuner.core.outcome import STATES
 from tuner.views.columns import Layout, fit_columns
 from tuner.views.recommendation import recommendation_rows as recommendation_rows
 from tuner.views.recommendation import seconds_text, span_text
-from tuner.views.runs import interval, run_count, shown_measurement
+from tuner.views.runs import (
+    interval,
+    original_number,
+    representative,
+    run_count,
+    run_numbers,
+    runs_label,
+    shown_measurement,
+)
 
 TRIAL_COLUMNS: list[tuple[str, str]] = [
     ("#", "right"),
@@ -119,14 +127,19 @@ def fmt(value: Any, spec: str) -> str:
 
 
 def trial_cells(
-    trial: FrozenTrial, note_width: int = 60, shown: FrozenTrial | None = None
+    trial: FrozenTrial,
+    note_width: int = 60,
+    shown: FrozenTrial | None = None,
+    runs: Sequence[int] = (),
 ) -> list[str]:
     """One row of the trials table, in :data:`TRIAL_COLUMNS` order. The measured cells
     (throughput, its interval, runs, final loss, time to target) are those of ``shown``
     (default: the trial itself; for a ``same_as`` trial, see
-    :func:`tuner.views.runs.shown_measurement`)."""
+    :func:`tuner.views.runs.shown_measurement`). ``runs``: the numbers of the trials of the
+    trial's configuration, its representative first (see :func:`note_text`)."""
     attrs = trial.user_attrs
     shown = shown or trial
+    same = shown.number if shown is not trial else None
     return [
         str(trial.number),
         trial.state.name,
@@ -147,7 +160,7 @@ def trial_cells(
         fmt(attrs.get("goodput"), ",.0f"),
         model_text(attrs.get("model_hyperparameters")),
         str(attrs.get("host", "-")),
-        note_text(attrs)[:note_width],
+        note_text(attrs, same=same, runs=runs, number=trial.number)[:note_width],
     ]
 
 
@@ -160,13 +173,28 @@ def runs_text(trial: FrozenTrial, shown: FrozenTrial) -> str:
     return "-" if runs is None else str(runs)
 
 
-def note_text(attrs: dict[str, Any]) -> str:
-    """The note of a trial's row: whose training it shares (``= #0 (same training)``), which
-    configuration it repeats (``repeat 2 of #3``), and its error."""
+def note_text(
+    attrs: dict[str, Any],
+    same: int | None = None,
+    runs: Sequence[int] = (),
+    number: int | None = None,
+) -> str:
+    """The note of a trial's row: whose training it shares (``= #9 (same training)``: ``same``,
+    the representative of the configuration it trains like, else its stored ``same_as``), the
+    runs of its configuration, and its error. With ``runs`` (the configuration's trial numbers,
+    its representative first) the representative's row lists them (``runs #0, #3, #9``) and
+    another run's row names its representative (``run 2 of #9``), so one configuration is one
+    number everywhere; without, a repeat names the trial it repeats (``repeat 2 of #3``)."""
     parts = []
     if isinstance(attrs.get("same_as"), int):
-        parts.append(f"= #{attrs['same_as']} (same training)")
-    if isinstance(attrs.get("repeat_of"), int):
+        parts.append(f"= #{attrs['same_as'] if same is None else same} (same training)")
+    if len(runs) > 1 and number is not None and number in runs:
+        first, *_ = runs
+        if number == first:
+            parts.append(runs_label(sorted(runs)))
+        else:
+            parts.append(f"run {sorted(runs).index(number) + 1} of #{first}")
+    elif isinstance(attrs.get("repeat_of"), int):
         index = attrs.get("repeat_index")
         which = f"repeat {index}" if isinstance(index, int) else "repeat"
         parts.append(f"{which} of #{attrs['repeat_of']}")
@@ -269,11 +297,27 @@ def model_text(values: dict[str, Any] | None) -> str:
     )
 
 
-def trial_rows(trials: Iterable[FrozenTrial], note_width: int = 60) -> list[list[str]]:
+def trial_rows(
+    trials: Iterable[FrozenTrial],
+    note_width: int = 60,
+    every: Sequence[FrozenTrial] | None = None,
+) -> list[list[str]]:
     """:func:`trial_cells` of each trial, by trial number; a ``same_as`` trial shows the
-    measurement of the configuration it trains like, when that is among ``trials``."""
+    measurement of the configuration it trains like, when that is among ``every`` (all of the
+    study's trials; default ``trials``), and each row's note names its configuration's runs
+    among ``every`` by its representative's number."""
     ordered = sorted(trials, key=lambda t: t.number)
-    return [trial_cells(t, note_width, shown_measurement(t, ordered)) for t in ordered]
+    every = ordered if every is None else every
+    by_original: dict[int, list[FrozenTrial]] = {}
+    for t in every:  # one pass, not one per row (quadratic at 1,000 trials)
+        by_original.setdefault(original_number(t), []).append(t)
+    rows = []
+    for trial in ordered:
+        group = by_original.get(original_number(trial), [trial])
+        first = representative(original_number(trial), group) or trial
+        runs = [first.number, *(n for n in run_numbers(trial, group) if n != first.number)]
+        rows.append(trial_cells(trial, note_width, shown_measurement(trial, every), runs))
+    return rows
 
 
 def short_device(name: str) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tuner.views.batch_data import rule_offsets
-from tuner.views.style import AXIS, STYLE, ring, rule_color, star, title
+from tuner.views.style import AXIS, STYLE, legend, ring, rule_color, star, title
 from tuner.views.target_data import PredictedPoint, TargetCurves, TargetPoint
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ def target_figure(curves: TargetCurves) -> go.Figure:
         title=title(f"Time to target{target} vs global batch size"),
         xaxis={"title": "global batch size", "type": "log", "tickvals": sizes, **AXIS},
         yaxis={"title": "training time to target (s)", "range": [0.0, curves.top], **AXIS},
-        legend={"title": {"text": _legend(curves)}},
+        legend=legend(_legend(curves)),
         **STYLE,
     )
     return figure
