@@ -1,0 +1,268 @@
+"""Storage faults while a real search runs (issue 29): a SQLite file deleted mid-trial, a SQLite
+disk filled mid-search (a real tmpfs), a real PostgreSQL server stopped for a minute under two
+workers. Each checks the exit code, the one line, no traceback, no result lost (a spooled result
+is recorded by the next search, not measured again), no trial left RUNNING, no process left.
+
+The PostgreSQL server here is a private one (``initdb`` in a temporary folder, its own port),
+so stopping it does not disturb the server other tests share."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from subprocess import Popen
+
+import pytest
+from conftest import run_tuner, tuner_env, write_spec
+from optuna.trial import TrialState
+from procs import assert_grid_settled, descendants, load, start_search, wait_gone, wait_running
+
+from tuner.core.configurations import grid_point
+
+pytestmark = pytest.mark.slow
+POINTS = {(256, "none"), (512, "none")}
+
+
+def _assert_clean(stderr: str) -> None:
+    assert "Traceback" not in stderr and "internal error" not in stderr, stderr
+
+
+def _error_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("error:")]
+
+
+def _search_args(url: str, *extra: str) -> list[str]:
+    return ["--spec", "small.toml", "--cpu-replicas", "2", "--storage", url, "--no-baseline",
+            "--epochs", "20", "--heartbeat", "2", *extra]  # fmt: skip
+
+
+def _run_while(
+    args: list[str], cwd: Path, env: dict[str, str], act: Callable[[Popen[str]], None]
+) -> tuple[int, str]:
+    """Start a search, call ``act()`` once trial 512 runs, return (exit code, stderr); its
+    processes are all gone afterwards."""
+    worker = start_search(args, cwd, **env)
+    act(worker)
+    seen = descendants(worker.pid)
+    _out, stderr = worker.communicate(timeout=600)
+    assert wait_gone(seen, 10), "a process of the stopped worker was left"
+    return worker.returncode, stderr
+
+
+def _resume(url: str, cwd: Path, env: dict[str, str]) -> str:
+    """Run the same search again: it records the spooled result and measures nothing."""
+    again = run_tuner("search", *_search_args(url), cwd=cwd, env=tuner_env(**env))
+    assert again.returncode == 0, again.stderr
+    _assert_clean(again.stderr)
+    assert "is recorded now" in again.stderr and "not measured again" in again.stderr
+    assert " started: batch" not in again.stderr  # nothing measured twice
+    study = load(url)
+    assert_grid_settled(study, POINTS)
+    assert Counter(grid_point(t) for t in study.trials if t.state == TrialState.COMPLETE) == {
+        p: 1 for p in POINTS
+    }
+    return again.stderr
+
+
+def test_a_sqlite_file_deleted_mid_trial(tmp_path):
+    write_spec(tmp_path / "small.toml", multipliers="[1, 2]", rules='["none"]')
+    env = {"TUNER_SPOOL_DIR": str(tmp_path / "spool")}
+    db = tmp_path / "d.db"
+    url = f"sqlite:///{db}"
+
+    def delete(worker):
+        wait_running(url, 512, 300)
+        shutil.copy(db, tmp_path / "backup.db")  # what the user puts back afterwards
+        db.unlink()
+
+    code, stderr = _run_while(_search_args(url), tmp_path, env, delete)
+    assert code == 1, stderr
+    _assert_clean(stderr)
+    (line,) = _error_lines(stderr)
+    assert f"storage {url} failed: the database file {db} was deleted while the search ran" in line
+    assert "put the database file back" in line and "are spooled in" in line
+    assert not db.exists()  # SQLite did not make an empty database in its place
+    os.replace(tmp_path / "backup.db", db)
+    shown = run_tuner("show", "--storage", url, cwd=tmp_path, env=tuner_env(**env))
+    assert shown.returncode == 0 and "1 measured result(s) (#1) are spooled in" in shown.stderr
+    _resume(url, tmp_path, env)
+    print(f"deleted mid-trial: exit {code}: {line}")
+
+
+@contextlib.contextmanager
+def _small_tmpfs(folder: Path, size: str) -> Iterator[Path]:
+    folder.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root (CI runs as root)")
+    mount = ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)]
+    if subprocess.run(mount).returncode:
+        pytest.skip("mount -t tmpfs is not allowed here")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+def _fill(folder: Path) -> Path:
+    filler = folder / "filler"
+    with open(filler, "wb") as file, contextlib.suppress(OSError):
+        while True:
+            file.write(b"\0" * 65536)
+            file.flush()
+    return filler
+
+
+def test_a_sqlite_disk_filled_mid_search(tmp_path):
+    write_spec(tmp_path / "small.toml", multipliers="[1, 2]", rules='["none"]')
+    env = {"TUNER_SPOOL_DIR": str(tmp_path / "spool")}
+    with _small_tmpfs(tmp_path / "small-disk", "8m") as disk:
+        url = f"sqlite:///{disk}/full.db"
+        filled: list[Path] = []
+
+        def fill(worker):
+            wait_running(url, 512, 300)
+            filled.append(_fill(disk))
+
+        code, stderr = _run_while(_search_args(url), tmp_path, env, fill)
+        assert code == 1, stderr
+        _assert_clean(stderr)
+        (line,) = _error_lines(stderr)
+        assert f"storage {url} failed: the disk is full (" in line
+        assert f"free in {disk})" in line and "free some space there" in line
+        assert "are spooled in" in line
+        filled[0].unlink()
+        _resume(url, tmp_path, env)
+    print(f"disk full: exit {code}: {line}")
+
+
+# -- PostgreSQL --------------------------------------------------------------------------------
+
+
+def _pg_bin() -> Path:
+    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"))
+    if not found:
+        pytest.fail("no PostgreSQL server binaries (.ci/run installs them)")
+    return found[-1].parent
+
+
+class PrivateServer:
+    """A PostgreSQL server of this test's own, which it may stop and start."""
+
+    def __init__(self, folder: Path) -> None:
+        self.bin = _pg_bin()
+        self.data = folder / "data"
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        self.as_owner: list[str] = []
+        if os.geteuid() == 0:  # initdb refuses root: the postgres account runs the server
+            self.as_owner = ["runuser", "-u", "postgres", "--"]
+            shutil.chown(folder, "postgres")
+        self._run("initdb", "-D", str(self.data), "-A", "trust", "-U", "tuner")
+        self.url = f"postgresql+psycopg://tuner@127.0.0.1:{self.port}/postgres"
+
+    def _run(self, tool: str, *args: str) -> None:
+        command = [*self.as_owner, str(self.bin / tool), *args]
+        subprocess.run(command, check=True, capture_output=True, cwd="/")
+
+    def start(self) -> None:
+        options = f"-p {self.port} -k {self.data} -c listen_addresses=127.0.0.1"
+        log = str(self.data / "log")
+        self._run("pg_ctl", "-D", str(self.data), "-w", "-l", log, "-o", options, "start")
+
+    def stop(self) -> None:
+        self._run("pg_ctl", "-D", str(self.data), "-w", "-m", "fast", "stop")
+
+
+@pytest.fixture
+def private_pg() -> Iterator[PrivateServer]:
+    # Not under pytest's tmp_path: its folders are private to root, and the server runs as
+    # the postgres account there.
+    folder = Path(tempfile.mkdtemp(prefix="tuner-pg-"))
+    server = PrivateServer(folder)
+    server.start()
+    try:
+        yield server
+    finally:
+        with contextlib.suppress(subprocess.CalledProcessError):
+            server.stop()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _wait_trials(url: str, worker: Popen[str], running: int, within_s: float = 300) -> None:
+    """Wait until ``running`` trials are RUNNING; fail with ``worker``'s output if it ends."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        assert worker.poll() is None, worker.communicate()[1]
+        with contextlib.suppress(KeyError):
+            if len(load(url).get_trials(states=(TrialState.RUNNING,))) >= running:
+                return
+        time.sleep(0.5)
+    raise AssertionError(f"not {running} trials RUNNING within {within_s} s")
+
+
+@pytest.mark.postgres
+def test_postgres_stopped_a_minute_under_two_workers(tmp_path, private_pg):
+    """Both workers wait the outage out (--storage-wait 300), say so once and once back, and
+    finish the grid: no result lost, none measured twice, none RUNNING."""
+    write_spec(tmp_path / "small.toml", multipliers="[1, 2, 4]", rules='["none", "sqrt"]')
+    url = private_pg.url
+    # The grace period (3 heartbeats, 90 s) outlasts the outage: no worker takes over a trial
+    # that is still running.
+    args = [*_search_args(url)[:-2], "--heartbeat", "30"]
+    env = {"TUNER_SPOOL_DIR": str(tmp_path / "spool")}
+    workers = [start_search(args, tmp_path, **env)]
+    _wait_trials(url, workers[0], 1)
+    workers.append(start_search(args, tmp_path, **env))
+    _wait_trials(url, workers[1], 2)  # both in trials
+    seen = [pid for w in workers for pid in descendants(w.pid)]
+    private_pg.stop()
+    time.sleep(60)
+    private_pg.start()
+    outputs = [w.communicate(timeout=600) for w in workers]
+    assert wait_gone(seen, 10)
+    for worker, (_out, stderr) in zip(workers, outputs, strict=True):
+        assert worker.returncode == 0, stderr
+        _assert_clean(stderr)
+        assert not _error_lines(stderr)
+        waiting = [line for line in stderr.splitlines() if "waiting up to 300 s" in line]
+        back = [line for line in stderr.splitlines() if " is back after " in line]
+        assert len(waiting) == len(back) >= 1, stderr
+    study = load(url)
+    points = {(b, r) for b in (256, 512, 1024) for r in ("none", "sqrt")}
+    assert_grid_settled(study, points)
+    complete = Counter(grid_point(t) for t in study.trials if t.state == TrialState.COMPLETE)
+    assert set(complete) == points and max(complete.values()) == 1, complete
+    print(f"postgres stopped 60 s: 2 workers exit 0; {waiting[0]!r}; {back[0]!r}")
+
+
+@pytest.mark.postgres
+def test_postgres_gone_past_the_bound(tmp_path, private_pg):
+    """Past --storage-wait: exit 1, one line naming the storage and what to do, the result
+    spooled; the next search records it."""
+    write_spec(tmp_path / "small.toml", multipliers="[1, 2]", rules='["none"]')
+    url = private_pg.url
+    env = {"TUNER_SPOOL_DIR": str(tmp_path / "spool")}
+
+    def stop(worker):
+        wait_running(url, 512, 300)
+        private_pg.stop()
+
+    code, stderr = _run_while(_search_args(url, "--storage-wait", "10"), tmp_path, env, stop)
+    assert code == 1, stderr
+    _assert_clean(stderr)
+    (line,) = _error_lines(stderr)
+    assert f"storage {url} failed: it cannot be reached" in line
+    assert "still after waiting" in line and "start the database server" in line
+    assert "are spooled in" in line
+    private_pg.start()
+    _resume(url, tmp_path, env)
+    print(f"postgres gone past --storage-wait 10: exit {code}: {line}")
