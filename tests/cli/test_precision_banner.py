@@ -99,7 +99,7 @@ def test_both_views_name_the_precision_when_told_the_study_has_several() -> None
     assert isinstance(bars, SearchProgress)
     bars.trial_started(5, 1, 1, PARAMS)
     running = bars.progress.tasks[-1].description
-    assert running == "trial 5: batch 128 (64/replica), rule linear, precision mixed_bfloat16"
+    assert running == "trial 5 · batch 128 · rule linear · mixed_bfloat16"
     bars.trial_finished(5, OK)
     assert "rule linear · precision mixed_bfloat16 · 21,687 samples/s" in terminal.getvalue()
     one = SearchProgress(Console(file=io.StringIO(), force_terminal=True))

@@ -159,13 +159,16 @@ def test_the_bars_render_with_the_trial_and_its_samples() -> None:
     clock.now = 31.0
     progress.trial_finished(2, OK)
     progress.trial_started(3, 2, 6, PARAMS)  # the second trial's task, drawn afresh
-    assert "0/? samples" in rendered(progress)  # no total of the previous trial
+    assert rendered(progress).endswith("starting…")  # no count of the previous trial
     clock.now = 45.0
     progress.epoch_finished(EpochEvent(2, 6, 0.0123, 21687.0, samples=2048, total_samples=6144))
     trials, trial = rendered(progress).splitlines()
-    assert trials.startswith("trials ") and trials.endswith("1/6 trials 0:00:45 ETA 2 min")
-    assert trial.startswith("trial 3: batch 128 (64/replica), rule linear ")
-    assert trial.endswith("2048/6144 samples 0:00:14 epoch 2/6 · loss 0.0123 · 21,687 samples/s")
+    # 31 s a trial: the 4 after this one and the 17 s this one has left.
+    assert trials == "search: grid 0:00:45 1/6 trainings · ETA 2 min"
+    assert trial == (
+        "trial 3 · batch 128 · rule linear 0:00:14 2,048/6,144 samples · epoch 2/6 · loss 0.0123 · "
+        "21,687 samples/s"
+    )
 
 
 def steps_done(samples: int, total_samples: int) -> ProgressEvent:
@@ -187,14 +190,14 @@ def test_the_bar_shows_the_eta_and_the_result_line_names_batch_rule_and_losses()
     progress = SearchProgress(console, clock=clock)
     trials_task = progress.progress.tasks[0]
     progress.trial_started(7, 1, 4, PARAMS)
-    assert trials_task.fields["info"] == "ETA -"  # nothing to go by yet
+    assert trials_task.fields["info"] == "0/4 trainings · ETA -"  # nothing to go by yet
     clock.now = 20.0
     progress.trial_finished(7, OK)
-    assert trials_task.fields["info"] == "ETA 60 s"  # 20 s × 3 trials left
+    assert trials_task.fields["info"] == "1/4 trainings · ETA 60 s"  # 20 s × 3 trials left
     progress.trial_started(8, 2, 4, PARAMS)
     clock.now = 30.0
     progress.trial_progress(steps_done(1, 2))
-    assert trials_task.fields["info"] == "ETA 50 s"  # 10 s into the next of them
+    assert trials_task.fields["info"] == "1/4 trainings · ETA 50 s"  # 10 s into the next
     assert lines_of(buffer) == [
         "trial 7 · batch 128 (64/replica) · rule linear · 21,687 samples/s · val loss 0.004024 · "
         "train loss 0.004941 · 20 s"

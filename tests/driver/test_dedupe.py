@@ -14,10 +14,11 @@ from optuna.trial import TrialState
 
 from tuner.core.outcome import TrialOutcome
 from tuner.driver import study as study_module
+from tuner.driver.observer import QuietObserver
 from tuner.driver.study import run_search
 
 
-class Notes:
+class Notes(QuietObserver):
     """An observer that keeps the notes and the finished trials."""
 
     def __init__(self) -> None:

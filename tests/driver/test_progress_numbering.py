@@ -1,5 +1,6 @@
-"""The observer hears of each trial by its Optuna number (what ``tuner show`` lists), and the
-child's epoch and progress events reach it by kind: a real Optuna study in SQLite, a fake child."""
+"""The observer hears of each trial by its Optuna number (what ``tuner show`` lists), the
+child's epoch and progress events reach it by kind, and it hears the plan, each phase and each
+training that is no trial: a real Optuna study in SQLite, a fake child."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 from fake_child import PLAN, FakeChild, make_spec, ok
 
 from tuner.core.outcome import ChildRun, TrialOutcome
+from tuner.core.plan import SearchPlan
 from tuner.core.progress import progress_event
 from tuner.core.protocol import EpochEvent, Event, ProgressEvent, WindowsDoneEvent
 from tuner.driver import study as study_module
@@ -41,6 +43,7 @@ class Recorder:
         self.started: list[tuple[int, int, int]] = []
         self.finished: list[tuple[int, str]] = []
         self.events: list[tuple[str, Any]] = []
+        self.told: list[tuple[str, Any]] = []
 
     def trial_started(self, number: int, position: int, total: int, params: dict[str, Any]) -> None:
         self.started.append((number, position, total))
@@ -56,6 +59,18 @@ class Recorder:
 
     def note(self, message: str) -> None:
         pass
+
+    def planned(self, plan: SearchPlan) -> None:
+        self.told.append(("planned", plan))
+
+    def phase(self, name: str, trainings: int) -> None:
+        self.told.append(("phase", (name, trainings)))
+
+    def training_started(self, label: str) -> None:
+        self.told.append(("training", label))
+
+    def training_finished(self) -> None:
+        self.told.append(("ended", None))
 
 
 def test_trials_are_told_by_their_optuna_number_and_events_by_kind(
@@ -80,3 +95,33 @@ def test_trials_are_told_by_their_optuna_number_and_events_by_kind(
     for trial in trials[:1] + trials[2:]:
         expected += [("progress", 3 * trial.params["global_batch_size"]), ("epoch", 1)]
     assert recorder.events == expected
+
+
+def test_the_plan_then_every_phase_and_every_training_that_is_no_trial(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(study_module, "refresh", lambda study, warn=None: None)
+    recorder = Recorder()
+    url = f"sqlite:///{tmp_path / 'phases.db'}"
+    spec = make_spec(multipliers=(1, 2), seeds=2, max_repeats=2)
+    run_search(spec, PLAN, url, observer=recorder, runner=EventfulChild(lambda r: ok(64)))
+    # Before any child, the counts: 1 check, 2 baseline runs (max_repeats), 4 grid points, the
+    # 1 seed the grid's base trial does not give, up to 4 repeats (each point once more).
+    assert recorder.told[0] == (
+        "planned",
+        SearchPlan(check=1, baseline=2, grid=4, seeds=1, repeats_at_most=4),
+    )
+    told = [what for what in recorder.told[1:] if what[0] != "ended"]
+    # Every training that is no trial is announced (and ended), in the phases' order; racing
+    # says each round's repeats (one score for every point: all tied) and that the race is over.
+    assert told == [
+        ("training", "workload check"),
+        ("phase", ("baseline", 2)),
+        ("training", "baseline · batch 64"),
+        ("training", "baseline · batch 64"),
+        ("phase", ("seeds", 1)),
+        ("training", "seed run · batch 64"),
+        ("phase", ("repeats", 3)),
+        ("phase", ("repeats", 0)),
+    ]
+    assert len(recorder.told) - len(told) - 1 == 4  # each of the 4 trainings ended

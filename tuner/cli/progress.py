@@ -17,29 +17,31 @@ that ran in this run (``oom-implied`` ones take no time) times the trials left
 from __future__ import annotations
 
 import logging
+import os
+import textwrap
 import time
-from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-)
+from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.table import Column
 from rich.text import Text
 
 from tuner.cli.display import say, status_text
 from tuner.cli.logs import logger
 from tuner.core.outcome import TrialOutcome
-from tuner.core.progress import eta_seconds, format_duration, format_eta
+from tuner.core.progress import (
+    SEPARATOR,
+    format_duration,
+    format_eta,
+    joined,
+    leading_parts,
+    wrap_parts,
+)
 from tuner.core.protocol import EpochEvent, ProgressEvent
+from tuner.core.tracker import Clock, Tracker
 from tuner.driver.observer import LOGGER
 
-Clock = Callable[[], float]
 PLAIN_PROGRESS_EVERY_S = 60.0
 """How often (at most) a plain log says how far the running trial is, at INFO."""
 FAILED = frozenset({"error", "crashed", "timeout", "interrupted"})
@@ -83,17 +85,49 @@ def result_parts(outcome: TrialOutcome) -> list[str]:
     return [first if len(first) <= _ERROR_WIDTH else first[: _ERROR_WIDTH - 1] + "…"]
 
 
-def start_line(
+def short_configuration(params: dict[str, Any], precision: bool = False) -> list[str]:
+    """What a trial runs, for a bar's narrow description: ``batch 128``, ``rule linear``."""
+    parts = [f"batch {params['global_batch_size']}", f"rule {params['lr_rule']}"]
+    if precision and params.get("precision"):
+        parts.append(str(params["precision"]))
+    return parts
+
+
+def start_parts(
     number: int, position: int, total: int, params: dict[str, Any], precision: bool = False
-) -> str:
-    """``trial 3 started: batch 128 (64/replica) · rule linear · lr 0.002 · 2 of 6`` (with
-    ``precision``, ``· precision mixed_bfloat16`` after the rule)."""
+) -> tuple[str, list[str]]:
+    """:func:`start_line`'s head and parts."""
     parts = [
         *configuration(params, precision),
         f"lr {params['learning_rate']:.3g}",
         f"{position} of {total}",
     ]
-    return f"trial {number} started: " + " · ".join(parts)
+    return f"trial {number} started:", parts
+
+
+def start_line(
+    number: int, position: int, total: int, params: dict[str, Any], precision: bool = False
+) -> str:
+    """``trial 3 started: batch 128 (64/replica) · rule linear · lr 0.002 · 2 of 6`` (with
+    ``precision``, ``· precision mixed_bfloat16`` after the rule)."""
+    head, parts = start_parts(number, position, total, params, precision)
+    return joined(head, parts)
+
+
+def end_parts(
+    number: int,
+    params: dict[str, Any] | None,
+    outcome: TrialOutcome,
+    seconds: float | None,
+    eta: float | None,
+    precision: bool = False,
+) -> tuple[str, list[str]]:
+    """:func:`end_line`'s head and parts."""
+    parts = [*(configuration(params, precision) if params else []), *result_parts(outcome)]
+    if seconds is not None:
+        parts.append(format_duration(seconds))
+    parts.append(format_eta(eta))
+    return f"trial {number} {outcome.status}:", parts
 
 
 def end_line(
@@ -106,91 +140,83 @@ def end_line(
 ) -> str:
     """``trial 3 ok: batch 128 (64/replica) · rule linear · 21,687 samples/s · val loss 0.004024 ·
     train loss 0.004941 · 31 s · ETA 2 min`` (with ``precision``, the trial's after the rule)."""
-    parts = [*(configuration(params, precision) if params else []), *result_parts(outcome)]
-    if seconds is not None:
-        parts.append(format_duration(seconds))
-    parts.append(format_eta(eta))
-    return f"trial {number} {outcome.status}: " + " · ".join(parts)
+    head, parts = end_parts(number, params, outcome, seconds, eta, precision)
+    return joined(head, parts)
 
 
-def progress_line(number: int, event: EpochEvent | ProgressEvent, seconds: float) -> str:
-    """``trial 3: 2,048/4,096 samples (50%) · epoch 2/6 · loss 0.0123 · 12 s in``."""
+def progress_parts(
+    number: int, event: EpochEvent | ProgressEvent, seconds: float
+) -> tuple[str, list[str]]:
+    """:func:`progress_line`'s head and parts."""
     done, total = event.samples, event.total_samples
     parts = [f"{done:,}/{total:,} samples ({done / total:.0%})" if total else f"{done:,} samples"]
     if isinstance(event, EpochEvent):
         parts.append(f"epoch {event.epoch}/{event.epochs}")
         parts.append(f"loss {event.loss:.4g}")
     parts.append(f"{format_duration(seconds)} in")
-    return f"trial {number}: " + " · ".join(parts)
+    return f"trial {number}:", parts
 
 
-class _Tracker:
-    """What both views keep: the running trial, its start, the durations of those that ran;
-    ``precisions``: whether the study searches several precisions (its lines name a trial's)."""
-
-    def __init__(self, clock: Clock, precisions: bool = False) -> None:
-        self._clock = clock
-        self._precisions = precisions
-        self._durations: list[float] = []
-        self._params: dict[int, dict[str, Any]] = {}
-        self._number: int | None = None
-        self._started_at = 0.0
-        self._position = 0
-        self._total = 0
-
-    def _start(self, number: int, position: int, total: int, params: dict[str, Any]) -> None:
-        self._number, self._position, self._total = number, position, total
-        self._params[number] = params
-        self._started_at = self._clock()
-
-    def _elapsed(self) -> float:
-        return self._clock() - self._started_at
-
-    def _finish(self, number: int, outcome: TrialOutcome) -> float | None:
-        """The trial's duration (``None`` if its start was not seen); kept for the ETA unless
-        it never ran (``oom-implied``)."""
-        if number != self._number:
-            return None
-        seconds = self._elapsed()
-        if outcome.status != "oom-implied":
-            self._durations.append(seconds)
-        self._number = None
-        return seconds
-
-    def eta(self) -> float | None:
-        """Seconds the study has left: the running trial (if any) and those after it."""
-        running = self._number is not None
-        left = self._total - self._position + (1 if running else 0)
-        return eta_seconds(self._durations, left, self._elapsed() if running else 0.0)
+def progress_line(number: int, event: EpochEvent | ProgressEvent, seconds: float) -> str:
+    """``trial 3: 2,048/4,096 samples (50%) · epoch 2/6 · loss 0.0123 · 12 s in``."""
+    head, parts = progress_parts(number, event, seconds)
+    return joined(head, parts)
 
 
-class SearchProgress(_Tracker):
-    """A :class:`~tuner.driver.observer.SearchObserver` drawn as two rich bars (trials with the
-    ETA; the running trial's samples) and a result line per trial."""
+_AT_SPACES: dict[str, Any] = {
+    "subsequent_indent": "    ",
+    "break_long_words": False,
+    "break_on_hyphens": False,
+}
+"""A plan line wraps at spaces only: ``20,793`` or ``0.005384`` is never cut."""
+_ELAPSED_WIDTH = 7
+"""``0:01:30``: rich's elapsed-time column."""
+
+
+def _bar_widths(width: int) -> tuple[int, int, int]:
+    """Description, bar and information widths of a ``width``-column terminal: the three
+    columns and the timer fill it with a space between each, so nothing wraps."""
+    description = min(60, max(12, width // 3))
+    bar = 10 if width < 120 else 20
+    info = max(10, width - description - bar - _ELAPSED_WIDTH - 3)
+    return description, bar, info
+
+
+class SearchProgress(Tracker):
+    """A :class:`~tuner.driver.observer.SearchObserver` drawn as two rich bars (the search's
+    trainings, its phase and the ETA; the running training's samples) and a result line per
+    trial, every one within the console's width: what does not fit is left out a whole part
+    at a time (a number is never cut), result lines break between parts."""
 
     def __init__(
         self, console: Console, clock: Clock = time.monotonic, precisions: bool = False
     ) -> None:
         super().__init__(clock, precisions)
         self._console = console
+        self._widths = _bar_widths(console.width)
+        description, bar, info = self._widths
         self._progress = Progress(
-            TextColumn("{task.description}", markup=False),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[unit]}", markup=False),
+            TextColumn(
+                "{task.description}",
+                markup=False,
+                table_column=Column(width=description, no_wrap=True, overflow="ellipsis"),
+            ),
+            BarColumn(bar_width=bar),
             TimeElapsedColumn(),
-            TextColumn("{task.fields[info]}", markup=False),
+            TextColumn(
+                "{task.fields[info]}",
+                markup=False,
+                table_column=Column(width=info, no_wrap=True, overflow="ellipsis"),
+            ),
             console=console,
             transient=True,
             get_time=clock,
         )
-        self._trials = self._progress.add_task("trials", total=None, unit="trials", info="")
+        self._trials = self._progress.add_task("search", total=None, info="")
         self._trial = self._add_trial_task("trial", visible=False)
 
     def _add_trial_task(self, description: str, visible: bool) -> TaskID:
-        return self._progress.add_task(
-            description, total=None, visible=visible, unit="samples", info="starting…"
-        )
+        return self._progress.add_task(description, total=None, visible=visible, info="starting…")
 
     def __enter__(self) -> SearchProgress:
         self._progress.start()
@@ -201,72 +227,106 @@ class SearchProgress(_Tracker):
 
     @property
     def progress(self) -> Progress:
-        """The rich progress (its tasks: the trials, then the running trial)."""
+        """The rich progress (its tasks: the search's trainings, then the running one)."""
         return self._progress
 
-    def trial_started(self, number: int, position: int, total: int, params: dict[str, Any]) -> None:
-        self._start(number, position, total, params)
-        self._progress.update(
-            self._trials, total=total, completed=position - 1, info=format_eta(self.eta())
-        )
-        # A fresh task for every trial: an updated one keeps its start and finish times (the
+    def _say(self, line: str) -> None:
+        self._print(textwrap.wrap(line, self._console.width, **_AT_SPACES))
+
+    def _print(self, lines: list[str], status: str = "ok") -> None:
+        for line in lines:
+            text = Text(line)
+            if status != "ok":
+                text.highlight_words([status], style=status_text(status).style)
+                status = "ok"  # the first line names it
+            self._console.print(text, soft_wrap=True)
+
+    def _update_search(self) -> None:
+        done, total = self.counts()
+        parts = [f"{done}/{total} trainings", *self.eta_text().split(", ")]
+        info = leading_parts(parts, self._widths[2])
+        self._progress.update(self._trials, total=total, completed=done, info=info)
+        self._progress.update(self._trials, description=f"search: {self._phase}")
+
+    def _begin(self, parts: list[str]) -> None:
+        # A fresh task for every training: an updated one keeps its start and finish times (the
         # timer showed the first trial's time for every later one), and rich's reset keeps the
         # previous trial's total and drops the task's fields.
         self._progress.remove_task(self._trial)
-        self._trial = self._add_trial_task(
-            f"trial {number}: " + ", ".join(configuration(params, self._precisions)), visible=True
-        )
+        description = leading_parts(parts, self._widths[0])
+        self._trial = self._add_trial_task(description, visible=True)
+        self._update_search()
+
+    def training_started(self, label: str) -> None:
+        super().training_started(label)
+        self._begin(label.split(SEPARATOR))
+
+    def training_finished(self) -> None:
+        super().training_finished()
+        self._progress.update(self._trial, visible=False)
+        self._update_search()
+
+    def trial_started(self, number: int, position: int, total: int, params: dict[str, Any]) -> None:
+        self.start_trial(number, position, total, params)
+        self._begin([f"trial {number}", *short_configuration(params, self._precisions)])
 
     def epoch_finished(self, event: EpochEvent) -> None:
-        info = (
-            f"epoch {event.epoch}/{event.epochs} · loss {event.loss:.4g} · "
-            f"{event.throughput:,.0f} samples/s"
-        )
+        info = [
+            f"epoch {event.epoch}/{event.epochs}",
+            f"loss {event.loss:.4g}",
+            f"{event.throughput:,.0f} samples/s",
+        ]
         self._samples(event, info)
 
     def trial_progress(self, event: ProgressEvent) -> None:
-        self._samples(event, None)
+        self._samples(event, [])
 
-    def _samples(self, event: EpochEvent | ProgressEvent, info: str | None) -> None:
-        self._progress.update(self._trial, completed=event.samples, total=event.total_samples)
-        if info is not None:
-            self._progress.update(self._trial, info=info)
-        self._progress.update(self._trials, info=format_eta(self.eta()))
+    def _samples(self, event: EpochEvent | ProgressEvent, info: list[str]) -> None:
+        done, total = event.samples, event.total_samples
+        count = f"{done:,}/{total:,} samples" if total else f"{done:,} samples"
+        shown = leading_parts([count, *info], self._widths[2])
+        self._progress.update(self._trial, completed=done, total=total, info=shown)
+        self._update_search()
 
     def note(self, message: str) -> None:
         say(self._console, f"  {message}")
 
     def trial_finished(self, number: int, outcome: TrialOutcome) -> None:
-        seconds = self._finish(number, outcome)
+        seconds = self.finish_trial(number, outcome)
         self._progress.update(self._trial, visible=False)
-        self._progress.update(self._trials, completed=self._position, info=format_eta(self.eta()))
+        self._update_search()
         params = self._params.pop(number, None)
         shown = configuration(params, self._precisions) if params else []
         parts = [*shown, *result_parts(outcome)]
         if seconds is not None:
             parts.append(format_duration(seconds))
-        line = Text(f"trial {number} · ")
         if outcome.status != "ok":
-            line.append_text(status_text(outcome.status))
-            line.append(" · ")
-        line.append(" · ".join(parts))
-        self._console.print(line, soft_wrap=True)
+            parts.insert(0, outcome.status)
+        lines = wrap_parts(f"trial {number}", parts, self._console.width)
+        self._print(lines, outcome.status)
+        self.after_training()
 
 
-class LogProgress(_Tracker):
+class LogProgress(Tracker):
     """A :class:`~tuner.driver.observer.SearchObserver` that writes records of the
-    ``tuner.search`` logger (timestamped plain lines, by :mod:`tuner.cli.logs`)."""
+    ``tuner.search`` logger (timestamped plain lines, by :mod:`tuner.cli.logs`). With a
+    ``width`` (a terminal, or ``COLUMNS`` set), a line longer than it continues on the next,
+    indented, broken only between its parts; ``stamped``: the lines start with a timestamp."""
 
     def __init__(
         self,
         clock: Clock = time.monotonic,
         every_s: float = PLAIN_PROGRESS_EVERY_S,
         precisions: bool = False,
+        width: int | None = None,
+        stamped: bool = True,
     ) -> None:
         super().__init__(clock, precisions)
         self._log = logger("search")
         self._every = every_s
         self._last_line = 0.0
+        self._width = width
+        self._stamp = len("2026-01-01 00:00:00 ") if stamped else 0
 
     def __enter__(self) -> LogProgress:
         return self
@@ -274,10 +334,29 @@ class LogProgress(_Tracker):
     def __exit__(self, *exc: object) -> None:
         pass
 
+    def _fit(self, head: str, parts: list[str]) -> str:
+        """One record's text: ``head`` and ``parts`` on one line, or wrapped to the width."""
+        if self._width is None:
+            return joined(head, parts)
+        lines = wrap_parts(head, parts, self._width - self._stamp)
+        return "\n".join([lines[0], *(" " * self._stamp + line for line in lines[1:])])
+
+    def _say(self, line: str) -> None:
+        if self._width is not None:
+            indent = " " * (self._stamp + 4)
+            lines = textwrap.wrap(line, self._width - self._stamp, **_AT_SPACES)
+            line = "\n".join([lines[0], *(indent + rest.strip() for rest in lines[1:])])
+        self._log.info("%s", line)
+
     def trial_started(self, number: int, position: int, total: int, params: dict[str, Any]) -> None:
-        self._start(number, position, total, params)
+        self.start_trial(number, position, total, params)
         self._last_line = self._clock()
-        self._log.info("%s", start_line(number, position, total, params, self._precisions))
+        head, parts = start_parts(number, position, total, params, self._precisions)
+        self._log.info("%s", self._fit(head, parts))
+
+    def training_started(self, label: str) -> None:
+        super().training_started(label)
+        self._log.debug("%s started", label)
 
     def epoch_finished(self, event: EpochEvent) -> None:
         self._progress(event)
@@ -294,23 +373,32 @@ class LogProgress(_Tracker):
             self._last_line = now
         level = logging.INFO if due else logging.DEBUG
         if self._log.isEnabledFor(level):
-            self._log.log(level, "%s", progress_line(self._number, event, self._elapsed()))
+            head, parts = progress_parts(self._number, event, self._elapsed())
+            self._log.log(level, "%s", self._fit(head, parts))
 
     def note(self, message: str) -> None:
         self._log.info("%s", message)
 
     def trial_finished(self, number: int, outcome: TrialOutcome) -> None:
-        seconds = self._finish(number, outcome)
+        seconds = self.finish_trial(number, outcome)
         params = self._params.pop(number, None)
-        line = end_line(number, params, outcome, seconds, self.eta(), self._precisions)
-        self._log.log(logging.WARNING if outcome.status in FAILED else logging.INFO, "%s", line)
+        head, parts = end_parts(number, params, outcome, seconds, self.eta(), self._precisions)
+        level = logging.WARNING if outcome.status in FAILED else logging.INFO
+        self._log.log(level, "%s", self._fit(head, parts))
+        self.after_training()
 
 
 def search_progress(console: Console, precisions: bool = False) -> SearchProgress | LogProgress:
     """Bars where ``console`` is a terminal and progress is shown; timestamped lines where it is
     not (nohup, Slurm, CI logs), and only failures with ``-q``. ``precisions``: the study
-    searches several precisions, so each trial's line names its own."""
+    searches several precisions, so each trial's line names its own. Lines fit the terminal,
+    or ``COLUMNS`` where it is set; a log without either keeps one record a line."""
     shown = logging.getLogger(LOGGER).isEnabledFor(logging.INFO)
     if console.is_terminal and shown:
         return SearchProgress(console, precisions=precisions)
-    return LogProgress(precisions=precisions)
+    sized = console.is_terminal or "COLUMNS" in os.environ
+    return LogProgress(
+        precisions=precisions,
+        width=console.width if sized else None,
+        stamped=not console.is_terminal,
+    )

@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from tuner.cli.progress import LogProgress, SearchProgress
     from tuner.core.devices import DevicePlan
     from tuner.core.outcome import TrialOutcome
+    from tuner.core.plan import SearchPlan
     from tuner.core.protocol import EpochEvent, ProgressEvent
     from tuner.core.spec import StudySpec
     from tuner.driver.study import SearchReport
@@ -256,6 +257,18 @@ class SearchView(LineView):
 
     def trial_finished(self, number: int, outcome: TrialOutcome) -> None:
         self._trials.trial_finished(number, outcome)
+
+    def planned(self, plan: SearchPlan) -> None:
+        self._trials.planned(plan)
+
+    def phase(self, name: str, trainings: int) -> None:
+        self._trials.phase(name, trainings)
+
+    def training_started(self, label: str) -> None:
+        self._trials.training_started(label)
+
+    def training_finished(self) -> None:
+        self._trials.training_finished()
 
 
 def _print_search(report: SearchReport, export: Path | None, storage: str) -> None:

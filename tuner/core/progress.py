@@ -47,6 +47,54 @@ def format_eta(seconds: float | None) -> str:
     return "done" if seconds <= 0 else f"ETA {format_duration(seconds)}"
 
 
+SEPARATOR = " · "
+
+
+def wrap_parts(head: str, parts: Sequence[str], width: int, indent: int = 4) -> list[str]:
+    """``head`` and ``parts`` joined (:func:`joined`) in lines of at most ``width`` characters,
+    broken only between parts (a number is never cut); each line after the first starts with
+    ``indent`` spaces. A part longer than a line gets a line of its own."""
+    lines: list[str] = []
+    line = head
+    for part in parts:
+        joined = _joined(line, part)
+        if len(joined) <= width or not line.strip():
+            line = joined
+            continue
+        lines.append(line)
+        line = " " * indent + part
+    lines.append(line)
+    return lines
+
+
+def joined(head: str, parts: Sequence[str]) -> str:
+    """``head`` and ``parts`` on one line, as :func:`wrap_parts` joins them."""
+    line = head
+    for part in parts:
+        line = _joined(line, part)
+    return line
+
+
+def _joined(line: str, part: str) -> str:
+    """``part`` after ``line``: after a space where ``line`` is a head ending with a colon
+    (``trial 3 ok:``), after `` · `` where it holds parts, alone after an indentation."""
+    if not line.strip():
+        return line + part
+    return f"{line} {part}" if line.endswith(":") else f"{line}{SEPARATOR}{part}"
+
+
+def leading_parts(parts: Sequence[str], width: int) -> str:
+    """The first of ``parts`` that fit ``width`` characters together, joined by `` · ``: those
+    that do not fit are left out whole (the first always stays)."""
+    shown = ""
+    for part in parts:
+        joined = f"{shown}{SEPARATOR}{part}" if shown else part
+        if shown and len(joined) > width:
+            break
+        shown = joined
+    return shown
+
+
 class StepReporter:
     """Inside a trial: told the run's step count after each step, it emits a
     :class:`~tuner.core.protocol.ProgressEvent` at most every ``every_s`` seconds (and never

@@ -24,7 +24,7 @@ from tuner.core.spec import StudySpec
 from tuner.core.stats import throughput_interval
 from tuner.driver.baseline_reuse import find_baseline, reuse_key
 from tuner.driver.children import ChildRunner, first_precision, trial_request
-from tuner.driver.observer import SearchObserver
+from tuner.driver.observer import SearchObserver, observed
 
 
 def prepare_baseline(
@@ -44,6 +44,7 @@ def prepare_baseline(
     signature = plan.device_signature
     baselines = study.user_attrs.get("baselines", {})
     if baseline_at(baselines, signature, precision) is not None:
+        observer.phase("baseline", 0)
         return
     several = len(spec.search.precisions) > 1
     at = f", precision {precision}" if several else ""
@@ -52,6 +53,7 @@ def prepare_baseline(
     if reused is not None:
         source, reference = reused
         reference = {**reference, "reused_from": source}
+        observer.phase("baseline", 0)
         observer.note(
             f"single-device baseline at global batch {spec.search.base_batch_size}{at}: reusing "
             f"the {len(reference['repeats'])} runs study {source!r} measured of the same "
@@ -59,9 +61,9 @@ def prepare_baseline(
         )
     else:
         observer.note(f"single-device baseline at global batch {spec.search.base_batch_size}{at}…")
-        reference = run_baseline(
-            spec, plan, runner=runner, timeout_s=timeout_s, precision=precision
-        )
+        observer.phase("baseline", spec.search.max_repeats)
+        runs = observed(runner, observer, f"baseline · batch {spec.search.base_batch_size}")
+        reference = run_baseline(spec, plan, runner=runs, timeout_s=timeout_s, precision=precision)
         if reference["status"] != "ok":  # not stored: the next run tries again
             failed = f"the baseline{' at ' + precision if several else ''} failed"
             observer.note(f"{failed} ({reference['status']}): {reference['error']}")

@@ -4,10 +4,16 @@ timestamped lines elsewhere: :mod:`tuner.cli.progress`)."""
 from __future__ import annotations
 
 import logging
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tuner.core.outcome import TrialOutcome
+from tuner.core.plan import SearchPlan
 from tuner.core.protocol import EpochEvent, ProgressEvent
+
+if TYPE_CHECKING:
+    from tuner.core.outcome import ChildRun
+    from tuner.core.protocol import Request
+    from tuner.driver.children import ChildRunner, OnEvent
 
 LOGGER = "tuner"
 """The root of tuner's loggers; the CLI's ``-q``/``-v`` set its level."""
@@ -38,6 +44,19 @@ class SearchObserver(Protocol):
     def note(self, message: str) -> None:
         """Something the user should read (a phase starting, a baseline failing)."""
 
+    def planned(self, plan: SearchPlan) -> None:
+        """The trainings the search will run, by phase, before its first child."""
+
+    def phase(self, name: str, trainings: int) -> None:
+        """Phase ``name`` (of :data:`tuner.core.plan.PHASES`) runs ``trainings`` from now: the
+        baseline's runs (0: reused), the seeds', a racing round's repeats."""
+
+    def training_started(self, label: str) -> None:
+        """A training that is no trial starts (the check, a baseline or seed run)."""
+
+    def training_finished(self) -> None:
+        """The training :meth:`training_started` announced ended."""
+
 
 class QuietObserver:
     """A :class:`SearchObserver` that shows nothing."""
@@ -56,6 +75,43 @@ class QuietObserver:
 
     def trial_finished(self, number: int, outcome: TrialOutcome) -> None:
         pass
+
+    def planned(self, plan: SearchPlan) -> None:
+        pass
+
+    def phase(self, name: str, trainings: int) -> None:
+        pass
+
+    def training_started(self, label: str) -> None:
+        pass
+
+    def training_finished(self) -> None:
+        pass
+
+
+def observed(runner: ChildRunner, observer: SearchObserver, label: str) -> ChildRunner:
+    """``runner`` telling ``observer`` when each child it runs starts and ends (as a training
+    labelled ``label``): the check's, the baseline's and the seeds' children, which are no
+    trials, count in the progress and its ETA too."""
+    return _Observed(runner, observer, label)
+
+
+class _Observed:
+    def __init__(self, runner: ChildRunner, observer: SearchObserver, label: str) -> None:
+        self._runner, self._observer, self._label = runner, observer, label
+
+    def run(
+        self,
+        request: Request,
+        env: dict[str, str],
+        timeout_s: float,
+        on_event: OnEvent | None = None,
+    ) -> ChildRun:
+        self._observer.training_started(self._label)
+        try:
+            return self._runner.run(request, env, timeout_s, on_event)
+        finally:
+            self._observer.training_finished()
 
 
 def quiet_optuna() -> None:

@@ -274,6 +274,7 @@ def race(
             continue
         repeats = next_repeats(trials, spec, plan.device_signature, tolerance)
         if not repeats:
+            observer.phase("repeats", 0)  # the race is over: no more repeats to come
             running = running_repeats(trials, plan.device_signature)
             if running:
                 _log.warning("%s", provisional_line(running))
@@ -282,6 +283,7 @@ def race(
             enqueue_repeat(study, original, index)
         queued += len(repeats)
         extend(len(repeats))
+        observer.phase("repeats", len(repeats))
         names = ", ".join(f"#{original.number} (run {index})" for original, index in repeats)
         observer.note(f"racing: too close to call; measuring again {names}")
     return queued

@@ -28,7 +28,7 @@ from tuner.core.stats import relative_spread
 from tuner.core.trials import is_pending
 from tuner.driver.children import ChildRunner, first_precision, trial_request
 from tuner.driver.objective import trial_training_key
-from tuner.driver.observer import SearchObserver
+from tuner.driver.observer import SearchObserver, observed
 from tuner.driver.racing import REPEAT_OF, applied_tolerance, own_run
 from tuner.driver.records import store
 
@@ -60,14 +60,18 @@ def measure_seed_noise(
         return None
     stored: dict[str, Any] | None = study.user_attrs.get(SEED_NOISE, {}).get(plan.device_signature)
     if stored is not None:
+        observer.phase("seeds", 0)
         return stored
     values = hyperparams.defaults(space["space"]) if space else None
     rule, precision = search.lr_rules[0], first_precision(spec)
     base = _base_runs(study, spec, plan, values)
     if any(is_pending(t) for t in base):
         observer.note("seed noise: the base configuration still runs on another worker; skipped")
+        observer.phase("seeds", 0)
         return None
     seeds, losses = _grid_seed(base, search.seed)
+    observer.phase("seeds", search.seeds - len(seeds))
+    runs = observed(runner, observer, f"seed run · batch {search.base_batch_size}")
     for seed in range(search.seed, search.seed + search.seeds):
         if seed in seeds:
             continue
@@ -75,7 +79,7 @@ def measure_seed_noise(
             f"seed noise: base configuration (global batch {search.base_batch_size}, rule "
             f"{rule}) with seed {seed} ({seed - search.seed + 1} of {search.seeds})…"
         )
-        loss = _train(spec, plan, rule, values, seed, runner, timeout_s, observer)
+        loss = _train(spec, plan, rule, values, seed, runs, timeout_s, observer)
         if loss is not None:
             seeds.append(seed)
             losses.append(loss)

@@ -20,13 +20,15 @@ from optuna.trial import TrialState
 from tuner.core.configurations import grid_point
 from tuner.core.devices import DevicePlan
 from tuner.core.errors import ConfigError
+from tuner.core.plan import busy_line, plan_of
 from tuner.core.probe import DEFAULT_PROBE_STEPS
 from tuner.core.protocol import DEFAULT_TRIAL_TIMEOUT_S
 from tuner.core.spec import StudySpec, check_study_name
-from tuner.driver import probing, workload_check
+from tuner.driver import machine, probing, workload_check
 from tuner.driver.baseline import prepare_baseline
 from tuner.driver.children import ChildRunner, child_runner, spares
-from tuner.driver.observer import QuietObserver, SearchObserver
+from tuner.driver.grid import grid_points
+from tuner.driver.observer import QuietObserver, SearchObserver, observed
 from tuner.driver.opening import open_study
 from tuner.driver.records import store
 from tuner.driver.spooled import record_spooled, storage_faults
@@ -113,18 +115,42 @@ def run_search(
     on_checked(runner)  # what the caller does before any child (tuner search: --validate)
     # The first run after the workload check: a probe, else a new study's baseline (one device).
     first = plan.single_device() if baseline and plan.num_replicas > 1 and not probe else plan
+    load = _announce(spec, plan, observer, baseline=baseline and not probe)
     with spares(expect=first.child_environment()):
         measured = spec.search.noise_scale and plan.num_replicas > 1
+        checking = observed(runner, observer, "workload check")
         info = workload_check.check(
-            spec, plan, runner=runner, probe=probe, noise_scale=measured, timeout_s=trial_timeout_s
+            spec,
+            plan,
+            runner=checking,
+            probe=probe,
+            noise_scale=measured,
+            timeout_s=trial_timeout_s,
         )
         study = open_study(spec, plan, storage_url, study_name, info, heartbeat_s, storage_wait_s)
+        machine.store_load(study, load)
         if on_study is not None:
             on_study(study)
         with storage_faults(study, observer):
             return _search(
                 study, spec, plan, info, probe, baseline, runner, trial_timeout_s, observer
             )
+
+
+def _announce(
+    spec: StudySpec, plan: DevicePlan, observer: SearchObserver, *, baseline: bool
+) -> dict[str, Any]:
+    """Before the first child: the plan (a new study's counts: a resumed one runs fewer) and, on
+    a busy machine, that its throughput figures will not be reliable. Returns the machine's load
+    (stored on the study once it is open)."""
+    load = machine.measure()
+    busy = busy_line(load)
+    if busy is not None:
+        observer.note(busy)
+    runs = spec.search.max_repeats * len(spec.search.precisions) if plan.num_replicas > 1 else 0
+    size = spec.search.trials if spec.search.joint else len(grid_points(spec))
+    observer.planned(plan_of(spec, size, runs if baseline else 0))
+    return load
 
 
 def _search(

@@ -1,0 +1,153 @@
+"""What a search will train, phase by phase, how long that takes, and whether the machine was
+quiet enough for its throughput figures to mean anything.
+
+A search trains in five phases: the workload ``check`` (one child), the single-device
+``baseline`` (``max_repeats`` runs per precision, several replicas only), the ``grid`` (or a
+joint search's budget), the ``seeds`` of the base configuration and the racing ``repeats``,
+whose number is known only as racing queues them (:data:`PHASES`). The plan says the counts
+before the first child, with the repeats as an upper bound; the time comes once a training has
+run (:func:`plan_line`). Pure: the caller measures the load and the durations.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from tuner.core.progress import format_duration
+from tuner.core.spec import StudySpec
+
+PHASES = ("check", "baseline", "grid", "seeds", "repeats")
+"""The phases of a search, in the order they run."""
+MACHINE_LOAD = "machine_load"
+"""The study attribute: ``{"load", "cores", "gpu_processes", "busy", "measured_at"}`` of the
+busiest run of the study (:func:`busiest`)."""
+BUSY_SHARE = 0.5
+"""A machine whose 1-minute load average, before tuner starts a child, is at least this share of
+its cores (and at least 1) is busy: other work then takes the cores a trial would use, and the
+trials' throughput measures the sharing, not the configuration."""
+
+
+@dataclass(frozen=True)
+class SearchPlan:
+    """Trainings each phase will run from now; ``repeats_at_most``: the most racing can add
+    (every grid point repeated up to ``max_repeats`` runs) beyond the ``repeats`` queued."""
+
+    check: int = 0
+    baseline: int = 0
+    grid: int = 0
+    seeds: int = 0
+    repeats: int = 0
+    repeats_at_most: int = 0
+
+    def counts(self) -> dict[str, int]:
+        """Each phase's trainings, in :data:`PHASES` order."""
+        return {phase: getattr(self, phase) for phase in PHASES}
+
+    @property
+    def total(self) -> int:
+        """The trainings known to come (repeats: those queued)."""
+        return sum(self.counts().values())
+
+    @property
+    def at_most(self) -> int:
+        """The trainings if racing repeats all it may."""
+        return self.total + max(0, self.repeats_at_most - self.repeats)
+
+    def with_phase(self, phase: str, trainings: int) -> SearchPlan:
+        """The plan once ``phase`` is known to run ``trainings`` from now; repeats revised by
+        racing keep their bound (never below what is queued), until racing queues none."""
+        if phase not in PHASES:
+            raise ValueError(f"unknown phase {phase!r}")
+        if phase == "repeats":  # none queued: the race is over, its bound with it
+            bound = max(self.repeats_at_most, trainings) if trainings else 0
+            return replace(self, repeats=trainings, repeats_at_most=bound)
+        return replace(self, **{phase: trainings})
+
+    def one_started(self, phase: str, left: int | None = None) -> SearchPlan:
+        """The plan once a training of ``phase`` has started: one fewer to come, or ``left``
+        where the caller counts them (a trial's position); a repeat uses up the bound too."""
+        n = max(0, self.counts()[phase] - 1 if left is None else left)
+        if phase == "repeats":
+            return replace(self, repeats=n, repeats_at_most=max(n, self.repeats_at_most - 1))
+        return replace(self, **{phase: n})
+
+
+def plan_of(spec: StudySpec, grid_size: int, baseline_runs: int) -> SearchPlan:
+    """A new study's plan: one check, ``baseline_runs`` (0 without a baseline), the grid of
+    ``grid_size`` points (a joint search: its budget), the seeds the grid's base trial does not
+    already give, and up to ``max_repeats - 1`` repeats of each grid point."""
+    search = spec.search
+    joint = search.joint
+    seeds = 0 if joint or search.seeds < 2 or search.target_loss is not None else search.seeds - 1
+    repeats = 0 if joint or search.max_repeats < 2 else grid_size * (search.max_repeats - 1)
+    return SearchPlan(
+        check=1, baseline=baseline_runs, grid=grid_size, seeds=seeds, repeats_at_most=repeats
+    )
+
+
+def plan_line(
+    plan: SearchPlan,
+    eta_s: float | None = None,
+    eta_at_most_s: float | None = None,
+    head: str = "plan",
+) -> str:
+    """``plan: 10 trainings (≤ 16 with repeats): 1 check, 3 baseline, 4 grid, 2 seeds, ≤ 6
+    repeats; ≈ 6 min at this machine's speed (≤ 9 min with repeats)``. Without ``eta_s`` the
+    time is said to come once a training has run; ``head`` names the line (``left`` once the
+    search is under way)."""
+    counts = plan.counts()
+    parts = [f"{n} {phase}" for phase, n in counts.items() if n and phase != "repeats"]
+    bound = max(plan.repeats, plan.repeats_at_most)
+    if bound > plan.repeats:
+        parts.append(f"≤ {bound} repeats")
+    elif plan.repeats:
+        parts.append(f"{plan.repeats} repeats")
+    head = f"{head}: {_trainings(plan.total)}"
+    if plan.at_most > plan.total:
+        head += f" (≤ {plan.at_most} with repeats)"
+    line = f"{head}: {', '.join(parts) or 'nothing to train'}"
+    if eta_s is None:
+        return line + "; the time is estimated once a training has run"
+    line += f"; ≈ {format_duration(eta_s)} at this machine's speed"
+    if eta_at_most_s is not None and eta_at_most_s > eta_s:
+        line += f" (≤ {format_duration(eta_at_most_s)} with repeats)"
+    return line
+
+
+def _trainings(n: int) -> str:
+    return f"{n} training" + ("" if n == 1 else "s")
+
+
+def load_record(load: float, cores: int, gpu_processes: int, measured_at: str) -> dict[str, Any]:
+    """The :data:`MACHINE_LOAD` record of one measurement: ``busy`` when the load average is
+    :data:`BUSY_SHARE` of the cores or more, or another process computes on the GPUs."""
+    busy = load >= max(1.0, BUSY_SHARE * cores) or gpu_processes > 0
+    return {
+        "load": round(load, 2),
+        "cores": cores,
+        "gpu_processes": gpu_processes,
+        "busy": busy,
+        "measured_at": measured_at,
+    }
+
+
+def busiest(stored: dict[str, Any] | None, record: dict[str, Any]) -> dict[str, Any]:
+    """What the study keeps: a busy run's record stays until a busier one comes (its trials'
+    throughput was measured while busy), else the latest."""
+    if stored and stored.get("busy") and not record["busy"]:
+        return stored
+    if stored and stored.get("busy") and stored.get("load", 0) > record["load"]:
+        return stored
+    return record
+
+
+def busy_line(record: dict[str, Any] | None) -> str | None:
+    """``the machine was busy (load 12 on 2 cores): throughput figures are not reliable``, or
+    ``None`` for a quiet machine (or none measured)."""
+    if not record or not record.get("busy"):
+        return None
+    what = [f"load {record['load']:g} on {record['cores']} cores"]
+    if record.get("gpu_processes"):
+        what.append(f"{record['gpu_processes']} other process(es) on the GPUs")
+    return f"the machine was busy ({', '.join(what)}): throughput figures are not reliable"

@@ -1,0 +1,124 @@
+"""What the progress views keep while a search runs: the plan (trainings left by phase), the
+phase running, the running training and its start, the durations of those that ran, and the ETA
+they give. Pure: the clock is passed in (:mod:`tuner.cli.progress` draws it)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from tuner.core.outcome import TrialOutcome
+from tuner.core.plan import SearchPlan, plan_line
+from tuner.core.progress import format_duration, format_eta
+
+Clock = Callable[[], float]
+
+
+class Tracker:
+    """What both views keep: the plan (trainings left by phase), the phase running, the running
+    training and its start, the durations of those that ran; ``precisions``: whether the study
+    searches several precisions (its lines name a trial's).
+
+    The ETA covers every phase: the mean duration of the trainings that ran in this run (the
+    workload check, shorter, and ``oom-implied`` trials, which take none, left out) times the
+    trainings the plan has left, less the time the running one has had."""
+
+    def __init__(self, clock: Clock, precisions: bool = False) -> None:
+        self._clock = clock
+        self._precisions = precisions
+        self._durations: list[float] = []
+        self._params: dict[int, dict[str, Any]] = {}
+        self._number: int | None = None
+        self._running: str | None = None
+        self._started_at = 0.0
+        self._position = 0
+        self._total = 0
+        self._plan = SearchPlan()
+        self._phase = "check"
+        self._done = 0
+        self._timed = False
+        self._planned = False
+
+    def planned(self, plan: SearchPlan) -> None:
+        self._plan, self._phase, self._planned = plan, "check", True
+        self._say(plan_line(plan))
+
+    def phase(self, name: str, trainings: int) -> None:
+        self._phase = name
+        self._plan = self._plan.with_phase(name, trainings)
+        if name == "repeats" and trainings and self._planned:  # racing adds a round: the plan grows
+            self._say(self._plan_now())
+
+    def training_started(self, label: str) -> None:
+        self._plan = self._plan.one_started(self._phase)
+        self._running = label
+        self._started_at = self._clock()
+
+    def training_finished(self) -> None:
+        if self._running is None:
+            return
+        if self._phase != "check":
+            self._durations.append(self._elapsed())
+        self._running = None
+        self._done += 1
+        self.after_training()
+
+    def start_trial(self, number: int, position: int, total: int, params: dict[str, Any]) -> None:
+        if self._phase not in ("grid", "repeats"):
+            self._phase = "grid"
+        self._plan = self._plan.one_started(self._phase, left=total - position)
+        self._number, self._position, self._total = number, position, total
+        self._running = f"trial {number}"
+        self._params[number] = params
+        self._started_at = self._clock()
+
+    def _elapsed(self) -> float:
+        return self._clock() - self._started_at
+
+    def finish_trial(self, number: int, outcome: TrialOutcome) -> float | None:
+        """The trial's duration (``None`` if its start was not seen); kept for the ETA unless
+        it never ran (``oom-implied``)."""
+        if number != self._number:
+            return None
+        seconds = self._elapsed()
+        if outcome.status != "oom-implied":
+            self._durations.append(seconds)
+        self._number = None
+        self._running = None
+        self._done += 1
+        return seconds
+
+    def after_training(self) -> None:
+        """After a training's line: the first timed training brings the plan's time."""
+        if self._durations and self._planned and not self._timed:
+            self._timed = True
+            self._say(self._plan_now())
+
+    def _plan_now(self) -> str:
+        return plan_line(self._plan, self.eta(), self.eta(at_most=True), head="left")
+
+    def _say(self, line: str) -> None:
+        """A line of the plan (each view says it its own way)."""
+
+    def eta(self, at_most: bool = False) -> float | None:
+        """Seconds the search has left: the running training (if any) and every one the plan
+        has after it (``at_most``: with every repeat racing may still add)."""
+        if not self._durations:
+            return None
+        mean = sum(self._durations) / len(self._durations)
+        left = self._plan.at_most if at_most else self._plan.total
+        running = 0.0 if self._running is None else max(0.0, mean - self._elapsed())
+        return mean * left + running
+
+    def counts(self) -> tuple[int, int]:
+        """Trainings done, and done plus running plus planned: the bar's figures."""
+        total = self._done + (self._running is not None) + self._plan.total
+        return self._done, total
+
+    def eta_text(self) -> str:
+        """``ETA 2 min`` (``ETA 2 min, ≤ 4 min with repeats`` while racing may add some)."""
+        eta, most = self.eta(), self.eta(at_most=True)
+        text = format_eta(eta)
+        if eta is not None and most is not None and format_eta(most) != text:
+            text += f", ≤ {format_duration(most)} with repeats"
+        return text
