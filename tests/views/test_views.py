@@ -24,7 +24,7 @@ from tuner.views.batch_figures import (
     study_figures,
 )
 from tuner.views.dashboard import DASHBOARD_PLOTS, publish, serve
-from tuner.views.note import PLOTS_LINK, markdown_table, study_note
+from tuner.views.note import PLOTS_LINK, best_trials_text, markdown_table, study_note
 from tuner.views.report import is_missing_renderer, render_html, write_report
 from tuner.views.summary import TRIAL_COLUMNS, recommendation_rows, trial_rows
 
@@ -332,6 +332,8 @@ def test_the_note_says_why_optuna_dashboards_best_trials_may_not_hold_the_pick()
     (line,) = [p for p in note.split("\n\n") if "Best Trials" in p]
     assert f"#{rec['trial_number']} may not be" in line and "within 5 % of the best" in line
     assert "(#0, #1, #2, #4)" in line and "./#user-defined-plot:pareto" in line
+    raced = best_trials_text({"trial_number": 7, "loss_tolerance": 0.02}, [0, 6, 7])
+    assert "earlier runs too (#7's are #0, #6, #7)" in raced and "within 2 % of" in raced
 
 
 def test_the_note_links_to_the_plots_first():

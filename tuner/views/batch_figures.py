@@ -128,7 +128,7 @@ def _legend_title(offsets: dict[str, float]) -> str:
     if spread == 1.0:
         return "learning-rate rule"
     shift = f"±{(spread - 1) * 100:.0f} %"
-    note = f"drawn side by side: x shifted<br>up to {shift} so equal points show"
+    note = f"drawn side by side: x shifted up to {shift} so equal points show"
     return f"learning-rate rule<br><sub>{note}</sub>"
 
 

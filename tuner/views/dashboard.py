@@ -25,6 +25,7 @@ import optuna
 from tuner.core.errors import ConfigError
 from tuner.storage import open_storage
 from tuner.views.batch_figures import TARGET_PLOT, study_figures
+from tuner.views.dashboard_page import wide_plots
 from tuner.views.note import study_note
 
 DASHBOARD_PLOTS = ("throughput-vs-batch", "loss-vs-batch", "pareto", TARGET_PLOT)
@@ -113,7 +114,7 @@ def serve(
     storage = open_storage(storage_url, create=False)
     from optuna_dashboard import wsgi
 
-    app = wsgi(storage)
+    app = wide_plots(wsgi(storage))
     server_class = _ThreadingWSGIServer6 if ":" in host else _ThreadingWSGIServer
     try:
         server = make_server(

@@ -16,7 +16,7 @@ from optuna.trial import FrozenTrial
 
 from tuner.core.configurations import infeasible_batch_sizes, unique_trials
 from tuner.views.recommendation import tie_text
-from tuner.views.runs import representatives
+from tuner.views.runs import representatives, run_numbers
 from tuner.views.summary import TRIAL_COLUMNS, environment_rows, recommendation_rows, trial_rows
 from tuner.views.target_data import has_target
 
@@ -66,16 +66,21 @@ element ``user-defined-plot:<id>``). optuna-dashboard places stored plots after 
 front, history, importance and timeline; tuner cannot move them up."""
 
 
-def best_trials_text(rec: dict[str, Any]) -> str:
+def best_trials_text(rec: dict[str, Any], runs: Sequence[int] = ()) -> str:
     """Why optuna-dashboard's "Best Trials" need not hold the pick, in one sentence with the
-    tolerance and the candidates it makes equal."""
+    tolerance and the candidates it makes equal; ``runs``: the trials the pick's configuration
+    ran as, each of which Optuna ranks on its own."""
+    pick = rec["trial_number"]
     tolerance = rec.get("loss_tolerance")
     within = "" if tolerance is None else f" within {tolerance * 100:.2g} % of the best"
     candidates = ", ".join(f"#{n}" for n in rec.get("candidates") or ())
     equal = f" ({candidates})" if candidates else ""
+    listed = ", ".join(f"#{n}" for n in runs)
+    each = f" (#{pick}'s are {listed})" if len(runs) > 1 else ""
     return (
-        f"**Why #{rec['trial_number']} may not be in optuna-dashboard's Best Trials:** those are "
-        "the Pareto front of the stored final loss and throughput, which knows no tolerance; "
+        f"**Why #{pick} may not be in optuna-dashboard's Best Trials:** those are the Pareto "
+        f"front of every stored run's final loss and throughput, earlier runs too{each}, "
+        "which knows no tolerance; "
         f"tuner counts final losses{within} as equal{equal} and chooses among them by "
         f"throughput, as [tuner's Pareto plot]({PARETO_LINK}) draws."
     )
@@ -108,7 +113,8 @@ def study_note(
             f"{rec['throughput']:,.0f} samples/s at final loss {rec['final_loss']:.5g} "
             f"(trial #{rec['trial_number']})."
         )
-        parts.append(best_trials_text(rec))
+        picked = [t for t in trials if t.number == rec["trial_number"]]
+        parts.append(best_trials_text(rec, run_numbers(picked[0], trials) if picked else ()))
         if tie_text(rec):
             parts.append(f"**Tie:** {literal(tie_text(rec))}")
         if rec.get("verdict"):

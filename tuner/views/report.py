@@ -26,8 +26,10 @@ from tuner.views.runs import representatives
 from tuner.views.summary import (
     STATUS_COLUMN,
     TRIAL_COLUMNS,
+    TRIAL_WRAPPING,
     environment_rows,
     recommendation_rows,
+    trial_layout,
     trial_rows,
 )
 
@@ -37,6 +39,11 @@ h1 { font-size: 1.6rem; } h2 { margin-top: 2.2rem; font-size: 1.25rem; }
 table { border-collapse: collapse; font-size: 0.9rem; }
 th, td { border-bottom: 1px solid #ddd; padding: 0.3rem 0.6rem; text-align: left; }
 td.right, th.right { text-align: right; }
+table.trials { font-size: 0.8rem; }
+table.trials th { vertical-align: bottom; }
+table.trials th, table.trials td { padding: 0.25rem 0.35rem; }
+table.trials td { white-space: nowrap; }
+table.trials td.wrap { white-space: normal; min-width: 8em; max-width: 18em; }
 .status-ok { color: #1b7f3b; } .status-oom, .status-oom-implied { color: #b36b00; }
 .status-timeout, .status-crashed, .status-error, .status-interrupted { color: #b00020; }
 .status-diverged { color: #8e24aa; } .status-running { color: #00838f; }
@@ -50,6 +57,7 @@ def _table(
     rows: Sequence[Sequence[str]],
     aligns: Sequence[str],
     status_column: int | None = None,
+    css_class: str = "",
 ) -> str:
     def cell(tag: str, text: str, align: str, extra: str = "") -> str:
         classes = " ".join(c for c in ("right" if align == "right" else "", extra) if c)
@@ -62,9 +70,25 @@ def _table(
         cells = []
         for i, (text, align) in enumerate(zip(row, aligns, strict=True)):
             extra = f"status-{text}" if i == status_column else ""
-            cells.append(cell("td", text, align, extra))
+            extra += " wrap" if css_class and headers[i] in TRIAL_WRAPPING else ""
+            cells.append(cell("td", text, align, extra.strip()))
         body.append(f"<tr>{''.join(cells)}</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    table = f' class="{css_class}"' if css_class else ""
+    return f"<table{table}><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def trials_table(
+    trials: Sequence[optuna.trial.FrozenTrial], every: Sequence[optuna.trial.FrozenTrial]
+) -> str:
+    """The trials table: the columns a terminal without a width limit shows (one that says
+    nothing, or what another implies, is left out), numbers on one line and the free text
+    wrapped, so that it fits a 1400-px window."""
+    rows = trial_rows(trials, note_width=80, every=every)
+    shown = trial_layout(rows, width=10**6).columns
+    headers, aligns = zip(*(TRIAL_COLUMNS[i] for i in shown), strict=True)
+    cut = [[row[i] for i in shown] for row in rows]
+    status = shown.index(STATUS_COLUMN) if STATUS_COLUMN in shown else None
+    return _table(headers, cut, aligns, status, css_class="trials")
 
 
 def render_html(
@@ -102,10 +126,7 @@ def render_html(
             + figure.to_html(full_html=False, include_plotlyjs=index == 0, div_id=graph_id)
             + "</div>"
         )
-    headers, aligns = zip(*TRIAL_COLUMNS, strict=True)
-    trial_table = _table(
-        headers, trial_rows(unique, note_width=80, every=trials), aligns, STATUS_COLUMN
-    )
+    trial_table = trials_table(unique, trials)
     env_table = _table(["", ""], environment_rows(study_attrs, unique), ["left", "left"])
     title = f"tuner report: {html.escape(study_name)}"
     return f"""<!DOCTYPE html>

@@ -41,7 +41,7 @@ def legend(text: str = "") -> dict[str, Any]:
         "xanchor": "left",
         "y": -0.2,
         "yanchor": "top",
-        "title": {"text": text, "side": "top left"},
+        "title": {"text": text, "side": "top"},
     }
 
 
