@@ -190,3 +190,20 @@ def test_piped_output_is_as_wide_as_columns_says_else_wide(monkeypatch: pytest.M
     assert console.width == 93
     monkeypatch.setenv("COLUMNS", "wide")
     assert console.width == PIPED_WIDTH
+
+
+def test_columns_left_out_for_room_are_named_with_wide(tmp_path: Path) -> None:
+    url = wide_study(tmp_path)
+    args = ["show", "--storage", url, "--study-name", "wide"]
+    narrow = CliRunner().invoke(app, args, env={"COLUMNS": "80"})
+    assert narrow.exit_code == 0, narrow.output
+    # On stderr (stdout keeps the table alone); only columns with something in them: the
+    # state, the runs, the precision (the same in every row) and the empty CI are not named.
+    hint = [line for line in narrow.stderr.splitlines() if "with --wide" in line]
+    assert len(hint) == 1 and hint[0].endswith(
+        "6 more columns with --wide: replicas, train loss, B_noise, goodput, host, note"
+    ), narrow.stderr
+    assert "--wide" not in narrow.stdout
+    for extra, columns in (((), "400"), (("--wide",), "80")):
+        result = CliRunner().invoke(app, [*args, *extra], env={"COLUMNS": columns})
+        assert "with --wide" not in result.stderr, result.stderr

@@ -127,7 +127,7 @@ def show(
     from tuner.core.configurations import unique_trials
     from tuner.driver.spooled import spooled_at
     from tuner.results import load_study, recommendation
-    from tuner.views.summary import records_text
+    from tuner.views.summary import hidden_columns, records_text, trial_rows, wide_hint
 
     def call() -> None:
         study = load_study(storage, study_name)
@@ -140,6 +140,9 @@ def show(
         if len(shown) < len(trials):
             title += f" ({len(shown)} grid points; {len(trials)} trials with --all)"
         _display.print_trials(out, shown, title, wide)
+        hidden = [] if wide else hidden_columns(trial_rows(shown), out.width)
+        if hidden:  # on stderr: the table on stdout stays as it was
+            say_info(wide_hint(hidden))
         spooled = spooled_at(storage, study.study_name)  # RUNNING rows whose result waits
         if spooled:
             warn(spooled)

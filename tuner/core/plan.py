@@ -151,3 +151,9 @@ def busy_line(record: dict[str, Any] | None) -> str | None:
     if record.get("gpu_processes"):
         what.append(f"{record['gpu_processes']} other process(es) on the GPUs")
     return f"the machine was busy ({', '.join(what)}): throughput figures are not reliable"
+
+
+def load_text(record: dict[str, Any]) -> str:
+    """The study's :data:`MACHINE_LOAD` for the note's and the report's table: its
+    :func:`busy_line`, or ``quiet (load 0.3 on 2 cores)``."""
+    return busy_line(record) or f"quiet (load {record['load']:g} on {record['cores']} cores)"

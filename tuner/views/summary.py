@@ -17,6 +17,7 @@ from optuna.trial import FrozenTrial
 
 from tuner.core.configurations import status_of
 from tuner.core.outcome import STATES
+from tuner.core.plan import MACHINE_LOAD, load_text
 from tuner.views.columns import Layout, fit_columns
 from tuner.views.recommendation import recommendation_rows as recommendation_rows
 from tuner.views.recommendation import seconds_text, span_text
@@ -234,6 +235,15 @@ def trial_layout(rows: list[list[str]], width: int, wide: bool = False) -> Layou
     ``runs`` where no configuration ran more than once, ``precision`` where every trial ran at
     one (the recommendation names it)."""
     headers = [header for header, _ in TRIAL_COLUMNS]
+    drop = _saying_nothing(rows)
+    return fit_columns(
+        headers, rows, width, TRIAL_PRIORITY, TRIAL_WRAPPING, ("#", "status"), drop, wide
+    )
+
+
+def _saying_nothing(rows: list[list[str]]) -> list[str]:
+    """The columns :func:`trial_layout` leaves out whatever the width."""
+    headers = [header for header, _ in TRIAL_COLUMNS]
     drop = [] if _state_matters(rows) else ["state"]
     runs = headers.index("runs")
     if all(row[runs] in ("-", "1") for row in rows):
@@ -241,9 +251,7 @@ def trial_layout(rows: list[list[str]], width: int, wide: bool = False) -> Layou
     precision = headers.index("precision")
     if len({row[precision] for row in rows} - {"-"}) < 2:
         drop.append("precision")
-    return fit_columns(
-        headers, rows, width, TRIAL_PRIORITY, TRIAL_WRAPPING, ("#", "status"), drop, wide
-    )
+    return drop
 
 
 def _state_matters(rows: list[list[str]]) -> bool:
@@ -356,4 +364,28 @@ def environment_rows(
                 f"{fmt(workload.get('parameters'), ',d')} parameters",
             )
         )
+    load = study_attrs.get(MACHINE_LOAD)
+    if load:  # measured before the first child: busy, the throughput figures are unreliable
+        rows.append(("machine", load_text(load)))
     return rows
+
+
+def hidden_columns(rows: list[list[str]], width: int) -> list[str]:
+    """The headers of the columns ``--wide`` would add to the table at ``width`` (in table
+    order): those :func:`trial_layout` leaves out for room, not those that say nothing (the
+    same state, runs or precision in every row; no value in any)."""
+    shown = set(trial_layout(rows, width).columns)
+    quiet = set(_saying_nothing(rows))
+    return [
+        header
+        for index, (header, _) in enumerate(TRIAL_COLUMNS)
+        if index not in shown
+        and header not in quiet
+        and any(row[index] not in ("", "-") for row in rows)
+    ]
+
+
+def wide_hint(hidden: list[str]) -> str:
+    """``3 more columns with --wide: lr, val loss, host``."""
+    more = f"{len(hidden)} more column" + ("" if len(hidden) == 1 else "s")
+    return f"{more} with --wide: {', '.join(hidden)}"
