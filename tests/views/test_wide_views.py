@@ -35,7 +35,8 @@ def busy_study() -> list[optuna.trial.FrozenTrial]:
         measured_trial(0, 64, "none", runs=runs[:1], loss=0.0062, goodput=12000.0, **extra),
         make_trial(1, 64, "linear", loss=0.0062, throughput=runs[0], same_as=0, **extra),
         measured_trial(2, 128, "sqrt", runs=[24000.0], loss=0.0065, goodput=20000.0, **extra),
-        measured_trial(3, 64, "none", runs=runs, loss=0.0062, repeat_of=0, repeat_index=3, **extra),
+        measured_trial(3, 64, "none", runs=runs[:2], loss=0.0062, repeat_of=0, repeat_index=2),
+        measured_trial(6, 64, "none", runs=runs, loss=0.0062, repeat_of=0, repeat_index=3, **extra),
         make_trial(
             4, 256, "linear", status="oom", error="OOM when allocating tensor " * 4, **extra
         ),
@@ -76,6 +77,13 @@ def test_the_report_table_fits_a_1400_px_window(chromium: Any, tmp_path: Path) -
             ".length",
         )
         assert tall == 0
+        # One number for the configuration (#6, its representative), its runs listed under it.
+        runs = page.eval_on_selector_all(
+            "table.trials tr.run", "rows => rows.map(r => r.innerText.split('\t'))"
+        )
+        assert [cells[0] for cells in runs] == ["↳ #0", "↳ #3", "↳ #6"]
+        assert [cells[-1] for cells in runs] == [f"run {n} of #6" for n in (1, 2, 3)]
+        assert "13,100" in runs[0] and "0.0062" in runs[0]
         page.locator("table.trials").scroll_into_view_if_needed()
         save_screenshot(page, tmp_path, "report-table.png")
     finally:

@@ -22,19 +22,20 @@ from tuner.core.errors import ConfigError, PngExportError
 from tuner.files import atomic_write_text
 from tuner.views.batch_figures import study_figures
 from tuner.views.recommendation import tie_text
-from tuner.views.runs import representatives
+from tuner.views.runs import each_run, representatives
 from tuner.views.summary import (
     STATUS_COLUMN,
     TRIAL_COLUMNS,
     TRIAL_WRAPPING,
     environment_rows,
+    fmt,
     recommendation_rows,
     trial_layout,
     trial_rows,
 )
 
 _STYLE = """
-body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1100px; color: #222; }
+body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1200px; color: #222; }
 h1 { font-size: 1.6rem; } h2 { margin-top: 2.2rem; font-size: 1.25rem; }
 table { border-collapse: collapse; font-size: 0.9rem; }
 th, td { border-bottom: 1px solid #ddd; padding: 0.3rem 0.6rem; text-align: left; }
@@ -43,7 +44,8 @@ table.trials { font-size: 0.8rem; }
 table.trials th { vertical-align: bottom; }
 table.trials th, table.trials td { padding: 0.25rem 0.35rem; }
 table.trials td { white-space: nowrap; }
-table.trials td.wrap { white-space: normal; min-width: 8em; max-width: 18em; }
+table.trials td.wrap { white-space: normal; min-width: 7em; max-width: 16em; }
+table.trials tr.run td { color: #666; font-size: 0.75rem; border-bottom-color: #f0f0f0; }
 .status-ok { color: #1b7f3b; } .status-oom, .status-oom-implied { color: #b36b00; }
 .status-timeout, .status-crashed, .status-error, .status-interrupted { color: #b00020; }
 .status-diverged { color: #8e24aa; } .status-running { color: #00838f; }
@@ -58,6 +60,7 @@ def _table(
     aligns: Sequence[str],
     status_column: int | None = None,
     css_class: str = "",
+    row_classes: Sequence[str] = (),
 ) -> str:
     def cell(tag: str, text: str, align: str, extra: str = "") -> str:
         classes = " ".join(c for c in ("right" if align == "right" else "", extra) if c)
@@ -66,13 +69,14 @@ def _table(
 
     head = "".join(cell("th", h, a) for h, a in zip(headers, aligns, strict=True))
     body = []
-    for row in rows:
+    for number, row in enumerate(rows):
         cells = []
         for i, (text, align) in enumerate(zip(row, aligns, strict=True)):
-            extra = f"status-{text}" if i == status_column else ""
+            extra = f"status-{text}" if i == status_column and text else ""
             extra += " wrap" if css_class and headers[i] in TRIAL_WRAPPING else ""
             cells.append(cell("td", text, align, extra.strip()))
-        body.append(f"<tr>{''.join(cells)}</tr>")
+        kind = row_classes[number] if number < len(row_classes) else ""
+        body.append(f"<tr{f' class={kind!r}' if kind else ''}>{''.join(cells)}</tr>")
     table = f' class="{css_class}"' if css_class else ""
     return f"<table{table}><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
@@ -83,12 +87,38 @@ def trials_table(
     """The trials table: the columns a terminal without a width limit shows (one that says
     nothing, or what another implies, is left out), numbers on one line and the free text
     wrapped, so that it fits a 1400-px window."""
-    rows = trial_rows(trials, note_width=80, every=every)
+    ordered = sorted(trials, key=lambda t: t.number)
+    rows = trial_rows(ordered, note_width=80, every=every)
     shown = trial_layout(rows, width=10**6).columns
     headers, aligns = zip(*(TRIAL_COLUMNS[i] for i in shown), strict=True)
-    cut = [[row[i] for i in shown] for row in rows]
+    table_rows, classes = [], []
+    for trial, row in zip(ordered, rows, strict=True):
+        table_rows.append(row)
+        classes.append("")
+        for cells in run_rows(trial, every):  # its runs listed under the representative
+            table_rows.append(cells)
+            classes.append("run")
+    cut = [[row[i] for i in shown] for row in table_rows]
     status = shown.index(STATUS_COLUMN) if STATUS_COLUMN in shown else None
-    return _table(headers, cut, aligns, status, css_class="trials")
+    return _table(headers, cut, aligns, status, css_class="trials", row_classes=classes)
+
+
+def run_rows(
+    trial: optuna.trial.FrozenTrial, every: Sequence[optuna.trial.FrozenTrial]
+) -> list[list[str]]:
+    """The rows under a representative, one per run it rests on (:func:`each_run`): the run's
+    trial number, throughput and final loss, and ``run 2 of #9``."""
+    columns = [header for header, _ in TRIAL_COLUMNS]
+    rows = []
+    runs = each_run(trial, every)
+    for index, (number, throughput, loss) in enumerate(runs, start=1):
+        cells = [""] * len(columns)
+        cells[columns.index("#")] = f"↳ #{number}"
+        cells[columns.index("samples/s")] = fmt(throughput, ",.0f")
+        cells[columns.index("final loss")] = fmt(loss, ".4g")
+        cells[columns.index("note")] = f"run {index} of #{trial.number}"
+        rows.append(cells)
+    return rows
 
 
 def render_html(

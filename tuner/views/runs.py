@@ -88,6 +88,29 @@ def runs_label(numbers: Sequence[int]) -> str:
     return "runs " + ", ".join(f"#{n}" for n in numbers) if len(numbers) > 1 else ""
 
 
+def each_run(
+    trial: FrozenTrial, trials: Iterable[FrozenTrial]
+) -> list[tuple[int, float | None, float | None]]:
+    """The runs a representative's numbers rest on, first run first: ``(trial number, that
+    run's median throughput, its final loss)`` from its ``repeats`` and ``repeat_losses``; empty
+    for a configuration run once, or where the stored runs do not match its trials one to one
+    (a duplicate run by a second worker)."""
+    numbers = run_numbers(trial, trials)
+    repeats = trial.user_attrs.get("repeats")
+    if len(numbers) < 2 or not isinstance(repeats, list) or len(repeats) != len(numbers):
+        return []
+    losses = trial.user_attrs.get("repeat_losses")
+    losses = losses if isinstance(losses, list) and len(losses) == len(numbers) else []
+    return [
+        (number, _number(repeats[i]), _number(losses[i]) if losses else None)
+        for i, number in enumerate(numbers)
+    ]
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) else None
+
+
 def interval(attrs: dict[str, Any], key: str) -> tuple[float, float] | None:
     """A stored ``[low, high]`` (``throughput_ci``, ``time_to_target_ci``) as a pair of finite
     numbers, or ``None``."""
