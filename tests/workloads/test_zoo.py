@@ -1,13 +1,12 @@
 """The zoo (issue 28): setups written the way Keras's own examples and guides write them
 (:mod:`workloads.setups`), each searched on two CPU replicas with a tiny budget (no baseline, one
-grid point), exported, and the export trained by a fresh plain-Keras script
-(``train_fresh.py``). A setup tuner cannot train today is ``xfail(strict=True)`` with the
-one-line error it gives, so that a fix flips it."""
+grid point), exported, and the export trained by a fresh plain-Keras script (``train_fresh.py``;
+not the ``keras.applications`` models: ``Setup.fresh_in_test``). A setup tuner cannot train today
+is ``xfail(strict=True)`` with the one-line error it gives, so that a fix flips it."""
 
 from __future__ import annotations
 
 import math
-import os
 from pathlib import Path
 
 import pytest
@@ -18,19 +17,10 @@ from workloads.setups import SETUPS, Setup
 pytestmark = pytest.mark.slow
 
 
-HEAVY = os.environ.get("TUNER_ZOO_HEAVY") == "1"
-
-
 def marks(setup: Setup) -> list[pytest.MarkDecorator]:
     found = []
     if setup.xfail:
         found.append(pytest.mark.xfail(strict=True, reason=f"issue 28: {setup.xfail}"))
-    if setup.heavy:
-        found.append(
-            pytest.mark.skipif(
-                not HEAVY, reason="minutes per search on two CPU cores: TUNER_ZOO_HEAVY=1 runs it"
-            )
-        )
     return found
 
 
@@ -40,7 +30,7 @@ def params() -> list[object]:
 
 @pytest.mark.parametrize("setup", params())
 def test_a_keras_setup_searches_exports_and_trains_fresh(setup: Setup, tmp_path: Path) -> None:
-    outcome = zoo.run(setup, tmp_path)
+    outcome = zoo.run(setup, tmp_path, with_fresh=setup.fresh_in_test)
 
     assert outcome.search_rc == 0, outcome.search_error or outcome.search_stderr[-2000:]
     assert outcome.trials, "no trial stored"
@@ -51,11 +41,17 @@ def test_a_keras_setup_searches_exports_and_trains_fresh(setup: Setup, tmp_path:
         # The noise scale is taken, or the trial stores why not (skipped, or a note).
         taken = trial.get("gradient_noise_scale") is not None
         assert taken or zoo.noise_reason(trial), f"no noise scale and no reason: {trial}"
+        assert taken or not setup.noise_measured, f"noise scale not measured: {trial}"
+        for key, value in setup.expect:
+            assert trial.get(key) == value, (key, trial)
 
     assert outcome.export_rc == 0, outcome.export_error
     recommended = outcome.recommendation.get("recommended") or outcome.recommendation
     assert recommended["global_batch_size"] == setup.base_batch_size
 
+    if not setup.fresh_in_test:
+        assert outcome.fresh_rc is None
+        return
     assert outcome.fresh_rc == 0, outcome.fresh_error
     report = outcome.fresh
     assert report["replicas"] == 2 and report["finite"], report

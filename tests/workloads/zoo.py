@@ -122,13 +122,16 @@ def validate(setup: Setup, cwd: Path, outcome: Outcome, steps: int = 8) -> None:
     outcome.validate_line = summary[-1].strip() if summary else last_line(result.stderr)
 
 
-def run(setup: Setup, cwd: Path, *, with_validate: bool = False) -> Outcome:
-    """Search, export and train fresh (each only when the step before succeeded)."""
+def run(
+    setup: Setup, cwd: Path, *, with_validate: bool = False, with_fresh: bool = True
+) -> Outcome:
+    """Search, export and train fresh (each only when the step before succeeded; the fresh
+    training only ``with_fresh``)."""
     outcome = Outcome(setup)
     search(setup, cwd, outcome)
     if outcome.search_rc == 0:
         export(setup, cwd, outcome)
-        if outcome.export_rc == 0:
+        if outcome.export_rc == 0 and with_fresh:
             train_fresh(setup, cwd, outcome)
     if with_validate and setup.validate:
         validate(setup, cwd, outcome)
