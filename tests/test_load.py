@@ -23,8 +23,8 @@ def write(tmp_path: Path, optimizer: dict[str, Any], **fit: Any) -> Path:
     path = tmp_path / "rec.json"
     doc = {
         "schema_version": SCHEMA_VERSION,
+        "recommended": {"global_batch_size": 128, "learning_rate": 2e-3, "optimizer": optimizer},
         "fit": {"batch_size": 128, **(fit or {"epochs": 3})},
-        "optimizer": optimizer,
         "learning_rate": 2e-3,
     }
     path.write_text(json.dumps(doc))
@@ -35,6 +35,26 @@ def _doc(**sections: Any) -> str:
     adam = {"module": "keras.optimizers", "class_name": "Adam", "config": ADAM}
     doc = {"schema_version": SCHEMA_VERSION, "fit": {"batch_size": 64}, "optimizer": adam}
     return json.dumps(doc | sections)
+
+
+def test_a_version_1_file_still_loads_from_its_optimizer_section(tmp_path: Path) -> None:
+    path = tmp_path / "v1.json"
+    adam = {"module": "keras.optimizers", "class_name": "Adam", "config": ADAM}
+    v1 = {"schema_version": 1, "fit": {"batch_size": 64, "epochs": 2}, "optimizer": adam}
+    path.write_text(json.dumps(v1 | {"learning_rate": 2e-3, "precision": "mixed_bfloat16"}))
+    rec = tuner.load_recommendation(path)
+    assert type(rec.optimizer).__name__ == "Adam" and rec.learning_rate == 2e-3
+    assert rec.precision == "mixed_bfloat16" and rec.fit_kwargs == {"batch_size": 64, "epochs": 2}
+
+
+def test_the_recommended_block_is_read_first(tmp_path: Path) -> None:
+    sgd = {"module": "keras.optimizers", "class_name": "SGD", "config": {"learning_rate": 0.5}}
+    block = {"learning_rate": 0.5, "optimizer": sgd, "precision": "mixed_bfloat16"}
+    path = tmp_path / "v2.json"
+    path.write_text(_doc(recommended=block, learning_rate=0.1))
+    rec = tuner.load_recommendation(path)
+    assert type(rec.optimizer).__name__ == "SGD" and rec.learning_rate == 0.5
+    assert rec.precision == "mixed_bfloat16"
 
 
 def test_sqrt_adam_comes_back_with_its_moments(tmp_path: Path) -> None:
@@ -81,6 +101,10 @@ def test_a_sample_budget_is_one_epoch_of_steps() -> None:
         (json.dumps({"schema_version": True}), "has schema_version True"),
         (json.dumps({"schema_version": 0}), "has schema_version 0"),
         (json.dumps({"schema_version": SCHEMA_VERSION, "fit": {}}), "has no optimizer section"),
+        (
+            json.dumps({"schema_version": 2, "fit": {"batch_size": 64}, "recommended": {}}),
+            "has no optimizer section",
+        ),
         (_doc(fit={"epochs": 3}), r"fit.batch_size must be a positive integer, got None"),
         (_doc(fit={"batch_size": "x"}), r"fit.batch_size must be a positive integer, got 'x'"),
         (_doc(fit={"batch_size": 64, "steps": 0}), "fit.steps must be a positive integer"),

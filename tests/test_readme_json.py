@@ -1,6 +1,7 @@
-"""The recommended-config samples of the docs: docs/reference/json.md holds a real run's file
-(see there how it was made), README.md an excerpt of it. Both have what the tables document,
-the code's schema version, and load back into a Keras optimizer."""
+"""The recommended-config sample of the docs: docs/reference/json.md holds a real run's file (see
+there how it was made) with what the tables document and the code's schema version; it loads
+back into a Keras optimizer, and the plain-Keras snippets of README.md and json.md read it
+without tuner."""
 
 from __future__ import annotations
 
@@ -22,8 +23,12 @@ SOMETIMES = "*sometimes*"
 
 
 def json_blocks(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(block) for block in blocks(path, "json")]
+
+
+def blocks(path: Path, language: str) -> list[str]:
     text = path.read_text(encoding="utf-8")
-    return [json.loads(block) for block in re.findall(r"^```json\n(.*?)^```", text, re.S | re.M)]
+    return re.findall(rf"^```{language}\n(.*?)^```", text, re.S | re.M)
 
 
 def documented(header: str) -> dict[str, bool]:
@@ -52,7 +57,8 @@ def test_the_sample_has_every_documented_key_and_section(sample: dict[str, Any])
     assert always <= set(sample), sorted(always - set(sample))
     assert set(sample) <= set(documented("key")), sorted(set(sample) - set(documented("key")))
     assert set(documented("section")) == set(SECTIONS) <= set(sample)
-    for section in ("distribution", "evidence", "provenance"):
+    assert "optimizer" not in sample  # version 2: it is recommended.optimizer
+    for section in ("recommended", "distribution", "evidence", "provenance"):
         assert set(sample[section]) == set(documented(f"`{section}` key")), section
     fit = set(sample["fit"])
     assert fit <= set(documented("`fit` key")) and "batch_size" in fit
@@ -64,29 +70,48 @@ def test_the_sample_has_every_documented_key_and_section(sample: dict[str, Any])
 def test_the_section_tables_are_what_the_export_produces() -> None:
     trial = make_trial(0, 128, "linear", loss=0.5, throughput=1000.0, windows=3)
     produced = export_document(run_recommend([trial]), trial, {}, None)
-    for section in ("distribution", "evidence", "provenance"):
+    for section in ("recommended", "distribution", "evidence", "provenance"):
         assert set(produced[section]) == set(documented(f"`{section}` key")), section
     assert set(produced["fit"]) < set(documented("`fit` key"))
 
 
-def test_the_readme_shows_an_excerpt_of_the_same_file(sample: dict[str, Any]) -> None:
-    (excerpt,) = json_blocks(README)
-    assert excerpt["schema_version"] == SCHEMA_VERSION
-    assert {"fit", "optimizer"} <= set(excerpt)
-    assert excerpt == {key: sample[key] for key in excerpt}
-
-
-@pytest.mark.parametrize("where", ["json.md", "README.md"])
-def test_a_sample_loads_back_as_the_trials_adam(
-    where: str, sample: dict[str, Any], tmp_path: Path
+@pytest.mark.parametrize("where", [README, JSON_MD], ids=["README.md", "json.md"])
+def test_the_plain_keras_snippet_reads_the_sample_without_tuner(
+    where: Path, sample: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    doc = sample if where == "json.md" else json_blocks(README)[0]
+    (snippet,) = [code for code in blocks(where, "python") if '["recommended"]' in code]
+    assert "tuner" not in snippet.replace("no tuner import", "")
+    name = re.findall(r'open\("([^"]+)"\)', snippet)[0]
+    (tmp_path / name).write_text(json.dumps(sample), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    import keras
+    import numpy as np
+
+    def build_model() -> keras.Model:
+        return keras.Sequential([keras.Input(shape=(4,)), keras.layers.Dense(1)])
+
+    rows = 2 * sample["recommended"]["global_batch_size"]
+    x, y = np.zeros((rows, 4), "float32"), np.zeros((rows, 1), "float32")
+    scope: dict[str, Any] = {"build_model": build_model, "x": x, "y": y}
+    policy = keras.mixed_precision.global_policy().name
+    try:
+        exec(compile(snippet, str(where), "exec"), scope)  # the docs' own code
+    finally:
+        keras.mixed_precision.set_global_policy(policy)
+    optimizer = scope["model"].optimizer
+    assert type(optimizer).__name__ == sample["recommended"]["optimizer"]["class_name"] == "Adam"
+    assert float(optimizer.learning_rate) == pytest.approx(sample["recommended"]["learning_rate"])
+    assert int(optimizer.iterations) == 3 * 2  # 3 epochs of 2 batches: the recommended batch
+
+
+def test_the_sample_loads_back_as_the_trials_adam(sample: dict[str, Any], tmp_path: Path) -> None:
+    doc = sample
     path = tmp_path / "rec.json"
     path.write_text(json.dumps(doc))
     rec = tuner.load_recommendation(path)
     config = rec.optimizer.get_config()
-    expected = doc["optimizer"]["config"]
-    assert type(rec.optimizer).__name__ == doc["optimizer"]["class_name"] == "Adam"
+    expected = doc["recommended"]["optimizer"]["config"]
+    assert type(rec.optimizer).__name__ == doc["recommended"]["optimizer"]["class_name"] == "Adam"
     assert float(rec.optimizer.learning_rate) == pytest.approx(expected["learning_rate"], rel=1e-7)
     for key in ("beta_1", "beta_2", "epsilon", "amsgrad"):
         assert config[key] == expected[key], key

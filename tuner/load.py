@@ -1,8 +1,10 @@
 """A recommended-config JSON read back in a training script: :func:`load_recommendation`.
 
-Imports Keras, so ``tuner/__init__.py`` re-exports it lazily. Everything the file's ``optimizer``
-section needs is stock Keras (the ``linear-warmup`` ramp is ``CosineDecay``), so a script may
-just as well call ``keras.optimizers.deserialize(config["optimizer"])`` itself.
+Imports Keras, so ``tuner/__init__.py`` re-exports it lazily. Everything the file's
+``recommended`` block needs is stock Keras (the ``linear-warmup`` ramp is ``CosineDecay``), so a
+script may just as well call ``keras.optimizers.deserialize(config["recommended"]["optimizer"])``
+itself. Schema version 1 files (the optimizer a top-level section, no ``recommended``) still
+load.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ class Recommendation:
     @property
     def learning_rate(self) -> float:
         """The learning rate the rule gave at this batch (a warm-up's peak)."""
-        return float(self.config["learning_rate"])
+        return float(recommended(self.config).get("learning_rate", self.config["learning_rate"]))
 
     @property
     def precision(self) -> str:
@@ -104,7 +106,7 @@ def optimizer_from(config: dict[str, Any], custom_objects: dict[str, Any] | None
     import keras
 
     # Keras's from_config replaces a nested schedule's dict in place: give it a copy.
-    section = copy.deepcopy(config["optimizer"])
+    section = copy.deepcopy(optimizer_config(config))
     optimizer = keras.optimizers.deserialize(section, custom_objects=custom_objects)
     if not isinstance(optimizer, keras.optimizers.Optimizer):  # Keras hands back what it can't find
         raise ValueError(f"no Keras optimizer class {section.get('class_name')!r}")
@@ -113,12 +115,28 @@ def optimizer_from(config: dict[str, Any], custom_objects: dict[str, Any] | None
     return optimizer
 
 
+def recommended(config: dict[str, Any]) -> dict[str, Any]:
+    """A recommended config's ``recommended`` block (schema version 2; ``{}`` in a version 1
+    file)."""
+    block = config.get("recommended")
+    return block if isinstance(block, dict) else {}
+
+
+def optimizer_config(config: dict[str, Any]) -> Any:
+    """The serialized optimizer: ``recommended.optimizer``, else (schema version 1) the
+    ``optimizer`` section; ``None`` when there is neither."""
+    return recommended(config).get("optimizer") or config.get("optimizer")
+
+
 def precision_of(config: dict[str, Any]) -> str:
-    """A recommended config's precision: ``compile.dtype_policy``, else the flat ``precision``,
-    else ``float32`` (a file written before precisions were)."""
+    """A recommended config's precision: ``recommended.precision``, else
+    ``compile.dtype_policy`` (schema version 1), else the flat ``precision``, else ``float32``
+    (a file written before precisions were)."""
     section = config.get("compile")
     policy = section.get("dtype_policy") if isinstance(section, dict) else None
-    return str(policy or config.get("precision") or "float32")
+    return str(
+        recommended(config).get("precision") or policy or config.get("precision") or "float32"
+    )
 
 
 def loss_scaled(config: dict[str, Any]) -> bool:
@@ -159,7 +177,11 @@ def _read(path: Path) -> dict[str, Any]:
             f"{path} has schema_version {version!r}; this tuner reads 1 to {SCHEMA_VERSION}: "
             "pip install -U mirrortuner"
         )
-    missing = [key for key in ("fit", "optimizer") if not isinstance(config.get(key), dict)]
+    missing = [
+        key
+        for key, section in (("fit", config.get("fit")), ("optimizer", optimizer_config(config)))
+        if not isinstance(section, dict)
+    ]
     if missing:
         raise ConfigError(f"{path} has no {' or '.join(missing)} section")
     _check_fit(path, config["fit"])

@@ -100,7 +100,7 @@ def test_a_build_that_compiles_other_names_than_the_spec_is_said_once_and_wins(
     assert trial.user_attrs["compile"]["loss"] == "mae"
     document = export(tmp_path)
     assert document["compile"]["loss"] == "mae" and document["evidence"]["loss"] == "mae"
-    assert document["optimizer"]["class_name"] == "SGD"
+    assert document["recommended"]["optimizer"]["class_name"] == "SGD"
 
 
 def test_custom_objects_train_under_jax_with_the_specs_names_overridden(tmp_path: Path) -> None:

@@ -75,4 +75,4 @@ class SearchResult:
         display.print_trials(out, shown, f"Study {self.study.study_name}")
         rec = current_recommendation(self.study)
         if rec is not None:
-            out.print(display.recommendation_table(rec))
+            display.print_recommendation(out, rec)

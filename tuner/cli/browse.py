@@ -147,7 +147,7 @@ def show(
         if spooled:
             warn(spooled)
         with contextlib.suppress(NoCompleteTrialError):  # nothing to recommend yet
-            out.print(_display.recommendation_table(recommendation(study)))
+            _display.print_recommendation(out, recommendation(study))
 
     guard(call)
 

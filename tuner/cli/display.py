@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from tuner.views.recommendation import answer_text
 from tuner.views.summary import (
     STATUS_COLUMN,
     TRIAL_COLUMNS,
@@ -118,9 +119,25 @@ def print_trials(
     console.print(trials_table(trials, title, console.width, wide), crop=False)
 
 
-def recommendation_table(rec: dict[str, Any]) -> Table:
+def print_recommendation(console: Console, rec: dict[str, Any]) -> None:
+    """The answer in plain words first, the verdict second, then the table behind them (how a
+    search, ``tuner show`` and ``SearchResult.show()`` end)."""
+    console.print()
+    say(console, answer_text(rec), "bold")
+    if rec.get("verdict"):  # wrapped at spaces, as the table's rows: a number is never cut
+        console.print(Text(_unbroken(f"verdict: {rec['verdict']}")))
+    console.print(recommendation_table(rec, verdict=False))
+
+
+def _unbroken(text: str) -> str:
+    """``59 %`` as ``59%``: a terminal would wrap it into ``59`` and ``%``."""
+    return text.replace(" %", "%")
+
+
+def recommendation_table(rec: dict[str, Any], *, verdict: bool = True) -> Table:
     """The recommendation as a two-column table: the labels whole, the text wrapped at spaces
-    (a number is one word, so it is never cut); the verdict, its last row, in bold."""
+    (a number is one word, so it is never cut); the verdict, its last row, in bold (left out
+    with ``verdict=False``: said above the table)."""
     table = Table(
         title="Recommendation",
         title_justify="left",
@@ -131,9 +148,9 @@ def recommendation_table(rec: dict[str, Any]) -> Table:
     table.add_column(style="bold", no_wrap=True)
     table.add_column(overflow="fold")
     for key, value in recommendation_rows(rec):
-        # "59 %" would wrap into "59" and "%": a terminal shows it as "59%".
-        kept = value.replace(" %", "%")
-        table.add_row(Text(key), Text(kept, style="bold" if key == "verdict" else ""))
+        if key == "verdict" and not verdict:
+            continue
+        table.add_row(Text(key), Text(_unbroken(value), style="bold" if key == "verdict" else ""))
     return table
 
 

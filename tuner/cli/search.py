@@ -294,7 +294,7 @@ def _print_search(report: SearchReport, export: Path | None, storage: str) -> No
     if failure is not None:
         raise failure
     rec = recommendation(report.study, storage_url=storage)
-    out.print(display.recommendation_table(rec))
+    display.print_recommendation(out, rec)
     if export is not None:
         write_json(export, rec)
         say_info(f"recommended config written to {export}")

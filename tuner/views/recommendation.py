@@ -53,6 +53,36 @@ def _pair(value: Any) -> tuple[float, float] | None:
     return float(value[0]), float(value[1])
 
 
+def answer_text(rec: dict[str, Any]) -> str:
+    """The answer in plain words, as a Keras user would write it: ``Use global batch 128 (64 per
+    GPU) and Adam(learning_rate=0.002).`` ("per replica" unless the replicas are GPUs; the
+    precision only when it is not float32)."""
+    replicas = int(rec.get("num_replicas") or 1)
+    batch = f"global batch {rec['global_batch_size']}"
+    if replicas > 1:
+        devices = [str(d).lower() for d in rec.get("devices") or []]
+        unit = "GPU" if devices and all("gpu" in d for d in devices) else "replica"
+        batch += f" ({rec['per_replica_batch_size']} per {unit})"
+    optimizer, rate = _optimizer_class(rec), f"{rec['learning_rate']:.6g}"
+    parts = [batch, f"{optimizer}(learning_rate={rate})" if optimizer else f"learning rate {rate}"]
+    precision = str(rec.get("precision") or "float32")
+    if precision != "float32":
+        parts.append(f"the {precision} dtype policy")
+    listed = ", ".join(parts[:-1]) + f"{',' if len(parts) > 2 else ''} and {parts[-1]}"
+    return f"Use {listed}."
+
+
+def _optimizer_class(rec: dict[str, Any]) -> str:
+    """The optimizer's class: the exported config's (schema version 2 or 1), else the class the
+    trial compiled with, else ``""`` (a recommendation without the sections)."""
+    block = rec.get("recommended")
+    optimizer = (block if isinstance(block, dict) else {}).get("optimizer") or rec.get("optimizer")
+    if isinstance(optimizer, dict) and optimizer.get("class_name"):
+        return str(optimizer["class_name"])
+    named = (rec.get("compile") or {}).get("optimizer_class")
+    return named if isinstance(named, str) else ""
+
+
 def recommendation_rows(rec: dict[str, Any]) -> list[tuple[str, str]]:
     """The recommendation as (label, text) pairs; the ``verdict`` sentence, when there is one,
     is the last row."""

@@ -96,7 +96,7 @@ def test_every_rules_optimizer_is_the_one_the_trial_trained_with(rule: str, stor
     if stored == "described":  # a trial stored before the Keras config was
         del described["keras"]
     doc = document(rule, optimizer=described, windows=3)
-    section = doc["optimizer"]
+    section = doc["recommended"]["optimizer"]
     assert doc["provenance"]["optimizer_config_source"] == stored
     assert section["class_name"] == "Adam" and section["module"] == "keras.optimizers"
     config, lr = section["config"], scaled_learning_rate(rule, BASE_LR, BATCH, BASE_BATCH)
@@ -115,7 +115,7 @@ def test_every_rules_optimizer_is_the_one_the_trial_trained_with(rule: str, stor
 
 def test_without_a_stored_optimizer_the_specs_class_at_the_trials_rate() -> None:
     doc = document("sqrt")
-    assert doc["optimizer"] == {
+    assert doc["recommended"]["optimizer"] == {
         "module": "keras.optimizers",
         "class_name": "adam",
         "config": {"learning_rate": pytest.approx(1e-3 * math.sqrt(2), rel=1e-14)},
@@ -142,10 +142,35 @@ def test_the_document_has_the_version_the_sections_and_every_flat_key() -> None:
     trial = make_trial(0, BATCH, "linear", loss=0.5, throughput=1000.0)
     rec = run_recommend([trial])
     doc = export_document(rec, trial, SPEC, None)
-    assert doc["schema_version"] == SCHEMA_VERSION == 1
+    assert doc["schema_version"] == SCHEMA_VERSION == 2
     assert list(doc)[: 1 + len(SECTIONS)] == ["schema_version", *SECTIONS]
     assert set(rec) < set(doc)  # backward compatible: the flat keys stay
+    assert "optimizer" not in doc  # version 2: only in the recommended block
     assert doc["provenance"]["storage"] is None
+
+
+def test_the_recommended_block_is_what_plain_keras_reads() -> None:
+    trial = make_trial(0, BATCH, "linear", loss=0.5, throughput=1000.0, precision="mixed_bfloat16")
+    doc = export_document(run_recommend([trial]), trial, SPEC, None)
+    block = doc["recommended"]
+    assert list(block) == [
+        "global_batch_size", "per_replica_batch_size", "learning_rate", "optimizer", "precision"
+    ]  # fmt: skip
+    assert (block["global_batch_size"], block["per_replica_batch_size"]) == (128, 64)
+    assert block["learning_rate"] == doc["learning_rate"] == pytest.approx(2e-3)
+    assert block["optimizer"]["class_name"] == "adam" and block["precision"] == "mixed_bfloat16"
+    assert type(block["global_batch_size"]) is int
+
+
+def test_no_section_restates_a_flat_key() -> None:
+    doc = document("linear", windows=3)
+    for section in ("distribution", "evidence", "provenance"):
+        assert not set(doc[section]) & set(doc), section
+    assert doc["distribution"] == {
+        "strategy": "MirroredStrategy",
+        "loop": "fit",
+        "update_on": "replicas",
+    }
 
 
 def test_integers_stay_integers_and_floats_get_their_precision() -> None:
@@ -153,15 +178,14 @@ def test_integers_stay_integers_and_floats_get_their_precision() -> None:
     text = json.dumps(doc)
     assert doc["fit"] == {"batch_size": 128, "epochs": 3}
     assert '"batch_size": 128,' in text and '"epochs": 3}' in text
-    distribution = doc["distribution"]
-    assert distribution["num_replicas"] == 2 and distribution["per_replica_batch_size"] == 64
-    assert all(type(distribution[k]) is int for k in ("num_replicas", "per_replica_batch_size"))
-    schedule = doc["optimizer"]["config"]["learning_rate"]["config"]
+    assert doc["num_replicas"] == 2 and doc["per_replica_batch_size"] == 64
+    assert all(type(doc[k]) is int for k in ("num_replicas", "per_replica_batch_size"))
+    schedule = doc["recommended"]["optimizer"]["config"]["learning_rate"]["config"]
     assert type(schedule["warmup_steps"]) is int and type(schedule["decay_steps"]) is int
     assert type(doc["trial_number"]) is int and type(doc["global_batch_size"]) is int
-    # Measurements: 6 significant digits, in the flat keys and in evidence alike.
-    assert doc["throughput"] == doc["evidence"]["throughput_samples_per_s"] == 21687.3
-    assert doc["final_loss"] == doc["evidence"]["final_loss"] == 0.00402431
+    # Measurements: 6 significant digits.
+    assert doc["throughput"] == 21687.3
+    assert doc["final_loss"] == 0.00402431
     assert doc["per_device_signature"]["2x cpu"]["throughput"] == 21687.3
 
 
@@ -189,10 +213,10 @@ def test_evidence_and_distribution_carry_units_in_their_names() -> None:
     )
     evidence = doc["evidence"]
     assert evidence["throughput_spread_fraction"] == 0.113415
-    assert evidence["gradient_noise_scale_samples"] == 39.395
+    assert doc["gradient_noise_scale"] == 39.395
     assert evidence["epoch_train_losses"] == [0.5, 0.25]
     assert evidence["peak_memory_bytes"] == 123_456_789 and evidence["loss"] == "mse"
-    assert doc["distribution"]["devices"] == ["/cpu:0", "/cpu:1"]
+    assert doc["devices"] == ["/cpu:0", "/cpu:1"]
     assert doc["provenance"]["model"] == "m:build" and doc["provenance"]["data"] == "m:data"
 
 
@@ -210,7 +234,7 @@ def test_provenance_masks_the_storage_password(url: str) -> None:
     doc = recommendation(study, storage_url=url)
     storage = doc["provenance"]["storage"]
     assert "***@" in storage and "s3cr3t" not in json.dumps(doc) and "p@ss" not in storage
-    assert doc["provenance"]["study_name"] == "masked" and doc["provenance"]["trial_number"] == 0
+    assert doc["study_name"] == "masked" and doc["trial_number"] == 0
 
 
 def test_model_hyperparameters_are_kept_exactly_while_settings_lose_float_noise() -> None:
@@ -229,7 +253,7 @@ def test_model_hyperparameters_are_kept_exactly_while_settings_lose_float_noise(
     assert tidied["learning_rate"] == 0.8
 
 
-def test_evidence_carries_the_intervals_the_ties_and_the_verdict() -> None:
+def test_evidence_carries_the_runs_and_the_flat_keys_the_intervals_and_the_verdict() -> None:
     trials = [
         measured_trial(0, 64, runs=[980.0, 1000.0, 1020.0]),
         measured_trial(1, 128, runs=[990.0, 1030.0, 1050.0]),
@@ -237,18 +261,18 @@ def test_evidence_carries_the_intervals_the_ties_and_the_verdict() -> None:
     rec = run_recommend(
         trials, baselines={"2x cpu": {"throughput": 600.0, "throughput_ci": [590, 610]}}
     )
-    evidence = export_document(rec, trials[0], SPEC, None)["evidence"]
-    assert evidence["verdict"] == rec["verdict"] and "tied" in evidence["verdict"]
-    assert evidence["tied_with"] == [1] and evidence["tie_rule"] == rec["tie_rule"]
-    assert evidence["runs"] == 3 and evidence["run_throughputs_samples_per_s"] == [980, 1000, 1020]
-    assert evidence["throughput_ci_method"] == "t over 3 runs"
+    doc = export_document(rec, trials[0], SPEC, None)
+    evidence = doc["evidence"]
+    assert "verdict" not in evidence and doc["verdict"] == rec["verdict"]
+    assert doc["tied_with"] == rec["tied_with"] and doc["tie_rule"] == rec["tie_rule"]
+    assert doc["runs"] == 3 and evidence["run_throughputs_samples_per_s"] == [980, 1000, 1020]
+    assert doc["throughput_ci_method"] == "t over 3 runs"
     runs_ci = log_t_interval([980.0, 1000.0, 1020.0])
     assert runs_ci is not None
-    assert evidence["throughput_ci_samples_per_s"] == rounded(runs_ci.as_list(), 6)
-    assert evidence["speedup_ci"] == rounded(rec["speedup_ci"], 6)
-    assert evidence["scaling_efficiency_ci"] == rounded(rec["scaling_efficiency_ci"], 6)
-    assert evidence["loss_tolerance_source"] == "--tolerance"
-    assert "target_loss" not in evidence  # no target, no time-to-target evidence
+    assert doc["throughput_ci"] == rounded(runs_ci.as_list(), 6)
+    assert doc["speedup_ci"] == rounded(rec["speedup_ci"], 6)
+    assert doc["loss_tolerance_source"] == "--tolerance"
+    assert "target_curve" not in evidence  # no target, no time-to-target evidence
 
 
 def test_evidence_of_a_time_to_target_study() -> None:
@@ -257,10 +281,11 @@ def test_evidence_of_a_time_to_target_study() -> None:
         target_curve=[[2048, 0.3], [4096, 0.09]],
     )  # fmt: skip
     rec = run_recommend([trial], target_loss=0.1)
-    evidence = export_document(rec, trial, SPEC, None)["evidence"]
-    assert evidence["target_loss"] == 0.1 and evidence["reached_target"] is True
-    assert evidence["samples_to_target"] == 4096 and evidence["time_to_target_s"] == 11.0
-    assert evidence["time_to_target_ci_s"] == rounded(rec["time_to_target_ci"], 6)
+    doc = export_document(rec, trial, SPEC, None)
+    evidence = doc["evidence"]
+    assert doc["target_loss"] == 0.1 and doc["reached_target"] is True
+    assert doc["samples_to_target"] == 4096 and doc["time_to_target_s"] == 11.0
+    assert doc["time_to_target_ci"] == rounded(rec["time_to_target_ci"], 6)
     assert (evidence["compile_s"], evidence["eval_s"]) == (1.5, 0.25)
     assert evidence["target_curve"] == [[2048, 0.3], [4096, 0.09]]
 
@@ -296,5 +321,5 @@ def test_a_stored_study_passes_its_seed_noise() -> None:
     assert (
         rec["loss_tolerance"] == pytest.approx(0.4) and rec["loss_tolerance_source"] == "seed noise"
     )
-    assert rec["evidence"]["seed_final_losses"] == [1.0, 1.3, 0.9]
+    assert rec["seed_final_losses"] == [1.0, 1.3, 0.9]
     assert rec["candidates"] == [0, 1, 2]

@@ -2,11 +2,15 @@
 (:func:`tuner.core.recommend._pipeline.recommend`), the chosen trial and the study's spec.
 
 On top of the recommendation's flat keys (kept as they are: scripts rely on them) it adds
-``schema_version`` and six sections: ``fit`` (the arguments of ``model.fit``), ``optimizer``
-(the optimizer as trained, in the form ``keras.optimizers.get`` accepts), ``compile`` (the
-precision: the Keras dtype policy and whether the optimizer is loss-scaled; the loss and
-optimizer class used, and whether the user's build compiled them), ``distribution``,
-``evidence`` and ``provenance``. Units are in key names (``throughput_samples_per_s``);
+``schema_version`` and six sections: ``recommended`` (what a training script needs, read with
+plain Keras: the global and per-replica batch, the learning rate, the optimizer as trained in the
+form ``keras.optimizers.deserialize`` takes, the precision), ``fit`` (the arguments of
+``model.fit``), ``compile`` (whether the optimizer is loss-scaled; the loss and optimizer class
+used, and whether the user's build compiled them), ``distribution``, ``evidence`` and
+``provenance``. A section holds only what no flat key states (schema version 2): the optimizer
+lives in ``recommended`` alone, the verdict and the measurements in the flat keys alone; the
+fixed names that say one value twice are ``fit.batch_size``, ``compile.dtype_policy`` and the
+``recommended`` block's copies of flat keys. Units are in key names (``throughput_samples_per_s``);
 integers stay integers; measurements keep 6 significant digits, settings 15 (float64 noise such
 as 0.7999999999999999 dropped; Keras casts them to float32 anyway); a non-finite float becomes
 ``null`` (JSON has no NaN).
@@ -21,9 +25,11 @@ from optuna.trial import FrozenTrial
 
 from tuner.core.optimizers import from_description
 
-SCHEMA_VERSION = 1
-"""Raised when a key of the JSON is removed or changes meaning; new keys may come without it."""
-SECTIONS = ("fit", "optimizer", "compile", "distribution", "evidence", "provenance")
+SCHEMA_VERSION = 2
+"""Raised when a key of the JSON is removed or changes meaning; new keys may come without it.
+2: the ``recommended`` block; ``optimizer`` moved into it; the sections lost their copies of
+flat keys."""
+SECTIONS = ("recommended", "fit", "compile", "distribution", "evidence", "provenance")
 DEFAULT_PRECISION = "float32"
 """The precision of a recommendation that names none (written before precisions were)."""
 MEASURED_DIGITS = 6
@@ -78,15 +84,28 @@ def export_document(
     optimizer, source = optimizer_section(attrs, workload.get("optimizer") or "adam", rec)
     document = {
         "schema_version": SCHEMA_VERSION,
+        "recommended": recommended_section(rec, optimizer),
         "fit": fit_section(rec, attrs, search),
-        "optimizer": optimizer,
         "compile": compile_section(rec, attrs, workload),
-        "distribution": distribution_section(rec, attrs, search),
+        "distribution": distribution_section(attrs, search),
         "evidence": evidence_section(rec, attrs, workload),
-        "provenance": provenance_section(rec, attrs, workload, storage, source),
+        "provenance": provenance_section(attrs, workload, storage, source),
         **{key: value for key, value in rec.items() if key not in ("schema_version", *SECTIONS)},
     }
     return tidy_document(document)
+
+
+def recommended_section(rec: dict[str, Any], optimizer: dict[str, Any]) -> dict[str, Any]:
+    """What a training script needs, under the names a plain-Keras script reads: ``optimizer``
+    is what ``keras.optimizers.deserialize`` takes, ``precision`` what
+    ``keras.mixed_precision.set_global_policy`` takes."""
+    return {
+        "global_batch_size": int(rec["global_batch_size"]),
+        "per_replica_batch_size": int(rec["per_replica_batch_size"]),
+        "learning_rate": float(rec["learning_rate"]),
+        "optimizer": optimizer,
+        "precision": str(rec.get("precision") or DEFAULT_PRECISION),
+    }
 
 
 def optimizer_section(
@@ -161,17 +180,11 @@ def compiled_with(attrs: dict[str, Any], workload: dict[str, Any]) -> dict[str, 
     return section
 
 
-def distribution_section(
-    rec: dict[str, Any], attrs: dict[str, Any], search: dict[str, Any]
-) -> dict[str, Any]:
-    """How the trial was spread: replicas, per-replica batch, devices, loop."""
+def distribution_section(attrs: dict[str, Any], search: dict[str, Any]) -> dict[str, Any]:
+    """How the trial was spread beyond the flat keys (replicas, batches, devices): the
+    strategy and the loop."""
     return {
         "strategy": "MirroredStrategy",
-        "num_replicas": int(rec["num_replicas"]),
-        "per_replica_batch_size": int(rec["per_replica_batch_size"]),
-        "global_batch_size": int(rec["global_batch_size"]),
-        "devices": list(rec.get("devices") or []),
-        "device_signature": rec.get("device_signature"),
         "loop": attrs.get("loop", search.get("loop", "fit")),
         "update_on": attrs.get("update_on", search.get("update_on", "replicas")),
     }
@@ -180,43 +193,15 @@ def distribution_section(
 def evidence_section(
     rec: dict[str, Any], attrs: dict[str, Any], workload: dict[str, Any]
 ) -> dict[str, Any]:
-    """What the choice stands on: the chosen trial's measurements, their intervals, its rivals
-    and the verdict."""
+    """What the choice stands on beyond the flat keys (the verdict, the measurements and their
+    intervals, the rivals): the loss the values are of, the losses and run throughputs behind
+    them, and with a target the time it took apart from training."""
     return {
-        "policy": rec.get("policy"),
-        "verdict": rec.get("verdict"),
-        "candidates": list(rec.get("candidates") or []),
-        "tied_with": list(rec.get("tied_with") or []),
-        "tie_rule": rec.get("tie_rule"),
-        "loss_tolerance_fraction": rec.get("loss_tolerance"),
-        "loss_tolerance_source": rec.get("loss_tolerance_source"),
-        "seed_loss_spread_fraction": rec.get("seed_loss_spread"),
-        "seed_final_losses": rec.get("seed_final_losses"),
         "loss": _used_loss(attrs, workload),
-        "final_loss": rec.get("final_loss"),
-        "train_loss": rec.get("train_loss"),
         "epoch_train_losses": list(attrs.get("epoch_losses") or []),
-        "throughput_samples_per_s": rec.get("throughput"),
-        "throughput_ci_samples_per_s": rec.get("throughput_ci"),
-        "throughput_ci_method": rec.get("throughput_ci_method"),
-        "runs": rec.get("runs"),
         "run_throughputs_samples_per_s": attrs.get("repeats"),
         "throughput_spread_fraction": attrs.get("throughput_spread"),
-        "baseline_throughput_samples_per_s": rec.get("baseline_throughput"),
-        "speedup_vs_single_device": rec.get("speedup_vs_single_device"),
-        "speedup_ci": rec.get("speedup_ci"),
-        "scaling_efficiency": rec.get("scaling_efficiency"),
-        "scaling_efficiency_ci": rec.get("scaling_efficiency_ci"),
-        "gradient_noise_scale_samples": rec.get("gradient_noise_scale"),
-        "statistical_efficiency": rec.get("statistical_efficiency"),
-        "goodput_samples_per_s": rec.get("goodput"),
-        "input_throughput_samples_per_s": rec.get("input_throughput"),
-        "input_bound": rec.get("input_bound"),
         "peak_memory_bytes": attrs.get("peak_memory_bytes"),
-        "largest_feasible_batch_size": rec.get("largest_feasible_batch_size"),
-        "oom_batch_sizes": list(rec.get("oom_batch_sizes") or []),
-        "train_samples": rec.get("train_samples_used"),
-        "val_samples": rec.get("val_samples_used"),
         **target_evidence(rec, attrs),
     }
 
@@ -231,16 +216,11 @@ def _used_loss(attrs: dict[str, Any], workload: dict[str, Any]) -> Any:
 
 
 def target_evidence(rec: dict[str, Any], attrs: dict[str, Any]) -> dict[str, Any]:
-    """With a target loss: the chosen trial's time to it, what it took apart from training
-    (compilation, evaluation), and the loss at each check (nothing without a target)."""
+    """With a target loss: what its time took apart from training (compilation, evaluation),
+    and the loss at each check (nothing without a target; the time is a flat key)."""
     if rec.get("target_loss") is None:
         return {}
     return {
-        "target_loss": rec["target_loss"],
-        "reached_target": rec.get("reached_target"),
-        "samples_to_target": rec.get("samples_to_target"),
-        "time_to_target_s": rec.get("time_to_target_s"),
-        "time_to_target_ci_s": rec.get("time_to_target_ci"),
         "compile_s": attrs.get("compile_s"),
         "eval_s": attrs.get("eval_s"),
         "target_curve": attrs.get("target_curve"),
@@ -248,19 +228,15 @@ def target_evidence(rec: dict[str, Any], attrs: dict[str, Any]) -> dict[str, Any
 
 
 def provenance_section(
-    rec: dict[str, Any],
     attrs: dict[str, Any],
     workload: dict[str, Any],
     storage: str | None,
     optimizer_source: str,
 ) -> dict[str, Any]:
-    """Where the JSON comes from: study, trial, storage (password masked), versions."""
+    """Where the JSON comes from beyond the flat keys (study, trial, versions, time): storage
+    (password masked), host, the workload's functions."""
     return {
-        "study_name": rec["study_name"],
-        "trial_number": rec["trial_number"],
         "storage": storage,
-        "created_at": rec.get("created_at"),
-        "versions": dict(rec.get("versions") or {}),
         "host": attrs.get("host"),
         "model": workload.get("model"),
         "data": workload.get("data") or workload.get("dataset"),
