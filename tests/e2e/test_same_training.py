@@ -1,6 +1,7 @@
 """Each configuration trains once, with real TensorFlow on two CPU replicas and real SQLite: at
 the base batch the rules none, linear and sqrt give one learning rate, so one child trains it and
-the other two grid points are recorded ``same_as`` it."""
+the other two grid points are recorded ``same_as`` it; with ``--no-noise-scale`` no child
+measures the noise scale, and arrays in memory do not make a trial input-bound."""
 
 from __future__ import annotations
 
@@ -26,9 +27,16 @@ def test_the_base_batch_points_of_three_rules_train_once(tmp_path: Path) -> None
     # A child leaves its phase timings on the trial; a same_as trial ran none.
     children = [t for t in trials if "timings" in t.user_attrs]
     assert len(children) == 4  # batch 64 once, batch 128 once per rule
+    for child in children:  # --no-noise-scale: no measurement taken, none of its time spent
+        assert "gradient_noise_scale" not in child.user_attrs
+        assert child.user_attrs["timings"]["noise_scale_s"] == 0.0
     base = [t for t in trials if t.params["global_batch_size"] == 64]
     (original,) = [t for t in base if "same_as" not in t.user_attrs]
     twins = [t for t in base if t is not original]
+    # Arrays in memory feed faster than the model trains at batch 64: not input-bound (a slow
+    # pipeline is: tests/e2e/test_real_inputs.py).
+    assert original.user_attrs["input_bound"] is False, original.user_attrs
+    assert original.user_attrs["input_throughput"] > original.user_attrs["throughput"]
     assert sorted(t.params["lr_rule"] for t in base) == ["linear", "none", "sqrt"]
     for twin in twins:
         assert twin.user_attrs["same_as"] == original.number
