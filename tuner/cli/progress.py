@@ -169,6 +169,16 @@ _AT_SPACES: dict[str, Any] = {
     "break_on_hyphens": False,
 }
 """A plan line wraps at spaces only: ``20,793`` or ``0.005384`` is never cut."""
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    """``text`` in lines of at most ``width``, broken at spaces, never after ``≤`` or ``≈``."""
+    for sign in "≤≈":
+        text = text.replace(f"{sign} ", f"{sign}\xa0")
+    lines = textwrap.wrap(text, width, **_AT_SPACES) or [text]
+    return [line.replace("\xa0", " ") for line in lines]
+
+
 _ELAPSED_WIDTH = 7
 """``0:01:30``: rich's elapsed-time column."""
 
@@ -231,7 +241,7 @@ class SearchProgress(Tracker):
         return self._progress
 
     def _say(self, line: str) -> None:
-        self._print(textwrap.wrap(line, self._console.width, **_AT_SPACES))
+        self._print(_wrap(line, self._console.width))
 
     def _print(self, lines: list[str], status: str = "ok") -> None:
         for line in lines:
@@ -289,7 +299,8 @@ class SearchProgress(Tracker):
         self._update_search()
 
     def note(self, message: str) -> None:
-        say(self._console, f"  {message}")
+        for line in _wrap(message, self._console.width - 2):
+            say(self._console, f"  {line}")
 
     def trial_finished(self, number: int, outcome: TrialOutcome) -> None:
         seconds = self.finish_trial(number, outcome)
@@ -342,11 +353,16 @@ class LogProgress(Tracker):
         return "\n".join([lines[0], *(" " * self._stamp + line for line in lines[1:])])
 
     def _say(self, line: str) -> None:
-        if self._width is not None:
-            indent = " " * (self._stamp + 4)
-            lines = textwrap.wrap(line, self._width - self._stamp, **_AT_SPACES)
-            line = "\n".join([lines[0], *(indent + rest.strip() for rest in lines[1:])])
-        self._log.info("%s", line)
+        self._log.info("%s", self._wrapped(line))
+
+    def _wrapped(self, text: str) -> str:
+        """``text`` wrapped at spaces to the width (if any), the lines after the first indented
+        past the timestamp."""
+        if self._width is None:
+            return text
+        indent = " " * (self._stamp + 4)
+        lines = _wrap(text, self._width - self._stamp)
+        return "\n".join([lines[0], *(indent + rest.strip() for rest in lines[1:])])
 
     def trial_started(self, number: int, position: int, total: int, params: dict[str, Any]) -> None:
         self.start_trial(number, position, total, params)
@@ -377,7 +393,7 @@ class LogProgress(Tracker):
             self._log.log(level, "%s", self._fit(head, parts))
 
     def note(self, message: str) -> None:
-        self._log.info("%s", message)
+        self._log.info("%s", self._wrapped(message))
 
     def trial_finished(self, number: int, outcome: TrialOutcome) -> None:
         seconds = self.finish_trial(number, outcome)
