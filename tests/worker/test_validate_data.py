@@ -71,3 +71,16 @@ def test_the_digest_reads_strings_by_their_contents() -> None:
     a = determinism.batch_digest((tf.constant([b"ab", b"c"]),))
     assert a == determinism.batch_digest((tf.constant([b"ab", b"c"]),))
     assert a != determinism.batch_digest((tf.constant([b"a", b"bc"]),))
+
+
+def test_the_control_run_replays_each_batch_reversed_with_the_digests_as_read() -> None:
+    data = tf.data.Dataset.from_tensor_slices((X, X[:, :1])).batch(4).repeat()
+    plain, digests = determinism.fixed_batches(data, 2)
+    reversed_, same = determinism.fixed_batches(data, 2, reorder=True)
+    for (x, y), (rx, ry) in zip(plain.take(2), reversed_.take(2), strict=True):
+        assert np.array_equal(rx.numpy(), x.numpy()[::-1])  # the examples and their labels
+        assert np.array_equal(ry.numpy(), y.numpy()[::-1])  # reversed together
+    assert same == digests  # the same batches, for the digest comparison
+    numpy_batches = iter([(X[:4], X[:4, :1])])
+    replay, _ = determinism.fixed_batches(numpy_batches, 1, reorder=True)
+    assert np.array_equal(next(replay)[0], X[:4][::-1])

@@ -17,6 +17,11 @@ five checks compare them:
   replica's own step), plus peak memory and NVML utilisation per GPU where available;
 * **learning rate** — the optimizer holds the rule's learning rate.
 
+When loss parity or the final weights fail their fixed tolerance, a third child, the control,
+runs one device again with each batch's examples reversed: how far rounding order alone moves
+the model, against which those two are judged again
+(:data:`~tuner.driver.validate_checks.CONTROL_FACTOR`).
+
 The checks are pure (:mod:`tuner.driver.validate_checks`); ``run_validation`` runs the
 children.
 """
@@ -37,8 +42,10 @@ from tuner.core.scaling import scaled_learning_rate
 from tuner.core.spec import LOSS_REDUCTIONS, StudySpec
 from tuner.driver.children import ChildRunner, child_runner, validate_request
 from tuner.driver.validate_checks import (
+    CONTROLLED,
     Check,
     evaluate,
+    loss_difference,
 )
 
 DEFAULT_STEPS = 20
@@ -68,7 +75,7 @@ def run_validation(
     runner = runner if runner is not None else child_runner()
     lr = scaled_learning_rate(lr_rule, spec.search.base_lr, batch, spec.search.base_batch_size)
     with tempfile.TemporaryDirectory(prefix="tuner-validate-") as folder:
-        results, files = [], []
+        results, files, requests = [], [], []
         for run_plan in (plan.single_device(), plan):
             files.append(Path(folder) / f"weights-{run_plan.num_replicas}.npz")
             request = replace(
@@ -77,6 +84,7 @@ def run_validation(
                 ),
                 weights_file=str(files[-1]),
             )
+            requests.append(request)
             run = runner.run(request, run_plan.child_environment(), timeout_s)
             results.append(_result(run, run_plan))
         single, multi = results
@@ -85,8 +93,44 @@ def run_validation(
         names = list(multi.get("variable_names", []))
         one, many = files
         compared = weights.compare_files(one, many, names, multi.get("model_variables"))
-    checks = evaluate(single, multi, global_batch=batch, learning_rate=lr, weights=compared)
+        checks = evaluate(single, multi, global_batch=batch, learning_rate=lr, weights=compared)
+        if any(c.name in CONTROLLED and not c.passed for c in checks):
+            again = Path(folder) / "weights-control.npz"
+            request = replace(requests[0], weights_file=str(again))  # the one-device run's
+            control = _control(runner, request, plan.single_device(), timeout_s, single)
+            control["weights"] = weights.compare_files(
+                one, again, names, multi.get("model_variables")
+            )
+            checks = evaluate(
+                single,
+                multi,
+                global_batch=batch,
+                learning_rate=lr,
+                weights=compared,
+                control=control,
+            )
     return _report(spec, plan, checks, multi, loss_reduction, batch, lr, lr_rule)
+
+
+REORDER_ENV = "TUNER_VALIDATE_REORDER"
+"""Asks a validation child to replay each batch's examples in reverse order (the worker's
+``determinism.REORDER_ENV``): the control run."""
+
+
+def _control(
+    runner: ChildRunner,
+    request: Any,
+    single_plan: DevicePlan,
+    timeout_s: float,
+    single: dict[str, Any],
+) -> dict[str, Any]:
+    """The control run: one device again, each batch's examples reversed — the same training in
+    another float32 rounding order. How far it lands from the first one-device run is how far
+    rounding order alone moves this model (:data:`~tuner.driver.validate_checks.CONTROL_FACTOR`).
+    Run only when loss parity or the final weights fail their fixed tolerance."""
+    env = {**single_plan.child_environment(), REORDER_ENV: "1"}
+    result = _result(runner.run(request, env, timeout_s), single_plan)
+    return {"loss_relative_difference": loss_difference(single, result)}
 
 
 def _report(

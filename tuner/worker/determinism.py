@@ -181,10 +181,20 @@ def seed_everything(seed: int) -> None:
     keras.utils.set_random_seed(seed)
 
 
-def fixed_batches(stream: Any, count: int) -> tuple[Any, list[str] | None]:
+REORDER_ENV = "TUNER_VALIDATE_REORDER"
+"""Set (to ``1``) in the environment of validate's control run: one device, each batch's
+examples in reverse order (:func:`fixed_batches`)."""
+
+
+def fixed_batches(stream: Any, count: int, reorder: bool = False) -> tuple[Any, list[str] | None]:
     """The first ``count`` batches of ``stream`` read once, in order, through one iterator, and a
     stream that replays exactly them; with each batch's digest (``None`` where they cannot be
     read back: a dataset function's stream, distributed already, or ragged tensors).
+
+    ``reorder`` replays each batch with its examples in reverse order (the digests are the
+    batches' as read): the same training, mathematically — a batch's loss, moments and gradient
+    are sums over its examples — in another float32 rounding order, as a right N-replica run
+    is. Validate's control run measures with it how far rounding order alone moves the model.
 
     Why: a ``shuffle`` reshuffled each pass draws the next pass's seeds from a generator that
     every iterator over the dataset shares, and Keras's ``fit`` under ``MirroredStrategy`` opens
@@ -193,14 +203,19 @@ def fixed_batches(stream: Any, count: int) -> tuple[Any, list[str] | None]:
     run's first loss 0.27501 instead of 0.26097 in 2 of 6 runs). Batches replayed from memory
     hold no random state, and their digests show whether the two runs read the same data."""
     if hasattr(stream, "element_spec") and hasattr(stream, "take"):  # a tf.data.Dataset
-        return _fixed_dataset(stream, count)
+        return _fixed_dataset(stream, count, reorder)
     if hasattr(stream, "__next__"):  # JAX: an endless iterator of NumPy batches
         batches = list(itertools.islice(stream, count))
-        return itertools.cycle(batches), [batch_digest(b) for b in batches]
+        replayed = [keras.tree.map_structure(_reversed, b) for b in batches] if reorder else batches
+        return itertools.cycle(replayed), [batch_digest(b) for b in batches]
     return stream, None
 
 
-def _fixed_dataset(dataset: Any, count: int) -> tuple[Any, list[str] | None]:
+def _reversed(array: Any) -> Any:
+    return np.asarray(array)[::-1]
+
+
+def _fixed_dataset(dataset: Any, count: int, reorder: bool) -> tuple[Any, list[str] | None]:
     import tensorflow as tf  # only here: the stream is a tf.data dataset, TensorFlow is loaded
 
     options = tf.data.Options()
@@ -212,7 +227,8 @@ def _fixed_dataset(dataset: Any, count: int) -> tuple[Any, list[str] | None]:
         ]
     except (TypeError, ValueError):  # ragged or sparse parts: no NumPy form to replay
         return dataset, None
-    stacked = tf.nest.map_structure(lambda *parts: np.stack(parts), *batches)
+    replayed = [tf.nest.map_structure(_reversed, b) for b in batches] if reorder else batches
+    stacked = tf.nest.map_structure(lambda *parts: np.stack(parts), *replayed)
     replay = tf.data.Dataset.from_tensor_slices(stacked)  # constants: no seed, no state
     return replay.repeat(), [batch_digest(b) for b in batches]
 

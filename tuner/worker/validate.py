@@ -15,6 +15,7 @@ Backend-neutral: the session's loop (:mod:`tuner.worker.backends.tensorflow._loo
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +45,9 @@ def _validation_run(request: ValidateRequest, emit: Emit) -> Result:
     determinism.seed_everything(request.seed)  # before the workload's data function runs
     session = open_session(request, emit, record_steps=True)
     session.train_data, digests = determinism.fixed_batches(
-        session.train_data, session.steps * session.windows
+        session.train_data,
+        session.steps * session.windows,
+        reorder=os.environ.get(determinism.REORDER_ENV) == "1",
     )
     loop = session.loop
     neutralized = determinism.make_deterministic(loop.model)  # before the first step traces
