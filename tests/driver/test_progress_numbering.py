@@ -50,6 +50,7 @@ class Recorder:
 
     def epoch_finished(self, event: EpochEvent) -> None:
         self.events.append(("epoch", event.epoch))
+        self.told.append(("epoch", event.epoch))
 
     def trial_progress(self, event: ProgressEvent) -> None:
         self.events.append(("progress", event.samples))
@@ -111,7 +112,7 @@ def test_the_plan_then_every_phase_and_every_training_that_is_no_trial(
         "planned",
         SearchPlan(check=1, baseline=2, grid=4, seeds=1, repeats_at_most=4),
     )
-    told = [what for what in recorder.told[1:] if what[0] != "ended"]
+    told = [what for what in recorder.told[1:] if what[0] not in ("ended", "epoch")]
     # Every training that is no trial is announced (and ended), in the phases' order; racing
     # says each round's repeats (one score for every point: all tied) and that the race is over.
     assert told == [
@@ -124,4 +125,7 @@ def test_the_plan_then_every_phase_and_every_training_that_is_no_trial(
         ("phase", ("repeats", 3)),
         ("phase", ("repeats", 0)),
     ]
-    assert len(recorder.told) - len(told) - 1 == 4  # each of the 4 trainings ended
+    assert recorder.told.count(("ended", None)) == 4  # each of the 4 trainings ended
+    # A baseline run's epochs reach the observer while it runs (its bar moves), as a trial's.
+    first = recorder.told.index(("training", "baseline · batch 64"))
+    assert recorder.told[first + 1 : first + 3] == [("epoch", 1), ("ended", None)]

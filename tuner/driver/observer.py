@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from tuner.core.outcome import TrialOutcome
 from tuner.core.plan import SearchPlan
-from tuner.core.protocol import EpochEvent, ProgressEvent
+from tuner.core.protocol import EpochEvent, Event, ProgressEvent
 
 if TYPE_CHECKING:
     from tuner.core.outcome import ChildRun
@@ -109,9 +109,16 @@ class _Observed:
     ) -> ChildRun:
         self._observer.training_started(self._label)
         try:
-            return self._runner.run(request, env, timeout_s, on_event)
+            return self._runner.run(request, env, timeout_s, on_event or self._progress)
         finally:
             self._observer.training_finished()
+
+    def _progress(self, event: Event) -> None:
+        """A child nobody else listens to: its epochs and steps move the running bar."""
+        if isinstance(event, EpochEvent):
+            self._observer.epoch_finished(event)
+        elif isinstance(event, ProgressEvent):
+            self._observer.trial_progress(event)
 
 
 def quiet_optuna() -> None:
