@@ -18,6 +18,7 @@ from trials import make_trial, measured_trial, run_recommend
 from tuner.views.batch_figures import study_figures
 from tuner.views.dashboard import publish
 from tuner.views.dashboard_page import PLOT_HEIGHT_PX, WIDE_PLOTS_STYLE, wide_plots
+from tuner.views.note import study_note
 from tuner.views.report import render_html
 
 WINDOW = 1400
@@ -154,3 +155,14 @@ def test_the_dashboard_shows_tuners_plots_full_width_with_the_legend_below(
         page.close()
         proc.send_signal(signal.SIGINT)
         proc.communicate(timeout=30)
+
+
+def test_the_note_lists_a_configurations_runs_under_its_representative() -> None:
+    trials = busy_study()
+    lines = study_note("wide", trials, {}, run_recommend(trials), "now").splitlines()
+    (first,) = [n for n, line in enumerate(lines) if line.startswith("| 6 |")]
+    runs = lines[first + 1 : first + 4]
+    assert [line.split(" | ")[0] for line in runs] == ["| ↳ #0", "| ↳ #3", "| ↳ #6"]
+    assert [line.split(" | ")[-1] for line in runs] == [f"run {n} of #6 |" for n in (1, 2, 3)]
+    assert "runs #0, #3, #6" in lines[first]
+    assert "= #6 (same training)" in next(line for line in lines if line.startswith("| 1 |"))

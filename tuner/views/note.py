@@ -17,7 +17,13 @@ from optuna.trial import FrozenTrial
 from tuner.core.configurations import infeasible_batch_sizes, unique_trials
 from tuner.views.recommendation import tie_text
 from tuner.views.runs import representatives, run_numbers
-from tuner.views.summary import TRIAL_COLUMNS, environment_rows, recommendation_rows, trial_rows
+from tuner.views.summary import (
+    TRIAL_COLUMNS,
+    environment_rows,
+    recommendation_rows,
+    run_rows,
+    trial_rows,
+)
 from tuner.views.target_data import has_target
 
 _MARKDOWN_SPECIALS = re.compile(r"([\\`*_\[\]<>|~$&])")
@@ -131,11 +137,10 @@ def study_note(
     parts.append(
         "### Trials (one per grid point; a configuration that ran several times: its runs)"
     )
-    parts.append(
-        markdown_table(
-            [h for h, _ in TRIAL_COLUMNS], trial_rows(unique, note_width=80, every=trials)
-        )
-    )
+    rows, ordered = [], sorted(unique, key=lambda t: t.number)  # trial_rows' order
+    for trial, row in zip(ordered, trial_rows(ordered, note_width=80, every=trials), strict=True):
+        rows += [row, *run_rows(trial, trials)]  # its runs listed under the representative
+    parts.append(markdown_table([h for h, _ in TRIAL_COLUMNS], rows))
     parts.append("### Devices and versions")
     parts.append(markdown_table(["", ""], environment_rows(study_attrs, unique)))
     parts.append(

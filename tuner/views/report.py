@@ -22,14 +22,14 @@ from tuner.core.errors import ConfigError, PngExportError
 from tuner.files import atomic_write_text
 from tuner.views.batch_figures import study_figures
 from tuner.views.recommendation import tie_text
-from tuner.views.runs import each_run, representatives
+from tuner.views.runs import representatives
 from tuner.views.summary import (
     STATUS_COLUMN,
     TRIAL_COLUMNS,
     TRIAL_WRAPPING,
     environment_rows,
-    fmt,
     recommendation_rows,
+    run_rows,
     trial_layout,
     trial_rows,
 )
@@ -101,24 +101,6 @@ def trials_table(
     cut = [[row[i] for i in shown] for row in table_rows]
     status = shown.index(STATUS_COLUMN) if STATUS_COLUMN in shown else None
     return _table(headers, cut, aligns, status, css_class="trials", row_classes=classes)
-
-
-def run_rows(
-    trial: optuna.trial.FrozenTrial, every: Sequence[optuna.trial.FrozenTrial]
-) -> list[list[str]]:
-    """The rows under a representative, one per run it rests on (:func:`each_run`): the run's
-    trial number, throughput and final loss, and ``run 2 of #9``."""
-    columns = [header for header, _ in TRIAL_COLUMNS]
-    rows = []
-    runs = each_run(trial, every)
-    for index, (number, throughput, loss) in enumerate(runs, start=1):
-        cells = [""] * len(columns)
-        cells[columns.index("#")] = f"↳ #{number}"
-        cells[columns.index("samples/s")] = fmt(throughput, ",.0f")
-        cells[columns.index("final loss")] = fmt(loss, ".4g")
-        cells[columns.index("note")] = f"run {index} of #{trial.number}"
-        rows.append(cells)
-    return rows
 
 
 def render_html(

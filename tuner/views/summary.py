@@ -22,6 +22,7 @@ from tuner.views.columns import Layout, fit_columns
 from tuner.views.recommendation import recommendation_rows as recommendation_rows
 from tuner.views.recommendation import seconds_text, span_text
 from tuner.views.runs import (
+    each_run,
     interval,
     original_number,
     representative,
@@ -325,6 +326,22 @@ def trial_rows(
         first = representative(original_number(trial), group) or trial
         runs = [first.number, *(n for n in run_numbers(trial, group) if n != first.number)]
         rows.append(trial_cells(trial, note_width, shown_measurement(trial, every), runs))
+    return rows
+
+
+def run_rows(trial: FrozenTrial, every: Sequence[FrozenTrial]) -> list[list[str]]:
+    """The rows under a representative, one per run it rests on (:func:`each_run`): the run's
+    trial number, throughput and final loss, and ``run 2 of #9``."""
+    columns = [header for header, _ in TRIAL_COLUMNS]
+    rows = []
+    runs = each_run(trial, every)
+    for index, (number, throughput, loss) in enumerate(runs, start=1):
+        cells = [""] * len(columns)
+        cells[columns.index("#")] = f"↳ #{number}"
+        cells[columns.index("samples/s")] = fmt(throughput, ",.0f")
+        cells[columns.index("final loss")] = fmt(loss, ".4g")
+        cells[columns.index("note")] = f"run {index} of #{trial.number}"
+        rows.append(cells)
     return rows
 
 
