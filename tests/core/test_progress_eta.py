@@ -176,3 +176,18 @@ def test_a_busy_machine_is_one_whose_load_takes_half_its_cores() -> None:
         busiest(None, quiet) == quiet
         and busiest(quiet, load_record(0.2, 2, 0, "u"))["measured_at"] == "u"
     )
+
+
+def test_a_resumed_study_says_what_is_left_of_the_plan() -> None:
+    clock = FakeClock()
+    tracker = Said(clock)
+    tracker.planned(SearchPlan(check=1, baseline=2, grid=4, seeds=1, repeats_at_most=4))
+    _train(tracker, clock, "workload check", 10.0)
+    tracker.phase("baseline", 0)  # stored by the first run
+    tracker.phase("grid", 4)  # nothing measured before: no new line
+    assert len(tracker.lines) == 1
+    tracker.phase("grid", 1)
+    assert tracker.lines[-1] == (
+        "left: 2 trainings (≤ 6 with repeats): 1 grid, 1 seeds, ≤ 4 repeats; "
+        "the time is estimated once a training has run"
+    )

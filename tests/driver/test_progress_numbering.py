@@ -120,6 +120,7 @@ def test_the_plan_then_every_phase_and_every_training_that_is_no_trial(
         ("phase", ("baseline", 2)),
         ("training", "baseline · batch 64"),
         ("training", "baseline · batch 64"),
+        ("phase", ("grid", 4)),
         ("phase", ("seeds", 1)),
         ("training", "seed run · batch 64"),
         ("phase", ("repeats", 3)),
@@ -129,3 +130,8 @@ def test_the_plan_then_every_phase_and_every_training_that_is_no_trial(
     # A baseline run's epochs reach the observer while it runs (its bar moves), as a trial's.
     first = recorder.told.index(("training", "baseline · batch 64"))
     assert recorder.told[first + 1 : first + 3] == [("epoch", 1), ("ended", None)]
+    # Resumed: the baseline, the grid and the seeds are stored, so their phases say none left.
+    again = Recorder()
+    run_search(spec, PLAN, url, observer=again, runner=EventfulChild(lambda r: ok(64)))
+    phases = [what for kind, what in again.told if kind == "phase"]
+    assert phases[:3] == [("baseline", 0), ("grid", 0), ("seeds", 0)], again.told

@@ -44,9 +44,11 @@ class Tracker:
         self._say(plan_line(plan))
 
     def phase(self, name: str, trainings: int) -> None:
+        resumed = name == "grid" and trainings < self._plan.grid  # points measured before
         self._phase = name
         self._plan = self._plan.with_phase(name, trainings)
-        if name == "repeats" and trainings and self._planned:  # racing adds a round: the plan grows
+        grows = name == "repeats" and trainings > 0  # racing adds a round
+        if self._planned and (grows or resumed):
             self._say(self._plan_now())
 
     def training_started(self, label: str) -> None:

@@ -24,6 +24,7 @@ from tuner.core.plan import busy_line, plan_of
 from tuner.core.probe import DEFAULT_PROBE_STEPS
 from tuner.core.protocol import DEFAULT_TRIAL_TIMEOUT_S
 from tuner.core.spec import StudySpec, check_study_name
+from tuner.core.trials import claimed_count, settled_grid_points
 from tuner.driver import machine, probing, workload_check
 from tuner.driver.baseline import prepare_baseline
 from tuner.driver.children import ChildRunner, child_runner, spares
@@ -177,6 +178,7 @@ def _search(
         timeout_s=trial_timeout_s,
         observer=observer,
     )
+    observer.phase("grid", _grid_left(study, spec))  # a resumed study: fewer than planned
     launched, grid_size = run_trials(
         study,
         spec,
@@ -252,6 +254,14 @@ def _prepare(
                 study, spec, plan, precision, runner=runner, timeout_s=timeout_s, observer=observer
             )
     return probing.probed_oom(study, plan)
+
+
+def _grid_left(study: optuna.Study, spec: StudySpec) -> int:
+    """Grid points (a joint search: trials of its budget) no run has settled yet."""
+    trials = study.get_trials(deepcopy=False)
+    if spec.search.joint:
+        return max(0, spec.search.trials - claimed_count(trials))
+    return len(grid_points(spec)) - len(settled_grid_points(trials))
 
 
 def _still_running(study: optuna.Study) -> int:
