@@ -82,7 +82,7 @@ def test_the_report_table_fits_a_1400_px_window(chromium: Any, tmp_path: Path) -
         runs = page.eval_on_selector_all(
             "table.trials tr.run", "rows => rows.map(r => r.innerText.split('\t'))"
         )
-        assert [cells[0] for cells in runs] == ["↳ #0", "↳ #3", "↳ #6"]
+        assert [cells[0] for cells in runs] == ["↳\u00a0#0", "↳\u00a0#3", "↳\u00a0#6"]
         assert [cells[-1] for cells in runs] == [f"run {n} of #6" for n in (1, 2, 3)]
         assert "13,100" in runs[0] and "0.0062" in runs[0]
         page.locator("table.trials").scroll_into_view_if_needed()
@@ -162,7 +162,7 @@ def test_the_note_lists_a_configurations_runs_under_its_representative() -> None
     lines = study_note("wide", trials, {}, run_recommend(trials), "now").splitlines()
     (first,) = [n for n, line in enumerate(lines) if line.startswith("| 6 |")]
     runs = lines[first + 1 : first + 4]
-    assert [line.split(" | ")[0] for line in runs] == ["| ↳ #0", "| ↳ #3", "| ↳ #6"]
+    assert [line.split(" | ")[0] for line in runs] == ["| ↳\u00a0#0", "| ↳\u00a0#3", "| ↳\u00a0#6"]
     assert [line.split(" | ")[-1] for line in runs] == [f"run {n} of #6 |" for n in (1, 2, 3)]
     assert "runs #0, #3, #6" in lines[first]
     assert "= #6 (same training)" in next(line for line in lines if line.startswith("| 1 |"))

@@ -72,6 +72,15 @@ element ``user-defined-plot:<id>``). optuna-dashboard places stored plots after 
 front, history, importance and timeline; tuner cannot move them up."""
 
 
+def trials_markdown(unique: Sequence[FrozenTrial], trials: Sequence[FrozenTrial]) -> str:
+    """The trials table, each representative followed by its runs."""
+    ordered = sorted(unique, key=lambda t: t.number)  # trial_rows' order
+    rows = []
+    for trial, row in zip(ordered, trial_rows(ordered, note_width=80, every=trials), strict=True):
+        rows += [row, *run_rows(trial, trials)]  # its runs listed under the representative
+    return markdown_table([header for header, _ in TRIAL_COLUMNS], rows)
+
+
 def best_trials_text(rec: dict[str, Any], runs: Sequence[int] = ()) -> str:
     """Why optuna-dashboard's "Best Trials" need not hold the pick, in one sentence with the
     tolerance and the candidates it makes equal; ``runs``: the trials the pick's configuration
@@ -137,10 +146,7 @@ def study_note(
     parts.append(
         "### Trials (one per grid point; a configuration that ran several times: its runs)"
     )
-    rows, ordered = [], sorted(unique, key=lambda t: t.number)  # trial_rows' order
-    for trial, row in zip(ordered, trial_rows(ordered, note_width=80, every=trials), strict=True):
-        rows += [row, *run_rows(trial, trials)]  # its runs listed under the representative
-    parts.append(markdown_table([h for h, _ in TRIAL_COLUMNS], rows))
+    parts.append(trials_markdown(unique, trials))
     parts.append("### Devices and versions")
     parts.append(markdown_table(["", ""], environment_rows(study_attrs, unique)))
     parts.append(

@@ -337,7 +337,7 @@ def run_rows(trial: FrozenTrial, every: Sequence[FrozenTrial]) -> list[list[str]
     runs = each_run(trial, every)
     for index, (number, throughput, loss) in enumerate(runs, start=1):
         cells = [""] * len(columns)
-        cells[columns.index("#")] = f"↳ #{number}"
+        cells[columns.index("#")] = f"↳\u00a0#{number}"  # one word: never broken
         cells[columns.index("samples/s")] = fmt(throughput, ",.0f")
         cells[columns.index("final loss")] = fmt(loss, ".4g")
         cells[columns.index("note")] = f"run {index} of #{trial.number}"
