@@ -24,12 +24,14 @@ import os
 import platform
 from collections.abc import Mapping
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
 import optuna
 
 from tuner.core.protocol import TrialRequest
 from tuner.core.spec import DEFAULT_LOSS, DEFAULT_OPTIMIZER
+from tuner.driver import compile_cache
 
 
 def reuse_key(request: TrialRequest, study_attrs: Mapping[str, Any], signature: str) -> str:
@@ -93,8 +95,17 @@ _RUNTIME_PREFIXES = ("TF_", "XLA_", "OMP_", "MKL_", "KMP_", "CUDA_", "JAX_", "KE
 oneDNN switch, XLA's flags, visible devices, a memory cap)."""
 
 
+_NOT_SPEED = frozenset({*compile_cache.environment(Path()), compile_cache.CACHE_ENV})
+"""The compilation cache's variables: they change how long a child compiles, not how fast it
+trains, so a baseline measured with or without the cache is the same measurement."""
+
+
 def _runtime_environment() -> dict[str, str]:
-    return {k: v for k, v in sorted(os.environ.items()) if k.startswith(_RUNTIME_PREFIXES)}
+    return {
+        k: v
+        for k, v in sorted(os.environ.items())
+        if k.startswith(_RUNTIME_PREFIXES) and k not in _NOT_SPEED
+    }
 
 
 def find_baseline(study: optuna.Study, key: str, repeats: int) -> tuple[str, dict[str, Any]] | None:

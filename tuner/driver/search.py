@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tuner.core.errors import ConfigError, TunerError
+from tuner.driver import compile_cache
 from tuner.driver import study as _study
 from tuner.driver import validate as _validate
 from tuner.driver.names import check_names
@@ -102,20 +103,21 @@ def search(
     def before_trials(runner: ChildRunner) -> None:
         _before_trials(spec, plan, options, front, runner)
 
-    return _study.run_search(
-        spec,
-        plan,
-        options.storage,
-        study_name=options.study_name,
-        trial_timeout_s=options.trial_timeout,
-        heartbeat_s=options.heartbeat or None,  # 0: off
-        storage_wait_s=options.storage_wait,
-        probe=options.probe,
-        baseline=options.baseline,
-        observer=front,
-        on_study=on_study,
-        on_checked=before_trials,
-    )
+    with compile_cache.activated(options.storage, spec.workload.backend, front.note):
+        return _study.run_search(
+            spec,
+            plan,
+            options.storage,
+            study_name=options.study_name,
+            trial_timeout_s=options.trial_timeout,
+            heartbeat_s=options.heartbeat or None,  # 0: off
+            storage_wait_s=options.storage_wait,
+            probe=options.probe,
+            baseline=options.baseline,
+            observer=front,
+            on_study=on_study,
+            on_checked=before_trials,
+        )
 
 
 def _before_trials(
