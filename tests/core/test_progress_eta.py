@@ -103,7 +103,7 @@ def test_the_plan_comes_first_then_its_time_which_counts_every_phase() -> None:
     tracker = Said(clock)
     tracker.planned(SearchPlan(check=1, baseline=2, grid=2, seeds=1, repeats_at_most=2))
     assert tracker.lines == [
-        "plan: 6 trainings (≤ 8 with repeats): 1 check, 2 baseline, 2 grid, 1 seeds, "
+        "plan: 6 trainings (≤ 8 with repeats): 1 check, 2 baseline, 2 grid, 1 seed, "
         "≤ 2 repeats; the time is estimated once a training has run"
     ]
     _train(tracker, clock, "workload check", 10.0)  # shorter than a training: not timed
@@ -113,7 +113,7 @@ def test_the_plan_comes_first_then_its_time_which_counts_every_phase() -> None:
     # 20 s a training × (1 baseline run + 2 grid points + 1 seed run) left; 2 repeats may come.
     assert tracker.eta() == 80.0 and tracker.eta(at_most=True) == 120.0
     assert tracker.lines[-1] == (
-        "left: 4 trainings (≤ 6 with repeats): 1 baseline, 2 grid, 1 seeds, ≤ 2 repeats; "
+        "left: 4 trainings (≤ 6 with repeats): 1 baseline, 2 grid, 1 seed, ≤ 2 repeats; "
         "≈ 80 s at this machine's speed (≤ 2 min with repeats)"
     )
     assert tracker.eta_text() == "ETA 80 s, ≤ 2 min with repeats"
@@ -129,7 +129,9 @@ def test_the_plan_comes_first_then_its_time_which_counts_every_phase() -> None:
     _train(tracker, clock, "seed run · batch 64", 30.0)
     assert tracker.eta() == 0.0 and tracker.eta(at_most=True) == 60.0
     tracker.phase("repeats", 1)  # racing queues one repeat: the plan is said again
-    assert tracker.lines[-1].startswith("left: 1 training (≤ 2 with repeats): ≤ 2 repeats; ≈ 30 s")
+    assert tracker.lines[-1].startswith(
+        "left: 1 training (≤ 2 with repeats): 1 repeat (≤ 2); ≈ 30 s"
+    )
     tracker.start_trial(2, 3, 3, {})  # the repeat: the trial counts run on
     assert tracker.counts() == (6, 7) and tracker.eta(at_most=True) == 60.0
     clock.now += 30.0
@@ -188,6 +190,6 @@ def test_a_resumed_study_says_what_is_left_of_the_plan() -> None:
     assert len(tracker.lines) == 1
     tracker.phase("grid", 1)
     assert tracker.lines[-1] == (
-        "left: 2 trainings (≤ 6 with repeats): 1 grid, 1 seeds, ≤ 4 repeats; "
+        "left: 2 trainings (≤ 6 with repeats): 1 grid, 1 seed, ≤ 4 repeats; "
         "the time is estimated once a training has run"
     )

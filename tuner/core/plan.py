@@ -97,12 +97,14 @@ def plan_line(
     time is said to come once a training has run; ``head`` names the line (``left`` once the
     search is under way)."""
     counts = plan.counts()
-    parts = [f"{n} {phase}" for phase, n in counts.items() if n and phase != "repeats"]
+    parts = [_count(n, phase) for phase, n in counts.items() if n and phase != "repeats"]
     bound = max(plan.repeats, plan.repeats_at_most)
-    if bound > plan.repeats:
+    if plan.repeats and bound > plan.repeats:  # a round queued; later rounds may add more
+        parts.append(f"{_count(plan.repeats, 'repeats')} (≤ {bound})")
+    elif bound > plan.repeats:
         parts.append(f"≤ {bound} repeats")
     elif plan.repeats:
-        parts.append(f"{plan.repeats} repeats")
+        parts.append(_count(plan.repeats, "repeats"))
     head = f"{head}: {_trainings(plan.total)}"
     if plan.at_most > plan.total:
         head += f" (≤ {plan.at_most} with repeats)"
@@ -117,6 +119,13 @@ def plan_line(
 
 def _trainings(n: int) -> str:
     return f"{n} training" + ("" if n == 1 else "s")
+
+
+def _count(n: int, phase: str) -> str:
+    """``1 seed``, ``2 seeds``, ``3 baseline``: a phase's count as the plan line says it."""
+    if phase in ("seeds", "repeats"):
+        return f"{n} {phase[:-1] if n == 1 else phase}"
+    return f"{n} {phase}"
 
 
 def load_record(load: float, cores: int, gpu_processes: int, measured_at: str) -> dict[str, Any]:
