@@ -11,7 +11,13 @@ from typing import Any
 import optuna
 
 from tuner.core.errors import ConfigError, NoCompleteTrialError, StudyNotFoundError
-from tuner.core.recommend import DEFAULT_TOLERANCE, default_policy, export_document, recommend
+from tuner.core.recommend import (
+    DEFAULT_TIE_MARGIN,
+    DEFAULT_TOLERANCE,
+    default_policy,
+    export_document,
+    recommend,
+)
 from tuner.core.spec import check_study_name
 from tuner.core.trials import all_diverged, nothing_completed
 from tuner.storage import mask_password, open_storage
@@ -54,16 +60,19 @@ def recommendation(
     tolerance: float | None = None,
     policy: str | None = None,
     storage_url: str | None = None,
+    tie_margin: float | None = None,
 ) -> dict[str, Any]:
     """The recommended-config JSON of a stored study (``policy``: one of ``POLICIES``): the
     recommendation's flat keys with ``schema_version`` and the sections of
     :func:`tuner.core.recommend.export_document`; ``storage_url`` (its password masked)
     goes into ``provenance``. ``policy`` ``None``: the default for the stored spec's target loss
     (``time-to-target`` with one); ``tolerance`` ``None``: the stored spec's, else
-    ``DEFAULT_TOLERANCE`` (the seed noise may raise either)."""
+    ``DEFAULT_TOLERANCE`` (the seed noise may raise either); ``tie_margin`` ``None``:
+    ``DEFAULT_TIE_MARGIN``."""
     spec = study.user_attrs.get("spec", {})
     trials = study.get_trials(deepcopy=False)
-    rec = _recommend(study, trials, tolerance, policy)
+    margin = DEFAULT_TIE_MARGIN if tie_margin is None else tie_margin
+    rec = _recommend(study, trials, tolerance, policy, margin)
     chosen = next(t for t in trials if t.number == rec["trial_number"])
     shown = None if storage_url is None else mask_password(storage_url)
     return export_document(rec, chosen, spec, shown)
@@ -74,6 +83,7 @@ def _recommend(
     trials: list[optuna.trial.FrozenTrial],
     tolerance: float | None,
     policy: str | None,
+    tie_margin: float,
 ) -> dict[str, Any]:
     """:func:`tuner.core.recommend.recommend` over a stored study's trials."""
     spec = study.user_attrs.get("spec", {})
@@ -99,6 +109,7 @@ def _recommend(
         policy=default_policy(target) if policy is None else policy,
         target_loss=target,
         seed_noise=study.user_attrs.get("seed_noise"),
+        tie_margin=tie_margin,
     )
 
 

@@ -23,7 +23,8 @@ RUNS = [13100.0, 17216.0, 18372.0]
 
 def raced_study() -> list:
     """Batch 64 trains once (#1 and #2 are ``same_as`` #0) and is raced to 3 runs (#6, #7);
-    batch 128 linear is raced too (#8) and stays tied with it; 256 ran out of memory."""
+    batch 128 linear is raced too (#8) and stays tied with it (2 % faster: within the 5 % tie
+    margin); 256 ran out of memory."""
     return [
         measured_trial(0, 64, "none", runs=RUNS[:1], loss=0.0062, **_window_ci(12500, 13800)),
         make_trial(1, 64, "linear", loss=0.0062, throughput=RUNS[0], same_as=0, repeats=RUNS[:1]),
@@ -33,7 +34,7 @@ def raced_study() -> list:
         measured_trial(6, 64, "none", runs=RUNS[:2], loss=0.0062, repeat_of=0, repeat_index=2),
         measured_trial(7, 64, "none", runs=RUNS, loss=0.0062, repeat_of=0, repeat_index=3),
         measured_trial(
-            8, 128, "linear", runs=[25000.0, 23000.0, 26000.0], loss=0.0061, repeat_of=4
+            8, 128, "linear", runs=[17500.0, 16900.0, 18000.0], loss=0.0061, repeat_of=4
         ),
         make_trial(10, 256, "linear", status="oom", error="OOM when allocating"),
     ]
@@ -331,7 +332,7 @@ def test_the_report_and_the_note_show_the_tie_and_end_with_the_verdict() -> None
     rec = run_recommend(trials)
     page = render_html("raced", trials, {}, rec, {}, "now")
     body = page.split('<p class="lead" id="recommendation">')[1]
-    assert "Tied with #8; still tied after the repeats" in body.split("</p>")[0]
+    assert "Tied with #8; within the tie margin" in body.split("</p>")[0]
     verdict = page.index('id="verdict"')
     assert verdict > page.index("<h2>Devices and versions</h2>")  # the page ends with it
     assert page[verdict:].count("<h2>") == 0

@@ -22,7 +22,7 @@ from tuner.cli.options import (
     write_json,
 )
 from tuner.core.errors import ConfigError, NoCompleteTrialError
-from tuner.core.recommend import DEFAULT_TOLERANCE, POLICY
+from tuner.core.recommend import DEFAULT_TIE_MARGIN, DEFAULT_TOLERANCE, POLICY
 from tuner.files import check_output
 from tuner.storage import DEFAULT_STORAGE, mask_password, storage_read_only
 from tuner.views import DASHBOARD_HOST, DASHBOARD_PORT
@@ -33,6 +33,21 @@ OutputOpt = Annotated[
         "--output", "-o", "--export", help="Write here instead of stdout (--export as in search)."
     ),
 ]
+
+TieMarginOpt = Annotated[
+    float | None,
+    typer.Option(
+        help="Candidates whose throughput (goodput, time to target) is within this relative "
+        "margin of the best are practically equal: the smallest global batch of them is "
+        "picked. Beyond it the better measured value is, with how sure the runs are.",
+        show_default=str(DEFAULT_TIE_MARGIN),
+    ),
+]
+
+
+def _check_margin(tie_margin: float | None) -> None:
+    if tie_margin is not None and not 0 <= tie_margin < 1:
+        raise ConfigError(f"--tie-margin must be in [0, 1), got {tie_margin}")
 
 
 def export_cmd(
@@ -65,6 +80,7 @@ def export_cmd(
             "storage and the note stays as `tuner search` left it.",
         ),
     ] = False,
+    tie_margin: TieMarginOpt = None,
 ) -> None:
     """Write the recommended-config JSON of a study (with --update-note, also its dashboard note
     and plots)."""
@@ -73,10 +89,13 @@ def export_cmd(
     def call() -> None:
         if tolerance is not None and not 0 <= tolerance < 1:
             raise ConfigError(f"--tolerance must be in [0, 1), got {tolerance}")
+        _check_margin(tie_margin)
         if output is not None:  # refused before the note and plots are rewritten
             check_output(output, "--output")
         study = load_study(storage, study_name)
-        rec = recommendation(study, tolerance, value(policy), storage_url=storage)
+        rec = recommendation(
+            study, tolerance, value(policy), storage_url=storage, tie_margin=tie_margin
+        )
         if update_note:
             _update_note(study, rec, storage)
         if output is None:
@@ -121,6 +140,7 @@ def show(
             "stored field of each trial at full precision, on stdout alone.",
         ),
     ] = ShowFormat.table,
+    tie_margin: TieMarginOpt = None,
 ) -> None:
     """Print a study's trials as a table (one row per grid point unless --all)."""
     from tuner.cli import display as _display
@@ -130,6 +150,7 @@ def show(
     from tuner.views.summary import hidden_columns, records_text, trial_rows, wide_hint
 
     def call() -> None:
+        _check_margin(tie_margin)
         study = load_study(storage, study_name)
         trials = study.get_trials(deepcopy=False)
         shown = trials if all_trials else unique_trials(trials)
@@ -147,7 +168,7 @@ def show(
         if spooled:
             warn(spooled)
         with contextlib.suppress(NoCompleteTrialError):  # nothing to recommend yet
-            _display.print_recommendation(out, recommendation(study))
+            _display.print_recommendation(out, recommendation(study, tie_margin=tie_margin))
 
     guard(call)
 

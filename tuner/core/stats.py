@@ -12,13 +12,17 @@ throughput (and time to target) is reported with a 95 % interval and compared th
   noise inside one process (windows of one run share its placement and warm caches), so it is
   narrower than the run-to-run noise; its method says so, and racing always gives a candidate a
   second run before trusting it.
-* A ratio (speedup = throughput / baseline throughput): the two intervals' relative half-widths
-  on the log scale, added in quadrature (the usual error propagation for a quotient).
+* A ratio (speedup = throughput / baseline throughput, or one candidate's throughput over
+  another's): the two intervals' relative half-widths on the log scale, added in quadrature (the
+  usual error propagation for a quotient).
+* How sure a close call is: a bootstrap over the runs (:func:`bootstrap_wins`), seeded, so the
+  same runs always give the same count.
 """
 
 from __future__ import annotations
 
 import math
+import random
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -112,6 +116,34 @@ def ratio_interval(
     half = math.hypot(*(h for h in halves if h is not None))
     ratio = num / den
     return Interval(ratio * math.exp(-half), ratio * math.exp(half), "log-ratio, quadrature")
+
+
+BOOTSTRAP_RESAMPLES = 1000
+"""Resamples of :func:`bootstrap_wins`: enough for a share to the nearest few per cent."""
+
+
+def bootstrap_wins(
+    ours: Sequence[float],
+    theirs: Sequence[float],
+    *,
+    higher_is_better: bool = True,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = 0,
+) -> int | None:
+    """In how many of ``resamples`` bootstrap resamples of the runs the median of ``ours`` is
+    better than the median of ``theirs`` (strictly; each side resampled with replacement, the
+    same number of runs as it has). ``None`` when either side has no run or neither has two: a
+    resample of single runs only repeats them. Seeded: the same runs give the same count."""
+    if not ours or not theirs or max(len(ours), len(theirs)) < 2:
+        return None
+    rng = random.Random(seed)
+    sign = 1.0 if higher_is_better else -1.0
+    wins = 0
+    for _ in range(resamples):
+        mine = statistics.median(rng.choices(ours, k=len(ours)))
+        other = statistics.median(rng.choices(theirs, k=len(theirs)))
+        wins += sign * (mine - other) > 0
+    return wins
 
 
 def _log_half_width(ci: Interval) -> float | None:

@@ -189,13 +189,14 @@ def tolerance_text(rec: dict[str, Any]) -> str:
 
 
 def tie_text(rec: dict[str, Any]) -> str:
-    """``tied with #5 (…)``, and the rule that picked among the tied ones."""
+    """``tied with #5; …``: the candidates practically equal to the pick (within the tie
+    margin), and the rule that picked among them."""
     tied = rec.get("tied_with") or []
     if not tied:
         return ""
     names = ", ".join(f"#{n}" for n in tied)
     rule = rec.get("tie_rule") or ""
-    return f"tied with {names}; {rule}" if rule else f"tied with {names} (95 % intervals overlap)"
+    return f"tied with {names}; {rule}" if rule else f"tied with {names} (practically equal)"
 
 
 def target_text(rec: dict[str, Any]) -> str:

@@ -1,17 +1,20 @@
-"""Ties in the recommendation: candidates whose 95 % intervals overlap the best one's are tied,
-the smallest global batch of the tie is picked, and the JSON and the verdict say so."""
+"""Ties in the recommendation, decided by the ratio of the values: candidates within the tie
+margin (5 %) of the best value are practically equal and the smallest global batch of them is
+picked; a candidate the pick beats only within the noise (the ratio's 95 % interval reaches 1) is
+a close call, with a seeded bootstrap of how sure the pick is; the JSON and the verdict say so."""
 
 from __future__ import annotations
 
 import pytest
 from trials import make_trial, measured_trial, run_recommend, target_trial
 
-from tuner.core.racing import TIE_RULE, to_repeat
+from tuner.core.racing import to_repeat
 from tuner.core.recommend._candidates import candidate_entries, choose, loss_tolerance
-from tuner.core.stats import throughput_interval
+from tuner.core.recommend._ties import MARGIN_TIE_RULE
+from tuner.core.stats import bootstrap_wins, ratio_interval, throughput_interval
 
 
-def test_overlapping_intervals_tie_and_the_smaller_batch_is_picked() -> None:
+def test_values_within_the_margin_tie_and_the_smaller_batch_is_picked() -> None:
     trials = [
         measured_trial(0, 64, runs=[980.0, 1000.0, 1020.0]),
         measured_trial(1, 128, runs=[990.0, 1030.0, 1050.0]),  # faster, within the noise
@@ -19,14 +22,74 @@ def test_overlapping_intervals_tie_and_the_smaller_batch_is_picked() -> None:
     ]
     rec = run_recommend(trials)
     assert rec["trial_number"] == 0 and rec["global_batch_size"] == 64
-    assert rec["tied_with"] == [1]
-    assert rec["tie_rule"] == TIE_RULE
+    assert rec["tied_with"] == [1] and rec["tie_margin"] == 0.05
+    assert rec["tie_rule"] == MARGIN_TIE_RULE
+    assert rec["close_calls"] == []  # batch 256 is clearly slower: its ratio's interval is > 1
     assert rec["runs"] == 3
     assert rec["throughput_ci_method"] == "t over 3 runs"
     low, high = rec["throughput_ci"]
     assert low < 1000.0 < high
-    assert "trial 1 is tied with the pick" in rec["verdict"]
+    assert "trial 1 is within 5 % of the best throughput (practically equal)" in rec["verdict"]
     assert "smallest global batch (64)" in rec["verdict"]
+
+
+def test_overlapping_intervals_twice_as_fast_go_to_the_faster_with_how_sure() -> None:
+    # Issue 30: batch 128 at 20,793 samples/s (CI 12.4k-37.9k) and batch 64 at 10,480
+    # (6.76k-18.6k): the intervals overlap, and batch 64 was picked at half the speed.
+    trials = [
+        measured_trial(0, 64, runs=[7600.0, 10480.0, 16000.0]),
+        measured_trial(1, 128, runs=[13000.0, 20793.0, 31000.0]),
+    ]
+    first, second = trials[0].user_attrs["throughput_ci"], trials[1].user_attrs["throughput_ci"]
+    assert first[1] > second[0]  # the two intervals overlap
+    rec = run_recommend(trials)
+    assert rec["trial_number"] == 1 and rec["global_batch_size"] == 128
+    assert rec["tied_with"] == [] and rec["tie_rule"] == ""
+    (call,) = rec["close_calls"]
+    assert call["trial_number"] == 0 and call["global_batch_size"] == 64
+    assert call["ratio"] == pytest.approx(20793.0 / 10480.0)
+    low, high = call["ratio_ci"]
+    assert low < 1 < high  # the data do not settle it...
+    assert 900 <= call["resamples_won"] < 1000 and call["resamples"] == 1000  # ...but lean
+    assert (
+        f"batch 128 is faster than batch 64 (trial 0) in {call['resamples_won']} of 1000 "
+        "resamples of the runs (1.98×, 95 % CI"
+    ) in rec["verdict"]
+    assert rec["verdict"].endswith("more repeats would settle it")
+    assert run_recommend(trials)["close_calls"] == rec["close_calls"]  # seeded: the same count
+
+
+def test_the_margin_decides_what_is_practically_equal() -> None:
+    trials = [
+        measured_trial(0, 64, runs=[980.0, 1000.0, 1020.0]),
+        measured_trial(1, 128, runs=[990.0, 1030.0, 1050.0]),  # 3 % faster
+    ]
+    strict = run_recommend(trials, tie_margin=0.0)
+    assert strict["trial_number"] == 1 and strict["tied_with"] == []
+    assert [c["trial_number"] for c in strict["close_calls"]] == [0]
+    loose = run_recommend(trials, tie_margin=0.05)
+    assert loose["trial_number"] == 0 and loose["tied_with"] == [1]
+
+
+def test_the_ratio_interval_is_the_speedups_arithmetic() -> None:
+    trials = [
+        measured_trial(0, 64, runs=[7600.0, 10480.0, 16000.0]),
+        measured_trial(1, 128, runs=[13000.0, 20793.0, 31000.0]),
+    ]
+    (call,) = run_recommend(trials)["close_calls"]
+    cis = [throughput_interval(t.user_attrs["repeats"], []) for t in trials]
+    expected = ratio_interval(20793.0, cis[1], 10480.0, cis[0])
+    assert expected is not None
+    assert call["ratio_ci"] == pytest.approx(expected.as_list())
+
+
+def test_the_bootstrap_is_seeded_and_needs_two_runs() -> None:
+    ours, theirs = [10.0, 14.0, 30.0], [9.0, 12.0, 13.0]
+    wins = bootstrap_wins(ours, theirs)
+    assert wins == bootstrap_wins(ours, theirs) and wins is not None and 0 < wins < 1000
+    assert bootstrap_wins([10.0, 11.0], [1.0, 2.0]) == 1000
+    assert bootstrap_wins([1.0, 2.0], [10.0, 11.0], higher_is_better=False) == 1000
+    assert bootstrap_wins([10.0], [9.0]) is None and bootstrap_wins([], [9.0, 8.0]) is None
 
 
 def test_separated_intervals_pick_the_best_without_a_tie() -> None:
@@ -40,14 +103,14 @@ def test_separated_intervals_pick_the_best_without_a_tie() -> None:
     assert "tied" not in rec["verdict"]
 
 
-def test_without_intervals_the_highest_value_wins_as_before() -> None:
+def test_without_intervals_the_highest_value_wins_beyond_the_margin() -> None:
     # Studies stored before intervals: a value without one counts as exact.
     trials = [
         make_trial(0, 64, loss=1.0, throughput=100.0),
-        make_trial(1, 128, loss=1.0, throughput=101.0),
+        make_trial(1, 128, loss=1.0, throughput=110.0),
     ]
     rec = run_recommend(trials)
-    assert rec["trial_number"] == 1 and rec["tied_with"] == []
+    assert rec["trial_number"] == 1 and rec["tied_with"] == [] and rec["close_calls"] == []
     assert rec["throughput_ci"] is None and rec["throughput_ci_method"] is None
     assert rec["runs"] == 1
 
@@ -114,6 +177,8 @@ def test_racing_gets_the_same_candidates_with_unknown_intervals_kept_unknown() -
     ]
     assert to_repeat(entries, 3) == [0, 1]  # both need a second run before anything is decided
     chosen, decision = choose([trials[0], trials[1]], "loss-then-throughput")
+    assert chosen.number == decision.chosen == 0 and decision.tied_with == [1]  # 1 % apart
+    chosen, decision = choose([trials[0], trials[1]], "loss-then-throughput", margin=0.0)
     assert chosen.number == decision.chosen == 1
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from trials import SIGNATURE, make_trial, measured_trial, run_recommend
 
+from tuner.core.recommend._ties import CloseCall
 from tuner.core.recommend._verdict import measure_speedup, verdict
 from tuner.core.stats import Interval, ratio_interval
 
@@ -39,7 +40,7 @@ def test_an_interval_across_one_is_no_faster_within_the_noise() -> None:
 def test_ties_are_named_in_the_same_sentence() -> None:
     text = sentence(1930.0, 1910.0, 1950.0, tied_with=(7, 3))
     assert text.endswith(
-        "; trials 3 and 7 are tied with the pick within the noise (95 % intervals overlap), "
+        "; trials 3 and 7 are within 5 % of the best throughput (practically equal), "
         "so the smallest global batch (64) was picked"
     )
     assert text.count(".") <= 3  # one sentence: the only dots are decimals
@@ -49,6 +50,22 @@ def test_a_tie_at_one_batch_says_the_value_decided() -> None:
     speedup = measure_speedup(1930.0, Interval(1910.0, 1950.0, "t"), 2, BASELINE)
     text = verdict(speedup, (3,), 128, same_batch=True)
     assert text.endswith("so the better measured value at batch 128 was picked")
+
+
+def test_a_close_call_says_how_sure_and_what_would_settle_it() -> None:
+    speedup = measure_speedup(1930.0, Interval(1910.0, 1950.0, "t"), 2, BASELINE)
+    call = CloseCall(4, 64, 1.984, Interval(0.93, 4.22, "log-ratio"), 870)
+    text = verdict(speedup, (), 128, close=[call])
+    assert text.endswith(
+        "; batch 128 is faster than batch 64 (trial 4) in 870 of 1000 resamples of the runs "
+        "(1.98×, 95 % CI 0.93–4.22); more repeats would settle it"
+    )
+    single = CloseCall(4, 64, 1.5, None, None)
+    text = verdict(speedup, (), 128, close=[single], policy="time-to-target")
+    assert "batch 128 reaches the target sooner than batch 64 (trial 4) on the point " in text
+    assert text.endswith(
+        "(1.50×), but the runs are too few to resample; more repeats would settle it"
+    )
 
 
 def test_the_interval_is_the_ratio_of_the_two_throughput_intervals() -> None:

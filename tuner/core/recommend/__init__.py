@@ -1,7 +1,8 @@
 """From trials to a recommendation, and the recommended-config JSON (pure).
 
 The pipeline: ``_candidates`` (the configurations within the loss tolerance, and the policy's
-pick among them), ``_policy`` (the policies and the tolerance), ``_verdict`` (the speedup over
+pick among them), ``_ties`` (the pick by the ratio of the values: the tie margin and the close
+calls), ``_policy`` (the policies, the tolerance and the tie margin), ``_verdict`` (the speedup over
 one device), ``_fields`` (the fields of one device signature's recommendation), ``_pipeline``
 (:func:`recommend`, which ties them together) and ``_export`` (the JSON a training script reads).
 
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
     from tuner.core.recommend._export import SCHEMA_VERSION, export_document
     from tuner.core.recommend._pipeline import recommend
     from tuner.core.recommend._policy import (
+        DEFAULT_TIE_MARGIN,
         DEFAULT_TOLERANCE,
         POLICIES,
         POLICY,
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
     from tuner.core.recommend._verdict import baseline_at, baseline_key
 
 _EXPORTS = {
+    "DEFAULT_TIE_MARGIN": "_policy",
     "DEFAULT_TOLERANCE": "_policy",
     "POLICIES": "_policy",
     "POLICY": "_policy",
@@ -41,6 +44,7 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "DEFAULT_TIE_MARGIN",
     "DEFAULT_TOLERANCE",
     "POLICIES",
     "POLICY",

@@ -6,16 +6,18 @@
 * The candidates: ``loss-then-throughput`` and ``goodput`` keep the representatives whose final
   loss is within the tolerance of the best; ``time-to-target`` keeps those that reached the
   target loss. A ``same_as`` trial is never a candidate (its original is).
-* The pick (:func:`tuner.core.racing.decide`): the best value (throughput, goodput, or the
-  shortest time to target) unless others are tied with it (95 % intervals overlap); then the
-  smallest global batch of the tie. :func:`candidate_entries` gives racing the same entries.
+* The pick (:func:`tuner.core.recommend._ties.decide`): the best value (throughput, goodput, or
+  the shortest time to target), unless others are within the tie margin of it (practically
+  equal); then the smallest global batch of them. Candidates the pick beats within the noise
+  (the ratio's interval reaches 1) are close calls, with a bootstrap of how sure the pick is.
+  :func:`candidate_entries` gives racing the same entries.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from optuna.trial import FrozenTrial
@@ -29,8 +31,9 @@ from tuner.core.configurations import (
     unique_trials,
 )
 from tuner.core.errors import ConfigError, NoCompleteTrialError
-from tuner.core.racing import Decision, Entry, decide
-from tuner.core.recommend._policy import GOODPUT, POLICIES, TIME_TO_TARGET
+from tuner.core.racing import Entry
+from tuner.core.recommend._policy import DEFAULT_TIE_MARGIN, GOODPUT, POLICIES, TIME_TO_TARGET
+from tuner.core.recommend._ties import Pick, decide
 from tuner.core.stats import Interval, effective_tolerance, relative_spread
 
 
@@ -174,18 +177,29 @@ def candidate_entries(
     return [policy_entry(t, policy) for t in found]
 
 
-def choose(candidates: Sequence[FrozenTrial], policy: str) -> tuple[FrozenTrial, Decision]:
-    """The policy's pick among ``candidates`` and the decision (ties, and the rule used)."""
+def run_values(trial: FrozenTrial, policy: str) -> list[float]:
+    """The per-run values behind a candidate's value, for the bootstrap of a close call: its
+    runs' throughputs (``repeats``; under ``goodput`` scaled as its interval is) or times to
+    target (``time_to_target_runs``); empty when not stored."""
+    attrs = trial.user_attrs
+    if policy == TIME_TO_TARGET:
+        return [float(v) for v in attrs.get("time_to_target_runs") or [] if _finite(v)]
+    values = [float(v) for v in attrs.get("repeats") or [] if _finite(v)]
+    if policy == GOODPUT and float(trial.values[1]) > 0:
+        scale = float(attrs["goodput"]) / float(trial.values[1])
+        values = [v * scale for v in values]
+    return values
+
+
+def choose(
+    candidates: Sequence[FrozenTrial], policy: str, margin: float = DEFAULT_TIE_MARGIN
+) -> tuple[FrozenTrial, Pick]:
+    """The policy's pick among ``candidates`` and the decision (ties within ``margin``, close
+    calls, and the rule used). A value without an interval (one run of one window, or stored
+    before intervals were) counts as exact: what such a study was always decided on; racing
+    (:func:`candidate_entries`) keeps the ``None`` and so gives it another run instead."""
     entries = [policy_entry(t, policy) for t in candidates]
-    # A value without an interval (one run of one window, or stored before intervals were)
-    # counts as exact: what such a study was always decided on. Racing (candidate_entries)
-    # keeps the None and so gives it another run instead.
-    exact = [
-        e
-        if e.interval is not None
-        else replace(e, interval=Interval(e.value, e.value, "one value"))
-        for e in entries
-    ]
-    decision = decide(exact, higher_is_better=higher_is_better(policy))
+    runs = {t.number: run_values(t, policy) for t in candidates}
+    decision = decide(entries, runs, higher_is_better=higher_is_better(policy), margin=margin)
     chosen = next(t for t in candidates if t.number == decision.chosen)
     return chosen, decision

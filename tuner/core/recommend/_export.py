@@ -62,6 +62,7 @@ MEASURED_KEYS = frozenset(
         "time_to_target_s",
         "time_to_target_ci",
         "prediction",
+        "close_calls",
     }
 )
 """The flat keys (and ``per_device_signature`` keys) that hold measurements."""

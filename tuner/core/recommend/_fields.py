@@ -24,8 +24,9 @@ from tuner.core.configurations import (
     time_to_target_ci,
 )
 from tuner.core.hyperparams import config_key, defaults, snippet
-from tuner.core.racing import Decision
 from tuner.core.recommend._candidates import Tolerance
+from tuner.core.recommend._policy import DEFAULT_TIE_MARGIN
+from tuner.core.recommend._ties import Pick
 from tuner.core.recommend._verdict import Speedup, baseline_at, measure_speedup
 
 
@@ -46,6 +47,8 @@ class Context:
     policy: str
     target_loss: float | None = None
     seed_noise: dict[str, dict[str, Any]] | None = None
+    tie_margin: float = DEFAULT_TIE_MARGIN
+    """Candidates within this relative margin of the best value are practically equal."""
 
 
 def chosen_fields(
@@ -87,11 +90,10 @@ def chosen_fields(
     }
 
 
-def decision_fields(
-    chosen: FrozenTrial, decision: Decision, tolerance: Tolerance
-) -> dict[str, Any]:
+def decision_fields(chosen: FrozenTrial, decision: Pick, tolerance: Tolerance) -> dict[str, Any]:
     """How sure the pick is: the throughput's interval and runs, the loss tolerance applied and
-    why, and the candidates still tied with the pick."""
+    why, the candidates practically equal to the pick (within the tie margin) and those it beats
+    only within the noise (close calls)."""
     interval = throughput_ci(chosen.user_attrs)
     return {
         "throughput_ci": None if interval is None else interval.as_list(),
@@ -103,6 +105,8 @@ def decision_fields(
         "seed_final_losses": tolerance.seed_final_losses,
         "tied_with": list(decision.tied_with),
         "tie_rule": decision.rule,
+        "tie_margin": decision.margin,
+        "close_calls": [call.record() for call in decision.close],
     }
 
 

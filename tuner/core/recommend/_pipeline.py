@@ -11,8 +11,10 @@ never picked, its original is. The candidates and the pick
 * ``time-to-target`` (the default with a target loss): those that reached the target, the
   shortest time to it.
 
-Candidates whose 95 % intervals overlap the best one's are tied: the smallest global batch of
-the tie is picked, and the JSON names the tie (``tied_with``, ``tie_rule``). The verdict on
+Candidates within the tie margin of the best value (5 %: practically equal) are tied: the
+smallest global batch of the tie is picked, and the JSON names the tie (``tied_with``,
+``tie_rule``); those the pick beats only within the noise (the ratio's 95 % interval reaches 1)
+are ``close_calls``, with a bootstrap of how sure the pick is (:mod:`._ties`). The verdict on
 replicas (:mod:`tuner.core.recommend._verdict`) and, with a target, the batch-size model's
 prediction (:mod:`tuner.core.batch_model`) come with it.
 """
@@ -38,7 +40,6 @@ from tuner.core.configurations import (
     unique_trials,
 )
 from tuner.core.errors import NoCompleteTrialError
-from tuner.core.racing import SAME_BATCH_TIE_RULE
 from tuner.core.recommend._candidates import choose, loss_tolerance, policy_candidates
 from tuner.core.recommend._fields import (
     Context,
@@ -52,7 +53,14 @@ from tuner.core.recommend._fields import (
     speedup_of,
     target_fields,
 )
-from tuner.core.recommend._policy import DEFAULT_TOLERANCE, POLICIES, POLICY, default_policy
+from tuner.core.recommend._policy import (
+    DEFAULT_TIE_MARGIN,
+    DEFAULT_TOLERANCE,
+    POLICIES,
+    POLICY,
+    default_policy,
+)
+from tuner.core.recommend._ties import SAME_BATCH_MARGIN_RULE
 from tuner.core.recommend._verdict import verdict
 
 __all__ = [
@@ -112,6 +120,7 @@ def recommend(
     policy: str | None = None,
     target_loss: float | None = None,
     seed_noise: dict[str, dict[str, Any]] | None = None,
+    tie_margin: float = DEFAULT_TIE_MARGIN,
 ) -> dict[str, Any]:
     """Return the recommended-config JSON (a dict) for ``trials``.
 
@@ -121,10 +130,12 @@ def recommend(
     most COMPLETE trials, and a ``note`` says so when there are several. ``baselines``,
     ``probes`` and ``seed_noise`` map a device signature to the study's single-device baseline,
     probe and seed-noise records. ``policy`` ``None`` is :func:`default_policy` of
-    ``target_loss``. Speedup is the chosen trial's throughput over the baseline's (one device,
-    base batch), with its interval; scaling efficiency is the speedup per replica (1.0 is
-    ideal). Raises :class:`NoCompleteTrialError` when no trial completed with a finite loss (or,
-    under ``time-to-target``, none reached the target).
+    ``target_loss``. ``tie_margin``: candidates whose value is within it (relative) of the
+    best one's are practically equal, and the smallest batch of them is picked. Speedup is the
+    chosen trial's throughput over the baseline's (one device, base batch), with its interval;
+    scaling efficiency is the speedup per replica (1.0 is ideal). Raises
+    :class:`NoCompleteTrialError` when no trial completed with a finite loss (or, under
+    ``time-to-target``, none reached the target).
     """
     context = Context(
         study_name=study_name,
@@ -139,6 +150,7 @@ def recommend(
         policy=default_policy(target_loss) if policy is None else policy,
         target_loss=target_loss,
         seed_noise=seed_noise,
+        tie_margin=tie_margin,
     )
     groups = _by_signature(trials)
     per_signature: dict[str, dict[str, Any]] = {}
@@ -206,7 +218,7 @@ def _recommend_one(
         study_name=context.study_name,
         target_loss=context.target_loss,
     )
-    chosen, decision = choose(candidates, context.policy)
+    chosen, decision = choose(candidates, context.policy, context.tie_margin)
     # Feasibility belongs to one model at one precision: in a joint search, the chosen trial's
     # configuration; across precisions, its own (bf16 fits larger batches than float32).
     same_model = [t for t in unique if model_config(t) == model_config(chosen)]
@@ -221,7 +233,10 @@ def _recommend_one(
             speedup,
             decision.tied_with,
             int(chosen.params["global_batch_size"]),
-            same_batch=decision.rule == SAME_BATCH_TIE_RULE,
+            same_batch=decision.rule == SAME_BATCH_MARGIN_RULE,
+            margin=decision.margin,
+            close=decision.close,
+            policy=context.policy,
         ),
         **target_fields(chosen, context, [t for t in same_config if id(t) in complete_ids]),
         **hypermodel_fields(chosen, context),

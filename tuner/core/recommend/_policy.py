@@ -20,3 +20,9 @@ def default_policy(target_loss: float | None) -> str:
     """``time-to-target`` when a target loss is given (the question a target asks), else
     ``loss-then-throughput``."""
     return POLICY if target_loss is None else TIME_TO_TARGET
+
+
+DEFAULT_TIE_MARGIN = 0.05
+"""Candidates whose measured value is within this relative margin of the best one's are equally
+good in practice (the throughput ratio of the best over them at most 1.05): the smallest global
+batch of them is picked."""

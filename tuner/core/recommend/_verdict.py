@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from tuner.core.configurations import DEFAULT_PRECISION, PRECISION, throughput_ci
+from tuner.core.recommend._policy import DEFAULT_TIE_MARGIN, GOODPUT, POLICY, TIME_TO_TARGET
+from tuner.core.recommend._ties import CloseCall
 from tuner.core.stats import Interval, ratio_interval
 
 
@@ -138,9 +140,13 @@ def verdict(
     batch: int | None = None,
     *,
     same_batch: bool = False,
+    margin: float = DEFAULT_TIE_MARGIN,
+    close: Sequence[CloseCall] = (),
+    policy: str = POLICY,
 ) -> str:
-    """One plain sentence: what the replicas are worth, and the tie when there is one
-    (``same_batch``: every tied candidate ran at the pick's batch, so the value decided)."""
+    """One plain sentence: what the replicas are worth, the tie when there is one
+    (``same_batch``: every tied candidate ran at the pick's batch, so the value decided), and
+    how sure the pick is over a close call."""
     clause = _replicas_clause(speedup)
     sentence = clause[:1].upper() + clause[1:]
     if tied_with:
@@ -149,10 +155,36 @@ def verdict(
         if same_batch:
             picked = "the better measured value" + (f" at batch {batch}" if batch else "")
         sentence += (
-            f"; {names} {'is' if len(tied_with) == 1 else 'are'} tied with the pick within "
-            f"the noise (95 % intervals overlap), so {picked} was picked"
+            f"; {names} {'is' if len(tied_with) == 1 else 'are'} within {margin * 100:g} % of the "
+            f"best {_measure(policy)} (practically equal), so {picked} was picked"
         )
+    for call in close:
+        sentence += "; " + close_call_clause(call, batch, policy)
     return sentence
+
+
+def _measure(policy: str) -> str:
+    return {GOODPUT: "goodput", TIME_TO_TARGET: "time to target"}.get(policy, "throughput")
+
+
+def close_call_clause(call: CloseCall, batch: int | None, policy: str = POLICY) -> str:
+    """``batch 128 is faster than batch 64 (trial 3) in 870 of 1000 resamples of the runs
+    (1.98×, 95 % CI 0.93–4.22); more repeats would settle it``."""
+    better = "has the higher goodput" if policy == GOODPUT else "is faster"
+    if policy == TIME_TO_TARGET:
+        better = "reaches the target sooner"
+    pick = f"batch {batch}" if batch is not None else "the pick"
+    rival = f"batch {call.batch} (trial {call.number})"
+    if call.batch == batch:
+        pick, rival = "the pick", f"trial {call.number}"
+    ratio = f"{call.ratio:.2f}×"
+    if call.interval is not None:
+        ratio += f", 95 % CI {call.interval.low:.2f}–{call.interval.high:.2f}"
+    if call.wins is None:
+        how = f"on the point estimate ({ratio}), but the runs are too few to resample"
+    else:
+        how = f"in {call.wins} of {call.resamples} resamples of the runs ({ratio})"
+    return f"{pick} {better} than {rival} {how}; more repeats would settle it"
 
 
 def _replicas_clause(s: Speedup) -> str:
