@@ -114,3 +114,26 @@ def ragged_datasets() -> tuple[Any, Any]:
         return tf.data.Dataset.from_tensor_slices((tf.ragged.constant(rows), lengths))
 
     return make(512), make(128)
+
+
+def one_device_model() -> Any:
+    """A layer written for one device, which refuses to run under a ``tf.distribute`` strategy:
+    the workload check (one device, no strategy) passes it; every trial fails the same way."""
+    import keras
+    import tensorflow as tf
+
+    class OneDeviceOnly(keras.layers.Layer):
+        def call(self, x: Any) -> Any:
+            if tf.distribute.has_strategy():
+                raise ValueError("OneDeviceOnly was written for one device")
+            return x
+
+    inputs = keras.Input(shape=(10,))
+    return keras.Model(inputs, keras.layers.Dense(1)(OneDeviceOnly()(inputs)))
+
+
+def ten_features_data() -> tuple[np.ndarray, ...]:
+    """10 features, one target: 512 training and 128 validation rows."""
+    rng = np.random.default_rng(0)
+    x = rng.random((640, 10), dtype=np.float32)
+    return x[:512], x[:512, :1], x[512:], x[512:, :1]

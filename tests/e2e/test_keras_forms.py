@@ -68,15 +68,27 @@ def test_a_model_on_raw_strings_trains_on_two_replicas(tmp_path: Path) -> None:
     completed(tmp_path)
 
 
-def test_the_same_failure_at_a_second_point_stops_the_search(tmp_path: Path) -> None:
-    """Ragged inputs pass the check (one device) and are refused on two replicas, the same line
-    at every point: the search stops after the second of three, the two trials stored."""
+def test_ragged_data_on_two_replicas_is_one_exit_2_line_before_the_grid(tmp_path: Path) -> None:
+    """Keras's fit under MirroredStrategy cannot take ragged tensors on several replicas: the
+    workload check knows the replicas and refuses them with what to do, nothing stored."""
     model, data = f"{FORMS}:ragged_model", f"{FORMS}:ragged_datasets"
+    _, stderr, code = search(tmp_path, model, data, multipliers="1, 2")
+    assert code == 2, stderr
+    (line,) = [line for line in stderr.splitlines() if line.startswith("error:")]
+    assert "the data hold ragged tensors" in line and "pad them in the data" in line
+    assert not (tmp_path / "s.db").exists()
+
+
+def test_the_same_failure_at_a_second_point_stops_the_search(tmp_path: Path) -> None:
+    """A layer that refuses to run under a strategy passes the check (one device) and fails
+    every trial with the same line: the search stops after the second of three points, the two
+    trials stored."""
+    model, data = f"{FORMS}:one_device_model", f"{FORMS}:ten_features_data"
     _, stderr, code = search(tmp_path, model, data, multipliers="1, 2, 4")
     assert code == 1, stderr
     last = stderr.strip().splitlines()[-1]
     assert last.startswith("error: trials #0 and #1 failed with the same error"), stderr
-    assert "the data hold ragged tensors" in last
+    assert "OneDeviceOnly was written for one device" in last
     study = optuna.load_study(study_name="t", storage=f"sqlite:///{tmp_path}/s.db")
     assert [t.state.name for t in study.get_trials()] == ["FAIL", "FAIL"]  # the third not run
 

@@ -51,7 +51,13 @@ def check(
             "model configuration has its own (out-of-memory is tracked per configuration)"
         )
     check_grid(spec, plan)
-    info = inspect_workload(spec, runner=runner, noise_scale=noise_scale, timeout_s=timeout_s)
+    info = inspect_workload(
+        spec,
+        runner=runner,
+        noise_scale=noise_scale,
+        timeout_s=timeout_s,
+        replicas=plan.num_replicas,
+    )
     check_grid(spec, plan, n_train=info["n_train"])
     for line in (compile_line(spec.workload.model, info.get("compile")), noise_line(info)):
         if line is not None:
@@ -96,16 +102,19 @@ def inspect_workload(
     runner: ChildRunner,
     timeout_s: float = DEFAULT_TRIAL_TIMEOUT_S,
     noise_scale: bool = False,
+    replicas: int = 1,
 ) -> dict[str, Any]:
     """Load the workload once in a CPU-only child (run by ``runner``), on the spec's Keras
     backend: sizes, shapes, versions; with ``noise_scale``, whether the noise meter measures
-    (``noise_scale_skipped`` where it cannot).
+    (``noise_scale_skipped`` where it cannot); what the trials' ``replicas`` cannot take is
+    refused.
 
     Raises :class:`WorkloadError` when the model or data cannot be loaded or do not fit together,
     and :class:`TunerError` when the child's answer cannot be read or it ran past ``timeout_s``.
     """
     env = inspect_environment(spec.workload.backend)
-    run = runner.run(inspect_request(spec, noise_scale=noise_scale), env, timeout_s)
+    request = inspect_request(spec, noise_scale=noise_scale, replicas=replicas)
+    run = runner.run(request, env, timeout_s)
     if run.timed_out:
         raise TunerError(
             f"the workload check did not finish within {timeout_s:g} s (--trial-timeout): "

@@ -56,6 +56,7 @@ def check_workload(request: InspectRequest) -> dict[str, Any]:
     backend = backends.backend_name(request)
     inputs = backends.load(backend)
     source = inputs.load_source(workload)
+    inputs.refuse_across_replicas(source, request.replicas)
     _check_budget(request, source)
     read = {split: inputs.first_batch(source, split, SCAN_SAMPLES) for split in ("train", "val")}
     _check_finite(source.reference, read)

@@ -96,6 +96,9 @@ class InspectRequest:
     noise_scale: bool = True
     """Whether the trials will measure the gradient noise scale: the check then takes one
     measurement step of the meter, and says why it will not measure where it cannot."""
+    replicas: int = 1
+    """The replicas the trials run on: what Keras cannot take on several (ragged tensors under
+    ``MirroredStrategy``) is refused by the check, before the grid."""
     spawned_at: float | None = None
     """When the driver handed the request over (wall clock); set by the runner."""
 

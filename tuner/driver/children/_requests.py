@@ -87,10 +87,12 @@ def first_precision(spec: StudySpec) -> str:
     return spec.search.precisions[0]
 
 
-def inspect_request(spec: StudySpec, *, noise_scale: bool | None = None) -> InspectRequest:
+def inspect_request(
+    spec: StudySpec, *, noise_scale: bool | None = None, replicas: int = 1
+) -> InspectRequest:
     """Load ``spec``'s workload once and report its sizes, shapes and versions; with one step of
     the gradient noise meter where the trials will measure it (``noise_scale``, default the
-    spec's)."""
+    spec's), and what the trials' ``replicas`` cannot take refused."""
     search = spec.search
     return InspectRequest(
         workload=workload_ref(spec),
@@ -99,6 +101,7 @@ def inspect_request(spec: StudySpec, *, noise_scale: bool | None = None) -> Insp
         lr_rules=tuple(search.lr_rules),
         max_ratio=max(search.batch_multipliers),
         noise_scale=search.noise_scale if noise_scale is None else noise_scale,
+        replicas=replicas,
     )
 
 

@@ -40,6 +40,10 @@ class Framework(Protocol):
     def load_source(self, workload: Workload) -> Source:
         """The workload's data as this backend's input layer reads them."""
 
+    def refuse_across_replicas(self, source: Source, replicas: int) -> None:
+        """Raise :class:`~tuner.core.errors.WorkloadError` for data this backend's training
+        cannot take on ``replicas`` replicas (one line saying what to do instead)."""
+
     def first_batch(self, source: Source, split: str, size: int) -> Any:
         """The first ``size`` examples of ``split`` as NumPy ``(x, y[, sample_weight])``."""
 

@@ -11,7 +11,7 @@ workload's own data are ``tf.data`` datasets.
 
 from __future__ import annotations
 
-from tuner.worker.backends.jax._inputs import first_batch, load_source
+from tuner.worker.backends.jax._inputs import first_batch, load_source, refuse_across_replicas
 from tuner.worker.backends.jax._no_tensorflow import hide_tensorflow
 from tuner.worker.backends.jax._noise import measure_noise_once
 from tuner.worker.backends.jax._session import open_session, versions
@@ -25,6 +25,7 @@ __all__ = [
     "measure_noise_once",
     "open_session",
     "prepare",
+    "refuse_across_replicas",
     "versions",
 ]
 

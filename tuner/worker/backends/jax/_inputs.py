@@ -304,3 +304,8 @@ def _concat(batches: list[Batch]) -> Batch:
     found = [leaves(batch) for batch in batches]
     joined = iter([np.concatenate(parts) for parts in zip(*found, strict=True)])
     return tuple(map_arrays(lambda _: next(joined), batches[0]))
+
+
+def refuse_across_replicas(source: Source, replicas: int) -> None:
+    """Nothing more to refuse on several devices: what JAX has no form for (strings, ragged and
+    sparse tensors) is refused on one already, when the data are read."""

@@ -9,7 +9,11 @@ loops); ``_noise`` measures the gradient noise scale from the replicas' own grad
 
 from __future__ import annotations
 
-from tuner.worker.backends.tensorflow._inputs import first_batch, load_source
+from tuner.worker.backends.tensorflow._inputs import (
+    first_batch,
+    load_source,
+    refuse_across_replicas,
+)
 from tuner.worker.backends.tensorflow._noise import measure_noise_once
 from tuner.worker.backends.tensorflow._session import open_session, versions
 
@@ -22,6 +26,7 @@ __all__ = [
     "measure_noise_once",
     "open_session",
     "prepare",
+    "refuse_across_replicas",
     "versions",
 ]
 
