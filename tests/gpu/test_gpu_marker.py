@@ -71,6 +71,6 @@ def test_jax_started_from_the_test_process_sees_two_cpu_devices() -> None:
 def test_the_jax_extra_brings_jax_and_keras_and_the_tests_install_it() -> None:
     pyproject = tomllib.loads((conftest.TESTS.parent / "pyproject.toml").read_text())
     extras = pyproject["project"]["optional-dependencies"]
-    assert {dep.split(">=")[0] for dep in extras["jax"]} == {"jax", "keras"}
+    assert {dep.split(">=")[0] for dep in extras["jax"]} == {"jax", "keras", "filelock"}
     assert "mirrortuner[jax]" in extras["test"]
     assert not any(dep.startswith("jax") for dep in pyproject["project"]["dependencies"])
