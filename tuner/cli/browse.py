@@ -160,15 +160,19 @@ def show(
         title = f"Study {study.study_name}"
         if len(shown) < len(trials):
             title += f" ({len(shown)} grid points; {len(trials)} trials with --all)"
-        _display.print_trials(out, shown, title, wide)
+        table = _display.trials_table(shown, title, out.width, wide)
+        out.print(table, crop=False)
         hidden = [] if wide else hidden_columns(trial_rows(shown), out.width)
         if hidden:  # on stderr: the table on stdout stays as it was
             say_info(wide_hint(hidden))
         spooled = spooled_at(storage, study.study_name)  # RUNNING rows whose result waits
         if spooled:
             warn(spooled)
+        # A terminal's rows hold the table and the answer; the details fold when they would not.
+        room = None if wide or not out.is_terminal else out.height - _display.height(out, table) - 2
         with contextlib.suppress(NoCompleteTrialError):  # nothing to recommend yet
-            _display.print_recommendation(out, recommendation(study, tie_margin=tie_margin))
+            rec = recommendation(study, tie_margin=tie_margin)
+            _display.print_recommendation(out, rec, room)
 
     guard(call)
 

@@ -119,14 +119,31 @@ def print_trials(
     console.print(trials_table(trials, title, console.width, wide), crop=False)
 
 
-def print_recommendation(console: Console, rec: dict[str, Any]) -> None:
+def print_recommendation(console: Console, rec: dict[str, Any], room: int | None = None) -> None:
     """The answer in plain words first, the verdict second, then the table behind them (how a
-    search, ``tuner show`` and ``SearchResult.show()`` end)."""
+    search, ``tuner show`` and ``SearchResult.show()`` end). With ``room`` (the terminal rows
+    left), a table that would not fit is left out, and one line says where it is."""
     console.print()
     say(console, answer_text(rec), "bold")
-    if rec.get("verdict"):  # wrapped at spaces, as the table's rows: a number is never cut
-        console.print(Text(_unbroken(f"verdict: {rec['verdict']}")))
-    console.print(recommendation_table(rec, verdict=False))
+    verdict = Text(_unbroken(f"verdict: {rec.get('verdict')}")) if rec.get("verdict") else None
+    if verdict is not None:  # wrapped at spaces, as the table's rows: a number is never cut
+        console.print(verdict)
+    table = recommendation_table(rec, verdict=False)
+    if room is not None:
+        room -= 2 + (height(console, verdict) if verdict is not None else 0)
+        if height(console, table) > room:
+            say(console, DETAILS_HINT, "dim")
+            return
+    console.print(table)
+
+
+DETAILS_HINT = "the recommendation's details: tuner show --wide, or tuner export"
+"""Where the recommendation's table is when it did not fit the terminal's rows."""
+
+
+def height(console: Console, renderable: Any) -> int:
+    """The rows ``renderable`` takes at ``console``'s width."""
+    return len(console.render_lines(renderable, console.options, pad=False))
 
 
 def _unbroken(text: str) -> str:
