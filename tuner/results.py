@@ -67,11 +67,18 @@ def recommendation(
     :func:`tuner.core.recommend.export_document`; ``storage_url`` (its password masked)
     goes into ``provenance``. ``policy`` ``None``: the default for the stored spec's target loss
     (``time-to-target`` with one); ``tolerance`` ``None``: the stored spec's, else
-    ``DEFAULT_TOLERANCE`` (the seed noise may raise either); ``tie_margin`` ``None``:
-    ``DEFAULT_TIE_MARGIN``."""
+    ``DEFAULT_TOLERANCE`` (the seed noise may raise either); ``tie_margin`` ``None``: the one
+    the study was searched with, else ``DEFAULT_TIE_MARGIN``."""
     spec = study.user_attrs.get("spec", {})
     trials = study.get_trials(deepcopy=False)
-    margin = DEFAULT_TIE_MARGIN if tie_margin is None else tie_margin
+    stored = spec.get("search", {}).get("tie_margin")
+    margin = (
+        tie_margin
+        if tie_margin is not None
+        else DEFAULT_TIE_MARGIN
+        if stored is None
+        else float(stored)
+    )
     rec = _recommend(study, trials, tolerance, policy, margin)
     chosen = next(t for t in trials if t.number == rec["trial_number"])
     shown = None if storage_url is None else mask_password(storage_url)

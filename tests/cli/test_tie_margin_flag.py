@@ -15,18 +15,18 @@ RUNS_64 = [980.0, 1000.0, 1020.0]
 RUNS_128 = [950.0, 1080.0, 1150.0]  # 8 % faster on the median, within the noise
 
 
-def stored(tmp_path: Path) -> str:
+def stored(tmp_path: Path, **search: float) -> str:
     url = f"sqlite:///{tmp_path / 's.db'}"
     study = optuna.create_study(study_name="ties", storage=url, directions=["minimize", "maximize"])
-    study.set_user_attr("spec", {"search": {"base_lr": 0.001, "base_batch_size": 64}})
+    study.set_user_attr("spec", {"search": {"base_lr": 0.001, "base_batch_size": 64, **search}})
     study.add_trial(measured_trial(0, 64, runs=RUNS_64))
     study.add_trial(measured_trial(1, 128, runs=RUNS_128))
     return url
 
 
-def export(tmp_path: Path, *flags: str) -> dict:
+def export(tmp_path: Path, *flags: str, **search: float) -> dict:
     tmp_path.mkdir()
-    result = invoke_tuner("export", "--storage", stored(tmp_path), *flags, cwd=tmp_path)
+    result = invoke_tuner("export", "--storage", stored(tmp_path, **search), *flags, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
 
@@ -52,3 +52,14 @@ def test_show_says_the_close_call_and_a_bad_margin_is_one_line(tmp_path: Path) -
         bad = invoke_tuner(command, "--storage", url, "--tie-margin", "1.5", cwd=tmp_path)
         assert bad.returncode == 2
         assert bad.stderr.strip() == "error: --tie-margin must be in [0, 1), got 1.5"
+
+
+def test_the_margin_the_study_was_searched_with_stands_unless_export_says_otherwise(
+    tmp_path: Path,
+) -> None:
+    """``tuner search --tie-margin`` (``[search] tie_margin``) is stored with the spec: the
+    export reads it, and ``--tie-margin`` on export still overrides it."""
+    searched = export(tmp_path / "a", tie_margin=0.1)
+    assert searched["tie_margin"] == 0.1 and searched["global_batch_size"] == 64
+    overridden = export(tmp_path / "b", "--tie-margin", "0.05", tie_margin=0.1)
+    assert overridden["tie_margin"] == 0.05 and overridden["global_batch_size"] == 128

@@ -123,6 +123,16 @@ SearchToleranceOpt = Annotated[
         show_default=spec_default("tolerance"),
     ),
 ]
+SearchTieMarginOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--tie-margin",
+        help="Candidates whose throughput (goodput, time to target) is within this relative "
+        "margin of the best are practically equal: the smallest global batch of them is "
+        "picked. Beyond it the better measured value is, with how sure the runs are.",
+        show_default=spec_default("tie_margin"),
+    ),
+]
 TargetLossOpt = Annotated[
     float | None,
     typer.Option(
@@ -172,6 +182,7 @@ def search(
     seeds: SeedsOpt = None,
     max_repeats: MaxRepeatsOpt = None,
     tolerance: SearchToleranceOpt = None,
+    tie_margin: SearchTieMarginOpt = None,
     target_loss: TargetLossOpt = None,
     eval_every_samples: EvalEveryOpt = None,
 ) -> None:

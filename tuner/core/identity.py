@@ -17,7 +17,7 @@ _SEARCH_DEFAULTS: dict[str, Any] = {
     "eval_every_samples": None,
     "precisions": ["float32"],
 }
-_MAY_CHANGE = ("trials", "seeds", "max_repeats", "tolerance")
+_MAY_CHANGE = ("trials", "seeds", "max_repeats", "tolerance", "tie_margin")
 """Search fields a resumed study may change: the trial budget and how sure a decision must be."""
 
 

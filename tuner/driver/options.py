@@ -112,6 +112,7 @@ class SearchOptions(GridOptions):
     seeds: int | None = None
     max_repeats: int | None = None
     tolerance: float | None = None
+    tie_margin: float | None = None
     target_loss: float | None = None
     eval_every_samples: int | None = None
 
@@ -125,6 +126,7 @@ class SearchOptions(GridOptions):
                 "seeds",
                 "max_repeats",
                 "tolerance",
+                "tie_margin",
                 "target_loss",
                 "eval_every_samples",
             )

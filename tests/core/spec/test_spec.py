@@ -507,3 +507,12 @@ def test_seeds_repeats_and_tolerance_may_change_on_resume_but_the_target_may_not
     )
     assert changed.identity() == base.identity()
     assert spec_from_dict(overrides={"search.target_loss": 0.5}).identity() != base.identity()
+
+
+def test_tie_margin_is_a_fraction_that_may_change_on_resume() -> None:
+    assert build(spec_data("search", "tie_margin", 0.1)).search.tie_margin == 0.1
+    assert build(VALID).search.tie_margin == 0.05
+    with pytest.raises(ConfigError, match=r"tie_margin .*must be in \[0, 1\), got 1.5"):
+        build(spec_data("search", "tie_margin", 1.5))
+    changed = build(spec_data("search", "tie_margin", 0.2)).identity()
+    assert changed == build(VALID).identity()

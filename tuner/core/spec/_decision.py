@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from tuner.core.errors import ConfigError
-from tuner.core.recommend import DEFAULT_TOLERANCE
+from tuner.core.recommend import DEFAULT_TIE_MARGIN, DEFAULT_TOLERANCE
 from tuner.core.spec import _fields as fields
 from tuner.core.spec._fields import Table
 
@@ -26,6 +26,9 @@ def decision_fields(search: Table) -> dict[str, Any]:
         ),
         "tolerance": fields.fraction(
             search.get("tolerance", DEFAULT_TOLERANCE), search.label("tolerance")
+        ),
+        "tie_margin": fields.fraction(
+            search.get("tie_margin", DEFAULT_TIE_MARGIN), search.label("tie_margin")
         ),
         "target_loss": None
         if target is None

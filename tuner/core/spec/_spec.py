@@ -13,7 +13,7 @@ from typing import Any
 
 from tuner.core.errors import ConfigError
 from tuner.core.identity import identity_of
-from tuner.core.recommend import DEFAULT_TOLERANCE
+from tuner.core.recommend import DEFAULT_TIE_MARGIN, DEFAULT_TOLERANCE
 from tuner.core.spec import _fields as fields
 from tuner.core.spec._decision import DEFAULT_MAX_REPEATS, DEFAULT_SEEDS, decision_fields
 from tuner.core.spec._fields import Table, check_study_name
@@ -118,6 +118,9 @@ class SearchSpec:
     """The most runs racing gives a close candidate; 1 turns racing off."""
     tolerance: float = DEFAULT_TOLERANCE
     """Final-loss tolerance relative to the best (raised to 2 × the seed spread when larger)."""
+    tie_margin: float = DEFAULT_TIE_MARGIN
+    """Throughputs within this relative margin of the best are practically equal: the smallest
+    batch of them is picked."""
     target_loss: float | None = None
     """Validation loss a trial trains to (time to target); ``None``: train the whole budget."""
     eval_every_samples: int | None = None
@@ -186,6 +189,7 @@ _FIELDS: dict[str, tuple[str, ...]] = {
         "seeds",
         "max_repeats",
         "tolerance",
+        "tie_margin",
         "target_loss",
         "eval_every_samples",
     ),
