@@ -48,3 +48,30 @@ def test_the_details_where_they_fit_or_are_asked_for(
 ) -> None:
     lines = show(url, tmp_path, rows, *extra, terminal=terminal)
     assert "Recommendation" in lines and DETAILS_HINT not in lines
+
+
+def test_the_terminal_names_a_configuration_as_the_note_does(tmp_path: Path) -> None:
+    """One number for one configuration in the terminal too: the representative's row lists its
+    runs (``runs #0, #2, #3``), and with ``--all`` each other run says ``run 1 of #3``."""
+    import optuna
+    from trials import measured_trial
+
+    url = f"sqlite:///{tmp_path / 'raced.db'}"
+    study = optuna.create_study(
+        study_name="raced", storage=url, directions=["minimize", "maximize"]
+    )
+    study.set_user_attr("spec", {"search": {"base_lr": 0.001, "base_batch_size": 64}})
+    runs = [13000.0, 13400.0, 12800.0]
+    for trial in [  # batch 64 raced to 3 runs (#2 and #3 repeat #0); batch 128 ran once
+        measured_trial(0, 64, "none", runs=runs[:1], loss=0.0062),
+        measured_trial(1, 128, "none", runs=[24000.0], loss=0.0065),
+        measured_trial(2, 64, "none", runs=runs[:2], loss=0.0062, repeat_of=0, repeat_index=2),
+        measured_trial(3, 64, "none", runs=runs, loss=0.0062, repeat_of=0, repeat_index=3),
+    ]:
+        study.add_trial(trial)
+    env = tuner_env(COLUMNS="300", NO_COLOR="1")
+    folded = run_tuner("show", "--storage", url, "--wide", cwd=tmp_path, env=env)
+    assert folded.returncode == 0, folded.stderr
+    assert "runs #0, #2, #3" in folded.stdout and "repeat 3 of #0" not in folded.stdout
+    unfolded = run_tuner("show", "--storage", url, "--wide", "--all", cwd=tmp_path, env=env)
+    assert "run 1 of #3" in unfolded.stdout and "run 2 of #3" in unfolded.stdout

@@ -71,8 +71,9 @@ class SearchResult:
         from tuner.core.configurations import unique_trials
         from tuner.results import current_recommendation
 
-        shown = unique_trials(self.study.get_trials(deepcopy=False))
-        display.print_trials(out, shown, f"Study {self.study.study_name}")
+        every = self.study.get_trials(deepcopy=False)
+        shown = unique_trials(every)
+        display.print_trials(out, shown, f"Study {self.study.study_name}", every=every)
         rec = current_recommendation(self.study)
         if rec is not None:
             display.print_recommendation(out, rec)

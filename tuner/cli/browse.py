@@ -160,7 +160,7 @@ def show(
         title = f"Study {study.study_name}"
         if len(shown) < len(trials):
             title += f" ({len(shown)} grid points; {len(trials)} trials with --all)"
-        table = _display.trials_table(shown, title, out.width, wide)
+        table = _display.trials_table(shown, title, out.width, wide, every=trials)
         out.print(table, crop=False)
         hidden = [] if wide else hidden_columns(trial_rows(shown), out.width)
         if hidden:  # on stderr: the table on stdout stays as it was

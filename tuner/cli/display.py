@@ -8,7 +8,7 @@ would read ``[bold]`` or ``[/]`` in it as a tag and eat it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from optuna.trial import FrozenTrial
@@ -86,12 +86,18 @@ def _count(n: int, one: str, many: str | None = None) -> str:
 
 
 def trials_table(
-    trials: Iterable[FrozenTrial], title: str, width: int, wide: bool = False
+    trials: Iterable[FrozenTrial],
+    title: str,
+    width: int,
+    wide: bool = False,
+    every: Sequence[FrozenTrial] | None = None,
 ) -> Table:
     """The trials as a table at most ``width`` wide: the columns that fit, in the priority of
     :data:`tuner.views.summary.TRIAL_PRIORITY`, no number ever cut; with ``wide`` every column,
-    however wide the table gets (only free text wraps)."""
-    rows = trial_rows(trials)
+    however wide the table gets (only free text wraps). ``every``: all of the study's trials,
+    so that a row names its configuration's runs by its representative's number, as the note
+    and the report do."""
+    rows = trial_rows(trials, every=every)
     layout = trial_layout(rows, width, wide)
     table = Table(
         title=Text(title),
@@ -112,11 +118,15 @@ def trials_table(
 
 
 def print_trials(
-    console: Console, trials: Iterable[FrozenTrial], title: str, wide: bool = False
+    console: Console,
+    trials: Iterable[FrozenTrial],
+    title: str,
+    wide: bool = False,
+    every: Sequence[FrozenTrial] | None = None,
 ) -> None:
     """Print :func:`trials_table` at the console's width (wider with ``wide`` when it must be:
     the lines are then not cut at the page edge)."""
-    console.print(trials_table(trials, title, console.width, wide), crop=False)
+    console.print(trials_table(trials, title, console.width, wide, every), crop=False)
 
 
 def print_recommendation(console: Console, rec: dict[str, Any], room: int | None = None) -> None:

@@ -297,8 +297,9 @@ def _print_search(report: SearchReport, export: Path | None, storage: str) -> No
         )
     elif report.launched == 0:
         say_info(f"all {report.grid_size} grid points are already finished; nothing to run")
-    shown = unique_trials(report.study.get_trials(deepcopy=False))
-    display.print_trials(out, shown, f"Study {report.study.study_name}")
+    every = report.study.get_trials(deepcopy=False)
+    shown = unique_trials(every)
+    display.print_trials(out, shown, f"Study {report.study.study_name}", every=every)
     # Say why nothing completed (not "run tuner search first": this was that run); while other
     # workers still run grid points, the recommendation's own error says there is none yet.
     failure = None if report.running else nothing_completed(report.study.study_name, shown)
