@@ -89,7 +89,10 @@ def test_a_study_whose_trials_all_diverge_says_so_and_why(tmp_path: Path) -> Non
 
 
 def test_a_module_that_exits_while_importing_is_named(tmp_path: Path) -> None:
-    (tmp_path / "quits.py").write_text("import sys\n\nsys.exit(7)\n")
+    # A training script whose top level exits (argparse, say) before it defines the function.
+    (tmp_path / "quits.py").write_text(
+        "import sys\n\nsys.exit(7)\n\n\ndef load_data():\n    pass\n"
+    )
     _, stderr, code = search(tmp_path, "quits:load_data")
     assert code == 2, stderr
     assert stderr.strip().splitlines()[-1] == (
