@@ -122,6 +122,10 @@ BOOTSTRAP_RESAMPLES = 1000
 """Resamples of :func:`bootstrap_wins`: enough for a share to the nearest few per cent."""
 
 
+MIN_BOOTSTRAP_RUNS = 3
+"""The fewest runs per side for a bootstrap of the runs to say how sure a comparison is."""
+
+
 def bootstrap_wins(
     ours: Sequence[float],
     theirs: Sequence[float],
@@ -132,9 +136,11 @@ def bootstrap_wins(
 ) -> int | None:
     """In how many of ``resamples`` bootstrap resamples of the runs the median of ``ours`` is
     better than the median of ``theirs`` (strictly; each side resampled with replacement, the
-    same number of runs as it has). ``None`` when either side has no run or neither has two: a
-    resample of single runs only repeats them. Seeded: the same runs give the same count."""
-    if not ours or not theirs or max(len(ours), len(theirs)) < 2:
+    same number of runs as it has). ``None`` when either side has fewer than
+    :data:`MIN_BOOTSTRAP_RUNS`: two runs resample to three medians at most, so two fast runs
+    against two slow ones would read as "1000 of 1000" beside a ratio interval of 0.3-13.
+    Seeded: the same runs give the same count."""
+    if min(len(ours), len(theirs)) < MIN_BOOTSTRAP_RUNS:
         return None
     rng = random.Random(seed)
     sign = 1.0 if higher_is_better else -1.0

@@ -87,9 +87,11 @@ def test_the_bootstrap_is_seeded_and_needs_two_runs() -> None:
     ours, theirs = [10.0, 14.0, 30.0], [9.0, 12.0, 13.0]
     wins = bootstrap_wins(ours, theirs)
     assert wins == bootstrap_wins(ours, theirs) and wins is not None and 0 < wins < 1000
-    assert bootstrap_wins([10.0, 11.0], [1.0, 2.0]) == 1000
-    assert bootstrap_wins([1.0, 2.0], [10.0, 11.0], higher_is_better=False) == 1000
+    assert bootstrap_wins([10.0, 11.0, 12.0], [1.0, 2.0, 3.0]) == 1000
+    assert bootstrap_wins([1.0, 2.0, 3.0], [10.0, 11.0, 12.0], higher_is_better=False) == 1000
     assert bootstrap_wins([10.0], [9.0]) is None and bootstrap_wins([], [9.0, 8.0]) is None
+    # Two runs a side resample to three medians: no "1000 of 1000" beside a wide interval.
+    assert bootstrap_wins([92888.0, 91850.0], [54884.0, 40718.0]) is None
 
 
 def test_separated_intervals_pick_the_best_without_a_tie() -> None:
