@@ -14,13 +14,13 @@ import shutil
 import sqlite3
 import subprocess
 import sys
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import optuna
 import pytest
 from conftest import GUARD_ENV, invoke_tuner, sha256, write_spec
+from pg_databases import PG_ADMIN, fresh_database
 from trials import write_small_study
 
 from tuner.core.errors import ConfigError
@@ -30,9 +30,6 @@ from tuner.views.dashboard import serve
 NOT_A_STUDY = "is not a tuner/Optuna study database"
 READ_COMMANDS = [["show"], ["export"], ["report", "-o", "r.html"]]
 IN_MEMORY = ["sqlite://", "sqlite:///:memory:", "sqlite:///file:mem?mode=memory&uri=true"]
-PG_ADMIN = os.environ.get(
-    "TUNER_TEST_POSTGRES", "postgresql+psycopg://tuner:tuner@127.0.0.1:5432/postgres"
-)
 
 
 @pytest.fixture(scope="module")
@@ -408,19 +405,9 @@ def test_flag_errors_come_before_validate_starts_a_child(
 
 @pytest.fixture
 def fresh_pg() -> Iterator[str]:
-    """A new, empty database on the test server (as tests/e2e/test_postgres.py makes them)."""
-    import psycopg
-
-    name = f"tuner_ro_{uuid.uuid4().hex[:10]}"
-    libpq = PG_ADMIN.replace("postgresql+psycopg://", "postgresql://")
-    try:
-        admin = psycopg.connect(libpq, autocommit=True, connect_timeout=10)
-    except psycopg.OperationalError as exc:
-        pytest.fail(f"no PostgreSQL at {PG_ADMIN} (.ci/run starts one): {exc}")
-    with admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-        yield PG_ADMIN.rsplit("/", 1)[0] + f"/{name}"
-        admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+    """A new, empty database on the test server (tests/pg_databases.py)."""
+    with fresh_database("tuner_ro") as url:
+        yield url
 
 
 def pg_objects(url: str) -> tuple[list[str], list[str]]:

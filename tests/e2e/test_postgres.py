@@ -6,44 +6,26 @@ URL of a database that role can connect to (each test gets a fresh database of i
 
 from __future__ import annotations
 
-import os
 import signal
 import socket
 import time
-import uuid
 from collections import Counter
 from collections.abc import Iterator
 
 import pytest
 from conftest import run_tuner, write_spec
 from optuna.trial import TrialState
+from pg_databases import fresh_database
 from procs import assert_grid_settled, load, start_search, wait_running
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
-
-ADMIN_URL = os.environ.get(
-    "TUNER_TEST_POSTGRES", "postgresql+psycopg://tuner:tuner@127.0.0.1:5432/postgres"
-)
-
-
-def _libpq(url: str) -> str:
-    return url.replace("postgresql+psycopg://", "postgresql://")
 
 
 @pytest.fixture
 def pg_url() -> Iterator[str]:
     """A fresh, empty database on the test server; dropped afterwards."""
-    import psycopg
-
-    name = f"tuner_{uuid.uuid4().hex[:10]}"
-    try:
-        admin = psycopg.connect(_libpq(ADMIN_URL), autocommit=True, connect_timeout=10)
-    except psycopg.OperationalError as exc:
-        pytest.fail(f"no PostgreSQL at {ADMIN_URL} (.ci/run starts one): {exc}")
-    with admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-        yield ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
-        admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+    with fresh_database() as url:
+        yield url
 
 
 def test_three_workers_share_one_postgres_study(tmp_path, pg_url):
