@@ -5,11 +5,9 @@ always did."""
 from __future__ import annotations
 
 import io
-import logging
-from collections.abc import Iterator
 from dataclasses import replace
 
-import pytest
+from progress_helpers import restore_logging  # noqa: F401  (the fixture)
 from rich.console import Console
 
 from tuner.cli import logs
@@ -28,14 +26,6 @@ PARAMS = {
     "precision": "mixed_bfloat16",  # every trial's attrs name it, one precision or several
 }
 OK = TrialOutcome("ok", values=(0.004024, 21687.0), attrs={})
-
-
-@pytest.fixture(autouse=True)
-def restore_logging() -> Iterator[None]:
-    level = logging.getLogger("optuna").level
-    yield
-    logs.configure(logs.NORMAL, Console(file=io.StringIO()))
-    logging.getLogger("optuna").setLevel(level)
 
 
 def spec_of(precisions: tuple[str, ...]) -> StudySpec:

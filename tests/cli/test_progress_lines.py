@@ -6,12 +6,11 @@ from __future__ import annotations
 import io
 import logging
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import optuna
-import pytest
 from conftest import invoke_tuner
+from progress_helpers import Clock, restore_logging  # noqa: F401  (the fixture)
 from rich.console import Console
 from rich.progress import TimeElapsedColumn
 
@@ -28,25 +27,6 @@ PARAMS = {
     "learning_rate": 0.002,
 }
 OK = TrialOutcome("ok", values=(0.004024, 21687.0), attrs={"train_loss": 0.004941})
-
-
-class Clock:
-    """A clock the test moves by hand."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-@pytest.fixture(autouse=True)
-def restore_logging() -> Iterator[None]:
-    """Each test configures tuner's loggers; leave them (and Optuna's) as a plain run would."""
-    level = logging.getLogger("optuna").level
-    yield
-    logs.configure(logs.NORMAL, Console(file=io.StringIO()))
-    logging.getLogger("optuna").setLevel(level)
 
 
 def recording(terminal: bool = False) -> tuple[Console, io.StringIO]:

@@ -5,11 +5,10 @@ of the bars and of the result lines is within it, and every number a line holds 
 from __future__ import annotations
 
 import io
-import logging
 import re
-from collections.abc import Iterator
 
 import pytest
+from progress_helpers import Clock, restore_logging  # noqa: F401  (the fixture)
 from rich.console import Console
 
 from tuner.cli import logs
@@ -33,22 +32,6 @@ NUMBER = re.compile(r"\d[\d,.]*\d|\d")
 # What the lines say, each number whole: the result line at any width holds all of these.
 RESULT_NUMBERS = {"1024", "512", "20,793", "21,687", "0.005384", "3", "10.97", "42"}
 BUSY = "the machine was busy (load 10.97 on 2 cores): throughput figures are not reliable"
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-@pytest.fixture(autouse=True)
-def restore_logging() -> Iterator[None]:
-    level = logging.getLogger("optuna").level
-    yield
-    logs.configure(logs.NORMAL, Console(file=io.StringIO()))
-    logging.getLogger("optuna").setLevel(level)
 
 
 def _a_search(progress: SearchProgress | LogProgress, clock: Clock) -> None:
