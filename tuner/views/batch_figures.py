@@ -262,30 +262,9 @@ def pareto_figure(
     chosen = [p for p in points if p.trial == recommended_trial]
     if chosen:  # under its rule's marker, as in the batch plots
         figure.add_trace(_star(chosen[0], chosen[0].final_loss, chosen[0].throughput))
-    for rule in sorted({p.curve for p in points}):
-        mine = [p for p in points if p.curve == rule]
-        figure.add_trace(
-            go.Scatter(
-                x=[p.final_loss for p in mine],
-                y=[p.throughput for p in mine],
-                mode="markers",
-                name=f"{rule} rule",
-                marker={"size": 9, "color": rule_color(rule)},
-                text=[_hover(p) for p in mine],
-                hovertemplate="%{text}<br>loss %{x:.4g}, %{y:,.0f} samples/s<extra></extra>",
-            )
-        )
-    figure.add_trace(
-        go.Scatter(
-            x=[p.final_loss for p in front],
-            y=[p.throughput for p in front],
-            mode="lines+markers",
-            name=f"Pareto front ({len(front)} point{'s' if len(front) != 1 else ''})",
-            line={"dash": "dot", "color": "#444"},
-            marker={"symbol": "circle-open", "size": 16, "color": "#444"},
-            hoverinfo="skip",
-        )
-    )
+    for trace in _rule_markers(points):
+        figure.add_trace(trace)
+    figure.add_trace(_front_line(front))
     if curves is not None and curves.tied:
         tied = curves.tied
         figure.add_trace(
@@ -304,6 +283,42 @@ def pareto_figure(
         **_STYLE,
     )
     return figure
+
+
+def _rule_markers(points: Sequence[Point]) -> list[go.Scatter]:
+    """One marker trace per LR rule, loss against throughput."""
+    import plotly.graph_objects as go
+
+    traces = []
+    for rule in sorted({p.curve for p in points}):
+        mine = [p for p in points if p.curve == rule]
+        traces.append(
+            go.Scatter(
+                x=[p.final_loss for p in mine],
+                y=[p.throughput for p in mine],
+                mode="markers",
+                name=f"{rule} rule",
+                marker={"size": 9, "color": rule_color(rule)},
+                text=[_hover(p) for p in mine],
+                hovertemplate="%{text}<br>loss %{x:.4g}, %{y:,.0f} samples/s<extra></extra>",
+            )
+        )
+    return traces
+
+
+def _front_line(front: Sequence[Point]) -> go.Scatter:
+    """The Pareto front, ringed and joined by a dotted line."""
+    import plotly.graph_objects as go
+
+    return go.Scatter(
+        x=[p.final_loss for p in front],
+        y=[p.throughput for p in front],
+        mode="lines+markers",
+        name=f"Pareto front ({len(front)} point{'s' if len(front) != 1 else ''})",
+        line={"dash": "dot", "color": "#444"},
+        marker={"symbol": "circle-open", "size": 16, "color": "#444"},
+        hoverinfo="skip",
+    )
 
 
 def _pareto_legend(curves: BatchCurves | None) -> str:
