@@ -1,0 +1,261 @@
+"""The learning-rate range test of ``tuner lr-find`` (Smith 2017; fastai's and Lightning's
+``lr_find``), as pure functions: the exponential ramp, the smoothed loss, where it diverges and
+the suggested rate.
+
+The run trains at a rate that grows geometrically from ``min_lr`` to ``max_lr``, one step at each
+rate. Its loss is smoothed by an exponential moving average with bias correction (the first
+values are not pulled towards 0); the suggestion is the rate where the smoothed loss falls
+fastest **per unit of log-rate** (its slope against ``log10(lr)``, a centred difference over a
+window, not a per-step difference). The two pitfalls Lightning's users report are guarded:
+
+* an early spike (or the fast first drop of a fresh model) does not make the suggestion — the
+  first :func:`skipped_steps` are left out (of the smoothing too), no divergence is called
+  inside them, and a descent counts only when it persists (a run of falling points at least
+  :data:`MIN_RUN_FRACTION` of the ramp long) each at a new low of the loss (the fall back from
+  a later spike is no descent);
+* the slope is taken in log-rate (a change per decade of rate over a centred window), so it
+  does not depend on how many steps the ramp spends per decade, nor on the ramp being uniform.
+
+The smoothing's time constant is a fixed share of the ramp (:func:`default_beta`), so its lag
+(an EMA trails its input by ``beta / (1 - beta)`` steps) is a fixed share of the decades swept;
+the rate is read where the smoothed curve is steepest, as fastai and Lightning do.
+
+The run stops where the smoothed loss exceeds :data:`DIVERGENCE_FACTOR` × its minimum so far
+(or turns non-finite): past that the loss says nothing about good rates.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tuner.core.errors import ConfigError
+
+DEFAULT_MIN_LR = 1e-7
+DEFAULT_MAX_LR = 10.0
+DEFAULT_STEPS = 200
+"""Steps of the ramp: 25 per decade over the default 8 decades."""
+DIVERGENCE_FACTOR = 4.0
+"""The run has diverged once the smoothed loss is this many times its minimum (fastai's 4)."""
+SKIP_FRACTION = 0.1
+"""The share of the ramp's first steps left out of the suggestion and the divergence stop."""
+MIN_SKIP = 5
+MIN_RUN_FRACTION = 0.05
+"""The shortest descent that counts, as a share of the ramp's steps (at least 3 points)."""
+NEW_LOW_MARGIN = 0.02
+"""How far above the lowest loss so far a point of a descent may be, as a share of the curve's
+span (the smoothed curve still wobbles a little)."""
+WINDOW_FRACTION = 0.025
+"""Half-width of the slope's centred difference, as a share of the ramp's steps (at least 1)."""
+
+
+def check_range(min_lr: float, max_lr: float, steps: int) -> None:
+    """Refuse a ramp that cannot be run: one :class:`ConfigError` line naming the flag."""
+    for flag, value in (("--min-lr", min_lr), ("--max-lr", max_lr)):
+        if not (math.isfinite(value) and value > 0):
+            raise ConfigError(f"{flag} must be a positive learning rate, got {value}")
+    if max_lr <= min_lr:
+        raise ConfigError(f"--max-lr ({max_lr:g}) must be above --min-lr ({min_lr:g})")
+    if steps < 20:
+        raise ConfigError(f"--steps must be at least 20 for a range test, got {steps}")
+
+
+def ramp(min_lr: float, max_lr: float, steps: int) -> list[float]:
+    """The rate of each step: ``min_lr * (max_lr / min_lr) ** (i / (steps - 1))`` — Keras's
+    ``ExponentialDecay(min_lr, steps - 1, max_lr / min_lr)`` at step ``i``."""
+    ratio = max_lr / min_lr
+    return [min_lr * ratio ** (i / (steps - 1)) for i in range(steps)]
+
+
+def default_beta(steps: int) -> float:
+    """The EMA's factor for a ramp of ``steps``: a time constant of 5 % of the ramp (at least 2
+    steps), so the lag stays a small, fixed share of the decades swept whatever ``steps``."""
+    return 1.0 - 1.0 / max(2.0, 0.05 * steps)
+
+
+def smooth(losses: Sequence[float], beta: float, skip: int = 0) -> list[float]:
+    """The exponential moving average of ``losses`` with bias correction (Adam's: divided by
+    ``1 - beta ** n`` after ``n`` values), started after the first ``skip`` steps, which are NaN
+    (an early spike would otherwise decay through the average for many steps). A non-finite
+    loss makes the rest non-finite."""
+    average, out = 0.0, []
+    for i, loss in enumerate(losses):
+        if i < skip:
+            out.append(math.nan)
+            continue
+        average = beta * average + (1.0 - beta) * loss
+        out.append(average / (1.0 - beta ** (i + 1 - skip)))
+    return out
+
+
+def skipped_steps(steps: int) -> int:
+    """The ramp's first steps that neither suggest a rate nor count as divergence."""
+    return max(MIN_SKIP, round(SKIP_FRACTION * steps))
+
+
+def diverged(smoothed: Sequence[float], skip: int, factor: float = DIVERGENCE_FACTOR) -> int | None:
+    """The first step past ``skip`` whose smoothed loss (:func:`smooth` with that ``skip``) is
+    non-finite or above ``factor`` × the minimum so far; ``None`` when none is."""
+    best = math.inf
+    for i, value in enumerate(smoothed):
+        if i < skip:
+            continue
+        if not math.isfinite(value) or value > factor * best:
+            return i
+        best = min(best, value)
+    return None
+
+
+class DivergenceWatch:
+    """The stop rule of :func:`diverged`, fed one loss at a time inside the run: :meth:`add`
+    says whether to stop."""
+
+    def __init__(self, steps: int, beta: float | None = None) -> None:
+        self._beta = default_beta(steps) if beta is None else beta
+        self._skip = skipped_steps(steps)
+        self._average = 0.0
+        self._seen = 0
+        self._best = math.inf
+
+    def add(self, loss: float) -> bool:
+        """Record one step's loss; ``True`` when the run has diverged."""
+        self._seen += 1
+        if self._seen <= self._skip:  # not smoothed either: see smooth_after
+            return False
+        self._average = self._beta * self._average + (1.0 - self._beta) * loss
+        value = self._average / (1.0 - self._beta ** (self._seen - self._skip))
+        if not math.isfinite(value) or value > DIVERGENCE_FACTOR * self._best:
+            return True
+        self._best = min(self._best, value)
+        return False
+
+
+@dataclass(frozen=True)
+class Finding:
+    """What a range test found. ``suggestion`` is ``None`` when no lasting descent was seen, with
+    ``reason`` saying why."""
+
+    learning_rates: tuple[float, ...]
+    losses: tuple[float, ...]
+    smoothed: tuple[float, ...]
+    suggestion: float | None
+    suggestion_step: int | None
+    slope: float | None
+    """The smoothed loss's change per decade of rate at the steepest point (negative)."""
+    min_loss_lr: float | None
+    """The rate at the smoothed loss's minimum (before divergence)."""
+    diverged_lr: float | None
+    """The rate at which the run diverged (``None``: it did not, within the ramp)."""
+    skipped: int
+    beta: float
+    reason: str | None = None
+
+
+def suggest(
+    learning_rates: Sequence[float],
+    losses: Sequence[float],
+    *,
+    planned_steps: int | None = None,
+    beta: float | None = None,
+) -> Finding:
+    """The suggested rate of a range test: the steepest lasting descent of the smoothed loss
+    against ``log10(lr)``, before its minimum and before divergence (see the module).
+
+    ``learning_rates`` and ``losses`` are the steps run (the run may have stopped early);
+    ``planned_steps`` is the ramp's length (default: the steps given), which sets the skip,
+    the window and the smoothing."""
+    n = len(losses)
+    if len(learning_rates) != n:
+        raise ValueError("one learning rate per loss")
+    planned = planned_steps or n
+    beta = default_beta(planned) if beta is None else beta
+    skip = skipped_steps(planned)
+    smoothed = smooth(losses, beta, skip)
+    stop = diverged(smoothed, skip)
+    end = n if stop is None else stop  # the usable steps: [0, end)
+
+    def found(**fields: object) -> Finding:
+        return Finding(
+            learning_rates=tuple(learning_rates),
+            losses=tuple(losses),
+            smoothed=tuple(smoothed),
+            diverged_lr=None if stop is None else learning_rates[stop],
+            skipped=skip,
+            beta=beta,
+            **fields,  # type: ignore[arg-type]
+        )
+
+    usable = [i for i in range(skip, end) if math.isfinite(smoothed[i])]
+    if len(usable) < 3:
+        return found(
+            suggestion=None,
+            suggestion_step=None,
+            slope=None,
+            min_loss_lr=None,
+            reason=f"the run diverged within its first steps (at lr {learning_rates[end]:.3g}): "
+            "lower --min-lr",
+        )
+    lowest = min(usable, key=lambda i: smoothed[i])
+    steepest = _steepest(learning_rates, smoothed, skip, lowest, planned)
+    if steepest is None:
+        return found(
+            suggestion=None,
+            suggestion_step=None,
+            slope=None,
+            min_loss_lr=learning_rates[lowest],
+            reason="the loss did not fall steadily over the range: widen it (--min-lr, "
+            "--max-lr) or run more --steps",
+        )
+    step, slope = steepest
+    return found(
+        suggestion=learning_rates[step],
+        suggestion_step=step,
+        slope=slope,
+        min_loss_lr=learning_rates[lowest],
+    )
+
+
+def _steepest(
+    lrs: Sequence[float], smoothed: Sequence[float], skip: int, lowest: int, planned: int
+) -> tuple[int, float] | None:
+    """(step, slope per decade) of the steepest point of a lasting descent in
+    ``[skip, lowest]``; ``None`` when there is none.
+
+    A point belongs to a descent when its slope is negative and its loss is a new low (within
+    :data:`NEW_LOW_MARGIN` of the curve's span): the fall back from a spike is no descent. A
+    descent lasts when it holds :data:`MIN_RUN_FRACTION` of the ramp's steps (at least 3)."""
+    half = max(1, round(WINDOW_FRACTION * planned))
+    values = smoothed[skip : lowest + 1]
+    margin = NEW_LOW_MARGIN * (max(values) - min(values))
+    low, falling = math.inf, []
+    for i in range(skip, lowest + 1):
+        lo, hi = max(skip, i - half), min(lowest, i + half)
+        decades = math.log10(lrs[hi]) - math.log10(lrs[lo]) if hi > lo else 0.0
+        slope = (smoothed[hi] - smoothed[lo]) / decades if decades > 0 else 0.0
+        if slope < 0 and smoothed[i] <= low + margin:
+            falling.append((i, slope))
+        low = min(low, smoothed[i])
+    shortest = max(3, round(MIN_RUN_FRACTION * planned))
+    best: tuple[int, float] | None = None
+    for run in _runs(falling):
+        if len(run) >= shortest:
+            point = min(run, key=lambda p: p[1])
+            best = point if best is None or point[1] < best[1] else best
+    return best
+
+
+def _runs(points: list[tuple[int, float]]) -> list[list[tuple[int, float]]]:
+    """``points`` (step, slope) cut where a step is missing."""
+    runs: list[list[tuple[int, float]]] = []
+    for point in points:
+        if runs and runs[-1][-1][0] == point[0] - 1:
+            runs[-1].append(point)
+        else:
+            runs.append([point])
+    return runs
+
+
+def spec_line(learning_rate: float) -> str:
+    """The line to paste under ``[search]`` of a spec (``base_lr = 0.0032``)."""
+    return f"base_lr = {learning_rate:.2g}"
