@@ -9,7 +9,7 @@ import pytest
 from keras.src import losses as keras_losses
 from keras.src import optimizers as keras_optimizers
 
-from tuner.core.keras_names import LOSSES, OPTIMIZERS, nearest
+from tuner.core.keras_names import LOSSES, OPTIMIZER_CLASSES, OPTIMIZERS, nearest
 
 
 def takes(get, name: str) -> bool:  # type: ignore[no-untyped-def]
@@ -22,6 +22,12 @@ def takes(get, name: str) -> bool:  # type: ignore[no-untyped-def]
 def test_the_optimizer_names_are_keras_own() -> None:
     found = sorted(k for k in keras_optimizers.ALL_OBJECTS_DICT if takes(keras.optimizers.get, k))
     assert list(OPTIMIZERS) == found, f"paste into OPTIMIZERS: {found}"
+
+
+def test_every_optimizer_name_has_its_keras_class() -> None:
+    assert sorted(OPTIMIZER_CLASSES) == list(OPTIMIZERS)
+    for name, class_name in OPTIMIZER_CLASSES.items():
+        assert isinstance(keras.optimizers.get(name), getattr(keras.optimizers, class_name))
 
 
 def test_the_loss_names_are_keras_own() -> None:

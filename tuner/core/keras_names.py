@@ -26,6 +26,30 @@ OPTIMIZERS = (
     "sgd",
 )
 
+OPTIMIZER_CLASSES = {
+    "adadelta": "Adadelta",
+    "adafactor": "Adafactor",
+    "adagrad": "Adagrad",
+    "adam": "Adam",
+    "adamax": "Adamax",
+    "adamw": "AdamW",
+    "ftrl": "Ftrl",
+    "lion": "Lion",
+    "muon": "Muon",
+    "nadam": "Nadam",
+    "rmsprop": "RMSprop",
+    "schedulefreeadamw": "ScheduleFreeAdamW",
+    "sgd": "SGD",
+}
+"""Each optimizer name's class in ``keras.optimizers``: a spec may say ``adam``, an export and
+the answer say ``Adam``."""
+
+
+def optimizer_class(name: str) -> str:
+    """The Keras class of an optimizer name (any case); another name as given (the user's own)."""
+    return OPTIMIZER_CLASSES.get(name.lower(), name)
+
+
 LOSSES = (
     "BCE",
     "BinaryCrossentropy",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tuner.core.keras_names import optimizer_class
 from tuner.core.scaling import optimizer_settings
 
 SHAPING_RULES = ("linear-warmup", "sqrt-adam")
@@ -90,6 +91,7 @@ def from_description(
     the trained ones (``sqrt-adam``'s moments included), at ``learning_rate``, with its warm-up
     as :func:`warmup_schedule`. Without a description: ``fallback_class`` (the spec's
     optimizer) at ``learning_rate``, Keras's defaults for the rest."""
+    fallback_class = optimizer_class(fallback_class)
     if not described:
         return serialized(fallback_class, {"learning_rate": float(learning_rate)})
     skip = {"class", "from_build", "warmup", "keras", "name"}
@@ -98,4 +100,4 @@ def from_description(
     warmup = described.get("warmup")
     if warmup:
         config["learning_rate"] = warmup_schedule(warmup["from"], warmup["to"], warmup["steps"])
-    return serialized(str(described.get("class", fallback_class)), config)
+    return serialized(optimizer_class(str(described.get("class", fallback_class))), config)

@@ -117,7 +117,7 @@ def test_without_a_stored_optimizer_the_specs_class_at_the_trials_rate() -> None
     doc = document("sqrt")
     assert doc["recommended"]["optimizer"] == {
         "module": "keras.optimizers",
-        "class_name": "adam",
+        "class_name": "Adam",
         "config": {"learning_rate": pytest.approx(1e-3 * math.sqrt(2), rel=1e-14)},
         "registered_name": None,
     }
@@ -158,7 +158,7 @@ def test_the_recommended_block_is_what_plain_keras_reads() -> None:
     ]  # fmt: skip
     assert (block["global_batch_size"], block["per_replica_batch_size"]) == (128, 64)
     assert block["learning_rate"] == doc["learning_rate"] == pytest.approx(2e-3)
-    assert block["optimizer"]["class_name"] == "adam" and block["precision"] == "mixed_bfloat16"
+    assert block["optimizer"]["class_name"] == "Adam" and block["precision"] == "mixed_bfloat16"
     assert type(block["global_batch_size"]) is int
 
 
