@@ -44,7 +44,7 @@ def reuse_key(request: TrialRequest, study_attrs: Mapping[str, Any], signature: 
         "host": platform.node(),
         "versions": study_attrs.get("versions"),
         "workload": study_attrs.get("workload"),
-        "environment": _runtime_environment(),
+        "environment": runtime_environment(),
     }
     text = json.dumps(parts, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:32]
@@ -100,12 +100,18 @@ _NOT_SPEED = frozenset({*compile_cache.environment(Path()), compile_cache.CACHE_
 trains, so a baseline measured with or without the cache is the same measurement."""
 
 
-def _runtime_environment() -> dict[str, str]:
+def runtime_environment() -> dict[str, str]:
+    """The variables the trial children inherit that change how fast they train (the
+    compilation cache's left out): part of every reuse key (this and
+    :mod:`tuner.driver.input_reuse`)."""
     return {
         k: v
         for k, v in sorted(os.environ.items())
         if k.startswith(_RUNTIME_PREFIXES) and k not in _NOT_SPEED
     }
+
+
+_runtime_environment = runtime_environment  # the name tests/driver/test_compile_cache.py reads
 
 
 def find_baseline(study: optuna.Study, key: str, repeats: int) -> tuple[str, dict[str, Any]] | None:

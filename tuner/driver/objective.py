@@ -30,6 +30,7 @@ from tuner.core.scaling import scaled_learning_rate
 from tuner.core.spec import StudySpec
 from tuner.driver.children import ChildRunner, budget_dict, first_precision, trial_request
 from tuner.driver.grid import stores_batch_as_category, suggest_global_batch, suggest_precision
+from tuner.driver.input_reuse import InputReuse
 from tuner.driver.observer import SearchObserver
 from tuner.driver.racing import REPEAT_INDEX, REPEAT_OF, SAME_AS, chain, is_original, measured
 from tuner.driver.spooled import spool_outcome
@@ -74,6 +75,7 @@ class Objective:
         self._failures: dict[str, tuple[int, tuple[Any, ...]]] = {}
         self.stopped: str | None = None
         """Why the search must stop (:meth:`_watch`), or ``None``."""
+        self._inputs = InputReuse()
 
     def expect(self, trials: Sequence[FrozenTrial] | None) -> None:
         """The study's trials as the loop read them just before the next trial starts: that
@@ -169,7 +171,7 @@ class Objective:
         batch, rule, lr = attrs["global_batch_size"], attrs["lr_rule"], attrs["learning_rate"]
         precision = attrs[PRECISION]
         outcome = self._implied_oom(stored, batch, values, precision) or self._run(
-            batch, lr, rule, values, precision
+            batch, lr, rule, values, precision, (trial.study, stored)
         )
         outcome = measured(outcome, earlier, target=search.target_loss is not None)
         return with_efficiency(outcome, search.base_batch_size, batch)
@@ -246,9 +248,16 @@ class Objective:
         return None
 
     def _run(
-        self, batch: int, lr: float, rule: str, values: dict[str, Any] | None, precision: str
+        self,
+        batch: int,
+        lr: float,
+        rule: str,
+        values: dict[str, Any] | None,
+        precision: str,
+        study: tuple[optuna.Study, Sequence[FrozenTrial]],
     ) -> TrialOutcome:
-        """Train the grid point in a child and classify what it left behind."""
+        """Train the grid point in a child and classify what it left behind; an input pipeline
+        ``study``'s trials already measured is not measured again (:mod:`.input_reuse`)."""
         request = trial_request(
             self._spec,
             self._plan,
@@ -258,13 +267,15 @@ class Objective:
             precision=precision,
             model_hyperparameters=values,
         )
+        request, input_key, input_from = self._inputs.prepare(request, *study)
         run = self._runner.run(
             request,
             self._plan.child_environment(),
             self._timeout_s,
             on_event=self._on_event,
         )
-        return classify(run, memory_capped=self._plan.memory_limit_bytes is not None)
+        outcome = classify(run, memory_capped=self._plan.memory_limit_bytes is not None)
+        return self._inputs.record(outcome, input_key, input_from)
 
     def _on_event(self, event: Event) -> None:
         """Pass a child's event on to the observer by its kind; other kinds are not progress."""

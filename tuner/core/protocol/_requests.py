@@ -134,6 +134,10 @@ class TrialRequest(RunRequest):
     mode: ClassVar[str] = "trial"
     noise_scale: bool = False
     noise_scale_steps: int | None = None
+    input_throughput: float | None = None
+    """What the input pipeline delivers alone (samples/s), measured by an earlier trial with the
+    same input key (:mod:`tuner.driver.input_reuse`): the child reports it instead of timing the
+    pipeline again. ``None``: the child measures it."""
 
 
 @dataclass(frozen=True, kw_only=True)

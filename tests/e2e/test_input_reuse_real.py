@@ -1,0 +1,42 @@
+"""The input pipeline measured once per batch, with real TensorFlow children on two CPU replicas
+and real SQLite: at batch 128 the rules none and linear train apart (two children), and the
+second is sent the first one's ``input_throughput`` — it does not time the pipeline again
+(``input_probe_s`` ~0) and names the trial it came from; batch 64 measures its own."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import optuna
+import pytest
+from conftest import run_tuner, write_spec
+
+
+@pytest.mark.slow
+def test_the_second_rule_at_a_batch_reuses_the_first_ones_input_figure(tmp_path: Path) -> None:
+    write_spec(tmp_path / "s.toml", name="inputs", base=64, rules='["none", "linear"]')
+    searched = run_tuner(
+        "search", "--spec", "s.toml", "--storage", "sqlite:///s.db", "--cpu-replicas", "2",
+        "--no-baseline", "--no-noise-scale", "--seeds", "1", "--max-repeats", "1",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert searched.returncode == 0, searched.stderr
+    study = optuna.load_study(study_name="inputs", storage=f"sqlite:///{tmp_path}/s.db")
+    children = [t for t in study.get_trials() if "same_as" not in t.user_attrs]
+    by_batch: dict[int, list[optuna.trial.FrozenTrial]] = {}
+    for trial in sorted(children, key=lambda t: t.number):
+        by_batch.setdefault(trial.params["global_batch_size"], []).append(trial)
+    (base,) = by_batch[64]
+    first, second = by_batch[128]
+    for measured in (base, first):
+        assert "input_throughput_from" not in measured.user_attrs
+        assert measured.user_attrs["input_throughput"] > 0
+        assert measured.user_attrs["timings"]["input_probe_s"] > 0.05
+    assert base.user_attrs["input_key"] != first.user_attrs["input_key"]
+    reused = second.user_attrs
+    assert reused["input_throughput_from"] == first.number
+    assert reused["input_key"] == first.user_attrs["input_key"]
+    assert reused["input_throughput"] == first.user_attrs["input_throughput"]
+    assert reused["timings"]["input_probe_s"] < 0.01
+    # Whether training is input-bound is still judged against this trial's own throughput.
+    assert reused["input_bound"] is (reused["throughput"] >= 0.8 * reused["input_throughput"])

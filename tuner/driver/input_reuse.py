@@ -1,0 +1,112 @@
+"""Measuring the input pipeline once per pipeline, batch and devices, not once per trial.
+
+After training, a trial times its input pipeline alone (``input_throughput``; ~1.5 s a trial on
+2 CPU cores, :func:`tuner.worker.meters.input_throughput`). That figure depends on what feeds
+the pipeline and what draws from it — the data, the global batch and how it is split over the
+replicas, the budget (which samples, how many batches a window), the backend, the loop, the
+precision, the host, the framework versions and the variables the children inherit — and not on
+the learning-rate rule, the optimizer or the seed. So every trial that measured it stores its
+**input key** (:func:`input_key`: a hash of exactly those) as ``input_key``; the next trial of
+the study with the same key is sent the earlier figure in its request
+(:attr:`~tuner.core.protocol.TrialRequest.input_throughput`), skips the timing
+(``timings.input_probe_s`` ~0) and stores the figure with ``input_throughput_from``: the trial
+that measured it. Everything else a trial measures it still measures.
+
+Only the study's own trials are searched (the list the trial loop already read: no extra storage
+round trip); its data's identity comes from the study's ``workload`` attribute (sizes and the
+digest of its data, :mod:`tuner.worker.digest`) and ``versions``, read once per search.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, replace
+from typing import Any
+
+import optuna
+from optuna.trial import FrozenTrial
+
+from tuner.core.outcome import TrialOutcome
+from tuner.core.protocol import TrialRequest
+from tuner.driver.baseline_reuse import runtime_environment
+
+INPUT_KEY = "input_key"
+"""The trial attribute holding the hash of what its ``input_throughput`` depends on."""
+REUSED_FROM = "input_throughput_from"
+"""The trial attribute naming the trial whose ``input_throughput`` this one reports."""
+
+
+def input_key(request: TrialRequest, study_attrs: Mapping[str, Any]) -> str:
+    """The hash that says two trials' input pipelines deliver the same: ``request``'s data
+    references and backend, global batch, device plan (replicas, devices, memory cap), budget,
+    loss target, loop and precision; the host and the children's environment; from
+    ``study_attrs`` the data's ``workload`` sizes and digest and the framework ``versions``.
+    The learning rate, its rule, the optimizer, the seed and a hypermodel's values are left out:
+    the pipeline does not depend on them."""
+    workload = request.workload
+    parts = {
+        "data": workload.data,
+        "dataset": workload.dataset,
+        "backend": workload.backend,
+        "global_batch_size": request.global_batch_size,
+        "plan": request.plan.to_dict(),
+        "budget": asdict(request.budget),
+        "target": None if request.target is None else asdict(request.target),
+        "loop": request.loop,
+        "precision": request.precision,
+        "host": platform.node(),
+        "environment": runtime_environment(),
+        "workload": study_attrs.get("workload"),
+        "versions": study_attrs.get("versions"),
+    }
+    text = json.dumps(parts, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def find_input(trials: Sequence[FrozenTrial], key: str) -> tuple[float, int] | None:
+    """The earliest trial in ``trials`` that measured its input pipeline itself under ``key``:
+    ``(its input_throughput, its number)``; ``None`` if none did."""
+    for trial in sorted(trials, key=lambda t: t.number):
+        attrs = trial.user_attrs
+        figure = attrs.get("input_throughput")
+        if attrs.get(INPUT_KEY) != key or attrs.get(REUSED_FROM) is not None:
+            continue
+        if isinstance(figure, int | float) and figure > 0:
+            return float(figure), trial.number
+    return None
+
+
+class InputReuse:
+    """One search's reuse of measured input pipelines: :meth:`prepare` before a trial's child,
+    :meth:`record` on its outcome. The study's attributes are read at the first trial only."""
+
+    def __init__(self) -> None:
+        self._study_attrs: dict[str, Any] | None = None
+
+    def prepare(
+        self, request: TrialRequest, study: optuna.Study, trials: Sequence[FrozenTrial]
+    ) -> tuple[TrialRequest, str, int | None]:
+        """``request`` with an earlier trial's figure when one of ``trials`` measured the same
+        input key; that key; and the trial it came from (``None``: the child measures it)."""
+        if self._study_attrs is None:
+            self._study_attrs = dict(study.user_attrs)
+        key = input_key(request, self._study_attrs)
+        found = find_input(trials, key)
+        if found is None:
+            return request, key, None
+        figure, number = found
+        return replace(request, input_throughput=figure), key, number
+
+    @staticmethod
+    def record(outcome: TrialOutcome, key: str, source: int | None) -> TrialOutcome:
+        """``outcome`` with its input key (where it reports an ``input_throughput``) and, when
+        the figure was reused, the trial that measured it."""
+        if outcome.attrs.get("input_throughput") is None:
+            return outcome
+        attrs = {**outcome.attrs, INPUT_KEY: key}
+        if source is not None:
+            attrs[REUSED_FROM] = source
+        return replace(outcome, attrs=attrs)
