@@ -85,3 +85,20 @@ def test_when_set_no_child_starts_and_every_mode_has_its_answer(monkeypatch):
     request = validate_request(SPEC, PLAN, 64, 1e-3, steps=4, loss_reduction="global")
     validate = classify(chosen.run(request, {}, 60), memory_capped=False)
     assert validate.status == "error" and instant.INSTANT_ENV in (validate.error or "")
+
+
+def test_a_run_takes_the_seconds_set_asleep_and_says_so(monkeypatch):
+    """``TUNER_TEST_INSTANT_SECONDS``: a training run keeps the driver waiting that long (as a
+    child would), so several workers overlap; the check answers at once; a bad value is named."""
+    monkeypatch.setenv(instant.SECONDS_ENV, "0.05")
+    slept: list[float] = []
+    monkeypatch.setattr(instant.time, "sleep", slept.append)
+    trial = instant.instant_run(trial_request(SPEC, PLAN, 128, 2e-3))
+    assert decode_result(trial.result_text or "").timings["training_s"] == 0.05
+    instant.instant_run(inspect_request(SPEC))
+    assert slept == [0.05]
+    monkeypatch.setenv(instant.SECONDS_ENV, "soon")
+    with pytest.raises(ValueError, match="TUNER_TEST_INSTANT_SECONDS must be a number"):
+        instant.instant_run(trial_request(SPEC, PLAN, 128, 2e-3))
+    monkeypatch.delenv(instant.SECONDS_ENV)
+    assert instant.run_seconds() == 0.0

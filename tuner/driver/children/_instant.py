@@ -9,6 +9,11 @@ deterministic functions of its global batch, learning-rate rule, replicas and se
 else is the real driver (Optuna, storage, grid, seeds, racing, export), so a benchmark can time
 the driver's own cost per trial (``benchmarks/driver_scaling.py``)
 without TensorFlow. Inert unless set; never set it for a real study: its numbers measure nothing.
+
+With ``TUNER_TEST_INSTANT_SECONDS=<s>`` as well, every training run (trial, probe, baseline) takes
+``s`` seconds of wall time, asleep as a child's training would keep the driver waiting, so that
+several workers on one study overlap their runs as real ones do
+(``benchmarks/worker_scaling.py``); the default, 0, answers at once.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from tuner.core.protocol import (
 from tuner.driver.children._interface import OnEvent
 
 INSTANT_ENV = "TUNER_TEST_INSTANT_TRIALS"
+SECONDS_ENV = "TUNER_TEST_INSTANT_SECONDS"
 N_TRAIN = 1 << 20
 """The training set the stand-in workload reports: larger than any grid a benchmark builds."""
 N_VAL = 4096
@@ -42,6 +48,16 @@ DEVICE_KIND = "instant stand-in (TUNER_TEST_INSTANT_TRIALS)"
 def is_enabled() -> bool:
     """Whether the stand-in answers child requests (``TUNER_TEST_INSTANT_TRIALS=1``)."""
     return os.environ.get(INSTANT_ENV) == "1"
+
+
+def run_seconds() -> float:
+    """How long a fabricated training run takes (``TUNER_TEST_INSTANT_SECONDS``, default 0)."""
+    text = os.environ.get(SECONDS_ENV, "")
+    try:
+        seconds = float(text) if text else 0.0
+    except ValueError:
+        raise ValueError(f"{SECONDS_ENV} must be a number of seconds, got {text!r}") from None
+    return max(seconds, 0.0)
 
 
 class InstantRunner:
@@ -66,7 +82,10 @@ def instant_run(request: Request) -> ChildRun:
     if isinstance(request, InspectRequest):
         result = Result(status="ok", payload=_inspected(request))
     elif isinstance(request, TrialRequest | ProbeRequest):
-        result = Result(status="ok", payload=_trained(request), timings={"training_s": 0.0})
+        seconds = run_seconds()
+        if seconds:
+            time.sleep(seconds)  # as a child's training keeps the driver waiting
+        result = Result(status="ok", payload=_trained(request), timings={"training_s": seconds})
     else:  # validate checks the framework's own arithmetic: nothing here to fake honestly
         error = f"{INSTANT_ENV} has no stand-in for mode {request.mode!r}"
         result = Result(status="error", error=error)
