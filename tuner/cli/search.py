@@ -133,6 +133,16 @@ SearchTieMarginOpt = Annotated[
         show_default=spec_default("tie_margin"),
     ),
 ]
+LrSweepOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--lr-sweep",
+        help="Train N learning rates at every global batch, log-spaced from half the none "
+        "rule's rate to twice the linear rule's, and measure how the best rate scales with "
+        "the batch (the law: alpha in lr* ~ B^alpha, the critical batch). 0: no sweep.",
+        show_default="spec, else 0",
+    ),
+]
 TargetLossOpt = Annotated[
     float | None,
     typer.Option(
@@ -160,6 +170,7 @@ def search(
     base_batch_size: BaseBatchOpt = None,
     batch_multipliers: MultipliersOpt = None,
     lr_rules: RulesOpt = None,
+    lr_sweep: LrSweepOpt = None,
     base_lr: BaseLrOpt = None,
     epochs: EpochsOpt = None,
     train_samples: TrainSamplesOpt = None,

@@ -16,6 +16,7 @@ _SEARCH_DEFAULTS: dict[str, Any] = {
     "target_loss": None,
     "eval_every_samples": None,
     "precisions": ["float32"],
+    "lr_sweep": 0,
 }
 _MAY_CHANGE = ("trials", "seeds", "max_repeats", "tolerance", "tie_margin")
 """Search fields a resumed study may change: the trial budget and how sure a decision must be."""

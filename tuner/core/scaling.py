@@ -12,6 +12,10 @@ When the global batch grows by a factor ``k = global_batch / base_batch``, the r
   ``beta_2 -> 1 - k(1 - beta_2)``, ``epsilon -> epsilon / sqrt(k)`` (Adam-family optimizers only).
 
 Which one wins is measured by the study, never assumed here.
+
+An LR sweep (``--lr-sweep N``) adds the rules ``sweep-1/N`` … ``sweep-N/N``: N rates spaced
+evenly in log from half the ``none`` rate to twice the ``linear`` one at each batch
+(:func:`sweep_rules`); :mod:`tuner.core.lr_law` finds the best of them.
 """
 
 from __future__ import annotations
@@ -34,6 +38,36 @@ LR_RULES: tuple[str, ...] = tuple(_RULES)
 """The names of the known rules, in their canonical order."""
 
 
+SWEEP_PREFIX = "sweep-"
+"""The rules of an LR sweep are named ``sweep-i/N`` (point ``i`` of ``N``, from 1)."""
+SWEEP_LOW, SWEEP_HIGH = 0.5, 2.0
+"""The sweep spans ``SWEEP_LOW`` × the ``none`` rate to ``SWEEP_HIGH`` × the ``linear`` one."""
+
+
+def sweep_rules(points: int) -> tuple[str, ...]:
+    """The rule names of an LR sweep of ``points`` rates (none below 2)."""
+    return tuple(f"{SWEEP_PREFIX}{i}/{points}" for i in range(1, points + 1)) if points > 1 else ()
+
+
+def is_sweep(rule: str) -> bool:
+    """Whether ``rule`` is a point of an LR sweep rather than a fixed rule."""
+    return rule.startswith(SWEEP_PREFIX)
+
+
+def _sweep_factor(rule: str, k: float) -> float:
+    """The factor of sweep point ``sweep-i/N`` at batch ratio ``k``: ``SWEEP_LOW`` ×
+    ``(SWEEP_HIGH / SWEEP_LOW × max(k, 1))^((i - 1) / (N - 1))``."""
+    try:
+        index, _, points = rule[len(SWEEP_PREFIX) :].partition("/")
+        i, n = int(index), int(points)
+    except ValueError:
+        i, n = 0, 0
+    if not 1 <= i <= n or n < 2:
+        raise ValueError(f"unknown learning-rate rule {rule!r}: a sweep point is sweep-i/N")
+    span = SWEEP_HIGH / SWEEP_LOW * max(k, 1.0)
+    return SWEEP_LOW * span ** ((i - 1) / (n - 1))
+
+
 def batch_ratio(global_batch_size: int, base_batch_size: int) -> float:
     """Return ``k``: how many times the global batch is larger than the base batch."""
     if global_batch_size <= 0 or base_batch_size <= 0:
@@ -48,6 +82,9 @@ def scaled_learning_rate(
 
     Raises ``ValueError`` for an unknown rule.
     """
+    if is_sweep(rule):
+        k = batch_ratio(global_batch_size, base_batch_size)
+        return base_lr * _sweep_factor(rule, k)
     try:
         factor = _RULES[rule]
     except KeyError:

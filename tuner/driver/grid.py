@@ -142,10 +142,10 @@ def grid_points(spec: StudySpec) -> list[tuple[Any, ...]]:
         return [
             (b, r, p)
             for b in search.global_batch_sizes
-            for r in search.lr_rules
+            for r in search.grid_rules
             for p in search.precisions
         ]
-    return [(b, r) for b in search.global_batch_sizes for r in search.lr_rules]
+    return [(b, r) for b in search.global_batch_sizes for r in search.grid_rules]
 
 
 def make_sampler(spec: StudySpec, hypermodel: dict[str, Any] | None) -> optuna.samplers.BaseSampler:
@@ -166,7 +166,7 @@ def make_sampler(spec: StudySpec, hypermodel: dict[str, Any] | None) -> optuna.s
             )
     space: dict[str, list[Any]] = {
         "global_batch_size": list(search.global_batch_sizes),
-        "lr_rule": list(search.lr_rules),
+        "lr_rule": list(search.grid_rules),
     }
     if searches_precisions(spec):
         space[PRECISION] = list(search.precisions)

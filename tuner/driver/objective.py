@@ -98,7 +98,7 @@ class Objective:
             stored = trial.study.get_trials(deepcopy=False)
         categorical = search.joint or stores_batch_as_category(stored)  # see suggest_global_batch
         batch = suggest_global_batch(trial, search.global_batch_sizes, categorical=categorical)
-        rule = trial.suggest_categorical("lr_rule", list(search.lr_rules))
+        rule = trial.suggest_categorical("lr_rule", list(search.grid_rules))
         precision = suggest_precision(trial, search.precisions)
         lr = scaled_learning_rate(rule, search.base_lr, batch, search.base_batch_size)
         attrs = self._configuration(batch, rule, lr, values)

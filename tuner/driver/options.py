@@ -111,6 +111,8 @@ class SearchOptions(GridOptions):
     noise_scale: bool | None = None
     seeds: int | None = None
     max_repeats: int | None = None
+    lr_sweep: int | None = None
+    """Learning rates swept at every batch (``[search] lr_sweep``; 0: none)."""
     tolerance: float | None = None
     tie_margin: float | None = None
     target_loss: float | None = None
@@ -125,6 +127,7 @@ class SearchOptions(GridOptions):
                 "noise_scale",
                 "seeds",
                 "max_repeats",
+                "lr_sweep",
                 "tolerance",
                 "tie_margin",
                 "target_loss",

@@ -63,6 +63,8 @@ MEASURED_KEYS = frozenset(
         "time_to_target_ci",
         "prediction",
         "close_calls",
+        "lr_law",
+        "learning_rate_ci",
     }
 )
 """The flat keys (and ``per_device_signature`` keys) that hold measurements."""
@@ -83,6 +85,8 @@ def export_document(
     attrs = chosen.user_attrs
     search, workload = spec.get("search", {}), spec.get("workload", {})
     optimizer, source = optimizer_section(attrs, workload.get("optimizer") or "adam", rec)
+    if rec.get("learning_rate_source") == "lr_law":  # the measured lr*, not the trial's rate
+        optimizer["config"]["learning_rate"] = float(rec["learning_rate"])
     document = {
         "schema_version": SCHEMA_VERSION,
         "recommended": recommended_section(rec, optimizer),

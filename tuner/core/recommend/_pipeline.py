@@ -53,6 +53,7 @@ from tuner.core.recommend._fields import (
     speedup_of,
     target_fields,
 )
+from tuner.core.recommend._law import law_fields
 from tuner.core.recommend._policy import (
     DEFAULT_TIE_MARGIN,
     DEFAULT_TOLERANCE,
@@ -241,6 +242,7 @@ def _recommend_one(
         **target_fields(chosen, context, [t for t in same_config if id(t) in complete_ids]),
         **hypermodel_fields(chosen, context),
         **probe_fields(chosen, context),
+        **law_fields(chosen, same_config, (context.seed_noise or {}).get(signature)),
     }
     note = oom_note(result, same_config)
     if note:

@@ -14,6 +14,7 @@ from typing import Any
 from tuner.core.errors import ConfigError
 from tuner.core.identity import identity_of
 from tuner.core.recommend import DEFAULT_TIE_MARGIN, DEFAULT_TOLERANCE
+from tuner.core.scaling import sweep_rules
 from tuner.core.spec import _fields as fields
 from tuner.core.spec._decision import DEFAULT_MAX_REPEATS, DEFAULT_SEEDS, decision_fields
 from tuner.core.spec._fields import Table, check_study_name
@@ -125,6 +126,9 @@ class SearchSpec:
     """Validation loss a trial trains to (time to target); ``None``: train the whole budget."""
     eval_every_samples: int | None = None
     """Samples between two checks of the target (``None``: about 10 checks per budget)."""
+    lr_sweep: int = 0
+    """Learning rates swept at every batch (``sweep-i/N`` rules beside ``lr_rules``), from half
+    the ``none`` rate to twice the ``linear`` one: the measured law (``0``: no sweep)."""
 
     @property
     def joint(self) -> bool:
@@ -135,6 +139,11 @@ class SearchSpec:
     def loop_kind(self) -> str:
         """The training loop: ``fit``, ``custom`` or ``cpu-update`` (custom, updates on the CPU)."""
         return "cpu-update" if self.update_on == "cpu" else self.loop
+
+    @property
+    def grid_rules(self) -> tuple[str, ...]:
+        """The grid's rule axis: the fixed rules, then the LR sweep's points."""
+        return self.lr_rules + sweep_rules(self.lr_sweep)
 
     @property
     def global_batch_sizes(self) -> tuple[int, ...]:
@@ -172,6 +181,7 @@ _FIELDS: dict[str, tuple[str, ...]] = {
         "base_batch_size",
         "batch_multipliers",
         "lr_rules",
+        "lr_sweep",
         "base_lr",
         "epochs",
         "seed",
@@ -308,6 +318,17 @@ def _search(search: Table, optimizer: str | None) -> SearchSpec:
     return spec
 
 
+def _lr_sweep(search: Table) -> int:
+    """``lr_sweep``: 0 (no sweep) or at least 3 rates (a parabola needs three)."""
+    value = search.get("lr_sweep", 0)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0 or value in (1, 2):
+        raise ConfigError(
+            f"{search.label('lr_sweep')} must be 0 (no sweep) or a number of rates of at least 3, "
+            f"got {value!r}"
+        )
+    return value
+
+
 def _grid(search: Table) -> dict[str, Any]:
     """The grid's fields: base batch, multipliers, rules, base learning rate and epochs."""
     grid: dict[str, Any] = {
@@ -318,6 +339,7 @@ def _grid(search: Table) -> dict[str, Any]:
             search.need("batch_multipliers"), search.label("batch_multipliers")
         ),
         "lr_rules": fields.rule_list(search.need("lr_rules"), search.label("lr_rules")),
+        "lr_sweep": _lr_sweep(search),
         "base_lr": fields.positive_float(search.need("base_lr"), search.label("base_lr")),
         **_sample_budget(search),
     }

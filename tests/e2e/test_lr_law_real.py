@@ -1,0 +1,74 @@
+"""``--lr-sweep`` with real TensorFlow on two CPU replicas and real SQLite (issue 32): three
+learning rates at each of two batches of the noisy quadratic model, trained in their own
+children; the export carries the measured law, and the recommended rate is the measured ``lr*``
+at the recommended batch."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import optuna
+import pytest
+from conftest import run_tuner
+
+SPEC = """
+[study]
+name = "nqm"
+
+[workload]
+model = "tuner.workloads.noisy_quadratic:build_model"
+data = "tuner.workloads.noisy_quadratic:load_data"
+loss = "mse"
+optimizer = "sgd"
+
+[search]
+base_batch_size = 16
+batch_multipliers = [1, 4]
+lr_rules = ["none"]
+base_lr = 0.3
+train_samples = 1024
+val_samples = 2048
+"""
+
+
+@pytest.mark.slow
+def test_a_sweep_of_three_rates_exports_the_measured_law(tmp_path: Path) -> None:
+    (tmp_path / "nqm.toml").write_text(SPEC, encoding="utf-8")
+    searched = run_tuner(
+        "search", "--spec", "nqm.toml", "--storage", "sqlite:///s.db", "--cpu-replicas", "2",
+        "--no-baseline", "--no-noise-scale", "--lr-sweep", "3", "--export", "rec.json",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert searched.returncode == 0, searched.stderr
+    study = optuna.load_study(study_name="nqm", storage=f"sqlite:///{tmp_path}/s.db")
+    rules = {(t.params["global_batch_size"], t.params["lr_rule"]) for t in study.get_trials()}
+    assert rules == {
+        (b, r) for b in (16, 64) for r in ("none", "sweep-1/3", "sweep-2/3", "sweep-3/3")
+    }
+    rates = {
+        (t.params["global_batch_size"], t.params["lr_rule"]): t.user_attrs["learning_rate"]
+        for t in study.get_trials()
+    }
+    # Half the none rate to twice the linear one, log-spaced: at 4x the base batch, 0.15 to 2.4.
+    assert rates[(64, "sweep-1/3")] == pytest.approx(0.15)
+    assert rates[(64, "sweep-2/3")] == pytest.approx(0.6)
+    assert rates[(64, "sweep-3/3")] == pytest.approx(2.4)
+
+    rec = json.loads((tmp_path / "rec.json").read_text(encoding="utf-8"))
+    law = rec["lr_law"]
+    assert set(law["lr_star_by_batch"]) == {"16", "64"}
+    assert law["regime"] in ("power-law", "unresolved")
+    assert law["words"]
+    lo, hi = law["lr_star_ci_by_batch"]["16"]
+    assert lo <= law["lr_star_by_batch"]["16"] <= hi
+    # The noisy quadratic's exact best rate at batch 16 is 0.33: inside the sweep's 0.15-0.6.
+    assert 0.15 < law["lr_star_by_batch"]["16"] < 0.6
+    if law["alpha"] is not None:
+        assert law["alpha_ci"][0] <= law["alpha"] <= law["alpha_ci"][1]
+    batch = str(rec["global_batch_size"])
+    if batch in law["lr_star_by_batch"] and batch not in law["censored_batches"]:
+        assert rec["learning_rate_source"] == "lr_law"
+        assert rec["learning_rate"] == pytest.approx(law["lr_star_by_batch"][batch], rel=1e-5)
+        optimizer = rec["recommended"]["optimizer"]["config"]
+        assert optimizer["learning_rate"] == pytest.approx(rec["learning_rate"], rel=1e-5)

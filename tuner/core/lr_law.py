@@ -1,0 +1,353 @@
+"""The measured learning-rate law: the best rate ``lr*`` at each global batch, and how it scales.
+
+Pure (NumPy only). Input: per global batch, the ``(learning_rate, final_loss)`` pairs of the
+trials that trained at that batch (an LR sweep, ``--lr-sweep N``, and the fixed rules' points
+through the same data). Output: a :class:`Law`.
+
+* **lr* per batch** (:func:`best_rate`): the parabola through the lowest loss and its two
+  neighbours, in ``log(loss)`` against ``log(lr)``; its vertex is ``lr*``. The 95 % interval is a
+  parametric bootstrap of that fit: the losses are redrawn with the measured seed noise (the
+  spread of the base configuration's seeds, ``sigma``), else with the residual noise of a
+  parabola through the five lowest points, and the vertex is refitted (``method`` says which).
+  With neither, the interval is the half-steps of the sweep around the vertex (``grid``). A best
+  rate at the sweep's edge is *censored*: only a bound, left out of the law's fit.
+* **the law** (:func:`measure_law`): a weighted least-squares fit of ``log lr*`` on ``log B``
+  (weights from the intervals), ``alpha`` with its 95 % interval; then a hinge fit with a break at
+  each inner batch ``X``: a *plateau* when the slope past ``X`` is significantly below the slope
+  before it, a *surge* when the slope past ``X`` is significantly negative. With a break,
+  ``alpha`` is the slope below it (the small-batch regime).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tuner.core.stats import t_quantile
+
+RULE_EXPONENTS: dict[str, float] = {"none": 0.0, "sqrt": 0.5, "linear": 1.0}
+"""The exponent of ``B`` each fixed rule assumes: ``lr ∝ B^alpha``."""
+REGIMES = ("power-law", "plateau", "surge", "unresolved")
+"""``unresolved``: fewer than two batches with an uncensored ``lr*``."""
+RESAMPLES = 400
+"""Bootstrap resamples of one batch's fit (seeded: the interval is reproducible)."""
+MIN_LOG_SE = 0.02
+"""The smallest standard error of ``log lr*`` a batch is weighted with (about 2 %): a batch
+whose interval collapsed would otherwise carry the whole fit."""
+CLIFF = 20.0
+"""A neighbour of the best rate that lost this many times more is a cliff (the edge of
+divergence): the curve is too steep there for a parabola."""
+_Z = 1.959964
+
+
+@dataclass(frozen=True)
+class BestRate:
+    """``lr*`` at one global batch with its 95 % interval."""
+
+    batch: int
+    lr: float
+    low: float
+    high: float
+    method: str
+    """``seed noise bootstrap``, ``residual bootstrap`` or ``grid`` (see the module)."""
+    censored: str | None = None
+    """``below``: the smallest rate tried was best (``lr* <= lr``); ``above``: the largest."""
+    points: int = 0
+
+    @property
+    def log_se(self) -> float:
+        """The standard error of ``log lr*`` its interval implies (at least :data:`MIN_LOG_SE`)."""
+        return max(MIN_LOG_SE, (math.log(self.high) - math.log(self.low)) / (2 * _Z))
+
+
+@dataclass(frozen=True)
+class Slope:
+    """A fitted exponent and its 95 % interval."""
+
+    value: float
+    low: float
+    high: float
+
+
+@dataclass(frozen=True)
+class Law:
+    """How ``lr*`` scales with the global batch."""
+
+    regime: str
+    alpha: Slope | None
+    """The small-batch exponent (below the break, when there is one; else over all batches)."""
+    stars: tuple[BestRate, ...]
+    alpha_all: Slope | None = None
+    """One power law through every uncensored batch."""
+    break_batch: int | None = None
+    """The batch past which ``lr*`` stops growing (plateau) or falls (surge)."""
+    after: Slope | None = None
+    """The exponent past :attr:`break_batch`."""
+    noise_scale: float | None = None
+    words: str = ""
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def to_dict(self) -> dict[str, object]:
+        """The JSON's ``lr_law`` block (batches as text keys)."""
+        return {
+            "alpha": self.alpha.value if self.alpha else None,
+            "alpha_ci": [self.alpha.low, self.alpha.high] if self.alpha else None,
+            "regime": self.regime,
+            "lr_star_by_batch": {str(s.batch): s.lr for s in self.stars},
+            "lr_star_ci_by_batch": {str(s.batch): [s.low, s.high] for s in self.stars},
+            "lr_star_method_by_batch": {str(s.batch): s.method for s in self.stars},
+            "censored_batches": {str(s.batch): s.censored for s in self.stars if s.censored},
+            "critical_batch": self.break_batch,
+            "slope_past_critical": self.after.value if self.after else None,
+            "slope_past_critical_ci": [self.after.low, self.after.high] if self.after else None,
+            "alpha_all_batches": self.alpha_all.value if self.alpha_all else None,
+            "alpha_all_batches_ci": (
+                [self.alpha_all.low, self.alpha_all.high] if self.alpha_all else None
+            ),
+            "noise_scale": self.noise_scale,
+            "words": self.words,
+        }
+
+    def star_at(self, batch: int) -> BestRate | None:
+        """The uncensored ``lr*`` measured at ``batch`` (``None``: none, or only a bound)."""
+        return next((s for s in self.stars if s.batch == batch and not s.censored), None)
+
+
+def _merged(
+    points: Iterable[tuple[float, float]],
+) -> tuple[np.ndarray, np.ndarray, float | None]:
+    """Log rates (ascending, one per rate) and the mean log loss at each; and the log of the
+    smallest rate that diverged (a non-finite loss) above the largest finite one."""
+    finite: dict[float, list[float]] = {}
+    diverged: list[float] = []
+    for lr, loss in points:
+        if not (lr > 0 and math.isfinite(lr)):
+            continue
+        if math.isfinite(loss) and loss > 0:
+            finite.setdefault(round(math.log(lr), 9), []).append(math.log(loss))
+        else:
+            diverged.append(math.log(lr))
+    xs = np.array(sorted(finite))
+    ys = np.array([float(np.mean(finite[x])) for x in sorted(finite)])
+    above = [d for d in diverged if len(xs) and d > xs[-1]]
+    return xs, ys, min(above) if above else None
+
+
+def _vertex(x: np.ndarray, y: np.ndarray) -> float:
+    """The lowest point of the parabola through three points, kept within them (the lowest
+    point itself when the parabola opens downwards)."""
+    a, b, _ = np.polyfit(x, y, 2)
+    if a <= 0:
+        return float(x[int(np.argmin(y))])
+    return float(np.clip(-b / (2 * a), x[0], x[-1]))
+
+
+def _residual_sigma(xs: np.ndarray, ys: np.ndarray, j: int) -> float | None:
+    """The noise of ``log(loss)`` left by a parabola through the five points around the best
+    (``None`` with fewer than five: no degree of freedom left)."""
+    if len(xs) < 5:
+        return None
+    lo = int(np.clip(j - 2, 0, len(xs) - 5))
+    x, y = xs[lo : lo + 5], ys[lo : lo + 5]
+    residual = y - np.polyval(np.polyfit(x, y, 2), x)
+    return float(math.sqrt(float(np.sum(residual**2)) / 2))
+
+
+def best_rate(
+    batch: int, points: Iterable[tuple[float, float]], sigma: float | None = None, seed: int = 0
+) -> BestRate | None:
+    """``lr*`` at ``batch`` from its ``(learning_rate, final_loss)`` points (``None`` with fewer
+    than three rates). ``sigma``: the seed noise of ``log(final_loss)`` (a relative spread),
+    when measured."""
+    xs, ys, diverged_above = _merged(points)
+    if len(xs) + (diverged_above is not None) < 3:
+        return None
+    j = int(np.argmin(ys))
+    cliff = float(ys[j] + math.log(CLIFF))
+    if j == 0:
+        lr = float(math.exp(xs[0]))
+        return BestRate(batch, lr, lr, lr, "edge of the sweep", "below", len(xs))
+    if j == len(xs) - 1 or ys[j + 1] > cliff or ys[j - 1] > cliff:
+        return _one_sided(batch, xs, ys, j, cliff, diverged_above)
+    x, y = xs[j - 1 : j + 2], ys[j - 1 : j + 2]
+    vertex = _vertex(x, y)
+    low, high = (xs[j - 1] + vertex) / 2, (vertex + xs[j + 1]) / 2  # the sweep's resolution
+    method, noise = "seed noise bootstrap", sigma
+    if noise is None or noise <= 0:
+        method, noise = "residual bootstrap", _residual_sigma(xs, ys, j)
+    if noise is None or noise <= 0:
+        method = "sweep resolution"
+    else:
+        rng = np.random.default_rng(seed + batch)
+        draws = [_vertex(x, y + rng.normal(0.0, noise, size=3)) for _ in range(RESAMPLES)]
+        lo, hi = np.percentile(draws, [2.5, 97.5])
+        low, high = min(float(lo), low), max(float(hi), high)
+    return BestRate(batch, math.exp(vertex), math.exp(low), math.exp(high), method, None, len(xs))
+
+
+def _one_sided(
+    batch: int,
+    xs: np.ndarray,
+    ys: np.ndarray,
+    j: int,
+    cliff: float,
+    diverged_above: float | None,
+) -> BestRate:
+    """The best tried rate beside a cliff (a neighbour that diverged or lost more than
+    :data:`CLIFF` times as much): no parabola fits there; ``lr*`` lies between the half-step
+    below the best and the cliff's rate, the best tried standing for it. The largest rate best
+    with nothing tried above it is censored."""
+    lr = float(math.exp(xs[j]))
+    last = j == len(xs) - 1
+    if last and diverged_above is None:
+        return BestRate(batch, lr, lr, lr, "edge of the sweep", "above", len(xs))
+    above = float(diverged_above if last else xs[j + 1])  # type: ignore[arg-type]
+    high = above if last or ys[j + 1] > cliff else (xs[j] + above) / 2
+    low = xs[j - 1] if ys[j - 1] > cliff else (xs[j - 1] + xs[j]) / 2
+    return BestRate(batch, lr, math.exp(low), math.exp(high), "beside a cliff", None, len(xs))
+
+
+def _wls(
+    y: np.ndarray, se: np.ndarray, design: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """Weighted least squares with the batches' standard errors as known: the coefficients,
+    their covariance, the chi² and the 95 % quantile to use. When the points scatter more
+    than their intervals say (reduced chi² > 1) the covariance is inflated by it and Student's
+    t takes the place of the normal."""
+    w = 1.0 / se**2
+    xtw = design.T * w
+    cov = np.linalg.inv(xtw @ design)
+    coef = cov @ (xtw @ y)
+    chi2 = float(np.sum(w * (y - design @ coef) ** 2))
+    dof = len(y) - design.shape[1]
+    if dof > 0 and chi2 > dof:
+        return coef, cov * (chi2 / dof), chi2, t_quantile(dof)
+    return coef, cov, chi2, _Z
+
+
+def _slope(value: float, variance: float, q: float) -> Slope:
+    half = q * math.sqrt(max(variance, 0.0))
+    return Slope(float(value), float(value - half), float(value + half))
+
+
+def _power_law(x: np.ndarray, y: np.ndarray, se: np.ndarray) -> Slope:
+    coef, cov, _, q = _wls(y, se, np.column_stack([np.ones_like(x), x]))
+    return _slope(coef[1], cov[1, 1], q)
+
+
+def _hinge(x: np.ndarray, y: np.ndarray, se: np.ndarray) -> tuple[int, Slope, Slope, Slope] | None:
+    """The best break (index into ``x``) of a continuous two-slope fit, with the slope before
+    it, after it and their difference (``None`` below four batches)."""
+    if len(x) < 4:
+        return None
+    fits = []
+    for i in range(1, len(x) - 1):
+        design = np.column_stack([np.ones_like(x), np.minimum(x, x[i]), np.maximum(x - x[i], 0.0)])
+        coef, cov, chi2, q = _wls(y, se, design)
+        fits.append((chi2, i, coef, cov, q))
+    _, i, coef, cov, q = min(fits, key=lambda fit: fit[0])
+    drop = _slope(coef[1] - coef[2], cov[1, 1] + cov[2, 2] - 2 * cov[1, 2], q)
+    return i, _slope(coef[1], cov[1, 1], q), _slope(coef[2], cov[2, 2], q), drop
+
+
+def measure_law(stars: Sequence[BestRate], noise_scale: float | None = None) -> Law:
+    """The law through the batches' ``lr*`` (censored ones only named). ``noise_scale``: the
+    measured gradient noise scale, compared with the break in the words."""
+    stars = tuple(sorted(stars, key=lambda s: s.batch))
+    usable = [s for s in stars if not s.censored]
+    if len(usable) < 2:
+        law = Law("unresolved", None, stars, noise_scale=noise_scale)
+        return _with_words(law)
+    x = np.log([s.batch for s in usable])
+    y = np.log([s.lr for s in usable])
+    se = np.array([s.log_se for s in usable])
+    overall = _power_law(x, y, se)
+    hinge = _hinge(x, y, se)
+    law = Law("power-law", overall, stars, overall, noise_scale=noise_scale)
+    if hinge is not None:
+        i, before, after, drop = hinge
+        if drop.low > 0:  # the slope past the break is lower than before it, beyond the noise
+            regime = "surge" if after.high < 0 else "plateau"
+            law = Law(regime, before, stars, overall, usable[i].batch, after, noise_scale)
+    return _with_words(law)
+
+
+def alpha_words(alpha: Slope) -> str:
+    """``alpha = 0.62 (0.48–0.77): between sqrt and linear; linear is ruled out``."""
+    text = f"alpha = {alpha.value:.2f} ({alpha.low:.2f}–{alpha.high:.2f})"
+    inside = [r for r, e in RULE_EXPONENTS.items() if alpha.low <= e <= alpha.high]
+    out = [r for r in RULE_EXPONENTS if r not in inside]
+    below = [r for r, e in RULE_EXPONENTS.items() if e <= alpha.value]
+    above = [r for r, e in RULE_EXPONENTS.items() if e > alpha.value]
+    if below and above:
+        where = f"between {below[-1]} and {above[0]}"
+    else:
+        where = f"above {below[-1]}" if below else f"below {above[0]}"
+    parts = [where]
+    if inside:
+        parts.append(f"consistent with {_listed(inside)}")
+    if out:
+        verb = "is" if len(out) == 1 else "are"
+        parts.append(f"{_listed(out)} {verb} ruled out")
+    return f"{text}: {'; '.join(parts)}"
+
+
+def _listed(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def _with_words(law: Law) -> Law:
+    words = _describe(law)
+    return Law(**{**law.__dict__, "words": words})
+
+
+def _describe(law: Law) -> str:
+    sentences: list[str] = []
+    if law.alpha is None:
+        sentences.append(
+            "the best learning rate could not be located at two batches or more: too few rates "
+            "per batch, or the best one at the sweep's edge"
+        )
+    else:
+        scope = "below the critical batch" if law.break_batch else "over the batches"
+        sentences.append(f"{alpha_words(law.alpha)} ({scope})")
+    if law.regime in ("plateau", "surge") and law.after is not None:
+        verb = "stops growing" if law.regime == "plateau" else "falls"
+        after = law.after
+        text = (
+            f"lr* {verb} past batch {law.break_batch} (slope {after.value:.2f}, "
+            f"{after.low:.2f}–{after.high:.2f})"
+        )
+        if law.regime == "plateau":
+            text += ": the critical batch"
+        if law.noise_scale:
+            ratio = law.break_batch / law.noise_scale if law.break_batch else float("nan")
+            text += f"; the measured gradient noise scale is {law.noise_scale:.3g} ({ratio:.2g}×)"
+        sentences.append(text)
+    for star in law.stars:
+        if star.censored:
+            side = "smallest" if star.censored == "below" else "largest"
+            sign = "<=" if star.censored == "below" else ">="
+            sentences.append(
+                f"at batch {star.batch} the {side} rate tried was best (lr* {sign} "
+                f"{star.lr:.3g}): widen the sweep there"
+            )
+    return "; ".join(sentences)
+
+
+def law_from_points(
+    points_by_batch: Mapping[int, Iterable[tuple[float, float]]],
+    sigma: float | None = None,
+    noise_scale: float | None = None,
+) -> Law | None:
+    """The law of a study's ``(learning_rate, final_loss)`` points by batch (``None`` when no
+    batch has three rates)."""
+    stars = [
+        star
+        for batch, points in sorted(points_by_batch.items())
+        if (star := best_rate(batch, points, sigma)) is not None
+    ]
+    return measure_law(stars, noise_scale) if stars else None
