@@ -256,11 +256,14 @@ def test_a_journal_that_is_not_a_journal(command, tmp_path):
     assert sha256(log) == digest
 
 
-def test_an_unreachable_database_masks_the_password(tmp_path):
+def test_an_unreachable_database_masks_the_password(tmp_path, monkeypatch):
+    from tuner.storage import reach
+
+    monkeypatch.setattr(reach, "READING_WAIT_S", 0.2)  # a server out of reach is waited for
     url = "postgresql+psycopg://tuner:s3cret-pw@127.0.0.1:9/studies"
     for command in ("show", "export"):
         result = invoke_tuner(command, "--storage", url, cwd=tmp_path)
-        _assert_clean_error(result, "cannot open storage")
+        _assert_clean_error(result, "cannot be opened: it cannot be reached", code=1)
         assert "s3cret-pw" not in result.stderr and "***" in result.stderr
 
 

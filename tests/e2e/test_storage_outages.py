@@ -13,6 +13,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections import Counter
@@ -266,3 +267,48 @@ def test_postgres_gone_past_the_bound(tmp_path, private_pg):
     private_pg.start()
     _resume(url, tmp_path, env)
     print(f"postgres gone past --storage-wait 10: exit {code}: {line}")
+
+
+@pytest.mark.postgres
+def test_postgres_down_when_a_search_starts(tmp_path, private_pg):
+    """A worker started while its server is down waits for it at opening (--storage-wait), says
+    so once and once back, then searches; a wrong database name is exit 2 at once; tuner show
+    waits too (its own bound)."""
+    write_spec(tmp_path / "small.toml", multipliers="[1]", rules='["none"]')
+    url = private_pg.url
+    env = {"TUNER_SPOOL_DIR": str(tmp_path / "spool")}
+    private_pg.stop()
+    started = time.monotonic()
+    worker = start_search(_search_args(url), tmp_path, **env)
+    time.sleep(8)
+    assert worker.poll() is None, worker.communicate()
+    private_pg.start()
+    _out, stderr = worker.communicate(timeout=600)
+    wall = time.monotonic() - started
+    assert worker.returncode == 0, stderr
+    _assert_clean(stderr)
+    (waiting,) = [line for line in stderr.splitlines() if "waiting up to 300 s" in line]
+    assert "it cannot be reached (" in waiting and "Connection refused" in waiting
+    assert "the running trial goes on" not in waiting  # none runs yet
+    (back,) = [line for line in stderr.splitlines() if " is back after " in line]
+    assert_grid_settled(load(url), {(256, "none")})
+
+    wrong = url.rsplit("/", 1)[0] + "/no_such_db"
+    refused = run_tuner("show", "--storage", wrong, cwd=tmp_path, env=tuner_env(**env))
+    assert refused.returncode == 2, refused.stderr
+    (line,) = _error_lines(refused.stderr)
+    assert 'database "no_such_db" does not exist' in line and "waiting" not in refused.stderr
+
+    private_pg.stop()
+    command = [sys.executable, "-m", "tuner", "show", "--storage", url]
+    show = subprocess.Popen(
+        command, cwd=tmp_path, env=tuner_env(**env), stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    time.sleep(3)
+    private_pg.start()
+    shown, show_err = show.communicate(timeout=120)
+    assert show.returncode == 0, show_err
+    assert "waiting up to 30 s for it" in show_err and " is back after " in show_err
+    assert "256" in shown
+    print(f"postgres down at start: exit 0 after {wall:.0f} s; {waiting!r}; {back!r}; {line!r}")

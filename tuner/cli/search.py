@@ -68,8 +68,9 @@ HeartbeatOpt = Annotated[
 StorageWaitOpt = Annotated[
     float,
     typer.Option(
-        help="Seconds to wait for a storage that went away (server down, file locked) before "
-        "stopping; results measured meanwhile are spooled and recorded later."
+        help="Seconds to wait for a storage out of reach (server down or restarting, file "
+        "locked), when the search starts or while it runs, before stopping; results measured "
+        "meanwhile are spooled and recorded later."
     ),
 ]
 ProbeOpt = Annotated[bool, typer.Option("--probe", help="Probe the largest fitting batch first.")]

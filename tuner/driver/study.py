@@ -76,7 +76,7 @@ def check_search_input(
             f"--storage-wait must be 0 or a positive number of seconds, got {storage_wait_s}"
         )
     workload_check.check_grid(spec, plan)
-    check_storage(storage_url, create=True)
+    check_storage(storage_url, create=True, wait_s=storage_wait_s)
 
 
 def run_search(

@@ -36,12 +36,14 @@ from tuner.storage.places import (
     mask_password,
     read_only_reason,
 )
+from tuner.storage.reach import READING_WAIT_S, reached
 from tuner.storage.schema import check_journal_file, check_storage_file, has_optuna_schema
 
 __all__ = [
     "DEFAULT_HEARTBEAT_S",
     "DEFAULT_STORAGE",
     "DEFAULT_STORAGE_WAIT_S",
+    "READING_WAIT_S",
     "SQLITE_TIMEOUT_S",
     "StorageFaultError",
     "check_storage",
@@ -60,15 +62,22 @@ _OPEN_ATTEMPTS = 5
 describe_storage_error = describe
 
 
-def check_storage(url: str, *, create: bool) -> None:
+def check_storage(url: str, *, create: bool, wait_s: float | None = None) -> None:
     """Raise :class:`ConfigError` unless ``url`` can take a study (``create``) or holds Optuna's
     schema (reading). Writes nothing and creates nothing: a search calls it before any child.
 
     Refused: an unknown scheme, in-memory storage, a file that is not a study database (or, to
     create, not SQLite / not a journal), a damaged SQLite file, a folder that cannot be made, a
-    server that refuses the connection, and (to create) a storage that is read-only.
+    server that refuses the connection with a reason waiting cannot mend (a wrong password,
+    host or database), and (to create) a storage that is read-only. A server out of reach or a
+    locked file is waited for ``wait_s`` seconds (:func:`tuner.storage.reach.reached`), then
+    :class:`StorageFaultError`.
     """
     place = locate(url)
+    reached(place, wait_s, lambda: _check_schema(place, create))
+
+
+def _check_schema(place: Place, create: bool) -> None:
     if _checked(place, create):  # a stored schema: is it this Optuna's? (asking writes nothing)
         _rdb_storage(place, {}, stamped=True).engine.dispose()
 
@@ -83,14 +92,16 @@ def open_storage(
     ``create=True`` the folder and Optuna's schema are made when missing. ``heartbeat_s`` turns
     on Optuna's heartbeat (RDB storages only; grace period 3 × interval) with stale trials
     retried once per failure. ``wait_s`` guards every later call (:mod:`tuner.storage.guarded`):
-    outages are waited out that long, faults become :class:`StorageFaultError`. Raises
+    outages are waited out that long, faults become :class:`StorageFaultError`; opening waits
+    as long (:data:`tuner.storage.reach.READING_WAIT_S` without ``wait_s``). Raises
     :class:`ConfigError` as :func:`check_storage` does.
     """
     place = locate(url)
     if place.kind == "journal":
         _checked(place, create)
         return _journal(place, create)
-    return _rdb(place, create, _heartbeat(heartbeat_s), wait_s)
+    heartbeat = _heartbeat(heartbeat_s)
+    return reached(place, wait_s, lambda: _rdb(place, create, heartbeat, wait_s))
 
 
 def storage_read_only(url: str) -> str | None:

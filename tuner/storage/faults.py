@@ -19,7 +19,16 @@ from typing import Any
 from tuner.core.errors import TunerError
 from tuner.storage.places import Place, mask_password
 
-__all__ = ["Fault", "StorageFaultError", "classify", "file_identity", "find_fault"]
+__all__ = [
+    "Fault",
+    "StorageFaultError",
+    "back_line",
+    "classify",
+    "classify_opening",
+    "file_identity",
+    "find_fault",
+    "waiting_line",
+]
 
 
 class StorageFaultError(TunerError):
@@ -57,7 +66,27 @@ _OUTAGE_WORDS = (
     "ssl syscall error",
     "adminshutdown",
     "cannot connect now",
+    "too many clients already",
+    "remaining connection slots are reserved",
 )
+_NEVER_AT_OPENING = (
+    "authentication failed",
+    "no password supplied",
+    "password authentication",
+    "could not translate host name",
+    "failed to resolve host",
+    "name or service not known",
+    "nodename nor servname",
+    "temporary failure in name resolution",
+    "no such host",
+    "does not exist",
+    "invalid dsn",
+    "invalid connection option",
+    "could not parse",
+    "can't load plugin",
+)
+"""What waiting cannot mend when a storage is first opened: a wrong password or user, an
+unknown host, a database that is not there, a URL that is not one. These stay exit 2 at once."""
 _SCHEMA_WORDS = ("no such table", "no such column", "does not exist")
 
 
@@ -115,6 +144,32 @@ def classify(exc: BaseException, place: Place, identity: tuple[int, int] | None 
             f"{_short(text)}",
         )
     return Fault(False, _short(text) or type(exc).__name__)
+
+
+def classify_opening(exc: BaseException, place: Place) -> Fault:
+    """Classify an error met while opening the storage: an outage (refused, timed out, a server
+    starting up or shutting down, a SQLite file locked) may pass; a wrong URL, user, password,
+    host or database name never does, whatever the driver's message also says ("connection
+    failed: ... password authentication failed")."""
+    lowered = " ".join(_chain_text(exc).split()).lower()
+    if any(word in lowered for word in _NEVER_AT_OPENING):
+        return Fault(False, _short(_chain_text(exc)))
+    return classify(exc, place)
+
+
+def waiting_line(
+    place: Place, reason: str, wait_s: float, *, trial_running: bool, flag: bool = True
+) -> str:
+    """The one line said when waiting for a storage starts; ``flag``: the bound is
+    ``--storage-wait`` (a search), not the fixed one of a reading command."""
+    bound = " (--storage-wait)" if flag else ""
+    going_on = "; the running trial goes on" if trial_running else ""
+    return f"storage {place.shown}: {reason}; waiting up to {wait_s:.0f} s for it{bound}{going_on}"
+
+
+def back_line(place: Place, lasted_s: float) -> str:
+    """The one line said when a storage waited for answers again."""
+    return f"storage {place.shown} is back after {lasted_s:.0f} s"
 
 
 def find_fault(exc: BaseException | None) -> StorageFaultError | None:

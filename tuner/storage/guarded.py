@@ -25,10 +25,18 @@ from pathlib import Path
 from typing import Any
 
 from tuner.storage import spool
-from tuner.storage.faults import Fault, StorageFaultError, classify, file_identity, file_problem
+from tuner.storage.faults import (
+    Fault,
+    StorageFaultError,
+    back_line,
+    classify,
+    file_identity,
+    file_problem,
+    waiting_line,
+)
 from tuner.storage.places import Place
 
-__all__ = ["GUARDED_METHODS", "guarded_class", "guarded_of"]
+__all__ = ["GUARDED_METHODS", "guarded_class", "guarded_of", "what_to_do"]
 
 _log = logging.getLogger("tuner.storage")
 GUARDED_METHODS = (
@@ -114,7 +122,7 @@ class GuardedStorage:
         """The one line that ends the search; later calls fail with it at once."""
         if self._broken is None:
             self._broken = (
-                f"storage {self.place.shown} failed: {reason}; {_what_to_do(self.place, reason)}"
+                f"storage {self.place.shown} failed: {reason}; {what_to_do(self.place, reason)}"
             )
         return StorageFaultError(self._broken)
 
@@ -124,10 +132,7 @@ class GuardedStorage:
         with self._lock:
             if self._outage_since is None:
                 self._outage_since = now
-                self.notify(
-                    f"storage {self.place.shown}: {fault.reason}; waiting up to "
-                    f"{self.wait_s:.0f} s for it (--storage-wait); the running trial goes on"
-                )
+                self.notify(waiting_line(self.place, fault.reason, self.wait_s, trial_running=True))
             return now - self._outage_since
 
     def _back(self) -> None:
@@ -137,7 +142,7 @@ class GuardedStorage:
             lasted = time.monotonic() - self._outage_since
             self._outage_since = None
             self.heartbeat_lost = False  # the storage takes writes: a new trial beats afresh
-        self.notify(f"storage {self.place.shown} is back after {lasted:.0f} s")
+        self.notify(back_line(self.place, lasted))
 
     @property
     def spool_folder(self) -> Path:
@@ -237,11 +242,22 @@ def _storage_errors() -> tuple[type[BaseException], ...]:
     return (sqlalchemy.exc.SQLAlchemyError, optuna.exceptions.StorageInternalError, OSError)
 
 
-def _what_to_do(place: Place, reason: str) -> str:
+def what_to_do(
+    place: Place, reason: str, then: str = "run the same search", *, flag: bool = True
+) -> str:
+    """What the user does about a storage that failed for ``reason``, then ``then``; ``flag``:
+    the command has ``--storage-wait`` to raise."""
     if "disk is full" in reason:
-        return "free some space there, then run the same `tuner search` again"
-    if place.kind == "sqlite":
-        return "put the database file back (or pass another --storage), then run the same search"
+        return f"free some space there, then {then}"
+    if "database is locked" in reason:
+        raise_it = " or raise --storage-wait" if flag else ""
+        return (
+            f"end the process that holds it locked (`fuser {place.path}` names it){raise_it}, "
+            f"then {then}"
+        )
     if "cannot be reached" in reason:
-        return "start the database server (or raise --storage-wait), then run the same search"
-    return "repair the database (or pass another --storage), then run the same search"
+        raise_it = " (or raise --storage-wait)" if flag else ""
+        return f"start the database server{raise_it}, then {then}"
+    if place.kind == "sqlite":
+        return f"put the database file back (or pass another --storage), then {then}"
+    return f"repair the database (or pass another --storage), then {then}"

@@ -88,7 +88,8 @@ def _tables(
     sqlite = place.kind == "sqlite"
     try:
         engine = _engine(place, timeout_s, read_only)
-    except (sqlalchemy.exc.SQLAlchemyError, ImportError) as exc:
+    # ValueError: a port that is not a number (SQLAlchemy's URL parser lets it through)
+    except (sqlalchemy.exc.SQLAlchemyError, ImportError, ValueError) as exc:
         raise _cannot_open(place, exc) from exc
     try:
         with engine.connect() as connection:

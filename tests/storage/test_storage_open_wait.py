@@ -1,0 +1,164 @@
+"""Opening a storage out of reach (issue 29): an outage is waited for, bounded, with the guard's
+two lines; what waiting cannot mend (a wrong password, host, database or URL) stays one line and
+exit 2 at once. Real connections where a real error can be had without a server (a closed port,
+an unknown host, a bad URL, a locked SQLite file); the driver's words for authentication
+failures, which need a configured server, as the driver spells them."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import sqlite3
+import time
+
+import pytest
+import sqlalchemy.exc
+
+from tuner.core.errors import ConfigError
+from tuner.storage import StorageFaultError, check_storage, open_storage
+from tuner.storage import reach as reach_module
+from tuner.storage.faults import classify_opening
+from tuner.storage.places import locate
+from tuner.storage.reach import reached
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]  # nothing listens there once closed
+
+
+def _refused_url() -> str:
+    return f"postgresql+psycopg://tuner@127.0.0.1:{_closed_port()}/postgres"
+
+
+def _driver_error(message: str) -> sqlalchemy.exc.OperationalError:
+    return sqlalchemy.exc.OperationalError("SELECT 1", {}, Exception(message))
+
+
+PG = locate("postgresql+psycopg://tuner@db.example:5432/studies")
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        'connection failed: connection to server at "10.0.0.5", port 5432 failed: Connection '
+        "refused Is the server running on that host and accepting TCP/IP connections?",
+        'connection failed: connection to server at "10.0.0.5", port 5432 failed: timeout expired',
+        'connection to server at "10.0.0.5", port 5432 failed: FATAL: the database system is '
+        "starting up",
+        "FATAL: the database system is shutting down",
+        "FATAL: sorry, too many clients already",
+        "database is locked",
+    ],
+)
+def test_an_outage_at_opening_is_waited_for(message):
+    assert classify_opening(_driver_error(message), PG).outage
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        'connection failed: connection to server at "10.0.0.5", port 5432 failed: FATAL: '
+        'password authentication failed for user "tuner"',
+        'connection failed: connection to server at "10.0.0.5", port 5432 failed: '
+        "fe_sendauth: no password supplied",
+        "failed to resolve host 'db.exmaple': [Errno -2] Name or service not known",
+        'could not translate host name "db.exmaple" to address: Name or service not known',
+        'connection failed: connection to server at "10.0.0.5", port 5432 failed: FATAL: '
+        'database "studeis" does not exist',
+        'connection failed: connection to server at "10.0.0.5", port 5432 failed: FATAL: '
+        'role "tunr" does not exist',
+        'invalid dsn: invalid connection option "sslmod"',
+    ],
+)
+def test_a_wrong_url_user_password_host_or_database_is_not_waited_for(message):
+    assert not classify_opening(_driver_error(message), PG).outage
+
+
+def test_a_closed_port_is_waited_for_then_one_line(caplog):
+    url = _refused_url()
+    started = time.monotonic()
+    with (
+        caplog.at_level(logging.WARNING, "tuner.storage"),
+        pytest.raises(StorageFaultError) as raised,
+    ):
+        check_storage(url, create=True, wait_s=1.5)
+    assert time.monotonic() - started >= 1.5
+    line = str(raised.value)
+    assert f"storage {url} cannot be opened: it cannot be reached (" in line
+    assert "Connection refused" in line and "still after waiting 2 s (--storage-wait)" in line
+    assert "start the database server (or raise --storage-wait)" in line
+    (waiting,) = [r.getMessage() for r in caplog.records]
+    assert waiting.startswith(f"storage {url}: it cannot be reached (")
+    assert waiting.endswith("; waiting up to 2 s for it (--storage-wait)")
+
+
+def test_no_wait_with_storage_wait_zero():
+    with pytest.raises(StorageFaultError, match="still after waiting 0 s"):
+        check_storage(_refused_url(), create=True, wait_s=0)
+
+
+def test_reading_waits_its_own_bound(monkeypatch, caplog):
+    monkeypatch.setattr(reach_module, "READING_WAIT_S", 0.5)
+    with (
+        caplog.at_level(logging.WARNING, "tuner.storage"),
+        pytest.raises(StorageFaultError) as raised,
+    ):
+        open_storage(_refused_url(), create=False)
+    assert "--storage-wait" not in str(raised.value) + caplog.text  # show/export: no such flag
+    assert str(raised.value).endswith("start the database server, then run the command again")
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql+psycopg://tuner@no-such-host.invalid:5432/postgres",
+        "postgresql+nosuchdriver://tuner@127.0.0.1/postgres",
+        "postgresql+psycopg://tuner@127.0.0.1:notaport/postgres",
+    ],
+)
+def test_a_wrong_host_or_url_fails_at_once(url):
+    started = time.monotonic()
+    with pytest.raises(ConfigError, match="cannot open storage"):
+        check_storage(url, create=True, wait_s=60)
+    assert time.monotonic() - started < 30  # not the 60 s bound
+
+
+def test_an_outage_that_ends_is_said_back(tmp_path, caplog):
+    """A SQLite file locked by another connection past the lock timeout: waited for, then read
+    once the lock goes (the same path a stopped server takes)."""
+    url = f"sqlite:///{tmp_path}/l.db"
+    open_storage(url, create=True).engine.dispose()  # a study database, unlocked
+    holder = sqlite3.connect(tmp_path / "l.db", isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    tries: list[float] = []
+
+    def attempt() -> None:
+        tries.append(time.monotonic())
+        if len(tries) == 3:
+            holder.execute("COMMIT")
+        # a short lock timeout, so that SQLite gives up before the guard does
+        engine = sqlalchemy.create_engine(url, connect_args={"timeout": 0.1})
+        try:
+            with engine.connect() as connection:
+                connection.exec_driver_sql("SELECT count(*) FROM studies").fetchall()
+        except sqlalchemy.exc.OperationalError as exc:
+            raise ConfigError(f"cannot open storage {url}: {exc}") from exc
+        finally:
+            engine.dispose()
+
+    with caplog.at_level(logging.WARNING, "tuner.storage"):
+        reached(locate(url), 30, attempt)
+    said = [r.getMessage() for r in caplog.records]
+    assert len(tries) == 3 and len(said) == 2, said
+    assert "database is locked" in said[0] and "waiting up to 30 s" in said[0]
+    assert said[1].startswith(f"storage {url} is back after ")
+
+
+def test_a_config_error_of_tuners_own_is_not_waited_for(tmp_path):
+    (tmp_path / "notes.db").write_text("not a database")
+    started = time.monotonic()
+    with pytest.raises(ConfigError, match="is not a tuner/Optuna study database"):
+        check_storage(f"sqlite:///{tmp_path}/notes.db", create=False, wait_s=60)
+    assert time.monotonic() - started < 30
