@@ -57,7 +57,10 @@ class ConsoleHandler(logging.Handler):
                 stamp = logging.Formatter(datefmt=TIME_FORMAT).formatTime(record, TIME_FORMAT)
                 message = f"{stamp} {message}"
             style = _STYLES.get(record.levelno, "dim" if record.levelno < logging.INFO else "")
-            self.console.print(Text(message, style=style), soft_wrap=True, highlight=False)
+            # A terminal wraps a long line between words (its own wrap cuts one in two); a log
+            # file keeps each record on one line for grep.
+            wrap = not self.console.is_terminal
+            self.console.print(Text(message, style=style), soft_wrap=wrap, highlight=False)
         except Exception:  # a logging failure must not end the search
             self.handleError(record)
 
