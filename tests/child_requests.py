@@ -16,6 +16,7 @@ from tuner.core.protocol import (
     Budget,
     InspectRequest,
     LearningRateRule,
+    LrFindRequest,
     ProbeRequest,
     RunRequest,
     Target,
@@ -30,6 +31,7 @@ _RUNS: dict[str, type[RunRequest]] = {
     "trial": TrialRequest,
     "probe": ProbeRequest,
     "validate": ValidateRequest,
+    "lr_find": LrFindRequest,
 }
 _TARGET = {"target_loss": "loss", "eval_every_samples": "eval_every_samples"}
 

@@ -59,15 +59,7 @@ def search(
     name = study_name or tables["study"].get("name") or _default_name(model)
     tables["study"]["name"] = name
     shipment = Shipment(_shipping_folder(storage, name))
-    workload = tables["workload"]
-    for role, value in (("model", model), ("data", data), ("dataset", dataset)):
-        if value is not None:
-            workload[role] = shipment.reference(value, role)
-            workload.pop({"data": "dataset", "dataset": "data"}.get(role, ""), None)
-    if "model" not in workload or not ({"data", "dataset"} & workload.keys()):
-        raise ConfigError(
-            "tuner.search needs model= and data= (or dataset=), or a spec= naming them"
-        )
+    ship_workload(shipment, tables["workload"], "tuner.search", model, data, dataset)
     search_options = SearchOptions(spec=tables, storage=storage, study_name=name, **flags)
     spec_and_plan(search_options, search_options.trial_timeout)  # bad input: nothing written
     shipment.write()
@@ -78,6 +70,25 @@ def search(
     if progress:
         result.show()
     return result
+
+
+def ship_workload(
+    shipment: Shipment,
+    workload: dict[str, Any],
+    caller: str,
+    model: Any,
+    data: Any,
+    dataset: Any,
+) -> None:
+    """Name the given functions in the spec's ``[workload]`` table (shipped by value where no
+    child can import them); ``caller`` refuses, by its name, a workload without a model or
+    data."""
+    for role, value in (("model", model), ("data", data), ("dataset", dataset)):
+        if value is not None:
+            workload[role] = shipment.reference(value, role)
+            workload.pop({"data": "dataset", "dataset": "data"}.get(role, ""), None)
+    if "model" not in workload or not ({"data", "dataset"} & workload.keys()):
+        raise ConfigError(f"{caller} needs model= and data= (or dataset=), or a spec= naming them")
 
 
 def _split(options: Mapping[str, Any], flags: set[str]) -> tuple[dict[str, Any], dict[str, Any]]:

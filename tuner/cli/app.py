@@ -1,7 +1,8 @@
 """The ``tuner`` Typer app: the global flags (``--debug``, ``-q``/``-v`` for
 :mod:`tuner.cli.logs`) and every command, in the order of
 ``tuner --help``. The commands live in one module per group: :mod:`tuner.cli.search` (search,
-probe), :mod:`tuner.cli.validate` and :mod:`tuner.cli.browse` (export, show, dashboard, report).
+probe), :mod:`tuner.cli.validate`, :mod:`tuner.cli.lr_find` and :mod:`tuner.cli.browse` (export,
+show, dashboard, report).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import typer
 
 from tuner.cli import browse, logs
 from tuner.cli.errors import state
+from tuner.cli.lr_find import lr_find
 from tuner.cli.options import err
 from tuner.cli.search import probe_cmd, search
 from tuner.cli.validate import validate
@@ -61,6 +63,7 @@ def _main(
 
 app.command()(search)
 app.command()(validate)
+app.command("lr-find")(lr_find)
 app.command("probe")(probe_cmd)
 app.command("export")(browse.export_cmd)
 app.command()(browse.show)

@@ -51,6 +51,7 @@ def runners(backend: str = DEFAULT_BACKEND) -> Modes:
 
     backends.load(backend)
     from tuner.worker.check import check_workload
+    from tuner.worker.lr_find import run_lr_find
     from tuner.worker.probe import run_probe
     from tuner.worker.trial import run_trial
     from tuner.worker.validate import run_validation
@@ -60,6 +61,7 @@ def runners(backend: str = DEFAULT_BACKEND) -> Modes:
         trial=run_trial,
         probe=run_probe,
         validate=run_validation,
+        lr_find=run_lr_find,
     )
 
 

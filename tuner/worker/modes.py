@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from tuner.core.protocol import (
     InspectRequest,
+    LrFindRequest,
     ProbeRequest,
     Request,
     Result,
@@ -31,6 +32,7 @@ class Modes:
     trial: Callable[[TrialRequest, Emit], Result]
     probe: Callable[[ProbeRequest, Emit], Result]
     validate: Callable[[ValidateRequest, Emit], Result]
+    lr_find: Callable[[LrFindRequest, Emit], Result]
 
     def answer(self, request: Request, emit: Emit) -> Result:
         """Run ``request`` with its mode's runner."""
@@ -43,3 +45,5 @@ class Modes:
                 return self.probe(request, emit)
             case ValidateRequest():
                 return self.validate(request, emit)
+            case LrFindRequest():
+                return self.lr_find(request, emit)

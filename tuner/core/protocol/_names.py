@@ -25,7 +25,7 @@ BACKEND first and reads REQUEST.json only when a line arrives on its stdin (hand
 DEFAULT_TRIAL_TIMEOUT_S = 1800.0
 """How long the driver waits for one trial process before it kills it (``--trial-timeout``)."""
 
-MODES = ("inspect", "trial", "probe", "validate")
+MODES = ("inspect", "trial", "probe", "validate", "lr_find")
 """What a request asks the worker to do (its ``mode``: one request type each)."""
 
 EPOCH_EVENT = "epoch"

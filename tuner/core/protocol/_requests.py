@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from tuner.core.devices import DevicePlan
+from tuner.core.lr_find import DEFAULT_MAX_LR, DEFAULT_MIN_LR, DEFAULT_STEPS
 from tuner.core.protocol._codec import (
     VERSION_KEY,
     ProtocolError,
@@ -162,11 +163,24 @@ class ValidateRequest(RunRequest):
     driver compares the two runs' files (too large for the result's JSON)."""
 
 
-Request = InspectRequest | TrialRequest | ProbeRequest | ValidateRequest
+@dataclass(frozen=True, kw_only=True)
+class LrFindRequest(RunRequest):
+    """The learning-rate range test of ``tuner lr-find`` (:mod:`tuner.core.lr_find`): one step
+    per window, the rate ramped geometrically from ``min_lr`` to ``max_lr`` over ``lr_steps``
+    steps, stopped when the loss diverges."""
+
+    mode: ClassVar[str] = "lr_find"
+    min_lr: float = DEFAULT_MIN_LR
+    max_lr: float = DEFAULT_MAX_LR
+    lr_steps: int = DEFAULT_STEPS
+
+
+Request = InspectRequest | TrialRequest | ProbeRequest | ValidateRequest | LrFindRequest
 """Any request a child answers."""
 
 _TYPES: dict[str, type[Request]] = {
-    kind.mode: kind for kind in (InspectRequest, TrialRequest, ProbeRequest, ValidateRequest)
+    kind.mode: kind
+    for kind in (InspectRequest, TrialRequest, ProbeRequest, ValidateRequest, LrFindRequest)
 }
 assert tuple(_TYPES) == MODES
 

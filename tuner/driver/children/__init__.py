@@ -19,6 +19,7 @@ from tuner.driver.children._requests import (
     probe_request,
     trial_request,
     validate_request,
+    workload_ref,
 )
 from tuner.driver.children._warm import spares
 
@@ -33,4 +34,5 @@ __all__ = [
     "spares",
     "trial_request",
     "validate_request",
+    "workload_ref",
 ]

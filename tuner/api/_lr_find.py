@@ -1,0 +1,96 @@
+"""``tuner.lr_find(model=..., data=..., **options)``: ``tuner lr-find`` from Python, on the
+user's own functions (shipped to the child as :func:`tuner.search` ships them)."""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import json
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tuner.api._functions import Shipment
+from tuner.api._search import Function, _tables, ship_workload
+from tuner.core.errors import ConfigError
+
+if TYPE_CHECKING:
+    import plotly.graph_objects as go
+
+
+@dataclasses.dataclass(frozen=True)
+class LrFindResult:
+    """What a range test found: :attr:`suggestion` (``None`` with :attr:`reason` when the loss
+    never fell steadily) and the whole :attr:`report` (``tuner lr-find --output``'s JSON)."""
+
+    report: dict[str, Any]
+
+    @property
+    def suggestion(self) -> float | None:
+        """The suggested ``base_lr``."""
+        return self.report["suggestion"]
+
+    @property
+    def reason(self) -> str | None:
+        """Why there is no suggestion (``None`` when there is one)."""
+        return self.report["reason"]
+
+    @property
+    def spec_line(self) -> str | None:
+        """The line to paste under ``[search]`` of a spec."""
+        return self.report["spec_line"]
+
+    def figure(self) -> go.Figure:
+        """The loss against the rate, the suggestion starred (a plotly figure)."""
+        from tuner.views.lr_find_figure import lr_find_figure
+
+        return lr_find_figure(self.report)
+
+
+def lr_find(
+    *,
+    model: Function | Any | None = None,
+    data: Function | None = None,
+    dataset: Function | None = None,
+    loss: str | None = None,
+    optimizer: str | None = None,
+    spec: str | Path | None = None,
+    **options: Any,
+) -> LrFindResult:
+    """Run the learning-rate range test at the base batch on your own functions.
+
+    ``model``, ``data``, ``dataset``, ``loss``, ``optimizer`` and ``spec`` are
+    :func:`tuner.search`'s; every other option is ``tuner lr-find``'s flag with underscores
+    (``cpu_replicas=2``, ``min_lr=1e-6``, ``steps=300``, ``plot="lr.html"``). Raises
+    :class:`~tuner.core.errors.ConfigError` for bad input and
+    :class:`~tuner.core.errors.TunerError` when the run fails, with the CLI's lines.
+    """
+    from tuner.driver.lr_find import LrFindOptions, find_lr
+
+    known = {field.name for field in dataclasses.fields(LrFindOptions)} - {"spec"}
+    for key in options.keys() - known:
+        near = difflib.get_close_matches(key, sorted(known), n=1)
+        hint = f"did you mean {near[0]}=?" if near else f"known: {', '.join(sorted(known))}"
+        raise ConfigError(f"tuner.lr_find got an unknown option {key}=; {hint}")
+    tables = _tables(spec, loss=loss, optimizer=optimizer, spec_keys={})
+    tables["study"].setdefault("name", "lr-find")
+    with tempfile.TemporaryDirectory(prefix="tuner-lr-find-") as folder:
+        shipment = Shipment(Path(folder))
+        ship_workload(shipment, tables["workload"], "tuner.lr_find", model, data, dataset)
+        for key in ("output", "plot"):
+            if options.get(key) is not None:
+                options[key] = Path(options[key])
+        lr_options = LrFindOptions(spec=tables, **options)
+        shipment.write()
+        with shipment.importable():
+            report = find_lr(lr_options)
+    result = LrFindResult(report)
+    if lr_options.output is not None:
+        from tuner.files import atomic_write_text
+
+        atomic_write_text(lr_options.output, json.dumps(report, indent=2) + "\n")
+    if lr_options.plot is not None:
+        from tuner.views.lr_find_figure import write_figure
+
+        write_figure(result.figure(), lr_options.plot)
+    return result

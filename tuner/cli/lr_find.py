@@ -1,0 +1,135 @@
+"""``tuner lr-find``: the learning-rate range test at the base batch, and the ``base_lr`` it
+suggests (:mod:`tuner.driver.lr_find`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from tuner.cli.errors import guard
+from tuner.cli.logs import say_info
+from tuner.cli.options import (
+    BackendOpt,
+    BaseBatchOpt,
+    CpuReplicasOpt,
+    GpusOpt,
+    LineView,
+    LoopOpt,
+    MemoryLimitOpt,
+    OldSpecOpt,
+    SpecOpt,
+    TimeoutOpt,
+    UpdateOnOpt,
+    options_of,
+    out,
+    write_json,
+)
+from tuner.core.errors import TunerError
+from tuner.core.lr_find import DEFAULT_MAX_LR, DEFAULT_MIN_LR, DEFAULT_STEPS
+from tuner.core.protocol import DEFAULT_TRIAL_TIMEOUT_S
+from tuner.driver.lr_find import LrFindOptions
+
+MinLrOpt = Annotated[float, typer.Option(help="Learning rate of the ramp's first step.")]
+MaxLrOpt = Annotated[float, typer.Option(help="Learning rate of the ramp's last step.")]
+StepsOpt = Annotated[
+    int,
+    typer.Option(help="Steps of the ramp (one rate each, geometric); it stops at divergence."),
+]
+OutputOpt = Annotated[
+    Path | None, typer.Option("--output", "-o", help="Write the JSON report here.")
+]
+PlotOpt = Annotated[
+    Path | None,
+    typer.Option(help="Write the loss-vs-rate figure here: .html, or .png (needs Chrome)."),
+]
+
+
+def lr_find(
+    spec: SpecOpt = None,
+    study: OldSpecOpt = None,
+    gpus: GpusOpt = None,
+    cpu_replicas: CpuReplicasOpt = None,
+    memory_limit: MemoryLimitOpt = None,
+    base_batch_size: BaseBatchOpt = None,
+    min_lr: MinLrOpt = DEFAULT_MIN_LR,
+    max_lr: MaxLrOpt = DEFAULT_MAX_LR,
+    steps: StepsOpt = DEFAULT_STEPS,
+    loop: LoopOpt = None,
+    update_on: UpdateOnOpt = None,
+    backend: BackendOpt = None,
+    output: OutputOpt = None,
+    plot: PlotOpt = None,
+    trial_timeout: TimeoutOpt = DEFAULT_TRIAL_TIMEOUT_S,
+) -> None:
+    """Find a base learning rate: train at a rate growing from --min-lr to --max-lr and suggest
+    the one where the loss falls fastest (a range test)."""
+    flags = dict(locals())  # the parameters are named as LrFindOptions' fields
+    guard(lambda: _lr_find(options_of(LrFindOptions, flags)))
+
+
+def _lr_find(options: LrFindOptions) -> None:
+    """Run the test; print the suggestion and the line for the spec; write what was asked."""
+    from tuner.driver.lr_find import find_lr
+
+    report = find_lr(options, LineView())
+    if options.output is not None:
+        write_json(options.output, report)
+        say_info(f"report written to {options.output}")
+    if options.plot is not None:
+        _plot(report, options.plot)
+    print_finding(report)
+    if report["suggestion"] is None:
+        raise TunerError(f"no learning rate to suggest: {report['reason']}")
+
+
+def print_finding(report: dict[str, Any]) -> None:
+    """The suggestion, what it rests on, and how to use it."""
+    run = f"{report['steps_run']} of {report['planned_steps']} steps"
+    diverged = report["diverged_lr"]
+    end = f"diverged at lr {diverged:.3g}" if diverged is not None else "did not diverge"
+    out.print(
+        f"Range test at global batch {report['global_batch_size']} on "
+        f"{report['num_replicas']} replicas ({report['backend']}): {run}, {end}; "
+        f"lowest smoothed loss at lr {_rate(report['min_loss_lr'])}.",
+        highlight=False,
+        markup=False,
+    )
+    suggestion = report["suggestion"]
+    if suggestion is None:
+        return
+    out.print(
+        f"Suggested base_lr: {suggestion:.2g} (the smoothed loss falls fastest there: "
+        f"{report['slope_per_decade']:.3g} per decade of rate).",
+        highlight=False,
+        markup=False,
+    )
+    out.print(
+        f"Put it under [search] in your spec:  {report['spec_line']}\n"
+        f"or pass it to the search:            tuner search --base-lr {suggestion:.2g}",
+        highlight=False,
+        markup=False,
+    )
+
+
+def _rate(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3g}"
+
+
+def _plot(report: dict[str, Any], path: Path) -> None:
+    from tuner.views.lr_find_figure import lr_find_figure, write_figure
+    from tuner.views.report import is_missing_renderer
+
+    try:
+        write_figure(lr_find_figure(report), path)
+    except TunerError:
+        raise
+    except Exception as exc:
+        if not is_missing_renderer(exc):
+            raise
+        raise TunerError(
+            f"--plot {path}: PNG export needs Chrome or Chromium for Kaleido (apt install "
+            "chromium, or set BROWSER_PATH); an .html figure needs neither"
+        ) from None
+    say_info(f"figure written to {path}")

@@ -1,0 +1,178 @@
+"""``tuner lr-find``: the learning-rate range test at the base batch, in one child process.
+
+The child trains the spec's workload exactly as a trial would (same loop, devices, precision,
+the build's compiled optimizer) while its rate ramps geometrically from ``--min-lr`` to
+``--max-lr`` (:mod:`tuner.worker.lr_find`); the suggestion is read off its losses here
+(:func:`tuner.core.lr_find.suggest`). Nothing is stored in a study: the report is returned (and
+written where the caller asks).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tuner.core import lr_find as core
+from tuner.core.errors import ConfigError, TunerError, WorkloadError
+from tuner.core.outcome import classify, read_result
+from tuner.core.protocol import DEFAULT_TRIAL_TIMEOUT_S, Budget, LrFindRequest, Result
+from tuner.driver.children import ChildRunner, child_runner, first_precision, workload_ref
+from tuner.driver.names import check_names
+from tuner.driver.options import SpecOptions, spec_and_plan
+from tuner.files import check_output
+
+if TYPE_CHECKING:
+    from tuner.core.devices import DevicePlan
+    from tuner.core.spec import StudySpec
+    from tuner.driver.search import Front
+
+FIGURE_SUFFIXES = (".html", ".png")
+"""What ``--plot`` writes: an interactive page, or a picture (Kaleido and Chrome)."""
+RAMP_RTOL = 1e-3
+"""How far the optimizer's rate after the run may be from the ramp's at its step count."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class LrFindOptions(SpecOptions):
+    """``tuner lr-find``'s options, each its flag with underscores (:func:`tuner.lr_find`'s
+    too)."""
+
+    min_lr: float = core.DEFAULT_MIN_LR
+    max_lr: float = core.DEFAULT_MAX_LR
+    steps: int = core.DEFAULT_STEPS
+    output: Path | None = None
+    """Where the JSON report goes."""
+    plot: Path | None = None
+    """Where the figure goes (``.html`` or ``.png``)."""
+    trial_timeout: float = DEFAULT_TRIAL_TIMEOUT_S
+
+
+def find_lr(
+    options: LrFindOptions, front: Front | None = None, runner: ChildRunner | None = None
+) -> dict[str, Any]:
+    """Run the range test ``options`` describe; return its report (``suggestion`` inside, ``None``
+    with a ``reason`` when the loss never fell steadily).
+
+    Checked once, before the child starts: the ramp, the output paths, the
+    options and the spec with ``--trial-timeout``, the spec's names, the batch against the
+    replicas. Raises :class:`ConfigError` for bad input, :class:`TunerError` when the run fails.
+    """
+    core.check_range(options.min_lr, options.max_lr, options.steps)
+    check_paths(options.output, options.plot)
+    spec, plan, notice = spec_and_plan(options, options.trial_timeout)
+    check_names(spec)
+    if front is not None and notice:
+        front.notice(notice)
+    batch = spec.search.base_batch_size
+    if batch % plan.num_replicas:
+        raise ConfigError(f"global batch {batch} does not divide by {plan.num_replicas} replicas")
+    if front is not None:
+        front.note(
+            f"ramping the learning rate from {options.min_lr:.3g} to {options.max_lr:.3g} over "
+            f"{options.steps} steps at global batch {batch} on {plan.num_replicas} "
+            f"{plan.kind} replicas ({spec.workload.backend})…"
+        )
+    request = lr_find_request(spec, plan, batch, options)
+    runner = runner if runner is not None else child_runner()
+    run = runner.run(request, plan.child_environment(), options.trial_timeout)
+    payload = _payload(run, plan)
+    return report(payload, options)
+
+
+def check_paths(output: Path | None, plot: Path | None) -> None:
+    """Refuse an output that cannot be written, and a figure of an unknown kind."""
+    if output is not None:
+        check_output(output, "--output")
+    if plot is not None:
+        if plot.suffix.lower() not in FIGURE_SUFFIXES:
+            raise ConfigError(f"--plot {plot}: give a .html or .png file name")
+        check_output(plot, "--plot")
+
+
+def lr_find_request(
+    spec: StudySpec, plan: DevicePlan, batch: int, options: LrFindOptions
+) -> LrFindRequest:
+    """The child's request: the spec's workload at ``batch``, one step per window."""
+    return LrFindRequest(
+        plan=plan,
+        workload=workload_ref(spec),
+        global_batch_size=batch,
+        learning_rate=options.min_lr,
+        budget=Budget(epochs=options.steps, steps_per_epoch=1, val_samples=spec.search.val_samples),
+        seed=spec.search.seed,
+        precision=first_precision(spec),
+        loop=spec.search.loop_kind,
+        min_lr=options.min_lr,
+        max_lr=options.max_lr,
+        lr_steps=options.steps,
+    )
+
+
+def _payload(run: Any, plan: DevicePlan) -> dict[str, Any]:
+    read = read_result(run.result_text)
+    if isinstance(read, Result) and read.status == "ok":
+        return dict(read.payload)
+    if isinstance(read, Result) and read.status == "invalid":
+        raise WorkloadError(str(read.error))
+    outcome = classify(run, memory_capped=plan.memory_limit_bytes is not None)
+    raise TunerError(f"the range test's run failed ({outcome.status}): {outcome.error}")
+
+
+def report(payload: dict[str, Any], options: LrFindOptions) -> dict[str, Any]:
+    """The JSON report of a finished run: the suggestion and what it rests on, every step's rate,
+    loss and smoothed loss (``null`` where skipped or not finite)."""
+    rates = [float(r) for r in payload["learning_rates"]]
+    losses = [math.inf if x is None else float(x) for x in payload["losses"]]
+    if not losses:
+        raise TunerError("the range test's run trained no step")
+    _check_ramp(payload, options)
+    finding = core.suggest(rates, losses, planned_steps=options.steps)
+    suggestion = finding.suggestion
+    return {
+        "suggestion": suggestion,
+        "spec_line": None if suggestion is None else core.spec_line(suggestion),
+        "reason": finding.reason,
+        "slope_per_decade": finding.slope,
+        "min_loss_lr": finding.min_loss_lr,
+        "diverged_lr": finding.diverged_lr,
+        "stopped": payload.get("stopped"),
+        "global_batch_size": payload["global_batch_size"],
+        "num_replicas": payload["num_replicas"],
+        "backend": payload["backend"],
+        "precision": payload["precision"],
+        "min_lr": options.min_lr,
+        "max_lr": options.max_lr,
+        "planned_steps": options.steps,
+        "steps_run": len(losses),
+        "skipped_steps": finding.skipped,
+        "ema_beta": finding.beta,
+        "learning_rates": rates,
+        "losses": [_finite(x) for x in losses],
+        "smoothed": [_finite(x) for x in finding.smoothed],
+        "optimizer": payload.get("optimizer"),
+        "seconds": payload.get("seconds"),
+        "versions": payload.get("versions", {}),
+        "created_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+    }
+
+
+def _check_ramp(payload: dict[str, Any], options: LrFindOptions) -> None:
+    """The optimizer's rate after the run must be the ramp's at its step count: else the
+    updates did not follow the ramp (an optimizer that ignores its schedule), and the curve
+    would be read against the wrong rates."""
+    steps = int(payload["optimizer_iterations"])
+    expected = options.min_lr * (options.max_lr / options.min_lr) ** (steps / (options.steps - 1))
+    held = float(payload["learning_rate_after"])
+    if not math.isclose(held, expected, rel_tol=RAMP_RTOL):
+        raise TunerError(
+            f"the optimizer did not follow the ramp: after {steps} steps it holds lr {held:.4g}, "
+            f"the ramp says {expected:.4g}; compile the model with a Keras optimizer whose "
+            "learning_rate accepts a schedule"
+        )
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
