@@ -126,6 +126,9 @@ class SearchSpec:
     """Validation loss a trial trains to (time to target); ``None``: train the whole budget."""
     eval_every_samples: int | None = None
     """Samples between two checks of the target (``None``: about 10 checks per budget)."""
+    budget: float | None = None
+    """Seconds the search may take (``--budget 15m``): runs that would not fit are left out
+    (:mod:`tuner.core.budget`); ``None``: no limit."""
     lr_sweep: int = 0
     """Learning rates swept at every batch (``sweep-i/N`` rules beside ``lr_rules``), from half
     the ``none`` rate to twice the ``linear`` one: the measured law (``0``: no sweep)."""
@@ -202,6 +205,7 @@ _FIELDS: dict[str, tuple[str, ...]] = {
         "tie_margin",
         "target_loss",
         "eval_every_samples",
+        "budget",
     ),
 }
 
