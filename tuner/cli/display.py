@@ -218,8 +218,9 @@ def _print_validation_notes(console: Console, report: dict[str, Any]) -> None:
     """The layers made deterministic for the comparison, and the two loss curves."""
     for line in report.get("deterministic_layers", []):
         say(console, f"made deterministic: {line}")
-    parity = report["checks"]["loss_parity"]
-    if parity.get("compared", True):  # no curve where the runs need not see the same batches
+    parity = report["checks"].get("loss_parity")  # none under --accumulation
+    # No curve where the runs need not see the same batches.
+    if parity and parity.get("compared", True):
         one, many = parity["single_device_losses"], parity["replica_losses"]
         every = max(1, len(one) // 5)
         curve = ", ".join(

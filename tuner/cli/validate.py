@@ -50,6 +50,14 @@ LossReductionOpt = Annotated[
         "forum answer's bug, to see it caught)."
     ),
 ]
+AccumulationOpt = Annotated[
+    int | None,
+    typer.Option(
+        help="Instead: prove K accumulated micro-steps of --batch-size give the weights of one "
+        "step at K × it (Keras's gradient_accumulation_steps).",
+        min=2,
+    ),
+]
 _DEFAULT_RULE = LrRule(DEFAULT_RULE)
 _DEFAULT_REDUCTION = LossReduction(LOSS_REDUCTIONS[0])
 ReportOutputOpt = Annotated[
@@ -75,6 +83,7 @@ def validate(
     update_on: UpdateOnOpt = None,
     backend: BackendOpt = None,
     loss_reduction: LossReductionOpt = _DEFAULT_REDUCTION,
+    accumulation: AccumulationOpt = None,
     output: ReportOutputOpt = None,
     trial_timeout: TimeoutOpt = DEFAULT_TRIAL_TIMEOUT_S,
 ) -> None:

@@ -9,6 +9,7 @@ _SEARCH_DEFAULTS: dict[str, Any] = {
     "model_hyperparameters": "defaults",
     "noise_scale": True,
     "noise_scale_steps": None,
+    "accumulation": False,
     "warmup_epochs": 1.0,
     "warmup_steps": None,
     "train_samples": None,
@@ -18,7 +19,7 @@ _SEARCH_DEFAULTS: dict[str, Any] = {
     "precisions": ["float32"],
     "lr_sweep": 0,
 }
-_MAY_CHANGE = ("trials", "seeds", "max_repeats", "tolerance", "tie_margin", "budget")
+_MAY_CHANGE = ("trials", "seeds", "max_repeats", "tolerance", "tie_margin")
 """Search fields a resumed study may change: the trial budget and how sure a decision must be."""
 
 

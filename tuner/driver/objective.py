@@ -28,6 +28,7 @@ from tuner.core.protocol import EpochEvent, Event, ProgressEvent
 from tuner.core.sameness import training_key
 from tuner.core.scaling import scaled_learning_rate
 from tuner.core.spec import StudySpec
+from tuner.driver.accumulation import Accumulation
 from tuner.driver.children import ChildRunner, budget_dict, first_precision, trial_request
 from tuner.driver.grid import stores_batch_as_category, suggest_global_batch, suggest_precision
 from tuner.driver.input_reuse import InputReuse
@@ -75,6 +76,9 @@ class Objective:
         self._failures: dict[str, tuple[int, tuple[Any, ...]]] = {}
         self.stopped: str | None = None
         """Why the search must stop (:meth:`_watch`), or ``None``."""
+        self._accumulation = Accumulation(
+            spec, plan, runner, timeout_s, observer, self._on_event, lambda: self._probed_oom
+        )
         self._inputs = InputReuse()
 
     def expect(self, trials: Sequence[FrozenTrial] | None) -> None:
@@ -173,6 +177,7 @@ class Objective:
         outcome = self._implied_oom(stored, batch, values, precision) or self._run(
             batch, lr, rule, values, precision, (trial.study, stored)
         )
+        outcome = self._accumulation.reach(trial.number, outcome, attrs, values, stored)
         outcome = measured(outcome, earlier, target=search.target_loss is not None)
         return with_efficiency(outcome, search.base_batch_size, batch)
 

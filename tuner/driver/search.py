@@ -203,6 +203,7 @@ def validate(options: ValidateOptions, front: Front | None = None) -> dict[str, 
         lr_rule=options.lr_rule,
         steps=options.steps,
         timeout_s=options.trial_timeout,
+        accumulation=options.accumulation,
     )
 
 

@@ -41,6 +41,7 @@ from tuner.core.protocol import DEFAULT_TRIAL_TIMEOUT_S, Result
 from tuner.core.scaling import scaled_learning_rate
 from tuner.core.spec import LOSS_REDUCTIONS, StudySpec
 from tuner.driver.children import ChildRunner, child_runner, validate_request
+from tuner.driver.validate_accumulation import run_accumulation_validation
 from tuner.driver.validate_checks import (
     CONTROLLED,
     Check,
@@ -66,10 +67,25 @@ def run_validation(
     steps: int = DEFAULT_STEPS,
     timeout_s: float = DEFAULT_TRIAL_TIMEOUT_S,
     runner: ChildRunner | None = None,
+    accumulation: int | None = None,
 ) -> dict[str, Any]:
     """Run the one-device and N-replica children and return the JSON report (``passed`` inside).
 
-    ``runner`` runs them (default: :func:`~tuner.driver.children.child_runner`'s choice)."""
+    ``runner`` runs them (default: :func:`~tuner.driver.children.child_runner`'s choice).
+    ``accumulation`` K: instead, K accumulated micro-steps of ``global_batch`` against true
+    steps at K × it, on ``plan`` (:mod:`tuner.driver.validate_accumulation`)."""
+    if accumulation is not None:
+        return run_accumulation_validation(
+            spec,
+            plan,
+            accumulation,
+            micro_batch=global_batch,
+            lr_rule=lr_rule,
+            steps=steps,
+            timeout_s=timeout_s,
+            runner=runner,
+            result=_result,
+        )
     batch = global_batch or spec.search.base_batch_size
     _check_options(spec, plan, loss_reduction, batch)
     runner = runner if runner is not None else child_runner()

@@ -339,3 +339,31 @@ def _learning_rate(actual: float, expected: float) -> Check:
 
 def _mib(value: int | None) -> str:
     return "n/a" if value is None else f"{value / 2**20:.0f} MiB"
+
+
+ACCUMULATION_RTOL = 1e-5
+"""Tolerance of ``tuner validate --accumulation``: the model's weights after K accumulated
+micro-steps against one true step at K × the batch, relative to how far they moved. The mean of
+K micro-batch means is the mean over the batch up to float32 rounding order (~1e-7 per step)."""
+
+
+def accumulation_check(figures: dict[str, Any], batch_norm: list[str]) -> Check:
+    """The model's weights after accumulated micro-steps against true steps
+    (:func:`tuner.driver.weights.compare`'s ``figures``); a model with BatchNormalization
+    (``batch_norm`` names its layers) is reported, not held to the tolerance."""
+    figures = {**figures, "tolerance": ACCUMULATION_RTOL, "batch_norm_layers": batch_norm}
+    worst = float(figures.get("model_relative_difference", float("inf")))
+    summary = (
+        f"weights after accumulated micro-steps vs true steps: relative difference {worst:.1e} "
+        f"({figures.get('variables_compared', 0)} variables; tolerance {ACCUMULATION_RTOL:.0e} "
+        "of how far they moved)"
+    )
+    if batch_norm:
+        warning = (
+            f"BatchNormalization ({', '.join(batch_norm[:3])}) normalizes each micro-batch by "
+            "its own statistics and updates its moving averages once per micro-step, so "
+            "accumulation is not one step at the whole batch: compared, not held to the tolerance"
+        )
+        return Check("accumulated weights", True, summary, figures, warning)
+    passed = int(figures.get("variables_compared", 0)) > 0 and worst <= ACCUMULATION_RTOL
+    return Check("accumulated weights", passed, summary, figures)

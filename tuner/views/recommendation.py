@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from tuner.core.accumulation import cost_text
+
 
 def compact(value: float, digits: int = 3) -> str:
     """A number in a few characters: ``16.1k``, ``1.23M``, ``812``, ``0.0123``."""
@@ -64,6 +66,10 @@ def answer_text(rec: dict[str, Any]) -> str:
         unit = "GPU" if devices and all("gpu" in d for d in devices) else "replica"
         batch += f" ({rec['per_replica_batch_size']} per {unit})"
     optimizer, rate = _optimizer_class(rec), f"{rec['learning_rate']:.6g}"
+    steps = (rec.get("accumulation") or {}).get("steps")
+    if steps:  # reached only by accumulation: what fit and the optimizer are given
+        batch += f" by accumulation (fit's batch_size {rec['global_batch_size'] // steps})"
+        rate += f", gradient_accumulation_steps={steps}"
     parts = [batch, f"{optimizer}(learning_rate={rate})" if optimizer else f"learning rate {rate}"]
     precision = str(rec.get("precision") or "float32")
     if precision != "float32":
@@ -114,6 +120,7 @@ def recommendation_rows(rec: dict[str, Any]) -> list[tuple[str, str]]:
         ("input pipeline", input_text(rec)),
         ("vs one device", speedup_text(rec)),
         ("probe", probe_text(rec)),
+        ("accumulation", cost_text(rec)),
         ("note", rec.get("note") or ""),
         ("verdict", str(rec.get("verdict") or "")),
     ]

@@ -15,7 +15,6 @@ from typing import Any
 
 from optuna.trial import FrozenTrial
 
-from tuner.core.budget import BUDGET
 from tuner.core.configurations import status_of
 from tuner.core.outcome import STATES
 from tuner.core.plan import MACHINE_LOAD, load_text
@@ -191,6 +190,11 @@ def note_text(
     parts = []
     if isinstance(attrs.get("same_as"), int):
         parts.append(f"= #{attrs['same_as'] if same is None else same} (same training)")
+    if int(attrs.get("accumulation_steps") or 1) > 1:  # the batch did not fit in one step
+        parts.append(
+            f"{attrs['accumulation_steps']} accumulated micro-steps of "
+            f"{attrs.get('micro_batch_per_replica')}/replica"
+        )
     if len(runs) > 1 and number is not None and number in runs:
         first, *_ = runs
         if number == first:
@@ -385,15 +389,7 @@ def environment_rows(
     load = study_attrs.get(MACHINE_LOAD)
     if load:  # measured before the first child: busy, the throughput figures are unreliable
         rows.append(("machine", load_text(load)))
-    rows.extend(("budget", line) for line in budget_lines(study_attrs))
     return rows
-
-
-def budget_lines(study_attrs: dict[str, Any]) -> list[str]:
-    """What the latest search's ``--budget`` left out and what a ``--quick`` (single-run) answer
-    cannot resolve (:data:`tuner.core.budget.BUDGET`); empty when neither applied."""
-    record = study_attrs.get(BUDGET) or {}
-    return [record[key] for key in ("line", "quick_line") if record.get(key)]
 
 
 def hidden_columns(rows: list[list[str]], width: int) -> list[str]:

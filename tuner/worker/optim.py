@@ -10,14 +10,16 @@ used is described by :func:`describe` and stored on the trial.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
-from typing import Any
+from dataclasses import asdict, replace
+from typing import Any, TypeVar
 
 import keras
 
 from tuner.core.errors import WorkloadError, error_line
 from tuner.core.optimizers import SHAPING_RULES, trained_config
-from tuner.core.protocol import LearningRateRule
+from tuner.core.protocol import LearningRateRule, RunRequest
+
+_Run = TypeVar("_Run", bound=RunRequest)
 
 
 def at_learning_rate(optimizer: Any, learning_rate: float) -> Any:
@@ -128,3 +130,40 @@ def _serialized(optimizer: Any, rule: LearningRateRule | None) -> dict[str, Any]
     except (TypeError, ValueError, KeyError):
         return None
     return dict(written)
+
+
+def micro(request: _Run) -> _Run:
+    """The run the child trains for an accumulating ``request``: its ``global_batch_size`` the
+    micro-batch (``global / accumulation_steps``) that every step feeds, so that the budget's
+    samples, windows and a warm-up given in epochs count micro-steps, as Keras's learning-rate
+    schedules do (they read every micro-step, ``optimizer.iterations`` only the updates); a
+    warm-up given in optimizer steps is stretched to as many micro-steps, and a fixed
+    ``steps_per_epoch`` (a validation run) counts updates. ``request`` itself when it does not
+    accumulate."""
+    steps = request.accumulation_steps
+    if steps <= 1:
+        return request
+    rule = request.rule
+    if rule is not None and rule.warmup_steps:
+        rule = replace(rule, warmup_steps=rule.warmup_steps * steps)
+    budget = request.budget
+    if budget.steps_per_epoch:
+        budget = replace(budget, steps_per_epoch=budget.steps_per_epoch * steps)
+    return replace(
+        request, global_batch_size=request.global_batch_size // steps, rule=rule, budget=budget
+    )
+
+
+def accumulating(optimizer: Any, steps: int) -> Any:
+    """``optimizer`` rebuilt to apply the mean gradient of ``steps`` micro-steps
+    (``gradient_accumulation_steps``); ``optimizer`` itself for ``steps`` 1."""
+    if steps <= 1:
+        return optimizer
+    try:
+        config = {**optimizer.get_config(), "gradient_accumulation_steps": int(steps)}
+        return type(optimizer).from_config(config)
+    except Exception as exc:  # the user's class: whatever its from_config raises
+        raise WorkloadError(
+            f"{type(optimizer).__name__} cannot accumulate gradients "
+            f"(gradient_accumulation_steps={steps}): {error_line(exc)}"
+        ) from exc

@@ -105,6 +105,7 @@ class ModelRecipe:
         self._inputs = inputs
         self._values = request.model_hyperparameters
         self._learning_rate = request.learning_rate
+        self._accumulation = request.accumulation_steps
         self._initial = initial
         self.precision = precision_name
         self.rule = rule
@@ -130,8 +131,9 @@ class ModelRecipe:
         args = compiled.compile_args(
             self.build_args, self._workload, self._learning_rate, self._workload.model
         )
+        shaped = optim.apply_rule(args["optimizer"], self.rule)
         args["optimizer"] = precision.scaled(
-            optim.apply_rule(args["optimizer"], self.rule), self.precision
+            optim.accumulating(shaped, self._accumulation), self.precision
         )
         self._args = args
         return args

@@ -69,6 +69,7 @@ def _validation_run(request: ValidateRequest, emit: Emit) -> Result:
         "batch_digests": digests,
         "variable_names": list(after),
         "model_variables": len(loop.model.weights),
+        "batch_norm_layers": batch_norm_layers(loop.model),
         **weight_sync(loop.variable_copies()),
     }
     return Result(status="ok", payload=payload, timings=session.timings)
@@ -111,3 +112,13 @@ def weight_sync(copies: list[list[np.ndarray]]) -> dict[str, Any]:
         "copies_per_variable": max((len(v) for v in copies), default=0),
         "weight_max_abs_diff": worst,
     }
+
+
+def batch_norm_layers(model: Any) -> list[str]:
+    """The names of ``model``'s BatchNormalization layers, nested ones included: their
+    statistics are per micro-batch under accumulation (``tuner validate --accumulation``)."""
+    import keras
+
+    flatten = getattr(model, "_flatten_layers", None)
+    layers = list(flatten(include_self=False)) if flatten else list(model.layers)
+    return [layer.name for layer in layers if isinstance(layer, keras.layers.BatchNormalization)]

@@ -124,6 +124,9 @@ class RunRequest:
     """A hypermodel's values (its defaults where unset); JSON values keyed by name."""
     loss_reduction: str = LOSS_REDUCTIONS[0]
     """How a loop that reduces its own loss does it; only ``tuner validate`` plants another."""
+    accumulation_steps: int = 1
+    """Micro-steps per update (Keras's ``gradient_accumulation_steps``): the child feeds
+    ``global_batch_size / accumulation_steps`` at a time (:func:`tuner.worker.optim.micro`)."""
     spawned_at: float | None = None
     """When the driver handed the request over (wall clock); set by the runner."""
 

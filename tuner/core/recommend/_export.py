@@ -104,13 +104,17 @@ def recommended_section(rec: dict[str, Any], optimizer: dict[str, Any]) -> dict[
     """What a training script needs, under the names a plain-Keras script reads: ``optimizer``
     is what ``keras.optimizers.deserialize`` takes, ``precision`` what
     ``keras.mixed_precision.set_global_policy`` takes."""
-    return {
+    section = {
         "global_batch_size": int(rec["global_batch_size"]),
         "per_replica_batch_size": int(rec["per_replica_batch_size"]),
         "learning_rate": float(rec["learning_rate"]),
         "optimizer": optimizer,
         "precision": str(rec.get("precision") or DEFAULT_PRECISION),
     }
+    steps = (rec.get("accumulation") or {}).get("steps")
+    if steps:  # the optimizer's gradient_accumulation_steps; fit feeds batch / steps at a time
+        section["accumulation_steps"] = int(steps)
+    return section
 
 
 def optimizer_section(
@@ -130,7 +134,8 @@ def fit_section(
 ) -> dict[str, Any]:
     """``batch_size`` (global), and ``epochs`` — or ``steps`` under a sample budget (optimizer
     steps in all: ``fit(epochs=1, steps_per_epoch=steps)`` over a repeated dataset)."""
-    batch = int(rec["global_batch_size"])
+    # Accumulating: fit feeds the micro-batch; the optimizer accumulates (its config says so).
+    batch = int(rec["global_batch_size"]) // int((rec.get("accumulation") or {}).get("steps") or 1)
     fit: dict[str, Any] = {"batch_size": batch}
     if search.get("train_samples") is not None:
         used = attrs.get("train_samples_used") or int(search["train_samples"])

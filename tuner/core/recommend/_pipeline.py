@@ -26,6 +26,7 @@ from typing import Any
 
 from optuna.trial import FrozenTrial
 
+from tuner.core.accumulation import accumulation_fields
 from tuner.core.configurations import (
     INFEASIBLE,
     grid_point,
@@ -243,6 +244,7 @@ def _recommend_one(
         **hypermodel_fields(chosen, context),
         **probe_fields(chosen, context),
         **law_fields(chosen, same_config, (context.seed_noise or {}).get(signature)),
+        **accumulation_fields(chosen, same_config),
     }
     note = oom_note(result, same_config)
     if note:

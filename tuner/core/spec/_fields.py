@@ -11,7 +11,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tuner.core.duration import parse_duration
 from tuner.core.errors import ConfigError
 from tuner.core.scaling import ADAM_FAMILY, LR_RULES, optimizer_settings
 
@@ -69,12 +68,6 @@ def positive_float(value: Any, label: str) -> float:
     if not math.isfinite(value) or value <= 0:
         raise ConfigError(f"{label} must be a positive number, got {value}")
     return float(value)
-
-
-def duration(value: Any, label: str) -> float | None:
-    """Seconds of a duration (``90s``, ``15m``, ``1h30m``, or a number of seconds); ``None``
-    when not given."""
-    return None if value is None else parse_duration(value, label)
 
 
 def finite(value: Any, label: str) -> float:

@@ -126,9 +126,9 @@ class SearchSpec:
     """Validation loss a trial trains to (time to target); ``None``: train the whole budget."""
     eval_every_samples: int | None = None
     """Samples between two checks of the target (``None``: about 10 checks per budget)."""
-    budget: float | None = None
-    """Seconds the search may take (``--budget 15m``): runs that would not fit are left out
-    (:mod:`tuner.core.budget`); ``None``: no limit."""
+    accumulation: bool = False
+    """Reach a global batch that runs out of memory in one step by gradient accumulation
+    (:mod:`tuner.core.accumulation`)."""
     lr_sweep: int = 0
     """Learning rates swept at every batch (``sweep-i/N`` rules beside ``lr_rules``), from half
     the ``none`` rate to twice the ``linear`` one: the measured law (``0``: no sweep)."""
@@ -195,6 +195,7 @@ _FIELDS: dict[str, tuple[str, ...]] = {
         "trials",
         "noise_scale",
         "noise_scale_steps",
+        "accumulation",
         "warmup_epochs",
         "warmup_steps",
         "train_samples",
@@ -205,7 +206,6 @@ _FIELDS: dict[str, tuple[str, ...]] = {
         "tie_margin",
         "target_loss",
         "eval_every_samples",
-        "budget",
     ),
 }
 
@@ -387,9 +387,13 @@ def _noise_and_warmup(search: Table, epochs: int) -> dict[str, Any]:
     noise_scale = search.get("noise_scale", True)
     if not isinstance(noise_scale, bool):
         raise ConfigError(f"{search.label('noise_scale')} must be true or false")
+    accumulation = search.get("accumulation", False)
+    if not isinstance(accumulation, bool):
+        raise ConfigError(f"{search.label('accumulation')} must be true or false")
     return {
         "noise_scale": noise_scale,
         "noise_scale_steps": search.optional_positive_int("noise_scale_steps"),
+        "accumulation": accumulation,
         "warmup_epochs": _warmup_epochs(search, epochs),
         "warmup_steps": search.optional_positive_int("warmup_steps"),
     }

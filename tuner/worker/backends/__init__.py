@@ -81,7 +81,10 @@ def open_session(request: RunRequest, emit: Emit, record_steps: bool = False) ->
     """Open the request's run on its backend (:meth:`Framework.open_session`). Raises
     :class:`~tuner.core.errors.WorkloadError` when the global batch is larger than the
     training set."""
-    return load(backend_name(request)).open_session(request, emit, record_steps)
+    framework = load(backend_name(request))
+    from tuner.worker.optim import micro  # Keras: once the backend is chosen
+
+    return framework.open_session(micro(request), emit, record_steps)
 
 
 if TYPE_CHECKING:  # mypy holds both packages to the face

@@ -1,0 +1,106 @@
+"""The driver's accumulation fallback with a fake child (the real one: tests/e2e/
+test_accumulation_e2e.py): micro-steps double until the micro-batch fits, what is known not to
+fit starts it further, a failure that is not memory stops it for the search, and the
+validation check's verdicts (tolerance, BatchNormalization)."""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Callable
+from typing import Any
+
+from child_results import result_text
+
+from tuner.core.devices import DevicePlan
+from tuner.core.outcome import ChildRun, TrialOutcome
+from tuner.core.protocol import Event, TrialRequest
+from tuner.core.spec import spec_from_dict
+from tuner.driver.accumulation import Accumulation
+from tuner.driver.observer import QuietObserver
+from tuner.driver.validate_checks import accumulation_check
+
+PLAN = DevicePlan("cpu", 2, memory_limit_bytes=2**27)
+
+
+class Capped:
+    """A child that runs out of memory (killed under the cap) when its micro-batch is larger
+    than ``capacity``, and fails with ``error`` when set."""
+
+    def __init__(self, capacity: int, error: str | None = None) -> None:
+        self.capacity, self.error = capacity, error
+        self.steps: list[int] = []
+
+    def run(
+        self,
+        request: TrialRequest,
+        env: dict[str, str],
+        timeout_s: float,
+        on_event: Callable[[Event], None] | None = None,
+    ) -> ChildRun:
+        self.steps.append(request.accumulation_steps)
+        if self.error:
+            return ChildRun(0, result_text({"status": "error", "error": self.error}))
+        if request.global_batch_size // request.accumulation_steps > self.capacity:
+            return ChildRun(-signal.SIGKILL, None)
+        return ChildRun(0, result_text({"status": "ok", "final_loss": 0.5, "throughput": 900.0}))
+
+
+def fallback(runner: Capped, backend: str = "jax") -> tuple[Accumulation, list[str]]:
+    spec = spec_from_dict(None, {"search.accumulation": True, "workload.backend": backend})
+    notes: list[str] = []
+    observer = QuietObserver()
+    observer.note = notes.append  # type: ignore[method-assign]
+    return Accumulation(spec, PLAN, runner, 60, observer, lambda e: None, lambda: None), notes
+
+
+def attrs(batch: int) -> dict[str, Any]:
+    return {"global_batch_size": batch, "learning_rate": 1e-3, "lr_rule": "none",
+            "precision": "float32"}  # fmt: skip
+
+
+def test_micro_steps_double_until_the_micro_batch_fits() -> None:
+    runner = Capped(capacity=256)
+    accumulation, notes = fallback(runner)
+    oom = TrialOutcome("oom", error="OOM when allocating")
+    outcome = accumulation.reach(3, oom, attrs(1024), None, [])
+    assert runner.steps == [2, 4]  # 512 did not fit, 256 does
+    assert outcome.status == "ok" and outcome.values == (0.5, 900.0)
+    assert outcome.attrs["accumulation_steps"] == 4
+    assert outcome.attrs["micro_batch_per_replica"] == 128
+    assert "global batch 1024 does not fit in one step" in outcome.attrs["accumulation_reason"]
+    assert "trial 3" in notes[0] and "trying 2 accumulated micro-steps of 256" in notes[0]
+
+
+def test_a_batch_that_fits_stores_one_step() -> None:
+    accumulation, _ = fallback(Capped(capacity=256))
+    done = accumulation.reach(0, TrialOutcome("ok", values=(0.5, 1.0)), attrs(256), None, [])
+    assert done.attrs == {"accumulation_steps": 1, "micro_batch_per_replica": 128}
+
+
+def test_nothing_fits_leaves_the_batch_out_of_memory() -> None:
+    runner = Capped(capacity=0)
+    accumulation, _ = fallback(runner)
+    outcome = accumulation.reach(0, TrialOutcome("oom-implied", error="x"), attrs(8), None, [])
+    assert runner.steps == [2, 4]  # 4 micro-steps of 1 per replica is the last split
+    assert outcome.status == "oom" and "even as 4 micro-steps of 1 per replica" in outcome.error
+
+
+def test_a_failure_other_than_memory_stops_accumulating_for_the_search() -> None:
+    runner = Capped(
+        capacity=256, error="RuntimeError: `merge_call` called while defining a new graph"
+    )
+    accumulation, _ = fallback(runner, backend="tensorflow")
+    first = accumulation.reach(0, TrialOutcome("oom", error="OOM"), attrs(1024), None, [])
+    assert first.status == "oom"
+    assert "fails under TensorFlow's MirroredStrategy" in first.attrs["accumulation_skipped"]
+    again = accumulation.reach(1, TrialOutcome("oom-implied", error="x"), attrs(2048), None, [])
+    assert runner.steps == [2] and again.attrs["accumulation_skipped"] == accumulation.failed
+
+
+def test_the_weights_check_holds_to_its_tolerance_except_under_batch_norm() -> None:
+    figures = {"compared": True, "variables_compared": 4, "model_relative_difference": 6.5e-7}
+    assert accumulation_check(figures, []).passed
+    wrong = {**figures, "model_relative_difference": 0.5}  # e.g. summed, not averaged
+    assert not accumulation_check(wrong, []).passed
+    batch_norm = accumulation_check(wrong, ["batch_normalization"])
+    assert batch_norm.passed and "normalizes each micro-batch" in str(batch_norm.warning)

@@ -1,0 +1,150 @@
+"""Gradient accumulation as a way to reach a global batch that does not fit (``[search]
+accumulation = true``): the batch is trained as ``k`` micro-steps of ``batch / k`` each, Keras 3's
+optimizer argument ``gradient_accumulation_steps=k`` applying their mean gradient once.
+
+Pure: how many micro-steps a batch needs given what is known not to fit, the trial attributes that
+say so (``accumulation_steps``, ``micro_batch_per_replica``), and what reaching a batch this way
+costs against the largest batch that fit in one step (the recommendation's ``accumulation``
+block and its line).
+
+Keras 3.15's semantics (read in ``keras/src/optimizers/base_optimizer.py`` and measured by
+``tuner validate --accumulation``): the update uses the *mean* of the k micro-batch gradients,
+so with a mean loss it is one step at ``k ×`` the batch; the learning rate is not scaled;
+``optimizer.iterations`` counts updates (Adam's bias correction follows it) while learning-rate
+schedules see every micro-step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from optuna.trial import FrozenTrial
+
+from tuner.core.configurations import (
+    is_complete,
+    model_config,
+    precision_of,
+    smallest_oom_batch,
+)
+
+ACCUMULATION_STEPS = "accumulation_steps"
+"""Trial attribute: the micro-steps of one update (1: the batch fit in one step)."""
+MICRO_BATCH = "micro_batch_per_replica"
+"""Trial attribute: the batch each replica computes at once (``global / (replicas × steps)``)."""
+REASON = "accumulation_reason"
+"""Trial attribute: why the trial accumulated (the out-of-memory that made it)."""
+
+
+def steps_of(trial: FrozenTrial) -> int:
+    """The micro-steps of ``trial``'s updates (1 for a trial stored without accumulation)."""
+    return int(trial.user_attrs.get(ACCUMULATION_STEPS) or 1)
+
+
+def attrs(batch: int, replicas: int, steps: int) -> dict[str, int]:
+    """The attributes a trial of an accumulating study stores (``steps`` 1 included)."""
+    return {ACCUMULATION_STEPS: steps, MICRO_BATCH: batch // (replicas * steps)}
+
+
+def first_steps(batch: int, replicas: int, unfit: int | None) -> int | None:
+    """The micro-steps to try ``batch`` with first: 1 when nothing at or below it is known not
+    to fit (``unfit``, the smallest global batch that did not fit in one step), else the
+    smallest power of two that brings the micro-batch below ``unfit``; ``None`` when no split
+    of ``batch`` over ``replicas`` gets there (a replica needs at least one example)."""
+    steps = 1
+    while unfit is not None and batch // steps >= unfit:
+        steps *= 2
+        if batch % (replicas * steps):
+            return None
+    return steps
+
+
+def next_steps(batch: int, replicas: int, steps: int) -> int | None:
+    """The micro-steps to try after ``steps`` ran out of memory: twice as many, or ``None``
+    when the batch does not split further over ``replicas``."""
+    more = steps * 2
+    return None if batch % (replicas * more) else more
+
+
+def smallest_unfit(
+    trials: Iterable[FrozenTrial], signature: str, config: str, precision: str
+) -> int | None:
+    """The smallest global batch known not to fit in one step on ``signature`` for one model
+    configuration at one precision: one that ran out of memory, or one that had to accumulate
+    (it accumulates only when one step did not fit)."""
+    trials = list(trials)
+    sizes = [
+        int(t.params["global_batch_size"])
+        for t in trials
+        if steps_of(t) > 1
+        and "global_batch_size" in t.params
+        and t.user_attrs.get("device_signature") == signature
+        and model_config(t) == config
+        and precision_of(t) == precision
+    ]
+    oom = smallest_oom_batch(trials, signature, config, precision)
+    return min([*sizes, *([oom] if oom is not None else [])], default=None)
+
+
+def accumulation_fields(chosen: FrozenTrial, same_config: Sequence[FrozenTrial]) -> dict[str, Any]:
+    """The recommendation's ``accumulation`` block when ``chosen`` reached its batch only by
+    accumulation: its micro-steps and micro-batch, and the largest batch that fit in one step
+    among ``same_config`` (one model at one precision on one signature) with its throughput and
+    the ratio of the two throughputs (below 1: accumulating costs that much); ``{}`` otherwise."""
+    steps = steps_of(chosen)
+    if steps <= 1:
+        return {}
+    fitting = [t for t in same_config if is_complete(t) and steps_of(t) == 1]
+    block: dict[str, Any] = {
+        "steps": steps,
+        "micro_batch_per_replica": chosen.user_attrs.get(MICRO_BATCH),
+        "reason": chosen.user_attrs.get(REASON),
+        "largest_fitting_batch_size": None,
+        "largest_fitting_throughput": None,
+        "throughput_ratio": None,
+    }
+    if fitting:
+        best = max(fitting, key=lambda t: (int(t.params["global_batch_size"]), t.values[1]))
+        throughput = float(best.values[1])
+        block["largest_fitting_batch_size"] = int(best.params["global_batch_size"])
+        block["largest_fitting_throughput"] = throughput
+        block["throughput_ratio"] = float(chosen.values[1]) / throughput if throughput else None
+    return {"accumulation": block}
+
+
+MERGE_CALL = "`merge_call` called while defining a new graph"
+"""What Keras 3.15's TensorFlow optimizer raises when it accumulates under a ``tf.distribute``
+strategy: its ``ops.cond`` between accumulating and applying becomes a ``tf.cond`` whose branch
+calls ``merge_call`` (allowed only in XLA on GPUs: ``MirroredStrategy._use_merge_call``)."""
+
+
+def failure_line(error: str, backend: str) -> str:
+    """The line that says why an accumulating run failed: for Keras's known failure under
+    TensorFlow, what it is and what to do; else the error."""
+    if backend == "tensorflow" and MERGE_CALL in error:
+        return (
+            "Keras's gradient_accumulation_steps fails under TensorFlow's MirroredStrategy "
+            "(a tf.cond around merge_call, in Keras 3.15 on CPU devices); accumulate with "
+            "--backend jax"
+        )
+    return error
+
+
+def cost_text(rec: dict[str, Any]) -> str:
+    """The recommendation's accumulation line (``""`` when its batch fit in one step):
+    ``batch 4096 is reached only by accumulation: 2 micro-steps of 1024 per replica; 0.81× the
+    throughput of batch 2048, the largest that fit in one step (12.1k vs 14.9k samples/s)``."""
+    block = rec.get("accumulation")
+    if not isinstance(block, dict) or not block.get("steps"):
+        return ""
+    text = (
+        f"batch {rec['global_batch_size']} is reached only by accumulation: {block['steps']} "
+        f"micro-steps of {block['micro_batch_per_replica']} per replica"
+    )
+    largest, ratio = block.get("largest_fitting_batch_size"), block.get("throughput_ratio")
+    if largest is None or ratio is None:
+        return text + "; no batch fit in one step to compare its throughput with"
+    return (
+        f"{text}; {ratio:.2f}× the throughput of batch {largest}, the largest that fit in one "
+        f"step ({rec['throughput']:,.0f} vs {block['largest_fitting_throughput']:,.0f} samples/s)"
+    )

@@ -1,0 +1,117 @@
+"""``tuner validate --accumulation K``: prove that K accumulated micro-steps of batch b give the
+weights of one true step at K × b (:mod:`tuner.core.accumulation`).
+
+Two validation children on the same devices, the same seed, initial weights and examples: one
+trains N steps at global batch G = K × b, the other K × N micro-steps of b with Keras's
+``gradient_accumulation_steps=K`` (the worker's :func:`tuner.worker.optim.micro`), both at the
+learning rate the rule gives G. Every example of the N true batches is seen once by the
+accumulating run, K micro-batches to a true batch, in the same order (the stream's order does
+not depend on the batch). The model's variables after training are compared against how far
+they moved (:mod:`tuner.driver.weights`); the optimizer's are not (accumulation adds its own
+accumulators and counts micro-steps). BatchNormalization normalizes each micro-batch by its own
+statistics and moves its averages K times: such a model is compared but not held to the
+tolerance, with a warning saying why.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from tuner.core.accumulation import failure_line
+from tuner.core.devices import DevicePlan
+from tuner.core.errors import ConfigError, TunerError
+from tuner.core.scaling import scaled_learning_rate
+from tuner.core.spec import StudySpec
+from tuner.driver.children import ChildRunner, child_runner, validate_request
+from tuner.driver.validate_checks import accumulation_check
+
+
+def run_accumulation_validation(
+    spec: StudySpec,
+    plan: DevicePlan,
+    steps_k: int,
+    *,
+    micro_batch: int | None,
+    lr_rule: str,
+    steps: int,
+    timeout_s: float,
+    runner: ChildRunner | None = None,
+    result: Any,
+) -> dict[str, Any]:
+    """Run the true-batch and the accumulating child on ``plan`` and return the JSON report
+    (``passed`` inside). ``micro_batch``: b, the global batch of one micro-step (default the
+    spec's base batch); ``result`` reads a finished child (the validate module's reader)."""
+    micro = micro_batch or spec.search.base_batch_size
+    _check(plan, steps_k, micro)
+    batch = steps_k * micro
+    runner = runner if runner is not None else child_runner()
+    lr = scaled_learning_rate(lr_rule, spec.search.base_lr, batch, spec.search.base_batch_size)
+    from tuner.driver import weights  # numpy: not on the way of `tuner --help`
+
+    with tempfile.TemporaryDirectory(prefix="tuner-accumulation-") as folder:
+        results, finals = [], []
+        for accumulate in (1, steps_k):
+            path = Path(folder) / f"weights-{accumulate}.npz"
+            request = validate_request(spec, plan, batch, lr, steps=steps, loss_reduction="global")
+            request = replace(request, weights_file=str(path), accumulation_steps=accumulate)
+            run = runner.run(request, plan.child_environment(), timeout_s)
+            try:
+                results.append(result(run, plan))
+            except TunerError as exc:  # Keras's known failure under TensorFlow: said plainly
+                line = failure_line(str(exc), spec.workload.backend)
+                raise TunerError(str(exc) if line == str(exc) else line) from exc
+            finals.append(weights.load(path))
+    true, accumulated = results
+    model_variables = int(true.get("model_variables") or 0)
+    (one, initial), (many, _) = finals
+    keep = range(model_variables)  # the optimizers' variables differ: not compared
+    compared = weights.compare(
+        {i: one[i] for i in keep},
+        {i: many[i] for i in keep},
+        {i: initial[i] for i in keep if i in initial},
+        list(true.get("variable_names", []))[:model_variables],
+    )
+    check = accumulation_check(compared, list(accumulated.get("batch_norm_layers", [])))
+    return {
+        "passed": check.passed,
+        "backend": spec.workload.backend,
+        "loop": spec.search.loop,
+        "update_on": spec.search.update_on,
+        "accumulation_steps": steps_k,
+        "global_batch_size": batch,
+        "micro_batch_size": micro,
+        "num_replicas": plan.num_replicas,
+        "per_replica_batch_size": batch // plan.num_replicas,
+        "micro_batch_per_replica": micro // plan.num_replicas,
+        "learning_rate": lr,
+        "lr_rule": lr_rule,
+        "device_signature": plan.device_signature,
+        "steps": true["steps"],
+        "micro_steps": accumulated["steps"],
+        "checks": {
+            check.name.replace(" ", "_"): {
+                "passed": check.passed,
+                "summary": check.summary,
+                **({"warning": check.warning} if check.warning else {}),
+                **check.figures,
+            }
+        },
+        "warnings": [check.warning] if check.warning else [],
+        "deterministic_layers": list(accumulated.get("deterministic_layers", [])),
+        "versions": accumulated.get("versions", {}),
+        "created_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+    }
+
+
+def _check(plan: DevicePlan, steps_k: int, micro: int) -> None:
+    """Refuse an accumulation that cannot be compared (exit code 2)."""
+    if steps_k < 2:
+        raise ConfigError(f"--accumulation must be at least 2 micro-steps, got {steps_k}")
+    if micro % plan.num_replicas:
+        raise ConfigError(
+            f"micro-batch {micro} (--batch-size) does not divide by {plan.num_replicas} replicas"
+        )
