@@ -10,6 +10,7 @@ from typing import Any
 
 import optuna
 
+from tuner.core.budget import BUDGET
 from tuner.core.errors import ConfigError, NoCompleteTrialError, StudyNotFoundError
 from tuner.core.recommend import (
     DEFAULT_TIE_MARGIN,
@@ -80,6 +81,8 @@ def recommendation(
         else float(stored)
     )
     rec = _recommend(study, trials, tolerance, policy, margin)
+    if study.user_attrs.get(BUDGET):  # the answer is budget-limited, or a --quick one
+        rec[BUDGET] = study.user_attrs[BUDGET]
     chosen = next(t for t in trials if t.number == rec["trial_number"])
     shown = None if storage_url is None else mask_password(storage_url)
     return export_document(rec, chosen, spec, shown)

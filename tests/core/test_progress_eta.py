@@ -103,17 +103,17 @@ def test_the_plan_comes_first_then_its_time_which_counts_every_phase() -> None:
     tracker = Said(clock)
     tracker.planned(SearchPlan(check=1, baseline=2, grid=2, seeds=1, repeats_at_most=2))
     assert tracker.lines == [
-        "plan: 6 trainings (≤ 8 with repeats): 1 check, 2 baseline, 2 grid, 1 seed, "
+        "plan: 6 trainings (≤ 8 with repeats): 1 check, 2 baseline, 1 seed, 2 grid, "
         "≤ 2 repeats; the time is estimated once a training has run"
     ]
     _train(tracker, clock, "workload check", 10.0)  # shorter than a training: not timed
     assert tracker.eta() is None and len(tracker.lines) == 1
     tracker.phase("baseline", 2)
     _train(tracker, clock, "baseline · batch 64", 20.0)
-    # 20 s a training × (1 baseline run + 2 grid points + 1 seed run) left; 2 repeats may come.
+    # 20 s a training × (1 baseline run + 1 seed run + 2 grid points) left; 2 repeats may come.
     assert tracker.eta() == 80.0 and tracker.eta(at_most=True) == 120.0
     assert tracker.lines[-1] == (
-        "left: 4 trainings (≤ 6 with repeats): 1 baseline, 2 grid, 1 seed, ≤ 2 repeats; "
+        "left: 4 trainings (≤ 6 with repeats): 1 baseline, 1 seed, 2 grid, ≤ 2 repeats; "
         "≈ 80 s at this machine's speed (≤ 2 min with repeats)"
     )
     assert tracker.eta_text() == "ETA 80 s, ≤ 2 min with repeats"
@@ -190,6 +190,6 @@ def test_a_resumed_study_says_what_is_left_of_the_plan() -> None:
     assert len(tracker.lines) == 1
     tracker.phase("grid", 1)
     assert tracker.lines[-1] == (
-        "left: 2 trainings (≤ 6 with repeats): 1 grid, 1 seed, ≤ 4 repeats; "
+        "left: 2 trainings (≤ 6 with repeats): 1 seed, 1 grid, ≤ 4 repeats; "
         "the time is estimated once a training has run"
     )

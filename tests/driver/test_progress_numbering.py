@@ -123,6 +123,7 @@ def test_the_plan_then_every_phase_and_every_training_that_is_no_trial(
         ("phase", ("grid", 4)),
         ("phase", ("seeds", 1)),
         ("training", "seed run · batch 64"),
+        ("phase", ("grid", 3)),  # the seeds ran right after the grid's base trial
         ("phase", ("repeats", 3)),
         ("phase", ("repeats", 0)),
     ]

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from tuner.cli.choices import Policy, ReportFormat, ShowFormat, value
 from tuner.cli.errors import guard, sigterm_as_interrupt
@@ -147,7 +148,13 @@ def show(
     from tuner.core.configurations import unique_trials
     from tuner.driver.spooled import spooled_at
     from tuner.results import load_study, recommendation
-    from tuner.views.summary import hidden_columns, records_text, trial_rows, wide_hint
+    from tuner.views.summary import (
+        budget_lines,
+        hidden_columns,
+        records_text,
+        trial_rows,
+        wide_hint,
+    )
 
     def call() -> None:
         _check_margin(tie_margin)
@@ -173,6 +180,8 @@ def show(
         with contextlib.suppress(NoCompleteTrialError):  # nothing to recommend yet
             rec = recommendation(study, tie_margin=tie_margin)
             _display.print_recommendation(out, rec, room)
+        for line in budget_lines(study.user_attrs):  # the answer is budget-limited (or quick)
+            out.print(escape(line), highlight=False)
 
     guard(call)
 

@@ -152,6 +152,23 @@ TargetLossOpt = Annotated[
         show_default="spec, else none",
     ),
 ]
+BudgetOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Time the search may take, e.g. 90s, 15m, 1h30m: seeds first, then the grid, then "
+        "the repeats, most decisive first; a run that would not fit is left out, and the end "
+        "says what and what it costs.",
+        show_default="spec, else none",
+    ),
+]
+QuickOpt = Annotated[
+    bool,
+    typer.Option(
+        "--quick",
+        help="A first answer: one run per configuration, one baseline run, no seed runs "
+        "(--max-repeats 1 --seeds 1; an explicit --max-repeats or --seeds wins).",
+    ),
+]
 EvalEveryOpt = Annotated[
     int | None,
     typer.Option(
@@ -197,6 +214,8 @@ def search(
     tie_margin: SearchTieMarginOpt = None,
     target_loss: TargetLossOpt = None,
     eval_every_samples: EvalEveryOpt = None,
+    budget: BudgetOpt = None,
+    quick: QuickOpt = False,
 ) -> None:
     """Run (or resume) a study: one short real training run per distinct grid point, then
     seeds and repeats where the decision is close."""

@@ -2,11 +2,13 @@
 quiet enough for its throughput figures to mean anything.
 
 A search trains in five phases: the workload ``check`` (one child), the single-device
-``baseline`` (``max_repeats`` runs per precision, several replicas only), the ``grid`` (or a
-joint search's budget), the ``seeds`` of the base configuration and the racing ``repeats``,
-whose number is known only as racing queues them (:data:`PHASES`). The plan says the counts
-before the first child, with the repeats as an upper bound; the time comes once a training has
-run (:func:`plan_line`). Pure: the caller measures the load and the durations.
+``baseline`` (``max_repeats`` runs per precision, several replicas only), the ``seeds`` of the
+base configuration (run right after the grid's own base trial, before the rest of the grid, so
+the seed noise is known early), the ``grid`` (or a joint search's budget) and the racing
+``repeats``, whose number is known only as racing queues them (:data:`PHASES`). The plan says
+the counts before the first child, with the repeats as an upper bound; the time comes once a
+training has run (:func:`plan_line`); under a ``--budget`` it says whether that time fits
+(:mod:`tuner.core.budget`). Pure: the caller measures the load and the durations.
 """
 
 from __future__ import annotations
@@ -14,10 +16,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from tuner.core.duration import format_budget
 from tuner.core.progress import format_duration
 from tuner.core.spec import StudySpec
 
-PHASES = ("check", "baseline", "grid", "seeds", "repeats")
+PHASES = ("check", "baseline", "seeds", "grid", "repeats")
 """The phases of a search, in the order they run."""
 MACHINE_LOAD = "machine_load"
 """The study attribute: ``{"load", "cores", "gpu_processes", "busy", "measured_at"}`` of the
@@ -39,6 +42,8 @@ class SearchPlan:
     seeds: int = 0
     repeats: int = 0
     repeats_at_most: int = 0
+    budget_s: float | None = None
+    """The search's ``--budget`` in seconds (``None``: none)."""
 
     def counts(self) -> dict[str, int]:
         """Each phase's trainings, in :data:`PHASES` order."""
@@ -82,7 +87,12 @@ def plan_of(spec: StudySpec, grid_size: int, baseline_runs: int) -> SearchPlan:
     seeds = 0 if joint or search.seeds < 2 or search.target_loss is not None else search.seeds - 1
     repeats = 0 if joint or search.max_repeats < 2 else grid_size * (search.max_repeats - 1)
     return SearchPlan(
-        check=1, baseline=baseline_runs, grid=grid_size, seeds=seeds, repeats_at_most=repeats
+        check=1,
+        baseline=baseline_runs,
+        grid=grid_size,
+        seeds=seeds,
+        repeats_at_most=repeats,
+        budget_s=search.budget,
     )
 
 
@@ -91,11 +101,13 @@ def plan_line(
     eta_s: float | None = None,
     eta_at_most_s: float | None = None,
     head: str = "plan",
+    budget_left_s: float | None = None,
 ) -> str:
-    """``plan: 10 trainings (≤ 16 with repeats): 1 check, 3 baseline, 4 grid, 2 seeds, ≤ 6
+    """``plan: 10 trainings (≤ 16 with repeats): 1 check, 3 baseline, 2 seeds, 4 grid, ≤ 6
     repeats; ≈ 6 min at this machine's speed (≤ 9 min with repeats)``. Without ``eta_s`` the
     time is said to come once a training has run; ``head`` names the line (``left`` once the
-    search is under way)."""
+    search is under way). Under a budget (``plan.budget_s``) the line ends with whether the
+    time fits the ``budget_left_s`` still left (:func:`budget_clause`)."""
     counts = plan.counts()
     parts = [_count(n, phase) for phase, n in counts.items() if n and phase != "repeats"]
     bound = max(plan.repeats, plan.repeats_at_most)
@@ -110,11 +122,32 @@ def plan_line(
         head += f" (≤ {plan.at_most} with repeats)"
     line = f"{head}: {', '.join(parts) or 'nothing to train'}"
     if eta_s is None:
-        return line + "; the time is estimated once a training has run"
-    line += f"; ≈ {format_duration(eta_s)} at this machine's speed"
-    if eta_at_most_s is not None and eta_at_most_s > eta_s:
-        line += f" (≤ {format_duration(eta_at_most_s)} with repeats)"
-    return line
+        line += "; the time is estimated once a training has run"
+    else:
+        line += f"; ≈ {format_duration(eta_s)} at this machine's speed"
+        if eta_at_most_s is not None and eta_at_most_s > eta_s:
+            line += f" (≤ {format_duration(eta_at_most_s)} with repeats)"
+    if plan.budget_s is None:
+        return line
+    left = plan.budget_s if budget_left_s is None else budget_left_s
+    return line + budget_clause(plan, left, eta_s, eta_at_most_s)
+
+
+def budget_clause(
+    plan: SearchPlan, left_s: float, eta_s: float | None, eta_at_most_s: float | None
+) -> str:
+    """How the plan's time meets the budget: ``; within the 15m budget``; ``; within the 15m
+    budget, repeats as far as it allows``; or, when even the trainings before the repeats do
+    not fit, ``; over the 15m budget (≈ 4 min left): runs what fits, seeds first, then the grid
+    by ascending batch, and says what it left out``."""
+    budget = f"the {format_budget(plan.budget_s or 0)} budget"
+    if eta_s is None or eta_s <= left_s:
+        more = eta_s is not None and eta_at_most_s is not None and eta_at_most_s > left_s
+        return f"; within {budget}" + (", repeats as far as it allows" if more else "")
+    return (
+        f"; over {budget} (≈ {format_duration(max(0.0, left_s))} left): runs what fits, seeds "
+        "first, then the grid by ascending batch, and says what it left out"
+    )
 
 
 def _trainings(n: int) -> str:

@@ -89,6 +89,42 @@ def to_repeat(
     return sorted(e.number for e in ties if e.runs < max_repeats)
 
 
+def most_decisive_first(
+    entries: Sequence[Entry], numbers: Sequence[int], *, higher_is_better: bool = True
+) -> list[int]:
+    """``numbers`` (of :func:`to_repeat`) in the order their repeats help the decision most:
+    fewer runs first (a second run brings the first interval that sees run-to-run noise), then
+    the best entry, then the others by their gap to it (the closest rival is the likeliest to
+    stay tied). A budget runs them in this order while they fit (:mod:`tuner.core.budget`)."""
+    if not entries:
+        return list(numbers)
+    best = best_entry(entries, higher_is_better=higher_is_better)
+    by_number = {e.number: e for e in entries}
+
+    def key(number: int) -> tuple[int, bool, float, int]:
+        entry = by_number[number]
+        return (entry.runs, entry is not best, gap_to(entry, best), number)
+
+    return sorted(numbers, key=key)
+
+
+def gap_to(entry: Entry, best: Entry) -> float:
+    """How far ``entry``'s value is from ``best``'s, relative to it (``0.03``: 3 %)."""
+    return abs(entry.value - best.value) / abs(best.value) if best.value else 0.0
+
+
+def gaps_to_best(
+    entries: Sequence[Entry], *, higher_is_better: bool = True
+) -> list[tuple[int, float]]:
+    """``(number, gap)`` of every entry but the best, closest first: what a single run of each
+    cannot tell from noise (``--quick``)."""
+    if not entries:
+        return []
+    best = best_entry(entries, higher_is_better=higher_is_better)
+    gaps = [(e.number, gap_to(e, best)) for e in entries if e is not best]
+    return sorted(gaps, key=lambda pair: (pair[1], pair[0]))
+
+
 def decide(entries: Sequence[Entry], *, higher_is_better: bool = True) -> Decision:
     """The pick among ``entries``: the best value unless others are tied with it; then the
     smallest global batch of the tie (the better value, then the lower number, among equals)."""

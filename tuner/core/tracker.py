@@ -38,9 +38,11 @@ class Tracker:
         self._done = 0
         self._timed = False
         self._planned = False
+        self._begun = clock()
 
     def planned(self, plan: SearchPlan) -> None:
         self._plan, self._phase, self._planned = plan, "check", True
+        self._begun = self._clock()  # a budget counts from the plan (before the first child)
         self._say(plan_line(plan))
 
     def phase(self, name: str, trainings: int) -> None:
@@ -97,19 +99,30 @@ class Tracker:
             self._say(self._plan_now())
 
     def _plan_now(self) -> str:
-        return plan_line(self._plan, self.eta(), self.eta(at_most=True), head="left")
+        eta, most = self.eta(capped=False), self.eta(at_most=True, capped=False)
+        return plan_line(self._plan, eta, most, head="left", budget_left_s=self._budget_left())
+
+    def _budget_left(self) -> float | None:
+        """Seconds of ``--budget`` left (``None`` without one)."""
+        if self._plan.budget_s is None:
+            return None
+        return self._plan.budget_s - (self._clock() - self._begun)
 
     def _say(self, line: str) -> None:
         """A line of the plan (each view says it its own way)."""
 
-    def eta(self, at_most: bool = False) -> float | None:
+    def eta(self, at_most: bool = False, capped: bool = True) -> float | None:
         """Seconds the search has left: the running training (if any) and every one the plan
-        has after it (``at_most``: with every repeat racing may still add)."""
+        has after it (``at_most``: with every repeat racing may still add); under a budget, at
+        most what is left of it (``capped``), as the search starts no run past it."""
         if not self._durations:
             return None
         mean = sum(self._durations) / len(self._durations)
         left = self._plan.at_most if at_most else self._plan.total
         running = 0.0 if self._running is None else max(0.0, mean - self._elapsed())
+        budget = self._budget_left()
+        if budget is not None and capped:
+            return max(0.0, min(mean * left + running, budget))
         return mean * left + running
 
     def counts(self) -> tuple[int, int]:

@@ -117,9 +117,19 @@ class SearchOptions(GridOptions):
     tie_margin: float | None = None
     target_loss: float | None = None
     eval_every_samples: int | None = None
+    budget: str | float | None = None
+    """The time the search may take: ``"15m"``, ``"1h30m"``, ``"90s"`` or seconds."""
+    quick: bool = False
+    """A first answer: one run per configuration and one baseline run (``max_repeats`` 1), no
+    seed runs (``seeds`` 1). An explicit ``max_repeats`` or ``seeds`` wins over it."""
 
     def spec_overrides(self) -> dict[str, Any]:
-        return super().spec_overrides() | {
+        quick = {"search.max_repeats": 1, "search.seeds": 1} if self.quick else {}
+        given = {key: value for key, value in self._overrides().items() if value is not None}
+        return super().spec_overrides() | quick | given
+
+    def _overrides(self) -> dict[str, Any]:
+        return {
             f"search.{key}": getattr(self, key)
             for key in (
                 "model_hyperparameters",
@@ -132,6 +142,7 @@ class SearchOptions(GridOptions):
                 "tie_margin",
                 "target_loss",
                 "eval_every_samples",
+                "budget",
             )
         }
 

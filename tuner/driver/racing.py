@@ -33,11 +33,12 @@ from typing import Any
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
+from tuner.core.budget import Ledger
 from tuner.core.configurations import is_complete, is_same_as, runs_of, status_of, window_rates
 from tuner.core.devices import DevicePlan
 from tuner.core.errors import NoCompleteTrialError
 from tuner.core.outcome import TrialOutcome
-from tuner.core.racing import to_repeat
+from tuner.core.racing import Entry, most_decisive_first, tie_set, to_repeat
 from tuner.core.recommend import candidate_entries, default_policy, higher_is_better
 from tuner.core.spec import StudySpec
 from tuner.core.stats import effective_tolerance, log_t_interval, throughput_interval
@@ -147,24 +148,45 @@ def _time_to_target(runs: Sequence[Run]) -> dict[str, Any]:
     return fields
 
 
+def race_entries(
+    trials: Sequence[FrozenTrial], spec: StudySpec, signature: str, tolerance: float
+) -> list[Entry]:
+    """The recommendation's own candidates on ``signature``'s devices, as racing weighs them
+    (:func:`~tuner.core.recommend.candidate_entries`); empty when none completed."""
+    target = spec.search.target_loss
+    mine = [t for t in trials if t.user_attrs.get("device_signature") == signature]
+    try:
+        return candidate_entries(mine, default_policy(target), tolerance, target_loss=target)
+    except NoCompleteTrialError:  # nothing to race (e.g. no trial reached the target)
+        return []
+
+
+def still_tied(
+    trials: Sequence[FrozenTrial], spec: StudySpec, signature: str, tolerance: float
+) -> int:
+    """How many candidates the measurements cannot tell from the best (the best included;
+    1: decided, 0: no candidate)."""
+    found = race_entries(trials, spec, signature, tolerance)
+    policy = default_policy(spec.search.target_loss)
+    return len(tie_set(found, higher_is_better=higher_is_better(policy))) if found else 0
+
+
 def next_repeats(
     trials: Sequence[FrozenTrial], spec: StudySpec, signature: str, tolerance: float
 ) -> list[tuple[FrozenTrial, int]]:
-    """``(original trial, repeat index)`` of each configuration to run once more now: those
+    """``(original trial, repeat index)`` of each configuration to run once more now, most
+    decisive first (:func:`~tuner.core.racing.most_decisive_first`): those
     :func:`~tuner.core.racing.to_repeat` names among the recommendation's own candidates
     (:func:`~tuner.core.recommend.candidate_entries`: within the loss tolerance by
     throughput, or, with a target, those that reached it by time to target), less those with a
     repeat queued or running (another worker's), one that ended for good without a result (a rerun
     would fail again), or as many attempts as repeats allowed twice over (workers that keep
     dying)."""
-    target = spec.search.target_loss
-    policy = default_policy(target)
-    mine = [t for t in trials if t.user_attrs.get("device_signature") == signature]
-    try:
-        found = candidate_entries(mine, policy, tolerance, target_loss=target)
-    except NoCompleteTrialError:  # nothing to race (e.g. no trial reached the target)
-        return []
-    wanted = to_repeat(found, spec.search.max_repeats, higher_is_better=higher_is_better(policy))
+    policy = default_policy(spec.search.target_loss)
+    found = race_entries(trials, spec, signature, tolerance)
+    better = higher_is_better(policy)
+    wanted = to_repeat(found, spec.search.max_repeats, higher_is_better=better)
+    wanted = most_decisive_first(found, wanted, higher_is_better=better)
     by_number = {t.number: t for t in trials}
     chosen = []
     for number in wanted:
@@ -254,16 +276,24 @@ def race(
     run_one: Callable[[], None],
     extend: Callable[[int], None],
     observer: SearchObserver,
+    ledger: Ledger | None = None,
 ) -> int:
     """Repeat the close candidates until they separate or reach ``max_repeats``; return how many
     repeats this call queued. ``run_one`` runs the next trial (queued first), ``extend`` tells the
-    progress that ``n`` more runs are coming. Off for a joint search and ``max_repeats < 2``."""
+    progress that ``n`` more runs are coming. Off for a joint search and ``max_repeats < 2``.
+    Under a budget (``ledger``) a round queues, most decisive first, the repeats that fit; once
+    one does not, the race ends after those queued (the rest counted as left out). A grid the
+    budget cut short is not raced: its points left out come first."""
     search = spec.search
     if search.joint or search.max_repeats < 2:
+        return 0
+    if ledger is not None and ledger.left_out["grid"]:
+        observer.phase("repeats", 0)
         return 0
     tolerance, sentence = applied_tolerance(study, spec, plan)
     observer.note(sentence)
     queued = 0
+    cut = False
     # A bound no honest search reaches (every grid point once; per configuration, twice its
     # repeats' attempts, each queued and then run), so a storage that shows no progress cannot
     # keep this loop spinning.
@@ -272,7 +302,12 @@ def race(
         if has_unclaimed_work(trials, grid):  # queued trials first, a grid point left over
             run_one()
             continue
-        repeats = next_repeats(trials, spec, plan.device_signature, tolerance)
+        repeats = [] if cut else next_repeats(trials, spec, plan.device_signature, tolerance)
+        if ledger is not None and repeats:
+            keys = [(int(o.params["global_batch_size"]), plan.num_replicas) for o, _ in repeats]
+            fits = ledger.admit("repeats", keys)
+            cut = not all(fits)
+            repeats = [pair for pair, ok in zip(repeats, fits, strict=True) if ok]
         if not repeats:
             observer.phase("repeats", 0)  # the race is over: no more repeats to come
             running = running_repeats(trials, plan.device_signature)

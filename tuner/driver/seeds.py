@@ -1,15 +1,20 @@
 """Seed noise: the base configuration trained with other seeds, for a loss tolerance that is not
 inside the noise.
 
-After the grid, the base configuration (base global batch on the plan's replicas, the first
-rule: at ratio 1 every rule trains alike; the spec's first precision) runs again with seeds
-``seed + 1 .. seed + seeds - 1``, each in a fresh child; a seed changes the initial weights and
-the data order together (see :mod:`tuner.worker.backends.tensorflow._session`). The grid's own base
-trial is the first seed. The final losses' relative spread is stored on the study (``seed_noise``,
-per device signature, like the baseline: seed runs are not trials) and racing compares losses with
-``max(--tolerance, 2 × spread)`` (:func:`tuner.core.stats.effective_tolerance`). Measured once
-per signature: a resumed search reuses it. Several workers that finish their grid at once may
-each measure it (the last record stays); that costs time, never correctness.
+Right after the grid's own base trial and before the rest of the grid (so that the seed noise
+is known early, :mod:`tuner.driver.trial_loop`), the base configuration (base global batch on
+the plan's replicas, the first rule: at ratio 1 every rule trains alike; the spec's first
+precision) runs again with seeds ``seed + 1 .. seed + seeds - 1``, each in a fresh child; a seed
+changes the initial weights and the data order together (see
+:mod:`tuner.worker.backends.tensorflow._session`). The grid's own base trial is the first seed
+(when the grid's first point trains the base configuration; else the seed runs come before the
+grid and train it too). The final losses' relative spread is stored on the study
+(``seed_noise``, per device signature, like the baseline: seed runs are not trials) and racing
+compares losses with ``max(--tolerance, 2 × spread)``
+(:func:`tuner.core.stats.effective_tolerance`). Measured once per signature: a resumed search
+reuses it. Several workers that reach it at once may each measure it (the last record stays);
+that costs time, never correctness. Under a ``--budget`` the seed runs start only while the
+rest of the grid still fits after them.
 """
 
 from __future__ import annotations
@@ -20,12 +25,13 @@ import optuna
 from optuna.trial import TrialState
 
 from tuner.core import hyperparams
+from tuner.core.budget import Ledger, RunKey
 from tuner.core.configurations import status_of
 from tuner.core.devices import DevicePlan
 from tuner.core.outcome import classify
 from tuner.core.spec import StudySpec
 from tuner.core.stats import relative_spread
-from tuner.core.trials import is_pending
+from tuner.core.trials import is_pending, is_settled
 from tuner.driver.children import ChildRunner, first_precision, trial_request
 from tuner.driver.objective import trial_training_key
 from tuner.driver.observer import SearchObserver, observed
@@ -46,10 +52,14 @@ def measure_seed_noise(
     runner: ChildRunner,
     timeout_s: float,
     observer: SearchObserver,
+    ledger: Ledger | None = None,
+    reserve: tuple[RunKey, ...] = (),
 ) -> dict[str, Any] | None:
     """Measure (or find stored) the seed noise of ``plan``'s devices, each seed run by ``runner``;
     return its record, or ``None`` when it is off (``seeds`` 1, a joint search) or could not be
-    measured (the record is then not stored, and the next run tries again)."""
+    measured (the record is then not stored, and the next run tries again). Under a budget
+    (``ledger``) a seed run starts only if it fits with the ``reserve`` (the grid points still
+    to run, which matter more) after it; the others are left out."""
     search = spec.search
     if search.joint or search.seeds < 2:
         return None
@@ -72,9 +82,17 @@ def measure_seed_noise(
     seeds, losses = _grid_seed(base, search.seed)
     observer.phase("seeds", search.seeds - len(seeds))
     runs = observed(runner, observer, f"seed run · batch {search.base_batch_size}")
-    for seed in range(search.seed, search.seed + search.seeds):
-        if seed in seeds:
-            continue
+    todo = [s for s in range(search.seed, search.seed + search.seeds) if s not in seeds]
+    key = (search.base_batch_size, plan.num_replicas)
+    for index, seed in enumerate(todo):
+        if ledger is not None and not ledger.fits([key], ledger.total_s(reserve))[0]:
+            ledger.leave_out("seeds", [key] * (len(todo) - index))
+            observer.phase("seeds", 0)
+            observer.note(
+                f"seed noise: {len(todo) - index} seed run(s) left out: they and the rest of "
+                "the grid would not fit the budget"
+            )
+            break
         observer.note(
             f"seed noise: base configuration (global batch {search.base_batch_size}, rule "
             f"{rule}) with seed {seed} ({seed - search.seed + 1} of {search.seeds})…"
@@ -101,6 +119,47 @@ def measure_seed_noise(
         f"{spread:.1%}; {applied_tolerance(study, spec, plan)[1]}"
     )
     return record
+
+
+def wants_seeds(study: optuna.Study, spec: StudySpec, plan: DevicePlan) -> bool:
+    """Whether this search measures the seed noise: on (``seeds`` 2+, a grid, no loss target)
+    and not yet stored for ``plan``'s devices."""
+    search = spec.search
+    if search.joint or search.seeds < 2 or search.target_loss is not None:
+        return False
+    return plan.device_signature not in study.user_attrs.get(SEED_NOISE, {})
+
+
+def base_key(spec: StudySpec, plan: DevicePlan, space: dict[str, Any] | None) -> str:
+    """The training key of the base configuration (base batch, first rule, first precision)."""
+    values = hyperparams.defaults(space["space"]) if space else None
+    search = spec.search
+    return trial_training_key(
+        spec, plan, search.base_batch_size, search.lr_rules[0], values, first_precision(spec)
+    )
+
+
+def first_trains_base(
+    spec: StudySpec, plan: DevicePlan, space: dict[str, Any] | None, grid: list[tuple[Any, ...]]
+) -> bool:
+    """Whether the grid's first point (the sampler runs them by ascending batch, rule and
+    precision) trains exactly the base configuration (at ratio 1 every rule trains alike): its
+    trial is then the first seed, and the seed runs follow it. Else (no multiplier 1, say) the
+    seed runs come before the grid and train that first seed themselves."""
+    if not grid:
+        return False
+    first = sorted(grid)[0]
+    values = hyperparams.defaults(space["space"]) if space else None
+    precision = first[2] if len(first) > 2 else None
+    key = trial_training_key(spec, plan, int(first[0]), str(first[1]), values, precision)
+    return key == base_key(spec, plan, space)
+
+
+def base_settled(trials: list[optuna.trial.FrozenTrial], key: str) -> bool:
+    """Whether a grid run of the base configuration (``key``) has ended for good."""
+    return any(
+        t.user_attrs.get("training_key") == key and not _repeat(t) and is_settled(t) for t in trials
+    )
 
 
 def _base_runs(

@@ -17,6 +17,7 @@ from typing import Any
 import optuna
 from optuna.trial import TrialState
 
+from tuner.core.budget import Ledger
 from tuner.core.configurations import grid_point
 from tuner.core.devices import DevicePlan
 from tuner.core.errors import ConfigError
@@ -27,6 +28,7 @@ from tuner.core.spec import StudySpec, check_study_name
 from tuner.core.trials import claimed_count, settled_grid_points
 from tuner.driver import machine, probing, workload_check
 from tuner.driver.baseline import prepare_baseline
+from tuner.driver.budget import ledger_of, timed
 from tuner.driver.children import ChildRunner, child_runner, spares
 from tuner.driver.grid import grid_points
 from tuner.driver.observer import QuietObserver, SearchObserver, observed
@@ -104,7 +106,8 @@ def run_search(
     ``on_study`` gets the study once open; ``runner`` runs every child (:func:`child_runner`'s).
     """
     observer = observer or QuietObserver()
-    runner = runner if runner is not None else child_runner()
+    ledger = ledger_of(spec)  # the budget counts from here: the check and baseline are in it
+    runner = timed(runner if runner is not None else child_runner(), ledger)
     check_search_input(
         spec,
         plan,
@@ -134,7 +137,7 @@ def run_search(
             on_study(study)
         with storage_faults(study, observer):
             return _search(
-                study, spec, plan, info, probe, baseline, runner, trial_timeout_s, observer
+                study, spec, plan, info, probe, baseline, runner, trial_timeout_s, observer, ledger
             )
 
 
@@ -164,6 +167,7 @@ def _search(
     runner: ChildRunner,
     trial_timeout_s: float,
     observer: SearchObserver,
+    ledger: Ledger | None = None,
 ) -> SearchReport:
     """:func:`run_search` once the study is open: spooled results first, then the trials."""
     record_spooled(study, observer.note)  # before anything runs: no point measured twice
@@ -188,6 +192,7 @@ def _search(
         runner=runner,
         timeout_s=trial_timeout_s,
         observer=observer,
+        ledger=ledger,
     )
     running = _still_running(study)
     if not running:  # the last worker to finish writes the views, once

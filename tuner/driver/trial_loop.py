@@ -1,6 +1,9 @@
-"""The trial loop: one trial at a time until the grid (or a joint search's budget) is done; then,
-for a grid, the seed noise of the base configuration (:mod:`tuner.driver.seeds`) and repeats of
-the candidates still too close to call (:mod:`tuner.driver.racing`).
+"""The trial loop: one trial at a time until the grid (or a joint search's budget) is done. A grid
+runs its base configuration first, then that configuration's seed runs (the seed noise,
+:mod:`tuner.driver.seeds`, known before the rest of the grid), then the rest of the grid by
+ascending batch, then repeats of the candidates still too close to call
+(:mod:`tuner.driver.racing`). Under a ``--budget`` a run that would not fit is not started
+(:mod:`tuner.driver.budget`): the seeds only when the rest of the grid still fits after them.
 
 Several workers may share a study, so the loop asks the storage before every trial: points that
 another worker left unfinished come back queued (:mod:`tuner.driver.resume`), and a point that
@@ -14,6 +17,7 @@ from typing import Any
 import optuna
 from optuna.trial import FrozenTrial
 
+from tuner.core.budget import Ledger
 from tuner.core.devices import DevicePlan
 from tuner.core.errors import RepeatedFailureError, TrialFailed
 from tuner.core.spec import StudySpec
@@ -23,13 +27,20 @@ from tuner.core.trials import (
     has_budget_left,
     settled_grid_points,
 )
+from tuner.driver.budget import close, grid_left
 from tuner.driver.children import ChildRunner
 from tuner.driver.grid import grid_points
 from tuner.driver.objective import Objective
 from tuner.driver.observer import SearchObserver, quiet_optuna
 from tuner.driver.racing import race
 from tuner.driver.resume import requeue_unfinished
-from tuner.driver.seeds import measure_seed_noise
+from tuner.driver.seeds import (
+    base_key,
+    base_settled,
+    first_trains_base,
+    measure_seed_noise,
+    wants_seeds,
+)
 from tuner.storage.faults import StorageFaultError, find_fault
 from tuner.storage.guarded import guarded_of
 
@@ -44,12 +55,13 @@ def run_trials(
     runner: ChildRunner,
     timeout_s: float,
     observer: SearchObserver,
+    ledger: Ledger | None = None,
 ) -> tuple[int, int]:
     """Run the study's remaining trials; return ``(launched, total)``: how many trials this call
     ended (run or pruned as oom-implied) and the size of the grid or the joint budget.
 
     ``space``: a hypermodel's space; ``probed_oom``: the smallest global batch known not to fit;
-    ``runner`` runs every child (trials, repeats, seed runs).
+    ``runner`` runs every child (trials, repeats, seed runs); ``ledger``: the ``--budget``.
     """
     requeue_unfinished(study)
     quiet_optuna()
@@ -73,16 +85,39 @@ def run_trials(
         spec, plan, timeout_s, observer, len(grid), done, probed_oom, space, runner=runner
     )
     progress = GridProgress(grid)  # has_unclaimed_work, without rescanning finished trials
-    for _ in range(len(grid) - done):
+    wanted, seeded = wants_seeds(study, spec, plan), False
+    key = base_key(spec, plan, space)
+    early = wanted and not first_trains_base(spec, plan, space, grid)
+
+    def seed_noise(trials: list[FrozenTrial]) -> None:
+        # The seed noise sets the loss tolerance; measured before the rest of the grid.
+        measure_seed_noise(
+            study,
+            spec,
+            plan,
+            space=space,
+            runner=runner,
+            timeout_s=timeout_s,
+            observer=observer,
+            ledger=ledger,
+            reserve=grid_left(trials, grid, plan),
+        )
+
+    for _ in range(len(grid) - done + 1):
         trials = requeue_unfinished(study)
+        if not seeded and (not wanted or early or base_settled(trials, key)):
+            seeded = True
+            seed_noise(trials)
+            if wanted:  # the rest of the grid, after the seeds
+                observer.phase("grid", len(grid_left(trials, grid, plan)))
         if not progress.has_unclaimed_work(trials):
+            break
+        if ledger is not None and not _grid_fits(ledger, trials, grid, plan):
             break
         _run_one(study, objective, observer, trials)
         _stop_if_repeated(objective)
-    # After the grid: the base configuration's seed noise sets the loss tolerance racing uses.
-    measure_seed_noise(
-        study, spec, plan, space=space, runner=runner, timeout_s=timeout_s, observer=observer
-    )
+    if not seeded:  # the base point did not settle (another worker runs it): no seed runs
+        seed_noise(study.get_trials(deepcopy=False))
     race(
         study,
         spec,
@@ -91,8 +126,23 @@ def run_trials(
         run_one=lambda: _run_one(study, objective, observer),
         extend=objective.extend,
         observer=observer,
+        ledger=ledger,
     )
+    close(study, spec, plan, ledger, observer)
     return objective.launched, len(grid)
+
+
+def _grid_fits(
+    ledger: Ledger, trials: list[FrozenTrial], grid: list[tuple[Any, ...]], plan: DevicePlan
+) -> bool:
+    """Whether the grid's next point (the smallest batch left) fits the budget; if not, every
+    point left is counted as left out (they run in ascending batch, the next is the cheapest
+    to estimate and the others would not start either)."""
+    left = grid_left(trials, grid, plan)
+    if not left or ledger.fits(left[:1])[0]:
+        return True
+    ledger.leave_out("grid", left)
+    return False
 
 
 def _stop_if_repeated(objective: Objective) -> None:

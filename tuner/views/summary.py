@@ -15,6 +15,7 @@ from typing import Any
 
 from optuna.trial import FrozenTrial
 
+from tuner.core.budget import BUDGET
 from tuner.core.configurations import status_of
 from tuner.core.outcome import STATES
 from tuner.core.plan import MACHINE_LOAD, load_text
@@ -389,7 +390,15 @@ def environment_rows(
     load = study_attrs.get(MACHINE_LOAD)
     if load:  # measured before the first child: busy, the throughput figures are unreliable
         rows.append(("machine", load_text(load)))
+    rows.extend(("budget", line) for line in budget_lines(study_attrs))
     return rows
+
+
+def budget_lines(study_attrs: dict[str, Any]) -> list[str]:
+    """What the latest search's ``--budget`` left out and what a ``--quick`` (single-run) answer
+    cannot resolve (:data:`tuner.core.budget.BUDGET`); empty when neither applied."""
+    record = study_attrs.get(BUDGET) or {}
+    return [record[key] for key in ("line", "quick_line") if record.get(key)]
 
 
 def hidden_columns(rows: list[list[str]], width: int) -> list[str]:

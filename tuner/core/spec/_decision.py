@@ -34,6 +34,7 @@ def decision_fields(search: Table) -> dict[str, Any]:
         if target is None
         else fields.finite(target, search.label("target_loss")),
         "eval_every_samples": search.optional_positive_int("eval_every_samples"),
+        "budget": fields.duration(search.get("budget"), search.label("budget")),
     }
     if decision["eval_every_samples"] is not None and target is None:
         raise ConfigError(

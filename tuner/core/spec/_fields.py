@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tuner.core.duration import parse_duration
 from tuner.core.errors import ConfigError
 from tuner.core.scaling import ADAM_FAMILY, LR_RULES, optimizer_settings
 
@@ -68,6 +69,12 @@ def positive_float(value: Any, label: str) -> float:
     if not math.isfinite(value) or value <= 0:
         raise ConfigError(f"{label} must be a positive number, got {value}")
     return float(value)
+
+
+def duration(value: Any, label: str) -> float | None:
+    """Seconds of a duration (``90s``, ``15m``, ``1h30m``, or a number of seconds); ``None``
+    when not given."""
+    return None if value is None else parse_duration(value, label)
 
 
 def finite(value: Any, label: str) -> float:

@@ -129,6 +129,9 @@ class SearchSpec:
     accumulation: bool = False
     """Reach a global batch that runs out of memory in one step by gradient accumulation
     (:mod:`tuner.core.accumulation`)."""
+    budget: float | None = None
+    """Seconds the search may take (``--budget 15m``): runs that would not fit are left out
+    (:mod:`tuner.core.budget`); ``None``: no limit."""
     lr_sweep: int = 0
     """Learning rates swept at every batch (``sweep-i/N`` rules beside ``lr_rules``), from half
     the ``none`` rate to twice the ``linear`` one: the measured law (``0``: no sweep)."""
@@ -206,6 +209,7 @@ _FIELDS: dict[str, tuple[str, ...]] = {
         "tie_margin",
         "target_loss",
         "eval_every_samples",
+        "budget",
     ),
 }
 

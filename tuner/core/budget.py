@@ -1,0 +1,164 @@
+"""A search's time budget (``--budget 15m``): which run still fits, and what was left out.
+
+The search runs its phases in a fixed order (:data:`tuner.core.plan.PHASES`): the check, the
+baseline, the base configuration's seeds (right after the grid's own base trial), the rest of the
+grid, then the racing repeats, most decisive first. Before each run it estimates that run's time
+from the runs already measured in this invocation (:meth:`Ledger.estimate`: the mean of the runs
+at the same global batch and replicas, else of those on the same replicas, else of all) and
+starts it only if the time spent plus that estimate stays within the budget. A run with nothing
+to go by (the first training) starts. What does not fit is counted by phase, with its estimated
+time, so the end of the search can say what it left out and what a larger budget would buy
+(:func:`left_out_line`). Pure: the clock is passed in.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tuner.core.duration import format_budget
+from tuner.core.progress import format_duration
+
+BUDGET = "budget"
+"""The study attribute: :meth:`Ledger.record` of the latest budgeted or ``--quick`` search."""
+LEFT_OUT_PHASES = ("grid", "seeds", "repeats")
+"""The phases a budget may cut short (the check and the baseline always run)."""
+
+RunKey = tuple[int, int]
+"""What a run's time is estimated by: ``(global batch, replicas)``."""
+
+
+@dataclass
+class Ledger:
+    """The budget of one search invocation: its limit, the clock, the runs measured (by
+    :data:`RunKey`) and, by phase, the runs left out and their estimated time."""
+
+    limit_s: float
+    clock: Callable[[], float]
+    started: float = field(default=math.nan)
+    durations: dict[RunKey, list[float]] = field(default_factory=dict)
+    left_out: dict[str, int] = field(default_factory=lambda: dict.fromkeys(LEFT_OUT_PHASES, 0))
+    more_s: float = 0.0
+    """The estimated time of the runs left out."""
+
+    def __post_init__(self) -> None:
+        if math.isnan(self.started):
+            self.started = self.clock()
+
+    @property
+    def spent_s(self) -> float:
+        return self.clock() - self.started
+
+    @property
+    def left_s(self) -> float:
+        return self.limit_s - self.spent_s
+
+    def measured(self, key: RunKey, seconds: float) -> None:
+        """A training at ``key`` took ``seconds``."""
+        self.durations.setdefault(key, []).append(seconds)
+
+    def estimate(self, key: RunKey) -> float | None:
+        """The expected seconds of a run at ``key``: the mean of the runs measured at it, else of
+        those on the same replicas, else of every run; ``None`` before any run."""
+        replicas = key[1]
+        for pick in (
+            lambda k: k == key,
+            lambda k: k[1] == replicas,
+            lambda k: True,
+        ):
+            times = [t for k, ts in self.durations.items() if pick(k) for t in ts]
+            if times:
+                return sum(times) / len(times)
+        return None
+
+    def fits(self, keys: Sequence[RunKey], reserve_s: float = 0.0) -> list[bool]:
+        """Which of ``keys``, taken in order, still fit the budget less ``reserve_s`` (kept for
+        runs that come later and matter more), each after those before it that fit (a run that
+        does not fit leaves room for a shorter one after it)."""
+        left = self.left_s - reserve_s
+        chosen = []
+        for key in keys:
+            need = self.estimate(key)
+            ok = need is None or need <= left
+            if ok and need is not None:
+                left -= need
+            chosen.append(ok)
+        return chosen
+
+    def admit(self, phase: str, keys: Sequence[RunKey], reserve_s: float = 0.0) -> list[bool]:
+        """:meth:`fits`, with the runs that do not fit counted as left out of ``phase``."""
+        chosen = self.fits(keys, reserve_s)
+        for key, ok in zip(keys, chosen, strict=True):
+            if not ok:
+                self.leave_out(phase, [key])
+        return chosen
+
+    def total_s(self, keys: Sequence[RunKey]) -> float:
+        """The estimated time of ``keys`` together (a run with nothing to go by counts 0)."""
+        return sum(self.estimate(key) or 0.0 for key in keys)
+
+    def leave_out(self, phase: str, keys: Sequence[RunKey]) -> None:
+        """Count ``keys`` as runs of ``phase`` the budget left out."""
+        self.left_out[phase] += len(keys)
+        self.more_s += sum(self.estimate(key) or 0.0 for key in keys)
+
+    @property
+    def cut(self) -> bool:
+        """Whether any run was left out."""
+        return any(self.left_out.values())
+
+    def record(self, line: str, tied: int | None = None) -> dict[str, Any]:
+        """The :data:`BUDGET` study attribute."""
+        return {
+            "budget_s": round(self.limit_s, 1),
+            "spent_s": round(self.spent_s, 1),
+            "left_out": dict(self.left_out),
+            "more_s": round(self.more_s, 1),
+            "tied": tied,
+            "line": line,
+        }
+
+
+def left_out_line(ledger: Ledger, tied: int | None) -> str:
+    """``budget 15m: left out 4 repeats; 2 candidates still tied: 95 % intervals overlap; a
+    larger budget (≈ 6 min more) would run them``, or ``budget 15m: nothing left out (12 min
+    spent)``. ``tied``: the candidates the measurements cannot tell apart (``None``: unknown)."""
+    head = f"budget {format_budget(ledger.limit_s)}"
+    if not ledger.cut:
+        return f"{head}: nothing left out ({format_duration(ledger.spent_s)} spent)"
+    parts = [_count(n, phase) for phase, n in ledger.left_out.items() if n]
+    line = f"{head}: left out {', '.join(parts)}"
+    if ledger.left_out["grid"]:
+        line += " (the answer covers only the grid points that ran)"
+    if ledger.left_out["seeds"]:
+        line += "; seed noise not measured: --tolerance alone sets the loss tolerance"
+    if tied and tied > 1:
+        line += f"; {tied} candidates still tied: 95 % intervals overlap"
+    more = format_duration(ledger.more_s) if ledger.more_s else "more time"
+    return line + f"; a larger budget (≈ {more} more) would run them"
+
+
+def _count(n: int, phase: str) -> str:
+    if phase == "grid":
+        return f"{n} grid point" + ("" if n == 1 else "s")
+    return f"{n} {phase[:-1] if n == 1 else phase}"
+
+
+def quick_line(
+    gaps: Sequence[tuple[int, float]], what: str = "throughput", *, seeds: bool = False
+) -> str:
+    """What a ``--quick`` answer cannot resolve: ``gaps`` are the other candidates' numbers and
+    their relative gap to the best (``0.03``: 3 % behind). One run each (and, unless ``seeds``,
+    no seed runs): run-to-run noise is not measured, so no interval tells these differences
+    from noise."""
+    runs = "one run per configuration" + ("" if seeds else ", no seed runs")
+    head = f"quick ({runs}): run-to-run noise not measured"
+    if not gaps:
+        return f"{head}; no other candidate within the loss tolerance"
+    shown = ", ".join(f"#{n} {gap:.0%} behind" for n, gap in gaps)
+    return (
+        f"{head}, so these {what} differences from the pick are not resolved: {shown}; "
+        "run without --quick for intervals"
+    )

@@ -1,0 +1,114 @@
+"""The budget's effects: timing every training child, the grid's next runs, and the closing
+line stored on the study (:data:`tuner.core.budget.BUDGET`). The decisions are
+:mod:`tuner.core.budget`'s; this module measures and records.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import optuna
+
+from tuner.core.budget import BUDGET, Ledger, RunKey, left_out_line, quick_line
+from tuner.core.devices import DevicePlan
+from tuner.core.outcome import ChildRun
+from tuner.core.protocol import Request, TrialRequest
+from tuner.core.racing import gaps_to_best
+from tuner.core.recommend import default_policy, higher_is_better
+from tuner.core.spec import StudySpec
+from tuner.core.trials import settled_grid_points
+from tuner.driver.children import ChildRunner, OnEvent
+from tuner.driver.observer import SearchObserver
+from tuner.driver.racing import applied_tolerance, race_entries, still_tied
+
+CLOCK = time.monotonic
+"""The budget's clock (a test moves a fake one as its stand-in children "train")."""
+
+
+def _now() -> float:
+    return CLOCK()
+
+
+def ledger_of(spec: StudySpec) -> Ledger | None:
+    """The budget of a search that starts now (``None`` without ``--budget``)."""
+    budget = spec.search.budget
+    return None if budget is None else Ledger(budget, _now)
+
+
+class TimedRunner:
+    """A :class:`~tuner.driver.children.ChildRunner` that tells ``ledger`` how long each
+    training (a trial, baseline or seed run) took, by global batch and replicas."""
+
+    def __init__(self, runner: ChildRunner, ledger: Ledger) -> None:
+        self._runner = runner
+        self._ledger = ledger
+
+    def run(
+        self,
+        request: Request,
+        env: dict[str, str],
+        timeout_s: float,
+        on_event: OnEvent | None = None,
+    ) -> ChildRun:
+        started = _now()
+        run = self._runner.run(request, env, timeout_s, on_event)
+        if isinstance(request, TrialRequest):
+            key = (request.global_batch_size, request.plan.num_replicas)
+            self._ledger.measured(key, _now() - started)
+        return run
+
+    def __getattr__(self, name: str) -> Any:  # the wrapped runner's other methods
+        return getattr(self._runner, name)
+
+
+def timed(runner: ChildRunner, ledger: Ledger | None) -> ChildRunner:
+    """``runner``, timed for ``ledger`` when there is one."""
+    return runner if ledger is None else TimedRunner(runner, ledger)
+
+
+def grid_left(
+    trials: Sequence[optuna.trial.FrozenTrial],
+    grid: Sequence[tuple[Any, ...]],
+    plan: DevicePlan,
+    skip: int = 0,
+) -> tuple[RunKey, ...]:
+    """The run keys of the grid points no run has settled, by ascending batch (the order the
+    sampler runs them), less the first ``skip`` (those about to run)."""
+    settled = settled_grid_points(trials)
+    left = sorted(point for point in grid if point not in settled)
+    return tuple((int(point[0]), plan.num_replicas) for point in left[skip:])
+
+
+def close(
+    study: optuna.Study,
+    spec: StudySpec,
+    plan: DevicePlan,
+    ledger: Ledger | None,
+    observer: SearchObserver,
+) -> None:
+    """At the end of a budgeted or single-run search: say what it left out (and, with one run per
+    configuration, which differences it cannot resolve) and store it as :data:`BUDGET`."""
+    search = spec.search
+    if search.joint or (ledger is None and search.max_repeats > 1):
+        return
+    trials = study.get_trials(deepcopy=False)
+    tolerance = applied_tolerance(study, spec, plan)[0]
+    lines, record = [], {}
+    if ledger is not None:
+        tied = still_tied(trials, spec, plan.device_signature, tolerance)
+        line = left_out_line(ledger, tied)
+        lines.append(line)
+        record = ledger.record(line, tied)
+    if search.max_repeats == 1:
+        policy = default_policy(search.target_loss)
+        entries = race_entries(trials, spec, plan.device_signature, tolerance)
+        gaps = gaps_to_best(entries, higher_is_better=higher_is_better(policy))
+        what = "time-to-target" if search.target_loss is not None else "throughput"
+        line = quick_line(gaps, what, seeds=search.seeds > 1)
+        lines.append(line)
+        record.update(quick=True, unresolved=[n for n, _ in gaps], quick_line=line)
+    for line in lines:
+        observer.note(line)
+    study.set_user_attr(BUDGET, record)
