@@ -314,6 +314,13 @@ def trial(number: int, batch: int, status: str = "ok", **attrs: Any) -> FrozenTr
     return made
 
 
+def swept_trial(number: int, lr: float, loss: float) -> FrozenTrial:
+    """A point of a 3-rate LR sweep at batch 64 (its own grid point: the rule is a parameter)."""
+    made = trial(number, 64, lr_rule=f"sweep-{number + 1}/3", learning_rate=lr, final_loss=loss)
+    made.params["lr_rule"] = f"sweep-{number + 1}/3"
+    return made
+
+
 def export(trials: list[FrozenTrial], **extra: Any) -> dict[str, Any]:
     rec = recommend(
         trials,
@@ -359,7 +366,13 @@ def test_json_key_tables_match_what_recommend_produces() -> None:
     }
     hypermodel = export([trial(0, 64, model_hyperparameters={"width": 16})], hypermodel=space)
     target = export([trial(0, 64, reached_target=True, time_to_target_s=2.0)], target_loss=0.1)
-    produced = set(plain) | set(oom_and_probe) | set(hypermodel) | set(target)
+    swept = export(  # an LR sweep of three rates: the law, and lr* as the recommended rate
+        [
+            swept_trial(n, lr, loss)
+            for n, (lr, loss) in enumerate([(5e-4, 0.6), (1e-3, 0.5), (2e-3, 0.55)])
+        ]
+    )
+    produced = set(plain) | set(oom_and_probe) | set(hypermodel) | set(target) | set(swept)
     top, per = json_tables()
     assert set(top) == produced
     assert {key for key, sometimes in top.items() if sometimes} == produced - set(plain)

@@ -27,7 +27,8 @@ LEARNING_RATE_SOURCE = "lr_law"
 def _point(trial: FrozenTrial) -> tuple[int, float, float] | None:
     """``(global_batch_size, learning_rate, final_loss)`` of a trial, when it is a point."""
     attrs = trial.user_attrs
-    batch, lr = attrs.get("global_batch_size"), attrs.get("learning_rate")
+    batch = trial.params.get("global_batch_size", attrs.get("global_batch_size"))
+    lr = attrs.get("learning_rate")
     if not isinstance(batch, int) or not isinstance(lr, int | float):
         return None
     status = status_of(trial)
@@ -55,7 +56,9 @@ def study_law(
 ) -> Law | None:
     """The law of one device signature's trials at one model and precision (``None`` without
     an LR sweep, or without a batch of three rates)."""
-    if not any(is_sweep(str(t.params.get("lr_rule", ""))) for t in trials):
+    if not any(
+        is_sweep(str(t.user_attrs.get("lr_rule") or t.params.get("lr_rule"))) for t in trials
+    ):
         return None
     points: dict[int, list[tuple[float, float]]] = {}
     for trial in trials:
@@ -82,7 +85,7 @@ def law_fields(
     if law is None:
         return {}
     fields: dict[str, Any] = {"lr_law": law.to_dict()}
-    star = law.star_at(int(chosen.user_attrs.get("global_batch_size", 0)))
+    star = law.star_at(int(chosen.params.get("global_batch_size", 0)))
     if star is not None:
         fields.update(
             learning_rate=star.lr,
