@@ -191,9 +191,15 @@ def validate(options: ValidateOptions, front: Front | None = None) -> dict[str, 
     if options.output is not None:
         check_output(options.output, "--output")
     spec, plan = _spec_and_plan(options, front, options.trial_timeout)
+    against = (
+        f"{options.accumulation} accumulated micro-steps against one step at {options.accumulation}"
+        " × the batch"
+        if options.accumulation
+        else "against one device"
+    )
     front.note(
         f"validating {spec.search.loop_kind} on {plan.num_replicas} {plan.kind} replicas "
-        f"({spec.workload.backend}) against one device…"
+        f"({spec.workload.backend}): {against}…"
     )
     return _validate.run_validation(
         spec,
