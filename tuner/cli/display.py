@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from tuner.views.law_figure import law_text
 from tuner.views.recommendation import answer_text
 from tuner.views.summary import (
     STATUS_COLUMN,
@@ -138,9 +139,13 @@ def print_recommendation(console: Console, rec: dict[str, Any], room: int | None
     verdict = Text(_unbroken(f"verdict: {rec.get('verdict')}")) if rec.get("verdict") else None
     if verdict is not None:  # wrapped at spaces, as the table's rows: a number is never cut
         console.print(verdict)
+    law = Text(_unbroken(f"learning-rate law: {law_text(rec.get('lr_law'))}"))
+    if rec.get("lr_law"):  # the LR sweep's measured law (lr* ~ B^alpha), after the verdict
+        console.print(law)
     table = recommendation_table(rec, verdict=False)
     if room is not None:
         room -= 2 + (height(console, verdict) if verdict is not None else 0)
+        room -= height(console, law) if rec.get("lr_law") else 0
         if height(console, table) > room:
             say(console, DETAILS_HINT, "dim")
             return

@@ -26,13 +26,15 @@ from tuner.core.errors import ConfigError
 from tuner.storage import open_storage
 from tuner.views.batch_figures import TARGET_PLOT, study_figures
 from tuner.views.dashboard_page import wide_plots
+from tuner.views.law_figure import LAW_PLOT, law_figures
 from tuner.views.note import study_note
 
-DASHBOARD_PLOTS = ("throughput-vs-batch", "loss-vs-batch", "pareto", TARGET_PLOT)
+DASHBOARD_PLOTS = ("throughput-vs-batch", "loss-vs-batch", "pareto", TARGET_PLOT, LAW_PLOT)
 """The plots stored on a study, by id (``time-to-target-vs-batch`` only in a study with a target
-loss). ``pareto`` is tuner's own front beside optuna-dashboard's: it draws the loss tolerance and
-the candidates it makes equal, so the pick is seen among them, which optuna-dashboard's "Best
-Trials" (the plain Pareto front of the stored values) need not show."""
+loss, ``lr-star-vs-batch`` only with an LR sweep's measured law). ``pareto`` is tuner's own front
+beside optuna-dashboard's: it draws the loss tolerance and the candidates it makes equal, so the
+pick is seen among them, which optuna-dashboard's "Best Trials" (the plain Pareto front of the
+stored values) need not show."""
 RETIRED_PLOTS: dict[str, str] = {}
 """Plots an older tuner stored and this one no longer draws: optuna-dashboard offers no way to
 delete one, so a study that holds one gets this text in its place, not a stale picture."""
@@ -51,7 +53,7 @@ def publish(study: optuna.Study, rec: dict[str, Any] | None) -> None:
     trials = study.get_trials(deepcopy=False)
     written_at = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
     note = study_note(study.study_name, trials, study.user_attrs, rec, written_at)
-    figures = study_figures(trials, rec)
+    figures = study_figures(trials, rec) | law_figures(rec)
     plots = {graph_id: figures[graph_id] for graph_id in DASHBOARD_PLOTS if graph_id in figures}
     stored = study._storage.get_study_system_attrs(study._study_id)
     for graph_id, text in RETIRED_PLOTS.items():

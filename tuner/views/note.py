@@ -15,6 +15,7 @@ from typing import Any
 from optuna.trial import FrozenTrial
 
 from tuner.core.configurations import infeasible_batch_sizes, unique_trials
+from tuner.views.law_figure import LAW_PLOT, law_text
 from tuner.views.recommendation import tie_text
 from tuner.views.runs import representatives, run_numbers
 from tuner.views.summary import (
@@ -101,6 +102,20 @@ def best_trials_text(rec: dict[str, Any], runs: Sequence[int] = ()) -> str:
     )
 
 
+def law_paragraph(rec: dict[str, Any]) -> str:
+    """The measured learning-rate law in words, linking to its plot; where the recommended rate
+    is the measured lr*, which rate the chosen trial trained with."""
+    text = f"**Learning-rate law** ([lr* against the batch](./#user-defined-plot:{LAW_PLOT})): "
+    text += literal(law_text(rec["lr_law"])) + "."
+    if rec.get("learning_rate_source") == "lr_law":
+        text += (
+            f" The recommended rate {rec['learning_rate']:.4g} is the measured lr* at batch "
+            f"{rec['global_batch_size']} (trial #{rec['trial_number']} trained at "
+            f"{rec.get('trained_learning_rate', float('nan')):.4g})."
+        )
+    return text
+
+
 def study_note(
     study_name: str,
     trials: Sequence[FrozenTrial],
@@ -134,6 +149,8 @@ def study_note(
             parts.append(f"**Tie:** {literal(tie_text(rec))}")
         if rec.get("verdict"):
             parts.append(f"**Verdict:** {literal(str(rec['verdict']))}")
+        if rec.get("lr_law"):
+            parts.append(law_paragraph(rec))
         parts.append(markdown_table(["", "recommendation"], recommendation_rows(rec)))
     if rec is not None:  # the recommendation's figures (its device signature), not a recount
         largest, oom = rec["largest_feasible_batch_size"], rec["oom_batch_sizes"]

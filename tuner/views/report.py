@@ -21,6 +21,7 @@ from tuner.core.configurations import unique_trials
 from tuner.core.errors import ConfigError, PngExportError
 from tuner.files import atomic_write_text
 from tuner.views.batch_figures import study_figures
+from tuner.views.law_figure import law_figures
 from tuner.views.recommendation import tie_text
 from tuner.views.runs import representatives
 from tuner.views.summary import (
@@ -167,7 +168,7 @@ def write_report(
     it); return the files written. Raises :class:`PngExportError` after writing the HTML when the
     PNGs cannot be rendered."""
     trials = study.get_trials(deepcopy=False)
-    figures = study_figures(trials, rec)
+    figures = study_figures(trials, rec) | law_figures(rec)
     written_at = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
     page = render_html(study.study_name, trials, study.user_attrs, rec, figures, written_at)
     try:
