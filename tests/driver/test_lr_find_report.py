@@ -69,3 +69,22 @@ def test_the_figure_kind_and_folder_are_checked_first(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="does not exist"):
         check_paths(tmp_path / "missing" / "r.json", None)
     check_paths(tmp_path / "r.json", tmp_path / "lr.PNG")
+
+
+def test_the_childs_progress_is_a_line_with_the_step_and_its_rate() -> None:
+    from tuner.core.progress import progress_event
+    from tuner.driver.lr_find import _progress
+
+    lines: list[str] = []
+
+    class Front:
+        def note(self, message: str) -> None:
+            lines.append(message)
+
+        def notice(self, message: str) -> None:
+            lines.append(message)
+
+    on_event = _progress(Front(), LrFindOptions(min_lr=1e-6, max_lr=1.0, steps=61))
+    assert on_event is not None
+    on_event(progress_event(11, 61, 64))
+    assert lines == ["step 11 of 61: lr 1e-05"]

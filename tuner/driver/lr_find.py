@@ -18,8 +18,21 @@ from typing import TYPE_CHECKING, Any
 from tuner.core import lr_find as core
 from tuner.core.errors import ConfigError, TunerError, WorkloadError
 from tuner.core.outcome import classify, read_result
-from tuner.core.protocol import DEFAULT_TRIAL_TIMEOUT_S, Budget, LrFindRequest, Result
-from tuner.driver.children import ChildRunner, child_runner, first_precision, workload_ref
+from tuner.core.protocol import (
+    DEFAULT_TRIAL_TIMEOUT_S,
+    Budget,
+    Event,
+    LrFindRequest,
+    ProgressEvent,
+    Result,
+)
+from tuner.driver.children import (
+    ChildRunner,
+    OnEvent,
+    child_runner,
+    first_precision,
+    workload_ref,
+)
 from tuner.driver.names import check_names
 from tuner.driver.options import SpecOptions, spec_and_plan
 from tuner.files import check_output
@@ -77,9 +90,24 @@ def find_lr(
         )
     request = lr_find_request(spec, plan, batch, options)
     runner = runner if runner is not None else child_runner()
-    run = runner.run(request, plan.child_environment(), options.trial_timeout)
+    run = runner.run(
+        request, plan.child_environment(), options.trial_timeout, _progress(front, options)
+    )
     payload = _payload(run, plan)
     return report(payload, options)
+
+
+def _progress(front: Front | None, options: LrFindOptions) -> OnEvent | None:
+    """The child's progress as a line to ``front`` (about every 10 s): the step and its rate."""
+    if front is None:
+        return None
+    rates = core.ramp(options.min_lr, options.max_lr, options.steps)
+
+    def on_event(event: Event) -> None:
+        if isinstance(event, ProgressEvent) and 0 < event.step <= len(rates):
+            front.note(f"step {event.step} of {event.steps}: lr {rates[event.step - 1]:.3g}")
+
+    return on_event
 
 
 def check_paths(output: Path | None, plot: Path | None) -> None:

@@ -21,11 +21,15 @@ import keras
 
 from tuner.core.errors import WorkloadError, error_line
 from tuner.core.lr_find import DivergenceWatch, ramp
+from tuner.core.progress import StepReporter
 from tuner.core.protocol import LrFindRequest, Result
 from tuner.worker import optim
 from tuner.worker.backends import backend_name, load, open_session
 from tuner.worker.meters import Emit
 from tuner.worker.session import hold_until_exit
+
+PROGRESS_EVERY_S = 10.0
+"""How often the child says how far along the ramp it is (a line each, in the driver)."""
 
 
 def run_lr_find(request: LrFindRequest, emit: Emit) -> Result:
@@ -55,9 +59,11 @@ def _range_test(request: LrFindRequest, emit: Emit) -> Result:
     losses: list[float] = []
     watch = DivergenceWatch(steps)
     stopped: list[str] = []
+    progress = StepReporter(emit, session.batch, steps, every_s=PROGRESS_EVERY_S)
 
     def on_step(step: int, loss: float, seconds: float) -> bool:
         losses.append(loss)
+        progress(len(losses))
         if watch.add(loss):
             stopped.append("diverged" if math.isfinite(loss) else "non-finite loss")
             return False
