@@ -56,6 +56,7 @@ def test_states_table() -> None:
         "oom": "PRUNED",
         "oom-implied": "PRUNED",
         "diverged": "PRUNED",
+        "dominated": "PRUNED",
         "timeout": "FAIL",
         "crashed": "FAIL",
         "error": "FAIL",

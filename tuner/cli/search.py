@@ -98,6 +98,16 @@ NoiseScaleOpt = Annotated[
         show_default=spec_default("noise_scale"),
     ),
 ]
+EarlyStopOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--early-stop/--no-early-stop",
+        help="Stop a grid trial early when a sequential test over its validation-loss checks "
+        "says it is worse than the best configuration beyond the tolerance and the seed noise "
+        "(at most 5 % false stops), or under a target cannot beat the best time.",
+        show_default=spec_default("early_stop"),
+    ),
+]
 ProbeStepsOpt = Annotated[int, typer.Option(help="Training steps per probed size.")]
 SeedsOpt = Annotated[
     int | None,
@@ -214,6 +224,7 @@ def search(
     tie_margin: SearchTieMarginOpt = None,
     target_loss: TargetLossOpt = None,
     eval_every_samples: EvalEveryOpt = None,
+    early_stop: EarlyStopOpt = None,
     budget: BudgetOpt = None,
     quick: QuickOpt = False,
 ) -> None:

@@ -19,7 +19,7 @@ _SEARCH_DEFAULTS: dict[str, Any] = {
     "precisions": ["float32"],
     "lr_sweep": 0,
 }
-_MAY_CHANGE = ("trials", "seeds", "max_repeats", "tolerance", "tie_margin", "budget")
+_MAY_CHANGE = ("trials", "seeds", "max_repeats", "tolerance", "tie_margin", "budget", "early_stop")
 """Search fields a resumed study may change: the trial budget and how sure a decision must be."""
 
 

@@ -9,6 +9,8 @@ status          state      meaning
 ``oom``         PRUNED     ran out of device memory at this global batch
 ``oom-implied`` PRUNED     not launched: a smaller or equal batch already ran out
 ``diverged``    PRUNED     the loss became NaN or infinite; stopped early
+``dominated``   PRUNED     stopped early: a sequential test found it worse than the best
+                           (:mod:`tuner.core.dominance`); ``dominance`` holds the evidence
 ``timeout``     FAIL       killed (with its process group) after ``--trial-timeout``
 ``crashed``     FAIL       died by a signal with no memory cap set
 ``error``       FAIL       any other failure; ``error`` keeps the message tail
@@ -38,6 +40,7 @@ STATES: dict[str, str] = {
     "oom": "PRUNED",
     "oom-implied": "PRUNED",
     "diverged": "PRUNED",
+    "dominated": "PRUNED",
     "timeout": "FAIL",
     "crashed": "FAIL",
     "error": "FAIL",
@@ -88,6 +91,9 @@ _RESULT_ATTRS = (
     "target_curve",
     "compile_s",
     "eval_s",
+    # early stopping (tuner.core.dominance)
+    "val_curve",
+    "dominance",
 )
 
 
@@ -170,7 +176,7 @@ def _by_status(result: Result, attrs: dict[str, Any]) -> TrialOutcome:
                 attrs=attrs,
             )
         return TrialOutcome("ok", values=(loss, throughput), attrs=attrs)
-    if status in ("oom", "diverged", "error"):
+    if status in ("oom", "diverged", "dominated", "error"):
         return TrialOutcome(status, error=error, attrs=attrs)
     if status == "invalid":
         return TrialOutcome("error", error=error, attrs=attrs)

@@ -24,12 +24,13 @@ from tuner.core.devices import DevicePlan
 from tuner.core.efficiency import goodput, statistical_efficiency
 from tuner.core.errors import TrialFailed
 from tuner.core.outcome import TrialOutcome, classify
-from tuner.core.protocol import EpochEvent, Event, ProgressEvent
+from tuner.core.protocol import EarlyStop, EpochEvent, Event, ProgressEvent
 from tuner.core.sameness import training_key
 from tuner.core.scaling import scaled_learning_rate
 from tuner.core.spec import StudySpec
 from tuner.driver.accumulation import Accumulation
 from tuner.driver.children import ChildRunner, budget_dict, first_precision, trial_request
+from tuner.driver.early_stop import SEED_NOISE_ATTR, early_stop_for
 from tuner.driver.grid import stores_batch_as_category, suggest_global_batch, suggest_precision
 from tuner.driver.input_reuse import InputReuse
 from tuner.driver.observer import SearchObserver
@@ -76,6 +77,8 @@ class Objective:
         self._failures: dict[str, tuple[int, tuple[Any, ...]]] = {}
         self.stopped: str | None = None
         """Why the search must stop (:meth:`_watch`), or ``None``."""
+        self._early_stop: EarlyStop | None = None
+        """What the next child is compared with to stop early (:meth:`_arm_early_stop`)."""
         self._accumulation = Accumulation(
             spec, plan, runner, timeout_s, observer, self._on_event, lambda: self._probed_oom
         )
@@ -174,11 +177,14 @@ class Objective:
         self._observer.trial_started(trial.number, position, self.total, attrs)
         batch, rule, lr = attrs["global_batch_size"], attrs["lr_rule"], attrs["learning_rate"]
         precision = attrs[PRECISION]
+        skipped = self._arm_early_stop(trial, stored, earlier)
         outcome = self._implied_oom(stored, batch, values, precision) or self._run(
             batch, lr, rule, values, precision, (trial.study, stored)
         )
         outcome = self._accumulation.reach(trial.number, outcome, attrs, values, stored)
         outcome = measured(outcome, earlier, target=search.target_loss is not None)
+        if skipped and outcome.status != "oom-implied":
+            outcome = replace(outcome, attrs={**outcome.attrs, "early_stop_skipped": skipped})
         return with_efficiency(outcome, search.base_batch_size, batch)
 
     def _model_hyperparameters(self, trial: Trial) -> dict[str, Any] | None:
@@ -220,6 +226,24 @@ class Objective:
     def extend(self, runs: int) -> None:
         """Count ``runs`` more runs (racing's repeats) in the progress total."""
         self.total += runs
+
+    def _arm_early_stop(
+        self, trial: Trial, stored: Sequence[FrozenTrial], earlier: list[FrozenTrial]
+    ) -> str | None:
+        """Set what this trial's child compares itself with to stop early as dominated
+        (:mod:`tuner.driver.early_stop`; a repeat is never stopped); return why no rule can
+        stop it, or ``None``."""
+        self._early_stop, skipped = (
+            (None, None)
+            if earlier
+            else early_stop_for(
+                self._spec,
+                self._plan.device_signature,
+                lambda: trial.study.user_attrs.get(SEED_NOISE_ATTR),
+                stored,
+            )
+        )
+        return skipped
 
     def _implied_oom(
         self,
@@ -271,6 +295,7 @@ class Objective:
             rule=rule,
             precision=precision,
             model_hyperparameters=values,
+            early_stop=self._early_stop,
         )
         request, input_key, input_from = self._inputs.prepare(request, *study)
         run = self._runner.run(
@@ -334,7 +359,7 @@ def trial_training_key(
 
 NOT_MEASURED = frozenset(
     {"status", "error", "final_loss", "throughput", "timings", "training_key", SAME_AS, REPEAT_OF,
-     REPEAT_INDEX}
+     REPEAT_INDEX, "early_stop_skipped"}
 )  # fmt: skip
 """Attributes a ``same_as`` trial does not take from its original: its outcome (set from the
 values), the original's own child timings (no child ran for it) and the bookkeeping."""

@@ -117,6 +117,9 @@ class SearchOptions(GridOptions):
     tie_margin: float | None = None
     target_loss: float | None = None
     eval_every_samples: int | None = None
+    early_stop: bool | None = None
+    """Stop dominated grid trials early (``[search] early_stop``; ``False``: every trial runs to
+    its end)."""
     budget: str | float | None = None
     """The time the search may take: ``"15m"``, ``"1h30m"``, ``"90s"`` or seconds."""
     quick: bool = False
@@ -142,6 +145,7 @@ class SearchOptions(GridOptions):
                 "tie_margin",
                 "target_loss",
                 "eval_every_samples",
+                "early_stop",
                 "budget",
             )
         }

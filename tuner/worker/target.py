@@ -7,6 +7,11 @@ window) and says whether training goes on: it stops at the first check at or bel
 or at the sample budget. When the first check already reaches the target, one more window is
 trained, for timing only (it is the run's one steady window: it gives the throughput and tells
 compilation from training); it does not count in the time to the target.
+
+With early stopping (the request's :class:`~tuner.core.protocol.EarlyStop`) the same check also
+runs without a target, after each of the trial's own windows (a curve later trials compare with),
+and stops a trial that a rule of :mod:`tuner.core.dominance` finds dominated: the loss-gap test
+at its looks, or under a target the time rule.
 """
 
 from __future__ import annotations
@@ -16,8 +21,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from tuner.core import dominance
 from tuner.core.errors import WorkloadError
-from tuner.core.protocol import RunRequest
+from tuner.core.protocol import EarlyStop, RunRequest
 from tuner.core.target import (
     MIN_CHECKS,
     CheckPlan,
@@ -28,6 +34,7 @@ from tuner.core.target import (
     plan_checks,
     training_seconds,
 )
+from tuner.core.windows import warmup_excess
 
 
 def plan(request: RunRequest, batch: int, n_train: int | None) -> CheckPlan | None:
@@ -55,16 +62,29 @@ def plan(request: RunRequest, batch: int, n_train: int | None) -> CheckPlan | No
 
 class TargetCheck:
     """Called after each timed window: evaluates the validation loss, records it, and returns
-    whether training goes on."""
+    whether training goes on (``target``: the loss target, ``None`` without one;
+    ``early_stop``: the rules that may stop the trial as dominated, ``window_seconds`` the
+    windows timed so far)."""
 
-    def __init__(self, checks: CheckPlan, target: float, evaluate: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        checks: CheckPlan,
+        target: float | None,
+        evaluate: Callable[[], float],
+        early_stop: EarlyStop | None = None,
+        window_seconds: list[float] | None = None,
+    ) -> None:
         self._checks = checks
         self._target = target
         self._evaluate = evaluate
+        self._early_stop = early_stop
+        self._window_seconds = window_seconds if window_seconds is not None else []
         self.curve: list[list[float]] = []
         """``[samples, validation loss]`` at each check."""
         self.seconds = 0.0
         """Evaluation time, all checks together."""
+        self.dominance: dict[str, Any] | None = None
+        """The evidence of the rule that stopped the trial as dominated, or ``None``."""
 
     def __call__(self) -> bool:
         mark = time.perf_counter()
@@ -74,11 +94,58 @@ class TargetCheck:
         if not math.isfinite(loss):
             return False  # diverged: the trial reports it from the final loss
         reached = self.reached_index
-        return reached is None or len(self.curve) < max(MIN_CHECKS, reached + 1)
+        if reached is not None:
+            return len(self.curve) < max(MIN_CHECKS, reached + 1)
+        if self._early_stop is not None:
+            self.dominance = self._judge(self._early_stop, loss)
+        return self.dominance is None
+
+    def _judge(self, stop: EarlyStop, loss: float) -> dict[str, Any] | None:
+        """The evidence when a rule finds the trial dominated at this check, else ``None``."""
+        index, checks = len(self.curve) - 1, self._checks.windows
+        samples = int(self.curve[-1][0])
+        if stop.best_time_s is not None and self._target is not None and index >= 1:
+            seconds = self._window_seconds[: index + 1]
+            excess = warmup_excess(seconds)
+            elapsed = sum(seconds) - excess
+            window = (sum(seconds) - excess) / len(seconds)
+            late, earliest = dominance.time_look(elapsed, window, stop.best_time_s, stop.tie_margin)
+            if late:
+                return {
+                    "rule": dominance.TIME_TO_TARGET,
+                    "samples": samples,
+                    "loss": loss,
+                    "target_loss": self._target,
+                    "elapsed_s": elapsed,
+                    "earliest_s": earliest,
+                    "best_time_s": stop.best_time_s,
+                    "margin": stop.tie_margin,
+                    "reference_trial": stop.best_time_trial,
+                }
+        if stop.noise_sd is None or not stop.reference_samples:
+            return None
+        if not dominance.is_look(index, checks) or loss <= 0:
+            return None
+        reference = dominance.reference_at(stop.reference_samples, stop.reference_losses, samples)
+        if reference is None or reference <= 0:
+            return None
+        test = dominance.GapTest(
+            band=stop.band,
+            noise_sd=stop.noise_sd,
+            noise_runs=stop.noise_runs,
+            alpha=stop.alpha,
+            looks=dominance.looks_of(checks),
+        )
+        verdict = dominance.gap_look(test, samples, loss, reference)
+        if not verdict.dominated:
+            return None
+        return {**verdict.evidence, "reference_trial": stop.reference_trial}
 
     @property
     def reached_index(self) -> int | None:
         """The index of the first check at or below the target, or ``None``."""
+        if self._target is None:
+            return None
         return first_reached([loss for _, loss in self.curve], self._target)
 
     @property
@@ -88,7 +155,19 @@ class TargetCheck:
         return self.curve[-1][1] if self.curve else math.nan
 
     def fields(self, window_seconds: list[float]) -> dict[str, Any]:
-        """The result fields of time to target, from the windows' seconds."""
+        """The result fields of the checks: without a target the curve (``val_curve``), with one
+        the time to target; the dominance evidence when a rule stopped the trial."""
+        curve = [[int(samples), loss] for samples, loss in self.curve]
+        extra: dict[str, Any] = {"eval_s": self.seconds}
+        if self.dominance is not None:
+            budget = self._checks.cadence * self._checks.windows
+            extra["dominance"] = {
+                **self.dominance,
+                "budget_samples": budget,
+                "samples_saved": budget - int(self.curve[-1][0]),
+            }
+        if self._target is None:
+            return {"val_curve": curve, **extra}
         reached = self.reached_index
         return {
             "target_loss": self._target,
@@ -98,7 +177,7 @@ class TargetCheck:
             "time_to_target_s": None
             if reached is None
             else training_seconds(window_seconds, reached + 1),
-            "target_curve": [[int(samples), loss] for samples, loss in self.curve],
+            "target_curve": curve,
             "compile_s": compile_seconds(window_seconds),
-            "eval_s": self.seconds,
+            **extra,
         }

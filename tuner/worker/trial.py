@@ -18,7 +18,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from tuner.core import dominance
 from tuner.core.protocol import Result, TrialRequest
+from tuner.core.target import CheckPlan
 from tuner.core.windows import is_input_bound, summarise, warmup_windows
 from tuner.worker.backends import open_session
 from tuner.worker.meters import Emit, auto_noise_steps
@@ -81,6 +83,12 @@ def run_trial(request: TrialRequest, emit: Emit) -> Result:
     if not math.isfinite(final_loss):
         error = f"validation loss is {final_loss}"
         return Result(status="diverged", error=error, payload=result, timings=session.timings)
+    if check is not None and check.dominance is not None:
+        evidence = result["dominance"]
+        error = dominance.describe(
+            evidence, evidence.get("reference_trial"), evidence["budget_samples"]
+        )
+        return Result(status="dominated", error=error, payload=result, timings=session.timings)
     return Result(status="ok", payload=result, timings=session.timings)
 
 
@@ -101,11 +109,18 @@ def _evaluator(session: Session) -> Callable[[], float]:
 
 
 def _target_check(session: Session) -> TargetCheck | None:
-    """The check of the loss target after each window (``None`` without a target)."""
-    if session.checks is None:
+    """The check of the loss target after each window; with early stopping also without a
+    target, after each of the trial's own windows (``None``: neither)."""
+    request = session.request
+    stop = request.early_stop if isinstance(request, TrialRequest) else None
+    checks = session.checks
+    if checks is None and stop is not None:
+        checks = CheckPlan(session.steps * session.batch, session.steps, session.windows)
+    if checks is None:
         return None
-    assert session.request.target is not None  # the checks are planned from it
-    return TargetCheck(session.checks, session.request.target.loss, _evaluator(session))
+    target = request.target.loss if request.target is not None else None
+    meter = session.meter
+    return TargetCheck(checks, target, _evaluator(session), stop, meter.epoch_seconds)
 
 
 def _input_fields(session: Session, throughput: float) -> dict[str, Any]:

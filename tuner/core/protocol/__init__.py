@@ -44,6 +44,7 @@ from tuner.core.protocol._names import (
 )
 from tuner.core.protocol._requests import (
     Budget,
+    EarlyStop,
     InspectRequest,
     LearningRateRule,
     LrFindRequest,
@@ -75,6 +76,7 @@ __all__ = [
     "WINDOWS_DONE_EVENT",
     "WORKER_MODULE",
     "Budget",
+    "EarlyStop",
     "EpochEvent",
     "Event",
     "InspectRequest",

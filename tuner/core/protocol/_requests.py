@@ -68,6 +68,33 @@ class Target:
 
 
 @dataclass(frozen=True, kw_only=True)
+class EarlyStop:
+    """What a grid trial checks its validation loss against, to stop early as ``dominated``
+    (:mod:`tuner.core.dominance`). Its presence makes the trial evaluate the loss after each
+    window (its curve may be a later trial's reference); each rule applies when its inputs are
+    here: the loss-gap test with the seed noise and a reference curve, the time rule with a best
+    time to the target."""
+
+    alpha: float
+    """The false-stop rate of the loss-gap test."""
+    band: float = 0.0
+    """The loss tolerance the recommendation applies (relative)."""
+    noise_sd: float | None = None
+    """The final loss's relative sd over the base configuration's seeds (``None``: unknown)."""
+    noise_runs: int = 0
+    """The seed runs ``noise_sd`` was measured over."""
+    reference_trial: int | None = None
+    reference_samples: tuple[int, ...] = ()
+    reference_losses: tuple[float, ...] = ()
+    """The best finished configuration's validation loss at its checks."""
+    best_time_s: float | None = None
+    """Under a loss target: the shortest time to it so far (training seconds)."""
+    best_time_trial: int | None = None
+    tie_margin: float = 0.0
+    """A time within this margin of the best still ties it: no stop."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class LearningRateRule:
     """The learning-rate rule of a run, for the rules that also shape the optimizer
     (``sqrt-adam``, ``linear-warmup``): the batch ratio, the base and scaled rates, and the
@@ -138,6 +165,8 @@ class TrialRequest(RunRequest):
     mode: ClassVar[str] = "trial"
     noise_scale: bool = False
     noise_scale_steps: int | None = None
+    early_stop: EarlyStop | None = None
+    """Stop early when dominated (``None``: early stopping is off or cannot apply)."""
     input_throughput: float | None = None
     """What the input pipeline delivers alone (samples/s), measured by an earlier trial with the
     same input key (:mod:`tuner.driver.input_reuse`): the child reports it instead of timing the

@@ -34,6 +34,7 @@ def decision_fields(search: Table) -> dict[str, Any]:
         if target is None
         else fields.finite(target, search.label("target_loss")),
         "eval_every_samples": search.optional_positive_int("eval_every_samples"),
+        "early_stop": _switch(search, "early_stop", True),
         "budget": fields.duration(search.get("budget"), search.label("budget")),
     }
     if decision["eval_every_samples"] is not None and target is None:
@@ -42,3 +43,10 @@ def decision_fields(search: Table) -> dict[str, Any]:
             "give a target_loss (--target-loss) too, or drop it"
         )
     return decision
+
+
+def _switch(search: Table, key: str, default: bool) -> bool:
+    value = search.get(key, default)
+    if not isinstance(value, bool):
+        raise ConfigError(f"{search.label(key)} must be true or false")
+    return value

@@ -126,6 +126,9 @@ class SearchSpec:
     """Validation loss a trial trains to (time to target); ``None``: train the whole budget."""
     eval_every_samples: int | None = None
     """Samples between two checks of the target (``None``: about 10 checks per budget)."""
+    early_stop: bool = True
+    """Stop a grid trial early when a sequential test says it is dominated
+    (:mod:`tuner.core.dominance`); ``--no-early-stop`` turns it off."""
     accumulation: bool = False
     """Reach a global batch that runs out of memory in one step by gradient accumulation
     (:mod:`tuner.core.accumulation`)."""
@@ -209,6 +212,7 @@ _FIELDS: dict[str, tuple[str, ...]] = {
         "tie_margin",
         "target_loss",
         "eval_every_samples",
+        "early_stop",
         "budget",
     ),
 }

@@ -16,6 +16,7 @@ from typing import Any
 from tuner.core.devices import DevicePlan
 from tuner.core.protocol import (
     Budget,
+    EarlyStop,
     InspectRequest,
     LearningRateRule,
     ProbeRequest,
@@ -130,13 +131,15 @@ def trial_request(
     n_train: int | None = None,
     precision: str | None = None,
     model_hyperparameters: dict[str, Any] | None = None,
+    early_stop: EarlyStop | None = None,
 ) -> TrialRequest:
     """One training run of ``spec``'s workload at ``batch`` and ``lr`` (``rule``: the
     learning-rate rule, for the rules that also shape the optimizer; ``seed``: the run's seed of
     initial weights and data order, default the spec's; ``n_train``: the training set's size, when
     known, for the target's cadence under an epochs budget; ``precision``: the Keras dtype policy
     the child sets, default the spec's first precision; ``model_hyperparameters``: a
-    hypermodel's values)."""
+    hypermodel's values; ``early_stop``: what a grid trial compares itself with to stop early,
+    :mod:`tuner.driver.early_stop`)."""
     search = spec.search
     return TrialRequest(
         plan=plan,
@@ -152,6 +155,7 @@ def trial_request(
         model_hyperparameters=model_hyperparameters,
         noise_scale=search.noise_scale,
         noise_scale_steps=search.noise_scale_steps,
+        early_stop=early_stop,
     )
 
 

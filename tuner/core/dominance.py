@@ -1,0 +1,231 @@
+"""Stopping dominated trials early, with a bounded false-stop rate.
+
+A grid trial checks its validation loss at the end of each window. The driver hands it a
+*reference* — the best finished configuration's validation loss at each of its checks — and the
+*seed noise*: the standard deviation ``s`` of the final validation loss over ``n`` runs of the
+base configuration with other seeds (relative to their mean:
+:func:`tuner.core.stats.relative_spread`).
+
+**The loss-gap test.** At a check after ``samples`` samples the trial's loss ``L`` is compared with
+the reference's loss at the same samples ``R`` (linear in samples between the reference's checks):
+the gap is ``g = ln(L / R)``. Two runs of the same configuration differ by seed noise alone, so
+under "the trial is as good as the reference" ``g`` is about normal with sd ``√2 σ`` (the trial's
+noise and the reference's); ``s`` estimates ``σ`` from ``n`` runs, so ``g / (√2 s)`` is Student-t
+with ``n - 1`` degrees of freedom. The trial stops as dominated at the first look where
+
+    g - t(α / K, n - 1) · √2 · s  >  ln(1 + band)
+
+— the lower confidence bound of the gap lies beyond the tolerance band (``band``: the loss
+tolerance the recommendation applies, ``max(--tolerance, 2 × seed spread)``). ``K`` is the number
+of looks the trial takes (at most :data:`MAX_LOOKS`, spread evenly between the first check, which
+holds compilation and the noisiest loss, and the last, which saves nothing; fewer looks make each
+surer), and each look spends ``α / K``: by the union bound the
+chance that a trial whose expected loss is within the band of the reference's at every check is
+stopped at *any* look is at most ``α``, whatever the correlation between the checks of one run
+(they are strongly correlated: a seed that starts badly stays behind, which is why the looks are
+not treated as independent evidence, as a confidence sequence over i.i.d. increments would).
+
+The noise floor is the final loss's seed sd; the assumption is that the relative seed noise at an
+earlier check is not larger (:mod:`tests.core.test_dominance` simulates it; the A/A figures are in
+``benchmarks/RESULTS.md``).
+
+**The time rule** (under a loss target, ``time-to-target``): a trial that has not reached the target
+after ``elapsed`` training seconds reaches it at the next check at the earliest, so once
+``elapsed + one window`` exceeds the best finished time to the target times ``1 + tie margin`` it
+can no longer win, nor tie: it stops too.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+DEFAULT_ALPHA = 0.05
+"""The false-stop rate a trial is held to: the chance that a trial as good as the reference is
+stopped at any of its looks."""
+LOSS_GAP = "loss-gap"
+TIME_TO_TARGET = "time-to-target"
+RULES = (LOSS_GAP, TIME_TO_TARGET)
+MAX_LOOKS = 3
+"""Looks a trial spreads its false-stop rate over: more looks stop sooner but each must be
+surer (with 3 seeds, t's quantile is 5.4 at 3 looks and 7.7 at 6, for alpha 0.05)."""
+
+
+@dataclass(frozen=True)
+class GapTest:
+    """The loss-gap test of one trial: the band, the seed noise (relative sd over ``noise_runs``
+    runs), the false-stop rate ``alpha`` and the ``looks`` it is spread over."""
+
+    band: float
+    noise_sd: float
+    noise_runs: int
+    alpha: float
+    looks: int
+
+    @property
+    def critical(self) -> float:
+        """The margin above the gap's estimate that noise explains at one look (log scale)."""
+        quantile = t_upper_quantile(self.alpha / max(1, self.looks), self.noise_runs - 1)
+        return quantile * math.sqrt(2.0) * self.noise_sd
+
+    @property
+    def threshold(self) -> float:
+        """The log gap beyond which a trial is dominated: ``ln(1 + band) + critical``."""
+        return math.log1p(self.band) + self.critical
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The outcome of one look: whether the trial is dominated, and the evidence."""
+
+    dominated: bool
+    evidence: dict[str, Any]
+
+
+def gap_look(test: GapTest, samples: int, loss: float, reference_loss: float) -> Verdict:
+    """One look of ``test`` at ``samples``: the trial's ``loss`` against the reference's."""
+    gap = math.log(loss / reference_loss)
+    lower = gap - test.critical
+    evidence = {
+        "rule": LOSS_GAP,
+        "samples": int(samples),
+        "loss": loss,
+        "reference_loss": reference_loss,
+        "gap": gap,
+        "lower_bound": lower,
+        "statistic": gap / (math.sqrt(2.0) * test.noise_sd),
+        "critical": test.critical,
+        "band": test.band,
+        "alpha": test.alpha,
+        "looks": test.looks,
+        "noise_sd": test.noise_sd,
+        "noise_runs": test.noise_runs,
+    }
+    return Verdict(lower > math.log1p(test.band), evidence)
+
+
+def looks_of(checks: int) -> int:
+    """The looks a trial with ``checks`` checks takes (:func:`look_indices`)."""
+    return len(look_indices(checks))
+
+
+def look_indices(checks: int) -> tuple[int, ...]:
+    """The checks (from 0) the test looks at: at most :data:`MAX_LOOKS`, spread evenly between
+    the first check (compilation, the noisiest loss) and the last (nothing left to save)."""
+    inner = range(1, checks - 1)
+    if len(inner) <= MAX_LOOKS:
+        return tuple(inner)
+    return tuple(sorted({round(checks * j / (MAX_LOOKS + 1)) for j in range(1, MAX_LOOKS + 1)}))
+
+
+def is_look(index: int, checks: int) -> bool:
+    """Whether check ``index`` (from 0) of ``checks`` is one of the test's looks."""
+    return index in look_indices(checks)
+
+
+def reference_at(samples: Sequence[int], losses: Sequence[float], at: int) -> float | None:
+    """The reference's loss at ``at`` samples: linear between its checks; ``None`` before its
+    first check or more than a quarter past its last (another budget: no comparison)."""
+    if not samples or at < samples[0] or at > samples[-1] * 1.25:
+        return None
+    if at >= samples[-1]:
+        return float(losses[-1])
+    for i in range(1, len(samples)):
+        if at <= samples[i]:
+            low, high = samples[i - 1], samples[i]
+            share = (at - low) / (high - low) if high > low else 1.0
+            return float(losses[i - 1] + share * (losses[i] - losses[i - 1]))
+    return None  # pragma: no cover - the loop always returns
+
+
+def time_look(
+    elapsed_s: float, window_s: float, best_time_s: float, margin: float
+) -> tuple[bool, float]:
+    """Whether a trial that has not reached the target after ``elapsed_s`` training seconds can
+    no longer beat (or tie) ``best_time_s``: at the earliest it reaches the target one window of
+    ``window_s`` later. Also the earliest time it could reach the target."""
+    earliest = elapsed_s + window_s
+    return earliest > best_time_s * (1.0 + margin), earliest
+
+
+@functools.lru_cache(maxsize=256)
+def t_upper_quantile(p: float, df: int) -> float:
+    """The ``q`` with ``P(T > q) = p`` for Student's t with ``df`` degrees of freedom
+    (``0 < p < 0.5``); by bisection on :func:`t_upper_tail`."""
+    if not 0 < p < 0.5:
+        raise ValueError(f"an upper tail probability in (0, 0.5), got {p}")
+    if df < 1:
+        raise ValueError("a t quantile needs at least 1 degree of freedom")
+    low, high = 0.0, 1.0
+    while t_upper_tail(high, df) > p:
+        high *= 2.0
+    for _ in range(100):
+        mid = (low + high) / 2.0
+        if t_upper_tail(mid, df) > p:
+            low = mid
+        else:
+            high = mid
+    return (low + high) / 2.0
+
+
+def t_upper_tail(x: float, df: int) -> float:
+    """``P(T > x)`` for Student's t, ``x >= 0``: half the regularised incomplete beta
+    ``I_{df / (df + x²)}(df / 2, 1 / 2)``."""
+    return 0.5 * _incomplete_beta(df / 2.0, 0.5, df / (df + x * x))
+
+
+def _incomplete_beta(a: float, b: float, x: float) -> float:
+    """The regularised incomplete beta ``I_x(a, b)`` by its continued fraction (Lentz)."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    log_front = (
+        math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
+    )
+    if x > (a + 1.0) / (a + b + 2.0):  # the fraction converges fast on the other side
+        return 1.0 - _incomplete_beta(b, a, 1.0 - x)
+    tiny = 1e-300
+    c, d = 1.0, 1.0 - (a + b) * x / (a + 1.0)
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    value = d
+    for m in range(1, 300):
+        for numerator in (
+            m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+            -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1)),
+        ):
+            d = 1.0 + numerator * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + numerator / c
+            c = c if abs(c) > tiny else tiny
+            value *= c * d
+        if abs(c * d - 1.0) < 1e-14:
+            break
+    return math.exp(log_front) * value / a
+
+
+def describe(evidence: dict[str, Any], reference: int | None, budget: int | None) -> str:
+    """The one line a dominated trial stores as its ``error`` (``tuner show`` lists it)."""
+    seen = f"{evidence['samples']}" + (f" of {budget}" if budget else "")
+    if evidence["rule"] == TIME_TO_TARGET:
+        return (
+            f"dominated: target {evidence['target_loss']:.4g} not reached after {seen} samples "
+            f"({evidence['elapsed_s']:.1f} s); the earliest it could is "
+            f"{evidence['earliest_s']:.1f} s, past the best time {evidence['best_time_s']:.1f} s"
+            f"{_of(reference)} + {evidence['margin']:.0%}"
+        )
+    worse = math.expm1(evidence["gap"])
+    low = math.expm1(evidence["lower_bound"])
+    return (
+        f"dominated: at {seen} samples loss {evidence['loss']:.4g} vs "
+        f"{evidence['reference_loss']:.4g}{_of(reference)}, {worse:.0%} worse (at least {low:.0%} "
+        f"with seed noise {evidence['noise_sd']:.1%}, alpha {evidence['alpha']:g}), beyond the "
+        f"{evidence['band']:.1%} band"
+    )
+
+
+def _of(reference: int | None) -> str:
+    return "" if reference is None else f" (#{reference})"

@@ -1,0 +1,140 @@
+"""What a grid trial is compared with to stop early as ``dominated`` (:mod:`tuner.core.dominance`).
+
+At each grid trial's launch the driver reads what is known then: the base configuration's seed
+noise on these devices (stored by :mod:`tuner.driver.seeds`), the best finished trial's
+validation-loss curve, and under a loss target the best time to it. The trial carries them in its
+request (:class:`tuner.core.protocol.EarlyStop`). What is not known yet is not guessed: without
+the seed noise, no loss-gap test; without a finished trial, nothing to compare with; the trial
+then runs to the end and stores why in ``early_stop_skipped``. Repeats of a configuration are
+never stopped (racing chose them because they are close).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from optuna.trial import FrozenTrial
+
+from tuner.core.dominance import DEFAULT_ALPHA
+from tuner.core.protocol import EarlyStop
+from tuner.core.spec import StudySpec
+from tuner.core.stats import effective_tolerance
+from tuner.driver.racing import is_original
+
+SEED_NOISE_ATTR = "seed_noise"
+"""The study attribute :mod:`tuner.driver.seeds` stores (that module imports the objective, which
+imports this one: the name is read here, not imported)."""
+CURVES = ("val_curve", "target_curve")
+"""The trial attributes that hold ``[samples, validation loss]`` at each check."""
+
+
+def records_curves(spec: StudySpec) -> bool:
+    """Whether the grid trials evaluate their loss after each window: early stopping is on and
+    some rule can apply in this study (a loss target's checks exist anyway; without one, the
+    seed noise must be measured: ``seeds`` ≥ 2 and no joint search)."""
+    search = spec.search
+    if not search.early_stop:
+        return False
+    return search.target_loss is not None or (search.seeds >= 2 and not search.joint)
+
+
+def early_stop_for(
+    spec: StudySpec,
+    signature: str,
+    seed_records: Callable[[], Mapping[str, Any] | None],
+    trials: Sequence[FrozenTrial],
+) -> tuple[EarlyStop | None, str | None]:
+    """The request's :class:`EarlyStop` for a grid trial on ``signature``'s devices, and the
+    reason no rule can stop it (stored as ``early_stop_skipped``), from the study's seed
+    records (read only when needed: one storage read) and its ``trials`` as the trial
+    starts."""
+    search = spec.search
+    if not search.early_stop:
+        return None, None
+    if not records_curves(spec):
+        why = "seeds = 1" if search.seeds < 2 else "a joint search measures no seed noise"
+        return None, f"no early stop: the seed noise is not measured ({why})"
+    mine = [t for t in trials if t.user_attrs.get("device_signature") == signature]
+    fields: dict[str, Any] = {"alpha": DEFAULT_ALPHA, "tie_margin": search.tie_margin}
+    reasons: list[str] = []
+    if search.target_loss is not None:
+        fields.update(_best_time(mine, reasons))
+    else:
+        record = (seed_records() or {}).get(signature)
+        fields.update(_loss_gap(search.tolerance, record, mine, reasons))
+    stop = EarlyStop(**fields)
+    applies = stop.best_time_s is not None or stop.reference_trial is not None
+    return stop, None if applies else "no early stop: " + "; ".join(reasons)
+
+
+def _loss_gap(
+    tolerance: float,
+    record: Mapping[str, Any] | None,
+    trials: Sequence[FrozenTrial],
+    reasons: list[str],
+) -> dict[str, Any]:
+    """The loss-gap test's inputs, or none (with the reason in ``reasons``)."""
+    spread = (record or {}).get("spread")
+    runs = len((record or {}).get("final_losses") or [])
+    if not isinstance(spread, int | float) or not math.isfinite(spread) or runs < 2:
+        reasons.append("the seed noise is not measured yet")
+        return {}
+    if spread <= 0:
+        reasons.append("the seeds' final losses are identical (no noise to test against)")
+        return {}
+    reference = best_reference(trials)
+    if reference is None:
+        reasons.append("no finished trial with a loss curve to compare with yet")
+        return {}
+    samples, losses = zip(*curve_of(reference), strict=True)
+    return {
+        "band": effective_tolerance(tolerance, float(spread))[0],
+        "noise_sd": float(spread),
+        "noise_runs": runs,
+        "reference_trial": reference.number,
+        "reference_samples": tuple(int(s) for s in samples),
+        "reference_losses": tuple(float(x) for x in losses),
+    }
+
+
+def _best_time(trials: Sequence[FrozenTrial], reasons: list[str]) -> dict[str, Any]:
+    """The time rule's input: the shortest time to the target so far, or none."""
+    reached = [
+        t
+        for t in trials
+        if is_original(t)
+        and t.user_attrs.get("reached_target")
+        and isinstance(t.user_attrs.get("time_to_target_s"), int | float)
+    ]
+    if not reached:
+        reasons.append("no trial has reached the target yet")
+        return {}
+    best = min(reached, key=lambda t: (float(t.user_attrs["time_to_target_s"]), t.number))
+    return {
+        "best_time_s": float(best.user_attrs["time_to_target_s"]),
+        "best_time_trial": best.number,
+    }
+
+
+def best_reference(trials: Sequence[FrozenTrial]) -> FrozenTrial | None:
+    """The finished grid trial (its own run, ``ok``) with the lowest final loss whose curve has
+    positive finite losses; ``None`` when there is none."""
+    usable = [t for t in trials if is_original(t) and _usable(curve_of(t))]
+    return min(usable, key=lambda t: (float(t.values[0]), t.number)) if usable else None
+
+
+def curve_of(trial: FrozenTrial) -> list[list[float]]:
+    """``[samples, loss]`` at each of the trial's checks (empty without them)."""
+    for name in CURVES:
+        curve = trial.user_attrs.get(name)
+        if isinstance(curve, list) and curve:
+            return curve
+    return []
+
+
+def _usable(curve: list[list[float]]) -> bool:
+    return bool(curve) and all(
+        isinstance(loss, int | float) and math.isfinite(loss) and loss > 0 for _, loss in curve
+    )
