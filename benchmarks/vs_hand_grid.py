@@ -101,6 +101,14 @@ def phases(timings: list[dict[str, float]]) -> dict[str, float]:
     return {k: statistics.median(t.get(k, 0.0) for t in timings) for k in keys}
 
 
+def _phase_line(timings: list[dict[str, float]]) -> str:
+    """One rep's per-trial phases (medians) on one line, and how many trials timed their input
+    pipeline: the others were sent an earlier trial's figure (:mod:`tuner.driver.input_reuse`)."""
+    medians = ", ".join(f"{k} {v:.2f}" for k, v in phases(timings).items())
+    probed = sum(1 for t in timings if t.get("input_probe_s", 0.0) > 0.01)
+    return f"{medians}; input pipeline timed by {probed} of {len(timings)} trials"
+
+
 KINDS = ("hand", "tuner", "single")
 
 
@@ -136,9 +144,11 @@ def main() -> None:
             print(
                 f"  tuner search{' (single runs)' if kind == 'single' else ''} {wall:.1f} s "
                 f"({sum(found['children'].values())} children: {found['children']}); "
-                f"wall ratio tuner/hand {walls[kind][-1]:.2f}",
+                f"wall ratio tuner/hand {walls[kind][-1]:.2f}"
+                + (f"; overhead {overheads[-1]:.2f}" if kind == "single" else ""),
                 flush=True,
             )
+            print(f"    phases: {_phase_line(found['timings'])}", flush=True)
         for config, rate in hand_rates.items():
             if config in stored["rates"]:
                 per_config.setdefault(config, []).append(stored["rates"][config] / rate)
