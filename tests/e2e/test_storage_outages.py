@@ -144,6 +144,55 @@ def test_a_sqlite_disk_filled_mid_search(tmp_path):
     print(f"disk full: exit {code}: {line}")
 
 
+@contextlib.contextmanager
+def _read_only_later(folder: Path) -> Iterator[Callable[[], None]]:
+    """``folder``, and a call that makes it read-only under the processes that use it: a
+    read-only bind mount of it over itself (root ignores chmod; remounting the folder's own
+    mount read-only is refused while a file there is open for writing)."""
+    if os.geteuid() != 0:
+        pytest.skip("bind mounts need root (CI runs as root)")
+    mounted: list[bool] = []
+
+    def make_read_only() -> None:
+        subprocess.run(["mount", "--bind", str(folder), str(folder)], check=True)
+        mounted.append(True)
+        subprocess.run(["mount", "-o", "remount,bind,ro", str(folder)], check=True)
+
+    probe = folder / "probe"
+    probe.mkdir()
+    if subprocess.run(["mount", "--bind", str(probe), str(probe)]).returncode:
+        pytest.skip("mount --bind is not allowed here")
+    subprocess.run(["umount", str(probe)], check=True)
+    try:
+        yield make_read_only
+    finally:
+        if mounted:
+            subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+def test_a_sqlite_folder_made_read_only_mid_trial(tmp_path):
+    write_spec(tmp_path / "small.toml", multipliers="[1, 2]", rules='["none"]')
+    env = {"TUNER_SPOOL_DIR": str(tmp_path / "spool")}
+    folder = tmp_path / "data"
+    folder.mkdir()
+    url = f"sqlite:///{folder}/ro.db"
+    with _read_only_later(folder) as make_read_only:
+
+        def lock_out(worker):
+            wait_running(url, 512, 300)
+            make_read_only()
+
+        code, stderr = _run_while(_search_args(url), tmp_path, env, lock_out)
+    assert code == 1, stderr
+    _assert_clean(stderr)
+    (line,) = _error_lines(stderr)
+    lost = f"permission to write it was lost (its folder {folder} is not writable (a read-only "
+    assert f"storage {url} failed: {lost}" in line
+    assert "give it write access back" in line and "are spooled in" in line
+    _resume(url, tmp_path, env)
+    print(f"folder made read-only mid-trial: exit {code}: {line}")
+
+
 # -- PostgreSQL --------------------------------------------------------------------------------
 
 

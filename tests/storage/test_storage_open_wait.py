@@ -9,17 +9,19 @@ from __future__ import annotations
 import logging
 import socket
 import sqlite3
+import threading
 import time
+from pathlib import Path
 
 import pytest
 import sqlalchemy.exc
+from optuna.study import StudyDirection
 
 from tuner.core.errors import ConfigError
 from tuner.storage import StorageFaultError, check_storage, open_storage
 from tuner.storage import reach as reach_module
 from tuner.storage.faults import classify_opening
 from tuner.storage.places import locate
-from tuner.storage.reach import reached
 
 
 def _closed_port() -> int:
@@ -125,35 +127,63 @@ def test_a_wrong_host_or_url_fails_at_once(url):
     assert time.monotonic() - started < 30  # not the 60 s bound
 
 
-def test_an_outage_that_ends_is_said_back(tmp_path, caplog):
-    """A SQLite file locked by another connection past the lock timeout: waited for, then read
-    once the lock goes (the same path a stopped server takes)."""
-    url = f"sqlite:///{tmp_path}/l.db"
-    open_storage(url, create=True).engine.dispose()  # a study database, unlocked
-    holder = sqlite3.connect(tmp_path / "l.db", isolation_level=None)
+def _lock_for(path: Path, seconds: float) -> threading.Thread:
+    """Another connection holds ``path``'s lock for ``seconds`` (from now on)."""
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     holder.execute("BEGIN EXCLUSIVE")
-    tries: list[float] = []
 
-    def attempt() -> None:
-        tries.append(time.monotonic())
-        if len(tries) == 3:
-            holder.execute("COMMIT")
-        # a short lock timeout, so that SQLite gives up before the guard does
-        engine = sqlalchemy.create_engine(url, connect_args={"timeout": 0.1})
-        try:
-            with engine.connect() as connection:
-                connection.exec_driver_sql("SELECT count(*) FROM studies").fetchall()
-        except sqlalchemy.exc.OperationalError as exc:
-            raise ConfigError(f"cannot open storage {url}: {exc}") from exc
-        finally:
-            engine.dispose()
+    def release() -> None:
+        time.sleep(seconds)
+        holder.execute("COMMIT")
+        holder.close()
 
+    thread = threading.Thread(target=release)
+    thread.start()
+    return thread
+
+
+def test_a_lock_longer_than_the_urls_timeout_is_waited_for_at_opening(tmp_path, caplog):
+    url = f"sqlite:///{tmp_path}/l.db?timeout=0.2"  # SQLite gives up after 0.2 s, tuner does not
+    open_storage(url, create=True).engine.dispose()
+    holder = _lock_for(tmp_path / "l.db", 1.5)
     with caplog.at_level(logging.WARNING, "tuner.storage"):
-        reached(locate(url), 30, attempt)
+        check_storage(url, create=True, wait_s=30)
+    holder.join()
     said = [r.getMessage() for r in caplog.records]
-    assert len(tries) == 3 and len(said) == 2, said
+    assert len(said) == 2, said
     assert "database is locked" in said[0] and "waiting up to 30 s" in said[0]
     assert said[1].startswith(f"storage {url} is back after ")
+
+
+def test_a_lock_longer_than_the_urls_timeout_is_waited_for_mid_search(tmp_path):
+    url = f"sqlite:///{tmp_path}/l.db?timeout=0.2"
+    storage = open_storage(url, create=True, wait_s=30)
+    said: list[str] = []
+    storage.notify = said.append
+    holder = _lock_for(tmp_path / "l.db", 1.5)
+    storage.create_new_study([StudyDirection.MINIMIZE], "s")  # a write: waits for the lock
+    holder.join()
+    assert len(said) == 2 and "database is locked" in said[0], said
+    assert " is back after " in said[1]
+
+
+def test_a_lock_past_the_bound_names_what_to_do(tmp_path):
+    url = f"sqlite:///{tmp_path}/l.db?timeout=0.2"
+    open_storage(url, create=True).engine.dispose()
+    holder = _lock_for(tmp_path / "l.db", 2)
+    with pytest.raises(StorageFaultError) as raised:
+        check_storage(url, create=False, wait_s=0.5)
+    holder.join()
+    assert "database is locked" in str(raised.value)
+    assert f"end the process that holds it locked (`fuser {tmp_path}/l.db` names it)" in str(
+        raised.value
+    )
+
+
+@pytest.mark.parametrize("timeout", ["abc", "-1", "inf"])
+def test_a_bad_lock_timeout_is_bad_input(tmp_path, timeout):
+    with pytest.raises(ConfigError, match=f"timeout={timeout} is not a number of seconds"):
+        check_storage(f"sqlite:///{tmp_path}/l.db?timeout={timeout}", create=True)
 
 
 def test_a_config_error_of_tuners_own_is_not_waited_for(tmp_path):

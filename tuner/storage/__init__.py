@@ -122,7 +122,14 @@ def _checked(place: Place, create: bool) -> bool:
         _refuse_read_only(place)
     if place.kind == "journal" or (place.path is not None and not place.path.exists()):
         return False
-    return has_optuna_schema(place, create=create, timeout_s=SQLITE_TIMEOUT_S)
+    return has_optuna_schema(place, create=create, timeout_s=_lock_timeout(place))
+
+
+def _lock_timeout(place: Place) -> float:
+    """How long one SQLite statement waits for another process's lock: the URL's ``timeout``,
+    else :data:`SQLITE_TIMEOUT_S`. Past it, the guard waits the lock out (``--storage-wait``)
+    with its lines: a URL's shorter timeout makes a long lock said sooner."""
+    return SQLITE_TIMEOUT_S if place.lock_timeout_s is None else place.lock_timeout_s
 
 
 def _in_memory(place: Place, create: bool) -> ConfigError:
@@ -203,7 +210,7 @@ def _rdb_storage(
         Storage, guard = guarded_class(Storage), {"place": place, "wait_s": wait_s}
     engine_kwargs: dict[str, Any] = {}
     if place.kind == "sqlite":
-        engine_kwargs["connect_args"] = {"timeout": SQLITE_TIMEOUT_S}
+        engine_kwargs["connect_args"] = {"timeout": _lock_timeout(place)}
     else:  # a pooled connection to a server that restarted is dead: test it before reuse
         engine_kwargs["pool_pre_ping"] = True
     try:

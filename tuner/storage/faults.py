@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tuner.core.errors import TunerError
-from tuner.storage.places import Place, mask_password
+from tuner.storage.places import Place, mask_password, read_only_reason
 
 __all__ = [
     "Fault",
@@ -120,17 +120,15 @@ def classify(exc: BaseException, place: Place, identity: tuple[int, int] | None 
     lowered = text.lower()
     if _is_disk_full(exc, lowered):
         return Fault(False, f"the disk is full ({_free_space(place)})")
+    read_only = read_only_reason(place) if place.kind == "sqlite" else None
     if (
         "readonly database" in lowered
         or "permission denied" in lowered
-        or _errno(exc)
-        in (
-            errno.EACCES,
-            errno.EPERM,
-            errno.EROFS,
-        )
+        or _errno(exc) in (errno.EACCES, errno.EPERM, errno.EROFS)
+        # SQLite cannot make its rollback journal in a folder it may no longer write
+        or (read_only is not None and "unable to open database file" in lowered)
     ):
-        return Fault(False, f"permission to write it was lost ({_short(text)})")
+        return Fault(False, f"permission to write it was lost ({read_only or _short(text)})")
     if place.kind != "sqlite" and "database" in lowered and "does not exist" in lowered:
         return Fault(False, f"the database was dropped ({_short(text)})")
     if any(word in lowered for word in _OUTAGE_WORDS) or _invalidated(exc):

@@ -258,6 +258,8 @@ def what_to_do(
     if "cannot be reached" in reason:
         raise_it = " (or raise --storage-wait)" if flag else ""
         return f"start the database server{raise_it}, then {then}"
+    if "permission to write it was lost" in reason:
+        return f"give it write access back (or pass another --storage), then {then}"
     if place.kind == "sqlite":
         return f"put the database file back (or pass another --storage), then {then}"
     return f"repair the database (or pass another --storage), then {then}"

@@ -40,6 +40,9 @@ class Place:
     in_memory: bool = False
     uri_options: dict[str, str] = field(default_factory=dict)
     """The SQLite URI options of ``sqlite:///file:…?uri=true`` (empty otherwise)."""
+    lock_timeout_s: float | None = None
+    """A SQLite URL's ``timeout`` option: seconds one statement waits for another process's
+    lock before SQLite says "database is locked" (``None``: tuner's default)."""
 
     @property
     def shown(self) -> str:
@@ -88,7 +91,25 @@ def _sqlite_place(url: str) -> Place:
     if is_uri and database.startswith("file:"):
         database = _uri_file(database)
     memory = database in ("", ":memory:") or options.get("mode") == "memory"
-    return Place(url, "sqlite", None if memory else Path(database), memory, options)
+    path = None if memory else Path(database)
+    return Place(url, "sqlite", path, memory, options, _lock_timeout(url, parsed.query))
+
+
+def _lock_timeout(url: str, query: Any) -> float | None:
+    """The URL's ``timeout=SECONDS`` (SQLAlchemy hands it to ``sqlite3.connect``)."""
+    given = query.get("timeout")
+    if given is None:
+        return None
+    try:
+        seconds = float(given)
+    except (TypeError, ValueError):
+        seconds = -1.0
+    if not (0 <= seconds < float("inf")):
+        raise ConfigError(
+            f"--storage {mask_password(url)!r}: timeout={given} is not a number of seconds "
+            "(how long SQLite waits for another process's lock, e.g. timeout=10)"
+        )
+    return seconds
 
 
 def _uri_file(database: str) -> str:
@@ -125,12 +146,22 @@ def read_only_reason(place: Place) -> str | None:
             return f"its URL opens it with {key}={value}"
     if place.path is None or not place.path.exists():
         return None
+    folder = place.path.absolute().parent
+    if _on_read_only_mount(folder):
+        return f"its folder {folder} is not writable (a read-only file system)"
     if not os.access(place.path, os.W_OK):
         return f"{place.path} is not writable"
-    folder = place.path.absolute().parent
     if not os.access(folder, os.W_OK | os.X_OK):
         return f"its folder {folder} is not writable"
     return None
+
+
+def _on_read_only_mount(folder: Path) -> bool:
+    """Whether ``folder`` is mounted read-only (root may write nothing there either)."""
+    try:
+        return bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
 
 
 def folder_problem(path: Path) -> str | None:
