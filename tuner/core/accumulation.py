@@ -115,7 +115,9 @@ def accumulation_fields(chosen: FrozenTrial, same_config: Sequence[FrozenTrial])
 MERGE_CALL = "`merge_call` called while defining a new graph"
 """What Keras 3.15's TensorFlow optimizer raises when it accumulates under a ``tf.distribute``
 strategy: its ``ops.cond`` between accumulating and applying becomes a ``tf.cond`` whose branch
-calls ``merge_call`` (allowed only in XLA on GPUs: ``MirroredStrategy._use_merge_call``)."""
+calls ``merge_call`` (allowed only in XLA on GPUs: ``MirroredStrategy._use_merge_call``). The
+TensorFlow child skips the merge for accumulating runs
+(:mod:`tuner.worker.backends.tensorflow._accumulation`); this is seen only where it cannot."""
 
 
 def failure_line(error: str, backend: str) -> str:
@@ -124,8 +126,8 @@ def failure_line(error: str, backend: str) -> str:
     if backend == "tensorflow" and MERGE_CALL in error:
         return (
             "Keras's gradient_accumulation_steps fails under TensorFlow's MirroredStrategy "
-            "(a tf.cond around merge_call, in Keras 3.15 on CPU devices); accumulate with "
-            "--backend jax"
+            "(a tf.cond around merge_call) and this TensorFlow has no switch to skip the merge "
+            "(extended._use_merge_call); accumulate with --backend jax"
         )
     return error
 

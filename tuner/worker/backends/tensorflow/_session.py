@@ -22,6 +22,7 @@ from tuner.core.protocol import RunRequest
 from tuner.worker import meters, precision
 from tuner.worker.backends.tensorflow import _evaluation as evaluation
 from tuner.worker.backends.tensorflow import _inputs as inputs
+from tuner.worker.backends.tensorflow._accumulation import allow_accumulation
 from tuner.worker.backends.tensorflow._devices import (
     build_strategy,
     gpu_name,
@@ -102,6 +103,8 @@ def open_session(request: RunRequest, emit: Emit, record_steps: bool = False) ->
     plan = request.plan
     mark = time.perf_counter()
     strategy = build_strategy(plan)
+    if request.accumulation_steps > 1:
+        allow_accumulation(strategy)
     timings["device_init_s"] = time.perf_counter() - mark
 
     mark = time.perf_counter()
