@@ -88,3 +88,31 @@ def test_the_childs_progress_is_a_line_with_the_step_and_its_rate() -> None:
     assert on_event is not None
     on_event(progress_event(11, 61, 64))
     assert lines == ["step 11 of 61: lr 1e-05"]
+
+
+def test_a_model_with_nothing_trainable_gets_no_suggestion() -> None:
+    """A frozen model's flat curve has noise that can look like a descent: no rate is read off
+    it, and the reason says what to change (not to widen the range)."""
+    made = report({**_payload(), "trainable_parameters": 0}, OPTIONS)
+    assert made["suggestion"] is None and made["spec_line"] is None
+    assert "no trainable weights" in made["reason"]
+
+
+def test_a_spec_for_the_range_test_alone_may_leave_out_the_grid(tmp_path: Path) -> None:
+    """A spec naming only the workload loads: the grid, the study name, the base batch (64) and a
+    budget are filled, since the range test uses none of them; what the file gives is kept."""
+    from tuner.driver.spec_file import load_spec
+
+    bare = tmp_path / "bare.toml"
+    bare.write_text('[workload]\nmodel = "m:build"\ndata = "m:load"\n')
+    spec = load_spec(bare, LrFindOptions(spec=bare).spec_overrides())
+    assert spec.search.base_batch_size == 64 and spec.search.batch_multipliers == (1,)
+    given = tmp_path / "given.toml"
+    given.write_text(
+        '[study]\nname = "mine"\n[workload]\nmodel = "m:build"\ndata = "m:load"\n'
+        "[search]\nbase_batch_size = 32\nbatch_multipliers = [1, 2]\n"
+        'lr_rules = ["linear"]\nbase_lr = 0.01\ntrain_samples = 512\n'
+    )
+    spec = load_spec(given, LrFindOptions(spec=given, base_batch_size=16).spec_overrides())
+    assert spec.name == "mine" and spec.search.base_batch_size == 16  # the flag over the file
+    assert spec.search.batch_multipliers == (1, 2) and spec.search.base_lr == 0.01

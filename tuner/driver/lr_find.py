@@ -44,6 +44,11 @@ if TYPE_CHECKING:
 
 FIGURE_SUFFIXES = (".html", ".png")
 """What ``--plot`` writes: an interactive page, or a picture (Kaleido and Chrome)."""
+FROZEN_REASON = (
+    "the model has no trainable weights (every layer is frozen), so no rate changes its loss; "
+    "unfreeze the layers to train (layer.trainable = True) and compile again"
+)
+"""Why a model with nothing to train gets no suggestion, whatever its curve's noise shows."""
 RAMP_RTOL = 1e-3
 """How far the optimizer's rate after the run may be from the ramp's at its step count."""
 
@@ -61,6 +66,50 @@ class LrFindOptions(SpecOptions):
     plot: Path | None = None
     """Where the figure goes (``.html`` or ``.png``)."""
     trial_timeout: float = DEFAULT_TRIAL_TIMEOUT_S
+
+    def spec_overrides(self) -> dict[str, Any]:
+        """The flags' overrides, over defaults for what a spec file written only for the range
+        test leaves out: the grid (which the test does not use: it trains the base batch at the
+        ramp's rates), a study name (nothing is stored) and the base batch (64, as ``--help``
+        says). Only missing keys are filled: a spec written for ``tuner search`` is read as is."""
+        given = {key: value for key, value in super().spec_overrides().items() if value is not None}
+        return _missing_keys(self.spec, self.min_lr) | given
+
+
+LR_FIND_DEFAULTS: dict[str, Any] = {
+    "study.name": "lr-find",
+    "search.base_batch_size": 64,
+    "search.batch_multipliers": [1],
+    "search.lr_rules": ["none"],
+}
+"""What a spec for ``tuner lr-find`` alone may leave out (``base_lr`` is the ramp's first rate,
+and a budget of two epochs stands in when neither ``epochs`` nor ``train_samples`` is given)."""
+
+
+def _missing_keys(spec: Any, min_lr: float) -> dict[str, Any]:
+    """:data:`LR_FIND_DEFAULTS` for the keys the spec file lacks (none for a spec given as tables,
+    no file, or one that cannot be read: loading it says what is wrong)."""
+    if not isinstance(spec, str | Path) or not Path(spec).is_file():
+        return {}
+    from tuner.driver.spec_file import read_toml
+
+    try:
+        tables = read_toml(Path(spec))
+    except ConfigError:
+        return {}
+    defaults = {**LR_FIND_DEFAULTS, "search.base_lr": min_lr}
+    if not any(key in _table(tables, "search") for key in ("epochs", "train_samples")):
+        defaults["search.epochs"] = 2
+    return {
+        dotted: value
+        for dotted, value in defaults.items()
+        if dotted.split(".")[1] not in _table(tables, dotted.split(".")[0])
+    }
+
+
+def _table(tables: dict[str, Any], section: str) -> dict[str, Any]:
+    table = tables.get(section, {})
+    return table if isinstance(table, dict) else {}
 
 
 def find_lr(
@@ -158,11 +207,13 @@ def report(payload: dict[str, Any], options: LrFindOptions) -> dict[str, Any]:
         raise TunerError("the range test's run trained no step")
     _check_ramp(payload, options)
     finding = core.suggest(rates, losses, planned_steps=options.steps)
-    suggestion = finding.suggestion
+    suggestion, reason = finding.suggestion, finding.reason
+    if payload.get("trainable_parameters") == 0:  # a flat curve's noise is no suggestion
+        suggestion, reason = None, FROZEN_REASON
     return {
         "suggestion": suggestion,
         "spec_line": None if suggestion is None else core.spec_line(suggestion),
-        "reason": finding.reason,
+        "reason": reason,
         "slope_per_decade": finding.slope,
         "min_loss_lr": finding.min_loss_lr,
         "diverged_lr": finding.diverged_lr,

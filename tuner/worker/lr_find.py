@@ -88,6 +88,7 @@ def _range_test(request: LrFindRequest, emit: Emit) -> Result:
         "optimizer": described,
         "compile": session.recipe.describe(),
         "model_parameters": int(model.count_params()),
+        "trainable_parameters": sum(int(math.prod(w.shape)) for w in model.trainable_weights),
         "versions": session.backend.versions(),
         "seconds": seconds,
     }
