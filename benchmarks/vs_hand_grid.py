@@ -9,14 +9,15 @@ ratio tuner / hand with its median, each configuration's throughput ratio tuner 
 stored trial throughput; it should be 1 within the noise), how many children tuner ran, and the
 per-phase breakdown of its trials (median over the last rep's trials of their `timings`).
 
-Each rep also runs `tuner search --seeds 1 --max-repeats 1` ("single runs"): the same pipeline
-with one run per configuration and one baseline run, the work closest to the hand loop's; the
-quickstart's seed runs, baseline repeats and racing repeats are what its decisions' intervals
-cost on top.
+Each rep also runs `tuner search --quick` ("single runs": `--seeds 1 --max-repeats 1`): the
+same pipeline with one run per configuration and one baseline run, the work closest to the hand
+loop's; the quickstart's seed runs, baseline repeats and racing repeats are what its decisions'
+intervals cost on top.
 
-Usage: python benchmarks/vs_hand_grid.py [--reps 3] [--quick]
+Usage: python benchmarks/vs_hand_grid.py [--reps 3] [--quick] [--kinds hand,single]
 --quick: 2 epochs, one configuration (batch 64, rule none), one baseline run, one seed: a smoke
-test of the script, not a measurement.
+test of the script, not a measurement. --kinds: which of hand, tuner (the full quickstart) and
+single (`tuner search --quick`) run; hand always does (the ratios are to it).
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ def hand_grid(quick: bool) -> tuple[float, dict[tuple[int, str], float]]:
     return wall, rates
 
 
-SINGLE_RUNS = ("--seeds", "1", "--max-repeats", "1")
+SINGLE_RUNS = ("--quick",)  # --seeds 1 --max-repeats 1
 
 
 def tuner_search(quick: bool, single: bool = False) -> tuple[float, dict[str, Any]]:
@@ -124,8 +125,10 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--kinds", default=",".join(KINDS))
     options = parser.parse_args()
-    kinds = KINDS[:2] if options.quick else KINDS
+    wanted = {"hand", *options.kinds.split(",")}
+    kinds = tuple(k for k in (KINDS[:2] if options.quick else KINDS) if k in wanted)
     walls: dict[str, list[float]] = {kind: [] for kind in kinds[1:]}
     per_config: dict[tuple[int, str], list[float]] = {}
     overheads: list[float] = []  # single runs: search wall / its children's summed training
@@ -134,7 +137,7 @@ def main() -> None:
         order = kinds[rep % len(kinds) :] + kinds[: rep % len(kinds)]  # each kind leads in turn
         runs = {kind: run(kind, options.quick) for kind in order}
         hand_wall, hand_rates = runs["hand"][0], runs["hand"][1]["rates"]
-        stored = runs["tuner"][1]
+        stored = runs[kinds[1]][1]
         print(f"rep {rep + 1} (order {', '.join(order)}): hand grid {hand_wall:.1f} s", flush=True)
         for kind in kinds[1:]:
             wall, found = runs[kind]
@@ -142,7 +145,7 @@ def main() -> None:
             if kind == "single":
                 overheads.append(wall / found["fit_s"])
             print(
-                f"  tuner search{' (single runs)' if kind == 'single' else ''} {wall:.1f} s "
+                f"  tuner search{' --quick' if kind == 'single' else ''} {wall:.1f} s "
                 f"({sum(found['children'].values())} children: {found['children']}); "
                 f"wall ratio tuner/hand {walls[kind][-1]:.2f}"
                 + (f"; overhead {overheads[-1]:.2f}" if kind == "single" else ""),
@@ -158,10 +161,10 @@ def main() -> None:
         )
         print(f"  samples/s tuner vs hand: {rates}", flush=True)
     for kind in kinds[1:]:
-        label = "tuner search (single runs)" if kind == "single" else "tuner search"
+        label = "tuner search --quick" if kind == "single" else "tuner search"
         print(f"wall ratio {label} / hand: {summary(walls[kind])}")
     if overheads:
-        print(f"overhead (single runs): search wall / summed training {summary(overheads)}")
+        print(f"overhead (--quick): search wall / summed training {summary(overheads)}")
     print("throughput ratio tuner/hand per configuration (fidelity; 1 within the noise):")
     for (batch, rule), ratios in sorted(per_config.items()):
         print(f"  batch {batch:>4}, rule {rule:<6}: {summary(ratios)}")

@@ -68,7 +68,7 @@ def test_runs_fit_in_order_and_a_shorter_one_may_follow_one_that_does_not() -> N
     assert ledger.fits([(64, 2), (64, 2), (256, 2)]) == [True, False, True]
     assert ledger.fits([(64, 2)], reserve_s=30.0) == [False]  # the grid after it comes first
     assert ledger.admit("repeats", [(64, 2), (64, 2)]) == [True, False]
-    assert ledger.left_out == {"grid": 0, "seeds": 0, "repeats": 1}
+    assert ledger.left_out == {"baseline": 0, "grid": 0, "seeds": 0, "repeats": 1}
     assert ledger.more_s == 30.0 and ledger.cut
 
 
@@ -89,7 +89,7 @@ def test_the_closing_line_says_what_was_left_out_and_what_it_costs() -> None:
     assert line.startswith("budget 15m: left out 1 grid point, 2 seeds, 4 repeats (the answer ")
     assert "seed noise not measured" in line and "≈ 10 min more" in line
     record = ledger.record(line, None)
-    assert record["left_out"] == {"grid": 1, "seeds": 2, "repeats": 4}
+    assert record["left_out"] == {"baseline": 0, "grid": 1, "seeds": 2, "repeats": 4}
     assert record["budget_s"] == 900 and record["spent_s"] == 700 and record["line"] == line
 
 
@@ -139,3 +139,14 @@ def test_quick_is_a_preset_an_explicit_flag_overrides() -> None:
     assert mixed["search.seeds"] == 3 and mixed["search.max_repeats"] == 1
     assert mixed["search.budget"] == "15m"
     assert SearchOptions().spec_overrides().get("search.max_repeats") is None
+
+
+def test_a_budget_overrun_is_said() -> None:
+    clock = Clock()
+    ledger = Ledger(60, clock)
+    clock.now += 95
+    ledger.leave_out("grid", [(128, 2)])
+    assert left_out_line(ledger, None).startswith(
+        "budget 1m (ran 35 s over: the workload check, one baseline run and the grid's first "
+        "point always run, and a run is never cut): left out 1 grid point"
+    )

@@ -109,7 +109,12 @@ def test_a_short_budget_keeps_the_grid_and_leaves_the_seeds_out(
     # Base 10 s; the seeds (20 s) and the rest of the grid (20 s) would need 50 s: over 35.
     report, _ = search(tmp_path, runner, seeds=3, max_repeats=3, budget=35.0)
     assert runs(runner) == [(64, 0), (128, 0), (128, 0)]
-    assert report.study.user_attrs[BUDGET]["left_out"] == {"grid": 0, "seeds": 2, "repeats": 2}
+    assert report.study.user_attrs[BUDGET]["left_out"] == {
+        "baseline": 0,
+        "grid": 0,
+        "seeds": 2,
+        "repeats": 2,
+    }
     assert "seed_noise" not in report.study.user_attrs
 
 
@@ -120,7 +125,7 @@ def test_a_grid_that_does_not_fit_runs_its_smaller_batches_and_is_not_raced(
     report, _ = search(tmp_path, runner, seeds=3, max_repeats=3, budget=25.0)
     assert runs(runner) == [(64, 0), (128, 0)]
     record = report.study.user_attrs[BUDGET]
-    assert record["left_out"] == {"grid": 1, "seeds": 2, "repeats": 0}
+    assert record["left_out"] == {"baseline": 0, "grid": 1, "seeds": 2, "repeats": 0}
     assert "left out 1 grid point, 2 seeds (the answer covers only" in record["line"]
     # The same search again, with time: it runs only what was left out of the grid.
     clock.now = 0.0
@@ -142,3 +147,20 @@ def test_one_run_per_configuration_says_what_it_cannot_resolve(
         "these throughput differences from the pick are not resolved: #"
     )
     assert "line" not in record and record["quick_line"] in notes.notes
+
+
+def test_a_tiny_budget_still_answers_the_baseline_runs_once_the_first_point_always(
+    tmp_path: Path, clock: Clock
+) -> None:
+    runner = child(clock)
+    url = f"sqlite:///{tmp_path / 'tiny.db'}"
+    spec = make_spec((1, 2), seeds=3, max_repeats=3, budget=5.0)
+    report = run_search(spec, PLAN, url, baseline=True, observer=Notes(), runner=runner)  # type: ignore[arg-type]
+    # One baseline run (one device), then the grid's first point although over the budget.
+    assert [(r.global_batch_size, r.plan.num_replicas) for r in runner.requests[1:]] == [
+        (64, 1),
+        (64, 2),
+    ]
+    record = report.study.user_attrs[BUDGET]
+    assert record["left_out"] == {"baseline": 2, "grid": 3, "seeds": 2, "repeats": 0}
+    assert len(report.study.user_attrs["baselines"]["2x cpu"]["repeats"]) == 1

@@ -23,8 +23,9 @@ from tuner.core.progress import format_duration
 
 BUDGET = "budget"
 """The study attribute: :meth:`Ledger.record` of the latest budgeted or ``--quick`` search."""
-LEFT_OUT_PHASES = ("grid", "seeds", "repeats")
-"""The phases a budget may cut short (the check and the baseline always run)."""
+LEFT_OUT_PHASES = ("baseline", "grid", "seeds", "repeats")
+"""The phases a budget may cut short: the check always runs, the baseline once, the grid's
+first point always (an answer needs one)."""
 
 RunKey = tuple[int, int]
 """What a run's time is estimated by: ``(global batch, replicas)``."""
@@ -126,6 +127,12 @@ def left_out_line(ledger: Ledger, tied: int | None) -> str:
     larger budget (≈ 6 min more) would run them``, or ``budget 15m: nothing left out (12 min
     spent)``. ``tied``: the candidates the measurements cannot tell apart (``None``: unknown)."""
     head = f"budget {format_budget(ledger.limit_s)}"
+    over = ledger.spent_s - ledger.limit_s
+    if over >= 1:  # what always runs took longer than the budget (or a run outran its estimate)
+        head += (
+            f" (ran {format_duration(over)} over: the workload check, one baseline run and the "
+            "grid's first point always run, and a run is never cut)"
+        )
     if not ledger.cut:
         return f"{head}: nothing left out ({format_duration(ledger.spent_s)} spent)"
     parts = [_count(n, phase) for phase, n in ledger.left_out.items() if n]
@@ -141,6 +148,8 @@ def left_out_line(ledger: Ledger, tied: int | None) -> str:
 
 
 def _count(n: int, phase: str) -> str:
+    if phase == "baseline":
+        return f"{n} baseline run" + ("" if n == 1 else "s")
     if phase == "grid":
         return f"{n} grid point" + ("" if n == 1 else "s")
     return f"{n} {phase[:-1] if n == 1 else phase}"

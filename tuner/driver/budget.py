@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import optuna
@@ -61,6 +62,19 @@ class TimedRunner:
 
     def __getattr__(self, name: str) -> Any:  # the wrapped runner's other methods
         return getattr(self._runner, name)
+
+
+def baseline_runs(spec: StudySpec) -> int:
+    """The single-device baseline's runs per precision: ``max_repeats``, one under a budget."""
+    return 1 if spec.search.budget is not None else spec.search.max_repeats
+
+
+def budget_baseline(spec: StudySpec, plan: DevicePlan, ledger: Ledger) -> StudySpec:
+    """``spec`` as the baseline runs it under a budget: once per precision, its other
+    ``max_repeats - 1`` runs counted as left out."""
+    extra = (spec.search.max_repeats - 1) * len(spec.search.precisions)
+    ledger.leave_out("baseline", [(spec.search.base_batch_size, 1)] * extra)
+    return replace(spec, search=replace(spec.search, max_repeats=1))
 
 
 def timed(runner: ChildRunner, ledger: Ledger | None) -> ChildRunner:

@@ -28,7 +28,7 @@ from tuner.core.spec import StudySpec, check_study_name
 from tuner.core.trials import claimed_count, settled_grid_points
 from tuner.driver import machine, probing, workload_check
 from tuner.driver.baseline import prepare_baseline
-from tuner.driver.budget import ledger_of, timed
+from tuner.driver.budget import baseline_runs, budget_baseline, ledger_of, timed
 from tuner.driver.children import ChildRunner, child_runner, spares
 from tuner.driver.grid import grid_points
 from tuner.driver.observer import QuietObserver, SearchObserver, observed
@@ -151,7 +151,7 @@ def _announce(
     busy = busy_line(load)
     if busy is not None:
         observer.note(busy)
-    runs = spec.search.max_repeats * len(spec.search.precisions) if plan.num_replicas > 1 else 0
+    runs = baseline_runs(spec) * len(spec.search.precisions) if plan.num_replicas > 1 else 0
     size = spec.search.trials if spec.search.joint else len(grid_points(spec))
     observer.planned(plan_of(spec, size, runs if baseline else 0))
     return load
@@ -181,6 +181,7 @@ def _search(
         runner=runner,
         timeout_s=trial_timeout_s,
         observer=observer,
+        ledger=ledger,
     )
     observer.phase("grid", _grid_left(study, spec))  # a resumed study: fewer than planned
     launched, grid_size = run_trials(
@@ -242,6 +243,7 @@ def _prepare(
     runner: ChildRunner,
     timeout_s: float,
     observer: SearchObserver,
+    ledger: Ledger | None = None,
 ) -> int | None:
     """Before the grid: with ``probe``, bisect the grid's sizes with short runs; with
     ``baseline`` (and several replicas, once per device signature and precision), record a
@@ -254,9 +256,12 @@ def _prepare(
     if probe:
         probing.probe_grid(study, spec, plan, n_train, runner=runner, note=observer.note)
     if baseline and plan.num_replicas > 1:
+        # Under a budget the baseline runs once: its further runs only narrow the speedup's
+        # interval, worth less than any grid point (counted as left out).
+        once = spec if ledger is None else budget_baseline(spec, plan, ledger)
         for precision in spec.search.precisions:
             prepare_baseline(
-                study, spec, plan, precision, runner=runner, timeout_s=timeout_s, observer=observer
+                study, once, plan, precision, runner=runner, timeout_s=timeout_s, observer=observer
             )
     return probing.probed_oom(study, plan)
 

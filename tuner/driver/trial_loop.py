@@ -137,9 +137,10 @@ def _grid_fits(
 ) -> bool:
     """Whether the grid's next point (the smallest batch left) fits the budget; if not, every
     point left is counted as left out (they run in ascending batch, the next is the cheapest
-    to estimate and the others would not start either)."""
+    to estimate and the others would not start either). The grid's first point always starts:
+    an answer needs one, however small the budget."""
     left = grid_left(trials, grid, plan)
-    if not left or ledger.fits(left[:1])[0]:
+    if not left or len(left) == len(grid) or ledger.fits(left[:1])[0]:
         return True
     ledger.leave_out("grid", left)
     return False
