@@ -155,3 +155,24 @@ def test_on_the_noisy_quadratic_the_suggestion_is_below_divergence_and_near_the_
         assert finding.suggestion < diverges, (seed, finding.suggestion)
         assert best / 10 < finding.suggestion < best * 10, (seed, finding.suggestion, best)
         assert len(losses) < len(lrs)  # stopped at divergence, not run to 10
+
+
+# A real flat curve: the built-in-methods guide's classifier (tests/workloads/sample_weights),
+# RMSprop, 48 of a 60-step ramp from 1e-7 to 10 on 2 CPU replicas; the loss never falls before
+# it diverges, but a few low batches right after the skipped steps made a "lasting" descent of
+# the smoothed loss, suggested at 3.1e-6.
+FLAT_NOISY = [2.494, 2.692, 2.576, 2.459, 2.793, 2.615, 2.773, 2.618, 2.684, 2.687, 2.504, 2.497]
+FLAT_NOISY += [2.35, 2.488, 2.546, 2.604, 2.585, 2.479, 2.763, 2.59, 2.444, 2.629, 2.475, 2.605]
+FLAT_NOISY += [2.648, 2.594, 2.498, 2.552, 2.395, 2.51, 2.574, 2.673, 2.456, 2.657, 2.65, 2.651]
+FLAT_NOISY += [2.522, 2.607, 2.731, 3.176, 2.389, 3.982, 2.714, 2.532, 2.529, 2.438, 2.611, 67.66]
+
+
+def test_a_fall_within_the_noise_is_no_suggestion() -> None:
+    lrs = lf.ramp(1e-7, 10, 60)[: len(FLAT_NOISY)]
+    finding = lf.suggest(lrs, FLAT_NOISY, planned_steps=60)
+    assert finding.suggestion is None and finding.reason is not None
+    assert finding.diverged_lr is not None  # the divergence is still read
+    # the same curve with a real fall (a quarter of the loss) at 1e-3 is suggested there
+    falling = [x if lr < 1e-3 else x - 0.6 for lr, x in zip(lrs, FLAT_NOISY, strict=True)]
+    found = lf.suggest(lrs, falling, planned_steps=60)
+    assert found.suggestion is not None and 1e-4 < found.suggestion < 1e-2

@@ -46,6 +46,10 @@ MIN_RUN_FRACTION = 0.05
 NEW_LOW_MARGIN = 0.02
 """How far above the lowest loss so far a point of a descent may be, as a share of the curve's
 span (the smoothed curve still wobbles a little)."""
+NOISE_Z = 2.0
+"""A descent counts only when the loss after it is this many standard errors below the loss
+before it (medians of :data:`MIN_RUN_FRACTION` of the ramp each side): on a flat, noisy curve
+a short ramp's smoothing lets a few low batches make a "lasting" descent of noise."""
 WINDOW_FRACTION = 0.025
 """Half-width of the slope's centred difference, as a share of the ramp's steps (at least 1)."""
 
@@ -198,6 +202,8 @@ def suggest(
         )
     lowest = min(usable, key=lambda i: smoothed[i])
     steepest = _steepest(learning_rates, smoothed, skip, lowest, planned)
+    if steepest is not None and not _beyond_noise(losses, steepest[2], skip, end, planned):
+        steepest = None
     if steepest is None:
         return found(
             suggestion=None,
@@ -207,7 +213,7 @@ def suggest(
             reason="the loss did not fall steadily over the range: widen it (--min-lr, "
             "--max-lr) or run more --steps",
         )
-    step, slope = steepest
+    step, slope, _ = steepest
     return found(
         suggestion=learning_rates[step],
         suggestion_step=step,
@@ -218,9 +224,9 @@ def suggest(
 
 def _steepest(
     lrs: Sequence[float], smoothed: Sequence[float], skip: int, lowest: int, planned: int
-) -> tuple[int, float] | None:
-    """(step, slope per decade) of the steepest point of a lasting descent in
-    ``[skip, lowest]``; ``None`` when there is none.
+) -> tuple[int, float, tuple[int, int]] | None:
+    """(step, slope per decade, the descent's first and last step) of the steepest point of a
+    lasting descent in ``[skip, lowest]``; ``None`` when there is none.
 
     A point belongs to a descent when its slope is negative and its loss is a new low (within
     :data:`NEW_LOW_MARGIN` of the curve's span): the fall back from a spike is no descent. A
@@ -237,12 +243,45 @@ def _steepest(
             falling.append((i, slope))
         low = min(low, smoothed[i])
     shortest = max(3, round(MIN_RUN_FRACTION * planned))
-    best: tuple[int, float] | None = None
+    best: tuple[int, float, tuple[int, int]] | None = None
     for run in _runs(falling):
         if len(run) >= shortest:
-            point = min(run, key=lambda p: p[1])
-            best = point if best is None or point[1] < best[1] else best
+            step, slope = min(run, key=lambda p: p[1])
+            if best is None or slope < best[1]:
+                best = (step, slope, (run[0][0], run[-1][0]))
     return best
+
+
+def _beyond_noise(
+    losses: Sequence[float], run: tuple[int, int], skip: int, end: int, planned: int
+) -> bool:
+    """Whether the raw loss after the descent ``run`` is below the loss before it by more than
+    its noise: the medians of the steps before the descent (up to twice
+    :data:`MIN_RUN_FRACTION` of the ramp; the skipped steps count here: they are data, only not
+    a suggestion) and of its last steps (that fraction), against the per-step
+    noise read from second differences (blind to the curve's trend; medians: to spikes)."""
+    width = max(3, round(MIN_RUN_FRACTION * planned))
+    first, last = run
+    before = [x for x in losses[max(0, first - 2 * width) : first + 1] if math.isfinite(x)]
+    # the descent's own last steps: the raw loss leads its smoothing, and past the descent it
+    # may already be diverging
+    after = [
+        x for x in losses[max(first, last - width + 1) : min(end, last + 1)] if math.isfinite(x)
+    ]
+    steps = [x for x in losses[skip:end] if math.isfinite(x)]
+    curvature = [abs(a - 2 * b + c) for a, b, c in zip(steps, steps[1:], steps[2:], strict=False)]
+    if not before or not after or not curvature:
+        return True
+    noise = _median(curvature) / (0.6745 * math.sqrt(6.0))  # the per-step standard deviation
+    # the standard error of a median of n points is about 1.25 sigma / sqrt(n)
+    error = 1.25 * noise * math.sqrt(1.0 / len(before) + 1.0 / len(after))
+    return _median(before) - _median(after) > NOISE_Z * error
+
+
+def _median(values: Sequence[float]) -> float:
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
 def _runs(points: list[tuple[int, float]]) -> list[list[tuple[int, float]]]:
