@@ -126,3 +126,11 @@ def test_a_clearly_worse_trial_is_stopped_early(worse: float, seeds: int) -> Non
     stopped = sorted(s for s in stops if s is not None)
     assert len(stopped) / 1000 >= 0.95
     assert stopped[len(stopped) // 2] == dominance.look_indices(10)[0]
+
+
+def test_the_seed_runs_noise_at_each_check() -> None:
+    curves = [[[1024, 1.0], [2048, 0.5]], [[1024, 2.0], [2048, 0.5]], [[1024, 1.0], [2048, 0.5]]]
+    samples, sds = dominance.check_noise(curves)
+    assert samples == [1024, 2048]
+    assert sds[0] == pytest.approx(math.log(2) / math.sqrt(3)) and sds[1] == 0.0
+    assert dominance.check_noise(curves[:1]) == ([], [])

@@ -78,3 +78,16 @@ def test_the_reference_is_the_lowest_final_loss_with_a_usable_curve() -> None:
     ]
     reference = best_reference(trials)
     assert reference is not None and reference.number == 1
+
+
+def test_the_noise_per_check_comes_from_the_base_trial_and_the_seed_runs() -> None:
+    spec = make_spec(seeds=3)
+    curve = [[1024, 1.0], [2048, 0.5]]
+    base = make_trial(
+        0, 64, loss=0.5, throughput=1.0, val_curve=curve, global_batch_size=64, lr_rule="none"
+    )
+    record = {**NOISE[SIGNATURE], "global_batch_size": 64, "lr_rule": "none"}
+    record["curves"] = [[[1024, 2.0], [2048, 0.5]], [[1024, 1.0], [2048, 0.5]]]
+    stop, _ = early_stop_for(spec, SIGNATURE, _noise({SIGNATURE: record}), [base])
+    assert stop is not None and stop.noise_samples == (1024, 2048)
+    assert stop.noise_sds[0] == pytest.approx(math.log(2) / math.sqrt(3))

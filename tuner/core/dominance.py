@@ -25,9 +25,10 @@ stopped at *any* look is at most ``α``, whatever the correlation between the ch
 (they are strongly correlated: a seed that starts badly stays behind, which is why the looks are
 not treated as independent evidence, as a confidence sequence over i.i.d. increments would).
 
-The noise floor is the final loss's seed sd; the assumption is that the relative seed noise at an
-earlier check is not larger (:mod:`tests.core.test_dominance` simulates it; the A/A figures are in
-``benchmarks/RESULTS.md``).
+Early in training the seeds differ far more than at the end (a run that starts from other weights
+is ahead or behind), so the noise at a look is the larger of the final loss's sd and the seed runs'
+sd at that many samples (:func:`check_noise`, from their curves, linear between their checks);
+without their curves, the final sd alone (the A/A figures are in ``benchmarks/RESULTS.md``).
 
 **The time rule** (under a loss target, ``time-to-target``): a trial that has not reached the target
 after ``elapsed`` training seconds reaches it at the next check at the earliest, so once
@@ -139,6 +140,23 @@ def reference_at(samples: Sequence[int], losses: Sequence[float], at: int) -> fl
             share = (at - low) / (high - low) if high > low else 1.0
             return float(losses[i - 1] + share * (losses[i] - losses[i - 1]))
     return None  # pragma: no cover - the loop always returns
+
+
+def check_noise(curves: Sequence[Sequence[Sequence[float]]]) -> tuple[list[int], list[float]]:
+    """The seed runs' relative sd (of the log loss) at each check they share, from their
+    ``[samples, loss]`` curves (runs of one batch: the same samples); empty with fewer than two
+    curves or a loss that is not positive."""
+    usable = [c for c in curves if c and all(loss > 0 for _, loss in c)]
+    if len(usable) < 2:
+        return [], []
+    length = min(len(c) for c in usable)
+    samples, sds = [], []
+    for k in range(length):
+        logs = [math.log(c[k][1]) for c in usable]
+        mean = sum(logs) / len(logs)
+        sds.append(math.sqrt(sum((x - mean) ** 2 for x in logs) / (len(logs) - 1)))
+        samples.append(int(usable[0][k][0]))
+    return samples, sds
 
 
 def time_look(

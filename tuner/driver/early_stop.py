@@ -17,7 +17,7 @@ from typing import Any
 
 from optuna.trial import FrozenTrial
 
-from tuner.core.dominance import DEFAULT_ALPHA
+from tuner.core.dominance import DEFAULT_ALPHA, check_noise
 from tuner.core.protocol import EarlyStop
 from tuner.core.spec import StudySpec
 from tuner.core.stats import effective_tolerance
@@ -89,7 +89,10 @@ def _loss_gap(
         reasons.append("no finished trial with a loss curve to compare with yet")
         return {}
     samples, losses = zip(*curve_of(reference), strict=True)
+    noise_samples, noise_sds = check_noise(_seed_curves(record or {}, trials))
     return {
+        "noise_samples": tuple(noise_samples),
+        "noise_sds": tuple(noise_sds),
         "band": effective_tolerance(tolerance, float(spread))[0],
         "noise_sd": float(spread),
         "noise_runs": runs,
@@ -116,6 +119,30 @@ def _best_time(trials: Sequence[FrozenTrial], reasons: list[str]) -> dict[str, A
         "best_time_s": float(best.user_attrs["time_to_target_s"]),
         "best_time_trial": best.number,
     }
+
+
+def seed_checks(spec: StudySpec) -> EarlyStop | None:
+    """What a seed run carries so that it records its curve (no rule applies to it): the seed
+    runs' spread at each check is the test's noise early in training."""
+    if not records_curves(spec) or spec.search.target_loss is not None:
+        return None
+    return EarlyStop(alpha=DEFAULT_ALPHA)
+
+
+def _seed_curves(record: Mapping[str, Any], trials: Sequence[FrozenTrial]) -> list[Any]:
+    """The base configuration's curves: its grid trial's (the first seed) and the seed runs'."""
+    curves = [c for c in record.get("curves") or [] if isinstance(c, list)]
+    base = [
+        t
+        for t in trials
+        if is_original(t)
+        # At the base batch every rule trains alike (ratio 1): the grid's first of them ran.
+        and t.user_attrs.get("global_batch_size") == record.get("global_batch_size")
+        and curve_of(t)
+    ]
+    if base:
+        curves.insert(0, curve_of(min(base, key=lambda t: t.number)))
+    return curves
 
 
 def best_reference(trials: Sequence[FrozenTrial]) -> FrozenTrial | None:

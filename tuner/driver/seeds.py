@@ -33,6 +33,7 @@ from tuner.core.spec import StudySpec
 from tuner.core.stats import relative_spread
 from tuner.core.trials import is_pending, is_settled
 from tuner.driver.children import ChildRunner, first_precision, trial_request
+from tuner.driver.early_stop import seed_checks
 from tuner.driver.objective import trial_training_key
 from tuner.driver.observer import SearchObserver, observed
 from tuner.driver.racing import REPEAT_OF, applied_tolerance, own_run
@@ -84,6 +85,7 @@ def measure_seed_noise(
     runs = observed(runner, observer, f"seed run · batch {search.base_batch_size}")
     todo = [s for s in range(search.seed, search.seed + search.seeds) if s not in seeds]
     key = (search.base_batch_size, plan.num_replicas)
+    curves: list[Any] = []  # each seed run's [samples, loss] (early stops: the noise per check)
     for index, seed in enumerate(todo):
         if ledger is not None and not ledger.fits([key], ledger.total_s(reserve))[0]:
             ledger.leave_out("seeds", [key] * (len(todo) - index))
@@ -97,7 +99,7 @@ def measure_seed_noise(
             f"seed noise: base configuration (global batch {search.base_batch_size}, rule "
             f"{rule}) with seed {seed} ({seed - search.seed + 1} of {search.seeds})…"
         )
-        loss = _train(spec, plan, rule, values, seed, runs, timeout_s, observer)
+        loss = _train(spec, plan, rule, values, seed, runs, timeout_s, observer, curves)
         if loss is not None:
             seeds.append(seed)
             losses.append(loss)
@@ -113,6 +115,8 @@ def measure_seed_noise(
         "lr_rule": rule,
         "precision": precision,
     }
+    if curves:
+        record["curves"] = curves
     store(study, SEED_NOISE, plan, record)
     observer.note(
         f"seed noise: final losses {_losses(losses)} over seeds {_seeds(seeds)}: spread "
@@ -195,8 +199,10 @@ def _train(
     runner: ChildRunner,
     timeout_s: float,
     observer: SearchObserver,
+    curves: list[Any],
 ) -> float | None:
-    """One seed run in a fresh child; its final loss, or ``None`` (with a note) when it failed."""
+    """One seed run in a fresh child; its final loss, or ``None`` (with a note) when it failed;
+    its validation-loss curve, when it records one, is added to ``curves``."""
     search = spec.search
     request = trial_request(
         spec,
@@ -207,12 +213,15 @@ def _train(
         seed=seed,
         precision=first_precision(spec),
         model_hyperparameters=values,
+        early_stop=seed_checks(spec),
     )
     run = runner.run(request, plan.child_environment(), timeout_s)
     outcome = classify(run, memory_capped=plan.memory_limit_bytes is not None)
     if outcome.values is None:
         observer.note(f"seed noise: seed {seed} ended {outcome.status}: {outcome.error}")
         return None
+    if outcome.attrs.get("val_curve"):
+        curves.append(outcome.attrs["val_curve"])
     return float(outcome.values[0])
 
 

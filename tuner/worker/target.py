@@ -129,9 +129,10 @@ class TargetCheck:
         reference = dominance.reference_at(stop.reference_samples, stop.reference_losses, samples)
         if reference is None or reference <= 0:
             return None
+        early = dominance.reference_at(stop.noise_samples, stop.noise_sds, samples)
         test = dominance.GapTest(
             band=stop.band,
-            noise_sd=stop.noise_sd,
+            noise_sd=max(stop.noise_sd, early or 0.0),
             noise_runs=stop.noise_runs,
             alpha=stop.alpha,
             looks=dominance.looks_of(checks),

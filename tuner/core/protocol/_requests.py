@@ -83,6 +83,10 @@ class EarlyStop:
     """The final loss's relative sd over the base configuration's seeds (``None``: unknown)."""
     noise_runs: int = 0
     """The seed runs ``noise_sd`` was measured over."""
+    noise_samples: tuple[int, ...] = ()
+    noise_sds: tuple[float, ...] = ()
+    """The seed runs' relative sd of the validation loss at each of their checks (larger than
+    the final one early in training); a look uses the larger of the two."""
     reference_trial: int | None = None
     reference_samples: tuple[int, ...] = ()
     reference_losses: tuple[float, ...] = ()
