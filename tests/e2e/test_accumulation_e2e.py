@@ -18,20 +18,20 @@ pytestmark = pytest.mark.slow
 def test_a_batch_out_of_memory_is_reached_by_two_micro_steps(tmp_path: Path) -> None:
     # 2 TensorFlow replicas capped at 128 MiB each: the wide model trains at global batch 2048
     # and runs out of memory at 4096 (tests/e2e/test_oom_study.py's probe), so 4096 fits as 2
-    # micro-steps of 2048.
+    # micro-steps of 2048. The grid is that one batch: the pick is the accumulated trial.
     (tmp_path / "wide.toml").write_text(
         WIDE.replace("base_batch_size = 512", "base_batch_size = 2048")
-        .replace("batch_multipliers = [1, 2, 8, 16]", "batch_multipliers = [1, 2]")
+        .replace("batch_multipliers = [1, 2, 8, 16]", "batch_multipliers = [2]")
         .replace('lr_rules = ["none", "sqrt"]', 'lr_rules = ["none"]')
         + "accumulation = true\n"
     )
-    result = search_wide(tmp_path, "acc.db", "--no-baseline", "--no-noise-scale")
+    result = search_wide(
+        tmp_path, "acc.db", "--no-baseline", "--no-noise-scale", "--export", "rec.json"
+    )
     assert result.returncode == 0, result.stderr[-4000:]
     study = optuna.load_study(study_name="wide", storage=f"sqlite:///{tmp_path}/acc.db")
-    by_batch = {t.params["global_batch_size"]: t for t in study.get_trials()}
-    fits, reached = by_batch[2048], by_batch[4096]
-    assert fits.user_attrs["accumulation_steps"] == 1
-    assert fits.user_attrs["micro_batch_per_replica"] == 1024
+    (reached,) = study.get_trials()
+    assert reached.params["global_batch_size"] == 4096
     assert reached.state == TrialState.COMPLETE, reached.user_attrs
     assert reached.user_attrs["accumulation_steps"] == 2
     assert reached.user_attrs["micro_batch_per_replica"] == 1024
@@ -39,8 +39,13 @@ def test_a_batch_out_of_memory_is_reached_by_two_micro_steps(tmp_path: Path) -> 
     reason = reached.user_attrs["accumulation_reason"]
     assert "global batch 4096 does not fit in one step" in reason and "OOM" in reason
     assert reached.user_attrs["optimizer"]["keras"]["config"]["gradient_accumulation_steps"] == 2
-    assert reached.user_attrs["learning_rate"] == fits.user_attrs["learning_rate"]  # rule none
+    assert reached.user_attrs["learning_rate"] == pytest.approx(1e-3)  # the rule at 4096: none
     assert "trying 2 accumulated micro-steps of 1024 per replica" in result.stderr
+    assert "by accumulation (fit's batch_size 2048)" in result.stdout
+    rec = json.loads((tmp_path / "rec.json").read_text())
+    assert rec["accumulation"]["steps"] == 2 and rec["recommended"]["accumulation_steps"] == 2
+    assert rec["fit"]["batch_size"] == 2048
+    assert rec["recommended"]["optimizer"]["config"]["gradient_accumulation_steps"] == 2
     shown = run_tuner(
         "show",
         "--storage",
@@ -52,6 +57,7 @@ def test_a_batch_out_of_memory_is_reached_by_two_micro_steps(tmp_path: Path) -> 
     )
     assert shown.returncode == 0, shown.stderr
     assert "2 accumulated micro-steps of 1024/replica" in shown.stdout
+    assert "batch 4096 is reached only by accumulation: 2 micro-steps of 1024" in shown.stdout
 
 
 def test_validate_proves_two_micro_steps_are_one_step_at_twice_the_batch(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ line stored on the study (:data:`tuner.core.budget.BUDGET`). The decisions are
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -14,6 +14,7 @@ import optuna
 
 from tuner.core.budget import BUDGET, Ledger, RunKey, left_out_line, quick_line
 from tuner.core.devices import DevicePlan
+from tuner.core.hyperparams import defaults
 from tuner.core.outcome import ChildRun
 from tuner.core.protocol import Request, TrialRequest
 from tuner.core.racing import gaps_to_best
@@ -21,6 +22,7 @@ from tuner.core.recommend import default_policy, higher_is_better
 from tuner.core.spec import StudySpec
 from tuner.core.trials import settled_grid_points
 from tuner.driver.children import ChildRunner, OnEvent
+from tuner.driver.objective import trial_training_key
 from tuner.driver.observer import SearchObserver
 from tuner.driver.racing import applied_tolerance, race_entries, still_tied
 
@@ -86,13 +88,36 @@ def grid_left(
     trials: Sequence[optuna.trial.FrozenTrial],
     grid: Sequence[tuple[Any, ...]],
     plan: DevicePlan,
-    skip: int = 0,
+    key_of: Callable[[tuple[Any, ...]], str] | None = None,
 ) -> tuple[RunKey, ...]:
     """The run keys of the grid points no run has settled, by ascending batch (the order the
-    sampler runs them), less the first ``skip`` (those about to run)."""
+    sampler runs them). With ``key_of`` (a point's training key) only the distinct trainings:
+    a point that trains like one measured or one before it costs no run (``same_as``)."""
     settled = settled_grid_points(trials)
     left = sorted(point for point in grid if point not in settled)
-    return tuple((int(point[0]), plan.num_replicas) for point in left[skip:])
+    if key_of is not None:
+        seen = {t.user_attrs.get("training_key") for t in trials if t.state.is_finished()}
+        distinct = []
+        for point in left:
+            key = key_of(point)
+            if key not in seen:
+                seen.add(key)
+                distinct.append(point)
+        left = distinct
+    return tuple((int(point[0]), plan.num_replicas) for point in left)
+
+
+def training_key_of(
+    spec: StudySpec, plan: DevicePlan, space: dict[str, Any] | None
+) -> Callable[[tuple[Any, ...]], str]:
+    """A grid point's training key (:func:`tuner.driver.objective.trial_training_key`)."""
+    values = defaults(space["space"]) if space else None
+
+    def key_of(point: tuple[Any, ...]) -> str:
+        precision = point[2] if len(point) > 2 else None
+        return trial_training_key(spec, plan, int(point[0]), str(point[1]), values, precision)
+
+    return key_of
 
 
 def close(

@@ -17,7 +17,7 @@ from typing import Any
 import optuna
 from optuna.trial import FrozenTrial
 
-from tuner.core.budget import Ledger
+from tuner.core.budget import Ledger, RunKey
 from tuner.core.devices import DevicePlan
 from tuner.core.errors import RepeatedFailureError, TrialFailed
 from tuner.core.spec import StudySpec
@@ -27,7 +27,7 @@ from tuner.core.trials import (
     has_budget_left,
     settled_grid_points,
 )
-from tuner.driver.budget import close, grid_left
+from tuner.driver.budget import close, grid_left, training_key_of
 from tuner.driver.children import ChildRunner
 from tuner.driver.grid import grid_points
 from tuner.driver.objective import Objective
@@ -87,6 +87,7 @@ def run_trials(
     progress = GridProgress(grid)  # has_unclaimed_work, without rescanning finished trials
     wanted, seeded = wants_seeds(study, spec, plan), False
     key = base_key(spec, plan, space)
+    key_of = training_key_of(spec, plan, space)
     early = wanted and not first_trains_base(spec, plan, space, grid)
 
     def seed_noise(trials: list[FrozenTrial]) -> None:
@@ -100,7 +101,7 @@ def run_trials(
             timeout_s=timeout_s,
             observer=observer,
             ledger=ledger,
-            reserve=grid_left(trials, grid, plan),
+            reserve=grid_left(trials, grid, plan, key_of),
         )
 
     for _ in range(len(grid) - done + 1):
@@ -112,7 +113,8 @@ def run_trials(
                 observer.phase("grid", len(grid_left(trials, grid, plan)))
         if not progress.has_unclaimed_work(trials):
             break
-        if ledger is not None and not _grid_fits(ledger, trials, grid, plan):
+        left = grid_left(trials, grid, plan, key_of) if ledger is not None else ()
+        if ledger is not None and not _grid_fits(ledger, left, bool(settled_grid_points(trials))):
             break
         _run_one(study, objective, observer, trials)
         _stop_if_repeated(objective)
@@ -132,15 +134,12 @@ def run_trials(
     return objective.launched, len(grid)
 
 
-def _grid_fits(
-    ledger: Ledger, trials: list[FrozenTrial], grid: list[tuple[Any, ...]], plan: DevicePlan
-) -> bool:
-    """Whether the grid's next point (the smallest batch left) fits the budget; if not, every
-    point left is counted as left out (they run in ascending batch, the next is the cheapest
-    to estimate and the others would not start either). The grid's first point always starts:
-    an answer needs one, however small the budget."""
-    left = grid_left(trials, grid, plan)
-    if not left or len(left) == len(grid) or ledger.fits(left[:1])[0]:
+def _grid_fits(ledger: Ledger, left: tuple[RunKey, ...], answered: bool) -> bool:
+    """Whether the grid's next training (the smallest batch left; ``left``: its distinct
+    trainings) fits the budget; if not, every one left is counted as left out (they run in
+    ascending batch and the others would not start either). Until a grid point has settled
+    (``answered``), the next starts whatever the budget: an answer needs one."""
+    if not left or not answered or ledger.fits(left[:1])[0]:
         return True
     ledger.leave_out("grid", left)
     return False
