@@ -134,3 +134,19 @@ def test_the_seed_runs_noise_at_each_check() -> None:
     assert samples == [1024, 2048]
     assert sds[0] == pytest.approx(math.log(2) / math.sqrt(3)) and sds[1] == 0.0
     assert dominance.check_noise(curves[:1]) == ([], [])
+
+
+def test_describe_the_time_rule() -> None:
+    evidence = {
+        "rule": dominance.TIME_TO_TARGET,
+        "samples": 2304,
+        "target_loss": 0.02,
+        "elapsed_s": 0.2412,
+        "earliest_s": 0.3216,
+        "best_time_s": 0.2954,
+        "margin": 0.05,
+    }
+    assert dominance.describe(evidence, 5, 7680) == (
+        "dominated: target 0.02 not reached after 2304 of 7680 samples (0.241 s); the earliest "
+        "it could is 0.322 s, past the best time 0.295 s (#5) + 5%"
+    )

@@ -231,8 +231,8 @@ def describe(evidence: dict[str, Any], reference: int | None, budget: int | None
     if evidence["rule"] == TIME_TO_TARGET:
         return (
             f"dominated: target {evidence['target_loss']:.4g} not reached after {seen} samples "
-            f"({evidence['elapsed_s']:.1f} s); the earliest it could is "
-            f"{evidence['earliest_s']:.1f} s, past the best time {evidence['best_time_s']:.1f} s"
+            f"({evidence['elapsed_s']:.3g} s); the earliest it could is "
+            f"{evidence['earliest_s']:.3g} s, past the best time {evidence['best_time_s']:.3g} s"
             f"{_of(reference)} + {evidence['margin']:.0%}"
         )
     worse = math.expm1(evidence["gap"])
