@@ -126,8 +126,8 @@ def test_the_plan_line_says_whether_it_fits_the_budget() -> None:
                          "allows")  # fmt: skip
     over = plan_line(plan, 1200.0, 1500.0, head="left", budget_left_s=800.0)
     assert over.endswith(
-        "; over the 15m budget (≈ 13 min left): runs what fits, seeds first, then the grid by "
-        "ascending batch, and says what it left out"
+        "; over the 15m budget (≈ 13 min left): runs what fits, the grid before seeds and "
+        "repeats, and says what it left out"
     )
     assert "budget" not in plan_line(SearchPlan(check=1, grid=2), 10.0)
 

@@ -165,9 +165,9 @@ TargetLossOpt = Annotated[
 BudgetOpt = Annotated[
     str | None,
     typer.Option(
-        help="Time the search may take, e.g. 90s, 15m, 1h30m: seeds first, then the grid, then "
-        "the repeats, most decisive first; a run that would not fit is left out, and the end "
-        "says what and what it costs.",
+        help="Time the search may take, e.g. 90s, 15m, 1h30m: a run that would not fit is not "
+        "started (the grid before seeds and repeats, repeats most decisive first), and the end "
+        "says what was left out and what it costs.",
         show_default="spec, else none",
     ),
 ]

@@ -138,15 +138,15 @@ def budget_clause(
 ) -> str:
     """How the plan's time meets the budget: ``; within the 15m budget``; ``; within the 15m
     budget, repeats as far as it allows``; or, when even the trainings before the repeats do
-    not fit, ``; over the 15m budget (≈ 4 min left): runs what fits, seeds first, then the grid
-    by ascending batch, and says what it left out``."""
+    not fit, ``; over the 15m budget (≈ 4 min left): runs what fits, the grid before seeds and
+    repeats, and says what it left out``."""
     budget = f"the {format_budget(plan.budget_s or 0)} budget"
     if eta_s is None or eta_s <= left_s:
         more = eta_s is not None and eta_at_most_s is not None and eta_at_most_s > left_s
         return f"; within {budget}" + (", repeats as far as it allows" if more else "")
     return (
-        f"; over {budget} (≈ {format_duration(max(0.0, left_s))} left): runs what fits, seeds "
-        "first, then the grid by ascending batch, and says what it left out"
+        f"; over {budget} (≈ {format_duration(max(0.0, left_s))} left): runs what fits, the "
+        "grid before seeds and repeats, and says what it left out"
     )
 
 
