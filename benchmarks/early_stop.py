@@ -1,0 +1,155 @@
+"""Early stops of dominated trials (issue 31 item 2): the A/A false-stop rate on real training, and
+the samples a 5 batch x 5 rule grid with a loss target spends with and without early stops.
+
+    python benchmarks/early_stop.py aa [--runs 24]      # in-process Keras, about 2 s a run
+    python benchmarks/early_stop.py grid                # two real `tuner search`, minutes each
+
+``aa``: trains the early-stop test workload (tests/early_stop_workloads.py: linear regression with
+label noise, Adam) ``--runs`` times at batch 64 with different seeds, each evaluated after each
+of 8 windows of 8,192 samples, then checks every (reference, trial) pair of runs, the noise taken
+from three other runs, exactly as the worker checks a trial (TargetCheck): the fraction stopped
+is the A/A false-stop rate (alpha 0.05). ``grid``: batches 32, 64, 128, 192, 256 (sqrt-adam
+holds below 10x) x rules none, sqrt, linear,
+sqrt-adam, linear-warmup, ``--target-loss 0.02``, once with and once without ``--no-early-stop``:
+the samples trained by all trials (train_samples_used), and the pick of each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import itertools
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from _common import ROOT, tuner_cli
+
+TESTS = ROOT / "tests"
+SPEC = """
+[study]
+name = "es-grid"
+
+[workload]
+model = "early_stop_workloads:build_model"
+data = "early_stop_workloads:load_data"
+loss = "mse"
+optimizer = "adam"
+
+[search]
+base_batch_size = 32
+batch_multipliers = [1, 2, 4, 6, 8]
+lr_rules = ["none", "sqrt", "linear", "sqrt-adam", "linear-warmup"]
+base_lr = 0.02
+train_samples = 8192
+target_loss = 0.02
+"""
+
+
+def aa(runs: int) -> None:
+    os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
+    sys.path.insert(0, str(TESTS))
+    import early_stop_workloads as workload
+    import keras
+    import numpy as np
+
+    from tuner.core.dominance import DEFAULT_ALPHA, check_noise
+    from tuner.core.protocol import EarlyStop
+    from tuner.core.stats import effective_tolerance, relative_spread
+    from tuner.core.target import CheckPlan
+    from tuner.worker.target import TargetCheck
+
+    x, y, xv, yv = workload.load_data()
+    batch, windows, samples = 64, 8, 8192
+    steps = samples // batch // windows
+    curves = []
+    mark = time.perf_counter()
+    for seed in range(runs):
+        keras.utils.set_random_seed(seed)
+        model = workload.build_model()
+        model.compile(keras.optimizers.Adam(0.05), "mse")
+        data = np.random.default_rng(seed).permutation(np.concatenate([np.arange(len(x))] * 2))
+        curve = []
+        for k in range(windows):
+            part = data[k * steps * batch : (k + 1) * steps * batch]
+            model.fit(x[part], y[part], batch_size=batch, epochs=1, verbose=0, shuffle=False)
+            loss = float(model.evaluate(xv, yv, verbose=0, batch_size=1024))
+            curve.append([(k + 1) * steps * batch, loss])
+        curves.append(curve)
+    train_s = time.perf_counter() - mark
+    stopped = checked = 0
+    for ref, trial in itertools.permutations(range(runs), 2):
+        noise = [i for i in range(runs) if i not in (ref, trial)][:3]
+        finals = [curves[i][-1][1] for i in noise]
+        spread = relative_spread(finals) or 0.0
+        noise_samples, noise_sds = check_noise([curves[i] for i in noise])
+        stop = EarlyStop(
+            alpha=DEFAULT_ALPHA,
+            band=effective_tolerance(0.02, spread)[0],
+            noise_sd=spread,
+            noise_runs=3,
+            reference_trial=ref,
+            reference_samples=tuple(s for s, _ in curves[ref]),
+            reference_losses=tuple(v for _, v in curves[ref]),
+            noise_samples=tuple(noise_samples),
+            noise_sds=tuple(noise_sds),
+        )
+        losses = functools.partial(next, iter(v for _, v in curves[trial]))
+        check = TargetCheck(CheckPlan(steps * batch, steps, windows), None, losses, stop)
+        checked += 1
+        stopped += not all(check() for _ in range(windows - 1))
+    print(
+        f"A/A: {stopped} of {checked} (reference, trial) pairs of {runs} runs stopped: "
+        f"{stopped / checked:.1%} (alpha {DEFAULT_ALPHA}); training {train_s:.0f} s"
+    )
+
+
+def grid() -> None:
+    results = {}
+    for label, extra in (("early stops", ()), ("every point to the end", ("--no-early-stop",))):
+        with tempfile.TemporaryDirectory() as folder:
+            cwd = Path(folder)
+            (cwd / "s.toml").write_text(SPEC)
+            os.environ["PYTHONPATH"] = os.pathsep.join(
+                [str(TESTS), os.environ.get("PYTHONPATH", "")]
+            )
+            wall, run = tuner_cli(
+                "search", "--spec", "s.toml", "--storage", "sqlite:///s.db", "--cpu-replicas", "2",
+                "--no-baseline", "--seeds", "1", "--max-repeats", "1", *extra, cwd=cwd,
+            )  # fmt: skip
+            assert run.returncode == 0, run.stderr[-2000:]
+            _, exported = tuner_cli("export", "--storage", "sqlite:///s.db", cwd=cwd)
+            pick = json.loads(exported.stdout)
+            import optuna
+
+            study = optuna.load_study(study_name="es-grid", storage=f"sqlite:///{cwd}/s.db")
+            ran = [t for t in study.get_trials() if "same_as" not in t.user_attrs]
+            spent = sum(int(t.user_attrs.get("train_samples_used") or 0) for t in ran)
+            statuses = [t.user_attrs.get("status") for t in ran]
+            results[label] = (spent, wall, pick["global_batch_size"], pick["lr_rule"])
+            print(
+                f"{label}: {len(ran)} trials trained {spent:,} samples in {wall:.0f} s "
+                f"({statuses.count('dominated')} dominated); pick batch "
+                f"{pick['global_batch_size']} {pick['lr_rule']}"
+            )
+    on, off = results["early stops"], results["every point to the end"]
+    print(
+        f"samples with early stops / without: {on[0] / off[0]:.0%}; wall {on[1] / off[1]:.0%}; "
+        f"same pick: {on[2:] == off[2:]}"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("part", choices=["aa", "grid"])
+    parser.add_argument("--runs", type=int, default=24)
+    args = parser.parse_args()
+    print(f"load: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    aa(args.runs) if args.part == "aa" else grid()
+
+
+if __name__ == "__main__":
+    main()
