@@ -35,6 +35,7 @@ _STATUS_STYLE = {
     "oom": "yellow",
     "oom-implied": "yellow",
     "diverged": "magenta",
+    "dominated": "blue",
     "timeout": "red",
     "crashed": "red",
     "error": "red",
