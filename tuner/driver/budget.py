@@ -130,17 +130,17 @@ def close(
     """At the end of a budgeted or single-run search: say what it left out (and, with one run per
     configuration, which differences it cannot resolve) and store it as :data:`BUDGET`."""
     search = spec.search
-    if search.joint or (ledger is None and search.max_repeats > 1):
+    if ledger is None and (search.joint or search.max_repeats > 1):
         return
     trials = study.get_trials(deepcopy=False)
     tolerance = applied_tolerance(study, spec, plan)[0]
     lines, record = [], {}
     if ledger is not None:
-        tied = still_tied(trials, spec, plan.device_signature, tolerance)
+        tied = None if search.joint else still_tied(trials, spec, plan.device_signature, tolerance)
         line = left_out_line(ledger, tied)
         lines.append(line)
         record = ledger.record(line, tied)
-    if search.max_repeats == 1:
+    if search.max_repeats == 1 and not search.joint:
         policy = default_policy(search.target_loss)
         entries = race_entries(trials, spec, plan.device_signature, tolerance)
         gaps = gaps_to_best(entries, higher_is_better=higher_is_better(policy))

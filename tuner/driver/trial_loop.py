@@ -76,8 +76,14 @@ def run_trials(
             trials = requeue_unfinished(study)
             if not has_budget_left(trials, budget):
                 break
+            claimed = claimed_count(trials)
+            any_trial = (0, plan.num_replicas)  # TPE picks the batch: any trial's mean
+            if ledger is not None and claimed and not ledger.fits([any_trial])[0]:
+                ledger.leave_out("grid", [any_trial] * max(0, budget - claimed))
+                break
             _run_one(study, objective, observer, trials)
             _stop_if_repeated(objective)
+        close(study, spec, plan, ledger, observer)
         return objective.launched, budget
     grid = grid_points(spec)
     done = len(settled_grid_points(study.get_trials(deepcopy=False)))
