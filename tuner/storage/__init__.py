@@ -7,8 +7,8 @@ Optuna still wraps in its trial cache; SQLite with a generous lock timeout, so s
 can share one file), with Optuna's heartbeat when asked: a trial whose
 worker died stops heartbeating, is failed, and is re-queued by ``RetryFailedTrialCallback``.
 ``journal:PATH`` is Optuna's journal file (``JournalStorage``), which Optuna recommends for several
-processes on one host; it has no heartbeat. Connection errors become one clear line with the
-password masked.
+processes on one host; it has no heartbeat, and is guarded as an RDB storage is. Connection
+errors become one clear line with the password masked.
 
 Reading never writes: a storage is opened for reading only once :mod:`tuner.storage.schema` has
 seen Optuna's schema there, and then without creating tables or stamping a version. Writing
@@ -99,7 +99,7 @@ def open_storage(
     place = locate(url)
     if place.kind == "journal":
         _checked(place, create)
-        return _journal(place, create)
+        return _journal(place, create, wait_s)
     heartbeat = _heartbeat(heartbeat_s)
     return reached(place, wait_s, lambda: _rdb(place, create, heartbeat, wait_s))
 
@@ -254,16 +254,22 @@ def _retry_callback(optuna: Any) -> dict[str, Any]:
     return {"failed_trial_callback": optuna.storages.RetryFailedTrialCallback(max_retry=3)}
 
 
-def _journal(place: Place, create: bool) -> Any:
-    """Optuna's journal on ``place``'s file (made, with its folder, only when ``create``)."""
+def _journal(place: Place, create: bool, wait_s: float | None = None) -> Any:
+    """Optuna's journal on ``place``'s file (made, with its folder, only when ``create``);
+    guarded as an RDB storage is with ``wait_s`` (its faults: the file deleted or replaced, the
+    disk full, the permission lost; it has no heartbeat)."""
     import optuna
     from optuna.storages.journal import JournalFileBackend
 
     assert place.path is not None
     if create:
         _make_parent(place.path)
+    Storage: Any = optuna.storages.JournalStorage
+    guard: dict[str, Any] = {}
+    if wait_s is not None:
+        Storage, guard = guarded_class(Storage), {"place": place, "wait_s": wait_s}
     try:
-        return optuna.storages.JournalStorage(JournalFileBackend(str(place.path)))
+        return Storage(JournalFileBackend(str(place.path)), **guard)
     except Exception as exc:  # any failure to replay the log means it is not a journal
         raise ConfigError(
             f"cannot open journal storage {place.path}: {type(exc).__name__}: {exc}"

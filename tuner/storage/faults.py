@@ -100,14 +100,16 @@ def file_identity(path: Path) -> tuple[int, int] | None:
 
 
 def file_problem(place: Place, identity: tuple[int, int] | None) -> str | None:
-    """Whether the SQLite file opened as ``identity`` was deleted or replaced since."""
-    if place.kind != "sqlite" or place.path is None or identity is None:
+    """Whether the SQLite or journal file opened as ``identity`` was deleted or replaced since
+    (SQLite would write on into the deleted file, Optuna's journal start a new one)."""
+    if place.kind not in ("sqlite", "journal") or place.path is None or identity is None:
         return None
     now = file_identity(place.path)
+    what = "journal file" if place.kind == "journal" else "database file"
     if now is None:
-        return f"the database file {place.path} was deleted while the search ran"
+        return f"the {what} {place.path} was deleted while the search ran"
     if now != identity:
-        return f"the database file {place.path} was replaced by another file while the search ran"
+        return f"the {what} {place.path} was replaced by another file while the search ran"
     return None
 
 

@@ -1,6 +1,6 @@
 """A storage that waits out outages and names its faults: every call Optuna makes on tuner's
-RDB storage goes through :meth:`GuardedStorage._call`, and the heartbeat thread through
-:meth:`GuardedStorage.record_heartbeat`.
+RDB storage (or Optuna's journal storage) goes through :meth:`GuardedStorage._call`, and the
+heartbeat thread through :meth:`GuardedStorage.record_heartbeat`.
 
 * An outage (:func:`tuner.storage.faults.classify`) is retried with backoff for ``wait_s``
   seconds (``--storage-wait``), with one line when the waiting starts and one when the storage
@@ -231,6 +231,8 @@ def _guarded_method(name: str) -> Callable[..., Any]:
 
 def guarded_of(storage: Any) -> GuardedStorage | None:
     """The guarded storage behind ``storage`` (Optuna wraps it in its trial cache), if any."""
+    if isinstance(storage, GuardedStorage):  # a journal (its _backend is its file)
+        return storage
     backend = getattr(storage, "_backend", storage)
     return backend if isinstance(backend, GuardedStorage) else None
 
@@ -260,6 +262,7 @@ def what_to_do(
         return f"start the database server{raise_it}, then {then}"
     if "permission to write it was lost" in reason:
         return f"give it write access back (or pass another --storage), then {then}"
-    if place.kind == "sqlite":
-        return f"put the database file back (or pass another --storage), then {then}"
+    if place.kind in ("sqlite", "journal"):
+        what = "journal file" if place.kind == "journal" else "database file"
+        return f"put the {what} back (or pass another --storage), then {then}"
     return f"repair the database (or pass another --storage), then {then}"
