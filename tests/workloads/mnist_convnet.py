@@ -37,9 +37,11 @@ def build_model() -> Any:
     return model
 
 
-def load_data(n_train: int = 512, n_val: int = 128) -> tuple[np.ndarray, ...]:
+def load_data(n_train: int = 512, n_val: int = 128) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
     """MNIST-shaped digits: float32 images in [0, 1] with a channel axis, one-hot labels (the
-    label is the brightest of ten stripes, so there is something to learn)."""
+    label is the brightest of ten stripes, so there is something to learn), in the form the
+    example gets them from ``keras.datasets.mnist.load_data()``: ``(x_train, y_train), (x_test,
+    y_test)``."""
     import keras
 
     rng = np.random.default_rng(0)
@@ -50,4 +52,4 @@ def load_data(n_train: int = 512, n_val: int = 128) -> tuple[np.ndarray, ...]:
         x[i, :, 2 + 2 * label : 4 + 2 * label] += 0.5
     x = np.expand_dims(x.astype("float32"), -1)  # images of shape (28, 28, 1)
     y = keras.utils.to_categorical(y, NUM_CLASSES)
-    return x[:n_train], y[:n_train], x[n_train:], y[n_train:]
+    return (x[:n_train], y[:n_train]), (x[n_train:], y[n_train:])

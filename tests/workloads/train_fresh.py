@@ -66,6 +66,9 @@ def fit_arguments(load: Any, batch: int) -> dict[str, Any]:
     if len(data) == 4:
         x, y, _, _ = data
         return {"x": x, "y": y, "batch_size": batch}
+    if isinstance(data[0], tuple):  # keras.datasets' ((x_train, y_train), (x_test, y_test))
+        (x, y), _ = data
+        return {"x": x, "y": y, "batch_size": batch}
     train, _ = data
     if is_batched(train):
         train = train.unbatch()

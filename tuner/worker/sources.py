@@ -85,6 +85,32 @@ def leaves(structure: Any) -> list[Any]:
     return found
 
 
+def split_pairs(data: Any) -> Any:
+    """``((x_train, y_train), (x_val, y_val))`` — what ``keras.datasets``' ``load_data()``
+    returns, and so what many scripts' ``load_data`` return — as tuner's four arrays; anything
+    else as it is. Each part is an array or a dict of arrays: a pair of ``(x, y)`` batches (JAX's
+    iterables of batches) or of datasets is left to the other forms."""
+    pairs = isinstance(data, tuple | list) and len(data) == 2
+    if not pairs or not all(isinstance(p, tuple) and len(p) == 2 for p in data):
+        return data
+    parts = [*data[0], *data[1]]
+    if all(_is_array(part) or _is_dict_of_arrays(part) for part in parts):
+        return tuple(parts)
+    return data
+
+
+def _is_dict_of_arrays(value: Any) -> bool:
+    return isinstance(value, Mapping) and bool(value) and all(map(_is_array, value.values()))
+
+
+def _is_array(value: Any) -> bool:
+    """An array ``model.fit`` takes as one input: NumPy's, or any with a shape and
+    ``__array__`` (a tensor); not a dataset or a generator."""
+    if isinstance(value, np.ndarray):
+        return True
+    return hasattr(value, "__array__") and hasattr(value, "shape")
+
+
 def as_arrays(part: Any) -> Any:
     """One part of ``(x_train, y_train, x_val, y_val)`` as ``model.fit`` takes it — an array,
     or a dict, list or tuple of arrays — with every leaf a NumPy array. Lists become tuples:

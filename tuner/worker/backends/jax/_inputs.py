@@ -41,6 +41,7 @@ from tuner.worker.sources import (
     pydataset_samples,
     sample_shapes,
     shape_change,
+    split_pairs,
 )
 
 Batch = tuple[Any, ...]
@@ -56,7 +57,7 @@ def load_source(workload: Workload) -> Source:
             "backend = jax give data (arrays, PyDatasets or iterables of batches)"
         )
     reference = str(workload.data)
-    data = call_data(reference)
+    data = split_pairs(call_data(reference))
     if isinstance(data, tuple | list) and len(data) == 4:
         arrays = tuple(as_arrays(item) for item in data)
         train_size, val_size = check_arrays(reference, arrays)

@@ -40,6 +40,7 @@ from tuner.worker.sources import (
     pydataset_samples,
     sample_shapes,
     shape_change,
+    split_pairs,
 )
 from tuner.worker.tfdata import is_batched, samples_before_batching
 from tuner.workloads import resolve
@@ -51,7 +52,7 @@ def load_source(workload: Workload) -> Source:
         reference = workload.dataset
         return Source(FUNCTION, reference, function=resolve(reference))
     reference = str(workload.data)
-    data = call_data(reference)
+    data = split_pairs(call_data(reference))
     if isinstance(data, tuple | list) and len(data) == 4:
         return _from_arrays(reference, data)
     if isinstance(data, tuple | list) and len(data) == 2 and all(map(_is_dataset, data)):
