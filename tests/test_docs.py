@@ -372,7 +372,15 @@ def test_json_key_tables_match_what_recommend_produces() -> None:
             for n, (lr, loss) in enumerate([(5e-4, 0.6), (1e-3, 0.5), (2e-3, 0.55)])
         ]
     )
+    accumulated = export(  # batch 128 reached only by 2 micro-steps of 32 per replica
+        [
+            trial(0, 64),
+            trial(1, 128, accumulation_steps=2, micro_batch_per_replica=32),
+        ]
+    )
+    assert "accumulation" in accumulated, "the accumulated batch was not recommended"
     produced = set(plain) | set(oom_and_probe) | set(hypermodel) | set(target) | set(swept)
+    produced |= set(accumulated)
     top, per = json_tables()
     assert set(top) == produced
     assert {key for key, sometimes in top.items() if sometimes} == produced - set(plain)
