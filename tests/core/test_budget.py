@@ -150,3 +150,12 @@ def test_a_budget_overrun_is_said() -> None:
         "budget 1m (ran 35 s over: the workload check, one baseline run and the grid's first "
         "point always run, and a run is never cut): left out 1 grid point"
     )
+
+
+def test_runs_left_out_before_any_was_timed_have_no_price() -> None:
+    ledger = Ledger(120, Clock())
+    ledger.leave_out("baseline", [(64, 1)] * 2)  # before the baseline ran: nothing to go by
+    assert left_out_line(ledger, 2) == (
+        "budget 2m: left out 2 baseline runs; 2 candidates still tied: 95 % intervals overlap; "
+        "a larger budget would run them"
+    )

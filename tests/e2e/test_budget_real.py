@@ -27,7 +27,7 @@ def test_a_budgeted_quickstart_ends_within_it_and_says_what_it_left_out(tmp_path
     started = time.monotonic()
     searched = run_tuner(
         "search", "--storage", "sqlite:///b.db", "--cpu-replicas", "2", "--train-samples",
-        "4096", "--no-noise-scale", "--seeds", "3", "--max-repeats", "3", "--budget", "2m",
+        "16384", "--no-noise-scale", "--seeds", "3", "--max-repeats", "3", "--budget", "2m",
         "--export", "rec.json", cwd=tmp_path,
     )  # fmt: skip
     wall = time.monotonic() - started

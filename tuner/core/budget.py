@@ -143,8 +143,8 @@ def left_out_line(ledger: Ledger, tied: int | None) -> str:
         line += "; seed noise not measured: --tolerance alone sets the loss tolerance"
     if tied and tied > 1:
         line += f"; {tied} candidates still tied: 95 % intervals overlap"
-    more = format_duration(ledger.more_s) if ledger.more_s else "more time"
-    return line + f"; a larger budget (≈ {more} more) would run them"
+    more = f" (≈ {format_duration(ledger.more_s)} more)" if ledger.more_s >= 1 else ""
+    return line + f"; a larger budget{more} would run them"
 
 
 def _count(n: int, phase: str) -> str:
