@@ -24,7 +24,7 @@ import subprocess
 import sys
 import traceback
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -289,25 +289,82 @@ def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+@pytest.fixture(autouse=True)
+def _alone_when_asked(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[None]:
+    """Under pytest-xdist (CI runs two workers), a test marked ``alone`` runs while no other slow
+    test does: its faults and timeouts are sized for one test's load on the machine. Every slow
+    test holds a shared lock, an ``alone`` one the exclusive lock; a turnstile taken first keeps
+    the other worker's stream of slow tests from starving it."""
+    alone = request.node.get_closest_marker("alone") is not None
+    if "PYTEST_XDIST_WORKER" not in os.environ or not (
+        alone or request.node.get_closest_marker("slow")
+    ):
+        yield
+        return
+    import fcntl
+
+    root = tmp_path_factory.getbasetemp().parent
+    with open(root / "alone.turnstile", "a") as turnstile, open(root / "alone.lock", "a") as lock:
+        fcntl.flock(turnstile, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        finally:
+            if not alone:
+                fcntl.flock(turnstile, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+            if alone:
+                fcntl.flock(turnstile, fcntl.LOCK_UN)
+
+
+def built_once(
+    tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Path], None]
+) -> Path:
+    """A folder that ``make`` fills, built once per test run even when pytest-xdist's workers
+    each ask for it (CI runs two): the first builds it under a lock, every worker gets its own
+    copy, so that a test that writes to it cannot disturb another worker's tests."""
+    mine = tmp_path_factory.mktemp(name)
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        make(mine)
+        return mine
+    from filelock import FileLock
+
+    shared = tmp_path_factory.getbasetemp().parent / f"built-once-{name}"
+    with FileLock(f"{shared}.lock"):
+        if not (shared / ".built").exists():
+            shutil.rmtree(shared, ignore_errors=True)
+            shared.mkdir()
+            make(shared)
+            (shared / ".built").touch()
+    shutil.copytree(shared, mine, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".built"))
+    return mine
+
+
 @pytest.fixture(scope="session")
 def small_study(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     """A real finished study (2 batch sizes × 3 rules, 2 CPU replicas) in SQLite: (dir, url)."""
-    work = tmp_path_factory.mktemp("small-study")
-    spec = write_spec(work / "small.toml")
-    result = run_tuner(
-        "search",
-        "--spec",
-        str(spec),
-        "--cpu-replicas",
-        "2",
-        "--storage",
-        "sqlite:///small.db",
-        "--export",
-        "rec.json",
-        cwd=work,
-    )
-    assert result.returncode == 0, result.stderr
-    return work, "sqlite:///small.db"
+
+    def make(work: Path) -> None:
+        write_spec(work / "small.toml")
+        result = run_tuner(
+            "search",
+            "--spec",
+            "small.toml",
+            "--cpu-replicas",
+            "2",
+            "--storage",
+            "sqlite:///small.db",
+            "--export",
+            "rec.json",
+            cwd=work,
+        )
+        assert result.returncode == 0, result.stderr
+
+    return built_once(tmp_path_factory, "small-study", make), "sqlite:///small.db"
 
 
 def search_wide(cwd: Path, db: str, *extra: str) -> subprocess.CompletedProcess[str]:
@@ -332,12 +389,14 @@ def wide_study(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     """A real study with out-of-memory trials (cap 128 MiB per device, 2 CPU replicas):
     512 and 1024 train, 4096 runs out of memory, 8192 is implied; no single-device baseline (what
     its tests read is the grid's trials). Returns (dir, url)."""
-    work = tmp_path_factory.mktemp("wide-study")
-    (work / "wide.toml").write_text(WIDE)
-    result = search_wide(work, "wide.db", "--export", "rec.json", "--no-baseline")
-    assert result.returncode == 0, result.stderr
-    assert "Traceback" not in result.stderr
-    return work, "sqlite:///wide.db"
+
+    def make(work: Path) -> None:
+        (work / "wide.toml").write_text(WIDE)
+        result = search_wide(work, "wide.db", "--export", "rec.json", "--no-baseline")
+        assert result.returncode == 0, result.stderr
+        assert "Traceback" not in result.stderr
+
+    return built_once(tmp_path_factory, "wide-study", make), "sqlite:///wide.db"
 
 
 @pytest.fixture(scope="session")

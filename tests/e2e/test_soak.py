@@ -41,7 +41,8 @@ from test_postgres import pg_url  # noqa: F401  (the fixture)
 from tuner.core.configurations import grid_point, status_of, unique_trials
 from tuner.core.trials import is_settled
 
-pytestmark = pytest.mark.slow
+# Its trial timeout and the statuses it asserts are sized for one test on the machine.
+pytestmark = [pytest.mark.slow, pytest.mark.alone]
 
 RULES = ["none", "linear", "sqrt"]
 SQLITE_SIZES = 10  # 30 grid points
