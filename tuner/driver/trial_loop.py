@@ -12,6 +12,7 @@ another worker is running is left to it, so concurrent workers do not duplicate 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import optuna
@@ -45,6 +46,21 @@ from tuner.storage.faults import StorageFaultError, find_fault
 from tuner.storage.guarded import guarded_of
 
 
+@dataclass(frozen=True)
+class _Loop:
+    """What every step of the loop needs: the study, its spec and devices, the children's
+    runner, the trial timeout, the observer, and the ``--budget`` (``None``: none)."""
+
+    study: optuna.Study
+    spec: StudySpec
+    plan: DevicePlan
+    space: dict[str, Any] | None
+    runner: ChildRunner
+    timeout_s: float
+    observer: SearchObserver
+    ledger: Ledger | None
+
+
 def run_trials(
     study: optuna.Study,
     spec: StudySpec,
@@ -65,56 +81,62 @@ def run_trials(
     """
     requeue_unfinished(study)
     quiet_optuna()
-    if spec.search.joint:
-        budget = spec.search.trials
-        done = claimed_count(study.get_trials(deepcopy=False))
-        objective = Objective(
-            spec, plan, timeout_s, observer, budget, done, space=space, runner=runner
-        )
-        # Re-queued trials (interrupted, or a dead worker's) run even when the budget is used.
-        while True:
-            trials = requeue_unfinished(study)
-            if not has_budget_left(trials, budget):
-                break
-            claimed = claimed_count(trials)
-            any_trial = (0, plan.num_replicas)  # TPE picks the batch: any trial's mean
-            if ledger is not None and claimed and not ledger.fits([any_trial])[0]:
-                ledger.leave_out("grid", [any_trial] * max(0, budget - claimed))
-                break
-            _run_one(study, objective, observer, trials)
-            _stop_if_repeated(objective)
-        close(study, spec, plan, ledger, observer)
-        return objective.launched, budget
+    loop = _Loop(study, spec, plan, space, runner, timeout_s, observer, ledger)
+    launched, total = _run_joint(loop) if spec.search.joint else _run_grid(loop, probed_oom)
+    close(study, spec, plan, ledger, observer)
+    return launched, total
+
+
+def _run_joint(loop: _Loop) -> tuple[int, int]:
+    """A joint search: TPE picks each trial until the budget of trials is claimed."""
+    study, plan, ledger = loop.study, loop.plan, loop.ledger
+    budget = loop.spec.search.trials
+    done = claimed_count(study.get_trials(deepcopy=False))
+    objective = Objective(
+        loop.spec,
+        plan,
+        loop.timeout_s,
+        loop.observer,
+        budget,
+        done,
+        space=loop.space,
+        runner=loop.runner,
+    )
+    # Re-queued trials (interrupted, or a dead worker's) run even when the budget is used.
+    while True:
+        trials = requeue_unfinished(study)
+        if not has_budget_left(trials, budget):
+            break
+        claimed = claimed_count(trials)
+        any_trial = (0, plan.num_replicas)  # TPE picks the batch: any trial's mean
+        if ledger is not None and claimed and not ledger.fits([any_trial])[0]:
+            ledger.leave_out("grid", [any_trial] * max(0, budget - claimed))
+            break
+        _run_one(study, objective, loop.observer, trials)
+        _stop_if_repeated(objective)
+    return objective.launched, budget
+
+
+def _run_grid(loop: _Loop, probed_oom: int | None) -> tuple[int, int]:
+    """The grid: its base point, the base's seed runs, the rest by ascending batch, then the
+    race's repeats."""
+    study, spec, plan, space, ledger = loop.study, loop.spec, loop.plan, loop.space, loop.ledger
+    observer = loop.observer
     grid = grid_points(spec)
     done = len(settled_grid_points(study.get_trials(deepcopy=False)))
     objective = Objective(
-        spec, plan, timeout_s, observer, len(grid), done, probed_oom, space, runner=runner
+        spec, plan, loop.timeout_s, observer, len(grid), done, probed_oom, space, runner=loop.runner
     )
     progress = GridProgress(grid)  # has_unclaimed_work, without rescanning finished trials
     wanted, seeded = wants_seeds(study, spec, plan), False
     key = base_key(spec, plan, space)
     key_of = training_key_of(spec, plan, space)
     early = wanted and not first_trains_base(spec, plan, space, grid)
-
-    def seed_noise(trials: list[FrozenTrial]) -> None:
-        # The seed noise sets the loss tolerance; measured before the rest of the grid.
-        measure_seed_noise(
-            study,
-            spec,
-            plan,
-            space=space,
-            runner=runner,
-            timeout_s=timeout_s,
-            observer=observer,
-            ledger=ledger,
-            reserve=grid_left(trials, grid, plan, key_of),
-        )
-
     for _ in range(len(grid) - done + 1):
         trials = requeue_unfinished(study)
         if not seeded and (not wanted or early or base_settled(trials, key)):
             seeded = True
-            seed_noise(trials)
+            _seed_noise(loop, grid_left(trials, grid, plan, key_of))
             if wanted:  # the rest of the grid, after the seeds
                 observer.phase("grid", len(grid_left(trials, grid, plan)))
         if not progress.has_unclaimed_work(trials):
@@ -125,7 +147,8 @@ def run_trials(
         _run_one(study, objective, observer, trials)
         _stop_if_repeated(objective)
     if not seeded:  # the base point did not settle (another worker runs it): no seed runs
-        seed_noise(study.get_trials(deepcopy=False))
+        trials = study.get_trials(deepcopy=False)
+        _seed_noise(loop, grid_left(trials, grid, plan, key_of))
     race(
         study,
         spec,
@@ -136,8 +159,23 @@ def run_trials(
         observer=observer,
         ledger=ledger,
     )
-    close(study, spec, plan, ledger, observer)
     return objective.launched, len(grid)
+
+
+def _seed_noise(loop: _Loop, reserve: tuple[RunKey, ...]) -> None:
+    """The seed runs of the base configuration: their noise sets the loss tolerance, so they run
+    before the rest of the grid (``reserve``: the grid's runs a budget must keep room for)."""
+    measure_seed_noise(
+        loop.study,
+        loop.spec,
+        loop.plan,
+        space=loop.space,
+        runner=loop.runner,
+        timeout_s=loop.timeout_s,
+        observer=loop.observer,
+        ledger=loop.ledger,
+        reserve=reserve,
+    )
 
 
 def _grid_fits(ledger: Ledger, left: tuple[RunKey, ...], answered: bool) -> bool:
