@@ -88,12 +88,7 @@ def measure_seed_noise(
     curves: list[Any] = []  # each seed run's [samples, loss] (early stops: the noise per check)
     for index, seed in enumerate(todo):
         if ledger is not None and not ledger.fits([key], ledger.total_s(reserve))[0]:
-            ledger.leave_out("seeds", [key] * (len(todo) - index))
-            observer.phase("seeds", 0)
-            observer.note(
-                f"seed noise: {len(todo) - index} seed run(s) left out: they and the rest of "
-                "the grid would not fit the budget"
-            )
+            _leave_out(ledger, [key] * (len(todo) - index), observer)
             break
         observer.note(
             f"seed noise: base configuration (global batch {search.base_batch_size}, rule "
@@ -114,15 +109,36 @@ def measure_seed_noise(
         "global_batch_size": search.base_batch_size,
         "lr_rule": rule,
         "precision": precision,
+        **({"curves": curves} if curves else {}),
     }
-    if curves:
-        record["curves"] = curves
+    _store(study, spec, plan, record, observer)
+    return record
+
+
+def _leave_out(ledger: Ledger, keys: list[RunKey], observer: SearchObserver) -> None:
+    """The seed runs the budget cannot fit beside the rest of the grid, left out and said."""
+    ledger.leave_out("seeds", keys)
+    observer.phase("seeds", 0)
+    observer.note(
+        f"seed noise: {len(keys)} seed run(s) left out: they and the rest of the grid would not "
+        "fit the budget"
+    )
+
+
+def _store(
+    study: optuna.Study,
+    spec: StudySpec,
+    plan: DevicePlan,
+    record: dict[str, Any],
+    observer: SearchObserver,
+) -> None:
+    """Store the seed noise for ``plan``'s devices and say it with the tolerance it sets."""
     store(study, SEED_NOISE, plan, record)
+    losses, seeds = record["final_losses"], record["seeds"]
     observer.note(
         f"seed noise: final losses {_losses(losses)} over seeds {_seeds(seeds)}: spread "
-        f"{spread:.1%}; {applied_tolerance(study, spec, plan)[1]}"
+        f"{record['spread']:.1%}; {applied_tolerance(study, spec, plan)[1]}"
     )
-    return record
 
 
 def wants_seeds(study: optuna.Study, spec: StudySpec, plan: DevicePlan) -> bool:
