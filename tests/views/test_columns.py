@@ -10,13 +10,8 @@ from optuna.trial import TrialState
 from trials import make_trial
 
 from tuner.views.columns import WRAP_FLOOR, fit_columns, table_width
-from tuner.views.summary import (
-    RECORD_FIELDS,
-    TRIAL_COLUMNS,
-    records_text,
-    trial_layout,
-    trial_rows,
-)
+from tuner.views.records import RECORD_FIELDS, records_text
+from tuner.views.summary import TRIAL_COLUMNS, trial_layout, trial_rows
 
 HEADERS = ["#", "status", "global batch", "samples/s", "final loss", "model", "note"]
 ROWS = [

@@ -14,7 +14,8 @@ from tuner.cli.display import recommendation_table, trials_table
 from tuner.core.configurations import unique_trials
 from tuner.views.batch_data import batch_curves, complete_points
 from tuner.views.recommendation import recommendation_rows, span_text
-from tuner.views.summary import RECORD_FIELDS, TRIAL_COLUMNS, trial_layout, trial_record, trial_rows
+from tuner.views.records import RECORD_FIELDS, trial_record
+from tuner.views.summary import TRIAL_COLUMNS, trial_layout, trial_rows
 from tuner.views.target_data import has_target, target_curves
 
 RUNS = [13100.0, 17216.0, 18372.0]

@@ -30,7 +30,7 @@ class SearchResult:
         precision; ``None`` where a value is missing)."""
         import pandas
 
-        from tuner.views.summary import RECORD_FIELDS, trial_record
+        from tuner.views.records import RECORD_FIELDS, trial_record
 
         trials = sorted(self.study.get_trials(deepcopy=False), key=lambda t: t.number)
         return pandas.DataFrame([trial_record(t) for t in trials], columns=RECORD_FIELDS)

@@ -148,13 +148,8 @@ def show(
     from tuner.core.configurations import unique_trials
     from tuner.driver.spooled import spooled_at
     from tuner.results import load_study, recommendation
-    from tuner.views.summary import (
-        budget_lines,
-        hidden_columns,
-        records_text,
-        trial_rows,
-        wide_hint,
-    )
+    from tuner.views.records import records_text
+    from tuner.views.summary import budget_lines, hidden_columns, trial_rows, wide_hint
 
     def call() -> None:
         _check_margin(tie_margin)

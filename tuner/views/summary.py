@@ -6,9 +6,6 @@ Pure: ``FrozenTrial`` objects and the recommendation dict in, strings out.
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 import math
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -88,35 +85,6 @@ more; ``per replica`` (global batch ÷ replicas) after both."""
 TRIAL_WRAPPING = frozenset({"model", "host", "note"})
 """The trials table's free-text columns: the only ones that may wrap; every other cell is one
 word (a number, a status, a rule) and is shown whole or not at all."""
-
-RECORD_FIELDS = [
-    "number",
-    "state",
-    "status",
-    "global_batch_size",
-    "per_replica_batch_size",
-    "num_replicas",
-    "lr_rule",
-    "precision",
-    "learning_rate",
-    "throughput",
-    "throughput_ci",
-    "repeats",
-    "final_loss",
-    "train_loss",
-    "reached_target",
-    "samples_to_target",
-    "time_to_target_s",
-    "time_to_target_ci",
-    "gradient_noise_scale",
-    "goodput",
-    "model_hyperparameters",
-    "host",
-    "same_as",
-    "repeat_of",
-    "error",
-]
-"""The keys of :func:`trial_record`, in order: the names the trial stores."""
 
 
 def fmt(value: Any, spec: str) -> str:
@@ -223,7 +191,7 @@ def target_text(attrs: dict[str, Any]) -> str:
     return seconds_text(float(seconds)) if isinstance(seconds, int | float) else "reached"
 
 
-_VALUES = {"final_loss": 0, "throughput": 1}
+VALUES = {"final_loss": 0, "throughput": 1}
 """Where the study's values hold the two measured attributes."""
 
 
@@ -231,8 +199,8 @@ def measured(trial: FrozenTrial, key: str) -> Any:
     """``final_loss`` or ``throughput`` as the trial stored it (its user attribute, else its
     value), or ``None``."""
     value = trial.user_attrs.get(key)
-    if value is None and trial.values is not None and len(trial.values) > _VALUES[key]:
-        value = trial.values[_VALUES[key]]
+    if value is None and trial.values is not None and len(trial.values) > VALUES[key]:
+        value = trial.values[VALUES[key]]
     return value
 
 
@@ -266,41 +234,6 @@ def _state_matters(rows: list[list[str]]) -> bool:
     state = [header for header, _ in TRIAL_COLUMNS].index("state")
     expected = {**STATES, "running": "RUNNING"}
     return any(expected.get(row[STATUS_COLUMN]) != row[state] for row in rows)
-
-
-def trial_record(trial: FrozenTrial) -> dict[str, Any]:
-    """One trial for machines: :data:`RECORD_FIELDS` as stored (full precision; ``None`` for a
-    missing or non-finite number)."""
-    attrs = trial.user_attrs
-    record: dict[str, Any] = {"number": trial.number, "state": trial.state.name}
-    record["status"] = status_of(trial)
-    for key in RECORD_FIELDS[3:]:
-        value = measured(trial, key) if key in _VALUES else attrs.get(key, trial.params.get(key))
-        if isinstance(value, float) and not math.isfinite(value):
-            value = None
-        record[key] = value
-    return record
-
-
-def records_text(trials: Iterable[FrozenTrial], kind: str) -> str:
-    """The trials' :func:`trial_record` by trial number, as ``json`` (a list of objects) or
-    ``csv`` (a header of :data:`RECORD_FIELDS`, then one row a trial; an empty cell for a missing
-    value, a dict as JSON)."""
-    records = [trial_record(t) for t in sorted(trials, key=lambda t: t.number)]
-    if kind == "json":
-        return json.dumps(records, indent=2) + "\n"
-    page = io.StringIO()
-    writer = csv.writer(page, lineterminator="\n")
-    writer.writerow(RECORD_FIELDS)
-    for record in records:
-        writer.writerow([_csv_cell(record[key]) for key in RECORD_FIELDS])
-    return page.getvalue()
-
-
-def _csv_cell(value: Any) -> Any:
-    if value is None:
-        return ""
-    return json.dumps(value) if isinstance(value, dict | list) else value
 
 
 def model_text(values: dict[str, Any] | None) -> str:

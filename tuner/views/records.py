@@ -1,0 +1,83 @@
+"""A study's trials for machines: one record a trial (:func:`trial_record`), as JSON or CSV
+(``tuner show --format``, ``tuner.load``'s and ``SearchResult``'s tables).
+
+Pure: ``FrozenTrial`` objects in, records and text out.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from collections.abc import Iterable
+from typing import Any
+
+from optuna.trial import FrozenTrial
+
+from tuner.core.configurations import status_of
+from tuner.views.summary import VALUES, measured
+
+RECORD_FIELDS = [
+    "number",
+    "state",
+    "status",
+    "global_batch_size",
+    "per_replica_batch_size",
+    "num_replicas",
+    "lr_rule",
+    "precision",
+    "learning_rate",
+    "throughput",
+    "throughput_ci",
+    "repeats",
+    "final_loss",
+    "train_loss",
+    "reached_target",
+    "samples_to_target",
+    "time_to_target_s",
+    "time_to_target_ci",
+    "gradient_noise_scale",
+    "goodput",
+    "model_hyperparameters",
+    "host",
+    "same_as",
+    "repeat_of",
+    "error",
+]
+"""The keys of :func:`trial_record`, in order: the names the trial stores."""
+
+
+def trial_record(trial: FrozenTrial) -> dict[str, Any]:
+    """One trial for machines: :data:`RECORD_FIELDS` as stored (full precision; ``None`` for a
+    missing or non-finite number)."""
+    attrs = trial.user_attrs
+    record: dict[str, Any] = {"number": trial.number, "state": trial.state.name}
+    record["status"] = status_of(trial)
+    for key in RECORD_FIELDS[3:]:
+        value = measured(trial, key) if key in VALUES else attrs.get(key, trial.params.get(key))
+        if isinstance(value, float) and not math.isfinite(value):
+            value = None
+        record[key] = value
+    return record
+
+
+def records_text(trials: Iterable[FrozenTrial], kind: str) -> str:
+    """The trials' :func:`trial_record` by trial number, as ``json`` (a list of objects) or
+    ``csv`` (a header of :data:`RECORD_FIELDS`, then one row a trial; an empty cell for a missing
+    value, a dict as JSON)."""
+    records = [trial_record(t) for t in sorted(trials, key=lambda t: t.number)]
+    if kind == "json":
+        return json.dumps(records, indent=2) + "\n"
+    page = io.StringIO()
+    writer = csv.writer(page, lineterminator="\n")
+    writer.writerow(RECORD_FIELDS)
+    for record in records:
+        writer.writerow([_csv_cell(record[key]) for key in RECORD_FIELDS])
+    return page.getvalue()
+
+
+def _csv_cell(value: Any) -> Any:
+    if value is None:
+        return ""
+    return json.dumps(value) if isinstance(value, dict | list) else value
