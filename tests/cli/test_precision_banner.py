@@ -12,7 +12,8 @@ from rich.console import Console
 
 from tuner.cli import logs
 from tuner.cli.display import search_banner
-from tuner.cli.progress import LogProgress, SearchProgress, end_line, search_progress, start_line
+from tuner.cli.progress import LogProgress, SearchProgress, search_progress
+from tuner.cli.trial_lines import end_line, start_line
 from tuner.core.devices import DevicePlan
 from tuner.core.outcome import TrialOutcome
 from tuner.core.spec import SearchSpec, StudySpec, WorkloadSpec
