@@ -25,16 +25,16 @@ from tuner.core.efficiency import goodput, statistical_efficiency
 from tuner.core.errors import TrialFailed
 from tuner.core.outcome import TrialOutcome, classify
 from tuner.core.protocol import EarlyStop, EpochEvent, Event, ProgressEvent
-from tuner.core.sameness import training_key
 from tuner.core.scaling import scaled_learning_rate
 from tuner.core.spec import StudySpec
 from tuner.driver.accumulation import Accumulation
-from tuner.driver.children import ChildRunner, budget_dict, first_precision, trial_request
+from tuner.driver.children import ChildRunner, first_precision, trial_request
 from tuner.driver.early_stop import SEED_NOISE_ATTR, early_stop_for
 from tuner.driver.grid import stores_batch_as_category, suggest_global_batch, suggest_precision
 from tuner.driver.input_reuse import InputReuse
 from tuner.driver.observer import SearchObserver
-from tuner.driver.racing import REPEAT_INDEX, REPEAT_OF, SAME_AS, chain, is_original, measured
+from tuner.driver.racing import REPEAT_INDEX, REPEAT_OF, chain, measured
+from tuner.driver.same_training import same_as, same_training, trial_training_key
 from tuner.driver.spooled import spool_outcome
 from tuner.storage.trial_attrs import set_outcome_attrs, set_user_attrs
 
@@ -321,76 +321,6 @@ def without_batch_sizes(error: str, attrs: dict[str, Any]) -> str:
     for size in {attrs["global_batch_size"], attrs["per_replica_batch_size"]}:
         error = re.sub(rf"(?<![\w.]){size}(?![\w.])", "<batch>", error)
     return error
-
-
-def trial_training_key(
-    spec: StudySpec,
-    plan: DevicePlan,
-    batch: int,
-    rule: str,
-    values: dict[str, Any] | None,
-    precision: str | None = None,
-) -> str:
-    """The :func:`tuner.core.sameness.training_key` of a run of ``spec`` on ``plan`` (at
-    ``precision``, default the spec's first)."""
-    search = spec.search
-    budget = {
-        **budget_dict(spec),
-        "target_loss": search.target_loss,
-        "eval_every_samples": search.eval_every_samples,
-        "noise_scale": search.noise_scale,
-        "noise_scale_steps": search.noise_scale_steps,
-    }
-    return training_key(
-        global_batch_size=batch,
-        lr_rule=rule,
-        base_lr=search.base_lr,
-        base_batch_size=search.base_batch_size,
-        seed=search.seed,
-        loop=search.loop_kind,
-        device_signature=plan.device_signature,
-        budget=budget,
-        warmup_steps=search.warmup_steps,
-        warmup_epochs=search.warmup_epochs,
-        model_hyperparameters=values,
-        precision=precision or first_precision(spec),
-    )
-
-
-NOT_MEASURED = frozenset(
-    {"status", "error", "final_loss", "throughput", "timings", "training_key", SAME_AS, REPEAT_OF,
-     REPEAT_INDEX, "early_stop_skipped"}
-)  # fmt: skip
-"""Attributes a ``same_as`` trial does not take from its original: its outcome (set from the
-values), the original's own child timings (no child ran for it) and the bookkeeping."""
-
-
-def same_training(
-    trials: Sequence[FrozenTrial], attrs: dict[str, Any], number: int
-) -> FrozenTrial | None:
-    """The first measured grid trial (COMPLETE ``ok``, neither ``same_as`` nor a repeat) that
-    trains exactly as ``attrs`` say (``training_key``); ``None`` when there is none (an original
-    still running on another worker does not count: this trial runs)."""
-    key = attrs["training_key"]
-    same = [
-        t
-        for t in trials
-        # The key first: a cheap test that rules out nearly every trial of a large study.
-        if t.user_attrs.get("training_key") == key and t.number != number and is_original(t)
-    ]
-    return min(same, key=lambda t: t.number) if same else None
-
-
-def same_as(original: FrozenTrial, attrs: dict[str, Any]) -> TrialOutcome:
-    """The outcome of a trial that trains exactly like ``original``: COMPLETE with its values
-    and measured attributes (not this trial's configuration), and ``same_as`` its number."""
-    measured_attrs = {
-        key: value
-        for key, value in original.user_attrs.items()
-        if key not in NOT_MEASURED and key not in attrs
-    }
-    values = (float(original.values[0]), float(original.values[1]))
-    return TrialOutcome("ok", values=values, attrs={**measured_attrs, SAME_AS: original.number})
 
 
 def with_efficiency(outcome: TrialOutcome, base_batch: int, batch: int) -> TrialOutcome:

@@ -34,10 +34,10 @@ from tuner.core.stats import relative_spread
 from tuner.core.trials import is_pending, is_settled
 from tuner.driver.children import ChildRunner, first_precision, trial_request
 from tuner.driver.early_stop import seed_checks
-from tuner.driver.objective import trial_training_key
 from tuner.driver.observer import SearchObserver, observed
 from tuner.driver.racing import REPEAT_OF, applied_tolerance, own_run
 from tuner.driver.records import store
+from tuner.driver.same_training import trial_training_key
 
 SEED_NOISE = "seed_noise"
 """The study attribute: ``{device_signature: {"seeds", "final_losses", "spread",
