@@ -1,9 +1,10 @@
 """The study spec: what to train and which grid to search, validated (pure).
 
 :func:`spec_from_dict` turns parsed TOML plus CLI overrides into a :class:`StudySpec`, or raises
-one :class:`~tuner.core.errors.ConfigError` line. Behind this face: ``_spec`` (the model and
-its assembly), ``_fields`` (checks of single fields), ``_runtime`` (how a trial runs: backend,
-loop, precision) and ``_decision`` (how sure a decision must be: seeds, repeats, tolerance).
+one :class:`~tuner.core.errors.ConfigError` line. Behind this face: ``_spec`` (the model),
+``_parse`` (its assembly from tables), ``_fields`` (checks of single fields), ``_runtime`` (how
+a trial runs: backend, loop, precision) and ``_decision`` (how sure a decision must be: seeds,
+repeats, tolerance).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from tuner.core.spec._fields import (
     parse_int_list,
     parse_name_list,
 )
+from tuner.core.spec._parse import spec_from_dict
 from tuner.core.spec._runtime import BACKENDS, DEFAULT_BACKEND
 from tuner.core.spec._spec import (
     BUILTIN_SOURCE,
@@ -25,7 +27,6 @@ from tuner.core.spec._spec import (
     SearchSpec,
     StudySpec,
     WorkloadSpec,
-    spec_from_dict,
 )
 
 __all__ = [
