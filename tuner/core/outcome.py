@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from tuner.core.errors import TunerError, WorkloadError
 from tuner.core.oom import is_probable_oom, last_message
 from tuner.core.protocol import (
     NotJSONError,
@@ -142,6 +143,19 @@ def classify(run: ChildRun, memory_capped: bool) -> TrialOutcome:
     attrs = {key: measured[key] for key in _RESULT_ATTRS if measured.get(key) is not None}
     attrs["timings"] = breakdown(run, read.timings)
     return _by_status(read, attrs)
+
+
+def ok_payload(run: ChildRun, *, memory_capped: bool, failed: str) -> dict[str, Any]:
+    """What a one-off child (a validate run, a range test) measured: its payload when it ended
+    ``ok``; a workload it refused raises :class:`WorkloadError` with the child's line; any other
+    end raises :class:`TunerError`, ``"<failed> (<status>): <error>"``."""
+    read = read_result(run.result_text)
+    if isinstance(read, Result) and read.status == "ok":
+        return dict(read.payload)
+    if isinstance(read, Result) and read.status == "invalid":
+        raise WorkloadError(str(read.error))
+    outcome = classify(run, memory_capped=memory_capped)
+    raise TunerError(f"{failed} ({outcome.status}): {outcome.error}")
 
 
 def read_result(text: str | None) -> Result | str | None:

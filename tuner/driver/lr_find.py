@@ -16,15 +16,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tuner.core import lr_find as core
-from tuner.core.errors import ConfigError, TunerError, WorkloadError
-from tuner.core.outcome import classify, read_result
+from tuner.core.errors import ConfigError, TunerError
+from tuner.core.outcome import ok_payload
 from tuner.core.protocol import (
     DEFAULT_TRIAL_TIMEOUT_S,
     Budget,
     Event,
     LrFindRequest,
     ProgressEvent,
-    Result,
 )
 from tuner.driver.children import (
     ChildRunner,
@@ -142,7 +141,9 @@ def find_lr(
     run = runner.run(
         request, plan.child_environment(), options.trial_timeout, _progress(front, options)
     )
-    payload = _payload(run, plan)
+    payload = ok_payload(
+        run, memory_capped=plan.memory_limit_bytes is not None, failed="the range test's run failed"
+    )
     return report(payload, options)
 
 
@@ -186,16 +187,6 @@ def lr_find_request(
         max_lr=options.max_lr,
         lr_steps=options.steps,
     )
-
-
-def _payload(run: Any, plan: DevicePlan) -> dict[str, Any]:
-    read = read_result(run.result_text)
-    if isinstance(read, Result) and read.status == "ok":
-        return dict(read.payload)
-    if isinstance(read, Result) and read.status == "invalid":
-        raise WorkloadError(str(read.error))
-    outcome = classify(run, memory_capped=plan.memory_limit_bytes is not None)
-    raise TunerError(f"the range test's run failed ({outcome.status}): {outcome.error}")
 
 
 def report(payload: dict[str, Any], options: LrFindOptions) -> dict[str, Any]:

@@ -35,9 +35,9 @@ from pathlib import Path
 from typing import Any
 
 from tuner.core.devices import DevicePlan
-from tuner.core.errors import ConfigError, TunerError, WorkloadError
-from tuner.core.outcome import ChildRun, classify, read_result
-from tuner.core.protocol import DEFAULT_TRIAL_TIMEOUT_S, Result
+from tuner.core.errors import ConfigError
+from tuner.core.outcome import ChildRun, ok_payload
+from tuner.core.protocol import DEFAULT_TRIAL_TIMEOUT_S
 from tuner.core.scaling import scaled_learning_rate
 from tuner.core.spec import LOSS_REDUCTIONS, StudySpec
 from tuner.driver.children import ChildRunner, child_runner, validate_request
@@ -211,12 +211,8 @@ def _check_options(spec: StudySpec, plan: DevicePlan, loss_reduction: str, batch
 
 
 def _result(run: ChildRun, plan: DevicePlan) -> dict[str, Any]:
-    read = read_result(run.result_text)
-    if isinstance(read, Result) and read.status == "ok":
-        return dict(read.payload)
-    if isinstance(read, Result) and read.status == "invalid":
-        raise WorkloadError(str(read.error))
-    outcome = classify(run, memory_capped=plan.memory_limit_bytes is not None)
-    raise TunerError(
-        f"the {plan.num_replicas}-device validation run failed ({outcome.status}): {outcome.error}"
+    return ok_payload(
+        run,
+        memory_capped=plan.memory_limit_bytes is not None,
+        failed=f"the {plan.num_replicas}-device validation run failed",
     )
