@@ -65,8 +65,9 @@ def test_the_installed_optuna_is_tested_and_writes_a_trials_attributes_in_one_co
         ("5.0.0", True),
         ("5.0.3rc1", True),
         ("4.4.2", False),
-        ("5.1.0", False),
-        ("5.1.0.dev0", False),
+        ("5.1.0", True),
+        ("5.2.0", False),
+        ("5.2.0.dev0", False),
         ("6.0.0", False),
         ("3.6.2", False),
         ("unknown", False),
@@ -93,8 +94,8 @@ def _without_model(monkeypatch: pytest.MonkeyPatch) -> str:
 
 
 def _newer_optuna(monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setattr(optuna, "__version__", "5.1.0")
-    return f"Optuna 5.1.0 is outside the tested range {TESTED_OPTUNA}"
+    monkeypatch.setattr(optuna, "__version__", "5.2.0")
+    return f"Optuna 5.2.0 is outside the tested range {TESTED_OPTUNA}"
 
 
 @pytest.mark.parametrize(
@@ -166,14 +167,14 @@ def test_outside_the_range_plain_rdbstorage_stores_the_same_search(
     assert storage_log == []
 
     # This process's Optuna as one outside the tested range.
-    monkeypatch.setattr(_optuna_rdb, "FAST_PATH", find_fast_path("5.1.0"))
+    monkeypatch.setattr(_optuna_rdb, "FAST_PATH", find_fast_path("5.2.0"))
     plain = _storage(tmp_path, "plain")
     assert type(plain) is optuna.storages.RDBStorage  # Optuna's own
     assert [(r.levelno, r.getMessage()) for r in storage_log] == [
         (
             logging.DEBUG,
             "plain RDBStorage, a transaction per trial attribute: "
-            f"Optuna 5.1.0 is outside the tested range {TESTED_OPTUNA}",
+            f"Optuna 5.2.0 is outside the tested range {TESTED_OPTUNA}",
         )
     ]
     stored = _search(plain)

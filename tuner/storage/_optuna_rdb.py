@@ -6,7 +6,7 @@ Optuna's own session helper (``optuna.storages._rdb.storage._create_scoped_sessi
 (``optuna.storages._rdb.models``) and ``RDBStorage._set_trial_attr_without_commit``; it also relies
 on what no name says: Optuna's sessions are per thread, so a write nested in another joins its
 transaction. None of this is Optuna's public API, so it is used only on the Optuna versions
-the storage tests have passed on, :data:`TESTED_OPTUNA` (4.5 to 5.0; CI runs the newest), and
+the storage tests have passed on, :data:`TESTED_OPTUNA` (4.5 to 5.1; CI runs the newest), and
 only while every name is still there. Anywhere else tuner opens plain
 ``RDBStorage``, which stores the same, one transaction per attribute: slower, never wrong.
 """
@@ -21,7 +21,7 @@ from typing import Any
 
 import optuna
 
-_LOWEST, _BEYOND = (4, 5), (5, 1)
+_LOWEST, _BEYOND = (4, 5), (5, 2)
 TESTED_OPTUNA = f">={_LOWEST[0]}.{_LOWEST[1]},<{_BEYOND[0]}.{_BEYOND[1]}"
 """The Optuna versions whose internals the fast path was tested on (a pip specifier)."""
 

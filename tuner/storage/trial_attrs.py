@@ -26,7 +26,7 @@ This is the one write of tuner's own beside Optuna's (the storage module's rule 
 our own"), and it rests on Optuna's private API (its session helper, its models, the trial's
 attribute cache, and that Optuna's sessions are per thread, so a write nested in another joins
 its transaction), named in one place, :mod:`tuner.storage._optuna_rdb`. It is tested on Optuna
-``>=4.5,<5.1`` (``TESTED_OPTUNA``); :func:`rdb_storage_class` gives :class:`TunerRDBStorage` only
+``>=4.5,<5.2`` (``TESTED_OPTUNA``); :func:`rdb_storage_class` gives :class:`TunerRDBStorage` only
 there, and only while every private name is still in place, else plain ``RDBStorage`` (one
 transaction per attribute, the same stored result) with a debug line saying why.
 ``tests/storage/test_storage_batch.py`` checks that the batch paths store what ``set_user_attr``
