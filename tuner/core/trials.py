@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 from typing import Any
 
 from optuna.trial import FrozenTrial, TrialState
@@ -155,6 +156,18 @@ def to_requeue(trials: Sequence[FrozenTrial]) -> list[FrozenTrial]:
             chosen.append(trial)
             pending.add(key)
     return chosen
+
+
+def died_unborn(trial: FrozenTrial, now: datetime, grace_s: float) -> bool:
+    """Whether ``trial`` is RUNNING with nothing written since Optuna created it — no parameter,
+    no attribute — for longer than the heartbeat's grace: its worker died between creating it and
+    its first heartbeat, so Optuna's stale check (which reads heartbeats) never fails it, and its
+    grid point would stay claimed. A live worker writes the trial's configuration at once."""
+    if trial.state != TrialState.RUNNING or trial.datetime_start is None:
+        return False
+    if trial.params or trial.user_attrs or trial.system_attrs:
+        return False
+    return (now - trial.datetime_start).total_seconds() > grace_s
 
 
 OUT_OF_MEMORY = frozenset({"oom", "oom-implied"})

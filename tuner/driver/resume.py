@@ -6,12 +6,14 @@ the storage.
 
 from __future__ import annotations
 
+import contextlib
 import warnings
+from datetime import datetime
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from tuner.core.trials import to_requeue
+from tuner.core.trials import died_unborn, to_requeue
 
 
 def requeue_unfinished(study: optuna.Study) -> list[FrozenTrial]:
@@ -23,6 +25,8 @@ def requeue_unfinished(study: optuna.Study) -> list[FrozenTrial]:
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         optuna.storages.fail_stale_trials(study)  # a no-op without heartbeat
     trials = study.get_trials(deepcopy=False)
+    if _fail_unborn(study, trials):
+        trials = study.get_trials(deepcopy=False)
     queued = to_requeue(trials)
     for trial in queued:
         requeue(study, trial)
@@ -42,3 +46,18 @@ def requeue(study: optuna.Study, trial: FrozenTrial) -> None:
             system_attrs=system_attrs,
         )
     )
+
+
+def _fail_unborn(study: optuna.Study, trials: list[FrozenTrial]) -> bool:
+    """Fail the RUNNING trials whose worker died before writing anything (no heartbeat either:
+    :func:`tuner.core.trials.died_unborn`); whether there were any. Only with a heartbeat (its
+    grace is the bound)."""
+    grace = getattr(getattr(study._storage, "_backend", study._storage), "grace_period", None)
+    if not grace:
+        return False
+    now = datetime.now()  # Optuna stamps datetime_start with the local naive time
+    unborn = [t for t in trials if died_unborn(t, now, float(grace))]
+    for trial in unborn:
+        with contextlib.suppress(optuna.exceptions.UpdateFinishedTrialError):
+            study._storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)
+    return bool(unborn)
