@@ -227,7 +227,10 @@ def _soak(
     print(f"soak seed {seed} (TUNER_SOAK_SEED={seed} replays it)")
     rng = random.Random(seed)
     points = grid(sizes)
-    crashes = rng.sample(sorted(points), 3)
+    # Not at the base batch: there every rule's rate is the base rate, so a point can be answered
+    # by another rule's run (same_as) without a child, and its fault never fires (seed 4751's
+    # hang at (256, sqrt) ended ok as (256, linear)'s twin).
+    crashes = rng.sample(sorted(p for p in points if p[0] > 256), 3)
     faults = [f"segfault@{b}/{r}" for b, r in crashes[:2]] + [
         f"hang@{b}/{r}" for b, r in crashes[2:]
     ]
