@@ -129,3 +129,29 @@ def test_a_search_measures_each_batchs_pipeline_once(
         assert second.user_attrs[INPUT_KEY] == first.user_attrs[INPUT_KEY]
         assert second.user_attrs["input_throughput"] == first.user_attrs["input_throughput"]
     assert by_batch[128][0].user_attrs[INPUT_KEY] != by_batch[256][0].user_attrs[INPUT_KEY]
+
+
+@pytest.mark.parametrize("multipliers", [(1, 2), (2, 4)], ids=["grid-first", "seeds-first"])
+def test_seed_runs_reuse_the_base_configurations_figure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, multipliers: tuple[int, ...]
+) -> None:
+    """The seed runs train the base configuration: after the grid's base trial they are sent its
+    figure; when they come first (no multiplier 1), the first seed run times it for the next."""
+    monkeypatch.setattr(study_module, "refresh", lambda study, warn=None: None)
+    child = FakeChild(
+        lambda req: ok(
+            req.global_batch_size,
+            input_throughput=req.input_throughput or 10.0 * req.global_batch_size,
+        )
+    )
+    spec = make_spec(multipliers, seeds=3)
+    report = run_search(spec, PLAN, f"sqlite:///{tmp_path / 's.db'}", runner=child)
+    assert "seed_noise" in report.study.user_attrs
+    base = [
+        r.input_throughput
+        for r in child.requests
+        if isinstance(r, TrialRequest) and r.plan == PLAN and r.global_batch_size == 64
+    ]
+    # grid-first: the grid's base trial times it, then two seed runs are sent its figure;
+    # seeds-first: three seed runs of 64 before the grid of 128 and 256, the first times it.
+    assert base == [None, 640.0, 640.0]

@@ -14,7 +14,10 @@ that measured it. Everything else a trial measures it still measures.
 
 Only the study's own trials are searched (the list the trial loop already read: no extra storage
 round trip); its data's identity comes from the study's ``workload`` attribute (sizes and the
-digest of its data, :mod:`tuner.worker.digest`) and ``versions``, read once per search.
+digest of its data, :mod:`tuner.worker.digest`) and ``versions``, read once per search. Seed
+runs (:mod:`tuner.driver.seeds`) are not trials: they take the figure from the grid's base trial,
+and a seed run that measured it itself (the seed runs came first) hands it to the next one
+through :meth:`InputReuse.remember`.
 """
 
 from __future__ import annotations
@@ -85,6 +88,7 @@ class InputReuse:
 
     def __init__(self) -> None:
         self._study_attrs: dict[str, Any] | None = None
+        self._remembered: dict[str, float] = {}
 
     def prepare(
         self, request: TrialRequest, study: optuna.Study, trials: Sequence[FrozenTrial]
@@ -96,9 +100,19 @@ class InputReuse:
         key = input_key(request, self._study_attrs)
         found = find_input(trials, key)
         if found is None:
+            figure = self._remembered.get(key)
+            if figure is not None:  # measured by a run that is no trial: no number to name
+                return replace(request, input_throughput=figure), key, None
             return request, key, None
         figure, number = found
         return replace(request, input_throughput=figure), key, number
+
+    def remember(self, outcome: TrialOutcome, key: str) -> None:
+        """Keep the figure of a run that is no trial (a seed run), for the next run of ``key``
+        in this search."""
+        figure = outcome.attrs.get("input_throughput")
+        if key not in self._remembered and isinstance(figure, int | float) and figure > 0:
+            self._remembered[key] = float(figure)
 
     @staticmethod
     def record(outcome: TrialOutcome, key: str, source: int | None) -> TrialOutcome:

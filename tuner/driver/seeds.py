@@ -19,6 +19,7 @@ rest of the grid still fits after them.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import optuna
@@ -34,6 +35,7 @@ from tuner.core.stats import relative_spread
 from tuner.core.trials import is_pending, is_settled
 from tuner.driver.children import ChildRunner, first_precision, trial_request
 from tuner.driver.early_stop import seed_checks
+from tuner.driver.input_reuse import InputReuse
 from tuner.driver.observer import SearchObserver, observed
 from tuner.driver.racing import REPEAT_OF, applied_tolerance, own_run
 from tuner.driver.records import store
@@ -75,7 +77,8 @@ def measure_seed_noise(
         return stored
     values = hyperparams.defaults(space["space"]) if space else None
     rule, precision = search.lr_rules[0], first_precision(spec)
-    base = _base_runs(study, spec, plan, values)
+    trials = study.get_trials(deepcopy=False)
+    base = _base_runs(trials, spec, plan, values)
     if any(is_pending(t) for t in base):
         observer.note("seed noise: the base configuration still runs on another worker; skipped")
         observer.phase("seeds", 0)
@@ -86,6 +89,7 @@ def measure_seed_noise(
     todo = [s for s in range(search.seed, search.seed + search.seeds) if s not in seeds]
     key = (search.base_batch_size, plan.num_replicas)
     curves: list[Any] = []  # each seed run's [samples, loss] (early stops: the noise per check)
+    inputs = _Inputs(InputReuse(), study, trials)
     for index, seed in enumerate(todo):
         if ledger is not None and not ledger.fits([key], ledger.total_s(reserve))[0]:
             _leave_out(ledger, [key] * (len(todo) - index), observer)
@@ -94,7 +98,7 @@ def measure_seed_noise(
             f"seed noise: base configuration (global batch {search.base_batch_size}, rule "
             f"{rule}) with seed {seed} ({seed - search.seed + 1} of {search.seeds})…"
         )
-        loss = _train(spec, plan, rule, values, seed, runs, timeout_s, observer, curves)
+        loss = _train(spec, plan, rule, values, seed, runs, timeout_s, observer, curves, inputs)
         if loss is not None:
             seeds.append(seed)
             losses.append(loss)
@@ -183,14 +187,16 @@ def base_settled(trials: list[optuna.trial.FrozenTrial], key: str) -> bool:
 
 
 def _base_runs(
-    study: optuna.Study, spec: StudySpec, plan: DevicePlan, values: dict[str, Any] | None
+    trials: list[optuna.trial.FrozenTrial],
+    spec: StudySpec,
+    plan: DevicePlan,
+    values: dict[str, Any] | None,
 ) -> list[optuna.trial.FrozenTrial]:
     """The grid's runs of the base configuration (base batch, first rule, first precision)."""
     search = spec.search
     key = trial_training_key(
         spec, plan, search.base_batch_size, search.lr_rules[0], values, first_precision(spec)
     )
-    trials = study.get_trials(deepcopy=False)
     return [t for t in trials if t.user_attrs.get("training_key") == key and not _repeat(t)]
 
 
@@ -216,9 +222,11 @@ def _train(
     timeout_s: float,
     observer: SearchObserver,
     curves: list[Any],
+    inputs: _Inputs,
 ) -> float | None:
     """One seed run in a fresh child; its final loss, or ``None`` (with a note) when it failed;
-    its validation-loss curve, when it records one, is added to ``curves``."""
+    its validation-loss curve, when it records one, is added to ``curves``. The input pipeline's
+    figure of the base configuration is not timed again (:mod:`tuner.driver.input_reuse`)."""
     search = spec.search
     request = trial_request(
         spec,
@@ -231,14 +239,25 @@ def _train(
         model_hyperparameters=values,
         early_stop=seed_checks(spec),
     )
+    request, key, _ = inputs.reuse.prepare(request, inputs.study, inputs.trials)
     run = runner.run(request, plan.child_environment(), timeout_s)
     outcome = classify(run, memory_capped=plan.memory_limit_bytes is not None)
+    inputs.reuse.remember(outcome, key)
     if outcome.values is None:
         observer.note(f"seed noise: seed {seed} ended {outcome.status}: {outcome.error}")
         return None
     if outcome.attrs.get("val_curve"):
         curves.append(outcome.attrs["val_curve"])
     return float(outcome.values[0])
+
+
+@dataclass(frozen=True)
+class _Inputs:
+    """The seed runs' reuse of the input pipeline's figure: the study's trials as read once."""
+
+    reuse: InputReuse
+    study: optuna.Study
+    trials: list[optuna.trial.FrozenTrial]
 
 
 def _losses(losses: list[float]) -> str:
