@@ -21,15 +21,21 @@ from tuner.core.recommend import (
 )
 from tuner.core.spec import check_study_name
 from tuner.core.trials import all_diverged, nothing_completed
-from tuner.storage import mask_password, open_storage
+from tuner.storage import check_wait, mask_password, open_storage
 
 
-def load_study(storage_url: str, study_name: str | None = None) -> optuna.Study:
+def load_study(
+    storage_url: str, study_name: str | None = None, *, storage_wait: float | None = None
+) -> optuna.Study:
     """Load an existing study for reading; never creates, stamps or migrates a database or a
     study (see :func:`tuner.storage.open_storage`). ``None`` picks the storage's only study (and
     lists them when there are several). A name that is not stored is refused with the
-    study-name rule when it breaks it (``""`` among them), else with the names stored."""
-    storage = open_storage(storage_url, create=False)
+    study-name rule when it breaks it (``""`` among them), else with the names stored.
+    ``storage_wait``: seconds to wait for a storage out of reach (a server restarting, a file
+    locked; ``None``: 30 s)."""
+    if storage_wait is not None:
+        check_wait(storage_wait)
+    storage = open_storage(storage_url, create=False, wait_s=storage_wait)
     names = optuna.get_all_study_names(storage=storage)
     study_name = _chosen_name(storage_url, names) if study_name is None else study_name
     if study_name not in names:

@@ -8,6 +8,7 @@ costs seconds); ``--debug`` and the slow cases run the real ``python -m tuner``
 from __future__ import annotations
 
 import shutil
+import time
 from pathlib import Path
 
 import optuna
@@ -256,15 +257,25 @@ def test_a_journal_that_is_not_a_journal(command, tmp_path):
     assert sha256(log) == digest
 
 
-def test_an_unreachable_database_masks_the_password(tmp_path, monkeypatch):
-    from tuner.storage import reach
-
-    monkeypatch.setattr(reach, "READING_WAIT_S", 0.2)  # a server out of reach is waited for
+def test_an_unreachable_database_masks_the_password(tmp_path):
     url = "postgresql+psycopg://tuner:s3cret-pw@127.0.0.1:9/studies"
     for command in ("show", "export"):
-        result = invoke_tuner(command, "--storage", url, cwd=tmp_path)
+        # A server out of reach is waited for: here a fifth of a second.
+        result = invoke_tuner(command, "--storage", url, "--storage-wait", "0.2", cwd=tmp_path)
         _assert_clean_error(result, "cannot be opened: it cannot be reached", code=1)
         assert "s3cret-pw" not in result.stderr and "***" in result.stderr
+
+
+@pytest.mark.parametrize("command", ["show", "export", "report", "dashboard"])
+def test_the_reading_commands_wait_as_long_as_told(command, tmp_path):
+    url = "postgresql+psycopg://tuner@127.0.0.1:9/studies"  # nothing listens on port 9
+    started = time.monotonic()
+    result = invoke_tuner(command, "--storage", url, "--storage-wait", "0", cwd=tmp_path)
+    assert time.monotonic() - started < 25  # not the default 30 s
+    _assert_clean_error(result, "still after waiting 0 s (--storage-wait)", code=1)
+    assert "(or raise --storage-wait), then run the command again" in result.stderr
+    refused = invoke_tuner(command, "--storage", url, "--storage-wait", "-1", cwd=tmp_path)
+    _assert_clean_error(refused, "--storage-wait must be 0 or a positive number of seconds, got -1")
 
 
 @pytest.mark.parametrize("url", ["sqlite:///afile/x.db", "journal:afile/x.log"])

@@ -53,7 +53,7 @@ def test_the_warning_is_one_line_with_the_host_and_points_to_an_existing_page() 
 def test_the_host_is_printed_literally_not_as_rich_markup(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def serve(storage: str, host: str, port: int, on_ready: Any) -> None:  # listening, then Ctrl-C
+    def serve(storage: str, host: str, port: int, on_ready: Any, **_: Any) -> None:  # then ^C
         on_ready(f"http://{host}:{port}/dashboard/")
         raise KeyboardInterrupt
 

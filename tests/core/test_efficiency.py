@@ -18,6 +18,18 @@ def test_step_estimates_recover_g_and_trace_from_exact_expectations():
     assert step_estimates(n, b, mean_sq, mean_grad_sq) == pytest.approx((g2, trace))
 
 
+def test_identical_replica_gradients_read_no_noise_despite_float32_rounding():
+    # Two replicas with the same gradient: the device's float32 sums differ by a few ulps.
+    norm = np.float32(3.7)
+    mean_sq, mean_grad_sq = float(norm), float(np.nextafter(norm, np.float32(0)))
+    assert step_estimates(2, 32, mean_sq, mean_grad_sq)[1] == 0.0
+    scale = NoiseScale()
+    scale.update(*step_estimates(2, 32, mean_sq, mean_grad_sq))
+    assert scale.value is None
+    # ...while a real gap (B_simple of one example against a batch of 32) is kept.
+    assert step_estimates(2, 32, 1.0 + 1 / 32, 1.0 + 1 / 64)[1] == pytest.approx(1.0)
+
+
 def test_step_estimates_need_two_replicas():
     with pytest.raises(ValueError, match="at least 2 replicas"):
         step_estimates(1, 64, 1.0, 1.0)

@@ -25,7 +25,7 @@ from tuner.cli.options import (
 from tuner.core.errors import ConfigError, NoCompleteTrialError
 from tuner.core.recommend import DEFAULT_TIE_MARGIN, DEFAULT_TOLERANCE, POLICY
 from tuner.files import check_output
-from tuner.storage import DEFAULT_STORAGE, mask_password, storage_read_only
+from tuner.storage import DEFAULT_STORAGE, READING_WAIT_S, mask_password, storage_read_only
 from tuner.views import DASHBOARD_HOST, DASHBOARD_PORT
 
 OutputOpt = Annotated[
@@ -46,6 +46,16 @@ TieMarginOpt = Annotated[
 ]
 
 
+ReadingWaitOpt = Annotated[
+    float,
+    typer.Option(
+        "--storage-wait",
+        help="Seconds to wait for a storage out of reach (server down or restarting, file "
+        "locked) when opening it, before stopping.",
+    ),
+]
+
+
 def _check_margin(tie_margin: float | None) -> None:
     if tie_margin is not None and not 0 <= tie_margin < 1:
         raise ConfigError(f"--tie-margin must be in [0, 1), got {tie_margin}")
@@ -54,6 +64,7 @@ def _check_margin(tie_margin: float | None) -> None:
 def export_cmd(
     storage: StorageOpt = DEFAULT_STORAGE,
     study_name: StudyNameOpt = None,
+    storage_wait: ReadingWaitOpt = READING_WAIT_S,
     output: OutputOpt = None,
     tolerance: Annotated[
         float | None,
@@ -93,7 +104,7 @@ def export_cmd(
         _check_margin(tie_margin)
         if output is not None:  # refused before the note and plots are rewritten
             check_output(output, "--output")
-        study = load_study(storage, study_name)
+        study = load_study(storage, study_name, storage_wait=storage_wait)
         rec = recommendation(
             study, tolerance, value(policy), storage_url=storage, tie_margin=tie_margin
         )
@@ -124,6 +135,7 @@ def _update_note(study: Any, rec: dict[str, Any], storage: str) -> None:
 def show(
     storage: StorageOpt = DEFAULT_STORAGE,
     study_name: StudyNameOpt = None,
+    storage_wait: ReadingWaitOpt = READING_WAIT_S,
     all_trials: Annotated[
         bool, typer.Option("--all", help="Every trial, retries and duplicates included.")
     ] = False,
@@ -144,45 +156,57 @@ def show(
     tie_margin: TieMarginOpt = None,
 ) -> None:
     """Print a study's trials as a table (one row per grid point unless --all)."""
-    from tuner.cli import display as _display
     from tuner.core.configurations import unique_trials
-    from tuner.driver.spooled import spooled_at
-    from tuner.results import load_study, recommendation
+    from tuner.results import load_study
     from tuner.views.records import records_text
-    from tuner.views.summary import budget_lines, hidden_columns, trial_rows, wide_hint
 
     def call() -> None:
         _check_margin(tie_margin)
-        study = load_study(storage, study_name)
+        study = load_study(storage, study_name, storage_wait=storage_wait)
         trials = study.get_trials(deepcopy=False)
         shown = trials if all_trials else unique_trials(trials)
-        if fmt is not ShowFormat.table:
+        if fmt is ShowFormat.table:
+            _show_table(study, trials, shown, storage, wide=wide, tie_margin=tie_margin)
+        else:
             sys.stdout.write(records_text(shown, fmt.value))
-            return
-        title = f"Study {study.study_name}"
-        if len(shown) < len(trials):
-            title += f" ({len(shown)} grid points; {len(trials)} trials with --all)"
-        table = _display.trials_table(shown, title, out.width, wide, every=trials)
-        out.print(table, crop=False)
-        hidden = [] if wide else hidden_columns(trial_rows(shown), out.width)
-        if hidden:  # on stderr: the table on stdout stays as it was
-            say_info(wide_hint(hidden))
-        spooled = spooled_at(storage, study.study_name)  # RUNNING rows whose result waits
-        if spooled:
-            warn(spooled)
-        # A terminal's rows hold the table and the answer; the details fold when they would not.
-        room = None if wide or not out.is_terminal else out.height - _display.height(out, table) - 2
-        with contextlib.suppress(NoCompleteTrialError):  # nothing to recommend yet
-            rec = recommendation(study, tie_margin=tie_margin)
-            _display.print_recommendation(out, rec, room)
-        for line in budget_lines(study.user_attrs):  # the answer is budget-limited (or quick)
-            out.print(escape(line), highlight=False)
 
     guard(call)
 
 
+def _show_table(
+    study: Any, trials: list[Any], shown: list[Any], storage: str, *, wide: bool,
+    tie_margin: float | None,
+) -> None:  # fmt: skip
+    """``tuner show``'s table, then what the study answers: the recommendation, what a budget
+    left out, results still spooled."""
+    from tuner.cli import display as _display
+    from tuner.driver.spooled import spooled_at
+    from tuner.results import recommendation
+    from tuner.views.summary import budget_lines, hidden_columns, trial_rows, wide_hint
+
+    title = f"Study {study.study_name}"
+    if len(shown) < len(trials):
+        title += f" ({len(shown)} grid points; {len(trials)} trials with --all)"
+    table = _display.trials_table(shown, title, out.width, wide, every=trials)
+    out.print(table, crop=False)
+    hidden = [] if wide else hidden_columns(trial_rows(shown), out.width)
+    if hidden:  # on stderr: the table on stdout stays as it was
+        say_info(wide_hint(hidden))
+    spooled = spooled_at(storage, study.study_name)  # RUNNING rows whose result waits
+    if spooled:
+        warn(spooled)
+    # A terminal's rows hold the table and the answer; the details fold when they would not.
+    room = None if wide or not out.is_terminal else out.height - _display.height(out, table) - 2
+    with contextlib.suppress(NoCompleteTrialError):  # nothing to recommend yet
+        rec = recommendation(study, tie_margin=tie_margin)
+        _display.print_recommendation(out, rec, room)
+    for line in budget_lines(study.user_attrs):  # the answer is budget-limited (or quick)
+        out.print(escape(line), highlight=False)
+
+
 def dashboard(
     storage: StorageOpt = DEFAULT_STORAGE,
+    storage_wait: ReadingWaitOpt = READING_WAIT_S,
     host: Annotated[str, typer.Option(help="Address to listen on.")] = DASHBOARD_HOST,
     port: Annotated[
         int, typer.Option(min=0, max=65535, help="Port to listen on (0: any free port).")
@@ -204,7 +228,7 @@ def dashboard(
         require_extra("dashboard", "tuner dashboard")
         try:
             with sigterm_as_interrupt():
-                serve(storage, host, port, on_ready=ready)
+                serve(storage, host, port, on_ready=ready, storage_wait=storage_wait)
         except KeyboardInterrupt:
             say_info("dashboard stopped")
 
@@ -214,6 +238,7 @@ def dashboard(
 def report(
     storage: StorageOpt = DEFAULT_STORAGE,
     study_name: StudyNameOpt = None,
+    storage_wait: ReadingWaitOpt = READING_WAIT_S,
     output: Annotated[Path, typer.Option("--output", "-o", help="The HTML file to write.")] = Path(
         "report.html"
     ),
@@ -232,7 +257,7 @@ def report(
         if fmt is ReportFormat.png:
             require_extra("png", "tuner report --format png")
         check_output(output, "--output")
-        study = load_study(storage, study_name)
+        study = load_study(storage, study_name, storage_wait=storage_wait)
         for path in write_report(
             study, current_recommendation(study), output, png=fmt is ReportFormat.png
         ):

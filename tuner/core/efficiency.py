@@ -32,6 +32,12 @@ DEFAULT_BETA = 0.95
 """EMA weight of the past: about the last 40 measurement steps count (the per-step estimates are
 noisy: the numerator's relative spread per step is about sqrt(2 / dimensions))."""
 
+ROUNDING = 1e-5
+"""Relative gap between ``mean‖g_i‖²`` and ``‖ḡ‖²`` below which they are taken as equal: the
+norms are float32 sums on the device, good to about a hundred units in the last place, so replicas
+with identical gradients must read ``S = 0`` rather than rounding noise (a real gap this small
+would mean ``B_simple`` under a hundred-thousandth of the batch)."""
+
 
 def step_estimates(
     replicas: int, per_replica_batch: int, mean_sq: float, mean_grad_sq: float
@@ -41,6 +47,8 @@ def step_estimates(
     if replicas < 2:
         raise ValueError("the gradient noise scale needs at least 2 replicas")
     n, b = replicas, per_replica_batch
+    if abs(mean_sq - mean_grad_sq) <= ROUNDING * max(abs(mean_sq), abs(mean_grad_sq)):
+        mean_sq = mean_grad_sq  # a difference float32 sums cannot resolve is no noise
     g2 = (n * mean_grad_sq - mean_sq) / (n - 1)
     s = n * b * (mean_sq - mean_grad_sq) / (n - 1)
     return g2, s

@@ -36,7 +36,7 @@ from tuner.storage.places import (
     mask_password,
     read_only_reason,
 )
-from tuner.storage.reach import READING_WAIT_S, reached
+from tuner.storage.reach import READING_WAIT_S, check_wait, reached
 from tuner.storage.schema import check_journal_file, check_storage_file, has_optuna_schema
 
 __all__ = [
@@ -47,6 +47,7 @@ __all__ = [
     "SQLITE_TIMEOUT_S",
     "StorageFaultError",
     "check_storage",
+    "check_wait",
     "describe_storage_error",
     "mask_password",
     "open_storage",
@@ -70,11 +71,13 @@ def check_storage(url: str, *, create: bool, wait_s: float | None = None) -> Non
     create, not SQLite / not a journal), a damaged SQLite file, a folder that cannot be made, a
     server that refuses the connection with a reason waiting cannot mend (a wrong password,
     host or database), and (to create) a storage that is read-only. A server out of reach or a
-    locked file is waited for ``wait_s`` seconds (:func:`tuner.storage.reach.reached`), then
-    :class:`StorageFaultError`.
+    locked file is waited for ``wait_s`` seconds (:func:`tuner.storage.reach.reached`; ``None``:
+    :data:`READING_WAIT_S`), then :class:`StorageFaultError`.
     """
     place = locate(url)
-    reached(place, wait_s, lambda: _check_schema(place, create))
+    bound = READING_WAIT_S if wait_s is None else wait_s
+    flag = wait_s is not None
+    reached(place, bound, lambda: _check_schema(place, create), searching=create, flag=flag)
 
 
 def _check_schema(place: Place, create: bool) -> None:
@@ -91,17 +94,27 @@ def open_storage(
     already hold Optuna's schema, and a schema of another Optuna version is refused. With
     ``create=True`` the folder and Optuna's schema are made when missing. ``heartbeat_s`` turns
     on Optuna's heartbeat (RDB storages only; grace period 3 × interval) with stale trials
-    retried once per failure. ``wait_s`` guards every later call (:mod:`tuner.storage.guarded`):
-    outages are waited out that long, faults become :class:`StorageFaultError`; opening waits
-    as long (:data:`tuner.storage.reach.READING_WAIT_S` without ``wait_s``). Raises
-    :class:`ConfigError` as :func:`check_storage` does.
+    retried once per failure. Opening waits ``wait_s`` for a storage out of reach
+    (:data:`tuner.storage.reach.READING_WAIT_S` without it: the command has no
+    ``--storage-wait``). A search's storage (``create``) is guarded as long at every later call
+    (:mod:`tuner.storage.guarded`): outages are waited out, faults become
+    :class:`StorageFaultError`; a reading command's is not (it only reads, and says a fault
+    as any error). Raises :class:`ConfigError` as :func:`check_storage` does.
     """
     place = locate(url)
+    guard_s = wait_s if create else None
     if place.kind == "journal":
         _checked(place, create)
-        return _journal(place, create, wait_s)
+        return _journal(place, create, guard_s)
     heartbeat = _heartbeat(heartbeat_s)
-    return reached(place, wait_s, lambda: _rdb(place, create, heartbeat, wait_s))
+    bound = READING_WAIT_S if wait_s is None else wait_s
+    return reached(
+        place,
+        bound,
+        lambda: _rdb(place, create, heartbeat, guard_s),
+        searching=create,
+        flag=wait_s is not None,
+    )
 
 
 def storage_read_only(url: str) -> str | None:

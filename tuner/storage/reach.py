@@ -11,6 +11,7 @@ bound, :class:`StorageFaultError`: exit 1, one line naming the storage and what 
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable
 from typing import TypeVar
@@ -20,23 +21,33 @@ from tuner.storage.faults import StorageFaultError, back_line, classify_opening,
 from tuner.storage.guarded import what_to_do
 from tuner.storage.places import Place
 
-__all__ = ["READING_WAIT_S", "reached"]
+__all__ = ["READING_WAIT_S", "check_wait", "reached"]
 
 READING_WAIT_S = 30.0
-"""How long the commands without ``--storage-wait`` (``tuner show``, ``tuner export``, the
-dashboard, :func:`tuner.load`) wait for a storage out of reach when they open it: long enough for
-a server to restart, short enough that a stopped one is said soon."""
+"""How long the reading commands (``tuner show``, ``tuner export``, ``tuner report``, the
+dashboard, :func:`tuner.load`) wait by default for a storage out of reach when they open it: long
+enough for a server to restart, short enough that a stopped one is said soon. Their
+``--storage-wait`` changes it."""
 _MAX_DELAY_S = 5.0
 _log = logging.getLogger("tuner.storage")
 
 T = TypeVar("T")
 
 
-def reached(place: Place, wait_s: float | None, attempt: Callable[[], T]) -> T:
+def check_wait(wait_s: float) -> None:
+    """Refuse a ``--storage-wait`` that is not 0 or a finite positive number of seconds."""
+    if not (math.isfinite(wait_s) and wait_s >= 0):
+        raise ConfigError(f"--storage-wait must be 0 or a positive number of seconds, got {wait_s}")
+
+
+def reached(
+    place: Place, bound: float, attempt: Callable[[], T], *, searching: bool, flag: bool = True
+) -> T:
     """``attempt()`` (which opens ``place``), tried again while the :class:`ConfigError` it raises
-    comes from an outage, for ``wait_s`` seconds (``None``: :data:`READING_WAIT_S`, a command
-    with no ``--storage-wait``). Any other error is raised at once, as it was."""
-    bound = READING_WAIT_S if wait_s is None else wait_s
+    comes from an outage, for ``bound`` seconds. ``searching``: the command is a search (what to
+    do next is to run it again, its results spooled); ``flag``: the command has
+    ``--storage-wait`` to raise (the API's :func:`tuner.load` has a keyword instead). Any other
+    error is raised at once, as it was."""
     since: float | None = None
     delay = 0.5
     while True:
@@ -52,13 +63,11 @@ def reached(place: Place, wait_s: float | None, attempt: Callable[[], T]) -> T:
             now = time.monotonic()
             if since is None:
                 since = now
-                line = waiting_line(
-                    place, fault.reason, bound, trial_running=False, flag=wait_s is not None
-                )
+                line = waiting_line(place, fault.reason, bound, trial_running=False, flag=flag)
                 _log.warning(line)
             waited = now - since
             if waited >= bound:
-                raise _gave_up(place, fault.reason, waited, searching=wait_s is not None) from exc
+                raise _gave_up(place, fault.reason, waited, searching, flag) from exc
             time.sleep(min(delay, bound - waited))
             delay = min(2 * delay, _MAX_DELAY_S)
             continue
@@ -67,15 +76,13 @@ def reached(place: Place, wait_s: float | None, attempt: Callable[[], T]) -> T:
         return result
 
 
-def _gave_up(place: Place, reason: str, waited: float, *, searching: bool) -> StorageFaultError:
-    if searching:
-        todo = what_to_do(place, reason)
-        return StorageFaultError(
-            f"storage {place.shown} cannot be opened: {reason}, still after waiting "
-            f"{waited:.0f} s (--storage-wait); {todo}"
-        )
-    todo = what_to_do(place, reason, then="run the command again", flag=False)
+def _gave_up(
+    place: Place, reason: str, waited: float, searching: bool, flag: bool
+) -> StorageFaultError:
+    then = "run the same search" if searching else "run the command again"
+    todo = what_to_do(place, reason, then=then, flag=flag)
+    bound = " (--storage-wait)" if flag else ""
     return StorageFaultError(
-        f"storage {place.shown} cannot be opened: {reason}, still after waiting {waited:.0f} s; "
-        f"{todo}"
+        f"storage {place.shown} cannot be opened: {reason}, still after waiting "
+        f"{waited:.0f} s{bound}; {todo}"
     )
