@@ -9,6 +9,12 @@ with its interval (Malladi et al. 2022 predict about 0.5) and the regime (a surg
 
 Usage: python benchmarks/lr_law.py [sgd|adam|both]   (from the repository root; ~15 min each on
 2 loaded cores)
+
+``python benchmarks/lr_law.py workloads [regression|mnist][:on|:off] ...``: `--lr-sweep 5` on
+the built-in regression workload and on the keras-io MNIST convnet
+(tests/workloads/mnist_convnet.py, synthetic digits), each with and without early stops
+(`--no-early-stop`): study wall, trials, the samples the trials trained (``train_samples_used``;
+the seed runs, the same in both, apart), how many stopped, and the law exported.
 """
 
 from __future__ import annotations
@@ -117,8 +123,72 @@ def report_adam(wall: float, rec: dict[str, Any], trials: int) -> None:
     print(f"alpha {law['alpha']} {law['alpha_ci']}, regime {law['regime']}")
 
 
+WORKLOADS = {
+    "regression": (
+        '[workload]\nmodel = "tuner.workloads.regression:build_model"\n'
+        'data = "tuner.workloads.regression:load_data"\nloss = "mse"\noptimizer = "adam"\n',
+        "[search]\nbase_batch_size = 64\nbatch_multipliers = [1, 2, 4]\n"
+        'lr_rules = ["none", "sqrt", "linear"]\n'
+        "base_lr = 0.001\ntrain_samples = 4096\nval_samples = 2048\nlr_sweep = 5\n",
+    ),
+    "mnist": (
+        '[workload]\nmodel = "workloads.mnist_convnet:build_uncompiled"\n'
+        'data = "workloads.mnist_convnet:load_data"\nloss = "categorical_crossentropy"\n'
+        'optimizer = "adam"\n',
+        "[search]\nbase_batch_size = 32\nbatch_multipliers = [1, 2, 4]\n"
+        'lr_rules = ["none", "sqrt", "linear"]\n'
+        "base_lr = 0.001\ntrain_samples = 2048\nlr_sweep = 5\n",
+    ),
+}
+
+
+def sweep_study(name: str, early_stop: bool, workdir: Path) -> dict[str, Any]:
+    """One `--lr-sweep 5` study of workload ``name``: wall, trials, samples, stops, the law."""
+    workload, search_table = WORKLOADS[name]
+    text = f'[study]\nname = "{name}"\n\n{workload}\n{search_table}'
+    (workdir / "s.toml").write_text(text, encoding="utf-8")
+    args = ["search", "--spec", "s.toml", "--storage", "sqlite:///s.db", "--cpu-replicas", "2"]
+    args += ["--no-baseline", "--no-noise-scale", "--max-repeats", "1", "--export", "r.json"]
+    wall, done = tuner_cli(*args, *([] if early_stop else ["--no-early-stop"]), cwd=workdir)
+    import optuna
+
+    trials = optuna.load_study(study_name=name, storage=f"sqlite:///{workdir}/s.db").get_trials()
+    ran = [t for t in trials if t.user_attrs.get("train_samples_used")]
+    statuses = [str(t.user_attrs.get("status")) for t in ran]
+    rec = json.loads((workdir / "r.json").read_text(encoding="utf-8"))
+    law_line = next((x for x in done.stdout.splitlines() if "learning-rate law" in x), "")
+    return {
+        "workload": name,
+        "early_stop": early_stop,
+        "wall_s": round(wall),
+        "trials": len(trials),
+        "trained": len(ran),
+        "samples": sum(int(t.user_attrs["train_samples_used"]) for t in ran),
+        "dominated": statuses.count("dominated"),
+        "diverged": statuses.count("diverged"),
+        "law": rec.get("lr_law"),
+        "law_line": law_line.strip(),
+        "recommended": [rec["global_batch_size"], rec["learning_rate"]],
+    }
+
+
+def workloads(names: list[str]) -> None:
+    """Each workload's sweep with, then without, early stops (``regression:off``: only without);
+    one JSON line per study."""
+    for given in names:
+        name, _, which = given.partition(":")
+        for early_stop in {"on": (True,), "off": (False,)}.get(which, (True, False)):
+            # kept (its path printed): the study can be exported again, shown, browsed
+            tmp = tempfile.mkdtemp(prefix=f"lr-law-{name}-{'on' if early_stop else 'off'}-")
+            print(json.dumps({**sweep_study(name, early_stop, Path(tmp)), "folder": tmp}))
+            sys.stdout.flush()
+
+
 def main() -> None:
     which = sys.argv[1] if len(sys.argv) > 1 else "both"
+    if which == "workloads":
+        workloads(sys.argv[2:] or list(WORKLOADS))
+        return
     for optimizer in ("sgd", "adam"):
         if which not in (optimizer, "both"):
             continue

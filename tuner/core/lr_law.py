@@ -11,6 +11,14 @@ through the same data). Output: a :class:`Law`.
   parabola through the five lowest points, and the vertex is refitted (``method`` says which).
   With neither, the interval is the half-steps of the sweep around the vertex (``grid``). A best
   rate at the sweep's edge is *censored*: only a bound, left out of the law's fit.
+* **rates known to be worse** (a *wall*): a rate that diverged, one whose loss is :data:`CLIFF`
+  times the best's, and one stopped early as dominated by the best at its own batch
+  (:mod:`tuner.core.dominance`: worse beyond the tolerance band with 95 % confidence). Its loss
+  is not a final loss and is never fitted as one; a wall beside the best rate brackets ``lr*``
+  between the best rate's other side and the wall (``beside a cliff``, ``beside a worse rate``),
+  and a wall below the smallest finished rate keeps the best from being censored.
+* **the criterion**: the final validation loss; under a loss target the time to the target
+  (:func:`best_rate` takes any positive value to minimise: the caller picks it).
 * **the law** (:func:`measure_law`): a weighted least-squares fit of ``log lr*`` on ``log B``
   (weights from the intervals), ``alpha`` with its 95 % interval; then a hinge fit with a break at
   each inner batch ``X``: a *plateau* when the slope past ``X`` is significantly below the slope
@@ -22,7 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -56,6 +64,10 @@ class BestRate:
     censored: str | None = None
     """``below``: the smallest rate tried was best (``lr* <= lr``); ``above``: the largest."""
     points: int = 0
+    stopped: int = 0
+    """Rates stopped early as worse than the best at this batch (walls, not fitted losses)."""
+    criterion: str = "final loss"
+    """What was minimised: ``final loss`` or ``time to target``."""
 
     @property
     def log_se(self) -> float:
@@ -100,6 +112,8 @@ class Law:
             "lr_star_ci_by_batch": {str(s.batch): [s.low, s.high] for s in self.stars},
             "lr_star_method_by_batch": {str(s.batch): s.method for s in self.stars},
             "censored_batches": {str(s.batch): s.censored for s in self.stars if s.censored},
+            "stopped_points_by_batch": {str(s.batch): s.stopped for s in self.stars if s.stopped},
+            "lr_star_criterion_by_batch": {str(s.batch): s.criterion for s in self.stars},
             "critical_batch": self.break_batch,
             "slope_past_critical": self.after.value if self.after else None,
             "slope_past_critical_ci": [self.after.low, self.after.high] if self.after else None,
@@ -116,24 +130,31 @@ class Law:
         return next((s for s in self.stars if s.batch == batch and not s.censored), None)
 
 
+STOPPED, DIVERGED = "stopped", "diverged"
+"""The kinds of a wall: stopped early as dominated; diverged (or :data:`CLIFF` × the best)."""
+
+
 def _merged(
-    points: Iterable[tuple[float, float]],
-) -> tuple[np.ndarray, np.ndarray, float | None]:
-    """Log rates (ascending, one per rate) and the mean log loss at each; and the log of the
-    smallest rate that diverged (a non-finite loss) above the largest finite one."""
+    points: Iterable[tuple[float, float]], worse: Iterable[float] = ()
+) -> tuple[np.ndarray, np.ndarray, list[tuple[float, str]]]:
+    """Log rates (ascending, one per rate) and the mean log value at each; and the walls: the
+    log rates known worse, each with its kind (a non-finite value: diverged; a rate in
+    ``worse``: stopped), ascending, leaving out a rate that also finished."""
     finite: dict[float, list[float]] = {}
-    diverged: list[float] = []
-    for lr, loss in points:
+    walls: dict[float, str] = {}
+    for lr, value in points:
         if not (lr > 0 and math.isfinite(lr)):
             continue
-        if math.isfinite(loss) and loss > 0:
-            finite.setdefault(round(math.log(lr), 9), []).append(math.log(loss))
+        if math.isfinite(value) and value > 0:
+            finite.setdefault(round(math.log(lr), 9), []).append(math.log(value))
         else:
-            diverged.append(math.log(lr))
+            walls[round(math.log(lr), 9)] = DIVERGED
+    for lr in worse:
+        if lr > 0 and math.isfinite(lr):
+            walls.setdefault(round(math.log(lr), 9), STOPPED)
     xs = np.array(sorted(finite))
     ys = np.array([float(np.mean(finite[x])) for x in sorted(finite)])
-    above = [d for d in diverged if len(xs) and d > xs[-1]]
-    return xs, ys, min(above) if above else None
+    return xs, ys, sorted((x, kind) for x, kind in walls.items() if x not in finite)
 
 
 def _vertex(x: np.ndarray, y: np.ndarray) -> float:
@@ -157,21 +178,31 @@ def _residual_sigma(xs: np.ndarray, ys: np.ndarray, j: int) -> float | None:
 
 
 def best_rate(
-    batch: int, points: Iterable[tuple[float, float]], sigma: float | None = None, seed: int = 0
+    batch: int,
+    points: Iterable[tuple[float, float]],
+    sigma: float | None = None,
+    seed: int = 0,
+    worse: Iterable[float] = (),
+    criterion: str = "final loss",
 ) -> BestRate | None:
-    """``lr*`` at ``batch`` from its ``(learning_rate, final_loss)`` points (``None`` with fewer
-    than three rates). ``sigma``: the seed noise of ``log(final_loss)`` (a relative spread),
-    when measured."""
-    xs, ys, diverged_above = _merged(points)
-    if len(xs) + (diverged_above is not None) < 3:
+    """``lr*`` at ``batch`` from its ``(learning_rate, value)`` points, the value to minimise
+    (the final loss, or the time to the target: ``criterion``), and the rates known ``worse``
+    than the best there (stopped early as dominated); ``None`` with fewer than three rates or
+    none finished. ``sigma``: the seed noise of ``log(value)`` (a relative spread), when
+    measured."""
+    xs, ys, walls = _merged(points, worse)
+    if not len(xs) or len(xs) + len(walls) < 3:
         return None
+    stopped = sum(kind == STOPPED for _, kind in walls)
     j = int(np.argmin(ys))
     cliff = float(ys[j] + math.log(CLIFF))
-    if j == 0:
-        lr = float(math.exp(xs[0]))
-        return BestRate(batch, lr, lr, lr, "edge of the sweep", "below", len(xs))
-    if j == len(xs) - 1 or ys[j + 1] > cliff or ys[j - 1] > cliff:
-        return _one_sided(batch, xs, ys, j, cliff, diverged_above)
+    below, above = _side(xs, ys, walls, j, -1, cliff), _side(xs, ys, walls, j, 1, cliff)
+    lr = float(math.exp(xs[j]))
+    star = BestRate(batch, lr, lr, lr, "", None, len(xs), stopped, criterion)
+    if below is None or above is None:
+        return replace(star, method="edge of the sweep", censored="above" if below else "below")
+    if below[1] or above[1]:
+        return _bracket(star, xs[j], below, above)
     x, y = xs[j - 1 : j + 2], ys[j - 1 : j + 2]
     vertex = _vertex(x, y)
     low, high = (xs[j - 1] + vertex) / 2, (vertex + xs[j + 1]) / 2  # the sweep's resolution
@@ -185,29 +216,41 @@ def best_rate(
         draws = [_vertex(x, y + rng.normal(0.0, noise, size=3)) for _ in range(RESAMPLES)]
         lo, hi = np.percentile(draws, [2.5, 97.5])
         low, high = min(float(lo), low), max(float(hi), high)
-    return BestRate(batch, math.exp(vertex), math.exp(low), math.exp(high), method, None, len(xs))
+    return replace(star, lr=math.exp(vertex), low=math.exp(low), high=math.exp(high), method=method)
 
 
-def _one_sided(
-    batch: int,
+def _side(
     xs: np.ndarray,
     ys: np.ndarray,
+    walls: Sequence[tuple[float, str]],
     j: int,
+    step: int,
     cliff: float,
-    diverged_above: float | None,
+) -> tuple[float, str | None] | None:
+    """The tried rate next to the best (``xs[j]``) on one side (``step`` -1: below, 1: above):
+    its log rate and, when it is a wall, the wall's kind (a finished rate :data:`CLIFF` times
+    worse is a ``diverged`` one); ``None`` when nothing was tried on that side."""
+    k = j + step
+    finished = (float(xs[k]), DIVERGED if ys[k] > cliff else None) if 0 <= k < len(xs) else None
+    beyond = [(x, kind) for x, kind in walls if (x - xs[j]) * step > 0]
+    wall = (min(beyond) if step > 0 else max(beyond)) if beyond else None
+    if finished is None or (wall is not None and abs(wall[0] - xs[j]) < abs(finished[0] - xs[j])):
+        return wall
+    return finished
+
+
+def _bracket(
+    star: BestRate, best: float, below: tuple[float, str | None], above: tuple[float, str | None]
 ) -> BestRate:
-    """The best tried rate beside a cliff (a neighbour that diverged or lost more than
-    :data:`CLIFF` times as much): no parabola fits there; ``lr*`` lies between the half-step
-    below the best and the cliff's rate, the best tried standing for it. The largest rate best
-    with nothing tried above it is censored."""
-    lr = float(math.exp(xs[j]))
-    last = j == len(xs) - 1
-    if last and diverged_above is None:
-        return BestRate(batch, lr, lr, lr, "edge of the sweep", "above", len(xs))
-    above = float(diverged_above if last else xs[j + 1])  # type: ignore[arg-type]
-    high = above if last or ys[j + 1] > cliff else (xs[j] + above) / 2
-    low = xs[j - 1] if ys[j - 1] > cliff else (xs[j - 1] + xs[j]) / 2
-    return BestRate(batch, lr, math.exp(low), math.exp(high), "beside a cliff", None, len(xs))
+    """The best tried rate beside a wall (a rate that diverged, lost more than :data:`CLIFF`
+    times as much, or was stopped as worse): no parabola fits there; ``lr*`` lies between the
+    wall's rate and the half-step towards a finished neighbour, the best tried standing for
+    it."""
+    low = below[0] if below[1] else (below[0] + best) / 2
+    high = above[0] if above[1] else (best + above[0]) / 2
+    kinds = {below[1], above[1]}
+    method = "beside a cliff" if DIVERGED in kinds else "beside a worse rate"
+    return replace(star, low=math.exp(low), high=math.exp(high), method=method)
 
 
 def _wls(
@@ -327,6 +370,15 @@ def _describe(law: Law) -> str:
             ratio = law.break_batch / law.noise_scale if law.break_batch else float("nan")
             text += f"; the measured gradient noise scale is {law.noise_scale:.3g} ({ratio:.2g}×)"
         sentences.append(text)
+    stopped = sum(star.stopped for star in law.stars)
+    if stopped:
+        sentences.append(
+            f"{stopped} rate(s) stopped early as worse than the best at their batch count as "
+            "walls, not as final losses"
+        )
+    timed = [str(star.batch) for star in law.stars if star.criterion != "final loss"]
+    if timed:
+        sentences.append(f"lr* by time to the target at batch {', '.join(timed)}")
     for star in law.stars:
         if star.censored:
             side = "smallest" if star.censored == "below" else "largest"
@@ -342,12 +394,20 @@ def law_from_points(
     points_by_batch: Mapping[int, Iterable[tuple[float, float]]],
     sigma: float | None = None,
     noise_scale: float | None = None,
+    worse_by_batch: Mapping[int, Iterable[float]] | None = None,
+    criterion_by_batch: Mapping[int, str] | None = None,
 ) -> Law | None:
-    """The law of a study's ``(learning_rate, final_loss)`` points by batch (``None`` when no
-    batch has three rates)."""
-    stars = [
-        star
-        for batch, points in sorted(points_by_batch.items())
-        if (star := best_rate(batch, points, sigma)) is not None
-    ]
+    """The law of a study's ``(learning_rate, value)`` points by batch (``None`` when no batch
+    has three rates): the rates known worse at each batch (``worse_by_batch``) are walls, and
+    ``criterion_by_batch`` says what a batch's values are (default: the final loss, whose
+    ``sigma`` is the seed noise; no noise is assumed for a time to the target)."""
+    worse = worse_by_batch or {}
+    criteria = criterion_by_batch or {}
+    stars = []
+    for batch, points in sorted(points_by_batch.items()):
+        criterion = criteria.get(batch, "final loss")
+        noise = sigma if criterion == "final loss" else None
+        star = best_rate(batch, points, noise, worse=worse.get(batch, ()), criterion=criterion)
+        if star is not None:
+            stars.append(star)
     return measure_law(stars, noise_scale) if stars else None

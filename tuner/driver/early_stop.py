@@ -45,11 +45,12 @@ def early_stop_for(
     signature: str,
     seed_records: Callable[[], Mapping[str, Any] | None],
     trials: Sequence[FrozenTrial],
+    batch: int | None = None,
 ) -> tuple[EarlyStop | None, str | None]:
-    """The request's :class:`EarlyStop` for a grid trial on ``signature``'s devices, and the
-    reason no rule can stop it (stored as ``early_stop_skipped``), from the study's seed
-    records (read only when needed: one storage read) and its ``trials`` as the trial
-    starts."""
+    """The request's :class:`EarlyStop` for a grid trial at global ``batch`` on ``signature``'s
+    devices, and the reason no rule can stop it (stored as ``early_stop_skipped``), from the
+    study's seed records (read only when needed: one storage read) and its ``trials`` as the
+    trial starts."""
     search = spec.search
     if not search.early_stop:
         return None, None
@@ -59,11 +60,12 @@ def early_stop_for(
     mine = [t for t in trials if t.user_attrs.get("device_signature") == signature]
     fields: dict[str, Any] = {"alpha": DEFAULT_ALPHA, "tie_margin": search.tie_margin}
     reasons: list[str] = []
+    rivals = peers(spec, mine, batch)
     if search.target_loss is not None:
-        fields.update(_best_time(mine, reasons))
+        fields.update(_best_time(rivals, reasons))
     else:
         record = (seed_records() or {}).get(signature)
-        fields.update(_loss_gap(search.tolerance, record, mine, reasons))
+        fields.update(_loss_gap(search.tolerance, record, mine, reasons, rivals))
     stop = EarlyStop(**fields)
     applies = stop.best_time_s is not None or stop.reference_trial is not None
     return stop, None if applies else "no early stop: " + "; ".join(reasons)
@@ -74,8 +76,10 @@ def _loss_gap(
     record: Mapping[str, Any] | None,
     trials: Sequence[FrozenTrial],
     reasons: list[str],
+    rivals: Sequence[FrozenTrial] | None = None,
 ) -> dict[str, Any]:
-    """The loss-gap test's inputs, or none (with the reason in ``reasons``)."""
+    """The loss-gap test's inputs against the best of ``rivals`` (default: ``trials``), or none
+    (with the reason in ``reasons``)."""
     spread = (record or {}).get("spread")
     runs = len((record or {}).get("final_losses") or [])
     if not isinstance(spread, int | float) or not math.isfinite(spread) or runs < 2:
@@ -84,7 +88,7 @@ def _loss_gap(
     if spread <= 0:
         reasons.append("the seeds' final losses are identical (no noise to test against)")
         return {}
-    reference = best_reference(trials)
+    reference = best_reference(trials if rivals is None else rivals)
     if reference is None:
         reasons.append("no finished trial with a loss curve to compare with yet")
         return {}
@@ -119,6 +123,23 @@ def _best_time(trials: Sequence[FrozenTrial], reasons: list[str]) -> dict[str, A
         "best_time_s": float(best.user_attrs["time_to_target_s"]),
         "best_time_trial": best.number,
     }
+
+
+def peers(
+    spec: StudySpec, trials: Sequence[FrozenTrial], batch: int | None
+) -> Sequence[FrozenTrial]:
+    """The trials a grid trial at global ``batch`` is measured against: all of them; with an LR
+    sweep (``--lr-sweep``) only those at its own batch. The sweep asks which rate is best *at
+    each batch* (:mod:`tuner.core.lr_law`): a point stopped because another batch is ahead would
+    say nothing about that; one stopped against its own batch's best is a rate known to be worse
+    there, which the law's fit counts as such."""
+    if not spec.search.lr_sweep or batch is None:
+        return trials
+    return [
+        t
+        for t in trials
+        if t.params.get("global_batch_size", t.user_attrs.get("global_batch_size")) == batch
+    ]
 
 
 def seed_checks(spec: StudySpec) -> EarlyStop | None:

@@ -177,7 +177,7 @@ class Objective:
         self._observer.trial_started(trial.number, position, self.total, attrs)
         batch, rule, lr = attrs["global_batch_size"], attrs["lr_rule"], attrs["learning_rate"]
         precision = attrs[PRECISION]
-        skipped = self._arm_early_stop(trial, stored, earlier)
+        skipped = self._arm_early_stop(trial, stored, earlier, batch)
         outcome = self._implied_oom(stored, batch, values, precision) or self._run(
             batch, lr, rule, values, precision, (trial.study, stored)
         )
@@ -228,7 +228,7 @@ class Objective:
         self.total += runs
 
     def _arm_early_stop(
-        self, trial: Trial, stored: Sequence[FrozenTrial], earlier: list[FrozenTrial]
+        self, trial: Trial, stored: Sequence[FrozenTrial], earlier: list[FrozenTrial], batch: int
     ) -> str | None:
         """Set what this trial's child compares itself with to stop early as dominated
         (:mod:`tuner.driver.early_stop`; a repeat is never stopped); return why no rule can
@@ -241,6 +241,7 @@ class Objective:
                 self._plan.device_signature,
                 lambda: trial.study.user_attrs.get(SEED_NOISE_ATTR),
                 stored,
+                batch,
             )
         )
         return skipped

@@ -1,9 +1,14 @@
 """The measured learning-rate law of one device signature's trials, and the rate it recommends.
 
-Each trial at a global batch is one ``(learning_rate, final_loss)`` point (a diverged trial a
-point of infinite loss; one stopped early as dominated, its loss when it stopped): the LR sweep's
-``sweep-i/N`` points and the fixed rules' through the same data. The seed noise (the relative
-spread of the base configuration's seed runs) sets the bootstrap's noise; the median gradient
+Each trial at a global batch is one ``(learning_rate, value)`` point: the LR sweep's
+``sweep-i/N`` points and the fixed rules' through the same data. The value is the final
+validation loss; under a loss target, at a batch where some rate reached it, the time to the
+target (a rate that never reached it is worse there). A diverged trial is a wall (a point of
+infinite value). A trial stopped early as dominated by the best at its own batch (the sweep's
+early stops: :func:`tuner.driver.early_stop.peers`) is a rate known to be worse there: a wall
+too, never a point whose partial loss is fitted as final; one stopped against another batch
+says nothing about its own and is left out. The seed noise (the relative spread of the base
+configuration's seed runs) sets the bootstrap's noise of the final loss; the median gradient
 noise scale the trials measured is set beside the critical batch (:mod:`tuner.core.lr_law`).
 """
 
@@ -12,6 +17,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from optuna.trial import FrozenTrial
@@ -22,23 +28,61 @@ from tuner.core.scaling import is_sweep
 
 LEARNING_RATE_SOURCE = "lr_law"
 """``learning_rate_source`` when the recommended rate is the measured ``lr*`` at its batch."""
+FINAL_LOSS, TIME_TO_TARGET = "final loss", "time to target"
 
 
-def _point(trial: FrozenTrial) -> tuple[int, float, float] | None:
-    """``(global_batch_size, learning_rate, final_loss)`` of a trial, when it is a point."""
+@dataclass
+class _Batch:
+    """One batch's evidence: final losses, times to the target (rates that reached it), and
+    the rates known worse (stopped by the best here; under a target, never reaching it)."""
+
+    losses: list[tuple[float, float]] = field(default_factory=list)
+    times: list[tuple[float, float]] = field(default_factory=list)
+    worse: list[float] = field(default_factory=list)
+    not_reached: list[float] = field(default_factory=list)
+
+
+def _batch_of(trial: FrozenTrial) -> int | None:
+    batch = trial.params.get("global_batch_size", trial.user_attrs.get("global_batch_size"))
+    return int(batch) if isinstance(batch, int) else None
+
+
+def _add(trial: FrozenTrial, into: _Batch, batches: dict[int, int | None]) -> None:
+    """File ``trial``'s point into its batch's evidence (``batches``: every trial's batch by
+    number, to tell where a dominated trial's reference trained)."""
     attrs = trial.user_attrs
-    batch = trial.params.get("global_batch_size", attrs.get("global_batch_size"))
     lr = attrs.get("learning_rate")
-    if not isinstance(batch, int) or not isinstance(lr, int | float):
-        return None
+    if not isinstance(lr, int | float):
+        return
     status = status_of(trial)
     if status == "diverged":
-        return int(batch), float(lr), math.inf
+        into.losses.append((float(lr), math.inf))
+        into.times.append((float(lr), math.inf))
+        return
+    if status == "dominated":
+        reference = (attrs.get("dominance") or {}).get("reference_trial")
+        if isinstance(reference, int) and batches.get(reference) == _batch_of(trial):
+            into.worse.append(float(lr))
+        return
     loss = attrs.get("final_loss")
-    usable = is_complete(trial) or status == "dominated"
-    if usable and isinstance(loss, int | float) and math.isfinite(loss):
-        return int(batch), float(lr), float(loss)
-    return None
+    if not is_complete(trial) or not isinstance(loss, int | float) or not math.isfinite(loss):
+        return
+    into.losses.append((float(lr), float(loss)))
+    seconds = attrs.get("time_to_target_s")
+    if attrs.get("reached_target") and isinstance(seconds, int | float) and seconds > 0:
+        into.times.append((float(lr), float(seconds)))
+    elif "target_loss" in attrs:
+        into.not_reached.append(float(lr))
+
+
+def _evidence(trials: Sequence[FrozenTrial]) -> dict[int, _Batch]:
+    batches = {t.number: _batch_of(t) for t in trials}
+    evidence: dict[int, _Batch] = {}
+    for trial in trials:
+        batch = batches[trial.number]
+        if batch is not None:
+            _add(trial, evidence.setdefault(batch, _Batch()), batches)
+    return evidence
 
 
 def seed_sigma(seed_record: dict[str, Any] | None) -> float | None:
@@ -61,10 +105,13 @@ def study_law(
     ):
         return None
     points: dict[int, list[tuple[float, float]]] = {}
-    for trial in trials:
-        point = _point(trial)
-        if point is not None:
-            points.setdefault(point[0], []).append(point[1:])
+    worse: dict[int, list[float]] = {}
+    criteria: dict[int, str] = {}
+    for batch, seen in _evidence(trials).items():
+        timed = any(math.isfinite(t) for _, t in seen.times)
+        criteria[batch] = TIME_TO_TARGET if timed else FINAL_LOSS
+        points[batch] = seen.times if timed else seen.losses
+        worse[batch] = seen.worse + (seen.not_reached if timed else [])
     scales = [
         float(t.user_attrs["gradient_noise_scale"])
         for t in trials
@@ -73,7 +120,7 @@ def study_law(
         and t.user_attrs["gradient_noise_scale"] > 0
     ]
     noise_scale = statistics.median(scales) if scales else None
-    return law_from_points(points, seed_sigma(seed_record), noise_scale)
+    return law_from_points(points, seed_sigma(seed_record), noise_scale, worse, criteria)
 
 
 def law_fields(
