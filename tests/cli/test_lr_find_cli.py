@@ -45,3 +45,28 @@ def test_the_api_refuses_an_unknown_option_with_the_nearest() -> None:
 def test_the_api_needs_a_model_and_data() -> None:
     with pytest.raises(ConfigError, match="needs model= and data="):
         tuner.lr_find(cpu_replicas=2)
+
+
+PYTHON_CASES = {
+    "zero min": ({"min_lr": 0.0}, "min_lr= must be a positive learning rate"),
+    "NaN max": ({"max_lr": float("nan")}, "max_lr= must be a positive learning rate"),
+    "max below min": ({"min_lr": 1e-2, "max_lr": 1e-3}, "max_lr= (0.001) must be above min_lr="),
+    "too few steps": ({"steps": 5}, "steps= must be at least 20"),
+    "figure kind": ({"plot": "lr.pdf"}, "plot= lr.pdf: give a .html or .png file name"),
+    "output folder": ({"output": "missing/lr.json"}, "output= missing/lr.json: folder"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(PYTHON_CASES))
+def test_the_api_names_the_keyword_not_the_flag(
+    case: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same refusals from ``tuner.lr_find``: the keyword a Python user typed (``max_lr=``),
+    not the CLI's flag (``--max-lr``), which the CLI cases above keep."""
+    monkeypatch.chdir(tmp_path)
+    options, expected = PYTHON_CASES[case]
+    with pytest.raises(ConfigError) as raised:
+        tuner.lr_find(model="m:build", data="m:data", cpu_replicas=2, **options)
+    assert expected in str(raised.value)
+    assert "--" not in str(raised.value)
+    assert list(tmp_path.iterdir()) == []

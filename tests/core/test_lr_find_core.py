@@ -176,3 +176,14 @@ def test_a_fall_within_the_noise_is_no_suggestion() -> None:
     falling = [x if lr < 1e-3 else x - 0.6 for lr, x in zip(lrs, FLAT_NOISY, strict=True)]
     found = lf.suggest(lrs, falling, planned_steps=60)
     assert found.suggestion is not None and 1e-4 < found.suggestion < 1e-2
+
+
+def test_a_reason_names_the_options_as_the_caller_does() -> None:
+    """No lasting fall on a flat curve: the reason points the CLI to its flags and Python to
+    its keywords."""
+    rates = lf.ramp(1e-6, 1.0, 100)
+    flat = [1.0] * 100
+    assert "(--min-lr, --max-lr) or run more --steps" in str(lf.suggest(rates, flat).reason)
+    named = lf.suggest(rates, flat, name=lf.as_keyword).reason
+    assert named is not None and "(min_lr=, max_lr=) or run more steps=" in named
+    assert "--" not in named

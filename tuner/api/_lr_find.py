@@ -63,8 +63,10 @@ def lr_find(
     :func:`tuner.search`'s; every other option is ``tuner lr-find``'s flag with underscores
     (``cpu_replicas=2``, ``min_lr=1e-6``, ``steps=300``, ``plot="lr.html"``). Raises
     :class:`~tuner.core.errors.ConfigError` for bad input and
-    :class:`~tuner.core.errors.TunerError` when the run fails, with the CLI's lines.
+    :class:`~tuner.core.errors.TunerError` when the run fails, with the CLI's lines, naming
+    the range test's options as keywords (``max_lr=``) where the CLI names its flags.
     """
+    from tuner.core.lr_find import as_keyword
     from tuner.driver.lr_find import LrFindOptions, find_lr
 
     known = {field.name for field in dataclasses.fields(LrFindOptions)} - {"spec"}
@@ -83,7 +85,7 @@ def lr_find(
         lr_options = LrFindOptions(spec=tables, **options)
         shipment.write()
         with shipment.importable():
-            report = find_lr(lr_options)
+            report = find_lr(lr_options, name=as_keyword)
     result = LrFindResult(report)
     if lr_options.output is not None:
         from tuner.files import atomic_write_text

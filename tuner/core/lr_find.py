@@ -27,8 +27,8 @@ The run stops where the smoothed loss exceeds :data:`DIVERGENCE_FACTOR` × its m
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 
 from tuner.core.errors import ConfigError
 
@@ -54,15 +54,33 @@ WINDOW_FRACTION = 0.025
 """Half-width of the slope's centred difference, as a share of the ramp's steps (at least 1)."""
 
 
-def check_range(min_lr: float, max_lr: float, steps: int) -> None:
-    """Refuse a ramp that cannot be run: one :class:`ConfigError` line naming the flag."""
-    for flag, value in (("--min-lr", min_lr), ("--max-lr", max_lr)):
+Namer = Callable[[str], str]
+"""How an option is named to the user: ``tuner lr-find``'s flag, or :func:`tuner.lr_find`'s
+keyword."""
+
+
+def as_flag(option: str) -> str:
+    """``max_lr`` as the CLI names it: ``--max-lr``."""
+    return "--" + option.replace("_", "-")
+
+
+def as_keyword(option: str) -> str:
+    """``max_lr`` as Python names it: ``max_lr=``."""
+    return f"{option}="
+
+
+def check_range(min_lr: float, max_lr: float, steps: int, name: Namer = as_flag) -> None:
+    """Refuse a ramp that cannot be run: one :class:`ConfigError` line naming the option as
+    ``name`` says (the flag by default)."""
+    for option, value in (("min_lr", min_lr), ("max_lr", max_lr)):
         if not (math.isfinite(value) and value > 0):
-            raise ConfigError(f"{flag} must be a positive learning rate, got {value}")
+            raise ConfigError(f"{name(option)} must be a positive learning rate, got {value}")
     if max_lr <= min_lr:
-        raise ConfigError(f"--max-lr ({max_lr:g}) must be above --min-lr ({min_lr:g})")
+        raise ConfigError(
+            f"{name('max_lr')} ({max_lr:g}) must be above {name('min_lr')} ({min_lr:g})"
+        )
     if steps < 20:
-        raise ConfigError(f"--steps must be at least 20 for a range test, got {steps}")
+        raise ConfigError(f"{name('steps')} must be at least 20 for a range test, got {steps}")
 
 
 def ramp(min_lr: float, max_lr: float, steps: int) -> list[float]:
@@ -162,64 +180,77 @@ def suggest(
     *,
     planned_steps: int | None = None,
     beta: float | None = None,
+    name: Namer = as_flag,
 ) -> Finding:
     """The suggested rate of a range test: the steepest lasting descent of the smoothed loss
     against ``log10(lr)``, before its minimum and before divergence (see the module).
 
     ``learning_rates`` and ``losses`` are the steps run (the run may have stopped early);
     ``planned_steps`` is the ramp's length (default: the steps given), which sets the skip,
-    the window and the smoothing."""
-    n = len(losses)
-    if len(learning_rates) != n:
+    the window and the smoothing; ``name`` names the options a reason points to."""
+    if len(learning_rates) != len(losses):
         raise ValueError("one learning rate per loss")
-    planned = planned_steps or n
+    planned = planned_steps or len(losses)
+    finding, end = _read_curve(learning_rates, losses, planned, beta)
+    usable = [i for i in range(finding.skipped, end) if math.isfinite(finding.smoothed[i])]
+    if len(usable) < 3:
+        return replace(
+            finding,
+            reason=f"the run diverged within its first steps (at lr {learning_rates[end]:.3g}): "
+            f"lower {name('min_lr')}",
+        )
+    lowest = min(usable, key=lambda i: finding.smoothed[i])
+    finding = replace(finding, min_loss_lr=learning_rates[lowest])
+    steepest = _lasting_descent(learning_rates, losses, finding, lowest, end, planned)
+    if steepest is None:
+        return replace(
+            finding,
+            reason="the loss did not fall steadily over the range: widen it "
+            f"({name('min_lr')}, {name('max_lr')}) or run more {name('steps')}",
+        )
+    step, slope = steepest
+    return replace(finding, suggestion=learning_rates[step], suggestion_step=step, slope=slope)
+
+
+def _read_curve(
+    learning_rates: Sequence[float], losses: Sequence[float], planned: int, beta: float | None
+) -> tuple[Finding, int]:
+    """The curve smoothed and where it diverged, as a :class:`Finding` with no suggestion yet;
+    and the end of its usable steps (``[0, end)``: up to the divergence)."""
     beta = default_beta(planned) if beta is None else beta
     skip = skipped_steps(planned)
     smoothed = smooth(losses, beta, skip)
     stop = diverged(smoothed, skip)
-    end = n if stop is None else stop  # the usable steps: [0, end)
-
-    def found(**fields: object) -> Finding:
-        return Finding(
-            learning_rates=tuple(learning_rates),
-            losses=tuple(losses),
-            smoothed=tuple(smoothed),
-            diverged_lr=None if stop is None else learning_rates[stop],
-            skipped=skip,
-            beta=beta,
-            **fields,  # type: ignore[arg-type]
-        )
-
-    usable = [i for i in range(skip, end) if math.isfinite(smoothed[i])]
-    if len(usable) < 3:
-        return found(
-            suggestion=None,
-            suggestion_step=None,
-            slope=None,
-            min_loss_lr=None,
-            reason=f"the run diverged within its first steps (at lr {learning_rates[end]:.3g}): "
-            "lower --min-lr",
-        )
-    lowest = min(usable, key=lambda i: smoothed[i])
-    steepest = _steepest(learning_rates, smoothed, skip, lowest, planned)
-    if steepest is not None and not _beyond_noise(losses, steepest[2], skip, end, planned):
-        steepest = None
-    if steepest is None:
-        return found(
-            suggestion=None,
-            suggestion_step=None,
-            slope=None,
-            min_loss_lr=learning_rates[lowest],
-            reason="the loss did not fall steadily over the range: widen it (--min-lr, "
-            "--max-lr) or run more --steps",
-        )
-    step, slope, _ = steepest
-    return found(
-        suggestion=learning_rates[step],
-        suggestion_step=step,
-        slope=slope,
-        min_loss_lr=learning_rates[lowest],
+    finding = Finding(
+        learning_rates=tuple(learning_rates),
+        losses=tuple(losses),
+        smoothed=tuple(smoothed),
+        suggestion=None,
+        suggestion_step=None,
+        slope=None,
+        min_loss_lr=None,
+        diverged_lr=None if stop is None else learning_rates[stop],
+        skipped=skip,
+        beta=beta,
     )
+    return finding, len(losses) if stop is None else stop
+
+
+def _lasting_descent(
+    learning_rates: Sequence[float],
+    losses: Sequence[float],
+    finding: Finding,
+    lowest: int,
+    end: int,
+    planned: int,
+) -> tuple[int, float] | None:
+    """(step, slope per decade) of the steepest lasting descent before the ``lowest`` smoothed
+    loss whose fall is beyond the raw curve's noise; ``None`` when there is none."""
+    skip = finding.skipped
+    steepest = _steepest(learning_rates, finding.smoothed, skip, lowest, planned)
+    if steepest is None or not _beyond_noise(losses, steepest[2], skip, end, planned):
+        return None
+    return steepest[0], steepest[1]
 
 
 def _steepest(

@@ -112,7 +112,10 @@ def _table(tables: dict[str, Any], section: str) -> dict[str, Any]:
 
 
 def find_lr(
-    options: LrFindOptions, front: Front | None = None, runner: ChildRunner | None = None
+    options: LrFindOptions,
+    front: Front | None = None,
+    runner: ChildRunner | None = None,
+    name: core.Namer = core.as_flag,
 ) -> dict[str, Any]:
     """Run the range test ``options`` describe; return its report (``suggestion`` inside, ``None``
     with a ``reason`` when the loss never fell steadily).
@@ -120,9 +123,11 @@ def find_lr(
     Checked once, before the child starts: the ramp, the output paths, the
     options and the spec with ``--trial-timeout``, the spec's names, the batch against the
     replicas. Raises :class:`ConfigError` for bad input, :class:`TunerError` when the run fails.
+    ``name`` names the range test's own options in those lines and in the report's reason:
+    ``--max-lr`` for the CLI, ``max_lr=`` for :func:`tuner.lr_find`.
     """
-    core.check_range(options.min_lr, options.max_lr, options.steps)
-    check_paths(options.output, options.plot)
+    core.check_range(options.min_lr, options.max_lr, options.steps, name)
+    check_paths(options.output, options.plot, name)
     spec, plan, notice = spec_and_plan(options, options.trial_timeout)
     check_names(spec)
     if front is not None and notice:
@@ -144,7 +149,7 @@ def find_lr(
     payload = ok_payload(
         run, memory_capped=plan.memory_limit_bytes is not None, failed="the range test's run failed"
     )
-    return report(payload, options)
+    return report(payload, options, name)
 
 
 def _progress(front: Front | None, options: LrFindOptions) -> OnEvent | None:
@@ -160,14 +165,14 @@ def _progress(front: Front | None, options: LrFindOptions) -> OnEvent | None:
     return on_event
 
 
-def check_paths(output: Path | None, plot: Path | None) -> None:
+def check_paths(output: Path | None, plot: Path | None, name: core.Namer = core.as_flag) -> None:
     """Refuse an output that cannot be written, and a figure of an unknown kind."""
     if output is not None:
-        check_output(output, "--output")
+        check_output(output, name("output"))
     if plot is not None:
         if plot.suffix.lower() not in FIGURE_SUFFIXES:
-            raise ConfigError(f"--plot {plot}: give a .html or .png file name")
-        check_output(plot, "--plot")
+            raise ConfigError(f"{name('plot')} {plot}: give a .html or .png file name")
+        check_output(plot, name("plot"))
 
 
 def lr_find_request(
@@ -189,7 +194,9 @@ def lr_find_request(
     )
 
 
-def report(payload: dict[str, Any], options: LrFindOptions) -> dict[str, Any]:
+def report(
+    payload: dict[str, Any], options: LrFindOptions, name: core.Namer = core.as_flag
+) -> dict[str, Any]:
     """The JSON report of a finished run: the suggestion and what it rests on, every step's rate,
     loss and smoothed loss (``null`` where skipped or not finite)."""
     rates = [float(r) for r in payload["learning_rates"]]
@@ -197,7 +204,7 @@ def report(payload: dict[str, Any], options: LrFindOptions) -> dict[str, Any]:
     if not losses:
         raise TunerError("the range test's run trained no step")
     _check_ramp(payload, options)
-    finding = core.suggest(rates, losses, planned_steps=options.steps)
+    finding = core.suggest(rates, losses, planned_steps=options.steps, name=name)
     suggestion, reason = finding.suggestion, finding.reason
     if payload.get("trainable_parameters") == 0:  # a flat curve's noise is no suggestion
         suggestion, reason = None, FROZEN_REASON
