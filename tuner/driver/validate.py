@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import tempfile
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -90,42 +90,78 @@ def run_validation(
     _check_options(spec, plan, loss_reduction, batch)
     runner = runner if runner is not None else child_runner()
     lr = scaled_learning_rate(lr_rule, spec.search.base_lr, batch, spec.search.base_batch_size)
+    pair = _Pair(spec, plan, runner, timeout_s, batch, lr)
     with tempfile.TemporaryDirectory(prefix="tuner-validate-") as folder:
-        results, files, requests = [], [], []
-        for run_plan in (plan.single_device(), plan):
-            files.append(Path(folder) / f"weights-{run_plan.num_replicas}.npz")
+        single, multi = pair.run_both(Path(folder), steps, loss_reduction)
+        checks = pair.checks(Path(folder), single, multi)
+    return _report(spec, plan, checks, multi, loss_reduction, batch, lr, lr_rule)
+
+
+@dataclass
+class _Pair:
+    """The one-device and the N-replica run of one validation at global batch ``batch`` and
+    learning rate ``lr``, and what comparing them needs (the requests, the weight files)."""
+
+    spec: StudySpec
+    plan: DevicePlan
+    runner: ChildRunner
+    timeout_s: float
+    batch: int
+    lr: float
+    requests: list[Any] = field(default_factory=list)
+    files: list[Path] = field(default_factory=list)
+
+    def run_both(
+        self, folder: Path, steps: int, loss_reduction: str
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Run one device, then the N replicas; their results (single, multi)."""
+        results = []
+        for run_plan in (self.plan.single_device(), self.plan):
+            self.files.append(folder / f"weights-{run_plan.num_replicas}.npz")
             request = replace(
                 validate_request(
-                    spec, run_plan, batch, lr, steps=steps, loss_reduction=loss_reduction
+                    self.spec, run_plan, self.batch, self.lr, steps=steps,
+                    loss_reduction=loss_reduction,
                 ),
-                weights_file=str(files[-1]),
-            )
-            requests.append(request)
-            run = runner.run(request, run_plan.child_environment(), timeout_s)
+                weights_file=str(self.files[-1]),
+            )  # fmt: skip
+            self.requests.append(request)
+            run = self.runner.run(request, run_plan.child_environment(), self.timeout_s)
             results.append(_result(run, run_plan))
-        single, multi = results
+        return results[0], results[1]
+
+    def checks(self, folder: Path, single: dict[str, Any], multi: dict[str, Any]) -> list[Check]:
+        """The checks of the two runs, judged again against the control run when loss parity
+        or the final weights miss their fixed tolerance."""
         from tuner.driver import weights  # numpy: not on the way of `tuner --help`
 
-        names = list(multi.get("variable_names", []))
-        one, many = files
-        compared = weights.compare_files(one, many, names, multi.get("model_variables"))
-        checks = evaluate(single, multi, global_batch=batch, learning_rate=lr, weights=compared)
-        if any(c.name in CONTROLLED and not c.passed for c in checks):
-            again = Path(folder) / "weights-control.npz"
-            request = replace(requests[0], weights_file=str(again))  # the one-device run's
-            control = _control(runner, request, plan.single_device(), timeout_s, single)
-            control["weights"] = weights.compare_files(
-                one, again, names, multi.get("model_variables")
-            )
-            checks = evaluate(
-                single,
-                multi,
-                global_batch=batch,
-                learning_rate=lr,
-                weights=compared,
-                control=control,
-            )
-    return _report(spec, plan, checks, multi, loss_reduction, batch, lr, lr_rule)
+        names, count = list(multi.get("variable_names", [])), multi.get("model_variables")
+        one, many = self.files
+        compared = weights.compare_files(one, many, names, count)
+        checks = self._evaluate(single, multi, compared, None)
+        if not any(c.name in CONTROLLED and not c.passed for c in checks):
+            return checks
+        again = folder / "weights-control.npz"
+        request = replace(self.requests[0], weights_file=str(again))  # the one-device run's
+        control = _control(self.runner, request, self.plan.single_device(), self.timeout_s, single)
+        control["weights"] = weights.compare_files(one, again, names, count)
+        return self._evaluate(single, multi, compared, control)
+
+    def _evaluate(
+        self,
+        single: dict[str, Any],
+        multi: dict[str, Any],
+        compared: dict[str, Any],
+        control: dict[str, Any] | None,
+    ) -> list[Check]:
+        return evaluate(
+            single,
+            multi,
+            global_batch=self.batch,
+            learning_rate=self.lr,
+            weights=compared,
+            control=control,
+        )
 
 
 REORDER_ENV = "TUNER_VALIDATE_REORDER"

@@ -27,7 +27,7 @@ from tuner.core.errors import ConfigError, TunerError
 from tuner.core.scaling import scaled_learning_rate
 from tuner.core.spec import StudySpec
 from tuner.driver.children import ChildRunner, child_runner, validate_request
-from tuner.driver.validate_checks import accumulation_check
+from tuner.driver.validate_checks import Check, accumulation_check
 
 
 def run_accumulation_validation(
@@ -50,32 +50,13 @@ def run_accumulation_validation(
     batch = steps_k * micro
     runner = runner if runner is not None else child_runner()
     lr = scaled_learning_rate(lr_rule, spec.search.base_lr, batch, spec.search.base_batch_size)
-    from tuner.driver import weights  # numpy: not on the way of `tuner --help`
-
     with tempfile.TemporaryDirectory(prefix="tuner-accumulation-") as folder:
-        results, finals = [], []
-        for accumulate in (1, steps_k):
-            path = Path(folder) / f"weights-{accumulate}.npz"
-            request = validate_request(spec, plan, batch, lr, steps=steps, loss_reduction="global")
-            request = replace(request, weights_file=str(path), accumulation_steps=accumulate)
-            run = runner.run(request, plan.child_environment(), timeout_s)
-            try:
-                results.append(result(run, plan))
-            except TunerError as exc:  # Keras's known failure under TensorFlow: said plainly
-                line = failure_line(str(exc), spec.workload.backend)
-                raise TunerError(str(exc) if line == str(exc) else line) from exc
-            finals.append(weights.load(path))
-    true, accumulated = results
-    model_variables = int(true.get("model_variables") or 0)
-    (one, initial), (many, _) = finals
-    keep = range(model_variables)  # the optimizers' variables differ: not compared
-    compared = weights.compare(
-        {i: one[i] for i in keep},
-        {i: many[i] for i in keep},
-        {i: initial[i] for i in keep if i in initial},
-        list(true.get("variable_names", []))[:model_variables],
-    )
-    check = accumulation_check(compared, list(accumulated.get("batch_norm_layers", [])))
+        runs = [
+            _run(spec, plan, runner, result, Path(folder), accumulate, batch, lr, steps, timeout_s)
+            for accumulate in (1, steps_k)
+        ]
+    (true, one, initial), (accumulated, many, _) = runs
+    check = _compare(true, accumulated, one, many, initial)
     return {
         "passed": check.passed,
         "backend": spec.workload.backend,
@@ -105,6 +86,53 @@ def run_accumulation_validation(
         "versions": accumulated.get("versions", {}),
         "created_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
     }
+
+
+def _run(
+    spec: StudySpec,
+    plan: DevicePlan,
+    runner: ChildRunner,
+    result: Any,
+    folder: Path,
+    accumulate: int,
+    batch: int,
+    lr: float,
+    steps: int,
+    timeout_s: float,
+) -> tuple[dict[str, Any], Any, Any]:
+    """One validation child at global batch ``batch`` in ``accumulate`` micro-steps a step: its
+    result, and its final and initial weights."""
+    from tuner.driver import weights  # numpy: not on the way of `tuner --help`
+
+    path = folder / f"weights-{accumulate}.npz"
+    request = validate_request(spec, plan, batch, lr, steps=steps, loss_reduction="global")
+    request = replace(request, weights_file=str(path), accumulation_steps=accumulate)
+    run = runner.run(request, plan.child_environment(), timeout_s)
+    try:
+        read = result(run, plan)
+    except TunerError as exc:  # Keras's known failure under TensorFlow: said plainly
+        line = failure_line(str(exc), spec.workload.backend)
+        raise TunerError(str(exc) if line == str(exc) else line) from exc
+    final, initial = weights.load(path)
+    return read, final, initial
+
+
+def _compare(
+    true: dict[str, Any], accumulated: dict[str, Any], one: Any, many: Any, initial: Any
+) -> Check:
+    """The model's variables after the true steps against those after the accumulated ones;
+    the optimizers' variables differ (accumulators, micro-step counts) and are not compared."""
+    from tuner.driver import weights
+
+    model_variables = int(true.get("model_variables") or 0)
+    keep = range(model_variables)
+    compared = weights.compare(
+        {i: one[i] for i in keep},
+        {i: many[i] for i in keep},
+        {i: initial[i] for i in keep if i in initial},
+        list(true.get("variable_names", []))[:model_variables],
+    )
+    return accumulation_check(compared, list(accumulated.get("batch_norm_layers", [])))
 
 
 def _check(plan: DevicePlan, steps_k: int, micro: int) -> None:
