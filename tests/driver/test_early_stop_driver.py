@@ -91,3 +91,65 @@ def test_the_noise_per_check_comes_from_the_base_trial_and_the_seed_runs() -> No
     stop, _ = early_stop_for(spec, SIGNATURE, _noise({SIGNATURE: record}), [base])
     assert stop is not None and stop.noise_samples == (1024, 2048)
     assert stop.noise_sds[0] == pytest.approx(math.log(2) / math.sqrt(3))
+
+
+TARGET_NOISE = {
+    SIGNATURE: {
+        "seeds": [0, 1, 2],
+        "global_batch_size": 64,
+        "lr_rule": "none",
+        "target_loss": 0.3,
+        "curves": [[[1024, 1.1], [2048, 0.33]], [[1024, 0.9], [2048, 0.31]]],
+    }
+}
+
+
+def test_under_a_target_both_rules_apply_the_gap_at_equal_training_time() -> None:
+    spec = make_spec(seeds=3, target_loss=0.3, tie_margin=0.05)
+    base = target_trial(
+        0,
+        64,
+        times=[4.0],
+        throughput=1000.0,
+        target_curve=[[1024, 1.0], [2048, 0.32]],
+        global_batch_size=64,
+    )
+    best = target_trial(
+        1,
+        128,
+        times=[2.0],
+        throughput=2000.0,
+        target_curve=[[1024, 0.8], [2048, 0.29]],
+        global_batch_size=128,
+    )
+    slow = target_trial(
+        2, 256, times=None, throughput=2500.0, target_curve=[[1024, 0.9]], global_batch_size=256
+    )
+    stop, skipped = early_stop_for(spec, SIGNATURE, _noise(TARGET_NOISE), [base, best, slow], 256)
+    assert skipped is None and stop is not None
+    assert (stop.best_time_s, stop.best_time_trial) == (2.0, 1)  # the time rule
+    assert stop.reference_trial == 1  # the best time's curve, for the loss-gap test
+    # Batch 256 trains 2500/2000 the samples of #1 in the same time, x 1.05 in its favour.
+    assert stop.reference_samples == (round(1024 * 1.3125), round(2048 * 1.3125))
+    assert stop.reference_losses == (0.8, 0.29)
+    assert stop.noise_runs == 3 and stop.noise_samples == (1024, 2048)
+    assert stop.noise_sd == pytest.approx(stop.noise_sds[-1]) and stop.noise_sd > 0
+    # The same batch as the reference: the same steps, the same time (x the tie margin).
+    stop, _ = early_stop_for(spec, SIGNATURE, _noise(TARGET_NOISE), [base, best], 128)
+    assert stop is not None and stop.reference_samples == (1075, 2150)
+
+
+def test_under_a_target_no_gap_test_without_a_throughput_at_the_trials_batch() -> None:
+    spec = make_spec(seeds=3, target_loss=0.3)
+    best = target_trial(
+        1, 128, times=[2.0], target_curve=[[1024, 0.8], [2048, 0.29]], global_batch_size=128
+    )
+    stop, skipped = early_stop_for(spec, SIGNATURE, _noise(TARGET_NOISE), [best], 512)
+    assert stop is not None and stop.reference_trial is None and stop.best_time_s == 2.0
+    assert skipped is None  # the time rule still applies
+    stop, skipped = early_stop_for(spec, SIGNATURE, _noise({}), [], 512)
+    assert stop is not None and skipped == (
+        "no early stop: no trial has reached the target yet; the seed noise is not measured yet"
+    )
+    off = make_spec(seeds=3, target_loss=0.3, early_stop=False)
+    assert early_stop_for(off, SIGNATURE, _noise(TARGET_NOISE), [best], 128) == (None, None)

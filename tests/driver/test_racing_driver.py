@@ -212,11 +212,25 @@ def test_a_repeat_that_misses_the_target_keeps_its_configuration_a_candidate() -
     assert attrs["time_to_target_s"] == 12.0 and attrs["samples_to_target"] == 5120  # medians
 
 
-def test_no_seed_runs_under_a_loss_target(storage: str) -> None:
+def test_no_seed_runs_under_a_loss_target_without_early_stops(storage: str) -> None:
     child = FakeChild(lambda request: ok(request.global_batch_size))
-    report = search(storage, child, seeds=3, target_loss=0.5)
+    report = search(storage, child, seeds=3, target_loss=0.5, early_stop=False)
     assert "seed_noise" not in report.study.user_attrs
     assert all(getattr(request, "seed", 0) == 0 for request in child.requests)
+
+
+def test_under_a_loss_target_the_seed_runs_give_early_stops_noise_not_a_tolerance(
+    storage: str,
+) -> None:
+    def answer(request: Any) -> dict[str, Any]:
+        seed = getattr(request, "seed", 0)
+        curve = [[512, 1.0 + 0.1 * seed], [1024, 0.49 - 0.01 * seed]]
+        return ok(request.global_batch_size, target_curve=curve, reached_target=True)
+
+    report = search(storage, FakeChild(answer), seeds=3, target_loss=0.5)
+    (record,) = report.study.user_attrs["seed_noise"].values()
+    assert record["seeds"] == [0, 1, 2] and len(record["curves"]) == 2
+    assert "final_losses" not in record and "spread" not in record  # no loss tolerance
 
 
 def test_a_repeat_a_killed_worker_left_running_makes_the_recommendation_provisional(

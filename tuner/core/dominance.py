@@ -42,7 +42,10 @@ import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tuner.core.spec import SearchSpec
 
 DEFAULT_ALPHA = 0.05
 """The false-stop rate a trial is held to: the chance that a trial as good as the reference is
@@ -167,6 +170,15 @@ def time_look(
     ``window_s`` later. Also the earliest time it could reach the target."""
     earliest = elapsed_s + window_s
     return earliest > best_time_s * (1.0 + margin), earliest
+
+
+def measures_seed_noise(search: SearchSpec) -> bool:
+    """Whether a search runs the base configuration's seed runs: ``seeds`` ≥ 2 in a grid, and
+    under a loss target only for early stops (the loss-gap test's noise per check: trials stop
+    at the target, so their final losses say nothing of the seeds and set no tolerance)."""
+    if search.joint or search.seeds < 2:
+        return False
+    return search.target_loss is None or search.early_stop
 
 
 @functools.lru_cache(maxsize=256)

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from tuner.core.dominance import measures_seed_noise
 from tuner.core.duration import format_budget
 from tuner.core.progress import format_duration
 from tuner.core.spec import StudySpec
@@ -84,7 +85,7 @@ def plan_of(spec: StudySpec, grid_size: int, baseline_runs: int) -> SearchPlan:
     already give, and up to ``max_repeats - 1`` repeats of each grid point."""
     search = spec.search
     joint = search.joint
-    seeds = 0 if joint or search.seeds < 2 or search.target_loss is not None else search.seeds - 1
+    seeds = search.seeds - 1 if measures_seed_noise(search) else 0
     repeats = 0 if joint or search.max_repeats < 2 else grid_size * (search.max_repeats - 1)
     return SearchPlan(
         check=1,

@@ -7,6 +7,16 @@ request (:class:`tuner.core.protocol.EarlyStop`). What is not known yet is not g
 the seed noise, no loss-gap test; without a finished trial, nothing to compare with; the trial
 then runs to the end and stores why in ``early_stop_skipped``. Repeats of a configuration are
 never stopped (racing chose them because they are close).
+
+Under a loss target both rules apply. The time rule needs the best time to the target; the
+loss-gap test compares at equal *training time*, the axis the target's policy ranks on: the
+reference is the trial with the best time to the target, and its curve is moved from its samples
+to the samples this trial's batch trains in the same time (× its measured throughput over the
+reference's, × ``1 + tie margin`` in the trial's favour), so that a trial behind the best at
+equal time, beyond the band and the seed noise, cannot reach the target first. Its noise comes
+from the seed runs' curves up to the target (:func:`tuner.driver.seeds.measure_seed_noise` runs
+them under a target when early stops are on); without a throughput measured at the trial's batch
+yet (its first trial) only a reference of the same batch is compared (same steps, same time).
 """
 
 from __future__ import annotations
@@ -17,6 +27,8 @@ from typing import Any
 
 from optuna.trial import FrozenTrial
 
+from tuner.core import dominance
+from tuner.core.configurations import is_same_as
 from tuner.core.dominance import DEFAULT_ALPHA, check_noise
 from tuner.core.protocol import EarlyStop
 from tuner.core.spec import StudySpec
@@ -37,7 +49,13 @@ def records_curves(spec: StudySpec) -> bool:
     search = spec.search
     if not search.early_stop:
         return False
-    return search.target_loss is not None or (search.seeds >= 2 and not search.joint)
+    return search.target_loss is not None or measures_seed_noise(spec)
+
+
+def measures_seed_noise(spec: StudySpec) -> bool:
+    """Whether the base configuration's seed runs are measured
+    (:func:`tuner.core.dominance.measures_seed_noise`)."""
+    return dominance.measures_seed_noise(spec.search)
 
 
 def early_stop_for(
@@ -63,6 +81,15 @@ def early_stop_for(
     rivals = peers(spec, mine, batch)
     if search.target_loss is not None:
         fields.update(_best_time(rivals, reasons))
+        if measures_seed_noise(spec):
+            record = (seed_records() or {}).get(signature)
+            gap: list[str] = []
+            fields.update(
+                _target_gap(search.tolerance, search.tie_margin, record, (mine, rivals), batch, gap)
+            )
+            if "best_time_s" in fields:  # the time rule applies: the gap's reason is no news
+                gap = []
+            reasons.extend(r for r in gap if r not in reasons)
     else:
         record = (seed_records() or {}).get(signature)
         fields.update(_loss_gap(search.tolerance, record, mine, reasons, rivals))
@@ -106,15 +133,96 @@ def _loss_gap(
     }
 
 
-def _best_time(trials: Sequence[FrozenTrial], reasons: list[str]) -> dict[str, Any]:
-    """The time rule's input: the shortest time to the target so far, or none."""
-    reached = [
+def _target_gap(
+    tolerance: float,
+    margin: float,
+    record: Mapping[str, Any] | None,
+    trials_and_rivals: tuple[Sequence[FrozenTrial], Sequence[FrozenTrial]],
+    batch: int | None,
+    reasons: list[str],
+) -> dict[str, Any]:
+    """Under a target, the loss-gap test's inputs at equal training time (module docstring)
+    against the best time of the rivals (:func:`peers`), or none (with the reason in
+    ``reasons``)."""
+    trials, rivals = trials_and_rivals
+    noise_samples, noise_sds = check_noise(_seed_curves(record or {}, trials))
+    if not noise_sds:
+        reasons.append("the seed noise is not measured yet")
+        return {}
+    if noise_sds[-1] <= 0:
+        reasons.append("the seeds' losses are identical (no noise to test against)")
+        return {}
+    reached = [t for t in _reached(rivals) if _usable(curve_of(t))]
+    if not reached or batch is None:
+        reasons.append("no trial has reached the target yet")
+        return {}
+    reference = min(reached, key=lambda t: (float(t.user_attrs["time_to_target_s"]), t.number))
+    scale = _time_scale(trials, reference, batch, margin)
+    if scale is None:
+        reasons.append(f"no throughput measured at batch {batch} yet (no time to compare at)")
+        return {}
+    samples, losses = zip(*curve_of(reference), strict=True)
+    spread = noise_sds[-1]  # at the seeds' last shared check, the closest to the target
+    return {
+        "noise_samples": tuple(noise_samples),
+        "noise_sds": tuple(noise_sds),
+        "band": effective_tolerance(tolerance, spread)[0],
+        "noise_sd": spread,
+        "noise_runs": len(_seed_curves(record or {}, trials)),
+        "reference_trial": reference.number,
+        "reference_samples": tuple(round(s * scale) for s in samples),
+        "reference_losses": tuple(float(x) for x in losses),
+    }
+
+
+def _time_scale(
+    trials: Sequence[FrozenTrial], reference: FrozenTrial, batch: int, margin: float
+) -> float | None:
+    """The factor from the reference's samples to the samples a trial at ``batch`` trains in
+    the same time: the throughput measured at ``batch`` (the median of its runs, a dominated
+    one's too) over the reference's, × ``1 + margin`` in the trial's favour (a trial within the
+    tie margin of the best time is not beaten); ``None`` while ``batch`` has no figure."""
+    if reference.user_attrs.get("global_batch_size") == batch:
+        return 1.0 + margin  # the same steps: the same time up to timing noise
+    own = sorted(
+        _throughput(t)
+        for t in trials
+        if t.user_attrs.get("global_batch_size") == batch
+        and not is_same_as(t)
+        and _positive(_throughput(t))
+    )
+    theirs = _throughput(reference)
+    if not own or not _positive(theirs):
+        return None
+    return own[len(own) // 2] / theirs * (1.0 + margin)
+
+
+def _throughput(trial: FrozenTrial) -> float:
+    """The trial's measured throughput (its attribute; a finished trial's value), else nan."""
+    value = trial.user_attrs.get("throughput")
+    if value is None and trial.values:
+        value = trial.values[1]
+    return float(value) if isinstance(value, int | float) else math.nan
+
+
+def _positive(value: Any) -> bool:
+    return isinstance(value, int | float) and math.isfinite(value) and value > 0
+
+
+def _reached(trials: Sequence[FrozenTrial]) -> list[FrozenTrial]:
+    """The grid's own runs that reached the target, with a time to it."""
+    return [
         t
         for t in trials
         if is_original(t)
         and t.user_attrs.get("reached_target")
         and isinstance(t.user_attrs.get("time_to_target_s"), int | float)
     ]
+
+
+def _best_time(trials: Sequence[FrozenTrial], reasons: list[str]) -> dict[str, Any]:
+    """The time rule's input: the shortest time to the target so far, or none."""
+    reached = _reached(trials)
     if not reached:
         reasons.append("no trial has reached the target yet")
         return {}

@@ -29,12 +29,13 @@ from tuner.core import hyperparams
 from tuner.core.budget import Ledger, RunKey
 from tuner.core.configurations import status_of
 from tuner.core.devices import DevicePlan
+from tuner.core.dominance import check_noise
 from tuner.core.outcome import classify
 from tuner.core.spec import StudySpec
 from tuner.core.stats import relative_spread
 from tuner.core.trials import is_pending, is_settled
 from tuner.driver.children import ChildRunner, first_precision, trial_request
-from tuner.driver.early_stop import seed_checks
+from tuner.driver.early_stop import curve_of, measures_seed_noise, seed_checks
 from tuner.driver.input_reuse import InputReuse
 from tuner.driver.observer import SearchObserver, observed
 from tuner.driver.racing import REPEAT_OF, applied_tolerance, own_run
@@ -66,7 +67,7 @@ def measure_seed_noise(
     search = spec.search
     if search.joint or search.seeds < 2:
         return None
-    if search.target_loss is not None:
+    if not measures_seed_noise(spec):
         # Trials stop at the target, so their final losses sit just under it: their spread
         # would measure the cadence, not the seeds, and time to target needs no loss tolerance.
         observer.note("seed noise: not measured with a loss target (trials stop at the target)")
@@ -102,20 +103,52 @@ def measure_seed_noise(
         if loss is not None:
             seeds.append(seed)
             losses.append(loss)
+    what = {
+        "seeds": seeds,
+        "global_batch_size": search.base_batch_size,
+        "lr_rule": rule,
+        "precision": precision,
+    }
+    if search.target_loss is not None:
+        what["target_loss"] = search.target_loss
+        return _target_record(study, plan, what, base, curves, observer)
     spread = relative_spread(losses)
     if spread is None:
         observer.note("seed noise not measured (fewer than 2 seeds trained); --tolerance applies")
         return None
     record = {
-        "seeds": seeds,
+        **what,
         "final_losses": losses,
         "spread": spread,
-        "global_batch_size": search.base_batch_size,
-        "lr_rule": rule,
-        "precision": precision,
         **({"curves": curves} if curves else {}),
     }
     _store(study, spec, plan, record, observer)
+    return record
+
+
+def _target_record(
+    study: optuna.Study,
+    plan: DevicePlan,
+    what: dict[str, Any],
+    base: list[optuna.trial.FrozenTrial],
+    curves: list[Any],
+    observer: SearchObserver,
+) -> dict[str, Any] | None:
+    """Under a loss target: the seed runs' curves up to the target (the early stops' noise per
+    check), stored without ``final_losses`` — losses at the target are no seed noise and set no
+    loss tolerance (:func:`tuner.driver.early_stop.measures_seed_noise`)."""
+    done = [t for t in base if t.state == TrialState.COMPLETE and curve_of(t)]
+    shared = ([curve_of(min(done, key=lambda t: t.number))] if done else []) + curves
+    samples, sds = check_noise(shared)
+    if not sds:
+        observer.note("seed noise not measured (fewer than 2 seeds trained): no loss-gap stops")
+        return None
+    record = {**what, "curves": curves}
+    store(study, SEED_NOISE, plan, record)
+    observer.note(
+        f"seed noise (early stops under the target): the validation loss varies {sds[-1]:.1%} "
+        f"between {len(shared)} seeds at {samples[-1]} samples"
+    )
     return record
 
 
@@ -146,10 +179,9 @@ def _store(
 
 
 def wants_seeds(study: optuna.Study, spec: StudySpec, plan: DevicePlan) -> bool:
-    """Whether this search measures the seed noise: on (``seeds`` 2+, a grid, no loss target)
-    and not yet stored for ``plan``'s devices."""
-    search = spec.search
-    if search.joint or search.seeds < 2 or search.target_loss is not None:
+    """Whether this search measures the seed noise: on (``seeds`` 2+, a grid; under a loss
+    target for early stops only) and not yet stored for ``plan``'s devices."""
+    if not measures_seed_noise(spec):
         return False
     return plan.device_signature not in study.user_attrs.get(SEED_NOISE, {})
 
@@ -246,8 +278,9 @@ def _train(
     if outcome.values is None:
         observer.note(f"seed noise: seed {seed} ended {outcome.status}: {outcome.error}")
         return None
-    if outcome.attrs.get("val_curve"):
-        curves.append(outcome.attrs["val_curve"])
+    curve = outcome.attrs.get("val_curve") or outcome.attrs.get("target_curve")
+    if curve:
+        curves.append(curve)
     return float(outcome.values[0])
 
 
