@@ -16,14 +16,16 @@ from optuna.trial import FrozenTrial, TrialState
 from tuner.core.trials import died_unborn, to_requeue
 
 
-def requeue_unfinished(study: optuna.Study) -> list[FrozenTrial]:
+def requeue_unfinished(study: optuna.Study, *, stale: bool = True) -> list[FrozenTrial]:
     """Fail trials whose worker died (stale heartbeat; Optuna's retry callback re-queues them),
     then queue again every interrupted trial whose grid point (and model configuration) has no
     other run. Returns the study's trials after that (the loop decides with them: read again
-    only when something was queued)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        optuna.storages.fail_stale_trials(study)  # a no-op without heartbeat
+    only when something was queued). ``stale=False`` leaves the stale check to
+    ``study.optimize``, which makes it as the next trial starts (the trial loop's steps)."""
+    if stale:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            optuna.storages.fail_stale_trials(study)  # a no-op without heartbeat
     trials = study.get_trials(deepcopy=False)
     if _fail_unborn(study, trials):
         trials = study.get_trials(deepcopy=False)

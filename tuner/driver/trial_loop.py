@@ -30,7 +30,7 @@ from tuner.core.trials import (
 )
 from tuner.driver.budget import close, grid_left, training_key_of
 from tuner.driver.children import ChildRunner
-from tuner.driver.grid import grid_points
+from tuner.driver.grid import BatchAscendingGridSampler, grid_points
 from tuner.driver.objective import Objective
 from tuner.driver.observer import SearchObserver, quiet_optuna
 from tuner.driver.racing import race
@@ -104,9 +104,11 @@ def _run_joint(loop: _Loop) -> tuple[int, int]:
     )
     # Re-queued trials (interrupted, or a dead worker's) run even when the budget is used.
     while True:
-        trials = requeue_unfinished(study)
+        trials = requeue_unfinished(study, stale=False)  # study.optimize checks as it starts
         if not has_budget_left(trials, budget):
-            break
+            trials = requeue_unfinished(study)  # a dead worker's trial counts until failed
+            if not has_budget_left(trials, budget):
+                break
         claimed = claimed_count(trials)
         any_trial = (0, plan.num_replicas)  # TPE picks the batch: any trial's mean
         if ledger is not None and claimed and not ledger.fits([any_trial])[0]:
@@ -133,13 +135,13 @@ def _run_grid(loop: _Loop, probed_oom: int | None) -> tuple[int, int]:
     key_of = training_key_of(spec, plan, space)
     early = wanted and not first_trains_base(spec, plan, space, grid)
     for _ in range(len(grid) - done + 1):
-        trials = requeue_unfinished(study)
+        trials = requeue_unfinished(study, stale=False)  # study.optimize checks as it starts
         if not seeded and (not wanted or early or base_settled(trials, key)):
             seeded = True
             _seed_noise(loop, grid_left(trials, grid, plan, key_of))
             if wanted:  # the rest of the grid, after the seeds
                 observer.phase("grid", len(grid_left(trials, grid, plan)))
-        if not progress.has_unclaimed_work(trials):
+        if not progress.has_unclaimed_work(trials) and not _stale_freed(study, progress):
             break
         left = grid_left(trials, grid, plan, key_of) if ledger is not None else ()
         if ledger is not None and not _grid_fits(ledger, left, bool(settled_grid_points(trials))):
@@ -160,6 +162,13 @@ def _run_grid(loop: _Loop, probed_oom: int | None) -> tuple[int, int]:
         ledger=ledger,
     )
     return objective.launched, len(grid)
+
+
+def _stale_freed(study: optuna.Study, progress: GridProgress) -> bool:
+    """Whether failing the trials of dead workers (stale heartbeat) left grid work to claim: a
+    step leaves that check to ``study.optimize``, so before the loop ends on "all claimed" it
+    makes it once (a dead worker's RUNNING trial looks claimed until failed)."""
+    return progress.has_unclaimed_work(requeue_unfinished(study))
 
 
 def _seed_noise(loop: _Loop, reserve: tuple[RunKey, ...]) -> None:
@@ -205,8 +214,11 @@ def _run_one(
     """One trial: a queued one first, else the sampler's next point; a FAIL does not stop us.
     ``trials``: the study's trials as just read, which the trial decides with (else it reads)."""
     _claim_allowed(study)
+    sampler = study.sampler if isinstance(study.sampler, BatchAscendingGridSampler) else None
     if trials is not None:
         objective.expect(trials)
+        if sampler is not None:  # the grid point from the same read: 7 statements a trial
+            sampler.expect(list(trials))
     try:
         study.optimize(objective, n_trials=1, catch=(TrialFailed,), gc_after_trial=False)
     except Exception as exc:
@@ -224,6 +236,8 @@ def _run_one(
     finally:
         if trials is not None:
             objective.expect(None)  # read before this trial: never for a later one
+            if sampler is not None:
+                sampler.expect(None)
 
 
 def _claim_allowed(study: optuna.Study) -> None:
