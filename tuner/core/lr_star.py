@@ -1,0 +1,187 @@
+"""The best learning rate ``lr*`` at one global batch, with its 95 % interval, from the rates
+tried there (:mod:`tuner.core.lr_law` fits the law through the batches).
+
+Pure (NumPy only). Input: the ``(learning_rate, value)`` points of one batch — the value to
+minimise is the final validation loss, or under a loss target the time to it (the caller picks:
+:mod:`tuner.core.recommend._law`) — and the rates known to be worse there.
+
+* **The parabola** (:func:`best_rate`): through the lowest value and its two neighbours, in
+  ``log(value)`` against ``log(lr)``; its vertex is ``lr*``. The 95 % interval is a parametric
+  bootstrap of that fit: the values are redrawn with the measured seed noise (the spread of the
+  base configuration's seeds, ``sigma``), else with the residual noise of a parabola through the
+  five lowest points, and the vertex is refitted (``method`` says which). With neither, the
+  interval is the half-steps of the sweep around the vertex. A best rate at the sweep's edge is
+  *censored*: only a bound, left out of the law's fit.
+* **Rates known to be worse** (a *wall*): a rate that diverged, one whose loss is :data:`CLIFF`
+  times the best's, and one stopped early as dominated by the best at its own batch
+  (:mod:`tuner.core.dominance`: worse beyond the tolerance band with 95 % confidence). Its loss
+  is not a final loss and is never fitted as one; a wall beside the best rate brackets ``lr*``
+  between the best rate's other side and the wall (``beside a cliff``, ``beside a worse rate``),
+  and a wall below the smallest finished rate keeps the best from being censored.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+RESAMPLES = 400
+"""Bootstrap resamples of one batch's fit (seeded: the interval is reproducible)."""
+MIN_LOG_SE = 0.02
+"""The smallest standard error of ``log lr*`` a batch is weighted with (about 2 %): a batch
+whose interval collapsed would otherwise carry the whole fit."""
+CLIFF = 20.0
+"""A neighbour of the best rate that lost this many times more is a cliff (the edge of
+divergence): the curve is too steep there for a parabola."""
+Z95 = 1.959964
+"""The normal 97.5 % quantile: a 95 % interval is ± this many standard errors."""
+
+
+@dataclass(frozen=True)
+class BestRate:
+    """``lr*`` at one global batch with its 95 % interval."""
+
+    batch: int
+    lr: float
+    low: float
+    high: float
+    method: str
+    """``seed noise bootstrap``, ``residual bootstrap`` or ``grid`` (see the module)."""
+    censored: str | None = None
+    """``below``: the smallest rate tried was best (``lr* <= lr``); ``above``: the largest."""
+    points: int = 0
+    stopped: int = 0
+    """Rates stopped early as worse than the best at this batch (walls, not fitted losses)."""
+    criterion: str = "final loss"
+    """What was minimised: ``final loss`` or ``time to target``."""
+
+    @property
+    def log_se(self) -> float:
+        """The standard error of ``log lr*`` its interval implies (at least :data:`MIN_LOG_SE`)."""
+        return max(MIN_LOG_SE, (math.log(self.high) - math.log(self.low)) / (2 * Z95))
+
+
+STOPPED, DIVERGED = "stopped", "diverged"
+"""The kinds of a wall: stopped early as dominated; diverged (or :data:`CLIFF` × the best)."""
+
+
+def _merged(
+    points: Iterable[tuple[float, float]], worse: Iterable[float] = ()
+) -> tuple[np.ndarray, np.ndarray, list[tuple[float, str]]]:
+    """Log rates (ascending, one per rate) and the mean log value at each; and the walls: the
+    log rates known worse, each with its kind (a non-finite value: diverged; a rate in
+    ``worse``: stopped), ascending, leaving out a rate that also finished."""
+    finite: dict[float, list[float]] = {}
+    walls: dict[float, str] = {}
+    for lr, value in points:
+        if not (lr > 0 and math.isfinite(lr)):
+            continue
+        if math.isfinite(value) and value > 0:
+            finite.setdefault(round(math.log(lr), 9), []).append(math.log(value))
+        else:
+            walls[round(math.log(lr), 9)] = DIVERGED
+    for lr in worse:
+        if lr > 0 and math.isfinite(lr):
+            walls.setdefault(round(math.log(lr), 9), STOPPED)
+    xs = np.array(sorted(finite))
+    ys = np.array([float(np.mean(finite[x])) for x in sorted(finite)])
+    return xs, ys, sorted((x, kind) for x, kind in walls.items() if x not in finite)
+
+
+def _vertex(x: np.ndarray, y: np.ndarray) -> float:
+    """The lowest point of the parabola through three points, kept within them (the lowest
+    point itself when the parabola opens downwards)."""
+    a, b, _ = np.polyfit(x, y, 2)
+    if a <= 0:
+        return float(x[int(np.argmin(y))])
+    return float(np.clip(-b / (2 * a), x[0], x[-1]))
+
+
+def _residual_sigma(xs: np.ndarray, ys: np.ndarray, j: int) -> float | None:
+    """The noise of ``log(loss)`` left by a parabola through the five points around the best
+    (``None`` with fewer than five: no degree of freedom left)."""
+    if len(xs) < 5:
+        return None
+    lo = int(np.clip(j - 2, 0, len(xs) - 5))
+    x, y = xs[lo : lo + 5], ys[lo : lo + 5]
+    residual = y - np.polyval(np.polyfit(x, y, 2), x)
+    return float(math.sqrt(float(np.sum(residual**2)) / 2))
+
+
+def best_rate(
+    batch: int,
+    points: Iterable[tuple[float, float]],
+    sigma: float | None = None,
+    seed: int = 0,
+    worse: Iterable[float] = (),
+    criterion: str = "final loss",
+) -> BestRate | None:
+    """``lr*`` at ``batch`` from its ``(learning_rate, value)`` points, the value to minimise
+    (the final loss, or the time to the target: ``criterion``), and the rates known ``worse``
+    than the best there (stopped early as dominated); ``None`` with fewer than three rates or
+    none finished. ``sigma``: the seed noise of ``log(value)`` (a relative spread), when
+    measured."""
+    xs, ys, walls = _merged(points, worse)
+    if not len(xs) or len(xs) + len(walls) < 3:
+        return None
+    stopped = sum(kind == STOPPED for _, kind in walls)
+    j = int(np.argmin(ys))
+    cliff = float(ys[j] + math.log(CLIFF))
+    below, above = _side(xs, ys, walls, j, -1, cliff), _side(xs, ys, walls, j, 1, cliff)
+    lr = float(math.exp(xs[j]))
+    star = BestRate(batch, lr, lr, lr, "", None, len(xs), stopped, criterion)
+    if below is None or above is None:
+        return replace(star, method="edge of the sweep", censored="above" if below else "below")
+    if below[1] or above[1]:
+        return _bracket(star, xs[j], below, above)
+    x, y = xs[j - 1 : j + 2], ys[j - 1 : j + 2]
+    vertex = _vertex(x, y)
+    low, high = (xs[j - 1] + vertex) / 2, (vertex + xs[j + 1]) / 2  # the sweep's resolution
+    method, noise = "seed noise bootstrap", sigma
+    if noise is None or noise <= 0:
+        method, noise = "residual bootstrap", _residual_sigma(xs, ys, j)
+    if noise is None or noise <= 0:
+        method = "sweep resolution"
+    else:
+        rng = np.random.default_rng(seed + batch)
+        draws = [_vertex(x, y + rng.normal(0.0, noise, size=3)) for _ in range(RESAMPLES)]
+        lo, hi = np.percentile(draws, [2.5, 97.5])
+        low, high = min(float(lo), low), max(float(hi), high)
+    return replace(star, lr=math.exp(vertex), low=math.exp(low), high=math.exp(high), method=method)
+
+
+def _side(
+    xs: np.ndarray,
+    ys: np.ndarray,
+    walls: Sequence[tuple[float, str]],
+    j: int,
+    step: int,
+    cliff: float,
+) -> tuple[float, str | None] | None:
+    """The tried rate next to the best (``xs[j]``) on one side (``step`` -1: below, 1: above):
+    its log rate and, when it is a wall, the wall's kind (a finished rate :data:`CLIFF` times
+    worse is a ``diverged`` one); ``None`` when nothing was tried on that side."""
+    k = j + step
+    finished = (float(xs[k]), DIVERGED if ys[k] > cliff else None) if 0 <= k < len(xs) else None
+    beyond = [(x, kind) for x, kind in walls if (x - xs[j]) * step > 0]
+    wall = (min(beyond) if step > 0 else max(beyond)) if beyond else None
+    if finished is None or (wall is not None and abs(wall[0] - xs[j]) < abs(finished[0] - xs[j])):
+        return wall
+    return finished
+
+
+def _bracket(
+    star: BestRate, best: float, below: tuple[float, str | None], above: tuple[float, str | None]
+) -> BestRate:
+    """The best tried rate beside a wall (a rate that diverged, lost more than :data:`CLIFF`
+    times as much, or was stopped as worse): no parabola fits there; ``lr*`` lies between the
+    wall's rate and the half-step towards a finished neighbour, the best tried standing for
+    it."""
+    low = below[0] if below[1] else (below[0] + best) / 2
+    high = above[0] if above[1] else (best + above[0]) / 2
+    kinds = {below[1], above[1]}
+    method = "beside a cliff" if DIVERGED in kinds else "beside a worse rate"
+    return replace(star, low=math.exp(low), high=math.exp(high), method=method)
