@@ -4,11 +4,10 @@
 Faults, chosen by a seeded RNG (the seed is printed; ``TUNER_SOAK_SEED`` replays one): child
 segfaults and a hang past ``--trial-timeout`` at random grid points (``TUNER_TEST_FAULT``), SIGKILLs
 of workers mid-trial (each restarted at once, as a scheduler would), one SIGSTOP of a worker
-for longer than the heartbeat grace, then SIGCONT, and, on SQLite, two storage outages of
-``OUTAGE_S``, longer than the heartbeat grace: the file locked by another process, past the lock
-timeout the URL gives SQLite (``?timeout=2``), which the workers wait out (``--storage-wait``),
-each saying so. (PostgreSQL's outages are in tests/e2e/test_storage_outages.py: a soak with a
-private server stopped twice for 6 s left one trial RUNNING or WAITING, issue 29's open item.)
+for longer than the heartbeat grace, then SIGCONT, and two storage outages of ``OUTAGE_S``,
+longer than the heartbeat grace, which the workers wait out (``--storage-wait``), each saying so:
+on SQLite the file locked by another process, past the lock timeout the URL gives SQLite
+(``?timeout=2``); on PostgreSQL the test's private server stopped and started again.
 The study must end with every grid point settled once, nothing RUNNING, no process or temp
 folder of any trial left, and an intact database. The figures go to stdout and, with
 ``TUNER_SOAK_REPORT=FILE``, as one JSON line appended to FILE.
@@ -36,7 +35,7 @@ from conftest import run_tuner, tuner_env, write_spec
 from optuna.trial import TrialState
 from procs import child_pids, finished_trials, load
 from sqlalchemy import text
-from test_postgres import pg_url  # noqa: F401  (the fixture)
+from test_storage_outages import PrivateServer, private_pg  # noqa: F401  (the fixture)
 
 from tuner.core.configurations import grid_point, status_of, unique_trials
 from tuner.core.trials import is_settled
@@ -379,7 +378,20 @@ def test_soak_sqlite(tmp_path):
     assert _damage(url) == []
 
 
+def _stop_server(server: PrivateServer) -> Callable[[], None]:
+    """An outage of a PostgreSQL server: stopped (fast: sessions cut) for ``OUTAGE_S``, then
+    started again; pooled connections die with it."""
+
+    def outage() -> None:
+        server.stop()
+        time.sleep(OUTAGE_S)
+        server.start()
+
+    return outage
+
+
 @pytest.mark.postgres
-def test_soak_postgres(tmp_path, pg_url):  # noqa: F811
-    _soak(tmp_path, pg_url, "postgresql", POSTGRES_SIZES)
-    assert _damage(pg_url) == []
+def test_soak_postgres(tmp_path, private_pg):  # noqa: F811
+    url = private_pg.url
+    _soak(tmp_path, url, "postgresql", POSTGRES_SIZES, _stop_server(private_pg))
+    assert _damage(url) == []

@@ -192,3 +192,48 @@ def test_a_config_error_of_tuners_own_is_not_waited_for(tmp_path):
     with pytest.raises(ConfigError, match="is not a tuner/Optuna study database"):
         check_storage(f"sqlite:///{tmp_path}/notes.db", create=False, wait_s=60)
     assert time.monotonic() - started < 30
+
+
+def _failing_commit(cause: Exception) -> type:
+    """An RDB storage class whose opening fails as Optuna's does when a commit fails (the version
+    row): a StorageInternalError raised from the driver's error."""
+    import optuna
+
+    class Storage:
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            try:
+                raise cause
+            except Exception as exc:
+                raise optuna.exceptions.StorageInternalError("the commit failed") from exc
+
+    return Storage
+
+
+def test_a_commit_cut_by_an_outage_while_opening_is_waited_for(tmp_path, monkeypatch):
+    # The PostgreSQL soak: a worker restarted while the server shut down met Optuna's
+    # StorageInternalError from its version-row commit, and said "internal error".
+    from tuner.storage import trial_attrs
+
+    locked = sqlalchemy.exc.OperationalError("INSERT", {}, Exception("database is locked"))
+    monkeypatch.setattr(trial_attrs, "rdb_storage_class", lambda: _failing_commit(locked))
+    started = time.monotonic()
+    with pytest.raises(StorageFaultError, match=r"database is locked.*still after waiting"):
+        open_storage(f"sqlite:///{tmp_path}/l.db", create=True, wait_s=1)
+    assert time.monotonic() - started >= 1  # waited, as for any outage
+
+
+def test_a_commit_cut_by_a_schema_race_while_opening_is_tried_again(tmp_path, monkeypatch):
+    from tuner.storage import trial_attrs
+
+    raced = sqlalchemy.exc.IntegrityError("INSERT", {}, Exception("duplicate key"))
+    opened: list[int] = []
+
+    def storage_class() -> type:
+        opened.append(1)
+        return _failing_commit(raced) if len(opened) == 1 else trial_attrs.RDB_CLASS
+
+    monkeypatch.setattr(trial_attrs, "RDB_CLASS", trial_attrs.rdb_storage_class(), raising=False)
+    monkeypatch.setattr(trial_attrs, "rdb_storage_class", storage_class)
+    storage = open_storage(f"sqlite:///{tmp_path}/r.db", create=True)
+    assert len(opened) == 2
+    storage.engine.dispose()

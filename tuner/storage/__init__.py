@@ -236,7 +236,15 @@ def _rdb_storage(
                 **heartbeat,
                 **guard,
             )
-    except (sqlalchemy.exc.SQLAlchemyError, ValueError, RuntimeError, ImportError) as exc:
+    except (
+        sqlalchemy.exc.SQLAlchemyError,
+        # Optuna's commits (the version row) wrap the driver's error: a server shutting down
+        # while it is written is an outage like any other (the classifier reads the chain).
+        optuna.exceptions.StorageInternalError,
+        ValueError,
+        RuntimeError,
+        ImportError,
+    ) as exc:
         if _is_schema_race(exc):
             raise _SchemaRace() from exc
         if isinstance(exc, RuntimeError) and "no longer compatible" in str(exc):
@@ -250,6 +258,9 @@ def _rdb_storage(
 def _is_schema_race(exc: BaseException) -> bool:
     """Whether opening failed because another process was creating the same schema."""
     import sqlalchemy.exc
+
+    if not isinstance(exc, sqlalchemy.exc.SQLAlchemyError) and exc.__cause__ is not None:
+        exc = exc.__cause__  # Optuna's StorageInternalError around the driver's error
 
     if isinstance(exc, sqlalchemy.exc.IntegrityError):
         return True
