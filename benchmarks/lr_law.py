@@ -10,7 +10,7 @@ with its interval (Malladi et al. 2022 predict about 0.5) and the regime (a surg
 Usage: python benchmarks/lr_law.py [sgd|adam|both]   (from the repository root; ~15 min each on
 2 loaded cores)
 
-``python benchmarks/lr_law.py workloads [regression|mnist][:on|:off] ...``: `--lr-sweep 5` on
+``python benchmarks/lr_law.py workloads [regression|mnist|nqm][:on|:off] ...``: `--lr-sweep 5` on
 the built-in regression workload and on the keras-io MNIST convnet
 (tests/workloads/mnist_convnet.py, synthetic digits), each with and without early stops
 (`--no-early-stop`): study wall, trials, the samples the trials trained (``train_samples_used``;
@@ -131,6 +131,12 @@ WORKLOADS = {
         'lr_rules = ["none", "sqrt", "linear"]\n'
         "base_lr = 0.005\ntrain_samples = 4096\nval_samples = 2048\nlr_sweep = 5\n",
     ),
+    "nqm": (
+        '[workload]\nmodel = "tuner.workloads.noisy_quadratic:build_model"\n'
+        'data = "tuner.workloads.noisy_quadratic:load_data"\nloss = "mse"\noptimizer = "sgd"\n',
+        '[search]\nbase_batch_size = 16\nbatch_multipliers = [1, 4]\nlr_rules = ["none"]\n'
+        "base_lr = 0.3\ntrain_samples = 1024\nval_samples = 2048\nlr_sweep = 5\n",
+    ),
     "mnist": (
         '[workload]\nmodel = "workloads.mnist_convnet:build_uncompiled"\n'
         'data = "lr_law_digits:load_data"\nloss = "categorical_crossentropy"\n'
@@ -185,7 +191,8 @@ def summary(name: str, workdir: Path) -> dict[str, Any]:
     import optuna
 
     trials = optuna.load_study(study_name=name, storage=f"sqlite:///{workdir}/s.db").get_trials()
-    ran = [t for t in trials if t.user_attrs.get("train_samples_used")]
+    # a same_as trial copies a run that trained like it: it trained nothing itself
+    ran = [t for t in trials if t.user_attrs.get("train_samples_used") and not _copy(t)]
     statuses = [str(t.user_attrs.get("status")) for t in ran]
     rec = json.loads((workdir / "r.json").read_text(encoding="utf-8"))
     return {
@@ -198,6 +205,10 @@ def summary(name: str, workdir: Path) -> dict[str, Any]:
         "law": rec.get("lr_law"),
         "recommended": [rec["global_batch_size"], rec["learning_rate"]],
     }
+
+
+def _copy(trial: Any) -> bool:
+    return trial.user_attrs.get("same_as") is not None
 
 
 def workloads(names: list[str]) -> None:
