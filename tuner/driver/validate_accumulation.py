@@ -56,7 +56,7 @@ def run_accumulation_validation(
             for accumulate in (1, steps_k)
         ]
     (true, one, initial), (accumulated, many, _) = runs
-    check = _compare(true, accumulated, one, many, initial)
+    check = _compare(true, accumulated, (one, many, initial), spec.workload.backend)
     return {
         "passed": check.passed,
         "backend": spec.workload.backend,
@@ -118,12 +118,16 @@ def _run(
 
 
 def _compare(
-    true: dict[str, Any], accumulated: dict[str, Any], one: Any, many: Any, initial: Any
+    true: dict[str, Any],
+    accumulated: dict[str, Any],
+    finals: tuple[Any, Any, Any],
+    backend: str,
 ) -> Check:
     """The model's variables after the true steps against those after the accumulated ones;
     the optimizers' variables differ (accumulators, micro-step counts) and are not compared."""
     from tuner.driver import weights
 
+    one, many, initial = finals
     model_variables = int(true.get("model_variables") or 0)
     keep = range(model_variables)
     compared = weights.compare(
@@ -132,7 +136,8 @@ def _compare(
         {i: initial[i] for i in keep if i in initial},
         list(true.get("variable_names", []))[:model_variables],
     )
-    return accumulation_check(compared, list(accumulated.get("batch_norm_layers", [])))
+    sparse = list(accumulated.get("embedding_layers", [])) if backend == "tensorflow" else []
+    return accumulation_check(compared, list(accumulated.get("batch_norm_layers", [])), sparse)
 
 
 def _check(plan: DevicePlan, steps_k: int, micro: int) -> None:

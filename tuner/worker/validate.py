@@ -70,6 +70,7 @@ def _validation_run(request: ValidateRequest, emit: Emit) -> Result:
         "variable_names": list(after),
         "model_variables": len(loop.model.weights),
         "batch_norm_layers": batch_norm_layers(loop.model),
+        "embedding_layers": layers_of(loop.model, "Embedding"),
         **weight_sync(loop.variable_copies()),
     }
     return Result(status="ok", payload=payload, timings=session.timings)
@@ -117,8 +118,17 @@ def weight_sync(copies: list[list[np.ndarray]]) -> dict[str, Any]:
 def batch_norm_layers(model: Any) -> list[str]:
     """The names of ``model``'s BatchNormalization layers, nested ones included: their
     statistics are per micro-batch under accumulation (``tuner validate --accumulation``)."""
+    return layers_of(model, "BatchNormalization")
+
+
+def layers_of(model: Any, kind: str) -> list[str]:
+    """The names of ``model``'s layers of class ``keras.layers.<kind>`` (subclasses too), nested
+    ones included. ``Embedding``: under TensorFlow their gradients are ``IndexedSlices``, which
+    Keras's optimizers square slice by slice in a true step and accumulation sums first
+    (``tuner validate --accumulation``)."""
     import keras
 
+    cls = getattr(keras.layers, kind)
     flatten = getattr(model, "_flatten_layers", None)
     layers = list(flatten(include_self=False)) if flatten else list(model.layers)
-    return [layer.name for layer in layers if isinstance(layer, keras.layers.BatchNormalization)]
+    return [layer.name for layer in layers if isinstance(layer, cls)]
