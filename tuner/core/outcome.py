@@ -95,6 +95,7 @@ _RESULT_ATTRS = (
     # early stopping (tuner.core.dominance)
     "val_curve",
     "dominance",
+    "early_stop_skipped",
 )
 
 

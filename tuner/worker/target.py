@@ -142,6 +142,20 @@ class TargetCheck:
             return None
         return {**verdict.evidence, "reference_trial": stop.reference_trial}
 
+    def _blind(self) -> str | None:
+        """Why the loss-gap test could not look at this trial at all (``None`` when it could,
+        or when it does not apply): it looks only between the first check and the last, so a
+        trial of two windows — a spec of ``epochs = 2`` — is never judged, and says so."""
+        stop, windows = self._early_stop, self._checks.windows
+        if stop is None or self._target is not None or stop.noise_sd is None:
+            return None
+        if dominance.looks_of(windows) > 0:
+            return None
+        return (
+            f"no early stop: {windows} validation checks (one per window), and the test looks "
+            "only between the first and the last: train 3 windows or more (--epochs 3)"
+        )
+
     @property
     def reached_index(self) -> int | None:
         """The index of the first check at or below the target, or ``None``."""
@@ -167,6 +181,9 @@ class TargetCheck:
                 "budget_samples": budget,
                 "samples_saved": budget - int(self.curve[-1][0]),
             }
+        blind = self._blind()
+        if blind:
+            extra["early_stop_skipped"] = blind
         if self._target is None:
             return {"val_curve": curve, **extra}
         reached = self.reached_index
