@@ -156,3 +156,19 @@ def test_the_spool_writes_whole_files_only(tmp_path):
     assert [r["trial_id"] for r in spool.pending(folder, "s")] == [7]
     spool.discard(folder, 7)
     assert spool.pending(folder, "s") == []
+
+
+def test_every_call_optunas_trial_cache_makes_on_the_storage_is_guarded():
+    # The cache calls private methods (_create_new_trial, ...) instead of the public ones: the
+    # PostgreSQL soak's outage during a trial's creation was an "internal error".
+    import inspect
+    import re
+
+    from optuna.storages import _cached_storage
+
+    from tuner.storage.guarded import GUARDED_METHODS
+
+    called = set(re.findall(r"self\._backend\.(\w+)\(", inspect.getsource(_cached_storage)))
+    # The heartbeat has its own guard; the other two only read a setting, never the database.
+    apart = {"record_heartbeat", "get_heartbeat_interval", "get_heartbeat_stale_trial_callback"}
+    assert called - apart - set(GUARDED_METHODS) == set()

@@ -49,8 +49,11 @@ GUARDED_METHODS = (
     "get_trial_param", "get_trial_params", "get_trial_user_attrs", "get_trial_system_attrs",
     "get_trial_number_from_id", "check_trial_is_updatable", "set_trial_user_attrs",
     "set_trial_system_attrs", "set_user_attrs_with_state",
+    # What Optuna's trial cache calls on the storage behind it instead of the public names.
+    "_create_new_trial", "_set_trial_param", "_get_best_trial_id",
 )  # fmt: skip
-"""Optuna's storage API and tuner's batch writes: each is one guarded call."""
+"""Optuna's storage API, the private methods its trial cache calls, and tuner's batch writes:
+each is one guarded call."""
 _MAX_DELAY_S = 10.0
 
 
