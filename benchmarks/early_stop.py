@@ -2,16 +2,19 @@
 the samples a 5 batch x 5 rule grid with a loss target spends with and without early stops.
 
     python benchmarks/early_stop.py aa [--runs 24]      # in-process Keras, about 2 s a run
-    python benchmarks/early_stop.py grid                # two real `tuner search`, minutes each
+    python benchmarks/early_stop.py grid                # two real `tuner search` at once, ~25 min
 
 ``aa``: trains the early-stop test workload (tests/early_stop_workloads.py: linear regression with
 label noise, Adam) ``--runs`` times at batch 64 with different seeds, each evaluated after each
 of 8 windows of 8,192 samples, then checks every (reference, trial) pair of runs, the noise taken
 from three other runs, exactly as the worker checks a trial (TargetCheck): the fraction stopped
-is the A/A false-stop rate (alpha 0.05). ``grid``: batches 32, 64, 128, 192, 256 (sqrt-adam
-holds below 10x) x rules none, sqrt, linear,
-sqrt-adam, linear-warmup, ``--target-loss 0.02``, once with and once without ``--no-early-stop``:
-the samples trained by all trials (train_samples_used), and the pick of each.
+is the A/A false-stop rate (alpha 0.05). ``grid``: the workload of benchmarks/es_grid_workload.py
+(a wide MLP learning a teacher network, compute-bound on CPU: seconds to the target), batches 32,
+64, 128, 192, 256 x rules none, sqrt, linear, sqrt-adam, linear-warmup, Adam 3e-4 at 32, 16,384
+samples, ``--target-loss 0.05``; one search with early stops (3 seeds: both rules) and one with
+``--no-early-stop`` (no seed runs under a target then), started together so that the machine's
+load falls on both alike: the samples trained by all runs (trials' ``train_samples_used``, the
+seed runs' from their curves), and the pick of each.
 """
 
 from __future__ import annotations
@@ -21,21 +24,24 @@ import functools
 import itertools
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from _common import ROOT, tuner_cli
 
 TESTS = ROOT / "tests"
+WORKLOAD = Path(__file__).resolve().parent / "es_grid_workload.py"
 SPEC = """
 [study]
 name = "es-grid"
 
 [workload]
-model = "early_stop_workloads:build_model"
-data = "early_stop_workloads:load_data"
+model = "es_grid_workload:build_model"
+data = "es_grid_workload:load_data"
 loss = "mse"
 optimizer = "adam"
 
@@ -43,10 +49,11 @@ optimizer = "adam"
 base_batch_size = 32
 batch_multipliers = [1, 2, 4, 6, 8]
 lr_rules = ["none", "sqrt", "linear", "sqrt-adam", "linear-warmup"]
-base_lr = 0.02
-train_samples = 8192
-target_loss = 0.02
+base_lr = 3e-4
+train_samples = 16384
+target_loss = 0.05
 """
+KINDS = {"early stops": ("--seeds", "3"), "every point to the end": ("--no-early-stop",)}
 
 
 def aa(runs: int) -> None:
@@ -108,38 +115,57 @@ def aa(runs: int) -> None:
 
 
 def grid() -> None:
-    results = {}
-    for label, extra in (("early stops", ()), ("every point to the end", ("--no-early-stop",))):
-        with tempfile.TemporaryDirectory() as folder:
-            cwd = Path(folder)
-            (cwd / "s.toml").write_text(SPEC)
-            os.environ["PYTHONPATH"] = os.pathsep.join(
-                [str(TESTS), os.environ.get("PYTHONPATH", "")]
-            )
-            wall, run = tuner_cli(
-                "search", "--spec", "s.toml", "--storage", "sqlite:///s.db", "--cpu-replicas", "2",
-                "--no-baseline", "--seeds", "1", "--max-repeats", "1", *extra, cwd=cwd,
-            )  # fmt: skip
-            assert run.returncode == 0, run.stderr[-2000:]
-            _, exported = tuner_cli("export", "--storage", "sqlite:///s.db", cwd=cwd)
-            pick = json.loads(exported.stdout)
-            import optuna
-
-            study = optuna.load_study(study_name="es-grid", storage=f"sqlite:///{cwd}/s.db")
-            ran = [t for t in study.get_trials() if "same_as" not in t.user_attrs]
-            spent = sum(int(t.user_attrs.get("train_samples_used") or 0) for t in ran)
-            statuses = [t.user_attrs.get("status") for t in ran]
-            results[label] = (spent, wall, pick["global_batch_size"], pick["lr_rule"])
-            print(
-                f"{label}: {len(ran)} trials trained {spent:,} samples in {wall:.0f} s "
-                f"({statuses.count('dominated')} dominated); pick batch "
-                f"{pick['global_batch_size']} {pick['lr_rule']}"
-            )
+    with tempfile.TemporaryDirectory() as folder, ThreadPoolExecutor(len(KINDS)) as pool:
+        folders = {}
+        for index, label in enumerate(KINDS):
+            folders[label] = Path(folder) / str(index)
+            folders[label].mkdir()
+            (folders[label] / "s.toml").write_text(SPEC)
+            shutil.copy(WORKLOAD, folders[label])  # the children import it from their folder
+        started = {label: pool.submit(_search, folders[label], KINDS[label]) for label in KINDS}
+        results = {label: _spent(folders[label], started[label].result()) for label in KINDS}
     on, off = results["early stops"], results["every point to the end"]
     print(
         f"samples with early stops / without: {on[0] / off[0]:.0%}; wall {on[1] / off[1]:.0%}; "
         f"same pick: {on[2:] == off[2:]}"
     )
+
+
+def _search(cwd: Path, extra: tuple[str, ...]) -> float:
+    wall, run = tuner_cli(
+        "search", "--spec", "s.toml", "--storage", "sqlite:///s.db", "--cpu-replicas", "2",
+        "--no-baseline", "--max-repeats", "1", *extra, cwd=cwd,
+    )  # fmt: skip
+    (cwd / "search.txt").write_text(run.stdout + run.stderr)
+    return wall
+
+
+def _spent(cwd: Path, wall: float) -> tuple[int, float, int, str]:
+    """What one search trained, said in one line; (samples, wall, picked batch, rule)."""
+    import optuna
+
+    _, exported = tuner_cli("export", "--storage", "sqlite:///s.db", cwd=cwd)
+    pick = json.loads(exported.stdout)
+    study = optuna.load_study(study_name="es-grid", storage=f"sqlite:///{cwd}/s.db")
+    ran = [t for t in study.get_trials() if "same_as" not in t.user_attrs]
+    spent = sum(int(t.user_attrs.get("train_samples_used") or 0) for t in ran)
+    seeds = [c[-1][0] for r in study.user_attrs.get("seed_noise", {}).values() for c in r["curves"]]
+    rules = [t.user_attrs.get("dominance", {}).get("rule") for t in ran]
+    label = "with early stops" if "seed_noise" in study.user_attrs else "every point to the end"
+    print(
+        f"{label}: {len(ran)} trials + {len(seeds)} seed runs trained {spent + sum(seeds):,} "
+        f"samples ({sum(seeds):,} in seed runs) in {wall:.0f} s; dominated: "
+        f"{rules.count('time-to-target')} by the time rule, {rules.count('loss-gap')} by the "
+        f"loss gap; pick batch {pick['global_batch_size']} {pick['lr_rule']} "
+        f"({pick.get('time_to_target_s') or 0:.2f} s to the target)"
+    )
+    for t in sorted(ran, key=lambda t: t.number):
+        a = t.user_attrs
+        print(
+            f"  #{t.number} {a.get('global_batch_size')} {a.get('lr_rule')}: {a.get('status')} "
+            f"{a.get('train_samples_used')} samples, to target {a.get('time_to_target_s')}"
+        )
+    return spent + int(sum(seeds)), wall, pick["global_batch_size"], pick["lr_rule"]
 
 
 def main() -> None:
