@@ -19,7 +19,9 @@ rest of the grid still fits after them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import optuna
@@ -77,7 +79,7 @@ def measure_seed_noise(
         observer.phase("seeds", 0)
         return stored
     values = hyperparams.defaults(space["space"]) if space else None
-    rule, precision = search.lr_rules[0], first_precision(spec)
+    rule = search.lr_rules[0]
     trials = study.get_trials(deepcopy=False)
     base = _base_runs(trials, spec, plan, values)
     if any(is_pending(t) for t in base):
@@ -87,22 +89,28 @@ def measure_seed_noise(
     seeds, losses = _grid_seed(base, search.seed)
     observer.phase("seeds", search.seeds - len(seeds))
     runs = observed(runner, observer, f"seed run · batch {search.base_batch_size}")
-    todo = [s for s in range(search.seed, search.seed + search.seeds) if s not in seeds]
-    key = (search.base_batch_size, plan.num_replicas)
     curves: list[Any] = []  # each seed run's [samples, loss] (early stops: the noise per check)
-    inputs = _Inputs(InputReuse(), study, trials)
-    for index, seed in enumerate(todo):
-        if ledger is not None and not ledger.fits([key], ledger.total_s(reserve))[0]:
-            _leave_out(ledger, [key] * (len(todo) - index), observer)
-            break
-        observer.note(
-            f"seed noise: base configuration (global batch {search.base_batch_size}, rule "
-            f"{rule}) with seed {seed} ({seed - search.seed + 1} of {search.seeds})…"
-        )
-        loss = _train(spec, plan, rule, values, seed, runs, timeout_s, observer, curves, inputs)
-        if loss is not None:
-            seeds.append(seed)
-            losses.append(loss)
+    train = partial(
+        _train, spec, plan, rule, values, runner=runs, timeout_s=timeout_s, observer=observer,
+        curves=curves, inputs=_Inputs(InputReuse(), study, trials),
+    )  # fmt: skip
+    _run_seeds(spec, plan, train, seeds, losses, observer, ledger, reserve)
+    return _recorded(study, spec, plan, base, seeds, losses, curves, observer)
+
+
+def _recorded(
+    study: optuna.Study,
+    spec: StudySpec,
+    plan: DevicePlan,
+    base: list[optuna.trial.FrozenTrial],
+    seeds: list[int],
+    losses: list[float],
+    curves: list[Any],
+    observer: SearchObserver,
+) -> dict[str, Any] | None:
+    """The seed-noise record of the runs that ended, stored; ``None`` when too few ended."""
+    search = spec.search
+    rule, precision = search.lr_rules[0], first_precision(spec)
     what = {
         "seeds": seeds,
         "global_batch_size": search.base_batch_size,
@@ -124,6 +132,36 @@ def measure_seed_noise(
     }
     _store(study, spec, plan, record, observer)
     return record
+
+
+def _run_seeds(
+    spec: StudySpec,
+    plan: DevicePlan,
+    train: Callable[[int], float | None],
+    seeds: list[int],
+    losses: list[float],
+    observer: SearchObserver,
+    ledger: Ledger | None,
+    reserve: tuple[RunKey, ...],
+) -> None:
+    """Train the seeds not yet in ``seeds`` (each ``train(seed)``), adding those that ended to
+    ``seeds`` and ``losses``; under a budget, stop at the first that does not fit."""
+    search = spec.search
+    todo = [s for s in range(search.seed, search.seed + search.seeds) if s not in seeds]
+    key = (search.base_batch_size, plan.num_replicas)
+    for index, seed in enumerate(todo):
+        if ledger is not None and not ledger.fits([key], ledger.total_s(reserve))[0]:
+            _leave_out(ledger, [key] * (len(todo) - index), observer)
+            break
+        observer.note(
+            f"seed noise: base configuration (global batch {search.base_batch_size}, rule "
+            f"{search.lr_rules[0]}) with seed {seed} ({seed - search.seed + 1} of "
+            f"{search.seeds})…"
+        )
+        loss = train(seed)
+        if loss is not None:
+            seeds.append(seed)
+            losses.append(loss)
 
 
 def _target_record(
