@@ -129,31 +129,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             skip = pytest.mark.skip(reason=f"needs an NVIDIA GPU visible to JAX: {missing}")
             for item in needs_gpu:
                 item.add_marker(skip)
-    items[:] = _scheduled(items)
-
-
-def _scheduled(items: list[pytest.Item]) -> list[pytest.Item]:
-    """The files in the order pytest-xdist hands them out (``--dist loadfile
-    --no-loadscope-reorder``): the file with the most ``alone`` tests first and the files of
-    fast tests right after it, so that the other worker runs those while the ``alone`` ones hold
-    the machine (it idles at its first slow test otherwise); then the other ``alone`` files;
-    then the rest, most tests first (xdist's own order)."""
-    by_file: dict[str, list[pytest.Item]] = {}
-    for item in items:
-        by_file.setdefault(item.nodeid.split("::")[0], []).append(item)
-
-    def alone(name: str) -> int:
-        return sum(item.get_closest_marker("alone") is not None for item in by_file[name])
-
-    def slow(name: str) -> bool:
-        return any(item.get_closest_marker("slow") for item in by_file[name]) or alone(name) > 0
-
-    alone_files = sorted((name for name in by_file if alone(name)), key=lambda n: (-alone(n), n))
-    fast = [name for name in by_file if not slow(name)]
-    rest = [name for name in by_file if slow(name) and not alone(name)]
-    rest.sort(key=lambda name: -len(by_file[name]))  # stable: collection order among equals
-    order = alone_files[:1] + fast + alone_files[1:] + rest
-    return [item for name in order for item in by_file[name]]
 
 
 SERVERS = {
