@@ -21,7 +21,7 @@ from tuner.core.recommend import (
 )
 from tuner.core.spec import check_study_name
 from tuner.core.trials import all_diverged, nothing_completed
-from tuner.storage import check_wait, mask_password, open_storage
+from tuner.storage import mask_password, open_storage
 
 
 def load_study(
@@ -33,8 +33,6 @@ def load_study(
     study-name rule when it breaks it (``""`` among them), else with the names stored.
     ``storage_wait``: seconds to wait for a storage out of reach (a server restarting, a file
     locked; ``None``: 30 s)."""
-    if storage_wait is not None:
-        check_wait(storage_wait)
     storage = open_storage(storage_url, create=False, wait_s=storage_wait)
     names = optuna.get_all_study_names(storage=storage)
     study_name = _chosen_name(storage_url, names) if study_name is None else study_name

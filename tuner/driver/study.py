@@ -36,7 +36,7 @@ from tuner.driver.opening import open_study
 from tuner.driver.records import store
 from tuner.driver.spooled import record_spooled, storage_faults
 from tuner.driver.trial_loop import run_trials
-from tuner.storage import DEFAULT_HEARTBEAT_S, DEFAULT_STORAGE_WAIT_S, check_storage, check_wait
+from tuner.storage import DEFAULT_HEARTBEAT_S, DEFAULT_STORAGE_WAIT_S, check_storage
 from tuner.views.refresh import refresh
 
 
@@ -73,7 +73,6 @@ def check_search_input(
         check_study_name(study_name, "--study-name")
     if heartbeat_s is not None and not (math.isfinite(heartbeat_s) and heartbeat_s > 0):
         raise ConfigError(f"--heartbeat must be 0 (off) or a positive number, got {heartbeat_s}")
-    check_wait(storage_wait_s)
     workload_check.check_grid(spec, plan)
     check_storage(storage_url, create=True, wait_s=storage_wait_s)
 

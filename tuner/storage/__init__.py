@@ -36,7 +36,7 @@ from tuner.storage.places import (
     mask_password,
     read_only_reason,
 )
-from tuner.storage.reach import READING_WAIT_S, check_wait, reached
+from tuner.storage.reach import READING_WAIT_S, reached
 from tuner.storage.schema import check_journal_file, check_storage_file, has_optuna_schema
 
 __all__ = [
@@ -47,7 +47,6 @@ __all__ = [
     "SQLITE_TIMEOUT_S",
     "StorageFaultError",
     "check_storage",
-    "check_wait",
     "describe_storage_error",
     "mask_password",
     "open_storage",
@@ -75,9 +74,7 @@ def check_storage(url: str, *, create: bool, wait_s: float | None = None) -> Non
     :data:`READING_WAIT_S`), then :class:`StorageFaultError`.
     """
     place = locate(url)
-    bound = READING_WAIT_S if wait_s is None else wait_s
-    flag = wait_s is not None
-    reached(place, bound, lambda: _check_schema(place, create), searching=create, flag=flag)
+    reached(place, wait_s, lambda: _check_schema(place, create), searching=create)
 
 
 def _check_schema(place: Place, create: bool) -> None:
@@ -107,14 +104,7 @@ def open_storage(
         _checked(place, create)
         return _journal(place, create, guard_s)
     heartbeat = _heartbeat(heartbeat_s)
-    bound = READING_WAIT_S if wait_s is None else wait_s
-    return reached(
-        place,
-        bound,
-        lambda: _rdb(place, create, heartbeat, guard_s),
-        searching=create,
-        flag=wait_s is not None,
-    )
+    return reached(place, wait_s, lambda: _rdb(place, create, heartbeat, guard_s), searching=create)
 
 
 def storage_read_only(url: str) -> str | None:

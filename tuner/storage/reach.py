@@ -21,7 +21,7 @@ from tuner.storage.faults import StorageFaultError, back_line, classify_opening,
 from tuner.storage.guarded import what_to_do
 from tuner.storage.places import Place
 
-__all__ = ["READING_WAIT_S", "check_wait", "reached"]
+__all__ = ["READING_WAIT_S", "reached"]
 
 READING_WAIT_S = 30.0
 """How long the reading commands (``tuner show``, ``tuner export``, ``tuner report``, the
@@ -34,20 +34,17 @@ _log = logging.getLogger("tuner.storage")
 T = TypeVar("T")
 
 
-def check_wait(wait_s: float) -> None:
-    """Refuse a ``--storage-wait`` that is not 0 or a finite positive number of seconds."""
-    if not (math.isfinite(wait_s) and wait_s >= 0):
-        raise ConfigError(f"--storage-wait must be 0 or a positive number of seconds, got {wait_s}")
-
-
-def reached(
-    place: Place, bound: float, attempt: Callable[[], T], *, searching: bool, flag: bool = True
-) -> T:
+def reached(place: Place, wait_s: float | None, attempt: Callable[[], T], *, searching: bool) -> T:
     """``attempt()`` (which opens ``place``), tried again while the :class:`ConfigError` it raises
-    comes from an outage, for ``bound`` seconds. ``searching``: the command is a search (what to
-    do next is to run it again, its results spooled); ``flag``: the command has
-    ``--storage-wait`` to raise (the API's :func:`tuner.load` has a keyword instead). Any other
-    error is raised at once, as it was."""
+    comes from an outage, for ``wait_s`` seconds (the command's ``--storage-wait``; ``None``:
+    :data:`READING_WAIT_S`, said without the flag, which such a caller does not have).
+    ``searching``: the command is a search (what to do next is to run it again, its results
+    spooled). Any other error is raised at once, as it was; a ``wait_s`` that is not 0 or a
+    positive number is bad input, refused before anything is opened."""
+    flag = wait_s is not None
+    if wait_s is not None and not (math.isfinite(wait_s) and wait_s >= 0):
+        raise ConfigError(f"--storage-wait must be 0 or a positive number of seconds, got {wait_s}")
+    bound = READING_WAIT_S if wait_s is None else wait_s
     since: float | None = None
     delay = 0.5
     while True:

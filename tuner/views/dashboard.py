@@ -23,7 +23,7 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 import optuna
 
 from tuner.core.errors import ConfigError
-from tuner.storage import check_wait, open_storage
+from tuner.storage import open_storage
 from tuner.views.batch_figures import TARGET_PLOT, study_figures
 from tuner.views.dashboard_page import wide_plots
 from tuner.views.law_figure import LAW_PLOT, law_figures
@@ -118,8 +118,6 @@ def serve(
     before serving and raise :class:`ConfigError`. ``on_ready`` gets the dashboard's URL.
     ``storage_wait``: seconds to wait for a storage out of reach when opening it (``None``: 30).
     """
-    if storage_wait is not None:
-        check_wait(storage_wait)
     storage = open_storage(storage_url, create=False, wait_s=storage_wait)
     from optuna_dashboard import wsgi
 
