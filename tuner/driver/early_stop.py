@@ -119,18 +119,8 @@ def _loss_gap(
     if reference is None:
         reasons.append("no finished trial with a loss curve to compare with yet")
         return {}
-    samples, losses = zip(*curve_of(reference), strict=True)
-    noise_samples, noise_sds = check_noise(_seed_curves(record or {}, trials))
-    return {
-        "noise_samples": tuple(noise_samples),
-        "noise_sds": tuple(noise_sds),
-        "band": effective_tolerance(tolerance, float(spread))[0],
-        "noise_sd": float(spread),
-        "noise_runs": runs,
-        "reference_trial": reference.number,
-        "reference_samples": tuple(int(s) for s in samples),
-        "reference_losses": tuple(float(x) for x in losses),
-    }
+    noise = check_noise(_seed_curves(record or {}, trials))
+    return _test_inputs(tolerance, float(spread), runs, noise, reference)
 
 
 def _target_gap(
@@ -145,7 +135,8 @@ def _target_gap(
     against the best time of the rivals (:func:`peers`), or none (with the reason in
     ``reasons``)."""
     trials, rivals = trials_and_rivals
-    noise_samples, noise_sds = check_noise(_seed_curves(record or {}, trials))
+    curves = _seed_curves(record or {}, trials)
+    noise_samples, noise_sds = check_noise(curves)
     if not noise_sds:
         reasons.append("the seed noise is not measured yet")
         return {}
@@ -161,14 +152,28 @@ def _target_gap(
     if scale is None:
         reasons.append(f"no throughput measured at batch {batch} yet (no time to compare at)")
         return {}
-    samples, losses = zip(*curve_of(reference), strict=True)
     spread = noise_sds[-1]  # at the seeds' last shared check, the closest to the target
+    noise = (noise_samples, noise_sds)
+    return _test_inputs(tolerance, spread, len(curves), noise, reference, scale)
+
+
+def _test_inputs(
+    tolerance: float,
+    spread: float,
+    runs: int,
+    noise: tuple[Sequence[Any], Sequence[Any]],
+    reference: FrozenTrial,
+    scale: float = 1.0,
+) -> dict[str, Any]:
+    """The loss-gap test's inputs (:class:`EarlyStop`'s fields): the seed noise per check, the
+    band, and the reference's curve, its samples × ``scale`` (equal time under a target)."""
+    samples, losses = zip(*curve_of(reference), strict=True)
     return {
-        "noise_samples": tuple(noise_samples),
-        "noise_sds": tuple(noise_sds),
+        "noise_samples": tuple(noise[0]),
+        "noise_sds": tuple(noise[1]),
         "band": effective_tolerance(tolerance, spread)[0],
         "noise_sd": spread,
-        "noise_runs": len(_seed_curves(record or {}, trials)),
+        "noise_runs": runs,
         "reference_trial": reference.number,
         "reference_samples": tuple(round(s * scale) for s in samples),
         "reference_losses": tuple(float(x) for x in losses),
