@@ -6,6 +6,7 @@ folder."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -79,6 +80,44 @@ def test_a_warm_child_takes_the_request_and_reports_as_a_fresh_one(own_temp: Pat
     warm.release()
     left = [pid for pid in descendants(os.getpid()) if pid not in before]
     assert wait_gone(left, 10) and folders(own_temp) == []
+
+
+def policies(pid: int) -> set[int]:
+    """The scheduling classes of every thread of ``pid``'s descendants (the trial's worker)."""
+    found = set()
+    for child in descendants(pid):
+        for task in os.listdir(f"/proc/{child}/task"):
+            with contextlib.suppress(ProcessLookupError, FileNotFoundError):
+                found.add(os.sched_getscheduler(int(task)))
+    return found
+
+
+def test_an_idle_spare_imports_during_the_run_and_trains_in_the_normal_class(
+    own_temp: Path,
+) -> None:
+    if not warm.idle_allowed():
+        pytest.skip("this user may not leave the idle scheduling class: spares start late here")
+    request = trial_request(SPEC, PLAN, 128, SPEC.search.base_lr)
+    during: list[set[int]] = []
+
+    def while_first_runs(event: Any) -> None:
+        spare = warm.POOL.spare()  # started with this run, not after its windows
+        if event.kind == "epoch" and spare is not None and not during:
+            during.append(policies(spare.proc.pid))
+
+    run_child(request, PLAN.child_environment(), 300, while_first_runs)
+    assert during == [{os.SCHED_IDLE}], during
+    spare = waiting_spare()
+    after: list[set[int]] = []
+
+    def while_second_runs(event: Any) -> None:
+        if event.kind == "epoch" and not after:
+            after.append(policies(spare.proc.pid))
+
+    second = run_child(request, PLAN.child_environment(), 300, while_second_runs)
+    assert after == [{os.SCHED_OTHER}], after  # every thread left the idle class at hand-over
+    timings = decode_result(second.result_text).timings
+    assert timings["import_hidden_s"] > 0 and timings["import_s"] < timings["import_hidden_s"]
 
 
 def test_a_spare_for_another_environment_gives_way_to_a_fresh_child(own_temp: Path) -> None:

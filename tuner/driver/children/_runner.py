@@ -34,6 +34,7 @@ from typing import BinaryIO
 
 from tuner.core.outcome import ChildRun
 from tuner.core.protocol import (
+    IDLE_FLAG,
     PARENT_PID_ENV,
     SUPERVISOR_MODULE,
     TRIAL_DIR_PREFIX,
@@ -176,15 +177,16 @@ def _spare_key(request: Request, env: dict[str, str]) -> Hashable:
     return (tuple(sorted(_child_environment(env).items())), backend, os.getcwd())
 
 
-def _start_spare(request: Request, env: dict[str, str]) -> None:
-    """Have a warm child started for the next request, in ``env``
-    (:mod:`tuner.driver.children._warm`)."""
+def _start_spare(request: Request, env: dict[str, str], *, idle: bool = False) -> None:
+    """Have a warm child started for the next request, in ``env``; ``idle``: importing at idle
+    priority (:mod:`tuner.driver.children._warm`)."""
     backend = request.workload.backend
     key = _spare_key(request, env)
 
     def spawn() -> _Child:
         folder = _new_folder()
-        command = child_command(folder / "request.json", folder / "result.json", backend)
+        paths = (folder / "request.json", folder / "result.json")
+        command = child_command(*paths, backend, idle=idle)
         return _spawn(folder, command, env, time.time())
 
     warm.POOL.start(key, spawn)
@@ -216,14 +218,18 @@ def _warm_child(request: Request, key: Hashable) -> _Child | None:
 
 
 class _SpareOrder:
-    """The next warm child, wanted once the running child's timed windows are over. The event
-    reader only notes it; the thread that waits for the child starts it (see
-    :mod:`tuner.driver.children._warm` for why not a helper thread)."""
+    """The next warm child, wanted at once (``idle``: it imports at idle priority) or once the
+    running child's timed windows are over. The event reader only notes the latter; the thread
+    that waits for the child starts it (see :mod:`tuner.driver.children._warm` for why not a
+    helper thread)."""
 
-    def __init__(self, request: Request, env: dict[str, str]) -> None:
+    def __init__(self, request: Request, env: dict[str, str], *, idle: bool = False) -> None:
         self.wanted = threading.Event()
+        if idle:
+            self.wanted.set()
         self._request = request
         self._env = env
+        self._idle = idle
 
     def watching(self, on_event: OnEvent | None) -> OnEvent:
         """``on_event``, noting ``windows_done`` on the way."""
@@ -237,20 +243,22 @@ class _SpareOrder:
         return passing_on
 
     def start(self) -> None:
-        _start_spare(self._request, warm.POOL.expected() or self._env)
+        _start_spare(self._request, warm.POOL.expected() or self._env, idle=self._idle)
 
 
 def _next_spare(request: Request, env: dict[str, str]) -> _SpareOrder | None:
     """The warm child to start for the run after this one: at once beside the workload check
-    (for the environment the driver expects next), or, for a training run, when its timed
-    windows are over (the returned order)."""
+    (for the environment the driver expects next), or, for a training run, the returned order:
+    at once at idle priority where permitted, else when its timed windows are over."""
     allowed = warm.uses()
     if isinstance(request, InspectRequest):
         expected = warm.POOL.expected()
         if expected is not None and warm.CHECK in allowed:
             _start_spare(request, expected)
         return None
-    return _SpareOrder(request, env) if warm.TRIALS in allowed else None
+    if warm.TRIALS not in allowed:
+        return None
+    return _SpareOrder(request, env, idle=warm.starts_early())
 
 
 def is_supervised() -> bool:
@@ -260,12 +268,12 @@ def is_supervised() -> bool:
 
 
 def child_command(
-    request_path: Path, result_path: Path, warm_backend: str | None = None
+    request_path: Path, result_path: Path, warm_backend: str | None = None, *, idle: bool = False
 ) -> list[str]:
     """The command line of one trial child (under its supervisor where supported); with
-    ``warm_backend``, a warm child that imports it before its request
-    (:mod:`tuner.driver.children._warm`)."""
-    warm = [WARM_FLAG, warm_backend] if warm_backend else []
+    ``warm_backend``, a warm child that imports it before its request, at idle priority with
+    ``idle`` (:mod:`tuner.driver.children._warm`)."""
+    warm = [WARM_FLAG, warm_backend, *([IDLE_FLAG] if idle else [])] if warm_backend else []
     worker = [sys.executable, "-m", WORKER_MODULE, *warm, str(request_path), str(result_path)]
     if not is_supervised():
         return worker

@@ -4,10 +4,15 @@ Each child pays an interpreter start and the framework's import (~3 s of TensorF
 machines; with jax installed TensorFlow's import pulls jax too). A warm child pays it early: the
 driver starts it (``python -m tuner.worker --warm BACKEND ...``, :mod:`tuner.worker.warm`) when
 
-- the running child reports its rates measured (``windows_done``, after the last window, its
-  noise-scale steps and loss checks, and its input probe): the import then shares the cores with
-  the current run's validation pass and hand-back, never with a window or probe whose rate is
-  measured;
+- the running child starts, where the operating system lets a process leave the idle
+  scheduling class again (Linux ``SCHED_IDLE``; :func:`idle_allowed`): the spare imports in that
+  class (``--idle``), taking only CPU time the running trial leaves unused, so a timed window
+  loses nothing to it and the import is done by hand-over; its threads return to the normal
+  class at hand-over;
+- elsewhere, when the running child reports its rates measured (``windows_done``, after the last
+  window, its noise-scale steps and loss checks, and its input probe): the import then shares
+  the cores with the current run's validation pass and hand-back, never with a window or probe
+  whose rate is measured;
 - the workload check starts (a CPU-only child that measures nothing): the check and the first
   run's import overlap.
 
@@ -29,13 +34,15 @@ spare started from a helper thread trained 2-4x slower once handed a single-devi
 on the CPU baseline; cause not found), while one started from the main thread did not.
 
 ``TUNER_WARM_CHILD`` switches it for measurement: unset or ``1`` both uses, ``0`` neither,
-``trials`` only the spare after a run's windows, ``check`` only the overlap with the workload check.
+``trials`` only the spare for the next run, ``check`` only the overlap with the workload check,
+``late`` both uses with the spare always started after the windows (never idle).
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import os
 import threading
 from collections.abc import Callable, Hashable, Iterator, Mapping
@@ -44,17 +51,52 @@ from typing import Protocol
 WARM_ENV = "TUNER_WARM_CHILD"
 TRIALS = "trials"
 CHECK = "check"
+LATE = "late"
 _OFF = frozenset({"0", "off", "false", "no"})
+
+
+def _switch() -> str:
+    return os.environ.get(WARM_ENV, "1").strip().lower()
 
 
 def uses() -> frozenset[str]:
     """Which uses of a warm child ``TUNER_WARM_CHILD`` allows (:data:`TRIALS`, :data:`CHECK`)."""
-    value = os.environ.get(WARM_ENV, "1").strip().lower()
+    value = _switch()
     if value in _OFF:
         return frozenset()
     if value in (TRIALS, CHECK):
         return frozenset({value})
     return frozenset({TRIALS, CHECK})
+
+
+def starts_early() -> bool:
+    """Whether the spare for the next run starts with the running child, importing at idle
+    priority (:func:`idle_allowed`, unless ``TUNER_WARM_CHILD=late``), rather than after its
+    windows."""
+    return _switch() != LATE and idle_allowed()
+
+
+@functools.cache
+def idle_allowed() -> bool:
+    """Whether a thread of this process may enter the idle scheduling class and leave it again:
+    Linux, and root, ``CAP_SYS_NICE`` or an ``RLIMIT_NICE`` of 20 (children inherit the same
+    rights). Tried once, in a thread of its own, which then ends."""
+    if not hasattr(os, "SCHED_IDLE"):
+        return False
+    allowed: list[bool] = []
+
+    def round_trip() -> None:
+        try:
+            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+            os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+            allowed.append(True)
+        except OSError:
+            allowed.append(False)
+
+    probe = threading.Thread(target=round_trip, name="tuner-idle-probe")
+    probe.start()
+    probe.join()
+    return allowed == [True]
 
 
 class Spare(Protocol):
