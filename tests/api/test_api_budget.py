@@ -16,7 +16,7 @@ from tuner.workloads import regression
 
 
 def test_a_bad_budget_from_python_is_one_line_and_stores_nothing(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=r"^--budget must be a positive duration such as 90s"):
+    with pytest.raises(ConfigError, match=r"^budget= must be a positive duration such as 90s"):
         tuner.search(
             model=regression.build_model,
             data=regression.load_data,

@@ -54,6 +54,7 @@ PYTHON_CASES = {
     "too few steps": ({"steps": 5}, "steps= must be at least 20"),
     "figure kind": ({"plot": "lr.pdf"}, "plot= lr.pdf: give a .html or .png file name"),
     "output folder": ({"output": "missing/lr.json"}, "output= missing/lr.json: folder"),
+    "spec field": ({"base_batch_size": -1}, "base_batch_size= must be a positive integer"),
 }
 
 

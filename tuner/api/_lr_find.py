@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tuner.api._functions import Shipment
+from tuner.api._keywords import keyword_errors
 from tuner.api._search import Function, _tables, ship_workload
 from tuner.core.errors import ConfigError
 
@@ -84,7 +85,7 @@ def lr_find(
                 options[key] = Path(options[key])
         lr_options = LrFindOptions(spec=tables, **options)
         shipment.write()
-        with shipment.importable():
+        with shipment.importable(), keyword_errors(known):
             report = find_lr(lr_options, name=as_keyword)
     result = LrFindResult(report)
     if lr_options.output is not None:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from tuner.api._functions import Shipment
+from tuner.api._keywords import keyword_errors
 from tuner.api._result import SearchResult
 from tuner.core.errors import ConfigError
 from tuner.storage import DEFAULT_STORAGE
@@ -54,14 +55,16 @@ def search(
     from tuner.driver.options import SearchOptions, spec_and_plan
     from tuner.driver.search import search as run
 
-    flags, spec_keys = _split(options, {field.name for field in dataclasses.fields(SearchOptions)})
-    tables = _tables(spec, loss=loss, optimizer=optimizer, spec_keys=spec_keys)
-    name = study_name or tables["study"].get("name") or _default_name(model)
-    tables["study"]["name"] = name
-    shipment = Shipment(_shipping_folder(storage, name))
-    ship_workload(shipment, tables["workload"], "tuner.search", model, data, dataset)
-    search_options = SearchOptions(spec=tables, storage=storage, study_name=name, **flags)
-    spec_and_plan(search_options, search_options.trial_timeout)  # bad input: nothing written
+    known = {field.name for field in dataclasses.fields(SearchOptions)}
+    with keyword_errors(known | set(SPEC_ONLY)):
+        flags, spec_keys = _split(options, known)
+        tables = _tables(spec, loss=loss, optimizer=optimizer, spec_keys=spec_keys)
+        name = study_name or tables["study"].get("name") or _default_name(model)
+        tables["study"]["name"] = name
+        shipment = Shipment(_shipping_folder(storage, name))
+        ship_workload(shipment, tables["workload"], "tuner.search", model, data, dataset)
+        search_options = SearchOptions(spec=tables, storage=storage, study_name=name, **flags)
+        spec_and_plan(search_options, search_options.trial_timeout)  # bad input: nothing written
     shipment.write()
     front = _front(progress)
     with shipment.importable(), front:
