@@ -24,7 +24,7 @@ _EXPORTS = {
     "is_probable_oom": "tuner.core.oom",
     "load_recommendation": "tuner.load",
     "load_spec": "tuner.driver.spec_file",
-    "load_study": "tuner.results",
+    "load_study": "tuner.api",
     "lr_find": "tuner.api",
     "plan_devices": "tuner.driver.devices",
     "recommend": "tuner.core.recommend",

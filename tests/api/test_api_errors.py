@@ -56,3 +56,20 @@ def test_a_model_without_data_is_one_line(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"needs model= and data= \(or dataset=\)"):
         tuner.search(model=regression.build_model, storage=storage(tmp_path))
     assert list(tmp_path.iterdir()) == []
+
+
+def test_load_study_names_its_keywords(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"^storage_wait= must be 0 or a positive number"):
+        tuner.load_study(storage(tmp_path), "s", storage_wait=-1)
+    with pytest.raises(ConfigError, match=r"does not exist; .* or give storage_url=$") as missing:
+        tuner.load_study(storage(tmp_path), "s")
+    assert "--" not in str(missing.value) and list(tmp_path.iterdir()) == []
+
+
+def test_an_outage_from_python_names_storage_wait() -> None:
+    url = "postgresql+psycopg://u:p@127.0.0.1:9/db"  # nothing listens on port 9
+    with pytest.raises(tuner.TunerError) as raised:
+        tuner.load_study(url, "s", storage_wait=0)
+    line = str(raised.value)
+    assert "still after waiting 0 s (storage_wait=)" in line and "raise storage_wait=" in line
+    assert "--" not in line and type(raised.value).__name__ == "StorageFaultError"

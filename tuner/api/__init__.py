@@ -8,8 +8,9 @@ the same storage, resume and checks); nothing here imports TensorFlow in this pr
 
 from __future__ import annotations
 
+from tuner.api._load import load_study
 from tuner.api._lr_find import LrFindResult, lr_find
 from tuner.api._result import SearchResult
 from tuner.api._search import search
 
-__all__ = ["LrFindResult", "SearchResult", "lr_find", "search"]
+__all__ = ["LrFindResult", "SearchResult", "load_study", "lr_find", "search"]

@@ -1,0 +1,23 @@
+"""``tuner.load_study``: a stored study read back from Python, its lines naming keywords."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tuner.api._keywords import keyword_errors
+
+if TYPE_CHECKING:
+    import optuna
+
+
+def load_study(
+    storage_url: str, study_name: str | None = None, *, storage_wait: float | None = None
+) -> optuna.Study:
+    """:func:`tuner.results.load_study` for a Python caller: a refusal or an outage line names
+    ``storage_url=``, ``study_name=`` and ``storage_wait=``, not the CLI's ``--storage``,
+    ``--study-name`` and ``--storage-wait``."""
+    from tuner.results import load_study as load
+
+    names = {"storage": "storage_url", "study_name": "study_name", "storage_wait": "storage_wait"}
+    with keyword_errors(names):
+        return load(storage_url, study_name, storage_wait=storage_wait)
