@@ -19,7 +19,7 @@ from tuner.core.accumulation import (
 from tuner.core.errors import ConfigError
 from tuner.core.recommend._export import fit_section, recommended_section
 from tuner.core.spec import spec_from_dict
-from tuner.views.recommendation import answer_text, recommendation_rows
+from tuner.views.recommendation import answer_text, feasible_text, recommendation_rows
 
 
 def test_first_steps_bring_the_micro_batch_below_what_did_not_fit() -> None:
@@ -95,3 +95,14 @@ def test_the_spec_field_is_a_boolean() -> None:
     raw["search"]["accumulation"] = "yes"
     with pytest.raises(ConfigError, match="accumulation in the spec must be true or false"):
         spec_from_dict(raw)
+
+
+def test_a_batch_reached_only_by_accumulation_is_not_the_largest_that_fits() -> None:
+    fits = make_trial(0, 128, loss=0.5, throughput=1000.0, accumulation_steps=1)
+    accumulated = make_trial(1, 256, loss=0.5, throughput=800.0, accumulation_steps=2)
+    rec = run_recommend([fits, accumulated], tie_margin=0.0)
+    assert rec["largest_feasible_batch_size"] == 128  # 256 did not fit in one step
+    assert rec["largest_feasible_batch_size_by_precision"] == {"float32": 128}
+    alone = run_recommend([accumulated], tie_margin=0.0)
+    assert alone["largest_feasible_batch_size"] is None  # nothing fit in one step
+    assert feasible_text(alone) == "none in one step"

@@ -21,6 +21,7 @@ from typing import Any
 
 from optuna.trial import FrozenTrial
 
+from tuner.core.configurations import ACCUMULATION_STEPS as ACCUMULATION_STEPS
 from tuner.core.configurations import (
     is_complete,
     model_config,
@@ -28,8 +29,6 @@ from tuner.core.configurations import (
     smallest_oom_batch,
 )
 
-ACCUMULATION_STEPS = "accumulation_steps"
-"""Trial attribute: the micro-steps of one update (1: the batch fit in one step)."""
 MICRO_BATCH = "micro_batch_per_replica"
 """Trial attribute: the batch each replica computes at once (``global / (replicas × steps)``)."""
 REASON = "accumulation_reason"

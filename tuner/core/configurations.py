@@ -26,6 +26,8 @@ PRECISION = "precision"
 always a user attribute (the Keras dtype policy the trial trained under)."""
 DEFAULT_PRECISION = "float32"
 """The precision of a trial that names none (tuner before precisions were an axis)."""
+ACCUMULATION_STEPS = "accumulation_steps"
+"""Trial attribute: the micro-steps of one update (1: the batch fit in one step)."""
 
 
 def status_of(trial: FrozenTrial) -> str:
@@ -136,11 +138,18 @@ def smallest_oom_batch(
     return min(sizes) if sizes else None
 
 
+def fits_one_step(trial: FrozenTrial) -> bool:
+    """Whether ``trial`` trained its global batch in one step, not reached it by gradient
+    accumulation (:mod:`tuner.core.accumulation`): only such a batch is known to fit."""
+    return int(trial.user_attrs.get(ACCUMULATION_STEPS) or 1) == 1
+
+
 def feasibility_by_precision(
     trials: Iterable[FrozenTrial],
 ) -> tuple[dict[str, int | None], dict[str, list[int]]]:
     """Per precision (of the trials that have a global batch): the largest global batch that
-    completed (``None`` when none did) and the sizes known not to fit, ascending."""
+    completed in one step (``None`` when none did; :func:`fits_one_step`) and the sizes known not
+    to fit, ascending."""
     grouped: dict[str, list[FrozenTrial]] = {}
     for trial in trials:
         if "global_batch_size" in trial.params:
@@ -149,7 +158,9 @@ def feasibility_by_precision(
     infeasible: dict[str, list[int]] = {}
     for precision in sorted(grouped):
         group = grouped[precision]
-        done = [int(t.params["global_batch_size"]) for t in group if is_complete(t)]
+        done = [
+            int(t.params["global_batch_size"]) for t in group if is_complete(t) and fits_one_step(t)
+        ]
         largest[precision] = max(done) if done else None
         infeasible[precision] = infeasible_batch_sizes(group)
     return largest, infeasible

@@ -148,7 +148,8 @@ def _other_precisions(rec: dict[str, Any], key: str) -> dict[str, Any]:
 def feasible_text(rec: dict[str, Any]) -> str:
     """``1024``, or in a study of several precisions ``1024 at float32; 2048 at
     mixed_bfloat16``."""
-    text = str(rec["largest_feasible_batch_size"])
+    largest = rec["largest_feasible_batch_size"]
+    text = "none in one step" if largest is None else str(largest)
     others = _other_precisions(rec, "largest_feasible_batch_size_by_precision")
     if not others:
         return text

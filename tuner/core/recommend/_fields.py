@@ -15,6 +15,7 @@ from optuna.trial import FrozenTrial
 from tuner.core.batch_model import prediction_from_trials
 from tuner.core.configurations import (
     feasibility_by_precision,
+    fits_one_step,
     infeasible_batch_sizes,
     is_same_as,
     model_config,
@@ -111,11 +112,14 @@ def decision_fields(chosen: FrozenTrial, decision: Pick, tolerance: Tolerance) -
 
 
 def feasibility(same_model: list[FrozenTrial], complete: list[FrozenTrial]) -> dict[str, Any]:
-    """The largest global batch that completed and those known not to fit (one model at one
-    precision). ``complete`` and ``same_model`` hold the same trial objects (sublists of one
-    list)."""
+    """The largest global batch that completed in one step (not by gradient accumulation:
+    ``None`` when none did) and those known not to fit (one model at one precision).
+    ``complete`` and ``same_model`` hold the same trial objects (sublists of one list)."""
     same = {id(t) for t in same_model}  # ``t in same_model`` compares whole trials: quadratic
-    feasible = max(int(t.params["global_batch_size"]) for t in complete if id(t) in same)
+    sizes = [
+        int(t.params["global_batch_size"]) for t in complete if id(t) in same and fits_one_step(t)
+    ]
+    feasible = max(sizes) if sizes else None
     return {
         "largest_feasible_batch_size": feasible,
         "oom_batch_sizes": infeasible_batch_sizes(same_model),
@@ -199,8 +203,8 @@ def oom_note(result: dict[str, Any], same_model: list[FrozenTrial]) -> str | Non
     """Why the recommendation stops short of the grid's largest batch, if it does."""
     feasible, infeasible = result["largest_feasible_batch_size"], result["oom_batch_sizes"]
     largest_grid = max(int(t.params["global_batch_size"]) for t in same_model)
-    if not infeasible or feasible >= largest_grid:
-        return None
+    if not infeasible or feasible is None or feasible >= largest_grid:
+        return None  # no size fit in one step: the accumulation line says what was reached
     return (
         f"global batch {infeasible[0]} and larger ran out of memory; the largest that fits is "
         f"{feasible} ({feasible // result['num_replicas']} per replica)"
