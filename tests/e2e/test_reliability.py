@@ -123,7 +123,7 @@ def test_faults_inside_trials_are_classified_and_the_study_goes_on(tmp_path):
         "--storage",
         "sqlite:///f.db",
         "--trial-timeout",
-        "20",
+        "40",  # the workload check must fit too, beside another test's children under xdist
         cwd=tmp_path,
         env=tuner_env(TUNER_TEST_FAULT=faults),
     )
