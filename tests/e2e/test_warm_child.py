@@ -25,7 +25,7 @@ from tuner.core.outcome import PHASES, classify
 from tuner.core.protocol import TRIAL_DIR_PREFIX, decode_result
 from tuner.driver.children import _warm as warm
 from tuner.driver.children._requests import inspect_request, trial_request
-from tuner.driver.children._runner import run_child
+from tuner.driver.children._runner import _child_environment, child_command, run_child
 from tuner.driver.spec_file import load_spec
 
 pytestmark = pytest.mark.slow
@@ -106,7 +106,8 @@ def test_an_idle_spare_imports_during_the_run_and_trains_in_the_normal_class(
             during.append(policies(spare.proc.pid))
 
     run_child(request, PLAN.child_environment(), 300, while_first_runs)
-    assert during == [{os.SCHED_IDLE}], during
+    # Every thread idle but the one that waits for the hand-over (blocked: it takes no CPU).
+    assert during == [{os.SCHED_IDLE, os.SCHED_OTHER}], during
     spare = waiting_spare()
     after: list[set[int]] = []
 
@@ -118,6 +119,45 @@ def test_an_idle_spare_imports_during_the_run_and_trains_in_the_normal_class(
     assert after == [{os.SCHED_OTHER}], after  # every thread left the idle class at hand-over
     timings = decode_result(second.result_text).timings
     assert timings["import_hidden_s"] > 0 and timings["import_s"] < timings["import_hidden_s"]
+
+
+def test_an_import_still_running_at_hand_over_leaves_the_idle_class_at_once(
+    own_temp: Path,
+) -> None:
+    """On a core that another process keeps busy, an idle import gets almost no CPU time: at
+    hand-over it must leave the idle class then, not when it ends (it would never end)."""
+    if not warm.idle_allowed():
+        pytest.skip("this user may not leave the idle scheduling class: spares start late here")
+    core = {min(os.sched_getaffinity(0))}
+    hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    os.sched_setaffinity(hog.pid, core)
+    folder = own_temp / "spare"
+    folder.mkdir()
+    command = child_command(
+        folder / "request.json", folder / "result.json", "tensorflow", idle=True
+    )
+    spare = subprocess.Popen(
+        command,
+        stdin=subprocess.PIPE,
+        env=_child_environment({}),
+        preexec_fn=lambda: os.sched_setaffinity(0, core),
+    )
+    try:
+        assert wait_until(lambda: os.SCHED_IDLE in policies(spare.pid), 30), "never idle"
+        time.sleep(1.0)  # importing, starved by the busy core
+        assert spare.stdin is not None
+        spare.stdin.write(b"go\n")
+        spare.stdin.flush()
+        handed = time.monotonic()
+        left = wait_until(lambda: policies(spare.pid) == {os.SCHED_OTHER}, 10)
+        assert left, policies(spare.pid)
+        print(f"every thread in the normal class {time.monotonic() - handed:.2f} s after hand-over")
+    finally:
+        worker = descendants(spare.pid)
+        for proc in (spare, hog):
+            proc.kill()
+            proc.wait()
+        assert wait_gone(worker, 10)
 
 
 def test_a_spare_for_another_environment_gives_way_to_a_fresh_child(own_temp: Path) -> None:
@@ -153,7 +193,7 @@ import json, sys, time
 from tuner.core.devices import DevicePlan, inspect_environment
 from tuner.driver.children import _warm as warm
 from tuner.driver.children._requests import inspect_request
-from tuner.driver.children._runner import run_child
+from tuner.driver.children._runner import _child_environment, child_command, run_child
 from tuner.driver.spec_file import load_spec
 
 def leave_spare():
