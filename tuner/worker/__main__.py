@@ -137,7 +137,6 @@ def main(argv: list[str]) -> None:
     """Run the request at ``argv[0]``; write the result to ``argv[1]``; exit. With ``--warm
     BACKEND [--idle]`` first, import BACKEND before the request comes (:mod:`tuner.worker.warm`)."""
     start, argv = warm.split_argv(argv)
-    hand_over = warm.HandOver(start.idle) if start is not None else None
     if start is not None and start.idle:
         warm.lower_priority()
     sys.argv[1:] = argv  # the workload sees a warm child's argv as a fresh one's
@@ -146,10 +145,9 @@ def main(argv: list[str]) -> None:
     started = time.perf_counter()
     _watch_parent()
     preloaded = warm.preload(start.backend, runners) if start is not None else None
-    if preloaded is not None and hand_over is not None:
-        # The request is taken once the line has come and the import has ended, whichever is last.
-        taken_at = max(hand_over.wait(), preloaded.imported_at)
-        if not hand_over.restored:
+    if preloaded is not None:
+        taken_at = warm.wait_for_request()
+        if start is not None and start.idle and not warm.restore_priority():
             print("tuner: could not leave the idle scheduling class", file=sys.stderr)
     request = _read_request(request_path)
     if preloaded is not None:  # the trial's time starts at hand-over, not at this process's start

@@ -13,11 +13,10 @@ hand-over counts as ``import_s`` (its part after hand-over only), so the phases 
 
 With ``--idle`` after BACKEND the import runs in the idle scheduling class (Linux ``SCHED_IDLE``):
 the driver then starts the child while the previous trial still trains, and the import takes only
-CPU time the trial leaves unused. At hand-over every thread returns to the normal class at once,
-import or not: the driver's line is read by a thread of the normal class (:class:`HandOver`), not
-by the importing one, since an import still running at hand-over on busy cores would otherwise
-wait, in the idle class, for CPU time that other processes never leave (a trial then waited
-minutes for its own import). The driver asks for the idle class only where it found that round
+CPU time the trial leaves unused. At hand-over the driver moves every thread back to the normal
+class before it writes the line (:func:`tuner.driver.children._warm.leave_idle`: an import still
+running must not go on in the idle class), and the child does it again for any thread started
+meanwhile, before the request is read. The driver asks for it only where it found that round
 trip permitted (:func:`tuner.driver.children._warm.idle_allowed`).
 """
 
@@ -25,7 +24,6 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -127,30 +125,10 @@ def preload(backend: str, load: Callable[[str], Modes]) -> Preloaded:
     return Preloaded(backend, table, error, time.perf_counter() - started, time.time())
 
 
-class HandOver:
-    """The driver's hand-over (one line on stdin), awaited by a thread of its own from the child's
-    start, so that it is seen while the import still runs; with ``idle``, that thread moves every
-    thread back to the normal class the moment the line comes. End of input without a line: the
-    driver withdrew this child, which exits at once, mid-import or not.
-
-    Start it before :func:`lower_priority`: a thread started later would be idle itself."""
-
-    def __init__(self, idle: bool) -> None:
-        self._idle = idle
-        self._came = threading.Event()
-        self._taken_at = 0.0
-        self.restored = True
-        threading.Thread(target=self._await, name="tuner-hand-over", daemon=True).start()
-
-    def _await(self) -> None:
-        if not sys.stdin.buffer.readline():
-            os._exit(0)
-        self._taken_at = time.time()
-        if self._idle:
-            self.restored = restore_priority()
-        self._came.set()
-
-    def wait(self) -> float:
-        """Block until the line came; the wall time it came."""
-        self._came.wait()
-        return self._taken_at
+def wait_for_request() -> float:
+    """Block until the driver hands the request over (one line on stdin); the wall time it came.
+    Exits the process when stdin ends without a line: the driver withdrew this child."""
+    line = sys.stdin.buffer.readline()
+    if not line:
+        os._exit(0)
+    return time.time()

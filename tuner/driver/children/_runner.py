@@ -199,6 +199,7 @@ def _warm_child(request: Request, key: Hashable) -> _Child | None:
     if spare is None:
         return None
     assert isinstance(spare, _Child)
+    warm.leave_idle(spare.proc.pid)
     spawned_at = time.time()
     try:
         atomic_write_text(
@@ -219,9 +220,10 @@ def _warm_child(request: Request, key: Hashable) -> _Child | None:
 
 class _SpareOrder:
     """The next warm child, wanted at once (``idle``: it imports at idle priority) or once the
-    running child's timed windows are over. The event reader only notes the latter; the thread
-    that waits for the child starts it (see :mod:`tuner.driver.children._warm` for why not a
-    helper thread)."""
+    running child's timed windows are over. The event reader only notes the latter (and moves an
+    idle spare to the normal class then: nothing is timed any more, and on cores that other work
+    keeps busy an idle import would otherwise wait for the hand-over); the thread that waits for
+    the child starts it (see :mod:`tuner.driver.children._warm` for why not a helper thread)."""
 
     def __init__(self, request: Request, env: dict[str, str], *, idle: bool = False) -> None:
         self.wanted = threading.Event()
@@ -237,6 +239,9 @@ class _SpareOrder:
         def passing_on(event: Event) -> None:
             if isinstance(event, WindowsDoneEvent):
                 self.wanted.set()
+                spare = warm.POOL.spare()
+                if self._idle and isinstance(spare, _Child):
+                    warm.leave_idle(spare.proc.pid)
             if on_event is not None:
                 on_event(event)
 

@@ -7,8 +7,10 @@ driver starts it (``python -m tuner.worker --warm BACKEND ...``, :mod:`tuner.wor
 - the running child starts, where the operating system lets a process leave the idle
   scheduling class again (Linux ``SCHED_IDLE``; :func:`idle_allowed`): the spare imports in that
   class (``--idle``), taking only CPU time the running trial leaves unused, so a timed window
-  loses nothing to it and the import is done by hand-over; its threads return to the normal
-  class at hand-over;
+  loses nothing to it; once the running child reports its rates measured (``windows_done``,
+  below), and at the latest at hand-over, the driver moves the spare's threads back to the
+  normal class (:func:`leave_idle`), import finished or not — on cores that other work keeps
+  busy an idle import gets almost no CPU time, and would then cost more than one started late;
 - elsewhere, when the running child reports its rates measured (``windows_done``, after the last
   window, its noise-scale steps and loss checks, and its input probe): the import then shares
   the cores with the current run's validation pass and hand-back, never with a window or probe
@@ -97,6 +99,47 @@ def idle_allowed() -> bool:
     probe.start()
     probe.join()
     return allowed == [True]
+
+
+def leave_idle(pid: int) -> None:
+    """Every thread of ``pid``'s descendants (a spare's worker, under its supervisor) back in
+    the normal scheduling class, before the spare is handed its request. Done from here, not left
+    to the spare: an import still running is in the idle class, and a thread of the spare that
+    would move it needs the interpreter's lock, which the import holds through long C calls
+    (TensorFlow's extension loading) — on cores that other processes keep busy, an idle thread
+    gets almost no CPU time to get through them. Best effort: the spare moves its threads again
+    once it reads the request. Nothing where the idle class is not used (:func:`idle_allowed`)."""
+    if not idle_allowed():
+        return
+    for process in _descendants(pid):
+        for task in _listdir(f"/proc/{process}/task"):
+            with contextlib.suppress(OSError):  # gone meanwhile
+                os.sched_setscheduler(int(task), os.SCHED_OTHER, os.sched_param(0))
+
+
+def _descendants(pid: int) -> list[int]:
+    """The pids below ``pid`` (Linux's ``/proc/PID/task/TID/children``), parents first."""
+    found: list[int] = []
+    frontier = [pid]
+    while frontier:
+        below: list[int] = []
+        for parent in frontier:
+            for task in _listdir(f"/proc/{parent}/task"):
+                with (
+                    contextlib.suppress(OSError),
+                    open(f"/proc/{parent}/task/{task}/children") as f,
+                ):
+                    below.extend(int(child) for child in f.read().split())
+        found.extend(below)
+        frontier = below
+    return found
+
+
+def _listdir(path: str) -> list[str]:
+    try:
+        return os.listdir(path)
+    except OSError:  # the process ended meanwhile
+        return []
 
 
 class Spare(Protocol):
