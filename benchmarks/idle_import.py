@@ -1,10 +1,13 @@
 """Does the warm child's import at idle priority cost a timed window, and what does it save?
 
 ``window``: one Keras ``fit`` under ``MirroredStrategy`` on 2 logical CPUs (a 256-256 MLP at batch
-128), 2-epoch windows interleaved three ways: nothing beside it, a fresh process importing
-TensorFlow and Keras in a loop at ``SCHED_IDLE`` (as the warm child does since abcb59d), the same
-at normal priority. Each round runs the three in one order and the next round in the reverse
-order; the importer is killed when the window ends, so no import outlives its window.
+128), 2-epoch windows interleaved four ways: nothing beside it, or a fresh process importing
+TensorFlow and Keras in a loop, in a session of its own as tuner starts a spare — ``idle``: at
+``SCHED_IDLE`` with its session's autogroup at nice 19 (what the warm child does now);
+``idle-class``: at ``SCHED_IDLE`` only (abcb59d to 09d3e75: where the kernel shares time between
+sessions first, the class ranks threads only within the spare's own session); ``normal``. Each
+round runs them in one order and the next round in the reverse order; the importer is killed when
+the window ends, so no import outlives its window.
 
 ``quick``: the quickstart's ``tuner search --quick`` in a fresh folder with
 ``TUNER_WARM_CHILD=late`` (the spare after the running trial's windows, as before) and with the
@@ -29,18 +32,23 @@ from pathlib import Path
 from typing import Any
 
 IMPORT = (
-    "import os, sys\n"
-    "if sys.argv[1] == 'idle': os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))\n"
+    "import contextlib, os, sys\n"
+    "if sys.argv[1] != 'normal': os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))\n"
+    "if sys.argv[1] == 'idle':\n"
+    "    with contextlib.suppress(OSError), open('/proc/self/autogroup', 'w') as group:\n"
+    "        group.write('19')\n"
     "import tensorflow, keras\n"
 )
 SAMPLES = 16384
-MODES = ("none", "idle", "normal")
+MODES = ("none", "idle", "idle-class", "normal")
 
 
 def _importer(mode: str, stop: threading.Event) -> None:
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
     while not stop.is_set():
-        proc = subprocess.Popen([sys.executable, "-c", IMPORT, mode], env=env)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", IMPORT, mode], env=env, start_new_session=True
+        )
         while proc.poll() is None and not stop.is_set():
             time.sleep(0.02)
         if proc.poll() is None:
@@ -89,11 +97,11 @@ def window(rounds: int) -> None:
                 beside.join()
             time.sleep(1.0)
             rates[mode].append(rate)
-            print(f"round {index} {mode:6s} {rate:8,.0f} samples/s", flush=True)
+            print(f"round {index} {mode:10s} {rate:8,.0f} samples/s", flush=True)
     medians = {mode: statistics.median(values) for mode, values in rates.items()}
     for mode in MODES:
         print(
-            f"{mode:6s} median {medians[mode]:8,.0f} samples/s "
+            f"{mode:10s} median {medians[mode]:8,.0f} samples/s "
             f"(min {min(rates[mode]):,.0f}, max {max(rates[mode]):,.0f}); "
             f"vs nothing {medians[mode] / medians['none']:.3f}"
         )

@@ -187,7 +187,10 @@ def _start_spare(request: Request, env: dict[str, str], *, idle: bool = False) -
         folder = _new_folder()
         paths = (folder / "request.json", folder / "result.json")
         command = child_command(*paths, backend, idle=idle)
-        return _spawn(folder, command, env, time.time())
+        spare = _spawn(folder, command, env, time.time())
+        if idle:
+            warm.enter_idle(spare.proc.pid)
+        return spare
 
     warm.POOL.start(key, spawn)
 

@@ -10,7 +10,12 @@ driver starts it (``python -m tuner.worker --warm BACKEND ...``, :mod:`tuner.wor
   loses nothing to it; once the running child reports its rates measured (``windows_done``,
   below), and at the latest at hand-over, the driver moves the spare's threads back to the
   normal class (:func:`leave_idle`), import finished or not — on cores that other work keeps
-  busy an idle import gets almost no CPU time, and would then cost more than one started late;
+  busy an idle import gets almost no CPU time, and would then cost more than one started late.
+  Where the kernel shares CPU time between sessions first (autogroup, on by default in most
+  Linux distributions), the idle class only ranks threads within the spare's own session — a
+  session of its own, which alone would still get as much CPU time as the running child's (one
+  busy loop: half as fast beside it, measured) — so the spare's session gets the lowest weight
+  too (its autogroup's nice 19, :func:`enter_idle`), and back to 0 when it leaves;
 - elsewhere, when the running child reports its rates measured (``windows_done``, after the last
   window, its noise-scale steps and loss checks, and its input probe): the import then shares
   the cores with the current run's validation pass and hand-back, never with a window or probe
@@ -47,6 +52,7 @@ import contextlib
 import functools
 import os
 import threading
+import time
 from collections.abc import Callable, Hashable, Iterator, Mapping
 from typing import Protocol
 
@@ -101,6 +107,13 @@ def idle_allowed() -> bool:
     return allowed == [True]
 
 
+def enter_idle(pid: int) -> None:
+    """The session of ``pid`` (a spare's supervisor, just started in a session of its own) at the
+    lowest autogroup weight, so that its idle import yields to other sessions as well as within
+    its own. Best effort: nothing where the kernel has no autogroups."""
+    _set_group_nice(pid, _IDLE_GROUP_NICE)
+
+
 def leave_idle(pid: int) -> None:
     """Every thread of ``pid``'s descendants (a spare's worker, under its supervisor) back in
     the normal scheduling class, before the spare is handed its request. Done from here, not left
@@ -111,10 +124,30 @@ def leave_idle(pid: int) -> None:
     once it reads the request. Nothing where the idle class is not used (:func:`idle_allowed`)."""
     if not idle_allowed():
         return
+    _set_group_nice(pid, 0)
     for process in _descendants(pid):
         for task in _listdir(f"/proc/{process}/task"):
             with contextlib.suppress(OSError):  # gone meanwhile
                 os.sched_setscheduler(int(task), os.SCHED_OTHER, os.sched_param(0))
+
+
+_IDLE_GROUP_NICE = 19
+_GROUP_TRIES = 5
+_GROUP_RETRY_S = 0.11
+"""Linux lets a user without CAP_SYS_ADMIN change one autogroup's nice per 100 ms, system-wide
+(EAGAIN otherwise)."""
+
+
+def _set_group_nice(pid: int, nice: int) -> None:
+    for _ in range(_GROUP_TRIES):
+        try:
+            with open(f"/proc/{pid}/autogroup", "w") as group:
+                group.write(str(nice))
+            return
+        except BlockingIOError:
+            time.sleep(_GROUP_RETRY_S)
+        except OSError:  # no autogroups in this kernel, or the process ended
+            return
 
 
 def _descendants(pid: int) -> list[int]:
