@@ -44,13 +44,6 @@ def _two_host_devices(flags: str) -> str:
 
 os.environ["XLA_FLAGS"] = _two_host_devices(os.environ.get("XLA_FLAGS", ""))
 
-# Two xdist workers keep both cores busy with trial children: a spare importing beside them at
-# idle priority finds no idle time, only costs (CI's pytest 45 min with the spare after the
-# windows, 70-82 min with it started early; benchmarks/RESULTS.md). The suite's searches start
-# it late; tests/e2e/test_warm_child.py tests the early spare itself. `TUNER_WARM_CHILD=1`
-# runs the suite with tuner's default.
-os.environ.setdefault("TUNER_WARM_CHILD", "late")
-
 SMALL_REGRESSION = """
 [study]
 name = "{name}"

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from conftest import run_tuner
 
-from tuner.driver.validate_checks import LOSS_RTOL, WEIGHTS_DRIFT
+from tuner.driver.validate_checks import LOSS_RTOL, WEIGHTS_DRIFT, WEIGHTS_RTOL
 
 SPEC = """
 [study]
@@ -59,9 +59,17 @@ def test_the_mnist_convnet_passes_with_its_dropout_named(tmp_path: Path, backend
     assert report["deterministic_layers"] == ["Dropout(0.5): rate 0 for the parity pass"]
     assert "made deterministic: Dropout(0.5): rate 0 for the parity pass" in result.stdout
     final = report["checks"]["final_weights"]
-    assert final["passed"] and final["max_relative_difference"] < WEIGHTS_DRIFT
+    drift = final["max_relative_difference"]
+    assert final["passed"] and drift < WEIGHTS_RTOL  # a wrong update is 0.5
     assert report["checks"]["loss_parity"]["max_relative_difference"] < LOSS_RTOL
-    assert report["warnings"] == []
+    if drift <= WEIGHTS_DRIFT:
+        assert report["warnings"] == []
+    else:
+        # Where a near tie in ReLU or max-pooling flips early, training amplifies rounding past
+        # WEIGHTS_DRIFT within 12 steps (JAX on a 2-core AMD EPYC: 1.5e-6 after 2 steps, 1.5e-3
+        # after 6, 1.9e-2 after 12; under 1e-3 on CI's machines): a pass that says so, once.
+        (warning,) = report["warnings"]
+        assert "training amplifies rounding" in warning and "fewer --steps" in warning
 
 
 @pytest.mark.slow
