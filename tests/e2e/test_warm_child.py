@@ -98,10 +98,10 @@ def group_nice(pid: int) -> int | None:
     ``None`` where the kernel has no autogroups, or where the process is in none: the file is
     empty for one whose ancestors never started a session (CI's pytest)."""
     try:
-        line = Path(f"/proc/{pid}/autogroup").read_text().split()
+        words = Path(f"/proc/{pid}/autogroup").read_text().split()
     except FileNotFoundError:
         return None
-    return int(line[-1]) if line else None
+    return int(words[-1]) if words else None
 
 
 def test_an_idle_spare_imports_during_the_run_and_trains_in_the_normal_class(
