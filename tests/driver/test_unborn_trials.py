@@ -1,17 +1,24 @@
-"""A trial whose worker died between Optuna creating it and its first heartbeat (the soak's
-kills found one) has no heartbeat for Optuna's stale check: tuner fails it after the grace, so
-that its grid point is not claimed forever; a trial that wrote anything is left to the heartbeat."""
+"""A trial whose worker died between claiming it and its first heartbeat has no heartbeat for
+Optuna's stale check: tuner fails it after the grace, so that its grid point is not claimed
+forever. The soak's kills found two forms: a trial with nothing written, and a queued copy (a
+retry or a repeat, popped by ``study.ask`` with its attributes already in place) whose worker was
+killed right after an outage, before the heartbeat it was waiting to write. A trial that beats is
+left to the heartbeat, and so is one whose worker runs without a heartbeat (``--heartbeat 0``)."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from datetime import datetime, timedelta
 
 import optuna
+import pytest
 from optuna.trial import TrialState, create_trial
+from pg_databases import fresh_database
 
-from tuner.core.trials import died_unborn
-from tuner.driver.resume import requeue_unfinished
+from tuner.core.trials import HEARTBEAT_S, died_unborn
+from tuner.driver.resume import requeue, requeue_unfinished
+from tuner.storage import open_storage
 
 NOW = datetime(2026, 12, 2, 12, 0, 0)
 
@@ -31,16 +38,50 @@ def test_only_a_running_trial_with_nothing_written_past_the_grace_died_unborn() 
     assert not died_unborn(done, NOW, grace_s=3)
 
 
-def test_a_real_storage_fails_the_unborn_trial_and_keeps_the_written_one(tmp_path) -> None:
-    storage = optuna.storages.RDBStorage(
-        f"sqlite:///{tmp_path / 'u.db'}", heartbeat_interval=1, grace_period=1
-    )
+def test_where_the_storage_reads_heartbeats_a_silent_trial_died_whatever_it_carries() -> None:
+    copy = running(user_attrs={"global_batch_size": 64}, system_attrs={"grid_id": 3})
+    assert died_unborn(copy, NOW, grace_s=3, silent=True)
+    assert not died_unborn(copy, NOW, grace_s=3, silent=False)  # it beat: the stale check's
+    assert not died_unborn(copy, NOW, grace_s=30, silent=True)
+    without = running(user_attrs={"global_batch_size": 64, HEARTBEAT_S: 0})
+    assert not died_unborn(without, NOW, grace_s=3, silent=True)  # its worker never beats
+    assert died_unborn(running(user_attrs={HEARTBEAT_S: 20.0}), NOW, grace_s=3, silent=True)
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def url(request, tmp_path) -> Iterator[str]:
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'u.db'}"
+        return
+    with fresh_database("tuner_unborn") as pg:
+        yield pg
+
+
+def test_a_real_storage_fails_every_trial_that_never_beat_and_keeps_the_others(url) -> None:
+    # tuner's own storage (guarded, its heartbeat read); grace 3 s, the shortest tuner sets
+    storage = open_storage(url, create=True, heartbeat_s=1, wait_s=5)
     study = optuna.create_study(storage=storage, directions=["minimize", "maximize"])
-    unborn = storage.create_new_trial(study._study_id)
-    written = storage.create_new_trial(study._study_id)
-    storage.set_trial_user_attr(written, "global_batch_size", 64)
-    storage.record_heartbeat(written)
-    time.sleep(1.5)
-    storage.record_heartbeat(written)  # its worker lives
+    unborn = study.ask()._trial_id  # nothing written
+    beating = study.ask()
+    beating.set_user_attr("global_batch_size", 64)
+    storage.record_heartbeat(beating._trial_id)
+    dead = study.ask()
+    dead.set_user_attr("global_batch_size", 128)
+    dead.set_user_attr(HEARTBEAT_S, 1.0)
+    study.tell(dead, state=TrialState.FAIL)
+    requeue(study, study._storage.get_trial(dead._trial_id))
+    copy = study.ask()  # the queued copy, popped: a retry's attributes, no heartbeat
+    assert copy.user_attrs["global_batch_size"] == 128 and HEARTBEAT_S not in copy.user_attrs
+    no_heartbeat = study.ask()  # claimed by a worker run with --heartbeat 0
+    no_heartbeat.set_user_attr(HEARTBEAT_S, 0)
+    time.sleep(3.5)
+    storage.record_heartbeat(beating._trial_id)  # its worker lives
     states = {t._trial_id: t.state for t in requeue_unfinished(study)}
-    assert states == {unborn: TrialState.FAIL, written: TrialState.RUNNING}
+    assert {k: states[k] for k in (unborn, beating._trial_id, copy._trial_id)} == {
+        unborn: TrialState.FAIL,
+        beating._trial_id: TrialState.RUNNING,
+        copy._trial_id: TrialState.FAIL,
+    }
+    assert states[no_heartbeat._trial_id] == TrialState.RUNNING
+    storage.engine.dispose()

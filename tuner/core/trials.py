@@ -158,14 +158,25 @@ def to_requeue(trials: Sequence[FrozenTrial]) -> list[FrozenTrial]:
     return chosen
 
 
-def died_unborn(trial: FrozenTrial, now: datetime, grace_s: float) -> bool:
-    """Whether ``trial`` is RUNNING with nothing written since Optuna created it — no parameter,
-    no attribute — for longer than the heartbeat's grace: its worker died between creating it and
-    its first heartbeat, so Optuna's stale check (which reads heartbeats) never fails it, and its
-    grid point would stay claimed. A live worker writes the trial's configuration at once."""
-    if trial.state != TrialState.RUNNING or trial.datetime_start is None:
+HEARTBEAT_S = "heartbeat_s"
+"""The user attribute with the heartbeat interval of the worker that runs the trial (0: off)."""
+
+
+def died_unborn(
+    trial: FrozenTrial, now: datetime, grace_s: float, *, silent: bool | None = None
+) -> bool:
+    """Whether ``trial`` is RUNNING, started more than the heartbeat's grace ago, and never beat:
+    its worker died between claiming it and its first heartbeat, so Optuna's stale check (which
+    reads heartbeats) never fails it, and its grid point would stay claimed. ``silent``: whether
+    the storage holds no heartbeat of it (``None``: it cannot say; then only a trial with nothing
+    written counts, since a live worker writes the trial's configuration at once). A queued
+    copy (a retry, a repeat) carries attributes from the start, so only the heartbeat tells; a
+    worker that runs without a heartbeat (``--heartbeat 0``) says so in :data:`HEARTBEAT_S`."""
+    if trial.state != TrialState.RUNNING or trial.datetime_start is None or silent is False:
         return False
-    if trial.params or trial.user_attrs or trial.system_attrs:
+    if silent is None and (trial.params or trial.user_attrs or trial.system_attrs):
+        return False
+    if trial.user_attrs.get(HEARTBEAT_S) == 0:  # its worker never beats: no sign of death
         return False
     return (now - trial.datetime_start).total_seconds() > grace_s
 

@@ -27,6 +27,7 @@ from tuner.core.outcome import TrialOutcome, classify
 from tuner.core.protocol import EarlyStop, EpochEvent, Event, ProgressEvent
 from tuner.core.scaling import scaled_learning_rate
 from tuner.core.spec import StudySpec
+from tuner.core.trials import HEARTBEAT_S
 from tuner.driver.accumulation import Accumulation
 from tuner.driver.children import ChildRunner, first_precision, trial_request
 from tuner.driver.early_stop import SEED_NOISE_ATTR, early_stop_for
@@ -36,6 +37,7 @@ from tuner.driver.observer import SearchObserver
 from tuner.driver.racing import REPEAT_INDEX, REPEAT_OF, chain, measured
 from tuner.driver.same_training import same_as, same_training, trial_training_key
 from tuner.driver.spooled import spool_outcome
+from tuner.storage import heartbeat_interval
 from tuner.storage.trial_attrs import set_outcome_attrs, set_user_attrs
 
 
@@ -110,6 +112,7 @@ class Objective:
         lr = scaled_learning_rate(rule, search.base_lr, batch, search.base_batch_size)
         attrs = self._configuration(batch, rule, lr, values)
         attrs[PRECISION] = precision
+        attrs[HEARTBEAT_S] = heartbeat_interval(trial.study._storage)
         attrs["training_key"] = trial_training_key(
             self._spec, self._plan, batch, rule, values, precision
         )

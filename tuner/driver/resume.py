@@ -13,7 +13,10 @@ from datetime import datetime
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from tuner.core.trials import died_unborn, to_requeue
+from tuner.core.trials import HEARTBEAT_S, died_unborn, to_requeue
+
+_OF_ITS_RUN = ("status", "error", HEARTBEAT_S)
+"""User attributes of one run that a queued copy does not inherit: the next run writes its own."""
 
 
 def requeue_unfinished(study: optuna.Study, *, stale: bool = True) -> list[FrozenTrial]:
@@ -44,22 +47,37 @@ def requeue(study: optuna.Study, trial: FrozenTrial) -> None:
             state=TrialState.WAITING,
             params=trial.params,
             distributions=trial.distributions,
-            user_attrs={k: v for k, v in trial.user_attrs.items() if k not in ("status", "error")},
+            user_attrs={k: v for k, v in trial.user_attrs.items() if k not in _OF_ITS_RUN},
             system_attrs=system_attrs,
         )
     )
 
 
 def _fail_unborn(study: optuna.Study, trials: list[FrozenTrial]) -> bool:
-    """Fail the RUNNING trials whose worker died before writing anything (no heartbeat either:
-    :func:`tuner.core.trials.died_unborn`); whether there were any. Only with a heartbeat (its
+    """Fail the RUNNING trials whose worker died before their first heartbeat
+    (:func:`tuner.core.trials.died_unborn`); whether there were any. Only with a heartbeat (its
     grace is the bound)."""
-    grace = getattr(getattr(study._storage, "_backend", study._storage), "grace_period", None)
+    backend = getattr(study._storage, "_backend", study._storage)
+    grace = getattr(backend, "grace_period", None)
     if not grace:
         return False
+    silent = _silent_trial_ids(backend, study._study_id)
     now = datetime.now()  # Optuna stamps datetime_start with the local naive time
-    unborn = [t for t in trials if died_unborn(t, now, float(grace))]
+    unborn = [
+        trial
+        for trial in trials
+        if died_unborn(
+            trial, now, float(grace), silent=None if silent is None else trial._trial_id in silent
+        )
+    ]
     for trial in unborn:
         with contextlib.suppress(optuna.exceptions.UpdateFinishedTrialError):
             study._storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)
     return bool(unborn)
+
+
+def _silent_trial_ids(backend: object, study_id: int) -> set[int] | None:
+    """Ids of the study's RUNNING trials without a heartbeat, where the storage can read them
+    (tuner's RDB storage); ``None`` elsewhere."""
+    read = getattr(backend, "_get_silent_trial_ids", None)
+    return None if read is None else set(read(study_id))

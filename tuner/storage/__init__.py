@@ -48,6 +48,7 @@ __all__ = [
     "StorageFaultError",
     "check_storage",
     "describe_storage_error",
+    "heartbeat_interval",
     "mask_password",
     "open_storage",
     "storage_read_only",
@@ -154,6 +155,12 @@ def _refuse_read_only(place: Place) -> None:
             f"storage {place.shown} is read-only ({reason}), and a search stores every trial "
             f"there; give a storage it may write, e.g. --storage {DEFAULT_STORAGE}"
         )
+
+
+def heartbeat_interval(storage: Any) -> float:
+    """Seconds between the heartbeats of trials run on ``storage`` (0: it sends none)."""
+    get = getattr(storage, "get_heartbeat_interval", None)  # Optuna's RDB storage and its cache
+    return float((get() if get is not None else None) or 0)
 
 
 def _heartbeat(heartbeat_s: float | None) -> dict[str, Any]:

@@ -31,7 +31,7 @@ class Internals:
     """Optuna's private names the fast path calls."""
 
     models: Any
-    """``optuna.storages._rdb.models``: the trial and its attribute tables."""
+    """``optuna.storages._rdb.models``: the trial, its attribute tables and its heartbeat."""
     scoped_session: Callable[..., AbstractContextManager[Any]]
     """``_create_scoped_session(scoped_session, ignore_integrity_error=False)``: one transaction,
     committed on leaving, rolled back on an error."""
@@ -67,6 +67,7 @@ def find_fast_path(version: str) -> FastPath:
         ),
         "models.TrialUserAttributeModel": (models, "TrialUserAttributeModel"),
         "models.TrialSystemAttributeModel": (models, "TrialSystemAttributeModel"),
+        "models.TrialHeartbeatModel": (models, "TrialHeartbeatModel"),
     }
     missing = [name for name, (owner, attr) in wanted.items() if not hasattr(owner, attr)]
     if missing:

@@ -51,8 +51,10 @@ GUARDED_METHODS = (
     "set_trial_system_attrs", "set_user_attrs_with_state",
     # What Optuna's trial cache calls on the storage behind it instead of the public names.
     "_create_new_trial", "_set_trial_param", "_get_best_trial_id",
+    "_get_silent_trial_ids",
 )  # fmt: skip
-"""Optuna's storage API, the private methods its trial cache calls, and tuner's batch writes:
+"""Optuna's storage API, the private methods its trial cache calls, tuner's batch writes and
+its heartbeat read:
 each is one guarded call."""
 _MAX_DELAY_S = 10.0
 

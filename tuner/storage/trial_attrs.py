@@ -16,7 +16,9 @@ driver (``benchmarks/driver_scaling.py``). :class:`TunerRDBStorage` is Optuna's 
 * :meth:`~TunerRDBStorage.set_user_attrs_with_state` holds a trial's outcome attributes until
   Optuna sets the trial's final state, and :meth:`~TunerRDBStorage.set_trial_state_values`
   writes both in one transaction: other workers see a finished trial with all its attributes,
-  never one without them, and the trial's end costs one commit, not two.
+  never one without them, and the trial's end costs one commit, not two;
+* :meth:`~TunerRDBStorage._get_silent_trial_ids` reads which RUNNING trials have no heartbeat
+  at all, which Optuna's stale check passes over (:func:`tuner.driver.resume.requeue_unfinished`).
 
 :func:`set_user_attrs` and :func:`set_outcome_attrs` use them where they can and fall back to
 ``set_user_attr`` one by one elsewhere (the journal storage, a trial without a storage), with the
@@ -153,6 +155,22 @@ class TunerRDBStorage(optuna.storages.RDBStorage):
         if stored:
             self._with_state.pop(trial_id, None)
         return stored
+
+    def _get_silent_trial_ids(self, study_id: int) -> list[int]:
+        """The study's RUNNING trials without a heartbeat row: their worker died before its
+        first beat (Optuna's stale check skips them), or has just claimed them."""
+        internals = _internals()
+        models = internals.models
+        with internals.scoped_session(self.scoped_session) as session:
+            beating = session.query(models.TrialHeartbeatModel.trial_id)
+            rows = (
+                session.query(models.TrialModel.trial_id)
+                .filter(models.TrialModel.study_id == study_id)
+                .filter(models.TrialModel.state == TrialState.RUNNING)
+                .filter(models.TrialModel.trial_id.not_in(beating.scalar_subquery()))
+                .all()
+            )
+        return [trial_id for (trial_id,) in rows]
 
     def _upsert(
         self, session: Any, model: type[Any], trial_id: int, attrs: Mapping[str, Any]
