@@ -14,7 +14,10 @@ Usage: python benchmarks/lr_law.py [sgd|adam|both]   (from the repository root; 
 the built-in regression workload and on the keras-io MNIST convnet
 (tests/workloads/mnist_convnet.py, synthetic digits), each with and without early stops
 (`--no-early-stop`): study wall, trials, the samples the trials trained (``train_samples_used``;
-the seed runs, the same in both, apart), how many stopped, and the law exported.
+the seed runs apart; with early stops the paired noise's extra seed runs are ``pair_samples``),
+how many stopped, and the law exported; then each stopped rate against its final loss in the
+study without early stops (``false_stop``: within the band of the best at its batch after all).
+``stops NAME ON_FOLDER OFF_FOLDER`` checks two kept studies again.
 """
 
 from __future__ import annotations
@@ -195,16 +198,56 @@ def summary(name: str, workdir: Path) -> dict[str, Any]:
     ran = [t for t in trials if t.user_attrs.get("train_samples_used") and not _copy(t)]
     statuses = [str(t.user_attrs.get("status")) for t in ran]
     rec = json.loads((workdir / "r.json").read_text(encoding="utf-8"))
+    study = optuna.load_study(study_name=name, storage=f"sqlite:///{workdir}/s.db")
+    records = list(study.user_attrs.get("seed_noise", {}).values())
+    paired = (records[0].get("paired") or {}) if records else {}
+    run_samples = max((int(t.user_attrs["train_samples_used"]) for t in ran), default=0)
     return {
         "workload": name,
         "trials": len(trials),
         "trained": len(ran),
         "samples": sum(int(t.user_attrs["train_samples_used"]) for t in ran),
+        # the paired noise's extra seed runs (full runs at the base batch; not trials)
+        "pair_runs": len(paired.get("runs", [])),
+        "pair_samples": len(paired.get("runs", [])) * run_samples,
         "dominated": statuses.count("dominated"),
         "diverged": statuses.count("diverged"),
         "law": rec.get("lr_law"),
         "recommended": [rec["global_batch_size"], rec["learning_rate"]],
     }
+
+
+def stops_checked(on: Path, off: Path, name: str) -> list[dict[str, Any]]:
+    """Every rate the study with early stops stopped as dominated, beside its final loss in the
+    study without them (the same seed: the same run up to the stop) and the best final loss at
+    its batch there: a stop is false when that final loss is within the band of the best."""
+    import optuna
+
+    def load(folder: Path) -> list[Any]:
+        return optuna.load_study(study_name=name, storage=f"sqlite:///{folder}/s.db").get_trials()
+
+    finals: dict[tuple[int, str], float] = {}
+    for t in load(off):
+        if t.user_attrs.get("status") == "ok":
+            finals[(t.params["global_batch_size"], t.params["lr_rule"])] = float(t.values[0])
+    checked = []
+    for t in load(on):
+        if t.user_attrs.get("status") != "dominated":
+            continue
+        batch, rule = t.params["global_batch_size"], t.params["lr_rule"]
+        evidence = t.user_attrs.get("dominance", {})
+        best = min((v for (b, _), v in finals.items() if b == batch), default=float("nan"))
+        final = finals.get((batch, rule), float("inf"))  # diverged without stops: worse
+        band = float(evidence.get("band", 0.0))
+        checked.append({
+            "point": [batch, rule],
+            "stopped_at": evidence.get("samples"),
+            "paired": evidence.get("paired", False),
+            "final_over_best": round(final / best, 3),
+            "band": round(band, 3),
+            "false_stop": final <= best * (1 + band),
+        })  # fmt: skip
+    return checked
 
 
 def _copy(trial: Any) -> bool:
@@ -216,17 +259,29 @@ def workloads(names: list[str]) -> None:
     one JSON line per study."""
     for given in names:
         name, _, which = given.partition(":")
+        folders: dict[bool, Path] = {}
         for early_stop in {"on": (True,), "off": (False,)}.get(which, (True, False)):
             # kept (its path printed): the study can be exported again, shown, browsed
             tmp = tempfile.mkdtemp(prefix=f"lr-law-{name}-{'on' if early_stop else 'off'}-")
             print(json.dumps({**sweep_study(name, early_stop, Path(tmp)), "folder": tmp}))
             sys.stdout.flush()
+            folders[early_stop] = Path(tmp)
+        if len(folders) == 2:
+            print(
+                json.dumps(
+                    {"workload": name, "stops": stops_checked(folders[True], folders[False], name)}
+                )
+            )
 
 
 def main() -> None:
     which = sys.argv[1] if len(sys.argv) > 1 else "both"
     if which == "summary":  # summary NAME FOLDER: a kept study again
         print(json.dumps(summary(sys.argv[2], Path(sys.argv[3]))))
+        return
+    if which == "stops":  # stops NAME ON_FOLDER OFF_FOLDER: each stop against the final loss
+        on, off = Path(sys.argv[3]), Path(sys.argv[4])
+        print(json.dumps(stops_checked(on, off, sys.argv[2])))
         return
     if which == "workloads":
         workloads(sys.argv[2:] or list(WORKLOADS))

@@ -150,3 +150,65 @@ def test_describe_the_time_rule() -> None:
         "dominated: target 0.02 not reached after 2304 of 7680 samples (0.241 s); the earliest "
         "it could is 0.322 s, past the best time 0.295 s (#5) + 5%"
     )
+
+
+def _paired_stops(gap: float, band: float, pairs: int, rng: random.Random, checks: int = 10):
+    """Simulate one sweep point against the best rate of its batch, both run with the same seed:
+    a seed offset shared by the two (sd 0.3: the seeds far apart, as MNIST's 32 %), a small
+    offset of the rate pair per seed (sd 0.02) and per-check noise (sd 0.01). The paired sd is
+    estimated from ``pairs`` seeds' runs of two rates as good as each other; the check the point
+    stops at, or ``None``."""
+    curve = [math.log(2.0 / (1 + k)) for k in range(checks)]
+
+    def pair(shift: float) -> tuple[list[float], list[float]]:
+        seed = rng.gauss(0.0, 0.3)
+        rate = rng.gauss(0.0, 0.02)
+        base = [m + seed + rng.gauss(0.0, 0.01) for m in curve]
+        other = [m + seed + rate + shift + rng.gauss(0.0, 0.01) for m in curve]
+        return base, other
+
+    finals = [o[-1] - b[-1] for b, o in (pair(0.0) for _ in range(pairs))]
+    mean = sum(finals) / pairs
+    sd = math.sqrt(sum((x - mean) ** 2 for x in finals) / (pairs - 1))
+    test = GapTest(band=band, noise_sd=sd, noise_runs=pairs, alpha=0.05, looks=checks - 2,
+                   paired=True)  # fmt: skip
+    reference, trial = pair(gap)
+    for k in range(checks):
+        look = dominance.is_look(k, checks)
+        if look and gap_look(test, k, math.exp(trial[k]), math.exp(reference[k])).dominated:
+            return k
+    return None
+
+
+@pytest.mark.parametrize("pairs", [2, 3, 5])
+def test_paired_false_stops_stay_below_alpha(pairs: int) -> None:
+    """A/A for the paired test: two rates as good as each other, sharing a seed; no band at all
+    (H0's worst case). Fewer than alpha = 5 % of 3000 simulated points stop."""
+    rng = random.Random(53 + pairs)
+    stopped = sum(_paired_stops(0.0, 0.0, pairs, rng) is not None for _ in range(3000))
+    assert stopped / 3000 <= 0.05
+
+
+def test_pairing_stops_what_the_seed_noise_cannot() -> None:
+    """A rate 40 % worse, where the seeds differ by 30 %: with 3 pairs (2 degrees of freedom)
+    the paired test stops about three in four; the unpaired test (the seed spread, √2) none."""
+    rng = random.Random(5)
+    paired = sum(_paired_stops(math.log(1.4), 0.1, 3, rng) is not None for _ in range(1000))
+    assert paired / 1000 >= 0.65
+    unpaired = GapTest(band=0.1, noise_sd=0.3, noise_runs=3, alpha=0.05, looks=8)
+    assert not gap_look(unpaired, 0, 1.4, 1.0).dominated
+
+
+def test_the_paired_noise_is_the_spread_of_the_log_ratio() -> None:
+    base = [[1024, 1.0], [2048, 0.5]]
+    pairs = [
+        (base, [[1024, 2.0], [2048, 0.6]]),
+        ([[1024, 3.0], [2048, 1.0]], [[1024, 6.0], [2048, 1.0]]),
+    ]
+    samples, sds = dominance.pair_noise(pairs)
+    assert samples == [1024, 2048]
+    assert sds[0] == 0.0  # the ratio is 2 in both seeds, however far apart the seeds are
+    assert sds[1] == pytest.approx(math.log(1.2) / math.sqrt(2))
+    assert dominance.pair_noise(pairs[:1]) == ([], [])
+    test = GapTest(band=0.0, noise_sd=0.1, noise_runs=3, alpha=0.05, looks=1, paired=True)
+    assert test.critical == pytest.approx(dominance.t_upper_quantile(0.05, 2) * 0.1)  # no √2

@@ -33,11 +33,12 @@ from tuner.core.configurations import status_of
 from tuner.core.devices import DevicePlan
 from tuner.core.dominance import check_noise
 from tuner.core.outcome import classify
+from tuner.core.scaling import scaled_learning_rate
 from tuner.core.spec import StudySpec
 from tuner.core.stats import relative_spread
 from tuner.core.trials import is_pending, is_settled
 from tuner.driver.children import ChildRunner, first_precision, trial_request
-from tuner.driver.early_stop import curve_of, measures_seed_noise, seed_checks
+from tuner.driver.early_stop import curve_of, measures_seed_noise, pair_rule, seed_checks
 from tuner.driver.input_reuse import InputReuse
 from tuner.driver.observer import SearchObserver, observed
 from tuner.driver.racing import REPEAT_OF, applied_tolerance, own_run
@@ -46,7 +47,9 @@ from tuner.driver.same_training import trial_training_key
 
 SEED_NOISE = "seed_noise"
 """The study attribute: ``{device_signature: {"seeds", "final_losses", "spread",
-"global_batch_size", "lr_rule", "precision"}}``."""
+"global_batch_size", "lr_rule", "precision"}}``, with early stops the seed runs' ``curves``, and
+with an LR sweep's early stops ``paired``: ``{"lr_rule", "learning_rate", "runs": [{"seed",
+"base", "other"}]}``, the same seeds at a second rate (:func:`_pair_runs`)."""
 
 
 def measure_seed_noise(
@@ -87,15 +90,24 @@ def measure_seed_noise(
         observer.phase("seeds", 0)
         return None
     seeds, losses = _grid_seed(base, search.seed)
-    observer.phase("seeds", search.seeds - len(seeds))
+    second = pair_rule(spec)
+    runs_left = search.seeds - len(seeds)
+    observer.phase("seeds", runs_left + (search.seeds - 1 if second else 0))
     runs = observed(runner, observer, f"seed run · batch {search.base_batch_size}")
     curves: list[Any] = []  # each seed run's [samples, loss] (early stops: the noise per check)
-    train = partial(
-        _train, spec, plan, rule, values, runner=runs, timeout_s=timeout_s, observer=observer,
-        curves=curves, inputs=_Inputs(InputReuse(), study, trials),
+    by_seed: dict[int, Any] = {}
+    trainer = partial(
+        _train, spec, plan, values=values, runner=runs, timeout_s=timeout_s, observer=observer,
+        inputs=_Inputs(InputReuse(), study, trials),
     )  # fmt: skip
+    train = partial(trainer, rule, curves=curves, by_seed=by_seed)
     _run_seeds(spec, plan, train, seeds, losses, observer, ledger, reserve)
-    return _recorded(study, spec, plan, base, seeds, losses, curves, observer)
+    paired = None
+    if second is not None:
+        paired = _pair_runs(
+            spec, plan, partial(trainer, second), by_seed, observer, ledger, reserve
+        )
+    return _recorded(study, spec, plan, base, (seeds, losses, curves), observer, paired)
 
 
 def _recorded(
@@ -103,13 +115,14 @@ def _recorded(
     spec: StudySpec,
     plan: DevicePlan,
     base: list[optuna.trial.FrozenTrial],
-    seeds: list[int],
-    losses: list[float],
-    curves: list[Any],
+    ended: tuple[list[int], list[float], list[Any]],
     observer: SearchObserver,
+    paired: dict[str, Any] | None = None,
 ) -> dict[str, Any] | None:
-    """The seed-noise record of the runs that ended, stored; ``None`` when too few ended."""
+    """The seed-noise record of the runs that ended (their seeds, final losses and curves; the
+    sweep's ``paired`` runs), stored; ``None`` when too few ended."""
     search = spec.search
+    seeds, losses, curves = ended
     rule, precision = search.lr_rules[0], first_precision(spec)
     what = {
         "seeds": seeds,
@@ -129,6 +142,7 @@ def _recorded(
         "final_losses": losses,
         "spread": spread,
         **({"curves": curves} if curves else {}),
+        **({"paired": paired} if paired else {}),
     }
     _store(study, spec, plan, record, observer)
     return record
@@ -162,6 +176,39 @@ def _run_seeds(
         if loss is not None:
             seeds.append(seed)
             losses.append(loss)
+
+
+def _pair_runs(
+    spec: StudySpec,
+    plan: DevicePlan,
+    train: Callable[..., float | None],
+    base_curves: dict[int, Any],
+    observer: SearchObserver,
+    ledger: Ledger | None,
+    reserve: tuple[RunKey, ...],
+) -> dict[str, Any] | None:
+    """The LR sweep's paired noise: the seed runs' seeds trained again at the sweep's lowest rate
+    (:func:`~tuner.driver.early_stop.pair_rule`), each run's curve beside the base rate's of the
+    same seed (the grid's own pair, at the spec's seed, is read from its trials later). ``None``
+    when none ended."""
+    search, rule = spec.search, pair_rule(spec)
+    assert rule is not None
+    lr = scaled_learning_rate(rule, search.base_lr, search.base_batch_size, search.base_batch_size)
+    key = (search.base_batch_size, plan.num_replicas)
+    runs = []
+    for index, (seed, base) in enumerate(sorted(base_curves.items())):
+        if ledger is not None and not ledger.fits([key], ledger.total_s(reserve))[0]:
+            _leave_out(ledger, [key] * (len(base_curves) - index), observer)
+            break
+        observer.note(
+            f"paired noise (LR sweep): rule {rule}, learning rate {lr:.4g}, with seed {seed} "
+            f"({index + 1} of {len(base_curves)})…"
+        )
+        other: dict[int, Any] = {}
+        train(curves=[], by_seed=other, seed=seed)
+        if seed in other:
+            runs.append({"seed": seed, "base": base, "other": other[seed]})
+    return {"lr_rule": rule, "learning_rate": lr, "runs": runs} if runs else None
 
 
 def _target_record(
@@ -286,23 +333,27 @@ def _train(
     spec: StudySpec,
     plan: DevicePlan,
     rule: str,
-    values: dict[str, Any] | None,
     seed: int,
+    *,
+    values: dict[str, Any] | None,
     runner: ChildRunner,
     timeout_s: float,
     observer: SearchObserver,
     curves: list[Any],
+    by_seed: dict[int, Any],
     inputs: _Inputs,
 ) -> float | None:
-    """One seed run in a fresh child; its final loss, or ``None`` (with a note) when it failed;
-    its validation-loss curve, when it records one, is added to ``curves``. The input pipeline's
-    figure of the base configuration is not timed again (:mod:`tuner.driver.input_reuse`)."""
+    """One seed run at the base batch in a fresh child; its final loss, or ``None`` (with a
+    note) when it failed; its validation-loss curve, when it records one, is added to ``curves``
+    and to ``by_seed``. The input pipeline's figure of the base configuration is not timed again
+    (:mod:`tuner.driver.input_reuse`)."""
     search = spec.search
+    batch = search.base_batch_size
     request = trial_request(
         spec,
         plan,
-        search.base_batch_size,
-        search.base_lr,
+        batch,
+        scaled_learning_rate(rule, search.base_lr, batch, batch),
         rule=rule,
         seed=seed,
         precision=first_precision(spec),
@@ -319,6 +370,7 @@ def _train(
     curve = outcome.attrs.get("val_curve") or outcome.attrs.get("target_curve")
     if curve:
         curves.append(curve)
+        by_seed[seed] = curve
     return float(outcome.values[0])
 
 
