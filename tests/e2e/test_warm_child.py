@@ -24,8 +24,9 @@ from tuner.core.devices import DevicePlan, inspect_environment
 from tuner.core.outcome import PHASES, classify
 from tuner.core.protocol import TRIAL_DIR_PREFIX, decode_result
 from tuner.driver.children import _warm as warm
+from tuner.driver.children._process import child_command, child_environment
 from tuner.driver.children._requests import inspect_request, trial_request
-from tuner.driver.children._runner import _child_environment, child_command, run_child
+from tuner.driver.children._runner import run_child
 from tuner.driver.spec_file import load_spec
 
 pytestmark = pytest.mark.slow
@@ -157,7 +158,7 @@ def test_an_import_still_running_at_hand_over_leaves_the_idle_class_at_once(
     spare = subprocess.Popen(
         command,
         stdin=subprocess.PIPE,
-        env=_child_environment({}),
+        env=child_environment({}),
         preexec_fn=lambda: os.sched_setaffinity(0, core),
     )
     try:

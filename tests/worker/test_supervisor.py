@@ -16,7 +16,7 @@ import pytest
 from procs import alive, child_pids, marker_pids, wait_gone, wait_until
 
 from tuner.core import protocol
-from tuner.driver.children import _runner as runner
+from tuner.driver.children import _process as process
 from tuner.worker import supervisor
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux only")
@@ -192,7 +192,7 @@ def test_arguments() -> None:
 
 
 def test_the_runner_starts_trial_children_under_the_supervisor(tmp_path: Path) -> None:
-    command = runner.child_command(tmp_path / "request.json", tmp_path / "result.json")
+    command = process.child_command(tmp_path / "request.json", tmp_path / "result.json")
     assert command[: len(SUPERVISOR)] == SUPERVISOR
     assert command[len(SUPERVISOR) : len(SUPERVISOR) + 3] == ["--trial-dir", str(tmp_path), "--"]
     assert command[-4:] == [

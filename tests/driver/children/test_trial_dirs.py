@@ -86,10 +86,10 @@ def test_a_trial_folder_records_this_process_as_its_owner(tmp_path: Path) -> Non
 
 
 def test_trial_children_do_not_inherit_the_storage_url(monkeypatch):
-    from tuner.driver.children import _runner as runner
+    from tuner.driver.children import _process as process
 
     monkeypatch.setenv("TUNER_STORAGE", "postgresql://u:secret@h/db")
     monkeypatch.setenv("TUNER_STORAGE_FILE", "/run/secrets/tuner_storage")
-    env = runner._child_environment({"EXTRA": "1"})
+    env = process.child_environment({"EXTRA": "1"})
     assert "TUNER_STORAGE" not in env and "TUNER_STORAGE_FILE" not in env
     assert env["EXTRA"] == "1"

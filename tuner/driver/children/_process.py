@@ -1,0 +1,150 @@
+"""A trial child as a process: its command line (under the supervisor where the kernel allows),
+its environment, its trial folder, and how its process group is ended.
+
+:mod:`tuner.driver.children._runner` runs a request in one; :mod:`tuner.driver.children._spares`
+starts one ahead as a warm spare.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from tuner.core.protocol import (
+    IDLE_FLAG,
+    PARENT_PID_ENV,
+    SUPERVISOR_MODULE,
+    TRIAL_DIR_PREFIX,
+    WARM_FLAG,
+    WORKER_MODULE,
+)
+from tuner.driver.children import _trial_dirs as trial_dirs
+
+_GRACE_S = 3.0
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[3])
+"""The folder holding the ``tuner`` package: first on the children's path (the supervisor runs
+without site-packages)."""
+
+
+@dataclass
+class Child:
+    """A started child in its trial folder (request, result, stderr, owner record);
+    ``spawned_at``: when its run began (a warm child: its hand-over)."""
+
+    proc: subprocess.Popen[bytes]
+    folder: Path
+    stderr: BinaryIO
+    spawned_at: float
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def discard(self) -> None:
+        """Kill it (a spare no one will take) and remove its folder."""
+        kill_group(self.proc)
+        reap_group(self.proc)
+        self.close()
+
+    def close(self) -> None:
+        for stream in (self.proc.stdin, self.proc.stdout, self.stderr):
+            with contextlib.suppress(OSError):
+                if stream is not None:
+                    stream.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def new_folder() -> Path:
+    folder = Path(tempfile.mkdtemp(prefix=TRIAL_DIR_PREFIX))
+    trial_dirs.write_owner(folder)
+    return folder
+
+
+def spawn(folder: Path, command: list[str], env: dict[str, str], spawned_at: float) -> Child:
+    stderr = (folder / "stderr.log").open("wb")
+    try:
+        proc = subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE if WARM_FLAG in command else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            env=child_environment(env),
+            start_new_session=True,
+        )
+    except BaseException:
+        stderr.close()
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return Child(proc, folder, stderr, spawned_at)
+
+
+def is_supervised() -> bool:
+    """Whether trial children run under the supervisor: where the kernel lets it adopt orphans
+    (Linux); elsewhere the process group is all there is to kill."""
+    return sys.platform.startswith("linux")
+
+
+def child_command(
+    request_path: Path, result_path: Path, warm_backend: str | None = None, *, idle: bool = False
+) -> list[str]:
+    """The command line of one trial child (under its supervisor where supported); with
+    ``warm_backend``, a warm child that imports it before its request, at idle priority with
+    ``idle`` (:mod:`tuner.driver.children._warm`)."""
+    warm = [WARM_FLAG, warm_backend, *([IDLE_FLAG] if idle else [])] if warm_backend else []
+    worker = [sys.executable, "-m", WORKER_MODULE, *warm, str(request_path), str(result_path)]
+    if not is_supervised():
+        return worker
+    # -S: no site-packages start-up (tens of ms); tuner is importable through PYTHONPATH.
+    supervisor = [sys.executable, "-S", "-m", SUPERVISOR_MODULE]
+    return [*supervisor, "--trial-dir", str(request_path.parent), "--", *worker]
+
+
+_STORAGE_ENV = ("TUNER_STORAGE", "TUNER_STORAGE_FILE")
+
+
+def child_environment(env: dict[str, str]) -> dict[str, str]:
+    """This process's environment with ``env`` on top; tuner importable from its source tree.
+
+    The storage URL stays out: the child never touches the storage, and the user's workload code
+    runs there, so it has no business seeing a database password."""
+    inherited = {k: v for k, v in os.environ.items() if k not in _STORAGE_ENV}
+    child_env = {
+        **inherited,
+        **env,
+        "PYTHONUNBUFFERED": "1",
+        PARENT_PID_ENV: str(os.getpid()),
+    }
+    child_env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (_PACKAGE_ROOT, os.environ.get("PYTHONPATH", "")) if p
+    )
+    return child_env
+
+
+def kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the child's process group, then SIGKILL whatever is left after a grace period.
+
+    The group holds the supervisor, which on SIGTERM kills the whole tree (other sessions too) and
+    exits; SIGKILL is for a supervisor that could not."""
+    _signal_group(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=_GRACE_S)
+    except subprocess.TimeoutExpired:
+        _signal_group(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+def reap_group(proc: subprocess.Popen[bytes]) -> None:
+    # The leader is gone; anything it started in its session goes too.
+    _signal_group(proc.pid, signal.SIGKILL)
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)

@@ -1,0 +1,124 @@
+"""The warm spare's life in the runner: which spare may take a request, starting one (at once
+beside the workload check, at idle priority beside a training run, or when the running child's
+timed windows are over) and handing it the request. The pool and the scheduling classes are
+:mod:`tuner.driver.children._warm`'s.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Hashable
+from dataclasses import replace
+
+from tuner.core.protocol import Event, InspectRequest, Request, WindowsDoneEvent, encode_request
+from tuner.driver.children import _warm as warm
+from tuner.driver.children._interface import OnEvent
+from tuner.driver.children._process import (
+    Child,
+    child_command,
+    child_environment,
+    new_folder,
+    spawn,
+)
+from tuner.files import atomic_write_text
+
+
+def spare_key(request: Request, env: dict[str, str]) -> Hashable:
+    """What a warm child must have been started with to take ``request``: the same environment
+    (the plan's, and this process's as the child inherits it), backend and working folder."""
+    backend = request.workload.backend
+    return (tuple(sorted(child_environment(env).items())), backend, os.getcwd())
+
+
+def _start_spare(request: Request, env: dict[str, str], *, idle: bool = False) -> None:
+    """Have a warm child started for the next request, in ``env``; ``idle``: importing at idle
+    priority (:mod:`tuner.driver.children._warm`)."""
+    backend = request.workload.backend
+    key = spare_key(request, env)
+
+    def start() -> Child:
+        folder = new_folder()
+        paths = (folder / "request.json", folder / "result.json")
+        command = child_command(*paths, backend, idle=idle)
+        spare = spawn(folder, command, env, time.time())
+        if idle:
+            warm.enter_idle(spare.proc.pid)
+        return spare
+
+    warm.POOL.start(key, start)
+
+
+def warm_child(request: Request, key: Hashable) -> Child | None:
+    """The spare started for ``key``, handed ``request``: it was waiting for it on stdin. ``None``
+    when there is none (or it died meanwhile: the caller starts a fresh child)."""
+    spare = warm.POOL.take(key)
+    if spare is None:
+        return None
+    assert isinstance(spare, Child)
+    warm.leave_idle(spare.proc.pid)
+    spawned_at = time.time()
+    try:
+        atomic_write_text(
+            spare.folder / "request.json", encode_request(replace(request, spawned_at=spawned_at))
+        )
+        assert spare.proc.stdin is not None
+        spare.proc.stdin.write(b"go\n")
+        spare.proc.stdin.close()
+    except OSError:  # it died just now
+        spare.discard()
+        return None
+    except BaseException:  # taken from the pool but not handed over: no one else will end it
+        spare.discard()
+        raise
+    spare.spawned_at = spawned_at
+    return spare
+
+
+class SpareOrder:
+    """The next warm child, wanted at once (``idle``: it imports at idle priority) or once the
+    running child's timed windows are over. The event reader only notes the latter (and moves an
+    idle spare to the normal class then: nothing is timed any more, and on cores that other work
+    keeps busy an idle import would otherwise wait for the hand-over); the thread that waits for
+    the child starts it (see :mod:`tuner.driver.children._warm` for why not a helper thread)."""
+
+    def __init__(self, request: Request, env: dict[str, str], *, idle: bool = False) -> None:
+        self.wanted = threading.Event()
+        if idle:
+            self.wanted.set()
+        self._request = request
+        self._env = env
+        self._idle = idle
+
+    def watching(self, on_event: OnEvent | None) -> OnEvent:
+        """``on_event``, noting ``windows_done`` on the way."""
+
+        def passing_on(event: Event) -> None:
+            if isinstance(event, WindowsDoneEvent):
+                self.wanted.set()
+                spare = warm.POOL.spare()
+                if self._idle and isinstance(spare, Child):
+                    warm.leave_idle(spare.proc.pid)
+            if on_event is not None:
+                on_event(event)
+
+        return passing_on
+
+    def start(self) -> None:
+        _start_spare(self._request, warm.POOL.expected() or self._env, idle=self._idle)
+
+
+def next_spare(request: Request, env: dict[str, str]) -> SpareOrder | None:
+    """The warm child to start for the run after this one: at once beside the workload check
+    (for the environment the driver expects next), or, for a training run, the returned order:
+    at once at idle priority where permitted, else when its timed windows are over."""
+    allowed = warm.uses()
+    if isinstance(request, InspectRequest):
+        expected = warm.POOL.expected()
+        if expected is not None and warm.CHECK in allowed:
+            _start_spare(request, expected)
+        return None
+    if warm.TRIALS not in allowed:
+        return None
+    return SpareOrder(request, env, idle=warm.starts_early())

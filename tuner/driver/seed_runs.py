@@ -1,0 +1,163 @@
+"""The seed runs themselves: the base configuration at the base batch with other seeds, each in a
+fresh child, and with an LR sweep's early stops the same seeds at a second rate (the paired
+noise); under a ``--budget`` only while the rest of the grid still fits after them.
+:mod:`tuner.driver.seeds` decides what they measure and stores it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import optuna
+
+from tuner.core.budget import Ledger, RunKey
+from tuner.core.devices import DevicePlan
+from tuner.core.outcome import classify
+from tuner.core.scaling import scaled_learning_rate
+from tuner.core.spec import StudySpec
+from tuner.driver.children import ChildRunner, first_precision, trial_request
+from tuner.driver.early_stop import pair_rule, seed_checks
+from tuner.driver.input_reuse import InputReuse
+from tuner.driver.observer import SearchObserver
+
+
+def run_seeds(
+    spec: StudySpec,
+    plan: DevicePlan,
+    train: Callable[[int], float | None],
+    seeds: list[int],
+    losses: list[float],
+    observer: SearchObserver,
+    ledger: Ledger | None,
+    reserve: tuple[RunKey, ...],
+) -> None:
+    """Train the seeds not yet in ``seeds`` (each ``train(seed)``), adding those that ended to
+    ``seeds`` and ``losses``; under a budget, stop at the first that does not fit."""
+    search = spec.search
+    todo = [s for s in range(search.seed, search.seed + search.seeds) if s not in seeds]
+    key = (search.base_batch_size, plan.num_replicas)
+    for index, seed in enumerate(todo):
+        if not _fits(ledger, key, reserve, len(todo) - index, observer):
+            break
+        observer.note(
+            f"seed noise: base configuration (global batch {search.base_batch_size}, rule "
+            f"{search.lr_rules[0]}) with seed {seed} ({seed - search.seed + 1} of "
+            f"{search.seeds})…"
+        )
+        loss = train(seed)
+        if loss is not None:
+            seeds.append(seed)
+            losses.append(loss)
+
+
+def pair_runs(
+    spec: StudySpec,
+    plan: DevicePlan,
+    train: Callable[..., float | None],
+    base_curves: dict[int, Any],
+    observer: SearchObserver,
+    ledger: Ledger | None,
+    reserve: tuple[RunKey, ...],
+) -> dict[str, Any] | None:
+    """The LR sweep's paired noise: the seed runs' seeds trained again at the sweep's lowest rate
+    (:func:`~tuner.driver.early_stop.pair_rule`), each run's curve beside the base rate's of the
+    same seed (the grid's own pair, at the spec's seed, is read from its trials later). ``None``
+    when none ended."""
+    search, rule = spec.search, pair_rule(spec)
+    assert rule is not None
+    lr = scaled_learning_rate(rule, search.base_lr, search.base_batch_size, search.base_batch_size)
+    key = (search.base_batch_size, plan.num_replicas)
+    runs = []
+    for index, (seed, base) in enumerate(sorted(base_curves.items())):
+        if not _fits(ledger, key, reserve, len(base_curves) - index, observer):
+            break
+        observer.note(
+            f"paired noise (LR sweep): rule {rule}, learning rate {lr:.4g}, with seed {seed} "
+            f"({index + 1} of {len(base_curves)})…"
+        )
+        other: dict[int, Any] = {}
+        train(curves=[], by_seed=other, seed=seed)
+        if seed in other:
+            runs.append({"seed": seed, "base": base, "other": other[seed]})
+    return {"lr_rule": rule, "learning_rate": lr, "runs": runs} if runs else None
+
+
+def _fits(
+    ledger: Ledger | None,
+    key: RunKey,
+    reserve: tuple[RunKey, ...],
+    left: int,
+    observer: SearchObserver,
+) -> bool:
+    """Whether the next seed run (of ``left``) fits the budget with the ``reserve`` after it;
+    if not, all ``left`` are left out, and said."""
+    if ledger is None or ledger.fits([key], ledger.total_s(reserve))[0]:
+        return True
+    _leave_out(ledger, [key] * left, observer)
+    return False
+
+
+def _leave_out(ledger: Ledger, keys: list[RunKey], observer: SearchObserver) -> None:
+    """The seed runs the budget cannot fit beside the rest of the grid, left out and said."""
+    ledger.leave_out("seeds", keys)
+    observer.phase("seeds", 0)
+    observer.note(
+        f"seed noise: {len(keys)} seed run(s) left out: they and the rest of the grid would not "
+        "fit the budget"
+    )
+
+
+def train_seed(
+    spec: StudySpec,
+    plan: DevicePlan,
+    rule: str,
+    seed: int,
+    *,
+    values: dict[str, Any] | None,
+    runner: ChildRunner,
+    timeout_s: float,
+    observer: SearchObserver,
+    curves: list[Any],
+    by_seed: dict[int, Any],
+    inputs: SeedInputs,
+) -> float | None:
+    """One seed run at the base batch in a fresh child; its final loss, or ``None`` (with a
+    note) when it failed; its validation-loss curve, when it records one, is added to ``curves``
+    and to ``by_seed``. The input pipeline's figure of the base configuration is not timed again
+    (:mod:`tuner.driver.input_reuse`)."""
+    search = spec.search
+    batch = search.base_batch_size
+    request = trial_request(
+        spec,
+        plan,
+        batch,
+        scaled_learning_rate(rule, search.base_lr, batch, batch),
+        rule=rule,
+        seed=seed,
+        precision=first_precision(spec),
+        model_hyperparameters=values,
+        early_stop=seed_checks(spec),
+    )
+    request, key, _ = inputs.reuse.prepare(request, inputs.study, inputs.trials)
+    run = runner.run(request, plan.child_environment(), timeout_s)
+    outcome = classify(run, memory_capped=plan.memory_limit_bytes is not None)
+    inputs.reuse.remember(outcome, key)
+    if outcome.values is None:
+        observer.note(f"seed noise: seed {seed} ended {outcome.status}: {outcome.error}")
+        return None
+    curve = outcome.attrs.get("val_curve") or outcome.attrs.get("target_curve")
+    if curve:
+        curves.append(curve)
+        by_seed[seed] = curve
+    return float(outcome.values[0])
+
+
+@dataclass(frozen=True)
+class SeedInputs:
+    """The seed runs' reuse of the input pipeline's figure: the study's trials as read once."""
+
+    reuse: InputReuse
+    study: optuna.Study
+    trials: list[optuna.trial.FrozenTrial]
