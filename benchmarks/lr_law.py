@@ -14,9 +14,9 @@ Usage: python benchmarks/lr_law.py [sgd|adam|both]   (from the repository root; 
 the built-in regression workload and on the keras-io MNIST convnet
 (tests/workloads/mnist_convnet.py, synthetic digits), each with and without early stops
 (`--no-early-stop`): study wall, trials, the samples the trials trained (``train_samples_used``;
-the seed runs apart; with early stops the paired noise's extra seed runs are ``pair_samples``),
-how many stopped, and the law exported; then each stopped rate against its final loss in the
-study without early stops (``false_stop``: within the band of the best at its batch after all).
+the seed runs, the same in both, apart), how many stopped, and the law exported; then each
+stopped rate against its final loss in the study without early stops (``false_stop``: within
+the band of the best at its batch after all).
 ``stops NAME ON_FOLDER OFF_FOLDER`` checks two kept studies again.
 """
 
@@ -198,18 +198,11 @@ def summary(name: str, workdir: Path) -> dict[str, Any]:
     ran = [t for t in trials if t.user_attrs.get("train_samples_used") and not _copy(t)]
     statuses = [str(t.user_attrs.get("status")) for t in ran]
     rec = json.loads((workdir / "r.json").read_text(encoding="utf-8"))
-    study = optuna.load_study(study_name=name, storage=f"sqlite:///{workdir}/s.db")
-    records = list(study.user_attrs.get("seed_noise", {}).values())
-    paired = (records[0].get("paired") or {}) if records else {}
-    run_samples = max((int(t.user_attrs["train_samples_used"]) for t in ran), default=0)
     return {
         "workload": name,
         "trials": len(trials),
         "trained": len(ran),
         "samples": sum(int(t.user_attrs["train_samples_used"]) for t in ran),
-        # the paired noise's extra seed runs (full runs at the base batch; not trials)
-        "pair_runs": len(paired.get("runs", [])),
-        "pair_samples": len(paired.get("runs", [])) * run_samples,
         "dominated": statuses.count("dominated"),
         "diverged": statuses.count("diverged"),
         "law": rec.get("lr_law"),
@@ -242,7 +235,6 @@ def stops_checked(on: Path, off: Path, name: str) -> list[dict[str, Any]]:
         checked.append({
             "point": [batch, rule],
             "stopped_at": evidence.get("samples"),
-            "paired": evidence.get("paired", False),
             "final_over_best": round(final / best, 3),
             "band": round(band, 3),
             "false_stop": final <= best * (1 + band),

@@ -25,15 +25,6 @@ stopped at *any* look is at most ``α``, whatever the correlation between the ch
 (they are strongly correlated: a seed that starts badly stays behind, which is why the looks are
 not treated as independent evidence, as a confidence sequence over i.i.d. increments would).
 
-**The paired test** (an LR sweep's points, :mod:`tuner.driver.early_stop`): the points of one
-batch share their seed — the same initial weights, the same data order — with the reference, the
-best rate there. Their losses move together, so the seed noise of each (``√2 s`` above) is far
-more than the noise of their *ratio*. That noise is measured directly: the base configuration's
-seed runs are repeated at a second rate, and the sd of ``ln(L_other / L_base)`` over the seeds
-(:func:`pair_noise`, ``n`` pairs, ``n - 1`` degrees of freedom) is the gap's own sd under "the two
-rates are as good": the test is the one above with that sd and no ``√2``
-(:attr:`GapTest.paired`).
-
 Early in training the seeds differ far more than at the end (a run that starts from other weights
 is ahead or behind), so the noise at a look is the larger of the final loss's sd and the seed runs'
 sd at that many samples (:func:`check_noise`, from their curves, linear between their checks);
@@ -77,20 +68,12 @@ class GapTest:
     noise_runs: int
     alpha: float
     looks: int
-    paired: bool = False
-    """``noise_sd`` is the sd of the log loss ratio of two runs sharing a seed (the gap's own),
-    not one run's: no ``√2``."""
-
-    @property
-    def gap_sd(self) -> float:
-        """The sd of the log gap between a trial and its reference under "as good"."""
-        return self.noise_sd if self.paired else math.sqrt(2.0) * self.noise_sd
 
     @property
     def critical(self) -> float:
         """The margin above the gap's estimate that noise explains at one look (log scale)."""
         quantile = t_upper_quantile(self.alpha / max(1, self.looks), self.noise_runs - 1)
-        return quantile * self.gap_sd
+        return quantile * math.sqrt(2.0) * self.noise_sd
 
     @property
     def threshold(self) -> float:
@@ -117,14 +100,13 @@ def gap_look(test: GapTest, samples: int, loss: float, reference_loss: float) ->
         "reference_loss": reference_loss,
         "gap": gap,
         "lower_bound": lower,
-        "statistic": gap / test.gap_sd,
+        "statistic": gap / (math.sqrt(2.0) * test.noise_sd),
         "critical": test.critical,
         "band": test.band,
         "alpha": test.alpha,
         "looks": test.looks,
         "noise_sd": test.noise_sd,
         "noise_runs": test.noise_runs,
-        "paired": test.paired,
     }
     return Verdict(lower > math.log1p(test.band), evidence)
 
@@ -178,20 +160,6 @@ def check_noise(curves: Sequence[Sequence[Sequence[float]]]) -> tuple[list[int],
         sds.append(math.sqrt(sum((x - mean) ** 2 for x in logs) / (len(logs) - 1)))
         samples.append(int(usable[0][k][0]))
     return samples, sds
-
-
-def pair_noise(
-    pairs: Sequence[tuple[Sequence[Sequence[float]], Sequence[Sequence[float]]]],
-) -> tuple[list[int], list[float]]:
-    """The sd over seeds of the log loss ratio of two rates at each check they share, from
-    ``(base curve, other curve)`` per seed (each ``[samples, loss]``, one batch: the same
-    samples); empty with fewer than two usable pairs (:func:`check_noise` on the ratios)."""
-    ratios = []
-    for base, other in pairs:
-        length = min(len(base), len(other))
-        if length and all(b[1] > 0 and o[1] > 0 for b, o in zip(base, other, strict=False)):
-            ratios.append([[base[k][0], other[k][1] / base[k][1]] for k in range(length)])
-    return check_noise(ratios)
 
 
 def time_look(
@@ -284,8 +252,7 @@ def describe(evidence: dict[str, Any], reference: int | None, budget: int | None
     return (
         f"dominated: at {seen} samples loss {evidence['loss']:.4g} vs "
         f"{evidence['reference_loss']:.4g}{_of(reference)}, {worse:.0%} worse (at least {low:.0%} "
-        f"with {'paired' if evidence.get('paired') else 'seed'} noise "
-        f"{evidence['noise_sd']:.1%}, alpha {evidence['alpha']:g}), beyond the "
+        f"with seed noise {evidence['noise_sd']:.1%}, alpha {evidence['alpha']:g}), beyond the "
         f"{evidence['band']:.1%} band"
     )
 

@@ -29,9 +29,8 @@ from optuna.trial import FrozenTrial
 
 from tuner.core import dominance
 from tuner.core.configurations import is_same_as
-from tuner.core.dominance import DEFAULT_ALPHA, check_noise, pair_noise
+from tuner.core.dominance import DEFAULT_ALPHA, check_noise
 from tuner.core.protocol import EarlyStop
-from tuner.core.scaling import sweep_rules
 from tuner.core.spec import StudySpec
 from tuner.core.stats import effective_tolerance
 from tuner.driver.racing import is_original
@@ -93,8 +92,7 @@ def early_stop_for(
             reasons.extend(r for r in gap if r not in reasons)
     else:
         record = (seed_records() or {}).get(signature)
-        inputs = _loss_gap(search.tolerance, record, mine, reasons, rivals)
-        fields.update(inputs and _paired(spec, record or {}, mine, inputs))
+        fields.update(_loss_gap(search.tolerance, record, mine, reasons, rivals))
     stop = EarlyStop(**fields)
     applies = stop.best_time_s is not None or stop.reference_trial is not None
     return stop, None if applies else "no early stop: " + "; ".join(reasons)
@@ -123,69 +121,6 @@ def _loss_gap(
         return {}
     noise = check_noise(_seed_curves(record or {}, trials))
     return _test_inputs(tolerance, float(spread), runs, noise, reference)
-
-
-def pair_rule(spec: StudySpec) -> str | None:
-    """The second rate of the LR sweep's paired noise (``None`` without one): the sweep's lowest
-    point, half the base rate at the base batch — far enough from the base rate to be another
-    trajectory, never past the stability edge that a higher one may cross. Measured where a
-    sweep's points are tested against their batch's best: early stops on, no loss target."""
-    search = spec.search
-    if not search.lr_sweep or search.target_loss is not None or not measures_seed_noise(spec):
-        return None
-    return sweep_rules(search.lr_sweep)[0] if records_curves(spec) else None
-
-
-def _paired(
-    spec: StudySpec,
-    record: Mapping[str, Any],
-    trials: Sequence[FrozenTrial],
-    gap: dict[str, Any],
-) -> dict[str, Any]:
-    """The loss-gap test's inputs ``gap`` with the paired noise in place of the seed noise,
-    where it is measured (:func:`tuner.core.dominance.pair_noise`): an LR sweep's points share
-    their seed with the reference, the best of their batch. Else ``gap`` as it is."""
-    paired = record.get("paired")
-    if not spec.search.lr_sweep or not isinstance(paired, Mapping):
-        return gap
-    pairs = [(run["base"], run["other"]) for run in paired.get("runs") or []]
-    pairs += _grid_pair(record, (spec.search.base_lr, paired.get("learning_rate")), trials)
-    samples, sds = pair_noise(pairs)
-    if len(pairs) < 2 or not sds or not sds[-1] > 0:
-        return gap
-    return {
-        **gap,
-        "noise_samples": tuple(samples),
-        "noise_sds": tuple(sds),
-        "noise_sd": sds[-1],
-        "noise_runs": len(pairs),
-        "paired": True,
-    }
-
-
-def _grid_pair(
-    record: Mapping[str, Any], rates: tuple[float, Any], trials: Sequence[FrozenTrial]
-) -> list[tuple[Any, Any]]:
-    """The grid's own pair at the spec's seed: its runs at the base batch of the base rate (any
-    rule: at ratio 1 they train alike) and of the paired rate, once both have a curve (``[]``
-    before)."""
-    batch = record.get("global_batch_size")
-    at_base = [
-        t for t in trials if is_original(t) and t.user_attrs.get("global_batch_size") == batch
-    ]
-    curves = []
-    for rate in rates:
-        runs = [
-            t
-            for t in at_base
-            if isinstance(rate, int | float)
-            and math.isclose(float(t.user_attrs.get("learning_rate", math.nan)), rate, rel_tol=1e-9)
-            and _usable(curve_of(t))
-        ]
-        if not runs:
-            return []
-        curves.append(curve_of(min(runs, key=lambda t: t.number)))
-    return [(curves[0], curves[1])]
 
 
 def _target_gap(

@@ -1,6 +1,5 @@
 """The seed runs themselves: the base configuration at the base batch with other seeds, each in a
-fresh child, and with an LR sweep's early stops the same seeds at a second rate (the paired
-noise); under a ``--budget`` only while the rest of the grid still fits after them.
+fresh child; under a ``--budget`` only while the rest of the grid still fits after them.
 :mod:`tuner.driver.seeds` decides what they measure and stores it.
 """
 
@@ -18,7 +17,7 @@ from tuner.core.outcome import classify
 from tuner.core.scaling import scaled_learning_rate
 from tuner.core.spec import StudySpec
 from tuner.driver.children import ChildRunner, first_precision, trial_request
-from tuner.driver.early_stop import pair_rule, seed_checks
+from tuner.driver.early_stop import seed_checks
 from tuner.driver.input_reuse import InputReuse
 from tuner.driver.observer import SearchObserver
 
@@ -50,38 +49,6 @@ def run_seeds(
         if loss is not None:
             seeds.append(seed)
             losses.append(loss)
-
-
-def pair_runs(
-    spec: StudySpec,
-    plan: DevicePlan,
-    train: Callable[..., float | None],
-    base_curves: dict[int, Any],
-    observer: SearchObserver,
-    ledger: Ledger | None,
-    reserve: tuple[RunKey, ...],
-) -> dict[str, Any] | None:
-    """The LR sweep's paired noise: the seed runs' seeds trained again at the sweep's lowest rate
-    (:func:`~tuner.driver.early_stop.pair_rule`), each run's curve beside the base rate's of the
-    same seed (the grid's own pair, at the spec's seed, is read from its trials later). ``None``
-    when none ended."""
-    search, rule = spec.search, pair_rule(spec)
-    assert rule is not None
-    lr = scaled_learning_rate(rule, search.base_lr, search.base_batch_size, search.base_batch_size)
-    key = (search.base_batch_size, plan.num_replicas)
-    runs = []
-    for index, (seed, base) in enumerate(sorted(base_curves.items())):
-        if not _fits(ledger, key, reserve, len(base_curves) - index, observer):
-            break
-        observer.note(
-            f"paired noise (LR sweep): rule {rule}, learning rate {lr:.4g}, with seed {seed} "
-            f"({index + 1} of {len(base_curves)})…"
-        )
-        other: dict[int, Any] = {}
-        train(curves=[], by_seed=other, seed=seed)
-        if seed in other:
-            runs.append({"seed": seed, "base": base, "other": other[seed]})
-    return {"lr_rule": rule, "learning_rate": lr, "runs": runs} if runs else None
 
 
 def _fits(
@@ -120,12 +87,11 @@ def train_seed(
     timeout_s: float,
     observer: SearchObserver,
     curves: list[Any],
-    by_seed: dict[int, Any],
     inputs: SeedInputs,
 ) -> float | None:
     """One seed run at the base batch in a fresh child; its final loss, or ``None`` (with a
-    note) when it failed; its validation-loss curve, when it records one, is added to ``curves``
-    and to ``by_seed``. The input pipeline's figure of the base configuration is not timed again
+    note) when it failed; its validation-loss curve, when it records one, is added to
+    ``curves``. The input pipeline's figure of the base configuration is not timed again
     (:mod:`tuner.driver.input_reuse`)."""
     search = spec.search
     batch = search.base_batch_size
@@ -150,7 +116,6 @@ def train_seed(
     curve = outcome.attrs.get("val_curve") or outcome.attrs.get("target_curve")
     if curve:
         curves.append(curve)
-        by_seed[seed] = curve
     return float(outcome.values[0])
 
 

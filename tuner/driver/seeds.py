@@ -34,19 +34,17 @@ from tuner.core.spec import StudySpec
 from tuner.core.stats import relative_spread
 from tuner.core.trials import is_pending, is_settled
 from tuner.driver.children import ChildRunner, first_precision
-from tuner.driver.early_stop import curve_of, measures_seed_noise, pair_rule
+from tuner.driver.early_stop import curve_of, measures_seed_noise
 from tuner.driver.input_reuse import InputReuse
 from tuner.driver.observer import SearchObserver, observed
 from tuner.driver.racing import REPEAT_OF, applied_tolerance, own_run
 from tuner.driver.records import store
 from tuner.driver.same_training import trial_training_key
-from tuner.driver.seed_runs import SeedInputs, pair_runs, run_seeds, train_seed
+from tuner.driver.seed_runs import SeedInputs, run_seeds, train_seed
 
 SEED_NOISE = "seed_noise"
 """The study attribute: ``{device_signature: {"seeds", "final_losses", "spread",
-"global_batch_size", "lr_rule", "precision"}}``, with early stops the seed runs' ``curves``, and
-with an LR sweep's early stops ``paired``: ``{"lr_rule", "learning_rate", "runs": [{"seed",
-"base", "other"}]}``, the same seeds at a second rate (:func:`tuner.driver.seed_runs.pair_runs`)."""
+"global_batch_size", "lr_rule", "precision"}}``, with early stops the seed runs' ``curves``."""
 
 
 def measure_seed_noise(
@@ -87,22 +85,15 @@ def measure_seed_noise(
         observer.phase("seeds", 0)
         return None
     seeds, losses = _grid_seed(base, search.seed)
-    second = pair_rule(spec)
-    runs_left = search.seeds - len(seeds)
-    observer.phase("seeds", runs_left + (search.seeds - 1 if second else 0))
+    observer.phase("seeds", search.seeds - len(seeds))
     runs = observed(runner, observer, f"seed run · batch {search.base_batch_size}")
     curves: list[Any] = []  # each seed run's [samples, loss] (early stops: the noise per check)
-    by_seed: dict[int, Any] = {}
-    trainer = partial(
-        train_seed, spec, plan, values=values, runner=runs, timeout_s=timeout_s, observer=observer,
-        inputs=SeedInputs(InputReuse(), study, trials),
+    train = partial(
+        train_seed, spec, plan, rule, values=values, runner=runs, timeout_s=timeout_s,
+        observer=observer, curves=curves, inputs=SeedInputs(InputReuse(), study, trials),
     )  # fmt: skip
-    train = partial(trainer, rule, curves=curves, by_seed=by_seed)
     run_seeds(spec, plan, train, seeds, losses, observer, ledger, reserve)
-    paired = None
-    if second is not None:
-        paired = pair_runs(spec, plan, partial(trainer, second), by_seed, observer, ledger, reserve)
-    return _recorded(study, spec, plan, base, (seeds, losses, curves), observer, paired)
+    return _recorded(study, spec, plan, base, (seeds, losses, curves), observer)
 
 
 def _recorded(
@@ -112,10 +103,9 @@ def _recorded(
     base: list[optuna.trial.FrozenTrial],
     ended: tuple[list[int], list[float], list[Any]],
     observer: SearchObserver,
-    paired: dict[str, Any] | None = None,
 ) -> dict[str, Any] | None:
-    """The seed-noise record of the runs that ended (their seeds, final losses and curves; the
-    sweep's ``paired`` runs), stored; ``None`` when too few ended."""
+    """The seed-noise record of the runs that ended (their seeds, final losses and curves),
+    stored; ``None`` when too few ended."""
     search = spec.search
     seeds, losses, curves = ended
     rule, precision = search.lr_rules[0], first_precision(spec)
@@ -137,7 +127,6 @@ def _recorded(
         "final_losses": losses,
         "spread": spread,
         **({"curves": curves} if curves else {}),
-        **({"paired": paired} if paired else {}),
     }
     _store(study, spec, plan, record, observer)
     return record

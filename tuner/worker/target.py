@@ -136,7 +136,6 @@ class TargetCheck:
             noise_runs=stop.noise_runs,
             alpha=stop.alpha,
             looks=dominance.looks_of(checks),
-            paired=stop.paired,
         )
         verdict = dominance.gap_look(test, samples, loss, reference)
         if not verdict.dominated:

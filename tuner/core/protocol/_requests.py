@@ -87,9 +87,6 @@ class EarlyStop:
     noise_sds: tuple[float, ...] = ()
     """The seed runs' relative sd of the validation loss at each of their checks (larger than
     the final one early in training); a look uses the larger of the two."""
-    paired: bool = False
-    """The noise is of the loss *ratio* of two rates sharing a seed (an LR sweep's points against
-    the best rate at their batch, :func:`tuner.core.dominance.pair_noise`), not of one run."""
     reference_trial: int | None = None
     reference_samples: tuple[int, ...] = ()
     reference_losses: tuple[float, ...] = ()
