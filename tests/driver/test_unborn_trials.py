@@ -13,11 +13,12 @@ from datetime import datetime, timedelta
 
 import optuna
 import pytest
+import sqlalchemy
 from optuna.trial import TrialState, create_trial
 from pg_databases import fresh_database
 
 from tuner.core.trials import HEARTBEAT_S, died_unborn
-from tuner.driver.resume import requeue, requeue_unfinished
+from tuner.driver.resume import requeue, requeue_unfinished, unborn_wait_s
 from tuner.storage import open_storage
 
 NOW = datetime(2026, 12, 2, 12, 0, 0)
@@ -38,14 +39,28 @@ def test_only_a_running_trial_with_nothing_written_past_the_grace_died_unborn() 
     assert not died_unborn(done, NOW, grace_s=3)
 
 
-def test_where_the_storage_reads_heartbeats_a_silent_trial_died_whatever_it_carries() -> None:
+def test_where_the_storage_reads_heartbeats_a_trial_silent_for_the_grace_died() -> None:
+    """Timed by this process's own clock: the trial's start is the claiming host's local time."""
     copy = running(user_attrs={"global_batch_size": 64}, system_attrs={"grid_id": 3})
-    assert died_unborn(copy, NOW, grace_s=3, silent=True)
-    assert not died_unborn(copy, NOW, grace_s=3, silent=False)  # it beat: the stale check's
-    assert not died_unborn(copy, NOW, grace_s=30, silent=True)
+    assert died_unborn(copy, NOW, grace_s=3, silent_for_s=3.5)
+    assert not died_unborn(copy, NOW, grace_s=3, silent_for_s=0.0)  # just seen: maybe claimed
+    skewed = running()
+    skewed.datetime_start = NOW - timedelta(hours=2)  # a claimant two time zones behind
+    assert not died_unborn(skewed, NOW, grace_s=3, silent_for_s=0.0)
     without = running(user_attrs={"global_batch_size": 64, HEARTBEAT_S: 0})
-    assert not died_unborn(without, NOW, grace_s=3, silent=True)  # its worker never beats
-    assert died_unborn(running(user_attrs={HEARTBEAT_S: 20.0}), NOW, grace_s=3, silent=True)
+    assert not died_unborn(without, NOW, grace_s=3, silent_for_s=60.0)  # its worker never beats
+    assert died_unborn(running(user_attrs={HEARTBEAT_S: 20.0}), NOW, grace_s=3, silent_for_s=4)
+
+
+def _stamp_hours_back(url: str, trial_id: int, hours: int) -> None:
+    """The trial's start as a worker on another clock would have stamped it."""
+    engine = sqlalchemy.create_engine(url)
+    with engine.begin() as db:
+        db.execute(
+            sqlalchemy.text("UPDATE trials SET datetime_start = :t WHERE trial_id = :id"),
+            {"t": datetime.now() - timedelta(hours=hours), "id": trial_id},
+        )
+    engine.dispose()
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
@@ -75,6 +90,10 @@ def test_a_real_storage_fails_every_trial_that_never_beat_and_keeps_the_others(u
     assert copy.user_attrs["global_batch_size"] == 128 and HEARTBEAT_S not in copy.user_attrs
     no_heartbeat = study.ask()  # claimed by a worker run with --heartbeat 0
     no_heartbeat.set_user_attr(HEARTBEAT_S, 0)
+    _stamp_hours_back(url, copy._trial_id, 2)  # claimed on a host whose clock is 2 h behind
+    first = {t._trial_id: t.state for t in requeue_unfinished(study)}
+    assert all(first[k] == TrialState.RUNNING for k in (unborn, copy._trial_id))
+    assert 2.5 < unborn_wait_s(study) <= 3.0  # the loop's last look waits the grace out
     time.sleep(3.5)
     storage.record_heartbeat(beating._trial_id)  # its worker lives
     states = {t._trial_id: t.state for t in requeue_unfinished(study)}
@@ -84,4 +103,5 @@ def test_a_real_storage_fails_every_trial_that_never_beat_and_keeps_the_others(u
         copy._trial_id: TrialState.FAIL,
     }
     assert states[no_heartbeat._trial_id] == TrialState.RUNNING
+    assert unborn_wait_s(study) == 0.0
     storage.engine.dispose()

@@ -163,22 +163,33 @@ HEARTBEAT_S = "heartbeat_s"
 
 
 def died_unborn(
-    trial: FrozenTrial, now: datetime, grace_s: float, *, silent: bool | None = None
+    trial: FrozenTrial, now: datetime, grace_s: float, *, silent_for_s: float | None = None
 ) -> bool:
-    """Whether ``trial`` is RUNNING, started more than the heartbeat's grace ago, and never beat:
-    its worker died between claiming it and its first heartbeat, so Optuna's stale check (which
-    reads heartbeats) never fails it, and its grid point would stay claimed. ``silent``: whether
-    the storage holds no heartbeat of it (``None``: it cannot say; then only a trial with nothing
-    written counts, since a live worker writes the trial's configuration at once). A queued
-    copy (a retry, a repeat) carries attributes from the start, so only the heartbeat tells; a
-    worker that runs without a heartbeat (``--heartbeat 0``) says so in :data:`HEARTBEAT_S`."""
-    if trial.state != TrialState.RUNNING or trial.datetime_start is None or silent is False:
-        return False
-    if silent is None and (trial.params or trial.user_attrs or trial.system_attrs):
+    """Whether ``trial`` is RUNNING and its worker died between claiming it and its first
+    heartbeat, so Optuna's stale check (which reads heartbeats) never fails it, and its grid
+    point would stay claimed. Where the storage can say which trials have no heartbeat,
+    ``silent_for_s`` is how long this process has seen the trial without one (``None``: it has
+    not), timed on this process's own clock: the trial's start is stamped with the claiming
+    worker's local time, which another host's clock or time zone may be hours off. A queued copy
+    (a retry, a repeat) carries attributes from the start, so only the heartbeat tells; a worker
+    that runs without one (``--heartbeat 0``) says so in :data:`HEARTBEAT_S`. Where the storage
+    cannot say, only a trial with nothing written, older than the grace by ``now``, counts (a
+    live worker writes the trial's configuration at once)."""
+    if trial.state != TrialState.RUNNING or trial.datetime_start is None:
         return False
     if trial.user_attrs.get(HEARTBEAT_S) == 0:  # its worker never beats: no sign of death
         return False
+    if silent_for_s is not None:
+        return silent_for_s > grace_s
+    if trial.params or trial.user_attrs or trial.system_attrs:
+        return False
     return (now - trial.datetime_start).total_seconds() > grace_s
+
+
+def may_be_unborn(trial: FrozenTrial) -> bool:
+    """Whether ``trial`` could be one :func:`died_unborn` fails once silent long enough: RUNNING,
+    and not run by a worker without a heartbeat (the storage is asked only about these)."""
+    return trial.state == TrialState.RUNNING and trial.user_attrs.get(HEARTBEAT_S) != 0
 
 
 OUT_OF_MEMORY = frozenset({"oom", "oom-implied"})

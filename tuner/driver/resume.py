@@ -7,13 +7,15 @@ the storage.
 from __future__ import annotations
 
 import contextlib
+import time
 import warnings
+from collections.abc import Callable
 from datetime import datetime
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from tuner.core.trials import HEARTBEAT_S, died_unborn, to_requeue
+from tuner.core.trials import HEARTBEAT_S, died_unborn, may_be_unborn, to_requeue
 
 _OF_ITS_RUN = ("status", "error", HEARTBEAT_S)
 """User attributes of one run that a queued copy does not inherit: the next run writes its own."""
@@ -61,14 +63,12 @@ def _fail_unborn(study: optuna.Study, trials: list[FrozenTrial]) -> bool:
     grace = getattr(backend, "grace_period", None)
     if not grace:
         return False
-    silent = _silent_trial_ids(backend, study._study_id)
+    silent_for = _silence.seen(backend, study._study_id, trials)
     now = datetime.now()  # Optuna stamps datetime_start with the local naive time
     unborn = [
         trial
         for trial in trials
-        if died_unborn(
-            trial, now, float(grace), silent=None if silent is None else trial._trial_id in silent
-        )
+        if died_unborn(trial, now, float(grace), silent_for_s=silent_for(trial._trial_id))
     ]
     for trial in unborn:
         with contextlib.suppress(optuna.exceptions.UpdateFinishedTrialError):
@@ -76,8 +76,49 @@ def _fail_unborn(study: optuna.Study, trials: list[FrozenTrial]) -> bool:
     return bool(unborn)
 
 
-def _silent_trial_ids(backend: object, study_id: int) -> set[int] | None:
-    """Ids of the study's RUNNING trials without a heartbeat, where the storage can read them
-    (tuner's RDB storage); ``None`` elsewhere."""
-    read = getattr(backend, "_get_silent_trial_ids", None)
-    return None if read is None else set(read(study_id))
+def unborn_wait_s(study: optuna.Study) -> float:
+    """Seconds until a trial this process has seen without a heartbeat, still RUNNING, has been
+    silent for the grace period (0 when there is none): the loop waits that long before it ends
+    on a grid point such a trial still claims."""
+    backend = getattr(study._storage, "_backend", study._storage)
+    grace = getattr(backend, "grace_period", None)
+    return _silence.left_s(backend, study._study_id, float(grace)) if grace else 0.0
+
+
+class _Silence:
+    """Which RUNNING trials this process has seen without a heartbeat, and since when on its own
+    monotonic clock (a trial's start is another host's local time: no clock to compare with)."""
+
+    def __init__(self) -> None:
+        self._since: dict[tuple[str, int], dict[int, float]] = {}
+        """By (storage URL, study id): each silent trial id, and when it was first seen so."""
+
+    def seen(
+        self, backend: object, study_id: int, trials: list[FrozenTrial]
+    ) -> Callable[[int], float | None]:
+        """Look at the storage now: how long each trial id has been seen silent (``None``: not
+        silent now, or the storage cannot say; then :func:`died_unborn` falls back)."""
+        read = getattr(backend, "_get_silent_trial_ids", None)
+        if read is None:
+            return lambda trial_id: None
+        candidates = [t._trial_id for t in trials if may_be_unborn(t)]
+        silent = set(read(study_id, candidates)) if candidates else set()
+        study = (str(getattr(backend, "url", id(backend))), study_id)
+        now = time.monotonic()
+        since = self._since.setdefault(study, {})
+        for trial_id in [t for t in since if t not in silent]:
+            del since[trial_id]
+        for trial_id in silent:
+            since.setdefault(trial_id, now)
+        return lambda trial_id: now - since[trial_id] if trial_id in silent else None
+
+    def left_s(self, backend: object, study_id: int, grace_s: float) -> float:
+        """Seconds until the first trial seen silent has been so for ``grace_s`` (0: none)."""
+        since = self._since.get((str(getattr(backend, "url", id(backend))), study_id))
+        if not since:
+            return 0.0
+        return max(0.0, min(since.values()) + grace_s - time.monotonic())
+
+
+_silence = _Silence()
+"""This process's sightings (a worker is one process; each search starts afresh)."""

@@ -14,7 +14,6 @@ import optuna
 from tuner.core.budget import Ledger, RunKey
 from tuner.core.devices import DevicePlan
 from tuner.core.outcome import classify
-from tuner.core.scaling import scaled_learning_rate
 from tuner.core.spec import StudySpec
 from tuner.driver.children import ChildRunner, first_precision, trial_request
 from tuner.driver.early_stop import seed_checks
@@ -99,7 +98,7 @@ def train_seed(
         spec,
         plan,
         batch,
-        scaled_learning_rate(rule, search.base_lr, batch, batch),
+        search.base_lr,  # at the base batch every rule gives the base rate
         rule=rule,
         seed=seed,
         precision=first_precision(spec),

@@ -12,6 +12,7 @@ another worker is running is left to it, so concurrent workers do not duplicate 
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,7 +35,7 @@ from tuner.driver.grid import BatchAscendingGridSampler, grid_points
 from tuner.driver.objective import Objective
 from tuner.driver.observer import SearchObserver, quiet_optuna
 from tuner.driver.racing import race
-from tuner.driver.resume import requeue_unfinished
+from tuner.driver.resume import requeue_unfinished, unborn_wait_s
 from tuner.driver.seeds import (
     base_key,
     base_settled,
@@ -141,7 +142,7 @@ def _run_grid(loop: _Loop, probed_oom: int | None) -> tuple[int, int]:
             _seed_noise(loop, grid_left(trials, grid, plan, key_of))
             if wanted:  # the rest of the grid, after the seeds
                 observer.phase("grid", len(grid_left(trials, grid, plan)))
-        if not progress.has_unclaimed_work(trials) and not _stale_freed(study, progress):
+        if not progress.has_unclaimed_work(trials) and not _stale_freed(study, progress, observer):
             break
         left = grid_left(trials, grid, plan, key_of) if ledger is not None else ()
         if ledger is not None and not _grid_fits(ledger, left, bool(settled_grid_points(trials))):
@@ -164,10 +165,22 @@ def _run_grid(loop: _Loop, probed_oom: int | None) -> tuple[int, int]:
     return objective.launched, len(grid)
 
 
-def _stale_freed(study: optuna.Study, progress: GridProgress) -> bool:
+def _stale_freed(study: optuna.Study, progress: GridProgress, observer: SearchObserver) -> bool:
     """Whether failing the trials of dead workers (stale heartbeat) left grid work to claim: a
     step leaves that check to ``study.optimize``, so before the loop ends on "all claimed" it
-    makes it once (a dead worker's RUNNING trial looks claimed until failed)."""
+    makes it once (a dead worker's RUNNING trial looks claimed until failed). A trial seen
+    without any heartbeat is failed only after this process has seen it so for the grace period
+    (:func:`tuner.driver.resume.unborn_wait_s`): the loop waits that out once, then looks again."""
+    if progress.has_unclaimed_work(requeue_unfinished(study)):
+        return True
+    wait = unborn_wait_s(study)
+    if wait <= 0:
+        return False
+    observer.note(
+        f"a RUNNING trial has no heartbeat yet: waiting {wait:.0f} s (the heartbeat grace) to "
+        "see whether its worker is alive"
+    )
+    time.sleep(wait + 0.1)
     return progress.has_unclaimed_work(requeue_unfinished(study))
 
 

@@ -54,8 +54,7 @@ GUARDED_METHODS = (
     "_get_silent_trial_ids",
 )  # fmt: skip
 """Optuna's storage API, the private methods its trial cache calls, tuner's batch writes and
-its heartbeat read:
-each is one guarded call."""
+its heartbeat read: each is one guarded call."""
 _MAX_DELAY_S = 10.0
 
 

@@ -49,6 +49,7 @@ from typing import Any, cast
 
 import optuna
 from optuna.trial import TrialState
+from sqlalchemy import exists
 from sqlalchemy.dialects import postgresql, sqlite
 
 from tuner.storage import _optuna_rdb
@@ -156,18 +157,20 @@ class TunerRDBStorage(optuna.storages.RDBStorage):
             self._with_state.pop(trial_id, None)
         return stored
 
-    def _get_silent_trial_ids(self, study_id: int) -> list[int]:
-        """The study's RUNNING trials without a heartbeat row: their worker died before its
-        first beat (Optuna's stale check skips them), or has just claimed them."""
+    def _get_silent_trial_ids(self, study_id: int, trial_ids: Sequence[int]) -> list[int]:
+        """Those of ``trial_ids`` (the study's) that are RUNNING without a heartbeat row: their
+        worker died before its first beat (Optuna's stale check skips them), or has just
+        claimed them."""
         internals = _internals()
         models = internals.models
+        trial, beat = models.TrialModel, models.TrialHeartbeatModel
         with internals.scoped_session(self.scoped_session) as session:
-            beating = session.query(models.TrialHeartbeatModel.trial_id)
             rows = (
-                session.query(models.TrialModel.trial_id)
-                .filter(models.TrialModel.study_id == study_id)
-                .filter(models.TrialModel.state == TrialState.RUNNING)
-                .filter(models.TrialModel.trial_id.not_in(beating.scalar_subquery()))
+                session.query(trial.trial_id)
+                .filter(trial.study_id == study_id)
+                .filter(trial.trial_id.in_(list(trial_ids)))
+                .filter(trial.state == TrialState.RUNNING)
+                .filter(~exists().where(beat.trial_id == trial.trial_id))
                 .all()
             )
         return [trial_id for (trial_id,) in rows]

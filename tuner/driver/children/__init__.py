@@ -2,10 +2,12 @@
 
 ``_interface`` (:class:`ChildRunner`, what the driver's steps are handed to run a request),
 ``_choice`` (:func:`child_runner`, the one place that picks the runner), ``_requests`` (what a
-child is asked to run), ``_runner`` (the process runner: one request in a fresh child process, in
-its own session, under a supervisor and a watchdog), ``_warm`` (the next run's process, started
-while the current one finishes), ``_trial_dirs`` (each child's folder and who owns it) and
-``_instant`` (the stand-in runner that answers at once, for benchmarks of the driver).
+child is asked to run), ``_runner`` (the process runner: one request in a fresh child process or
+the warm one, under a watchdog), ``_process`` (a child as a process: its command under the
+supervisor, its environment, folder and process group), ``_spares`` (the warm spare's start and
+hand-over), ``_warm`` (the spares' pool and scheduling classes), ``_trial_dirs`` (each child's
+folder and who owns it) and ``_instant`` (the stand-in runner that answers at once, for
+benchmarks of the driver).
 """
 
 from __future__ import annotations
