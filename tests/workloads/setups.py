@@ -57,9 +57,6 @@ class Setup:
             'lr_rules = ["none"]',
             "base_lr = 1e-3",
             "noise_scale_steps = 2",
-            # One seed run, not the default two: the seed noise and the early stops' per-window
-            # validation checks still run on the setup's code (seeds >= 2), one child fewer each.
-            "seeds = 2",
             *self.search,
         ]
         if self.hypermodel:
