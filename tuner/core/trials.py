@@ -175,9 +175,7 @@ def died_unborn(
     that runs without one (``--heartbeat 0``) says so in :data:`HEARTBEAT_S`. Where the storage
     cannot say, only a trial with nothing written, older than the grace by ``now``, counts (a
     live worker writes the trial's configuration at once)."""
-    if trial.state != TrialState.RUNNING or trial.datetime_start is None:
-        return False
-    if trial.user_attrs.get(HEARTBEAT_S) == 0:  # its worker never beats: no sign of death
+    if not may_be_unborn(trial) or trial.datetime_start is None:
         return False
     if silent_for_s is not None:
         return silent_for_s > grace_s
@@ -188,7 +186,8 @@ def died_unborn(
 
 def may_be_unborn(trial: FrozenTrial) -> bool:
     """Whether ``trial`` could be one :func:`died_unborn` fails once silent long enough: RUNNING,
-    and not run by a worker without a heartbeat (the storage is asked only about these)."""
+    and not run by a worker without a heartbeat (its worker never beats: no sign of death; the
+    storage is asked only about the others)."""
     return trial.state == TrialState.RUNNING and trial.user_attrs.get(HEARTBEAT_S) != 0
 
 

@@ -59,8 +59,7 @@ def _fail_unborn(study: optuna.Study, trials: list[FrozenTrial]) -> bool:
     """Fail the RUNNING trials whose worker died before their first heartbeat
     (:func:`tuner.core.trials.died_unborn`); whether there were any. Only with a heartbeat (its
     grace is the bound)."""
-    backend = getattr(study._storage, "_backend", study._storage)
-    grace = getattr(backend, "grace_period", None)
+    backend, grace = _backend_and_grace(study)
     if not grace:
         return False
     silent_for = _silence.seen(backend, study._study_id, trials)
@@ -80,9 +79,14 @@ def unborn_wait_s(study: optuna.Study) -> float:
     """Seconds until a trial this process has seen without a heartbeat, still RUNNING, has been
     silent for the grace period (0 when there is none): the loop waits that long before it ends
     on a grid point such a trial still claims."""
-    backend = getattr(study._storage, "_backend", study._storage)
-    grace = getattr(backend, "grace_period", None)
+    backend, grace = _backend_and_grace(study)
     return _silence.left_s(backend, study._study_id, float(grace)) if grace else 0.0
+
+
+def _backend_and_grace(study: optuna.Study) -> tuple[object, float | None]:
+    """The storage behind Optuna's trial cache, and its heartbeat grace (``None``: no heartbeat)."""
+    backend = getattr(study._storage, "_backend", study._storage)
+    return backend, getattr(backend, "grace_period", None)
 
 
 class _Silence:
@@ -103,9 +107,8 @@ class _Silence:
             return lambda trial_id: None
         candidates = [t._trial_id for t in trials if may_be_unborn(t)]
         silent = set(read(study_id, candidates)) if candidates else set()
-        study = (str(getattr(backend, "url", id(backend))), study_id)
         now = time.monotonic()
-        since = self._since.setdefault(study, {})
+        since = self._since.setdefault(_key(backend, study_id), {})
         for trial_id in [t for t in since if t not in silent]:
             del since[trial_id]
         for trial_id in silent:
@@ -114,10 +117,15 @@ class _Silence:
 
     def left_s(self, backend: object, study_id: int, grace_s: float) -> float:
         """Seconds until the first trial seen silent has been so for ``grace_s`` (0: none)."""
-        since = self._since.get((str(getattr(backend, "url", id(backend))), study_id))
+        since = self._since.get(_key(backend, study_id))
         if not since:
             return 0.0
         return max(0.0, min(since.values()) + grace_s - time.monotonic())
+
+
+def _key(backend: object, study_id: int) -> tuple[str, int]:
+    """A study on one storage (two storages may number their studies alike)."""
+    return str(getattr(backend, "url", id(backend))), study_id
 
 
 _silence = _Silence()

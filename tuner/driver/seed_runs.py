@@ -37,7 +37,8 @@ def run_seeds(
     todo = [s for s in range(search.seed, search.seed + search.seeds) if s not in seeds]
     key = (search.base_batch_size, plan.num_replicas)
     for index, seed in enumerate(todo):
-        if not _fits(ledger, key, reserve, len(todo) - index, observer):
+        if ledger is not None and not ledger.fits([key], ledger.total_s(reserve))[0]:
+            _leave_out(ledger, [key] * (len(todo) - index), observer)
             break
         observer.note(
             f"seed noise: base configuration (global batch {search.base_batch_size}, rule "
@@ -48,21 +49,6 @@ def run_seeds(
         if loss is not None:
             seeds.append(seed)
             losses.append(loss)
-
-
-def _fits(
-    ledger: Ledger | None,
-    key: RunKey,
-    reserve: tuple[RunKey, ...],
-    left: int,
-    observer: SearchObserver,
-) -> bool:
-    """Whether the next seed run (of ``left``) fits the budget with the ``reserve`` after it;
-    if not, all ``left`` are left out, and said."""
-    if ledger is None or ledger.fits([key], ledger.total_s(reserve))[0]:
-        return True
-    _leave_out(ledger, [key] * left, observer)
-    return False
 
 
 def _leave_out(ledger: Ledger, keys: list[RunKey], observer: SearchObserver) -> None:
@@ -93,12 +79,11 @@ def train_seed(
     ``curves``. The input pipeline's figure of the base configuration is not timed again
     (:mod:`tuner.driver.input_reuse`)."""
     search = spec.search
-    batch = search.base_batch_size
     request = trial_request(
         spec,
         plan,
-        batch,
-        search.base_lr,  # at the base batch every rule gives the base rate
+        search.base_batch_size,
+        search.base_lr,
         rule=rule,
         seed=seed,
         precision=first_precision(spec),

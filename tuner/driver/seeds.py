@@ -93,7 +93,7 @@ def measure_seed_noise(
         observer=observer, curves=curves, inputs=SeedInputs(InputReuse(), study, trials),
     )  # fmt: skip
     run_seeds(spec, plan, train, seeds, losses, observer, ledger, reserve)
-    return _recorded(study, spec, plan, base, (seeds, losses, curves), observer)
+    return _recorded(study, spec, plan, base, seeds, losses, curves, observer)
 
 
 def _recorded(
@@ -101,13 +101,13 @@ def _recorded(
     spec: StudySpec,
     plan: DevicePlan,
     base: list[optuna.trial.FrozenTrial],
-    ended: tuple[list[int], list[float], list[Any]],
+    seeds: list[int],
+    losses: list[float],
+    curves: list[Any],
     observer: SearchObserver,
 ) -> dict[str, Any] | None:
-    """The seed-noise record of the runs that ended (their seeds, final losses and curves),
-    stored; ``None`` when too few ended."""
+    """The seed-noise record of the runs that ended, stored; ``None`` when too few ended."""
     search = spec.search
-    seeds, losses, curves = ended
     rule, precision = search.lr_rules[0], first_precision(spec)
     what = {
         "seeds": seeds,
