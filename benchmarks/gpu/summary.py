@@ -52,6 +52,7 @@ class Run:
     timings: dict[str, float] = field(default_factory=dict)
     device_kind: str | None = None
     error: str | None = None
+    throughput_ci: tuple[float, float] | None = None
 
 
 def load_runs(storage: str, study_name: str) -> tuple[list[Run], dict[str, Any]]:
@@ -82,7 +83,14 @@ def _run(trial: Any) -> Run | None:
         timings={k: float(v) for k, v in (attrs.get("timings") or {}).items()},
         device_kind=attrs.get("device_kind"),
         error=attrs.get("error"),
+        throughput_ci=_interval(attrs.get("throughput_ci")) if status == "ok" else None,
     )
+
+
+def _interval(value: Any) -> tuple[float, float] | None:
+    if isinstance(value, list | tuple) and len(value) == 2 and None not in value:
+        return float(value[0]), float(value[1])
+    return None
 
 
 def throughput_table(runs: Sequence[Run]) -> dict[str, dict[int, float]]:
@@ -143,7 +151,8 @@ def throughput_section(runs: Sequence[Run]) -> list[str]:
         cells = []
         for precision in precisions:
             value = table.get(precision, {}).get(batch)
-            cells.append(_fmt(value) if value is not None else status.get((precision, batch), "–"))
+            shown = _fmt(value) if value is not None else status.get((precision, batch), "–")
+            cells.append(shown + _ci_of(runs, precision, batch))
         if speedup:
             fp32 = table.get("float32", {}).get(batch)
             bf16 = table.get("mixed_bfloat16", {}).get(batch)
@@ -160,6 +169,22 @@ def throughput_section(runs: Sequence[Run]) -> list[str]:
                 "median over rules and repeats."
             )
     return [*lines, ""]
+
+
+def _ci_of(runs: Sequence[Run], precision: str, batch: int) -> str:
+    """The span of the completed runs' 95 % intervals there (each over one run's timed
+    windows), as ' (lo–hi)', with the runs' count where there are several: two runs of one
+    program can differ by more than either's interval (a small batch on a GPU waits on the host)."""
+    found = [
+        run.throughput_ci
+        for run in runs
+        if run.precision == precision and run.batch == batch and run.throughput_ci
+    ]
+    if not found:
+        return ""
+    low, high = min(ci[0] for ci in found), max(ci[1] for ci in found)
+    runs_text = f", {len(found)} runs" if len(found) > 1 else ""
+    return f" ({low:,.0f}–{high:,.0f}{runs_text})"
 
 
 def memory_section(runs: Sequence[Run], memory_limit: str | None) -> list[str]:
@@ -216,6 +241,66 @@ def overhead_section(runs: Sequence[Run]) -> list[str]:
         "A trial's first one at a batch and precision compiles (XLA autotuning included); "
         "later ones there read the persistent compilation cache."
     )
+    return [*lines, ""]
+
+
+def cache_section(runs: Sequence[Run], cache_off: Sequence[Run]) -> list[str]:
+    """Compile time of a repeat: the same program (the learning rate is a variable, not a
+    constant of it) compiled again with the cache off, against a later trial at the same batch
+    and precision that reads the cache the first one wrote."""
+    lines = ["## Compile time of a repeat (`timings.tracing_s`, seconds)", ""]
+
+    def firsts(found: Sequence[Run]) -> dict[tuple[int, str], list[float]]:
+        by_point: dict[tuple[int, str], list[float]] = {}
+        for run in sorted(found, key=lambda r: r.number):
+            if run.status == "ok" and "tracing_s" in run.timings:
+                by_point.setdefault((run.batch, run.precision), []).append(run.timings["tracing_s"])
+        return by_point
+
+    off = firsts(cache_off)
+    for (batch, precision), values in sorted(off.items()):
+        shown = ", ".join(f"{v:.1f}" for v in values)
+        lines.append(f"- cache off, batch {batch:,} {precision}: trials compile in {shown}")
+    lines += ["", "| batch | precision | first trial (compiles) | later trials (cache) | ratio |"]
+    lines.append("| --- | --- | --- | --- | --- |")
+    for (batch, precision), values in sorted(firsts(runs).items()):
+        if len(values) < 2:
+            continue
+        later = statistics.median(values[1:])
+        ratio = f"{values[0] / later:.1f}×" if later > 0 else "–"
+        lines.append(f"| {batch:,} | {precision} | {values[0]:.1f} | {later:.1f} | {ratio} |")
+    return [*lines, ""]
+
+
+def sweep_section(runs: Sequence[Run], exported: dict[str, Any] | None) -> list[str]:
+    """The --lr-sweep study: final loss per rate and batch, and the law it exported."""
+    lines = ["## The learning-rate sweep (`--lr-sweep 5`)", ""]
+    law = (exported or {}).get("lr_law")
+    if not runs and not law:
+        return [*lines, "The sweep did not run.", ""]
+    counts: dict[str, int] = {}
+    for run in runs:
+        counts[run.status] = counts.get(run.status, 0) + 1
+    lines.append("- trials: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+    if law:
+        for key in ("alpha", "alpha_ci", "regime", "critical_batch", "lr_star_by_batch"):
+            if key in law:
+                lines.append(f"- {key}: {law[key]}")
+    else:
+        lines.append("- no law was exported")
+    return [*lines, ""]
+
+
+def validate_section(report: dict[str, Any] | None, one_device: str | None) -> list[str]:
+    """What `tuner validate` said on one device, and its accumulation proof."""
+    lines = ["## `tuner validate` on one device", ""]
+    if one_device:
+        lines.append(f"- without --accumulation: {one_device}")
+    if report is None:
+        return [*lines, "- --accumulation 2: no report", ""]
+    for name, check in (report.get("checks") or {}).items():
+        verdict = "pass" if check.get("passed") else "FAIL"
+        lines.append(f"- --accumulation 2, {name}: {verdict}: {check.get('summary')}")
     return [*lines, ""]
 
 
@@ -278,8 +363,29 @@ def summary(
         memory_section(runs, facts.memory_limit),
         overhead_section(runs),
         recommendation_section(recommendation),
+        cache_section(runs, _runs_of(facts, facts.cache_off_study)),
+        sweep_section(_runs_of(facts, facts.sweep_study), _json(facts.sweep_recommendation)),
+        validate_section(_json(facts.validate), facts.validate_one_device),
     ]
     return "\n".join(line for section in sections for line in section)
+
+
+def _runs_of(facts: argparse.Namespace, study_name: str | None) -> list[Run]:
+    if not study_name:
+        return []
+    try:
+        return load_runs(facts.storage, study_name)[0]
+    except KeyError:  # that stage did not run
+        return []
+
+
+def _json(path: Path | None) -> dict[str, Any] | None:
+    if path is None or not path.is_file():
+        return None
+    try:
+        return dict(json.loads(path.read_text()))
+    except (ValueError, TypeError):
+        return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -294,14 +400,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--search-exit", type=int)
     parser.add_argument("--tests-exit", type=int)
     parser.add_argument("--total-seconds", type=int)
+    parser.add_argument("--cache-off-study", help="the study run with the compile cache off")
+    parser.add_argument("--sweep-study", help="the --lr-sweep study")
+    parser.add_argument("--sweep-recommendation", type=Path, help="its export")
+    parser.add_argument("--validate", type=Path, help="tuner validate --accumulation's report")
+    parser.add_argument("--validate-one-device", help="what tuner validate said on one device")
     facts = parser.parse_args(argv)
     try:
         runs, attrs = load_runs(facts.storage, facts.study_name)
     except KeyError:  # the search stopped before it created the study
         runs, attrs = [], {}
-    recommendation = None
-    if facts.recommendation is not None and facts.recommendation.is_file():
-        recommendation = json.loads(facts.recommendation.read_text())
+    recommendation = _json(facts.recommendation)
     facts.output.write_text(summary(runs, attrs, recommendation, facts))
     return 0
 

@@ -5,6 +5,7 @@ validation check's verdicts (tolerance, BatchNormalization)."""
 
 from __future__ import annotations
 
+import contextlib
 import signal
 from collections.abc import Callable
 from typing import Any
@@ -104,3 +105,30 @@ def test_the_weights_check_holds_to_its_tolerance_except_under_batch_norm() -> N
     assert not accumulation_check(wrong, []).passed
     batch_norm = accumulation_check(wrong, ["batch_normalization"])
     assert batch_norm.passed and "normalizes each micro-batch" in str(batch_norm.warning)
+
+
+class _Asked(Exception):
+    pass
+
+
+def test_the_accumulation_proof_multiplies_in_full_float32() -> None:
+    """Both children are started with TensorFloat-32 off (JAX and TensorFlow): on a GPU its
+    rounding parts the two summation orders by more than the tolerance."""
+    from tuner.driver.validate_accumulation import run_accumulation_validation
+
+    seen: list[dict[str, str]] = []
+
+    class Recording:
+        def run(self, request: Any, env: dict[str, str], timeout_s: float, on_event: Any = None):
+            seen.append(env)
+            raise _Asked
+
+    spec = spec_from_dict(None, {"workload.backend": "jax"})
+    with contextlib.suppress(_Asked):
+        run_accumulation_validation(
+            spec, PLAN, 2, micro_batch=None, lr_rule="none", steps=4, timeout_s=60,
+            runner=Recording(), result=None,
+        )  # fmt: skip
+    assert seen and seen[0]["JAX_DEFAULT_MATMUL_PRECISION"] == "highest"
+    assert seen[0]["NVIDIA_TF32_OVERRIDE"] == "0"
+    assert seen[0]["KERAS_BACKEND"] == "tensorflow"  # the plan's own environment is kept

@@ -1,6 +1,8 @@
-"""``benchmarks/gpu/run.sh --smoke``: the GPU check's own script, end to end on 2 CPU replicas
-with its tiny spec (real JAX children, real SQLite): the gpu tests skip with their reason, the
-search, ``tuner export`` and the summary all run, and $OUT holds what the GPU run hands back."""
+"""``benchmarks/gpu/run.sh --smoke``: the GPU check's own script, end to end on CPU replicas
+with its tiny specs (real JAX children, real SQLite): the gpu tests skip with their reason; the
+search, ``tuner export``, the cache-off study, ``tuner validate`` (refused on one device, then
+``--accumulation 2``), the sweep and the summary all run, and $OUT holds what the GPU run hands
+back."""
 
 from __future__ import annotations
 
@@ -30,9 +32,8 @@ def test_the_gpu_script_runs_its_smoke_mode_and_writes_its_outputs(tmp_path: Pat
         ["bash", str(SCRIPT), "--smoke"], env=env, capture_output=True, text=True, timeout=1500
     )
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
-    assert {"study.db", "recommendation.json", "summary.md", "log.txt"} <= {
-        p.name for p in out.iterdir()
-    }
+    names = {"study.db", "recommendation.json", "sweep.json", "validate.json", "summary.md"}
+    assert names | {"log.txt"} == {p.name for p in out.iterdir()}  # nothing else travels back
     log = (out / "log.txt").read_text()
     assert "needs an NVIDIA GPU visible to JAX" in log  # skipped, with the reason
     assert "search exit code: 0" in log
@@ -44,9 +45,19 @@ def test_the_gpu_script_runs_its_smoke_mode_and_writes_its_outputs(tmp_path: Pat
     assert "the search did not finish" not in summary
     for heading in ("## Throughput", "## Out-of-memory boundary", "## Trial overhead"):
         assert heading in summary
+    assert "- cache off, batch 128 float32: trials compile in " in summary
+    assert "select at least 2 devices" in summary  # validate on one device, said as it is
+    assert "--accumulation 2, accumulated_weights: pass" in summary
+    assert json.loads((out / "sweep.json").read_text())["lr_law"]["lr_star_by_batch"]
     for row in ("| 32 |", "| 128 |"):
         assert row in summary
     assert "bf16 speedup" in summary and "knee at global batch" in summary
     with sqlite3.connect(out / "study.db") as db:
-        (count,) = db.execute("SELECT COUNT(*) FROM trials").fetchone()
-    assert count == 4  # 2 batches x 1 rule x float32, mixed_bfloat16
+        counts = dict(
+            db.execute(
+                "SELECT study_name, COUNT(*) FROM trials JOIN studies USING (study_id) "
+                "GROUP BY study_name"
+            ).fetchall()
+        )
+    assert counts["convnet-smoke"] == 4  # 2 batches x 1 rule x float32, mixed_bfloat16
+    assert counts["convnet-smoke-cache-off"] == 2  # none and sqrt at batch 128

@@ -71,3 +71,18 @@ def test_a_missing_study_still_gets_a_summary(tmp_path: Path) -> None:
     assert code == 0
     text = out.read_text()
     assert "- trials: 0 ()" in text and "No recommendation was exported." in text
+    assert "The sweep did not run." in text and "--accumulation 2: no report" in text
+
+
+def test_a_throughput_interval_spans_every_run_of_the_point() -> None:
+    """Two runs of one program may differ by more than either's own interval: both show."""
+    timed = {"tracing_s": 5.0}
+    runs = [
+        Run(0, 256, "none", "float32", "ok", 170_000.0, None, timed, throughput_ci=(168e3, 178e3)),
+        Run(1, 256, "sqrt", "float32", "ok", 138_000.0, None, {"tracing_s": 1.0},
+            throughput_ci=(131e3, 140e3)),
+    ]  # fmt: skip
+    text = "\n".join(summary.throughput_section(runs))
+    assert "| 256 | 154,000 (131,000–178,000, 2 runs) |" in text
+    cache = "\n".join(summary.cache_section(runs, []))
+    assert "| 256 | float32 | 5.0 | 1.0 | 5.0× |" in cache
