@@ -68,7 +68,7 @@ STOPPED, DIVERGED = "stopped", "diverged"
 """The kinds of a wall: stopped early as dominated; diverged (or :data:`CLIFF` × the best)."""
 
 
-def _merged(
+def merged_points(
     points: Iterable[tuple[float, float]], worse: Iterable[float] = ()
 ) -> tuple[np.ndarray, np.ndarray, list[tuple[float, str]]]:
     """Log rates (ascending, one per rate) and the mean log value at each; and the walls: the
@@ -124,7 +124,7 @@ def best_rate(
     than the best there (stopped early as dominated); ``None`` with fewer than three rates or
     none finished. ``sigma``: the seed noise of ``log(value)`` (a relative spread), when
     measured."""
-    xs, ys, walls = _merged(points, worse)
+    xs, ys, walls = merged_points(points, worse)
     if not len(xs) or len(xs) + len(walls) < 3:
         return None
     stopped = sum(kind == STOPPED for _, kind in walls)

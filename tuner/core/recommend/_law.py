@@ -85,6 +85,24 @@ def _evidence(trials: Sequence[FrozenTrial]) -> dict[int, _Batch]:
     return evidence
 
 
+def batch_points(
+    trials: Sequence[FrozenTrial],
+) -> dict[int, tuple[list[tuple[float, float]], list[float], str]]:
+    """Each batch's ``(points, worse, criterion)`` as the law fits them: the ``(learning_rate,
+    value)`` points (the time to the target where some rate reached it, else the final loss;
+    infinite: diverged), the rates known worse, and which value it is. The adaptive sweep
+    (:mod:`tuner.core.adaptive_sweep`) decides from the same evidence."""
+    evidence = {}
+    for batch, seen in _evidence(trials).items():
+        timed = any(math.isfinite(t) for _, t in seen.times)
+        evidence[batch] = (
+            seen.times if timed else seen.losses,
+            seen.worse + (seen.not_reached if timed else []),
+            TIME_TO_TARGET if timed else FINAL_LOSS,
+        )
+    return evidence
+
+
 def seed_sigma(seed_record: dict[str, Any] | None) -> float | None:
     """The seed noise of ``log(final_loss)``: the standard deviation of the seed runs' logs."""
     losses = [
@@ -104,14 +122,10 @@ def study_law(
         is_sweep(str(t.user_attrs.get("lr_rule") or t.params.get("lr_rule"))) for t in trials
     ):
         return None
-    points: dict[int, list[tuple[float, float]]] = {}
-    worse: dict[int, list[float]] = {}
-    criteria: dict[int, str] = {}
-    for batch, seen in _evidence(trials).items():
-        timed = any(math.isfinite(t) for _, t in seen.times)
-        criteria[batch] = TIME_TO_TARGET if timed else FINAL_LOSS
-        points[batch] = seen.times if timed else seen.losses
-        worse[batch] = seen.worse + (seen.not_reached if timed else [])
+    evidence = batch_points(trials)
+    points = {batch: seen[0] for batch, seen in evidence.items()}
+    worse = {batch: seen[1] for batch, seen in evidence.items()}
+    criteria = {batch: seen[2] for batch, seen in evidence.items()}
     scales = [
         float(t.user_attrs["gradient_noise_scale"])
         for t in trials

@@ -1,0 +1,104 @@
+"""The adaptive LR sweep: which of a batch's sweep rates need not be trained (issue 32).
+
+An LR sweep (``--lr-sweep N``) asks for one thing at each global batch: the best rate ``lr*``,
+from the parabola through the best rate tried and its neighbours
+(:func:`tuner.core.lr_star.best_rate`). A rate far from the best adds nothing to that fit, so the
+sweep trains a batch's rates in the order most likely to find ``lr*`` first
+(:func:`visit_rank`: the fixed rules, then the sweep from its middle outwards) and **skips** a
+sweep rate once the best rate finished at its batch is bracketed on that rate's side
+(:func:`bracketed`): a finished rate strictly between the best and it is worse than the best.
+
+**The assumption.** The expected final loss has a single minimum in ``log lr`` over the sweep's
+span: it falls to ``lr*`` and rises past it (no second valley). Then for a best ``a``, a rate
+``m`` beyond it that is worse (``f(m) > f(a)``) and a rate ``r`` beyond ``m``: the minimum lies on
+``a``'s side of ``m`` (were it beyond ``m``, ``f`` would not rise from ``a`` to ``m``), so ``f``
+does not fall from ``m`` to ``r`` and ``f(r) >= f(m) > f(a)``: ``r`` cannot be the best. It holds
+for the noisy quadratic model's exactly computed loss at every batch of its benchmark
+(:func:`tuner.workloads.noisy_quadratic.expected_losses`, ``tests/core/test_adaptive_sweep.py``).
+Measured losses are noisy: a rate that only *measured* worse may still hide ``lr*`` beyond it;
+``benchmarks/lr_law.py`` counts such false skips against the full sweep.
+
+Pure: the caller (:mod:`tuner.driver.sweep`) gathers a batch's points as the law's fit does
+(:func:`tuner.core.recommend.batch_evidence`) and stores a skip as the ``bracketed`` status.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+import numpy as np
+
+from tuner.core.lr_star import merged_points
+from tuner.core.scaling import SWEEP_PREFIX, is_sweep
+
+SKIPPED = "bracketed"
+"""The status of a sweep rate not trained because the best rate at its batch is bracketed on its
+side (PRUNED; never a failure, never a measured point)."""
+
+
+def visit_rank(rule: str) -> tuple[int, float, int]:
+    """The order a batch's rules are trained in (ascending): the fixed rules first, in their
+    order (their rates span ``none`` to ``linear``, where ``lr*`` usually is), then the sweep from
+    its middle outwards, the lower side first at equal distance. The middle is the ``sqrt`` rate
+    (the geometric middle of half ``none`` and twice ``linear``), so the sweep starts where the
+    rules predict ``lr*`` and moves out: once the best is bracketed, the rates beyond are skipped
+    whichever order they come in, and those nearest the best decide that bracket."""
+    if not is_sweep(rule):
+        return (0, 0.0, 0)
+    index, _, points = rule[len(SWEEP_PREFIX) :].partition("/")
+    i, n = int(index), int(points)
+    return (1, abs(i - (n + 1) / 2), i)
+
+
+def neighbours_needed(seed_noise: bool, other_side: int) -> int:
+    """How many worse finished rates must lie between the best and a sweep rate to skip it: the
+    points :func:`tuner.core.lr_star.best_rate` fits with. With the seed noise measured, the
+    parabola through the best and one neighbour a side: 1. Without it, the interval is the
+    residual noise of a parabola through the five finished rates around the best: 2 a side, or
+    more on one side when the other has fewer (``other_side``: the batch's rates beyond the best
+    on the other side) — one more point trained rather than an interval left without its noise."""
+    return 1 if seed_noise else max(2, 4 - other_side)
+
+
+def bracketed(
+    lr: float,
+    points: Iterable[tuple[float, float]],
+    worse: Iterable[float] = (),
+    *,
+    seed_noise: bool = True,
+    planned: Iterable[float] = (),
+) -> str | None:
+    """Why the sweep rate ``lr`` need not be trained at its batch, or ``None`` (train it).
+
+    ``points``: the batch's finished ``(learning_rate, value)`` pairs, the value to minimise (the
+    final loss, or under a target the time to it; not finite: diverged); ``worse``: the rates
+    known worse than the best there (stopped early as dominated by it, under a target never
+    reaching it); ``planned``: every rate of the batch's grid, tried or not; ``seed_noise``:
+    whether the study measured it (:func:`neighbours_needed`). ``lr`` is skipped when enough
+    rates strictly between the best and it are worse than the best: a diverged or stopped rate,
+    or a finished one whose value is strictly higher (a tie is not worse). With nothing
+    finished, or ``lr`` the best itself, it is trained: a best at the edge of what was tried
+    keeps the sweep going to its edge."""
+    xs, ys, walls = merged_points(points, worse)
+    if not len(xs) or not (lr > 0 and math.isfinite(lr)):
+        return None
+    j = int(np.argmin(ys))
+    best, target = float(xs[j]), math.log(lr)
+    if abs(target - best) < 1e-9:
+        return None
+    low, high = sorted((best, target))
+    between = [float(x) for x, y in zip(xs, ys, strict=True) if low < x < high and y > ys[j]]
+    between += [float(x) for x, _ in walls if low < x < high]
+    side = 1 if target > best else -1
+    other = {
+        round(math.log(r), 9) for r in planned if r > 0 and (math.log(r) - best) * side < -1e-9
+    }
+    if len(between) < neighbours_needed(seed_noise, len(other)):
+        return None
+    nearest = min(between, key=lambda x: abs(x - best))
+    return (
+        f"bracketed: the best rate at this batch so far, {math.exp(best):.3g}, has a worse rate "
+        f"{'above' if side > 0 else 'below'} it ({math.exp(nearest):.3g}), so lr* is not at "
+        f"{lr:.3g} (the final loss has one minimum in log lr): not trained"
+    )
