@@ -55,6 +55,7 @@ def test_states_table() -> None:
         "ok": "COMPLETE",
         "oom": "PRUNED",
         "oom-implied": "PRUNED",
+        "bracketed": "PRUNED",
         "diverged": "PRUNED",
         "dominated": "PRUNED",
         "timeout": "FAIL",

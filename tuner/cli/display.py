@@ -34,6 +34,7 @@ _STATUS_STYLE = {
     "ok": "green",
     "oom": "yellow",
     "oom-implied": "yellow",
+    "bracketed": "blue",
     "diverged": "magenta",
     "dominated": "blue",
     "timeout": "red",

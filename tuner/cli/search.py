@@ -154,6 +154,16 @@ LrSweepOpt = Annotated[
         show_default="spec, else 0",
     ),
 ]
+LrSweepFullOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--lr-sweep-full",
+        help="Train every rate of --lr-sweep. By default a sweep rate is skipped (bracketed) "
+        "once a finished rate between it and the best rate at its batch is worse than the "
+        "best: the final loss is assumed to have one minimum in log lr.",
+        show_default="spec, else off",
+    ),
+]
 TargetLossOpt = Annotated[
     float | None,
     typer.Option(
@@ -199,6 +209,7 @@ def search(
     batch_multipliers: MultipliersOpt = None,
     lr_rules: RulesOpt = None,
     lr_sweep: LrSweepOpt = None,
+    lr_sweep_full: LrSweepFullOpt = None,
     base_lr: BaseLrOpt = None,
     epochs: EpochsOpt = None,
     train_samples: TrainSamplesOpt = None,

@@ -19,8 +19,12 @@ _SEARCH_DEFAULTS: dict[str, Any] = {
     "precisions": ["float32"],
     "lr_sweep": 0,
 }
-_MAY_CHANGE = ("trials", "seeds", "max_repeats", "tolerance", "tie_margin", "budget", "early_stop")
-"""Search fields a resumed study may change: the trial budget and how sure a decision must be."""
+_MAY_CHANGE = (
+    "trials", "seeds", "max_repeats", "tolerance", "tie_margin", "budget", "early_stop",
+    "lr_sweep_full",
+)  # fmt: skip
+"""Search fields a resumed study may change: the trial budget, how sure a decision must be, and
+how much of the grid runs (early stops, the adaptive sweep's skips)."""
 
 
 def identity_of(stored: Mapping[str, Any]) -> dict[str, Any]:

@@ -8,6 +8,8 @@ status          state      meaning
 ``ok``          COMPLETE   trained; values are ``[final_loss, throughput]``
 ``oom``         PRUNED     ran out of device memory at this global batch
 ``oom-implied`` PRUNED     not launched: a smaller or equal batch already ran out
+``bracketed``   PRUNED     not launched: an LR sweep's rate beyond a worse rate than the best
+                           at its batch (:mod:`tuner.core.adaptive_sweep`); ``error`` says why
 ``diverged``    PRUNED     the loss became NaN or infinite; stopped early
 ``dominated``   PRUNED     stopped early: a sequential test found it worse than the best
                            (:mod:`tuner.core.dominance`); ``dominance`` holds the evidence
@@ -40,6 +42,7 @@ STATES: dict[str, str] = {
     "ok": "COMPLETE",
     "oom": "PRUNED",
     "oom-implied": "PRUNED",
+    "bracketed": "PRUNED",
     "diverged": "PRUNED",
     "dominated": "PRUNED",
     "timeout": "FAIL",
@@ -47,6 +50,8 @@ STATES: dict[str, str] = {
     "error": "FAIL",
     "interrupted": "FAIL",
 }
+NOT_LAUNCHED = frozenset({"oom-implied", "bracketed"})
+"""Statuses of trials that ended without a child: they took no training time."""
 
 _RESULT_ATTRS = (
     "train_loss",

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from tuner.core.outcome import TrialOutcome
+from tuner.core.outcome import NOT_LAUNCHED, TrialOutcome
 from tuner.core.plan import SearchPlan, plan_line
 from tuner.core.progress import format_duration, format_eta
 
@@ -81,11 +81,11 @@ class Tracker:
 
     def finish_trial(self, number: int, outcome: TrialOutcome) -> float | None:
         """The trial's duration (``None`` if its start was not seen); kept for the ETA unless
-        it never ran (``oom-implied``)."""
+        it never ran (``oom-implied``, ``bracketed``)."""
         if number != self._number:
             return None
         seconds = self._elapsed()
-        if outcome.status != "oom-implied":
+        if outcome.status not in NOT_LAUNCHED:
             self._durations.append(seconds)
         self._number = None
         self._running = None

@@ -20,6 +20,7 @@ from optuna.distributions import BaseDistribution, CategoricalDistribution
 from optuna.samplers import GridSampler
 from optuna.trial import FrozenTrial, Trial, TrialState
 
+from tuner.core.adaptive_sweep import visit_rank
 from tuner.core.configurations import PRECISION
 from tuner.core.hyperparams import defaults
 from tuner.core.spec import StudySpec
@@ -28,7 +29,10 @@ from tuner.storage.trial_attrs import TunerRDBStorage
 
 class BatchAscendingGridSampler(GridSampler):
     """``GridSampler`` whose grid is ordered by global batch, so a fresh study tries small sizes
-    first and the first out-of-memory prunes every larger size without launching it.
+    first and the first out-of-memory prunes every larger size without launching it; within a
+    batch the fixed rules come first, then an LR sweep's rates from its middle outwards
+    (:func:`tuner.core.adaptive_sweep.visit_rank`: the rates likeliest to hold the best first,
+    so the adaptive sweep brackets it early and skips the rest).
 
     Its cost per trial stays flat as the study grows (issue 19), with the grid points it picks
     unchanged: it remembers the grid id of each finished trial it has seen (a finished trial
@@ -41,6 +45,17 @@ class BatchAscendingGridSampler(GridSampler):
         super().__init__(search_space, seed=seed)
         # Params are sorted by name: (global_batch_size, lr_rule[, precision]).
         self._all_grids.sort()
+        # The order fresh trials visit the grid ids in (trial n takes the n-th): a permutation,
+        # so that a grid id keeps meaning the point it meant when the study was stored.
+        batch_at, rule_at = self._param_names.index(BATCH_PARAM), self._param_names.index("lr_rule")
+        self._visit = sorted(
+            range(len(self._all_grids)),
+            key=lambda g: (
+                self._all_grids[g][batch_at],
+                visit_rank(str(self._all_grids[g][rule_at])),
+                g,
+            ),
+        )
         self._finished: dict[int, int | None] = {}
         """Finished trials' grid ids by trial id (``None``: another grid or no grid id)."""
         self._assigned: dict[int, int] = {}
@@ -71,7 +86,7 @@ class BatchAscendingGridSampler(GridSampler):
             self._assigned[trial._trial_id] = int(trial.system_attrs["grid_id"])
             return
         if 0 <= trial.number < self._n_min_trials:
-            grid_id = trial.number
+            grid_id = self._visit[trial.number]
         else:
             target = self._get_unvisited_grid_ids(study)
             if not target:  # Optuna re-runs a visited point then (a race between workers)

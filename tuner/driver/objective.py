@@ -1,8 +1,9 @@
 """The one boundary where a trial runs and its outcome becomes Optuna state and attributes.
 
 ``Objective`` is what ``study.optimize`` calls for each grid point: it stores the configuration,
-prunes sizes known not to fit without launching them, runs the child, and hands the classified
-outcome to :func:`record` — the only place a trial's state is set.
+prunes sizes known not to fit and LR-sweep rates that cannot be the best (``bracketed``) without
+launching them, runs the child, and hands the classified outcome to :func:`record` — the only
+place a trial's state is set.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from tuner.core.configurations import PRECISION, smallest_oom_batch
 from tuner.core.devices import DevicePlan
 from tuner.core.efficiency import goodput, statistical_efficiency
 from tuner.core.errors import TrialFailed
-from tuner.core.outcome import TrialOutcome, classify
+from tuner.core.outcome import NOT_LAUNCHED, TrialOutcome, classify
 from tuner.core.protocol import EarlyStop, EpochEvent, Event, ProgressEvent
 from tuner.core.scaling import scaled_learning_rate
 from tuner.core.spec import StudySpec
@@ -37,6 +38,7 @@ from tuner.driver.observer import SearchObserver
 from tuner.driver.racing import REPEAT_INDEX, REPEAT_OF, chain, measured
 from tuner.driver.same_training import same_as, same_training, trial_training_key
 from tuner.driver.spooled import spool_outcome
+from tuner.driver.sweep import skip_bracketed
 from tuner.storage import heartbeat_interval
 from tuner.storage.trial_attrs import set_outcome_attrs, set_user_attrs
 
@@ -181,12 +183,14 @@ class Objective:
         batch, rule, lr = attrs["global_batch_size"], attrs["lr_rule"], attrs["learning_rate"]
         precision = attrs[PRECISION]
         skipped = self._arm_early_stop(trial, stored, earlier, batch)
-        outcome = self._implied_oom(stored, batch, values, precision) or self._run(
-            batch, lr, rule, values, precision, (trial.study, stored)
+        outcome = (
+            self._implied_oom(stored, batch, values, precision)
+            or self._bracketed(trial, attrs, stored, earlier)
+            or self._run(batch, lr, rule, values, precision, (trial.study, stored))
         )
         outcome = self._accumulation.reach(trial.number, outcome, attrs, values, stored)
         outcome = measured(outcome, earlier, target=search.target_loss is not None)
-        if skipped and outcome.status != "oom-implied":
+        if skipped and outcome.status not in NOT_LAUNCHED:
             outcome = replace(outcome, attrs={**outcome.attrs, "early_stop_skipped": skipped})
         return with_efficiency(outcome, search.base_batch_size, batch)
 
@@ -248,6 +252,21 @@ class Objective:
             )
         )
         return skipped
+
+    def _bracketed(
+        self,
+        trial: Trial,
+        attrs: dict[str, Any],
+        stored: Sequence[FrozenTrial],
+        earlier: list[FrozenTrial],
+    ) -> TrialOutcome | None:
+        """``bracketed`` when this LR-sweep rate cannot be the best at its batch, from what had
+        finished there when it started (:mod:`tuner.driver.sweep`); a repeat always runs."""
+        if earlier:
+            return None
+        return skip_bracketed(
+            self._spec, attrs, stored, lambda: trial.study.user_attrs.get(SEED_NOISE_ATTR)
+        )
 
     def _implied_oom(
         self,

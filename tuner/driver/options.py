@@ -113,6 +113,9 @@ class SearchOptions(GridOptions):
     max_repeats: int | None = None
     lr_sweep: int | None = None
     """Learning rates swept at every batch (``[search] lr_sweep``; 0: none)."""
+    lr_sweep_full: bool | None = None
+    """Train every rate of the sweep (``[search] lr_sweep_full``); else a rate that cannot be
+    the best at its batch is skipped (``bracketed``)."""
     tolerance: float | None = None
     tie_margin: float | None = None
     target_loss: float | None = None
@@ -141,6 +144,7 @@ class SearchOptions(GridOptions):
                 "seeds",
                 "max_repeats",
                 "lr_sweep",
+                "lr_sweep_full",
                 "tolerance",
                 "tie_margin",
                 "target_loss",

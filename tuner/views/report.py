@@ -50,7 +50,7 @@ table.trials tr.run td { color: #666; font-size: 0.75rem; border-bottom-color: #
 .status-ok { color: #1b7f3b; } .status-oom, .status-oom-implied { color: #b36b00; }
 .status-timeout, .status-crashed, .status-error, .status-interrupted { color: #b00020; }
 .status-diverged { color: #8e24aa; } .status-running { color: #00838f; }
-.status-dominated { color: #3949ab; }
+.status-dominated, .status-bracketed { color: #3949ab; }
 .lead { font-size: 1.1rem; background: #f4f7fb; padding: 0.8rem 1rem; border-radius: 6px; }
 .plot { margin: 1rem 0; }
 """

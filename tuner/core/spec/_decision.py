@@ -35,6 +35,7 @@ def decision_fields(search: Table) -> dict[str, Any]:
         else fields.finite(target, search.label("target_loss")),
         "eval_every_samples": search.optional_positive_int("eval_every_samples"),
         "early_stop": _switch(search, "early_stop", True),
+        "lr_sweep_full": _switch(search, "lr_sweep_full", False),
         "budget": fields.duration(search.get("budget"), search.label("budget")),
     }
     if decision["eval_every_samples"] is not None and target is None:

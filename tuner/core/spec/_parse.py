@@ -49,6 +49,7 @@ SECTION_KEYS: dict[str, tuple[str, ...]] = {
         "batch_multipliers",
         "lr_rules",
         "lr_sweep",
+        "lr_sweep_full",
         "base_lr",
         "epochs",
         "seed",

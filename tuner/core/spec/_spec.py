@@ -115,6 +115,9 @@ class SearchSpec:
     lr_sweep: int = 0
     """Learning rates swept at every batch (``sweep-i/N`` rules beside ``lr_rules``), from half
     the ``none`` rate to twice the ``linear`` one: the measured law (``0``: no sweep)."""
+    lr_sweep_full: bool = False
+    """Train every rate of the sweep; by default a rate beyond a worse one than the best at its
+    batch is skipped as ``bracketed`` (:mod:`tuner.core.adaptive_sweep`)."""
 
     @property
     def joint(self) -> bool:
