@@ -3,7 +3,10 @@ learning rates at each of two batches of the noisy quadratic model, trained in t
 children; the export carries the measured law, and the recommended rate is the measured ``lr*``
 at the recommended batch. The sweep's early stops: the rate 2.4 at batch 64 (past SGD's stability
 edge, rate 1) stops early, dominated by the best rate at its own batch (or diverged), and counts
-in the law as a rate known worse — a wall that brackets lr* there — not as a final loss."""
+in the law as a rate known worse — a wall that brackets lr* there — not as a final loss. The
+adaptive sweep: at batch 64 the rate 0.6 beats the none rule's 0.3 (the exact losses: 0.034
+against 0.12), so 0.15, beyond 0.3, cannot be the best and is not trained (``bracketed``); the
+law is fitted there all the same."""
 
 from __future__ import annotations
 
@@ -55,6 +58,11 @@ def test_a_sweep_of_three_rates_exports_the_measured_law(tmp_path: Path) -> None
     assert rates[(64, "sweep-1/3")] == pytest.approx(0.15)
     assert rates[(64, "sweep-2/3")] == pytest.approx(0.6)
     assert rates[(64, "sweep-3/3")] == pytest.approx(2.4)
+
+    skipped = by_point[64, "sweep-1/3"]
+    assert skipped.user_attrs["status"] == "bracketed" and skipped.state.name == "PRUNED"
+    assert "train_samples_used" not in skipped.user_attrs  # never trained
+    assert all(by_point[16, r].user_attrs["status"] != "bracketed" for r in ("sweep-1/3", "none"))
 
     stopped = by_point[64, "sweep-3/3"]
     assert stopped.user_attrs["status"] in ("dominated", "diverged")
