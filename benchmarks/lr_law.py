@@ -7,16 +7,20 @@ SGD: at each of the 5 batches (8 .. 128), is the computed lr* inside tuner's mea
 reported within 2x of the computed critical batch? And the study's wall and trials. Adam: alpha
 with its interval (Malladi et al. 2022 predict about 0.5) and the regime (a surge or not).
 
-Usage: python benchmarks/lr_law.py [sgd|adam|both]   (from the repository root; ~15 min each on
-2 loaded cores)
+Usage: python benchmarks/lr_law.py [sgd|adam|both] [full]   (from the repository root; ~15 min
+each on 2 loaded cores; ``full``: every rate of the sweep, ``--lr-sweep-full``, else the adaptive
+sweep, tuner's default)
 
 ``python benchmarks/lr_law.py workloads [regression|mnist|nqm][:on|:off] ...``: `--lr-sweep 5` on
 the built-in regression workload and on the keras-io MNIST convnet
-(tests/workloads/mnist_convnet.py, synthetic digits), each with and without early stops
-(`--no-early-stop`): study wall, trials, the samples the trials trained (``train_samples_used``;
-the seed runs, the same in both, apart), how many stopped, and the law exported; then each
-stopped rate against its final loss in the study without early stops (``false_stop``: within
-the band of the best at its batch after all).
+(tests/workloads/mnist_convnet.py, synthetic digits), each as tuner runs it by default (``on``:
+the adaptive sweep, which skips the rates that cannot be the best as ``bracketed``, with early
+stops) and in full (``off``: `--lr-sweep-full --no-early-stop`, every rate trained to the end):
+study wall, trials, the samples the trials trained (``train_samples_used``; the seed runs, the
+same in both, apart), how many stopped, which rates were skipped, and the law exported; then each
+stopped rate against its final loss in the full study (``false_stop``: within the band of the
+best at its batch after all), and each skipped rate likewise (``false_skip``: no worse than the
+best at its batch there, so the skip may have hidden lr*).
 ``stops NAME ON_FOLDER OFF_FOLDER`` checks two kept studies again.
 """
 
@@ -57,15 +61,16 @@ lr_sweep = 5
 BASE_LR = {"sgd": 0.15, "adam": 0.05}
 
 
-def search(optimizer: str, workdir: Path) -> tuple[float, dict[str, Any], int]:
-    """Run the study; its wall seconds, the exported JSON and the number of trials."""
+def search(optimizer: str, workdir: Path, full: bool = False) -> tuple[float, dict[str, Any], int]:
+    """Run the study (``full``: every rate of the sweep, ``lr_sweep_full``); its wall seconds,
+    the exported JSON and the number of trials."""
     text = SPEC.format(
         optimizer=optimizer,
         base=BASE,
         multipliers=list(MULTIPLIERS),
         base_lr=BASE_LR[optimizer],
         samples=nqm.TRAIN_SAMPLES,
-    )
+    ) + ("lr_sweep_full = true\n" if full else "")
     (workdir / "nqm.toml").write_text(text, encoding="utf-8")
     args = ["search", "--spec", "nqm.toml", "--storage", "sqlite:///nqm.db", "--cpu-replicas"]
     args += ["2", "--no-baseline", "--no-noise-scale", "--max-repeats", "1", "--export", "r.json"]
@@ -75,7 +80,25 @@ def search(optimizer: str, workdir: Path) -> tuple[float, dict[str, Any], int]:
     trials = shown.count("trial ")  # a rough count; the exact one is below
     _, listed = tuner_cli("show", "--storage", "sqlite:///nqm.db", "--all", cwd=workdir)
     trials = sum(1 for line in listed.stdout.splitlines() if line.strip()[:1].isdigit()) or trials
+    print(
+        json.dumps({"optimizer": optimizer, **sweep_cost(workdir / "nqm.db", f"nqm-{optimizer}")})
+    )
     return wall, rec, trials
+
+
+def sweep_cost(db: Path, name: str) -> dict[str, Any]:
+    """The samples the grid's trials trained (a same_as copy trains nothing) and the rates the
+    adaptive sweep skipped."""
+    import optuna
+
+    trials = optuna.load_study(study_name=name, storage=f"sqlite:///{db}").get_trials()
+    ran = [t for t in trials if t.user_attrs.get("train_samples_used") and not _copy(t)]
+    skipped = [t for t in trials if t.user_attrs.get("status") == "bracketed"]
+    return {
+        "trained": len(ran),
+        "samples": sum(int(t.user_attrs["train_samples_used"]) for t in ran),
+        "bracketed": [[t.params["global_batch_size"], t.params["lr_rule"]] for t in skipped],
+    }
 
 
 def stars_of(law: dict[str, Any]) -> list[BestRate]:
@@ -181,7 +204,8 @@ def sweep_study(name: str, early_stop: bool, workdir: Path) -> dict[str, Any]:
     (workdir / "s.toml").write_text(text, encoding="utf-8")
     args = ["search", "--spec", "s.toml", "--storage", "sqlite:///s.db", "--cpu-replicas", "2"]
     args += ["--no-baseline", "--no-noise-scale", "--max-repeats", "1", "--export", "r.json"]
-    wall, done = tuner_cli(*args, *([] if early_stop else ["--no-early-stop"]), cwd=workdir)
+    full = [] if early_stop else ["--lr-sweep-full", "--no-early-stop"]
+    wall, done = tuner_cli(*args, *full, cwd=workdir)
     law_line = next((x for x in done.stdout.splitlines() if "learning-rate law" in x), "")
     return {**summary(name, workdir), "early_stop": early_stop, "wall_s": round(wall)} | (
         {"law_line": law_line.strip()} if law_line else {}
@@ -205,15 +229,21 @@ def summary(name: str, workdir: Path) -> dict[str, Any]:
         "samples": sum(int(t.user_attrs["train_samples_used"]) for t in ran),
         "dominated": statuses.count("dominated"),
         "diverged": statuses.count("diverged"),
+        "bracketed": [
+            [t.params["global_batch_size"], t.params["lr_rule"], t.user_attrs["learning_rate"]]
+            for t in trials
+            if t.user_attrs.get("status") == "bracketed"
+        ],
         "law": rec.get("lr_law"),
         "recommended": [rec["global_batch_size"], rec["learning_rate"]],
     }
 
 
 def stops_checked(on: Path, off: Path, name: str) -> list[dict[str, Any]]:
-    """Every rate the study with early stops stopped as dominated, beside its final loss in the
-    study without them (the same seed: the same run up to the stop) and the best final loss at
-    its batch there: a stop is false when that final loss is within the band of the best."""
+    """Every rate the default study stopped as dominated or skipped as bracketed, beside its
+    final loss in the full study (the same seed: the same run up to the stop) and the best final
+    loss at its batch there: a stop is false when that final loss is within the band of the
+    best; a skip when it is no worse than the best."""
     import optuna
 
     def load(folder: Path) -> list[Any]:
@@ -225,12 +255,21 @@ def stops_checked(on: Path, off: Path, name: str) -> list[dict[str, Any]]:
             finals[(t.params["global_batch_size"], t.params["lr_rule"])] = float(t.values[0])
     checked = []
     for t in load(on):
-        if t.user_attrs.get("status") != "dominated":
+        status = t.user_attrs.get("status")
+        if status not in ("dominated", "bracketed"):
             continue
         batch, rule = t.params["global_batch_size"], t.params["lr_rule"]
-        evidence = t.user_attrs.get("dominance", {})
         best = min((v for (b, _), v in finals.items() if b == batch), default=float("nan"))
         final = finals.get((batch, rule), float("inf"))  # diverged without stops: worse
+        if status == "bracketed":  # false when it was the best (or tied) in the full sweep
+            checked.append({
+                "point": [batch, rule],
+                "skipped": True,
+                "final_over_best": round(final / best, 3),
+                "false_skip": final <= best,
+            })  # fmt: skip
+            continue
+        evidence = t.user_attrs.get("dominance", {})
         band = float(evidence.get("band", 0.0))
         checked.append({
             "point": [batch, rule],
@@ -282,7 +321,7 @@ def main() -> None:
         if which not in (optimizer, "both"):
             continue
         with tempfile.TemporaryDirectory() as tmp:
-            wall, rec, trials = search(optimizer, Path(tmp))
+            wall, rec, trials = search(optimizer, Path(tmp), full="full" in sys.argv[2:])
         (report_sgd if optimizer == "sgd" else report_adam)(wall, rec, trials)
         print(json.dumps({"optimizer": optimizer, "lr_law": rec["lr_law"]}))
         sys.stdout.flush()
