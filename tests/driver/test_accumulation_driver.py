@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import signal
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from child_results import result_text
@@ -132,3 +133,68 @@ def test_the_accumulation_proof_multiplies_in_full_float32() -> None:
     assert seen and seen[0]["JAX_DEFAULT_MATMUL_PRECISION"] == "highest"
     assert seen[0]["NVIDIA_TF32_OVERRIDE"] == "0"
     assert seen[0]["KERAS_BACKEND"] == "tensorflow"  # the plan's own environment is kept
+
+
+def test_the_control_judges_a_failed_proof_against_rounding_order() -> None:
+    """Failed at the fixed tolerance, the proof is judged against the control's figure: within
+    3x of it a pass with a warning, past it a failure; the control is not run for a pass."""
+    from tuner.driver.validate_checks import controlled_accumulation
+
+    failed = accumulation_check(
+        {"compared": True, "variables_compared": 8, "model_relative_difference": 2.3e-4}, []
+    )
+    assert not failed.passed
+    control = {"compared": True, "model_relative_difference": 8.9e-4}
+    rounding = controlled_accumulation(failed, control)
+    assert rounding.passed and "rounding order alone" in str(rounding.warning)
+    assert rounding.figures["control_relative_difference"] == 8.9e-4
+    wrong = controlled_accumulation(failed, {"compared": True, "model_relative_difference": 1e-6})
+    assert not wrong.passed
+    assert "control run (true steps, batches reversed) 1.0e-06" in wrong.summary
+    assert not controlled_accumulation(failed, {"compared": False}).passed
+
+
+class _Weights:
+    """A validation child that writes one variable moved from 0 to 1, the accumulated run's
+    ``apart`` further and the control's ``control`` further; records what it was asked."""
+
+    def __init__(self, apart: float, control: float) -> None:
+        self.apart, self.control = apart, control
+        self.asked: list[tuple[int, bool]] = []
+
+    def run(self, request: Any, env: dict[str, str], timeout_s: float, on_event: Any = None):
+        import numpy as np
+
+        from tuner.driver.validate_checks import REORDER_ENV
+        from tuner.worker.validate import save_weights
+
+        reversed_ = env.get(REORDER_ENV) == "1"
+        self.asked.append((request.accumulation_steps, reversed_))
+        shift = self.control if reversed_ else self.apart if request.accumulation_steps > 1 else 0
+        save_weights(
+            Path(request.weights_file), {"w": np.zeros(4)}, {"w": np.ones(4) * (1 + shift)}
+        )
+        return ChildRun(0, None)
+
+
+def _proof(runner: _Weights) -> dict[str, Any]:
+    from tuner.driver.validate_accumulation import run_accumulation_validation
+
+    read = {"model_variables": 1, "variable_names": ["w"], "steps": 4}
+    spec = spec_from_dict(None, {"workload.backend": "jax"})
+    return run_accumulation_validation(
+        spec, PLAN, 2, micro_batch=None, lr_rule="none", steps=4, timeout_s=60,
+        runner=runner, result=lambda run, plan: read,
+    )  # fmt: skip
+
+
+def test_a_failed_proof_starts_the_control_a_passed_one_does_not() -> None:
+    runner = _Weights(apart=1e-7, control=0.0)
+    assert _proof(runner)["passed"] and runner.asked == [(1, False), (2, False)]
+    runner = _Weights(apart=1e-4, control=2e-4)  # rounding order moves it further: excused
+    report = _proof(runner)
+    assert runner.asked == [(1, False), (2, False), (1, True)]  # the true steps, reversed
+    assert report["passed"] and report["warnings"]
+    assert report["checks"]["accumulated_weights"]["control_relative_difference"] > 1e-4
+    runner = _Weights(apart=1e-4, control=1e-7)  # beyond rounding: a wrong accumulation
+    assert not _proof(runner)["passed"]

@@ -44,6 +44,7 @@ from tuner.driver.children import ChildRunner, child_runner, validate_request
 from tuner.driver.validate_accumulation import run_accumulation_validation
 from tuner.driver.validate_checks import (
     CONTROLLED,
+    REORDER_ENV,
     Check,
     evaluate,
     loss_difference,
@@ -162,11 +163,6 @@ class _Pair:
             weights=compared,
             control=control,
         )
-
-
-REORDER_ENV = "TUNER_VALIDATE_REORDER"
-"""Asks a validation child to replay each batch's examples in reverse order (the worker's
-``determinism.REORDER_ENV``): the control run."""
 
 
 def _control(

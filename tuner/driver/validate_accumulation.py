@@ -10,7 +10,9 @@ not depend on the batch). The model's variables after training are compared agai
 they moved (:mod:`tuner.driver.weights`); the optimizer's are not (accumulation adds its own
 accumulators and counts micro-steps). BatchNormalization normalizes each micro-batch by its own
 statistics and moves its averages K times: such a model is compared but not held to the
-tolerance, with a warning saying why.
+tolerance, with a warning saying why. A model that misses the tolerance is judged again against
+a third child, the control: the true steps with each batch's examples reversed (the same training
+in another summation order; :func:`tuner.driver.validate_checks.controlled_accumulation`).
 
 Both children multiply in full float32 (:data:`FULL_FLOAT32`): the identity holds in exact
 arithmetic, and what the check measures is how far two summation orders part. On NVIDIA GPUs
@@ -25,6 +27,7 @@ from __future__ import annotations
 import datetime as _dt
 import tempfile
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +37,12 @@ from tuner.core.errors import ConfigError, TunerError
 from tuner.core.scaling import scaled_learning_rate
 from tuner.core.spec import StudySpec
 from tuner.driver.children import ChildRunner, child_runner, validate_request
-from tuner.driver.validate_checks import Check, accumulation_check
+from tuner.driver.validate_checks import (
+    REORDER_ENV,
+    Check,
+    accumulation_check,
+    controlled_accumulation,
+)
 
 FULL_FLOAT32 = {"JAX_DEFAULT_MATMUL_PRECISION": "highest", "NVIDIA_TF32_OVERRIDE": "0"}
 """What turns TensorFloat-32 off in a child: JAX's default matmul precision, and the switch
@@ -62,12 +70,13 @@ def run_accumulation_validation(
     runner = runner if runner is not None else child_runner()
     lr = scaled_learning_rate(lr_rule, spec.search.base_lr, batch, spec.search.base_batch_size)
     with tempfile.TemporaryDirectory(prefix="tuner-accumulation-") as folder:
-        runs = [
-            _run(spec, plan, runner, result, Path(folder), accumulate, batch, lr, steps, timeout_s)
-            for accumulate in (1, steps_k)
-        ]
-    (true, one, initial), (accumulated, many, _) = runs
-    check = _compare(true, accumulated, (one, many, initial), spec.workload.backend)
+        run = partial(_run, spec, plan, runner, result, Path(folder), batch=batch, lr=lr,
+                      steps=steps, timeout_s=timeout_s)  # fmt: skip
+        (true, one, initial), (accumulated, many, _) = run(1), run(steps_k)
+        check = _compare(true, accumulated, (one, many, initial), spec.workload.backend)
+        if not check.passed:  # rounding, or a wrong accumulation? the control tells them apart
+            _, again, _ = run(1, control=True)
+            check = controlled_accumulation(check, _model_figures(true, one, again, initial))
     return {
         "passed": check.passed,
         "backend": spec.workload.backend,
@@ -106,19 +115,22 @@ def _run(
     result: Any,
     folder: Path,
     accumulate: int,
+    *,
     batch: int,
     lr: float,
     steps: int,
     timeout_s: float,
+    control: bool = False,
 ) -> tuple[dict[str, Any], Any, Any]:
     """One validation child at global batch ``batch`` in ``accumulate`` micro-steps a step: its
-    result, and its final and initial weights."""
+    result, and its final and initial weights. ``control``: each batch's examples reversed."""
     from tuner.driver import weights  # numpy: not on the way of `tuner --help`
 
-    path = folder / f"weights-{accumulate}.npz"
+    path = folder / f"weights-{accumulate}{'-control' if control else ''}.npz"
     request = validate_request(spec, plan, batch, lr, steps=steps, loss_reduction="global")
     request = replace(request, weights_file=str(path), accumulation_steps=accumulate)
-    run = runner.run(request, {**plan.child_environment(), **FULL_FLOAT32}, timeout_s)
+    env = {**plan.child_environment(), **FULL_FLOAT32, **({REORDER_ENV: "1"} if control else {})}
+    run = runner.run(request, env, timeout_s)
     try:
         read = result(run, plan)
     except TunerError as exc:  # Keras's known failure under TensorFlow: said plainly
@@ -128,25 +140,29 @@ def _run(
     return read, final, initial
 
 
+def _model_figures(true: dict[str, Any], one: Any, other: Any, initial: Any) -> dict[str, Any]:
+    """The model's variables after the true steps (``one``) against ``other``'s; the optimizers'
+    variables differ under accumulation (accumulators, micro-step counts) and are not compared."""
+    from tuner.driver import weights
+
+    keep = range(int(true.get("model_variables") or 0))
+    return weights.compare(
+        {i: one[i] for i in keep},
+        {i: other[i] for i in keep},
+        {i: initial[i] for i in keep if i in initial},
+        list(true.get("variable_names", []))[: len(keep)],
+    )
+
+
 def _compare(
     true: dict[str, Any],
     accumulated: dict[str, Any],
     finals: tuple[Any, Any, Any],
     backend: str,
 ) -> Check:
-    """The model's variables after the true steps against those after the accumulated ones;
-    the optimizers' variables differ (accumulators, micro-step counts) and are not compared."""
-    from tuner.driver import weights
-
+    """The model's variables after the true steps against those after the accumulated ones."""
     one, many, initial = finals
-    model_variables = int(true.get("model_variables") or 0)
-    keep = range(model_variables)
-    compared = weights.compare(
-        {i: one[i] for i in keep},
-        {i: many[i] for i in keep},
-        {i: initial[i] for i in keep if i in initial},
-        list(true.get("variable_names", []))[:model_variables],
-    )
+    compared = _model_figures(true, one, many, initial)
     sparse = list(accumulated.get("embedding_layers", [])) if backend == "tensorflow" else []
     return accumulation_check(compared, list(accumulated.get("batch_norm_layers", [])), sparse)
 

@@ -46,6 +46,10 @@ the control 1.0); a wrong update still fails wherever it stands out of the contr
 the losses 0.5, the control 3.7e-7 and 1.2e-7). 3 leaves room for two rounding drifts of one
 size landing unequally far."""
 
+REORDER_ENV = "TUNER_VALIDATE_REORDER"
+"""Asks a validation child to replay each batch's examples in reverse order (the worker's
+``determinism.REORDER_ENV``): the control run."""
+
 CONTROLLED = ("loss parity", "final weights")
 """The checks the control run can excuse: the two that compare numbers float32 rounds."""
 
@@ -165,10 +169,6 @@ def _controlled(check: Check, control: dict[str, Any] | None) -> Check:
         if not weights.get("compared"):
             return check
         apart, floor = check.figures["max_relative_difference"], weights["max_relative_difference"]
-    figures = {**check.figures, "control_relative_difference": floor}
-    summary = f"{check.summary}; control run (one device, batches reversed) {floor:.1e}"
-    if not apart <= CONTROL_FACTOR * floor:
-        return Check(check.name, False, summary, figures, check.warning)
     warning = (
         f"{check.name}: the replicas differ from one device by {apart:.1e}, and one device "
         f"from itself with each batch's examples reversed by {floor:.1e}: float32 rounding "
@@ -176,6 +176,17 @@ def _controlled(check: Check, control: dict[str, Any] | None) -> Check:
         "first steps turn gradients below float32's error into ±lr), so a wrong update smaller "
         "than that cannot be told from it; fewer --steps compare more strictly"
     )
+    return _judged(check, apart, floor, "one device, batches reversed", warning)
+
+
+def _judged(check: Check, apart: float, floor: float, control: str, warning: str) -> Check:
+    """``check`` failed at its fixed tolerance, judged again against the control's ``floor``:
+    passed with ``warning`` within :data:`CONTROL_FACTOR` times it, else failed; the figure is in
+    its summary and figures either way."""
+    figures = {**check.figures, "control_relative_difference": floor}
+    summary = f"{check.summary}; control run ({control}) {floor:.1e}"
+    if not apart <= CONTROL_FACTOR * floor:
+        return Check(check.name, False, summary, figures, check.warning)
     return Check(check.name, True, summary, figures, warning)
 
 
@@ -377,6 +388,25 @@ def accumulation_check(
         warning = SPARSE_SQUARED.format(layers=", ".join(sparse[:3]))
         return Check("accumulated weights", True, summary, figures, warning)
     return Check("accumulated weights", passed, summary, figures)
+
+
+def controlled_accumulation(check: Check, control: dict[str, Any]) -> Check:
+    """The accumulated-weights ``check`` as it is, or, failed but within :data:`CONTROL_FACTOR`
+    times what the control (the true steps again, each batch's examples reversed: the same
+    training in another rounding order) differs by, passed with a warning. ``control``:
+    :func:`tuner.driver.weights.compare`'s figures, true steps against the control."""
+    if check.passed or not control.get("compared"):
+        return check
+    apart = float(check.figures.get("model_relative_difference", float("inf")))
+    floor = float(control.get("model_relative_difference", float("inf")))
+    warning = (
+        f"accumulated weights: the accumulated micro-steps differ from the true steps by "
+        f"{apart:.1e}, and the true steps from themselves with each batch's examples reversed "
+        f"by {floor:.1e}: float32 rounding order alone moves this model's training that far (a "
+        "ReLU or max-pooling tie that flips, amplified over the steps), so a wrong accumulation "
+        "smaller than that cannot be told from it; fewer --steps compare more strictly"
+    )
+    return _judged(check, apart, floor, "true steps, batches reversed", warning)
 
 
 SPARSE_SQUARED = (
