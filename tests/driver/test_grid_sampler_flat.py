@@ -138,3 +138,40 @@ def test_optimize_without_a_trial_count_stops_when_the_grid_is_done(tmp_path):
     study.optimize(objective, timeout=120)
     points = sorted((t.params["global_batch_size"], t.params["lr_rule"]) for t in study.trials)
     assert points == sorted((b, r) for b in space["global_batch_size"] for r in space["lr_rule"])
+
+
+SWEEP_SPACE = {
+    "global_batch_size": [64, 128],
+    "lr_rule": ["none", "sqrt", "sweep-1/5", "sweep-2/5", "sweep-3/5", "sweep-4/5", "sweep-5/5"],
+}
+
+
+def _sweep_objective(trial: optuna.Trial) -> float:
+    trial.suggest_categorical("global_batch_size", SWEEP_SPACE["global_batch_size"])
+    trial.suggest_categorical("lr_rule", SWEEP_SPACE["lr_rule"])
+    return 1.0
+
+
+def test_a_grid_without_a_sweep_keeps_its_order(tmp_path):
+    space = {"global_batch_size": [256, 64, 128], "lr_rule": ["sqrt", "none", "linear"]}
+    sampler = BatchAscendingGridSampler(space)
+    assert sampler._visit == list(range(9))  # batch first, then the rules in grid order
+
+
+def test_a_study_stored_in_the_old_order_is_resumed_without_running_a_point_twice(tmp_path):
+    """A sweep study stored before the sweep's visit order (trial n at grid id n) and resumed
+    now: the trials left take the points no trial took, each once."""
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    storage = open_storage(f"sqlite:///{tmp_path}/resume.db", create=True)
+    old = BatchAscendingGridSampler(SWEEP_SPACE)
+    assert old._visit != list(range(14))  # the sweep reorders
+    old._visit = list(range(14))  # the order a study stored before it visited
+    old._rank = {g: g for g in range(14)}
+    study = optuna.create_study(study_name="s", storage=storage, sampler=old)
+    study.optimize(_sweep_objective, n_trials=5)
+    resumed = optuna.load_study(
+        study_name="s", storage=storage, sampler=BatchAscendingGridSampler(SWEEP_SPACE)
+    )
+    resumed.optimize(_sweep_objective, n_trials=9)
+    points = [(t.params["global_batch_size"], t.params["lr_rule"]) for t in resumed.trials]
+    assert len(set(points)) == 14  # every point once

@@ -17,6 +17,7 @@ from typing import Any
 from optuna.trial import FrozenTrial
 
 from tuner.core import accumulation, hyperparams
+from tuner.core.adaptive_sweep import SKIPPED as BRACKETED
 from tuner.core.devices import DevicePlan
 from tuner.core.outcome import TrialOutcome, classify
 from tuner.core.spec import StudySpec
@@ -58,8 +59,8 @@ class Accumulation:
     ) -> TrialOutcome:
         """``outcome`` with the accumulation attributes; when it is out of memory, the outcome
         of the first number of micro-steps that fits (or the last one that did not)."""
-        if not self._spec.search.accumulation:
-            return outcome
+        if not self._spec.search.accumulation or outcome.status == BRACKETED:
+            return outcome  # a skipped sweep rate never ran: no micro-steps to say
         batch, replicas = int(attrs["global_batch_size"]), self._plan.num_replicas
         if outcome.status not in UNFIT:
             return _with(outcome, accumulation.attrs(batch, replicas, 1))

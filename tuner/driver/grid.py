@@ -56,6 +56,7 @@ class BatchAscendingGridSampler(GridSampler):
                 g,
             ),
         )
+        self._rank = {grid_id: place for place, grid_id in enumerate(self._visit)}
         self._finished: dict[int, int | None] = {}
         """Finished trials' grid ids by trial id (``None``: another grid or no grid id)."""
         self._assigned: dict[int, int] = {}
@@ -87,6 +88,11 @@ class BatchAscendingGridSampler(GridSampler):
             return
         if 0 <= trial.number < self._n_min_trials:
             grid_id = self._visit[trial.number]
+            unvisited = self._get_unvisited_grid_ids(study)
+            if unvisited and grid_id not in unvisited:
+                # A study stored in another visit order (before the LR sweep's, resumed now):
+                # the next point in this order that no trial has taken, not one run twice.
+                grid_id = min(unvisited, key=self._rank.__getitem__)
         else:
             target = self._get_unvisited_grid_ids(study)
             if not target:  # Optuna re-runs a visited point then (a race between workers)

@@ -76,7 +76,8 @@ class Objective:
         self._probed_oom = probed_oom
         self._space = space
         self.launched = 0
-        """Trials this objective ended, launched or pruned as oom-implied."""
+        """Trials this objective ended, launched or pruned without a launch (oom-implied,
+        bracketed)."""
         self._expected: Sequence[FrozenTrial] | None = None
         self._failures: dict[str, tuple[int, tuple[Any, ...]]] = {}
         self.stopped: str | None = None
@@ -184,8 +185,10 @@ class Objective:
         precision = attrs[PRECISION]
         skipped = self._arm_early_stop(trial, stored, earlier, batch)
         outcome = (
-            self._implied_oom(stored, batch, values, precision)
-            or self._bracketed(trial, attrs, stored, earlier)
+            # bracketed first: a batch reached only by accumulation skips its rates too (one
+            # that ran out of memory has nothing finished, so it never skips there)
+            self._bracketed(trial, attrs, stored, earlier)
+            or self._implied_oom(stored, batch, values, precision)
             or self._run(batch, lr, rule, values, precision, (trial.study, stored))
         )
         outcome = self._accumulation.reach(trial.number, outcome, attrs, values, stored)

@@ -46,7 +46,7 @@ class SearchReport:
 
     study: optuna.Study
     launched: int
-    """Trials this run ended: launched, or pruned as oom-implied without a launch."""
+    """Trials this run ended: launched, or pruned without a launch (oom-implied, bracketed)."""
     grid_size: int
     """Grid points (or, in a joint search, the trial budget)."""
     running: int = 0
