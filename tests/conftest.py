@@ -20,8 +20,10 @@ import importlib.metadata
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 import traceback
 import uuid
 from collections.abc import Callable, Iterator
@@ -43,6 +45,12 @@ def _two_host_devices(flags: str) -> str:
 
 
 os.environ["XLA_FLAGS"] = _two_host_devices(os.environ.get("XLA_FLAGS", ""))
+
+# pytest-xdist's workers (and a pytest started in the background by a shell) run with SIGINT
+# ignored, and a child inherits an ignored signal across exec: a search a test sends Ctrl-C to
+# would never see it. A handled signal is reset to its default in the child instead.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 SMALL_REGRESSION = """
 [study]
@@ -100,9 +108,11 @@ STUDY_FIXTURES = frozenset({"small_study", "wide_study"})
 """Session fixtures that run real searches: a test that uses one (even indirectly) is slow."""
 
 GUARD_ENV = "TUNER_TEST_CHILD_LOG"
+COUNT_ENV = "TUNER_TEST_CHILD_COUNT"
 SITECUSTOMIZE = f"""
-# Written by tests/conftest.py and first on PYTHONPATH in fast tests: a trial child must not start.
-import os, sys
+# Written by tests/conftest.py and first on PYTHONPATH in every test. In a fast test a trial child
+# must not start; in a slow one each child notes its start (the children the suite starts, by test).
+import os, sys, time
 
 _argv = list(getattr(sys, "orig_argv", sys.argv))
 _worker = any(a == "-m" and b == "{WORKER_MODULE}" for a, b in zip(_argv, _argv[1:]))
@@ -111,16 +121,25 @@ if (_worker or "-m{WORKER_MODULE}" in _argv) and os.environ.get("{GUARD_ENV}"):
         _log.write(" ".join(_argv) + "\\n")
     sys.stderr.write("refused by the fast-tier guard (tests/conftest.py): a trial child\\n")
     os._exit(97)
+if _worker and os.environ.get("{COUNT_ENV}"):
+    _test = os.environ.get("PYTEST_CURRENT_TEST", "?").split(" ")[0]
+    _args = " ".join(_argv[_argv.index("{WORKER_MODULE}") + 1:])
+    _line = "\\t".join([_test, f"{{time.time():.1f}}", _args])
+    with open(os.environ["{COUNT_ENV}"], "a", encoding="utf-8") as _log:
+        _log.write(_line + "\\n")
 """
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark slow what uses a real study; skip ``gpu`` tests when no NVIDIA GPU is visible, and
-    the tests of servers this machine lacks (:func:`_skip_missing_servers`)."""
+    the tests of servers this machine lacks (:func:`_skip_missing_servers`). Slow tests run
+    first: pytest-xdist's workers then steal the fast ones at the end, rather than one worker
+    waiting out another's last long test."""
     for item in items:
         if STUDY_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
     _skip_missing_servers(items)
     needs_gpu = [item for item in items if item.get_closest_marker("gpu")]
     if needs_gpu:
@@ -193,6 +212,30 @@ def _child_guard(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
+def children_log(basetemp: Path) -> Path:
+    """The file every slow test's trial children note their start in, one per test run (shared
+    by pytest-xdist's workers, whose own base folders lie inside the run's)."""
+    root = basetemp.parent if "PYTEST_XDIST_WORKER" in os.environ else basetemp
+    return root / "children.tsv"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _children_noted(_child_guard: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Every trial child the run starts, the session fixtures' searches included, notes its start
+    in :func:`children_log` (the suite's summary counts them): the guard's ``sitecustomize.py``
+    is first on every child's ``PYTHONPATH``."""
+    saved = {key: os.environ.get(key) for key in ("PYTHONPATH", COUNT_ENV)}
+    path = [str(_child_guard), os.environ.get("PYTHONPATH", "")]
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in path if p)
+    os.environ[COUNT_ENV] = str(children_log(tmp_path_factory.getbasetemp()))
+    yield
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
 @pytest.fixture(autouse=True)
 def _fast_tests_start_no_trial_child(
     request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, _child_guard: Path
@@ -204,8 +247,6 @@ def _fast_tests_start_no_trial_child(
         return
     log = _child_guard / f"{uuid.uuid4().hex}.log"
     monkeypatch.setenv(GUARD_ENV, str(log))
-    path = [str(_child_guard), os.environ.get("PYTHONPATH", "")]
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in path if p))
     yield
     if log.exists():
         pytest.fail(
@@ -213,6 +254,23 @@ def _fast_tests_start_no_trial_child(
             + log.read_text(),
             pytrace=False,
         )
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """How many trial children the run started, and the tests that started the most."""
+    if "PYTEST_XDIST_WORKER" in os.environ or not hasattr(config, "_tmp_path_factory"):
+        return
+    log = children_log(config._tmp_path_factory.getbasetemp())
+    if not log.exists():
+        return
+    by_test: dict[str, int] = {}
+    for line in log.read_text().splitlines():
+        test = line.split("\t", 1)[0]
+        by_test[test] = by_test.get(test, 0) + 1
+    most = sorted(by_test.items(), key=lambda item: -item[1])[:10]
+    terminalreporter.write_sep("=", f"{sum(by_test.values())} trial children started ({log})")
+    for test, count in most:
+        terminalreporter.write_line(f"{count:5d}  {test}")
 
 
 def tuner_env(**extra: str) -> dict[str, str]:
@@ -228,14 +286,22 @@ def tuner_env(**extra: str) -> dict[str, str]:
 ONE_RUN_EACH = ("--seeds", "1", "--max-repeats", "1")
 """Flags that turn off seed runs and racing: each costs real children, so a search in a test
 runs without them unless the test names ``--seeds`` or ``--max-repeats`` itself."""
+BASELINE_FLAGS = frozenset({"--baseline", "--no-baseline", "--quick", "--budget"})
+"""A search that names none of these runs without the single-device baseline (``--no-baseline``):
+a child of its own in every search, which only the tests that read it (``--baseline``) pay for."""
 
 
 def one_run_each(args: tuple[str, ...] | list[str]) -> list[str]:
-    """``args`` with :data:`ONE_RUN_EACH` added to a ``search`` that does not set them."""
+    """``args`` with :data:`ONE_RUN_EACH` added to a ``search`` that does not set them, and
+    ``--no-baseline`` to one that names none of :data:`BASELINE_FLAGS`."""
     args = list(args)
-    if "search" not in args or {"--seeds", "--max-repeats"} & set(args):
+    if "search" not in args:
         return args
-    return [*args, *ONE_RUN_EACH]
+    if not {"--seeds", "--max-repeats"} & set(args):
+        args += ONE_RUN_EACH
+    if not BASELINE_FLAGS & set(args):
+        args.append("--no-baseline")
+    return args
 
 
 def run_tuner(
@@ -289,36 +355,48 @@ def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-@pytest.fixture(autouse=True)
-def _alone_when_asked(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[None]:
-    """Under pytest-xdist (CI runs two workers), a test marked ``alone`` runs while no other slow
-    test does: its faults and timeouts are sized for one test's load on the machine. Every slow
-    test holds a shared lock, an ``alone`` one the exclusive lock; a turnstile taken first keeps
-    the other worker's stream of slow tests from starving it."""
-    alone = request.node.get_closest_marker("alone") is not None
-    if "PYTEST_XDIST_WORKER" not in os.environ or not (
-        alone or request.node.get_closest_marker("slow")
-    ):
-        yield
-        return
-    import fcntl
+OWNER_ENV = "TUNER_TEST_OWNER"
+"""Set for the length of each test to a token of its own: every process the test starts inherits
+it (``tuner_env`` copies this process's environment), a trial child orphaned by a killed driver
+included, so that the test's end can find them all."""
 
-    root = tmp_path_factory.getbasetemp().parent
-    with open(root / "alone.turnstile", "a") as turnstile, open(root / "alone.lock", "a") as lock:
-        fcntl.flock(turnstile, fcntl.LOCK_EX)
+
+@pytest.fixture(autouse=True)
+def _ends_what_it_started(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Every process a test started is gone when the test ends, passed or failed: a test that
+    times out waiting for a search must not leave the search and its children (~900 MB each)
+    running beside the rest of the suite. Session and module fixtures are set up before this
+    one, so the servers and browsers they start do not carry the token."""
+    token = uuid.uuid4().hex
+    monkeypatch.setenv(OWNER_ENV, token)
+    yield
+    left = processes_of(token)
+    for pid in left:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while left and time.monotonic() < deadline:
+        time.sleep(0.05)
+        left = processes_of(token)
+
+
+def processes_of(token: str) -> list[int]:
+    """The living processes (not zombies) whose environment carries ``token`` as
+    :data:`OWNER_ENV`, this one excepted."""
+    wanted = f"{OWNER_ENV}={token}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
         try:
-            fcntl.flock(lock, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
-        finally:
-            if not alone:
-                fcntl.flock(turnstile, fcntl.LOCK_UN)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-            if alone:
-                fcntl.flock(turnstile, fcntl.LOCK_UN)
+            if wanted not in (entry / "environ").read_bytes().split(b"\0"):
+                continue
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z":
+            found.append(int(entry.name))
+    return found
 
 
 def built_once(
@@ -360,6 +438,7 @@ def small_study(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
             "sqlite:///small.db",
             "--export",
             "rec.json",
+            "--baseline",
             cwd=work,
         )
         assert result.returncode == 0, result.stderr

@@ -11,6 +11,7 @@ from trials import make_trial
 
 from tuner.core.trials import (
     FINAL_FAILURES,
+    GridProgress,
     claimed_count,
     has_budget_left,
     has_grid_point,
@@ -116,6 +117,19 @@ def test_unclaimed_work_while_a_point_is_neither_settled_nor_running() -> None:
     assert has_unclaimed_work(interrupted, GRID)
     queued = [*running, make_trial(4, 128, state=TrialState.WAITING)]
     assert has_unclaimed_work(queued, GRID)  # a queued trial always waits to run
+
+
+def test_the_runs_left_to_claim_are_counted_for_the_last_runs_spare() -> None:
+    progress = GridProgress(GRID)
+    assert progress.unclaimed([]) == 4
+    trials = [make_trial(0, 64, loss=1.0, throughput=10.0), make_trial(1, 64, "sqrt", status="oom")]
+    assert progress.unclaimed(trials) == 2
+    running = [*trials, make_trial(2, 128, state=TrialState.RUNNING)]
+    assert progress.unclaimed(running) == 1  # the search's last run: no spare after it
+    done = [*trials, make_trial(2, 128, loss=1.0, throughput=10.0)]
+    assert progress.unclaimed(done) == 1
+    queued = [*done, make_trial(3, 128, state=TrialState.WAITING)]
+    assert progress.unclaimed(queued) == 2  # a queued trial counts on its own
 
 
 def test_the_budget_counts_settled_and_running_trials() -> None:

@@ -66,7 +66,7 @@ def test_custom_unregistered_objects_train_without_spec_names_and_the_export_nam
     tmp_path: Path,
 ) -> None:
     write(tmp_path, "custom_objects")  # no loss, no optimizer: the build's compile gives them
-    stderr, trials = search(tmp_path)  # with the single-device baseline: two children
+    stderr, trials = search(tmp_path)
     assert "compiles its model" not in stderr  # nothing to say: the spec names nothing
     for trial in trials:
         attrs = trial.user_attrs

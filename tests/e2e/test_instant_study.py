@@ -37,6 +37,7 @@ def test_a_stand_in_study_of_40_points_completes_every_trial_with_its_attributes
         "--seeds", "3",
         "--max-repeats", "3",
         "--export", "rec.json",
+        "--baseline",
         cwd=tmp_path,
         env=tuner_env(**{INSTANT_ENV: "1"}),
     )  # fmt: skip

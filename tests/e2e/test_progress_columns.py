@@ -26,6 +26,7 @@ def test_a_piped_search_at_80_columns_plans_first_and_fits(tmp_path: Path) -> No
         "--cpu-replicas",
         "2",
         "--no-noise-scale",
+        "--baseline",
         "--storage",
         "sqlite:///c.db",
         cwd=tmp_path,

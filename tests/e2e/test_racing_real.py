@@ -20,7 +20,7 @@ def test_seeds_and_repeats_decide_with_intervals(tmp_path: Path) -> None:
     searched = run_tuner(
         "search", "--spec", "s.toml", "--storage", "sqlite:///s.db", "--cpu-replicas", "2",
         "--no-noise-scale", "--seeds", "2", "--max-repeats", "2", "--export", "rec.json",
-        cwd=tmp_path,
+        "--baseline", cwd=tmp_path,
     )  # fmt: skip
     assert searched.returncode == 0, searched.stderr
     study = optuna.load_study(study_name="race", storage=f"sqlite:///{tmp_path}/s.db")

@@ -72,7 +72,7 @@ def search(
         "2",
         "--storage",
         db,
-        *(() if baseline else ("--no-baseline",)),
+        "--baseline" if baseline else "--no-baseline",
         *extra,
         cwd=tmp_path,
         env=tuner_env(TUNER_CACHE=str(tmp_path / "cache"), **env),

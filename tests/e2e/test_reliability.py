@@ -101,6 +101,8 @@ def test_interrupt_stops_the_child_marks_the_trial_and_resumes(tmp_path, sig, co
     study = load(url)
     (stopped,) = [t for t in study.trials if t.state == TrialState.FAIL]
     assert status_of(stopped) == "interrupted" and stopped.params["global_batch_size"] == 512
+    if sig != signal.SIGINT:
+        return  # the resume does not depend on the signal that stopped the search
 
     again = run_tuner(*["search", *args], cwd=tmp_path)
     assert again.returncode == 0, again.stderr
@@ -110,10 +112,12 @@ def test_interrupt_stops_the_child_marks_the_trial_and_resumes(tmp_path, sig, co
 
 
 def test_faults_inside_trials_are_classified_and_the_study_goes_on(tmp_path):
+    # A hang past --trial-timeout is classified too: tests/e2e/test_orphans.py and the soaks,
+    # which wait out a timeout anyway.
     write_spec(
-        tmp_path / "small.toml", base=256, multipliers="[1, 2, 3, 4, 5, 6, 7]", rules='["none"]'
+        tmp_path / "small.toml", base=256, multipliers="[1, 2, 3, 4, 5, 6]", rules='["none"]'
     )
-    faults = "segfault@256,abort@512,exit@768,garbage@1024,raise@1280,hang@1536"
+    faults = "segfault@256,abort@512,exit@768,garbage@1024,raise@1280"
     result = run_tuner(
         "search",
         "--spec",
@@ -122,8 +126,6 @@ def test_faults_inside_trials_are_classified_and_the_study_goes_on(tmp_path):
         "2",
         "--storage",
         "sqlite:///f.db",
-        "--trial-timeout",
-        "40",  # the workload check must fit too, beside another test's children under xdist
         cwd=tmp_path,
         env=tuner_env(TUNER_TEST_FAULT=faults),
     )
@@ -136,14 +138,13 @@ def test_faults_inside_trials_are_classified_and_the_study_goes_on(tmp_path):
         768: ("error", "without a result"),
         1024: ("error", "not JSON"),
         1280: ("error", "fault injected"),
-        1536: ("timeout", "killed"),
     }
     for batch, (status, fragment) in expected.items():
         trial = by_batch[batch]
         assert trial.state == TrialState.FAIL
         assert status_of(trial) == status, (batch, trial.user_attrs)
         assert fragment in trial.user_attrs["error"]
-    assert by_batch[1792].state == TrialState.COMPLETE  # the study went on after every fault
+    assert by_batch[1536].state == TrialState.COMPLETE  # the study went on after every fault
 
 
 def test_killing_the_driver_at_random_moments_never_loses_results(tmp_path):

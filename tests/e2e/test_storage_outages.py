@@ -259,15 +259,20 @@ def _wait_trials(url: str, worker: Popen[str], running: int, within_s: float = 3
     raise AssertionError(f"not {running} trials RUNNING within {within_s} s")
 
 
+OUTAGE_S = 20
+"""Long enough that both workers meet it (a trial's heartbeat, a result's write), well inside
+the grace period."""
+
+
 @pytest.mark.postgres
-def test_postgres_stopped_a_minute_under_two_workers(tmp_path, private_pg):
+def test_postgres_stopped_20_s_under_two_workers(tmp_path, private_pg):
     """Both workers wait the outage out (--storage-wait 300), say so once and once back, and
     finish the grid: no result lost, none measured twice, none RUNNING."""
     write_spec(tmp_path / "small.toml", multipliers="[1, 2, 4]", rules='["none", "sqrt"]')
     url = private_pg.url
-    # The grace period (3 heartbeats, 90 s) outlasts the outage: no worker takes over a trial
-    # that is still running.
-    args = [*_search_args(url)[:-2], "--heartbeat", "30"]
+    # The grace period (3 heartbeats, 45 s) outlasts the outage and a heartbeat's interval
+    # together (35 s): no worker takes over a trial that is still running.
+    args = [*_search_args(url)[:-2], "--heartbeat", "15"]
     env = {"TUNER_SPOOL_DIR": str(tmp_path / "spool")}
     workers = [start_search(args, tmp_path, **env)]
     _wait_trials(url, workers[0], 1)
@@ -275,7 +280,7 @@ def test_postgres_stopped_a_minute_under_two_workers(tmp_path, private_pg):
     _wait_trials(url, workers[1], 2)  # both in trials
     seen = [pid for w in workers for pid in descendants(w.pid)]
     private_pg.stop()
-    time.sleep(60)
+    time.sleep(OUTAGE_S)
     private_pg.start()
     outputs = [w.communicate(timeout=600) for w in workers]
     assert wait_gone(seen, 10)
@@ -291,7 +296,7 @@ def test_postgres_stopped_a_minute_under_two_workers(tmp_path, private_pg):
     assert_grid_settled(study, points)
     complete = Counter(grid_point(t) for t in study.trials if t.state == TrialState.COMPLETE)
     assert set(complete) == points and max(complete.values()) == 1, complete
-    print(f"postgres stopped 60 s: 2 workers exit 0; {waiting[0]!r}; {back[0]!r}")
+    print(f"postgres stopped {OUTAGE_S} s: 2 workers exit 0; {waiting[0]!r}; {back[0]!r}")
 
 
 @pytest.mark.postgres

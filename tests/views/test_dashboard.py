@@ -6,12 +6,9 @@ from __future__ import annotations
 import json
 import math
 import re
-import select
 import shutil
 import signal
 import socket
-import subprocess
-import sys
 import time
 import urllib.request
 import warnings
@@ -22,7 +19,8 @@ from typing import Any
 import optuna
 import pytest
 from browser_checks import assert_titles_clear_of_the_toolbar
-from conftest import run_tuner, save_screenshot, sha256, tuner_env
+from conftest import run_tuner, save_screenshot, sha256
+from dashboards import start_dashboard, stop
 
 from tuner.core.scaling import scaled_learning_rate
 from tuner.driver.grid import BatchAscendingGridSampler, suggest_global_batch
@@ -30,34 +28,6 @@ from tuner.results import current_recommendation
 from tuner.views.dashboard import publish
 
 pytestmark = pytest.mark.slow
-
-
-def start_dashboard(cwd: Path, storage: str) -> tuple[subprocess.Popen[str], str]:
-    """Start ``tuner dashboard --port 0`` and return the process and the URL it printed."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tuner", "dashboard", "--storage", storage, "--port", "0"],
-        cwd=cwd,
-        env=tuner_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        # Ctrl-C must work even when pytest runs in the background, with SIGINT ignored.
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )
-    assert proc.stdout is not None
-    ready, _, _ = select.select([proc.stdout], [], [], 60)
-    line = proc.stdout.readline() if ready else ""
-    match = re.search(r"(http://127\.0\.0\.1:\d+/dashboard/)", line)
-    if match is None:
-        proc.kill()
-        raise AssertionError(f"no URL printed: {line!r} {proc.communicate()[1]}")
-    return proc, match.group(1)
-
-
-def stop(proc: subprocess.Popen[str], sig: int = signal.SIGINT) -> tuple[int, str]:
-    proc.send_signal(sig)
-    _, stderr = proc.communicate(timeout=30)
-    return proc.returncode, stderr
 
 
 def get_json(url: str) -> Any:

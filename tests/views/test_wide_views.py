@@ -4,15 +4,14 @@ width: hand-made trials in a real SQLite study, the real ``tuner dashboard`` and
 from __future__ import annotations
 
 import re
-import signal
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import optuna
 import pytest
-from conftest import save_screenshot, tuner_env
+from conftest import save_screenshot
+from dashboards import start_dashboard, stop
 from trials import make_trial, measured_trial, run_recommend
 
 from tuner.views.batch_figures import study_figures
@@ -122,20 +121,10 @@ def test_the_dashboard_shows_tuners_plots_full_width_with_the_legend_below(
     trials = busy_study()
     study = sqlite_study(tmp_path / "wide.db", trials)
     publish(study, run_recommend(trials))
-    proc = subprocess.Popen(
-        [*TUNER, "dashboard", "--storage", f"sqlite:///{tmp_path}/wide.db", "--port", "0"],
-        cwd=tmp_path,
-        env=tuner_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc, address = start_dashboard(tmp_path, f"sqlite:///{tmp_path}/wide.db")
     page = chromium.new_page(viewport={"width": WINDOW, "height": 1000})
     try:
-        assert proc.stdout is not None
-        match = re.search(r"(http://127\.0\.0\.1:\d+/dashboard/)", proc.stdout.readline())
-        assert match, proc.stderr.read() if proc.stderr else ""
-        page.goto(match.group(1))
+        page.goto(address)
         page.get_by_text(re.compile(r"^\d+\. wide$")).first.click()
         plots = "[id^='user-defined-plot:']"
         page.locator(f"{plots} .gtitle").nth(2).wait_for()
@@ -153,8 +142,7 @@ def test_the_dashboard_shows_tuners_plots_full_width_with_the_legend_below(
         save_screenshot(page, tmp_path, "dashboard-wide.png")
     finally:
         page.close()
-        proc.send_signal(signal.SIGINT)
-        proc.communicate(timeout=30)
+        assert stop(proc)[0] == 0
 
 
 def test_the_note_lists_a_configurations_runs_under_its_representative() -> None:

@@ -18,7 +18,8 @@ class Setup:
     trial attributes every trial must store with these values, and ``noise_measured`` that the
     noise scale must be measured, not skipped (cases the zoo took over from e2e tests, which
     searched the same setups a second time to assert them); ``fresh_in_test`` whether the test
-    also trains the export by the fresh script (``benchmarks/zoo_table.py`` always does).
+    also trains the export by the fresh script (``benchmarks/zoo_table.py`` always does);
+    ``in_suite`` whether the test suite searches it (``TUNER_ZOO_HEAVY=1``: every setup).
     """
 
     id: str
@@ -36,6 +37,7 @@ class Setup:
     expect: tuple[tuple[str, object], ...] = ()
     noise_measured: bool = False
     fresh_in_test: bool = True
+    in_suite: bool = True
 
     @property
     def compiled(self) -> bool:
@@ -184,6 +186,10 @@ SETUPS: tuple[Setup, ...] = (
         optimizer="adam",
         base_batch_size=32,
         fresh_in_test=False,
+        # The suite's costliest test (112 s of a 40-minute run: its build and tracing), on the
+        # path MobileNetV2 takes (keras.applications, BatchNormalization, the spec's loss):
+        # benchmarks/zoo_table.py and TUNER_ZOO_HEAVY=1 search it.
+        in_suite=False,
     ),
     Setup(
         "subclassed",

@@ -7,6 +7,7 @@ is ``xfail(strict=True)`` with the one-line error it gives, so that a fix flips 
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 
 import pytest
@@ -25,7 +26,12 @@ def marks(setup: Setup) -> list[pytest.MarkDecorator]:
 
 
 def params() -> list[object]:
-    return [pytest.param(setup, id=setup.id, marks=marks(setup)) for setup in SETUPS]
+    every = os.environ.get("TUNER_ZOO_HEAVY") == "1"
+    return [
+        pytest.param(setup, id=setup.id, marks=marks(setup))
+        for setup in SETUPS
+        if setup.in_suite or every
+    ]
 
 
 @pytest.mark.parametrize("setup", params())

@@ -105,7 +105,12 @@ class GridProgress:
 
     def has_unclaimed_work(self, trials: Sequence[FrozenTrial]) -> bool:
         """``has_unclaimed_work(trials, grid)``, where ``trials`` are the study's trials now."""
-        waiting, running = False, set()
+        return self.unclaimed(trials) > 0
+
+    def unclaimed(self, trials: Sequence[FrozenTrial]) -> int:
+        """How many runs are left to claim in ``trials`` (the study's trials now): queued trials,
+        and grid points neither settled nor running (a queued trial's point may count twice)."""
+        waiting, running = 0, set()
         for trial in trials:
             if trial.number in self._seen:
                 continue
@@ -113,12 +118,11 @@ class GridProgress:
                 self._seen.add(trial.number)
                 self._settled |= settled_grid_points([trial])
             elif trial.state == TrialState.WAITING:
-                waiting = True
+                waiting += 1
             elif trial.state == TrialState.RUNNING:
                 running.add(grid_point(trial))
-        if waiting:
-            return True
-        return any(point not in self._settled and point not in running for point in self._grid)
+        free = sum(point not in self._settled and point not in running for point in self._grid)
+        return waiting + free
 
 
 def has_budget_left(trials: Sequence[FrozenTrial], budget: int) -> bool:

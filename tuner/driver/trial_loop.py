@@ -30,7 +30,7 @@ from tuner.core.trials import (
     settled_grid_points,
 )
 from tuner.driver.budget import close, grid_left, training_key_of
-from tuner.driver.children import ChildRunner
+from tuner.driver.children import ChildRunner, last_run
 from tuner.driver.grid import BatchAscendingGridSampler, grid_points
 from tuner.driver.objective import Objective
 from tuner.driver.observer import SearchObserver, quiet_optuna
@@ -147,6 +147,8 @@ def _run_grid(loop: _Loop, probed_oom: int | None) -> tuple[int, int]:
         left = grid_left(trials, grid, plan, key_of) if ledger is not None else ()
         if ledger is not None and not _grid_fits(ledger, left, bool(settled_grid_points(trials))):
             break
+        # The last grid point, with the seeds done and no race after it: no spare for a next run.
+        last_run(seeded and spec.search.max_repeats < 2 and progress.unclaimed(trials) <= 1)
         _run_one(study, objective, observer, trials)
         _stop_if_repeated(objective)
     if not seeded:  # the base point did not settle (another worker runs it): no seed runs

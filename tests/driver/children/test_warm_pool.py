@@ -135,3 +135,20 @@ def test_spares_start_early_only_where_the_idle_class_can_be_left(
         monkeypatch.setenv(warm.WARM_ENV, "late")
         assert not warm.starts_early()  # the measurement's switch: after the windows
     warm.idle_allowed.cache_clear()
+
+
+def test_no_spare_is_ordered_after_the_searchs_last_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    from child_requests import run_request
+
+    from tuner.driver.children import _spares
+
+    monkeypatch.delenv(warm.WARM_ENV, raising=False)  # both uses, as by default
+    request = run_request()
+    with warm.spares():
+        assert _spares.next_spare(request, {}) is not None  # a run may follow: order one
+        warm.last_run(True)  # the grid's last point, no seeds or race to come
+        assert _spares.next_spare(request, {}) is None
+        warm.last_run(False)
+        assert _spares.next_spare(request, {}) is not None
+        warm.last_run(True)
+    assert warm.POOL.wants_next()  # the search's end forgets it: the next search starts afresh

@@ -23,7 +23,7 @@ from tuner.driver.children._requests import (
     validate_request,
     workload_ref,
 )
-from tuner.driver.children._warm import spares
+from tuner.driver.children._warm import last_run, spares
 
 __all__ = [
     "ChildRunner",
@@ -32,6 +32,7 @@ __all__ = [
     "child_runner",
     "first_precision",
     "inspect_request",
+    "last_run",
     "probe_request",
     "spares",
     "trial_request",

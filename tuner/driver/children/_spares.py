@@ -112,13 +112,15 @@ class SpareOrder:
 def next_spare(request: Request, env: dict[str, str]) -> SpareOrder | None:
     """The warm child to start for the run after this one: at once beside the workload check
     (for the environment the driver expects next), or, for a training run, the returned order:
-    at once at idle priority where permitted, else when its timed windows are over."""
+    at once at idle priority where permitted, else when its timed windows are over; none after
+    the search's last run (:func:`tuner.driver.children._warm.last_run`), whose spare would
+    import a framework only to be killed (~3 s of CPU a search)."""
     allowed = warm.uses()
     if isinstance(request, InspectRequest):
         expected = warm.POOL.expected()
         if expected is not None and warm.CHECK in allowed:
             _start_spare(request, expected)
         return None
-    if warm.TRIALS not in allowed:
+    if warm.TRIALS not in allowed or not warm.POOL.wants_next():
         return None
     return SpareOrder(request, env, idle=warm.starts_early())

@@ -196,6 +196,7 @@ class Pool:
         self._generation = 0
         self._expected: dict[str, str] | None = None
         self._users = 0
+        self._last = False
 
     def take(self, key: Hashable) -> Spare | None:
         """The spare started for ``key``, now the caller's; ``None`` when there is none alive for
@@ -240,6 +241,17 @@ class Pool:
         with self._lock:
             self._expected = dict(env) if env is not None else None
 
+    def last_run(self, last: bool) -> None:
+        """Say whether the run about to start is the search's last as far as it knows (no grid
+        point left to claim, no seed or racing run to come): its spare is then not started."""
+        with self._lock:
+            self._last = last
+
+    def wants_next(self) -> bool:
+        """Whether a spare for the run after the current one may be of use."""
+        with self._lock:
+            return not self._last
+
     def expected(self) -> dict[str, str] | None:
         """The environment :meth:`expect` named, once: the next spare consumes it."""
         with self._lock:
@@ -251,6 +263,7 @@ class Pool:
         with self._lock:
             self._generation += 1
             self._expected = None
+            self._last = False
             found, self._spare = self._spare, None
         if found is not None:
             found[1].discard()
@@ -288,6 +301,11 @@ def spares(expect: Mapping[str, str] | None = None) -> Iterator[None]:
 def release() -> None:
     """Kill the spare child, if any (the study ended, or the process exits)."""
     POOL.release()
+
+
+def last_run(last: bool) -> None:
+    """:meth:`Pool.last_run`: whether the next run is the search's last (no spare after it)."""
+    POOL.last_run(last)
 
 
 atexit.register(release)
