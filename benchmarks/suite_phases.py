@@ -19,20 +19,10 @@ import json
 import sqlite3
 from pathlib import Path
 
-PHASES = (
-    "process_start_s",
-    "import_s",
-    "import_hidden_s",
-    "device_init_s",
-    "build_s",
-    "tracing_s",
-    "training_s",
-    "noise_scale_s",
-    "evaluate_s",
-    "input_probe_s",
-    "handback_s",
-    "wall_s",
-)
+from tuner.core.outcome import OUTSIDE_WALL, PHASES
+
+KEYS = (*PHASES, *OUTSIDE_WALL, "wall_s")
+"""The ``timings`` keys summed: the phases of a trial's wall, what it did outside, the wall."""
 
 
 def trial_timings(db: Path) -> list[dict[str, float]]:
@@ -46,7 +36,7 @@ def trial_timings(db: Path) -> list[dict[str, float]]:
             with contextlib.suppress(ValueError, TypeError):
                 timings = json.loads(value)
                 if isinstance(timings, dict) and "import_s" in timings:  # a real child's
-                    found.append({k: float(v) for k, v in timings.items() if k in PHASES})
+                    found.append({k: float(v) for k, v in timings.items() if k in KEYS})
     return found
 
 
@@ -67,7 +57,7 @@ def main() -> None:
         total.update(phases)
     trials = sum(counts.values())
     print(f"{trials} trials of real children; seconds over all of them (mean per trial):")
-    for phase in PHASES:
+    for phase in KEYS:
         if total[phase]:
             print(f"  {phase:16s} {total[phase]:8.0f}  ({total[phase] / trials:5.2f})")
     print(f"\nthe {args.top} test folders whose trials took longest")

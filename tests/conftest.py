@@ -224,16 +224,10 @@ def _children_noted(_child_guard: Path, tmp_path_factory: pytest.TempPathFactory
     """Every trial child the run starts, the session fixtures' searches included, notes its start
     in :func:`children_log` (the suite's summary counts them): the guard's ``sitecustomize.py``
     is first on every child's ``PYTHONPATH``."""
-    saved = {key: os.environ.get(key) for key in ("PYTHONPATH", COUNT_ENV)}
-    path = [str(_child_guard), os.environ.get("PYTHONPATH", "")]
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in path if p)
-    os.environ[COUNT_ENV] = str(children_log(tmp_path_factory.getbasetemp()))
-    yield
-    for key, value in saved.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PYTHONPATH", str(_child_guard), prepend=os.pathsep)
+        patch.setenv(COUNT_ENV, str(children_log(tmp_path_factory.getbasetemp())))
+        yield
 
 
 @pytest.fixture(autouse=True)

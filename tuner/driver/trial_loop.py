@@ -142,13 +142,14 @@ def _run_grid(loop: _Loop, probed_oom: int | None) -> tuple[int, int]:
             _seed_noise(loop, grid_left(trials, grid, plan, key_of))
             if wanted:  # the rest of the grid, after the seeds
                 observer.phase("grid", len(grid_left(trials, grid, plan)))
-        if not progress.has_unclaimed_work(trials) and not _stale_freed(study, progress, observer):
+        unclaimed = progress.unclaimed(trials)
+        if not unclaimed and not _stale_freed(study, progress, observer):
             break
         left = grid_left(trials, grid, plan, key_of) if ledger is not None else ()
         if ledger is not None and not _grid_fits(ledger, left, bool(settled_grid_points(trials))):
             break
         # The last grid point, with the seeds done and no race after it: no spare for a next run.
-        last_run(seeded and spec.search.max_repeats < 2 and progress.unclaimed(trials) <= 1)
+        last_run(seeded and spec.search.max_repeats < 2 and unclaimed <= 1)
         _run_one(study, objective, observer, trials)
         _stop_if_repeated(objective)
     if not seeded:  # the base point did not settle (another worker runs it): no seed runs
