@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import OWNER_ENV, processes_of
 from procs import alive, descendants, wait_gone, wait_until
 
 from tuner.core.devices import DevicePlan, inspect_environment
@@ -59,7 +60,6 @@ def waiting_spare() -> Any:
 
 
 def test_a_warm_child_takes_the_request_and_reports_as_a_fresh_one(own_temp: Path) -> None:
-    before = set(descendants(os.getpid()))  # a browser another test of this worker started
     request = trial_request(SPEC, PLAN, 128, SPEC.search.base_lr)
     events: list[str] = []
     fresh = run_child(request, PLAN.child_environment(), 300, lambda e: events.append(e.kind))
@@ -79,8 +79,9 @@ def test_a_warm_child_takes_the_request_and_reports_as_a_fresh_one(own_temp: Pat
             timings["wall_s"]
         )
     warm.release()
-    left = [pid for pid in descendants(os.getpid()) if pid not in before]
-    assert wait_gone(left, 10) and folders(own_temp) == []
+    # Only what this test started: the session's browser starts helpers of its own at any time
+    # (CI: a pid below this worker that was not there before this test, and not a tuner child).
+    assert wait_gone(processes_of(os.environ[OWNER_ENV]), 10) and folders(own_temp) == []
 
 
 def policies(pid: int) -> set[int]:
