@@ -116,22 +116,26 @@ def test_bad_spec_files(text, fragment, stored, tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    ("data", "model", "fragment"),
+    ("data", "model", "flags", "fragment"),
     [
-        ("tuner_test_workloads:small_regression_data", "no_such_module:build", "no module"),
+        ("tuner_test_workloads:small_regression_data", "no_such_module:build", (), "no module"),
+        # With --validate the validate checks' first child meets the broken data function, before
+        # the workload check: the search stops there, nothing stored.
         (
             "tuner_test_workloads:raising_data",
             "tuner.workloads.regression:build_model",
+            ("--validate",),
             "FileNotFoundError",
         ),
         (
             "tuner_test_workloads:mismatched_data",
             "tuner.workloads.regression:build_model",
+            (),
             "does not fit",
         ),
     ],
 )
-def test_broken_workloads_are_bad_input(data, model, fragment, stored, tmp_path):
+def test_broken_workloads_are_bad_input(data, model, flags, fragment, stored, tmp_path):
     db, url = stored
     digest = sha256(db)
     spec = write_spec(tmp_path / "w.toml", name="small")
@@ -141,9 +145,12 @@ def test_broken_workloads_are_bad_input(data, model, fragment, stored, tmp_path)
         .replace("tuner.workloads.regression:build_model", model)
     )
     result = run_tuner(
-        "search", "--spec", "w.toml", "--cpu-replicas", "2", "--storage", url, cwd=tmp_path
-    )
+        "search", "--spec", "w.toml", "--cpu-replicas", "2", "--storage", url, *flags,
+        cwd=tmp_path,
+    )  # fmt: skip
     _assert_clean_error(result, fragment)
+    if flags:
+        assert "validating the multi-replica training first" in result.stderr
     assert sha256(db) == digest
 
 

@@ -256,24 +256,3 @@ def test_search_with_validate_and_a_custom_loop(tmp_path):
     assert trial.user_attrs["status"] == "ok"
     assert (trial.user_attrs["loop"], trial.user_attrs["update_on"]) == ("custom", "replicas")
     assert study.user_attrs["spec"]["search"]["loop"] == "custom"
-
-
-@pytest.mark.slow
-def test_search_stops_when_validation_fails(tmp_path):
-    # Validation fails here because the child cannot run at all: a broken data function is caught
-    # before the study exists, so no storage file is created.
-    spec = write_spec(tmp_path / "small.toml", base=256, multipliers="[1]", rules='["none"]')
-    spec.write_text(spec.read_text().replace("small_regression_data", "raising_data"))
-    result = run_tuner(
-        "search",
-        "--spec",
-        str(spec),
-        "--cpu-replicas",
-        "2",
-        "--storage",
-        "sqlite:///v.db",
-        "--validate",
-        cwd=tmp_path,
-    )
-    assert result.returncode == 2 and "FileNotFoundError" in result.stderr
-    assert not (tmp_path / "v.db").exists()

@@ -17,16 +17,19 @@ from conftest import run_tuner, tuner_env, write_spec
 
 pytestmark = pytest.mark.slow
 
-BUDGET_S = 120.0
+BUDGET_S = 60.0
+"""A minute. The baseline's repeats and the seed runs are left out before they are timed (they
+do not fit beside the grid); on a quiet machine the grid then fits (~40 s), on a loaded one its
+last points are left out too, and the test waits about a minute, not the two it used to."""
 
 
 def test_a_budgeted_quickstart_ends_within_it_and_says_what_it_left_out(tmp_path: Path) -> None:
     # The quickstart (built-in workload and grid, seeds and racing on) with small trainings;
-    # without a budget it runs 12 to 24 children, well over 2 minutes on 2 cores.
+    # without a budget it runs 12 to 24 children, well over a minute on 2 cores.
     started = time.monotonic()
     searched = run_tuner(
         "search", "--storage", "sqlite:///b.db", "--cpu-replicas", "2", "--train-samples",
-        "16384", "--no-noise-scale", "--seeds", "3", "--max-repeats", "3", "--budget", "2m",
+        "16384", "--no-noise-scale", "--seeds", "3", "--max-repeats", "3", "--budget", "1m",
         "--export", "rec.json", cwd=tmp_path,
     )  # fmt: skip
     wall = time.monotonic() - started
@@ -41,10 +44,10 @@ def test_a_budgeted_quickstart_ends_within_it_and_says_what_it_left_out(tmp_path
     record = study.user_attrs["budget"]
     assert record["budget_s"] == BUDGET_S and record["spent_s"] <= BUDGET_S + longest
     assert sum(record["left_out"].values()) > 0, record
-    assert record["line"].startswith("budget 2m") and "would run them" in record["line"]
+    assert record["line"].startswith("budget 1m") and "would run them" in record["line"]
     assert "left out " in record["line"]
     err = " ".join(searched.stderr.split())  # the progress lines wrap
-    assert "within the 2m budget" in err and record["line"] in err
+    assert "within the 1m budget" in err and record["line"] in err
     exported = json.loads((tmp_path / "rec.json").read_text())
     assert exported["budget"]["left_out"] == record["left_out"]
     shown = run_tuner("show", "--storage", "sqlite:///b.db", cwd=tmp_path)

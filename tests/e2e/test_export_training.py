@@ -1,5 +1,6 @@
-"""An exported config trains a model: a real search (two CPU replicas, real SQLite) with the two
-rules that shape the optimizer, ``tuner export``, then in a fresh process
+"""The rules that shape the optimizer, and an exported config that trains a model: a real search
+(two CPU replicas, real SQLite) with ``sqrt-adam`` and ``linear-warmup`` at 1x and 4x the base
+batch, whose trials' optimizers are the literature's; ``tuner export``, then in a fresh process
 ``tuner.load_recommendation`` -> ``compile`` -> ``fit`` under ``MirroredStrategy``, and the
 optimizer it trains with is the one each trial trained with."""
 
@@ -94,7 +95,7 @@ def assert_same_optimizer(used: dict[str, Any], trial: optuna.trial.FrozenTrial)
 
 def test_an_exported_config_compiles_and_fits_with_the_trials_optimizer(tmp_path: Path) -> None:
     spec = SMALL_REGRESSION.format(
-        name="exp", base=256, multipliers="[2]", rules='["sqrt-adam", "linear-warmup"]'
+        name="exp", base=256, multipliers="[1, 4]", rules='["sqrt-adam", "linear-warmup"]'
     )
     (tmp_path / "s.toml").write_text(spec)
     url = "sqlite:///s.db"
@@ -109,20 +110,35 @@ def test_an_exported_config_compiles_and_fits_with_the_trials_optimizer(tmp_path
     assert exported.returncode == 0, exported.stderr
     rec = json.loads((tmp_path / "rec.json").read_text())
     assert rec["provenance"]["optimizer_config_source"] == "trained"
-    assert rec["provenance"]["storage"] == url and rec["fit"] == {"batch_size": 512, "epochs": 2}
+    assert rec["provenance"]["storage"] == url
 
     study = optuna.load_study(study_name="exp", storage=f"sqlite:///{tmp_path}/s.db")
-    trials = {t.params["lr_rule"]: t for t in study.get_trials()}
-    assert set(trials) == {"sqrt-adam", "linear-warmup"}
-    sections = []
-    for rule, trial in trials.items():  # the optimizer section of each, as export builds it
+    by_point = {(t.params["global_batch_size"], t.params["lr_rule"]): t for t in study.trials}
+    assert set(by_point) == {(b, r) for b in (256, 1024) for r in ("sqrt-adam", "linear-warmup")}
+    # The literature's rules as they reached the optimizer, at k = 4.
+    adam = by_point[(1024, "sqrt-adam")].user_attrs["optimizer"]
+    assert adam["class"] == "Adam"
+    assert adam["learning_rate"] == pytest.approx(2e-3, rel=1e-6)  # √4 × 1e-3
+    assert adam["beta_1"] == pytest.approx(0.6) and adam["beta_2"] == pytest.approx(0.996)
+    assert adam["epsilon"] == pytest.approx(1e-7 / 2)
+    base = by_point[(256, "sqrt-adam")].user_attrs["optimizer"]
+    assert base["beta_1"] == pytest.approx(0.9)  # k = 1: Adam's own settings
+    warm = by_point[(1024, "linear-warmup")]
+    warmup = warm.user_attrs["optimizer"]["warmup"]
+    steps = warm.user_attrs["steps_per_epoch"]
+    assert warmup == {"from": 1e-3, "to": pytest.approx(4e-3), "steps": steps}  # one epoch
+    # After the ramp the optimizer holds the peak rate.
+    assert warm.user_attrs["optimizer_learning_rate"] == pytest.approx(4e-3, rel=1e-6)
+
+    sections = {}
+    for point, trial in by_point.items():  # the optimizer section of each, as export builds it
         section, source = optimizer_section(trial.user_attrs, "adam", trial.user_attrs)
-        assert source == "trained"
-        sections.append(tmp_path / f"{rule}.json")
-        sections[-1].write_text(json.dumps(section))
+        assert source == "trained", point
+        sections[trial.number] = tmp_path / f"{trial.number}.json"
+        sections[trial.number].write_text(json.dumps(section))
 
     trained = subprocess.run(
-        [sys.executable, "-c", TRAIN, "rec.json", *map(str, sections)],
+        [sys.executable, "-c", TRAIN, "rec.json", *map(str, sections.values())],
         cwd=tmp_path,
         env=tuner_env(),
         capture_output=True,
@@ -132,21 +148,22 @@ def test_an_exported_config_compiles_and_fits_with_the_trials_optimizer(tmp_path
     assert trained.returncode == 0, trained.stderr[-3000:]
     (line,) = [x for x in trained.stdout.splitlines() if x.startswith("REPORT ")]
     report = json.loads(line.removeprefix("REPORT "))
-    assert report["replicas"] == 2
-    assert report["fit_kwargs"] == {"batch_size": 512, "epochs": 2}
-    assert len(report["losses"]) == 2 and all(np.isfinite(report["losses"]))
-    # 2,048 samples at global batch 512: 4 steps an epoch, 8 in all.
-    assert report["trained"]["iterations"] == 8
     chosen = study.trials[rec["trial_number"]]
+    batch = chosen.params["global_batch_size"]
+    assert rec["fit"] == {"batch_size": batch, "epochs": 2}
+    assert report["replicas"] == 2
+    assert report["fit_kwargs"] == {"batch_size": batch, "epochs": 2}
+    assert len(report["losses"]) == 2 and all(np.isfinite(report["losses"]))
+    # 2,048 samples at the chosen global batch, two epochs.
+    iterations = report["trained"]["iterations"]
+    assert iterations == 2 * 2048 // batch
     used = dict(report["trained"])
-    if chosen.params["lr_rule"] == "linear-warmup":  # 8 steps are inside the ramp: its rate then
+    if used["schedule"] is not None:  # a ramp: the steps taken may end inside it, at its rate then
         schedule = used["schedule"]["config"]
-        fraction = min(8 / schedule["warmup_steps"], 1.0)
+        fraction = min(iterations / schedule["warmup_steps"], 1.0)
         start, peak = schedule["initial_learning_rate"], schedule["warmup_target"]
         assert used["learning_rate"] == pytest.approx(start + (peak - start) * fraction, rel=1e-6)
-        used["learning_rate"] = report["sections"][str(tmp_path / "linear-warmup.json")][
-            "learning_rate"
-        ]
+        used["learning_rate"] = report["sections"][str(sections[chosen.number])]["learning_rate"]
     assert_same_optimizer(used, chosen)
-    for rule, trial in trials.items():
-        assert_same_optimizer(report["sections"][str(tmp_path / f"{rule}.json")], trial)
+    for number, path in sections.items():
+        assert_same_optimizer(report["sections"][str(path)], study.trials[number])

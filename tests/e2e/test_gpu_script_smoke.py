@@ -1,8 +1,8 @@
 """``benchmarks/gpu/run.sh --smoke``: the GPU check's own script, end to end on CPU replicas
 with its tiny specs (real JAX children, real SQLite): the gpu tests skip with their reason; the
 search, ``tuner export``, the cache-off study, ``tuner validate`` (refused on one device, then
-``--accumulation 2``), the sweep and the summary all run, and $OUT holds what the GPU run hands
-back."""
+``--accumulation 2``), the sweep (three rates at one batch) and the summary all run, and $OUT
+holds what the GPU run hands back."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import json
 import os
 import sqlite3
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -27,6 +28,7 @@ def test_the_gpu_script_runs_its_smoke_mode_and_writes_its_outputs(tmp_path: Pat
         "OUT": str(out),
         "TUNER_GPU_WHEELS": str(tmp_path / "no-wheels"),  # the installed packages, as here
         "CUDA_VISIBLE_DEVICES": "",
+        "PYTHON": sys.executable,  # this interpreter's packages, whatever python3 is on PATH
     }
     run = subprocess.run(
         ["bash", str(SCRIPT), "--smoke"], env=env, capture_output=True, text=True, timeout=1500

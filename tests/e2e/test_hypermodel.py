@@ -1,4 +1,5 @@
-"""KerasTuner hypermodels through ``tuner search``, unchanged, on two CPU replicas."""
+"""KerasTuner hypermodels through ``tuner search``, unchanged, on two CPU replicas: a ``build(hp)``
+function, a ``HyperModel`` class and an instance, each searched once."""
 
 from __future__ import annotations
 
@@ -7,8 +8,11 @@ import sys
 
 import optuna
 import pytest
-from conftest import TESTS, WIDE, run_tuner, search_wide, sha256
+from conftest import TESTS, WIDE, run_tuner, search_wide, sha256, tuner_env
 from optuna.trial import TrialState
+
+from tuner.driver.opening import DIRECTIONS
+from tuner.driver.spec_file import load_spec
 
 pytestmark = pytest.mark.slow
 
@@ -34,8 +38,16 @@ trials = {trials}
 
 
 def search(
-    tmp_path, model="tuned_mlp", mode="defaults", multipliers="[1]", rules='["none"]', trials=4
+    tmp_path,
+    model="tuned_mlp",
+    mode="defaults",
+    multipliers="[1]",
+    rules='["none"]',
+    trials=4,
+    warm="1",
 ):
+    """``tuner search`` of the hypermodel spec; ``warm``: ``TUNER_WARM_CHILD`` (``0`` where the
+    check refuses, so that no spare child starts beside it)."""
     spec = SPEC.format(model=model, mode=mode, multipliers=multipliers, rules=rules, trials=trials)
     (tmp_path / "hyper.toml").write_text(spec)
     return run_tuner(
@@ -50,6 +62,7 @@ def search(
         "--export",
         "rec.json",
         cwd=tmp_path,
+        env=tuner_env(TUNER_WARM_CHILD=warm),
     )
 
 
@@ -72,7 +85,9 @@ def trained(trial) -> tuple[int, list[str]]:
 
 
 def test_defaults_mode_builds_kerastuner_defaults_and_runs_the_grid(tmp_path):
-    result = search(tmp_path, rules='["none", "linear"]')
+    """A ``build(hp)`` function that compiles its model: KerasTuner's defaults over the grid, the
+    build's own loss and optimizer kept, the rule's learning rate put in its optimizer."""
+    result = search(tmp_path, model="compiled_mlp", multipliers="[1, 2]", rules='["linear"]')
     assert result.returncode == 0, result.stderr
     study = optuna.load_study(study_name="hyper", storage=f"sqlite:///{tmp_path}/h.db")
     trials = study.get_trials()
@@ -88,14 +103,30 @@ def test_defaults_mode_builds_kerastuner_defaults_and_runs_the_grid(tmp_path):
     assert rec["model_hyperparameters"] == defaults
     chosen = study.trials[rec["trial_number"]]
     assert rebuilt(rec["keras_tuner_snippet"]) == trained(chosen)
+    assert rec["keras_tuner_snippet"].endswith("model = compiled_mlp(hp)\n")
+
+    # The build compiles with SGD (momentum 0.7) at a learning rate of 0.5: the optimizer is
+    # kept, its learning rate is the linear rule's at each batch.
+    (trial,) = [t for t in trials if t.params["global_batch_size"] == 512]
+    optimizer = trial.user_attrs["optimizer"]
+    assert optimizer["class"] == "SGD" and optimizer["from_build"] is True
+    assert optimizer["momentum"] == pytest.approx(0.7)  # the user's setting is kept
+    lr = trial.user_attrs["learning_rate"]
+    assert lr == pytest.approx(2e-3)  # linear rule at 2× the base batch, not the build's 0.5
+    assert optimizer["learning_rate"] == pytest.approx(lr)
+    assert trial.user_attrs["optimizer_learning_rate"] == pytest.approx(lr)
 
 
 def test_search_mode_samples_model_hyperparameters_with_batch_and_rule(tmp_path):
-    result = search(tmp_path, mode="search", multipliers="[1, 2]", rules='["none", "sqrt"]')
+    """A ``HyperModel`` class, searched jointly with the batch and the rule."""
+    result = search(
+        tmp_path, model="TunedMLP", mode="search", multipliers="[1, 2]", rules='["none", "sqrt"]',
+        trials=3,
+    )  # fmt: skip
     assert result.returncode == 0, result.stderr
     study = optuna.load_study(study_name="hyper", storage=f"sqlite:///{tmp_path}/h.db")
     trials = study.get_trials()
-    assert len(trials) == 4 and all(t.state == TrialState.COMPLETE for t in trials)
+    assert len(trials) == 3 and all(t.state == TrialState.COMPLETE for t in trials)
     configs = {json.dumps(t.user_attrs["model_hyperparameters"], sort_keys=True) for t in trials}
     assert len(configs) >= 2, "the model hyperparameters were not searched"
     for trial in trials:
@@ -107,36 +138,24 @@ def test_search_mode_samples_model_hyperparameters_with_batch_and_rule(tmp_path)
     chosen = study.trials[rec["trial_number"]]
     assert rec["model_hyperparameters"] == chosen.user_attrs["model_hyperparameters"]
     assert rebuilt(rec["keras_tuner_snippet"]) == trained(chosen)
+    assert rec["keras_tuner_snippet"].endswith("model = TunedMLP().build(hp)\n")
     assert "model" in result.stdout and "units=" in result.stdout  # the table shows them
 
-    # Resuming with a larger budget runs only the difference.
+    # Resuming with a larger budget runs only the difference (one run: only the check's spare).
     again = search(
-        tmp_path, mode="search", multipliers="[1, 2]", rules='["none", "sqrt"]', trials=5
-    )
+        tmp_path, model="TunedMLP", mode="search", multipliers="[1, 2]", rules='["none", "sqrt"]',
+        trials=4, warm="check",
+    )  # fmt: skip
     assert again.returncode == 0, again.stderr
     assert (
-        len(optuna.load_study(study_name="hyper", storage=f"sqlite:///{tmp_path}/h.db").trials) == 5
+        len(optuna.load_study(study_name="hyper", storage=f"sqlite:///{tmp_path}/h.db").trials) == 4
     )
-
-
-def test_a_compiled_model_keeps_its_loss_and_optimizer_with_the_rules_learning_rate(tmp_path):
-    result = search(tmp_path, model="compiled_mlp", multipliers="[2]", rules='["linear"]')
-    assert result.returncode == 0, result.stderr
-    study = optuna.load_study(study_name="hyper", storage=f"sqlite:///{tmp_path}/h.db")
-    (trial,) = study.get_trials()
-    optimizer = trial.user_attrs["optimizer"]
-    assert optimizer["class"] == "SGD" and optimizer["from_build"] is True
-    assert optimizer["momentum"] == pytest.approx(0.7)  # the user's setting is kept
-    lr = trial.user_attrs["learning_rate"]
-    assert lr == pytest.approx(2e-3)  # linear rule at 2× the base batch, not the build's 0.5
-    assert optimizer["learning_rate"] == pytest.approx(lr)
-    assert trial.user_attrs["optimizer_learning_rate"] == pytest.approx(lr)
 
 
 def test_a_hypermodel_whose_fit_sets_batch_size_is_refused(tmp_path):
     (tmp_path / "h.db").write_bytes(b"")
     before = sha256(tmp_path / "h.db")
-    result = search(tmp_path, model="BatchSettingMLP")
+    result = search(tmp_path, model="BatchSettingMLP", warm="0")
     assert result.returncode == 2
     assert "HyperModel.fit sets batch_size" in result.stderr
     assert "tuner owns the batch size" in result.stderr
@@ -144,39 +163,33 @@ def test_a_hypermodel_whose_fit_sets_batch_size_is_refused(tmp_path):
     assert sha256(tmp_path / "h.db") == before
 
 
-@pytest.mark.parametrize("model", ["TunedMLP", "tuned_instance"])
-def test_hypermodel_classes_and_objects_run_too(tmp_path, model):
-    result = search(tmp_path, model=model)
-    assert result.returncode == 0, result.stderr
-    rec = json.loads((tmp_path / "rec.json").read_text())
-    assert rec["model_hyperparameters"]["units"] == 16
-    suffix = "().build(hp)" if model == "TunedMLP" else ".build(hp)"
-    assert rec["keras_tuner_snippet"].endswith(f"model = {model}{suffix}\n")
-
-
 def test_search_mode_needs_a_hypermodel(tmp_path):
-    result = search(tmp_path, model="plain_model", mode="search")
+    result = search(tmp_path, model="plain_model", mode="search", warm="0")
     assert result.returncode == 2
     assert "needs a KerasTuner hypermodel" in result.stderr
 
 
 def test_out_of_memory_is_monotone_per_model_configuration(tmp_path):
-    spec = WIDE.replace("wide_model", "wide_hypermodel")
+    """A ``HyperModel`` instance whose width is searched: out-of-memory implies larger batches of
+    the same width only. Three points are queued before the search, in a study made as tuner
+    makes one (its spec stored), so that one search runs them."""
+    spec = WIDE.replace("tuner_test_workloads:wide_model", "e2e.hypermodels:wide_instance")
     spec = spec.replace("base_batch_size = 512", "base_batch_size = 4096")
     spec = spec.replace("batch_multipliers = [1, 2, 8, 16]", "batch_multipliers = [1, 2]")
     spec = spec.replace('lr_rules = ["none", "sqrt"]', 'lr_rules = ["none"]')
-    (tmp_path / "wide.toml").write_text(spec + 'model_hyperparameters = "search"\ntrials = 1\n')
-    first = search_wide(tmp_path, "w.db", "--no-baseline")
-    assert first.returncode == 0, first.stderr
+    (tmp_path / "wide.toml").write_text(spec + 'model_hyperparameters = "search"\ntrials = 3\n')
     url = f"sqlite:///{tmp_path}/w.db"
-    study = optuna.load_study(study_name="wide", storage=url)
+    study = optuna.create_study(study_name="wide", storage=url, directions=DIRECTIONS)
+    study.set_user_attr("spec", load_spec(tmp_path / "wide.toml").to_dict())
     for width, batch in [(8192, 4096), (8192, 8192), (256, 8192)]:
         study.enqueue_trial({"width": width, "global_batch_size": batch, "lr_rule": "none"})
-    second = search_wide(tmp_path, "w.db", "--no-baseline", "--trials", "4")
-    assert second.returncode == 0, second.stderr
+    result = search_wide(tmp_path, "w.db", "--no-baseline")
+    assert result.returncode == 0, result.stderr
 
-    trials = optuna.load_study(study_name="wide", storage=url).get_trials()
-    assert len(trials) == 4
+    study = optuna.load_study(study_name="wide", storage=url)
+    assert study.user_attrs["hypermodel"]["kind"] == "instance"
+    trials = study.get_trials()
+    assert len(trials) == 3
     by_point: dict[tuple[int, int], list[str]] = {}
     for trial in trials:
         key = (trial.params["width"], trial.params["global_batch_size"])

@@ -1,7 +1,8 @@
 """The input pipeline measured once per batch, with real TensorFlow children on two CPU replicas
 and real SQLite: at batch 128 the rules none and linear train apart (two children), and the
 second is sent the first one's ``input_throughput`` — it does not time the pipeline again
-(``input_probe_s`` ~0) and names the trial it came from; batch 64 measures its own."""
+(``input_probe_s`` ~0) and names the trial it came from; batch 64 measures its own. The search is
+:mod:`piped_search`'s, shared with ``test_same_training.py`` and ``test_progress_columns.py``."""
 
 from __future__ import annotations
 
@@ -9,19 +10,20 @@ from pathlib import Path
 
 import optuna
 import pytest
-from conftest import run_tuner, write_spec
+from piped_search import NAME, piped_search
+
+
+@pytest.fixture(scope="module")
+def piped(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    return piped_search(tmp_path_factory)
 
 
 @pytest.mark.slow
-def test_the_second_rule_at_a_batch_reuses_the_first_ones_input_figure(tmp_path: Path) -> None:
-    write_spec(tmp_path / "s.toml", name="inputs", base=64, rules='["none", "linear"]')
-    searched = run_tuner(
-        "search", "--spec", "s.toml", "--storage", "sqlite:///s.db", "--cpu-replicas", "2",
-        "--no-baseline", "--no-noise-scale", "--seeds", "1", "--max-repeats", "1",
-        cwd=tmp_path,
-    )  # fmt: skip
-    assert searched.returncode == 0, searched.stderr
-    study = optuna.load_study(study_name="inputs", storage=f"sqlite:///{tmp_path}/s.db")
+def test_the_second_rule_at_a_batch_reuses_the_first_ones_input_figure(
+    piped: tuple[Path, str],
+) -> None:
+    _, url = piped
+    study = optuna.load_study(study_name=NAME, storage=url)
     children = [t for t in study.get_trials() if "same_as" not in t.user_attrs]
     by_batch: dict[int, list[optuna.trial.FrozenTrial]] = {}
     for trial in sorted(children, key=lambda t: t.number):

@@ -1,6 +1,7 @@
 """A real ``tuner search --backend jax --cpu-replicas 2`` study: Keras 3 on JAX under
-``keras.distribution.DataParallel`` over two host CPU devices, real SQLite through Optuna, then
-``tuner export``; and a real out-of-memory under JAX's CPU memory cap."""
+``keras.distribution.DataParallel`` over two host CPU devices, real SQLite through Optuna, an
+export; a batch that trains, a real out-of-memory under JAX's CPU memory cap and a larger batch
+implied by it, in one search."""
 
 from __future__ import annotations
 
@@ -9,70 +10,11 @@ from pathlib import Path
 
 import optuna
 import pytest
-from conftest import WIDE, run_tuner, write_spec
+from conftest import WIDE, run_tuner, tuner_env
+from e2e.jax_collectives import xla_flags
 from optuna.trial import TrialState
 
 pytestmark = pytest.mark.slow
-
-
-def test_a_jax_study_completes_every_trial_and_exports(tmp_path: Path) -> None:
-    spec = write_spec(
-        tmp_path / "s.toml", name="jaxs", base=128, multipliers="[1, 2]", rules='["none"]'
-    )
-    result = run_tuner(
-        "search",
-        "--spec",
-        str(spec),
-        "--backend",
-        "jax",
-        "--cpu-replicas",
-        "2",
-        "--epochs",
-        "2",
-        "--no-baseline",
-        "--storage",
-        "sqlite:///jax.db",
-        cwd=tmp_path,
-    )
-    assert result.returncode == 0, result.stderr[-4000:]
-    assert "on 2 cpu replicas (jax)" in result.stderr
-    study = optuna.load_study(study_name="jaxs", storage=f"sqlite:///{tmp_path}/jax.db")
-    assert study.user_attrs["backend"] == "jax"
-    assert study.user_attrs["device_signatures"] == ["2x cpu, jax"]
-    versions = study.user_attrs["versions"]
-    assert "tensorflow" not in versions
-    assert {"jax", "jaxlib", "keras"} <= set(versions)
-    trials = study.get_trials()
-    batches = sorted(t.params["global_batch_size"] for t in trials)
-    assert batches == [128, 256]
-    for trial in trials:
-        attrs = trial.user_attrs
-        assert trial.state == TrialState.COMPLETE, attrs
-        assert attrs["status"] == "ok"
-        assert attrs["backend"] == "jax"
-        assert attrs["device_kind"] == "cpu"
-        assert attrs["device_signature"] == "2x cpu, jax"
-        assert attrs["throughput"] > 0
-        assert attrs["num_replicas"] == 2
-        assert attrs["per_replica_batch_size"] == attrs["global_batch_size"] // 2
-        assert "tensorflow" not in attrs.get("versions", {})
-
-    exported = run_tuner(
-        "export",
-        "--storage",
-        "sqlite:///jax.db",
-        "--study-name",
-        "jaxs",
-        "--output",
-        "rec.json",
-        cwd=tmp_path,
-    )
-    assert exported.returncode == 0, exported.stderr
-    rec = json.loads((tmp_path / "rec.json").read_text())
-    assert rec["global_batch_size"] in (128, 256)
-    assert rec["num_replicas"] == 2
-    assert "tensorflow" not in rec["versions"]
-
 
 CAP = "224MiB"
 """Per device, so 448 MiB of address space over what the child holds once JAX is up (RLIMIT_AS).
@@ -80,7 +22,7 @@ Measured here with the wide model on 2 host devices: global batch 1024 trains un
 8192 runs out of memory under 256 MiB (and trains under 512 MiB); 224 MiB sits between both."""
 
 
-def test_out_of_memory_under_the_jax_cap_is_pruned_and_larger_sizes_implied(
+def test_a_jax_study_trains_prunes_the_oom_under_the_cap_implies_larger_and_exports(
     tmp_path: Path,
 ) -> None:
     (tmp_path / "wide.toml").write_text(
@@ -102,16 +44,35 @@ def test_out_of_memory_under_the_jax_cap_is_pruned_and_larger_sizes_implied(
         "--no-noise-scale",
         "--storage",
         "sqlite:///wide.db",
+        "--export",
+        "rec.json",
         cwd=tmp_path,
+        env=tuner_env(XLA_FLAGS=xla_flags()),  # the out-of-memory waited for 10 s
     )
     assert result.returncode == 0, result.stderr[-4000:]
+    assert "on 2 cpu replicas (jax)" in result.stderr
     study = optuna.load_study(study_name="wide", storage=f"sqlite:///{tmp_path}/wide.db")
     signature = "2x cpu, jax, cap 224 MiB per device"
+    assert study.user_attrs["backend"] == "jax"
     assert study.user_attrs["device_signatures"] == [signature]
+    versions = study.user_attrs["versions"]
+    assert "tensorflow" not in versions
+    assert {"jax", "jaxlib", "keras"} <= set(versions)
     by_batch = {t.params["global_batch_size"]: t for t in study.get_trials()}
     assert sorted(by_batch) == [1024, 8192, 16384]
     fits, oom, implied = by_batch[1024], by_batch[8192], by_batch[16384]
-    assert fits.state == TrialState.COMPLETE and fits.user_attrs["backend"] == "jax"
+
+    attrs = fits.user_attrs
+    assert fits.state == TrialState.COMPLETE, attrs
+    assert attrs["status"] == "ok"
+    assert attrs["backend"] == "jax"
+    assert attrs["device_kind"] == "cpu"
+    assert attrs["device_signature"] == signature
+    assert attrs["throughput"] > 0
+    assert attrs["num_replicas"] == 2
+    assert attrs["per_replica_batch_size"] == 512
+    assert "tensorflow" not in attrs.get("versions", {})
+
     assert oom.state == TrialState.PRUNED and oom.user_attrs["status"] == "oom", oom.user_attrs
     assert oom.user_attrs["error"]
     assert implied.state == TrialState.PRUNED
@@ -120,3 +81,8 @@ def test_out_of_memory_under_the_jax_cap_is_pruned_and_larger_sizes_implied(
         f"global batch 8192 already ran out of memory on {signature}"
         in (implied.user_attrs["error"])
     )
+
+    rec = json.loads((tmp_path / "rec.json").read_text())
+    assert rec["global_batch_size"] == 1024
+    assert rec["num_replicas"] == 2
+    assert "tensorflow" not in rec["versions"]

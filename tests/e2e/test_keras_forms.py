@@ -10,7 +10,7 @@ from pathlib import Path
 
 import optuna
 import pytest
-from conftest import run_tuner
+from conftest import run_tuner, tuner_env
 
 pytestmark = pytest.mark.slow
 
@@ -36,14 +36,22 @@ FORMS = "e2e.keras_forms"
 
 
 def search(
-    tmp_path: Path, model: str, data: str, *flags: str, loss: str = "mse", multipliers: str = "1"
+    tmp_path: Path,
+    model: str,
+    data: str,
+    *flags: str,
+    loss: str = "mse",
+    multipliers: str = "1",
+    warm: str = "1",
 ) -> tuple[str, str, int]:
-    """``tuner search`` on two CPU replicas, no baseline, no noise scale; (stdout, stderr, code)."""
+    """``tuner search`` on two CPU replicas, no baseline, no noise scale; (stdout, stderr, code).
+    ``warm``: ``TUNER_WARM_CHILD`` (``0`` where the check refuses: no spare child beside it)."""
     spec = SPEC.format(model=model, data=data, loss=loss, multipliers=multipliers)
     (tmp_path / "s.toml").write_text(spec)
     result = run_tuner(
         "search", "--spec", "s.toml", "--cpu-replicas", "2", "--storage", "sqlite:///s.db",
         "--no-baseline", "--no-noise-scale", *flags, cwd=tmp_path,
+        env=tuner_env(TUNER_WARM_CHILD=warm),
     )  # fmt: skip
     assert "Traceback" not in result.stderr + result.stdout
     return result.stdout, result.stderr, result.returncode
@@ -72,7 +80,7 @@ def test_ragged_data_on_two_replicas_is_one_exit_2_line_before_the_grid(tmp_path
     """Keras's fit under MirroredStrategy cannot take ragged tensors on several replicas: the
     workload check knows the replicas and refuses them with what to do, nothing stored."""
     model, data = f"{FORMS}:ragged_model", f"{FORMS}:ragged_datasets"
-    _, stderr, code = search(tmp_path, model, data, multipliers="1, 2")
+    _, stderr, code = search(tmp_path, model, data, multipliers="1, 2", warm="0")
     assert code == 2, stderr
     (line,) = [line for line in stderr.splitlines() if line.startswith("error:")]
     assert "the data hold ragged tensors" in line and "pad them in the data" in line
@@ -84,7 +92,8 @@ def test_the_same_failure_at_a_second_point_stops_the_search(tmp_path: Path) -> 
     every trial with the same line: the search stops after the second of three points, the two
     trials stored."""
     model, data = f"{FORMS}:one_device_model", f"{FORMS}:ten_features_data"
-    _, stderr, code = search(tmp_path, model, data, multipliers="1, 2, 4")
+    # No spare child for a next run: the third point's would be killed unused.
+    _, stderr, code = search(tmp_path, model, data, multipliers="1, 2, 4", warm="check")
     assert code == 1, stderr
     last = stderr.strip().splitlines()[-1]
     assert last.startswith("error: trials #0 and #1 failed with the same error"), stderr
@@ -95,7 +104,7 @@ def test_the_same_failure_at_a_second_point_stops_the_search(tmp_path: Path) -> 
 
 def test_a_wrong_input_shape_is_one_exit_2_line_with_keras_own_message(tmp_path: Path) -> None:
     _, stderr, code = search(
-        tmp_path, f"{FORMS}:ten_features_model", f"{FORMS}:twenty_features_data"
+        tmp_path, f"{FORMS}:ten_features_model", f"{FORMS}:twenty_features_data", warm="0"
     )
     assert code == 2, stderr
     lines = [line for line in stderr.splitlines() if line.startswith("error:")]

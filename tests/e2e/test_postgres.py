@@ -1,4 +1,5 @@
-"""One study on a real PostgreSQL server, shared by several ``tuner search`` workers.
+"""One study on a real PostgreSQL server, shared by several ``tuner search`` workers, one of them
+killed mid-trial (the heartbeat recovers its trial).
 
 ``.ci/run`` installs and starts the server and creates the role; ``TUNER_TEST_POSTGRES`` is an
 URL of a database that role can connect to (each test gets a fresh database of its own).
@@ -28,11 +29,22 @@ def pg_url() -> Iterator[str]:
         yield url
 
 
-def test_three_workers_share_one_postgres_study(tmp_path, pg_url):
+def test_workers_share_one_postgres_study_and_recover_a_killed_ones_trial(tmp_path, pg_url):
+    """A worker killed mid-trial (SIGKILL), then two workers sharing the rest of the grid: its
+    trial, stale once 3 of its heartbeats are missed, is failed and its point run again once."""
     write_spec(tmp_path / "small.toml", base=256, multipliers="[1, 2, 4]", rules='["none", "sqrt"]')
     args = ["--spec", "small.toml", "--cpu-replicas", "2", "--storage", pg_url, "--no-baseline"]
+    killed = start_search([*args, "--heartbeat", "1"], tmp_path, TUNER_TEST_FAULT="hang@512")
+    wait_running(pg_url, 512)
+    killed.send_signal(signal.SIGKILL)
+    killed.wait()
+    (stale,) = load(pg_url).get_trials(states=(TrialState.RUNNING,))
+
+    # Their grace period (3 heartbeats, 6 s) is over before their workload checks are: the
+    # killed worker's trial is failed when they first claim one.
+    args += ["--heartbeat", "2"]
     started = time.monotonic()
-    workers = [start_search(args, tmp_path) for _ in range(3)]
+    workers = [start_search(args, tmp_path) for _ in range(2)]
     outputs = [w.communicate(timeout=900) for w in workers]
     wall = time.monotonic() - started
     for worker, (_stdout, stderr) in zip(workers, outputs, strict=True):
@@ -42,18 +54,23 @@ def test_three_workers_share_one_postgres_study(tmp_path, pg_url):
     study = load(pg_url)
     points = {(b, r) for b in (256, 512, 1024) for r in ("none", "sqrt")}
     assert_grid_settled(study, points)
+    assert study.trials[stale.number].state == TrialState.FAIL
+    retry = [t for t in study.trials if t.system_attrs.get("failed_trial") == stale.number]
+    assert len(retry) == 1 and retry[0].state == TrialState.COMPLETE
     trials = study.get_trials()
     host = socket.gethostname()
     assert {t.user_attrs["host"] for t in trials} == {host}
     per_worker = Counter(t.user_attrs["worker"] for t in trials)
-    assert len(per_worker) >= 2, f"the grid was not shared out: {per_worker}"
+    killed_one = stale.user_attrs["worker"]
+    assert len(per_worker) == 3, f"the grid was not shared out: {per_worker}"
     assert all(t.user_attrs["device_model"] == "cpu" for t in trials)
     assert all(t.user_attrs["device_count"] == 2 for t in trials)
-    duplicates = len(trials) - len(points)
+    duplicates = len(trials) - len(points) - 1  # the killed worker's trial is not one
     assert duplicates <= 2, f"{duplicates} duplicated grid points"
     print(
-        f"postgres: 3 workers, {len(trials)} trials "
-        f"(per worker {sorted(per_worker.values())}), {duplicates} duplicates, {wall:.0f} s"
+        f"postgres: a killed worker ({per_worker[killed_one]} trials), then 2 workers, "
+        f"{len(trials)} trials (per worker {sorted(per_worker.values())}), "
+        f"{duplicates} duplicates, {wall:.0f} s"
     )
 
     shown = run_tuner("show", "--storage", pg_url, "--study-name", "small", "--all", cwd=tmp_path)
@@ -74,26 +91,6 @@ def test_three_workers_share_one_postgres_study(tmp_path, pg_url):
     assert "give these devices their own --study-name" in other.stderr
     assert "small-2x-cpu-cap-512-mib-per-device" in other.stderr
     assert len(load(pg_url).get_trials()) == len(trials)
-
-
-def test_a_killed_worker_is_recovered_by_the_heartbeat(tmp_path, pg_url):
-    write_spec(tmp_path / "small.toml", base=256, multipliers="[1, 2]", rules='["none"]')
-    args = ["--spec", "small.toml", "--cpu-replicas", "2", "--storage", pg_url]
-    args += ["--heartbeat", "1", "--no-baseline"]
-    worker = start_search(args, tmp_path, TUNER_TEST_FAULT="hang@512")
-    wait_running(pg_url, 512)
-    worker.send_signal(signal.SIGKILL)
-    worker.wait()
-    (stale,) = load(pg_url).get_trials(states=(TrialState.RUNNING,))
-
-    time.sleep(3.5)  # the grace period: 3 heartbeats
-    again = run_tuner("search", *args, cwd=tmp_path)
-    assert again.returncode == 0, again.stderr
-    study = load(pg_url)
-    assert_grid_settled(study, {(256, "none"), (512, "none")})
-    assert study.trials[stale.number].state == TrialState.FAIL
-    retry = [t for t in study.trials if t.system_attrs.get("failed_trial") == stale.number]
-    assert len(retry) == 1 and retry[0].state == TrialState.COMPLETE
 
 
 @pytest.mark.parametrize(

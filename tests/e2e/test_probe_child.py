@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 import pytest
+from e2e.jax_collectives import xla_flags
 
 from tuner.core.devices import DevicePlan
 from tuner.core.spec import SearchSpec, StudySpec, WorkloadSpec
@@ -62,9 +63,12 @@ def test_a_child_killed_mid_probe_leaves_its_size_infeasible_and_a_fresh_child_g
     assert (found["largest_fitting_batch"], found["smallest_oom_batch"]) == (2048, 3072)
 
 
-def test_jax_stops_a_child_at_an_oom_and_goes_on_in_a_fresh_one() -> None:
+def test_jax_stops_a_child_at_an_oom_and_goes_on_in_a_fresh_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     # The wide model trains at 1024 and runs out of memory at 8192 under 224 MiB per device
-    # (tests/e2e/test_jax_search.py).
+    # (tests/e2e/test_jax_search.py); the out-of-memory is waited for 10 s.
+    monkeypatch.setenv("XLA_FLAGS", xla_flags())
     plan = DevicePlan("cpu", 2, memory_limit_bytes=224 * 2**20, backend="jax")
     found = run_probe(_spec("jax"), plan, 16_384, runner=RUNNER, grid=(1024, 8192, 16384), steps=2)
     # Bisection: 8192 runs out of memory and ends the first child; the second tries 1024.

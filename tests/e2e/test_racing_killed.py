@@ -17,7 +17,8 @@ pytestmark = pytest.mark.slow
 
 
 def test_a_resume_within_the_grace_period_calls_the_recommendation_provisional(tmp_path):
-    write_spec(tmp_path / "s.toml", base=256, rules='["none", "linear"]')
+    # One configuration: the lone candidate's second run (its interval needs one) is the repeat.
+    write_spec(tmp_path / "s.toml", base=256, multipliers="[1]", rules='["none"]')
     url = f"sqlite:///{tmp_path}/s.db"
     args = ["--spec", "s.toml", "--storage", url, "--cpu-replicas", "2", "--no-noise-scale",
             "--no-baseline", "--max-repeats", "2", "--heartbeat", "60"]  # fmt: skip

@@ -1,7 +1,7 @@
 """Real workloads through ``tuner search`` on two CPU replicas: every input form, sample budgets,
-a fixed validation set, input-bound detection, bounded memory, and bad inputs refused. A TFRecord
-file read with a parse function is searched by the zoo (``tests/workloads``, ``tfrecord``: its
-sample budget used, not rebatched) and probed here."""
+a fixed validation set, input-bound detection and bounded memory (one search), and bad inputs
+refused. A TFRecord file read with a parse function is searched by the zoo (``tests/workloads``,
+``tfrecord``: its sample budget used, not rebatched) and probed here."""
 
 from __future__ import annotations
 
@@ -129,10 +129,15 @@ def test_a_dataset_function_gets_the_per_replica_batch_and_an_input_context(
     assert "noise" in attrs.get("noise_scale_note", "")  # said why it is not measured
 
 
-def test_a_billion_virtual_samples_stay_in_bounded_memory(tmp_path: Path) -> None:
+def test_a_billion_slow_virtual_samples_stay_in_bounded_memory_and_are_flagged_input_bound(
+    tmp_path: Path,
+) -> None:
+    """10⁹ virtual samples behind a slow map: the sample budget bounds what the trial and the
+    baseline read, and the pipeline, not the model, sets the pace. Arrays, which are not input
+    bound, are asserted on the children of ``test_same_training.py``."""
     path = spec(
         tmp_path / "virtual.toml",
-        "tuner_test_workloads:virtual_datasets",
+        "tuner_test_workloads:slow_virtual_datasets",
         multipliers="[1]",
         budget="train_samples = 3072\nval_samples = 512",  # nothing may read all 10⁹
     )
@@ -142,24 +147,11 @@ def test_a_billion_virtual_samples_stay_in_bounded_memory(tmp_path: Path) -> Non
     assert attrs["status"] == "ok"
     assert attrs["peak_rss_bytes"] < 2 * 2**30
     assert attrs["train_samples_used"] <= 3072
+    assert attrs["input_bound"] is True, attrs
     study = optuna.load_study(study_name="virtual", storage=db)
     (baseline,) = study.user_attrs["baselines"].values()
     assert baseline["status"] == "ok", baseline
     assert baseline["peak_rss_bytes"] < 2 * 2**30
-
-
-def test_a_slow_pipeline_is_flagged_input_bound(tmp_path: Path) -> None:
-    """Arrays, which are not, are asserted on the children of ``test_same_training.py``."""
-    slow = spec(
-        tmp_path / "slow.toml",
-        "tuner_test_workloads:slow_regression_datasets",
-        multipliers="[1]",
-        budget="train_samples = 3072\nval_samples = 512",
-    )
-    result, db = search(tmp_path, slow)
-    assert result.returncode == 0, result.stderr
-    (attrs,) = trials(db, "slow")
-    assert attrs["input_bound"] is True, attrs
 
 
 @pytest.mark.parametrize(
@@ -187,7 +179,7 @@ def test_bad_inputs_exit_2_with_one_line_and_the_database_untouched(
         else "tuner.workloads.regression:build_model",
         loss="sparse_categorical_crossentropy" if images else "mse",
     )
-    result, _ = search(tmp_path, path)
+    result, _ = search(tmp_path, path, TUNER_WARM_CHILD="0")  # no spare beside the check
     assert result.returncode == 2, result.stderr
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and message in errors[0], result.stderr
@@ -233,7 +225,8 @@ def test_the_probe_reads_a_tfrecord_stream_for_a_few_steps(tmp_path: Path) -> No
         "--storage",
         db,
         cwd=tmp_path,
-        env=tuner_env(TUNER_CACHE=str(tmp_path / "cache")),
+        # One probe child, started beside the check: no spare for a next one.
+        env=tuner_env(TUNER_CACHE=str(tmp_path / "cache"), TUNER_WARM_CHILD="check"),
     )
     assert result.returncode == 0, result.stderr
     study = optuna.load_study(study_name="records", storage=db)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import optuna
 import pytest
-from conftest import run_tuner, sha256
+from conftest import run_tuner, sha256, tuner_env
 from optuna.trial import TrialState
 
 from tuner.core.outcome import PHASES
@@ -112,6 +112,7 @@ def test_resume_runs_nothing_new(small_study, tmp_path):
         "--storage",
         url,
         cwd=work,
+        env=tuner_env(TUNER_WARM_CHILD="0"),  # only the check runs: no spare beside it
     )
     assert again.returncode == 0, again.stderr
     assert "nothing to run" in again.stderr
@@ -133,6 +134,7 @@ def test_resume_with_a_different_spec_is_refused(small_study):
         "--epochs",
         "3",
         cwd=work,
+        env=tuner_env(TUNER_WARM_CHILD="0"),  # refused after the check: no spare beside it
     )
     assert changed.returncode == 2
     assert "different spec" in changed.stderr and "epochs" in changed.stderr
@@ -153,17 +155,17 @@ def test_mnist_shaped_workload_trains(tmp_path):
         "--batch-multipliers",
         "8",
         "--lr-rules",
-        "none,sqrt",
+        "sqrt",
         "--epochs",
         "2",
         cwd=tmp_path,
     )
     assert result.returncode == 0, result.stderr
     study = optuna.load_study(study_name="mnist-synthetic", storage=f"sqlite:///{tmp_path}/m.db")
-    losses = [t.values[0] for t in study.get_trials()]
-    assert len(losses) == 2 and all(math.isfinite(v) for v in losses)
-    # Ten classes: chance-level cross-entropy is ln(10) = 2.30; the model learns well below it.
-    assert max(losses) < 1.0
+    (loss,) = [t.values[0] for t in study.get_trials()]
+    # Ten classes: chance-level cross-entropy is ln(10) = 2.30; the model learns well below it
+    # (about 0.003 at batch 256).
+    assert math.isfinite(loss) and loss < 1.0
 
 
 def test_the_time_breakdown_adds_up_to_the_wall_time(small_study):

@@ -1,15 +1,21 @@
-"""Soak: a study with 3 workers under random faults, on SQLite (18 grid points) and on PostgreSQL
-(15).
+"""Soak: a study with 3 workers under random faults, on SQLite (15 grid points) and on PostgreSQL
+(12).
 
-Faults, chosen by a seeded RNG (the seed is printed; ``TUNER_SOAK_SEED`` replays one): child
-segfaults and a hang past ``--trial-timeout`` at random grid points (``TUNER_TEST_FAULT``), SIGKILLs
-of workers mid-trial (each restarted at once, as a scheduler would), one SIGSTOP of a worker
-for longer than the heartbeat grace, then SIGCONT, and two storage outages of ``OUTAGE_S``,
-longer than the heartbeat grace, which the workers wait out (``--storage-wait``), each saying so:
-on SQLite the file locked by another process, past the lock timeout the URL gives SQLite
-(``?timeout=2``); on PostgreSQL the test's private server stopped and started again.
-The study must end with every grid point settled once, nothing RUNNING, no process or temp
-folder of any trial left, and an intact database. The figures go to stdout and, with
+Faults, chosen by a seeded RNG (the seed is printed; ``TUNER_SOAK_SEED`` replays one): faults
+inside trial children at random grid points (``TUNER_TEST_FAULT``; on SQLite one of each kind:
+segfault, abort, exit without a result, a result that is not JSON, an exception, and a hang past
+``--trial-timeout``; on PostgreSQL two segfaults: the timeout is the driver's, whatever the
+storage, and its 60 s would be most of that run), SIGKILLs of workers at random moments
+mid-trial (each restarted at once, as a scheduler would), one SIGSTOP of a worker for longer than
+the heartbeat grace, then SIGCONT, and two storage outages of ``OUTAGE_S``, longer than the
+heartbeat grace, which the workers wait out (``--storage-wait``), each saying so: on SQLite the
+file locked by another process, past the lock timeout the URL gives SQLite (``?timeout=2``); on
+PostgreSQL the test's private server stopped and started again.
+The study must end with every grid point settled once (each fault classified by its kind, every
+other point ok, none measured twice more than a claim race allows), nothing RUNNING, no process
+or temp folder of any trial left, and an intact database; a result stored as finished never
+changes or vanishes, whatever is killed (workers sharing SQLite at its default lock timeout
+without an outage: tests/e2e/test_reliability.py). The figures go to stdout and, with
 ``TUNER_SOAK_REPORT=FILE``, as one JSON line appended to FILE.
 """
 
@@ -33,7 +39,7 @@ import pytest
 import sqlalchemy
 from conftest import run_tuner, tuner_env, write_spec
 from optuna.trial import TrialState
-from procs import child_pids, finished_trials, load
+from procs import child_pids, finished_trials, load, wait_gone
 from sqlalchemy import text
 from test_storage_outages import PrivateServer, private_pg  # noqa: F401  (the fixture)
 
@@ -43,8 +49,16 @@ from tuner.core.trials import is_settled
 pytestmark = pytest.mark.slow
 
 RULES = ["none", "linear", "sqrt"]
-SQLITE_SIZES = 6  # 18 grid points: room for its 6 faults with 6 points still to run after them
-POSTGRES_SIZES = 5  # 15: PostgreSQL's multi-worker path is also in test_postgres; CI's budget
+SQLITE_SIZES = 5  # 15 grid points: 6 with a child fault, 9 ok ones for its 5 other faults to meet
+POSTGRES_SIZES = 4  # 12: PostgreSQL's multi-worker path is also in test_postgres; CI's budget
+FAULTS = {  # a fault injected into a trial child: the status and error its grid point ends with
+    "segfault": ("crashed", "SIGSEGV"),
+    "abort": ("crashed", "SIGABRT"),
+    "exit": ("error", "without a result"),
+    "garbage": ("error", "not JSON"),
+    "raise": ("error", "fault injected"),
+    "hang": ("timeout", "killed"),
+}
 
 
 def grid(sizes: int) -> set[tuple[int, str]]:
@@ -67,8 +81,10 @@ class Soak:
     """The workers of one soak run and what was done to them."""
 
     cwd: Path
+    url: str
     args: list[str]
     env: dict[str, str]
+    hang: tuple[int, str] | None
     workers: list[subprocess.Popen[str]] = field(default_factory=list)
     faults: Counter[str] = field(default_factory=Counter)
     outputs: list[tuple[int, str]] = field(default_factory=list)
@@ -76,6 +92,8 @@ class Soak:
     logs: dict[int, Path] = field(default_factory=dict)
     outage: Callable[[], None] | None = None
     """Make the storage go away for ``OUTAGE_S`` and come back (``None``: no outages)."""
+    finished: dict[int, tuple[str, object]] = field(default_factory=dict)
+    """Every trial seen finished so far: number -> (state, values)."""
 
     def start(self) -> None:
         # Output to files, not pipes: nobody reads a pipe while the soak runs.
@@ -95,16 +113,36 @@ class Soak:
     def live(self) -> list[subprocess.Popen[str]]:
         return [w for w in self.workers if w.poll() is None]
 
-    def mid_trial(self, rng: random.Random) -> subprocess.Popen[str] | None:
-        """A live worker whose trial child is running, if any."""
-        busy = [w for w in self.live() if child_pids(w.pid)]
+    def mid_trial(
+        self, rng: random.Random, spare_the_hang: bool = True
+    ) -> subprocess.Popen[str] | None:
+        """A live worker whose trial child is running, if any; with ``spare_the_hang``, not the
+        one whose trial hangs (killed or stopped, its retry would hang ``TRIAL_TIMEOUT_S`` more:
+        a killed worker's hung trial is tests/e2e/test_orphans.py's and test_reliability's)."""
+        spared = self.hang_worker() if spare_the_hang else None
+        busy = [w for w in self.live() if w.pid != spared and child_pids(w.pid)]
         return rng.choice(busy) if busy else None
 
+    def hang_worker(self) -> int | None:
+        """The pid of the worker whose trial at the hang's grid point runs, if any."""
+        if self.hang is None:
+            return None
+        try:
+            running = load(self.url).get_trials(states=(TrialState.RUNNING,))
+        except KeyError:
+            return None
+        for trial in running:
+            if grid_point(trial) == self.hang and "worker" in trial.user_attrs:
+                return int(trial.user_attrs["worker"].rpartition(":")[2])
+        return None
+
     def kill(self, worker: subprocess.Popen[str]) -> None:
+        children = child_pids(worker.pid)
         worker.send_signal(signal.SIGKILL)
         worker.wait()
         self.workers.remove(worker)
         self.killed.append(worker.pid)
+        assert wait_gone(children, 5), "the killed worker's child survived as an orphan"
 
     def every_log(self) -> list[str]:
         """The output of every worker started, killed ones' too."""
@@ -116,18 +154,31 @@ class Soak:
             self.outputs.append((worker.returncode, self.logs[worker.pid].read_text()))
             self.workers.remove(worker)
 
+    def check_finished(self) -> int:
+        """Every trial seen finished is still stored as it was (a kill at any moment loses no
+        finished result); how many are finished now."""
+        now = finished_trials(self.url)
+        changed = {n: (was, now.get(n)) for n, was in self.finished.items() if now.get(n) != was}
+        assert not changed, f"finished trials changed or vanished: {changed}"
+        self.finished = now
+        return len(now)
+
 
 def _schedule(rng: random.Random, points: int, outages: int) -> list[tuple[int, str]]:
     """(finished trials before it, fault): two worker kills, one long stop and ``outages``
-    storage outages, at random, while at least 6 grid points are still to run."""
+    storage outages, at random (several may come at once), while at least 6 grid points are
+    still to run."""
     kinds = ["worker-sigkill", "worker-sigkill", "worker-sigstop", *["storage-outage"] * outages]
-    moments = sorted(rng.sample(range(3, points - 6), len(kinds)))
+    moments = sorted(rng.choices(range(2, points - 6), k=len(kinds)))
     rng.shuffle(kinds)
     return list(zip(moments, kinds, strict=True))
 
 
 def _inject(soak: Soak, kind: str, rng: random.Random) -> bool:
-    worker = soak.mid_trial(rng)
+    if kind == "worker-sigkill":
+        # A random moment of the trial's start, its training or its write.
+        time.sleep(rng.uniform(0.0, 3.0))
+    worker = soak.mid_trial(rng, spare_the_hang=kind != "storage-outage")
     if worker is None:
         return False
     if kind == "storage-outage" and soak.outage is not None:  # a trial runs: its heartbeat meets it
@@ -143,7 +194,7 @@ def _inject(soak: Soak, kind: str, rng: random.Random) -> bool:
     return True
 
 
-def _drive(soak: Soak, url: str, rng: random.Random, points: int, within_s: float = 1500) -> None:
+def _drive(soak: Soak, rng: random.Random, points: int, within_s: float = 1500) -> None:
     """Run the workers to the end, injecting the scheduled faults on the way."""
     schedule = _schedule(rng, points, 0 if soak.outage is None else 2)
     for _ in range(WORKERS):
@@ -151,7 +202,7 @@ def _drive(soak: Soak, url: str, rng: random.Random, points: int, within_s: floa
     deadline = time.monotonic() + within_s
     while soak.live():
         assert time.monotonic() < deadline, "the soak did not end in time"
-        done = len(finished_trials(url))
+        done = soak.check_finished()
         if schedule and done >= schedule[0][0] and _inject(soak, schedule[0][1], rng):
             schedule.pop(0)
         time.sleep(0.5)
@@ -220,7 +271,12 @@ def _lock_sqlite(path: Path) -> Callable[[], None]:
 
 
 def _soak(
-    tmp_path: Path, url: str, storage: str, sizes: int, outage: Callable[[], None] | None = None
+    tmp_path: Path,
+    url: str,
+    storage: str,
+    sizes: int,
+    child_faults: list[str],
+    outage: Callable[[], None] | None = None,
 ) -> None:
     seed = int(os.environ.get("TUNER_SOAK_SEED", random.randrange(10_000)))
     print(f"soak seed {seed} (TUNER_SOAK_SEED={seed} replays it)")
@@ -228,11 +284,16 @@ def _soak(
     points = grid(sizes)
     # Not at the base batch: there every rule's rate is the base rate, so a point can be answered
     # by another rule's run (same_as) without a child, and its fault never fires (seed 4751's
-    # hang at (256, sqrt) ended ok as (256, linear)'s twin).
-    crashes = rng.sample(sorted(p for p in points if p[0] > 256), 3)
-    faults = [f"segfault@{b}/{r}" for b, r in crashes[:2]] + [
-        f"hang@{b}/{r}" for b, r in crashes[2:]
-    ]
+    # hang at (256, sqrt) ended ok as (256, linear)'s twin). The hang at the next batch, among
+    # the first trials, so that its TRIAL_TIMEOUT_S passes while the other points run (an outage
+    # longer than the heartbeat grace hands it to another worker, which starts it again).
+    hang = (512, rng.choice(RULES)) if "hang" in child_faults else None
+    others = sorted(p for p in points if p[0] > 256 and p != hang)
+    kinds = [kind for kind in child_faults if kind != "hang"]
+    faulted = dict(zip(rng.sample(others, len(kinds)), kinds, strict=True))
+    if hang is not None:
+        faulted[hang] = "hang"
+    faults = [f"{kind}@{b}/{r}" for (b, r), kind in faulted.items()]
     write_spec(
         tmp_path / "small.toml", multipliers=str(list(range(1, sizes + 1))), rules=json.dumps(RULES)
     )
@@ -254,19 +315,20 @@ def _soak(
         "--no-noise-scale",
     ]
     args += ["--heartbeat", str(HEARTBEAT_S), "--trial-timeout", str(TRIAL_TIMEOUT_S)]
-    soak = Soak(tmp_path, args, env, outage=outage)
+    soak = Soak(tmp_path, url, args, env, hang, outage=outage)
     started = time.monotonic()
-    _drive(soak, url, rng, len(points))
+    _drive(soak, rng, len(points))
     # The last worker may have ended while a killed one's trial still looked alive: after the
     # grace period, the user's next `tuner search` settles what is left.
     time.sleep(3 * HEARTBEAT_S + 1)
     final = run_tuner("search", *args, cwd=tmp_path, env=tuner_env(**env))
     wall_s = time.monotonic() - started
-    soak.faults.update({"segfault": 2, "hang": 1})
+    soak.faults.update(Counter(faulted.values()))
 
     for code, err in [*soak.outputs, (final.returncode, final.stderr)]:
         assert code == 0 and "Traceback" not in err, err
         assert "internal error" not in err and "error: storage" not in err, err
+    assert soak.faults["worker-sigkill"] >= 1, soak.faults  # killed with finished results to lose
     if outage is not None:  # each outage reached the guard of a worker whose trial ran
         said = "".join(soak.every_log())
         assert soak.faults["storage-outage"] == 2
@@ -275,18 +337,29 @@ def _soak(
     assert list((tmp_path / "tmp").glob("tuner-trial-*")) == []
     study = load(url)
     trials = study.get_trials()
+    figures = _figures(study, soak, wall_s, storage, seed, len(points))
+    print("soak:", json.dumps(figures))
     stuck = [t for t in trials if t.state in (TrialState.RUNNING, TrialState.WAITING)]
     assert not stuck, [(t.number, t.state.name, t.user_attrs, t.system_attrs) for t in stuck]
+    for number, before in soak.finished.items():  # no finished result changed or vanished
+        assert (trials[number].state.name, trials[number].values) == before
     shown = unique_trials(trials)
     assert sorted(grid_point(t) for t in shown) == sorted(points)  # each grid point once
     assert all(is_settled(t) for t in shown)
-    statuses = {grid_point(t): status_of(t) for t in shown}
-    assert [statuses[p] for p in crashes] == ["crashed", "crashed", "timeout"]
-    assert sum(s == "ok" for s in statuses.values()) == len(points) - 3, statuses
+    by_point = {grid_point(t): t for t in shown}
+    for point, kind in faulted.items():  # each fault classified; the study went on after it
+        status, fragment = FAULTS[kind]
+        trial = by_point[point]
+        assert trial.state == TrialState.FAIL and status_of(trial) == status, (kind, trial)
+        assert fragment in trial.user_attrs["error"], (kind, trial.user_attrs)
+    statuses = {p: status_of(t) for p, t in by_point.items()}
+    assert sum(s == "ok" for s in statuses.values()) == len(points) - len(faulted), statuses
+    assert figures["duplicates"] <= WORKERS - 1, figures  # only a claim race measures twice
     listed = run_tuner("show", "--storage", url, "--study-name", "small", cwd=tmp_path)
     assert listed.returncode == 0, listed.stderr
-    figures = _figures(study, soak, wall_s, storage, seed, len(points))
-    print("soak:", json.dumps(figures))
+    assert sum(" ok " in line for line in listed.stdout.splitlines()) == len(points) - len(faulted)
+    exported = run_tuner("export", "--storage", url, "--study-name", "small", cwd=tmp_path)
+    assert exported.returncode == 0, exported.stderr
     if report := os.environ.get("TUNER_SOAK_REPORT"):
         with open(report, "a") as handle:
             handle.write(json.dumps(figures) + "\n")
@@ -374,7 +447,8 @@ def _trials_damage(db: sqlalchemy.Connection) -> list[str]:
 
 def test_soak_sqlite(tmp_path):
     url = f"sqlite:///{tmp_path / 'soak.db'}?timeout={SQLITE_LOCK_TIMEOUT_S}"
-    _soak(tmp_path, url, "sqlite", SQLITE_SIZES, _lock_sqlite(tmp_path / "soak.db"))
+    child_faults = list(FAULTS)  # one of each, the hang included
+    _soak(tmp_path, url, "sqlite", SQLITE_SIZES, child_faults, _lock_sqlite(tmp_path / "soak.db"))
     assert _damage(url) == []
 
 
@@ -393,5 +467,5 @@ def _stop_server(server: PrivateServer) -> Callable[[], None]:
 @pytest.mark.postgres
 def test_soak_postgres(tmp_path, private_pg):  # noqa: F811
     url = private_pg.url
-    _soak(tmp_path, url, "postgresql", POSTGRES_SIZES, _stop_server(private_pg))
+    _soak(tmp_path, url, "postgresql", POSTGRES_SIZES, ["segfault"] * 2, _stop_server(private_pg))
     assert _damage(url) == []

@@ -1,13 +1,16 @@
 """The zoo (issue 28): setups written the way Keras's own examples and guides write them
-(:mod:`workloads.setups`), each searched on two CPU replicas with a tiny budget (no baseline, one
-grid point), exported, and the export trained by a fresh plain-Keras script (``train_fresh.py``;
-not the ``keras.applications`` models: ``Setup.fresh_in_test``). A setup tuner cannot train today
-is ``xfail(strict=True)`` with the one-line error it gives, so that a fix flips it."""
+(:mod:`workloads.setups`), each searched once on two CPU replicas with a tiny budget (no baseline,
+one grid point), exported by that search, and the export trained by a fresh plain-Keras script
+(``train_fresh.py``, one ``--serve`` process per backend for the module's setups: it imports
+nothing of tuner's; not the ``keras.applications`` models: ``Setup.fresh_in_test``). A setup
+tuner cannot train today is ``xfail(strict=True)`` with the one-line error it gives, so that a fix
+flips it."""
 
 from __future__ import annotations
 
 import math
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -34,9 +37,19 @@ def params() -> list[object]:
     ]
 
 
+@pytest.fixture(scope="module")
+def trainers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[zoo.FreshTrainers]:
+    """The plain-Keras servers that train the exports (one per backend, per xdist worker)."""
+    started = zoo.FreshTrainers(tmp_path_factory.mktemp("fresh"))
+    yield started
+    started.close()
+
+
 @pytest.mark.parametrize("setup", params())
-def test_a_keras_setup_searches_exports_and_trains_fresh(setup: Setup, tmp_path: Path) -> None:
-    outcome = zoo.run(setup, tmp_path, with_fresh=setup.fresh_in_test)
+def test_a_keras_setup_searches_exports_and_trains_fresh(
+    setup: Setup, tmp_path: Path, trainers: zoo.FreshTrainers
+) -> None:
+    outcome = zoo.run(setup, tmp_path, with_fresh=setup.fresh_in_test, trainers=trainers)
 
     assert outcome.search_rc == 0, outcome.search_error or outcome.search_stderr[-2000:]
     assert outcome.trials, "no trial stored"

@@ -2,6 +2,7 @@
 of tuner's: plain Python and Keras, as a user's own script would.
 
     python train_fresh.py REC.json MODEL_REF DATA_REF [--hypermodel] [--compiled | --loss=NAME]
+    python train_fresh.py --serve
 
 It reads the JSON's global batch, learning rate and optimizer (as Keras serializes it; from the
 ``recommended`` block where the export has one, else the top-level keys), builds the model on two
@@ -10,6 +11,12 @@ replicas (``MirroredStrategy`` over two logical CPUs, or ``keras.distribution.Da
 build is compiled with the exported optimizer and the loss the user names (``--loss``); a
 compiled build keeps its own compile and takes the exported learning rate (the report names both
 optimizer classes).
+
+``--serve`` trains one export after another in the same process, as a notebook would: each line
+on stdin is a JSON object ``{"cwd": FOLDER, "argv": [REC.json, MODEL_REF, DATA_REF, FLAGS...]}``,
+trained in ``FOLDER`` on a model built anew (after ``keras.backend.clear_session()``), answered
+by one line ``REPORT {json}`` or ``FAILED {"error": LINE}``. The test suite uses it so that the
+zoo pays Python's start and the framework's import once per backend, not once per setup.
 """
 
 from __future__ import annotations
@@ -30,9 +37,13 @@ def resolve(reference: str) -> Any:
     return getattr(importlib.import_module(module), name)
 
 
+STRATEGY: list[Any] = []
+"""The one ``MirroredStrategy`` of this process (TensorFlow's logical CPUs are set once)."""
+
+
 def two_replicas() -> tuple[Any, int]:
     """The strategy to build the model in (TensorFlow), or ``None`` (JAX, where the distribution
-    is set globally), and the number of replicas."""
+    is set globally, again after each ``clear_session``), and the number of replicas."""
     if os.environ.get("KERAS_BACKEND") == "jax":
         import jax
         import keras
@@ -42,10 +53,12 @@ def two_replicas() -> tuple[Any, int]:
         return None, len(devices)
     import tensorflow as tf
 
-    cpu = tf.config.list_physical_devices("CPU")[0]
-    tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
-    return strategy, strategy.num_replicas_in_sync
+    if not STRATEGY:
+        cpu = tf.config.list_physical_devices("CPU")[0]
+        logical = [tf.config.LogicalDeviceConfiguration()] * 2
+        tf.config.set_logical_device_configuration(cpu, logical)
+        STRATEGY.append(tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]))
+    return STRATEGY[0], STRATEGY[0].num_replicas_in_sync
 
 
 def is_batched(dataset: Any) -> bool:
@@ -98,14 +111,15 @@ def build_on_strings(model: Any, strategy: Any, data: Any) -> bool:
     return True
 
 
-def main(argv: list[str]) -> None:
+def train(argv: list[str], strategy: Any, replicas: int) -> dict[str, Any]:
+    """Train the export ``argv`` names (``REC.json MODEL_REF DATA_REF FLAGS...``) one epoch on
+    ``strategy``'s replicas; the report."""
     path, model_ref, data_ref, *flags = argv
     config = json.loads(Path(path).read_text(encoding="utf-8"))
     # The design's ``recommended`` block where the export has one, else the top-level keys.
     recommended = config.get("recommended") or config
     batch = int(recommended["global_batch_size"])
     learning_rate = float(recommended["learning_rate"])
-    strategy, replicas = two_replicas()
     import keras
 
     with scope(strategy):
@@ -131,7 +145,7 @@ def main(argv: list[str]) -> None:
     local_build = build_on_strings(model, strategy, arguments["x"])
     history = model.fit(epochs=1, verbose=0, **arguments)
     losses = history.history["loss"]
-    report = {
+    return {
         "replicas": replicas,
         "batch_size": batch,
         "learning_rate": learning_rate,
@@ -143,7 +157,34 @@ def main(argv: list[str]) -> None:
         "finite": all(math.isfinite(loss) for loss in losses),
         "built_from_local_batch": local_build,
     }
-    print("REPORT " + json.dumps(report))
+
+
+def serve() -> None:
+    """Train each request read from stdin (one JSON line each) and answer it on stdout."""
+    import traceback
+
+    import keras
+
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        request = json.loads(line)
+        keras.backend.clear_session()
+        os.chdir(request["cwd"])
+        try:
+            answer = "REPORT " + json.dumps(train(request["argv"], *two_replicas()))
+        except Exception as exc:  # one setup's failure is its answer, not the server's end
+            traceback.print_exc()
+            last = f"{type(exc).__name__}: {exc}".strip().splitlines()
+            answer = "FAILED " + json.dumps({"error": last[-1] if last else type(exc).__name__})
+        print(answer, flush=True)
+
+
+def main(argv: list[str]) -> None:
+    if argv == ["--serve"]:
+        serve()
+    else:
+        print("REPORT " + json.dumps(train(argv, *two_replicas())))
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """The warm child: the next run's process, started while the current one finishes.
 
 Each child pays an interpreter start and the framework's import (~3 s of TensorFlow on our
-machines; with jax installed TensorFlow's import pulls jax too). A warm child pays it early: the
+machines). A warm child pays it early: the
 driver starts it (``python -m tuner.worker --warm BACKEND ...``, :mod:`tuner.worker.warm`) when
 
 - the running child starts, where the operating system lets a process leave the idle

@@ -1,14 +1,16 @@
 """The gradient noise scale measured in real trials (two CPU replicas), against analytic truth;
-the literature's learning-rate rules as they reach the optimizer. That ``--no-noise-scale`` skips
-the measurement is asserted on the four children of ``tests/e2e/test_same_training.py``."""
+goodput in the recommendation and the table. That ``--no-noise-scale`` skips the measurement is
+asserted on the three children of ``tests/e2e/test_same_training.py``; the literature's
+learning-rate rules as they reach the optimizer, in ``tests/e2e/test_export_training.py``."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import optuna
 import pytest
-from conftest import run_tuner
+from conftest import built_once, run_tuner
 from tuner_test_workloads import ANALYTIC, ANALYTIC_P
 
 pytestmark = pytest.mark.slow
@@ -60,13 +62,43 @@ def run(tmp_path, *extra, **fields):
         *extra,
         cwd=tmp_path,
     )
+    (tmp_path / "stdout.txt").write_text(result.stdout)
     assert result.returncode == 0, result.stderr
     study = optuna.load_study(study_name=values["name"], storage=f"sqlite:///{tmp_path}/s.db")
     return result, study.get_trials()
 
 
+def run_analytic(tmp_path: Path, case: str, multipliers: str = "[1]"):
+    """A search of the analytic problem ``case`` on two CPU replicas at base batch 2048."""
+    return run(
+        tmp_path,
+        "--cpu-replicas",
+        "2",
+        model=f"analytic_model_{case}",
+        data=f"analytic_data_{case}",
+        optimizer="sgd",
+        base=2048,
+        multipliers=multipliers,
+        lr=1e-20,
+        steps=60,
+    )
+
+
+@pytest.fixture(scope="module")
+def analytic_a(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Case ``a`` at batches 2048 and 4096, built once: the analytic truth is read at the base
+    batch, and the two batches give the goodput test a choice."""
+    return built_once(
+        tmp_path_factory, "analytic-a", lambda work: run_analytic(work, "a", "[1, 2]")
+    )
+
+
+def trials_of(work: Path) -> list[optuna.trial.FrozenTrial]:
+    return optuna.load_study(study_name="t", storage=f"sqlite:///{work}/s.db").get_trials()
+
+
 @pytest.mark.parametrize("case", sorted(ANALYTIC))
-def test_noise_scale_matches_the_analytic_truth(tmp_path, case):
+def test_noise_scale_matches_the_analytic_truth(tmp_path, request, case):
     """Linear regression y = x·w* + ε, x ~ N(0, I_p), ε ~ N(0, σ²), MSE, a linear model without
     bias held at w = w* + d (learning rate ~0, so the weights do not move).
 
@@ -78,18 +110,11 @@ def test_noise_scale_matches_the_analytic_truth(tmp_path, case):
     """
     d_squared, sigma_squared = ANALYTIC[case]
     truth = ((ANALYTIC_P + 1) * d_squared + ANALYTIC_P * sigma_squared) / d_squared
-    _, trials = run(
-        tmp_path,
-        "--cpu-replicas",
-        "2",
-        model=f"analytic_model_{case}",
-        data=f"analytic_data_{case}",
-        optimizer="sgd",
-        base=2048,
-        lr=1e-20,
-        steps=60,
-    )
-    (trial,) = trials
+    if case == "a":  # shared with the goodput test
+        trials = trials_of(request.getfixturevalue("analytic_a"))
+    else:
+        _, trials = run_analytic(tmp_path, case)
+    (trial,) = [t for t in trials if t.params["global_batch_size"] == 2048]
     measured = trial.user_attrs["gradient_noise_scale"]
     print(f"case {case}: B_simple measured {measured:.1f}, true {truth:.1f}")
     assert measured == pytest.approx(truth, rel=0.10)
@@ -102,16 +127,18 @@ def test_noise_scale_matches_the_analytic_truth(tmp_path, case):
     assert trial.user_attrs["timings"]["noise_scale_s"] > 0
 
 
-def test_noise_scale_goodput_in_the_recommendation_and_the_table(tmp_path):
-    result, trials = run(tmp_path, "--cpu-replicas", "2", multipliers="[1, 2]", base=512, steps=40)
+def test_noise_scale_goodput_in_the_recommendation_and_the_table(analytic_a):
+    trials = trials_of(analytic_a)
+    assert len(trials) == 2
     assert all(t.user_attrs["gradient_noise_scale"] is not None for t in trials)
-    rec = json.loads((tmp_path / "rec.json").read_text())
+    rec = json.loads((analytic_a / "rec.json").read_text())
     for key in ("gradient_noise_scale", "statistical_efficiency", "goodput"):
         assert rec[key] is not None, key
-    assert "B_noise" in result.stdout and "goodput" in result.stdout
+    stdout = (analytic_a / "stdout.txt").read_text()
+    assert "B_noise" in stdout and "goodput" in stdout
     exported = run_tuner(
         "export", "--storage", "sqlite:///s.db", "--study-name", "t", "--policy", "goodput",
-        cwd=tmp_path,
+        cwd=analytic_a,
     )  # fmt: skip
     assert exported.returncode == 0, exported.stderr
     by_goodput = json.loads(exported.stdout)
@@ -130,31 +157,6 @@ def test_one_replica_says_the_noise_scale_needs_two(tmp_path):
         "the gradient noise scale needs at least 2 replicas"
     )
     assert "gradient_noise_scale" not in trial.user_attrs
-
-
-def test_literature_rules_reach_the_optimizer(tmp_path):
-    _, trials = run(
-        tmp_path,
-        "--cpu-replicas",
-        "2",
-        multipliers="[1, 4]",
-        rules='["sqrt-adam", "linear-warmup"]',
-        steps=1,
-    )
-    by_point = {(t.params["global_batch_size"], t.params["lr_rule"]): t for t in trials}
-    adam = by_point[(1024, "sqrt-adam")].user_attrs["optimizer"]
-    assert adam["class"] == "Adam"
-    assert adam["learning_rate"] == pytest.approx(2e-3, rel=1e-6)  # √4 × 1e-3
-    assert adam["beta_1"] == pytest.approx(0.6) and adam["beta_2"] == pytest.approx(0.996)
-    assert adam["epsilon"] == pytest.approx(1e-7 / 2)
-    base = by_point[(256, "sqrt-adam")].user_attrs["optimizer"]
-    assert base["beta_1"] == pytest.approx(0.9)  # k = 1: Adam's own settings
-    warm = by_point[(1024, "linear-warmup")]
-    warmup = warm.user_attrs["optimizer"]["warmup"]
-    steps = warm.user_attrs["steps_per_epoch"]
-    assert warmup == {"from": 1e-3, "to": pytest.approx(4e-3), "steps": steps}  # one epoch
-    # After the ramp the optimizer holds the peak rate.
-    assert warm.user_attrs["optimizer_learning_rate"] == pytest.approx(4e-3, rel=1e-6)
 
 
 def test_sqrt_adam_with_a_compiled_sgd_build_is_a_clear_error(tmp_path):

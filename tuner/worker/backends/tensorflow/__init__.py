@@ -9,6 +9,7 @@ loops); ``_noise`` measures the gradient noise scale from the replicas' own grad
 
 from __future__ import annotations
 
+from tuner.worker.backends.tensorflow import _framework  # noqa: F401  (first: TensorFlow without jax)
 from tuner.worker.backends.tensorflow._inputs import (
     first_batch,
     load_source,
