@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from conftest import run_tuner, tuner_env
+from conftest import OWNER_ENV, run_tuner, tuner_env
 
 from workloads.setups import Setup
 
@@ -154,7 +154,7 @@ class FreshTrainers:
         if running is not None and running.poll() is None:
             return running
         env = fresh_env(backend)
-        env.pop("TUNER_TEST_OWNER", None)  # outlives the test that starts it; close() ends it
+        env.pop(OWNER_ENV, None)  # outlives the test that starts it; close() ends it
         log = open(self.folder / f"fresh-{backend}.log", "ab")  # noqa: SIM115 (the child's)
         with log:
             started = subprocess.Popen(
