@@ -14,8 +14,8 @@ from typing import Any
 from tuner.core.outcome import classify
 from tuner.core.protocol import DEFAULT_TRIAL_TIMEOUT_S
 from tuner.driver.children import child_runner, trial_request
-from tuner.driver.devices import plan_devices
-from tuner.driver.spec_file import load_spec
+from tuner.driver.setup.devices import plan_devices
+from tuner.driver.setup.spec_file import load_spec
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent

@@ -3,7 +3,7 @@ through this file so that the driver's own CPU per trial is read inside the proc
 from the whole run (start-up, the end's views and export are outside it).
 
 The CPU (``time.process_time``: every thread of the driver, heartbeat included) and wall seconds
-of :func:`tuner.driver.trial_loop.run_trials` are written as JSON to ``$DRIVER_SCALING_LOOP``.
+of :func:`tuner.driver.trial.loop.run_trials` are written as JSON to ``$DRIVER_SCALING_LOOP``.
 """
 
 from __future__ import annotations

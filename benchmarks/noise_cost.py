@@ -16,8 +16,8 @@ import statistics
 from tuner.core.outcome import classify
 from tuner.core.protocol import DEFAULT_TRIAL_TIMEOUT_S
 from tuner.driver.children import child_runner, trial_request
-from tuner.driver.devices import plan_devices
-from tuner.driver.spec_file import load_spec
+from tuner.driver.setup.devices import plan_devices
+from tuner.driver.setup.spec_file import load_spec
 
 WORKLOADS = {"regression": None, "mnist-synthetic": "studies/mnist-synthetic.toml"}
 REPS = 2

@@ -104,7 +104,8 @@ def phases(timings: list[dict[str, float]]) -> dict[str, float]:
 
 def _phase_line(timings: list[dict[str, float]]) -> str:
     """One rep's per-trial phases (medians) on one line, and how many trials timed their input
-    pipeline: the others were sent an earlier trial's figure (:mod:`tuner.driver.input_reuse`)."""
+    pipeline: the others were sent an earlier trial's figure
+    (:mod:`tuner.driver.reuse.input_reuse`)."""
     medians = ", ".join(f"{k} {v:.2f}" for k, v in phases(timings).items())
     probed = sum(1 for t in timings if t.get("input_probe_s", 0.0) > 0.01)
     return f"{medians}; input pipeline timed by {probed} of {len(timings)} trials"

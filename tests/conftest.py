@@ -183,7 +183,7 @@ def _skip_missing_servers(items: list[pytest.Item]) -> None:
 def _why_no_gpu() -> str:
     """Why JAX would see no NVIDIA GPU here (``""`` when it would), found cheaply: ``nvidia-smi``
     and the installed distributions, without importing jax into the pytest process."""
-    from tuner.driver.devices import visible_gpus
+    from tuner.driver.setup.devices import visible_gpus
 
     if not visible_gpus():
         return "nvidia-smi shows none (or CUDA_VISIBLE_DEVICES hides them)"

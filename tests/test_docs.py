@@ -114,14 +114,16 @@ def test_status_table_matches_the_code() -> None:
 
 def load_spec_function() -> Any:
     """``load_spec(path, overrides)``, wherever the refactoring has put it."""
-    for module in ("tuner.driver.spec_file", "tuner.core.spec"):
+    for module in ("tuner.driver.setup.spec_file", "tuner.core.spec"):
         try:
             found = getattr(importlib.import_module(module), "load_spec", None)
         except ImportError:
             continue
         if found is not None:
             return found
-    raise AssertionError("load_spec is neither in tuner.driver.spec_file nor in tuner.core.spec")
+    raise AssertionError(
+        "load_spec is neither in tuner.driver.setup.spec_file nor in tuner.core.spec"
+    )
 
 
 def spec_table() -> list[tuple[str, str, str, str | None]]:

@@ -46,7 +46,11 @@ def copy_tree(tmp_path: Path) -> Path:
         ("driver/study.py", "import tuner.driver.children._runner", "Private modules"),
         ("core/scaling.py", "import tensorflow", "The core is pure"),
         ("worker/losses.py", "import tuner.storage", "The worker never touches the study"),
-        ("driver/grid.py", "import tuner.views.batch_figures", "The driver reaches the views only"),
+        (
+            "driver/trial/grid.py",
+            "import tuner.views.batch_figures",
+            "The driver reaches the views only",
+        ),
     ],
 )
 def test_a_forbidden_import_breaks_its_contract(

@@ -14,8 +14,8 @@ from trials import make_trial
 
 from tuner.core.protocol import DEFAULT_TRIAL_TIMEOUT_S
 from tuner.driver import study as driver_study
-from tuner.driver import validate as driver_validate
 from tuner.driver.study import DEFAULT_HEARTBEAT_S, SearchReport
+from tuner.driver.validate import run as driver_validate
 
 
 def finished_study() -> optuna.Study:

@@ -120,7 +120,7 @@ def test_the_documented_names_are_public() -> None:
 
 def test_lazy_attributes() -> None:
     from tuner.core import scaling
-    from tuner.driver import spec_file
+    from tuner.driver.setup import spec_file
 
     assert tuner.scaled_learning_rate is scaling.scaled_learning_rate
     assert tuner.load_spec is spec_file.load_spec

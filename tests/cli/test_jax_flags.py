@@ -10,7 +10,7 @@ import pytest
 from conftest import invoke_tuner, sha256
 from trials import write_small_study
 
-from tuner.driver import devices
+from tuner.driver.setup import devices
 
 LOOP_LINE = "--loop = custom runs on TensorFlow only; --backend is jax"
 UPDATE_LINE = "--update-on = cpu runs on TensorFlow only; --backend is jax"

@@ -17,9 +17,9 @@ from tuner.core.devices import DevicePlan
 from tuner.core.outcome import ChildRun, TrialOutcome
 from tuner.core.protocol import Event, TrialRequest
 from tuner.core.spec import spec_from_dict
-from tuner.driver.accumulation import Accumulation
-from tuner.driver.accumulation_checks import accumulation_check
 from tuner.driver.observer import QuietObserver
+from tuner.driver.trial.accumulation import Accumulation
+from tuner.driver.validate.accumulation_checks import accumulation_check
 
 PLAN = DevicePlan("cpu", 2, memory_limit_bytes=2**27)
 
@@ -115,7 +115,7 @@ class _Asked(Exception):
 def test_the_accumulation_proof_multiplies_in_full_float32() -> None:
     """Both children are started with TensorFloat-32 off (JAX and TensorFlow): on a GPU its
     rounding parts the two summation orders by more than the tolerance."""
-    from tuner.driver.validate_accumulation import run_accumulation_validation
+    from tuner.driver.validate.accumulation import run_accumulation_validation
 
     seen: list[dict[str, str]] = []
 
@@ -138,7 +138,7 @@ def test_the_accumulation_proof_multiplies_in_full_float32() -> None:
 def test_the_control_judges_a_failed_proof_against_rounding_order() -> None:
     """Failed at the fixed tolerance, the proof is judged against the control's figure: within
     3x of it a pass with a warning, past it a failure; the control is not run for a pass."""
-    from tuner.driver.accumulation_checks import controlled_accumulation
+    from tuner.driver.validate.accumulation_checks import controlled_accumulation
 
     failed = accumulation_check(
         {"compared": True, "variables_compared": 8, "model_relative_difference": 2.3e-4}, []
@@ -165,7 +165,7 @@ class _Weights:
     def run(self, request: Any, env: dict[str, str], timeout_s: float, on_event: Any = None):
         import numpy as np
 
-        from tuner.driver.validate_checks import REORDER_ENV
+        from tuner.driver.validate.checks import REORDER_ENV
         from tuner.worker.validate import save_weights
 
         reversed_ = env.get(REORDER_ENV) == "1"
@@ -178,7 +178,7 @@ class _Weights:
 
 
 def _proof(runner: _Weights) -> dict[str, Any]:
-    from tuner.driver.validate_accumulation import run_accumulation_validation
+    from tuner.driver.validate.accumulation import run_accumulation_validation
 
     read = {"model_variables": 1, "variable_names": ["w"], "steps": 4}
     spec = spec_from_dict(None, {"workload.backend": "jax"})
@@ -203,7 +203,7 @@ def test_a_failed_proof_starts_the_control_a_passed_one_does_not() -> None:
 def test_a_control_that_diverged_excuses_nothing() -> None:
     """inf <= 3 x inf holds: a run that diverged (NaN weights, an infinite figure) must not
     pass against a control that diverged too."""
-    from tuner.driver.accumulation_checks import controlled_accumulation
+    from tuner.driver.validate.accumulation_checks import controlled_accumulation
 
     for apart, floor in ((float("inf"), float("inf")), (0.9, float("inf"))):
         failed = accumulation_check(

@@ -16,7 +16,7 @@ from optuna.trial import TrialState
 
 from tuner.core.recommend._law import study_law
 from tuner.driver import study as study_module
-from tuner.driver.early_stop import SEED_NOISE_ATTR
+from tuner.driver.decide.early_stop import SEED_NOISE_ATTR
 from tuner.driver.study import run_search
 
 BEST = {64: 1e-3, 256: 2e-3}

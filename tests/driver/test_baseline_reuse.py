@@ -14,10 +14,10 @@ import pytest
 from fake_child import PLAN, FakeChild, make_spec, ok
 
 from tuner.core.recommend import baseline_at
-from tuner.driver import baseline_reuse
 from tuner.driver import study as study_module
-from tuner.driver.baseline import baseline_request
-from tuner.driver.baseline_reuse import request_fields
+from tuner.driver.reuse import baseline_reuse
+from tuner.driver.reuse.baseline_reuse import request_fields
+from tuner.driver.setup.baseline import baseline_request
 from tuner.driver.study import run_search
 from tuner.results import recommendation
 

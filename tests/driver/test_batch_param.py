@@ -14,10 +14,10 @@ from fake_child import PLAN, FakeChild, make_spec, ok
 from optuna.distributions import CategoricalDistribution, IntDistribution
 
 from tuner.core.configurations import status_of
-from tuner.driver import objective
 from tuner.driver import study as study_module
-from tuner.driver.grid import stores_batch_as_category, suggest_global_batch
 from tuner.driver.study import SearchReport, run_search
+from tuner.driver.trial import objective
+from tuner.driver.trial.grid import stores_batch_as_category, suggest_global_batch
 
 
 @pytest.fixture(autouse=True)

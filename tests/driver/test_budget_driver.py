@@ -1,5 +1,5 @@
 """The budget in the driver: real Optuna studies in SQLite, a stand-in child that "trains" for
-10 s of a hand-moved clock (the budget's, :data:`tuner.driver.budget.CLOCK`) per run.
+10 s of a hand-moved clock (the budget's, :data:`tuner.driver.decide.budget.CLOCK`) per run.
 
 What these prove without TensorFlow: the seeds run right after the grid's base trial and before
 the rest of the grid; under a budget a run that would not fit is not started — the seeds only
@@ -17,8 +17,8 @@ import pytest
 from fake_child import PLAN, FakeChild, make_spec, ok
 
 from tuner.core.budget import BUDGET
-from tuner.driver import budget as budget_module
 from tuner.driver import study as study_module
+from tuner.driver.decide import budget as budget_module
 from tuner.driver.study import SearchReport, run_search
 from tuner.views.summary import budget_lines
 

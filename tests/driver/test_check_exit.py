@@ -8,7 +8,7 @@ from fake_child import make_spec
 
 from tuner.core.errors import WorkloadError
 from tuner.core.outcome import ChildRun
-from tuner.driver import workload_check
+from tuner.driver.setup import workload_check
 
 TF_LOGGING = (
     "WARNING: All log messages before absl::InitializeLog() is called are written to STDERR\n"

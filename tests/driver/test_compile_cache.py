@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tuner.driver import baseline_reuse, compile_cache
+from tuner.driver.reuse import baseline_reuse, compile_cache
 
 
 def test_the_cache_lives_beside_the_storage(

@@ -3,7 +3,7 @@ optimizer than the spec names (issue 28, part 3): from the workload check's ``co
 
 from __future__ import annotations
 
-from tuner.driver.workload_check import compile_line
+from tuner.driver.setup.workload_check import compile_line
 
 
 def test_no_line_when_the_spec_agrees_or_the_build_does_not_compile() -> None:

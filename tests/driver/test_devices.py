@@ -16,8 +16,8 @@ from tuner.core.devices import (
     parse_size,
 )
 from tuner.core.errors import ConfigError
-from tuner.driver import devices
-from tuner.driver.devices import plan_devices
+from tuner.driver.setup import devices
+from tuner.driver.setup.devices import plan_devices
 
 TWO_GPUS = [GpuInfo(0, "A"), GpuInfo(1, "A")]
 

@@ -1,5 +1,5 @@
-"""What a grid trial's request carries to stop early (tuner.driver.early_stop), from what is known
-when it starts: real FrozenTrials, the seed record as tuner.driver.seeds stores it."""
+"""What a grid trial's request carries to stop early (tuner.driver.decide.early_stop), from what is
+known when it starts: real FrozenTrials, the seed record as tuner.driver.decide.seeds stores it."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from fake_child import make_spec
 from trials import SIGNATURE, make_trial, target_trial
 
-from tuner.driver.early_stop import best_reference, early_stop_for, records_curves
+from tuner.driver.decide.early_stop import best_reference, early_stop_for, records_curves
 
 NOISE = {SIGNATURE: {"seeds": [0, 1, 2], "final_losses": [0.5, 0.52, 0.49], "spread": 0.03}}
 CURVE = [[1024, 0.9], [2048, 0.6], [3072, 0.5]]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tuner.core.outcome import TrialOutcome
-from tuner.driver.objective import with_efficiency
+from tuner.driver.trial.objective import with_efficiency
 
 
 def test_with_efficiency_adds_goodput_only_when_measured():

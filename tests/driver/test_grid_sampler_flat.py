@@ -1,6 +1,6 @@
-"""tuner's grid sampler (:class:`tuner.driver.grid.BatchAscendingGridSampler`) picks the same grid
-points as Optuna's ``GridSampler`` on the same ordered grid, at a cost flat in the study's size:
-each finished trial is looked at once, each trial's grid attributes are one write, and its
+"""tuner's grid sampler (:class:`tuner.driver.trial.grid.BatchAscendingGridSampler`) picks the same
+grid points as Optuna's ``GridSampler`` on the same ordered grid, at a cost flat in the study's
+size: each finished trial is looked at once, each trial's grid attributes are one write, and its
 parameters are read from what it assigned, not from the storage. A real SQLite file; counts, no
 timing."""
 
@@ -12,7 +12,7 @@ from typing import Any
 import optuna
 from optuna.samplers import GridSampler
 
-from tuner.driver.grid import BatchAscendingGridSampler
+from tuner.driver.trial.grid import BatchAscendingGridSampler
 from tuner.storage import open_storage
 from tuner.storage.trial_attrs import TunerRDBStorage
 

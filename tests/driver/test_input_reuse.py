@@ -18,7 +18,7 @@ from tuner.core.outcome import TrialOutcome
 from tuner.core.protocol import TrialRequest, decode_request, encode_request
 from tuner.driver import study as study_module
 from tuner.driver.children import trial_request
-from tuner.driver.input_reuse import INPUT_KEY, REUSED_FROM, InputReuse, find_input, input_key
+from tuner.driver.reuse.input_reuse import INPUT_KEY, REUSED_FROM, InputReuse, find_input, input_key
 from tuner.driver.study import run_search
 
 ATTRS = {"workload": {"n_train": 4096, "digest": "abc"}, "versions": {"keras": "3"}}

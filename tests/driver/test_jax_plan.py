@@ -19,8 +19,9 @@ from tuner.core.devices import (
 )
 from tuner.core.errors import ConfigError, MissingExtraError
 from tuner.core.spec import spec_from_dict
-from tuner.driver import devices, validate
-from tuner.driver.devices import plan_devices, require_backend
+from tuner.driver.setup import devices
+from tuner.driver.setup.devices import plan_devices, require_backend
+from tuner.driver.validate import run as validate
 
 H200 = 143771 * 2**20
 TWO_H200 = [GpuInfo(0, "NVIDIA H200", H200), GpuInfo(1, "NVIDIA H200", H200)]

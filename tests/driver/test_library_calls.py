@@ -9,9 +9,9 @@ import pytest
 
 from tuner.core.errors import ConfigError
 from tuner.driver import study as driver_study
-from tuner.driver import validate as driver_validate
 from tuner.driver.options import ProbeOptions, ValidateOptions
 from tuner.driver.search import probe, validate
+from tuner.driver.validate import run as driver_validate
 
 
 @pytest.fixture(autouse=True)

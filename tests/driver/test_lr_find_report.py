@@ -101,7 +101,7 @@ def test_a_model_with_nothing_trainable_gets_no_suggestion() -> None:
 def test_a_spec_for_the_range_test_alone_may_leave_out_the_grid(tmp_path: Path) -> None:
     """A spec naming only the workload loads: the grid, the study name, the base batch (64) and a
     budget are filled, since the range test uses none of them; what the file gives is kept."""
-    from tuner.driver.spec_file import load_spec
+    from tuner.driver.setup.spec_file import load_spec
 
     bare = tmp_path / "bare.toml"
     bare.write_text('[workload]\nmodel = "m:build"\ndata = "m:load"\n')

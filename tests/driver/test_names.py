@@ -13,7 +13,7 @@ import pytest
 
 from tuner.core.errors import ConfigError
 from tuner.core.spec import spec_from_dict
-from tuner.driver.names import check_names, reference_problem
+from tuner.driver.setup.names import check_names, reference_problem
 
 USER_MODULE = """import tensorflow as tf  # importing it here would cost seconds: never done
 from keras import layers
@@ -114,7 +114,7 @@ def test_nothing_is_imported(workdir: Path) -> None:
     """The user's module imports TensorFlow; checking its references imports neither."""
     code = (
         "import json, sys\n"
-        "from tuner.driver.names import reference_problem\n"
+        "from tuner.driver.setup.names import reference_problem\n"
         "print(json.dumps([reference_problem('mymodel:build_model'),\n"
         "    [m for m in ('mymodel', 'tensorflow', 'keras') if m in sys.modules]]))\n"
     )

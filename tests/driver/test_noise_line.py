@@ -16,9 +16,9 @@ from fake_child import PLAN, FakeChild, inspected, make_spec, ok
 from tuner.core.devices import DevicePlan
 from tuner.core.outcome import ChildRun
 from tuner.core.protocol import InspectRequest
-from tuner.driver import workload_check
+from tuner.driver.setup import workload_check
+from tuner.driver.setup.workload_check import noise_line
 from tuner.driver.study import run_search
-from tuner.driver.workload_check import noise_line
 
 REASON = "the model's own train_step computes its loss, and the model was compiled without a loss"
 LINE = f"the gradient noise scale will not be measured: {REASON}"

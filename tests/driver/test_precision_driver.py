@@ -13,8 +13,8 @@ from fake_child import PLAN, FakeChild, make_spec, ok
 
 from tuner.core.configurations import status_of
 from tuner.driver import study as study_module
-from tuner.driver.grid import grid_points
 from tuner.driver.study import run_search
+from tuner.driver.trial.grid import grid_points
 
 PRECISIONS = ("float32", "mixed_bfloat16")
 

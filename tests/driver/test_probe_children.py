@@ -17,7 +17,7 @@ from tuner.core.errors import TunerError
 from tuner.core.outcome import ChildRun
 from tuner.core.probe import search_from_state
 from tuner.core.protocol import Event, ProbeAttemptEvent, ProbeResultEvent
-from tuner.driver.probing import run_probe
+from tuner.driver.setup.probing import run_probe
 
 CAPPED = DevicePlan(kind="cpu", num_replicas=2, memory_limit_bytes=128 * 2**20)
 GRID = (64, 128, 256, 512)

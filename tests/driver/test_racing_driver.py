@@ -183,7 +183,7 @@ def test_seed_runs_are_stored_and_widen_the_tolerance_racing_applies(
 
 def test_a_repeat_that_misses_the_target_keeps_its_configuration_a_candidate() -> None:
     from tuner.core.outcome import TrialOutcome
-    from tuner.driver.racing import measured as with_runs
+    from tuner.driver.decide.racing import measured as with_runs
 
     first = optuna.trial.create_trial(
         state=TrialState.COMPLETE,
@@ -251,7 +251,7 @@ def test_a_repeat_a_killed_worker_left_running_makes_the_recommendation_provisio
     study._storage.record_heartbeat(killed._trial_id)
 
     child = FakeChild(measured(rates, by_loss))
-    with caplog.at_level(logging.WARNING, logger="tuner.driver.racing"):
+    with caplog.at_level(logging.WARNING, logger="tuner.driver.decide.racing"):
         report = search(storage, child, max_repeats=2)
     assert child.launched() == []  # the repeat is not run twice at once
     assert report.running == 1

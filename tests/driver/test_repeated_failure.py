@@ -4,7 +4,7 @@ search on two replicas, is tests/e2e/test_keras_forms.py."""
 
 from __future__ import annotations
 
-from tuner.driver.objective import without_batch_sizes
+from tuner.driver.trial.objective import without_batch_sizes
 
 ATTRS = {"global_batch_size": 128, "per_replica_batch_size": 64}
 

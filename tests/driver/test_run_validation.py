@@ -10,7 +10,7 @@ from fake_child import PLAN, FakeChild, make_spec
 
 from tuner.core.devices import DevicePlan
 from tuner.core.errors import ConfigError, TunerError, WorkloadError
-from tuner.driver.validate import run_validation
+from tuner.driver.validate.run import run_validation
 
 
 def measured(request: Any) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tuner.core.errors import ConfigError
-from tuner.driver.spec_file import load_spec
+from tuner.driver.setup.spec_file import load_spec
 
 STUDIES = Path(__file__).resolve().parents[2] / "studies"
 

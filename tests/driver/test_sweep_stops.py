@@ -1,14 +1,14 @@
 """The LR sweep's early stops (issue 32): with ``--lr-sweep`` a grid trial is compared with the
 best finished trial at its own batch, so a point stopped as dominated is a rate known worse
 *there* (what the law's fit needs); without a sweep, with the best of all batches as before. Real
-FrozenTrials, the seed record as tuner.driver.seeds stores it."""
+FrozenTrials, the seed record as tuner.driver.decide.seeds stores it."""
 
 from __future__ import annotations
 
 from fake_child import make_spec
 from trials import SIGNATURE, make_trial, target_trial
 
-from tuner.driver.early_stop import early_stop_for, peers
+from tuner.driver.decide.early_stop import early_stop_for, peers
 
 NOISE = {SIGNATURE: {"seeds": [0, 1, 2], "final_losses": [0.5, 0.52, 0.49], "spread": 0.03}}
 CURVE = [[1024, 0.9], [2048, 0.6], [3072, 0.5]]

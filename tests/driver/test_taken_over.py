@@ -9,7 +9,7 @@ import pytest
 from optuna.trial import TrialState
 
 from tuner.driver.observer import QuietObserver
-from tuner.driver.trial_loop import _run_one, is_taken_over
+from tuner.driver.trial.loop import _run_one, is_taken_over
 from tuner.storage import open_storage
 from tuner.storage.trial_attrs import set_outcome_attrs
 

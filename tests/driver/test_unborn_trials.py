@@ -18,7 +18,7 @@ from optuna.trial import TrialState, create_trial
 from pg_databases import fresh_database
 
 from tuner.core.trials import HEARTBEAT_S, died_unborn
-from tuner.driver.resume import requeue, requeue_unfinished, unborn_wait_s
+from tuner.driver.trial.resume import requeue, requeue_unfinished, unborn_wait_s
 from tuner.storage import open_storage
 
 NOW = datetime(2026, 12, 2, 12, 0, 0)

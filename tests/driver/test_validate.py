@@ -8,7 +8,7 @@ import optuna
 import pytest
 from conftest import run_tuner, write_spec
 
-from tuner.driver.validate_checks import LOSS_RTOL, WEIGHTS_RTOL, evaluate
+from tuner.driver.validate.checks import LOSS_RTOL, WEIGHTS_RTOL, evaluate
 
 REPORT_KEYS = {
     "passed",

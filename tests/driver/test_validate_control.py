@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from tuner.driver.validate import REORDER_ENV
-from tuner.driver.validate_checks import CONTROL_FACTOR, WEIGHTS_RTOL, Check, evaluate
+from tuner.driver.validate.checks import CONTROL_FACTOR, WEIGHTS_RTOL, Check, evaluate
+from tuner.driver.validate.run import REORDER_ENV
 
 
 def _run(step_losses: list[float]) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tuner.driver.validate_checks import OTHER_DATA, evaluate, first_differing_batch
+from tuner.driver.validate.checks import OTHER_DATA, evaluate, first_differing_batch
 
 WEIGHTS = {
     "compared": True,

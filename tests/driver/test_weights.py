@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tuner.driver.weights import compare, compare_files
+from tuner.driver.validate.weights import compare, compare_files
 
 NAMES = ["dense/kernel", "dense/bias", "adam/iteration", "adam/dense_kernel_momentum"]
 

@@ -1,5 +1,5 @@
-"""The workload check and the input checks before a search (:mod:`tuner.driver.workload_check`),
-with a fake runner (no child)."""
+"""The workload check and the input checks before a search
+(:mod:`tuner.driver.setup.workload_check`), with a fake runner (no child)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from tuner.cli.errors import exit_code
 from tuner.core.devices import DevicePlan
 from tuner.core.errors import ConfigError, TunerError, WorkloadError
 from tuner.core.outcome import ChildRun
-from tuner.driver import workload_check
+from tuner.driver.setup import workload_check
 from tuner.driver.study import run_search
 
 

@@ -16,7 +16,7 @@ from conftest import run_tuner
 
 from tuner.core.spec import spec_from_dict
 from tuner.core.target import CheckPlan
-from tuner.driver.early_stop import SEED_NOISE_ATTR, early_stop_for
+from tuner.driver.decide.early_stop import SEED_NOISE_ATTR, early_stop_for
 from tuner.worker.target import TargetCheck
 
 pytestmark = pytest.mark.slow

@@ -11,8 +11,8 @@ import pytest
 from conftest import TESTS, WIDE, run_tuner, search_wide, sha256, tuner_env
 from optuna.trial import TrialState
 
-from tuner.driver.opening import DIRECTIONS
-from tuner.driver.spec_file import load_spec
+from tuner.driver.setup.opening import DIRECTIONS
+from tuner.driver.setup.spec_file import load_spec
 
 pytestmark = pytest.mark.slow
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from conftest import run_tuner, write_spec
 
-from tuner.driver.validate_checks import LOSS_RTOL
+from tuner.driver.validate.checks import LOSS_RTOL
 
 STEPS = 12
 

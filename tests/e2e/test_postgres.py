@@ -58,9 +58,9 @@ def test_workers_share_one_postgres_study_and_recover_a_killed_ones_trial(tmp_pa
     retry = [t for t in study.trials if t.system_attrs.get("failed_trial") == stale.number]
     # Two workers that meet the stale trial at once may both queue it again (seen once, in a
     # full run at c6057a8): Optuna fails it atomically and its retry callback queues a copy, but
-    # the other worker's requeue of failed trials (tuner.driver.resume) can read it failed before
-    # that copy is stored and queue one of its own. A race, counted with the duplicates below.
-    # One worker runs it again exactly once:
+    # the other worker's requeue of failed trials (tuner.driver.trial.resume) can read it failed
+    # before that copy is stored and queue one of its own. A race, counted with the duplicates
+    # below. One worker runs it again exactly once:
     # tests/e2e/test_reliability.py::test_a_killed_worker_is_recovered_and_leaves_no_orphan.
     assert 1 <= len(retry) <= 2 and all(t.state == TrialState.COMPLETE for t in retry), retry
     trials = study.get_trials()

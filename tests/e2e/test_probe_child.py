@@ -14,7 +14,7 @@ from e2e.jax_collectives import xla_flags
 from tuner.core.devices import DevicePlan
 from tuner.core.spec import SearchSpec, StudySpec, WorkloadSpec
 from tuner.driver.children._runner import ProcessRunner
-from tuner.driver.probing import run_probe
+from tuner.driver.setup.probing import run_probe
 
 pytestmark = pytest.mark.slow
 

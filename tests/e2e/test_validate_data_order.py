@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from conftest import run_tuner
 
-from tuner.driver.validate_checks import OTHER_DATA
+from tuner.driver.validate.checks import OTHER_DATA
 
 SPEC = """
 [study]

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import run_tuner
 
-from tuner.driver.validate_checks import CONTROL_FACTOR, WEIGHTS_RTOL
+from tuner.driver.validate.checks import CONTROL_FACTOR, WEIGHTS_RTOL
 
 SPEC = """
 [study]

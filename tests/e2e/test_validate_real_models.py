@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from conftest import run_tuner
 
-from tuner.driver.validate_checks import LOSS_RTOL, WEIGHTS_DRIFT, WEIGHTS_RTOL
+from tuner.driver.validate.checks import LOSS_RTOL, WEIGHTS_DRIFT, WEIGHTS_RTOL
 
 SPEC = """
 [study]

@@ -28,7 +28,7 @@ from tuner.driver.children import _warm as warm
 from tuner.driver.children._process import child_command, child_environment
 from tuner.driver.children._requests import inspect_request, trial_request
 from tuner.driver.children._runner import run_child
-from tuner.driver.spec_file import load_spec
+from tuner.driver.setup.spec_file import load_spec
 
 pytestmark = pytest.mark.slow
 
@@ -212,7 +212,7 @@ from tuner.core.devices import DevicePlan, inspect_environment
 from tuner.driver.children import _warm as warm
 from tuner.driver.children._requests import inspect_request
 from tuner.driver.children._runner import run_child
-from tuner.driver.spec_file import load_spec
+from tuner.driver.setup.spec_file import load_spec
 
 def leave_spare():
     run_child(inspect_request(load_spec(None, {})), inspect_environment("tensorflow"), 300)

@@ -14,7 +14,7 @@ import pytest
 from conftest import run_tuner, tuner_env
 from optuna.trial import FrozenTrial, TrialState
 
-from tuner.driver.devices import visible_gpus
+from tuner.driver.setup.devices import visible_gpus
 
 pytestmark = [pytest.mark.gpu, pytest.mark.slow]
 

@@ -15,7 +15,7 @@ import sqlalchemy
 from optuna.trial import TrialState
 
 from tuner.driver.observer import QuietObserver
-from tuner.driver.spooled import record_spooled, spool_outcome, spooled_line, storage_faults
+from tuner.driver.trial.spooled import record_spooled, spool_outcome, spooled_line, storage_faults
 from tuner.storage import StorageFaultError, open_storage, spool
 from tuner.storage.faults import classify
 from tuner.storage.guarded import guarded_of

@@ -16,7 +16,7 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
-from tuner.driver.spooled import record_spooled, spool_outcome, spooled_line
+from tuner.driver.trial.spooled import record_spooled, spool_outcome, spooled_line
 from tuner.storage import StorageFaultError, open_storage
 from tuner.storage.guarded import guarded_of
 

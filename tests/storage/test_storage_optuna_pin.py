@@ -19,7 +19,7 @@ from optuna.storages._rdb import storage as rdb_storage
 from optuna.trial import TrialState
 
 import tuner.storage.trial_attrs
-from tuner.driver.grid import BatchAscendingGridSampler
+from tuner.driver.trial.grid import BatchAscendingGridSampler
 from tuner.storage import _optuna_rdb, open_storage
 from tuner.storage._optuna_rdb import TESTED_OPTUNA, find_fast_path, in_tested_range
 from tuner.storage.trial_attrs import (

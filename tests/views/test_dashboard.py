@@ -23,7 +23,7 @@ from conftest import run_tuner, save_screenshot, sha256
 from dashboards import start_dashboard, stop
 
 from tuner.core.scaling import scaled_learning_rate
-from tuner.driver.grid import BatchAscendingGridSampler, suggest_global_batch
+from tuner.driver.trial.grid import BatchAscendingGridSampler, suggest_global_batch
 from tuner.results import current_recommendation
 from tuner.views.dashboard import publish
 

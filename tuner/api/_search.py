@@ -113,7 +113,7 @@ def _tables(
     """The spec's tables: the file's (``spec``), or the built-in grid with an empty workload;
     ``loss``/``optimizer`` and the ``[search]``-only keys set."""
     from tuner.core.spec import spec_from_dict
-    from tuner.driver.spec_file import read_toml
+    from tuner.driver.setup.spec_file import read_toml
 
     if spec is not None:
         raw = read_toml(Path(spec))

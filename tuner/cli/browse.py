@@ -180,7 +180,7 @@ def _show_table(
     """``tuner show``'s table, then what the study answers: the recommendation, what a budget
     left out, results still spooled."""
     from tuner.cli import display as _display
-    from tuner.driver.spooled import spooled_at
+    from tuner.driver.trial.spooled import spooled_at
     from tuner.results import recommendation
     from tuner.views.summary import budget_lines, hidden_columns, trial_rows, wide_hint
 

@@ -34,7 +34,7 @@ from tuner.core.errors import TunerError
 from tuner.core.protocol import DEFAULT_TRIAL_TIMEOUT_S
 from tuner.core.spec import LOSS_REDUCTIONS
 from tuner.driver.options import ValidateOptions
-from tuner.driver.validate import DEFAULT_RULE, DEFAULT_STEPS
+from tuner.driver.validate.run import DEFAULT_RULE, DEFAULT_STEPS
 
 BatchSizeOpt = Annotated[
     int | None, typer.Option(help="Global batch G of both runs (default: the base batch).")

@@ -32,8 +32,8 @@ from tuner.driver.children import (
     first_precision,
     workload_ref,
 )
-from tuner.driver.names import check_names
 from tuner.driver.options import SpecOptions, spec_and_plan
+from tuner.driver.setup.names import check_names
 from tuner.files import check_output
 
 if TYPE_CHECKING:
@@ -90,7 +90,7 @@ def _missing_keys(spec: Any, min_lr: float) -> dict[str, Any]:
     no file, or one that cannot be read: loading it says what is wrong)."""
     if not isinstance(spec, str | Path) or not Path(spec).is_file():
         return {}
-    from tuner.driver.spec_file import read_toml
+    from tuner.driver.setup.spec_file import read_toml
 
     try:
         tables = read_toml(Path(spec))

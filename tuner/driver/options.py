@@ -19,7 +19,7 @@ from tuner.core.errors import ConfigError
 from tuner.core.probe import DEFAULT_PROBE_STEPS
 from tuner.core.protocol import DEFAULT_TRIAL_TIMEOUT_S
 from tuner.core.spec import LOSS_REDUCTIONS
-from tuner.driver.validate import DEFAULT_RULE, DEFAULT_STEPS
+from tuner.driver.validate.run import DEFAULT_RULE, DEFAULT_STEPS
 from tuner.storage import DEFAULT_HEARTBEAT_S, DEFAULT_STORAGE, DEFAULT_STORAGE_WAIT_S
 
 if TYPE_CHECKING:
@@ -177,8 +177,8 @@ def spec_and_plan(
     Raises :class:`ConfigError` (or :class:`~tuner.core.errors.MissingExtraError` for a backend
     that is not installed) before anything runs.
     """
-    from tuner.driver.devices import plan_devices, require_backend
-    from tuner.driver.spec_file import load_spec
+    from tuner.driver.setup.devices import plan_devices, require_backend
+    from tuner.driver.setup.spec_file import load_spec
 
     overrides = options.spec_overrides()  # first: a bad list is reported before the rest
     if trial_timeout is not None and not (math.isfinite(trial_timeout) and trial_timeout > 0):

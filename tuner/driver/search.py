@@ -1,7 +1,7 @@
 """The commands that run children, one library call each: :func:`search`, :func:`probe` and
 :func:`validate` take their command's options (:mod:`tuner.driver.options`), check everything
 once and run (:func:`tuner.driver.study.run_search`, :func:`~tuner.driver.study.probe_study`,
-:func:`tuner.driver.validate.run_validation`), telling a :class:`Front` (a search: a
+:func:`tuner.driver.validate.run.run_validation`), telling a :class:`Front` (a search: a
 :class:`SearchFront`) as they go. The CLI builds the options, calls and prints what came back.
 """
 
@@ -12,10 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tuner.core.errors import ConfigError, TunerError
-from tuner.driver import compile_cache
 from tuner.driver import study as _study
-from tuner.driver import validate as _validate
-from tuner.driver.names import check_names
 from tuner.driver.observer import QuietObserver, SearchObserver
 from tuner.driver.options import (
     ProbeOptions,
@@ -24,6 +21,9 @@ from tuner.driver.options import (
     ValidateOptions,
     spec_and_plan,
 )
+from tuner.driver.reuse import compile_cache
+from tuner.driver.setup.names import check_names
+from tuner.driver.validate import run as _validate
 from tuner.files import check_output
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ class SearchFront(SearchObserver, Front, Protocol):
         """What the search will not measure, to read even when progress is not shown."""
 
     def validated(self, report: dict[str, Any]) -> None:
-        """``--validate``'s report (:func:`tuner.driver.validate.run_validation`); a failed one
+        """``--validate``'s report (:func:`tuner.driver.validate.run.run_validation`); a failed one
         stops the search after this."""
 
     def starting(self, spec: StudySpec, plan: DevicePlan, study_name: str | None) -> None:
@@ -179,7 +179,7 @@ def probe(options: ProbeOptions, front: Front | None = None) -> ProbeReport:
 
 def validate(options: ValidateOptions, front: Front | None = None) -> dict[str, Any]:
     """Run one device against the devices ``options`` describe; return the report
-    (:func:`~tuner.driver.validate.run_validation`'s, ``passed`` inside).
+    (:func:`~tuner.driver.validate.run.run_validation`'s, ``passed`` inside).
 
     Checked once, in this order, before any child starts: ``--steps`` and ``--batch-size``, the
     ``--output`` path (the caller writes the report there), the options and the spec with
@@ -217,7 +217,7 @@ def _spec_and_plan(
     options: SpecOptions, front: Front, trial_timeout: float | None = None
 ) -> tuple[StudySpec, DevicePlan]:
     """:func:`~tuner.driver.options.spec_and_plan` and the spec's names
-    (:func:`~tuner.driver.names.check_names`: typos in milliseconds, not after a child has
+    (:func:`~tuner.driver.setup.names.check_names`: typos in milliseconds, not after a child has
     imported TensorFlow), the plan's notice told to ``front``."""
     spec, plan, notice = spec_and_plan(options, trial_timeout)
     check_names(spec)

@@ -26,16 +26,16 @@ from tuner.core.probe import DEFAULT_PROBE_STEPS
 from tuner.core.protocol import DEFAULT_TRIAL_TIMEOUT_S
 from tuner.core.spec import StudySpec, check_study_name
 from tuner.core.trials import claimed_count, settled_grid_points
-from tuner.driver import machine, probing, workload_check
-from tuner.driver.baseline import prepare_baseline
-from tuner.driver.budget import baseline_runs, budget_baseline, ledger_of, timed
 from tuner.driver.children import ChildRunner, child_runner, spares
-from tuner.driver.grid import grid_points
+from tuner.driver.decide.budget import baseline_runs, budget_baseline, ledger_of, timed
 from tuner.driver.observer import QuietObserver, SearchObserver, observed
-from tuner.driver.opening import open_study
 from tuner.driver.records import store
-from tuner.driver.spooled import record_spooled, storage_faults
-from tuner.driver.trial_loop import run_trials
+from tuner.driver.setup import machine, probing, workload_check
+from tuner.driver.setup.baseline import prepare_baseline
+from tuner.driver.setup.opening import open_study
+from tuner.driver.trial.grid import grid_points
+from tuner.driver.trial.loop import run_trials
+from tuner.driver.trial.spooled import record_spooled, storage_faults
 from tuner.storage import DEFAULT_HEARTBEAT_S, DEFAULT_STORAGE_WAIT_S, check_storage
 from tuner.views.refresh import refresh
 

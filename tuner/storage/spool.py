@@ -3,7 +3,7 @@
 When a trial's child hands back its result, the driver writes it here first (atomically: a
 temporary file renamed into place), then to the storage; once the storage has the trial's final
 state the file goes. If the storage fails, the file stays, and the next ``tuner search`` of the
-study records it before it runs anything (:mod:`tuner.driver.spooled`), instead of measuring
+study records it before it runs anything (:mod:`tuner.driver.trial.spooled`), instead of measuring
 the point again.
 
 Where: ``$TUNER_SPOOL_DIR``, else ``$XDG_STATE_HOME/tuner/spool``, else

@@ -18,7 +18,8 @@ driver (``benchmarks/driver_scaling.py``). :class:`TunerRDBStorage` is Optuna's 
   writes both in one transaction: other workers see a finished trial with all its attributes,
   never one without them, and the trial's end costs one commit, not two;
 * :meth:`~TunerRDBStorage._get_silent_trial_ids` reads which RUNNING trials have no heartbeat
-  at all, which Optuna's stale check passes over (:func:`tuner.driver.resume.requeue_unfinished`).
+  at all, which Optuna's stale check passes over
+  (:func:`tuner.driver.trial.resume.requeue_unfinished`).
 
 :func:`set_user_attrs` and :func:`set_outcome_attrs` use them where they can and fall back to
 ``set_user_attr`` one by one elsewhere (the journal storage, a trial without a storage), with the

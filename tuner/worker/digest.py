@@ -1,6 +1,6 @@
 """Inside the child: a fingerprint of the workload as the check loaded it.
 
-A baseline stored by one study is reused by another (:mod:`tuner.driver.baseline_reuse`) only
+A baseline stored by one study is reused by another (:mod:`tuner.driver.reuse.baseline_reuse`) only
 when this fingerprint is the same, so an edit the workload's names do not show (another
 activation, another augmentation, other data under the same function) measures afresh. It hashes
 the source of the modules that define the model and the data functions, the built model's

@@ -126,8 +126,8 @@ def _target_check(session: Session) -> TargetCheck | None:
 def _input_fields(session: Session, throughput: float) -> dict[str, Any]:
     """The input pipeline alone for about half a second, after training (so outside the timed
     windows), and whether training reached 80 % of it. A figure the driver passed in (an earlier
-    trial's, same pipeline, batch and devices: :mod:`tuner.driver.input_reuse`) is not measured
-    again."""
+    trial's, same pipeline, batch and devices: :mod:`tuner.driver.reuse.input_reuse`) is not
+    measured again."""
     given = session.request.input_throughput if isinstance(session.request, TrialRequest) else None
     mark = time.perf_counter()
     alone = session.backend.input_throughput(session) if given is None else given

@@ -12,7 +12,7 @@ import pytest
 from tuner.core.errors import ConfigError
 from tuner.core.identity import identity_of
 from tuner.core.spec import spec_from_dict
-from tuner.driver.grid import grid_points
+from tuner.driver.trial.grid import grid_points
 
 VALID: dict[str, dict[str, Any]] = {
     "study": {"name": "unit"},

@@ -41,7 +41,7 @@ import now (:mod:`tuner.driver.children._warm`)."""
 PROBE_ATTEMPT_EVENT = "probe_attempt"
 """The kind of :class:`~tuner.core.protocol.ProbeAttemptEvent`, sent by a probe child before it
 tries one size. A child that dies by a signal dies at the last size it announced
-(:func:`tuner.driver.probing.run_probe`)."""
+(:func:`tuner.driver.setup.probing.run_probe`)."""
 PROBE_RESULT_EVENT = "probe_result"
 """The kind of :class:`~tuner.core.protocol.ProbeResultEvent`, sent once a probe child knows
 whether a size fits."""

@@ -173,8 +173,8 @@ class TrialRequest(RunRequest):
     """Stop early when dominated (``None``: early stopping is off or cannot apply)."""
     input_throughput: float | None = None
     """What the input pipeline delivers alone (samples/s), measured by an earlier trial with the
-    same input key (:mod:`tuner.driver.input_reuse`): the child reports it instead of timing the
-    pipeline again. ``None``: the child measures it."""
+    same input key (:mod:`tuner.driver.reuse.input_reuse`): the child reports it instead of timing
+    the pipeline again. ``None``: the child measures it."""
 
 
 @dataclass(frozen=True, kw_only=True)

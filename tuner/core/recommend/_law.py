@@ -5,7 +5,7 @@ Each trial at a global batch is one ``(learning_rate, value)`` point: the LR swe
 validation loss; under a loss target, at a batch where some rate reached it, the time to the
 target (a rate that never reached it is worse there). A diverged trial is a wall (a point of
 infinite value). A trial stopped early as dominated by the best at its own batch (the sweep's
-early stops: :func:`tuner.driver.early_stop.peers`) is a rate known to be worse there: a wall
+early stops: :func:`tuner.driver.decide.early_stop.peers`) is a rate known to be worse there: a wall
 too, never a point whose partial loss is fitted as final; one stopped against another batch
 says nothing about its own and is left out. The seed noise (the relative spread of the base
 configuration's seed runs) sets the bootstrap's noise of the final loss; the median gradient

@@ -1,7 +1,7 @@
 """The study spec: what to train and which grid to search, from parsed TOML plus CLI overrides.
 
 All validation of a spec happens here, so a bad field is one clear message before anything runs.
-Pure: reading the TOML file is :func:`tuner.driver.spec_file.load_spec`'s job.
+Pure: reading the TOML file is :func:`tuner.driver.setup.spec_file.load_spec`'s job.
 """
 
 from __future__ import annotations

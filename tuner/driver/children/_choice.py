@@ -1,7 +1,7 @@
 """The one place that chooses what runs the driver's children.
 
 Called by the driver's entries (:func:`tuner.driver.study.run_search`,
-:func:`tuner.driver.study.probe_study`, :func:`tuner.driver.validate.run_validation`) and by
+:func:`tuner.driver.study.probe_study`, :func:`tuner.driver.validate.run.run_validation`) and by
 benchmarks that run one request; every step below the entries is handed the runner they chose.
 """
 

@@ -139,7 +139,7 @@ def trial_request(
     known, for the target's cadence under an epochs budget; ``precision``: the Keras dtype policy
     the child sets, default the spec's first precision; ``model_hyperparameters``: a
     hypermodel's values; ``early_stop``: what a grid trial compares itself with to stop early,
-    :mod:`tuner.driver.early_stop`)."""
+    :mod:`tuner.driver.decide.early_stop`)."""
     search = spec.search
     return TrialRequest(
         plan=plan,

@@ -22,9 +22,9 @@ from tuner.core.recommend import default_policy, higher_is_better
 from tuner.core.spec import StudySpec
 from tuner.core.trials import settled_grid_points
 from tuner.driver.children import ChildRunner, OnEvent
+from tuner.driver.decide.racing import applied_tolerance, race_entries, still_tied
+from tuner.driver.decide.same_training import trial_training_key
 from tuner.driver.observer import SearchObserver
-from tuner.driver.racing import applied_tolerance, race_entries, still_tied
-from tuner.driver.same_training import trial_training_key
 
 CLOCK = time.monotonic
 """The budget's clock (a test moves a fake one as its stand-in children "train")."""
@@ -110,7 +110,8 @@ def grid_left(
 def training_key_of(
     spec: StudySpec, plan: DevicePlan, space: dict[str, Any] | None
 ) -> Callable[[tuple[Any, ...]], str]:
-    """A grid point's training key (:func:`tuner.driver.same_training.trial_training_key`)."""
+    """A grid point's training key
+    (:func:`tuner.driver.decide.same_training.trial_training_key`)."""
     values = defaults(space["space"]) if space else None
 
     def key_of(point: tuple[Any, ...]) -> str:

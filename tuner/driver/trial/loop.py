@@ -1,12 +1,12 @@
 """The trial loop: one trial at a time until the grid (or a joint search's budget) is done. A grid
 runs its base configuration first, then that configuration's seed runs (the seed noise,
-:mod:`tuner.driver.seeds`, known before the rest of the grid), then the rest of the grid by
+:mod:`tuner.driver.decide.seeds`, known before the rest of the grid), then the rest of the grid by
 ascending batch, then repeats of the candidates still too close to call
-(:mod:`tuner.driver.racing`). Under a ``--budget`` a run that would not fit is not started
-(:mod:`tuner.driver.budget`): the seeds only when the rest of the grid still fits after them.
+(:mod:`tuner.driver.decide.racing`). Under a ``--budget`` a run that would not fit is not started
+(:mod:`tuner.driver.decide.budget`): the seeds only when the rest of the grid still fits after them.
 
 Several workers may share a study, so the loop asks the storage before every trial: points that
-another worker left unfinished come back queued (:mod:`tuner.driver.resume`), and a point that
+another worker left unfinished come back queued (:mod:`tuner.driver.trial.resume`), and a point that
 another worker is running is left to it, so concurrent workers do not duplicate the grid's end.
 """
 
@@ -29,20 +29,20 @@ from tuner.core.trials import (
     has_budget_left,
     settled_grid_points,
 )
-from tuner.driver.budget import close, grid_left, training_key_of
 from tuner.driver.children import ChildRunner, last_run
-from tuner.driver.grid import BatchAscendingGridSampler, grid_points
-from tuner.driver.objective import Objective
-from tuner.driver.observer import SearchObserver, quiet_optuna
-from tuner.driver.racing import race
-from tuner.driver.resume import requeue_unfinished, unborn_wait_s
-from tuner.driver.seeds import (
+from tuner.driver.decide.budget import close, grid_left, training_key_of
+from tuner.driver.decide.racing import race
+from tuner.driver.decide.seeds import (
     base_key,
     base_settled,
     first_trains_base,
     measure_seed_noise,
     wants_seeds,
 )
+from tuner.driver.observer import SearchObserver, quiet_optuna
+from tuner.driver.trial.grid import BatchAscendingGridSampler, grid_points
+from tuner.driver.trial.objective import Objective
+from tuner.driver.trial.resume import requeue_unfinished, unborn_wait_s
 from tuner.storage.faults import StorageFaultError, find_fault
 from tuner.storage.guarded import guarded_of
 
@@ -173,7 +173,8 @@ def _stale_freed(study: optuna.Study, progress: GridProgress, observer: SearchOb
     step leaves that check to ``study.optimize``, so before the loop ends on "all claimed" it
     makes it once (a dead worker's RUNNING trial looks claimed until failed). A trial seen
     without any heartbeat is failed only after this process has seen it so for the grace period
-    (:func:`tuner.driver.resume.unborn_wait_s`): the loop waits that out once, then looks again."""
+    (:func:`tuner.driver.trial.resume.unborn_wait_s`): the loop waits that out once, then looks
+    again."""
     if progress.has_unclaimed_work(requeue_unfinished(study)):
         return True
     wait = unborn_wait_s(study)

@@ -5,7 +5,7 @@ known not to fit) is trained again as ``k`` micro-steps of ``batch / k`` (Keras'
 The learning rate stays the one the rule gives the global batch (the update is one step at it);
 the throughput is measured as the accumulating run trains (slower than one step would be).
 :mod:`tuner.core.accumulation` holds the arithmetic and the attributes; the
-:class:`~tuner.driver.objective.Objective` hands each trial's outcome here.
+:class:`~tuner.driver.trial.objective.Objective` hands each trial's outcome here.
 """
 
 from __future__ import annotations

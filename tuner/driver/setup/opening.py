@@ -1,6 +1,6 @@
 """Opening a study: create it, or resume it when the spec and the devices match what it holds.
 
-Runs after :func:`tuner.driver.workload_check.check`, so bad input never reaches the storage.
+Runs after :func:`tuner.driver.setup.workload_check.check`, so bad input never reaches the storage.
 What a study stores about itself is set here: the spec, the metric names, the device signatures
 that ran it, the versions, and the workload's sizes.
 """
@@ -20,8 +20,8 @@ from tuner.core.devices import DevicePlan
 from tuner.core.errors import ConfigError
 from tuner.core.identity import identity_of
 from tuner.core.spec import StudySpec, check_study_name
-from tuner.driver.grid import make_sampler
 from tuner.driver.observer import quiet_optuna
+from tuner.driver.trial.grid import make_sampler
 from tuner.storage import mask_password, open_storage
 
 METRIC_NAMES = ("final_loss", "throughput")

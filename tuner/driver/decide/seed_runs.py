@@ -1,6 +1,6 @@
 """The seed runs themselves: the base configuration at the base batch with other seeds, each in a
 fresh child; under a ``--budget`` only while the rest of the grid still fits after them.
-:mod:`tuner.driver.seeds` decides what they measure and stores it.
+:mod:`tuner.driver.decide.seeds` decides what they measure and stores it.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from tuner.core.devices import DevicePlan
 from tuner.core.outcome import classify
 from tuner.core.spec import StudySpec
 from tuner.driver.children import ChildRunner, first_precision, trial_request
-from tuner.driver.early_stop import seed_checks
-from tuner.driver.input_reuse import InputReuse
+from tuner.driver.decide.early_stop import seed_checks
 from tuner.driver.observer import SearchObserver
+from tuner.driver.reuse.input_reuse import InputReuse
 
 
 def run_seeds(
@@ -77,7 +77,7 @@ def train_seed(
     """One seed run at the base batch in a fresh child; its final loss, or ``None`` (with a
     note) when it failed; its validation-loss curve, when it records one, is added to
     ``curves``. The input pipeline's figure of the base configuration is not timed again
-    (:mod:`tuner.driver.input_reuse`)."""
+    (:mod:`tuner.driver.reuse.input_reuse`)."""
     search = spec.search
     request = trial_request(
         spec,

@@ -11,7 +11,8 @@ five checks compare them:
   losses off by one constant factor while the final weights agree pass with a named warning (a
   ``train_step`` that logs ``compute_loss``'s value, which Keras scales by 1/replicas);
 * **final weights** — every variable (weights and optimizer slots) after the N steps agrees
-  between the runs (:mod:`tuner.driver.weights`): the direct evidence that the updates agree;
+  between the runs (:mod:`tuner.driver.validate.weights`): the direct evidence that the updates
+  agree;
 * **weight sync** — after training, every variable's per-replica copies are identical;
 * **device use** — every replica processed exactly G/N examples per step (counted inside each
   replica's own step), plus peak memory and NVML utilisation per GPU where available;
@@ -20,9 +21,9 @@ five checks compare them:
 When loss parity or the final weights fail their fixed tolerance, a third child, the control,
 runs one device again with each batch's examples reversed: how far rounding order alone moves
 the model, against which those two are judged again
-(:data:`~tuner.driver.validate_checks.CONTROL_FACTOR`).
+(:data:`~tuner.driver.validate.checks.CONTROL_FACTOR`).
 
-The checks are pure (:mod:`tuner.driver.validate_checks`); ``run_validation`` runs the
+The checks are pure (:mod:`tuner.driver.validate.checks`); ``run_validation`` runs the
 children.
 """
 
@@ -41,8 +42,8 @@ from tuner.core.protocol import DEFAULT_TRIAL_TIMEOUT_S
 from tuner.core.scaling import scaled_learning_rate
 from tuner.core.spec import LOSS_REDUCTIONS, StudySpec
 from tuner.driver.children import ChildRunner, child_runner, validate_request
-from tuner.driver.validate_accumulation import run_accumulation_validation
-from tuner.driver.validate_checks import (
+from tuner.driver.validate.accumulation import run_accumulation_validation
+from tuner.driver.validate.checks import (
     CONTROLLED,
     REORDER_ENV,
     Check,
@@ -52,7 +53,7 @@ from tuner.driver.validate_checks import (
 
 DEFAULT_STEPS = 20
 """Steps per run: the differences that float32 rounding order leaves grow with every step (see
-:data:`~tuner.driver.validate_checks.WEIGHTS_RTOL`); over 20 they stay at rounding level on a
+:data:`~tuner.driver.validate.checks.WEIGHTS_RTOL`); over 20 they stay at rounding level on a
 convnet, and a wrong update is off by its own size from the first."""
 DEFAULT_RULE = "none"
 """Validation compares runs at one global batch, so by default the learning rate is not scaled."""
@@ -74,7 +75,7 @@ def run_validation(
 
     ``runner`` runs them (default: :func:`~tuner.driver.children.child_runner`'s choice).
     ``accumulation`` K: instead, K accumulated micro-steps of ``global_batch`` against true
-    steps at K × it, on ``plan`` (:mod:`tuner.driver.validate_accumulation`)."""
+    steps at K × it, on ``plan`` (:mod:`tuner.driver.validate.accumulation`)."""
     if accumulation is not None:
         return run_accumulation_validation(
             spec,
@@ -134,7 +135,7 @@ class _Pair:
     def checks(self, folder: Path, single: dict[str, Any], multi: dict[str, Any]) -> list[Check]:
         """The checks of the two runs, judged again against the control run when loss parity
         or the final weights miss their fixed tolerance."""
-        from tuner.driver import weights  # numpy: not on the way of `tuner --help`
+        from tuner.driver.validate import weights  # numpy: not on the way of `tuner --help`
 
         names, count = list(multi.get("variable_names", [])), multi.get("model_variables")
         one, many = self.files
@@ -174,7 +175,7 @@ def _control(
 ) -> dict[str, Any]:
     """The control run: one device again, each batch's examples reversed — the same training in
     another float32 rounding order. How far it lands from the first one-device run is how far
-    rounding order alone moves this model (:data:`~tuner.driver.validate_checks.CONTROL_FACTOR`).
+    rounding order alone moves this model (:data:`~tuner.driver.validate.checks.CONTROL_FACTOR`).
     Run only when loss parity or the final weights fail their fixed tolerance."""
     env = {**single_plan.child_environment(), REORDER_ENV: "1"}
     result = _result(runner.run(request, env, timeout_s), single_plan)

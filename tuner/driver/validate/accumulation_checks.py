@@ -1,5 +1,5 @@
 """``tuner validate --accumulation``'s verdict: the model's weights after K accumulated
-micro-steps against one true step at K × the batch (:mod:`tuner.driver.validate_accumulation`
+micro-steps against one true step at K × the batch (:mod:`tuner.driver.validate.accumulation`
 runs the children), with the two model families whose difference is Keras's or the model's own
 and not the accumulation's (BatchNormalization; Embedding under TensorFlow), and the control run
 for models whose training amplifies float32 rounding."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tuner.driver.validate_checks import Check, judged
+from tuner.driver.validate.checks import Check, judged
 
 ACCUMULATION_RTOL = 1e-5
 """Tolerance of ``tuner validate --accumulation``: the model's weights after K accumulated
@@ -22,7 +22,7 @@ def accumulation_check(
     sparse: list[str] | None = None,
 ) -> Check:
     """The model's weights after accumulated micro-steps against true steps
-    (:func:`tuner.driver.weights.compare`'s ``figures``); a model with BatchNormalization
+    (:func:`tuner.driver.validate.weights.compare`'s ``figures``); a model with BatchNormalization
     (``batch_norm`` names its layers) is reported, not held to the tolerance, and so is one whose
     ``sparse`` layers (Embedding under TensorFlow) take the tolerance's place in a difference
     (see :data:`SPARSE_SQUARED`)."""
@@ -52,7 +52,7 @@ def controlled_accumulation(check: Check, control: dict[str, Any]) -> Check:
     """The accumulated-weights ``check`` as it is, or, failed but within :data:`CONTROL_FACTOR`
     times what the control (the true steps again, each batch's examples reversed: the same
     training in another rounding order) differs by, passed with a warning. ``control``:
-    :func:`tuner.driver.weights.compare`'s figures, true steps against the control."""
+    :func:`tuner.driver.validate.weights.compare`'s figures, true steps against the control."""
     if check.passed or not control.get("compared"):
         return check
     apart = float(check.figures.get("model_relative_difference", float("inf")))

@@ -3,7 +3,7 @@ efficiency.
 
 Run before the grid when the plan has several replicas, once per device signature and precision;
 stored on the study (user attr ``baselines``), or reused from another study in the storage that
-measured the same training (:mod:`tuner.driver.baseline_reuse`).
+measured the same training (:mod:`tuner.driver.reuse.baseline_reuse`).
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from tuner.core.protocol import DEFAULT_TRIAL_TIMEOUT_S, TrialRequest
 from tuner.core.recommend import baseline_at, baseline_key
 from tuner.core.spec import StudySpec
 from tuner.core.stats import throughput_interval
-from tuner.driver.baseline_reuse import find_baseline, reuse_key
 from tuner.driver.children import ChildRunner, first_precision, trial_request
 from tuner.driver.observer import SearchObserver, observed
+from tuner.driver.reuse.baseline_reuse import find_baseline, reuse_key
 
 
 def prepare_baseline(
@@ -40,7 +40,7 @@ def prepare_baseline(
     """Run (with ``runner``) and store the single-device baseline at ``precision`` unless the
     study holds one for ``plan``'s devices at it (speedups compare like with like: one baseline
     per precision), or reuse one another study in the storage measured of the same training
-    (:mod:`tuner.driver.baseline_reuse`)."""
+    (:mod:`tuner.driver.reuse.baseline_reuse`)."""
     signature = plan.device_signature
     baselines = study.user_attrs.get("baselines", {})
     if baseline_at(baselines, signature, precision) is not None:

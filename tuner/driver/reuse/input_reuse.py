@@ -15,8 +15,8 @@ that measured it. Everything else a trial measures it still measures.
 Only the study's own trials are searched (the list the trial loop already read: no extra storage
 round trip); its data's identity comes from the study's ``workload`` attribute (sizes and the
 digest of its data, :mod:`tuner.worker.digest`) and ``versions``, read once per search. Seed
-runs (:mod:`tuner.driver.seeds`) are not trials: they take the figure from the grid's base trial,
-and a seed run that measured it itself (the seed runs came first) hands it to the next one
+runs (:mod:`tuner.driver.decide.seeds`) are not trials: they take the figure from the grid's base
+trial, and a seed run that measured it itself (the seed runs came first) hands it to the next one
 through :meth:`InputReuse.remember`.
 """
 
@@ -34,7 +34,7 @@ from optuna.trial import FrozenTrial
 
 from tuner.core.outcome import TrialOutcome
 from tuner.core.protocol import TrialRequest
-from tuner.driver.baseline_reuse import runtime_environment
+from tuner.driver.reuse.baseline_reuse import runtime_environment
 
 INPUT_KEY = "input_key"
 """The trial attribute holding the hash of what its ``input_throughput`` depends on."""

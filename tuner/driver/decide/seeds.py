@@ -2,7 +2,7 @@
 inside the noise.
 
 Right after the grid's own base trial and before the rest of the grid (so that the seed noise
-is known early, :mod:`tuner.driver.trial_loop`), the base configuration (base global batch on
+is known early, :mod:`tuner.driver.trial.loop`), the base configuration (base global batch on
 the plan's replicas, the first rule: at ratio 1 every rule trains alike; the spec's first
 precision) runs again with seeds ``seed + 1 .. seed + seeds - 1``, each in a fresh child; a seed
 changes the initial weights and the data order together (see
@@ -34,13 +34,13 @@ from tuner.core.spec import StudySpec
 from tuner.core.stats import relative_spread
 from tuner.core.trials import is_pending, is_settled
 from tuner.driver.children import ChildRunner, first_precision
-from tuner.driver.early_stop import curve_of, measures_seed_noise
-from tuner.driver.input_reuse import InputReuse
+from tuner.driver.decide.early_stop import curve_of, measures_seed_noise
+from tuner.driver.decide.racing import REPEAT_OF, applied_tolerance, own_run
+from tuner.driver.decide.same_training import trial_training_key
+from tuner.driver.decide.seed_runs import SeedInputs, run_seeds, train_seed
 from tuner.driver.observer import SearchObserver, observed
-from tuner.driver.racing import REPEAT_OF, applied_tolerance, own_run
 from tuner.driver.records import store
-from tuner.driver.same_training import trial_training_key
-from tuner.driver.seed_runs import SeedInputs, run_seeds, train_seed
+from tuner.driver.reuse.input_reuse import InputReuse
 
 SEED_NOISE = "seed_noise"
 """The study attribute: ``{device_signature: {"seeds", "final_losses", "spread",
@@ -142,7 +142,7 @@ def _target_record(
 ) -> dict[str, Any] | None:
     """Under a loss target: the seed runs' curves up to the target (the early stops' noise per
     check), stored without ``final_losses`` — losses at the target are no seed noise and set no
-    loss tolerance (:func:`tuner.driver.early_stop.measures_seed_noise`)."""
+    loss tolerance (:func:`tuner.driver.decide.early_stop.measures_seed_noise`)."""
     done = [t for t in base if t.state == TrialState.COMPLETE and curve_of(t)]
     shared = ([curve_of(min(done, key=lambda t: t.number))] if done else []) + curves
     samples, sds = check_noise(shared)

@@ -7,12 +7,13 @@ trains N steps at global batch G = K × b, the other K × N micro-steps of b wit
 learning rate the rule gives G. Every example of the N true batches is seen once by the
 accumulating run, K micro-batches to a true batch, in the same order (the stream's order does
 not depend on the batch). The model's variables after training are compared against how far
-they moved (:mod:`tuner.driver.weights`); the optimizer's are not (accumulation adds its own
-accumulators and counts micro-steps). BatchNormalization normalizes each micro-batch by its own
+they moved (:mod:`tuner.driver.validate.weights`); the optimizer's are not (accumulation adds its
+own accumulators and counts micro-steps). BatchNormalization normalizes each micro-batch by its own
 statistics and moves its averages K times: such a model is compared but not held to the
 tolerance, with a warning saying why. A model that misses the tolerance is judged again against
 a third child, the control: the true steps with each batch's examples reversed (the same training
-in another summation order; :func:`tuner.driver.accumulation_checks.controlled_accumulation`).
+in another summation order;
+:func:`tuner.driver.validate.accumulation_checks.controlled_accumulation`).
 
 Both children multiply in full float32 (:data:`FULL_FLOAT32`): the identity holds in exact
 arithmetic, and what the check measures is how far two summation orders part. On NVIDIA GPUs
@@ -37,9 +38,9 @@ from tuner.core.devices import DevicePlan
 from tuner.core.errors import ConfigError, TunerError
 from tuner.core.scaling import scaled_learning_rate
 from tuner.core.spec import StudySpec
-from tuner.driver.accumulation_checks import accumulation_check, controlled_accumulation
 from tuner.driver.children import ChildRunner, child_runner, validate_request
-from tuner.driver.validate_checks import REORDER_ENV, Check
+from tuner.driver.validate.accumulation_checks import accumulation_check, controlled_accumulation
+from tuner.driver.validate.checks import REORDER_ENV, Check
 
 FULL_FLOAT32 = {"JAX_DEFAULT_MATMUL_PRECISION": "highest", "NVIDIA_TF32_OVERRIDE": "0"}
 """What turns TensorFloat-32 off in a child: JAX's default matmul precision, and the switch
@@ -122,7 +123,7 @@ def _run(
 ) -> tuple[dict[str, Any], Any, Any]:
     """One validation child at global batch ``batch`` in ``accumulate`` micro-steps a step: its
     result, and its final and initial weights. ``control``: each batch's examples reversed."""
-    from tuner.driver import weights  # numpy: not on the way of `tuner --help`
+    from tuner.driver.validate import weights  # numpy: not on the way of `tuner --help`
 
     path = folder / f"weights-{accumulate}{'-control' if control else ''}.npz"
     request = validate_request(spec, plan, batch, lr, steps=steps, loss_reduction="global")
@@ -141,7 +142,7 @@ def _run(
 def _model_figures(true: dict[str, Any], one: Any, other: Any, initial: Any) -> dict[str, Any]:
     """The model's variables after the true steps (``one``) against ``other``'s; the optimizers'
     variables differ under accumulation (accumulators, micro-step counts) and are not compared."""
-    from tuner.driver import weights
+    from tuner.driver.validate import weights
 
     keep = range(int(true.get("model_variables") or 0))
     return weights.compare(

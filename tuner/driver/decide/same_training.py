@@ -15,7 +15,7 @@ from tuner.core.outcome import TrialOutcome
 from tuner.core.sameness import training_key
 from tuner.core.spec import StudySpec
 from tuner.driver.children import budget_dict, first_precision
-from tuner.driver.racing import REPEAT_INDEX, REPEAT_OF, SAME_AS, is_original
+from tuner.driver.decide.racing import REPEAT_INDEX, REPEAT_OF, SAME_AS, is_original
 
 
 def trial_training_key(

@@ -1,7 +1,7 @@
 """What a grid trial is compared with to stop early as ``dominated`` (:mod:`tuner.core.dominance`).
 
 At each grid trial's launch the driver reads what is known then: the base configuration's seed
-noise on these devices (stored by :mod:`tuner.driver.seeds`), the best finished trial's
+noise on these devices (stored by :mod:`tuner.driver.decide.seeds`), the best finished trial's
 validation-loss curve, and under a loss target the best time to it. The trial carries them in its
 request (:class:`tuner.core.protocol.EarlyStop`). What is not known yet is not guessed: without
 the seed noise, no loss-gap test; without a finished trial, nothing to compare with; the trial
@@ -14,9 +14,9 @@ reference is the trial with the best time to the target, and its curve is moved 
 to the samples this trial's batch trains in the same time (× its measured throughput over the
 reference's, × ``1 + tie margin`` in the trial's favour), so that a trial behind the best at
 equal time, beyond the band and the seed noise, cannot reach the target first. Its noise comes
-from the seed runs' curves up to the target (:func:`tuner.driver.seeds.measure_seed_noise` runs
-them under a target when early stops are on); without a throughput measured at the trial's batch
-yet (its first trial) only a reference of the same batch is compared (same steps, same time).
+from the seed runs' curves up to the target (:func:`tuner.driver.decide.seeds.measure_seed_noise`
+runs them under a target when early stops are on); without a throughput measured at the trial's
+batch yet (its first trial) only a reference of the same batch is compared (same steps, same time).
 """
 
 from __future__ import annotations
@@ -33,11 +33,11 @@ from tuner.core.dominance import DEFAULT_ALPHA, check_noise
 from tuner.core.protocol import EarlyStop
 from tuner.core.spec import StudySpec
 from tuner.core.stats import effective_tolerance
-from tuner.driver.racing import is_original
+from tuner.driver.decide.racing import is_original
 
 SEED_NOISE_ATTR = "seed_noise"
-"""The study attribute :mod:`tuner.driver.seeds` stores (that module imports the objective, which
-imports this one: the name is read here, not imported)."""
+"""The study attribute :mod:`tuner.driver.decide.seeds` stores (that module imports the objective,
+which imports this one: the name is read here, not imported)."""
 CURVES = ("val_curve", "target_curve")
 """The trial attributes that hold ``[samples, validation loss]`` at each check."""
 

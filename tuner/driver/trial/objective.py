@@ -29,16 +29,20 @@ from tuner.core.protocol import EarlyStop, EpochEvent, Event, ProgressEvent
 from tuner.core.scaling import scaled_learning_rate
 from tuner.core.spec import StudySpec
 from tuner.core.trials import HEARTBEAT_S
-from tuner.driver.accumulation import Accumulation
 from tuner.driver.children import ChildRunner, first_precision, trial_request
-from tuner.driver.early_stop import SEED_NOISE_ATTR, early_stop_for
-from tuner.driver.grid import stores_batch_as_category, suggest_global_batch, suggest_precision
-from tuner.driver.input_reuse import InputReuse
+from tuner.driver.decide.early_stop import SEED_NOISE_ATTR, early_stop_for
+from tuner.driver.decide.racing import REPEAT_INDEX, REPEAT_OF, chain, measured
+from tuner.driver.decide.same_training import same_as, same_training, trial_training_key
 from tuner.driver.observer import SearchObserver
-from tuner.driver.racing import REPEAT_INDEX, REPEAT_OF, chain, measured
-from tuner.driver.same_training import same_as, same_training, trial_training_key
-from tuner.driver.spooled import spool_outcome
-from tuner.driver.sweep import skip_bracketed
+from tuner.driver.reuse.input_reuse import InputReuse
+from tuner.driver.trial.accumulation import Accumulation
+from tuner.driver.trial.grid import (
+    stores_batch_as_category,
+    suggest_global_batch,
+    suggest_precision,
+)
+from tuner.driver.trial.spooled import spool_outcome
+from tuner.driver.trial.sweep import skip_bracketed
 from tuner.storage import heartbeat_interval
 from tuner.storage.trial_attrs import set_outcome_attrs, set_user_attrs
 
@@ -71,7 +75,7 @@ class Objective:
         self._observer = observer
         self.total = total
         """Runs the progress counts: the grid (or joint budget), plus repeats once racing queues
-        them (:func:`tuner.driver.racing.race` extends it)."""
+        them (:func:`tuner.driver.decide.racing.race` extends it)."""
         self._already_done = already_done
         self._probed_oom = probed_oom
         self._space = space
@@ -241,7 +245,7 @@ class Objective:
         self, trial: Trial, stored: Sequence[FrozenTrial], earlier: list[FrozenTrial], batch: int
     ) -> str | None:
         """Set what this trial's child compares itself with to stop early as dominated
-        (:mod:`tuner.driver.early_stop`; a repeat is never stopped); return why no rule can
+        (:mod:`tuner.driver.decide.early_stop`; a repeat is never stopped); return why no rule can
         stop it, or ``None``."""
         self._early_stop, skipped = (
             (None, None)
@@ -264,7 +268,7 @@ class Objective:
         earlier: list[FrozenTrial],
     ) -> TrialOutcome | None:
         """``bracketed`` when this LR-sweep rate cannot be the best at its batch, from what had
-        finished there when it started (:mod:`tuner.driver.sweep`); a repeat always runs."""
+        finished there when it started (:mod:`tuner.driver.trial.sweep`); a repeat always runs."""
         if earlier:
             return None
         return skip_bracketed(

@@ -1,6 +1,6 @@
 """Reusing a single-device baseline that another study in the same storage measured.
 
-The baseline (:func:`tuner.driver.baseline.run_baseline`) trains the base configuration on one
+The baseline (:func:`tuner.driver.setup.baseline.run_baseline`) trains the base configuration on one
 device ``max_repeats`` times: 3 children of a default search. Two studies of the same workload
 on the same machine — another grid of batches or rules, another study name, a search rerun
 under a new name — would measure exactly the same runs again. So every stored baseline carries
@@ -31,7 +31,7 @@ import optuna
 
 from tuner.core.protocol import TrialRequest
 from tuner.core.spec import DEFAULT_LOSS, DEFAULT_OPTIMIZER
-from tuner.driver import compile_cache
+from tuner.driver.reuse import compile_cache
 
 
 def reuse_key(request: TrialRequest, study_attrs: Mapping[str, Any], signature: str) -> str:
@@ -103,7 +103,7 @@ trains, so a baseline measured with or without the cache is the same measurement
 def runtime_environment() -> dict[str, str]:
     """The variables the trial children inherit that change how fast they train (the
     compilation cache's left out): part of every reuse key (this and
-    :mod:`tuner.driver.input_reuse`)."""
+    :mod:`tuner.driver.reuse.input_reuse`)."""
     return {
         k: v
         for k, v in sorted(os.environ.items())

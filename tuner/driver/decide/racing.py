@@ -4,8 +4,8 @@ and what a run of a configuration stores once it has several.
 Racing is stateless: every round reads the stored trials, asks :func:`tuner.core.racing.to_repeat`
 which candidates are still tied, queues one repeat of each (a new trial with the configuration's
 parameters and ``repeat_of`` / ``repeat_index``) and runs the queue through the same
-:class:`~tuner.driver.objective.Objective` as the grid. A stopped search resumes where it was; a
-worker that finds a repeat of a configuration queued or running (another worker's) leaves that
+:class:`~tuner.driver.trial.objective.Objective` as the grid. A stopped search resumes where it was;
+a worker that finds a repeat of a configuration queued or running (another worker's) leaves that
 configuration to it. Two workers reading at the same instant can still both queue one; the
 configuration then has one run more than needed, which costs time, never correctness.
 
@@ -234,7 +234,7 @@ def enqueue_repeat(study: optuna.Study, original: FrozenTrial, index: int) -> No
     """Queue a new trial of ``original``'s configuration, marked ``repeat_of`` it.
 
     It carries the original's parameters and grid cell (``grid_id``), like a retried trial
-    (:func:`tuner.driver.resume.requeue`): the grid sampler then neither hands it a new grid
+    (:func:`tuner.driver.trial.resume.requeue`): the grid sampler then neither hands it a new grid
     point nor trips over a queued trial without a cell when it asks whether the grid is done.
     """
     cell = {k: v for k, v in original.system_attrs.items() if k in ("grid_id", "search_space")}

@@ -1,6 +1,6 @@
 """The checks of ``tuner validate``, pure: a one-device run's result against an N-replica run's
 (loss parity, final weights, weight sync, device use, learning rate), each a :class:`Check`
-(:func:`evaluate`). :mod:`tuner.driver.validate` runs the children and reports them."""
+(:func:`evaluate`). :mod:`tuner.driver.validate.run` runs the children and reports them."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ real bug — a loss summed instead of averaged over replicas is off by 100 %."""
 
 WEIGHTS_RTOL = 0.1
 """Tolerance of the final-weights comparison: the relative difference of the model's variables
-together, and of the optimizer's, against how far they moved (:mod:`tuner.driver.weights`).
+together, and of the optimizer's, against how far they moved (:mod:`tuner.driver.validate.weights`).
 Measured on 2 CPU replicas, float32: the built-in MLP 7e-7 (fit) to 1.2e-6 (custom loops) after
 48 steps; the MNIST convnet 8e-7 after 20 steps — rounding order alone — but 4e-3 (weights) and
 1.6e-2 (Adam's moments) after 32 and 1e-1 after 48: training amplifies it (a max-pool or ReLU
@@ -79,7 +79,7 @@ def evaluate(
     control: dict[str, Any] | None = None,
 ) -> list[Check]:
     """Compare a one-device run with an N-replica run (child results) and return the checks;
-    ``weights`` is :func:`tuner.driver.weights.compare`'s figures (no final-weights check
+    ``weights`` is :func:`tuner.driver.validate.weights.compare`'s figures (no final-weights check
     without them); ``control`` how far the control run landed from the one-device run
     (``loss_relative_difference``, ``weights``: see :data:`CONTROL_FACTOR`).
 

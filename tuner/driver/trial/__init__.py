@@ -1,0 +1,4 @@
+"""One trial from request to stored outcome: the grid's sampler and the adaptive sweep, the
+loop that runs the trials (``loop``), what each one measures and decides (``objective``), the
+micro-steps that reach a batch past out-of-memory, the resume of unfinished trials and the
+spool that keeps a result the storage could not take."""
