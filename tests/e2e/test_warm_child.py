@@ -1,12 +1,12 @@
 """The warm child (tuner.driver.children._warm) with real children and real TensorFlow: a spare
-takes its request and reports what a fresh child reports, with its earlier import outside the wall;
+started once the running trial's timed windows are over takes the next request and reports what a
+fresh child reports, with its earlier import outside the wall;
 a spare for another environment, or one that died while waiting, gives way to a fresh child; no
 spare outlives its driver (SIGKILL, a normal exit, the end of the search's block) or leaves a
 folder."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
@@ -25,7 +25,6 @@ from tuner.core.devices import DevicePlan, inspect_environment
 from tuner.core.outcome import PHASES, classify
 from tuner.core.protocol import TRIAL_DIR_PREFIX, decode_result
 from tuner.driver.children import _warm as warm
-from tuner.driver.children._process import child_command, child_environment
 from tuner.driver.children._requests import inspect_request, trial_request
 from tuner.driver.children._runner import run_child
 from tuner.driver.setup.spec_file import load_spec
@@ -62,8 +61,17 @@ def waiting_spare() -> Any:
 def test_a_warm_child_takes_the_request_and_reports_as_a_fresh_one(own_temp: Path) -> None:
     request = trial_request(SPEC, PLAN, 128, SPEC.search.base_lr)
     events: list[str] = []
-    fresh = run_child(request, PLAN.child_environment(), 300, lambda e: events.append(e.kind))
-    assert "windows_done" in events  # the run said when its timed windows ended...
+    spares_in_windows: list[object] = []
+
+    def note(event: Any) -> None:
+        events.append(event.kind)
+        if "windows_done" not in events:  # a window or probe of the running child is timed
+            spares_in_windows.append(warm.POOL.spare())
+
+    fresh = run_child(request, PLAN.child_environment(), 300, note)
+    # The run said when its timed windows ended, no spare was started during them...
+    assert events.index("epoch") < events.index("windows_done")
+    assert set(spares_in_windows) == {None}
     spare = waiting_spare()  # ...and the next child was started then
     warmed = run_child(request, PLAN.child_environment(), 300)
     assert not alive(spare.proc.pid) and not spare.folder.exists()
@@ -82,100 +90,6 @@ def test_a_warm_child_takes_the_request_and_reports_as_a_fresh_one(own_temp: Pat
     # Only what this test started: the session's browser starts helpers of its own at any time
     # (CI: a pid below this worker that was not there before this test, and not a tuner child).
     assert wait_gone(processes_of(os.environ[OWNER_ENV]), 10) and folders(own_temp) == []
-
-
-def policies(pid: int) -> set[int]:
-    """The scheduling classes of every thread of ``pid``'s descendants (the trial's worker)."""
-    found = set()
-    for child in descendants(pid):
-        with contextlib.suppress(ProcessLookupError, FileNotFoundError):
-            for task in os.listdir(f"/proc/{child}/task"):
-                with contextlib.suppress(ProcessLookupError, FileNotFoundError):
-                    found.add(os.sched_getscheduler(int(task)))
-    return found
-
-
-def group_nice(pid: int) -> int | None:
-    """The nice of ``pid``'s session group (``/proc/PID/autogroup``: ``/autogroup-7 nice 19``);
-    ``None`` where the kernel has no autogroups, or where the process is in none: the file is
-    empty for one whose ancestors never started a session (CI's pytest)."""
-    try:
-        words = Path(f"/proc/{pid}/autogroup").read_text().split()
-    except FileNotFoundError:
-        return None
-    return int(words[-1]) if words else None
-
-
-def test_an_idle_spare_imports_during_the_run_and_trains_in_the_normal_class(
-    own_temp: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    if not warm.idle_allowed():
-        pytest.skip("this user may not leave the idle scheduling class: spares start late here")
-    moved: list[int] = []
-    leave_idle = warm.leave_idle
-    monkeypatch.setattr(warm, "leave_idle", lambda pid: (moved.append(pid), leave_idle(pid)))
-    request = trial_request(SPEC, PLAN, 128, SPEC.search.base_lr)
-    during: list[set[int]] = []
-
-    def while_first_runs(event: Any) -> None:
-        spare = warm.POOL.spare()  # started with this run, not after its windows
-        if event.kind == "epoch" and spare is not None and not during:
-            during.append((policies(spare.proc.pid), group_nice(spare.proc.pid)))
-
-    grouped = Path("/proc/self/autogroup").exists()  # and the spare is in a session of its own
-    run_child(request, PLAN.child_environment(), 300, while_first_runs)
-    # Its session yields to the running child's too, where the kernel shares time by session.
-    assert during == [({os.SCHED_IDLE}, 19 if grouped else None)], during
-    spare = waiting_spare()
-    after: list[set[int]] = []
-
-    def while_second_runs(event: Any) -> None:
-        if event.kind == "epoch" and not after:
-            after.append((policies(spare.proc.pid), group_nice(spare.proc.pid)))
-
-    second = run_child(request, PLAN.child_environment(), 300, while_second_runs)
-    assert spare.proc.pid in moved  # by the driver (its rates measured; again at hand-over)
-    # Every thread left the idle class at hand-over, and its session the lowest weight.
-    assert after == [({os.SCHED_OTHER}, 0 if grouped else None)], after
-    timings = decode_result(second.result_text).timings
-    assert timings["import_hidden_s"] > 0 and timings["import_s"] < timings["import_hidden_s"]
-
-
-def test_an_import_still_running_at_hand_over_leaves_the_idle_class_at_once(
-    own_temp: Path,
-) -> None:
-    """On a core that another process keeps busy, an idle import gets almost no CPU time: at
-    hand-over the driver moves it to the normal class then, not when it ends (it would not end)."""
-    if not warm.idle_allowed():
-        pytest.skip("this user may not leave the idle scheduling class: spares start late here")
-    core = {min(os.sched_getaffinity(0))}
-    hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-    os.sched_setaffinity(hog.pid, core)
-    folder = own_temp / "spare"
-    folder.mkdir()
-    command = child_command(
-        folder / "request.json", folder / "result.json", "tensorflow", idle=True
-    )
-    spare = subprocess.Popen(
-        command,
-        stdin=subprocess.PIPE,
-        env=child_environment({}),
-        preexec_fn=lambda: os.sched_setaffinity(0, core),
-    )
-    try:
-        assert wait_until(lambda: os.SCHED_IDLE in policies(spare.pid), 30), "never idle"
-        time.sleep(1.0)  # importing, starved by the busy core
-        assert os.SCHED_IDLE in policies(spare.pid)
-        warm.leave_idle(spare.pid)
-        assert policies(spare.pid) == {os.SCHED_OTHER}
-    finally:
-        worker = descendants(spare.pid)
-        for proc in (spare, hog):
-            proc.kill()
-            proc.wait()
-        if spare.stdin is not None:
-            spare.stdin.close()
-        assert wait_gone(worker, 10)
 
 
 def test_a_spare_for_another_environment_gives_way_to_a_fresh_child(own_temp: Path) -> None:

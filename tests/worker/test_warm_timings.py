@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from tuner.core.protocol import IDLE_FLAG, WARM_FLAG
-from tuner.worker.warm import Preloaded, WarmStart, split_argv
+from tuner.core.protocol import WARM_FLAG
+from tuner.worker.warm import Preloaded, split_argv
 
 
 def test_an_import_done_before_hand_over_is_hidden() -> None:
@@ -32,8 +32,6 @@ def test_an_import_error_is_raised_with_the_request() -> None:
         pre.runners("jax", lambda backend: {})
 
 
-def test_the_warm_flags_are_split_off() -> None:
-    paths = ["r.json", "o.json"]
-    assert split_argv([WARM_FLAG, "jax", *paths]) == (WarmStart("jax"), paths)
-    assert split_argv([WARM_FLAG, "jax", IDLE_FLAG, *paths]) == (WarmStart("jax", True), paths)
+def test_the_warm_flag_is_split_off() -> None:
+    assert split_argv([WARM_FLAG, "jax", "r.json", "o.json"]) == ("jax", ["r.json", "o.json"])
     assert split_argv(["r.json", "o.json"]) == (None, ["r.json", "o.json"])

@@ -135,20 +135,16 @@ def _inject_fault(request: Request, result_path: Path) -> None:
 
 def main(argv: list[str]) -> None:
     """Run the request at ``argv[0]``; write the result to ``argv[1]``; exit. With ``--warm
-    BACKEND [--idle]`` first, import BACKEND before the request comes (:mod:`tuner.worker.warm`)."""
-    start, argv = warm.split_argv(argv)
-    if start is not None and start.idle:
-        warm.lower_priority()
+    BACKEND`` first, import BACKEND before the request comes (:mod:`tuner.worker.warm`)."""
+    backend, argv = warm.split_argv(argv)
     sys.argv[1:] = argv  # the workload sees a warm child's argv as a fresh one's
     request_path, result_path = Path(argv[0]), Path(argv[1])
     started_at = time.time()
     started = time.perf_counter()
     _watch_parent()
-    preloaded = warm.preload(start.backend, runners) if start is not None else None
+    preloaded = warm.preload(backend, runners) if backend is not None else None
     if preloaded is not None:
         taken_at = warm.wait_for_request()
-        if start is not None and start.idle and not warm.restore_priority():
-            print("tuner: could not leave the idle scheduling class", file=sys.stderr)
     request = _read_request(request_path)
     if preloaded is not None:  # the trial's time starts at hand-over, not at this process's start
         spawned_at = None if isinstance(request, Result) else request.spawned_at

@@ -10,14 +10,6 @@ the driver withdrew it, and the child exits quietly.
 The trial's wall time starts at hand-over (the request's ``spawned_at``). The import done before
 it is reported as ``import_hidden_s`` and is outside the wall; an import still running at
 hand-over counts as ``import_s`` (its part after hand-over only), so the phases still add up.
-
-With ``--idle`` after BACKEND the import runs in the idle scheduling class (Linux ``SCHED_IDLE``):
-the driver then starts the child while the previous trial still trains, and the import takes only
-CPU time the trial leaves unused. At hand-over the driver moves every thread back to the normal
-class before it writes the line (:func:`tuner.driver.children._warm.leave_idle`: an import still
-running must not go on in the idle class), and the child does it again for any thread started
-meanwhile, before the request is read. The driver asks for it only where it found that round
-trip permitted (:func:`tuner.driver.children._warm.idle_allowed`).
 """
 
 from __future__ import annotations
@@ -28,48 +20,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tuner.core.protocol import IDLE_FLAG, WARM_FLAG
+from tuner.core.protocol import WARM_FLAG
 from tuner.worker.modes import Modes
 
 
-@dataclass(frozen=True)
-class WarmStart:
-    """How a warm child was started: the backend to import first, and whether at idle priority."""
-
-    backend: str
-    idle: bool = False
-
-
-def split_argv(argv: list[str]) -> tuple[WarmStart | None, list[str]]:
-    """``[--warm BACKEND [--idle]] REQUEST RESULT`` -> (the warm start or ``None``,
-    ``[REQUEST, RESULT]``)."""
+def split_argv(argv: list[str]) -> tuple[str | None, list[str]]:
+    """``[--warm BACKEND] REQUEST RESULT`` -> (BACKEND or ``None``, ``[REQUEST, RESULT]``)."""
     if argv[:1] != [WARM_FLAG] or len(argv) < 2:
         return None, argv
-    idle = argv[2:3] == [IDLE_FLAG]
-    return WarmStart(argv[1], idle), argv[3 if idle else 2 :]
-
-
-def lower_priority() -> None:
-    """Run this thread, and the threads it starts, in the idle scheduling class: the import then
-    takes only CPU time that no other process wants (a trial's timed windows above all)."""
-    os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
-
-
-def restore_priority() -> bool:
-    """Every thread of this process back in the normal scheduling class; whether all could be
-    (the driver asks for an idle import only where it found the round trip permitted)."""
-    restored, done = True, set[str]()
-    # Until a pass finds no new thread: an idle thread may start one while the others are moved.
-    while tasks := set(os.listdir("/proc/self/task")) - done:
-        for task in tasks:
-            try:
-                os.sched_setscheduler(int(task), os.SCHED_OTHER, os.sched_param(0))
-            except ProcessLookupError:  # a thread that ended meanwhile
-                continue
-            except OSError:
-                restored = False
-        done |= tasks
-    return restored
+    return argv[1], argv[2:]
 
 
 @dataclass

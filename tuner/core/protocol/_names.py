@@ -21,9 +21,6 @@ TRIAL_DIR_PREFIX = "tuner-trial-"
 WARM_FLAG = "--warm"
 """``python -m WORKER_MODULE --warm BACKEND REQUEST.json RESULT.json``: a warm child, which imports
 BACKEND first and reads REQUEST.json only when a line arrives on its stdin (hand-over)."""
-IDLE_FLAG = "--idle"
-"""After ``--warm BACKEND``: import at the idle scheduling class (Linux ``SCHED_IDLE``: CPU time
-no other process wants) and return to the normal class at hand-over."""
 
 DEFAULT_TRIAL_TIMEOUT_S = 1800.0
 """How long the driver waits for one trial process before it kills it (``--trial-timeout``)."""

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import BinaryIO
 
 from tuner.core.protocol import (
-    IDLE_FLAG,
     PARENT_PID_ENV,
     SUPERVISOR_MODULE,
     TRIAL_DIR_PREFIX,
@@ -92,12 +91,12 @@ def is_supervised() -> bool:
 
 
 def child_command(
-    request_path: Path, result_path: Path, warm_backend: str | None = None, *, idle: bool = False
+    request_path: Path, result_path: Path, warm_backend: str | None = None
 ) -> list[str]:
     """The command line of one trial child (under its supervisor where supported); with
-    ``warm_backend``, a warm child that imports it before its request, at idle priority with
-    ``idle`` (:mod:`tuner.driver.children._warm`)."""
-    warm = [WARM_FLAG, warm_backend, *([IDLE_FLAG] if idle else [])] if warm_backend else []
+    ``warm_backend``, a warm child that imports it before its request
+    (:mod:`tuner.driver.children._warm`)."""
+    warm = [WARM_FLAG, warm_backend] if warm_backend else []
     worker = [sys.executable, "-m", WORKER_MODULE, *warm, str(request_path), str(result_path)]
     if not is_supervised():
         return worker

@@ -1,7 +1,6 @@
 """The warm spare's life in the runner: which spare may take a request, starting one (at once
-beside the workload check, at idle priority beside a training run, or when the running child's
-timed windows are over) and handing it the request. The pool and the scheduling classes are
-:mod:`tuner.driver.children._warm`'s.
+beside the workload check, or when the running child's timed windows are over) and handing it the
+request. The pool is :mod:`tuner.driver.children._warm`'s.
 """
 
 from __future__ import annotations
@@ -32,20 +31,15 @@ def spare_key(request: Request, env: dict[str, str]) -> Hashable:
     return (tuple(sorted(child_environment(env).items())), backend, os.getcwd())
 
 
-def _start_spare(request: Request, env: dict[str, str], *, idle: bool = False) -> None:
-    """Have a warm child started for the next request, in ``env``; ``idle``: importing at idle
-    priority (:mod:`tuner.driver.children._warm`)."""
+def _start_spare(request: Request, env: dict[str, str]) -> None:
+    """Have a warm child started for the next request, in ``env``."""
     backend = request.workload.backend
     key = spare_key(request, env)
 
     def start() -> Child:
         folder = new_folder()
         paths = (folder / "request.json", folder / "result.json")
-        command = child_command(*paths, backend, idle=idle)
-        spare = spawn(folder, command, env, time.time())
-        if idle:
-            warm.enter_idle(spare.proc.pid)
-        return spare
+        return spawn(folder, child_command(*paths, backend), env, time.time())
 
     warm.POOL.start(key, start)
 
@@ -57,7 +51,6 @@ def warm_child(request: Request, key: Hashable) -> Child | None:
     if spare is None:
         return None
     assert isinstance(spare, Child)
-    warm.leave_idle(spare.proc.pid)
     spawned_at = time.time()
     try:
         atomic_write_text(
@@ -77,19 +70,14 @@ def warm_child(request: Request, key: Hashable) -> Child | None:
 
 
 class SpareOrder:
-    """The next warm child, wanted at once (``idle``: it imports at idle priority) or once the
-    running child's timed windows are over. The event reader only notes the latter (and moves an
-    idle spare to the normal class then: nothing is timed any more, and on cores that other work
-    keeps busy an idle import would otherwise wait for the hand-over); the thread that waits for
-    the child starts it (see :mod:`tuner.driver.children._warm` for why not a helper thread)."""
+    """The next warm child, wanted once the running child's timed windows are over. The event
+    reader only notes that; the thread that waits for the child starts it (see
+    :mod:`tuner.driver.children._warm` for why not a helper thread)."""
 
-    def __init__(self, request: Request, env: dict[str, str], *, idle: bool = False) -> None:
+    def __init__(self, request: Request, env: dict[str, str]) -> None:
         self.wanted = threading.Event()
-        if idle:
-            self.wanted.set()
         self._request = request
         self._env = env
-        self._idle = idle
 
     def watching(self, on_event: OnEvent | None) -> OnEvent:
         """``on_event``, noting ``windows_done`` on the way."""
@@ -97,24 +85,21 @@ class SpareOrder:
         def passing_on(event: Event) -> None:
             if isinstance(event, WindowsDoneEvent):
                 self.wanted.set()
-                spare = warm.POOL.spare()
-                if self._idle and isinstance(spare, Child):
-                    warm.leave_idle(spare.proc.pid)
             if on_event is not None:
                 on_event(event)
 
         return passing_on
 
     def start(self) -> None:
-        _start_spare(self._request, warm.POOL.expected() or self._env, idle=self._idle)
+        _start_spare(self._request, warm.POOL.expected() or self._env)
 
 
 def next_spare(request: Request, env: dict[str, str]) -> SpareOrder | None:
     """The warm child to start for the run after this one: at once beside the workload check
     (for the environment the driver expects next), or, for a training run, the returned order:
-    at once at idle priority where permitted, else when its timed windows are over; none after
-    the search's last run (:func:`tuner.driver.children._warm.last_run`), whose spare would
-    import a framework only to be killed (~3 s of CPU a search)."""
+    when its timed windows are over; none after the search's last run
+    (:func:`tuner.driver.children._warm.last_run`), whose spare would import a framework only to
+    be killed (~3 s of CPU a search)."""
     allowed = warm.uses()
     if isinstance(request, InspectRequest):
         expected = warm.POOL.expected()
@@ -123,4 +108,4 @@ def next_spare(request: Request, env: dict[str, str]) -> SpareOrder | None:
         return None
     if warm.TRIALS not in allowed or not warm.POOL.wants_next():
         return None
-    return SpareOrder(request, env, idle=warm.starts_early())
+    return SpareOrder(request, env)

@@ -4,22 +4,10 @@ Each child pays an interpreter start and the framework's import (~3 s of TensorF
 machines). A warm child pays it early: the
 driver starts it (``python -m tuner.worker --warm BACKEND ...``, :mod:`tuner.worker.warm`) when
 
-- the running child starts, where the operating system lets a process leave the idle
-  scheduling class again (Linux ``SCHED_IDLE``; :func:`idle_allowed`): the spare imports in that
-  class (``--idle``), taking only CPU time the running trial leaves unused, so a timed window
-  loses nothing to it; once the running child reports its rates measured (``windows_done``,
-  below), and at the latest at hand-over, the driver moves the spare's threads back to the
-  normal class (:func:`leave_idle`), import finished or not — on cores that other work keeps
-  busy an idle import gets almost no CPU time, and would then cost more than one started late.
-  Where the kernel shares CPU time between sessions first (autogroup, on by default in most
-  Linux distributions), the idle class only ranks threads within the spare's own session — a
-  session of its own, which alone would still get as much CPU time as the running child's (one
-  busy loop: half as fast beside it, measured) — so the spare's session gets the lowest weight
-  too (its autogroup's nice 19, :func:`enter_idle`), and back to 0 when it leaves;
-- elsewhere, when the running child reports its rates measured (``windows_done``, after the last
-  window, its noise-scale steps and loss checks, and its input probe): the import then shares
-  the cores with the current run's validation pass and hand-back, never with a window or probe
-  whose rate is measured;
+- the running child reports its rates measured (``windows_done``, after the last window, its
+  noise-scale steps and loss checks, and its input probe): the import then shares the cores with
+  the current run's validation pass and hand-back, never with a window or probe whose rate is
+  measured;
 - the workload check starts (a CPU-only child that measures nothing): the check and the first
   run's import overlap.
 
@@ -41,138 +29,35 @@ spare started from a helper thread trained 2-4x slower once handed a single-devi
 on the CPU baseline; cause not found), while one started from the main thread did not.
 
 ``TUNER_WARM_CHILD`` switches it for measurement: unset or ``1`` both uses, ``0`` neither,
-``trials`` only the spare for the next run, ``check`` only the overlap with the workload check,
-``late`` both uses with the spare always started after the windows (never idle).
+``trials`` only the spare for the next run, ``check`` only the overlap with the workload check;
+any other value counts as ``1`` (``late``, which chose the timing above over an import at idle
+priority beside the running trial, names the only timing since issue 43 removed that layer: no
+measurement on a GPU host showed that it pays).
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
-import functools
 import os
 import threading
-import time
 from collections.abc import Callable, Hashable, Iterator, Mapping
 from typing import Protocol
 
 WARM_ENV = "TUNER_WARM_CHILD"
 TRIALS = "trials"
 CHECK = "check"
-LATE = "late"
 _OFF = frozenset({"0", "off", "false", "no"})
-
-
-def _switch() -> str:
-    return os.environ.get(WARM_ENV, "1").strip().lower()
 
 
 def uses() -> frozenset[str]:
     """Which uses of a warm child ``TUNER_WARM_CHILD`` allows (:data:`TRIALS`, :data:`CHECK`)."""
-    value = _switch()
+    value = os.environ.get(WARM_ENV, "1").strip().lower()
     if value in _OFF:
         return frozenset()
     if value in (TRIALS, CHECK):
         return frozenset({value})
     return frozenset({TRIALS, CHECK})
-
-
-def starts_early() -> bool:
-    """Whether the spare for the next run starts with the running child, importing at idle
-    priority (:func:`idle_allowed`, unless ``TUNER_WARM_CHILD=late``), rather than after its
-    windows."""
-    return _switch() != LATE and idle_allowed()
-
-
-@functools.cache
-def idle_allowed() -> bool:
-    """Whether a thread of this process may enter the idle scheduling class and leave it again:
-    Linux, and root, ``CAP_SYS_NICE`` or an ``RLIMIT_NICE`` of 20 (children inherit the same
-    rights). Tried once, in a thread of its own, which then ends."""
-    if not hasattr(os, "SCHED_IDLE"):
-        return False
-    allowed: list[bool] = []
-
-    def round_trip() -> None:
-        try:
-            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
-            os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
-            allowed.append(True)
-        except OSError:
-            allowed.append(False)
-
-    probe = threading.Thread(target=round_trip, name="tuner-idle-probe")
-    probe.start()
-    probe.join()
-    return allowed == [True]
-
-
-def enter_idle(pid: int) -> None:
-    """The session of ``pid`` (a spare's supervisor, just started in a session of its own) at the
-    lowest autogroup weight, so that its idle import yields to other sessions as well as within
-    its own. Best effort: nothing where the kernel has no autogroups."""
-    _set_group_nice(pid, _IDLE_GROUP_NICE)
-
-
-def leave_idle(pid: int) -> None:
-    """Every thread of ``pid``'s descendants (a spare's worker, under its supervisor) back in
-    the normal scheduling class, before the spare is handed its request. Done from here, not left
-    to the spare: an import still running is in the idle class, and a thread of the spare that
-    would move it needs the interpreter's lock, which the import holds through long C calls
-    (TensorFlow's extension loading) — on cores that other processes keep busy, an idle thread
-    gets almost no CPU time to get through them. Best effort: the spare moves its threads again
-    once it reads the request. Nothing where the idle class is not used (:func:`idle_allowed`)."""
-    if not idle_allowed():
-        return
-    _set_group_nice(pid, 0)
-    for process in _descendants(pid):
-        for task in _listdir(f"/proc/{process}/task"):
-            with contextlib.suppress(OSError):  # gone meanwhile
-                os.sched_setscheduler(int(task), os.SCHED_OTHER, os.sched_param(0))
-
-
-_IDLE_GROUP_NICE = 19
-_GROUP_TRIES = 5
-_GROUP_RETRY_S = 0.11
-"""Linux lets a user without CAP_SYS_ADMIN change one autogroup's nice per 100 ms, system-wide
-(EAGAIN otherwise)."""
-
-
-def _set_group_nice(pid: int, nice: int) -> None:
-    for _ in range(_GROUP_TRIES):
-        try:
-            with open(f"/proc/{pid}/autogroup", "w") as group:
-                group.write(str(nice))
-            return
-        except BlockingIOError:
-            time.sleep(_GROUP_RETRY_S)
-        except OSError:  # no autogroups in this kernel, or the process ended
-            return
-
-
-def _descendants(pid: int) -> list[int]:
-    """The pids below ``pid`` (Linux's ``/proc/PID/task/TID/children``), parents first."""
-    found: list[int] = []
-    frontier = [pid]
-    while frontier:
-        below: list[int] = []
-        for parent in frontier:
-            for task in _listdir(f"/proc/{parent}/task"):
-                with (
-                    contextlib.suppress(OSError),
-                    open(f"/proc/{parent}/task/{task}/children") as f,
-                ):
-                    below.extend(int(child) for child in f.read().split())
-        found.extend(below)
-        frontier = below
-    return found
-
-
-def _listdir(path: str) -> list[str]:
-    try:
-        return os.listdir(path)
-    except OSError:  # the process ended meanwhile
-        return []
 
 
 class Spare(Protocol):
