@@ -128,7 +128,7 @@ def test_the_accumulation_proof_multiplies_in_full_float32() -> None:
     with contextlib.suppress(_Asked):
         run_accumulation_validation(
             spec, PLAN, 2, micro_batch=None, lr_rule="none", steps=4, timeout_s=60,
-            runner=Recording(), result=None,
+            runner=Recording(),
         )  # fmt: skip
     assert seen and seen[0]["JAX_DEFAULT_MATMUL_PRECISION"] == "highest"
     assert seen[0]["NVIDIA_TF32_OVERRIDE"] == "0"
@@ -174,18 +174,17 @@ class _Weights:
         save_weights(
             Path(request.weights_file), {"w": np.zeros(4)}, {"w": np.ones(4) * (1 + shift)}
         )
-        return ChildRun(0, None)
+        read = {"status": "ok", "model_variables": 1, "variable_names": ["w"], "steps": 4}
+        return ChildRun(0, result_text(read))
 
 
 def _proof(runner: _Weights) -> dict[str, Any]:
     from tuner.driver.validate.accumulation import run_accumulation_validation
 
-    read = {"model_variables": 1, "variable_names": ["w"], "steps": 4}
     spec = spec_from_dict(None, {"workload.backend": "jax"})
     return run_accumulation_validation(
-        spec, PLAN, 2, micro_batch=None, lr_rule="none", steps=4, timeout_s=60,
-        runner=runner, result=lambda run, plan: read,
-    )  # fmt: skip
+        spec, PLAN, 2, micro_batch=None, lr_rule="none", steps=4, timeout_s=60, runner=runner
+    )
 
 
 def test_a_failed_proof_starts_the_control_a_passed_one_does_not() -> None:

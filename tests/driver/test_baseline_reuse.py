@@ -15,8 +15,8 @@ from fake_child import PLAN, FakeChild, make_spec, ok
 
 from tuner.core.recommend import baseline_at
 from tuner.driver import study as study_module
-from tuner.driver.reuse import baseline_reuse
-from tuner.driver.reuse.baseline_reuse import request_fields
+from tuner.driver.reuse import keys
+from tuner.driver.reuse.keys import request_fields
 from tuner.driver.setup.baseline import baseline_request
 from tuner.driver.study import run_search
 from tuner.results import recommendation
@@ -89,7 +89,7 @@ def test_a_baseline_of_other_runs_is_measured_again(
         "host": {},
     }[change]
     if change == "host":
-        monkeypatch.setattr(baseline_reuse.platform, "node", lambda: "another-host")
+        monkeypatch.setattr(keys.platform, "node", lambda: "another-host")
     child = FakeChild(answer)
     second = _with(spec(), **fields)
     run_search(second, PLAN, storage, study_name="second", baseline=True, runner=child)

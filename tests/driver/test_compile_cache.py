@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tuner.driver.reuse import baseline_reuse, compile_cache
+from tuner.driver.reuse import compile_cache, keys
 
 
 def test_the_cache_lives_beside_the_storage(
@@ -50,11 +50,11 @@ def test_only_jax_children_get_it_and_only_while_the_search_runs(
 def test_a_baseline_measured_with_the_cache_is_the_same_measurement(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    without = baseline_reuse._runtime_environment()
+    without = keys.runtime_environment()
     monkeypatch.setenv(compile_cache.CACHE_ENV, str(tmp_path))
     for key, value in compile_cache.environment(tmp_path).items():
         monkeypatch.setenv(key, value)
-    assert baseline_reuse._runtime_environment() == without
+    assert keys.runtime_environment() == without
 
 
 def train_steps(folder: Path) -> set[str]:

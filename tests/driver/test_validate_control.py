@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 
-from tuner.driver.validate.checks import CONTROL_FACTOR, WEIGHTS_RTOL, Check, evaluate
-from tuner.driver.validate.run import REORDER_ENV
+from tuner.driver.validate.checks import CONTROL_FACTOR, REORDER_ENV, WEIGHTS_RTOL, Check, evaluate
 
 
 def _run(step_losses: list[float]) -> dict[str, Any]:

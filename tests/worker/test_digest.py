@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from child_requests import run_request, workload
 
-from tuner.driver.reuse.baseline_reuse import reuse_key
+from tuner.driver.reuse.keys import reuse_key
 from tuner.worker.digest import array_bytes, workload_digest
 
 WORKLOAD = workload(model="tuner.workloads.regression:build_model", data="tests_data:load")

@@ -23,8 +23,8 @@ from tuner.core.spec import StudySpec
 from tuner.core.trials import settled_grid_points
 from tuner.driver.children import ChildRunner, OnEvent
 from tuner.driver.decide.racing import applied_tolerance, race_entries, still_tied
-from tuner.driver.decide.same_training import trial_training_key
 from tuner.driver.observer import SearchObserver
+from tuner.driver.reuse.keys import training_key
 
 CLOCK = time.monotonic
 """The budget's clock (a test moves a fake one as its stand-in children "train")."""
@@ -111,12 +111,12 @@ def training_key_of(
     spec: StudySpec, plan: DevicePlan, space: dict[str, Any] | None
 ) -> Callable[[tuple[Any, ...]], str]:
     """A grid point's training key
-    (:func:`tuner.driver.decide.same_training.trial_training_key`)."""
+    (:func:`tuner.driver.reuse.keys.training_key`)."""
     values = defaults(space["space"]) if space else None
 
     def key_of(point: tuple[Any, ...]) -> str:
         precision = point[2] if len(point) > 2 else None
-        return trial_training_key(spec, plan, int(point[0]), str(point[1]), values, precision)
+        return training_key(spec, plan, int(point[0]), str(point[1]), values, precision)
 
     return key_of
 

@@ -10,47 +10,8 @@ from typing import Any
 
 from optuna.trial import FrozenTrial
 
-from tuner.core.devices import DevicePlan
 from tuner.core.outcome import TrialOutcome
-from tuner.core.sameness import training_key
-from tuner.core.spec import StudySpec
-from tuner.driver.children import budget_dict, first_precision
 from tuner.driver.decide.racing import REPEAT_INDEX, REPEAT_OF, SAME_AS, is_original
-
-
-def trial_training_key(
-    spec: StudySpec,
-    plan: DevicePlan,
-    batch: int,
-    rule: str,
-    values: dict[str, Any] | None,
-    precision: str | None = None,
-) -> str:
-    """The :func:`tuner.core.sameness.training_key` of a run of ``spec`` on ``plan`` (at
-    ``precision``, default the spec's first)."""
-    search = spec.search
-    budget = {
-        **budget_dict(spec),
-        "target_loss": search.target_loss,
-        "eval_every_samples": search.eval_every_samples,
-        "noise_scale": search.noise_scale,
-        "noise_scale_steps": search.noise_scale_steps,
-    }
-    return training_key(
-        global_batch_size=batch,
-        lr_rule=rule,
-        base_lr=search.base_lr,
-        base_batch_size=search.base_batch_size,
-        seed=search.seed,
-        loop=search.loop_kind,
-        device_signature=plan.device_signature,
-        budget=budget,
-        warmup_steps=search.warmup_steps,
-        warmup_epochs=search.warmup_epochs,
-        model_hyperparameters=values,
-        precision=precision or first_precision(spec),
-    )
-
 
 NOT_MEASURED = frozenset(
     {"status", "error", "final_loss", "throughput", "timings", "training_key", SAME_AS, REPEAT_OF,

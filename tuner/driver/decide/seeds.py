@@ -36,11 +36,11 @@ from tuner.core.trials import is_pending, is_settled
 from tuner.driver.children import ChildRunner, first_precision
 from tuner.driver.decide.early_stop import curve_of, measures_seed_noise
 from tuner.driver.decide.racing import REPEAT_OF, applied_tolerance, own_run
-from tuner.driver.decide.same_training import trial_training_key
 from tuner.driver.decide.seed_runs import SeedInputs, run_seeds, train_seed
 from tuner.driver.observer import SearchObserver, observed
 from tuner.driver.records import store
 from tuner.driver.reuse.input_reuse import InputReuse
+from tuner.driver.reuse.keys import training_key
 
 SEED_NOISE = "seed_noise"
 """The study attribute: ``{device_signature: {"seeds", "final_losses", "spread",
@@ -186,7 +186,7 @@ def base_key(spec: StudySpec, plan: DevicePlan, space: dict[str, Any] | None) ->
     """The training key of the base configuration (base batch, first rule, first precision)."""
     values = hyperparams.defaults(space["space"]) if space else None
     search = spec.search
-    return trial_training_key(
+    return training_key(
         spec, plan, search.base_batch_size, search.lr_rules[0], values, first_precision(spec)
     )
 
@@ -203,7 +203,7 @@ def first_trains_base(
     first = sorted(grid)[0]
     values = hyperparams.defaults(space["space"]) if space else None
     precision = first[2] if len(first) > 2 else None
-    key = trial_training_key(spec, plan, int(first[0]), str(first[1]), values, precision)
+    key = training_key(spec, plan, int(first[0]), str(first[1]), values, precision)
     return key == base_key(spec, plan, space)
 
 
@@ -222,7 +222,7 @@ def _base_runs(
 ) -> list[optuna.trial.FrozenTrial]:
     """The grid's runs of the base configuration (base batch, first rule, first precision)."""
     search = spec.search
-    key = trial_training_key(
+    key = training_key(
         spec, plan, search.base_batch_size, search.lr_rules[0], values, first_precision(spec)
     )
     return [t for t in trials if t.user_attrs.get("training_key") == key and not _repeat(t)]

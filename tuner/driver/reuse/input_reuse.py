@@ -6,9 +6,9 @@ the pipeline and what draws from it — the data, the global batch and how it is
 replicas, the budget (which samples, how many batches a window), the backend, the loop, the
 precision, the host, the framework versions and the variables the children inherit — and not on
 the learning-rate rule, the optimizer or the seed. So every trial that measured it stores its
-**input key** (:func:`input_key`: a hash of exactly those) as ``input_key``; the next trial of
-the study with the same key is sent the earlier figure in its request
-(:attr:`~tuner.core.protocol.TrialRequest.input_throughput`), skips the timing
+**input key** (:func:`~tuner.driver.reuse.keys.input_key`: a hash of exactly those) as
+``input_key``; the next trial of the study with the same key is sent the earlier figure in its
+request (:attr:`~tuner.core.protocol.TrialRequest.input_throughput`), skips the timing
 (``timings.input_probe_s`` ~0) and stores the figure with ``input_throughput_from``: the trial
 that measured it. Everything else a trial measures it still measures.
 
@@ -22,11 +22,8 @@ through :meth:`InputReuse.remember`.
 
 from __future__ import annotations
 
-import hashlib
-import json
-import platform
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict, replace
+from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import optuna
@@ -34,39 +31,12 @@ from optuna.trial import FrozenTrial
 
 from tuner.core.outcome import TrialOutcome
 from tuner.core.protocol import TrialRequest
-from tuner.driver.reuse.baseline_reuse import runtime_environment
+from tuner.driver.reuse.keys import input_key
 
 INPUT_KEY = "input_key"
 """The trial attribute holding the hash of what its ``input_throughput`` depends on."""
 REUSED_FROM = "input_throughput_from"
 """The trial attribute naming the trial whose ``input_throughput`` this one reports."""
-
-
-def input_key(request: TrialRequest, study_attrs: Mapping[str, Any]) -> str:
-    """The hash that says two trials' input pipelines deliver the same: ``request``'s data
-    references and backend, global batch, device plan (replicas, devices, memory cap), budget,
-    loss target, loop and precision; the host and the children's environment; from
-    ``study_attrs`` the data's ``workload`` sizes and digest and the framework ``versions``.
-    The learning rate, its rule, the optimizer, the seed and a hypermodel's values are left out:
-    the pipeline does not depend on them."""
-    workload = request.workload
-    parts = {
-        "data": workload.data,
-        "dataset": workload.dataset,
-        "backend": workload.backend,
-        "global_batch_size": request.global_batch_size,
-        "plan": request.plan.to_dict(),
-        "budget": asdict(request.budget),
-        "target": None if request.target is None else asdict(request.target),
-        "loop": request.loop,
-        "precision": request.precision,
-        "host": platform.node(),
-        "environment": runtime_environment(),
-        "workload": study_attrs.get("workload"),
-        "versions": study_attrs.get("versions"),
-    }
-    text = json.dumps(parts, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
 def find_input(trials: Sequence[FrozenTrial], key: str) -> tuple[float, int] | None:

@@ -24,7 +24,8 @@ from tuner.core.spec import StudySpec
 from tuner.core.stats import throughput_interval
 from tuner.driver.children import ChildRunner, first_precision, trial_request
 from tuner.driver.observer import SearchObserver, observed
-from tuner.driver.reuse.baseline_reuse import find_baseline, reuse_key
+from tuner.driver.reuse.baseline_reuse import find_baseline
+from tuner.driver.reuse.keys import reuse_key
 
 
 def prepare_baseline(

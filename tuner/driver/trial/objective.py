@@ -32,9 +32,10 @@ from tuner.core.trials import HEARTBEAT_S
 from tuner.driver.children import ChildRunner, first_precision, trial_request
 from tuner.driver.decide.early_stop import SEED_NOISE_ATTR, early_stop_for
 from tuner.driver.decide.racing import REPEAT_INDEX, REPEAT_OF, chain, measured
-from tuner.driver.decide.same_training import same_as, same_training, trial_training_key
+from tuner.driver.decide.same_training import same_as, same_training
 from tuner.driver.observer import SearchObserver
 from tuner.driver.reuse.input_reuse import InputReuse
+from tuner.driver.reuse.keys import training_key
 from tuner.driver.trial.accumulation import Accumulation
 from tuner.driver.trial.grid import (
     stores_batch_as_category,
@@ -120,9 +121,7 @@ class Objective:
         attrs = self._configuration(batch, rule, lr, values)
         attrs[PRECISION] = precision
         attrs[HEARTBEAT_S] = heartbeat_interval(trial.study._storage)
-        attrs["training_key"] = trial_training_key(
-            self._spec, self._plan, batch, rule, values, precision
-        )
+        attrs["training_key"] = training_key(self._spec, self._plan, batch, rule, values, precision)
         set_user_attrs(trial, attrs)  # one write: other workers see the configuration at once
         repeat_of = trial.user_attrs.get(REPEAT_OF)
         position = self._already_done + self.launched + 1

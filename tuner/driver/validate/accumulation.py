@@ -25,7 +25,6 @@ measured 6.8e-6 against 4-5e-7 on a CPU, 1.5x under the tolerance (benchmarks/RE
 
 from __future__ import annotations
 
-import datetime as _dt
 import math
 import tempfile
 from dataclasses import replace
@@ -36,11 +35,13 @@ from typing import Any
 from tuner.core.accumulation import failure_line
 from tuner.core.devices import DevicePlan
 from tuner.core.errors import ConfigError, TunerError
+from tuner.core.protocol import ValidateRequest
 from tuner.core.scaling import scaled_learning_rate
 from tuner.core.spec import StudySpec
 from tuner.driver.children import ChildRunner, child_runner, validate_request
 from tuner.driver.validate.accumulation_checks import accumulation_check, controlled_accumulation
-from tuner.driver.validate.checks import REORDER_ENV, Check
+from tuner.driver.validate.checks import Check
+from tuner.driver.validate.engine import Engine, report
 
 FULL_FLOAT32 = {"JAX_DEFAULT_MATMUL_PRECISION": "highest", "NVIDIA_TF32_OVERRIDE": "0"}
 """What turns TensorFloat-32 off in a child: JAX's default matmul precision, and the switch
@@ -57,83 +58,55 @@ def run_accumulation_validation(
     steps: int,
     timeout_s: float,
     runner: ChildRunner | None = None,
-    result: Any,
 ) -> dict[str, Any]:
     """Run the true-batch and the accumulating child on ``plan`` and return the JSON report
     (``passed`` inside). ``micro_batch``: b, the global batch of one micro-step (default the
-    spec's base batch); ``result`` reads a finished child (the validate module's reader)."""
+    spec's base batch)."""
     micro = micro_batch or spec.search.base_batch_size
     _check(plan, steps_k, micro)
     batch = steps_k * micro
-    runner = runner if runner is not None else child_runner()
     lr = scaled_learning_rate(lr_rule, spec.search.base_lr, batch, spec.search.base_batch_size)
+    request = validate_request(spec, plan, batch, lr, steps=steps, loss_reduction="global")
     with tempfile.TemporaryDirectory(prefix="tuner-accumulation-") as folder:
-        run = partial(_run, spec, plan, runner, result, Path(folder), batch=batch, lr=lr,
-                      steps=steps, timeout_s=timeout_s)  # fmt: skip
+        engine = Engine(runner if runner is not None else child_runner(), timeout_s, Path(folder))
+        run = partial(_run, engine, spec.workload.backend, plan, request)
         (true, one, initial), (accumulated, many, _) = run(1), run(steps_k)
         check = _compare(true, accumulated, (one, many, initial), spec.workload.backend)
         apart = float(check.figures.get("model_relative_difference", math.inf))
         if not check.passed and math.isfinite(apart):  # rounding, or wrong? the control says
             _, again, _ = run(1, control=True)
             check = controlled_accumulation(check, _model_figures(true, one, again, initial))
-    return {
-        "passed": check.passed,
-        "backend": spec.workload.backend,
-        "loop": spec.search.loop,
-        "update_on": spec.search.update_on,
+    settings = {
         "accumulation_steps": steps_k,
         "global_batch_size": batch,
         "micro_batch_size": micro,
-        "num_replicas": plan.num_replicas,
-        "per_replica_batch_size": batch // plan.num_replicas,
         "micro_batch_per_replica": micro // plan.num_replicas,
         "learning_rate": lr,
         "lr_rule": lr_rule,
-        "device_signature": plan.device_signature,
         "steps": true["steps"],
         "micro_steps": accumulated["steps"],
-        "checks": {
-            check.name.replace(" ", "_"): {
-                "passed": check.passed,
-                "summary": check.summary,
-                **({"warning": check.warning} if check.warning else {}),
-                **check.figures,
-            }
-        },
-        "warnings": [check.warning] if check.warning else [],
-        "deterministic_layers": list(accumulated.get("deterministic_layers", [])),
-        "versions": accumulated.get("versions", {}),
-        "created_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
     }
+    return report(spec, plan, [check], accumulated, settings)
 
 
 def _run(
-    spec: StudySpec,
+    engine: Engine,
+    backend: str,
     plan: DevicePlan,
-    runner: ChildRunner,
-    result: Any,
-    folder: Path,
+    request: ValidateRequest,
     accumulate: int,
     *,
-    batch: int,
-    lr: float,
-    steps: int,
-    timeout_s: float,
     control: bool = False,
 ) -> tuple[dict[str, Any], Any, Any]:
-    """One validation child at global batch ``batch`` in ``accumulate`` micro-steps a step: its
-    result, and its final and initial weights. ``control``: each batch's examples reversed."""
+    """One validation child in ``accumulate`` micro-steps a step, in full float32: its result,
+    and its final and initial weights. ``control``: each batch's examples reversed."""
     from tuner.driver.validate import weights  # numpy: not on the way of `tuner --help`
 
-    path = folder / f"weights-{accumulate}{'-control' if control else ''}.npz"
-    request = validate_request(spec, plan, batch, lr, steps=steps, loss_reduction="global")
-    request = replace(request, weights_file=str(path), accumulation_steps=accumulate)
-    env = {**plan.child_environment(), **FULL_FLOAT32, **({REORDER_ENV: "1"} if control else {})}
-    run = runner.run(request, env, timeout_s)
+    request = replace(request, accumulation_steps=accumulate)
     try:
-        read = result(run, plan)
+        read, path = engine.run(request, plan, str(accumulate), env=FULL_FLOAT32, control=control)
     except TunerError as exc:  # Keras's known failure under TensorFlow: said plainly
-        line = failure_line(str(exc), spec.workload.backend)
+        line = failure_line(str(exc), backend)
         raise TunerError(str(exc) if line == str(exc) else line) from exc
     final, initial = weights.load(path)
     return read, final, initial

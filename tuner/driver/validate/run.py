@@ -29,27 +29,26 @@ children.
 
 from __future__ import annotations
 
-import datetime as _dt
 import tempfile
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from tuner.core.devices import DevicePlan
 from tuner.core.errors import ConfigError
-from tuner.core.outcome import ChildRun, ok_payload
-from tuner.core.protocol import DEFAULT_TRIAL_TIMEOUT_S
+from tuner.core.protocol import DEFAULT_TRIAL_TIMEOUT_S, ValidateRequest
 from tuner.core.scaling import scaled_learning_rate
 from tuner.core.spec import LOSS_REDUCTIONS, StudySpec
 from tuner.driver.children import ChildRunner, child_runner, validate_request
 from tuner.driver.validate.accumulation import run_accumulation_validation
 from tuner.driver.validate.checks import (
     CONTROLLED,
-    REORDER_ENV,
     Check,
     evaluate,
     loss_difference,
 )
+from tuner.driver.validate.engine import Engine, report
 
 DEFAULT_STEPS = 20
 """Steps per run: the differences that float32 rounding order leaves grow with every step (see
@@ -86,141 +85,47 @@ def run_validation(
             steps=steps,
             timeout_s=timeout_s,
             runner=runner,
-            result=_result,
         )
     batch = global_batch or spec.search.base_batch_size
     _check_options(spec, plan, loss_reduction, batch)
-    runner = runner if runner is not None else child_runner()
     lr = scaled_learning_rate(lr_rule, spec.search.base_lr, batch, spec.search.base_batch_size)
-    pair = _Pair(spec, plan, runner, timeout_s, batch, lr)
+    request = partial(validate_request, spec, batch=batch, lr=lr, steps=steps,
+                      loss_reduction=loss_reduction)  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="tuner-validate-") as folder:
-        single, multi = pair.run_both(Path(folder), steps, loss_reduction)
-        checks = pair.checks(Path(folder), single, multi)
-    return _report(spec, plan, checks, multi, loss_reduction, batch, lr, lr_rule)
+        engine = Engine(runner if runner is not None else child_runner(), timeout_s, Path(folder))
+        checks, multi = _prove(engine, plan, request, (batch, lr))
+    settings = {"loss_reduction": loss_reduction, "global_batch_size": batch,
+                "learning_rate": lr, "lr_rule": lr_rule, "steps": multi["steps"]}  # fmt: skip
+    return report(spec, plan, checks, multi, settings)
 
 
-@dataclass
-class _Pair:
-    """The one-device and the N-replica run of one validation at global batch ``batch`` and
-    learning rate ``lr``, and what comparing them needs (the requests, the weight files)."""
-
-    spec: StudySpec
-    plan: DevicePlan
-    runner: ChildRunner
-    timeout_s: float
-    batch: int
-    lr: float
-    requests: list[Any] = field(default_factory=list)
-    files: list[Path] = field(default_factory=list)
-
-    def run_both(
-        self, folder: Path, steps: int, loss_reduction: str
-    ) -> tuple[dict[str, Any], dict[str, Any]]:
-        """Run one device, then the N replicas; their results (single, multi)."""
-        results = []
-        for run_plan in (self.plan.single_device(), self.plan):
-            self.files.append(folder / f"weights-{run_plan.num_replicas}.npz")
-            request = replace(
-                validate_request(
-                    self.spec, run_plan, self.batch, self.lr, steps=steps,
-                    loss_reduction=loss_reduction,
-                ),
-                weights_file=str(self.files[-1]),
-            )  # fmt: skip
-            self.requests.append(request)
-            run = self.runner.run(request, run_plan.child_environment(), self.timeout_s)
-            results.append(_result(run, run_plan))
-        return results[0], results[1]
-
-    def checks(self, folder: Path, single: dict[str, Any], multi: dict[str, Any]) -> list[Check]:
-        """The checks of the two runs, judged again against the control run when loss parity
-        or the final weights miss their fixed tolerance."""
-        from tuner.driver.validate import weights  # numpy: not on the way of `tuner --help`
-
-        names, count = list(multi.get("variable_names", [])), multi.get("model_variables")
-        one, many = self.files
-        compared = weights.compare_files(one, many, names, count)
-        checks = self._evaluate(single, multi, compared, None)
-        if not any(c.name in CONTROLLED and not c.passed for c in checks):
-            return checks
-        again = folder / "weights-control.npz"
-        request = replace(self.requests[0], weights_file=str(again))  # the one-device run's
-        control = _control(self.runner, request, self.plan.single_device(), self.timeout_s, single)
-        control["weights"] = weights.compare_files(one, again, names, count)
-        return self._evaluate(single, multi, compared, control)
-
-    def _evaluate(
-        self,
-        single: dict[str, Any],
-        multi: dict[str, Any],
-        compared: dict[str, Any],
-        control: dict[str, Any] | None,
-    ) -> list[Check]:
-        return evaluate(
-            single,
-            multi,
-            global_batch=self.batch,
-            learning_rate=self.lr,
-            weights=compared,
-            control=control,
-        )
-
-
-def _control(
-    runner: ChildRunner,
-    request: Any,
-    single_plan: DevicePlan,
-    timeout_s: float,
-    single: dict[str, Any],
-) -> dict[str, Any]:
-    """The control run: one device again, each batch's examples reversed — the same training in
-    another float32 rounding order. How far it lands from the first one-device run is how far
-    rounding order alone moves this model (:data:`~tuner.driver.validate.checks.CONTROL_FACTOR`).
-    Run only when loss parity or the final weights fail their fixed tolerance."""
-    env = {**single_plan.child_environment(), REORDER_ENV: "1"}
-    result = _result(runner.run(request, env, timeout_s), single_plan)
-    return {"loss_relative_difference": loss_difference(single, result)}
-
-
-def _report(
-    spec: StudySpec,
+def _prove(
+    engine: Engine,
     plan: DevicePlan,
-    checks: list[Check],
-    multi: dict[str, Any],
-    loss_reduction: str,
-    batch: int,
-    lr: float,
-    lr_rule: str,
-) -> dict[str, Any]:
-    """The JSON report: the run's settings, each check, the warnings, what was made
-    deterministic."""
-    return {
-        "passed": all(c.passed for c in checks),
-        "backend": spec.workload.backend,
-        "loop": spec.search.loop,
-        "update_on": spec.search.update_on,
-        "loss_reduction": loss_reduction,
-        "global_batch_size": batch,
-        "num_replicas": plan.num_replicas,
-        "per_replica_batch_size": batch // plan.num_replicas,
-        "learning_rate": lr,
-        "lr_rule": lr_rule,
-        "device_signature": plan.device_signature,
-        "steps": multi["steps"],
-        "checks": {
-            c.name.replace(" ", "_"): {
-                "passed": c.passed,
-                "summary": c.summary,
-                **({"warning": c.warning} if c.warning else {}),
-                **c.figures,
-            }
-            for c in checks
-        },
-        "warnings": list(dict.fromkeys(c.warning for c in checks if c.warning)),
-        "deterministic_layers": list(multi.get("deterministic_layers", [])),
-        "versions": multi.get("versions", {}),
-        "created_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+    request: Callable[[DevicePlan], ValidateRequest],
+    batch_lr: tuple[int, float],
+) -> tuple[list[Check], dict[str, Any]]:
+    """One device, then the N replicas: their checks, judged again against the control run when
+    loss parity or the final weights miss their fixed tolerance; and the N-replica result."""
+    from tuner.driver.validate import weights  # numpy: not on the way of `tuner --help`
+
+    one_plan = plan.single_device()
+    single, one = engine.run(request(one_plan), one_plan, "1")
+    multi, many = engine.run(request(plan), plan, str(plan.num_replicas))
+    names, count = list(multi.get("variable_names", [])), multi.get("model_variables")
+    compared = weights.compare_files(one, many, names, count)
+    batch, lr = batch_lr
+    judge = partial(evaluate, single, multi, global_batch=batch, learning_rate=lr, weights=compared)
+    checks = judge(control=None)
+    if not any(c.name in CONTROLLED and not c.passed for c in checks):
+        return checks, multi
+    # The control: how far rounding order alone moves this model (CONTROL_FACTOR).
+    again, path = engine.run(request(one_plan), one_plan, "1", control=True)
+    control = {
+        "loss_relative_difference": loss_difference(single, again),
+        "weights": weights.compare_files(one, path, names, count),
     }
+    return judge(control=control), multi
 
 
 def reduces_its_own_loss(spec: StudySpec) -> bool:
@@ -241,11 +146,3 @@ def _check_options(spec: StudySpec, plan: DevicePlan, loss_reduction: str, batch
         )
     if batch % plan.num_replicas:
         raise ConfigError(f"global batch {batch} does not divide by {plan.num_replicas} replicas")
-
-
-def _result(run: ChildRun, plan: DevicePlan) -> dict[str, Any]:
-    return ok_payload(
-        run,
-        memory_capped=plan.memory_limit_bytes is not None,
-        failed=f"the {plan.num_replicas}-device validation run failed",
-    )

@@ -1,0 +1,97 @@
+"""What both proofs of ``tuner validate`` share: a child that trains a validation request and
+writes its weights, the control run (the same child with each batch's examples reversed: the
+same training in another float32 rounding order), and the one JSON report.
+
+The device proof (:mod:`tuner.driver.validate.run`: one device against N replicas) and the
+accumulation proof (:mod:`tuner.driver.validate.accumulation`: K micro-steps against one true
+step) differ only in which two requests they compare and which checks judge them.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from tuner.core.devices import DevicePlan
+from tuner.core.outcome import ChildRun, ok_payload
+from tuner.core.protocol import ValidateRequest
+from tuner.core.spec import StudySpec
+from tuner.driver.children import ChildRunner
+from tuner.driver.validate.checks import REORDER_ENV, Check
+
+
+@dataclass(frozen=True)
+class Engine:
+    """Runs the children of one validation: each in a fresh process (``runner``), killed after
+    ``timeout_s``, its weights written into ``folder``."""
+
+    runner: ChildRunner
+    timeout_s: float
+    folder: Path
+
+    def run(
+        self,
+        request: ValidateRequest,
+        plan: DevicePlan,
+        name: str,
+        *,
+        env: dict[str, str] | None = None,
+        control: bool = False,
+    ) -> tuple[dict[str, Any], Path]:
+        """Run ``request`` on ``plan`` (``env`` added to the plan's environment; ``control``:
+        each batch's examples reversed); its result and the file its weights are in."""
+        path = self.folder / f"weights-{name}{'-control' if control else ''}.npz"
+        child_env = {**plan.child_environment(), **(env or {})}
+        if control:
+            child_env[REORDER_ENV] = "1"
+        run = self.runner.run(replace(request, weights_file=str(path)), child_env, self.timeout_s)
+        return read_result(run, plan), path
+
+
+def read_result(run: ChildRun, plan: DevicePlan) -> dict[str, Any]:
+    """A finished validation child's payload; a failed one raises, naming the run."""
+    return ok_payload(
+        run,
+        memory_capped=plan.memory_limit_bytes is not None,
+        failed=f"the {plan.num_replicas}-device validation run failed",
+    )
+
+
+def report(
+    spec: StudySpec,
+    plan: DevicePlan,
+    checks: Iterable[Check],
+    last: dict[str, Any],
+    settings: dict[str, Any],
+) -> dict[str, Any]:
+    """The JSON report of a validation: ``passed``, the run's ``settings`` (batch, rate, rule,
+    the proof's own), each check, the warnings, and what ``last`` (the result of the run under
+    test) made deterministic and ran on."""
+    checks = list(checks)
+    batch = int(settings["global_batch_size"])
+    return {
+        "passed": all(c.passed for c in checks),
+        "backend": spec.workload.backend,
+        "loop": spec.search.loop,
+        "update_on": spec.search.update_on,
+        "num_replicas": plan.num_replicas,
+        "per_replica_batch_size": batch // plan.num_replicas,
+        "device_signature": plan.device_signature,
+        **settings,
+        "checks": {
+            c.name.replace(" ", "_"): {
+                "passed": c.passed,
+                "summary": c.summary,
+                **({"warning": c.warning} if c.warning else {}),
+                **c.figures,
+            }
+            for c in checks
+        },
+        "warnings": list(dict.fromkeys(c.warning for c in checks if c.warning)),
+        "deterministic_layers": list(last.get("deterministic_layers", [])),
+        "versions": last.get("versions", {}),
+        "created_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+    }
