@@ -13,26 +13,16 @@ from tuner._version import __version__ as __version__
 
 _EXPORTS = {
     "ConfigError": "tuner.core.errors",
-    "SearchResult": "tuner.api",
-    "DevicePlan": "tuner.core.devices",
     "LrFindResult": "tuner.api",
-    "StudySpec": "tuner.core.spec",
-    "TrialOutcome": "tuner.core.outcome",
+    "SearchResult": "tuner.api",
     "TunerError": "tuner.core.errors",
-    "classify": "tuner.core.outcome",
-    "is_oom_error": "tuner.core.oom",
-    "is_probable_oom": "tuner.core.oom",
     "load_recommendation": "tuner.load",
-    "load_spec": "tuner.driver.setup.spec_file",
     "load_study": "tuner.api",
     "lr_find": "tuner.api",
-    "plan_devices": "tuner.driver.setup.devices",
-    "recommend": "tuner.core.recommend",
-    "recommendation": "tuner.results",
-    "run_search": "tuner.driver.study",
-    "scaled_learning_rate": "tuner.core.scaling",
     "search": "tuner.api",
 }
+"""The documented API (docs/guide/python.md, docs/guide/lr-find.md, docs/reference/json.md) and
+nothing else: a search starts one way from Python, :func:`search`."""
 
 __all__ = sorted([*_EXPORTS, "__version__"])
 

@@ -113,16 +113,16 @@ def test_every_export_is_its_object_after_every_submodule_is_imported() -> None:
         assert getattr(tuner, name) is getattr(importlib.import_module(home), name), name
 
 
-def test_the_documented_names_are_public() -> None:
-    for name in ("load_spec", "plan_devices", "recommend", "classify", "ConfigError"):
-        assert name in tuner.__all__
+def test_the_public_face_is_the_documented_api() -> None:
+    documented = {"search", "lr_find", "load_study", "load_recommendation", "SearchResult"}
+    documented |= {"LrFindResult", "ConfigError", "TunerError", "__version__"}
+    assert set(tuner.__all__) == documented
 
 
 def test_lazy_attributes() -> None:
-    from tuner.core import scaling
-    from tuner.driver.setup import spec_file
+    from tuner import api, load
 
-    assert tuner.scaled_learning_rate is scaling.scaled_learning_rate
-    assert tuner.load_spec is spec_file.load_spec
+    assert tuner.search is api.search
+    assert tuner.load_recommendation is load.load_recommendation
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         _ = tuner.nope  # type: ignore[attr-defined]
