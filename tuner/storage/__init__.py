@@ -189,7 +189,9 @@ def _rdb(place: Place, create: bool, heartbeat: dict[str, Any], wait_s: float | 
             return _rdb_storage(place, heartbeat, stamped=stamped, wait_s=wait_s)
         except _SchemaRace as race:
             if attempt + 1 == _OPEN_ATTEMPTS:
-                raise ConfigError(f"cannot open storage {place.shown}: {describe(race)}") from race
+                raise ConfigError(
+                    f"cannot open storage {place.shown}: {describe(race, place)}"
+                ) from race
             # Several workers creating the same fresh database race on its schema (the
             # version row in SQLite, the enum types and tables in PostgreSQL); the loser
             # finds the schema in place on the next try.
@@ -247,9 +249,9 @@ def _rdb_storage(
         if isinstance(exc, RuntimeError) and "no longer compatible" in str(exc):
             raise ConfigError(
                 f"storage {place.shown} holds the schema of another Optuna version, and tuner "
-                f"upgrades no schema: {describe(exc)} (back the storage up first)"
+                f"upgrades no schema: {describe(exc, place)} (back the storage up first)"
             ) from exc
-        raise ConfigError(f"cannot open storage {place.shown}: {describe(exc)}") from exc
+        raise ConfigError(f"cannot open storage {place.shown}: {describe(exc, place)}") from exc
 
 
 def _is_schema_race(exc: BaseException) -> bool:

@@ -7,7 +7,6 @@ so every check can run before a search starts its first child process.
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,10 +21,43 @@ _URI_READ_ONLY = {"mode": "ro", "immutable": "1"}
 
 
 def mask_password(url: str) -> str:
-    """``postgresql://user:secret@host/db`` -> ``postgresql://user:***@host/db``."""
-    # The password runs to the last "@" before the path: it may hold "@" itself, and the user
-    # name may be empty.
-    return re.sub(r"(://[^:/@]*:)[^/]*@", r"\1***@", url)
+    """``url`` with its password hidden wherever SQLAlchemy reads one: in the user part
+    (``postgresql://user:***@host/db``, whatever characters it holds) and in a ``password``
+    query option. A URL SQLAlchemy cannot read is shown as its scheme only; one without a
+    password is shown as given."""
+    if "://" not in url:
+        return url
+    from sqlalchemy.engine import make_url  # not on the way of `tuner --help`
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        parsed = make_url(url)
+    except (ArgumentError, ValueError):
+        return f"{url.split('://', 1)[0]}://***" if "@" in url or "password" in url else url
+    host = parsed.host or ""
+    secret_query = [key for key in parsed.query if key.lower() == "password"]
+    if parsed.password is None and not secret_query and "@" not in host:
+        return url
+    if "@" in host:  # an unescaped "@" in the password: SQLAlchemy took its rest for the host
+        parsed = parsed.set(host=host.rsplit("@", 1)[1], password="***")
+    if secret_query:
+        parsed = parsed.update_query_dict({key: "***" for key in secret_query})
+    return parsed.render_as_string(hide_password=True).replace("%2A%2A%2A", "***")
+
+
+def _misread_host(url: str) -> str | None:
+    """The host SQLAlchemy reads from ``url`` when it holds ``@`` (the rest of a password with
+    an unescaped ``@``), else ``None``."""
+    if "@" not in url or "://" not in url:
+        return None
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        host = make_url(url).host or ""
+    except (ArgumentError, ValueError):
+        return None
+    return host if "@" in host else None
 
 
 @dataclass(frozen=True)
@@ -48,6 +80,13 @@ class Place:
     def shown(self) -> str:
         """The URL as the user gave it, password masked: how messages name the storage."""
         return mask_password(self.url)
+
+    def hide(self, text: str) -> str:
+        """``text`` (a database driver's message) with this URL's secrets hidden: the URL
+        itself, and a host that holds the rest of a password (an unescaped ``@`` in it)."""
+        text = text.replace(self.url, self.shown)
+        host = _misread_host(self.url)
+        return text.replace(host, f"***@{host.rsplit('@', 1)[1]}") if host else text
 
 
 def locate(url: str) -> Place:
@@ -176,11 +215,12 @@ def folder_problem(path: Path) -> str | None:
     return None
 
 
-def describe(exc: BaseException) -> str:
-    """The reason behind a storage error, on one line: Optuna's ``StorageInternalError`` hides
-    the database's own message (e.g. "attempt to write a readonly database") in its cause."""
+def describe(exc: BaseException, place: Place | None = None) -> str:
+    """The reason behind an error of ``place``'s storage, on one line, its secrets hidden:
+    Optuna's ``StorageInternalError`` hides the database's own message (e.g. "attempt to write a
+    readonly database") in its cause."""
     cause: Any = exc.__cause__ if exc.__cause__ is not None else exc
     reason = " ".join(str(getattr(cause, "orig", None) or cause).split())
     if "readonly database" in reason:
         reason = f"the storage is read-only ({reason})"
-    return mask_password(reason)[:300]
+    return (place.hide(reason) if place is not None else reason)[:300]

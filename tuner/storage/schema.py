@@ -161,7 +161,7 @@ def _missing(place: Place, tables: set[str]) -> str:
 
 
 def _cannot_open(place: Place, exc: BaseException) -> ConfigError:
-    reason = describe(exc)
+    reason = describe(exc, place)
     if _MALFORMED in reason and place.kind == "sqlite":
         return malformed(place)
     return ConfigError(f"cannot open storage {place.shown}: {reason}")
