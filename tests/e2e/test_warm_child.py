@@ -90,6 +90,9 @@ def test_a_warm_child_takes_the_request_and_reports_as_a_fresh_one(own_temp: Pat
     # Only what this test started: the session's browser starts helpers of its own at any time
     # (CI: a pid below this worker that was not there before this test, and not a tuner child).
     assert wait_gone(processes_of(os.environ[OWNER_ENV]), 10) and folders(own_temp) == []
+    # Nothing else either: TensorFlow's autograph sources (a child ends by os._exit, so their
+    # atexit clean-up never runs) were written in each child's trial folder and went with it.
+    assert list(own_temp.iterdir()) == []
 
 
 def test_a_spare_for_another_environment_gives_way_to_a_fresh_child(own_temp: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -93,3 +94,28 @@ def test_trial_children_do_not_inherit_the_storage_url(monkeypatch):
     env = process.child_environment({"EXTRA": "1"})
     assert "TUNER_STORAGE" not in env and "TUNER_STORAGE_FILE" not in env
     assert env["EXTRA"] == "1"
+
+
+def test_a_killed_commands_own_folder_is_swept_by_the_next_run(tmp_path: Path) -> None:
+    """``tuner validate``'s and lr-find's temp folders (weights, shipped functions) are owned
+    like trial folders: removed at the end of the block, and swept once their process was killed
+    before it could remove them (SIGKILL, or SIGTERM where no handler runs)."""
+    code = (
+        "import sys, time; from tuner.driver.children import owned_folder\n"
+        "with owned_folder('validate') as folder:\n"
+        "    print(folder, flush=True); time.sleep(60)\n"
+    )
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=env
+    )
+    assert proc.stdout is not None
+    folder = Path(proc.stdout.readline().strip())
+    assert folder.parent == tmp_path and folder.name.startswith(f"{TRIAL_DIR_PREFIX}validate-")
+    assert trial_dirs.sweep(tmp_path) == []  # its owner runs
+    proc.kill()
+    proc.wait()
+    assert folder.exists() and trial_dirs.sweep(tmp_path) == [folder] and not folder.exists()
+    with trial_dirs.owned_folder("accumulation") as mine:
+        assert trial_dirs.read_owner(mine) == trial_dirs.this_process()
+    assert not mine.exists()

@@ -6,8 +6,8 @@ child is asked to run), ``_runner`` (the process runner: one request in a fresh 
 the warm one, under a watchdog), ``_process`` (a child as a process: its command under the
 supervisor, its environment, folder and process group), ``_spares`` (the warm spare's start and
 hand-over), ``_warm`` (the spares' pool and scheduling classes), ``_trial_dirs`` (each child's
-folder and who owns it) and ``_instant`` (the stand-in runner that answers at once, for
-benchmarks of the driver).
+folder and who owns it, and the owned temp folders of ``tuner validate``) and ``_instant`` (the
+stand-in runner that answers at once, for benchmarks of the driver).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from tuner.driver.children._requests import (
     validate_request,
     workload_ref,
 )
+from tuner.driver.children._trial_dirs import owned_folder
 from tuner.driver.children._warm import last_run, spares
 
 __all__ = [
@@ -33,6 +34,7 @@ __all__ = [
     "first_precision",
     "inspect_request",
     "last_run",
+    "owned_folder",
     "probe_request",
     "spares",
     "trial_request",

@@ -68,13 +68,17 @@ def new_folder() -> Path:
 
 def spawn(folder: Path, command: list[str], env: dict[str, str], spawned_at: float) -> Child:
     stderr = (folder / "stderr.log").open("wb")
+    # The child's temporary files (TensorFlow's autograph sources, the workload's own) go in its
+    # trial folder and with it: a child ends by os._exit, so no atexit clean-up of theirs runs.
+    temp = folder / "tmp"
+    temp.mkdir()
     try:
         proc = subprocess.Popen(
             command,
             stdin=subprocess.PIPE if WARM_FLAG in command else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=stderr,
-            env=child_environment(env),
+            env={**child_environment(env), "TMPDIR": str(temp)},
             start_new_session=True,
         )
     except BaseException:

@@ -17,6 +17,7 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -111,6 +112,19 @@ def read_owner(folder: Path) -> Owner | None:
         return Owner(int(record["pid"]), record.get("started"), record.get("namespace"))
     except (OSError, ValueError, KeyError, TypeError):
         return None
+
+
+@contextlib.contextmanager
+def owned_folder(kind: str) -> Iterator[Path]:
+    """A temporary folder of this process (``tuner-trial-<kind>-*``, with its owner record),
+    removed when the block ends; if the process is killed first, the next run sweeps it as it
+    sweeps a dead worker's trial folder (:func:`sweep`)."""
+    folder = Path(tempfile.mkdtemp(prefix=f"{TRIAL_DIR_PREFIX}{kind}-"))
+    try:
+        write_owner(folder)
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def sweep(root: Path | None = None) -> list[Path]:

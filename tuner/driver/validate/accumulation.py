@@ -26,10 +26,8 @@ measured 6.8e-6 against 4-5e-7 on a CPU, 1.5x under the tolerance (benchmarks/RE
 from __future__ import annotations
 
 import math
-import tempfile
 from dataclasses import replace
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 from tuner.core.accumulation import failure_line
@@ -38,7 +36,7 @@ from tuner.core.errors import ConfigError, TunerError
 from tuner.core.protocol import ValidateRequest
 from tuner.core.scaling import scaled_learning_rate
 from tuner.core.spec import StudySpec
-from tuner.driver.children import ChildRunner, child_runner, validate_request
+from tuner.driver.children import ChildRunner, child_runner, owned_folder, validate_request
 from tuner.driver.validate.accumulation_checks import accumulation_check, controlled_accumulation
 from tuner.driver.validate.checks import Check
 from tuner.driver.validate.engine import Engine, report
@@ -67,8 +65,8 @@ def run_accumulation_validation(
     batch = steps_k * micro
     lr = scaled_learning_rate(lr_rule, spec.search.base_lr, batch, spec.search.base_batch_size)
     request = validate_request(spec, plan, batch, lr, steps=steps, loss_reduction="global")
-    with tempfile.TemporaryDirectory(prefix="tuner-accumulation-") as folder:
-        engine = Engine(runner if runner is not None else child_runner(), timeout_s, Path(folder))
+    with owned_folder("accumulation") as folder:
+        engine = Engine(runner if runner is not None else child_runner(), timeout_s, folder)
         run = partial(_run, engine, spec.workload.backend, plan, request)
         (true, one, initial), (accumulated, many, _) = run(1), run(steps_k)
         check = _compare(true, accumulated, (one, many, initial), spec.workload.backend)

@@ -29,10 +29,8 @@ children.
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Callable
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 from tuner.core.devices import DevicePlan
@@ -40,7 +38,7 @@ from tuner.core.errors import ConfigError
 from tuner.core.protocol import DEFAULT_TRIAL_TIMEOUT_S, ValidateRequest
 from tuner.core.scaling import scaled_learning_rate
 from tuner.core.spec import LOSS_REDUCTIONS, StudySpec
-from tuner.driver.children import ChildRunner, child_runner, validate_request
+from tuner.driver.children import ChildRunner, child_runner, owned_folder, validate_request
 from tuner.driver.validate.accumulation import run_accumulation_validation
 from tuner.driver.validate.checks import (
     CONTROLLED,
@@ -91,8 +89,8 @@ def run_validation(
     lr = scaled_learning_rate(lr_rule, spec.search.base_lr, batch, spec.search.base_batch_size)
     request = partial(validate_request, spec, batch=batch, lr=lr, steps=steps,
                       loss_reduction=loss_reduction)  # fmt: skip
-    with tempfile.TemporaryDirectory(prefix="tuner-validate-") as folder:
-        engine = Engine(runner if runner is not None else child_runner(), timeout_s, Path(folder))
+    with owned_folder("validate") as folder:
+        engine = Engine(runner if runner is not None else child_runner(), timeout_s, folder)
         checks, multi = _prove(engine, plan, request, (batch, lr))
     settings = {"loss_reduction": loss_reduction, "global_batch_size": batch,
                 "learning_rate": lr, "lr_rule": lr_rule, "steps": multi["steps"]}  # fmt: skip
