@@ -9,6 +9,7 @@ import select
 import signal
 import subprocess
 import sys
+import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -76,10 +77,14 @@ def sigint_by_default() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def serve_and_stop(url: str, host: str, cwd: Path) -> tuple[str, str, list[str]]:
-    """Run a real ``tuner dashboard --host HOST --port 0``; once it prints its URL, list the
-    studies through 127.0.0.1 and stop it with SIGINT. Returns (ready line, stderr, studies)."""
-    command = ["dashboard", "--storage", url, "--host", host, "--port", "0"]
+def serve_and_stop(
+    url: str, host: str, cwd: Path, *flags: str
+) -> tuple[str, str, list[str], list[int]]:
+    """Run a real ``tuner dashboard --host HOST --port 0 FLAGS``; once it prints its URL, list
+    the studies through 127.0.0.1, then ask it (as optuna-dashboard's page does) to rename,
+    create and delete a study, and stop it with SIGINT. Returns (ready line, stderr, studies,
+    the three answers' HTTP status codes)."""
+    command = ["dashboard", "--storage", url, "--host", host, "--port", "0", *flags]
     proc = subprocess.Popen(
         [sys.executable, "-m", "tuner", *command],
         cwd=cwd, env=tuner_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -94,6 +99,11 @@ def serve_and_stop(url: str, host: str, cwd: Path) -> tuple[str, str, list[str]]
         api = f"http://127.0.0.1:{port[1]}/api/studies"
         with urllib.request.urlopen(api, timeout=30) as response:
             studies = [s["study_name"] for s in json.load(response)["study_summaries"]]
+        created, body = _ask(api, "POST", {"study_name": "new", "directions": ["minimize"]})
+        new_id = body.get("study_summary", {}).get("study_id", 2)
+        renamed, _ = _ask(f"{api}/{new_id}/rename", "POST", {"study_name": "renamed"})
+        deleted, _ = _ask(f"{api}/1", "DELETE")
+        writes = [created, renamed, deleted]
     finally:
         proc.send_signal(signal.SIGINT)
         try:
@@ -102,18 +112,39 @@ def serve_and_stop(url: str, host: str, cwd: Path) -> tuple[str, str, list[str]]
             proc.kill()  # never leave a server behind
             raise
     assert proc.returncode == 0, stderr
-    return line, stderr, studies
+    return line, stderr, studies, writes
+
+
+def _ask(url: str, method: str, body: dict[str, Any] | None = None) -> tuple[int, Any]:
+    """One request to the dashboard's API: (HTTP status, the JSON answer)."""
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(url, data=data, method=method)
+    request.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            text = response.read()
+            return int(response.status), json.loads(text) if text else {}
+    except urllib.error.HTTPError as refused:
+        answer = json.load(refused)
+        if refused.code == 403:  # the reason optuna-dashboard's page shows
+            assert "read-only" in answer["reason"]
+        return int(refused.code), answer
 
 
 @pytest.mark.slow  # two real dashboard servers: seconds, so out of the fast tier (CI runs it)
 def test_only_a_host_beyond_loopback_warns_once_on_stderr_and_both_serve(tmp_path: Path) -> None:
     url = empty_study(tmp_path)
-    line, stderr, studies = serve_and_stop(url, "0.0.0.0", tmp_path)
+    line, stderr, studies, writes = serve_and_stop(url, "0.0.0.0", tmp_path)
     assert "http://0.0.0.0:" in line and studies == ["s"]  # a warning, not a refusal
     warnings = [text for text in stderr.splitlines() if text.startswith("warning:")]
     assert warnings == [f"warning: {exposure_warning('0.0.0.0')}"]
     assert "dashboard stopped" in stderr
+    # Read-only by default: renaming, creating and deleting a study are refused, nothing changed.
+    assert writes == [403, 403, 403]
+    assert optuna.get_all_study_names(url) == ["s"]
 
-    line, stderr, studies = serve_and_stop(url, "127.0.0.1", tmp_path)
+    line, stderr, studies, writes = serve_and_stop(url, "127.0.0.1", tmp_path, "--allow-writes")
     assert "http://127.0.0.1:" in line and studies == ["s"]
     assert "warning" not in stderr and "dashboard stopped" in stderr
+    assert all(200 <= code < 300 for code in writes), writes  # asked for: the page may write
+    assert optuna.get_all_study_names(url) == ["renamed"]  # "new" created and renamed, "s" gone

@@ -211,8 +211,16 @@ def dashboard(
     port: Annotated[
         int, typer.Option(min=0, max=65535, help="Port to listen on (0: any free port).")
     ] = DASHBOARD_PORT,
+    allow_writes: Annotated[
+        bool,
+        typer.Option(
+            "--allow-writes",
+            help="Let the page change the storage (delete, create and rename studies, write "
+            "notes and trial values); read-only without it.",
+        ),
+    ] = False,
 ) -> None:
-    """Browse the studies of a storage in optuna-dashboard (Ctrl-C stops it)."""
+    """Browse the studies of a storage in optuna-dashboard, read-only (Ctrl-C stops it)."""
     from tuner.extras import require_extra
     from tuner.views.dashboard import exposure_warning, serve
 
@@ -228,7 +236,14 @@ def dashboard(
         require_extra("dashboard", "tuner dashboard")
         try:
             with sigterm_as_interrupt():
-                serve(storage, host, port, on_ready=ready, storage_wait=storage_wait)
+                serve(
+                    storage,
+                    host,
+                    port,
+                    on_ready=ready,
+                    storage_wait=storage_wait,
+                    allow_writes=allow_writes,
+                )
         except KeyboardInterrupt:
             say_info("dashboard stopped")
 

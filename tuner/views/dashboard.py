@@ -25,7 +25,7 @@ import optuna
 from tuner.core.errors import ConfigError
 from tuner.storage import open_storage
 from tuner.views.batch_figures import TARGET_PLOT, study_figures
-from tuner.views.dashboard_page import wide_plots
+from tuner.views.dashboard_page import read_only, wide_plots
 from tuner.views.law_figure import LAW_PLOT, law_figures
 from tuner.views.note import study_note
 
@@ -111,8 +111,10 @@ def serve(
     port: int,
     on_ready: Callable[[str], None] = lambda url: None,
     storage_wait: float | None = None,
+    allow_writes: bool = False,
 ) -> None:
-    """Serve optuna-dashboard for ``storage_url`` on ``host:port`` until interrupted.
+    """Serve optuna-dashboard for ``storage_url`` on ``host:port`` until interrupted, read-only
+    unless ``allow_writes`` (:func:`tuner.views.dashboard_page.read_only`).
 
     The storage must exist (nothing is created) and the port must be free; both are checked
     before serving and raise :class:`ConfigError`. ``on_ready`` gets the dashboard's URL.
@@ -122,6 +124,8 @@ def serve(
     from optuna_dashboard import wsgi
 
     app = wide_plots(wsgi(storage))
+    if not allow_writes:  # every local user reaches 127.0.0.1, and the API has no login
+        app = read_only(app)
     server_class = _ThreadingWSGIServer6 if ":" in host else _ThreadingWSGIServer
     try:
         server = make_server(

@@ -11,6 +11,7 @@ width.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -61,6 +62,31 @@ def wide_plots(app: _App) -> _App:
             headers = [(k, v) for k, v in headers if k.lower() not in drop]
             headers.append(("Content-Length", str(len(body))))
         start_response(held["status"], headers, held["exc_info"])
+        return [body]
+
+    return wrapped
+
+
+READ_ONLY_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+READ_ONLY_REASON = (
+    "tuner dashboard serves this storage read-only: deleting, creating or renaming a study and "
+    "writing notes or trial values are refused (start it with --allow-writes to change studies "
+    "from the page)"
+)
+
+
+def read_only(app: _App) -> _App:
+    """``app`` refusing every request that would change the storage (any method but GET, HEAD
+    and OPTIONS: optuna-dashboard's API deletes, creates and renames studies and writes notes
+    and trial values that way) with 403 and :data:`READ_ONLY_REASON` as optuna-dashboard words
+    its own errors, so its page shows the reason."""
+
+    def wrapped(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        if environ.get("REQUEST_METHOD", "GET").upper() in READ_ONLY_METHODS:
+            return app(environ, start_response)
+        body = json.dumps({"reason": READ_ONLY_REASON}).encode()
+        headers = [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
+        start_response("403 Forbidden", headers)
         return [body]
 
     return wrapped

@@ -5,7 +5,7 @@
 child is asked to run), ``_runner`` (the process runner: one request in a fresh child process or
 the warm one, under a watchdog), ``_process`` (a child as a process: its command under the
 supervisor, its environment, folder and process group), ``_spares`` (the warm spare's start and
-hand-over), ``_warm`` (the spares' pool and scheduling classes), ``_trial_dirs`` (each child's
+hand-over), ``_warm`` (the spares' pool), ``_trial_dirs`` (each child's
 folder and who owns it, and the owned temp folders of ``tuner validate``) and ``_instant`` (the
 stand-in runner that answers at once, for benchmarks of the driver).
 """
