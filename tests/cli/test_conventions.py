@@ -1,5 +1,5 @@
 """CLI conventions (issue 16): --version, completion, fixed choices as enums listed in --help,
-defaults shown one way, --spec with its deprecated alias --study, one flag per concept, the
+defaults shown one way, --spec (its 0.1.0 alias --study gone), one flag per concept, the
 storage's only study by default, and the absolute path of a missing default storage."""
 
 from __future__ import annotations
