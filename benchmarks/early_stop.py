@@ -11,10 +11,10 @@ from three other runs, exactly as the worker checks a trial (TargetCheck): the f
 is the A/A false-stop rate (alpha 0.05). ``grid``: the workload of benchmarks/es_grid_workload.py
 (a wide MLP learning a teacher network, compute-bound on CPU: seconds to the target), batches 32,
 64, 128, 192, 256 x rules none, sqrt, linear, sqrt-adam, linear-warmup, Adam 3e-4 at 32, 16,384
-samples, ``--target-loss 0.05``; one search with early stops (3 seeds: both rules) and one with
-``--no-early-stop`` (no seed runs under a target then), started together so that the machine's
-load falls on both alike: the samples trained by all runs (trials' ``train_samples_used``, the
-seed runs' from their curves), and the pick of each.
+samples, ``target_loss = 0.05``; one search with early stops (3 seeds: both rules) and one with
+``early_stop = false`` in its spec (no seed runs under a target then), started together so that
+the machine's load falls on both alike: the samples trained by all runs (trials'
+``train_samples_used``, the seed runs' from their curves), and the pick of each.
 """
 
 from __future__ import annotations
@@ -53,7 +53,9 @@ base_lr = 3e-4
 train_samples = 16384
 target_loss = 0.05
 """
-KINDS = {"early stops": ("--seeds", "3"), "every point to the end": ("--no-early-stop",)}
+KINDS = {"early stops": ("--seeds", "3"), "every point to the end": ()}
+"""Each search's flags; the second's spec turns early stops off (:data:`SPEC_OF`)."""
+SPEC_OF = {"early stops": SPEC, "every point to the end": SPEC + "early_stop = false\n"}
 
 
 def aa(runs: int) -> None:
@@ -120,7 +122,7 @@ def grid() -> None:
         for index, label in enumerate(KINDS):
             folders[label] = Path(folder) / str(index)
             folders[label].mkdir()
-            (folders[label] / "s.toml").write_text(SPEC)
+            (folders[label] / "s.toml").write_text(SPEC_OF[label])
             shutil.copy(WORKLOAD, folders[label])  # the children import it from their folder
         started = {label: pool.submit(_search, folders[label], KINDS[label]) for label in KINDS}
         results = {label: _spent(folders[label], started[label].result()) for label in KINDS}

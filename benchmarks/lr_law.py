@@ -8,19 +8,20 @@ reported within 2x of the computed critical batch? And the study's wall and tria
 with its interval (Malladi et al. 2022 predict about 0.5) and the regime (a surge or not).
 
 Usage: python benchmarks/lr_law.py [sgd|adam|both] [full]   (from the repository root; ~15 min
-each on 2 loaded cores; ``full``: every rate of the sweep, ``--lr-sweep-full``, else the adaptive
-sweep, tuner's default)
+each on 2 loaded cores; ``full``: every rate of the sweep, ``lr_sweep_full = true``, else the
+adaptive sweep, tuner's default)
 
 ``python benchmarks/lr_law.py workloads [regression|mnist|nqm][:on|:off] ...``: `--lr-sweep 5` on
 the built-in regression workload and on the keras-io MNIST convnet
 (tests/workloads/mnist_convnet.py, synthetic digits), each as tuner runs it by default (``on``:
 the adaptive sweep, which skips the rates that cannot be the best as ``bracketed``, with early
-stops) and in full (``off``: `--lr-sweep-full --no-early-stop`, every rate trained to the end):
-study wall, trials, the samples the trials trained (``train_samples_used``; the seed runs, the
-same in both, apart), how many stopped, which rates were skipped, and the law exported; then each
-stopped rate against its final loss in the full study (``false_stop``: within the band of the
-best at its batch after all), and each skipped rate likewise (``false_skip``: no worse than the
-best at its batch there, so the skip may have hidden lr*).
+stops) and in full (``off``: ``lr_sweep_full = true`` and ``early_stop = false`` in the spec,
+every rate trained to the end): study wall, trials, the samples the trials trained
+(``train_samples_used``; the seed runs, the same in both, apart), how many stopped, which rates
+were skipped, and the law exported; then each stopped rate against its final loss in the full
+study (``false_stop``: within the band of the best at its batch after all), and each skipped rate
+likewise (``false_skip``: no worse than the best at its batch there, so the skip may have hidden
+lr*).
 ``stops NAME ON_FOLDER OFF_FOLDER`` checks two kept studies again.
 """
 
@@ -200,12 +201,12 @@ def sweep_study(name: str, early_stop: bool, workdir: Path) -> dict[str, Any]:
     """One `--lr-sweep 5` study of workload ``name``: wall, trials, samples, stops, the law."""
     (workdir / "lr_law_digits.py").write_text(DIGITS, encoding="utf-8")
     workload, search_table = WORKLOADS[name]
-    text = f'[study]\nname = "{name}"\n\n{workload}\n{search_table}'
+    full = "" if early_stop else "lr_sweep_full = true\nearly_stop = false\n"
+    text = f'[study]\nname = "{name}"\n\n{workload}\n{search_table}{full}'
     (workdir / "s.toml").write_text(text, encoding="utf-8")
     args = ["search", "--spec", "s.toml", "--storage", "sqlite:///s.db", "--cpu-replicas", "2"]
     args += ["--no-baseline", "--no-noise-scale", "--max-repeats", "1", "--export", "r.json"]
-    full = [] if early_stop else ["--lr-sweep-full", "--no-early-stop"]
-    wall, done = tuner_cli(*args, *full, cwd=workdir)
+    wall, done = tuner_cli(*args, cwd=workdir)
     law_line = next((x for x in done.stdout.splitlines() if "learning-rate law" in x), "")
     return {**summary(name, workdir), "early_stop": early_stop, "wall_s": round(wall)} | (
         {"law_line": law_line.strip()} if law_line else {}

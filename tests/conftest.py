@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import importlib.metadata
+import json
 import os
 import re
 import shutil
@@ -336,12 +337,24 @@ def write_spec(
     base: int = 256,
     multipliers: str = "[1, 2]",
     rules: str = '["none", "linear", "sqrt"]',
+    **search: object,
 ) -> Path:
-    """Write the small regression spec with the given grid."""
+    """Write the small regression spec with the given grid, and ``search``'s keys set in its
+    ``[search]`` table (``heartbeat=1``: the options ``tuner search`` takes from the spec only)."""
+    text = SMALL_REGRESSION.format(name=name, base=base, multipliers=multipliers, rules=rules)
     path.write_text(
-        SMALL_REGRESSION.format(name=name, base=base, multipliers=multipliers, rules=rules)
+        text + "".join(f"{key} = {toml_value(value)}\n" for key, value in search.items())
     )
     return path
+
+
+def toml_value(value: object) -> str:
+    """``value`` as TOML: a bool, a number, a string or a list of them."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(toml_value(item) for item in value) + "]"
+    return json.dumps(value) if isinstance(value, str) else repr(value)
 
 
 def sha256(path: Path) -> str:

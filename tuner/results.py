@@ -12,6 +12,7 @@ import optuna
 
 from tuner.core.budget import BUDGET
 from tuner.core.errors import ConfigError, NoCompleteTrialError, StudyNotFoundError
+from tuner.core.options import named
 from tuner.core.recommend import (
     DEFAULT_TIE_MARGIN,
     DEFAULT_TOLERANCE,
@@ -39,7 +40,7 @@ def load_study(
     if study_name not in names:
         # Checked only when absent: a study named before the rule applied to --study-name
         # can still be read.
-        check_study_name(study_name, "--study-name")
+        check_study_name(study_name, named("study_name"))
         shown = ", ".join(sorted(names)) or "none"
         raise StudyNotFoundError(
             f"no study named {study_name!r} in {mask_password(storage_url)}; studies there: {shown}"
@@ -56,7 +57,7 @@ def _chosen_name(storage_url: str, names: list[str]) -> str:
         raise StudyNotFoundError(f"{where} holds no study yet; run `tuner search` first")
     raise ConfigError(
         f"{where} holds {len(names)} studies ({', '.join(sorted(names))}); "
-        "pick one with --study-name"
+        f"pick one with {named('study_name')}"
     )
 
 

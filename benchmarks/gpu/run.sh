@@ -63,12 +63,19 @@ fi
 stage() { echo; echo "=== $(date -u +%H:%M:%S) (+$((SECONDS - STARTED))s) $*"; }
 # Seconds a stage may take: its own budget, or what is left before the deadline.
 allow() { local left=$((DEADLINE_S - (SECONDS - STARTED))); echo $(( $1 < left ? $1 : left )); }
-# A search cut at its budget is interrupted (SIGINT: what finished is stored).
+# A search cut at its budget is interrupted (SIGINT: what finished is stored); of $SEARCH_SPEC,
+# else $SPEC.
 search() {
     local budget=$1; shift
     if [ "$budget" -lt 20 ]; then echo "skipped: ${budget}s left before the deadline"; return 124; fi
-    timeout -s INT -k 30 "$budget" "$PY" -m tuner search --spec "$SPEC" --backend jax \
-        --storage "$STORAGE" --trial-timeout "$TRIAL_TIMEOUT_S" "${CAP[@]}" "$@"
+    timeout -s INT -k 30 "$budget" "$PY" -m tuner search --spec "${SEARCH_SPEC:-$SPEC}" \
+        --backend jax --storage "$STORAGE" --trial-timeout "$TRIAL_TIMEOUT_S" "${CAP[@]}" "$@"
+}
+# $SPEC at one precision (`tuner search` reads the precisions from the spec only): its path, in
+# a folder outside $OUT (whose files all travel back).
+at_precision() {
+    local spec="$SPECS/$1.toml"
+    sed "s/^precisions = .*/precisions = [\"$1\"]/" "$SPEC" >"$spec" && echo "$spec"
 }
 
 summarise() {
@@ -106,6 +113,8 @@ main() {
     local cache=/tmp/tuner-gpu-xla-cache
     rm -rf "$cache"
     export TUNER_COMPILE_CACHE="$cache"
+    SPECS=/tmp/tuner-gpu-specs
+    rm -rf "$SPECS" && mkdir -p "$SPECS"
     command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv
     "$PY" - <<'PYEOF'
 import platform
@@ -137,9 +146,9 @@ PYEOF
     echo "gpu tests exit code: $TESTS_RC"
 
     stage "3. the same program compiled twice with the compile cache off"
-    TUNER_COMPILE_CACHE=0 search "$(allow 60)" --study-name "$STUDY-cache-off" "${DEVICES[@]}" \
-        --batch-multipliers "$CACHE_BATCHES" --lr-rules none,sqrt --precisions float32 \
-        --no-baseline --no-noise-scale --seeds 1 --max-repeats 1
+    TUNER_COMPILE_CACHE=0 SEARCH_SPEC=$(at_precision float32) search "$(allow 60)" \
+        --study-name "$STUDY-cache-off" "${DEVICES[@]}" --batch-multipliers "$CACHE_BATCHES" \
+        --lr-rules none,sqrt --no-baseline --no-noise-scale --seeds 1 --max-repeats 1
     echo "cache-off search exit code: $?"
 
     stage "4. tuner validate on one device, then --accumulation 2"
@@ -153,9 +162,8 @@ PYEOF
     stage "5. ${SWEEP[*]} at mixed_bfloat16"
     local precision=mixed_bfloat16
     [ "$SMOKE" = 1 ] && precision=float32
-    search "$(allow 120)" --study-name "$STUDY-sweep" "${DEVICES[@]}" "${SWEEP[@]}" \
-        --lr-rules none --precisions "$precision" --no-baseline --seeds 1 \
-        --max-repeats 1
+    SEARCH_SPEC=$(at_precision "$precision") search "$(allow 120)" --study-name "$STUDY-sweep" \
+        "${DEVICES[@]}" "${SWEEP[@]}" --lr-rules none --no-baseline --seeds 1 --max-repeats 1
     echo "sweep search exit code: $?"
     "$PY" -m tuner export --storage "$STORAGE" --study-name "$STUDY-sweep" \
         --output "$OUT/sweep.json"

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 import tuner
-from tuner.api._keywords import as_keywords
 from tuner.core.errors import ConfigError
+from tuner.core.options import named, naming
 from tuner.workloads import regression
 
 
@@ -45,11 +45,14 @@ def test_bad_input_is_one_line_and_stores_nothing(
     assert list(tmp_path.iterdir()) == []
 
 
-def test_only_the_apis_own_keywords_replace_flags() -> None:
-    line = "--base-lr must be positive; see --debug or --no-baseline (e.g. a--b)"
-    assert as_keywords(line, {"base_lr", "baseline"}) == (
-        "base_lr= must be positive; see --debug or --no-baseline (e.g. a--b)"
-    )
+def test_each_front_end_names_an_option_its_own_way() -> None:
+    assert named("base_lr") == "--base-lr"  # the CLI's, and a library caller's by default
+    with naming("search", keywords=True):
+        assert named("base_lr") == "base_lr=" and named("heartbeat") == "heartbeat="
+    with naming("search"):  # a flag, or the spec key of an option set in the spec only
+        assert named("base_lr") == "--base-lr" and named("heartbeat") == "search.heartbeat"
+    with naming(None, keywords=True, renamed={"storage": "storage_url"}):
+        assert named("storage") == "storage_url="
 
 
 def test_a_model_without_data_is_one_line(tmp_path: Path) -> None:

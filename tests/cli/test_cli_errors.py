@@ -34,15 +34,8 @@ FAST_CASES = {
     "missing spec file": (["--spec", "nope.toml"], "does not exist"),
     "zero timeout": (["--trial-timeout", "0"], "--trial-timeout"),
     "NaN timeout": (["--trial-timeout", "nan"], "--trial-timeout"),
-    "NaN heartbeat": (["--cpu-replicas", "2", "--heartbeat", "nan"], "--heartbeat"),
     "zero seeds": (["--seeds", "0"], "--seeds must be a positive integer"),
     "zero repeats": (["--max-repeats", "0"], "--max-repeats must be a positive integer"),
-    "tolerance of 1": (["--tolerance", "1"], "--tolerance must be in [0, 1)"),
-    "cadence without a target": (["--eval-every-samples", "1024"], "give a target_loss"),
-    "cadence a batch does not divide": (
-        ["--target-loss", "0.1", "--eval-every-samples", "1000"],
-        "1000 is not a multiple of global batch 64",
-    ),
 }
 CHILD_CASES: set[str] = set()
 """Cases that the driver rejects only after the workload check (a child process): none since
@@ -86,6 +79,31 @@ def test_bad_search_input_is_rejected_and_storage_untouched(case, stored, tmp_pa
     args, fragment = FAST_CASES[case]
     if "--storage" not in args:
         args = [*args, "--storage", url, "--study-name", "small"]
+    result = invoke_tuner("search", *args, cwd=tmp_path)
+    _assert_clean_error(result, fragment)
+    assert sha256(db) == digest
+
+
+SPEC_CASES = {
+    "NaN heartbeat": ({"heartbeat": float("nan")}, "search.heartbeat in s.toml must be 0 or a"),
+    "tolerance of 1": ({"tolerance": 1}, "search.tolerance in s.toml must be in [0, 1)"),
+    "cadence without a target": ({"eval_every_samples": 1024}, "give a target_loss"),
+    "cadence a batch does not divide": (
+        {"target_loss": 0.1, "eval_every_samples": 1000},
+        "search.eval_every_samples 1000 is not a multiple of global batch 64",
+    ),
+}
+"""Options ``tuner search`` takes from the spec only, refused as its flags were: one line naming
+the spec key, before any child."""
+
+
+@pytest.mark.parametrize("case", sorted(SPEC_CASES))
+def test_bad_spec_only_options_are_rejected_and_storage_untouched(case, stored, tmp_path):
+    db, url = stored
+    digest = sha256(db)
+    keys, fragment = SPEC_CASES[case]
+    write_spec(tmp_path / "s.toml", base=64, **keys)
+    args = ["--spec", "s.toml", "--cpu-replicas", "2", "--storage", url, "--study-name", "small"]
     result = invoke_tuner("search", *args, cwd=tmp_path)
     _assert_clean_error(result, fragment)
     assert sha256(db) == digest

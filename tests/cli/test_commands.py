@@ -61,11 +61,27 @@ def test_search_passes_the_flags_and_prints_trials_recommendation_and_json(
     assert "recommended config written to rec.json" in result.stderr
 
 
+HEARTBEAT_OFF = """[study]
+name = "regression"
+[workload]
+model = "tuner.workloads.regression:build_model"
+data = "tuner.workloads.regression:load_data"
+[search]
+base_batch_size = 64
+batch_multipliers = [1, 2]
+lr_rules = ["none", "linear", "sqrt"]
+base_lr = 1e-3
+epochs = 3
+heartbeat = 0
+"""
+
+
 def test_a_zero_heartbeat_turns_it_off_and_running_points_are_named(
     fake_search: dict[str, Any], tmp_path: Path
 ) -> None:
     fake_search["running"] = 1
-    result = invoke_tuner("search", "--cpu-replicas", "2", "--heartbeat", "0", cwd=tmp_path)
+    (tmp_path / "s.toml").write_text(HEARTBEAT_OFF)
+    result = invoke_tuner("search", "--cpu-replicas", "2", "--spec", "s.toml", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert fake_search["heartbeat_s"] is None
     assert "1 grid point(s) still marked RUNNING" in result.stderr

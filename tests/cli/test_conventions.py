@@ -1,5 +1,5 @@
 """CLI conventions (issue 16): --version, completion, fixed choices as enums listed in --help,
-defaults shown one way, --spec with its deprecated alias --study, one flag per concept, the
+defaults shown one way, --spec (its 0.1.0 alias --study gone), one flag per concept, the
 storage's only study by default, and the absolute path of a missing default storage."""
 
 from __future__ import annotations
@@ -19,8 +19,6 @@ from tuner.cli import choices
 from tuner.cli.app import app
 from tuner.core.recommend._policy import POLICIES
 from tuner.core.scaling import LR_RULES
-from tuner.core.spec import LOSS_REDUCTIONS, MODEL_HYPERPARAMETERS
-from tuner.core.spec._runtime import BACKENDS, LOOPS, UPDATE_ON
 
 runner = CliRunner()
 
@@ -48,19 +46,13 @@ def test_shell_completion_completes_commands_and_choices() -> None:
 
     # ``python -m tuner`` completes as the program named in COMP_WORDS.
     assert "search" in complete("tuner sea", 1)
-    assert complete("tuner search --loop ", 3) == ["fit", "custom"]
+    assert complete("tuner probe --loop ", 3) == ["fit", "custom"]
 
 
 @pytest.mark.parametrize(
     ("enum", "core"),
     [
-        (choices.Loop, LOOPS),
-        (choices.Backend, BACKENDS),
-        (choices.UpdateOn, UPDATE_ON),
-        (choices.LrRule, LR_RULES),
         (choices.Policy, POLICIES),
-        (choices.ModelHyperparameters, MODEL_HYPERPARAMETERS),
-        (choices.LossReduction, LOSS_REDUCTIONS),
     ],
 )
 def test_every_choice_enum_is_the_cores_tuple(enum: type, core: tuple[str, ...]) -> None:
@@ -71,11 +63,9 @@ def test_help_lists_the_choices_and_shows_spec_defaults_one_way() -> None:
     code, out, _ = invoke("search", "--help")
     assert code == 0
     flat = " ".join(out.split())
-    assert "--loop <fit|custom>" in flat
-    assert "--update-on <replicas|cpu>" in flat
-    assert "--model-hyperparameters <defaults|search>" in flat
+    assert "--backend <tensorflow|jax>" in flat
     assert ", ".join(LR_RULES) in flat  # all five rules, not only the first three
-    for shown in ("spec, else 64", "spec, else 0.001", "spec, else fit", "spec, else on"):
+    for shown in ("spec, else 64", "spec, else 0.001", "spec, else tensorflow", "spec, else on"):
         assert f"[default: ({shown})]" in flat
     assert "…" not in out  # nothing cut at 80 columns
     assert max(map(len, out.splitlines())) <= 80
@@ -89,9 +79,9 @@ def test_a_value_outside_the_choices_is_refused_with_the_list() -> None:
     assert "'fitt' is not one of 'fit', 'custom'" in " ".join(err.split())
 
 
-def test_lr_rule_and_lr_rules_are_one_flag(tmp_path: Path) -> None:
+def test_an_unknown_rule_in_the_list_is_refused_before_a_child(tmp_path: Path) -> None:
     # Both spellings reach the same check (an unknown rule in the list), before any child.
-    for flag in ("--lr-rules", "--lr-rule"):
+    for flag in ("--lr-rules",):
         code, _, err = invoke(
             "search", flag, "none,cubic", "--storage", f"sqlite:///{tmp_path}/x.db"
         )
@@ -100,17 +90,12 @@ def test_lr_rule_and_lr_rules_are_one_flag(tmp_path: Path) -> None:
     assert not (tmp_path / "x.db").exists()
 
 
-def test_study_still_names_the_spec_with_a_deprecation_warning(tmp_path: Path) -> None:
+def test_the_spec_is_named_by_spec_only(tmp_path: Path) -> None:
     missing = tmp_path / "nope.toml"
-    code, _, err = invoke("validate", "--study", str(missing))
-    assert code == 2
-    assert "--study is deprecated: use --spec" in err
-    assert f"spec file {missing} does not exist" in err
+    code, _, err = invoke("validate", "--study", str(missing))  # 0.1.0's alias is gone
+    assert code == 2 and "No such option: --study" in err
     code, _, err = invoke("validate", "--spec", str(missing))
-    assert code == 2 and "deprecated" not in err
-    code, _, err = invoke("validate", "--spec", str(missing), "--study", str(missing))
-    assert code == 2
-    assert "give the spec file once, with --spec" in err
+    assert code == 2 and f"spec file {missing} does not exist" in err
 
 
 def test_read_commands_default_to_the_only_study(tmp_path: Path) -> None:

@@ -39,8 +39,6 @@ def _one_line(stderr: str) -> str:
 @pytest.mark.parametrize(
     ("command", "flags", "line"),
     [
-        ("search", ["--loop", "custom"], LOOP_LINE),
-        ("search", ["--loop", "custom", "--update-on", "cpu"], UPDATE_LINE),
         ("probe", ["--loop", "custom"], LOOP_LINE),
         ("validate", ["--loop", "custom"], LOOP_LINE),
         ("validate", ["--loop", "custom", "--update-on", "cpu"], UPDATE_LINE),

@@ -18,6 +18,7 @@ from conftest import invoke_tuner
 
 from tuner.cli.app import app
 from tuner.core.errors import ConfigError
+from tuner.core.options import option as row
 from tuner.driver import search as driver_search
 from tuner.driver.options import ProbeOptions, SearchOptions, ValidateOptions
 
@@ -42,7 +43,10 @@ def field_name(option: typer.core.TyperOption) -> str:
 def test_every_flag_is_a_field_named_like_it_and_nothing_else_is(command: str) -> None:
     options = flags(command)
     fields = {field.name for field in dataclasses.fields(COMMANDS[command])}
-    assert sorted(field_name(option) for option in options) == sorted(fields)
+    named = {field_name(option) for option in options}
+    assert named <= fields
+    # The other fields are Python's keywords for spec keys the command has no flag for.
+    assert all(row(key, command).spec for key in fields - named)
     # The command's parameters carry the fields' names too: it passes them on as they are.
     assert all(option.name == field_name(option) for option in options)
     hidden = [p.name for p in flags(command) if p.hidden]
@@ -76,8 +80,8 @@ def test_the_search_command_hands_its_flags_to_the_library_as_they_are(
     handed: list[SearchOptions], tmp_path: Path
 ) -> None:
     result = invoke_tuner(
-        "search", "--cpu-replicas", "2", "--no-baseline", "--max-repeats", "1", "--loop",
-        "custom", "--lr-rule", "sqrt", "--spec", "s.toml", "--heartbeat", "0", cwd=tmp_path,
+        "search", "--cpu-replicas", "2", "--no-baseline", "--max-repeats", "1", "--backend",
+        "jax", "--lr-rules", "sqrt", "--spec", "s.toml", cwd=tmp_path,
     )  # fmt: skip
     assert result.returncode == 2
     assert result.stderr.strip() == "error: stopped by the test"
@@ -86,21 +90,20 @@ def test_the_search_command_hands_its_flags_to_the_library_as_they_are(
             cpu_replicas=2,
             baseline=False,
             max_repeats=1,
-            loop="custom",
+            backend="jax",
             lr_rules="sqrt",
             spec=Path("s.toml"),
-            heartbeat=0.0,
         )
     ]
-    assert type(handed[0].loop) is str
+    assert type(handed[0].backend) is str
 
 
-def test_the_deprecated_study_flag_becomes_the_spec(
-    handed: list[SearchOptions], tmp_path: Path
-) -> None:
-    result = invoke_tuner("search", "--study", "old.toml", cwd=tmp_path)
-    assert "--study is deprecated: use --spec" in result.stderr
-    assert handed[0].spec == Path("old.toml")
+def test_options_set_once_per_study_are_spec_keys_not_flags(tmp_path: Path) -> None:
+    for flag in ("--study", "--heartbeat", "--storage-wait", "--tie-margin", "--lr-sweep-full"):
+        result = invoke_tuner("search", flag, "1", cwd=tmp_path)
+        assert result.returncode == 2 and f"No such option: {flag}" in result.stderr
+    overrides = SearchOptions(heartbeat=0, tie_margin=0.1).spec_overrides()
+    assert overrides["search.heartbeat"] == 0 and overrides["search.tie_margin"] == 0.1
 
 
 def test_lists_come_as_text_from_the_cli_or_as_sequences_from_python() -> None:

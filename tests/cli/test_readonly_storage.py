@@ -374,8 +374,6 @@ def test_a_study_name_obeys_the_specs_rule(name: str, study_db: Path, tmp_path: 
 @pytest.mark.parametrize(
     ("args", "fragment"),
     [
-        (["--heartbeat", "nan"], "--heartbeat must be 0 (off) or a positive number"),
-        (["--heartbeat", "-1"], "--heartbeat must be 0 (off) or a positive number"),
         (["--base-batch-size", "33"], "does not divide by 2 replicas"),
         (["--storage", "mongodb://host/db"], "unknown scheme"),
         (["--storage", "sqlite://"], "is in memory"),

@@ -57,8 +57,8 @@ def test_show_says_the_close_call_and_a_bad_margin_is_one_line(tmp_path: Path) -
 def test_the_margin_the_study_was_searched_with_stands_unless_export_says_otherwise(
     tmp_path: Path,
 ) -> None:
-    """``tuner search --tie-margin`` (``[search] tie_margin``) is stored with the spec: the
-    export reads it, and ``--tie-margin`` on export still overrides it."""
+    """``[search] tie_margin`` (a ``tie_margin=`` keyword from Python) is stored with the spec:
+    the export reads it, and ``--tie-margin`` on export still overrides it."""
     searched = export(tmp_path / "a", tie_margin=0.1)
     assert searched["tie_margin"] == 0.1 and searched["global_batch_size"] == 64
     overridden = export(tmp_path / "b", "--tie-margin", "0.05", tie_margin=0.1)

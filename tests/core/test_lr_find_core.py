@@ -12,6 +12,7 @@ import pytest
 
 from tuner.core import lr_find as lf
 from tuner.core.errors import ConfigError
+from tuner.core.options import DEFAULT_MAX_LR, DEFAULT_MIN_LR, LR_FIND_STEPS, naming
 
 
 def _curve(
@@ -148,7 +149,7 @@ def test_on_the_noisy_quadratic_the_suggestion_is_below_divergence_and_near_the_
     diverges = 2 / (2 * EIGENVALUES.max())
     best = _best_fixed_rate(200)
     for seed in range(4):
-        lrs = lf.ramp(lf.DEFAULT_MIN_LR, lf.DEFAULT_MAX_LR, lf.DEFAULT_STEPS)
+        lrs = lf.ramp(DEFAULT_MIN_LR, DEFAULT_MAX_LR, LR_FIND_STEPS)
         losses = _sgd(lrs, seed, lf.DivergenceWatch(len(lrs)))
         finding = lf.suggest(lrs[: len(losses)], losses, planned_steps=len(lrs))
         assert finding.suggestion is not None
@@ -184,6 +185,7 @@ def test_a_reason_names_the_options_as_the_caller_does() -> None:
     rates = lf.ramp(1e-6, 1.0, 100)
     flat = [1.0] * 100
     assert "(--min-lr, --max-lr) or run more --steps" in str(lf.suggest(rates, flat).reason)
-    named = lf.suggest(rates, flat, name=lf.as_keyword).reason
+    with naming("lr-find", keywords=True):
+        named = lf.suggest(rates, flat).reason
     assert named is not None and "(min_lr=, max_lr=) or run more steps=" in named
     assert "--" not in named

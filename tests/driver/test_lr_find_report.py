@@ -13,6 +13,7 @@ import pytest
 
 from tuner.core import lr_find as core
 from tuner.core.errors import ConfigError, TunerError
+from tuner.core.options import DEFAULT_MAX_LR, DEFAULT_MIN_LR
 from tuner.driver.lr_find import LrFindOptions, check_paths, report
 from tuner.views.lr_find_figure import lr_find_figure, write_figure
 
@@ -20,13 +21,13 @@ OPTIONS = LrFindOptions(steps=200)
 
 
 def _payload(iterations: int | None = None, lr_after: float | None = None) -> dict[str, Any]:
-    rates = core.ramp(core.DEFAULT_MIN_LR, core.DEFAULT_MAX_LR, 200)[:160]
+    rates = core.ramp(DEFAULT_MIN_LR, DEFAULT_MAX_LR, 200)[:160]
     losses: list[float | None] = [
         0.2 + 1.8 / (1 + math.exp(3 * (math.log10(lr) + 2))) for lr in rates
     ]
     losses[-1] = None  # the step that went non-finite
     steps = len(rates) if iterations is None else iterations
-    ramp_after = core.DEFAULT_MIN_LR * (core.DEFAULT_MAX_LR / core.DEFAULT_MIN_LR) ** (steps / 199)
+    ramp_after = DEFAULT_MIN_LR * (DEFAULT_MAX_LR / DEFAULT_MIN_LR) ** (steps / 199)
     return {
         "learning_rates": rates,
         "losses": losses,

@@ -235,7 +235,10 @@ def test_a_dataset_function_claims_no_parity_but_keeps_the_other_checks():
 
 @pytest.mark.slow
 def test_search_with_validate_and_a_custom_loop(tmp_path):
-    spec = write_spec(tmp_path / "small.toml", base=256, multipliers="[1]", rules='["none"]')
+    # `tuner search` takes the loop from the spec only (its --validate checks run that loop).
+    spec = write_spec(
+        tmp_path / "small.toml", base=256, multipliers="[1]", rules='["none"]', loop="custom"
+    )
     result = run_tuner(
         "search",
         "--spec",
@@ -244,8 +247,6 @@ def test_search_with_validate_and_a_custom_loop(tmp_path):
         "2",
         "--storage",
         "sqlite:///c.db",
-        "--loop",
-        "custom",
         "--validate",
         cwd=tmp_path,
     )

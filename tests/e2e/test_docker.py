@@ -17,9 +17,11 @@ from pathlib import Path
 
 import optuna
 import pytest
+import typer
 import yaml
 from conftest import invoke_tuner, tuner_env
 
+from tuner.cli.app import app
 from tuner.cli.secrets import STORAGE_FILE_ENV, choose_storage, read_storage_file
 from tuner.core.errors import ConfigError
 
@@ -110,6 +112,9 @@ def test_compose_file_validates_and_wires_gpus_database_and_dashboard():
     command = worker["command"]
     assert command[0] == "search"
     assert command[command.index("--gpus") + 1] == "2,3"  # from TUNER_GPUS
+    search = typer.main.get_command(app).commands["search"]  # type: ignore[attr-defined]
+    flags = {name for param in search.params for name in (*param.opts, *param.secondary_opts)}
+    assert {arg for arg in command if arg.startswith("--")} <= flags  # each one tuner search's
     (device,) = worker["deploy"]["resources"]["reservations"]["devices"]
     assert device["driver"] == "nvidia" and "gpu" in device["capabilities"]
     assert worker["hostname"] == "gpu-host-7"  # trials record the host

@@ -100,7 +100,7 @@ def test_an_exported_config_compiles_and_fits_with_the_trials_optimizer(tmp_path
     (tmp_path / "s.toml").write_text(spec)
     url = "sqlite:///s.db"
     searched = run_tuner(
-        "search", "--study", "s.toml", "--storage", url, "--cpu-replicas", "2",
+        "search", "--spec", "s.toml", "--storage", url, "--cpu-replicas", "2",
         "--no-baseline", "--no-noise-scale", cwd=tmp_path,
     )  # fmt: skip
     assert searched.returncode == 0, searched.stderr

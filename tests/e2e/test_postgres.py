@@ -32,9 +32,11 @@ def pg_url() -> Iterator[str]:
 def test_workers_share_one_postgres_study_and_recover_a_killed_ones_trial(tmp_path, pg_url):
     """A worker killed mid-trial (SIGKILL), then two workers sharing the rest of the grid: its
     trial, stale once 3 of its heartbeats are missed, is failed and its point run again once."""
-    write_spec(tmp_path / "small.toml", base=256, multipliers="[1, 2, 4]", rules='["none", "sqrt"]')
-    args = ["--spec", "small.toml", "--cpu-replicas", "2", "--storage", pg_url, "--no-baseline"]
-    killed = start_search([*args, "--heartbeat", "1"], tmp_path, TUNER_TEST_FAULT="hang@512")
+    grid = {"base": 256, "multipliers": "[1, 2, 4]", "rules": '["none", "sqrt"]'}
+    write_spec(tmp_path / "killed.toml", **grid, heartbeat=1)
+    write_spec(tmp_path / "small.toml", **grid, heartbeat=2)  # a heartbeat may change on resume
+    args = ["--cpu-replicas", "2", "--storage", pg_url, "--no-baseline"]
+    killed = start_search([*args, "--spec", "killed.toml"], tmp_path, TUNER_TEST_FAULT="hang@512")
     wait_running(pg_url, 512)
     killed.send_signal(signal.SIGKILL)
     killed.wait()
@@ -42,7 +44,7 @@ def test_workers_share_one_postgres_study_and_recover_a_killed_ones_trial(tmp_pa
 
     # Their grace period (3 heartbeats, 6 s) is over before their workload checks are: the
     # killed worker's trial is failed when they first claim one.
-    args += ["--heartbeat", "2"]
+    args += ["--spec", "small.toml"]
     started = time.monotonic()
     workers = [start_search(args, tmp_path) for _ in range(2)]
     outputs = [w.communicate(timeout=900) for w in workers]
@@ -128,18 +130,20 @@ def test_bad_postgres_urls_are_one_clear_line_with_the_password_masked(
 
 
 def test_a_server_down_is_waited_for_then_one_line_with_the_password_masked(tmp_path):
-    """A server out of reach is waited for (--storage-wait; tests/e2e/test_storage_outages.py
-    starts it meanwhile); past the bound, exit 1."""
-    write_spec(tmp_path / "small.toml", base=256, multipliers="[1]", rules='["none"]')
+    """A server out of reach is waited for (``[search] storage_wait``;
+    tests/e2e/test_storage_outages.py starts it meanwhile); past the bound, exit 1."""
+    write_spec(
+        tmp_path / "small.toml", base=256, multipliers="[1]", rules='["none"]', storage_wait=1
+    )
     url = "postgresql+psycopg://tuner:wrong-secret@127.0.0.1:1/postgres"
-    args = ["--spec", "small.toml", "--cpu-replicas", "2", "--storage-wait", "1"]
+    args = ["--spec", "small.toml", "--cpu-replicas", "2"]
     result = run_tuner("search", "--storage", url, *args, cwd=tmp_path, timeout=120)
     assert result.returncode == 1, result.stderr
     assert "wrong-secret" not in result.stderr + result.stdout
     assert "Traceback" not in result.stderr
     (line,) = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert "tuner:***@127.0.0.1:1/postgres cannot be opened: it cannot be reached" in line
-    assert "still after waiting 1 s (--storage-wait); start the database server" in line
+    assert "still after waiting 1 s (search.storage_wait); start the database server" in line
 
 
 def test_many_processes_creating_one_fresh_database_all_succeed(pg_url):

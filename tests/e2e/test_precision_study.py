@@ -9,7 +9,7 @@ from pathlib import Path
 
 import optuna
 import pytest
-from conftest import run_tuner
+from conftest import TESTS, run_tuner, toml_value
 
 PRECISIONS = ["float32", "mixed_bfloat16"]
 
@@ -18,13 +18,16 @@ PRECISIONS = ["float32", "mixed_bfloat16"]
 def test_a_study_over_two_precisions_trains_each_and_exports_the_chosen_one(
     tmp_path: Path,
 ) -> None:
-    # 4,096 of the built-in workload's samples: its 65,536 for two epochs, in bfloat16 on the CPU,
-    # took most of this test's time and nothing here reads them.
+    # The built-in workload's spec, with the precisions and validation set `tuner search` reads
+    # from the spec only. 4,096 of its samples: its 65,536 for two epochs, in bfloat16 on the
+    # CPU, took most of this test's time and nothing here reads them.
+    spec = (TESTS.parent / "studies" / "regression.toml").read_text(encoding="utf-8")
+    extra = f"val_samples = 1024\nprecisions = {toml_value(PRECISIONS)}\n"
+    (tmp_path / "p.toml").write_text(spec + extra, encoding="utf-8")
     searched = run_tuner(
-        "search", "--storage", "sqlite:///p.db", "--cpu-replicas", "2", "--no-baseline",
-        "--no-noise-scale", "--base-batch-size", "64", "--batch-multipliers", "1",
-        "--lr-rules", "none", "--train-samples", "4096", "--val-samples", "1024",
-        "--precisions", ",".join(PRECISIONS),
+        "search", "--spec", "p.toml", "--storage", "sqlite:///p.db", "--cpu-replicas", "2",
+        "--no-baseline", "--no-noise-scale", "--base-batch-size", "64", "--batch-multipliers", "1",
+        "--lr-rules", "none", "--train-samples", "4096",
         cwd=tmp_path,
     )  # fmt: skip
     assert searched.returncode == 0, searched.stderr

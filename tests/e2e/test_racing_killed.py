@@ -18,10 +18,10 @@ pytestmark = pytest.mark.slow
 
 def test_a_resume_within_the_grace_period_calls_the_recommendation_provisional(tmp_path):
     # One configuration: the lone candidate's second run (its interval needs one) is the repeat.
-    write_spec(tmp_path / "s.toml", base=256, multipliers="[1]", rules='["none"]')
+    write_spec(tmp_path / "s.toml", base=256, multipliers="[1]", rules='["none"]', heartbeat=60)
     url = f"sqlite:///{tmp_path}/s.db"
     args = ["--spec", "s.toml", "--storage", url, "--cpu-replicas", "2", "--no-noise-scale",
-            "--no-baseline", "--max-repeats", "2", "--heartbeat", "60"]  # fmt: skip
+            "--no-baseline", "--max-repeats", "2"]  # fmt: skip
 
     def running_repeat() -> list[int]:
         try:

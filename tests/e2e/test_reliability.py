@@ -58,9 +58,9 @@ def test_three_workers_share_one_study(tmp_path, storage):
 
 
 def test_a_killed_worker_is_recovered_and_leaves_no_orphan(tmp_path):
-    write_spec(tmp_path / "small.toml", base=256, multipliers="[1]", rules='["none"]')
+    write_spec(tmp_path / "small.toml", base=256, multipliers="[1]", rules='["none"]', heartbeat=1)
     url = f"sqlite:///{tmp_path}/k.db"
-    args = ["--spec", "small.toml", "--cpu-replicas", "2", "--storage", url, "--heartbeat", "1"]
+    args = ["--spec", "small.toml", "--cpu-replicas", "2", "--storage", url]
     worker = start_search(args, tmp_path, TUNER_TEST_FAULT="hang@256")
     wait_running(url, 256)
     children = wait_children(worker.pid)

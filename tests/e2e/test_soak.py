@@ -8,9 +8,9 @@ segfault, abort, exit without a result, a result that is not JSON, an exception,
 storage, and its 60 s would be most of that run), SIGKILLs of workers at random moments
 mid-trial (each restarted at once, as a scheduler would), one SIGSTOP of a worker for longer than
 the heartbeat grace, then SIGCONT, and two storage outages of ``OUTAGE_S``, longer than the
-heartbeat grace, which the workers wait out (``--storage-wait``), each saying so: on SQLite the
-file locked by another process, past the lock timeout the URL gives SQLite (``?timeout=2``); on
-PostgreSQL the test's private server stopped and started again.
+heartbeat grace, which the workers wait out (``[search] storage_wait``), each saying so: on
+SQLite the file locked by another process, past the lock timeout the URL gives SQLite
+(``?timeout=2``); on PostgreSQL the test's private server stopped and started again.
 The study must end with every grid point settled once (each fault classified by its kind, every
 other point ok, none measured twice more than a claim race allows), nothing RUNNING, no process
 or temp folder of any trial left, and an intact database; a result stored as finished never
@@ -294,9 +294,8 @@ def _soak(
     if hang is not None:
         faulted[hang] = "hang"
     faults = [f"{kind}@{b}/{r}" for (b, r), kind in faulted.items()]
-    write_spec(
-        tmp_path / "small.toml", multipliers=str(list(range(1, sizes + 1))), rules=json.dumps(RULES)
-    )
+    spec = {"rules": json.dumps(RULES), "heartbeat": HEARTBEAT_S}
+    write_spec(tmp_path / "small.toml", multipliers=str(list(range(1, sizes + 1))), **spec)
     (tmp_path / "tmp").mkdir()
     marker = uuid.uuid4().hex
     env = {
@@ -314,7 +313,7 @@ def _soak(
         "--no-baseline",
         "--no-noise-scale",
     ]
-    args += ["--heartbeat", str(HEARTBEAT_S), "--trial-timeout", str(TRIAL_TIMEOUT_S)]
+    args += ["--trial-timeout", str(TRIAL_TIMEOUT_S)]
     soak = Soak(tmp_path, url, args, env, hang, outage=outage)
     started = time.monotonic()
     _drive(soak, rng, len(points))

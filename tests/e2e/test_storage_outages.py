@@ -1,8 +1,8 @@
 """Storage faults while a real search runs (issue 29): a SQLite file deleted, its folder made
 read-only and its disk filled mid-trial (a real tmpfs), a real PostgreSQL server stopped briefly
-under two workers, and gone past ``--storage-wait``. Each checks the exit code, the one line, no
-traceback, no result lost (a spooled result is recorded by the next search, not measured again),
-no trial left RUNNING, no process left.
+under two workers, and gone past ``[search] storage_wait``. Each checks the exit code, the one
+line, no traceback, no result lost (a spooled result is recorded by the next search, not measured
+again), no trial left RUNNING, no process left.
 
 Each SQLite fault is one search of one grid point (the fault while its only trial runs) and the
 search that records it: what a fault costs is a workload check, one trial and the resume's check.
@@ -53,9 +53,16 @@ def _error_lines(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if line.startswith("error:")]
 
 
-def _search_args(url: str, *extra: str) -> list[str]:
+def _spec(cwd: Path, multipliers: str = "[1]", heartbeat: float = 2, **search: float) -> None:
+    """``small.toml``: the grid, a heartbeat every ``heartbeat`` seconds and ``search``'s keys."""
+    write_spec(
+        cwd / "small.toml", multipliers=multipliers, rules='["none"]', heartbeat=heartbeat, **search
+    )
+
+
+def _search_args(url: str) -> list[str]:
     return ["--spec", "small.toml", "--cpu-replicas", "2", "--storage", url, "--no-baseline",
-            "--epochs", "20", "--heartbeat", "2", *extra]  # fmt: skip
+            "--epochs", "20"]  # fmt: skip
 
 
 def _run_while(
@@ -91,7 +98,7 @@ def _assert_recorded(url: str, code: int, stderr: str) -> None:
 
 
 def test_a_sqlite_file_deleted_mid_trial(tmp_path):
-    write_spec(tmp_path / "small.toml", multipliers="[1]", rules='["none"]')
+    _spec(tmp_path)
     env = {"TUNER_SPOOL_DIR": str(tmp_path / "spool")}
     db = tmp_path / "d.db"
     url = f"sqlite:///{db}"
@@ -139,7 +146,7 @@ def _fill(folder: Path) -> Path:
 
 
 def test_a_sqlite_disk_filled_mid_search(tmp_path):
-    write_spec(tmp_path / "small.toml", multipliers="[1]", rules='["none"]')
+    _spec(tmp_path)
     env = {"TUNER_SPOOL_DIR": str(tmp_path / "spool")}
     with _small_tmpfs(tmp_path / "small-disk", "8m") as disk:
         url = f"sqlite:///{disk}/full.db"
@@ -188,7 +195,7 @@ def _read_only_later(folder: Path) -> Iterator[Callable[[], None]]:
 
 
 def test_a_sqlite_folder_made_read_only_mid_trial(tmp_path):
-    write_spec(tmp_path / "small.toml", multipliers="[1]", rules='["none"]')
+    _spec(tmp_path)
     env = {"TUNER_SPOOL_DIR": str(tmp_path / "spool")}
     folder = tmp_path / "data"
     folder.mkdir()
@@ -309,11 +316,11 @@ a trial that is still running."""
 
 @pytest.mark.postgres
 def test_postgres_stopped_briefly_under_two_workers(tmp_path, private_pg):
-    """Both workers wait the outage out (--storage-wait 300), say so once and once back, and
+    """Both workers wait the outage out (``storage_wait`` 300 s), say so once and once back, and
     finish the grid: no result lost, none measured twice, none RUNNING."""
-    write_spec(tmp_path / "small.toml", multipliers="[1, 2, 3]", rules='["none"]')
+    _spec(tmp_path, multipliers="[1, 2, 3]", heartbeat=HEARTBEAT_S)
     url = private_pg.url
-    args = [*_search_args(url)[:-2], "--heartbeat", str(HEARTBEAT_S)]
+    args = _search_args(url)
     env = {"TUNER_SPOOL_DIR": str(tmp_path / "spool")}
     workers = [start_search(args, tmp_path, **env) for _ in range(2)]
     _wait_trials(url, workers, 2)  # both in trials
@@ -340,11 +347,11 @@ def test_postgres_stopped_briefly_under_two_workers(tmp_path, private_pg):
 
 @pytest.mark.postgres
 def test_postgres_gone_past_the_bound_then_down_when_the_next_search_starts(tmp_path, private_pg):
-    """Past --storage-wait: exit 1, one line naming the storage and what to do, the result
-    spooled. The next search, started while the server is still down, waits for it at opening
-    (--storage-wait), says so once and once back, then records the result; a wrong database
-    name is exit 2 at once; tuner show waits too (its own bound)."""
-    write_spec(tmp_path / "small.toml", multipliers="[1]", rules='["none"]')
+    """Past ``[search] storage_wait``: exit 1, one line naming the storage and what to do, the
+    result spooled. The next search, started while the server is still down, waits for it at
+    opening (``storage_wait``, 300 s), says so once and once back, then records the result; a
+    wrong database name is exit 2 at once; tuner show waits too (its own bound)."""
+    _spec(tmp_path, storage_wait=3)
     url = private_pg.url
     env = {"TUNER_SPOOL_DIR": str(tmp_path / "spool")}
 
@@ -352,15 +359,16 @@ def test_postgres_gone_past_the_bound_then_down_when_the_next_search_starts(tmp_
         wait_running(url, 256, 300)
         private_pg.stop()
 
-    code, stderr = _run_while(_search_args(url, "--storage-wait", "3"), tmp_path, env, stop)
+    code, stderr = _run_while(_search_args(url), tmp_path, env, stop)
     assert code == 1, stderr
     _assert_clean(stderr)
     (line,) = _error_lines(stderr)
     assert f"storage {url} failed: it cannot be reached" in line
-    assert "still after waiting 3 s (--storage-wait)" in line
+    assert "still after waiting 3 s (search.storage_wait)" in line
     assert "start the database server" in line and "are spooled in" in line
-    print(f"postgres gone past --storage-wait 3: exit {code}: {line}")
+    print(f"postgres gone past storage_wait = 3: exit {code}: {line}")
 
+    _spec(tmp_path)  # the default wait (300 s): storage_wait may change on resume
     log = tmp_path / "resume.err"
     again = _start_logged(["search", *_search_args(url)], tmp_path, env, log)
     _out, stderr = _waits_for_the_server(again, log, private_pg)

@@ -35,6 +35,7 @@ lr_rules = ["none", "linear"]
 base_lr = 1e-3
 train_samples = 16384
 target_loss = {TARGET}
+early_stop = false  # batch 128 trains its whole budget (tests/e2e/test_early_stop_real.py)
 """
 BUDGET = 16_384
 CADENCE = 1_664
@@ -56,7 +57,6 @@ def test_trials_stop_at_the_target_and_store_the_time_to_it(tmp_path) -> None:
         "1",
         "--max-repeats",
         "1",
-        "--no-early-stop",  # batch 128 trains its whole budget (tests/e2e/test_early_stop_real.py)
         cwd=tmp_path,
     )
     assert result.returncode == 0, result.stderr

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tuner.api._keywords import keyword_errors
+from tuner.core.options import naming
 
 if TYPE_CHECKING:
     import optuna
@@ -18,6 +18,5 @@ def load_study(
     ``--study-name`` and ``--storage-wait``."""
     from tuner.results import load_study as load
 
-    names = {"storage": "storage_url", "study_name": "study_name", "storage_wait": "storage_wait"}
-    with keyword_errors(names):
+    with naming(None, keywords=True, renamed={"storage": "storage_url"}):
         return load(storage_url, study_name, storage_wait=storage_wait)

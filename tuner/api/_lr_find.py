@@ -4,16 +4,14 @@ user's own functions (shipped to the child as :func:`tuner.search` ships them)."
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import json
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tuner.api._functions import Shipment
-from tuner.api._keywords import keyword_errors
-from tuner.api._search import Function, _tables, ship_workload
-from tuner.core.errors import ConfigError
+from tuner.api._search import Function, _tables, check_known, ship_workload
+from tuner.core.options import naming
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
@@ -67,15 +65,10 @@ def lr_find(
     :class:`~tuner.core.errors.TunerError` when the run fails, with the CLI's lines, naming
     the range test's options as keywords (``max_lr=``) where the CLI names its flags.
     """
-    from tuner.core.lr_find import as_keyword
     from tuner.driver.lr_find import LrFindOptions, find_lr
 
-    known = {field.name for field in dataclasses.fields(LrFindOptions)} - {"spec"}
-    for key in options.keys() - known:
-        near = difflib.get_close_matches(key, sorted(known), n=1)
-        hint = f"did you mean {near[0]}=?" if near else f"known: {', '.join(sorted(known))}"
-        raise ConfigError(f"tuner.lr_find got an unknown option {key}=; {hint}")
-    tables = _tables(spec, loss=loss, optimizer=optimizer, spec_keys={})
+    check_known("tuner.lr_find", options, LrFindOptions, {"spec"})
+    tables = _tables(spec, loss=loss, optimizer=optimizer)
     tables["study"].setdefault("name", "lr-find")
     with tempfile.TemporaryDirectory(prefix="tuner-lr-find-") as folder:
         shipment = Shipment(Path(folder))
@@ -85,8 +78,8 @@ def lr_find(
                 options[key] = Path(options[key])
         lr_options = LrFindOptions(spec=tables, **options)
         shipment.write()
-        with shipment.importable(), keyword_errors(known):
-            report = find_lr(lr_options, name=as_keyword)
+        with shipment.importable(), naming("lr-find", keywords=True):
+            report = find_lr(lr_options)
     result = LrFindResult(report)
     if lr_options.output is not None:
         from tuner.files import atomic_write_text

@@ -9,13 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from tuner.api._functions import Shipment
-from tuner.api._keywords import keyword_errors
 from tuner.api._result import SearchResult
 from tuner.core.errors import ConfigError
-from tuner.storage import DEFAULT_STORAGE
-
-SPEC_ONLY = ("seed", "noise_scale_steps", "warmup_epochs", "warmup_steps")
-"""``[search]`` keys with no flag, which ``search`` takes as options too."""
+from tuner.core.options import DEFAULT_STORAGE, naming
 
 _REQUIRED_SEARCH = ("base_batch_size", "batch_multipliers", "lr_rules", "base_lr", "epochs")
 """What a spec file must name; without a file, the built-in workload's values stand."""
@@ -44,10 +40,11 @@ def search(
     the function itself or a ``"module:function"`` string. ``loss`` and ``optimizer`` are Keras
     names (a custom loss or optimizer object: compile it in ``model``). ``spec`` is a TOML spec
     file whose ``[workload]`` these replace; without one the built-in workload's grid applies.
-    Every other option is ``tuner search``'s flag with underscores (``cpu_replicas=2``,
-    ``batch_multipliers=[1, 2, 4]``, ``max_repeats=1``, ``baseline=False``), plus the
-    ``[search]`` keys without a flag (``seed``, ``noise_scale_steps``, ``warmup_steps``,
-    ``warmup_epochs``). ``progress`` shows the live progress and the final table.
+    Every other option is a field of :class:`~tuner.driver.options.SearchOptions`: ``tuner
+    search``'s flag with underscores (``cpu_replicas=2``, ``batch_multipliers=[1, 2, 4]``,
+    ``max_repeats=1``, ``baseline=False``), or a ``[search]`` key set in the spec only
+    (``tie_margin``, ``heartbeat``, ``seed``, …). ``progress`` shows the live progress and the
+    final table.
 
     Raises :class:`~tuner.core.errors.ConfigError` for bad input (nothing stored) and
     :class:`~tuner.core.errors.TunerError` for a failure at run time, with the CLI's lines.
@@ -55,15 +52,14 @@ def search(
     from tuner.driver.options import SearchOptions, spec_and_plan
     from tuner.driver.search import search as run
 
-    known = {field.name for field in dataclasses.fields(SearchOptions)}
-    with keyword_errors(known | set(SPEC_ONLY)):
-        flags, spec_keys = _split(options, known)
-        tables = _tables(spec, loss=loss, optimizer=optimizer, spec_keys=spec_keys)
+    with naming("search", keywords=True):
+        check_known("tuner.search", options, SearchOptions, {"spec", "storage", "study_name"})
+        tables = _tables(spec, loss=loss, optimizer=optimizer)
         name = study_name or tables["study"].get("name") or _default_name(model)
         tables["study"]["name"] = name
         shipment = Shipment(_shipping_folder(storage, name))
         ship_workload(shipment, tables["workload"], "tuner.search", model, data, dataset)
-        search_options = SearchOptions(spec=tables, storage=storage, study_name=name, **flags)
+        search_options = SearchOptions(spec=tables, storage=storage, study_name=name, **options)
         spec_and_plan(search_options, search_options.trial_timeout)  # bad input: nothing written
     shipment.write()
     front = _front(progress)
@@ -94,24 +90,19 @@ def ship_workload(
         raise ConfigError(f"{caller} needs model= and data= (or dataset=), or a spec= naming them")
 
 
-def _split(options: Mapping[str, Any], flags: set[str]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The options into ``SearchOptions`` fields and ``[search]``-only keys; an unknown name is
-    refused with the nearest known ones."""
-    given_flags = {key: value for key, value in options.items() if key in flags}
-    spec_keys = {key: value for key, value in options.items() if key in SPEC_ONLY}
-    for key in options.keys() - given_flags.keys() - spec_keys.keys():
-        known = sorted(flags - {"spec", "storage", "study_name"} | set(SPEC_ONLY))
-        near = difflib.get_close_matches(key, known, n=1)
-        hint = f"did you mean {near[0]}=?" if near else f"known: {', '.join(known)}"
-        raise ConfigError(f"tuner.search got an unknown option {key}=; {hint}")
-    return given_flags, spec_keys
+def check_known(caller: str, options: Mapping[str, Any], kind: type, taken: set[str]) -> None:
+    """Refuse an option that is no field of ``kind`` (or one of ``taken``, the function's own
+    keywords), with the nearest known one."""
+    known = {field.name for field in dataclasses.fields(kind)} - taken
+    for key in sorted(options.keys() - known):
+        near = difflib.get_close_matches(key, sorted(known), n=1)
+        hint = f"did you mean {near[0]}=?" if near else f"known: {', '.join(sorted(known))}"
+        raise ConfigError(f"{caller} got an unknown option {key}=; {hint}")
 
 
-def _tables(
-    spec: str | Path | None, *, loss: Any, optimizer: Any, spec_keys: Mapping[str, Any]
-) -> dict[str, Any]:
+def _tables(spec: str | Path | None, *, loss: Any, optimizer: Any) -> dict[str, Any]:
     """The spec's tables: the file's (``spec``), or the built-in grid with an empty workload;
-    ``loss``/``optimizer`` and the ``[search]``-only keys set."""
+    ``loss``/``optimizer`` set."""
     from tuner.core.spec import spec_from_dict
     from tuner.driver.setup.spec_file import read_toml
 
@@ -135,7 +126,6 @@ def _tables(
                 "(tuner uses the build's compile)"
             )
         tables["workload"][role] = value
-    tables["search"].update(spec_keys)
     return tables
 
 

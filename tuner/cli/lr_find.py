@@ -4,69 +4,20 @@ suggests (:mod:`tuner.driver.lr_find`)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
-
-import typer
+from typing import Any
 
 from tuner.cli.errors import guard
 from tuner.cli.logs import say_info
-from tuner.cli.options import (
-    BackendOpt,
-    BaseBatchOpt,
-    CpuReplicasOpt,
-    GpusOpt,
-    LineView,
-    LoopOpt,
-    MemoryLimitOpt,
-    OldSpecOpt,
-    SpecOpt,
-    TimeoutOpt,
-    UpdateOnOpt,
-    options_of,
-    out,
-    write_json,
-)
+from tuner.cli.options import LineView, out, parsed, takes, write_json
 from tuner.core.errors import TunerError
-from tuner.core.lr_find import DEFAULT_MAX_LR, DEFAULT_MIN_LR, DEFAULT_STEPS
-from tuner.core.protocol import DEFAULT_TRIAL_TIMEOUT_S
 from tuner.driver.lr_find import LrFindOptions
 
-MinLrOpt = Annotated[float, typer.Option(help="Learning rate of the ramp's first step.")]
-MaxLrOpt = Annotated[float, typer.Option(help="Learning rate of the ramp's last step.")]
-StepsOpt = Annotated[
-    int,
-    typer.Option(help="Steps of the ramp (one rate each, geometric); it stops at divergence."),
-]
-OutputOpt = Annotated[
-    Path | None, typer.Option("--output", "-o", help="Write the JSON report here.")
-]
-PlotOpt = Annotated[
-    Path | None,
-    typer.Option(help="Write the loss-vs-rate figure here: .html, or .png (needs Chrome)."),
-]
 
-
-def lr_find(
-    spec: SpecOpt = None,
-    study: OldSpecOpt = None,
-    gpus: GpusOpt = None,
-    cpu_replicas: CpuReplicasOpt = None,
-    memory_limit: MemoryLimitOpt = None,
-    base_batch_size: BaseBatchOpt = None,
-    min_lr: MinLrOpt = DEFAULT_MIN_LR,
-    max_lr: MaxLrOpt = DEFAULT_MAX_LR,
-    steps: StepsOpt = DEFAULT_STEPS,
-    loop: LoopOpt = None,
-    update_on: UpdateOnOpt = None,
-    backend: BackendOpt = None,
-    output: OutputOpt = None,
-    plot: PlotOpt = None,
-    trial_timeout: TimeoutOpt = DEFAULT_TRIAL_TIMEOUT_S,
-) -> None:
+@takes("lr-find")
+def lr_find(**flags: Any) -> None:
     """Find a base learning rate: train at a rate growing from --min-lr to --max-lr and suggest
     the one where the loss falls fastest (a range test)."""
-    flags = dict(locals())  # the parameters are named as LrFindOptions' fields
-    guard(lambda: _lr_find(options_of(LrFindOptions, flags)))
+    guard(lambda: _lr_find(parsed(LrFindOptions, flags)))
 
 
 def _lr_find(options: LrFindOptions) -> None:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 import os
+from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
@@ -12,10 +15,11 @@ import typer
 from rich.console import Console, ConsoleDimensions
 from rich.markup import escape
 
-from tuner.cli.choices import Backend, Loop, LrRule, UpdateOn, value
+from tuner.cli.choices import value
 from tuner.cli.logs import say_info
 from tuner.cli.secrets import storage_from_file
 from tuner.core.errors import ConfigError
+from tuner.core.options import Option, naming, option, options_of
 from tuner.files import atomic_write_text
 
 if TYPE_CHECKING:
@@ -58,14 +62,17 @@ err = PageConsole(stderr=True)
 
 
 def spec_default(key: str) -> str:
-    """How ``--help`` shows the default of a flag that overrides the spec: the spec's value,
-    and the built-in spec's (one form for every such flag)."""
+    """How ``--help`` shows the default of a flag that overrides the spec key ``key``
+    (``search.epochs``): the spec's value, and the built-in spec's (one form for every such
+    flag)."""
     from tuner.core.spec import spec_from_dict
 
-    spec = spec_from_dict()
-    found = getattr(spec.workload if key == "backend" else spec.search, key)
+    section, field = key.split(".")
+    found = getattr(getattr(spec_from_dict(), section), field)
     if isinstance(found, bool):
         shown = "on" if found else "off"
+    elif found is None:
+        shown = "none"
     else:
         shown = ",".join(map(str, found)) if isinstance(found, tuple) else found
     return f"spec, else {shown}"
@@ -78,8 +85,7 @@ StorageOpt = Annotated[
         envvar="TUNER_STORAGE",
         show_envvar=True,
         callback=storage_from_file,
-        help="Optuna storage URL (or set TUNER_STORAGE, or TUNER_STORAGE_FILE naming a file "
-        "that holds it: either keeps a password out of `ps`).",
+        help=option("storage").help,
     ),
 ]
 StudyNameOpt = Annotated[
@@ -90,111 +96,71 @@ StudyNameOpt = Annotated[
         show_default="the storage's only study",
     ),
 ]
-NewStudyNameOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--study-name",
-        help="Study name: letters, digits, '.', '_' or '-'.",
-        show_default="the spec's name",
-    ),
-]
-SpecOpt = Annotated[
-    Path | None,
-    typer.Option("--spec", help="Study spec (TOML file).", show_default="built-in regression"),
-]
-OldSpecOpt = Annotated[
-    Path | None,
-    typer.Option("--study", hidden=True, help="Deprecated alias of --spec."),
-]
-GpusOpt = Annotated[
-    str | None,
-    typer.Option(help="GPU indices, e.g. 0,1.", show_default="all visible; none: 2 CPU replicas"),
-]
-CpuReplicasOpt = Annotated[
-    int | None, typer.Option(help="Run on N logical CPU devices instead of GPUs.")
-]
-MemoryLimitOpt = Annotated[
-    str | None, typer.Option(help="Memory cap per device, e.g. 512MiB or 14GiB.")
-]
-BaseBatchOpt = Annotated[
-    int | None,
-    typer.Option(help="Base global batch B.", show_default=spec_default("base_batch_size")),
-]
-BaseLrOpt = Annotated[
-    float | None,
-    typer.Option(help="Learning rate at batch B.", show_default=spec_default("base_lr")),
-]
-EpochsOpt = Annotated[
-    int | None,
-    typer.Option(help="Epochs per run (at least 2).", show_default=spec_default("epochs")),
-]
-TrainSamplesOpt = Annotated[
-    int | None,
-    typer.Option(help="Samples every trial trains on, whatever its batch (instead of --epochs)."),
-]
-ValSamplesOpt = Annotated[
-    int | None,
-    typer.Option(help="The fixed validation set: its first N samples, in order."),
-]
-LoopOpt = Annotated[
-    Loop | None,
-    typer.Option(
-        help="Training loop: Keras fit, or custom (strategy.run).",
-        show_default=spec_default("loop"),
-    ),
-]
-UpdateOnOpt = Annotated[
-    UpdateOn | None,
-    typer.Option(
-        help="Where the weights are updated (cpu needs --loop custom).",
-        show_default=spec_default("update_on"),
-    ),
-]
-BackendOpt = Annotated[
-    Backend | None,
-    typer.Option(
-        help="Keras backend: tensorflow (MirroredStrategy) or jax (keras.distribution).",
-        show_default=spec_default("backend"),
-    ),
-]
-PrecisionsOpt = Annotated[
-    str | None,
-    typer.Option(
-        help="Precisions, comma-separated, from: float32, mixed_bfloat16, mixed_float16.",
-        show_default=spec_default("precisions"),
-    ),
-]
-ResolutionOpt = Annotated[
-    int | None,
-    typer.Option(help="Probe resolution in samples (default: an eighth of the base batch)."),
-]
-MultipliersOpt = Annotated[
-    str | None,
-    typer.Option(
-        help="Global batches as multiples of B, e.g. 1,2,4.",
-        show_default=spec_default("batch_multipliers"),
-    ),
-]
-RulesOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--lr-rules",
-        "--lr-rule",
-        help=f"Learning-rate rules, comma-separated, from: {', '.join(LrRule)}.",
-        show_default=spec_default("lr_rules"),
-    ),
-]
-TimeoutOpt = Annotated[float, typer.Option(help="Seconds before a child run is killed.")]
+_CALLBACKS: dict[str, Callable[..., Any]] = {"storage": storage_from_file}
+Command = Callable[..., None]
 
 
-def options_of(kind: type[Options], flags: dict[str, Any]) -> Options:
-    """A command's options from its Typer parameters, which are named as the options' fields:
-    the spec file of ``--spec`` or of its deprecated alias ``--study``, each choice as its plain
-    string."""
+def takes(command: str) -> Callable[[Command], Command]:
+    """A command whose flags are ``command``'s rows of the options table
+    (:mod:`tuner.core.options`): the function, called with them as keywords, gets them as its
+    signature (Typer reads it), and its errors name them as flags."""
+
+    def wrap(func: Command) -> Command:
+        @functools.wraps(func)
+        def run(**flags: Any) -> None:
+            with naming(command):
+                func(**flags)
+
+        params = [
+            inspect.Parameter(row.key, inspect.Parameter.KEYWORD_ONLY, default=_default(row),
+                              annotation=_annotation(row))
+            for row in options_of(command)
+        ]  # fmt: skip
+        run.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+        return run
+
+    return wrap
+
+
+def _annotation(row: Option) -> Any:
+    """The row's type with its ``typer.Option`` (a list is its comma-separated text)."""
+    kind: Any = _choice(row) if row.choices else str if row.kind is tuple else row.kind
+    dash = row.flag.removeprefix("--")
+    switch = row.kind is bool and row.default is not False and not row.flags
+    info = typer.Option(
+        *((f"--{dash}/--no-{dash}",) if switch else row.flags or (row.flag,)),
+        help=row.help,
+        show_default=_shown(row),
+        envvar=row.envvar,
+        show_envvar=row.envvar is not None,
+        callback=_CALLBACKS.get(row.key),
+        min=row.minimum,
+    )
+    return Annotated[kind | None if row.default is None else kind, info]  # type: ignore[valid-type]
+
+
+def _shown(row: Option) -> str | bool:
+    if row.shown is not None:
+        return row.shown
+    return spec_default(row.spec) if row.spec and row.default is None else True
+
+
+@functools.cache
+def _choice(row: Option) -> type[StrEnum]:
+    """The row's choices as an enum: ``--help`` lists them and click refuses any other value."""
+    return StrEnum(row.key, {choice.replace("-", "_"): choice for choice in row.choices})  # type: ignore[return-value]
+
+
+def _default(row: Option) -> Any:
+    return _choice(row)(row.default) if row.choices and row.default is not None else row.default
+
+
+def parsed(kind: type[Options], flags: dict[str, Any]) -> Options:
+    """A command's options from its flags, which are named as the options' fields; each
+    choice as its plain string."""
     given: dict[str, Any] = {
         key: value(flag) if isinstance(flag, StrEnum) else flag for key, flag in flags.items()
     }
-    given["spec"] = spec_path(given["spec"], given.pop("study"))
     return kind(**given)
 
 
@@ -212,16 +178,6 @@ class LineView:
 def notice(message: str) -> None:
     """A line the user should read even with ``-q``, in yellow, printed literally."""
     err.print(f"[yellow]{escape(message)}[/]", highlight=False)
-
-
-def spec_path(spec: Path | None, old_flag: Path | None) -> Path | None:
-    """The spec file of ``--spec``, or of its deprecated alias ``--study`` (with a warning)."""
-    if old_flag is None:
-        return spec
-    if spec is not None:
-        raise ConfigError("give the spec file once, with --spec (--study is its old name)")
-    warn("--study is deprecated: use --spec (--study-name names the study)")
-    return old_flag
 
 
 def warn(message: str) -> None:

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from tuner.core.errors import ConfigError
+from tuner.core.options import named
 
 DEFAULT_CPU_REPLICAS = 2
 JAX_BACKEND = "jax"
@@ -151,7 +152,8 @@ class DevicePlan:
         known = [m for m in self.gpu_memory_bytes if m]
         if self.memory_limit_bytes is None or not known or len(known) < len(self.gpu_indices):
             raise ConfigError(
-                "--memory-limit under --backend jax is a fraction of the GPU's memory, and "
+                f"{named('memory_limit')} under {named('backend')} jax is a fraction of the GPU's "
+                "memory, and "
                 "nvidia-smi did not report memory.total for the chosen GPUs"
             )
         return min(1.0, self.memory_limit_bytes / max(known))
@@ -196,11 +198,11 @@ def parse_size(text: str) -> int:
     unit = match.group(2).lower() if match else ""
     if match is None or unit not in _UNITS:
         raise ConfigError(
-            f"--memory-limit must be a size such as 512MiB, 14GiB or 2GB, got {text!r}"
+            f"{named('memory_limit')} must be a size such as 512MiB, 14GiB or 2GB, got {text!r}"
         )
     size = int(float(match.group(1)) * _UNITS[unit])
     if size < 2**20:
-        raise ConfigError(f"--memory-limit must be at least 1MiB, got {text!r}")
+        raise ConfigError(f"{named('memory_limit')} must be at least 1MiB, got {text!r}")
     return size
 
 
@@ -208,10 +210,12 @@ def parse_gpus(text: str) -> tuple[int, ...]:
     """Parse ``--gpus`` (``"0,1"``) into distinct non-negative indices."""
     parts = [part.strip() for part in text.split(",")]
     if not text.strip() or not all(re.fullmatch(r"\d+", part) for part in parts):
-        raise ConfigError(f"--gpus must be comma-separated GPU indices such as 0,1, got {text!r}")
+        raise ConfigError(
+            f"{named('gpus')} must be comma-separated GPU indices such as 0,1, got {text!r}"
+        )
     indices = tuple(int(part) for part in parts)
     if len(set(indices)) != len(indices):
-        raise ConfigError(f"--gpus names a GPU more than once: {text!r}")
+        raise ConfigError(f"{named('gpus')} names a GPU more than once: {text!r}")
     return indices
 
 
@@ -229,10 +233,10 @@ def choose_devices(
     """
     limit = parse_size(memory_limit) if memory_limit is not None else None
     if gpus is not None and cpu_replicas is not None:
-        raise ConfigError("give either --gpus or --cpu-replicas, not both")
+        raise ConfigError(f"give either {named('gpus')} or {named('cpu_replicas')}, not both")
     if cpu_replicas is not None:
         if cpu_replicas < 1:
-            raise ConfigError(f"--cpu-replicas must be at least 1, got {cpu_replicas}")
+            raise ConfigError(f"{named('cpu_replicas')} must be at least 1, got {cpu_replicas}")
         return DevicePlan("cpu", cpu_replicas, memory_limit_bytes=limit, backend=backend), None
     if gpus is None and not available:
         notice = (
@@ -264,7 +268,7 @@ def _named_gpus(gpus: str, found: list[GpuInfo]) -> list[GpuInfo]:
     if missing:
         shown = ", ".join(f"{g.index} ({g.name})" for g in found) or "none"
         raise ConfigError(
-            f"--gpus names GPU {missing[0]}, which is not present; visible GPUs: {shown}"
-            + ("" if found else " (use --cpu-replicas N to run on CPU replicas)")
+            f"{named('gpus')} names GPU {missing[0]}, which is not present; visible GPUs: {shown}"
+            + ("" if found else f" (use {named('cpu_replicas')} N to run on CPU replicas)")
         )
     return [by_index[i] for i in indices]

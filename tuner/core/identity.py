@@ -21,10 +21,10 @@ _SEARCH_DEFAULTS: dict[str, Any] = {
 }
 _MAY_CHANGE = (
     "trials", "seeds", "max_repeats", "tolerance", "tie_margin", "budget", "early_stop",
-    "lr_sweep_full",
+    "lr_sweep_full", "heartbeat", "storage_wait",
 )  # fmt: skip
 """Search fields a resumed study may change: the trial budget, how sure a decision must be, and
-how much of the grid runs (early stops, the adaptive sweep's skips)."""
+how much of the grid runs (early stops, the adaptive sweep's skips), how it meets its storage."""
 
 
 def identity_of(stored: Mapping[str, Any]) -> dict[str, Any]:

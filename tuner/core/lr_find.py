@@ -27,15 +27,12 @@ The run stops where the smoothed loss exceeds :data:`DIVERGENCE_FACTOR` × its m
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from tuner.core.errors import ConfigError
+from tuner.core.options import named
 
-DEFAULT_MIN_LR = 1e-7
-DEFAULT_MAX_LR = 10.0
-DEFAULT_STEPS = 200
-"""Steps of the ramp: 25 per decade over the default 8 decades."""
 DIVERGENCE_FACTOR = 4.0
 """The run has diverged once the smoothed loss is this many times its minimum (fastai's 4)."""
 SKIP_FRACTION = 0.1
@@ -54,33 +51,18 @@ WINDOW_FRACTION = 0.025
 """Half-width of the slope's centred difference, as a share of the ramp's steps (at least 1)."""
 
 
-Namer = Callable[[str], str]
-"""How an option is named to the user: ``tuner lr-find``'s flag, or :func:`tuner.lr_find`'s
-keyword."""
-
-
-def as_flag(option: str) -> str:
-    """``max_lr`` as the CLI names it: ``--max-lr``."""
-    return "--" + option.replace("_", "-")
-
-
-def as_keyword(option: str) -> str:
-    """``max_lr`` as Python names it: ``max_lr=``."""
-    return f"{option}="
-
-
-def check_range(min_lr: float, max_lr: float, steps: int, name: Namer = as_flag) -> None:
-    """Refuse a ramp that cannot be run: one :class:`ConfigError` line naming the option as
-    ``name`` says (the flag by default)."""
+def check_range(min_lr: float, max_lr: float, steps: int) -> None:
+    """Refuse a ramp that cannot be run: one :class:`ConfigError` line naming the option as the
+    front end does (:func:`tuner.core.options.name`)."""
     for option, value in (("min_lr", min_lr), ("max_lr", max_lr)):
         if not (math.isfinite(value) and value > 0):
-            raise ConfigError(f"{name(option)} must be a positive learning rate, got {value}")
+            raise ConfigError(f"{named(option)} must be a positive learning rate, got {value}")
     if max_lr <= min_lr:
         raise ConfigError(
-            f"{name('max_lr')} ({max_lr:g}) must be above {name('min_lr')} ({min_lr:g})"
+            f"{named('max_lr')} ({max_lr:g}) must be above {named('min_lr')} ({min_lr:g})"
         )
     if steps < 20:
-        raise ConfigError(f"{name('steps')} must be at least 20 for a range test, got {steps}")
+        raise ConfigError(f"{named('steps')} must be at least 20 for a range test, got {steps}")
 
 
 def ramp(min_lr: float, max_lr: float, steps: int) -> list[float]:
@@ -180,14 +162,13 @@ def suggest(
     *,
     planned_steps: int | None = None,
     beta: float | None = None,
-    name: Namer = as_flag,
 ) -> Finding:
     """The suggested rate of a range test: the steepest lasting descent of the smoothed loss
     against ``log10(lr)``, before its minimum and before divergence (see the module).
 
     ``learning_rates`` and ``losses`` are the steps run (the run may have stopped early);
     ``planned_steps`` is the ramp's length (default: the steps given), which sets the skip,
-    the window and the smoothing; ``name`` names the options a reason points to."""
+    the window and the smoothing; a reason names the options it points to as the front end does."""
     if len(learning_rates) != len(losses):
         raise ValueError("one learning rate per loss")
     planned = planned_steps or len(losses)
@@ -197,7 +178,7 @@ def suggest(
         return replace(
             finding,
             reason=f"the run diverged within its first steps (at lr {learning_rates[end]:.3g}): "
-            f"lower {name('min_lr')}",
+            f"lower {named('min_lr')}",
         )
     lowest = min(usable, key=lambda i: finding.smoothed[i])
     finding = replace(finding, min_loss_lr=learning_rates[lowest])
@@ -206,7 +187,7 @@ def suggest(
         return replace(
             finding,
             reason="the loss did not fall steadily over the range: widen it "
-            f"({name('min_lr')}, {name('max_lr')}) or run more {name('steps')}",
+            f"({named('min_lr')}, {named('max_lr')}) or run more {named('steps')}",
         )
     step, slope = steepest
     return replace(finding, suggestion=learning_rates[step], suggestion_step=step, slope=slope)

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tuner.core.errors import ConfigError
+from tuner.core.options import named
 from tuner.core.windows import warmup_excess
 
 TARGET_CHECKS = 10
@@ -26,7 +27,6 @@ TARGET_CHECKS = 10
 MIN_CHECKS = 2
 """A trial with a target trains at least two windows: the first holds compilation, and only a
 second, steady one can tell compilation from training."""
-CADENCE_FLAG = "--eval-every-samples"
 
 
 def cadence_unit(batch_sizes: Sequence[int]) -> int:
@@ -65,12 +65,14 @@ def check_cadence(
     cadence: int,
     batch_sizes: Sequence[int],
     budget: int | None = None,
-    label: str = CADENCE_FLAG,
+    label: str | None = None,
 ) -> None:
     """Refuse a user's cadence that some global batch of the grid does not divide (checks would
     fall at different samples for different batches; tuner does not round it silently), or that
     leaves fewer than :data:`MIN_CHECKS` checks in ``budget``. One ``ConfigError`` line that
-    names the field by ``label`` (the flag, or the spec key)."""
+    names the field by ``label``, else as the front end does (:func:`~tuner.core.options.named`:
+    ``--eval-every-samples``, ``eval_every_samples=``, ``search.eval_every_samples``)."""
+    label = label or named("eval_every_samples")
     for batch in sorted(batch_sizes):
         if cadence % batch:
             raise ConfigError(

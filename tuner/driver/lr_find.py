@@ -13,10 +13,11 @@ import datetime as _dt
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from tuner.core import lr_find as core
 from tuner.core.errors import ConfigError, TunerError
+from tuner.core.options import DEFAULT_MAX_LR, DEFAULT_MIN_LR, LR_FIND_STEPS, named
 from tuner.core.outcome import ok_payload
 from tuner.core.protocol import (
     DEFAULT_TRIAL_TIMEOUT_S,
@@ -57,9 +58,11 @@ class LrFindOptions(SpecOptions):
     """``tuner lr-find``'s options, each its flag with underscores (:func:`tuner.lr_find`'s
     too)."""
 
-    min_lr: float = core.DEFAULT_MIN_LR
-    max_lr: float = core.DEFAULT_MAX_LR
-    steps: int = core.DEFAULT_STEPS
+    COMMAND: ClassVar[str] = "lr-find"
+
+    min_lr: float = DEFAULT_MIN_LR
+    max_lr: float = DEFAULT_MAX_LR
+    steps: int = LR_FIND_STEPS
     output: Path | None = None
     """Where the JSON report goes."""
     plot: Path | None = None
@@ -115,7 +118,6 @@ def find_lr(
     options: LrFindOptions,
     front: Front | None = None,
     runner: ChildRunner | None = None,
-    name: core.Namer = core.as_flag,
 ) -> dict[str, Any]:
     """Run the range test ``options`` describe; return its report (``suggestion`` inside, ``None``
     with a ``reason`` when the loss never fell steadily).
@@ -123,11 +125,11 @@ def find_lr(
     Checked once, before the child starts: the ramp, the output paths, the
     options and the spec with ``--trial-timeout``, the spec's names, the batch against the
     replicas. Raises :class:`ConfigError` for bad input, :class:`TunerError` when the run fails.
-    ``name`` names the range test's own options in those lines and in the report's reason:
-    ``--max-lr`` for the CLI, ``max_lr=`` for :func:`tuner.lr_find`.
+    Those lines and the report's reason name the options as the front end does
+    (:func:`tuner.core.options.naming`): ``--max-lr`` for the CLI, ``max_lr=`` in Python.
     """
-    core.check_range(options.min_lr, options.max_lr, options.steps, name)
-    check_paths(options.output, options.plot, name)
+    core.check_range(options.min_lr, options.max_lr, options.steps)
+    check_paths(options.output, options.plot)
     spec, plan, notice = spec_and_plan(options, options.trial_timeout)
     check_names(spec)
     if front is not None and notice:
@@ -149,7 +151,7 @@ def find_lr(
     payload = ok_payload(
         run, memory_capped=plan.memory_limit_bytes is not None, failed="the range test's run failed"
     )
-    return report(payload, options, name)
+    return report(payload, options)
 
 
 def _progress(front: Front | None, options: LrFindOptions) -> OnEvent | None:
@@ -165,14 +167,14 @@ def _progress(front: Front | None, options: LrFindOptions) -> OnEvent | None:
     return on_event
 
 
-def check_paths(output: Path | None, plot: Path | None, name: core.Namer = core.as_flag) -> None:
+def check_paths(output: Path | None, plot: Path | None) -> None:
     """Refuse an output that cannot be written, and a figure of an unknown kind."""
     if output is not None:
-        check_output(output, name("output"))
+        check_output(output, named("output"))
     if plot is not None:
         if plot.suffix.lower() not in FIGURE_SUFFIXES:
-            raise ConfigError(f"{name('plot')} {plot}: give a .html or .png file name")
-        check_output(plot, name("plot"))
+            raise ConfigError(f"{named('plot')} {plot}: give a .html or .png file name")
+        check_output(plot, named("plot"))
 
 
 def lr_find_request(
@@ -194,9 +196,7 @@ def lr_find_request(
     )
 
 
-def report(
-    payload: dict[str, Any], options: LrFindOptions, name: core.Namer = core.as_flag
-) -> dict[str, Any]:
+def report(payload: dict[str, Any], options: LrFindOptions) -> dict[str, Any]:
     """The JSON report of a finished run: the suggestion and what it rests on, every step's rate,
     loss and smoothed loss (``null`` where skipped or not finite)."""
     rates = [float(r) for r in payload["learning_rates"]]
@@ -204,7 +204,7 @@ def report(
     if not losses:
         raise TunerError("the range test's run trained no step")
     _check_ramp(payload, options)
-    finding = core.suggest(rates, losses, planned_steps=options.steps, name=name)
+    finding = core.suggest(rates, losses, planned_steps=options.steps)
     suggestion, reason = finding.suggestion, finding.reason
     if payload.get("trainable_parameters") == 0:  # a flat curve's noise is no suggestion
         suggestion, reason = None, FROZEN_REASON

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tuner.core.errors import ConfigError, TunerError
+from tuner.core.options import named
 from tuner.driver import study as _study
 from tuner.driver.observer import QuietObserver, SearchObserver
 from tuner.driver.options import (
@@ -98,7 +99,7 @@ def search(
     front = front or QuietFront()
     spec, plan = _spec_and_plan(options, front, options.trial_timeout)
     if options.export is not None:
-        check_output(options.export, "--export")
+        check_output(options.export, named("export"))
 
     def before_trials(runner: ChildRunner) -> None:
         _before_trials(spec, plan, options, front, runner)
@@ -110,8 +111,8 @@ def search(
             options.storage,
             study_name=options.study_name,
             trial_timeout_s=options.trial_timeout,
-            heartbeat_s=options.heartbeat or None,  # 0: off
-            storage_wait_s=options.storage_wait,
+            heartbeat_s=spec.search.heartbeat or None,  # 0: off
+            storage_wait_s=spec.search.storage_wait,
             probe=options.probe,
             baseline=options.baseline,
             observer=front,
@@ -161,7 +162,7 @@ def probe(options: ProbeOptions, front: Front | None = None) -> ProbeReport:
     """
     front = front or QuietFront()
     if options.steps < 1 or (options.resolution is not None and options.resolution < 1):
-        raise ConfigError("--steps and --resolution must be positive")
+        raise ConfigError(f"{named('steps')} and {named('resolution')} must be positive")
     spec, plan = _spec_and_plan(options, front)
     if len(spec.search.precisions) > 1:
         front.note(f"probing at {spec.search.precisions[0]}, the first precision: a probe runs one")
@@ -187,9 +188,9 @@ def validate(options: ValidateOptions, front: Front | None = None) -> dict[str, 
     """
     front = front or QuietFront()
     if options.steps < 1 or (options.batch_size is not None and options.batch_size < 1):
-        raise ConfigError("--steps and --batch-size must be positive")
+        raise ConfigError(f"{named('steps')} and {named('batch_size')} must be positive")
     if options.output is not None:
-        check_output(options.output, "--output")
+        check_output(options.output, named("output"))
     spec, plan = _spec_and_plan(options, front, options.trial_timeout)
     against = (
         f"{options.accumulation} accumulated micro-steps against one step at {options.accumulation}"

@@ -21,6 +21,7 @@ from tuner.core.budget import Ledger
 from tuner.core.configurations import grid_point
 from tuner.core.devices import DevicePlan
 from tuner.core.errors import ConfigError
+from tuner.core.options import named
 from tuner.core.plan import busy_line, plan_of
 from tuner.core.probe import DEFAULT_PROBE_STEPS
 from tuner.core.protocol import DEFAULT_TRIAL_TIMEOUT_S
@@ -70,9 +71,11 @@ def check_search_input(
     workload check, and leaves the storage as it was. Raises :class:`ConfigError`.
     """
     if study_name is not None:
-        check_study_name(study_name, "--study-name")
+        check_study_name(study_name, named("study_name"))
     if heartbeat_s is not None and not (math.isfinite(heartbeat_s) and heartbeat_s > 0):
-        raise ConfigError(f"--heartbeat must be 0 (off) or a positive number, got {heartbeat_s}")
+        raise ConfigError(
+            f"{named('heartbeat')} must be 0 (off) or a positive number, got {heartbeat_s}"
+        )
     workload_check.check_grid(spec, plan)
     check_storage(storage_url, create=True, wait_s=storage_wait_s)
 

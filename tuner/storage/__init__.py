@@ -25,10 +25,15 @@ from pathlib import Path
 from typing import Any
 
 from tuner.core.errors import ConfigError
+from tuner.core.options import (
+    DEFAULT_HEARTBEAT_S,
+    DEFAULT_STORAGE,
+    DEFAULT_STORAGE_WAIT_S,
+    named,
+)
 from tuner.storage.faults import StorageFaultError
 from tuner.storage.guarded import guarded_class
 from tuner.storage.places import (
-    DEFAULT_STORAGE,
     Place,
     describe,
     folder_problem,
@@ -55,10 +60,6 @@ __all__ = [
 ]
 
 SQLITE_TIMEOUT_S = 60
-DEFAULT_STORAGE_WAIT_S = 300.0
-"""``--storage-wait``: seconds an unreachable storage is waited for before a search stops."""
-DEFAULT_HEARTBEAT_S = 20.0
-"""Seconds between a worker's heartbeats; a trial silent for longer is re-run by another."""
 _OPEN_ATTEMPTS = 5
 describe_storage_error = describe
 
@@ -139,12 +140,13 @@ def _lock_timeout(place: Place) -> float:
 def _in_memory(place: Place, create: bool) -> ConfigError:
     if create:
         return ConfigError(
-            f"--storage {place.shown} is in memory, but a study's results must outlive the "
-            "process; use a file, e.g. sqlite:///studies/tuner.db or journal:studies/tuner.log"
+            f"{named('storage')} {place.shown} is in memory, but a study's results must outlive "
+            "the process; use a file, e.g. sqlite:///studies/tuner.db or journal:studies/tuner.log"
         )
     return ConfigError(
-        f"--storage {place.shown} is in memory, so it holds no study (nothing there outlives "
-        "the process that made it); point --storage at a file, e.g. sqlite:///studies/tuner.db"
+        f"{named('storage')} {place.shown} is in memory, so it holds no study (nothing there "
+        f"outlives the process that made it); point {named('storage')} at a file, e.g. "
+        "sqlite:///studies/tuner.db"
     )
 
 
@@ -153,7 +155,7 @@ def _refuse_read_only(place: Place) -> None:
     if reason:
         raise ConfigError(
             f"storage {place.shown} is read-only ({reason}), and a search stores every trial "
-            f"there; give a storage it may write, e.g. --storage {DEFAULT_STORAGE}"
+            f"there; give a storage it may write, e.g. {named('storage')} {DEFAULT_STORAGE}"
         )
 
 

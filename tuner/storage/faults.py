@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tuner.core.errors import TunerError
+from tuner.core.options import named
 from tuner.storage.places import Place, mask_password, read_only_reason
 
 __all__ = [
@@ -162,7 +163,7 @@ def waiting_line(
 ) -> str:
     """The one line said when waiting for a storage starts; ``flag``: the bound is
     ``--storage-wait`` (a search), not the fixed one of a reading command."""
-    bound = " (--storage-wait)" if flag else ""
+    bound = f" ({named('storage_wait')})" if flag else ""
     going_on = "; the running trial goes on" if trial_running else ""
     return f"storage {place.shown}: {reason}; waiting up to {wait_s:.0f} s for it{bound}{going_on}"
 

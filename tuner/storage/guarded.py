@@ -24,6 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tuner.core.options import named
 from tuner.storage import spool
 from tuner.storage.faults import (
     Fault,
@@ -105,7 +106,8 @@ class GuardedStorage:
                 waited = self._waiting(fault)
                 if waited >= self.wait_s:
                     raise self._give_up(
-                        f"{fault.reason}, still after waiting {waited:.0f} s (--storage-wait)"
+                        f"{fault.reason}, still after waiting {waited:.0f} s "
+                        f"({named('storage_wait')})"
                     ) from exc
                 time.sleep(min(delay, self.wait_s - waited))
                 delay = min(2 * delay, _MAX_DELAY_S)
@@ -256,17 +258,17 @@ def what_to_do(
     if "disk is full" in reason:
         return f"free some space there, then {then}"
     if "database is locked" in reason:
-        raise_it = " or raise --storage-wait" if flag else ""
+        raise_it = f" or raise {named('storage_wait')}" if flag else ""
         return (
             f"end the process that holds it locked (`fuser {place.path}` names it){raise_it}, "
             f"then {then}"
         )
     if "cannot be reached" in reason:
-        raise_it = " (or raise --storage-wait)" if flag else ""
+        raise_it = f" (or raise {named('storage_wait')})" if flag else ""
         return f"start the database server{raise_it}, then {then}"
     if "permission to write it was lost" in reason:
-        return f"give it write access back (or pass another --storage), then {then}"
+        return f"give it write access back (or pass another {named('storage')}), then {then}"
     if place.kind in ("sqlite", "journal"):
         what = "journal file" if place.kind == "journal" else "database file"
-        return f"put the {what} back (or pass another --storage), then {then}"
-    return f"repair the database (or pass another --storage), then {then}"
+        return f"put the {what} back (or pass another {named('storage')}), then {then}"
+    return f"repair the database (or pass another {named('storage')}), then {then}"

@@ -13,8 +13,8 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from tuner.core.errors import ConfigError
+from tuner.core.options import named
 
-DEFAULT_STORAGE = "sqlite:///studies/tuner.db"
 _KNOWN_SCHEMES = ("sqlite", "postgresql", "mysql", "oracle", "mssql")
 _URI_READ_ONLY = {"mode": "ro", "immutable": "1"}
 """SQLite URI options under which SQLite refuses every write."""
@@ -96,7 +96,7 @@ def locate(url: str) -> Place:
         return Place(url, "journal", path=_journal_path(url))
     if scheme not in _KNOWN_SCHEMES:
         raise ConfigError(
-            f"--storage {mask_password(url)!r} has an unknown scheme; use e.g. "
+            f"{named('storage')} {mask_password(url)!r} has an unknown scheme; use e.g. "
             "sqlite:///studies/tuner.db, journal:studies/tuner.log or "
             "postgresql+psycopg://user:pass@host/db"
         )
@@ -109,7 +109,7 @@ def _journal_path(url: str) -> Path:
     path = Path(url.split(":", 1)[1].removeprefix("//"))
     if not str(path) or str(path) == ".":
         raise ConfigError(
-            "--storage journal:PATH needs a file path, e.g. journal:studies/tuner.log"
+            f"{named('storage')} journal:PATH needs a file path, e.g. journal:studies/tuner.log"
         )
     return path
 
@@ -124,7 +124,9 @@ def _sqlite_place(url: str) -> Place:
         parsed = make_url(url)
         is_uri = asbool(parsed.query.get("uri", False))
     except (sqlalchemy.exc.ArgumentError, ValueError) as exc:
-        raise ConfigError(f"--storage {mask_password(url)!r} is not a valid URL: {exc}") from None
+        raise ConfigError(
+            f"{named('storage')} {mask_password(url)!r} is not a valid URL: {exc}"
+        ) from None
     database = parsed.database or ""
     options = {key: str(value) for key, value in parsed.query.items()} if is_uri else {}
     if is_uri and database.startswith("file:"):
@@ -145,8 +147,8 @@ def _lock_timeout(url: str, query: Any) -> float | None:
         seconds = -1.0
     if not (0 <= seconds < float("inf")):
         raise ConfigError(
-            f"--storage {mask_password(url)!r}: timeout={given} is not a number of seconds "
-            "(how long SQLite waits for another process's lock, e.g. timeout=10)"
+            f"{named('storage')} {mask_password(url)!r}: timeout={given} is not a number of "
+            "seconds (how long SQLite waits for another process's lock, e.g. timeout=10)"
         )
     return seconds
 

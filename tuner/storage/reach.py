@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from tuner.core.errors import ConfigError
+from tuner.core.options import named
 from tuner.storage.faults import StorageFaultError, back_line, classify_opening, waiting_line
 from tuner.storage.guarded import what_to_do
 from tuner.storage.places import Place
@@ -43,7 +44,9 @@ def reached(place: Place, wait_s: float | None, attempt: Callable[[], T], *, sea
     positive number is bad input, refused before anything is opened."""
     flag = wait_s is not None
     if wait_s is not None and not (math.isfinite(wait_s) and wait_s >= 0):
-        raise ConfigError(f"--storage-wait must be 0 or a positive number of seconds, got {wait_s}")
+        raise ConfigError(
+            f"{named('storage_wait')} must be 0 or a positive number of seconds, got {wait_s}"
+        )
     bound = READING_WAIT_S if wait_s is None else wait_s
     since: float | None = None
     delay = 0.5
@@ -78,7 +81,7 @@ def _gave_up(
 ) -> StorageFaultError:
     then = "run the same search" if searching else "run the command again"
     todo = what_to_do(place, reason, then=then, flag=flag)
-    bound = " (--storage-wait)" if flag else ""
+    bound = f" ({named('storage_wait')})" if flag else ""
     return StorageFaultError(
         f"storage {place.shown} cannot be opened: {reason}, still after waiting "
         f"{waited:.0f} s{bound}; {todo}"

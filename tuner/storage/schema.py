@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from tuner.core.errors import ConfigError
+from tuner.core.options import DEFAULT_STORAGE, named
 from tuner.storage.places import (
-    DEFAULT_STORAGE,
     Place,
     describe,
     folder_problem,
@@ -35,7 +35,7 @@ def not_a_study(place: Place, why: str, *, create: bool = False) -> ConfigError:
     todo = (
         "give a new file or an Optuna storage instead"
         if create
-        else "point --storage at a storage that `tuner search` wrote"
+        else f"point {named('storage')} at a storage that `tuner search` wrote"
     )
     return ConfigError(
         f"{place.shown} is not a tuner/Optuna study database ({why}); the database was not "
@@ -199,7 +199,7 @@ def _check_new_file(path: Path, create: bool) -> None:
         where = "" if path.is_absolute() else f" (looked for {path.absolute()})"
         raise ConfigError(
             f"storage file {path} does not exist{where}; run `tuner search` first, or give "
-            "--storage"
+            f"{named('storage')}"
         )
     problem = folder_problem(path)
     if problem:

@@ -15,6 +15,7 @@ dataclass-to-JSON conversion and its errors), ``_requests``, ``_events`` and ``_
 
 from __future__ import annotations
 
+from tuner.core.options import DEFAULT_TRIAL_TIMEOUT_S
 from tuner.core.protocol._codec import NotJSONError, ProtocolError, ProtocolVersionError
 from tuner.core.protocol._events import (
     EpochEvent,
@@ -27,7 +28,6 @@ from tuner.core.protocol._events import (
     encode_event,
 )
 from tuner.core.protocol._names import (
-    DEFAULT_TRIAL_TIMEOUT_S,
     EPOCH_EVENT,
     EVENT_PREFIX,
     MODES,

@@ -22,8 +22,6 @@ WARM_FLAG = "--warm"
 """``python -m WORKER_MODULE --warm BACKEND REQUEST.json RESULT.json``: a warm child, which imports
 BACKEND first and reads REQUEST.json only when a line arrives on its stdin (hand-over)."""
 
-DEFAULT_TRIAL_TIMEOUT_S = 1800.0
-"""How long the driver waits for one trial process before it kills it (``--trial-timeout``)."""
 
 MODES = ("inspect", "trial", "probe", "validate", "lr_find")
 """What a request asks the worker to do (its ``mode``: one request type each)."""

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from tuner.core.devices import DevicePlan
-from tuner.core.lr_find import DEFAULT_MAX_LR, DEFAULT_MIN_LR, DEFAULT_STEPS
+from tuner.core.options import DEFAULT_MAX_LR, DEFAULT_MIN_LR
+from tuner.core.options import LR_FIND_STEPS as DEFAULT_STEPS
 from tuner.core.protocol._codec import (
     VERSION_KEY,
     ProtocolError,

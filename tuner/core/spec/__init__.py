@@ -9,6 +9,7 @@ repeats, tolerance).
 
 from __future__ import annotations
 
+from tuner.core.options import LOSS_REDUCTIONS
 from tuner.core.spec._fields import (
     check_study_name,
     is_valid_study_name,
@@ -22,7 +23,6 @@ from tuner.core.spec._spec import (
     DEFAULT_LOSS,
     DEFAULT_OPTIMIZER,
     LOOP_KINDS,
-    LOSS_REDUCTIONS,
     MODEL_HYPERPARAMETERS,
     SearchSpec,
     StudySpec,

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tuner.core.errors import ConfigError
+from tuner.core.options import named
 from tuner.core.spec import _fields as fields
 from tuner.core.spec._decision import decision_fields
 from tuner.core.spec._fields import Table, check_study_name
@@ -73,6 +74,8 @@ SECTION_KEYS: dict[str, tuple[str, ...]] = {
         "eval_every_samples",
         "early_stop",
         "budget",
+        "heartbeat",
+        "storage_wait",
     ),
 }
 """The keys each table of a spec may hold."""
@@ -102,8 +105,9 @@ _REPLACES = {"search.train_samples": "epochs", "search.epochs": "train_samples"}
 def apply_overrides(
     raw: Mapping[str, Any], overrides: Mapping[str, Any]
 ) -> tuple[dict[str, Any], dict[str, str]]:
-    """A copy of ``raw`` with ``overrides`` set, and the flag that set each overridden field
-    (``search.base_lr`` -> ``--base-lr``), so errors name the flag rather than the file."""
+    """A copy of ``raw`` with ``overrides`` set, and the option that set each overridden field
+    as the front end names it (``search.base_lr`` -> ``--base-lr``, or ``base_lr=``), so errors
+    name the option rather than the file."""
     tables = {key: dict(value) if isinstance(value, dict) else value for key, value in raw.items()}
     where: dict[str, str] = {}
     for dotted, value in overrides.items():
@@ -114,7 +118,7 @@ def apply_overrides(
         if isinstance(table, dict):  # a non-table section is reported by build_spec
             table[key] = value
             table.pop(_REPLACES.get(dotted, ""), None)
-        where[dotted] = "--" + key.replace("_", "-")
+        where[dotted] = named(key)
     return tables, where
 
 

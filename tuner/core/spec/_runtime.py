@@ -11,19 +11,14 @@ from __future__ import annotations
 from typing import Any
 
 from tuner.core.errors import ConfigError
+from tuner.core.options import BACKENDS, LOOPS, UPDATE_ON
 from tuner.core.spec import _fields as fields
 from tuner.core.spec._fields import Table
 
-BACKENDS = ("tensorflow", "jax")
-"""Values of ``workload.backend`` (``--backend``): the Keras 3 backend a trial trains on."""
 DEFAULT_BACKEND = "tensorflow"
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 """Values of ``search.precisions`` (``--precisions``): Keras dtype policies."""
 DEFAULT_PRECISIONS = ("float32",)
-LOOPS = ("fit", "custom")
-"""Values of ``search.loop``."""
-UPDATE_ON = ("replicas", "cpu")
-"""Values of ``search.update_on``."""
 
 
 def backend(workload: Table) -> str:

@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from tuner.core.identity import identity_of
+from tuner.core.options import DEFAULT_HEARTBEAT_S, DEFAULT_STORAGE_WAIT_S
 from tuner.core.recommend import DEFAULT_TIE_MARGIN, DEFAULT_TOLERANCE
 from tuner.core.scaling import sweep_rules
 from tuner.core.spec._decision import DEFAULT_MAX_REPEATS, DEFAULT_SEEDS
@@ -23,9 +24,6 @@ DEFAULT_STUDY_NAME = "regression"
 LOOP_KINDS = ("fit", "custom", "cpu-update")
 """The training loops a worker runs: ``loop``, with ``custom`` + ``update_on = cpu`` as its own kind
 (see :attr:`SearchSpec.loop_kind`)."""
-LOSS_REDUCTIONS = ("global", "replica-mean")
-"""How a custom loop reduces the loss: over the global batch (right), or a per-replica mean summed
-over replicas (the forum answer's bug, kept so that ``tuner validate`` can show it caught)."""
 MODEL_HYPERPARAMETERS = ("defaults", "search")
 DEFAULT_TRIALS = 20
 DEFAULT_LOSS = "mse"
@@ -115,6 +113,10 @@ class SearchSpec:
     lr_sweep: int = 0
     """Learning rates swept at every batch (``sweep-i/N`` rules beside ``lr_rules``), from half
     the ``none`` rate to twice the ``linear`` one: the measured law (``0``: no sweep)."""
+    heartbeat: float = DEFAULT_HEARTBEAT_S
+    """Seconds between a worker's heartbeats on an RDB storage (0: off)."""
+    storage_wait: float = DEFAULT_STORAGE_WAIT_S
+    """Seconds a storage out of reach is waited for before the search stops."""
     lr_sweep_full: bool = False
     """Train every rate of the sweep; by default a rate beyond a worse one than the best at its
     batch is skipped as ``bracketed`` (:mod:`tuner.core.adaptive_sweep`)."""

@@ -15,6 +15,7 @@ from tuner.core.devices import (
     choose_devices,
 )
 from tuner.core.errors import MissingExtraError
+from tuner.core.options import named
 
 
 def visible_gpus() -> list[GpuInfo]:
@@ -82,7 +83,7 @@ def require_backend(backend: str) -> None:
     if missing:
         verb = "is" if len(missing) == 1 else "are"
         raise MissingExtraError(
-            f"--backend jax needs {' and '.join(missing)}, which {verb} not installed: "
+            f"{named('backend')} jax needs {' and '.join(missing)}, which {verb} not installed: "
             'pip install "mirrortuner[jax]"'
         )
 

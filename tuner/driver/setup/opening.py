@@ -19,6 +19,7 @@ import optuna
 from tuner.core.devices import DevicePlan
 from tuner.core.errors import ConfigError
 from tuner.core.identity import identity_of
+from tuner.core.options import named
 from tuner.core.spec import StudySpec, check_study_name
 from tuner.driver.observer import quiet_optuna
 from tuner.driver.trial.grid import make_sampler
@@ -43,7 +44,7 @@ def open_study(
     was made by another program, with another spec, or on other devices. ``wait_s``: how long
     an unreachable storage is waited for once open (:mod:`tuner.storage.guarded`).
     """
-    name = spec.name if study_name is None else check_study_name(study_name, "--study-name")
+    name = spec.name if study_name is None else check_study_name(study_name, named("study_name"))
     storage = open_storage(storage_url, create=True, heartbeat_s=heartbeat_s, wait_s=wait_s)
     where = f"study {name!r} in {mask_password(storage_url)}"
     sampler = make_sampler(spec, info.get("hypermodel"))
@@ -118,7 +119,7 @@ def _check_same_spec(study: optuna.Study, spec: StudySpec, where: str) -> None:
     """Refuse to resume a study that tuner did not make, or that ran another spec."""
     stored = study.user_attrs.get("spec")
     if stored is None and study.get_trials(deepcopy=False):
-        raise ConfigError(f"{where} was not made by tuner; choose another --study-name")
+        raise ConfigError(f"{where} was not made by tuner; choose another {named('study_name')}")
     if stored is None:  # another worker is creating it right now: finish the job
         stored = spec.to_dict()
         study.set_user_attr("spec", stored)
@@ -127,7 +128,7 @@ def _check_same_spec(study: optuna.Study, spec: StudySpec, where: str) -> None:
         raise ConfigError(
             f"{where} was created with a different spec "
             f"({_first_difference(stored_identity, spec.identity())}); resume it with the same "
-            "spec or pick a new --study-name"
+            f"spec or pick a new {named('study_name')}"
         )
 
 
@@ -140,7 +141,7 @@ def _record_devices(study: optuna.Study, plan: DevicePlan, where: str, name: str
         raise ConfigError(
             f"{where} ran on {', '.join(sorted(signatures))}; "
             f"this run is on {signature}, whose out-of-memory sizes and throughput differ: "
-            f"give these devices their own --study-name (e.g. {name}-{_slug(signature)})"
+            f"give these devices their own {named('study_name')} (e.g. {name}-{_slug(signature)})"
         )
     if signature not in signatures:
         study.set_user_attr("device_signatures", sorted(signatures | {signature}))

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from tuner.core.errors import ConfigError
+from tuner.core.options import named
 from tuner.core.spec import StudySpec, spec_from_dict
 
 
@@ -46,7 +47,7 @@ def read_toml(path: Path) -> dict[str, Any]:
     TOML. A UTF-8 byte-order mark (which TOML does not allow, but Windows editors write) is
     skipped; a UTF-16 or UTF-32 file is refused naming its encoding."""
     if not path.is_file():
-        raise ConfigError(f"spec file {path} does not exist; pass --spec with a TOML file")
+        raise ConfigError(f"spec file {path} does not exist; pass {named('spec')} with a TOML file")
     data = path.read_bytes()
     for encoding, marks in _WIDE_BOMS:
         if data.startswith(marks):

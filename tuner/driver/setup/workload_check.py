@@ -14,6 +14,7 @@ from typing import Any
 from tuner.core.devices import DevicePlan, inspect_environment
 from tuner.core.errors import ConfigError, TunerError, WorkloadError
 from tuner.core.oom import last_message
+from tuner.core.options import named
 from tuner.core.outcome import ChildRun, read_result
 from tuner.core.protocol import DEFAULT_TRIAL_TIMEOUT_S, Result
 from tuner.core.spec import StudySpec
@@ -117,9 +118,9 @@ def inspect_workload(
     run = runner.run(request, env, timeout_s)
     if run.timed_out:
         raise TunerError(
-            f"the workload check did not finish within {timeout_s:g} s (--trial-timeout): "
-            "loading the workload and one training step must fit in it; raise --trial-timeout "
-            "or load less"
+            f"the workload check did not finish within {timeout_s:g} s ({named('trial_timeout')}): "
+            "loading the workload and one training step must fit in it; raise "
+            f"{named('trial_timeout')} or load less"
         )
     result = _inspection(run)
     if result.status != "ok":
@@ -183,12 +184,12 @@ def check_grid(spec: StudySpec, plan: DevicePlan, n_train: int | None = None) ->
         if batch % plan.num_replicas:
             raise ConfigError(
                 f"global batch {batch} does not divide by {plan.num_replicas} replicas; choose a "
-                f"--base-batch-size that is a multiple of {plan.num_replicas}"
+                f"{named('base_batch_size')} that is a multiple of {plan.num_replicas}"
             )
         if n_train is not None and batch > n_train:
             raise ConfigError(
                 f"global batch {batch} is larger than the training set ({n_train} samples); "
-                "use smaller --base-batch-size or --batch-multipliers"
+                f"use smaller {named('base_batch_size')} or {named('batch_multipliers')}"
             )
 
 

@@ -35,6 +35,7 @@ from typing import Any
 
 from tuner.core.devices import DevicePlan
 from tuner.core.errors import ConfigError
+from tuner.core.options import DEFAULT_VALIDATE_RULE, DEFAULT_VALIDATE_STEPS
 from tuner.core.protocol import DEFAULT_TRIAL_TIMEOUT_S, ValidateRequest
 from tuner.core.scaling import scaled_learning_rate
 from tuner.core.spec import LOSS_REDUCTIONS, StudySpec
@@ -48,12 +49,8 @@ from tuner.driver.validate.checks import (
 )
 from tuner.driver.validate.engine import Engine, report
 
-DEFAULT_STEPS = 20
-"""Steps per run: the differences that float32 rounding order leaves grow with every step (see
-:data:`~tuner.driver.validate.checks.WEIGHTS_RTOL`); over 20 they stay at rounding level on a
-convnet, and a wrong update is off by its own size from the first."""
-DEFAULT_RULE = "none"
-"""Validation compares runs at one global batch, so by default the learning rate is not scaled."""
+DEFAULT_STEPS = DEFAULT_VALIDATE_STEPS
+DEFAULT_RULE = DEFAULT_VALIDATE_RULE
 
 
 def run_validation(

@@ -1,0 +1,382 @@
+"""Every option of the commands that run children, declared once (pure).
+
+One :class:`Option` holds an option's key (its Python keyword and the options dataclass field),
+type, default, help, spec key and the commands that take it as a flag. The Typer signatures
+(:mod:`tuner.cli.options`), the options dataclasses (:mod:`tuner.driver.options`, checked against
+this table by ``tests/cli/test_option_table.py``), :func:`tuner.search`'s keywords and the
+reference rows (checked against ``--help`` by ``tests/test_docs.py``) are read from it.
+
+An option with a spec key and no command is set in the spec only (once per study), and as a
+keyword from Python. Errors name an option by its key through :func:`named`, which each front end
+renders its own way (:func:`naming`): ``--base-lr`` on the command line, ``base_lr=`` in Python,
+``search.heartbeat`` where the option has no flag.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tuner.core.probe import DEFAULT_PROBE_STEPS
+from tuner.core.scaling import LR_RULES
+
+# The defaults and choices below are the table's, so that it imports no other part of tuner
+# that names an option (the spec, the devices, the storage): those import them from here.
+DEFAULT_STORAGE = "sqlite:///studies/tuner.db"
+DEFAULT_TRIAL_TIMEOUT_S = 1800.0
+"""How long the driver waits for one trial process before it kills it (``trial_timeout``)."""
+DEFAULT_HEARTBEAT_S = 20.0
+"""Seconds between a worker's heartbeats; a trial silent for longer is re-run by another."""
+DEFAULT_STORAGE_WAIT_S = 300.0
+"""Seconds an unreachable storage is waited for before a search stops."""
+DEFAULT_MIN_LR = 1e-7
+DEFAULT_MAX_LR = 10.0
+LR_FIND_STEPS = 200
+"""Steps of the ramp: 25 per decade over the default 8 decades."""
+BACKENDS = ("tensorflow", "jax")
+"""Values of ``workload.backend``: the Keras 3 backend a trial trains on."""
+LOOPS = ("fit", "custom")
+UPDATE_ON = ("replicas", "cpu")
+LOSS_REDUCTIONS = ("global", "replica-mean")
+"""How a custom loop reduces the loss: over the global batch (right), or a per-replica mean summed
+over replicas (the forum answer's bug, kept so that ``tuner validate`` can show it caught)."""
+DEFAULT_VALIDATE_STEPS = 20
+"""Steps per validate run: the differences that float32 rounding order leaves grow with every
+step (see :data:`~tuner.driver.validate.checks.WEIGHTS_RTOL`); over 20 they stay at rounding
+level on a convnet, and a wrong update is off by its own size from the first."""
+DEFAULT_VALIDATE_RULE = "none"
+"""Validation compares runs at one global batch, so by default the learning rate is not scaled."""
+
+RUN = ("search", "probe", "validate", "lr-find")
+GRID = ("search", "probe")
+TRAIN = ("search", "probe", "validate")
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option: ``commands`` take it as a flag (``flags``, else ``--key-with-dashes``);
+    ``spec`` is the ``section.key`` it overrides (``None``: not in the spec). ``kind`` is its
+    value's type (``tuple``: a comma-separated list of ``items``); ``default`` ``None`` means "not
+    given": the spec's value stands. ``shown`` is how ``--help`` shows the default."""
+
+    key: str
+    help: str
+    kind: type = str
+    default: Any = None
+    commands: tuple[str, ...] = ()
+    spec: str | None = None
+    flags: tuple[str, ...] = ()
+    choices: tuple[str, ...] = ()
+    items: type = str
+    shown: str | None = None
+    envvar: str | None = None
+    minimum: int | None = None
+
+    @property
+    def flag(self) -> str:
+        """The flag's first name (``--base-lr``)."""
+        return self.flags[0] if self.flags else "--" + self.key.replace("_", "-")
+
+
+def _search(key: str, help: str, kind: type = str, **more: Any) -> Option:
+    """An option of the ``[search]`` table."""
+    return Option(key, help, kind, spec=f"search.{key}", **more)
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("spec", "Study spec (TOML file).", Path, commands=RUN, shown="built-in regression"),
+    Option(
+        "gpus", "GPU indices, e.g. 0,1.", commands=RUN, shown="all visible; none: 2 CPU replicas"
+    ),
+    Option("cpu_replicas", "Run on N logical CPU devices instead of GPUs.", int, commands=RUN),
+    Option("memory_limit", "Memory cap per device, e.g. 512MiB or 14GiB.", commands=RUN),
+    Option(
+        "storage",
+        "Optuna storage URL (or set TUNER_STORAGE, or TUNER_STORAGE_FILE naming a file that "
+        "holds it: either keeps a password out of `ps`).",
+        default=DEFAULT_STORAGE,
+        commands=GRID,
+        envvar="TUNER_STORAGE",
+    ),
+    Option(
+        "study_name",
+        "Study name: letters, digits, '.', '_' or '-'.",
+        commands=GRID,
+        shown="the spec's name",
+    ),
+    _search("base_batch_size", "Base global batch B.", int, commands=RUN),
+    _search(
+        "batch_multipliers",
+        "Global batches as multiples of B, e.g. 1,2,4.",
+        tuple,
+        items=int,
+        commands=GRID,
+    ),
+    _search(
+        "lr_rules",
+        f"Learning-rate rules, comma-separated, from: {', '.join(LR_RULES)}.",
+        tuple,
+        commands=GRID,
+    ),
+    _search(
+        "lr_sweep",
+        "Train N learning rates at every global batch, log-spaced from half the none rule's "
+        "rate to twice the linear rule's, and measure how the best rate scales with the batch "
+        "(the law: alpha in lr* ~ B^alpha, the critical batch). 0: no sweep.",
+        int,
+        commands=("search",),
+    ),
+    _search("base_lr", "Learning rate at batch B.", float, commands=TRAIN),
+    _search("epochs", "Epochs per run (at least 2).", int, commands=TRAIN),
+    _search(
+        "train_samples",
+        "Samples every trial trains on, whatever its batch (instead of --epochs).",
+        int,
+        commands=TRAIN,
+    ),
+    _search(
+        "val_samples",
+        "The fixed validation set: its first N samples, in order.",
+        int,
+        commands=("probe", "validate"),
+    ),
+    _search(
+        "loop",
+        "Training loop: Keras fit, or custom (strategy.run).",
+        choices=LOOPS,
+        commands=("probe", "validate", "lr-find"),
+    ),
+    _search(
+        "update_on",
+        "Where the weights are updated (cpu needs --loop custom).",
+        choices=UPDATE_ON,
+        commands=("probe", "validate", "lr-find"),
+    ),
+    Option(
+        "backend",
+        "Keras backend: tensorflow (MirroredStrategy) or jax (keras.distribution).",
+        spec="workload.backend",
+        choices=BACKENDS,
+        commands=RUN,
+    ),
+    _search(
+        "precisions",
+        "Precisions, comma-separated, from: float32, mixed_bfloat16, mixed_float16.",
+        tuple,
+        commands=("probe",),
+    ),
+    Option(
+        "trial_timeout",
+        "Seconds before a child run is killed.",
+        float,
+        DEFAULT_TRIAL_TIMEOUT_S,
+        commands=("search", "validate", "lr-find"),
+    ),
+    Option("export", "Write the recommended-config JSON here.", Path, commands=("search",)),
+    Option("validate", "Run the validate checks first; stop on failure.", bool, False, ("search",)),
+    Option("probe", "Probe the largest fitting batch first.", bool, False, ("search",)),
+    Option(
+        "baseline",
+        "Record a single-device trial at the base batch (speedup, efficiency).",
+        bool,
+        True,
+        ("search",),
+    ),
+    _search(
+        "noise_scale",
+        "Measure the gradient noise scale (2+ replicas).",
+        bool,
+        commands=("search",),
+    ),
+    _search(
+        "seeds",
+        "Runs of the base configuration with different seeds (weights and data order); the "
+        "loss tolerance becomes max(tolerance, 2 × their spread). 1 turns it off.",
+        int,
+        commands=("search",),
+    ),
+    _search(
+        "max_repeats",
+        "Most runs of a close candidate: racing re-runs candidates whose 95 % intervals overlap "
+        "the best one's. 1 turns racing off.",
+        int,
+        commands=("search",),
+    ),
+    _search(
+        "target_loss",
+        "Validation loss to train to: trials stop when they reach it and the default policy "
+        "becomes time-to-target.",
+        float,
+        commands=("search",),
+    ),
+    _search(
+        "budget",
+        "Time the search may take, e.g. 90s, 15m, 1h30m: a run that would not fit is not "
+        "started (the grid before seeds and repeats, repeats most decisive first), and the end "
+        "says what was left out and what it costs.",
+        commands=("search",),
+    ),
+    Option(
+        "quick",
+        "A first answer: one run per configuration, one baseline run, no seed runs "
+        "(--max-repeats 1 --seeds 1; an explicit --max-repeats or --seeds wins).",
+        bool,
+        False,
+        ("search",),
+    ),
+    # Set once per study: in the spec (and as keywords of tuner.search), not as flags.
+    _search("model_hyperparameters", "A hypermodel's hyperparameters: defaults or search."),
+    _search("trials", "Trial budget of a joint search.", int),
+    _search("tolerance", "Final-loss tolerance relative to the best trial.", float),
+    _search("tie_margin", "Relative throughput margin within which candidates tie.", float),
+    _search("eval_every_samples", "Samples between two checks of target_loss.", int),
+    _search("early_stop", "Stop dominated grid trials early.", bool),
+    _search("lr_sweep_full", "Train every rate of the sweep (no bracketing).", bool),
+    _search("heartbeat", "Seconds between worker heartbeats (RDB storages; 0: off).", float),
+    _search("storage_wait", "Seconds an unreachable storage is waited for.", float),
+    _search("seed", "The seed of weights and data order.", int),
+    _search("noise_scale_steps", "Extra noise-scale steps per epoch.", int),
+    _search("warmup_epochs", "Epochs of linear-warmup's ramp.", float),
+    _search("warmup_steps", "Optimizer steps of linear-warmup's ramp.", int),
+    # The commands' own.
+    Option(
+        "resolution",
+        "Probe resolution in samples (default: an eighth of the base batch).",
+        int,
+        commands=("probe",),
+    ),
+    Option(
+        "steps", "Training steps per probed size.", int, DEFAULT_PROBE_STEPS, commands=("probe",)
+    ),
+    Option(
+        "batch_size",
+        "Global batch G of both runs (default: the base batch).",
+        int,
+        commands=("validate",),
+    ),
+    Option(
+        "lr_rule",
+        "Learning-rate rule at G.",
+        default=DEFAULT_VALIDATE_RULE,
+        choices=LR_RULES,
+        commands=("validate",),
+    ),
+    Option(
+        "steps",
+        "Training steps per run, over all epochs.",
+        int,
+        DEFAULT_VALIDATE_STEPS,
+        commands=("validate",),
+    ),
+    Option(
+        "loss_reduction",
+        "Custom loops, and fit under --backend jax: global (right), or replica-mean (the forum "
+        "answer's bug, to see it caught).",
+        default=LOSS_REDUCTIONS[0],
+        choices=LOSS_REDUCTIONS,
+        commands=("validate",),
+    ),
+    Option(
+        "accumulation",
+        "Instead: prove K accumulated micro-steps of --batch-size give the weights of one step "
+        "at K × it (Keras's gradient_accumulation_steps).",
+        int,
+        commands=("validate",),
+        minimum=2,
+    ),
+    Option(
+        "min_lr", "Learning rate of the ramp's first step.", float, DEFAULT_MIN_LR, ("lr-find",)
+    ),
+    Option("max_lr", "Learning rate of the ramp's last step.", float, DEFAULT_MAX_LR, ("lr-find",)),
+    Option(
+        "steps",
+        "Steps of the ramp (one rate each, geometric); it stops at divergence.",
+        int,
+        LR_FIND_STEPS,
+        commands=("lr-find",),
+    ),
+    Option(
+        "output",
+        "Write the JSON report here.",
+        Path,
+        commands=("validate", "lr-find"),
+        flags=("--output", "-o"),
+    ),
+    Option(
+        "plot",
+        "Write the loss-vs-rate figure here: .html, or .png (needs Chrome).",
+        Path,
+        commands=("lr-find",),
+    ),
+)
+"""The table, in the order of each command's ``--help``."""
+
+
+def options_of(command: str) -> list[Option]:
+    """The flags of ``command``, in the table's order (each key once: the first row that
+    names the command)."""
+    found: dict[str, Option] = {}
+    for option in OPTIONS:
+        if command in option.commands:
+            found.setdefault(option.key, option)
+    return list(found.values())
+
+
+def spec_only(section: str = "search") -> list[Option]:
+    """The options set in the spec's ``section`` without a flag of any command that trains."""
+    return [o for o in OPTIONS if o.spec and o.spec.startswith(section + ".") and not o.commands]
+
+
+def option(key: str, command: str | None = None) -> Option:
+    """The row of ``key`` (``command``'s own, when it has one)."""
+    rows = [o for o in OPTIONS if o.key == key]
+    if not rows:
+        raise KeyError(key)
+    return next((o for o in rows if command in o.commands), rows[0])
+
+
+def default(command: str, key: str) -> Any:
+    """The default of ``command``'s option ``key``."""
+    return option(key, command).default
+
+
+@dataclass(frozen=True)
+class _Naming:
+    command: str | None = None
+    keywords: bool = False
+    renamed: Mapping[str, str] = field(default_factory=dict)
+
+
+_NAMING: ContextVar[_Naming | None] = ContextVar("tuner_naming", default=None)
+
+
+@contextmanager
+def naming(
+    command: str | None, *, keywords: bool = False, renamed: Mapping[str, str] | None = None
+) -> Iterator[None]:
+    """Within the block, `named` names ``command``'s options as the front end does: its
+    flags (the CLI), or its keywords (``keywords``, Python; ``renamed`` maps a key to the
+    function's own keyword, ``{"storage": "storage_url"}``)."""
+    token = _NAMING.set(_Naming(command, keywords, dict(renamed or {})))
+    try:
+        yield
+    finally:
+        _NAMING.reset(token)
+
+
+def named(key: str) -> str:
+    """How the user set the option ``key``: ``--base-lr`` on the command line, ``base_lr=`` in
+    Python, and ``search.heartbeat`` for an option the command takes from the spec only."""
+    now = _NAMING.get() or _Naming()
+    if now.keywords:
+        return f"{now.renamed.get(key, key)}="
+    rows = [o for o in OPTIONS if o.key == key]
+    if now.command is not None and rows and not any(now.command in o.commands for o in rows):
+        spec = next((o.spec for o in rows if o.spec), None)
+        if spec is not None:
+            return spec
+    return option(key, now.command).flag if rows else "--" + key.replace("_", "-")
