@@ -143,7 +143,7 @@ def _check_budget(request: InspectRequest, source: Source) -> None:
     if source.val_size is None and not request.budget.val_samples:
         raise WorkloadError(
             f"the validation data of {source.reference} have no known size: give [search] "
-            "val_samples (or --val-samples), the fixed set every trial is evaluated on"
+            "val_samples, the fixed set every trial is evaluated on"
         )
 
 

@@ -57,7 +57,7 @@ def plan(request: RunRequest, batch: int, n_train: int | None) -> CheckPlan | No
     try:
         return plan_checks(cadence, batch, budget)
     except ValueError as exc:
-        raise WorkloadError(f"{exc}: check --eval-every-samples and the budget") from None
+        raise WorkloadError(f"{exc}: check [search] eval_every_samples and the budget") from None
 
 
 class TargetCheck:

@@ -263,7 +263,7 @@ def applied_tolerance(study: optuna.Study, spec: StudySpec, plan: DevicePlan) ->
     )
     return tolerance, (
         f"loss tolerance {tolerance:.2%} from {source} ({measured_text}; "
-        f"--tolerance {spec.search.tolerance:.2%})"
+        f"tolerance {spec.search.tolerance:.2%})"
     )
 
 

@@ -120,7 +120,7 @@ def _recorded(
         return _target_record(study, plan, what, base, curves, observer)
     spread = relative_spread(losses)
     if spread is None:
-        observer.note("seed noise not measured (fewer than 2 seeds trained); --tolerance applies")
+        observer.note("seed noise not measured (fewer than 2 seeds trained); the tolerance applies")
         return None
     record = {
         **what,
