@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 from rich.console import Console
 
-from tuner.cli import logs
+from tuner.console import logs
 
 
 class Clock:

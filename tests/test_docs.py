@@ -23,7 +23,8 @@ from optuna.trial import FrozenTrial, TrialState, create_trial
 from typer.testing import CliRunner
 
 from tuner.cli.app import app
-from tuner.cli.errors import Terminated, exit_code, guard
+from tuner.cli.errors import exit_code, guard
+from tuner.console.signals import Terminated
 from tuner.core import errors
 from tuner.core.outcome import STATES
 from tuner.core.recommend import recommend

@@ -19,8 +19,8 @@ from markdown_it import MarkdownIt
 from rich.console import Console
 from trials import make_trial
 
-from tuner.cli.display import print_validation
-from tuner.cli.progress import SearchProgress
+from tuner.console.display import print_validation
+from tuner.console.progress import SearchProgress
 from tuner.core.outcome import TrialOutcome
 
 NAME = "[bold]x[red] [x](y) *a*"

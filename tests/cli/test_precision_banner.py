@@ -10,10 +10,10 @@ from dataclasses import replace
 from progress_helpers import restore_logging  # noqa: F401  (the fixture)
 from rich.console import Console
 
-from tuner.cli import logs
-from tuner.cli.display import search_banner
-from tuner.cli.progress import LogProgress, SearchProgress, search_progress
-from tuner.cli.trial_lines import end_line, start_line
+from tuner.console import logs
+from tuner.console.display import search_banner
+from tuner.console.progress import LogProgress, SearchProgress, search_progress
+from tuner.console.trial_lines import end_line, start_line
 from tuner.core.devices import DevicePlan
 from tuner.core.outcome import TrialOutcome
 from tuner.core.spec import SearchSpec, StudySpec, WorkloadSpec

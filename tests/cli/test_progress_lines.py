@@ -14,8 +14,8 @@ from progress_helpers import Clock, restore_logging  # noqa: F401  (the fixture)
 from rich.console import Console
 from rich.progress import TimeElapsedColumn
 
-from tuner.cli import logs
-from tuner.cli.progress import LogProgress, SearchProgress, search_progress
+from tuner.console import logs
+from tuner.console.progress import LogProgress, SearchProgress, search_progress
 from tuner.core.outcome import TrialOutcome
 from tuner.core.protocol import EpochEvent, ProgressEvent
 
@@ -206,7 +206,7 @@ def test_quiet_and_verbose_exclude_each_other(tmp_path: Path) -> None:
 
 
 def test_a_repeat_line_shows_its_own_run_then_the_configurations_median() -> None:
-    from tuner.cli.trial_lines import result_parts
+    from tuner.console.trial_lines import result_parts
 
     repeat = TrialOutcome(
         "ok",

@@ -11,8 +11,8 @@ import pytest
 from progress_helpers import Clock, restore_logging  # noqa: F401  (the fixture)
 from rich.console import Console
 
-from tuner.cli import logs
-from tuner.cli.progress import LogProgress, SearchProgress
+from tuner.console import logs
+from tuner.console.progress import LogProgress, SearchProgress
 from tuner.core.outcome import TrialOutcome
 from tuner.core.plan import SearchPlan
 from tuner.core.protocol import EpochEvent, ProgressEvent

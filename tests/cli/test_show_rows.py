@@ -11,7 +11,7 @@ import pytest
 from conftest import run_tuner, tuner_env
 from test_show_width import wide_study
 
-from tuner.cli.display import DETAILS_HINT
+from tuner.console.display import DETAILS_HINT
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 

@@ -181,7 +181,7 @@ def test_show_of_a_real_search_at_80_and_120_columns(small_study: tuple[Path, st
 
 
 def test_piped_output_is_as_wide_as_columns_says_else_wide(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tuner.cli.options import PIPED_WIDTH, PageConsole
+    from tuner.console.pages import PIPED_WIDTH, PageConsole
 
     console = PageConsole(file=io.StringIO())  # not a terminal
     monkeypatch.delenv("COLUMNS", raising=False)

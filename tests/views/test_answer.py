@@ -8,7 +8,7 @@ from typing import Any
 from rich.console import Console
 from trials import make_trial, run_recommend
 
-from tuner.cli.display import print_recommendation
+from tuner.console.display import print_recommendation
 from tuner.core.recommend import export_document
 from tuner.views.recommendation import answer_text
 

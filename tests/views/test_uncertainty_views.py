@@ -10,7 +10,7 @@ import pytest
 from rich.console import Console
 from trials import make_trial, measured_trial, run_recommend, target_trial
 
-from tuner.cli.display import recommendation_table, trials_table
+from tuner.console.display import recommendation_table, trials_table
 from tuner.core.configurations import unique_trials
 from tuner.views.batch_data import batch_curves, complete_points
 from tuner.views.recommendation import recommendation_rows, span_text

@@ -66,8 +66,8 @@ class SearchResult:
 
     def show(self) -> None:
         """Print the trials and the recommendation, as ``tuner search`` ends."""
-        from tuner.cli import display
-        from tuner.cli.options import out
+        from tuner.console import display
+        from tuner.console.pages import out
         from tuner.core.configurations import unique_trials
         from tuner.results import current_recommendation
 

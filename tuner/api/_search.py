@@ -153,9 +153,9 @@ def _front(progress: bool) -> Any:
     """The CLI's view (bars in a terminal, timestamped lines elsewhere: a notebook, a log),
     with its lines shown; or a quiet one."""
     if progress:
-        from tuner.cli.logs import NORMAL, configure
-        from tuner.cli.options import err
-        from tuner.cli.search import SearchView
+        from tuner.console.logs import NORMAL, configure
+        from tuner.console.pages import err
+        from tuner.console.search_view import SearchView
 
         configure(NORMAL, err)
         return SearchView()

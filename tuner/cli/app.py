@@ -1,5 +1,5 @@
 """The ``tuner`` Typer app: the global flags (``--debug``, ``-q``/``-v`` for
-:mod:`tuner.cli.logs`) and every command, in the order of
+:mod:`tuner.console.logs`) and every command, in the order of
 ``tuner --help``. The commands live in one module per group: :mod:`tuner.cli.search` (search,
 probe), :mod:`tuner.cli.validate`, :mod:`tuner.cli.lr_find` and :mod:`tuner.cli.browse` (export,
 show, dashboard, report).
@@ -11,12 +11,13 @@ from typing import Annotated
 
 import typer
 
-from tuner.cli import browse, logs
+from tuner.cli import browse
 from tuner.cli.errors import state
 from tuner.cli.lr_find import lr_find
-from tuner.cli.options import err
 from tuner.cli.search import probe_cmd, search
 from tuner.cli.validate import validate
+from tuner.console import logs
+from tuner.console.pages import err
 
 app = typer.Typer(
     name="tuner",

@@ -13,15 +13,11 @@ import typer
 from rich.markup import escape
 
 from tuner.cli.choices import Policy, ReportFormat, ShowFormat, value
-from tuner.cli.errors import guard, sigterm_as_interrupt
-from tuner.cli.logs import say_info
-from tuner.cli.options import (
-    StorageOpt,
-    StudyNameOpt,
-    out,
-    warn,
-    write_json,
-)
+from tuner.cli.errors import guard
+from tuner.cli.options import StorageOpt, StudyNameOpt, write_json
+from tuner.console.logs import say_info
+from tuner.console.pages import out, warn
+from tuner.console.signals import sigterm_as_interrupt
 from tuner.core.errors import ConfigError, NoCompleteTrialError
 from tuner.core.recommend import DEFAULT_TIE_MARGIN, DEFAULT_TOLERANCE, POLICY
 from tuner.files import check_output
@@ -179,7 +175,7 @@ def _show_table(
 ) -> None:  # fmt: skip
     """``tuner show``'s table, then what the study answers: the recommendation, what a budget
     left out, results still spooled."""
-    from tuner.cli import display as _display
+    from tuner.console import display as _display
     from tuner.driver.trial.spooled import spooled_at
     from tuner.results import recommendation
     from tuner.views.summary import budget_lines, hidden_columns, trial_rows, wide_hint

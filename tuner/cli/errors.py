@@ -4,15 +4,15 @@ exit code 130 and SIGTERM into 143."""
 
 from __future__ import annotations
 
-import contextlib
-import signal
-from collections.abc import Callable, Iterator
+import traceback
+from collections.abc import Callable
 from typing import TypeVar
 
 import typer
 from rich.markup import escape
 
-from tuner.cli.options import err
+from tuner.console.pages import err
+from tuner.console.signals import Terminated
 from tuner.core.errors import ConfigError, NoCompleteTrialError, TunerError
 
 T = TypeVar("T")
@@ -34,24 +34,6 @@ def exit_code(exc: BaseException) -> int:
     return 1
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, delivered like Ctrl-C so the same clean-up runs (exit code 143)."""
-
-
-@contextlib.contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """Within the block, SIGTERM raises :class:`Terminated`."""
-
-    def raise_terminated(signum: int, frame: object) -> None:
-        raise Terminated()
-
-    previous = signal.signal(signal.SIGTERM, raise_terminated)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 def guard(call: Callable[[], T]) -> T:
     """Run ``call``; turn tuner's errors into one line on stderr and an exit code."""
     try:
@@ -61,8 +43,8 @@ def guard(call: Callable[[], T]) -> T:
         err.print(f"[red]{'terminated' if terminated else 'interrupted'}[/]")
         raise typer.Exit(143 if terminated else 130) from None
     except Exception as exc:
-        if state["debug"]:
-            raise
+        if state["debug"]:  # the traceback asked for, and still the error's own exit code
+            traceback.print_exc()
         if isinstance(exc, TunerError):
             message = str(exc)
         else:

@@ -7,8 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from tuner.cli.errors import guard
-from tuner.cli.logs import say_info
-from tuner.cli.options import LineView, out, parsed, takes, write_json
+from tuner.cli.options import parsed, takes, write_json
+from tuner.console.logs import say_info
+from tuner.console.pages import LineView, out
 from tuner.core.errors import TunerError
 from tuner.driver.lr_find import LrFindOptions
 

@@ -4,24 +4,17 @@ global batch that fits). Each parses its flags into its options object
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rich.markup import escape
-
-from tuner.cli.errors import guard, sigterm_as_interrupt
-from tuner.cli.logs import is_info_shown, say_info
-from tuner.cli.options import LineView, err, out, parsed, takes, write_json
+from tuner.cli.errors import guard
+from tuner.cli.options import parsed, takes, write_json
+from tuner.console.logs import say_info
+from tuner.console.pages import LineView, err, out
+from tuner.console.search_view import SearchView
 from tuner.driver.options import ProbeOptions, SearchOptions
 
 if TYPE_CHECKING:
-    from tuner.cli.progress import LogProgress, SearchProgress
-    from tuner.core.devices import DevicePlan
-    from tuner.core.outcome import TrialOutcome
-    from tuner.core.plan import SearchPlan
-    from tuner.core.protocol import EpochEvent, ProgressEvent
-    from tuner.core.spec import StudySpec
     from tuner.driver.study import SearchReport
 
 
@@ -34,7 +27,7 @@ def search(**flags: Any) -> None:
 
 def _search(options: SearchOptions) -> None:
     """The library's search with live progress; on Ctrl-C or SIGTERM, print what was stored."""
-    from tuner.cli import display
+    from tuner.console import display
     from tuner.driver.search import search as run
 
     opened: list[Any] = []
@@ -50,81 +43,9 @@ def _search(options: SearchOptions) -> None:
     _print_search(report, options.export, options.storage)
 
 
-class SearchView(LineView):
-    """A search drawn on stderr (a :class:`tuner.driver.search.SearchFront`): its notices and
-    warnings, the ``--validate`` table, the banner, then the live progress of its trials (bars or
-    lines, :mod:`tuner.cli.progress`), which start with the banner; SIGTERM is Ctrl-C from then
-    on."""
-
-    def __init__(self) -> None:
-        self._stack = contextlib.ExitStack()
-        self._progress: SearchProgress | LogProgress | None = None
-
-    def __enter__(self) -> SearchView:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stack.close()
-
-    def warning(self, message: str) -> None:
-        err.print(f"[yellow]{escape(message)}[/]")  # highlighted, unlike a notice
-
-    def validated(self, report: dict[str, Any]) -> None:
-        from tuner.cli import display
-
-        if not report["passed"] or is_info_shown():  # -q: the table only when it failed
-            display.print_validation(err, report)
-
-    def starting(self, spec: StudySpec, plan: DevicePlan, study_name: str | None) -> None:
-        from tuner.cli import display, progress
-
-        say_info(display.search_banner(spec, plan, study_name))
-        several = len(spec.search.precisions) > 1  # the progress lines then name each precision
-        view = progress.search_progress(err, several)
-        self._stack.enter_context(sigterm_as_interrupt())
-        self._stack.enter_context(view)
-        self._progress = view
-
-    @property
-    def _trials(self) -> SearchProgress | LogProgress:
-        if self._progress is None:
-            raise RuntimeError("a trial was reported before the search started")
-        return self._progress
-
-    def note(self, message: str) -> None:
-        if self._progress is None:
-            say_info(message)
-        else:
-            self._progress.note(message)
-
-    def trial_started(self, number: int, position: int, total: int, params: dict[str, Any]) -> None:
-        self._trials.trial_started(number, position, total, params)
-
-    def epoch_finished(self, event: EpochEvent) -> None:
-        self._trials.epoch_finished(event)
-
-    def trial_progress(self, event: ProgressEvent) -> None:
-        self._trials.trial_progress(event)
-
-    def trial_finished(self, number: int, outcome: TrialOutcome) -> None:
-        self._trials.trial_finished(number, outcome)
-
-    def planned(self, plan: SearchPlan) -> None:
-        self._trials.planned(plan)
-
-    def phase(self, name: str, trainings: int) -> None:
-        self._trials.phase(name, trainings)
-
-    def training_started(self, label: str) -> None:
-        self._trials.training_started(label)
-
-    def training_finished(self) -> None:
-        self._trials.training_finished()
-
-
 def _print_search(report: SearchReport, export: Path | None, storage: str) -> None:
     """The study's trials and recommendation; the JSON written to ``export`` when given."""
-    from tuner.cli import display
+    from tuner.console import display
     from tuner.core.configurations import unique_trials
     from tuner.core.trials import nothing_completed
     from tuner.results import recommendation
@@ -160,7 +81,7 @@ def probe_cmd(**flags: Any) -> None:
 
 def _probe(options: ProbeOptions) -> None:
     """Probe with the steps said as they run; print the largest fitting batch."""
-    from tuner.cli import display
+    from tuner.console import display
     from tuner.driver.search import probe
 
     report = probe(options, LineView())

@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from tuner.cli.errors import guard
-from tuner.cli.logs import say_info
-from tuner.cli.options import LineView, out, parsed, takes, write_json
+from tuner.cli.options import parsed, takes, write_json
+from tuner.console.logs import say_info
+from tuner.console.pages import LineView, out
 from tuner.core.errors import TunerError
 from tuner.driver.options import ValidateOptions
 
@@ -20,7 +21,7 @@ def validate(**flags: Any) -> None:
 
 def _validate(options: ValidateOptions) -> None:
     """Run both children; print the checks, write the report when asked; fail when one fails."""
-    from tuner.cli import display
+    from tuner.console import display
     from tuner.driver.search import validate as run
 
     report = run(options, LineView())

@@ -1,5 +1,5 @@
 """What the driver reports while a search works; the CLI draws it (rich bars on a terminal,
-timestamped lines elsewhere: :mod:`tuner.cli.progress`)."""
+timestamped lines elsewhere: :mod:`tuner.console.progress`)."""
 
 from __future__ import annotations
 

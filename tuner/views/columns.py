@@ -7,7 +7,7 @@ keeps its full length and only the columns named as wrapping (free text) may wra
 first column that does not fit ends the choice, so a wider page only ever adds columns.
 Columns with nothing to say (every cell ``-`` or empty) are left out.
 
-The widths assume the table style of :mod:`tuner.cli.display`: no outer frame and no padding at
+The widths assume the table style of :mod:`tuner.console.display`: no outer frame and no padding at
 the page edges, so each column after the first costs its width plus three (`` │ ``).
 """
 

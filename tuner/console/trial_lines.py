@@ -1,6 +1,6 @@
 """One trial's lines of the search progress, as text: when it starts, how far it is, what it
 found (``trial 3 ok: batch 128 (64/replica) · rule linear · 21,687 samples/s · …``). Both
-trackers of :mod:`tuner.cli.progress` say these.
+trackers of :mod:`tuner.console.progress` say these.
 """
 
 from __future__ import annotations

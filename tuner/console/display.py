@@ -1,5 +1,5 @@
 """Terminal output with rich: the trials table, the recommendation (the live search progress is
-:mod:`tuner.cli.progress`).
+:mod:`tuner.console.progress`).
 
 Every text that can quote the user (study names, paths, spec values, model references, a trial's
 error) is printed as a :class:`rich.text.Text` or through :func:`say`, never as markup: rich

@@ -9,9 +9,9 @@ that ran in this run (``oom-implied`` ones take no time) times the trials left
 - :class:`SearchProgress` (stderr is a terminal): a bar of trials with the ETA, a bar of the
   running trial's samples, and one result line per trial.
 - :class:`LogProgress` (stderr is not a terminal, or ``-q``): records of the ``tuner.search``
-  logger, which :mod:`tuner.cli.logs` writes with a timestamp: a line when a trial starts and one
-  when it ends (with the ETA), a line of the running trial's progress at most once a minute (each
-  of the child's reports at DEBUG, ``-v``). With ``-q`` only failed trials are shown.
+  logger, which :mod:`tuner.console.logs` writes with a timestamp: a line when a trial starts and
+  one when it ends (with the ETA), a line of the running trial's progress at most once a minute
+  (each of the child's reports at DEBUG, ``-v``). With ``-q`` only failed trials are shown.
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedCo
 from rich.table import Column
 from rich.text import Text
 
-from tuner.cli.display import say, status_text
-from tuner.cli.logs import logger
-from tuner.cli.trial_lines import (
+from tuner.console.display import say, status_text
+from tuner.console.logs import logger
+from tuner.console.trial_lines import (
     FAILED,
     configuration,
     end_parts,
@@ -209,7 +209,7 @@ class SearchProgress(Tracker):
 
 class LogProgress(Tracker):
     """A :class:`~tuner.driver.observer.SearchObserver` that writes records of the
-    ``tuner.search`` logger (timestamped plain lines, by :mod:`tuner.cli.logs`). With a
+    ``tuner.search`` logger (timestamped plain lines, by :mod:`tuner.console.logs`). With a
     ``width`` (a terminal, or ``COLUMNS`` set), a line longer than it continues on the next,
     indented, broken only between its parts; ``stamped``: the lines start with a timestamp."""
 
