@@ -1,7 +1,7 @@
 """The driver's SQL per trial, counted on a real SQLite study with the instant stand-in child
 (every child answered at once in the driver, so each statement is the driver's own): the grid
 sampler picks from the list the trial loop just read (no read of its own: 7 statements a trial
-fewer), and dead workers' trials are looked for once a step, by ``study.optimize`` as the trial
+fewer), and dead workers' trials are looked for once a step, by the trial loop as the trial
 starts (not also by the loop: 2 fewer). The points run are the grid's, once each, by ascending
 batch, as before. (The itemised count is in benchmarks/RESULTS.md; on PostgreSQL through
 benchmarks/driver_scaling.py.)"""
@@ -64,7 +64,7 @@ def test_the_grid_sampler_reads_nothing_and_the_stale_check_runs_once_a_step(
     assert all(t.state == optuna.trial.TrialState.COMPLETE for t in trials)
 
     assert statements["_get_unvisited_grid_ids"] == 0
-    # One check a trial (study.optimize's), one as the search starts, one as the loop ends.
+    # One check a trial (the loop's, as it starts), one as the search starts, one as the loop ends.
     assert len(checks) == POINTS + 2
     # Each check is 2 statements here (the stale ids, no trial to fail); before: 2 a step more.
     assert statements["fail_stale_trials"] == 2 * len(checks)

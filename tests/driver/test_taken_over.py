@@ -9,7 +9,7 @@ import pytest
 from optuna.trial import TrialState
 
 from tuner.driver.observer import QuietObserver
-from tuner.driver.trial.loop import _run_one, is_taken_over
+from tuner.driver.trial.loop import _run_one
 from tuner.storage import open_storage
 from tuner.storage.trial_attrs import set_outcome_attrs
 
@@ -32,7 +32,7 @@ def study_in(tmp_path) -> optuna.Study:
 def test_a_result_for_a_trial_another_worker_failed_is_dropped_with_a_note(tmp_path):
     study = study_in(tmp_path)
 
-    def stalled(trial: optuna.Trial) -> tuple[float, float]:
+    def stalled(trial: optuna.Trial, stored: object = None) -> tuple[float, float]:
         # What another worker's fail_stale_trials does while this one is stopped.
         study._storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)
         return 0.5, 1000.0
@@ -47,13 +47,26 @@ def test_a_result_for_a_trial_another_worker_failed_is_dropped_with_a_note(tmp_p
 def test_other_errors_still_end_the_search(tmp_path):
     study = study_in(tmp_path)
 
-    def broken(trial: optuna.Trial) -> tuple[float, float]:
+    def broken(trial: optuna.Trial, stored: object = None) -> tuple[float, float]:
         raise ValueError("Cannot parse this")
 
     with pytest.raises(ValueError, match="Cannot parse"):
         _run_one(study, broken, Notes())  # type: ignore[arg-type]
-    assert not is_taken_over(ValueError("Cannot tell whether"))
-    assert is_taken_over(ValueError("Cannot tell a COMPLETE trial."))
+    assert [t.state for t in study.get_trials()] == [TrialState.FAIL]  # told FAIL, then raised
+
+
+def test_values_optuna_refuses_are_no_take_over(tmp_path):
+    # A ValueError of Optuna's tell for a trial still RUNNING is not a trial another worker
+    # ended (the storage says which): raised, no note.
+    study = study_in(tmp_path)
+
+    def not_a_number(trial: optuna.Trial, stored: object = None) -> tuple[float, float]:
+        return float("nan"), 1000.0
+
+    observer = Notes()
+    with pytest.raises(ValueError):
+        _run_one(study, not_a_number, observer)  # type: ignore[arg-type]
+    assert observer.notes == []
 
 
 def test_a_failed_run_of_a_trial_another_worker_failed_is_dropped_too(tmp_path):
@@ -61,7 +74,7 @@ def test_a_failed_run_of_a_trial_another_worker_failed_is_dropped_too(tmp_path):
 
     study = study_in(tmp_path)
 
-    def stalled_then_failed(trial: optuna.Trial) -> tuple[float, float]:
+    def stalled_then_failed(trial: optuna.Trial, stored: object = None) -> tuple[float, float]:
         study._storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)
         raise TrialFailed("crashed")
 
@@ -80,7 +93,7 @@ def test_a_result_held_for_the_state_is_dropped_with_the_state(tmp_path):
     )
     other_worker = open_storage(url, create=False)  # its own storage, as in its own process
 
-    def stalled(trial: optuna.Trial) -> tuple[float, float]:
+    def stalled(trial: optuna.Trial, stored: object = None) -> tuple[float, float]:
         set_outcome_attrs(trial, {"status": "ok", "throughput": 1000.0})
         other_worker.set_trial_state_values(trial._trial_id, TrialState.FAIL)
         return 0.5, 1000.0

@@ -20,6 +20,7 @@ from pg_databases import fresh_database
 from tuner.core.trials import HEARTBEAT_S, died_unborn
 from tuner.driver.trial.resume import requeue, requeue_unfinished, unborn_wait_s
 from tuner.storage import open_storage
+from tuner.storage.guarded import attach
 
 NOW = datetime(2026, 12, 2, 12, 0, 0)
 
@@ -77,6 +78,7 @@ def test_a_real_storage_fails_every_trial_that_never_beat_and_keeps_the_others(u
     # tuner's own storage (guarded, its heartbeat read); grace 3 s, the shortest tuner sets
     storage = open_storage(url, create=True, heartbeat_s=1, wait_s=5)
     study = optuna.create_study(storage=storage, directions=["minimize", "maximize"])
+    attach(study, storage)  # as tuner's opening does: the grace is the guard's
     unborn = study.ask()._trial_id  # nothing written
     beating = study.ask()
     beating.set_user_attr("global_batch_size", 64)

@@ -1,5 +1,6 @@
-"""The guarded storage on a real SQLite file: a fault after opening is one line (StorageFaultError),
-the heartbeat never raises, and a spooled result is recorded by the next search, once."""
+"""The guard on a real SQLite file: a fault after opening is one line (StorageFaultError) at
+tuner's storage calls, the heartbeat never raises, every statement a search runs is one of
+tuner's guarded calls, and a spooled result is recorded by the next search, once."""
 
 from __future__ import annotations
 
@@ -15,10 +16,11 @@ import sqlalchemy
 from optuna.trial import TrialState
 
 from tuner.driver.observer import QuietObserver
+from tuner.driver.trial.loop import _run_one
 from tuner.driver.trial.spooled import record_spooled, spool_outcome, spooled_line, storage_faults
 from tuner.storage import StorageFaultError, open_storage, spool
 from tuner.storage.faults import classify
-from tuner.storage.guarded import guarded_of
+from tuner.storage.guarded import attach, guard_of, storage_call
 from tuner.storage.places import locate
 
 
@@ -29,22 +31,24 @@ def _spool_here(tmp_path, monkeypatch):
 
 def _study(url: str) -> optuna.Study:
     storage = open_storage(url, create=True, heartbeat_s=1, wait_s=2)
-    return optuna.create_study(study_name="s", storage=storage, directions=["minimize"] * 2)
+    study = optuna.create_study(study_name="s", storage=storage, directions=["minimize"] * 2)
+    attach(study, storage)  # as tuner's opening does
+    return study
 
 
 def test_a_deleted_file_is_one_line_and_the_heartbeat_says_it_once(tmp_path):
     url = f"sqlite:///{tmp_path}/g.db"
     study = _study(url)
-    trial = study.ask()
-    guarded = guarded_of(study._storage)
+    trial = storage_call(study, study.ask)
+    guard = guard_of(study)
     said: list[str] = []
-    guarded.notify = said.append
+    guard.notify = said.append
     (tmp_path / "g.db").unlink()
     for _ in range(3):
-        guarded.record_heartbeat(trial._trial_id)  # never raises
+        guard.beat(trial._trial_id)  # never raises
     assert len(said) == 1 and "was deleted" in said[0]
     with pytest.raises(StorageFaultError, match=r"g\.db was deleted while the search ran"):
-        study.tell(trial, [1.0, 2.0])
+        storage_call(study, study.tell, trial, [1.0, 2.0])
     assert not (tmp_path / "g.db").exists()  # no empty database made in its place
 
 
@@ -54,16 +58,18 @@ def test_a_replaced_file_is_named(tmp_path):
     shutil.copy(tmp_path / "g.db", tmp_path / "copy.db")
     os.replace(tmp_path / "copy.db", tmp_path / "g.db")
     with pytest.raises(StorageFaultError, match="replaced by another file"):
-        study.ask()
+        storage_call(study, study.ask)
 
 
-def test_optunas_hidden_fault_surfaces_as_the_fault(tmp_path):
-    """Optuna's _run_trial hides a failed tell behind "Should not reach"; the search's guard
-    finds the fault down the chain."""
+def test_a_fault_at_the_trials_tell_is_the_fault(tmp_path):
+    """The trial loop tells the trial itself: the storage's fault at the tell is the search's
+    one line, with the spooled result named (Optuna's own loop hid it behind "Should not
+    reach")."""
     url = f"sqlite:///{tmp_path}/g.db"
     study = _study(url)
 
-    def objective(trial: optuna.Trial) -> tuple[float, float]:
+    def objective(trial: optuna.Trial, stored: object = None) -> tuple[float, float]:
+        spool_outcome(trial, "COMPLETE", (1.0, 2.0), {"status": "ok"})
         (tmp_path / "g.db").unlink()
         return 1.0, 2.0
 
@@ -71,8 +77,8 @@ def test_optunas_hidden_fault_surfaces_as_the_fault(tmp_path):
         pytest.raises(StorageFaultError, match="was deleted") as raised,
         storage_faults(study, QuietObserver()),
     ):
-        study.optimize(objective, n_trials=1)
-    assert "internal" not in str(raised.value)
+        _run_one(study, objective, QuietObserver())  # type: ignore[arg-type]
+    assert "internal" not in str(raised.value) and "(#0) are spooled in" in str(raised.value)
 
 
 def test_an_unreachable_server_is_an_outage():
@@ -98,7 +104,7 @@ def test_a_full_disk_is_said_with_the_free_space(tmp_path):
     folder = _full_tmpfs(tmp_path)
     try:
         study = _study(f"sqlite:///{folder}/g.db")
-        trial = study.ask()
+        trial = storage_call(study, study.ask)
         with open(folder / "filler", "wb") as filler:  # the rest of the disk
             try:
                 while True:
@@ -110,7 +116,7 @@ def test_a_full_disk_is_said_with_the_free_space(tmp_path):
             StorageFaultError, match=rf"the disk is full \(\d+ \w+ free in {folder}"
         ):
             for n in range(200):  # until SQLite needs a page it cannot get
-                study._storage.set_trial_user_attr(trial._trial_id, f"k{n}", "x" * 4000)
+                storage_call(study, trial.set_user_attr, f"k{n}", "x" * 4000)
     finally:
         subprocess.run(["umount", "-l", str(folder)], check=False)
 
@@ -123,7 +129,9 @@ def test_a_spooled_result_is_recorded_once_by_the_next_search(tmp_path):
     assert "(#0) are spooled in" in (spooled_line(study) or "")
 
     # Stopped before the storage took it; the next search opens the study again.
-    again = optuna.load_study(study_name="s", storage=open_storage(url, create=True, wait_s=2))
+    storage = open_storage(url, create=True, wait_s=2)
+    again = optuna.load_study(study_name="s", storage=storage)
+    attach(again, storage)
     said: list[str] = []
     assert record_spooled(again, said.append) == 1
     stored = again.trials[0]
@@ -158,17 +166,60 @@ def test_the_spool_writes_whole_files_only(tmp_path):
     assert spool.pending(folder, "s") == []
 
 
-def test_every_call_optunas_trial_cache_makes_on_the_storage_is_guarded():
-    # The cache calls private methods (_create_new_trial, ...) instead of the public ones: the
-    # PostgreSQL soak's outage during a trial's creation was an "internal error".
-    import inspect
-    import re
+def test_every_statement_a_search_runs_is_one_of_tuners_guarded_calls(tmp_path):
+    """The search asks for and tells its trials itself, so every statement it runs on its
+    storage once the study is open runs inside a call of the guard's retry, or is a heartbeat
+    (its own guarded step): none is out of tuner's reach (under ``study.optimize``, Optuna's
+    trial cache made private calls that a proxy had to list)."""
+    import traceback
 
-    from optuna.storages import _cached_storage
+    from fake_child import PLAN, make_spec
+    from sqlalchemy.engine import Engine
 
-    from tuner.storage.guarded import GUARDED_METHODS
+    from tuner.driver.children._instant import InstantRunner
+    from tuner.driver.study import run_search
 
-    called = set(re.findall(r"self\._backend\.(\w+)\(", inspect.getsource(_cached_storage)))
-    # The heartbeat has its own guard; the other two only read a setting, never the database.
-    apart = {"record_heartbeat", "get_heartbeat_interval", "get_heartbeat_stale_trial_callback"}
-    assert called - apart - set(GUARDED_METHODS) == set()
+    outside: list[str] = []
+    guards: list[object] = []
+
+    def check(conn: object, cursor: object, statement: str, *rest: object) -> None:
+        guard = guards[0] if guards else None
+        inside = getattr(getattr(guard, "_local", None), "depth", 0)
+        beat = any(f.name == "beat" for f in traceback.extract_stack())  # Guard.beat
+        if guard is not None and not inside and not beat:
+            outside.append(statement.split()[0])
+
+    sqlalchemy.event.listen(Engine, "before_cursor_execute", check)
+    try:
+        report = run_search(
+            make_spec((1, 2)),
+            PLAN,
+            f"sqlite:///{tmp_path / 's.db'}",
+            runner=InstantRunner(),
+            baseline=False,
+            on_study=lambda study: guards.append(guard_of(study)),
+        )
+    finally:
+        sqlalchemy.event.remove(Engine, "before_cursor_execute", check)
+    assert guards and guards[0] is not None
+    assert {t.state for t in report.study.get_trials()} == {TrialState.COMPLETE}
+    assert outside == []
+
+
+def test_the_trial_loop_writes_the_heartbeat_while_the_trial_runs(tmp_path):
+    # tuner asks for its trials itself, so the heartbeat is its own step: written as the
+    # trial starts, and its thread gone when the trial is told.
+    import threading
+
+    study = _study(f"sqlite:///{tmp_path}/g.db")
+    storage = guard_of(study).storage()
+    silent: list[list[int]] = []
+
+    def objective(trial: optuna.Trial, stored: object = None) -> tuple[float, float]:
+        silent.append(storage._get_silent_trial_ids(study._study_id, [trial._trial_id]))
+        return 1.0, 2.0
+
+    _run_one(study, objective, QuietObserver())  # type: ignore[arg-type]
+    assert silent == [[]]  # it had beaten
+    assert not [t for t in threading.enumerate() if t.name.startswith("tuner-heartbeat-")]
+    assert study.get_trials()[0].state == TrialState.COMPLETE

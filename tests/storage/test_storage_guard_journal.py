@@ -18,7 +18,7 @@ from optuna.trial import TrialState
 
 from tuner.driver.trial.spooled import record_spooled, spool_outcome, spooled_line
 from tuner.storage import StorageFaultError, open_storage
-from tuner.storage.guarded import guarded_of
+from tuner.storage.guarded import attach, guard_of, storage_call
 
 
 @pytest.fixture(autouse=True)
@@ -28,17 +28,19 @@ def _spool_here(tmp_path, monkeypatch):
 
 def _study(url: str) -> optuna.Study:
     storage = open_storage(url, create=True, wait_s=2)
-    assert guarded_of(storage) is not None
-    return optuna.create_study(
+    assert guard_of(storage) is not None
+    study = optuna.create_study(
         study_name="s", storage=storage, directions=["minimize"] * 2, load_if_exists=True
     )
+    attach(study, storage)  # as tuner's opening does
+    return study
 
 
 def test_a_deleted_journal_is_one_line_and_not_started_afresh(tmp_path):
     study = _study(f"journal:{tmp_path}/j.log")
     (tmp_path / "j.log").unlink()
     with pytest.raises(StorageFaultError) as raised:
-        study.ask()
+        storage_call(study, study.ask)
     line = str(raised.value)
     assert f"the journal file {tmp_path}/j.log was deleted while the search ran" in line
     assert "put the journal file back" in line
@@ -50,7 +52,7 @@ def test_a_replaced_journal_is_named(tmp_path):
     shutil.copy(tmp_path / "j.log", tmp_path / "copy.log")
     os.replace(tmp_path / "copy.log", tmp_path / "j.log")
     with pytest.raises(StorageFaultError, match="replaced by another file"):
-        study.ask()
+        storage_call(study, study.ask)
 
 
 @contextlib.contextmanager
@@ -72,33 +74,33 @@ def test_a_full_disk_under_a_journal_is_said(tmp_path):
     folder.mkdir()
     with _mounted(folder, ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(folder)]):
         study = _study(f"journal:{folder}/j.log")
-        trial = study.ask()
+        trial = storage_call(study, study.ask)
         with open(folder / "filler", "wb", buffering=0) as filler, contextlib.suppress(OSError):
             while True:
                 filler.write(b"\0" * 65536)
         with pytest.raises(StorageFaultError, match=rf"the disk is full \(.* free in {folder}\)"):
             for n in range(200):
-                study._storage.set_trial_user_attr(trial._trial_id, f"k{n}", "x" * 4000)
+                storage_call(study, trial.set_user_attr, f"k{n}", "x" * 4000)
 
 
 def test_a_journal_folder_made_read_only_is_permission_lost(tmp_path):
     folder = tmp_path / "data"
     folder.mkdir()
     study = _study(f"journal:{folder}/j.log")
-    trial = study.ask()
+    trial = storage_call(study, study.ask)
     bind = ["mount", "--bind", str(folder), str(folder)]
     read_only = ["mount", "-o", "remount,bind,ro", str(folder)]
     with (
         _mounted(folder, bind, read_only),
         pytest.raises(StorageFaultError, match="permission to write it was lost"),
     ):
-        study._storage.set_trial_user_attr(trial._trial_id, "k", "v")
+        storage_call(study, trial.set_user_attr, "k", "v")
 
 
 def test_a_spooled_journal_result_is_recorded_by_the_next_search(tmp_path):
     url = f"journal:{tmp_path}/j.log"
     study = _study(url)
-    trial = study.ask()
+    trial = storage_call(study, study.ask)
     spool_outcome(trial, "COMPLETE", (0.5, 100.0), {"status": "ok"})
     assert "(#0) are spooled in" in (spooled_line(study) or "")
     again = _study(url)

@@ -9,6 +9,7 @@ import pytest
 from pg_databases import PG_ADMIN, fresh_database
 
 from tuner.storage import StorageFaultError, open_storage
+from tuner.storage.guarded import attach, storage_call
 
 pytestmark = pytest.mark.postgres
 
@@ -20,7 +21,9 @@ def _admin() -> psycopg.Connection:
 
 def _study(url: str) -> optuna.Study:
     storage = open_storage(url, create=True, wait_s=5)
-    return optuna.create_study(study_name="s", storage=storage, directions=["minimize"])
+    study = optuna.create_study(study_name="s", storage=storage, directions=["minimize"])
+    attach(study, storage)  # as tuner's opening does
+    return study
 
 
 def test_a_dropped_database_is_named(tmp_path, monkeypatch):
@@ -32,7 +35,7 @@ def test_a_dropped_database_is_named(tmp_path, monkeypatch):
             admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
             try:
                 with pytest.raises(StorageFaultError, match="the database was dropped") as raised:
-                    study.ask()
+                    storage_call(study, study.ask)
             finally:
                 admin.execute(f'CREATE DATABASE "{name}"')  # fresh_database drops it on leaving
         assert "still after waiting" not in str(raised.value)  # a fault, not an outage
@@ -42,9 +45,9 @@ def test_a_removed_table_is_named(tmp_path, monkeypatch):
     monkeypatch.setenv("TUNER_SPOOL_DIR", str(tmp_path))
     with fresh_database() as url:
         study = _study(url)
-        trial = study.ask()
+        trial = storage_call(study, study.ask)
         libpq = url.replace("postgresql+psycopg://", "postgresql://")
         with psycopg.connect(libpq, autocommit=True) as db:
             db.execute("DROP TABLE trial_values")
         with pytest.raises(StorageFaultError, match="its tables were changed or removed"):
-            study.tell(trial, 1.0)
+            storage_call(study, study.tell, trial, 1.0)

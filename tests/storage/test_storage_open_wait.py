@@ -21,6 +21,7 @@ from tuner.core.errors import ConfigError
 from tuner.storage import StorageFaultError, check_storage, open_storage
 from tuner.storage import reach as reach_module
 from tuner.storage.faults import classify_opening
+from tuner.storage.guarded import guard_of, storage_call
 from tuner.storage.places import locate
 
 
@@ -159,9 +160,10 @@ def test_a_lock_longer_than_the_urls_timeout_is_waited_for_mid_search(tmp_path):
     url = f"sqlite:///{tmp_path}/l.db?timeout=0.2"
     storage = open_storage(url, create=True, wait_s=30)
     said: list[str] = []
-    storage.notify = said.append
+    guard_of(storage).notify = said.append
     holder = _lock_for(tmp_path / "l.db", 1.5)
-    storage.create_new_study([StudyDirection.MINIMIZE], "s")  # a write: waits for the lock
+    # a write, one of tuner's storage calls: waits for the lock
+    storage_call(storage, storage.create_new_study, [StudyDirection.MINIMIZE], "s")
     holder.join()
     assert len(said) == 2 and "database is locked" in said[0], said
     assert " is back after " in said[1]

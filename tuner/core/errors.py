@@ -45,7 +45,8 @@ class PngExportError(TunerError):
 
 
 class TrialFailed(Exception):
-    """Raised from the objective to end a trial FAIL; caught by ``study.optimize``.
+    """Raised from the objective to end a trial FAIL; caught by the trial loop
+    (:mod:`tuner.driver.trial.loop`).
 
     Not a :class:`TunerError`: it never reaches the user, its trial's attributes say why."""
 

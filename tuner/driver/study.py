@@ -38,6 +38,7 @@ from tuner.driver.trial.grid import grid_points
 from tuner.driver.trial.loop import run_trials
 from tuner.driver.trial.spooled import record_spooled, storage_faults
 from tuner.storage import DEFAULT_HEARTBEAT_S, DEFAULT_STORAGE_WAIT_S, check_storage
+from tuner.storage.guarded import storage_call
 from tuner.views.refresh import refresh
 
 
@@ -267,7 +268,7 @@ def _prepare(
 
 def _grid_left(study: optuna.Study, spec: StudySpec) -> int:
     """Grid points (a joint search: trials of its budget) no run has settled yet."""
-    trials = study.get_trials(deepcopy=False)
+    trials = storage_call(study, study.get_trials, deepcopy=False)
     if spec.search.joint:
         return max(0, spec.search.trials - claimed_count(trials))
     return len(grid_points(spec)) - len(settled_grid_points(trials))
@@ -275,5 +276,5 @@ def _grid_left(study: optuna.Study, spec: StudySpec) -> int:
 
 def _still_running(study: optuna.Study) -> int:
     """Grid points some worker (this one's are done) still runs."""
-    trials = study.get_trials(deepcopy=False)
+    trials = storage_call(study, study.get_trials, deepcopy=False)
     return len({grid_point(t) for t in trials if t.state == TrialState.RUNNING})

@@ -4,11 +4,12 @@ on the Optuna versions it was tested on; plain ``RDBStorage`` elsewhere).
 
 ``sqlite:///path.db`` and any SQLAlchemy URL go to ``RDBStorage`` (tuner's subclass, which
 Optuna still wraps in its trial cache; SQLite with a generous lock timeout, so several workers
-can share one file), with Optuna's heartbeat when asked: a trial whose
-worker died stops heartbeating, is failed, and is re-queued by ``RetryFailedTrialCallback``.
-``journal:PATH`` is Optuna's journal file (``JournalStorage``), which Optuna recommends for several
-processes on one host; it has no heartbeat, and is guarded as an RDB storage is. Connection
-errors become one clear line with the password masked.
+can share one file), with Optuna's heartbeat settings when asked (tuner writes the beats,
+:func:`tuner.storage.guarded.beating`): a trial whose worker died stops heartbeating, is
+failed, and is re-queued by ``RetryFailedTrialCallback``. ``journal:PATH`` is Optuna's journal
+file (``JournalStorage``), which Optuna recommends for several processes on one host; it has
+no heartbeat, and is guarded as an RDB storage is. Connection errors become one clear line with
+the password masked.
 
 Reading never writes: a storage is opened for reading only once :mod:`tuner.storage.schema` has
 seen Optuna's schema there, and then without creating tables or stamping a version. Writing
@@ -32,7 +33,7 @@ from tuner.core.options import (
     named,
 )
 from tuner.storage.faults import StorageFaultError
-from tuner.storage.guarded import guarded_class
+from tuner.storage.guarded import Guard
 from tuner.storage.places import (
     Place,
     describe,
@@ -53,7 +54,6 @@ __all__ = [
     "StorageFaultError",
     "check_storage",
     "describe_storage_error",
-    "heartbeat_interval",
     "mask_password",
     "open_storage",
     "storage_read_only",
@@ -92,21 +92,30 @@ def open_storage(
     With ``create=False`` (reading) nothing is created, stamped or migrated: the storage must
     already hold Optuna's schema, and a schema of another Optuna version is refused. With
     ``create=True`` the folder and Optuna's schema are made when missing. ``heartbeat_s`` turns
-    on Optuna's heartbeat (RDB storages only; grace period 3 × interval) with stale trials
-    retried once per failure. Opening waits ``wait_s`` for a storage out of reach
+    on Optuna's heartbeat settings (RDB storages only; grace period 3 × interval) with stale
+    trials retried once per failure. Opening waits ``wait_s`` for a storage out of reach
     (:data:`tuner.storage.reach.READING_WAIT_S` without it: the command has no
-    ``--storage-wait``). A search's storage (``create``) is guarded as long at every later call
-    (:mod:`tuner.storage.guarded`): outages are waited out, faults become
-    :class:`StorageFaultError`; a reading command's is not (it only reads, and says a fault
+    ``--storage-wait``). A search's storage (``create``) has a guard
+    (:mod:`tuner.storage.guarded`) that waits as long at every later call made through
+    :func:`~tuner.storage.guarded.storage_call`: outages are waited out, faults become
+    :class:`StorageFaultError`; a reading command's has none (it only reads, and says a fault
     as any error). Raises :class:`ConfigError` as :func:`check_storage` does.
     """
     place = locate(url)
     guard_s = wait_s if create else None
     if place.kind == "journal":
         _checked(place, create)
-        return _journal(place, create, guard_s)
+        journal = _journal(place, create)
+        if guard_s is not None:
+            Guard(place, guard_s).opened(journal)
+        return journal
     heartbeat = _heartbeat(heartbeat_s)
-    return reached(place, wait_s, lambda: _rdb(place, create, heartbeat, guard_s), searching=create)
+    storage = reached(place, wait_s, lambda: _rdb(place, create, heartbeat), searching=create)
+    if guard_s is not None:
+        interval = float(heartbeat.get("heartbeat_interval", 0))
+        grace = float(heartbeat.get("grace_period", 0))
+        Guard(place, guard_s, interval_s=interval, grace_s=grace).opened(storage)
+    return storage
 
 
 def storage_read_only(url: str) -> str | None:
@@ -159,12 +168,6 @@ def _refuse_read_only(place: Place) -> None:
         )
 
 
-def heartbeat_interval(storage: Any) -> float:
-    """Seconds between the heartbeats of trials run on ``storage`` (0: it sends none)."""
-    get = getattr(storage, "get_heartbeat_interval", None)  # Optuna's RDB storage and its cache
-    return float((get() if get is not None else None) or 0)
-
-
 def _heartbeat(heartbeat_s: float | None) -> dict[str, Any]:
     """``RDBStorage``'s heartbeat arguments (none without ``heartbeat_s``)."""
     if heartbeat_s is None:
@@ -180,7 +183,7 @@ def _heartbeat(heartbeat_s: float | None) -> dict[str, Any]:
         }
 
 
-def _rdb(place: Place, create: bool, heartbeat: dict[str, Any], wait_s: float | None) -> Any:
+def _rdb(place: Place, create: bool, heartbeat: dict[str, Any]) -> Any:
     """``RDBStorage`` once checked, retried while other workers create the same schema; tables
     are created only when ``create`` and none are there yet."""
     for attempt in range(_OPEN_ATTEMPTS):
@@ -188,7 +191,7 @@ def _rdb(place: Place, create: bool, heartbeat: dict[str, Any], wait_s: float | 
         if create and place.path is not None:
             _make_parent(place.path)
         try:
-            return _rdb_storage(place, heartbeat, stamped=stamped, wait_s=wait_s)
+            return _rdb_storage(place, heartbeat, stamped=stamped)
         except _SchemaRace as race:
             if attempt + 1 == _OPEN_ATTEMPTS:
                 raise ConfigError(
@@ -205,9 +208,7 @@ class _SchemaRace(Exception):
     """Another process was creating the same schema: try again."""
 
 
-def _rdb_storage(
-    place: Place, heartbeat: dict[str, Any], *, stamped: bool, wait_s: float | None = None
-) -> Any:
+def _rdb_storage(place: Place, heartbeat: dict[str, Any], *, stamped: bool) -> Any:
     """``RDBStorage`` on ``place``; with ``stamped`` it creates no table and writes no version
     (Optuna only checks that the stored schema is its own). Raises :class:`_SchemaRace` or
     :class:`ConfigError`."""
@@ -219,9 +220,6 @@ def _rdb_storage(
     from tuner.storage.trial_attrs import rdb_storage_class
 
     Storage: Any = rdb_storage_class()
-    guard: dict[str, Any] = {}
-    if wait_s is not None:
-        Storage, guard = guarded_class(Storage), {"place": place, "wait_s": wait_s}
     engine_kwargs: dict[str, Any] = {}
     if place.kind == "sqlite":
         engine_kwargs["connect_args"] = {"timeout": _lock_timeout(place)}
@@ -235,7 +233,6 @@ def _rdb_storage(
                 engine_kwargs=engine_kwargs,
                 skip_table_creation=stamped,
                 **heartbeat,
-                **guard,
             )
     except (
         sqlalchemy.exc.SQLAlchemyError,
@@ -279,22 +276,16 @@ def _retry_callback(optuna: Any) -> dict[str, Any]:
     return {"failed_trial_callback": optuna.storages.RetryFailedTrialCallback(max_retry=3)}
 
 
-def _journal(place: Place, create: bool, wait_s: float | None = None) -> Any:
-    """Optuna's journal on ``place``'s file (made, with its folder, only when ``create``);
-    guarded as an RDB storage is with ``wait_s`` (its faults: the file deleted or replaced, the
-    disk full, the permission lost; it has no heartbeat)."""
+def _journal(place: Place, create: bool) -> Any:
+    """Optuna's journal on ``place``'s file (made, with its folder, only when ``create``)."""
     import optuna
     from optuna.storages.journal import JournalFileBackend
 
     assert place.path is not None
     if create:
         _make_parent(place.path)
-    Storage: Any = optuna.storages.JournalStorage
-    guard: dict[str, Any] = {}
-    if wait_s is not None:
-        Storage, guard = guarded_class(Storage), {"place": place, "wait_s": wait_s}
     try:
-        return Storage(JournalFileBackend(str(place.path)), **guard)
+        return optuna.storages.JournalStorage(JournalFileBackend(str(place.path)))
     except Exception as exc:  # any failure to replay the log means it is not a journal
         raise ConfigError(
             f"cannot open journal storage {place.path}: {type(exc).__name__}: {exc}"

@@ -1,28 +1,34 @@
-"""A storage that waits out outages and names its faults: every call Optuna makes on tuner's
-RDB storage (or Optuna's journal storage) goes through :meth:`GuardedStorage._call`, and the
-heartbeat thread through :meth:`GuardedStorage.record_heartbeat`.
+"""The one retry of a search's storage calls, and the heartbeat as tuner's own step.
+
+A search drives its study with ``ask``/``tell`` (:mod:`tuner.driver.trial.loop`), so every
+storage call it makes is tuner's, and each goes through :func:`storage_call` (one place):
 
 * An outage (:func:`tuner.storage.faults.classify`) is retried with backoff for ``wait_s``
   seconds (``--storage-wait``), with one line when the waiting starts and one when the storage
   is back; the running trial's child goes on meanwhile. Past the bound, or at once for a fault
   that waiting cannot mend, the call raises :class:`StorageFaultError` (one line, exit 1) and
   every later call fails the same way at once: the worker stops, it does not wait twice.
-* A SQLite file is checked before each call: deleted or replaced, it is a fault (SQLite would
-  otherwise write on into the deleted file, or create an empty one in its place).
-* Optuna's heartbeat thread has no exception handling of its own: here a failed beat is tried
-  again at the next interval and said once; a heartbeat that cannot be written for longer than
-  the grace period sets :attr:`heartbeat_lost`, and the trial loop then claims no new trial
-  (another worker may take this one over).
+* A SQLite or journal file is checked before each call: deleted or replaced, it is a fault
+  (SQLite would otherwise write on into the deleted file, Optuna's journal start a new one).
+* The heartbeat is a small thread per running trial (:func:`beating`): a beat that cannot be
+  written is said once and tried again at the next interval, never a traceback; one that
+  cannot be written for longer than the grace period sets :attr:`Guard.heartbeat_lost`, and
+  the trial loop then claims no new trial (another worker may take this one over).
+
+A call retried as a whole may have been done once already when its connection broke: see
+:func:`storage_call`. What the storage has not taken is in the spool (:mod:`.spool`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable
+import weakref
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from tuner.core.options import named
 from tuner.storage import spool
@@ -37,75 +43,82 @@ from tuner.storage.faults import (
 )
 from tuner.storage.places import Place
 
-__all__ = ["GUARDED_METHODS", "guarded_class", "guarded_of", "what_to_do"]
+__all__ = [
+    "Guard",
+    "attach",
+    "beating",
+    "guard_of",
+    "storage_call",
+    "storage_errors",
+    "what_to_do",
+]
 
 _log = logging.getLogger("tuner.storage")
-GUARDED_METHODS = (
-    "create_new_study", "delete_study", "set_study_user_attr", "set_study_system_attr",
-    "get_study_id_from_name", "get_study_name_from_id", "get_study_directions",
-    "get_study_user_attrs", "get_study_system_attrs", "get_all_studies", "create_new_trial",
-    "set_trial_param", "get_trial_id_from_study_id_trial_number", "set_trial_state_values",
-    "set_trial_intermediate_value", "set_trial_user_attr", "set_trial_system_attr", "get_trial",
-    "get_all_trials", "get_n_trials", "get_best_trial", "_get_trials", "_get_stale_trial_ids",
-    "get_trial_param", "get_trial_params", "get_trial_user_attrs", "get_trial_system_attrs",
-    "get_trial_number_from_id", "check_trial_is_updatable", "set_trial_user_attrs",
-    "set_trial_system_attrs", "set_user_attrs_with_state",
-    # What Optuna's trial cache calls on the storage behind it instead of the public names.
-    "_create_new_trial", "_set_trial_param", "_get_best_trial_id",
-    "_get_silent_trial_ids",
-)  # fmt: skip
-"""Optuna's storage API, the private methods its trial cache calls, tuner's batch writes and
-its heartbeat read: each is one guarded call."""
 _MAX_DELAY_S = 10.0
+_T = TypeVar("_T")
+_GUARDS: weakref.WeakKeyDictionary[object, Guard] = weakref.WeakKeyDictionary()
+"""Each guarded storage's guard, and each study opened on one (by the object itself)."""
 
 
-class GuardedStorage:
-    """The guard's state and behaviour, mixed in before tuner's ``RDBStorage`` class."""
+class Guard:
+    """The state of one guarded storage: the outage being waited out, the fault that ended the
+    search, and the heartbeat's."""
 
-    place: Place
-    wait_s: float
-    notify: Callable[[str], None]
-    heartbeat_lost: bool
-    _identity: tuple[int, int] | None
-
-    def __init__(self, *args: Any, place: Place, wait_s: float, **kwargs: Any) -> None:
-        self._guard_init(place, wait_s)
-        super().__init__(*args, **kwargs)
-        if self._identity is None and place.path is not None:  # a file made just now
-            self._identity = file_identity(place.path)
-
-    def _guard_init(self, place: Place, wait_s: float) -> None:
+    def __init__(
+        self, place: Place, wait_s: float, *, interval_s: float = 0.0, grace_s: float = 0.0
+    ) -> None:
         self.place = place
         self.wait_s = wait_s
-        self.notify = _log.warning
+        self.interval_s = interval_s
+        """Seconds between heartbeats (0: none, as on Optuna's journal)."""
+        self.grace_s = grace_s
+        """Seconds without a heartbeat after which another worker fails the trial."""
+        self.notify: Callable[[str], None] = _log.warning
         self.heartbeat_lost = False
-        self._identity = file_identity(place.path) if place.path is not None else None
+        self.identity = file_identity(place.path) if place.path is not None else None
         self._local = threading.local()
         self._lock = threading.Lock()
         self._broken: str | None = None
         self._outage_since: float | None = None
         self._beat_failing_since: float | None = None
+        self._record: Callable[[], Callable[[int], None] | None] = lambda: None
+        self.storage: Callable[[], Any] = lambda: None
+        """The storage guarded (``None`` once it is gone): what tuner calls beside Optuna's
+        ``Study``, its heartbeat and its silent trials."""
 
-    # -- calls -----------------------------------------------------------------------------
+    def opened(self, storage: object) -> None:
+        """``storage`` is open (its file made, if it was new): guard it from now on."""
+        if self.identity is None and self.place.path is not None:
+            self.identity = file_identity(self.place.path)
+        _GUARDS[storage] = self
+        self.storage = weakref.ref(storage)
+        if self.interval_s and hasattr(storage, "record_heartbeat"):
+            # weakly: the registry holds the guard as long as the storage lives, no longer
+            self._record = weakref.WeakMethod(storage.record_heartbeat)
 
-    def _call(self, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        """``method`` with outages waited out; a nested call (one write inside another's
-        transaction) is left to the outermost one, which retries the whole."""
+    @property
+    def spool_folder(self) -> Path:
+        """Where this storage's unrecorded results wait (:mod:`tuner.storage.spool`)."""
+        return spool.spool_folder(self.place)
+
+    def call(self, fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+        """``fn(*args, **kwargs)`` with outages waited out; a call made inside another (a
+        step that reads and writes) is left to the outermost one, which retries the whole."""
         if getattr(self._local, "depth", 0):
-            return method(*args, **kwargs)
+            return fn(*args, **kwargs)
         delay = 0.5
         while True:
             self._check()
             self._local.depth = 1
             try:
-                result = method(*args, **kwargs)
-            except _storage_errors() as exc:
-                fault = classify(exc, self.place, self._identity)
+                result = fn(*args, **kwargs)
+            except storage_errors() as exc:
+                fault = classify(exc, self.place, self.identity)
                 if not fault.outage:
-                    raise self._give_up(fault.reason) from exc
+                    raise self.give_up(fault.reason) from exc
                 waited = self._waiting(fault)
                 if waited >= self.wait_s:
-                    raise self._give_up(
+                    raise self.give_up(
                         f"{fault.reason}, still after waiting {waited:.0f} s "
                         f"({named('storage_wait')})"
                     ) from exc
@@ -120,11 +133,11 @@ class GuardedStorage:
     def _check(self) -> None:
         if self._broken is not None:
             raise StorageFaultError(self._broken)
-        gone = file_problem(self.place, self._identity)
+        gone = file_problem(self.place, self.identity)
         if gone is not None:
-            raise self._give_up(gone)
+            raise self.give_up(gone)
 
-    def _give_up(self, reason: str) -> StorageFaultError:
+    def give_up(self, reason: str) -> StorageFaultError:
         """The one line that ends the search; later calls fail with it at once."""
         if self._broken is None:
             self._broken = (
@@ -150,33 +163,21 @@ class GuardedStorage:
             self.heartbeat_lost = False  # the storage takes writes: a new trial beats afresh
         self.notify(back_line(self.place, lasted))
 
-    @property
-    def spool_folder(self) -> Path:
-        """Where this storage's unrecorded results wait (:mod:`tuner.storage.spool`)."""
-        return spool.spool_folder(self.place)
-
-    def _stored(self, trial_id: int, state: Any, values: Any = None) -> None:
-        """A trial's final state is stored: its spooled result, if it is the one stored, is no
-        longer needed (another worker failing the trial as stale stores no result of it)."""
-        if state.is_finished():
-            spool.discard(self.spool_folder, trial_id, state.name, values)
-
-    # -- heartbeat -------------------------------------------------------------------------
-
-    def record_heartbeat(self, trial_id: int) -> None:
-        """One beat; never raises (it runs in Optuna's heartbeat thread, which would die with
-        a traceback). A failure is said once and tried again at the next interval."""
-        if self._broken is not None:
+    def beat(self, trial_id: int) -> None:
+        """One heartbeat of ``trial_id``; never raises (the heartbeat thread would die with a
+        traceback). A failure is said once and tried again at the next interval."""
+        record = self._record()
+        if self._broken is not None or record is None:
             return
         try:
-            if file_problem(self.place, self._identity) is None:
-                super().record_heartbeat(trial_id)  # type: ignore[misc]
+            gone = file_problem(self.place, self.identity)
+            if gone is None:
+                record(trial_id)
                 self._beat_ok()
                 return
-            reason = file_problem(self.place, self._identity) or ""
-            fault = Fault(False, reason)
-        except _storage_errors() as exc:
-            fault = classify(exc, self.place, self._identity)
+            fault = Fault(False, gone)
+        except storage_errors() as exc:
+            fault = classify(exc, self.place, self.identity)
         except Exception as exc:  # the thread must live: said once below
             fault = Fault(False, f"{type(exc).__name__}: {exc}")
         self._beat_failed(trial_id, fault)
@@ -202,48 +203,75 @@ class GuardedStorage:
                     f"not be written: {fault.reason}; trying again at each interval"
                 )
             return
-        grace = getattr(self, "grace_period", None) or 0
         if self._outage_since is None:
             return  # a fault, said once: the worker stops at its next write
+        grace = self.grace_s
         if grace and now - self._beat_failing_since > grace and not self.heartbeat_lost:
             self.heartbeat_lost = True
             self.notify(
-                f"storage {self.place.shown}: no heartbeat written for over {grace} s (the "
+                f"storage {self.place.shown}: no heartbeat written for over {grace:.0f} s (the "
                 "grace period), so another worker may take this trial over; this worker "
                 "claims no new trial until the heartbeat is written again"
             )
 
 
-def guarded_class(base: type) -> type:
-    """``base`` (tuner's ``RDBStorage`` class) with every storage call guarded."""
-    namespace: dict[str, Any] = {"__module__": __name__}
-    for name in GUARDED_METHODS:
-        if hasattr(base, name):
-            namespace[name] = _guarded_method(name)
-    return type(f"Guarded{base.__name__}", (GuardedStorage, base), namespace)
+def attach(study: object, storage: object) -> Guard | None:
+    """Guard ``study`` (opened on ``storage``) as its storage is; the guard, if any."""
+    guard = _GUARDS.get(storage)
+    if guard is not None:
+        _GUARDS[study] = guard
+    return guard
 
 
-def _guarded_method(name: str) -> Callable[..., Any]:
-    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
-        inner = getattr(super(GuardedStorage, self), name)
-        result = self._call(inner, *args, **kwargs)
-        if name == "set_trial_state_values" and result:
-            self._stored(*args, **kwargs)
-        return result
-
-    method.__name__ = name
-    return method
+def guard_of(study: object) -> Guard | None:
+    """The guard of ``study`` (or of a storage :func:`tuner.storage.open_storage` returned),
+    ``None`` when unguarded (a reading command's, a test's plain storage)."""
+    return _GUARDS.get(study)
 
 
-def guarded_of(storage: Any) -> GuardedStorage | None:
-    """The guarded storage behind ``storage`` (Optuna wraps it in its trial cache), if any."""
-    if isinstance(storage, GuardedStorage):  # a journal (its _backend is its file)
-        return storage
-    backend = getattr(storage, "_backend", storage)
-    return backend if isinstance(backend, GuardedStorage) else None
+def storage_call(study: object, fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+    """``fn(*args, **kwargs)``, a storage call (or a step of several) of ``study``'s, with its
+    guard's retry; called as is where there is no guard.
+
+    A step is retried whole, so it must be safe to run again. The one that is not quite is
+    ``study.ask``: if the connection breaks after the new trial was stored, the retry claims
+    another, and the first stays RUNNING without a heartbeat, as if its worker had been killed
+    right after claiming it; the unborn check fails it after the grace
+    (:func:`tuner.driver.trial.resume.requeue_unfinished`). Nothing measured is lost: no
+    result exists yet."""
+    guard = guard_of(study)
+    if guard is None:
+        return fn(*args, **kwargs)
+    return guard.call(fn, *args, **kwargs)
 
 
-def _storage_errors() -> tuple[type[BaseException], ...]:
+@contextlib.contextmanager
+def beating(study: object, trial_id: int) -> Iterator[None]:
+    """Write ``trial_id``'s heartbeat now and at every interval of ``study``'s guard until the
+    block ends (nothing without a guard or a heartbeat): tuner's step, as Optuna's
+    ``study.optimize`` would have run its heartbeat thread."""
+    guard = guard_of(study)
+    if guard is None or not guard.interval_s:
+        yield
+        return
+    stop = threading.Event()
+    guard.beat(trial_id)  # the first before the trial goes on: no window without one
+
+    def beat() -> None:
+        while not stop.wait(guard.interval_s):
+            guard.beat(trial_id)
+
+    thread = threading.Thread(target=beat, name=f"tuner-heartbeat-{trial_id}", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
+def storage_errors() -> tuple[type[BaseException], ...]:
+    """What a storage raises when it fails (the driver's, SQLAlchemy's, Optuna's, the OS's)."""
     import optuna
     import sqlalchemy.exc
 

@@ -10,6 +10,7 @@ import optuna
 from tuner.extras import DISTRIBUTION, missing_modules
 from tuner.results import current_recommendation
 from tuner.storage import describe_storage_error
+from tuner.storage.guarded import storage_call
 from tuner.views.dashboard import publish
 
 
@@ -33,9 +34,10 @@ def refresh(
         )
         return
 
+    # Storage calls of tuner's: a search's guard waits an outage out (none when reading).
     if rec is None:
-        rec = current_recommendation(study)
+        rec = storage_call(study, current_recommendation, study)
     try:
-        publish(study, rec)
+        storage_call(study, publish, study, rec)
     except (sqlalchemy.exc.SQLAlchemyError, OSError, optuna.exceptions.StorageInternalError) as exc:
         warn(f"could not update the dashboard note and plots: {describe_storage_error(exc)}")

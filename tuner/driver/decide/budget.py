@@ -25,6 +25,7 @@ from tuner.driver.children import ChildRunner, OnEvent
 from tuner.driver.decide.racing import applied_tolerance, race_entries, still_tied
 from tuner.driver.observer import SearchObserver
 from tuner.driver.reuse.keys import training_key
+from tuner.storage.guarded import storage_call
 
 CLOCK = time.monotonic
 """The budget's clock (a test moves a fake one as its stand-in children "train")."""
@@ -133,7 +134,7 @@ def close(
     search = spec.search
     if ledger is None and (search.joint or search.max_repeats > 1):
         return
-    trials = study.get_trials(deepcopy=False)
+    trials = storage_call(study, study.get_trials, deepcopy=False)
     tolerance = applied_tolerance(study, spec, plan)[0]
     lines, record = [], {}
     if ledger is not None:
@@ -151,4 +152,4 @@ def close(
         record.update(quick=True, unresolved=[n for n, _ in gaps], quick_line=line)
     for line in lines:
         observer.note(line)
-    study.set_user_attr(BUDGET, record)
+    storage_call(study, study.set_user_attr, BUDGET, record)

@@ -44,6 +44,7 @@ from tuner.core.spec import StudySpec
 from tuner.core.stats import effective_tolerance, log_t_interval, throughput_interval
 from tuner.core.trials import has_unclaimed_work, is_settled
 from tuner.driver.observer import SearchObserver
+from tuner.storage.guarded import storage_call
 
 _log = logging.getLogger(__name__)
 
@@ -238,22 +239,22 @@ def enqueue_repeat(study: optuna.Study, original: FrozenTrial, index: int) -> No
     point nor trips over a queued trial without a cell when it asks whether the grid is done.
     """
     cell = {k: v for k, v in original.system_attrs.items() if k in ("grid_id", "search_space")}
-    study.add_trial(
-        optuna.trial.create_trial(
-            state=TrialState.WAITING,
-            params=original.params,
-            distributions=original.distributions,
-            user_attrs={REPEAT_OF: original.number, REPEAT_INDEX: index},
-            system_attrs={**cell, "fixed_params": dict(original.params)},
-        )
+    repeat = optuna.trial.create_trial(
+        state=TrialState.WAITING,
+        params=original.params,
+        distributions=original.distributions,
+        user_attrs={REPEAT_OF: original.number, REPEAT_INDEX: index},
+        system_attrs={**cell, "fixed_params": dict(original.params)},
     )
+    storage_call(study, study.add_trial, repeat)
 
 
 def applied_tolerance(study: optuna.Study, spec: StudySpec, plan: DevicePlan) -> tuple[float, str]:
     """The loss tolerance racing applies on ``plan``'s devices and a sentence saying why:
     ``max(--tolerance, 2 × the measured seed spread)``
     (:func:`~tuner.core.stats.effective_tolerance`)."""
-    noise = study.user_attrs.get("seed_noise", {}).get(plan.device_signature, {})
+    noise = storage_call(study, lambda: study.user_attrs).get("seed_noise", {})
+    noise = noise.get(plan.device_signature, {})
     spread = noise.get("spread")
     tolerance, source = effective_tolerance(spec.search.tolerance, spread)
     measured_text = (
@@ -298,7 +299,7 @@ def race(
     # repeats' attempts, each queued and then run), so a storage that shows no progress cannot
     # keep this loop spinning.
     for _ in range(len(grid) * (4 * search.max_repeats + 1) + 1):
-        trials = study.get_trials(deepcopy=False)
+        trials = storage_call(study, study.get_trials, deepcopy=False)
         if has_unclaimed_work(trials, grid):  # queued trials first, a grid point left over
             run_one()
             continue

@@ -41,6 +41,7 @@ from tuner.driver.observer import SearchObserver, observed
 from tuner.driver.records import store
 from tuner.driver.reuse.input_reuse import InputReuse
 from tuner.driver.reuse.keys import training_key
+from tuner.storage.guarded import storage_call
 
 SEED_NOISE = "seed_noise"
 """The study attribute: ``{device_signature: {"seeds", "final_losses", "spread",
@@ -72,13 +73,13 @@ def measure_seed_noise(
         # would measure the cadence, not the seeds, and time to target needs no loss tolerance.
         observer.note("seed noise: not measured with a loss target (trials stop at the target)")
         return None
-    stored: dict[str, Any] | None = study.user_attrs.get(SEED_NOISE, {}).get(plan.device_signature)
+    stored: dict[str, Any] | None = _noise(study).get(plan.device_signature)
     if stored is not None:
         observer.phase("seeds", 0)
         return stored
     values = hyperparams.defaults(space["space"]) if space else None
     rule = search.lr_rules[0]
-    trials = study.get_trials(deepcopy=False)
+    trials = storage_call(study, study.get_trials, deepcopy=False)
     base = _base_runs(trials, spec, plan, values)
     if any(is_pending(t) for t in base):
         observer.note("seed noise: the base configuration still runs on another worker; skipped")
@@ -179,7 +180,7 @@ def wants_seeds(study: optuna.Study, spec: StudySpec, plan: DevicePlan) -> bool:
     target for early stops only) and not yet stored for ``plan``'s devices."""
     if not measures_seed_noise(spec):
         return False
-    return plan.device_signature not in study.user_attrs.get(SEED_NOISE, {})
+    return plan.device_signature not in _noise(study)
 
 
 def base_key(spec: StudySpec, plan: DevicePlan, space: dict[str, Any] | None) -> str:
@@ -246,3 +247,8 @@ def _losses(losses: list[float]) -> str:
 
 def _seeds(seeds: list[int]) -> str:
     return ", ".join(map(str, seeds))
+
+
+def _noise(study: optuna.Study) -> dict[str, Any]:
+    """The seed noise stored per device signature."""
+    return dict(storage_call(study, lambda: study.user_attrs).get(SEED_NOISE, {}))

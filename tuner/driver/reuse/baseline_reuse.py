@@ -22,6 +22,8 @@ from typing import Any
 
 import optuna
 
+from tuner.storage.guarded import storage_call
+
 
 def find_baseline(study: optuna.Study, key: str, repeats: int) -> tuple[str, dict[str, Any]] | None:
     """The newest baseline another study in ``study``'s storage stored under ``key`` with at
@@ -29,7 +31,7 @@ def find_baseline(study: optuna.Study, key: str, repeats: int) -> tuple[str, dic
     # Optuna has no public handle on a study's storage; the views read it the same way.
     found = [
         (str(record.get("reused_from") or other.study_name), record)
-        for other in study._storage.get_all_studies()
+        for other in storage_call(study, study._storage.get_all_studies)
         if other.study_name != study.study_name
         for record in (other.user_attrs.get("baselines") or {}).values()
         if _matches(record, key, repeats)

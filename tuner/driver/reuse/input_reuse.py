@@ -32,6 +32,7 @@ from optuna.trial import FrozenTrial
 from tuner.core.outcome import TrialOutcome
 from tuner.core.protocol import TrialRequest
 from tuner.driver.reuse.keys import input_key
+from tuner.storage.guarded import storage_call
 
 INPUT_KEY = "input_key"
 """The trial attribute holding the hash of what its ``input_throughput`` depends on."""
@@ -66,7 +67,7 @@ class InputReuse:
         """``request`` with an earlier trial's figure when one of ``trials`` measured the same
         input key; that key; and the trial it came from (``None``: the child measures it)."""
         if self._study_attrs is None:
-            self._study_attrs = dict(study.user_attrs)
+            self._study_attrs = dict(storage_call(study, lambda: study.user_attrs))
         key = input_key(request, self._study_attrs)
         found = find_input(trials, key)
         if found is None:

@@ -26,6 +26,7 @@ from tuner.driver.children import ChildRunner, first_precision, trial_request
 from tuner.driver.observer import SearchObserver, observed
 from tuner.driver.reuse.baseline_reuse import find_baseline
 from tuner.driver.reuse.keys import reuse_key
+from tuner.storage.guarded import storage_call
 
 
 def prepare_baseline(
@@ -43,13 +44,14 @@ def prepare_baseline(
     per precision), or reuse one another study in the storage measured of the same training
     (:mod:`tuner.driver.reuse.baseline_reuse`)."""
     signature = plan.device_signature
-    baselines = study.user_attrs.get("baselines", {})
+    stored = storage_call(study, lambda: study.user_attrs)
+    baselines = stored.get("baselines", {})
     if baseline_at(baselines, signature, precision) is not None:
         observer.phase("baseline", 0)
         return
     several = len(spec.search.precisions) > 1
     at = f", precision {precision}" if several else ""
-    key = reuse_key(baseline_request(spec, plan, precision), study.user_attrs, signature)
+    key = reuse_key(baseline_request(spec, plan, precision), stored, signature)
     reused = find_baseline(study, key, spec.search.max_repeats)
     if reused is not None:
         source, reference = reused
@@ -71,7 +73,7 @@ def prepare_baseline(
             return
         reference.update(reuse_key=key, measured_at=_now())
     stored_as = baseline_key(baselines, signature, precision, first_precision(spec))
-    study.set_user_attr("baselines", {**baselines, stored_as: reference})
+    storage_call(study, study.set_user_attr, "baselines", {**baselines, stored_as: reference})
 
 
 def run_baseline(

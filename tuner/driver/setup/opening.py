@@ -24,6 +24,7 @@ from tuner.core.spec import StudySpec, check_study_name
 from tuner.driver.observer import quiet_optuna
 from tuner.driver.trial.grid import make_sampler
 from tuner.storage import mask_password, open_storage
+from tuner.storage.guarded import attach, storage_call
 
 METRIC_NAMES = ("final_loss", "throughput")
 DIRECTIONS: list[Literal["minimize", "maximize"]] = ["minimize", "maximize"]
@@ -42,18 +43,41 @@ def open_study(
 
     ``info`` is what the workload check found. Raises :class:`ConfigError` when the stored study
     was made by another program, with another spec, or on other devices. ``wait_s``: how long
-    an unreachable storage is waited for once open (:mod:`tuner.storage.guarded`).
+    an unreachable storage is waited for once open (:mod:`tuner.storage.guarded`), at every
+    storage call of the study's through :func:`~tuner.storage.guarded.storage_call`.
     """
     name = spec.name if study_name is None else check_study_name(study_name, named("study_name"))
     storage = open_storage(storage_url, create=True, heartbeat_s=heartbeat_s, wait_s=wait_s)
     where = f"study {name!r} in {mask_password(storage_url)}"
     sampler = make_sampler(spec, info.get("hypermodel"))
+    # Each step is one storage call of tuner's, run again whole after an outage (both are
+    # idempotent: a study made meanwhile is loaded, an attribute set twice is set once).
+    study = storage_call(storage, _load_or_create, storage, name, spec, sampler, where)
+    attach(study, storage)
+    storage_call(study, _record, study, spec, plan, info, (where, name))
+    return study
+
+
+def _load_or_create(
+    storage: Any, name: str, spec: StudySpec, sampler: optuna.samplers.BaseSampler, where: str
+) -> optuna.Study:
     if name in optuna.get_all_study_names(storage=storage):
         study = optuna.load_study(study_name=name, storage=storage, sampler=sampler)
         _check_same_spec(study, spec, where)
-    else:
-        study = _create(storage, name, spec, sampler)
-    _record_devices(study, plan, where, name)
+        return study
+    return _create(storage, name, spec, sampler)
+
+
+def _record(
+    study: optuna.Study,
+    spec: StudySpec,
+    plan: DevicePlan,
+    info: dict[str, Any],
+    where_and_name: tuple[str, str],
+) -> None:
+    """What the study stores about itself: the devices, the backend, the versions, the
+    hypermodel and the workload's sizes."""
+    _record_devices(study, plan, *where_and_name)
     study.set_user_attr("backend", spec.workload.backend)
     study.set_user_attr("versions", versions(info.get("versions"), spec.workload.backend))
     if info.get("hypermodel"):
@@ -67,7 +91,6 @@ def open_study(
             "digest": info.get("digest"),
         },
     )
-    return study
 
 
 _FRAMEWORKS = {"tensorflow": ("tensorflow", "keras"), "jax": ("keras", "jax", "jaxlib")}

@@ -34,6 +34,7 @@ from tuner.core.scaling import scaled_learning_rate
 from tuner.core.spec import StudySpec
 from tuner.driver.children import ChildRunner, first_precision, probe_request
 from tuner.driver.records import store
+from tuner.storage.guarded import storage_call
 
 PROBES = "probes"
 """The study attribute: ``{device_signature: run_probe's record}``."""
@@ -59,7 +60,7 @@ def probe_grid(
 
 def probed_oom(study: optuna.Study, plan: DevicePlan) -> int | None:
     """The smallest global batch a probe of ``plan``'s devices found out of memory, if any."""
-    probes = study.user_attrs.get(PROBES, {})
+    probes = storage_call(study, lambda: study.user_attrs).get(PROBES, {})
     found: int | None = probes.get(plan.device_signature, {}).get("smallest_oom_batch")
     return found
 

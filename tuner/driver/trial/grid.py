@@ -10,6 +10,7 @@ kind for one parameter name)."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import warnings
 from collections.abc import Iterable, Sequence
@@ -69,7 +70,9 @@ class BatchAscendingGridSampler(GridSampler):
         ``trials`` (the study's trials as the caller just read them, without the trial itself)
         instead of reading them again: 7 statements a trial; ``None`` after it. A trial another
         worker claims in between is as likely as during Optuna's own read; both pick again
-        later where two workers took one point (``GridSampler`` allows that race too)."""
+        later where two workers took one point (``GridSampler`` allows that race too). The one
+        side channel left: Optuna calls a sampler inside ``ask`` and ``tell``, and those take
+        nothing to hand it."""
         self._expected = trials
 
     def _same_search_space(self, search_space: Any) -> bool:
@@ -132,7 +135,10 @@ class BatchAscendingGridSampler(GridSampler):
         # that runs it without ``n_trials``), from the remembered finished trials: no rescan.
         left = self._get_unvisited_grid_ids(study)
         if not left or (len(left) == 1 and left[0] == grid_id):
-            study.stop()
+            # Outside ``study.optimize`` (tuner's own loop asks and tells) there is no loop to
+            # stop, and ``stop`` says so with a RuntimeError: the caller's loop ends itself.
+            with contextlib.suppress(RuntimeError):
+                study.stop()
 
     def _get_unvisited_grid_ids(self, study: optuna.Study) -> list[int]:
         # Optuna's rule (unvisited: neither finished nor running; if none, not finished), over
@@ -140,7 +146,7 @@ class BatchAscendingGridSampler(GridSampler):
         finished, running = set(), set()
         trials = self._expected  # the pick and the end-of-trial check of one trial share it
         if trials is None:
-            trials = study._storage.get_all_trials(study._study_id, deepcopy=False)
+            trials = study.get_trials(deepcopy=False)
         for t in trials:
             if t._trial_id in self._finished:
                 finished.add(self._finished[t._trial_id])

@@ -13,11 +13,12 @@ another worker is running is left to it, so concurrent workers do not duplicate 
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
 import optuna
-from optuna.trial import FrozenTrial
+from optuna.trial import FrozenTrial, TrialState
 
 from tuner.core.budget import Ledger, RunKey
 from tuner.core.devices import DevicePlan
@@ -42,9 +43,10 @@ from tuner.driver.decide.seeds import (
 from tuner.driver.observer import SearchObserver, quiet_optuna
 from tuner.driver.trial.grid import BatchAscendingGridSampler, grid_points
 from tuner.driver.trial.objective import Objective
-from tuner.driver.trial.resume import requeue_unfinished, unborn_wait_s
-from tuner.storage.faults import StorageFaultError, find_fault
-from tuner.storage.guarded import guarded_of
+from tuner.driver.trial.resume import fail_stale, requeue_unfinished, unborn_wait_s
+from tuner.storage import spool
+from tuner.storage.faults import StorageFaultError
+from tuner.storage.guarded import beating, guard_of, storage_call
 
 
 @dataclass(frozen=True)
@@ -92,7 +94,7 @@ def _run_joint(loop: _Loop) -> tuple[int, int]:
     """A joint search: TPE picks each trial until the budget of trials is claimed."""
     study, plan, ledger = loop.study, loop.plan, loop.ledger
     budget = loop.spec.search.trials
-    done = claimed_count(study.get_trials(deepcopy=False))
+    done = claimed_count(storage_call(study, study.get_trials, deepcopy=False))
     objective = Objective(
         loop.spec,
         plan,
@@ -105,11 +107,9 @@ def _run_joint(loop: _Loop) -> tuple[int, int]:
     )
     # Re-queued trials (interrupted, or a dead worker's) run even when the budget is used.
     while True:
-        trials = requeue_unfinished(study, stale=False)  # study.optimize checks as it starts
+        trials = requeue_unfinished(study)  # a dead worker's trial counts until failed
         if not has_budget_left(trials, budget):
-            trials = requeue_unfinished(study)  # a dead worker's trial counts until failed
-            if not has_budget_left(trials, budget):
-                break
+            break
         claimed = claimed_count(trials)
         any_trial = (0, plan.num_replicas)  # TPE picks the batch: any trial's mean
         if ledger is not None and claimed and not ledger.fits([any_trial])[0]:
@@ -126,7 +126,7 @@ def _run_grid(loop: _Loop, probed_oom: int | None) -> tuple[int, int]:
     study, spec, plan, space, ledger = loop.study, loop.spec, loop.plan, loop.space, loop.ledger
     observer = loop.observer
     grid = grid_points(spec)
-    done = len(settled_grid_points(study.get_trials(deepcopy=False)))
+    done = len(settled_grid_points(storage_call(study, study.get_trials, deepcopy=False)))
     objective = Objective(
         spec, plan, loop.timeout_s, observer, len(grid), done, probed_oom, space, runner=loop.runner
     )
@@ -136,14 +136,14 @@ def _run_grid(loop: _Loop, probed_oom: int | None) -> tuple[int, int]:
     key_of = training_key_of(spec, plan, space)
     early = wanted and not first_trains_base(spec, plan, space, grid)
     for _ in range(len(grid) - done + 1):
-        trials = requeue_unfinished(study, stale=False)  # study.optimize checks as it starts
+        trials = requeue_unfinished(study)  # dead workers' trials failed, queued again
         if not seeded and (not wanted or early or base_settled(trials, key)):
             seeded = True
             _seed_noise(loop, grid_left(trials, grid, plan, key_of))
             if wanted:  # the rest of the grid, after the seeds
                 observer.phase("grid", len(grid_left(trials, grid, plan)))
         unclaimed = progress.unclaimed(trials)
-        if not unclaimed and not _stale_freed(study, progress, observer):
+        if not unclaimed and not _unborn_freed(study, progress, observer):
             break
         left = grid_left(trials, grid, plan, key_of) if ledger is not None else ()
         if ledger is not None and not _grid_fits(ledger, left, bool(settled_grid_points(trials))):
@@ -153,14 +153,14 @@ def _run_grid(loop: _Loop, probed_oom: int | None) -> tuple[int, int]:
         _run_one(study, objective, observer, trials)
         _stop_if_repeated(objective)
     if not seeded:  # the base point did not settle (another worker runs it): no seed runs
-        trials = study.get_trials(deepcopy=False)
+        trials = storage_call(study, study.get_trials, deepcopy=False)
         _seed_noise(loop, grid_left(trials, grid, plan, key_of))
     race(
         study,
         spec,
         plan,
         grid,
-        run_one=lambda: _run_one(study, objective, observer),
+        run_one=lambda: _race_one(study, objective, observer),
         extend=objective.extend,
         observer=observer,
         ledger=ledger,
@@ -168,15 +168,11 @@ def _run_grid(loop: _Loop, probed_oom: int | None) -> tuple[int, int]:
     return objective.launched, len(grid)
 
 
-def _stale_freed(study: optuna.Study, progress: GridProgress, observer: SearchObserver) -> bool:
-    """Whether failing the trials of dead workers (stale heartbeat) left grid work to claim: a
-    step leaves that check to ``study.optimize``, so before the loop ends on "all claimed" it
-    makes it once (a dead worker's RUNNING trial looks claimed until failed). A trial seen
-    without any heartbeat is failed only after this process has seen it so for the grace period
-    (:func:`tuner.driver.trial.resume.unborn_wait_s`): the loop waits that out once, then looks
-    again."""
-    if progress.has_unclaimed_work(requeue_unfinished(study)):
-        return True
+def _unborn_freed(study: optuna.Study, progress: GridProgress, observer: SearchObserver) -> bool:
+    """Whether, with every grid point claimed, failing the trials of dead workers freed one: a
+    trial seen without any heartbeat is failed only after this process has seen it so for the
+    grace period (:func:`tuner.driver.trial.resume.unborn_wait_s`): the loop waits that out
+    once, then looks again (a dead worker's RUNNING trial looks claimed until failed)."""
     wait = unborn_wait_s(study)
     if wait <= 0:
         return False
@@ -186,6 +182,13 @@ def _stale_freed(study: optuna.Study, progress: GridProgress, observer: SearchOb
     )
     time.sleep(wait + 0.1)
     return progress.has_unclaimed_work(requeue_unfinished(study))
+
+
+def _race_one(study: optuna.Study, objective: Objective, observer: SearchObserver) -> None:
+    """One of the race's trials (its repeats are queued first), after the stale check that
+    ``study.optimize`` made as a trial started."""
+    fail_stale(study)
+    _run_one(study, objective, observer)
 
 
 def _seed_noise(loop: _Loop, reserve: tuple[RunKey, ...]) -> None:
@@ -228,60 +231,103 @@ def _run_one(
     observer: SearchObserver,
     trials: list[FrozenTrial] | None = None,
 ) -> None:
-    """One trial: a queued one first, else the sampler's next point; a FAIL does not stop us.
-    ``trials``: the study's trials as just read, which the trial decides with (else it reads)."""
+    """One trial, asked for and told by tuner: a queued one first, else the sampler's next
+    point; a FAIL does not stop us. ``trials``: the study's trials as just read, which the
+    trial decides with (else it reads). Its heartbeat is written while it runs
+    (:func:`tuner.storage.guarded.beating`)."""
     _claim_allowed(study)
     sampler = study.sampler if isinstance(study.sampler, BatchAscendingGridSampler) else None
-    if trials is not None:
-        objective.expect(trials)
-        if sampler is not None:  # the grid point from the same read: 7 statements a trial
-            sampler.expect(list(trials))
+    if sampler is not None and trials is not None:
+        # Optuna calls the sampler inside ask and tell, with no way to hand it what the loop
+        # read: the grid point from the same read, 7 statements a trial fewer.
+        sampler.expect(list(trials))
     try:
-        study.optimize(objective, n_trials=1, catch=(TrialFailed,), gc_after_trial=False)
-    except Exception as exc:
-        fault = find_fault(exc)
-        if fault is not None:  # Optuna's clean-up may have hidden it: the fault is the news
-            raise fault from exc
-        if not is_taken_over(exc):
-            raise
-        # This worker was stopped (SIGSTOP, a suspended VM) past the heartbeat grace: another
-        # worker failed its trial and queued the grid point again, which measures it afresh.
-        observer.note(
-            "this worker's trial was handed to another worker while this one was stalled "
-            "(stale heartbeat); its result is dropped and the retry measures the point again"
-        )
+        trial = storage_call(study, _ask, study)
+        with beating(study, trial._trial_id):
+            told = _outcome(study, trial, objective, trials)
+        if told is not None and not _tell(study, trial, *told):
+            _taken_over(observer)
     finally:
-        if trials is not None:
-            objective.expect(None)  # read before this trial: never for a later one
-            if sampler is not None:
-                sampler.expect(None)
+        if sampler is not None:
+            sampler.expect(None)  # read before this trial: never for a later one
+
+
+def _ask(study: optuna.Study) -> optuna.Trial:
+    """``study.ask()``, without Optuna's warning that a heartbeat wants ``study.optimize``:
+    tuner writes the heartbeat itself (:func:`tuner.storage.guarded.beating`)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "Heartbeat of storage", UserWarning)
+        return study.ask()
+
+
+def _outcome(
+    study: optuna.Study, trial: optuna.Trial, objective: Objective, trials: list[FrozenTrial] | None
+) -> tuple[TrialState, tuple[float, float] | None] | None:
+    """Run the objective: the state and values to tell (``None``: nothing to tell). One catch
+    for the trial's end: an interrupt or an unknown error is told FAIL, then raised."""
+    try:
+        return TrialState.COMPLETE, objective(trial, trials)
+    except optuna.TrialPruned:
+        return TrialState.PRUNED, None
+    except TrialFailed:
+        return TrialState.FAIL, None
+    except optuna.exceptions.UpdateFinishedTrialError:
+        return None  # its outcome was refused: another worker ended it (told by the caller)
+    except StorageFaultError:
+        raise  # nothing can be told: the result is in the spool
+    except BaseException:
+        storage_call(study, study.tell, trial, state=TrialState.FAIL)
+        raise
+
+
+def _tell(
+    study: optuna.Study,
+    trial: optuna.Trial,
+    state: TrialState,
+    values: tuple[float, float] | None,
+) -> bool:
+    """Store the trial's end; ``False`` when another worker had already ended it (failed as
+    stale while this worker was stalled). The spooled copy goes once the storage has it."""
+    try:
+        storage_call(study, study.tell, trial, values, state=state)
+    except optuna.exceptions.UpdateFinishedTrialError:
+        return False  # ended by another worker between Optuna's read and its write
+    except ValueError:
+        if not _finished(study, trial):
+            raise  # Optuna refused the values themselves: a bug of tuner's, not a take-over
+        return False
+    guard = guard_of(study)
+    if guard is not None and state.is_finished():
+        spool.discard(guard.spool_folder, trial._trial_id, state.name, values)
+    return True
+
+
+def _finished(study: optuna.Study, trial: optuna.Trial) -> bool:
+    """Whether ``trial`` is finished in the storage (Optuna refuses to tell a finished trial
+    with a ``ValueError`` of no class of its own: the storage says which one it was)."""
+    ended = storage_call(study, study.get_trials, deepcopy=False, states=_FINISHED)
+    return any(t.number == trial.number for t in ended)
+
+
+_FINISHED = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
+
+
+def _taken_over(observer: SearchObserver) -> None:
+    # This worker was stopped (SIGSTOP, a suspended VM) past the heartbeat grace: another
+    # worker failed its trial and queued the grid point again, which measures it afresh.
+    observer.note(
+        "this worker's trial was handed to another worker while this one was stalled "
+        "(stale heartbeat); its result is dropped and the retry measures the point again"
+    )
 
 
 def _claim_allowed(study: optuna.Study) -> None:
     """A worker whose heartbeat has not been written for longer than the grace period claims
     no new trial: another worker may be taking its last one over."""
-    guarded = guarded_of(study._storage)
-    if guarded is not None and guarded.heartbeat_lost:
+    guard = guard_of(study)
+    if guard is not None and guard.heartbeat_lost:
         raise StorageFaultError(
-            f"storage {guarded.place.shown}: this worker's heartbeat could not be written for "
+            f"storage {guard.place.shown}: this worker's heartbeat could not be written for "
             "longer than the grace period, so it claims no new trial (another worker may run "
             "its last one); run the same `tuner search` again once the storage is back"
         )
-
-
-def is_taken_over(exc: BaseException) -> bool:
-    """Whether writing a trial's result failed because the trial had already been finished by
-    another worker (its heartbeat went stale while this worker was stalled). Optuna may mask
-    its own "Cannot tell a FAIL trial." with an assertion of its clean-up: look down the chain."""
-    seen: BaseException | None = exc
-    while seen is not None:
-        if isinstance(seen, optuna.exceptions.UpdateFinishedTrialError):
-            return True
-        if isinstance(seen, ValueError) and _is_cannot_tell(str(seen)):
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False
-
-
-def _is_cannot_tell(message: str) -> bool:
-    return message.startswith("Cannot tell a ") and message.endswith(" trial.")

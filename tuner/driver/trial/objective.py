@@ -1,6 +1,6 @@
 """The one boundary where a trial runs and its outcome becomes Optuna state and attributes.
 
-``Objective`` is what ``study.optimize`` calls for each grid point: it stores the configuration,
+``Objective`` is what the trial loop calls for each trial it asked for: it stores the configuration,
 prunes sizes known not to fit and LR-sweep rates that cannot be the best (``bracketed``) without
 launching them, runs the child, and hands the classified outcome to :func:`record` — the only
 place a trial's state is set.
@@ -44,7 +44,7 @@ from tuner.driver.trial.grid import (
 )
 from tuner.driver.trial.spooled import spool_outcome
 from tuner.driver.trial.sweep import skip_bracketed
-from tuner.storage import heartbeat_interval
+from tuner.storage.guarded import guard_of, storage_call
 from tuner.storage.trial_attrs import set_outcome_attrs, set_user_attrs
 
 
@@ -83,7 +83,6 @@ class Objective:
         self.launched = 0
         """Trials this objective ended, launched or pruned without a launch (oom-implied,
         bracketed)."""
-        self._expected: Sequence[FrozenTrial] | None = None
         self._failures: dict[str, tuple[int, tuple[Any, ...]]] = {}
         self.stopped: str | None = None
         """Why the search must stop (:meth:`_watch`), or ``None``."""
@@ -94,23 +93,26 @@ class Objective:
         )
         self._inputs = InputReuse()
 
-    def expect(self, trials: Sequence[FrozenTrial] | None) -> None:
-        """The study's trials as the loop read them just before the next trial starts: that
-        trial decides with them (same training, a smaller batch out of memory) rather than
-        reading them again, one read of the whole study fewer per trial. ``None``: it reads."""
-        self._expected = trials
-
-    def __call__(self, trial: Trial) -> tuple[float, float]:
+    def __call__(
+        self, trial: Trial, stored: Sequence[FrozenTrial] | None = None
+    ) -> tuple[float, float]:
+        """Run ``trial``; ``stored``: the study's trials as the loop just read them (the trial
+        decides with them: same training, a smaller batch out of memory), else it reads them."""
         try:
-            return self._trial(trial)
+            return self._trial(trial, stored)
         except KeyboardInterrupt:
-            set_user_attrs(trial, {"status": "interrupted", "error": "stopped by the user"})
+            interrupted = {"status": "interrupted", "error": "stopped by the user"}
+            storage_call(trial.study, set_user_attrs, trial, interrupted)
             raise
 
-    def _trial(self, trial: Trial) -> tuple[float, float]:
+    def _configure(
+        self, trial: Trial, stored: Sequence[FrozenTrial] | None
+    ) -> tuple[Sequence[FrozenTrial], dict[str, Any], dict[str, Any] | None]:
+        """Pick and store the trial's configuration; the study's trials, its attributes and
+        a hypermodel's values. One storage step: run again whole after an outage (a parameter
+        already stored is read back, not sampled again)."""
         search = self._spec.search
         values = self._model_hyperparameters(trial)
-        stored, self._expected = self._expected, None
         if stored is None:
             stored = trial.study.get_trials(deepcopy=False)
         categorical = search.joint or stores_batch_as_category(stored)  # see suggest_global_batch
@@ -120,9 +122,14 @@ class Objective:
         lr = scaled_learning_rate(rule, search.base_lr, batch, search.base_batch_size)
         attrs = self._configuration(batch, rule, lr, values)
         attrs[PRECISION] = precision
-        attrs[HEARTBEAT_S] = heartbeat_interval(trial.study._storage)
+        guard = guard_of(trial.study)
+        attrs[HEARTBEAT_S] = guard.interval_s if guard is not None else 0.0
         attrs["training_key"] = training_key(self._spec, self._plan, batch, rule, values, precision)
         set_user_attrs(trial, attrs)  # one write: other workers see the configuration at once
+        return stored, attrs, values
+
+    def _trial(self, trial: Trial, stored: Sequence[FrozenTrial] | None) -> tuple[float, float]:
+        stored, attrs, values = storage_call(trial.study, self._configure, trial, stored)
         repeat_of = trial.user_attrs.get(REPEAT_OF)
         position = self._already_done + self.launched + 1
         self.launched += 1
@@ -252,7 +259,7 @@ class Objective:
             else early_stop_for(
                 self._spec,
                 self._plan.device_signature,
-                lambda: trial.study.user_attrs.get(SEED_NOISE_ATTR),
+                lambda: _study_attr(trial.study, SEED_NOISE_ATTR),
                 stored,
                 batch,
             )
@@ -271,7 +278,7 @@ class Objective:
         if earlier:
             return None
         return skip_bracketed(
-            self._spec, attrs, stored, lambda: trial.study.user_attrs.get(SEED_NOISE_ATTR)
+            self._spec, attrs, stored, lambda: _study_attr(trial.study, SEED_NOISE_ATTR)
         )
 
     def _implied_oom(
@@ -344,6 +351,11 @@ class Objective:
             self._observer.trial_progress(event)
 
 
+def _study_attr(study: optuna.Study, key: str) -> Any:
+    """The study's user attribute ``key`` (``None``: not set), read through the guard."""
+    return storage_call(study, lambda: study.user_attrs.get(key))
+
+
 def without_batch_sizes(error: str, attrs: dict[str, Any]) -> str:
     """``error`` with the trial's global and per-replica batch sizes taken out, where they stand
     as numbers of their own (a tensor's shape names them)."""
@@ -374,8 +386,9 @@ def record(trial: Trial, outcome: TrialOutcome) -> tuple[float, float]:
     if outcome.values is not None:
         attrs["final_loss"], attrs["throughput"] = outcome.values
     spool_outcome(trial, outcome.state, outcome.values, attrs)  # first: the storage may fail
-    # Written with the state Optuna sets next, in one transaction: a finished trial has them all.
-    set_outcome_attrs(trial, attrs)
+    # Written with the state the loop tells next, in one transaction: a finished trial has them
+    # all (where the storage cannot, at once: then a trial taken over refuses them here).
+    storage_call(trial.study, set_outcome_attrs, trial, attrs)
     if outcome.state == "COMPLETE" and outcome.values is not None:
         return outcome.values
     if outcome.state == "PRUNED":

@@ -16,21 +16,23 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from tuner.core.trials import HEARTBEAT_S, died_unborn, may_be_unborn, to_requeue
+from tuner.storage.guarded import guard_of, storage_call
 
 _OF_ITS_RUN = ("status", "error", HEARTBEAT_S)
 """User attributes of one run that a queued copy does not inherit: the next run writes its own."""
 
 
-def requeue_unfinished(study: optuna.Study, *, stale: bool = True) -> list[FrozenTrial]:
+def requeue_unfinished(study: optuna.Study) -> list[FrozenTrial]:
     """Fail trials whose worker died (stale heartbeat; Optuna's retry callback re-queues them),
     then queue again every interrupted trial whose grid point (and model configuration) has no
     other run. Returns the study's trials after that (the loop decides with them: read again
-    only when something was queued). ``stale=False`` leaves the stale check to
-    ``study.optimize``, which makes it as the next trial starts (the trial loop's steps)."""
-    if stale:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            optuna.storages.fail_stale_trials(study)  # a no-op without heartbeat
+    only when something was queued). One storage step, run again whole after an outage: what
+    it decides, it decides from what it reads."""
+    return storage_call(study, _requeue_unfinished, study)
+
+
+def _requeue_unfinished(study: optuna.Study) -> list[FrozenTrial]:
+    fail_stale(study)
     trials = study.get_trials(deepcopy=False)
     if _fail_unborn(study, trials):
         trials = study.get_trials(deepcopy=False)
@@ -38,6 +40,14 @@ def requeue_unfinished(study: optuna.Study, *, stale: bool = True) -> list[Froze
     for trial in queued:
         requeue(study, trial)
     return study.get_trials(deepcopy=False) if queued else trials
+
+
+def fail_stale(study: optuna.Study) -> None:
+    """Fail the trials whose heartbeat is older than the grace (a no-op without heartbeat), as
+    ``study.optimize`` does before each trial: the loop asks for its trials itself."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        storage_call(study, optuna.storages.fail_stale_trials, study)
 
 
 def requeue(study: optuna.Study, trial: FrozenTrial) -> None:
@@ -59,10 +69,12 @@ def _fail_unborn(study: optuna.Study, trials: list[FrozenTrial]) -> bool:
     """Fail the RUNNING trials whose worker died before their first heartbeat
     (:func:`tuner.core.trials.died_unborn`); whether there were any. Only with a heartbeat (its
     grace is the bound)."""
-    backend, grace = _backend_and_grace(study)
-    if not grace:
+    guard = guard_of(study)
+    storage = guard.storage() if guard is not None else None
+    if guard is None or storage is None or not guard.grace_s:
         return False
-    silent_for = _silence.seen(backend, study._study_id, trials)
+    grace = guard.grace_s
+    silent_for = _silence.seen(storage, study._study_id, trials)
     now = datetime.now()  # Optuna stamps datetime_start with the local naive time
     unborn = [
         trial
@@ -71,7 +83,7 @@ def _fail_unborn(study: optuna.Study, trials: list[FrozenTrial]) -> bool:
     ]
     for trial in unborn:
         with contextlib.suppress(optuna.exceptions.UpdateFinishedTrialError):
-            study._storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)
+            storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)
     return bool(unborn)
 
 
@@ -79,14 +91,11 @@ def unborn_wait_s(study: optuna.Study) -> float:
     """Seconds until a trial this process has seen without a heartbeat, still RUNNING, has been
     silent for the grace period (0 when there is none): the loop waits that long before it ends
     on a grid point such a trial still claims."""
-    backend, grace = _backend_and_grace(study)
-    return _silence.left_s(backend, study._study_id, float(grace)) if grace else 0.0
-
-
-def _backend_and_grace(study: optuna.Study) -> tuple[object, float | None]:
-    """The storage behind Optuna's trial cache, and its heartbeat grace (``None``: no heartbeat)."""
-    backend = getattr(study._storage, "_backend", study._storage)
-    return backend, getattr(backend, "grace_period", None)
+    guard = guard_of(study)
+    storage = guard.storage() if guard is not None else None
+    if guard is None or storage is None or not guard.grace_s:
+        return 0.0
+    return _silence.left_s(storage, study._study_id, guard.grace_s)
 
 
 class _Silence:

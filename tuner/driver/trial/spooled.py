@@ -20,8 +20,8 @@ from optuna.trial import FrozenTrial, Trial, TrialState
 
 from tuner.driver.observer import SearchObserver
 from tuner.storage import spool
-from tuner.storage.faults import StorageFaultError, find_fault
-from tuner.storage.guarded import guarded_of
+from tuner.storage.faults import StorageFaultError
+from tuner.storage.guarded import guard_of, storage_call
 from tuner.storage.places import locate
 
 __all__ = ["record_spooled", "spool_outcome", "spooled_at", "spooled_line", "storage_faults"]
@@ -29,21 +29,17 @@ __all__ = ["record_spooled", "spool_outcome", "spooled_at", "spooled_line", "sto
 
 @contextlib.contextmanager
 def storage_faults(study: optuna.Study, observer: SearchObserver) -> Iterator[None]:
-    """Within the block, the storage's waiting lines go to ``observer``, and a storage fault,
-    however Optuna's trial clean-up wrapped it ("Should not reach", an unbound local), ends the
-    search as its one line, saying where the results it could not store wait."""
-    guarded = guarded_of(study._storage)
-    if guarded is not None:
-        guarded.notify = observer.note
+    """Within the block, the storage's waiting lines go to ``observer``, and a storage fault
+    ends the search as its one line, saying where the results it could not store wait."""
+    guard = guard_of(study)
+    if guard is not None:
+        guard.notify = observer.note
     try:
         yield
-    except Exception as exc:
-        fault = find_fault(exc)
-        if fault is None:
-            raise
+    except StorageFaultError as fault:
         spooled = _spooled_quietly(study)
         message = f"{fault}; {spooled}" if spooled else str(fault)
-        raise StorageFaultError(message) from exc
+        raise StorageFaultError(message) from fault
 
 
 def _spooled_quietly(study: optuna.Study) -> str | None:
@@ -57,9 +53,9 @@ def spool_outcome(
     trial: Trial, state: str, values: Sequence[float] | None, attrs: dict[str, Any]
 ) -> None:
     """Keep ``trial``'s outcome in the spool before the storage is asked to take it (only for a
-    guarded storage: others have no outage to survive)."""
-    guarded = guarded_of(trial.study._storage)
-    if guarded is None:
+    storage with a guard, :mod:`tuner.storage.guarded`: others have no outage to survive)."""
+    guard = guard_of(trial.study)
+    if guard is None:
         return
     record = {
         "study": trial.study.study_name,
@@ -68,12 +64,12 @@ def spool_outcome(
         "values": [float(v) for v in values] if values and state == "COMPLETE" else None,
         "attrs": attrs,
     }
-    spool.write(guarded.spool_folder, trial._trial_id, record)
+    spool.write(guard.spool_folder, trial._trial_id, record)
 
 
 def spool_folder(study: optuna.Study) -> Path | None:
-    guarded = guarded_of(study._storage)
-    return guarded.spool_folder if guarded is not None else None
+    guard = guard_of(study)
+    return guard.spool_folder if guard is not None else None
 
 
 def spooled_line(study: optuna.Study) -> str | None:
@@ -100,14 +96,16 @@ def _line(folder: Path, study_name: str) -> str | None:
 
 def record_spooled(study: optuna.Study, note: Callable[[str], None]) -> int:
     """Record every spooled result of ``study``; how many were recorded."""
-    folder = spool_folder(study)
-    if folder is None:
+    guard = guard_of(study)
+    storage = guard.storage() if guard is not None else None
+    if guard is None or storage is None:
         return 0
+    folder = guard.spool_folder
     recorded = 0
     for entry in spool.pending(folder, study.study_name):
         trial_id = int(entry["trial_id"])
-        target = _target(study, trial_id)
-        if target is not None and _write(study, target, entry):
+        target = storage_call(study, _target, study, storage, trial_id)
+        if target is not None and _write(study, storage, target, entry):
             recorded += 1
             note(
                 f"trial {entry['number']}: its measured result, spooled when the storage "
@@ -117,11 +115,11 @@ def record_spooled(study: optuna.Study, note: Callable[[str], None]) -> int:
     return recorded
 
 
-def _target(study: optuna.Study, trial_id: int) -> FrozenTrial | None:
+def _target(study: optuna.Study, storage: Any, trial_id: int) -> FrozenTrial | None:
     """The trial that takes a spooled result: the trial itself while RUNNING, its waiting
     copy when it was failed as stale; ``None`` when the result is stored or superseded."""
     try:
-        trial = study._storage.get_trial(trial_id)
+        trial = storage.get_trial(trial_id)
     except KeyError:
         return None
     if trial.state == TrialState.RUNNING:
@@ -134,19 +132,20 @@ def _target(study: optuna.Study, trial_id: int) -> FrozenTrial | None:
     return None
 
 
-def _write(study: optuna.Study, trial: FrozenTrial, entry: dict[str, Any]) -> bool:
+def _write(study: optuna.Study, storage: Any, trial: FrozenTrial, entry: dict[str, Any]) -> bool:
     """``entry``'s attributes, state and values on ``trial``; ``False`` when another worker
-    took the trial meanwhile."""
-    storage = study._storage
+    took the trial meanwhile. Each write is a storage call of its own (a retried claim must not
+    claim twice)."""
+    trial_id = trial._trial_id
     try:
-        if trial.state == TrialState.WAITING and not storage.set_trial_state_values(
-            trial._trial_id, TrialState.RUNNING
+        if trial.state == TrialState.WAITING and not storage_call(
+            study, storage.set_trial_state_values, trial_id, TrialState.RUNNING
         ):
             return False
         for key, value in entry["attrs"].items():
-            storage.set_trial_user_attr(trial._trial_id, key, value)
+            storage_call(study, storage.set_trial_user_attr, trial_id, key, value)
         state = TrialState[entry["state"]]
         values = entry["values"] if state == TrialState.COMPLETE else None
-        return bool(storage.set_trial_state_values(trial._trial_id, state, values))
+        return bool(storage_call(study, storage.set_trial_state_values, trial_id, state, values))
     except optuna.exceptions.UpdateFinishedTrialError:
         return False
