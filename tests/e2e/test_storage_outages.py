@@ -99,12 +99,19 @@ def _assert_recorded(url: str, code: int, stderr: str) -> None:
 
 def test_a_sqlite_file_deleted_mid_trial(tmp_path):
     _spec(tmp_path)
-    env = {"TUNER_SPOOL_DIR": str(tmp_path / "spool")}
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    env = {"TUNER_SPOOL_DIR": str(tmp_path / "spool"), "TMPDIR": str(temp)}
     db = tmp_path / "d.db"
     url = f"sqlite:///{db}"
 
     def delete(worker):
         wait_running(url, 256, 300)
+        # Mid-trial: once the trial's child holds its request (a trial folder's request.json,
+        # written at hand-over after the trial's configuration is stored), not while the
+        # driver still writes that configuration: the search would then stop with nothing
+        # measured yet, so nothing to spool.
+        assert wait_until(lambda: _handed_a_trial(temp), 300, poll_s=0.1), "no trial handed over"
         shutil.copy(db, tmp_path / "backup.db")  # what the user puts back afterwards
         db.unlink()
 
@@ -120,6 +127,15 @@ def test_a_sqlite_file_deleted_mid_trial(tmp_path):
     assert shown.returncode == 0 and "1 measured result(s) (#0) are spooled in" in shown.stderr
     _resume(url, tmp_path, env)
     print(f"deleted mid-trial: exit {code}: {line}")
+
+
+def _handed_a_trial(temp: Path) -> bool:
+    """Whether a trial child in ``temp`` holds a trial request (its folder may go meanwhile)."""
+    for request in temp.glob("*/request.json"):
+        with contextlib.suppress(OSError):
+            if '"mode": "trial"' in request.read_text():
+                return True
+    return False
 
 
 @contextlib.contextmanager

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -70,8 +69,11 @@ def lr_find(
     check_known("tuner.lr_find", options, LrFindOptions, {"spec"})
     tables = _tables(spec, loss=loss, optimizer=optimizer)
     tables["study"].setdefault("name", "lr-find")
-    with tempfile.TemporaryDirectory(prefix="tuner-lr-find-") as folder:
-        shipment = Shipment(Path(folder))
+    from tuner.driver.children import owned_folder
+
+    # Owned like a trial folder: swept by the next run if this process is killed in the block.
+    with owned_folder("lr-find") as folder:
+        shipment = Shipment(folder)
         ship_workload(shipment, tables["workload"], "tuner.lr_find", model, data, dataset)
         for key in ("output", "plot"):
             if options.get(key) is not None:
