@@ -14,6 +14,7 @@ import pytest
 import sqlalchemy
 from optuna.trial import TrialState
 
+from tuner.core.record import decode
 from tuner.driver.observer import QuietObserver
 from tuner.driver.trial.spooled import record_spooled, spool_outcome, spooled_line, storage_faults
 from tuner.storage import StorageFaultError, open_storage, spool
@@ -128,7 +129,7 @@ def test_a_spooled_result_is_recorded_once_by_the_next_search(tmp_path):
     assert record_spooled(again, said.append) == 1
     stored = again.trials[0]
     assert stored.state == TrialState.COMPLETE and stored.values == [0.5, 100.0]
-    assert stored.user_attrs["status"] == "ok" and "recorded now" in said[0]
+    assert decode(stored).status == "ok" and "recorded now" in said[0]
     assert record_spooled(again, said.append) == 0 and spooled_line(again) is None
 
 

@@ -22,6 +22,7 @@ from browser_checks import assert_titles_clear_of_the_toolbar
 from conftest import run_tuner, save_screenshot, sha256
 from dashboards import start_dashboard, stop
 
+from tuner.core.record import decode
 from tuner.core.scaling import scaled_learning_rate
 from tuner.driver.trial.grid import BatchAscendingGridSampler, suggest_global_batch
 from tuner.results import current_recommendation
@@ -163,9 +164,9 @@ def test_a_browser_sees_the_study_note_plots_and_trials(small_study, dashboard, 
         page.locator("a[href$='/trials']").first.click()
         page.get_by_text("User Attributes").first.wait_for()
         text = page.inner_text("body")
-        per_replica = first.user_attrs["per_replica_batch_size"]
+        per_replica = decode(first).configuration.per_replica_batch_size
         assert f"per_replica_batch_size {per_replica}" in text
-        assert f"status {first.user_attrs['status']}" in text
+        assert f"status {decode(first).status}" in text
     finally:
         page.close()
 

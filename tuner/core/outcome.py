@@ -37,19 +37,8 @@ from tuner.core.protocol import (
     Result,
     decode_result,
 )
+from tuner.core.record import STATES
 
-STATES: dict[str, str] = {
-    "ok": "COMPLETE",
-    "oom": "PRUNED",
-    "oom-implied": "PRUNED",
-    "bracketed": "PRUNED",
-    "diverged": "PRUNED",
-    "dominated": "PRUNED",
-    "timeout": "FAIL",
-    "crashed": "FAIL",
-    "error": "FAIL",
-    "interrupted": "FAIL",
-}
 NOT_LAUNCHED = frozenset({"oom-implied", "bracketed"})
 """Statuses of trials that ended without a child: they took no training time."""
 

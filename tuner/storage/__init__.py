@@ -1,9 +1,8 @@
-"""One function turns a storage URL into an Optuna storage; no SQL of our own beyond looking,
-but for one write: a trial's user attributes in one statement (:mod:`tuner.storage.trial_attrs`,
-on the Optuna versions it was tested on; plain ``RDBStorage`` elsewhere).
+"""One function turns a storage URL into an Optuna storage; no SQL of our own beyond looking:
+every write goes through Optuna's public storage API.
 
-``sqlite:///path.db`` and any SQLAlchemy URL go to ``RDBStorage`` (tuner's subclass, which
-Optuna still wraps in its trial cache; SQLite with a generous lock timeout, so several workers
+``sqlite:///path.db`` and any SQLAlchemy URL go to Optuna's ``RDBStorage`` (which Optuna wraps
+in its trial cache; SQLite with a generous lock timeout, so several workers
 can share one file), with Optuna's heartbeat when asked: a trial whose
 worker died stops heartbeating, is failed, and is re-queued by ``RetryFailedTrialCallback``.
 ``journal:PATH`` is Optuna's journal file (``JournalStorage``), which Optuna recommends for several
@@ -26,7 +25,7 @@ from typing import Any
 
 from tuner.core.errors import ConfigError
 from tuner.storage.faults import StorageFaultError
-from tuner.storage.guarded import guarded_class
+from tuner.storage.guarded import guarded_class, guarded_of
 from tuner.storage.places import (
     DEFAULT_STORAGE,
     Place,
@@ -46,6 +45,7 @@ __all__ = [
     "READING_WAIT_S",
     "SQLITE_TIMEOUT_S",
     "StorageFaultError",
+    "beat_now",
     "check_storage",
     "describe_storage_error",
     "heartbeat_interval",
@@ -80,7 +80,7 @@ def check_storage(url: str, *, create: bool, wait_s: float | None = None) -> Non
 
 def _check_schema(place: Place, create: bool) -> None:
     if _checked(place, create):  # a stored schema: is it this Optuna's? (asking writes nothing)
-        _rdb_storage(place, {}, stamped=True).engine.dispose()
+        _sql_storage(place, {}, stamped=True).engine.dispose()
 
 
 def open_storage(
@@ -105,7 +105,7 @@ def open_storage(
         _checked(place, create)
         return _journal(place, create, guard_s)
     heartbeat = _heartbeat(heartbeat_s)
-    return reached(place, wait_s, lambda: _rdb(place, create, heartbeat, guard_s), searching=create)
+    return reached(place, wait_s, lambda: _sql(place, create, heartbeat, guard_s), searching=create)
 
 
 def storage_read_only(url: str) -> str | None:
@@ -163,6 +163,18 @@ def heartbeat_interval(storage: Any) -> float:
     return float((get() if get is not None else None) or 0)
 
 
+def beat_now(storage: Any, trial_id: int) -> None:
+    """Record one heartbeat of ``trial_id`` now, where ``storage`` keeps heartbeats (Optuna's
+    public ``BaseHeartbeat.record_heartbeat``; its heartbeat thread beats on, in its own time)."""
+    if not heartbeat_interval(storage):
+        return
+    guarded = guarded_of(storage)
+    if guarded is not None:  # its own beats never raise; this one must be stored
+        guarded.beat_now(trial_id)
+    else:
+        storage.record_heartbeat(trial_id)
+
+
 def _heartbeat(heartbeat_s: float | None) -> dict[str, Any]:
     """``RDBStorage``'s heartbeat arguments (none without ``heartbeat_s``)."""
     if heartbeat_s is None:
@@ -178,7 +190,7 @@ def _heartbeat(heartbeat_s: float | None) -> dict[str, Any]:
         }
 
 
-def _rdb(place: Place, create: bool, heartbeat: dict[str, Any], wait_s: float | None) -> Any:
+def _sql(place: Place, create: bool, heartbeat: dict[str, Any], wait_s: float | None) -> Any:
     """``RDBStorage`` once checked, retried while other workers create the same schema; tables
     are created only when ``create`` and none are there yet."""
     for attempt in range(_OPEN_ATTEMPTS):
@@ -186,7 +198,7 @@ def _rdb(place: Place, create: bool, heartbeat: dict[str, Any], wait_s: float | 
         if create and place.path is not None:
             _make_parent(place.path)
         try:
-            return _rdb_storage(place, heartbeat, stamped=stamped, wait_s=wait_s)
+            return _sql_storage(place, heartbeat, stamped=stamped, wait_s=wait_s)
         except _SchemaRace as race:
             if attempt + 1 == _OPEN_ATTEMPTS:
                 raise ConfigError(f"cannot open storage {place.shown}: {describe(race)}") from race
@@ -201,7 +213,7 @@ class _SchemaRace(Exception):
     """Another process was creating the same schema: try again."""
 
 
-def _rdb_storage(
+def _sql_storage(
     place: Place, heartbeat: dict[str, Any], *, stamped: bool, wait_s: float | None = None
 ) -> Any:
     """``RDBStorage`` on ``place``; with ``stamped`` it creates no table and writes no version
@@ -210,11 +222,7 @@ def _rdb_storage(
     import optuna
     import sqlalchemy.exc
 
-    # Imported when first opened (Optuna is slow to import): tuner's storage on a tested Optuna
-    # with its private names in place, plain RDBStorage elsewhere.
-    from tuner.storage.trial_attrs import rdb_storage_class
-
-    Storage: Any = rdb_storage_class()
+    Storage: Any = optuna.storages.RDBStorage
     guard: dict[str, Any] = {}
     if wait_s is not None:
         Storage, guard = guarded_class(Storage), {"place": place, "wait_s": wait_s}

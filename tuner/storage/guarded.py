@@ -1,4 +1,4 @@
-"""A storage that waits out outages and names its faults: every call Optuna makes on tuner's
+"""A storage that waits out outages and names its faults: every call Optuna makes on its
 RDB storage (or Optuna's journal storage) goes through :meth:`GuardedStorage._call`, and the
 heartbeat thread through :meth:`GuardedStorage.record_heartbeat`.
 
@@ -47,19 +47,17 @@ GUARDED_METHODS = (
     "set_trial_intermediate_value", "set_trial_user_attr", "set_trial_system_attr", "get_trial",
     "get_all_trials", "get_n_trials", "get_best_trial", "_get_trials", "_get_stale_trial_ids",
     "get_trial_param", "get_trial_params", "get_trial_user_attrs", "get_trial_system_attrs",
-    "get_trial_number_from_id", "check_trial_is_updatable", "set_trial_user_attrs",
-    "set_trial_system_attrs", "set_user_attrs_with_state",
+    "get_trial_number_from_id", "check_trial_is_updatable",
     # What Optuna's trial cache calls on the storage behind it instead of the public names.
     "_create_new_trial", "_set_trial_param", "_get_best_trial_id",
-    "_get_silent_trial_ids",
 )  # fmt: skip
-"""Optuna's storage API, the private methods its trial cache calls, tuner's batch writes and
-its heartbeat read: each is one guarded call."""
+"""Optuna's storage API and the private methods its trial cache calls: each is one guarded
+call."""
 _MAX_DELAY_S = 10.0
 
 
 class GuardedStorage:
-    """The guard's state and behaviour, mixed in before tuner's ``RDBStorage`` class."""
+    """The guard's state and behaviour, mixed in before Optuna's ``RDBStorage`` class."""
 
     place: Place
     wait_s: float
@@ -161,6 +159,11 @@ class GuardedStorage:
 
     # -- heartbeat -------------------------------------------------------------------------
 
+    def beat_now(self, trial_id: int) -> None:
+        """One beat that must be stored, as any write: an outage waited out, a fault raised (a
+        trial's configuration, which says it has beaten, is written only after it)."""
+        self._call(super().record_heartbeat, trial_id)  # type: ignore[misc]
+
     def record_heartbeat(self, trial_id: int) -> None:
         """One beat; never raises (it runs in Optuna's heartbeat thread, which would die with
         a traceback). A failure is said once and tried again at the next interval."""
@@ -213,7 +216,7 @@ class GuardedStorage:
 
 
 def guarded_class(base: type) -> type:
-    """``base`` (tuner's ``RDBStorage`` class) with every storage call guarded."""
+    """``base`` (Optuna's ``RDBStorage`` or ``JournalStorage``) with every call guarded."""
     namespace: dict[str, Any] = {"__module__": __name__}
     for name in GUARDED_METHODS:
         if hasattr(base, name):

@@ -34,6 +34,7 @@ from optuna.trial import FrozenTrial
 
 from tuner.core.outcome import TrialOutcome
 from tuner.core.protocol import TrialRequest
+from tuner.core.record import decode
 from tuner.driver.reuse.baseline_reuse import runtime_environment
 
 INPUT_KEY = "input_key"
@@ -73,7 +74,7 @@ def find_input(trials: Sequence[FrozenTrial], key: str) -> tuple[float, int] | N
     """The earliest trial in ``trials`` that measured its input pipeline itself under ``key``:
     ``(its input_throughput, its number)``; ``None`` if none did."""
     for trial in sorted(trials, key=lambda t: t.number):
-        attrs = trial.user_attrs
+        attrs = decode(trial).flat
         figure = attrs.get("input_throughput")
         if attrs.get(INPUT_KEY) != key or attrs.get(REUSED_FROM) is not None:
             continue

@@ -26,12 +26,13 @@ from tuner.core.efficiency import goodput, statistical_efficiency
 from tuner.core.errors import TrialFailed
 from tuner.core.outcome import NOT_LAUNCHED, TrialOutcome, classify
 from tuner.core.protocol import EarlyStop, EpochEvent, Event, ProgressEvent
+from tuner.core.record import decode, store
 from tuner.core.scaling import scaled_learning_rate
 from tuner.core.spec import StudySpec
 from tuner.core.trials import HEARTBEAT_S
 from tuner.driver.children import ChildRunner, first_precision, trial_request
 from tuner.driver.decide.early_stop import SEED_NOISE_ATTR, early_stop_for
-from tuner.driver.decide.racing import REPEAT_INDEX, REPEAT_OF, chain, measured
+from tuner.driver.decide.racing import chain, measured
 from tuner.driver.decide.same_training import same_as, same_training, trial_training_key
 from tuner.driver.observer import SearchObserver
 from tuner.driver.reuse.input_reuse import InputReuse
@@ -43,8 +44,7 @@ from tuner.driver.trial.grid import (
 )
 from tuner.driver.trial.spooled import spool_outcome
 from tuner.driver.trial.sweep import skip_bracketed
-from tuner.storage import heartbeat_interval
-from tuner.storage.trial_attrs import set_outcome_attrs, set_user_attrs
+from tuner.storage import beat_now, heartbeat_interval
 
 
 class Objective:
@@ -103,7 +103,7 @@ class Objective:
         try:
             return self._trial(trial)
         except KeyboardInterrupt:
-            set_user_attrs(trial, {"status": "interrupted", "error": "stopped by the user"})
+            store(trial, {"status": "interrupted", "error": "stopped by the user"})
             raise
 
     def _trial(self, trial: Trial) -> tuple[float, float]:
@@ -123,8 +123,11 @@ class Objective:
         attrs["training_key"] = trial_training_key(
             self._spec, self._plan, batch, rule, values, precision
         )
-        set_user_attrs(trial, attrs)  # one write: other workers see the configuration at once
-        repeat_of = trial.user_attrs.get(REPEAT_OF)
+        # A beat before the configuration: a trial that holds its heartbeat_s has a heartbeat
+        # row, so Optuna's stale check covers it; one without is "unborn" (resume.py).
+        beat_now(trial.study._storage, trial._trial_id)
+        store(trial, attrs)  # other workers see the configuration at once
+        repeat_of = decode(trial).reuse.repeat_of
         position = self._already_done + self.launched + 1
         self.launched += 1
         original = None if repeat_of is not None else same_training(stored, attrs, trial.number)
@@ -182,7 +185,7 @@ class Objective:
         if earlier:
             self._observer.note(
                 f"trial {trial.number}: repeat of #{earlier[0].number} (run "
-                f"{trial.user_attrs.get(REPEAT_INDEX, '?')} of at most {search.max_repeats})"
+                f"{decode(trial).reuse.repeat_index or '?'} of at most {search.max_repeats})"
             )
         self._observer.trial_started(trial.number, position, self.total, attrs)
         batch, rule, lr = attrs["global_batch_size"], attrs["lr_rule"], attrs["learning_rate"]
@@ -374,9 +377,11 @@ def record(trial: Trial, outcome: TrialOutcome) -> tuple[float, float]:
         attrs["error"] = outcome.error
     if outcome.values is not None:
         attrs["final_loss"], attrs["throughput"] = outcome.values
-    spool_outcome(trial, outcome.state, outcome.values, attrs)  # first: the storage may fail
-    # Written with the state Optuna sets next, in one transaction: a finished trial has them all.
-    set_outcome_attrs(trial, attrs)
+    # The spool first (the storage may fail), with the configuration: it replays the whole record.
+    spool_outcome(trial, outcome.state, outcome.values, {**decode(trial).flat, **attrs})
+    # Written before Optuna sets the state (after the objective returns or raises): a finished
+    # trial holds them all.
+    store(trial, attrs)
     if outcome.state == "COMPLETE" and outcome.values is not None:
         return outcome.values
     if outcome.state == "PRUNED":
