@@ -28,15 +28,19 @@ __all__ = [
     "SCALARS",
     "STATES",
     "STORED_KEYS",
+    "STUDY_KEYS",
     "Configuration",
     "Decision",
     "Result",
     "Reuse",
+    "StudyRecord",
     "TrialRecord",
     "changes",
     "decode",
+    "decode_study",
     "encode",
     "store",
+    "store_study",
 ]
 
 
@@ -262,3 +266,46 @@ def store(trial: Any, attrs: Mapping[str, Any]) -> int:
     for key, value in written.items():
         trial.set_user_attr(key, value)
     return len(written)
+
+
+@dataclass(frozen=True)
+class StudyRecord:
+    """A stored study's own attributes (docs/reference/attributes.md, "The study"), decoded."""
+
+    spec: dict[str, Any] | None = None
+    created_at: str | None = None
+    backend: str | None = None
+    device_signatures: list[str] | None = None
+    versions: dict[str, Any] | None = None
+    workload: dict[str, Any] | None = None
+    baselines: dict[str, Any] | None = None
+    probes: dict[str, Any] | None = None
+    hypermodel: dict[str, Any] | None = None
+    seed_noise: dict[str, Any] | None = None
+    budget: dict[str, Any] | None = None
+    machine_load: dict[str, Any] | None = None
+
+    @property
+    def flat(self) -> dict[str, Any]:
+        """Every stored attribute by its name, ``None`` left out: for the views that render a
+        study's attributes by name."""
+        return {f.name: v for f in fields(self) if (v := getattr(self, f.name)) is not None}
+
+
+STUDY_KEYS = tuple(f.name for f in fields(StudyRecord))
+"""Every user attribute a study stores."""
+
+
+def decode_study(study: _HasUserAttrs) -> StudyRecord:
+    """``study``'s record (an ``optuna.Study``, which reads its storage once here, or a
+    ``FrozenStudy``); a name it does not own is left out."""
+    attrs = study.user_attrs
+    return StudyRecord(**{name: attrs[name] for name in STUDY_KEYS if name in attrs})
+
+
+def store_study(study: Any, name: str, value: Any) -> None:
+    """Set the study attribute ``name`` through ``study.set_user_attr``; a name
+    :class:`StudyRecord` does not own raises :class:`KeyError`."""
+    if name not in STUDY_KEYS:
+        raise KeyError(f"no stored study attribute is named {name!r}")
+    study.set_user_attr(name, value)

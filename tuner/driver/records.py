@@ -8,10 +8,11 @@ from typing import Any
 import optuna
 
 from tuner.core.devices import DevicePlan
+from tuner.core.record import decode_study, store_study
 
 
 def store(study: optuna.Study, attr: str, plan: DevicePlan, record: dict[str, Any]) -> None:
-    """Set ``study.user_attrs[attr][signature] = record`` for ``plan``'s device signature."""
-    records = dict(study.user_attrs.get(attr, {}))
+    """Set the study attribute ``attr``'s record for ``plan``'s device signature to ``record``."""
+    records = dict(decode_study(study).flat.get(attr, {}))
     records[plan.device_signature] = record
-    study.set_user_attr(attr, records)
+    store_study(study, attr, records)

@@ -19,7 +19,7 @@ from tuner.core.outcome import ChildRun
 from tuner.core.protocol import Request, TrialRequest
 from tuner.core.racing import gaps_to_best
 from tuner.core.recommend import default_policy, higher_is_better
-from tuner.core.record import decode
+from tuner.core.record import decode, store_study
 from tuner.core.spec import StudySpec
 from tuner.core.trials import settled_grid_points
 from tuner.driver.children import ChildRunner, OnEvent
@@ -152,4 +152,4 @@ def close(
         record.update(quick=True, unresolved=[n for n, _ in gaps], quick_line=line)
     for line in lines:
         observer.note(line)
-    study.set_user_attr(BUDGET, record)
+    store_study(study, BUDGET, record)

@@ -40,7 +40,7 @@ from tuner.core.errors import NoCompleteTrialError
 from tuner.core.outcome import TrialOutcome
 from tuner.core.racing import Entry, most_decisive_first, tie_set, to_repeat
 from tuner.core.recommend import candidate_entries, default_policy, higher_is_better
-from tuner.core.record import decode, encode
+from tuner.core.record import decode, decode_study, encode
 from tuner.core.spec import StudySpec
 from tuner.core.stats import effective_tolerance, log_t_interval, throughput_interval
 from tuner.core.trials import has_unclaimed_work, is_settled
@@ -255,7 +255,7 @@ def applied_tolerance(study: optuna.Study, spec: StudySpec, plan: DevicePlan) ->
     """The loss tolerance racing applies on ``plan``'s devices and a sentence saying why:
     ``max(--tolerance, 2 × the measured seed spread)``
     (:func:`~tuner.core.stats.effective_tolerance`)."""
-    noise = study.user_attrs.get("seed_noise", {}).get(plan.device_signature, {})
+    noise = (decode_study(study).seed_noise or {}).get(plan.device_signature, {})
     spread = noise.get("spread")
     tolerance, source = effective_tolerance(spec.search.tolerance, spread)
     measured_text = (

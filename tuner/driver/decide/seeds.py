@@ -30,7 +30,7 @@ from tuner.core.budget import Ledger, RunKey
 from tuner.core.configurations import status_of
 from tuner.core.devices import DevicePlan
 from tuner.core.dominance import check_noise
-from tuner.core.record import decode
+from tuner.core.record import decode, decode_study
 from tuner.core.spec import StudySpec
 from tuner.core.stats import relative_spread
 from tuner.core.trials import is_pending, is_settled
@@ -73,7 +73,9 @@ def measure_seed_noise(
         # would measure the cadence, not the seeds, and time to target needs no loss tolerance.
         observer.note("seed noise: not measured with a loss target (trials stop at the target)")
         return None
-    stored: dict[str, Any] | None = study.user_attrs.get(SEED_NOISE, {}).get(plan.device_signature)
+    stored: dict[str, Any] | None = (decode_study(study).seed_noise or {}).get(
+        plan.device_signature
+    )
     if stored is not None:
         observer.phase("seeds", 0)
         return stored
@@ -180,7 +182,7 @@ def wants_seeds(study: optuna.Study, spec: StudySpec, plan: DevicePlan) -> bool:
     target for early stops only) and not yet stored for ``plan``'s devices."""
     if not measures_seed_noise(spec):
         return False
-    return plan.device_signature not in study.user_attrs.get(SEED_NOISE, {})
+    return plan.device_signature not in (decode_study(study).seed_noise or {})
 
 
 def base_key(spec: StudySpec, plan: DevicePlan, space: dict[str, Any] | None) -> str:

@@ -34,7 +34,7 @@ from optuna.trial import FrozenTrial
 
 from tuner.core.outcome import TrialOutcome
 from tuner.core.protocol import TrialRequest
-from tuner.core.record import decode
+from tuner.core.record import decode, decode_study
 from tuner.driver.reuse.baseline_reuse import runtime_environment
 
 INPUT_KEY = "input_key"
@@ -97,7 +97,7 @@ class InputReuse:
         """``request`` with an earlier trial's figure when one of ``trials`` measured the same
         input key; that key; and the trial it came from (``None``: the child measures it)."""
         if self._study_attrs is None:
-            self._study_attrs = dict(study.user_attrs)
+            self._study_attrs = dict(decode_study(study).flat)
         key = input_key(request, self._study_attrs)
         found = find_input(trials, key)
         if found is None:

@@ -20,6 +20,7 @@ from tuner.core.devices import DevicePlan
 from tuner.core.outcome import classify
 from tuner.core.protocol import DEFAULT_TRIAL_TIMEOUT_S, TrialRequest
 from tuner.core.recommend import baseline_at, baseline_key
+from tuner.core.record import decode_study, store_study
 from tuner.core.spec import StudySpec
 from tuner.core.stats import throughput_interval
 from tuner.driver.children import ChildRunner, first_precision, trial_request
@@ -42,13 +43,13 @@ def prepare_baseline(
     per precision), or reuse one another study in the storage measured of the same training
     (:mod:`tuner.driver.reuse.baseline_reuse`)."""
     signature = plan.device_signature
-    baselines = study.user_attrs.get("baselines", {})
+    baselines = decode_study(study).baselines or {}
     if baseline_at(baselines, signature, precision) is not None:
         observer.phase("baseline", 0)
         return
     several = len(spec.search.precisions) > 1
     at = f", precision {precision}" if several else ""
-    key = reuse_key(baseline_request(spec, plan, precision), study.user_attrs, signature)
+    key = reuse_key(baseline_request(spec, plan, precision), decode_study(study).flat, signature)
     reused = find_baseline(study, key, spec.search.max_repeats)
     if reused is not None:
         source, reference = reused
@@ -70,7 +71,7 @@ def prepare_baseline(
             return
         reference.update(reuse_key=key, measured_at=_now())
     stored_as = baseline_key(baselines, signature, precision, first_precision(spec))
-    study.set_user_attr("baselines", {**baselines, stored_as: reference})
+    store_study(study, "baselines", {**baselines, stored_as: reference})
 
 
 def run_baseline(

@@ -14,6 +14,7 @@ from typing import Any
 import optuna
 
 from tuner.core.plan import MACHINE_LOAD, busiest, load_record
+from tuner.core.record import decode_study, store_study
 
 _NVIDIA_SMI_TIMEOUT_S = 10.0
 
@@ -54,7 +55,7 @@ def gpu_processes() -> int:
 
 def store_load(study: optuna.Study, record: dict[str, Any]) -> None:
     """Keep the study's busiest measurement (:func:`tuner.core.plan.busiest`)."""
-    stored = study.user_attrs.get(MACHINE_LOAD)
+    stored = decode_study(study).machine_load
     kept = busiest(stored, record)
     if kept != stored:
-        study.set_user_attr(MACHINE_LOAD, kept)
+        store_study(study, MACHINE_LOAD, kept)

@@ -26,12 +26,12 @@ from tuner.core.efficiency import goodput, statistical_efficiency
 from tuner.core.errors import TrialFailed
 from tuner.core.outcome import NOT_LAUNCHED, TrialOutcome, classify
 from tuner.core.protocol import EarlyStop, EpochEvent, Event, ProgressEvent
-from tuner.core.record import decode, store
+from tuner.core.record import decode, decode_study, store
 from tuner.core.scaling import scaled_learning_rate
 from tuner.core.spec import StudySpec
 from tuner.core.trials import HEARTBEAT_S
 from tuner.driver.children import ChildRunner, first_precision, trial_request
-from tuner.driver.decide.early_stop import SEED_NOISE_ATTR, early_stop_for
+from tuner.driver.decide.early_stop import early_stop_for
 from tuner.driver.decide.racing import chain, measured
 from tuner.driver.decide.same_training import same_as, same_training, trial_training_key
 from tuner.driver.observer import SearchObserver
@@ -256,7 +256,7 @@ class Objective:
             else early_stop_for(
                 self._spec,
                 self._plan.device_signature,
-                lambda: trial.study.user_attrs.get(SEED_NOISE_ATTR),
+                lambda: decode_study(trial.study).seed_noise,
                 stored,
                 batch,
             )
@@ -275,7 +275,7 @@ class Objective:
         if earlier:
             return None
         return skip_bracketed(
-            self._spec, attrs, stored, lambda: trial.study.user_attrs.get(SEED_NOISE_ATTR)
+            self._spec, attrs, stored, lambda: decode_study(trial.study).seed_noise
         )
 
     def _implied_oom(
