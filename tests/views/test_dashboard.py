@@ -176,9 +176,16 @@ def test_a_browser_sees_the_study_note_plots_and_trials(small_study, dashboard, 
         page.locator("a[href$='/trials']").first.click()
         page.get_by_text("User Attributes").first.wait_for()
         text = page.inner_text("body")
-        per_replica = decode(first).configuration.per_replica_batch_size
-        assert f"per_replica_batch_size {per_replica}" in text
-        assert f"status {decode(first).status}" in text
+        save_screenshot(page, tmp_path, "dashboard-trial.png")
+        # The key figures as scalar attributes, each on its own line; the groups as JSON.
+        record = decode(first)
+        assert f"status {record.status}" in text
+        assert f"learning_rate {record.learning_rate}" in text
+        assert (
+            f"throughput {record.throughput}" in text and f"final_loss {record.final_loss}" in text
+        )
+        per_replica = record.configuration.per_replica_batch_size
+        assert f'"per_replica_batch_size": {per_replica}' in text
     finally:
         page.close()
 
