@@ -87,3 +87,34 @@ def test_a_study_of_the_earlier_layout_is_shown_recommended_and_resumed_alike(
     again = FakeChild(oom_from(256))
     report = search(old, again)  # resumed: every grid point is settled, none trains again
     assert again.launched() == [] and len(report.study.trials) == len(flat)
+
+
+def test_a_trial_of_the_earlier_layout_queued_again_or_recorded_from_the_spool_is_grouped(
+    tmp_path: Path,
+) -> None:
+    from optuna.trial import TrialState
+
+    from tuner.driver.trial.resume import requeue
+    from tuner.driver.trial.spooled import _write
+
+    study = optuna.create_study(
+        storage=f"sqlite:///{tmp_path}/s.db", directions=["minimize", "maximize"]
+    )
+    flat = {"global_batch_size": 64, "lr_rule": "none", "repeat_of": 0, "heartbeat_s": 20.0}
+    study.add_trial(create_trial(state=TrialState.FAIL, user_attrs={**flat, "status": "error"}))
+    requeue(study, study.get_trials()[0])
+    copy = study.get_trials()[1]
+    assert set(copy.user_attrs) == {"configuration", "reuse"}  # its own run's attributes left
+    record = decode(copy)
+    assert record.configuration.global_batch_size == 64 and record.reuse.repeat_of == 0
+    assert record.status is None and record.configuration.heartbeat_s is None
+
+    running = study.ask()
+    for key, value in flat.items():  # a worker of the earlier tuner started it, then stopped
+        running.set_user_attr(key, value)
+    frozen = study._storage.get_trial(running._trial_id)
+    spooled = {"status": "ok", "throughput": 100.0, "train_loss": 0.5}
+    assert _write(study, frozen, {"attrs": spooled, "state": "COMPLETE", "values": [0.4, 100.0]})
+    stored = decode(study._storage.get_trial(running._trial_id))
+    assert stored.configuration.global_batch_size == 64 and stored.reuse.repeat_of == 0
+    assert (stored.status, stored.throughput, stored.result.train_loss) == ("ok", 100.0, 0.5)

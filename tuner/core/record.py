@@ -19,6 +19,7 @@ changed attributes through Optuna's public ``Trial.set_user_attr``: at most
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, Protocol
@@ -176,6 +177,11 @@ _OWNER: dict[str, str] = {
 """Each attribute name (the earlier layout's flat name) -> the stored key that holds it."""
 
 
+_NAMES: dict[type, frozenset[str]] = {
+    cls: frozenset(f.name for f in fields(cls)) for cls in GROUPS.values()
+}
+
+
 class _HasUserAttrs(Protocol):
     @property
     def user_attrs(self) -> dict[str, Any]: ...
@@ -216,8 +222,30 @@ class TrialRecord:
 
 def decode(trial: _HasUserAttrs) -> TrialRecord:
     """``trial``'s record (a ``FrozenTrial`` or a live ``Trial``), in either layout: the groups
-    when it has any, else the earlier flat attributes by the same names."""
+    when it has any, else the earlier flat attributes by the same names.
+
+    A finished ``FrozenTrial`` is decoded once: its attributes no longer change (Optuna refuses
+    writes to it), and the driver's loop reads every trial of the study at each step, where
+    decoding again would grow with the study. The record is kept while the trial lives."""
     attrs = trial.user_attrs
+    kept = _DECODED.get(id(trial))
+    if kept is not None and kept[0]() is trial and kept[1] == (id(attrs), len(attrs)):
+        return kept[2]
+    record = _decoded(attrs)
+    state = getattr(trial, "state", None)  # a live Trial has none: it is still being written
+    if state is not None and state.is_finished():
+        key = id(trial)
+        alive = weakref.ref(trial, lambda _: _DECODED.pop(key, None))
+        _DECODED[key] = (alive, (id(attrs), len(attrs)), record)
+    return record
+
+
+_DECODED: dict[int, tuple[weakref.ref[Any], tuple[int, int], TrialRecord]] = {}
+"""Finished trials' records by the trial's id, with the trial (weakly) and which attribute
+mapping they were decoded from (a test's hand-made trial may be changed in place)."""
+
+
+def _decoded(attrs: Mapping[str, Any]) -> TrialRecord:
     grouped = any(isinstance(attrs.get(group), dict) for group in GROUPS)
     parts: dict[str, Any] = {}
     for group, cls in GROUPS.items():
@@ -232,7 +260,8 @@ def decode(trial: _HasUserAttrs) -> TrialRecord:
 
 def _group(cls: type, source: Mapping[str, Any]) -> Any:
     """``cls`` from the names of ``source`` it owns (others are not its own: left out)."""
-    return cls(**{f.name: source[f.name] for f in fields(cls) if f.name in source})
+    names = _NAMES[cls]
+    return cls(**{name: value for name, value in source.items() if name in names})
 
 
 def encode(attrs: Mapping[str, Any]) -> dict[str, Any]:
