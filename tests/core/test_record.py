@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from optuna.trial import TrialState, create_trial
 
+from tuner.core.outcome import _RESULT_ATTRS
 from tuner.core.record import (
     GROUPS,
     SCALARS,
@@ -45,6 +46,10 @@ def test_the_earlier_flat_layout_reads_exactly_as_the_grouped_one() -> None:
     assert decode(new).flat == EVERY_NAME
     assert decode(new).configuration.global_batch_size == "<global_batch_size>"
     assert decode(new).reuse.repeat_of == "<repeat_of>"
+
+
+def test_every_name_a_child_result_stores_is_owned() -> None:
+    encode({name: 1 for name in _RESULT_ATTRS})
 
 
 def test_a_name_no_group_owns_is_refused_not_stored() -> None:

@@ -2,7 +2,7 @@
 (``TUNER_TEST_INSTANT_TRIALS=1``): the real CLI in a child process, a real SQLite file (and a
 real PostgreSQL database), seeds, racing, the baseline and the export as by default; only the
 children are replaced. What ``benchmarks/driver_scaling.py`` times must be a search that really
-finishes, with every attribute stored (one write per trial phase: ``tuner.storage.trial_attrs``)."""
+finishes, with every attribute stored (a handful of grouped attributes: ``tuner.core.record``)."""
 
 from __future__ import annotations
 

@@ -126,7 +126,9 @@ def classify(run: ChildRun, memory_capped: bool) -> TrialOutcome:
     timing = {"wall_s": run.wall_s}
     if run.timed_out:
         return TrialOutcome(
-            "timeout", error=f"no result after {run.wall_s:.0f} s; killed", attrs=timing
+            "timeout",
+            error=f"no result after {run.wall_s:.0f} s; killed",
+            attrs={"timings": timing},
         )
     read = read_result(run.result_text)
     if not isinstance(read, Result):
