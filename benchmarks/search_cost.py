@@ -47,7 +47,7 @@ for probe in (False, True):
         ]
         wall, _ = tuner_cli(*args, *(["--probe"] if probe else []), cwd=Path(tmp))
         study = optuna.load_study(study_name="cost", storage=f"sqlite:///{tmp}/cost.db")
-        launched = [t for t in study.trials if decode(t).timings is not None]
+        launched = [t for t in study.trials if decode(t).timings]
         feasible = [t for t in study.trials if decode(t).status == "ok"]
         line = (
             f"{'--probe' if probe else 'implied pruning only'}: wall {wall:.0f} s, full-length "

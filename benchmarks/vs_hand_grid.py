@@ -76,7 +76,7 @@ def _stored(study: Any) -> dict[str, Any]:
     timings."""
     trials = unique_trials(study.trials)
     rates = {grid_point(t)[:2]: t.values[1] for t in trials if t.values}
-    launched = [t for t in study.trials if decode(t).timings is not None and not is_same_as(t)]
+    launched = [t for t in study.trials if decode(t).timings and not is_same_as(t)]
     attrs = study.user_attrs
     baselines = sum(
         len(b.get("repeats") or ()) for b in attrs.get("baselines", {}).values()

@@ -133,7 +133,7 @@ def test_an_exported_config_compiles_and_fits_with_the_trials_optimizer(tmp_path
 
     sections = {}
     for point, trial in by_point.items():  # the optimizer section of each, as export builds it
-        section, source = optimizer_section(trial.user_attrs, "adam", trial.user_attrs)
+        section, source = optimizer_section(decode(trial).flat, "adam", decode(trial).flat)
         assert source == "trained", point
         sections[trial.number] = tmp_path / f"{trial.number}.json"
         sections[trial.number].write_text(json.dumps(section))

@@ -29,7 +29,7 @@ def test_the_base_batch_points_of_two_rules_train_once(piped: tuple[Path, str]) 
     trials = study.get_trials()
     assert len(trials) == 4 and all(t.state.name == "COMPLETE" for t in trials)
     # A child leaves its phase timings on the trial; a same_as trial ran none.
-    children = [t for t in trials if decode(t).timings is not None]
+    children = [t for t in trials if decode(t).timings]
     assert len(children) == 3  # batch 64 once, batch 128 once per rule
     for child in children:  # --no-noise-scale: no measurement taken, none of its time spent
         assert decode(child).result.gradient_noise_scale is None
