@@ -33,6 +33,8 @@ from pathlib import Path
 
 from _common import ROOT, tuner_cli
 
+from tuner.core.record import decode
+
 TESTS = ROOT / "tests"
 WORKLOAD = Path(__file__).resolve().parent / "es_grid_workload.py"
 SPEC = """
@@ -149,10 +151,10 @@ def _spent(cwd: Path, wall: float) -> tuple[int, float, int, str]:
     _, exported = tuner_cli("export", "--storage", "sqlite:///s.db", cwd=cwd)
     pick = json.loads(exported.stdout)
     study = optuna.load_study(study_name="es-grid", storage=f"sqlite:///{cwd}/s.db")
-    ran = [t for t in study.get_trials() if "same_as" not in t.user_attrs]
-    spent = sum(int(t.user_attrs.get("train_samples_used") or 0) for t in ran)
+    ran = [t for t in study.get_trials() if decode(t).reuse.same_as is None]
+    spent = sum(int(decode(t).result.train_samples_used or 0) for t in ran)
     seeds = [c[-1][0] for r in study.user_attrs.get("seed_noise", {}).values() for c in r["curves"]]
-    rules = [t.user_attrs.get("dominance", {}).get("rule") for t in ran]
+    rules = [decode(t).flat.get("dominance", {}).get("rule") for t in ran]
     label = "with early stops" if "seed_noise" in study.user_attrs else "every point to the end"
     print(
         f"{label}: {len(ran)} trials + {len(seeds)} seed runs trained {spent + sum(seeds):,} "
@@ -162,7 +164,7 @@ def _spent(cwd: Path, wall: float) -> tuple[int, float, int, str]:
         f"({pick.get('time_to_target_s') or 0:.2f} s to the target)"
     )
     for t in sorted(ran, key=lambda t: t.number):
-        a = t.user_attrs
+        a = decode(t).flat
         print(
             f"  #{t.number} {a.get('global_batch_size')} {a.get('lr_rule')}: {a.get('status')} "
             f"{a.get('train_samples_used')} samples, to target {a.get('time_to_target_s')}"

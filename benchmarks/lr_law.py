@@ -37,6 +37,7 @@ from typing import Any
 from _common import tuner_cli
 
 from tuner.core.lr_law import BestRate, measure_law
+from tuner.core.record import decode
 from tuner.workloads import noisy_quadratic as nqm
 
 BASE, MULTIPLIERS = 8, (1, 2, 4, 8, 16)
@@ -93,11 +94,11 @@ def sweep_cost(db: Path, name: str) -> dict[str, Any]:
     import optuna
 
     trials = optuna.load_study(study_name=name, storage=f"sqlite:///{db}").get_trials()
-    ran = [t for t in trials if t.user_attrs.get("train_samples_used") and not _copy(t)]
-    skipped = [t for t in trials if t.user_attrs.get("status") == "bracketed"]
+    ran = [t for t in trials if decode(t).result.train_samples_used and not _copy(t)]
+    skipped = [t for t in trials if decode(t).status == "bracketed"]
     return {
         "trained": len(ran),
-        "samples": sum(int(t.user_attrs["train_samples_used"]) for t in ran),
+        "samples": sum(int(decode(t).result.train_samples_used) for t in ran),
         "bracketed": [[t.params["global_batch_size"], t.params["lr_rule"]] for t in skipped],
     }
 
@@ -220,20 +221,20 @@ def summary(name: str, workdir: Path) -> dict[str, Any]:
 
     trials = optuna.load_study(study_name=name, storage=f"sqlite:///{workdir}/s.db").get_trials()
     # a same_as trial copies a run that trained like it: it trained nothing itself
-    ran = [t for t in trials if t.user_attrs.get("train_samples_used") and not _copy(t)]
-    statuses = [str(t.user_attrs.get("status")) for t in ran]
+    ran = [t for t in trials if decode(t).result.train_samples_used and not _copy(t)]
+    statuses = [str(decode(t).status) for t in ran]
     rec = json.loads((workdir / "r.json").read_text(encoding="utf-8"))
     return {
         "workload": name,
         "trials": len(trials),
         "trained": len(ran),
-        "samples": sum(int(t.user_attrs["train_samples_used"]) for t in ran),
+        "samples": sum(int(decode(t).result.train_samples_used) for t in ran),
         "dominated": statuses.count("dominated"),
         "diverged": statuses.count("diverged"),
         "bracketed": [
-            [t.params["global_batch_size"], t.params["lr_rule"], t.user_attrs["learning_rate"]]
+            [t.params["global_batch_size"], t.params["lr_rule"], decode(t).learning_rate]
             for t in trials
-            if t.user_attrs.get("status") == "bracketed"
+            if decode(t).status == "bracketed"
         ],
         "law": rec.get("lr_law"),
         "recommended": [rec["global_batch_size"], rec["learning_rate"]],
@@ -252,11 +253,11 @@ def stops_checked(on: Path, off: Path, name: str) -> list[dict[str, Any]]:
 
     finals: dict[tuple[int, str], float] = {}
     for t in load(off):
-        if t.user_attrs.get("status") == "ok":
+        if decode(t).status == "ok":
             finals[(t.params["global_batch_size"], t.params["lr_rule"])] = float(t.values[0])
     checked = []
     for t in load(on):
-        status = t.user_attrs.get("status")
+        status = decode(t).status
         if status not in ("dominated", "bracketed"):
             continue
         batch, rule = t.params["global_batch_size"], t.params["lr_rule"]
@@ -270,7 +271,7 @@ def stops_checked(on: Path, off: Path, name: str) -> list[dict[str, Any]]:
                 "false_skip": final <= best,
             })  # fmt: skip
             continue
-        evidence = t.user_attrs.get("dominance", {})
+        evidence = decode(t).flat.get("dominance", {})
         band = float(evidence.get("band", 0.0))
         checked.append({
             "point": [batch, rule],
@@ -283,7 +284,7 @@ def stops_checked(on: Path, off: Path, name: str) -> list[dict[str, Any]]:
 
 
 def _copy(trial: Any) -> bool:
-    return trial.user_attrs.get("same_as") is not None
+    return decode(trial).reuse.same_as is not None
 
 
 def workloads(names: list[str]) -> None:

@@ -16,11 +16,12 @@ import optuna
 from _common import tuner_cli
 
 from tuner.core.outcome import PHASES
+from tuner.core.record import decode
 
 with tempfile.TemporaryDirectory() as tmp:
     wall, _ = tuner_cli("search", cwd=Path(tmp))
     study = optuna.load_study(study_name="regression", storage=f"sqlite:///{tmp}/studies/tuner.db")
-    timings = [t.user_attrs["timings"] for t in study.trials]
+    timings = [decode(t).timings for t in study.trials]
     baselines = [b["timings"] for b in study.user_attrs["baselines"].values()]
 runs = timings + baselines
 fit = sum(t["tracing_s"] + t["training_s"] for t in runs)

@@ -14,6 +14,8 @@ from pathlib import Path
 import optuna
 from _common import tuner_cli
 
+from tuner.core.record import decode
+
 SPEC = """
 [study]
 name = "cost"
@@ -45,8 +47,8 @@ for probe in (False, True):
         ]
         wall, _ = tuner_cli(*args, *(["--probe"] if probe else []), cwd=Path(tmp))
         study = optuna.load_study(study_name="cost", storage=f"sqlite:///{tmp}/cost.db")
-        launched = [t for t in study.trials if "timings" in t.user_attrs]
-        feasible = [t for t in study.trials if t.user_attrs["status"] == "ok"]
+        launched = [t for t in study.trials if decode(t).timings]
+        feasible = [t for t in study.trials if decode(t).status == "ok"]
         line = (
             f"{'--probe' if probe else 'implied pruning only'}: wall {wall:.0f} s, full-length "
             f"launches {len(launched)} (feasible points {len(feasible)})"

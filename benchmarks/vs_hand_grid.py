@@ -37,6 +37,7 @@ from _common import HERE, summary, tuner_cli
 
 from tuner import load_study
 from tuner.core.configurations import grid_point, is_same_as, unique_trials
+from tuner.core.record import decode
 
 QUICK_TUNER = ("--epochs", "2", "--batch-multipliers", "1", "--lr-rules", "none")
 QUICK_TUNER += ("--max-repeats", "1", "--seeds", "1")
@@ -75,7 +76,7 @@ def _stored(study: Any) -> dict[str, Any]:
     timings."""
     trials = unique_trials(study.trials)
     rates = {grid_point(t)[:2]: t.values[1] for t in trials if t.values}
-    launched = [t for t in study.trials if "timings" in t.user_attrs and not is_same_as(t)]
+    launched = [t for t in study.trials if decode(t).timings and not is_same_as(t)]
     attrs = study.user_attrs
     baselines = sum(
         len(b.get("repeats") or ()) for b in attrs.get("baselines", {}).values()
@@ -85,14 +86,14 @@ def _stored(study: Any) -> dict[str, Any]:
     children = {"check": 1, "baseline": baselines, "trials": len(launched), "seeds": seeds}
     # Training (fit, tracing included) of every child that stored its timings: the trials and
     # each baseline's first run (exact for single runs, where a baseline has one run).
-    runs = [t.user_attrs["timings"] for t in launched]
+    runs = [decode(t).timings for t in launched]
     runs += [b["timings"] for b in attrs.get("baselines", {}).values() if b.get("timings")]
     fit_s = sum(t.get("tracing_s", 0.0) + t.get("training_s", 0.0) for t in runs)
     return {
         "fit_s": fit_s,
         "rates": rates,
         "children": children,
-        "timings": [t.user_attrs["timings"] for t in launched],
+        "timings": [decode(t).timings for t in launched],
     }
 
 

@@ -20,6 +20,7 @@ from tuner.core.recommend import (
     export_document,
     recommend,
 )
+from tuner.core.record import StudyRecord, decode_study
 from tuner.core.spec import check_study_name
 from tuner.core.trials import all_diverged, nothing_completed
 from tuner.storage import mask_password, open_storage
@@ -75,7 +76,8 @@ def recommendation(
     (``time-to-target`` with one); ``tolerance`` ``None``: the stored spec's, else
     ``DEFAULT_TOLERANCE`` (the seed noise may raise either); ``tie_margin`` ``None``: the one
     the study was searched with, else ``DEFAULT_TIE_MARGIN``."""
-    spec = study.user_attrs.get("spec", {})
+    record = decode_study(study)
+    spec = record.spec or {}
     trials = study.get_trials(deepcopy=False)
     stored = spec.get("search", {}).get("tie_margin")
     margin = (
@@ -85,9 +87,9 @@ def recommendation(
         if stored is None
         else float(stored)
     )
-    rec = _recommend(study, trials, tolerance, policy, margin)
-    if study.user_attrs.get(BUDGET):  # the answer is budget-limited, or a --quick one
-        rec[BUDGET] = study.user_attrs[BUDGET]
+    rec = _recommend(study, record, trials, (tolerance, policy, margin))
+    if record.budget:  # the answer is budget-limited, or a --quick one
+        rec[BUDGET] = record.budget
     chosen = next(t for t in trials if t.number == rec["trial_number"])
     shown = None if storage_url is None else mask_password(storage_url)
     return export_document(rec, chosen, spec, shown)
@@ -95,17 +97,18 @@ def recommendation(
 
 def _recommend(
     study: optuna.Study,
+    record: StudyRecord,
     trials: list[optuna.trial.FrozenTrial],
-    tolerance: float | None,
-    policy: str | None,
-    tie_margin: float,
+    choice: tuple[float | None, str | None, float],
 ) -> dict[str, Any]:
-    """:func:`tuner.core.recommend.recommend` over a stored study's trials."""
-    spec = study.user_attrs.get("spec", {})
+    """:func:`tuner.core.recommend.recommend` over a stored study's trials; ``choice`` is the
+    tolerance, policy and tie margin asked for."""
+    tolerance, policy, tie_margin = choice
+    spec = record.spec or {}
     search = spec.get("search", {})
     target = search.get("target_loss")
     target = None if target is None else float(target)
-    hypermodel = study.user_attrs.get("hypermodel")
+    hypermodel = record.hypermodel
     if hypermodel:
         hypermodel = {**hypermodel, "reference": spec.get("workload", {}).get("model", "")}
     if all_diverged(trials):  # "run `tuner search` first" would send the user round in circles
@@ -115,15 +118,15 @@ def _recommend(
         study_name=study.study_name,
         base_lr=float(search.get("base_lr", float("nan"))),
         base_batch_size=int(search.get("base_batch_size", 0)),
-        versions=study.user_attrs.get("versions", {}),
-        baselines=study.user_attrs.get("baselines"),
-        probes=study.user_attrs.get("probes"),
+        versions=record.versions or {},
+        baselines=record.baselines,
+        probes=record.probes,
         hypermodel=hypermodel,
         created_at=_dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         tolerance=_tolerance(tolerance, search),
         policy=default_policy(target) if policy is None else policy,
         target_loss=target,
-        seed_noise=study.user_attrs.get("seed_noise"),
+        seed_noise=record.seed_noise,
         tie_margin=tie_margin,
     )
 

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tuner.core.record import decode
+
 KNEE_FRACTION = 0.9
 """The knee: the smallest global batch reaching this fraction of the precision's best throughput."""
 OOM_STATUSES = ("oom", "oom-implied")
@@ -66,7 +68,7 @@ def load_runs(storage: str, study_name: str) -> tuple[list[Run], dict[str, Any]]
 
 
 def _run(trial: Any) -> Run | None:
-    attrs = trial.user_attrs
+    attrs = decode(trial).flat
     status = attrs.get("status")
     batch = attrs.get("global_batch_size", trial.params.get("global_batch_size"))
     if status is None or batch is None:

@@ -15,6 +15,8 @@ import optuna
 import pytest
 from conftest import ONE_RUN_EACH, tuner_env, write_spec
 
+from tuner.core.record import decode
+
 AUDITED = ("tensorflow", "jax", "jaxlib", "keras")
 
 AUDIT = textwrap.dedent(
@@ -91,6 +93,6 @@ def test_a_jax_search_driver_imports_no_framework(tmp_path: Path) -> None:
     study = optuna.load_study(study_name="nojax", storage=f"sqlite:///{tmp_path / 'nojax.db'}")
     assert study.user_attrs["backend"] == "jax"
     [trial] = study.get_trials()
-    assert trial.user_attrs["status"] == "ok", trial.user_attrs
-    assert trial.user_attrs["backend"] == "jax"
+    assert decode(trial).status == "ok", trial.user_attrs
+    assert decode(trial).result.backend == "jax"
     assert (tmp_path / "rec.json").exists()

@@ -22,6 +22,7 @@ from typer.testing import CliRunner
 
 from tuner import results
 from tuner.cli.app import app
+from tuner.core.record import decode
 from tuner.views.summary import TRIAL_COLUMNS, fmt
 
 NOTE = "not launched: a global batch of 65536 already ran out of memory on GPU:0 and GPU:1"
@@ -120,7 +121,7 @@ def test_json_and_csv_hold_the_stored_numbers_and_nothing_else(tmp_path: Path) -
     assert [r["number"] for r in records] == sorted(stored)
     for record in records:
         trial = stored[record["number"]]
-        assert record["status"] == trial.user_attrs["status"]
+        assert record["status"] == decode(trial).status
         assert record["global_batch_size"] == trial.params["global_batch_size"]
         if trial.values:
             assert [record["final_loss"], record["throughput"]] == trial.values
@@ -177,7 +178,7 @@ def test_show_of_a_real_search_at_80_and_120_columns(small_study: tuple[Path, st
     for trial in trials:
         record = by_number[trial.number]
         assert [record["final_loss"], record["throughput"]] == trial.values
-        assert record["learning_rate"] == trial.user_attrs["learning_rate"]
+        assert record["learning_rate"] == decode(trial).learning_rate
 
 
 def test_piped_output_is_as_wide_as_columns_says_else_wide(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -13,6 +13,7 @@ from optuna.trial import TrialState
 from tuner.core import oom, outcome
 from tuner.core.outcome import STATES, ChildRun, classify
 from tuner.core.protocol import PROTOCOL_VERSION
+from tuner.core.record import encode
 
 OOM_STDERR = (
     "Epoch 1/3\n"
@@ -215,7 +216,8 @@ def test_timed_out() -> None:
     assert out.status == "timeout"
     assert out.state == "FAIL"
     assert out.error == "no result after 12 s; killed"
-    assert out.attrs == {"wall_s": 12.4}
+    assert out.attrs == {"timings": {"wall_s": 12.4}}  # stored as every trial's (not flat)
+    encode(out.attrs)  # every name an outcome carries is one the record owns
 
 
 # --- no result -----------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from fake_child import PLAN, FakeChild, make_spec, ok
 from optuna.trial import TrialState
 
 from tuner.core.recommend._law import study_law
+from tuner.core.record import decode
 from tuner.driver import study as study_module
 from tuner.driver.decide.early_stop import SEED_NOISE_ATTR
 from tuner.driver.study import run_search
@@ -45,16 +46,16 @@ def test_rates_beyond_a_worse_one_are_skipped_and_the_law_still_fits(tmp_path: P
     url = f"sqlite:///{tmp_path / 'adaptive.db'}"
     report = run_search(spec, PLAN, url, baseline=False, runner=child)
     trials = points(report)
-    skipped = {point for point, t in trials.items() if t.user_attrs["status"] == "bracketed"}
+    skipped = {point for point, t in trials.items() if decode(t).status == "bracketed"}
     assert skipped == {(b, r) for b in (64, 256) for r in ("sweep-1/5", "sweep-5/5")}
     for point in skipped:
         trial = trials[point]
         assert trial.state == TrialState.PRUNED and trial.values is None
-        assert trial.user_attrs["error"].startswith("bracketed: the best rate at this batch")
-        assert "early_stop_skipped" not in trial.user_attrs
+        assert decode(trial).error.startswith("bracketed: the best rate at this batch")
+        assert decode(trial).decision.early_stop_skipped is None
     launched = {(b, round(r.learning_rate, 7)) for r in child.requests if r.mode == "trial"
                 for b in [r.global_batch_size] if r.seed == spec.search.seed}  # fmt: skip
-    skipped_rates = {(b, round(trials[b, r].user_attrs["learning_rate"], 7)) for b, r in skipped}
+    skipped_rates = {(b, round(decode(trials[b, r]).flat["learning_rate"], 7)) for b, r in skipped}
     assert not launched & skipped_rates  # never sent to a child
     # the best and its neighbours on each side trained at both batches: lr* is measured there
     law = study_law(
@@ -75,7 +76,7 @@ def test_without_the_seed_noise_or_with_the_full_sweep_every_rate_trains(tmp_pat
             spec, PLAN, f"sqlite:///{tmp_path / name}.db", baseline=False,
             runner=FakeChild(one_valley),
         )  # fmt: skip
-        statuses = {t.user_attrs["status"] for t in report.study.trials}
+        statuses = {decode(t).status for t in report.study.trials}
         assert statuses == {"ok"}, name
 
 
@@ -92,5 +93,5 @@ def test_a_sweep_at_its_edge_keeps_going(tmp_path: Path) -> None:
     report = run_search(spec, PLAN, f"sqlite:///{tmp_path}/edge.db", baseline=False,
                         runner=FakeChild(rising))  # fmt: skip
     trials = points(report)
-    assert trials[256, "sweep-5/5"].user_attrs["status"] == "ok"
-    assert trials[256, "sweep-1/5"].user_attrs["status"] == "bracketed"
+    assert decode(trials[256, "sweep-5/5"]).flat["status"] == "ok"
+    assert decode(trials[256, "sweep-1/5"]).flat["status"] == "bracketed"

@@ -13,6 +13,7 @@ from fake_child import PLAN, FakeChild, make_spec, ok
 from optuna.trial import TrialState
 
 from tuner.core.outcome import TrialOutcome
+from tuner.core.record import decode
 from tuner.driver import study as study_module
 from tuner.driver.observer import QuietObserver
 from tuner.driver.study import run_search
@@ -61,22 +62,24 @@ def test_points_that_train_alike_cost_no_child_and_carry_same_as(tmp_path: Path)
     assert sorted(child.launched()) == [(64, "linear")] + [(128, rule) for rule in sorted(rules)]
     trials = {(t.params["global_batch_size"], t.params["lr_rule"]): t for t in report.study.trials}
     original = trials[(64, "linear")]
-    assert "same_as" not in original.user_attrs
+    assert decode(original).reuse.same_as is None
     for rule in ("none", "sqrt", "linear-warmup"):
         twin = trials[(64, rule)]
         assert twin.state == TrialState.COMPLETE
-        assert twin.user_attrs["same_as"] == original.number
+        assert decode(twin).reuse.same_as == original.number
         assert twin.values == original.values
-        assert twin.user_attrs["peak_memory_bytes"] == 77  # the original's measurement
-        assert "timings" not in twin.user_attrs  # no child ran for it
-        assert twin.user_attrs["lr_rule"] == rule  # its own configuration
-        assert twin.user_attrs["training_key"] == original.user_attrs["training_key"]
+        assert decode(twin).result.peak_memory_bytes == 77  # the original's measurement
+        assert not decode(twin).timings  # no child ran for it
+        assert decode(twin).configuration.lr_rule == rule  # its own configuration
+        assert (
+            decode(twin).configuration.training_key == decode(original).configuration.training_key
+        )
         assert f"trial {twin.number}: same training as #{original.number}" in " ".join(
             observer.notes
         )
         assert twin.number not in observer.started
         assert (twin.number, "ok") in observer.finished
-    assert len({trials[(128, rule)].user_attrs["training_key"] for rule in rules}) == 4
+    assert len({decode(trials[(128, rule)]).flat["training_key"] for rule in rules}) == 4
     assert report.launched == 8
 
 
@@ -90,7 +93,7 @@ def test_an_original_that_did_not_complete_is_no_reason_to_skip(tmp_path: Path) 
     url = f"sqlite:///{tmp_path / 'fail.db'}"
     report = run_search(make_spec((1,)), PLAN, url, baseline=False, runner=child)
     assert child.launched() == [(64, "linear"), (64, "none")]
-    assert not any("same_as" in t.user_attrs for t in report.study.trials)
+    assert not any(decode(t).reuse.same_as is not None for t in report.study.trials)
 
 
 def test_resume_keeps_same_as_trials_settled(tmp_path: Path) -> None:

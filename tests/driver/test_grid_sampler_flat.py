@@ -14,7 +14,6 @@ from optuna.samplers import GridSampler
 
 from tuner.driver.trial.grid import BatchAscendingGridSampler
 from tuner.storage import open_storage
-from tuner.storage.trial_attrs import TunerRDBStorage
 
 SPACE = {"global_batch_size": [64 * m for m in range(1, 21)], "lr_rule": ["none", "linear"]}
 
@@ -75,20 +74,18 @@ def test_same_points_as_optunas_sampler_each_finished_trial_looked_at_once(tmp_p
     assert counts["get_trial"] == 2 * 40, counts
 
 
-def test_grid_attributes_are_one_write(tmp_path, monkeypatch):
+def test_grid_attributes_are_optunas_two_writes(tmp_path, monkeypatch):
+    # Through Optuna's public storage API, as its own GridSampler writes them.
     writes: list[str] = []
-    monkeypatch.setattr(
-        TunerRDBStorage, "set_trial_system_attr", lambda *a, **k: writes.append("one")
-    )
-    batched = TunerRDBStorage.set_trial_system_attrs
+    one = optuna.storages.RDBStorage.set_trial_system_attr
 
-    def set_trial_system_attrs(self: Any, trial_id: int, attrs: dict[str, Any]) -> None:
-        writes.append("batch")
-        batched(self, trial_id, attrs)
+    def set_trial_system_attr(self: Any, trial_id: int, key: str, value: Any) -> None:
+        writes.append(key)
+        one(self, trial_id, key, value)
 
-    monkeypatch.setattr(TunerRDBStorage, "set_trial_system_attrs", set_trial_system_attrs)
+    monkeypatch.setattr(optuna.storages.RDBStorage, "set_trial_system_attr", set_trial_system_attr)
     _picks(tmp_path, "writes", BatchAscendingGridSampler(SPACE, seed=1), Counter())
-    assert writes == ["batch"] * 40
+    assert writes == ["search_space", "grid_id"] * 40
 
 
 def test_trials_other_workers_add_are_seen(tmp_path):

@@ -16,6 +16,7 @@ from fake_child import PLAN, FakeChild, make_spec, ok
 from tuner.core.devices import DevicePlan
 from tuner.core.outcome import TrialOutcome
 from tuner.core.protocol import TrialRequest, decode_request, encode_request
+from tuner.core.record import decode
 from tuner.driver import study as study_module
 from tuner.driver.children import trial_request
 from tuner.driver.reuse.input_reuse import INPUT_KEY, REUSED_FROM, InputReuse, find_input, input_key
@@ -121,14 +122,14 @@ def test_a_search_measures_each_batchs_pipeline_once(
     assert sent == {64: [None], 128: [None, 1280.0], 256: [None, 2560.0]}
     by_batch: dict[int, list[optuna.trial.FrozenTrial]] = {}
     for trial in trials:
-        by_batch.setdefault(trial.user_attrs["global_batch_size"], []).append(trial)
+        by_batch.setdefault(decode(trial).configuration.global_batch_size, []).append(trial)
     for batch in (128, 256):
         first, second = by_batch[batch]
-        assert REUSED_FROM not in first.user_attrs
-        assert second.user_attrs[REUSED_FROM] == first.number
-        assert second.user_attrs[INPUT_KEY] == first.user_attrs[INPUT_KEY]
-        assert second.user_attrs["input_throughput"] == first.user_attrs["input_throughput"]
-    assert by_batch[128][0].user_attrs[INPUT_KEY] != by_batch[256][0].user_attrs[INPUT_KEY]
+        assert decode(first).reuse.input_throughput_from is None
+        assert decode(second).reuse.input_throughput_from == first.number
+        assert decode(second).reuse.input_key == decode(first).reuse.input_key
+        assert decode(second).result.input_throughput == decode(first).result.input_throughput
+    assert decode(by_batch[128][0]).reuse.input_key != decode(by_batch[256][0]).reuse.input_key
 
 
 @pytest.mark.parametrize("multipliers", [(1, 2), (2, 4)], ids=["grid-first", "seeds-first"])

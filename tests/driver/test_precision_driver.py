@@ -12,6 +12,7 @@ import pytest
 from fake_child import PLAN, FakeChild, make_spec, ok
 
 from tuner.core.configurations import status_of
+from tuner.core.record import decode
 from tuner.driver import study as study_module
 from tuner.driver.study import run_search
 from tuner.driver.trial.grid import grid_points
@@ -44,7 +45,7 @@ def test_the_grid_crosses_precisions_and_oom_stays_within_one(tmp_path: Path) ->
     assert len(trials) == 16
     for trial in trials:
         assert set(trial.params) == {"global_batch_size", "lr_rule", "precision"}
-        assert trial.user_attrs["precision"] == trial.params["precision"]
+        assert decode(trial).configuration.precision == trial.params["precision"]
     by = {(t.params["global_batch_size"], t.params["lr_rule"], t.params["precision"]): t
           for t in trials}  # fmt: skip
     # float32: 256 really ran out of memory (one rule), the rest at 256 and 512 were implied.
@@ -67,8 +68,12 @@ def test_the_grid_crosses_precisions_and_oom_stays_within_one(tmp_path: Path) ->
     seed_noise = report.study.user_attrs["seed_noise"][PLAN.device_signature]
     assert seed_noise["precision"] == "float32"
     # Two trainings at different precisions are never the same training.
-    assert not any("same_as" in t.user_attrs and t.params["global_batch_size"] > 64 for t in trials)
-    keys = {t.user_attrs["training_key"] for t in trials if t.params["global_batch_size"] == 128}
+    assert not any(
+        decode(t).reuse.same_as is not None and t.params["global_batch_size"] > 64 for t in trials
+    )
+    keys = {
+        decode(t).configuration.training_key for t in trials if t.params["global_batch_size"] == 128
+    }
     assert len(keys) == 4
 
 
@@ -80,7 +85,7 @@ def test_a_study_of_one_precision_keeps_its_parameters_and_sends_it(tmp_path: Pa
     report = run_search(spec, PLAN, url, baseline=False, runner=child)
     for trial in report.study.trials:
         assert set(trial.params) == {"global_batch_size", "lr_rule"}
-        assert trial.user_attrs["precision"] == "mixed_bfloat16"
+        assert decode(trial).configuration.precision == "mixed_bfloat16"
     assert {r.precision for r in child.requests if r.mode == "trial"} == {"mixed_bfloat16"}
     default = make_spec((1,))
     assert grid_points(default) == [(64, "none"), (64, "linear")]

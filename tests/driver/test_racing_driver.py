@@ -24,6 +24,7 @@ from fake_child import PLAN, FakeChild, make_spec, ok
 from optuna.trial import FrozenTrial, TrialState
 
 from tuner.core.configurations import status_of, unique_trials
+from tuner.core.record import decode
 from tuner.driver import study as study_module
 from tuner.driver.study import SearchReport, run_search
 
@@ -72,7 +73,7 @@ def by_loss(request: dict[str, Any]) -> float:
 
 
 def repeats_of(study: optuna.Study) -> list[FrozenTrial]:
-    return [t for t in study.get_trials(deepcopy=False) if "repeat_of" in t.user_attrs]
+    return [t for t in study.get_trials(deepcopy=False) if decode(t).reuse.repeat_of is not None]
 
 
 def test_separated_candidates_get_one_second_run_each_and_racing_stops(storage: str) -> None:
@@ -84,15 +85,15 @@ def test_separated_candidates_get_one_second_run_each_and_racing_stops(storage: 
     # The repeats most decisive first: the best (none, 2000 samples/s), then its rival.
     assert child.launched() == [*grid, (128, "none"), (128, "linear")]
     repeats = repeats_of(report.study)
-    assert {(t.user_attrs["repeat_of"], t.user_attrs["repeat_index"]) for t in repeats} == {
+    assert {(decode(t).reuse.repeat_of, decode(t).reuse.repeat_index) for t in repeats} == {
         (2, 2),
         (3, 2),
     }
     assert report.launched == 6  # five runs and the same_as trial
     for trial in repeats:
         assert trial.state == TrialState.COMPLETE
-        assert len(trial.user_attrs["repeats"]) == 2
-        assert trial.user_attrs["throughput_ci_method"] == "t over 2 runs"
+        assert len(decode(trial).result.repeats) == 2
+        assert decode(trial).result.throughput_ci_method == "t over 2 runs"
 
 
 def test_ties_run_to_max_repeats_and_store_medians_and_intervals(storage: str) -> None:
@@ -105,14 +106,14 @@ def test_ties_run_to_max_repeats_and_store_medians_and_intervals(storage: str) -
     assert len(child.launched()) == 3 + 2 * 2  # each candidate 3 runs: still tied, stop
     reps = {t.params["lr_rule"]: t for t in unique_trials(report.study.trials)
             if t.params["global_batch_size"] == 128}  # fmt: skip
-    linear = reps["linear"].user_attrs
+    linear = decode(reps["linear"]).flat
     assert linear["repeats"] == [900.0, 1300.0, 1000.0]
     assert linear["run_throughput"] == 1000.0
     assert linear["throughput"] == 1000.0 == reps["linear"].values[1]  # the median
     assert linear["repeat_losses"] == [1 / 128] * 3
     low, high = linear["throughput_ci"]
     assert low < 1000.0 < high and linear["throughput_ci_method"] == "t over 3 runs"
-    original = report.study.trials[reps["linear"].user_attrs["repeat_of"]].user_attrs
+    original = decode(report.study.trials[decode(reps["linear"]).reuse.repeat_of or 0]).flat
     # Every measured trial stores its own run: one value, an interval over its windows.
     assert original["repeats"] == [900.0] and original["run_throughput"] == 900.0
     assert original["throughput_ci_method"].startswith("windows of 1 run")
@@ -145,7 +146,7 @@ def test_a_stopped_race_resumes_from_the_stored_trials(storage: str) -> None:
     report = search(storage, child, max_repeats=2)
     assert child.launched() == [(128, "linear")]  # only the missing repeat; no grid again
     done = [t for t in repeats_of(report.study) if t.state == TrialState.COMPLETE]
-    assert sorted(t.user_attrs["repeat_of"] for t in done) == [2, 3]
+    assert sorted(decode(t).reuse.repeat_of for t in done) == [2, 3]
 
 
 def test_seed_runs_are_stored_and_widen_the_tolerance_racing_applies(
@@ -174,7 +175,7 @@ def test_seed_runs_are_stored_and_widen_the_tolerance_racing_applies(
     assert noise["spread"] == pytest.approx(0.6)
     assert any("from seed noise" in note and "60.0%" in note for note in notes)
     # The wide tolerance keeps batch 64 a candidate: it is raced too (it ran at 500 samples/s).
-    assert {t.user_attrs["repeat_of"] for t in repeats_of(report.study)} == {0, 2, 3}
+    assert {decode(t).reuse.repeat_of for t in repeats_of(report.study)} == {0, 2, 3}
 
     again = FakeChild(measured(rates, loss))
     search(storage, again, seeds=3, max_repeats=2)
@@ -256,6 +257,6 @@ def test_a_repeat_a_killed_worker_left_running_makes_the_recommendation_provisio
     assert child.launched() == []  # the repeat is not run twice at once
     assert report.running == 1
     (line,) = [r.getMessage() for r in caplog.records if "racing:" in r.getMessage()]
-    original = killed.user_attrs["repeat_of"]
+    original = decode(killed).reuse.repeat_of
     assert f"repeat #{killed.number} (run 2 of #{original}) is still RUNNING" in line
     assert "the recommendation is provisional" in line and "heartbeat grace period" in line

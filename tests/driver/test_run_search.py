@@ -20,6 +20,7 @@ from fake_child import PLAN, FakeChild, make_spec, ok
 from optuna.trial import TrialState
 
 from tuner.core.configurations import status_of
+from tuner.core.record import decode
 from tuner.driver import study as study_module
 from tuner.driver.study import SearchReport, run_search
 
@@ -94,7 +95,7 @@ def test_an_oom_prunes_every_larger_batch_without_launching_it(
         trial = trials[point]
         assert trial.state == TrialState.PRUNED
         assert status_of(trial) == "oom-implied"
-        assert trial.user_attrs["error"] == "global batch 256 already ran out of memory on 2x cpu"
+        assert decode(trial).error == "global batch 256 already ran out of memory on 2x cpu"
     assert {status_of(trials[(b, r)]) for b in (64, 128) for r in ("none", "linear")} == {"ok"}
     assert (report.launched, report.grid_size, report.running) == (8, 8, 0)
     assert refreshed == ["fake"]
@@ -109,7 +110,7 @@ def test_a_probed_oom_prunes_without_launching(storage: str, refreshed: list[str
     assert {b for b, _ in child.launched()} == {64, 128}  # no trial at 256 or 512
     implied = [t for t in report.study.trials if status_of(t) == "oom-implied"]
     assert len(implied) == 4
-    assert implied[0].user_attrs["error"] == (
+    assert decode(implied[0]).flat["error"] == (
         "the probe found global batch 256 out of memory on 2x cpu"
     )
 
@@ -148,7 +149,7 @@ def test_an_interrupted_trial_is_marked_and_runs_again_once_on_resume(
     interrupted = optuna.load_study(study_name="fake", storage=storage).trials[-1]
     assert interrupted.state == TrialState.FAIL
     assert status_of(interrupted) == "interrupted"
-    assert interrupted.user_attrs["error"] == "stopped by the user"
+    assert decode(interrupted).error == "stopped by the user"
     assert refreshed == []  # the views wait for a finished search
 
     child = FakeChild(lambda request: ok(request.global_batch_size))
@@ -176,7 +177,7 @@ def test_a_trial_stores_what_its_child_measured(storage: str, refreshed: list[st
     linear = by_point(report.study)[(128, "linear")]
     assert linear.state == TrialState.COMPLETE
     assert linear.values == [1.0 / 128, 1280.0]
-    attrs = linear.user_attrs
+    attrs = decode(linear).flat
     assert attrs["status"] == "ok"
     assert (attrs["final_loss"], attrs["throughput"]) == (1.0 / 128, 1280.0)
     assert attrs["train_loss"] == 2.0 / 128
@@ -203,4 +204,4 @@ def test_a_bad_measurement_fails_the_trial_with_its_reason(
     for trial in report.study.trials:
         assert trial.state == TrialState.FAIL
         assert status_of(trial) == "error"
-        assert trial.user_attrs["error"] == "bad measurement: loss 0.015625, throughput 0.0"
+        assert decode(trial).error == "bad measurement: loss 0.015625, throughput 0.0"

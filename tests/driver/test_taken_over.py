@@ -8,10 +8,11 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
+from tuner.core.configurations import status_of
+from tuner.core.record import decode, store
 from tuner.driver.observer import QuietObserver
 from tuner.driver.trial.loop import _run_one
 from tuner.storage import open_storage
-from tuner.storage.trial_attrs import set_outcome_attrs
 
 
 class Notes(QuietObserver):
@@ -84,9 +85,10 @@ def test_a_failed_run_of_a_trial_another_worker_failed_is_dropped_too(tmp_path):
     assert len(observer.notes) == 1
 
 
-def test_a_result_held_for_the_state_is_dropped_with_the_state(tmp_path):
-    # tuner's storage writes a trial's outcome attributes with its final state: a trial another
-    # worker failed takes neither, and the worker goes on with the same note.
+def test_a_record_written_before_a_stale_failure_is_not_read_as_the_outcome(tmp_path):
+    # A trial's record is written before its state: a trial another worker failed in between
+    # holds the record, but its state stays FAIL and its status reads "unknown", never "ok";
+    # the worker goes on with the same note.
     url = f"sqlite:///{tmp_path}/tuner.db"
     study = optuna.create_study(
         storage=open_storage(url, create=True), directions=["minimize", "maximize"]
@@ -94,12 +96,13 @@ def test_a_result_held_for_the_state_is_dropped_with_the_state(tmp_path):
     other_worker = open_storage(url, create=False)  # its own storage, as in its own process
 
     def stalled(trial: optuna.Trial, stored: object = None) -> tuple[float, float]:
-        set_outcome_attrs(trial, {"status": "ok", "throughput": 1000.0})
+        store(trial, {"status": "ok", "throughput": 1000.0})
         other_worker.set_trial_state_values(trial._trial_id, TrialState.FAIL)
         return 0.5, 1000.0
 
     observer = Notes()
     _run_one(study, stalled, observer)  # type: ignore[arg-type]
     (trial,) = study.get_trials()
-    assert trial.state == TrialState.FAIL and trial.values is None and trial.user_attrs == {}
+    assert trial.state == TrialState.FAIL and trial.values is None
+    assert decode(trial).status == "ok" and status_of(trial) == "unknown"
     assert len(observer.notes) == 1 and "stale heartbeat" in observer.notes[0]

@@ -17,6 +17,7 @@ import sqlalchemy
 from optuna.trial import TrialState, create_trial
 from pg_databases import fresh_database
 
+from tuner.core.record import decode, store
 from tuner.core.trials import HEARTBEAT_S, died_unborn
 from tuner.driver.trial.resume import requeue, requeue_unfinished, unborn_wait_s
 from tuner.storage import open_storage
@@ -81,17 +82,17 @@ def test_a_real_storage_fails_every_trial_that_never_beat_and_keeps_the_others(u
     attach(study, storage)  # as tuner's opening does: the grace is the guard's
     unborn = study.ask()._trial_id  # nothing written
     beating = study.ask()
-    beating.set_user_attr("global_batch_size", 64)
-    storage.record_heartbeat(beating._trial_id)
+    storage.record_heartbeat(beating._trial_id)  # as the objective does: a beat, then its record
+    store(beating, {"global_batch_size": 64, HEARTBEAT_S: 1.0})
     dead = study.ask()
-    dead.set_user_attr("global_batch_size", 128)
-    dead.set_user_attr(HEARTBEAT_S, 1.0)
+    store(dead, {"global_batch_size": 128, HEARTBEAT_S: 1.0})
     study.tell(dead, state=TrialState.FAIL)
     requeue(study, study._storage.get_trial(dead._trial_id))
     copy = study.ask()  # the queued copy, popped: a retry's attributes, no heartbeat
-    assert copy.user_attrs["global_batch_size"] == 128 and HEARTBEAT_S not in copy.user_attrs
+    configuration = decode(copy).configuration
+    assert configuration.global_batch_size == 128 and configuration.heartbeat_s is None
     no_heartbeat = study.ask()  # claimed by a worker run with --heartbeat 0
-    no_heartbeat.set_user_attr(HEARTBEAT_S, 0)
+    store(no_heartbeat, {HEARTBEAT_S: 0})
     _stamp_hours_back(url, copy._trial_id, 2)  # claimed on a host whose clock is 2 h behind
     first = {t._trial_id: t.state for t in requeue_unfinished(study)}
     assert all(first[k] == TrialState.RUNNING for k in (unborn, copy._trial_id))

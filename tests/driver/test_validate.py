@@ -8,6 +8,7 @@ import optuna
 import pytest
 from conftest import run_tuner, write_spec
 
+from tuner.core.record import decode
 from tuner.driver.validate.checks import LOSS_RTOL, WEIGHTS_RTOL, evaluate
 
 REPORT_KEYS = {
@@ -254,6 +255,9 @@ def test_search_with_validate_and_a_custom_loop(tmp_path):
     assert "all checks passed" in result.stderr
     study = optuna.load_study(study_name="small", storage=f"sqlite:///{tmp_path}/c.db")
     (trial,) = study.get_trials()
-    assert trial.user_attrs["status"] == "ok"
-    assert (trial.user_attrs["loop"], trial.user_attrs["update_on"]) == ("custom", "replicas")
+    assert decode(trial).status == "ok"
+    assert (decode(trial).configuration.loop, decode(trial).configuration.update_on) == (
+        "custom",
+        "replicas",
+    )
     assert study.user_attrs["spec"]["search"]["loop"] == "custom"

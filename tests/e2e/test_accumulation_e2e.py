@@ -12,6 +12,8 @@ import pytest
 from conftest import WIDE, run_tuner, search_wide, tuner_env
 from optuna.trial import TrialState
 
+from tuner.core.record import decode
+
 pytestmark = pytest.mark.slow
 
 
@@ -33,13 +35,13 @@ def test_a_batch_out_of_memory_is_reached_by_two_micro_steps(tmp_path: Path) -> 
     (reached,) = study.get_trials()
     assert reached.params["global_batch_size"] == 4096
     assert reached.state == TrialState.COMPLETE, reached.user_attrs
-    assert reached.user_attrs["accumulation_steps"] == 2
-    assert reached.user_attrs["micro_batch_per_replica"] == 1024
-    assert reached.user_attrs["per_replica_batch_size"] == 2048  # the effective batch
-    reason = reached.user_attrs["accumulation_reason"]
+    assert decode(reached).configuration.accumulation_steps == 2
+    assert decode(reached).configuration.micro_batch_per_replica == 1024
+    assert decode(reached).configuration.per_replica_batch_size == 2048  # the effective batch
+    reason = decode(reached).configuration.accumulation_reason
     assert "global batch 4096 does not fit in one step" in reason and "OOM" in reason
-    assert reached.user_attrs["optimizer"]["keras"]["config"]["gradient_accumulation_steps"] == 2
-    assert reached.user_attrs["learning_rate"] == pytest.approx(1e-3)  # the rule at 4096: none
+    assert decode(reached).result.optimizer["keras"]["config"]["gradient_accumulation_steps"] == 2
+    assert decode(reached).learning_rate == pytest.approx(1e-3)  # the rule at 4096: none
     assert "trying 2 accumulated micro-steps of 1024 per replica" in result.stderr
     assert "by accumulation (fit's batch_size 2048)" in result.stdout
     rec = json.loads((tmp_path / "rec.json").read_text())

@@ -15,6 +15,8 @@ import optuna
 import pytest
 from conftest import run_tuner, tuner_env, write_spec
 
+from tuner.core.record import decode
+
 pytestmark = pytest.mark.slow
 
 BUDGET_S = 60.0
@@ -39,7 +41,7 @@ def test_a_budgeted_quickstart_ends_within_it_and_says_what_it_left_out(tmp_path
     # included) within +15 %. A run starts only if its estimate (the runs measured before it)
     # fits, so on a machine whose load changes under it (the suite's other worker) the last run
     # may overrun its estimate by up to its own length: the bound that holds there adds it.
-    longest = max(t.user_attrs.get("timings", {}).get("wall_s", 0.0) for t in study.trials)
+    longest = max(decode(t).flat.get("timings", {}).get("wall_s", 0.0) for t in study.trials)
     assert wall <= BUDGET_S * 1.15 + longest, f"{wall:.0f} s for a {BUDGET_S:.0f} s budget"
     record = study.user_attrs["budget"]
     assert record["budget_s"] == BUDGET_S and record["spent_s"] <= BUDGET_S + longest
@@ -65,7 +67,7 @@ def test_quick_is_one_run_each_one_baseline_run_no_seeds(tmp_path: Path) -> None
     study = optuna.load_study(study_name="quick", storage=f"sqlite:///{tmp_path}/q.db")
     assert len(study.user_attrs["baselines"]["2x cpu"]["repeats"]) == 1
     assert "seed_noise" not in study.user_attrs
-    assert not [t for t in study.trials if "repeat_of" in t.user_attrs]
+    assert not [t for t in study.trials if decode(t).reuse.repeat_of is not None]
     record = study.user_attrs["budget"]
     assert record["quick"] is True
     err = " ".join(searched.stderr.split())

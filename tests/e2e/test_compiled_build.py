@@ -14,6 +14,8 @@ import pytest
 from conftest import run_tuner
 from optuna.trial import TrialState
 
+from tuner.core.record import decode
+
 pytestmark = pytest.mark.slow
 
 SPEC = """
@@ -52,7 +54,7 @@ def search(tmp_path: Path, *flags: str) -> tuple[str, list[optuna.trial.FrozenTr
     trials = optuna.load_study(study_name="c", storage=f"sqlite:///{tmp_path}/s.db").get_trials()
     assert trials
     for trial in trials:
-        assert trial.state == TrialState.COMPLETE, trial.user_attrs.get("error")
+        assert trial.state == TrialState.COMPLETE, decode(trial).error
     return result.stderr, trials
 
 
@@ -69,7 +71,7 @@ def test_custom_unregistered_objects_train_without_spec_names_and_the_export_nam
     stderr, trials = search(tmp_path)
     assert "compiles its model" not in stderr  # nothing to say: the spec names nothing
     for trial in trials:
-        attrs = trial.user_attrs
+        attrs = decode(trial).flat
         assert attrs["compile"]["loss"] == CUSTOM_MSE
         assert attrs["compile"]["metrics"] == [
             {"class": "MeanAbsoluteErrorSum", "module": "compiled_builds"}
@@ -92,12 +94,12 @@ def test_a_build_that_compiles_other_names_than_the_spec_is_said_once_and_wins(
     )
     assert stderr.count(line) == 1, stderr[-3000:]
     (trial,) = trials
-    optimizer = trial.user_attrs["optimizer"]
+    optimizer = decode(trial).result.optimizer
     assert optimizer["class"] == "SGD" and optimizer["from_build"] is True
     assert optimizer["momentum"] == pytest.approx(0.9)  # the build's setting kept
     # The linear rule at twice the base batch: 2 × base_lr, not the build's 0.5.
-    assert trial.user_attrs["optimizer_learning_rate"] == pytest.approx(2e-3)
-    assert trial.user_attrs["compile"]["loss"] == "mae"
+    assert decode(trial).result.optimizer_learning_rate == pytest.approx(2e-3)
+    assert decode(trial).result.compile["loss"] == "mae"
     document = export(tmp_path)
     assert document["compile"]["loss"] == "mae" and document["evidence"]["loss"] == "mae"
     assert document["recommended"]["optimizer"]["class_name"] == "SGD"
@@ -108,8 +110,8 @@ def test_custom_objects_train_under_jax_with_the_specs_names_overridden(tmp_path
     stderr, trials = search(tmp_path, "--backend", "jax", "--cpu-replicas", "2", "--no-baseline")
     assert stderr.count("compiles its model: trials train with its loss CustomMSE") == 1
     (trial,) = trials
-    assert trial.user_attrs["backend"] == "jax"
-    assert trial.user_attrs["compile"]["loss"] == CUSTOM_MSE
+    assert decode(trial).result.backend == "jax"
+    assert decode(trial).result.compile["loss"] == CUSTOM_MSE
 
 
 def test_probe_takes_custom_objects(tmp_path: Path) -> None:

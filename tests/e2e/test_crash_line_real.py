@@ -8,6 +8,8 @@ import pytest
 from conftest import run_tuner, tuner_env, write_spec
 from procs import load
 
+from tuner.core.record import decode
+
 pytestmark = pytest.mark.slow
 
 
@@ -19,7 +21,7 @@ def test_a_crashed_child_s_error_is_not_tensorflow_s_start_up_logging(tmp_path):
     )  # fmt: skip
     assert result.returncode == 1, result.stderr  # nothing completed: one line says why
     errors = {
-        t.params["global_batch_size"]: t.user_attrs["error"]
+        t.params["global_batch_size"]: decode(t).error
         for t in load(f"sqlite:///{tmp_path}/c.db").trials
     }
     # Neither child printed anything but TensorFlow's logging before it died: no line to add.

@@ -14,6 +14,7 @@ import optuna
 import pytest
 from conftest import run_tuner
 
+from tuner.core.record import decode
 from tuner.core.spec import spec_from_dict
 from tuner.core.target import CheckPlan
 from tuner.driver.decide.early_stop import SEED_NOISE_ATTR, early_stop_for
@@ -52,13 +53,15 @@ def test_dominated_points_stop_and_a_a_runs_do_not(tmp_path: Path) -> None:
     trials = study.get_trials()
     by_point = {(t.params["global_batch_size"], t.params["lr_rule"]): t for t in trials}
     base = by_point[64, "linear"]  # the grid's first at batch 64 (none copies it: ratio 1)
-    assert base.user_attrs["status"] == "ok" and "dominance" not in base.user_attrs
-    assert base.user_attrs["early_stop_skipped"].startswith("no early stop: ")  # nothing before it
+    assert decode(base).status == "ok" and decode(base).decision.dominance is None
+    assert decode(base).decision.early_stop_skipped.startswith(
+        "no early stop: "
+    )  # nothing before it
 
     saved = 0
     for rule in ("none", "linear"):  # linear: 4 x the rate; none: too few steps at 4 x the batch
         trial = by_point[256, rule]
-        attrs = trial.user_attrs
+        attrs = decode(trial).flat
         assert trial.state == optuna.trial.TrialState.PRUNED and attrs["status"] == "dominated"
         evidence = attrs["dominance"]
         assert evidence["rule"] == "loss-gap" and evidence["reference_trial"] == base.number
@@ -92,7 +95,10 @@ def _seed_runs_are_not_stopped(study: optuna.Study, base: optuna.trial.FrozenTri
     raw = tomllib.loads(SPEC)
     spec = spec_from_dict({**raw, "search": {**raw["search"], "seeds": 3}})
     stop, skipped = early_stop_for(
-        spec, base.user_attrs["device_signature"], lambda: study.user_attrs[SEED_NOISE_ATTR], [base]
+        spec,
+        decode(base).configuration.device_signature,
+        lambda: study.user_attrs[SEED_NOISE_ATTR],
+        [base],
     )
     assert skipped is None and stop is not None and stop.reference_trial == base.number
     for curve in record["curves"]:

@@ -19,6 +19,7 @@ import pytest
 from conftest import SMALL_REGRESSION, run_tuner, tuner_env
 
 from tuner.core.recommend._export import optimizer_section
+from tuner.core.record import decode
 
 pytestmark = pytest.mark.slow
 
@@ -76,9 +77,9 @@ def f32(value: float) -> float:
 def assert_same_optimizer(used: dict[str, Any], trial: optuna.trial.FrozenTrial) -> None:
     """``used`` (what the loaded optimizer holds past any warm-up) is what ``trial`` trained
     with (its ``optimizer`` attribute and the rate its optimizer held at the end)."""
-    described = trial.user_attrs["optimizer"]
+    described = decode(trial).result.optimizer
     assert used["class"] == described["class"] == "Adam"
-    assert used["learning_rate"] == f32(trial.user_attrs["optimizer_learning_rate"])
+    assert used["learning_rate"] == f32(decode(trial).result.optimizer_learning_rate)
     for key in ("beta_1", "beta_2", "epsilon"):
         assert f32(used[key]) == f32(described[key]), key
     warmup = described.get("warmup")
@@ -116,23 +117,23 @@ def test_an_exported_config_compiles_and_fits_with_the_trials_optimizer(tmp_path
     by_point = {(t.params["global_batch_size"], t.params["lr_rule"]): t for t in study.trials}
     assert set(by_point) == {(b, r) for b in (256, 1024) for r in ("sqrt-adam", "linear-warmup")}
     # The literature's rules as they reached the optimizer, at k = 4.
-    adam = by_point[(1024, "sqrt-adam")].user_attrs["optimizer"]
+    adam = decode(by_point[(1024, "sqrt-adam")]).flat["optimizer"]
     assert adam["class"] == "Adam"
     assert adam["learning_rate"] == pytest.approx(2e-3, rel=1e-6)  # √4 × 1e-3
     assert adam["beta_1"] == pytest.approx(0.6) and adam["beta_2"] == pytest.approx(0.996)
     assert adam["epsilon"] == pytest.approx(1e-7 / 2)
-    base = by_point[(256, "sqrt-adam")].user_attrs["optimizer"]
+    base = decode(by_point[(256, "sqrt-adam")]).flat["optimizer"]
     assert base["beta_1"] == pytest.approx(0.9)  # k = 1: Adam's own settings
     warm = by_point[(1024, "linear-warmup")]
-    warmup = warm.user_attrs["optimizer"]["warmup"]
-    steps = warm.user_attrs["steps_per_epoch"]
+    warmup = decode(warm).result.optimizer["warmup"]
+    steps = decode(warm).result.steps_per_epoch
     assert warmup == {"from": 1e-3, "to": pytest.approx(4e-3), "steps": steps}  # one epoch
     # After the ramp the optimizer holds the peak rate.
-    assert warm.user_attrs["optimizer_learning_rate"] == pytest.approx(4e-3, rel=1e-6)
+    assert decode(warm).result.optimizer_learning_rate == pytest.approx(4e-3, rel=1e-6)
 
     sections = {}
     for point, trial in by_point.items():  # the optimizer section of each, as export builds it
-        section, source = optimizer_section(trial.user_attrs, "adam", trial.user_attrs)
+        section, source = optimizer_section(decode(trial).flat, "adam", decode(trial).flat)
         assert source == "trained", point
         sections[trial.number] = tmp_path / f"{trial.number}.json"
         sections[trial.number].write_text(json.dumps(section))

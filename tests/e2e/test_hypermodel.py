@@ -11,6 +11,7 @@ import pytest
 from conftest import TESTS, WIDE, run_tuner, search_wide, sha256, tuner_env
 from optuna.trial import TrialState
 
+from tuner.core.record import decode
 from tuner.driver.setup.opening import DIRECTIONS
 from tuner.driver.setup.spec_file import load_spec
 
@@ -81,7 +82,7 @@ def rebuilt(snippet: str) -> tuple[int, list[str]]:
 
 
 def trained(trial) -> tuple[int, list[str]]:
-    return trial.user_attrs["model_parameters"], trial.user_attrs["model_layers"]
+    return decode(trial).result.model_parameters, decode(trial).result.model_layers
 
 
 def test_defaults_mode_builds_kerastuner_defaults_and_runs_the_grid(tmp_path):
@@ -95,7 +96,7 @@ def test_defaults_mode_builds_kerastuner_defaults_and_runs_the_grid(tmp_path):
     defaults = {"units": 16, "activation": "relu", "l2": 1e-6, "dropout": False}
     for trial in trials:
         assert {k: trial.params[k] for k in defaults} == defaults  # stored as params
-        assert trial.user_attrs["model_hyperparameters"] == defaults
+        assert decode(trial).configuration.model_hyperparameters == defaults
         assert "rate" not in trial.params  # conditional on dropout, which is off
     space = [e["config"]["name"] for e in study.user_attrs["hypermodel"]["space"]]
     assert space == ["units", "activation", "l2", "dropout", "rate"]  # "rate" discovered too
@@ -108,13 +109,13 @@ def test_defaults_mode_builds_kerastuner_defaults_and_runs_the_grid(tmp_path):
     # The build compiles with SGD (momentum 0.7) at a learning rate of 0.5: the optimizer is
     # kept, its learning rate is the linear rule's at each batch.
     (trial,) = [t for t in trials if t.params["global_batch_size"] == 512]
-    optimizer = trial.user_attrs["optimizer"]
+    optimizer = decode(trial).result.optimizer
     assert optimizer["class"] == "SGD" and optimizer["from_build"] is True
     assert optimizer["momentum"] == pytest.approx(0.7)  # the user's setting is kept
-    lr = trial.user_attrs["learning_rate"]
+    lr = decode(trial).learning_rate
     assert lr == pytest.approx(2e-3)  # linear rule at 2× the base batch, not the build's 0.5
     assert optimizer["learning_rate"] == pytest.approx(lr)
-    assert trial.user_attrs["optimizer_learning_rate"] == pytest.approx(lr)
+    assert decode(trial).result.optimizer_learning_rate == pytest.approx(lr)
 
 
 def test_search_mode_samples_model_hyperparameters_with_batch_and_rule(tmp_path):
@@ -127,16 +128,18 @@ def test_search_mode_samples_model_hyperparameters_with_batch_and_rule(tmp_path)
     study = optuna.load_study(study_name="hyper", storage=f"sqlite:///{tmp_path}/h.db")
     trials = study.get_trials()
     assert len(trials) == 3 and all(t.state == TrialState.COMPLETE for t in trials)
-    configs = {json.dumps(t.user_attrs["model_hyperparameters"], sort_keys=True) for t in trials}
+    configs = {
+        json.dumps(decode(t).configuration.model_hyperparameters, sort_keys=True) for t in trials
+    }
     assert len(configs) >= 2, "the model hyperparameters were not searched"
     for trial in trials:
-        values = trial.user_attrs["model_hyperparameters"]
+        values = decode(trial).configuration.model_hyperparameters
         assert {k: trial.params[k] for k in values} == values
         assert ("rate" in values) == values["dropout"]
         assert trial.params["global_batch_size"] in (256, 512)
     rec = json.loads((tmp_path / "rec.json").read_text())
     chosen = study.trials[rec["trial_number"]]
-    assert rec["model_hyperparameters"] == chosen.user_attrs["model_hyperparameters"]
+    assert rec["model_hyperparameters"] == decode(chosen).configuration.model_hyperparameters
     assert rebuilt(rec["keras_tuner_snippet"]) == trained(chosen)
     assert rec["keras_tuner_snippet"].endswith("model = TunedMLP().build(hp)\n")
     assert "model" in result.stdout and "units=" in result.stdout  # the table shows them
@@ -193,9 +196,9 @@ def test_out_of_memory_is_monotone_per_model_configuration(tmp_path):
     by_point: dict[tuple[int, int], list[str]] = {}
     for trial in trials:
         key = (trial.params["width"], trial.params["global_batch_size"])
-        by_point.setdefault(key, []).append(trial.user_attrs["status"])
+        by_point.setdefault(key, []).append(decode(trial).status)
     assert by_point[(8192, 4096)][-1] == "oom"
     assert "oom-implied" in by_point[(8192, 8192)]  # the same model at a larger batch
     assert by_point[(256, 8192)][-1] == "ok"  # another model: not implied, it fits
-    launched_oom = [t for t in trials if t.user_attrs["status"] == "oom"]
+    launched_oom = [t for t in trials if decode(t).status == "oom"]
     assert len(launched_oom) == len({t.params["global_batch_size"] for t in launched_oom})

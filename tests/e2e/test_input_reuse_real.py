@@ -12,6 +12,8 @@ import optuna
 import pytest
 from piped_search import NAME, piped_search
 
+from tuner.core.record import decode
+
 
 @pytest.fixture(scope="module")
 def piped(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
@@ -24,21 +26,21 @@ def test_the_second_rule_at_a_batch_reuses_the_first_ones_input_figure(
 ) -> None:
     _, url = piped
     study = optuna.load_study(study_name=NAME, storage=url)
-    children = [t for t in study.get_trials() if "same_as" not in t.user_attrs]
+    children = [t for t in study.get_trials() if decode(t).reuse.same_as is None]
     by_batch: dict[int, list[optuna.trial.FrozenTrial]] = {}
     for trial in sorted(children, key=lambda t: t.number):
         by_batch.setdefault(trial.params["global_batch_size"], []).append(trial)
     (base,) = by_batch[64]
     first, second = by_batch[128]
     for measured in (base, first):
-        assert "input_throughput_from" not in measured.user_attrs
-        assert measured.user_attrs["input_throughput"] > 0
-        assert measured.user_attrs["timings"]["input_probe_s"] > 0.05
-    assert base.user_attrs["input_key"] != first.user_attrs["input_key"]
-    reused = second.user_attrs
+        assert decode(measured).reuse.input_throughput_from is None
+        assert decode(measured).result.input_throughput > 0
+        assert decode(measured).timings["input_probe_s"] > 0.05
+    assert decode(base).reuse.input_key != decode(first).reuse.input_key
+    reused = decode(second).flat
     assert reused["input_throughput_from"] == first.number
-    assert reused["input_key"] == first.user_attrs["input_key"]
-    assert reused["input_throughput"] == first.user_attrs["input_throughput"]
+    assert reused["input_key"] == decode(first).reuse.input_key
+    assert reused["input_throughput"] == decode(first).result.input_throughput
     assert reused["timings"]["input_probe_s"] < 0.01
     # Whether training is input-bound is still judged against this trial's own throughput.
     assert reused["input_bound"] is (reused["throughput"] >= 0.8 * reused["input_throughput"])

@@ -2,7 +2,7 @@
 (``TUNER_TEST_INSTANT_TRIALS=1``): the real CLI in a child process, a real SQLite file (and a
 real PostgreSQL database), seeds, racing, the baseline and the export as by default; only the
 children are replaced. What ``benchmarks/driver_scaling.py`` times must be a search that really
-finishes, with every attribute stored (one write per trial phase: ``tuner.storage.trial_attrs``)."""
+finishes, with every attribute stored (a handful of grouped attributes: ``tuner.core.record``)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from optuna.trial import TrialState
 from test_postgres import pg_url  # noqa: F401  (the fixture)
 
 from tuner.core.configurations import grid_point
+from tuner.core.record import decode
 from tuner.driver.children._instant import DEVICE_KIND, INSTANT_ENV
 
 pytestmark = pytest.mark.slow  # some 50 trials through SQLite: seconds, though no child starts
@@ -49,7 +50,7 @@ def test_a_stand_in_study_of_40_points_completes_every_trial_with_its_attributes
     assert {t.state for t in trials} == {TrialState.COMPLETE}
     assert {grid_point(t) for t in trials} == {(64 * m, r) for m in MULTIPLIERS for r in RULES}
     for trial in trials:
-        attrs = trial.user_attrs
+        attrs = decode(trial).flat
         assert attrs["status"] == "ok" and attrs["device_kind"] == DEVICE_KIND
         assert attrs["throughput"] == trial.values[1] and attrs["final_loss"] == trial.values[0]
         assert attrs["training_key"] and attrs["global_batch_size"] == grid_point(trial)[0]

@@ -14,6 +14,8 @@ from conftest import WIDE, run_tuner, tuner_env
 from e2e.jax_collectives import xla_flags
 from optuna.trial import TrialState
 
+from tuner.core.record import decode
+
 pytestmark = pytest.mark.slow
 
 CAP = "224MiB"
@@ -62,7 +64,7 @@ def test_a_jax_study_trains_prunes_the_oom_under_the_cap_implies_larger_and_expo
     assert sorted(by_batch) == [1024, 8192, 16384]
     fits, oom, implied = by_batch[1024], by_batch[8192], by_batch[16384]
 
-    attrs = fits.user_attrs
+    attrs = decode(fits).flat
     assert fits.state == TrialState.COMPLETE, attrs
     assert attrs["status"] == "ok"
     assert attrs["backend"] == "jax"
@@ -73,14 +75,11 @@ def test_a_jax_study_trains_prunes_the_oom_under_the_cap_implies_larger_and_expo
     assert attrs["per_replica_batch_size"] == 512
     assert "tensorflow" not in attrs.get("versions", {})
 
-    assert oom.state == TrialState.PRUNED and oom.user_attrs["status"] == "oom", oom.user_attrs
-    assert oom.user_attrs["error"]
+    assert oom.state == TrialState.PRUNED and decode(oom).status == "oom", oom.user_attrs
+    assert decode(oom).error
     assert implied.state == TrialState.PRUNED
-    assert implied.user_attrs["status"] == "oom-implied"
-    assert (
-        f"global batch 8192 already ran out of memory on {signature}"
-        in (implied.user_attrs["error"])
-    )
+    assert decode(implied).status == "oom-implied"
+    assert f"global batch 8192 already ran out of memory on {signature}" in (decode(implied).error)
 
     rec = json.loads((tmp_path / "rec.json").read_text())
     assert rec["global_batch_size"] == 1024

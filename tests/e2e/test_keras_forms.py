@@ -12,6 +12,8 @@ import optuna
 import pytest
 from conftest import run_tuner, tuner_env
 
+from tuner.core.record import decode
+
 pytestmark = pytest.mark.slow
 
 SPEC = """
@@ -62,8 +64,8 @@ def completed(tmp_path: Path) -> list[optuna.trial.FrozenTrial]:
     trials = study.get_trials()
     assert trials
     for trial in trials:
-        assert trial.state == optuna.trial.TrialState.COMPLETE, trial.user_attrs.get("error")
-        assert trial.user_attrs["throughput"] > 0
+        assert trial.state == optuna.trial.TrialState.COMPLETE, decode(trial).error
+        assert decode(trial).throughput > 0
     return trials
 
 
@@ -130,7 +132,7 @@ def test_a_sequential_without_input_starts_every_run_from_the_same_weights(
         _, stderr, code = search(tmp_path / name, model, data)
         assert code == 0, stderr
         (trial,) = completed(tmp_path / name)
-        losses.append(trial.user_attrs["epoch_losses"][0])
+        losses.append(decode(trial).result.epoch_losses[0])
     assert losses[0] == losses[1]
 
 
@@ -139,4 +141,4 @@ def test_dicts_of_arrays_train_on_jax(tmp_path: Path) -> None:
     _, stderr, code = search(tmp_path, model, data, "--backend", "jax")
     assert code == 0, stderr
     (trial,) = completed(tmp_path)
-    assert trial.user_attrs["backend"] == "jax"
+    assert decode(trial).result.backend == "jax"

@@ -17,6 +17,8 @@ import optuna
 import pytest
 from conftest import run_tuner
 
+from tuner.core.record import decode
+
 SPEC = """
 [study]
 name = "nqm"
@@ -53,27 +55,27 @@ def test_a_sweep_of_three_rates_exports_the_measured_law(tmp_path: Path) -> None
         (b, r) for b in (16, 64) for r in ("none", "sweep-1/3", "sweep-2/3", "sweep-3/3")
     }
     by_point = {(t.params["global_batch_size"], t.params["lr_rule"]): t for t in study.trials}
-    rates = {point: t.user_attrs["learning_rate"] for point, t in by_point.items()}
+    rates = {point: decode(t).learning_rate for point, t in by_point.items()}
     # Half the none rate to twice the linear one, log-spaced: at 4x the base batch, 0.15 to 2.4.
     assert rates[(64, "sweep-1/3")] == pytest.approx(0.15)
     assert rates[(64, "sweep-2/3")] == pytest.approx(0.6)
     assert rates[(64, "sweep-3/3")] == pytest.approx(2.4)
 
     skipped = by_point[64, "sweep-1/3"]
-    assert skipped.user_attrs["status"] == "bracketed" and skipped.state.name == "PRUNED"
-    assert "train_samples_used" not in skipped.user_attrs  # never trained
-    assert all(by_point[16, r].user_attrs["status"] != "bracketed" for r in ("sweep-1/3", "none"))
+    assert decode(skipped).status == "bracketed" and skipped.state.name == "PRUNED"
+    assert decode(skipped).result.train_samples_used is None  # never trained
+    assert all(decode(by_point[16, r]).flat["status"] != "bracketed" for r in ("sweep-1/3", "none"))
 
     stopped = by_point[64, "sweep-3/3"]
-    assert stopped.user_attrs["status"] in ("dominated", "diverged")
-    assert stopped.user_attrs["train_samples_used"] < 1024  # stopped early: samples saved
-    reference = stopped.user_attrs.get("dominance", {}).get("reference_trial")
+    assert decode(stopped).status in ("dominated", "diverged")
+    assert decode(stopped).result.train_samples_used < 1024  # stopped early: samples saved
+    reference = decode(stopped).flat.get("dominance", {}).get("reference_trial")
     if reference is not None:  # the best at its own batch, not batch 16's
         assert study.trials[reference].params["global_batch_size"] == 64
 
     rec = json.loads((tmp_path / "rec.json").read_text(encoding="utf-8"))
     law = rec["lr_law"]
-    if stopped.user_attrs["status"] == "dominated":
+    if decode(stopped).status == "dominated":
         assert law["stopped_points_by_batch"]["64"] >= 1
     assert "64" not in law["censored_batches"]  # bracketed by the stopped rate, not a bound
     assert set(law["lr_star_by_batch"]) == {"16", "64"}

@@ -12,6 +12,7 @@ import optuna
 import pytest
 from conftest import run_tuner
 
+from tuner.core.record import decode
 from tuner.worker.noise import HIDDEN_LOSS
 
 pytestmark = pytest.mark.slow
@@ -49,8 +50,8 @@ def search(tmp_path: Path, model: str, data: str) -> tuple[str, list[optuna.tria
     trials = study.get_trials()
     assert len(trials) == 2
     for trial in trials:
-        assert trial.state == optuna.trial.TrialState.COMPLETE, trial.user_attrs.get("error")
-        assert trial.user_attrs["throughput"] > 0
+        assert trial.state == optuna.trial.TrialState.COMPLETE, decode(trial).error
+        assert decode(trial).throughput > 0
     return result.stderr, trials
 
 
@@ -64,5 +65,5 @@ def test_a_hidden_loss_is_said_once_before_the_grid_and_every_trial_trains(
     # Before the grid: the line comes before the first trial's.
     assert stderr.index(LINE) < stderr.index("trial 0 started"), stderr[-3000:]
     for trial in trials:
-        assert trial.user_attrs["noise_scale_skipped"] == HIDDEN_LOSS
-        assert "gradient_noise_scale" not in trial.user_attrs
+        assert decode(trial).result.noise_scale_skipped == HIDDEN_LOSS
+        assert decode(trial).result.gradient_noise_scale is None

@@ -10,6 +10,8 @@ import optuna
 import pytest
 from conftest import run_tuner
 
+from tuner.core.record import decode
+
 pytestmark = pytest.mark.slow
 
 SPEC = """
@@ -50,9 +52,9 @@ def search(tmp_path, model: str, data: str, *flags: str) -> list[optuna.trial.Fr
     trials = optuna.load_study(study_name="t", storage=f"sqlite:///{tmp_path}/s.db").get_trials()
     assert trials
     for trial in trials:
-        assert trial.state == optuna.trial.TrialState.COMPLETE, trial.user_attrs.get("error")
-        assert trial.user_attrs["status"] == "ok"
-        assert trial.user_attrs["throughput"] > 0
+        assert trial.state == optuna.trial.TrialState.COMPLETE, decode(trial).error
+        assert decode(trial).status == "ok"
+        assert decode(trial).throughput > 0
     return trials
 
 
@@ -66,6 +68,6 @@ def test_a_multi_input_multi_output_model_with_sample_weights_is_measured_on_jax
     data = 'data = "tuner_test_workloads:guide_multi_io_datasets"'
     trials = search(tmp_path, "guide_multi_io_model", data, "--backend", "jax")
     for trial in trials:
-        assert "noise_scale_skipped" not in trial.user_attrs
-        assert trial.user_attrs["gradient_noise_scale"] > 0
-        assert trial.user_attrs["noise_scale_steps"] == 4
+        assert decode(trial).result.noise_scale_skipped is None
+        assert decode(trial).result.gradient_noise_scale > 0
+        assert decode(trial).result.noise_scale_steps == 4

@@ -7,6 +7,8 @@ import pytest
 from conftest import WIDE, search_wide
 from optuna.trial import TrialState
 
+from tuner.core.record import decode
+
 pytestmark = pytest.mark.slow
 
 
@@ -19,9 +21,7 @@ def test_out_of_memory_is_pruned_and_monotone(wide_study):
     assert not [t for t in trials if t.state == TrialState.RUNNING]
     by_status: dict[str, list[int]] = {}
     for trial in trials:
-        by_status.setdefault(trial.user_attrs["status"], []).append(
-            trial.params["global_batch_size"]
-        )
+        by_status.setdefault(decode(trial).status, []).append(trial.params["global_batch_size"])
 
     # The small sizes train; the large ones end PRUNED as out-of-memory.
     assert sorted(by_status["ok"]) == [512, 512, 1024, 1024]
@@ -31,13 +31,11 @@ def test_out_of_memory_is_pruned_and_monotone(wide_study):
     infeasible = sorted(oom_launched + by_status.get("oom-implied", []))
     assert infeasible == [4096, 4096, 8192, 8192]
     for trial in trials:
-        if trial.user_attrs["status"] in ("oom", "oom-implied"):
+        if decode(trial).status in ("oom", "oom-implied"):
             assert trial.state == TrialState.PRUNED
-            assert trial.user_attrs["error"]
-    oom_trial = next(t for t in trials if t.user_attrs["status"] == "oom")
-    assert (
-        "memory" in oom_trial.user_attrs["error"].lower() or "OOM" in oom_trial.user_attrs["error"]
-    )
+            assert decode(trial).error
+    oom_trial = next(t for t in trials if decode(t).status == "oom")
+    assert "memory" in decode(oom_trial).error.lower() or "OOM" in decode(oom_trial).error
     smallest_oom = min(oom_launched)
     assert all(
         t.params["global_batch_size"] < smallest_oom
@@ -72,9 +70,9 @@ def test_probe_finds_the_boundary_and_search_skips_what_cannot_fit(tmp_path):
     by_batch = {t.params["global_batch_size"]: t for t in study.trials}
     for batch, trial in by_batch.items():
         if batch >= hi:
-            assert trial.user_attrs["status"] == "oom-implied"
-            assert "probe" in trial.user_attrs["error"]
-            assert "timings" not in trial.user_attrs  # never launched
+            assert decode(trial).status == "oom-implied"
+            assert "probe" in decode(trial).error
+            assert not decode(trial).timings  # never launched
         else:
             assert trial.state == TrialState.COMPLETE
     assert "baselines" not in study.user_attrs

@@ -19,6 +19,8 @@ from optuna.trial import TrialState
 from pg_databases import fresh_database
 from procs import assert_grid_settled, load, start_search, wait_running
 
+from tuner.core.record import decode
+
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 
 
@@ -67,12 +69,12 @@ def test_workers_share_one_postgres_study_and_recover_a_killed_ones_trial(tmp_pa
     assert 1 <= len(retry) <= 2 and all(t.state == TrialState.COMPLETE for t in retry), retry
     trials = study.get_trials()
     host = socket.gethostname()
-    assert {t.user_attrs["host"] for t in trials} == {host}
-    per_worker = Counter(t.user_attrs["worker"] for t in trials)
-    killed_one = stale.user_attrs["worker"]
+    assert {decode(t).configuration.host for t in trials} == {host}
+    per_worker = Counter(decode(t).configuration.worker for t in trials)
+    killed_one = decode(stale).configuration.worker
     assert len(per_worker) == 3, f"the grid was not shared out: {per_worker}"
-    assert all(t.user_attrs["device_model"] == "cpu" for t in trials)
-    assert all(t.user_attrs["device_count"] == 2 for t in trials)
+    assert all(decode(t).configuration.device_model == "cpu" for t in trials)
+    assert all(decode(t).configuration.device_count == 2 for t in trials)
     duplicates = len(trials) - len(points) - 1  # the killed worker's trial is not one
     assert duplicates <= 2, f"{duplicates} duplicated grid points"
     print(

@@ -11,6 +11,8 @@ import optuna
 import pytest
 from conftest import TESTS, run_tuner, toml_value
 
+from tuner.core.record import decode
+
 PRECISIONS = ["float32", "mixed_bfloat16"]
 
 
@@ -38,10 +40,10 @@ def test_a_study_over_two_precisions_trains_each_and_exports_the_chosen_one(
     for trial in trials:
         assert set(trial.params) == {"global_batch_size", "lr_rule", "precision"}
         # The child reports the policy it applied (with its device kind) over the driver's.
-        assert trial.user_attrs["precision"] == trial.params["precision"]
-        assert trial.user_attrs["device_kind"] == "cpu"
-        assert "same_as" not in trial.user_attrs and "timings" in trial.user_attrs  # own child
-    assert len({t.user_attrs["training_key"] for t in trials}) == 2
+        assert decode(trial).configuration.precision == trial.params["precision"]
+        assert decode(trial).result.device_kind == "cpu"
+        assert decode(trial).reuse.same_as is None and bool(decode(trial).timings)  # own child
+    assert len({decode(t).configuration.training_key for t in trials}) == 2
 
     shown = run_tuner("show", "--storage", "sqlite:///p.db", cwd=tmp_path)
     assert shown.returncode == 0, shown.stderr

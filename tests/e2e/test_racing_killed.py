@@ -13,6 +13,8 @@ from conftest import run_tuner, write_spec
 from optuna.trial import TrialState
 from procs import descendants, load, start_search, wait_gone, wait_until
 
+from tuner.core.record import decode
+
 pytestmark = pytest.mark.slow
 
 
@@ -28,7 +30,7 @@ def test_a_resume_within_the_grace_period_calls_the_recommendation_provisional(t
             trials = load(url).get_trials(deepcopy=False, states=(TrialState.RUNNING,))
         except KeyError:  # no study yet
             return []
-        return [t.number for t in trials if "repeat_of" in t.user_attrs]
+        return [t.number for t in trials if decode(t).reuse.repeat_of is not None]
 
     worker = start_search(args, tmp_path)
     assert wait_until(lambda: bool(running_repeat()), within_s=400, poll_s=0.2), (

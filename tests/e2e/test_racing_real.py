@@ -12,6 +12,8 @@ import optuna
 import pytest
 from conftest import run_tuner, write_spec
 
+from tuner.core.record import decode
+
 pytestmark = pytest.mark.slow
 
 
@@ -36,25 +38,25 @@ def test_seeds_and_repeats_decide_with_intervals(tmp_path: Path) -> None:
     baseline = study.user_attrs["baselines"]["2x cpu"]
     assert len(baseline["repeats"]) == 2 and baseline["throughput_ci"]
 
-    repeats = [t for t in trials if "repeat_of" in t.user_attrs]
+    repeats = [t for t in trials if decode(t).reuse.repeat_of is not None]
     assert repeats, "every candidate measured once gets a second run"
     by_number = {t.number: t for t in trials}
     for repeat in repeats:
-        original = by_number[repeat.user_attrs["repeat_of"]]
+        original = by_number[decode(repeat).reuse.repeat_of]
         assert repeat.params == original.params
-        assert repeat.user_attrs["repeat_index"] == 2
-        runs = repeat.user_attrs["repeats"]
-        assert runs[0] == original.user_attrs["run_throughput"] and len(runs) == 2
-        assert runs[1] == repeat.user_attrs["run_throughput"]
+        assert decode(repeat).reuse.repeat_index == 2
+        runs = decode(repeat).result.repeats
+        assert runs[0] == decode(original).result.run_throughput and len(runs) == 2
+        assert runs[1] == decode(repeat).result.run_throughput
         assert repeat.values[1] == pytest.approx(statistics.median(runs))
-        low, high = repeat.user_attrs["throughput_ci"]
+        low, high = decode(repeat).result.throughput_ci
         assert low <= repeat.values[1] <= high
-        assert repeat.user_attrs["throughput_ci_method"] == "t over 2 runs"
-    assert max(len(t.user_attrs.get("repeats", [])) for t in trials) == 2  # --max-repeats
+        assert decode(repeat).result.throughput_ci_method == "t over 2 runs"
+    assert max(len(decode(t).flat.get("repeats", [])) for t in trials) == 2  # --max-repeats
 
     rec = json.loads((tmp_path / "rec.json").read_text())
     chosen = by_number[rec["trial_number"]]
-    assert rec["runs"] == len(chosen.user_attrs["repeats"])
+    assert rec["runs"] == len(decode(chosen).result.repeats)
     assert rec["loss_tolerance_source"] in ("--tolerance", "seed noise")
     # The export rounds to 6 significant digits: 2 × spread may round down by up to 5e-7 of it.
     tolerance = rec["loss_tolerance"]

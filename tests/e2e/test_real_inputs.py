@@ -14,6 +14,8 @@ import pytest
 from conftest import run_tuner, sha256, tuner_env
 from trials import write_small_study
 
+from tuner.core.record import decode
+
 pytestmark = pytest.mark.slow
 
 SPEC = """
@@ -82,7 +84,7 @@ def search(
 
 def trials(db: str, name: str) -> list[dict[str, Any]]:
     study = optuna.load_study(study_name=name, storage=db)
-    return [t.user_attrs for t in sorted(study.trials, key=lambda t: t.number)]
+    return [decode(t).flat for t in sorted(study.trials, key=lambda t: t.number)]
 
 
 def test_an_image_folder_is_rebatched_and_trials_see_the_same_samples(tmp_path: Path) -> None:

@@ -13,6 +13,8 @@ import optuna
 import pytest
 from piped_search import NAME, piped_search
 
+from tuner.core.record import decode
+
 
 @pytest.fixture(scope="module")
 def piped(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
@@ -27,27 +29,29 @@ def test_the_base_batch_points_of_two_rules_train_once(piped: tuple[Path, str]) 
     trials = study.get_trials()
     assert len(trials) == 4 and all(t.state.name == "COMPLETE" for t in trials)
     # A child leaves its phase timings on the trial; a same_as trial ran none.
-    children = [t for t in trials if "timings" in t.user_attrs]
+    children = [t for t in trials if decode(t).timings]
     assert len(children) == 3  # batch 64 once, batch 128 once per rule
     for child in children:  # --no-noise-scale: no measurement taken, none of its time spent
-        assert "gradient_noise_scale" not in child.user_attrs
-        assert child.user_attrs["timings"]["noise_scale_s"] == 0.0
+        assert decode(child).result.gradient_noise_scale is None
+        assert decode(child).timings["noise_scale_s"] == 0.0
     base = [t for t in trials if t.params["global_batch_size"] == 64]
-    (original,) = [t for t in base if "same_as" not in t.user_attrs]
+    (original,) = [t for t in base if decode(t).reuse.same_as is None]
     (twin,) = [t for t in base if t is not original]
     # Arrays in memory feed faster than the model trains at batch 64: not input-bound (a slow
     # pipeline is: tests/e2e/test_real_inputs.py).
-    assert original.user_attrs["input_bound"] is False, original.user_attrs
-    assert original.user_attrs["input_throughput"] > original.user_attrs["throughput"]
+    assert decode(original).result.input_bound is False, original.user_attrs
+    assert decode(original).result.input_throughput > decode(original).throughput
     assert sorted(t.params["lr_rule"] for t in base) == ["linear", "none"]
-    assert twin.user_attrs["same_as"] == original.number
+    assert decode(twin).reuse.same_as == original.number
     assert twin.values == original.values
-    assert twin.user_attrs["training_key"] == original.user_attrs["training_key"]
+    assert decode(twin).configuration.training_key == decode(original).configuration.training_key
     # The note, on one line of the 80-column log or broken between its parts.
     assert f"same training as #{original.number}" in " ".join(log.split()), log
-    wide = {t.user_attrs["training_key"] for t in trials if t.params["global_batch_size"] == 128}
-    assert len(wide) == 2 and not any("same_as" in t.user_attrs for t in children)
-    assert original.user_attrs["repeats"] == [original.values[1]]
+    wide = {
+        decode(t).configuration.training_key for t in trials if t.params["global_batch_size"] == 128
+    }
+    assert len(wide) == 2 and not any(decode(t).reuse.same_as is not None for t in children)
+    assert decode(original).result.repeats == [original.values[1]]
     # Two epochs are one warm-up window and one timed one: no interval from a single window.
-    assert original.user_attrs["run_throughput"] == original.values[1]
-    assert "throughput_ci" not in original.user_attrs
+    assert decode(original).result.run_throughput == original.values[1]
+    assert decode(original).result.throughput_ci is None

@@ -12,6 +12,7 @@ from conftest import run_tuner, sha256, tuner_env
 from optuna.trial import TrialState
 
 from tuner.core.outcome import PHASES
+from tuner.core.record import decode
 from tuner.core.scaling import scaled_learning_rate
 
 pytestmark = pytest.mark.slow
@@ -29,7 +30,7 @@ def test_every_grid_point_completes_with_measured_values(small_study):
         (b, r) for b in (256, 512) for r in ("linear", "none", "sqrt")
     ]
     for trial in trials:
-        attrs = trial.user_attrs
+        attrs = decode(trial).flat
         batch, rule = trial.params["global_batch_size"], trial.params["lr_rule"]
         assert trial.state == TrialState.COMPLETE
         assert attrs["status"] == "ok"
@@ -170,10 +171,10 @@ def test_mnist_shaped_workload_trains(tmp_path):
 
 def test_the_time_breakdown_adds_up_to_the_wall_time(small_study):
     work, url = small_study
-    trained = [t for t in _trials(work, url) if "same_as" not in t.user_attrs]
+    trained = [t for t in _trials(work, url) if decode(t).reuse.same_as is None]
     assert len(trained) == 4  # at batch 256 the three rules train once
     for trial in trained:
-        timings = trial.user_attrs["timings"]
+        timings = decode(trial).timings
         assert all(timings[p] >= 0 for p in PHASES), timings
         assert sum(timings[p] for p in PHASES) + timings["unaccounted_s"] == pytest.approx(
             timings["wall_s"]

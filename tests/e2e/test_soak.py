@@ -44,6 +44,7 @@ from sqlalchemy import text
 from test_storage_outages import PrivateServer, private_pg  # noqa: F401  (the fixture)
 
 from tuner.core.configurations import grid_point, status_of, unique_trials
+from tuner.core.record import decode
 from tuner.core.trials import is_settled
 
 pytestmark = pytest.mark.slow
@@ -132,8 +133,8 @@ class Soak:
         except KeyError:
             return None
         for trial in running:
-            if grid_point(trial) == self.hang and "worker" in trial.user_attrs:
-                return int(trial.user_attrs["worker"].rpartition(":")[2])
+            if grid_point(trial) == self.hang and decode(trial).configuration.worker is not None:
+                return int(decode(trial).configuration.worker.rpartition(":")[2])
         return None
 
     def kill(self, worker: subprocess.Popen[str]) -> None:
@@ -350,7 +351,7 @@ def _soak(
         status, fragment = FAULTS[kind]
         trial = by_point[point]
         assert trial.state == TrialState.FAIL and status_of(trial) == status, (kind, trial)
-        assert fragment in trial.user_attrs["error"], (kind, trial.user_attrs)
+        assert fragment in decode(trial).error, (kind, trial.user_attrs)
     statuses = {p: status_of(t) for p, t in by_point.items()}
     assert sum(s == "ok" for s in statuses.values()) == len(points) - len(faulted), statuses
     assert figures["duplicates"] <= WORKERS - 1, figures  # only a claim race measures twice

@@ -10,6 +10,8 @@ import optuna
 import pytest
 from conftest import run_tuner
 
+from tuner.core.record import decode
+
 pytestmark = pytest.mark.slow
 
 TARGET = 0.3
@@ -63,8 +65,8 @@ def test_trials_stop_at_the_target_and_store_the_time_to_it(tmp_path) -> None:
     study = optuna.load_study(study_name="ttt", storage=f"sqlite:///{tmp_path}/s.db")
     by_point = {(t.params["global_batch_size"], t.params["lr_rule"]): t for t in study.get_trials()}
     # At batch 64 both rules train alike (ratio 1): the grid's first (linear) trains, none copies.
-    assert by_point[64, "none"].user_attrs["same_as"] == by_point[64, "linear"].number
-    trials = {64: by_point[64, "linear"].user_attrs, 128: by_point[128, "none"].user_attrs}
+    assert decode(by_point[64, "none"]).flat["same_as"] == by_point[64, "linear"].number
+    trials = {64: decode(by_point[64, "linear"]).flat, 128: decode(by_point[128, "none"]).flat}
     points = [CADENCE * k for k in range(1, BUDGET // CADENCE + 1)]
     for attrs in trials.values():
         assert (attrs["target_loss"], attrs["eval_every_samples"]) == (TARGET, CADENCE)
@@ -99,9 +101,9 @@ def _the_fastest_to_the_target_is_recommended_beside_the_prediction(tmp_path, by
     rec = json.loads((tmp_path / "rec.json").read_text())
     assert rec["policy"] == "time-to-target"  # the default when the study has a target
     reached = {
-        key: t.user_attrs["time_to_target_s"]
+        key: decode(t).decision.time_to_target_s
         for key, t in by_point.items()
-        if t.user_attrs.get("reached_target") and "same_as" not in t.user_attrs
+        if decode(t).decision.reached_target and decode(t).reuse.same_as is None
     }
     fastest = min(reached, key=reached.get)
     picked = (rec["global_batch_size"], rec["lr_rule"])
@@ -119,4 +121,4 @@ def _the_fastest_to_the_target_is_recommended_beside_the_prediction(tmp_path, by
 
 
 def trials_64_samples(by_point) -> int:
-    return by_point[64, "linear"].user_attrs["samples_to_target"]
+    return decode(by_point[64, "linear"]).flat["samples_to_target"]

@@ -14,6 +14,7 @@ import pytest
 from conftest import run_tuner, tuner_env
 from optuna.trial import FrozenTrial, TrialState
 
+from tuner.core.record import decode
 from tuner.driver.setup.devices import visible_gpus
 
 pytestmark = [pytest.mark.gpu, pytest.mark.slow]
@@ -71,11 +72,11 @@ def gpu_study(tmp_path_factory: pytest.TempPathFactory) -> dict[int, FrozenTrial
     )
     assert result.returncode == 0, result.stderr[-4000:]
     study = optuna.load_study(study_name="gpu", storage=f"sqlite:///{Path(work) / 'gpu.db'}")
-    return {trial.user_attrs["global_batch_size"]: trial for trial in study.get_trials()}
+    return {decode(trial).configuration.global_batch_size: trial for trial in study.get_trials()}
 
 
 def test_a_gpu_trial_names_the_gpu_and_its_backend(gpu_study: dict[int, FrozenTrial]) -> None:
-    attrs = gpu_study[512].user_attrs
+    attrs = decode(gpu_study[512]).flat
     assert gpu_study[512].state == TrialState.COMPLETE, attrs
     assert attrs["backend"] == "jax"
     assert attrs["device_kind"] == visible_gpus()[0].name
@@ -84,7 +85,7 @@ def test_a_gpu_trial_names_the_gpu_and_its_backend(gpu_study: dict[int, FrozenTr
 
 
 def test_a_gpu_trial_measures_its_peak_memory(gpu_study: dict[int, FrozenTrial]) -> None:
-    attrs = gpu_study[512].user_attrs
+    attrs = decode(gpu_study[512]).flat
     # At least the weights (0.5 M float32 values), Adam's two slots and one batch's activations.
     assert attrs["peak_memory_bytes"] > 6 * 2**20
     assert attrs["peak_memory_bytes"] <= 256 * 2**20
@@ -96,6 +97,6 @@ def test_a_batch_past_the_cap_is_pruned_as_out_of_memory(
 ) -> None:
     trial = gpu_study[16_384]
     assert trial.state == TrialState.PRUNED, trial.user_attrs
-    assert trial.user_attrs["status"] == "oom"
-    error = trial.user_attrs["error"]
+    assert decode(trial).status == "oom"
+    error = decode(trial).error
     assert "RESOURCE_EXHAUSTED" in error or "memory" in error.lower(), error

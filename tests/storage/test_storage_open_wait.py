@@ -12,6 +12,7 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy.exc
@@ -214,10 +215,10 @@ def _failing_commit(cause: Exception) -> type:
 def test_a_commit_cut_by_an_outage_while_opening_is_waited_for(tmp_path, monkeypatch):
     # The PostgreSQL soak: a worker restarted while the server shut down met Optuna's
     # StorageInternalError from its version-row commit, and said "internal error".
-    from tuner.storage import trial_attrs
+    import optuna
 
     locked = sqlalchemy.exc.OperationalError("INSERT", {}, Exception("database is locked"))
-    monkeypatch.setattr(trial_attrs, "rdb_storage_class", lambda: _failing_commit(locked))
+    monkeypatch.setattr(optuna.storages, "RDBStorage", _failing_commit(locked))
     started = time.monotonic()
     with pytest.raises(StorageFaultError, match=r"database is locked.*still after waiting"):
         open_storage(f"sqlite:///{tmp_path}/l.db", create=True, wait_s=1)
@@ -225,17 +226,17 @@ def test_a_commit_cut_by_an_outage_while_opening_is_waited_for(tmp_path, monkeyp
 
 
 def test_a_commit_cut_by_a_schema_race_while_opening_is_tried_again(tmp_path, monkeypatch):
-    from tuner.storage import trial_attrs
+    import optuna
 
     raced = sqlalchemy.exc.IntegrityError("INSERT", {}, Exception("duplicate key"))
     opened: list[int] = []
+    real = optuna.storages.RDBStorage
 
-    def storage_class() -> type:
+    def storage_class(*args: Any, **kwargs: Any) -> Any:
         opened.append(1)
-        return _failing_commit(raced) if len(opened) == 1 else trial_attrs.RDB_CLASS
+        return (_failing_commit(raced) if len(opened) == 1 else real)(*args, **kwargs)
 
-    monkeypatch.setattr(trial_attrs, "RDB_CLASS", trial_attrs.rdb_storage_class(), raising=False)
-    monkeypatch.setattr(trial_attrs, "rdb_storage_class", storage_class)
+    monkeypatch.setattr(optuna.storages, "RDBStorage", storage_class)
     storage = open_storage(f"sqlite:///{tmp_path}/r.db", create=True)
     assert len(opened) == 2
     storage.engine.dispose()

@@ -22,6 +22,7 @@ from browser_checks import assert_titles_clear_of_the_toolbar
 from conftest import run_tuner, save_screenshot, sha256
 from dashboards import start_dashboard, stop
 
+from tuner.core.record import SCALARS, STORED_KEYS, decode
 from tuner.core.scaling import scaled_learning_rate
 from tuner.driver.trial.grid import BatchAscendingGridSampler, suggest_global_batch
 from tuner.results import current_recommendation
@@ -59,8 +60,20 @@ def test_rest_api_lists_the_study_with_its_trials_attributes_and_note(small_stud
         attrs = {a["key"]: a["value"] for a in trial["user_attrs"]}
         truth = by_number[trial["number"]]
         assert trial["state"].upper() == truth.state.name
-        for key in ("status", "per_replica_batch_size", "learning_rate", "global_batch_size"):
+        # The figures a user browses for are scalar attributes, shown as they are stored; the
+        # rest are the record's JSON groups (tuner.core.record), shown whole.
+        assert set(attrs) <= set(STORED_KEYS) and len(attrs) <= 12
+        for key in set(SCALARS) & set(truth.user_attrs):
             assert attrs[key] == str(truth.user_attrs[key]), key
+        record = decode(truth)
+        assert attrs["status"] == record.status and attrs["learning_rate"] == str(
+            record.learning_rate
+        )
+        if truth.state.name == "COMPLETE":
+            assert float(attrs["throughput"]) == record.throughput == truth.values[1]
+        shown = json.loads(attrs["configuration"])
+        assert shown["global_batch_size"] == record.configuration.global_batch_size
+        assert shown["per_replica_batch_size"] == record.configuration.per_replica_batch_size
 
     rec = json.loads((work / "rec.json").read_text())
     body = detail["note"]["body"]
@@ -163,9 +176,16 @@ def test_a_browser_sees_the_study_note_plots_and_trials(small_study, dashboard, 
         page.locator("a[href$='/trials']").first.click()
         page.get_by_text("User Attributes").first.wait_for()
         text = page.inner_text("body")
-        per_replica = first.user_attrs["per_replica_batch_size"]
-        assert f"per_replica_batch_size {per_replica}" in text
-        assert f"status {first.user_attrs['status']}" in text
+        save_screenshot(page, tmp_path, "dashboard-trial.png")
+        # The key figures as scalar attributes, each on its own line; the groups as JSON.
+        record = decode(first)
+        assert f"status {record.status}" in text
+        assert f"learning_rate {record.learning_rate}" in text
+        assert (
+            f"throughput {record.throughput}" in text and f"final_loss {record.final_loss}" in text
+        )
+        per_replica = record.configuration.per_replica_batch_size
+        assert f'"per_replica_batch_size": {per_replica}' in text
     finally:
         page.close()
 

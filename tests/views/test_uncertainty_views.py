@@ -12,6 +12,7 @@ from trials import make_trial, measured_trial, run_recommend, target_trial
 
 from tuner.console.display import recommendation_table, trials_table
 from tuner.core.configurations import unique_trials
+from tuner.core.record import decode
 from tuner.views.batch_data import batch_curves, complete_points
 from tuner.views.recommendation import recommendation_rows, span_text
 from tuner.views.records import RECORD_FIELDS, trial_record
@@ -66,7 +67,7 @@ def test_a_same_as_point_shows_the_one_measurement_it_shares() -> None:
     for key in ("samples/s", "95 % CI", "final loss"):  # the configuration's numbers as they stand
         assert linear[key] == original[key]
     assert original["samples/s"] == "17,216" and original["runs"] == "3"
-    assert original["95 % CI"] == span_text(raced_study()[6].user_attrs["throughput_ci"])
+    assert original["95 % CI"] == span_text(decode(raced_study()[6]).result.throughput_ci)
     assert original["note"] == "repeat 3 of #0"  # its other runs are not among the rows
 
 
@@ -112,7 +113,7 @@ def test_records_hold_the_new_fields_as_stored() -> None:
     assert same["same_as"] == 0 and same["repeat_of"] is None and same["repeats"] == RUNS[:1]
     raced = trial_record(raced_study()[6])
     assert raced["repeat_of"] == 0 and raced["repeats"] == RUNS
-    assert raced["throughput_ci"] == raced_study()[6].user_attrs["throughput_ci"]
+    assert raced["throughput_ci"] == decode(raced_study()[6]).result.throughput_ci
     reached = trial_record(target_trial(0, 64, times=[10.0, 12.0], samples=4096))
     assert reached["reached_target"] is True and reached["samples_to_target"] == 4096
     assert reached["time_to_target_s"] == 11.0
@@ -123,7 +124,7 @@ def test_throughput_points_carry_error_bars_and_the_axis_starts_at_0() -> None:
     curves = batch_curves(trials, run_recommend(trials))
     by_trial = {p.trial: p for points in curves.by_rule.values() for p in points}
     raced = by_trial[7]  # the representative, not the first run
-    low, high = trials[6].user_attrs["throughput_ci"]
+    low, high = decode(trials[6]).flat["throughput_ci"]
     assert (raced.throughput_low, raced.throughput_high) == (low, high)
     assert raced.error_source == "95 % CI (t over 3 runs)" and raced.runs == 3
     one_run = by_trial[3]  # no interval stored: its windows' spread, ± half of (max − min)

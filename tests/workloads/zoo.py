@@ -18,6 +18,7 @@ from typing import Any
 
 from conftest import OWNER_ENV, run_tuner, tuner_env
 
+from tuner.core.record import decode
 from workloads.setups import Setup
 
 HERE = Path(__file__).resolve().parent
@@ -85,7 +86,7 @@ def stored_trials(cwd: Path, name: str) -> list[dict[str, Any]]:
         study = optuna.load_study(study_name=name, storage=f"sqlite:///{cwd}/zoo.db")
     except KeyError:
         return []
-    return [{"state": t.state.name, **t.user_attrs} for t in study.get_trials()]
+    return [{"state": t.state.name, **decode(t).flat} for t in study.get_trials()]
 
 
 def export(setup: Setup, cwd: Path, outcome: Outcome) -> None:

@@ -20,6 +20,7 @@ from tuner.console.pages import out, warn
 from tuner.console.signals import sigterm_as_interrupt
 from tuner.core.errors import ConfigError, NoCompleteTrialError
 from tuner.core.recommend import DEFAULT_TIE_MARGIN, DEFAULT_TOLERANCE, POLICY
+from tuner.core.record import decode_study
 from tuner.files import check_output
 from tuner.storage import DEFAULT_STORAGE, READING_WAIT_S, mask_password, storage_read_only
 from tuner.views import DASHBOARD_HOST, DASHBOARD_PORT
@@ -196,7 +197,7 @@ def _show_table(
     with contextlib.suppress(NoCompleteTrialError):  # nothing to recommend yet
         rec = recommendation(study, tie_margin=tie_margin)
         _display.print_recommendation(out, rec, room)
-    for line in budget_lines(study.user_attrs):  # the answer is budget-limited (or quick)
+    for line in budget_lines(decode_study(study).flat):  # the answer is budget-limited (or quick)
         out.print(escape(line), highlight=False)
 
 

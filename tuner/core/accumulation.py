@@ -28,6 +28,7 @@ from tuner.core.configurations import (
     precision_of,
     smallest_oom_batch,
 )
+from tuner.core.record import decode
 
 MICRO_BATCH = "micro_batch_per_replica"
 """Trial attribute: the batch each replica computes at once (``global / (replicas × steps)``)."""
@@ -37,7 +38,7 @@ REASON = "accumulation_reason"
 
 def steps_of(trial: FrozenTrial) -> int:
     """The micro-steps of ``trial``'s updates (1 for a trial stored without accumulation)."""
-    return int(trial.user_attrs.get(ACCUMULATION_STEPS) or 1)
+    return int(decode(trial).configuration.accumulation_steps or 1)
 
 
 def attrs(batch: int, replicas: int, steps: int) -> dict[str, int]:
@@ -77,7 +78,7 @@ def smallest_unfit(
         for t in trials
         if steps_of(t) > 1
         and "global_batch_size" in t.params
-        and t.user_attrs.get("device_signature") == signature
+        and decode(t).configuration.device_signature == signature
         and model_config(t) == config
         and precision_of(t) == precision
     ]
@@ -96,8 +97,8 @@ def accumulation_fields(chosen: FrozenTrial, same_config: Sequence[FrozenTrial])
     fitting = [t for t in same_config if is_complete(t) and steps_of(t) == 1]
     block: dict[str, Any] = {
         "steps": steps,
-        "micro_batch_per_replica": chosen.user_attrs.get(MICRO_BATCH),
-        "reason": chosen.user_attrs.get(REASON),
+        "micro_batch_per_replica": decode(chosen).configuration.micro_batch_per_replica,
+        "reason": decode(chosen).configuration.accumulation_reason,
         "largest_fitting_batch_size": None,
         "largest_fitting_throughput": None,
         "throughput_ratio": None,

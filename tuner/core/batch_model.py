@@ -27,6 +27,7 @@ from typing import Any
 
 from optuna.trial import FrozenTrial
 
+from tuner.core.record import decode
 from tuner.core.stats import relative_spread
 
 MIN_BATCHES = 3
@@ -200,10 +201,10 @@ def points_from_trials(trials: Sequence[FrozenTrial]) -> list[BatchPoint]:
         by_batch.setdefault(int(trial.params["global_batch_size"]), []).append(trial)
     points = []
     for batch, group in sorted(by_batch.items()):
-        reached = [t for t in group if _positive(t.user_attrs.get("samples_to_target"))]
+        reached = [t for t in group if _positive(decode(t).decision.samples_to_target)]
         if reached:
-            best = min(reached, key=lambda t: (t.user_attrs["samples_to_target"], t.number))
-            attrs = best.user_attrs
+            best = min(reached, key=lambda t: (decode(t).decision.samples_to_target, t.number))
+            attrs = decode(best).flat
             points.append(
                 BatchPoint(
                     batch,
@@ -219,8 +220,8 @@ def points_from_trials(trials: Sequence[FrozenTrial]) -> list[BatchPoint]:
 
 def prediction_from_trials(trials: Sequence[FrozenTrial]) -> dict[str, Any]:
     """:func:`predict` over ``trials`` (COMPLETE representatives of one signature and model)."""
-    scales = [t.user_attrs.get("gradient_noise_scale") for t in trials]
-    steps = [t.user_attrs.get("noise_scale_steps") for t in trials]
+    scales = [decode(t).result.gradient_noise_scale for t in trials]
+    steps = [decode(t).result.noise_scale_steps for t in trials]
     return predict(
         points_from_trials(trials),
         [float(s) for s in scales if s is not None and _positive(s)],

@@ -17,6 +17,7 @@ from typing import Any
 from optuna.trial import FrozenTrial, TrialState
 
 from tuner.core.hyperparams import config_key
+from tuner.core.record import STATES, decode
 from tuner.core.stats import Interval, log_t_interval, throughput_interval
 
 INFEASIBLE = ("oom", "oom-implied")
@@ -34,7 +35,12 @@ def status_of(trial: FrozenTrial) -> str:
     """The tuner status of a trial (``running`` while it runs, ``unknown`` if never set)."""
     if trial.state == TrialState.RUNNING:
         return "running"
-    return str(trial.user_attrs.get("status", "unknown"))
+    status = decode(trial).status
+    # A trial's record is written before its state: a trial another worker failed as stale in
+    # between holds an outcome its state never took (FAIL, not that outcome's state).
+    if status is None or (trial.state == TrialState.FAIL and STATES.get(status) != "FAIL"):
+        return "unknown"
+    return status
 
 
 def grid_point(trial: FrozenTrial) -> tuple[Any, ...]:
@@ -49,13 +55,13 @@ def grid_point(trial: FrozenTrial) -> tuple[Any, ...]:
 def precision_of(trial: FrozenTrial) -> str:
     """The precision (Keras dtype policy) a trial trained under: its parameter, else its
     attribute, else :data:`DEFAULT_PRECISION` (a trial stored before precisions were)."""
-    value = trial.params.get(PRECISION) or trial.user_attrs.get(PRECISION)
+    value = trial.params.get(PRECISION) or decode(trial).configuration.precision
     return str(value) if value else DEFAULT_PRECISION
 
 
 def model_config(trial: FrozenTrial) -> str:
     """The trial's model hyperparameters as a stable key (``{}`` for a plain model)."""
-    return config_key(trial.user_attrs.get("model_hyperparameters") or {})
+    return config_key(decode(trial).configuration.model_hyperparameters or {})
 
 
 def is_complete(trial: FrozenTrial) -> bool:
@@ -69,12 +75,12 @@ def is_complete(trial: FrozenTrial) -> bool:
 
 def is_same_as(trial: FrozenTrial) -> bool:
     """Whether the trial trained nothing itself: it copies the trial it trains exactly like."""
-    return trial.user_attrs.get("same_as") is not None
+    return decode(trial).reuse.same_as is not None
 
 
 def runs_of(trial: FrozenTrial) -> int:
     """How many runs of its configuration the trial's values stand on (1 before any repeat)."""
-    repeats = trial.user_attrs.get("repeats")
+    repeats = decode(trial).result.repeats
     return len(repeats) if isinstance(repeats, list) and repeats else 1
 
 
@@ -131,7 +137,7 @@ def smallest_oom_batch(
         int(t.params["global_batch_size"])
         for t in trials
         if status_of(t) == "oom"
-        and (signature is None or t.user_attrs.get("device_signature") == signature)
+        and (signature is None or decode(t).configuration.device_signature == signature)
         and (config is None or model_config(t) == config)
         and (precision is None or precision_of(t) == precision)
     ]
@@ -141,7 +147,7 @@ def smallest_oom_batch(
 def fits_one_step(trial: FrozenTrial) -> bool:
     """Whether ``trial`` trained its global batch in one step, not reached it by gradient
     accumulation (:mod:`tuner.core.accumulation`): only such a batch is known to fit."""
-    return int(trial.user_attrs.get(ACCUMULATION_STEPS) or 1) == 1
+    return int(decode(trial).configuration.accumulation_steps or 1) == 1
 
 
 def feasibility_by_precision(

@@ -37,19 +37,8 @@ from tuner.core.protocol import (
     Result,
     decode_result,
 )
+from tuner.core.record import STATES
 
-STATES: dict[str, str] = {
-    "ok": "COMPLETE",
-    "oom": "PRUNED",
-    "oom-implied": "PRUNED",
-    "bracketed": "PRUNED",
-    "diverged": "PRUNED",
-    "dominated": "PRUNED",
-    "timeout": "FAIL",
-    "crashed": "FAIL",
-    "error": "FAIL",
-    "interrupted": "FAIL",
-}
 NOT_LAUNCHED = frozenset({"oom-implied", "bracketed"})
 """Statuses of trials that ended without a child: they took no training time."""
 
@@ -137,7 +126,9 @@ def classify(run: ChildRun, memory_capped: bool) -> TrialOutcome:
     timing = {"wall_s": run.wall_s}
     if run.timed_out:
         return TrialOutcome(
-            "timeout", error=f"no result after {run.wall_s:.0f} s; killed", attrs=timing
+            "timeout",
+            error=f"no result after {run.wall_s:.0f} s; killed",
+            attrs={"timings": timing},
         )
     read = read_result(run.result_text)
     if not isinstance(read, Result):

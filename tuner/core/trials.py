@@ -25,6 +25,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from tuner.core.configurations import grid_point, is_complete, model_config, status_of
 from tuner.core.errors import AllDivergedError, NoCompleteTrialError
+from tuner.core.record import TrialRecord, decode
 
 FINAL_FAILURES = frozenset({"timeout", "crashed", "error"})
 """FAIL statuses that a rerun would repeat: resuming does not run those grid points again."""
@@ -183,7 +184,7 @@ def died_unborn(
         return False
     if silent_for_s is not None:
         return silent_for_s > grace_s
-    if trial.params or trial.user_attrs or trial.system_attrs:
+    if trial.params or decode(trial) != TrialRecord() or trial.system_attrs:
         return False
     return (now - trial.datetime_start).total_seconds() > grace_s
 
@@ -192,7 +193,7 @@ def may_be_unborn(trial: FrozenTrial) -> bool:
     """Whether ``trial`` could be one :func:`died_unborn` fails once silent long enough: RUNNING,
     and not run by a worker without a heartbeat (its worker never beats: no sign of death; the
     storage is asked only about the others)."""
-    return trial.state == TrialState.RUNNING and trial.user_attrs.get(HEARTBEAT_S) != 0
+    return trial.state == TrialState.RUNNING and decode(trial).configuration.heartbeat_s != 0
 
 
 OUT_OF_MEMORY = frozenset({"oom", "oom-implied"})
@@ -228,7 +229,7 @@ def nothing_completed(
 
 def _diverged_message(study_name: str, trials: Sequence[FrozenTrial]) -> str:
     diverged = [trial for trial in trials if status_of(trial) == "diverged"]
-    rates = sorted(float(t.user_attrs["learning_rate"]) for t in diverged if _has_rate(t))
+    rates = sorted(float(decode(t).learning_rate or 0.0) for t in diverged if _has_rate(t))
     span = f" at learning rate {_span(rates)}" if rates else ""
     oom = sum(1 for trial in trials if status_of(trial) in OUT_OF_MEMORY)
     which = f"that fit in memory ({oom} ran out of memory) " if oom else ""
@@ -246,4 +247,4 @@ def _span(values: list[float]) -> str:
 
 
 def _has_rate(trial: FrozenTrial) -> bool:
-    return isinstance(trial.user_attrs.get("learning_rate"), int | float)
+    return isinstance(decode(trial).learning_rate, int | float)

@@ -8,15 +8,17 @@ from typing import Any
 import optuna
 
 from tuner.core.devices import DevicePlan
+from tuner.core.record import decode_study, store_study
 from tuner.storage.guarded import storage_call
 
 
 def store(study: optuna.Study, attr: str, plan: DevicePlan, record: dict[str, Any]) -> None:
-    """Set ``study.user_attrs[attr][signature] = record`` for ``plan``'s device signature."""
+    """Set the study attribute ``attr``'s record for ``plan``'s device signature to ``record``
+    (one storage step: read and written again whole after an outage)."""
     storage_call(study, _store, study, attr, plan, record)
 
 
 def _store(study: optuna.Study, attr: str, plan: DevicePlan, record: dict[str, Any]) -> None:
-    records = dict(study.user_attrs.get(attr, {}))
+    records = dict(decode_study(study).flat.get(attr, {}))
     records[plan.device_signature] = record
-    study.set_user_attr(attr, records)
+    store_study(study, attr, records)

@@ -1,10 +1,9 @@
-"""One function turns a storage URL into an Optuna storage; no SQL of our own beyond looking,
-but for one write: a trial's user attributes in one statement (:mod:`tuner.storage.trial_attrs`,
-on the Optuna versions it was tested on; plain ``RDBStorage`` elsewhere).
+"""One function turns a storage URL into an Optuna storage; no SQL of our own beyond looking:
+every write goes through Optuna's public storage API.
 
-``sqlite:///path.db`` and any SQLAlchemy URL go to ``RDBStorage`` (tuner's subclass, which
-Optuna still wraps in its trial cache; SQLite with a generous lock timeout, so several workers
-can share one file), with Optuna's heartbeat settings when asked (tuner writes the beats,
+``sqlite:///path.db`` and any SQLAlchemy URL go to Optuna's ``RDBStorage`` (which Optuna wraps
+in its trial cache; SQLite with a generous lock timeout, so several workers can share one file),
+with Optuna's heartbeat settings when asked (tuner writes the beats,
 :func:`tuner.storage.guarded.beating`): a trial whose worker died stops heartbeating, is
 failed, and is re-queued by ``RetryFailedTrialCallback``. ``journal:PATH`` is Optuna's journal
 file (``JournalStorage``), which Optuna recommends for several processes on one host; it has
@@ -81,7 +80,7 @@ def check_storage(url: str, *, create: bool, wait_s: float | None = None) -> Non
 
 def _check_schema(place: Place, create: bool) -> None:
     if _checked(place, create):  # a stored schema: is it this Optuna's? (asking writes nothing)
-        _rdb_storage(place, {}, stamped=True).engine.dispose()
+        _sql_storage(place, {}, stamped=True).engine.dispose()
 
 
 def open_storage(
@@ -110,7 +109,7 @@ def open_storage(
             Guard(place, guard_s).opened(journal)
         return journal
     heartbeat = _heartbeat(heartbeat_s)
-    storage = reached(place, wait_s, lambda: _rdb(place, create, heartbeat), searching=create)
+    storage = reached(place, wait_s, lambda: _sql(place, create, heartbeat), searching=create)
     if guard_s is not None:
         interval = float(heartbeat.get("heartbeat_interval", 0))
         grace = float(heartbeat.get("grace_period", 0))
@@ -183,7 +182,7 @@ def _heartbeat(heartbeat_s: float | None) -> dict[str, Any]:
         }
 
 
-def _rdb(place: Place, create: bool, heartbeat: dict[str, Any]) -> Any:
+def _sql(place: Place, create: bool, heartbeat: dict[str, Any]) -> Any:
     """``RDBStorage`` once checked, retried while other workers create the same schema; tables
     are created only when ``create`` and none are there yet."""
     for attempt in range(_OPEN_ATTEMPTS):
@@ -191,7 +190,7 @@ def _rdb(place: Place, create: bool, heartbeat: dict[str, Any]) -> Any:
         if create and place.path is not None:
             _make_parent(place.path)
         try:
-            return _rdb_storage(place, heartbeat, stamped=stamped)
+            return _sql_storage(place, heartbeat, stamped=stamped)
         except _SchemaRace as race:
             if attempt + 1 == _OPEN_ATTEMPTS:
                 raise ConfigError(
@@ -208,18 +207,14 @@ class _SchemaRace(Exception):
     """Another process was creating the same schema: try again."""
 
 
-def _rdb_storage(place: Place, heartbeat: dict[str, Any], *, stamped: bool) -> Any:
+def _sql_storage(place: Place, heartbeat: dict[str, Any], *, stamped: bool) -> Any:
     """``RDBStorage`` on ``place``; with ``stamped`` it creates no table and writes no version
     (Optuna only checks that the stored schema is its own). Raises :class:`_SchemaRace` or
     :class:`ConfigError`."""
     import optuna
     import sqlalchemy.exc
 
-    # Imported when first opened (Optuna is slow to import): tuner's storage on a tested Optuna
-    # with its private names in place, plain RDBStorage elsewhere.
-    from tuner.storage.trial_attrs import rdb_storage_class
-
-    Storage: Any = rdb_storage_class()
+    Storage: Any = optuna.storages.RDBStorage
     engine_kwargs: dict[str, Any] = {}
     if place.kind == "sqlite":
         engine_kwargs["connect_args"] = {"timeout": _lock_timeout(place)}

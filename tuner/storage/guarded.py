@@ -163,6 +163,17 @@ class Guard:
             self.heartbeat_lost = False  # the storage takes writes: a new trial beats afresh
         self.notify(back_line(self.place, lasted))
 
+    def beat_now(self, trial_id: int) -> None:
+        """One heartbeat of ``trial_id`` that must be stored, as any write: an outage waited
+        out, a fault raised. The first beat of a trial is this one, written before its
+        configuration (which holds ``heartbeat_s``): a RUNNING trial without ``heartbeat_s``
+        has never beaten, which is how the unborn check finds it
+        (:func:`tuner.driver.trial.resume.requeue_unfinished`)."""
+        record = self._record()
+        if record is None:
+            return
+        self.call(record, trial_id)
+
     def beat(self, trial_id: int) -> None:
         """One heartbeat of ``trial_id``; never raises (the heartbeat thread would die with a
         traceback). A failure is said once and tried again at the next interval."""
@@ -247,15 +258,17 @@ def storage_call(study: object, fn: Callable[..., _T], *args: Any, **kwargs: Any
 
 @contextlib.contextmanager
 def beating(study: object, trial_id: int) -> Iterator[None]:
-    """Write ``trial_id``'s heartbeat now and at every interval of ``study``'s guard until the
-    block ends (nothing without a guard or a heartbeat): tuner's step, as Optuna's
-    ``study.optimize`` would have run its heartbeat thread."""
+    """Write ``trial_id``'s heartbeat now (:meth:`Guard.beat_now`) and at every interval of
+    ``study``'s guard until the block ends (nothing without a guard or a heartbeat): tuner's
+    step, as Optuna's ``study.optimize`` would have run its heartbeat thread."""
     guard = guard_of(study)
     if guard is None or not guard.interval_s:
         yield
         return
     stop = threading.Event()
-    guard.beat(trial_id)  # the first before the trial goes on: no window without one
+    # The first before the trial goes on, stored (or the search stops): no window without
+    # one, and the configuration the objective writes next says the trial has beaten.
+    guard.beat_now(trial_id)
 
     def beat() -> None:
         while not stop.wait(guard.interval_s):

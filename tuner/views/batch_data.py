@@ -24,6 +24,7 @@ from tuner.core.configurations import (
     status_of,
     unique_trials,
 )
+from tuner.core.record import decode
 from tuner.views.runs import (
     interval,
     representatives,
@@ -120,8 +121,8 @@ def complete_points(trials: Sequence[FrozenTrial]) -> list[Point]:
         if not is_complete(shown):  # the configuration it trains like has no result shown
             shown = trial
         loss, throughput = shown.values
-        attrs = trial.user_attrs
-        low, high, source = error_bar(shown.user_attrs, float(throughput))
+        attrs = decode(trial).flat
+        low, high, source = error_bar(decode(shown).flat, float(throughput))
         same_as = shown.number if shown is not trial else attrs.get("same_as")
         numbers = run_numbers(trial, trials)
         points.append(

@@ -23,6 +23,7 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 import optuna
 
 from tuner.core.errors import ConfigError
+from tuner.core.record import decode_study
 from tuner.storage import open_storage
 from tuner.views.batch_figures import TARGET_PLOT, study_figures
 from tuner.views.dashboard_page import read_only, wide_plots
@@ -52,7 +53,7 @@ def publish(study: optuna.Study, rec: dict[str, Any] | None) -> None:
 
     trials = study.get_trials(deepcopy=False)
     written_at = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
-    note = study_note(study.study_name, trials, study.user_attrs, rec, written_at)
+    note = study_note(study.study_name, trials, decode_study(study).flat, rec, written_at)
     figures = study_figures(trials, rec) | law_figures(rec)
     plots = {graph_id: figures[graph_id] for graph_id in DASHBOARD_PLOTS if graph_id in figures}
     stored = study._storage.get_study_system_attrs(study._study_id)

@@ -16,6 +16,7 @@ from typing import Any
 from optuna.trial import FrozenTrial
 
 from tuner.core.configurations import status_of
+from tuner.core.record import decode
 from tuner.views.summary import VALUES, measured
 
 RECORD_FIELDS = [
@@ -51,7 +52,7 @@ RECORD_FIELDS = [
 def trial_record(trial: FrozenTrial) -> dict[str, Any]:
     """One trial for machines: :data:`RECORD_FIELDS` as stored (full precision; ``None`` for a
     missing or non-finite number)."""
-    attrs = trial.user_attrs
+    attrs = decode(trial).flat
     record: dict[str, Any] = {"number": trial.number, "state": trial.state.name}
     record["status"] = status_of(trial)
     for key in RECORD_FIELDS[3:]:

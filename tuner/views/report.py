@@ -19,6 +19,7 @@ import optuna
 
 from tuner.core.configurations import unique_trials
 from tuner.core.errors import ConfigError, PngExportError
+from tuner.core.record import decode_study
 from tuner.files import atomic_write_text
 from tuner.views.batch_figures import study_figures
 from tuner.views.law_figure import law_figures
@@ -171,7 +172,7 @@ def write_report(
     trials = study.get_trials(deepcopy=False)
     figures = study_figures(trials, rec) | law_figures(rec)
     written_at = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
-    page = render_html(study.study_name, trials, study.user_attrs, rec, figures, written_at)
+    page = render_html(study.study_name, trials, decode_study(study).flat, rec, figures, written_at)
     try:
         atomic_write_text(output, page)
     except OSError as exc:

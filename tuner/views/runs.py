@@ -17,18 +17,20 @@ from typing import Any
 
 from optuna.trial import FrozenTrial
 
+from tuner.core.record import decode
+
 
 def original_number(trial: FrozenTrial) -> int:
     """The number of the trial that first trained this configuration (``repeat_of``, else its
     own)."""
-    repeat_of = trial.user_attrs.get("repeat_of")
+    repeat_of = decode(trial).reuse.repeat_of
     return int(repeat_of) if isinstance(repeat_of, int) else trial.number
 
 
 def run_count(trial: FrozenTrial) -> int | None:
     """How many runs the trial's numbers rest on (``len(repeats)``); ``None`` when it stores no
     ``repeats`` (a study from before repeats, or a trial that measured nothing)."""
-    repeats = trial.user_attrs.get("repeats")
+    repeats = decode(trial).result.repeats
     return len(repeats) if isinstance(repeats, list) and repeats else None
 
 
@@ -45,7 +47,7 @@ def shown_measurement(trial: FrozenTrial, trials: Sequence[FrozenTrial]) -> Froz
     """The trial whose measured numbers ``trial``'s row or point shows: for a ``same_as`` trial
     the representative of the configuration it trains like (when it is among ``trials``), else
     the trial itself."""
-    same_as = trial.user_attrs.get("same_as")
+    same_as = decode(trial).reuse.same_as
     if not isinstance(same_as, int):
         return trial
     return representative(same_as, trials) or trial
@@ -96,10 +98,10 @@ def each_run(
     for a configuration run once, or where the stored runs do not match its trials one to one
     (a duplicate run by a second worker)."""
     numbers = run_numbers(trial, trials)
-    repeats = trial.user_attrs.get("repeats")
+    repeats = decode(trial).result.repeats
     if len(numbers) < 2 or not isinstance(repeats, list) or len(repeats) != len(numbers):
         return []
-    losses = trial.user_attrs.get("repeat_losses")
+    losses = decode(trial).result.repeat_losses
     losses = losses if isinstance(losses, list) and len(losses) == len(numbers) else []
     return [
         (number, _number(repeats[i]), _number(losses[i]) if losses else None)

@@ -16,6 +16,7 @@ from tuner.core.budget import BUDGET
 from tuner.core.configurations import status_of
 from tuner.core.outcome import STATES
 from tuner.core.plan import MACHINE_LOAD, load_text
+from tuner.core.record import decode
 from tuner.views.columns import Layout, fit_columns
 from tuner.views.recommendation import recommendation_rows as recommendation_rows
 from tuner.views.recommendation import seconds_text, span_text
@@ -108,7 +109,7 @@ def trial_cells(
     (default: the trial itself; for a ``same_as`` trial, see
     :func:`tuner.views.runs.shown_measurement`). ``runs``: the numbers of the trials of the
     trial's configuration, its representative first (see :func:`note_text`)."""
-    attrs = trial.user_attrs
+    attrs = decode(trial).flat
     shown = shown or trial
     same = shown.number if shown is not trial else None
     return [
@@ -122,10 +123,10 @@ def trial_cells(
         str(trial.params.get("precision") or attrs.get("precision") or "-"),
         fmt(attrs.get("learning_rate"), ".3g"),
         fmt(measured(shown, "throughput"), ",.0f"),
-        span_text(interval(shown.user_attrs, "throughput_ci")),
+        span_text(interval(decode(shown).flat, "throughput_ci")),
         runs_text(trial, shown),
         fmt(measured(shown, "final_loss"), ".4g"),
-        target_text(shown.user_attrs),
+        target_text(decode(shown).flat),
         fmt(attrs.get("train_loss"), ".4g"),
         fmt(attrs.get("gradient_noise_scale"), ",.0f"),
         fmt(attrs.get("goodput"), ",.0f"),
@@ -138,8 +139,8 @@ def trial_cells(
 def runs_text(trial: FrozenTrial, shown: FrozenTrial) -> str:
     """The runs cell: how many runs the row's numbers rest on, or for a ``same_as`` trial
     ``= #N``, the row whose measurement it shares (one measurement, not another one)."""
-    if isinstance(trial.user_attrs.get("same_as"), int):
-        return f"= #{shown.number if shown is not trial else trial.user_attrs['same_as']}"
+    if isinstance(decode(trial).reuse.same_as, int):
+        return f"= #{shown.number if shown is not trial else decode(trial).reuse.same_as}"
     runs = run_count(shown)
     return "-" if runs is None else str(runs)
 
@@ -198,7 +199,7 @@ VALUES = {"final_loss": 0, "throughput": 1}
 def measured(trial: FrozenTrial, key: str) -> Any:
     """``final_loss`` or ``throughput`` as the trial stored it (its user attribute, else its
     value), or ``None``."""
-    value = trial.user_attrs.get(key)
+    value = decode(trial).flat.get(key)
     if value is None and trial.values is not None and len(trial.values) > VALUES[key]:
         value = trial.values[VALUES[key]]
     return value
@@ -298,9 +299,9 @@ def environment_rows(
     signatures = list(study_attrs.get("device_signatures", []))
     devices = sorted(
         {
-            ", ".join(short_device(d) for d in t.user_attrs["devices"])
-            for t in trials
-            if t.user_attrs.get("devices")
+            ", ".join(short_device(d) for d in devices)
+            for devices in (decode(t).configuration.devices for t in trials)
+            if devices
         }
     )
     versions = study_attrs.get("versions", {})

@@ -17,6 +17,7 @@ from typing import Any
 from optuna.trial import FrozenTrial
 
 from tuner.core.configurations import is_complete, precision_of, unique_trials
+from tuner.core.record import decode
 from tuner.views.batch_data import complete_points
 from tuner.views.runs import interval, representatives, run_count, shown_measurement
 
@@ -71,7 +72,7 @@ def has_target(trials: Sequence[FrozenTrial], rec: Mapping[str, Any] | None) -> 
     trial stored whether it reached it)."""
     if (rec or {}).get("target_loss") is not None:
         return True
-    return any("reached_target" in t.user_attrs for t in trials)
+    return any(decode(t).decision.reached_target is not None for t in trials)
 
 
 def target_curves(
@@ -94,7 +95,7 @@ def target_curves(
         batch = int(trial.params["global_batch_size"])
         point = _target_point(trial.number, batch, rule, shown)
         if point is None:
-            if shown.user_attrs.get("reached_target") is False:
+            if decode(shown).decision.reached_target is False:
                 missed.setdefault(rule, set()).add(batch)
             continue
         if (rule, batch) not in best or point.seconds < best[(rule, batch)].seconds:
@@ -117,7 +118,7 @@ def target_curves(
 
 def _target_point(number: int, batch: int, rule: str, shown: FrozenTrial) -> TargetPoint | None:
     """The measured time to target of ``shown``'s configuration, or ``None`` when it has none."""
-    attrs = shown.user_attrs
+    attrs = decode(shown).flat
     seconds = attrs.get("time_to_target_s")
     if not attrs.get("reached_target") or not isinstance(seconds, int | float):
         return None

@@ -11,6 +11,7 @@ from trials import make_trial, measured_trial, run_recommend, target_trial
 from tuner.core.racing import to_repeat
 from tuner.core.recommend._candidates import candidate_entries, choose, loss_tolerance
 from tuner.core.recommend._ties import MARGIN_TIE_RULE
+from tuner.core.record import decode
 from tuner.core.stats import bootstrap_wins, ratio_interval, throughput_interval
 
 
@@ -40,7 +41,7 @@ def test_overlapping_intervals_twice_as_fast_go_to_the_faster_with_how_sure() ->
         measured_trial(0, 64, runs=[7600.0, 10480.0, 16000.0]),
         measured_trial(1, 128, runs=[13000.0, 20793.0, 31000.0]),
     ]
-    first, second = trials[0].user_attrs["throughput_ci"], trials[1].user_attrs["throughput_ci"]
+    first, second = decode(trials[0]).flat["throughput_ci"], decode(trials[1]).flat["throughput_ci"]
     assert first[1] > second[0]  # the two intervals overlap
     rec = run_recommend(trials)
     assert rec["trial_number"] == 1 and rec["global_batch_size"] == 128
@@ -77,7 +78,7 @@ def test_the_ratio_interval_is_the_speedups_arithmetic() -> None:
         measured_trial(1, 128, runs=[13000.0, 20793.0, 31000.0]),
     ]
     (call,) = run_recommend(trials)["close_calls"]
-    cis = [throughput_interval(t.user_attrs["repeats"], []) for t in trials]
+    cis = [throughput_interval(decode(t).result.repeats, []) for t in trials]
     expected = ratio_interval(20793.0, cis[1], 10480.0, cis[0])
     assert expected is not None
     assert call["ratio_ci"] == pytest.approx(expected.as_list())

@@ -34,6 +34,7 @@ from tuner.core.errors import ConfigError, NoCompleteTrialError
 from tuner.core.racing import Entry
 from tuner.core.recommend._policy import DEFAULT_TIE_MARGIN, GOODPUT, POLICIES, TIME_TO_TARGET
 from tuner.core.recommend._ties import Pick, decide
+from tuner.core.record import decode
 from tuner.core.stats import Interval, effective_tolerance, relative_spread
 
 
@@ -83,7 +84,7 @@ def policy_candidates(
         return _reached(complete, study_name, target_loss)
     kept = within_tolerance(complete, tolerance)
     if policy == GOODPUT:
-        kept = [t for t in kept if t.user_attrs.get("goodput") is not None]
+        kept = [t for t in kept if decode(t).result.goodput is not None]
         if not kept:
             raise NoCompleteTrialError(
                 f"study {study_name!r} has no trial with a measured gradient noise scale "
@@ -113,8 +114,8 @@ def _reached(
     reached = [
         t
         for t in complete
-        if t.user_attrs.get("reached_target") is True
-        and _finite(t.user_attrs.get("time_to_target_s"))
+        if decode(t).decision.reached_target is True
+        and _finite(decode(t).decision.time_to_target_s)
     ]
     if reached:
         return reached
@@ -131,7 +132,7 @@ def _best_loss_seen(complete: list[FrozenTrial]) -> float | None:
     """The lowest validation loss any trial reported: at a check or at the end."""
     losses = [t.values[0] for t in complete]
     for trial in complete:
-        curve = trial.user_attrs.get("target_curve") or []
+        curve = decode(trial).decision.target_curve or []
         losses += [float(p[1]) for p in curve if len(p) == 2 and _finite(p[1])]
     return min(losses) if losses else None
 
@@ -142,7 +143,7 @@ def _finite(value: Any) -> bool:
 
 def policy_entry(trial: FrozenTrial, policy: str) -> Entry:
     """What the policy compares for one candidate: its value, interval, runs and batch."""
-    attrs = trial.user_attrs
+    attrs = decode(trial).flat
     interval: Interval | None
     if policy == TIME_TO_TARGET:
         value, interval = float(attrs["time_to_target_s"]), time_to_target_ci(attrs)
@@ -181,7 +182,7 @@ def run_values(trial: FrozenTrial, policy: str) -> list[float]:
     """The per-run values behind a candidate's value, for the bootstrap of a close call: its
     runs' throughputs (``repeats``; under ``goodput`` scaled as its interval is) or times to
     target (``time_to_target_runs``); empty when not stored."""
-    attrs = trial.user_attrs
+    attrs = decode(trial).flat
     if policy == TIME_TO_TARGET:
         return [float(v) for v in attrs.get("time_to_target_runs") or [] if _finite(v)]
     values = [float(v) for v in attrs.get("repeats") or [] if _finite(v)]

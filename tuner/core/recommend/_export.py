@@ -24,6 +24,7 @@ from typing import Any
 from optuna.trial import FrozenTrial
 
 from tuner.core.optimizers import from_description
+from tuner.core.record import decode
 
 SCHEMA_VERSION = 2
 """Raised when a key of the JSON is removed or changes meaning; new keys may come without it.
@@ -82,7 +83,7 @@ def export_document(
     with ``schema_version`` and the sections, floats at their precision. ``spec`` is the
     study's stored spec (``StudySpec.to_dict()``); ``storage`` the URL with its password
     masked (``None``: not known)."""
-    attrs = chosen.user_attrs
+    attrs = decode(chosen).flat
     search, workload = spec.get("search", {}), spec.get("workload", {})
     optimizer, source = optimizer_section(attrs, workload.get("optimizer") or "adam", rec)
     if rec.get("learning_rate_source") == "lr_law":  # the measured lr*, not the trial's rate

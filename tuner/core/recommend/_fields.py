@@ -29,6 +29,7 @@ from tuner.core.recommend._candidates import Tolerance
 from tuner.core.recommend._policy import DEFAULT_TIE_MARGIN
 from tuner.core.recommend._ties import Pick
 from tuner.core.recommend._verdict import Speedup, baseline_at, measure_speedup
+from tuner.core.record import decode
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ def chosen_fields(
     feasible: dict[str, Any],
 ) -> dict[str, Any]:
     """What the chosen trial is and measured, and the settings it was chosen with."""
-    attrs = chosen.user_attrs
+    attrs = decode(chosen).flat
     return {
         "study_name": context.study_name,
         "trial_number": chosen.number,
@@ -95,7 +96,7 @@ def decision_fields(chosen: FrozenTrial, decision: Pick, tolerance: Tolerance) -
     """How sure the pick is: the throughput's interval and runs, the loss tolerance applied and
     why, the candidates practically equal to the pick (within the tie margin) and those it beats
     only within the noise (close calls)."""
-    interval = throughput_ci(chosen.user_attrs)
+    interval = throughput_ci(decode(chosen).flat)
     return {
         "throughput_ci": None if interval is None else interval.as_list(),
         "throughput_ci_method": None if interval is None else interval.method,
@@ -141,7 +142,7 @@ def precision_fields(chosen: FrozenTrial, same_model: list[FrozenTrial]) -> dict
 def speedup_of(chosen: FrozenTrial, context: Context) -> Speedup:
     """The chosen trial's speedup over its device signature's single-device baseline at its
     precision (like with like: bf16's own gain is not the replicas')."""
-    signature = str(chosen.user_attrs.get("device_signature"))
+    signature = str(decode(chosen).configuration.device_signature)
     precision = precision_of(chosen)
     baseline = baseline_at(context.baselines, signature, precision)
     # A hypermodel's baseline trained its defaults: another model unless the chosen is it.
@@ -150,8 +151,8 @@ def speedup_of(chosen: FrozenTrial, context: Context) -> Speedup:
     )
     return measure_speedup(
         float(chosen.values[1]),
-        throughput_ci(chosen.user_attrs),
-        int(chosen.user_attrs["num_replicas"]),
+        throughput_ci(decode(chosen).flat),
+        int(decode(chosen).configuration.num_replicas or 1),
         baseline,
         other_model=other_model,
         precision=precision,
@@ -165,7 +166,7 @@ def target_fields(
     prediction beside what the trials measured (nothing without a target)."""
     if context.target_loss is None:
         return {}
-    attrs = chosen.user_attrs
+    attrs = decode(chosen).flat
     interval = time_to_target_ci(attrs)
     measured = [t for t in same_model_complete if not is_same_as(t)]
     return {
@@ -179,7 +180,7 @@ def target_fields(
 
 
 def hypermodel_fields(chosen: FrozenTrial, context: Context) -> dict[str, Any]:
-    values = chosen.user_attrs.get("model_hyperparameters")
+    values = decode(chosen).configuration.model_hyperparameters
     if values is None or not context.hypermodel:
         return {}
     return {
@@ -191,7 +192,7 @@ def hypermodel_fields(chosen: FrozenTrial, context: Context) -> dict[str, Any]:
 
 
 def probe_fields(chosen: FrozenTrial, context: Context) -> dict[str, Any]:
-    probe = (context.probes or {}).get(str(chosen.user_attrs.get("device_signature")))
+    probe = (context.probes or {}).get(str(decode(chosen).configuration.device_signature))
     if not probe:
         return {}
     # The probe runs at the spec's first precision: it says which, for a pick at another one.

@@ -24,6 +24,7 @@ from optuna.trial import FrozenTrial
 
 from tuner.core.configurations import is_complete, status_of
 from tuner.core.lr_law import Law, law_from_points
+from tuner.core.record import decode
 from tuner.core.scaling import is_sweep
 
 LEARNING_RATE_SOURCE = "lr_law"
@@ -43,14 +44,14 @@ class _Batch:
 
 
 def _batch_of(trial: FrozenTrial) -> int | None:
-    batch = trial.params.get("global_batch_size", trial.user_attrs.get("global_batch_size"))
+    batch = trial.params.get("global_batch_size", decode(trial).configuration.global_batch_size)
     return int(batch) if isinstance(batch, int) else None
 
 
 def _add(trial: FrozenTrial, into: _Batch, batches: dict[int, int | None]) -> None:
     """File ``trial``'s point into its batch's evidence (``batches``: every trial's batch by
     number, to tell where a dominated trial's reference trained)."""
-    attrs = trial.user_attrs
+    attrs = decode(trial).flat
     lr = attrs.get("learning_rate")
     if not isinstance(lr, int | float):
         return
@@ -119,7 +120,7 @@ def study_law(
     """The law of one device signature's trials at one model and precision (``None`` without
     an LR sweep, or without a batch of three rates)."""
     if not any(
-        is_sweep(str(t.user_attrs.get("lr_rule") or t.params.get("lr_rule"))) for t in trials
+        is_sweep(str(decode(t).configuration.lr_rule or t.params.get("lr_rule"))) for t in trials
     ):
         return None
     evidence = batch_points(trials)
@@ -127,11 +128,9 @@ def study_law(
     worse = {batch: seen[1] for batch, seen in evidence.items()}
     criteria = {batch: seen[2] for batch, seen in evidence.items()}
     scales = [
-        float(t.user_attrs["gradient_noise_scale"])
-        for t in trials
-        if isinstance(t.user_attrs.get("gradient_noise_scale"), int | float)
-        and math.isfinite(t.user_attrs["gradient_noise_scale"])
-        and t.user_attrs["gradient_noise_scale"] > 0
+        float(scale)
+        for scale in (decode(t).result.gradient_noise_scale for t in trials)
+        if isinstance(scale, int | float) and math.isfinite(scale) and scale > 0
     ]
     noise_scale = statistics.median(scales) if scales else None
     return law_from_points(points, seed_sigma(seed_record), noise_scale, worse, criteria)
@@ -152,6 +151,6 @@ def law_fields(
             learning_rate=star.lr,
             learning_rate_ci=[star.low, star.high],
             learning_rate_source=LEARNING_RATE_SOURCE,
-            trained_learning_rate=chosen.user_attrs.get("learning_rate"),
+            trained_learning_rate=decode(chosen).learning_rate,
         )
     return fields

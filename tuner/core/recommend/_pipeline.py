@@ -64,6 +64,7 @@ from tuner.core.recommend._policy import (
 )
 from tuner.core.recommend._ties import SAME_BATCH_MARGIN_RULE
 from tuner.core.recommend._verdict import verdict
+from tuner.core.record import decode
 
 __all__ = [
     "DEFAULT_TOLERANCE",
@@ -170,7 +171,7 @@ def recommend(
 def _by_signature(trials: Iterable[FrozenTrial]) -> dict[str, list[FrozenTrial]]:
     groups: dict[str, list[FrozenTrial]] = {}
     for trial in trials:  # grid points are unique within a signature, not across signatures
-        signature = str(trial.user_attrs.get("device_signature", "unknown"))
+        signature = decode(trial).configuration.device_signature or "unknown"
         groups.setdefault(signature, []).append(trial)
     return groups
 

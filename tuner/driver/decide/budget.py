@@ -19,6 +19,7 @@ from tuner.core.outcome import ChildRun
 from tuner.core.protocol import Request, TrialRequest
 from tuner.core.racing import gaps_to_best
 from tuner.core.recommend import default_policy, higher_is_better
+from tuner.core.record import decode, store_study
 from tuner.core.spec import StudySpec
 from tuner.core.trials import settled_grid_points
 from tuner.driver.children import ChildRunner, OnEvent
@@ -97,7 +98,7 @@ def grid_left(
     settled = settled_grid_points(trials)
     left = sorted(point for point in grid if point not in settled)
     if key_of is not None:
-        seen = {t.user_attrs.get("training_key") for t in trials if t.state.is_finished()}
+        seen = {decode(t).configuration.training_key for t in trials if t.state.is_finished()}
         distinct = []
         for point in left:
             key = key_of(point)
@@ -152,4 +153,4 @@ def close(
         record.update(quick=True, unresolved=[n for n, _ in gaps], quick_line=line)
     for line in lines:
         observer.note(line)
-    storage_call(study, study.set_user_attr, BUDGET, record)
+    storage_call(study, store_study, study, BUDGET, record)

@@ -31,6 +31,7 @@ from tuner.core import dominance
 from tuner.core.configurations import is_same_as
 from tuner.core.dominance import DEFAULT_ALPHA, check_noise
 from tuner.core.protocol import EarlyStop
+from tuner.core.record import decode
 from tuner.core.spec import StudySpec
 from tuner.core.stats import effective_tolerance
 from tuner.driver.decide.racing import is_original
@@ -75,7 +76,7 @@ def early_stop_for(
     if not records_curves(spec):
         why = "seeds = 1" if search.seeds < 2 else "a joint search measures no seed noise"
         return None, f"no early stop: the seed noise is not measured ({why})"
-    mine = [t for t in trials if t.user_attrs.get("device_signature") == signature]
+    mine = [t for t in trials if decode(t).configuration.device_signature == signature]
     fields: dict[str, Any] = {"alpha": DEFAULT_ALPHA, "tie_margin": search.tie_margin}
     reasons: list[str] = []
     rivals = peers(spec, mine, batch)
@@ -147,7 +148,7 @@ def _target_gap(
     if not reached or batch is None:
         reasons.append("no trial has reached the target yet")
         return {}
-    reference = min(reached, key=lambda t: (float(t.user_attrs["time_to_target_s"]), t.number))
+    reference = min(reached, key=lambda t: (_time_s(t), t.number))
     scale = _time_scale(trials, reference, batch, margin)
     if scale is None:
         reasons.append(f"no throughput measured at batch {batch} yet (no time to compare at)")
@@ -187,12 +188,12 @@ def _time_scale(
     the same time: the throughput measured at ``batch`` (the median of its runs, a dominated
     one's too) over the reference's, × ``1 + margin`` in the trial's favour (a trial within the
     tie margin of the best time is not beaten); ``None`` while ``batch`` has no figure."""
-    if reference.user_attrs.get("global_batch_size") == batch:
+    if decode(reference).configuration.global_batch_size == batch:
         return 1.0 + margin  # the same steps: the same time up to timing noise
     own = sorted(
         _throughput(t)
         for t in trials
-        if t.user_attrs.get("global_batch_size") == batch
+        if decode(t).configuration.global_batch_size == batch
         and not is_same_as(t)
         and _positive(_throughput(t))
     )
@@ -204,7 +205,7 @@ def _time_scale(
 
 def _throughput(trial: FrozenTrial) -> float:
     """The trial's measured throughput (its attribute; a finished trial's value), else nan."""
-    value = trial.user_attrs.get("throughput")
+    value = decode(trial).throughput
     if value is None and trial.values:
         value = trial.values[1]
     return float(value) if isinstance(value, int | float) else math.nan
@@ -220,9 +221,14 @@ def _reached(trials: Sequence[FrozenTrial]) -> list[FrozenTrial]:
         t
         for t in trials
         if is_original(t)
-        and t.user_attrs.get("reached_target")
-        and isinstance(t.user_attrs.get("time_to_target_s"), int | float)
+        and decode(t).decision.reached_target
+        and isinstance(decode(t).decision.time_to_target_s, int | float)
     ]
+
+
+def _time_s(trial: FrozenTrial) -> float:
+    """The seconds to the target of a trial that reached it (:func:`_reached`)."""
+    return float(decode(trial).decision.time_to_target_s or 0.0)
 
 
 def _best_time(trials: Sequence[FrozenTrial], reasons: list[str]) -> dict[str, Any]:
@@ -231,9 +237,9 @@ def _best_time(trials: Sequence[FrozenTrial], reasons: list[str]) -> dict[str, A
     if not reached:
         reasons.append("no trial has reached the target yet")
         return {}
-    best = min(reached, key=lambda t: (float(t.user_attrs["time_to_target_s"]), t.number))
+    best = min(reached, key=lambda t: (_time_s(t), t.number))
     return {
-        "best_time_s": float(best.user_attrs["time_to_target_s"]),
+        "best_time_s": _time_s(best),
         "best_time_trial": best.number,
     }
 
@@ -251,7 +257,7 @@ def peers(
     return [
         t
         for t in trials
-        if t.params.get("global_batch_size", t.user_attrs.get("global_batch_size")) == batch
+        if t.params.get("global_batch_size", decode(t).configuration.global_batch_size) == batch
     ]
 
 
@@ -271,7 +277,7 @@ def _seed_curves(record: Mapping[str, Any], trials: Sequence[FrozenTrial]) -> li
         for t in trials
         if is_original(t)
         # At the base batch every rule trains alike (ratio 1): the grid's first of them ran.
-        and t.user_attrs.get("global_batch_size") == record.get("global_batch_size")
+        and decode(t).configuration.global_batch_size == record.get("global_batch_size")
         and curve_of(t)
     ]
     if base:
@@ -289,7 +295,7 @@ def best_reference(trials: Sequence[FrozenTrial]) -> FrozenTrial | None:
 def curve_of(trial: FrozenTrial) -> list[list[float]]:
     """``[samples, loss]`` at each of the trial's checks (empty without them)."""
     for name in CURVES:
-        curve = trial.user_attrs.get(name)
+        curve = decode(trial).flat.get(name)
         if isinstance(curve, list) and curve:
             return curve
     return []

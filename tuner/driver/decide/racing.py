@@ -40,6 +40,7 @@ from tuner.core.errors import NoCompleteTrialError
 from tuner.core.outcome import TrialOutcome
 from tuner.core.racing import Entry, most_decisive_first, tie_set, to_repeat
 from tuner.core.recommend import candidate_entries, default_policy, higher_is_better
+from tuner.core.record import decode, decode_study, encode
 from tuner.core.spec import StudySpec
 from tuner.core.stats import effective_tolerance, log_t_interval, throughput_interval
 from tuner.core.trials import has_unclaimed_work, is_settled
@@ -70,12 +71,12 @@ def is_measured(trial: FrozenTrial) -> bool:
 
 def is_original(trial: FrozenTrial) -> bool:
     """A measured grid trial: the first run of its configuration."""
-    return is_measured(trial) and REPEAT_OF not in trial.user_attrs
+    return is_measured(trial) and decode(trial).reuse.repeat_of is None
 
 
 def own_run(trial: FrozenTrial) -> Run:
     """What the trial's own child measured (its lists end with its own run)."""
-    attrs = trial.user_attrs
+    attrs = decode(trial).flat
     losses = attrs.get("repeat_losses") or [trial.values[0]]
     times = attrs.get("time_to_target_runs") or [attrs.get("time_to_target_s")]
     samples = attrs.get("samples_to_target_runs") or [attrs.get("samples_to_target")]
@@ -89,7 +90,7 @@ def chain(trials: Sequence[FrozenTrial], original: int) -> list[FrozenTrial]:
         (
             t
             for t in trials
-            if is_measured(t) and (t.number == original or t.user_attrs.get(REPEAT_OF) == original)
+            if is_measured(t) and (t.number == original or decode(t).reuse.repeat_of == original)
         ),
         key=lambda t: t.number,
     )
@@ -155,7 +156,7 @@ def race_entries(
     """The recommendation's own candidates on ``signature``'s devices, as racing weighs them
     (:func:`~tuner.core.recommend.candidate_entries`); empty when none completed."""
     target = spec.search.target_loss
-    mine = [t for t in trials if t.user_attrs.get("device_signature") == signature]
+    mine = [t for t in trials if decode(t).configuration.device_signature == signature]
     try:
         return candidate_entries(mine, default_policy(target), tolerance, target_loss=target)
     except NoCompleteTrialError:  # nothing to race (e.g. no trial reached the target)
@@ -192,8 +193,9 @@ def next_repeats(
     chosen = []
     for number in wanted:
         rep = by_number[number]
-        original = by_number[int(rep.user_attrs.get(REPEAT_OF, rep.number))]
-        attempts = [t for t in trials if t.user_attrs.get(REPEAT_OF) == original.number]
+        repeat_of = decode(rep).reuse.repeat_of
+        original = by_number[int(rep.number if repeat_of is None else repeat_of)]
+        attempts = [t for t in trials if decode(t).reuse.repeat_of == original.number]
         if any(_blocks(t) for t in attempts) or len(attempts) >= 2 * spec.search.max_repeats:
             continue
         chosen.append((original, runs_of(rep) + 1))
@@ -210,16 +212,16 @@ def _blocks(trial: FrozenTrial) -> bool:
 def running_repeats(trials: Sequence[FrozenTrial], signature: str) -> list[FrozenTrial]:
     """The repeats of configurations measured on ``signature``'s devices that a worker holds
     RUNNING (its own or, within the heartbeat grace period, a dead one's)."""
-    mine = {t.number for t in trials if t.user_attrs.get("device_signature") == signature}
+    mine = {t.number for t in trials if decode(t).configuration.device_signature == signature}
     return [
-        t for t in trials if t.state == TrialState.RUNNING and t.user_attrs.get(REPEAT_OF) in mine
+        t for t in trials if t.state == TrialState.RUNNING and decode(t).reuse.repeat_of in mine
     ]
 
 
 def provisional_line(running: Sequence[FrozenTrial]) -> str:
     """The warning for a race that ends with ``running`` repeats still RUNNING elsewhere."""
     names = ", ".join(
-        f"#{t.number} (run {t.user_attrs.get(REPEAT_INDEX, '?')} of #{t.user_attrs[REPEAT_OF]})"
+        f"#{t.number} (run {decode(t).reuse.repeat_index or '?'} of #{decode(t).reuse.repeat_of})"
         for t in running
     )
     repeat, verb = ("repeats", "are") if len(running) > 1 else ("repeat", "is")
@@ -243,7 +245,7 @@ def enqueue_repeat(study: optuna.Study, original: FrozenTrial, index: int) -> No
         state=TrialState.WAITING,
         params=original.params,
         distributions=original.distributions,
-        user_attrs={REPEAT_OF: original.number, REPEAT_INDEX: index},
+        user_attrs=encode({REPEAT_OF: original.number, REPEAT_INDEX: index}),
         system_attrs={**cell, "fixed_params": dict(original.params)},
     )
     storage_call(study, study.add_trial, repeat)
@@ -253,8 +255,9 @@ def applied_tolerance(study: optuna.Study, spec: StudySpec, plan: DevicePlan) ->
     """The loss tolerance racing applies on ``plan``'s devices and a sentence saying why:
     ``max(--tolerance, 2 × the measured seed spread)``
     (:func:`~tuner.core.stats.effective_tolerance`)."""
-    noise = storage_call(study, lambda: study.user_attrs).get("seed_noise", {})
-    noise = noise.get(plan.device_signature, {})
+    noise = (storage_call(study, decode_study, study).seed_noise or {}).get(
+        plan.device_signature, {}
+    )
     spread = noise.get("spread")
     tolerance, source = effective_tolerance(spec.search.tolerance, spread)
     measured_text = (

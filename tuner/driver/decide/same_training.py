@@ -11,6 +11,7 @@ from typing import Any
 from optuna.trial import FrozenTrial
 
 from tuner.core.outcome import TrialOutcome
+from tuner.core.record import decode
 from tuner.driver.decide.racing import REPEAT_INDEX, REPEAT_OF, SAME_AS, is_original
 
 NOT_MEASURED = frozenset(
@@ -32,7 +33,7 @@ def same_training(
         t
         for t in trials
         # The key first: a cheap test that rules out nearly every trial of a large study.
-        if t.user_attrs.get("training_key") == key and t.number != number and is_original(t)
+        if decode(t).configuration.training_key == key and t.number != number and is_original(t)
     ]
     return min(same, key=lambda t: t.number) if same else None
 
@@ -42,7 +43,7 @@ def same_as(original: FrozenTrial, attrs: dict[str, Any]) -> TrialOutcome:
     and measured attributes (not this trial's configuration), and ``same_as`` its number."""
     measured_attrs = {
         key: value
-        for key, value in original.user_attrs.items()
+        for key, value in decode(original).flat.items()
         if key not in NOT_MEASURED and key not in attrs
     }
     values = (float(original.values[0]), float(original.values[1]))

@@ -30,12 +30,13 @@ from tuner.core.budget import Ledger, RunKey
 from tuner.core.configurations import status_of
 from tuner.core.devices import DevicePlan
 from tuner.core.dominance import check_noise
+from tuner.core.record import decode, decode_study
 from tuner.core.spec import StudySpec
 from tuner.core.stats import relative_spread
 from tuner.core.trials import is_pending, is_settled
 from tuner.driver.children import ChildRunner, first_precision
 from tuner.driver.decide.early_stop import curve_of, measures_seed_noise
-from tuner.driver.decide.racing import REPEAT_OF, applied_tolerance, own_run
+from tuner.driver.decide.racing import applied_tolerance, own_run
 from tuner.driver.decide.seed_runs import SeedInputs, run_seeds, train_seed
 from tuner.driver.observer import SearchObserver, observed
 from tuner.driver.records import store
@@ -211,7 +212,8 @@ def first_trains_base(
 def base_settled(trials: list[optuna.trial.FrozenTrial], key: str) -> bool:
     """Whether a grid run of the base configuration (``key``) has ended for good."""
     return any(
-        t.user_attrs.get("training_key") == key and not _repeat(t) and is_settled(t) for t in trials
+        decode(t).configuration.training_key == key and not _repeat(t) and is_settled(t)
+        for t in trials
     )
 
 
@@ -226,11 +228,11 @@ def _base_runs(
     key = training_key(
         spec, plan, search.base_batch_size, search.lr_rules[0], values, first_precision(spec)
     )
-    return [t for t in trials if t.user_attrs.get("training_key") == key and not _repeat(t)]
+    return [t for t in trials if decode(t).configuration.training_key == key and not _repeat(t)]
 
 
 def _repeat(trial: optuna.trial.FrozenTrial) -> bool:
-    return REPEAT_OF in trial.user_attrs
+    return decode(trial).reuse.repeat_of is not None
 
 
 def _grid_seed(base: list[optuna.trial.FrozenTrial], seed: int) -> tuple[list[int], list[float]]:
@@ -251,4 +253,4 @@ def _seeds(seeds: list[int]) -> str:
 
 def _noise(study: optuna.Study) -> dict[str, Any]:
     """The seed noise stored per device signature."""
-    return dict(storage_call(study, lambda: study.user_attrs).get(SEED_NOISE, {}))
+    return dict(storage_call(study, decode_study, study).seed_noise or {})

@@ -22,6 +22,7 @@ from typing import Any
 
 import optuna
 
+from tuner.core.record import decode_study
 from tuner.storage.guarded import storage_call
 
 
@@ -33,7 +34,7 @@ def find_baseline(study: optuna.Study, key: str, repeats: int) -> tuple[str, dic
         (str(record.get("reused_from") or other.study_name), record)
         for other in storage_call(study, study._storage.get_all_studies)
         if other.study_name != study.study_name
-        for record in (other.user_attrs.get("baselines") or {}).values()
+        for record in (decode_study(other).baselines or {}).values()
         if _matches(record, key, repeats)
     ]
     return max(found, key=lambda pair: str(pair[1].get("measured_at", ""))) if found else None

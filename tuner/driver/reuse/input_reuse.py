@@ -31,6 +31,7 @@ from optuna.trial import FrozenTrial
 
 from tuner.core.outcome import TrialOutcome
 from tuner.core.protocol import TrialRequest
+from tuner.core.record import decode, decode_study
 from tuner.driver.reuse.keys import input_key
 from tuner.storage.guarded import storage_call
 
@@ -44,7 +45,7 @@ def find_input(trials: Sequence[FrozenTrial], key: str) -> tuple[float, int] | N
     """The earliest trial in ``trials`` that measured its input pipeline itself under ``key``:
     ``(its input_throughput, its number)``; ``None`` if none did."""
     for trial in sorted(trials, key=lambda t: t.number):
-        attrs = trial.user_attrs
+        attrs = decode(trial).flat
         figure = attrs.get("input_throughput")
         if attrs.get(INPUT_KEY) != key or attrs.get(REUSED_FROM) is not None:
             continue
@@ -67,7 +68,7 @@ class InputReuse:
         """``request`` with an earlier trial's figure when one of ``trials`` measured the same
         input key; that key; and the trial it came from (``None``: the child measures it)."""
         if self._study_attrs is None:
-            self._study_attrs = dict(storage_call(study, lambda: study.user_attrs))
+            self._study_attrs = dict(storage_call(study, decode_study, study).flat)
         key = input_key(request, self._study_attrs)
         found = find_input(trials, key)
         if found is None:

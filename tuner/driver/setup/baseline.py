@@ -20,6 +20,7 @@ from tuner.core.devices import DevicePlan
 from tuner.core.outcome import classify
 from tuner.core.protocol import DEFAULT_TRIAL_TIMEOUT_S, TrialRequest
 from tuner.core.recommend import baseline_at, baseline_key
+from tuner.core.record import decode_study, store_study
 from tuner.core.spec import StudySpec
 from tuner.core.stats import throughput_interval
 from tuner.driver.children import ChildRunner, first_precision, trial_request
@@ -44,14 +45,14 @@ def prepare_baseline(
     per precision), or reuse one another study in the storage measured of the same training
     (:mod:`tuner.driver.reuse.baseline_reuse`)."""
     signature = plan.device_signature
-    stored = storage_call(study, lambda: study.user_attrs)
-    baselines = stored.get("baselines", {})
+    stored = storage_call(study, decode_study, study)
+    baselines = stored.baselines or {}
     if baseline_at(baselines, signature, precision) is not None:
         observer.phase("baseline", 0)
         return
     several = len(spec.search.precisions) > 1
     at = f", precision {precision}" if several else ""
-    key = reuse_key(baseline_request(spec, plan, precision), stored, signature)
+    key = reuse_key(baseline_request(spec, plan, precision), stored.flat, signature)
     reused = find_baseline(study, key, spec.search.max_repeats)
     if reused is not None:
         source, reference = reused
@@ -73,7 +74,7 @@ def prepare_baseline(
             return
         reference.update(reuse_key=key, measured_at=_now())
     stored_as = baseline_key(baselines, signature, precision, first_precision(spec))
-    storage_call(study, study.set_user_attr, "baselines", {**baselines, stored_as: reference})
+    storage_call(study, store_study, study, "baselines", {**baselines, stored_as: reference})
 
 
 def run_baseline(

@@ -14,6 +14,7 @@ from typing import Any
 import optuna
 
 from tuner.core.plan import MACHINE_LOAD, busiest, load_record
+from tuner.core.record import decode_study, store_study
 from tuner.storage.guarded import storage_call
 
 _NVIDIA_SMI_TIMEOUT_S = 10.0
@@ -55,7 +56,7 @@ def gpu_processes() -> int:
 
 def store_load(study: optuna.Study, record: dict[str, Any]) -> None:
     """Keep the study's busiest measurement (:func:`tuner.core.plan.busiest`)."""
-    stored = storage_call(study, lambda: study.user_attrs).get(MACHINE_LOAD)
+    stored = storage_call(study, decode_study, study).machine_load
     kept = busiest(stored, record)
     if kept != stored:
-        storage_call(study, study.set_user_attr, MACHINE_LOAD, kept)
+        storage_call(study, store_study, study, MACHINE_LOAD, kept)

@@ -20,6 +20,7 @@ from tuner.core.devices import DevicePlan
 from tuner.core.errors import ConfigError
 from tuner.core.identity import identity_of
 from tuner.core.options import named
+from tuner.core.record import decode_study, store_study
 from tuner.core.spec import StudySpec, check_study_name
 from tuner.driver.observer import quiet_optuna
 from tuner.driver.trial.grid import make_sampler
@@ -78,11 +79,12 @@ def _record(
     """What the study stores about itself: the devices, the backend, the versions, the
     hypermodel and the workload's sizes."""
     _record_devices(study, plan, *where_and_name)
-    study.set_user_attr("backend", spec.workload.backend)
-    study.set_user_attr("versions", versions(info.get("versions"), spec.workload.backend))
+    store_study(study, "backend", spec.workload.backend)
+    store_study(study, "versions", versions(info.get("versions"), spec.workload.backend))
     if info.get("hypermodel"):
-        study.set_user_attr("hypermodel", info["hypermodel"])
-    study.set_user_attr(
+        store_study(study, "hypermodel", info["hypermodel"])
+    store_study(
+        study,
         "workload",
         {
             "n_train": info["n_train"],
@@ -133,19 +135,19 @@ def _create(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         study.set_metric_names(list(METRIC_NAMES))
-    study.set_user_attr("spec", spec.to_dict())
-    study.set_user_attr("created_at", _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"))
+    store_study(study, "spec", spec.to_dict())
+    store_study(study, "created_at", _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"))
     return study
 
 
 def _check_same_spec(study: optuna.Study, spec: StudySpec, where: str) -> None:
     """Refuse to resume a study that tuner did not make, or that ran another spec."""
-    stored = study.user_attrs.get("spec")
+    stored = decode_study(study).spec
     if stored is None and study.get_trials(deepcopy=False):
         raise ConfigError(f"{where} was not made by tuner; choose another {named('study_name')}")
     if stored is None:  # another worker is creating it right now: finish the job
         stored = spec.to_dict()
-        study.set_user_attr("spec", stored)
+        store_study(study, "spec", stored)
     stored_identity = identity_of(stored)
     if stored_identity != spec.identity():
         raise ConfigError(
@@ -158,7 +160,7 @@ def _check_same_spec(study: optuna.Study, spec: StudySpec, where: str) -> None:
 def _record_devices(study: optuna.Study, plan: DevicePlan, where: str, name: str) -> None:
     """Add ``plan``'s device signature to the study's; refuse other devices once it has trials
     (their out-of-memory sizes and throughput are not comparable)."""
-    signatures = set(study.user_attrs.get("device_signatures", []))
+    signatures = set(decode_study(study).device_signatures or [])
     signature = plan.device_signature
     if signatures and signature not in signatures and study.get_trials(deepcopy=False):
         raise ConfigError(
@@ -167,7 +169,7 @@ def _record_devices(study: optuna.Study, plan: DevicePlan, where: str, name: str
             f"give these devices their own {named('study_name')} (e.g. {name}-{_slug(signature)})"
         )
     if signature not in signatures:
-        study.set_user_attr("device_signatures", sorted(signatures | {signature}))
+        store_study(study, "device_signatures", sorted(signatures | {signature}))
 
 
 def _slug(text: str) -> str:

@@ -30,6 +30,7 @@ from tuner.core.probe import (
     sizes_per_child,
 )
 from tuner.core.protocol import Event, ProbeAttemptEvent, ProbeResultEvent, Result
+from tuner.core.record import decode_study
 from tuner.core.scaling import scaled_learning_rate
 from tuner.core.spec import StudySpec
 from tuner.driver.children import ChildRunner, first_precision, probe_request
@@ -60,7 +61,7 @@ def probe_grid(
 
 def probed_oom(study: optuna.Study, plan: DevicePlan) -> int | None:
     """The smallest global batch a probe of ``plan``'s devices found out of memory, if any."""
-    probes = storage_call(study, lambda: study.user_attrs).get(PROBES, {})
+    probes = storage_call(study, decode_study, study).probes or {}
     found: int | None = probes.get(plan.device_signature, {}).get("smallest_oom_batch")
     return found
 

@@ -25,7 +25,6 @@ from tuner.core.adaptive_sweep import visit_rank
 from tuner.core.configurations import PRECISION
 from tuner.core.hyperparams import defaults
 from tuner.core.spec import StudySpec
-from tuner.storage.trial_attrs import TunerRDBStorage
 
 
 class BatchAscendingGridSampler(GridSampler):
@@ -102,12 +101,8 @@ class BatchAscendingGridSampler(GridSampler):
                 return super().before_trial(study, trial)
             grid_id = int(self._rng.rng.choice(target))
         attrs: dict[str, Any] = {"search_space": self._search_space, "grid_id": grid_id}
-        backend = getattr(study._storage, "_backend", study._storage)  # under the trial cache
-        if isinstance(backend, TunerRDBStorage):
-            backend.set_trial_system_attrs(trial._trial_id, attrs)
-        else:
-            for key, value in attrs.items():
-                study._storage.set_trial_system_attr(trial._trial_id, key, value)
+        for key, value in attrs.items():  # what Optuna's GridSampler writes: two writes
+            study._storage.set_trial_system_attr(trial._trial_id, key, value)
         self._assigned[trial._trial_id] = grid_id
 
     def sample_independent(

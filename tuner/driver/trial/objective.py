@@ -26,12 +26,13 @@ from tuner.core.efficiency import goodput, statistical_efficiency
 from tuner.core.errors import TrialFailed
 from tuner.core.outcome import NOT_LAUNCHED, TrialOutcome, classify
 from tuner.core.protocol import EarlyStop, EpochEvent, Event, ProgressEvent
+from tuner.core.record import StudyRecord, decode, decode_study, store
 from tuner.core.scaling import scaled_learning_rate
 from tuner.core.spec import StudySpec
 from tuner.core.trials import HEARTBEAT_S
 from tuner.driver.children import ChildRunner, first_precision, trial_request
-from tuner.driver.decide.early_stop import SEED_NOISE_ATTR, early_stop_for
-from tuner.driver.decide.racing import REPEAT_INDEX, REPEAT_OF, chain, measured
+from tuner.driver.decide.early_stop import early_stop_for
+from tuner.driver.decide.racing import chain, measured
 from tuner.driver.decide.same_training import same_as, same_training
 from tuner.driver.observer import SearchObserver
 from tuner.driver.reuse.input_reuse import InputReuse
@@ -45,7 +46,6 @@ from tuner.driver.trial.grid import (
 from tuner.driver.trial.spooled import spool_outcome
 from tuner.driver.trial.sweep import skip_bracketed
 from tuner.storage.guarded import guard_of, storage_call
-from tuner.storage.trial_attrs import set_outcome_attrs, set_user_attrs
 
 
 class Objective:
@@ -102,7 +102,7 @@ class Objective:
             return self._trial(trial, stored)
         except KeyboardInterrupt:
             interrupted = {"status": "interrupted", "error": "stopped by the user"}
-            storage_call(trial.study, set_user_attrs, trial, interrupted)
+            storage_call(trial.study, store, trial, interrupted)
             raise
 
     def _configure(
@@ -125,12 +125,14 @@ class Objective:
         guard = guard_of(trial.study)
         attrs[HEARTBEAT_S] = guard.interval_s if guard is not None else 0.0
         attrs["training_key"] = training_key(self._spec, self._plan, batch, rule, values, precision)
-        set_user_attrs(trial, attrs)  # one write: other workers see the configuration at once
+        # The loop wrote the trial's first heartbeat before this (tuner.storage.guarded.beating):
+        # a trial that holds its heartbeat_s has beaten, one without is "unborn" (resume.py).
+        store(trial, attrs)  # other workers see the configuration at once
         return stored, attrs, values
 
     def _trial(self, trial: Trial, stored: Sequence[FrozenTrial] | None) -> tuple[float, float]:
         stored, attrs, values = storage_call(trial.study, self._configure, trial, stored)
-        repeat_of = trial.user_attrs.get(REPEAT_OF)
+        repeat_of = decode(trial).reuse.repeat_of
         position = self._already_done + self.launched + 1
         self.launched += 1
         original = None if repeat_of is not None else same_training(stored, attrs, trial.number)
@@ -188,7 +190,7 @@ class Objective:
         if earlier:
             self._observer.note(
                 f"trial {trial.number}: repeat of #{earlier[0].number} (run "
-                f"{trial.user_attrs.get(REPEAT_INDEX, '?')} of at most {search.max_repeats})"
+                f"{decode(trial).reuse.repeat_index or '?'} of at most {search.max_repeats})"
             )
         self._observer.trial_started(trial.number, position, self.total, attrs)
         batch, rule, lr = attrs["global_batch_size"], attrs["lr_rule"], attrs["learning_rate"]
@@ -259,7 +261,7 @@ class Objective:
             else early_stop_for(
                 self._spec,
                 self._plan.device_signature,
-                lambda: _study_attr(trial.study, SEED_NOISE_ATTR),
+                lambda: _study_record(trial.study).seed_noise,
                 stored,
                 batch,
             )
@@ -278,7 +280,7 @@ class Objective:
         if earlier:
             return None
         return skip_bracketed(
-            self._spec, attrs, stored, lambda: _study_attr(trial.study, SEED_NOISE_ATTR)
+            self._spec, attrs, stored, lambda: _study_record(trial.study).seed_noise
         )
 
     def _implied_oom(
@@ -351,9 +353,9 @@ class Objective:
             self._observer.trial_progress(event)
 
 
-def _study_attr(study: optuna.Study, key: str) -> Any:
-    """The study's user attribute ``key`` (``None``: not set), read through the guard."""
-    return storage_call(study, lambda: study.user_attrs.get(key))
+def _study_record(study: optuna.Study) -> StudyRecord:
+    """The study's record (:func:`tuner.core.record.decode_study`), read through the guard."""
+    return storage_call(study, decode_study, study)
 
 
 def without_batch_sizes(error: str, attrs: dict[str, Any]) -> str:
@@ -385,10 +387,11 @@ def record(trial: Trial, outcome: TrialOutcome) -> tuple[float, float]:
         attrs["error"] = outcome.error
     if outcome.values is not None:
         attrs["final_loss"], attrs["throughput"] = outcome.values
-    spool_outcome(trial, outcome.state, outcome.values, attrs)  # first: the storage may fail
-    # Written with the state the loop tells next, in one transaction: a finished trial has them
-    # all (where the storage cannot, at once: then a trial taken over refuses them here).
-    storage_call(trial.study, set_outcome_attrs, trial, attrs)
+    # The spool first (the storage may fail), with the configuration: it replays the whole record.
+    spool_outcome(trial, outcome.state, outcome.values, {**decode(trial).flat, **attrs})
+    # Written before the loop tells the state: a finished trial holds them all (a trial taken
+    # over meanwhile refuses them here).
+    storage_call(trial.study, store, trial, attrs)
     if outcome.state == "COMPLETE" and outcome.values is not None:
         return outcome.values
     if outcome.state == "PRUNED":

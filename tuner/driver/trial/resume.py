@@ -15,6 +15,7 @@ from datetime import datetime
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
+from tuner.core.record import decode, encode
 from tuner.core.trials import HEARTBEAT_S, died_unborn, may_be_unborn, to_requeue
 from tuner.storage.guarded import guard_of, storage_call
 
@@ -59,7 +60,9 @@ def requeue(study: optuna.Study, trial: FrozenTrial) -> None:
             state=TrialState.WAITING,
             params=trial.params,
             distributions=trial.distributions,
-            user_attrs={k: v for k, v in trial.user_attrs.items() if k not in _OF_ITS_RUN},
+            user_attrs=encode(
+                {k: v for k, v in decode(trial).flat.items() if k not in _OF_ITS_RUN}
+            ),
             system_attrs=system_attrs,
         )
     )
@@ -109,13 +112,15 @@ class _Silence:
     def seen(
         self, backend: object, study_id: int, trials: list[FrozenTrial]
     ) -> Callable[[int], float | None]:
-        """Look at the storage now: how long each trial id has been seen silent (``None``: not
-        silent now, or the storage cannot say; then :func:`died_unborn` falls back)."""
-        read = getattr(backend, "_get_silent_trial_ids", None)
-        if read is None:
-            return lambda trial_id: None
-        candidates = [t._trial_id for t in trials if may_be_unborn(t)]
-        silent = set(read(study_id, candidates)) if candidates else set()
+        """Look at ``trials`` (read just now): how long each trial id has been seen silent
+        (``None``: not silent now). Silent is RUNNING without the ``heartbeat_s`` its worker
+        writes once it has recorded a first beat (:class:`tuner.driver.trial.objective.Objective`
+        beats before it writes): read through Optuna's public API, no heartbeat table."""
+        silent = {
+            t._trial_id
+            for t in trials
+            if may_be_unborn(t) and decode(t).configuration.heartbeat_s is None
+        }
         now = time.monotonic()
         since = self._since.setdefault(_key(backend, study_id), {})
         for trial_id in [t for t in since if t not in silent]:

@@ -18,6 +18,8 @@ from typing import Any
 import optuna
 from optuna.trial import FrozenTrial, Trial, TrialState
 
+from tuner.core.configurations import status_of
+from tuner.core.record import changes
 from tuner.driver.observer import SearchObserver
 from tuner.storage import spool
 from tuner.storage.faults import StorageFaultError
@@ -124,8 +126,8 @@ def _target(study: optuna.Study, storage: Any, trial_id: int) -> FrozenTrial | N
         return None
     if trial.state == TrialState.RUNNING:
         return trial
-    if trial.state != TrialState.FAIL or "status" in trial.user_attrs:
-        return None  # stored after all (a failure tuner recorded has a status)
+    if trial.state != TrialState.FAIL or status_of(trial) != "unknown":
+        return None  # stored after all (a failure tuner recorded has a FAIL status)
     for other in study.get_trials(deepcopy=False, states=(TrialState.WAITING,)):
         if other.system_attrs.get("failed_trial") == trial.number:
             return other
@@ -142,7 +144,9 @@ def _write(study: optuna.Study, storage: Any, trial: FrozenTrial, entry: dict[st
             study, storage.set_trial_state_values, trial_id, TrialState.RUNNING
         ):
             return False
-        for key, value in entry["attrs"].items():
+        # On top of the trial's own record (a queued copy holds the configuration too): each
+        # stored group whole, so a trial of the earlier layout is read alike afterwards.
+        for key, value in changes(trial, entry["attrs"]).items():
             storage_call(study, storage.set_trial_user_attr, trial_id, key, value)
         state = TrialState[entry["state"]]
         values = entry["values"] if state == TrialState.COMPLETE else None

@@ -19,6 +19,7 @@ from tuner.core.configurations import PRECISION, model_config, precision_of
 from tuner.core.hyperparams import config_key
 from tuner.core.outcome import TrialOutcome
 from tuner.core.recommend import batch_points, seed_sigma
+from tuner.core.record import decode
 from tuner.core.scaling import is_sweep, scaled_learning_rate
 from tuner.core.spec import StudySpec
 
@@ -48,7 +49,7 @@ def skip_bracketed(
     mine = [
         t
         for t in trials
-        if t.user_attrs.get("device_signature") == signature
+        if decode(t).configuration.device_signature == signature
         and precision_of(t) == attrs[PRECISION]
         and model_config(t) == config
     ]

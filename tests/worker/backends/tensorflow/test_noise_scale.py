@@ -13,6 +13,8 @@ import pytest
 from conftest import built_once, run_tuner
 from tuner_test_workloads import ANALYTIC, ANALYTIC_P
 
+from tuner.core.record import decode
+
 pytestmark = pytest.mark.slow
 
 SPEC = """
@@ -115,22 +117,22 @@ def test_noise_scale_matches_the_analytic_truth(tmp_path, request, case):
     else:
         _, trials = run_analytic(tmp_path, case)
     (trial,) = [t for t in trials if t.params["global_batch_size"] == 2048]
-    measured = trial.user_attrs["gradient_noise_scale"]
+    measured = decode(trial).result.gradient_noise_scale
     print(f"case {case}: B_simple measured {measured:.1f}, true {truth:.1f}")
     assert measured == pytest.approx(truth, rel=0.10)
-    assert "critical_batch_size" not in trial.user_attrs  # it was only a copy of the above
-    per_epoch = trial.user_attrs["gradient_noise_scale_per_epoch"]
+    assert "critical_batch_size" not in decode(trial).flat  # it was only a copy of the above
+    per_epoch = decode(trial).result.gradient_noise_scale_per_epoch
     assert len(per_epoch) == 2 and per_epoch[-1] == measured
-    assert trial.user_attrs["noise_scale_steps"] == 120
-    assert trial.user_attrs["statistical_efficiency"] == 1.0  # E(B₀) = 1 at the base batch
-    assert trial.user_attrs["goodput"] == pytest.approx(trial.values[1])
-    assert trial.user_attrs["timings"]["noise_scale_s"] > 0
+    assert decode(trial).result.noise_scale_steps == 120
+    assert decode(trial).result.statistical_efficiency == 1.0  # E(B₀) = 1 at the base batch
+    assert decode(trial).result.goodput == pytest.approx(trial.values[1])
+    assert decode(trial).timings["noise_scale_s"] > 0
 
 
 def test_noise_scale_goodput_in_the_recommendation_and_the_table(analytic_a):
     trials = trials_of(analytic_a)
     assert len(trials) == 2
-    assert all(t.user_attrs["gradient_noise_scale"] is not None for t in trials)
+    assert all(decode(t).result.gradient_noise_scale is not None for t in trials)
     rec = json.loads((analytic_a / "rec.json").read_text())
     for key in ("gradient_noise_scale", "statistical_efficiency", "goodput"):
         assert rec[key] is not None, key
@@ -145,7 +147,7 @@ def test_noise_scale_goodput_in_the_recommendation_and_the_table(analytic_a):
     assert by_goodput["policy"] == "goodput"
     best = max(
         (t for t in trials if t.number in by_goodput["candidates"]),
-        key=lambda t: t.user_attrs["goodput"],
+        key=lambda t: decode(t).result.goodput,
     )
     assert by_goodput["trial_number"] == best.number
 
@@ -153,10 +155,10 @@ def test_noise_scale_goodput_in_the_recommendation_and_the_table(analytic_a):
 def test_one_replica_says_the_noise_scale_needs_two(tmp_path):
     result, (trial,) = run(tmp_path, "--cpu-replicas", "1")
     assert "needs at least 2 replicas" in result.stderr
-    assert trial.user_attrs["noise_scale_note"] == (
+    assert decode(trial).result.noise_scale_note == (
         "the gradient noise scale needs at least 2 replicas"
     )
-    assert "gradient_noise_scale" not in trial.user_attrs
+    assert decode(trial).result.gradient_noise_scale is None
 
 
 def test_sqrt_adam_with_a_compiled_sgd_build_is_a_clear_error(tmp_path):
