@@ -229,3 +229,33 @@ def test_the_trial_loop_writes_the_heartbeat_while_the_trial_runs(tmp_path):
     assert beaten == [True]  # it had beaten before the objective ran
     assert not [t for t in threading.enumerate() if t.name.startswith("tuner-heartbeat-")]
     assert study.get_trials()[0].state == TrialState.COMPLETE
+
+
+def test_a_first_beat_not_stored_stops_the_search_before_the_configuration(tmp_path):
+    # The first beat is a write like any other: the configuration (which holds heartbeat_s, "this
+    # trial has beaten") is never written without it, so a RUNNING trial without heartbeat_s is
+    # one that never beat (the unborn check, tuner.driver.trial.resume).
+    import sqlite3
+
+    study = _study(f"sqlite:///{tmp_path}/g.db")
+    guard = guard_of(study)
+    guard.notify = lambda line: None
+
+    def refused(trial_id: int) -> None:
+        raise sqlalchemy.exc.OperationalError(
+            "INSERT", {}, sqlite3.OperationalError("disk I/O error")
+        )
+
+    guard._record = lambda: refused
+    ran: list[int] = []
+
+    def objective(trial: optuna.Trial, stored: object = None) -> tuple[float, float]:
+        ran.append(trial.number)
+        return 1.0, 2.0
+
+    with pytest.raises(StorageFaultError, match="disk I/O error"):
+        _run_one(study, objective, QuietObserver())  # type: ignore[arg-type]
+    assert ran == []
+    (trial,) = optuna.load_study(study_name="s", storage=f"sqlite:///{tmp_path}/g.db").trials
+    assert trial.state == TrialState.RUNNING
+    assert decode(trial).configuration.heartbeat_s is None
