@@ -76,3 +76,17 @@ def test_an_outage_from_python_names_storage_wait() -> None:
     line = str(raised.value)
     assert "still after waiting 0 s (storage_wait=)" in line and "raise storage_wait=" in line
     assert "--" not in line and type(raised.value).__name__ == "StorageFaultError"
+
+
+def test_a_refused_call_leaves_no_shipped_function_and_names_its_keyword(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Refused after its functions were shipped (an in-memory storage is known bad only when
+    the search opens it): the folder it made is gone, and the line names ``storage=``."""
+    monkeypatch.setenv("HOME", str(tmp_path))  # a server's shipments live in ~/.cache/tuner
+    with pytest.raises(ConfigError, match=r"^storage= sqlite:///:memory: is in memory") as raised:
+        tuner.search(model=lambda: None, data=lambda: None, storage="sqlite:///:memory:")
+    assert "--" not in str(raised.value)
+    assert not (tmp_path / ".cache" / "tuner" / "shipped").exists() or not any(
+        (tmp_path / ".cache" / "tuner" / "shipped").rglob("*.pkl")
+    )

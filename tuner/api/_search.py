@@ -63,8 +63,12 @@ def search(
         spec_and_plan(search_options, search_options.trial_timeout)  # bad input: nothing written
     shipment.write()
     front = _front(progress)
-    with shipment.importable(), front:
-        report = run(search_options, front)
+    try:  # the run's refusals name keywords too (storage=, not --storage)
+        with naming("search", keywords=True), shipment.importable(), front:
+            report = run(search_options, front)
+    except ConfigError:
+        shipment.discard()  # refused (another grid, in memory, ...): nothing of this call stays
+        raise
     result = SearchResult(report.study, storage, shipped=shipment.shipped)
     if progress:
         result.show()
@@ -138,7 +142,10 @@ def _default_name(model: Any) -> str:
 
 
 def _shipping_folder(storage: str, study_name: str) -> Path:
-    """Where a study's shipped functions live: beside a SQLite file, else in the user's cache."""
+    """Where a study's shipped functions live: beside a SQLite file, else in the user's cache;
+    one folder per storage and study name (two storages never share one)."""
+    import hashlib
+
     from tuner.storage.places import locate
 
     place = locate(storage)
@@ -146,7 +153,8 @@ def _shipping_folder(storage: str, study_name: str) -> Path:
         root = place.path.parent / "shipped"
     else:
         root = Path.home() / ".cache" / "tuner" / "shipped"
-    return root / study_name
+    where = str(place.path.resolve()) if place.path is not None else storage
+    return root / f"{study_name}-{hashlib.sha256(where.encode()).hexdigest()[:8]}"
 
 
 def _front(progress: bool) -> Any:
