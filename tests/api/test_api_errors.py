@@ -32,6 +32,12 @@ def storage(tmp_path: Path) -> str:
             r"^loss= takes a Keras name such as 'mse'; .* compile it in your model",
         ),
         ({"batch_multipliers": "1,x"}, r"^batch_multipliers= "),
+        # Each keyword's type checked as the CLI checks its flag: never a bare TypeError, and
+        # never "no" taken for True.
+        ({"cpu_replicas": "two"}, r"^cpu_replicas= takes an integer, got str 'two'$"),
+        ({"quick": "no"}, r"^quick= takes True or False, got str 'no'$"),
+        ({"baseline": "no"}, r"^baseline= takes True or False, got str 'no'$"),
+        ({"heartbeat": "x"}, r"^heartbeat= takes a number, got str 'x'$"),
     ],
 )
 def test_bad_input_is_one_line_and_stores_nothing(
@@ -90,3 +96,12 @@ def test_a_refused_call_leaves_no_shipped_function_and_names_its_keyword(
     assert not (tmp_path / ".cache" / "tuner" / "shipped").exists() or not any(
         (tmp_path / ".cache" / "tuner" / "shipped").rglob("*.pkl")
     )
+
+
+def test_a_path_keyword_takes_a_str_as_everyone_passes_it() -> None:
+    from tuner.core.options import checked
+
+    assert checked("search", "export", "rec.json") == Path("rec.json")
+    assert checked("lr-find", "plot", Path("lr.html")) == Path("lr.html")
+    assert checked("search", "batch_multipliers", [1, 2]) == [1, 2]
+    assert checked("search", "base_lr", 1) == 1  # an int is a number

@@ -11,7 +11,7 @@ from typing import Any
 from tuner.api._functions import Shipment
 from tuner.api._result import SearchResult
 from tuner.core.errors import ConfigError
-from tuner.core.options import DEFAULT_STORAGE, naming
+from tuner.core.options import DEFAULT_STORAGE, checked, naming
 
 _REQUIRED_SEARCH = ("base_batch_size", "batch_multipliers", "lr_rules", "base_lr", "epochs")
 """What a spec file must name; without a file, the built-in workload's values stand."""
@@ -54,6 +54,7 @@ def search(
 
     with naming("search", keywords=True):
         check_known("tuner.search", options, SearchOptions, {"spec", "storage", "study_name"})
+        options = {key: checked("search", key, value) for key, value in options.items()}
         tables = _tables(spec, loss=loss, optimizer=optimizer)
         name = study_name or tables["study"].get("name") or _default_name(model)
         tables["study"]["name"] = name
