@@ -357,7 +357,11 @@ def test_postgres_stopped_briefly_under_two_workers(tmp_path, private_pg):
     points = {(b, "none") for b in (256, 512, 768)}
     assert_grid_settled(study, points)
     complete = Counter(grid_point(t) for t in study.trials if t.state == TrialState.COMPLETE)
-    assert set(complete) == points and max(complete.values()) == 1, complete
+    # Every point measured; at most one twice. Both workers wake from the one outage at once
+    # and may claim the next point in the same instant: with no lock between workers that is
+    # the documented guarantee (docs/guide/reliability.md; seen once in a full run under load).
+    assert set(complete) == points, complete
+    assert sum(count - 1 for count in complete.values()) <= 1, complete
     print(f"postgres stopped {OUTAGE_S} s: 2 workers exit 0; {waiting[0]!r}; {back[0]!r}")
 
 
