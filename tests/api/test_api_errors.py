@@ -99,7 +99,7 @@ def test_a_refused_call_leaves_no_shipped_function_and_names_its_keyword(
 
 
 def test_a_path_keyword_takes_a_str_as_everyone_passes_it() -> None:
-    from tuner.core.options import checked
+    from tuner.api._search import checked
 
     assert checked("search", "export", "rec.json") == Path("rec.json")
     assert checked("lr-find", "plot", Path("lr.html")) == Path("lr.html")

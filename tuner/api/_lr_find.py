@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tuner.api._functions import Shipment
-from tuner.api._search import Function, _tables, check_known, ship_workload
-from tuner.core.options import checked, naming
+from tuner.api._search import Function, _tables, check_known, checked, ship_workload
+from tuner.core.options import naming
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go

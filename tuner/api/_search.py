@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,7 @@ from typing import Any
 from tuner.api._functions import Shipment
 from tuner.api._result import SearchResult
 from tuner.core.errors import ConfigError
-from tuner.core.options import DEFAULT_STORAGE, checked, naming
+from tuner.core.options import DEFAULT_STORAGE, named, naming, option
 
 _REQUIRED_SEARCH = ("base_batch_size", "batch_multipliers", "lr_rules", "base_lr", "epochs")
 """What a spec file must name; without a file, the built-in workload's values stand."""
@@ -178,3 +179,37 @@ def _front(progress: bool) -> Any:
             pass
 
     return _Quiet()
+
+
+_KIND_WORDS: dict[type, str] = {
+    bool: "True or False",
+    int: "an integer",
+    float: "a number",
+    str: "a string",
+}
+
+
+def checked(command: str, key: str, value: Any) -> Any:
+    """``value`` given from Python for ``command``'s option ``key``, checked against the
+    option's type as the command line checks a flag's (a ``str`` path taken as a ``Path``, a
+    list as the comma-separated text); raises :class:`ConfigError` naming the keyword. Values
+    are checked further (ranges, choices) where the spec is read."""
+    kind = option(key, command).kind
+    if value is None:
+        return value
+    if kind is Path and isinstance(value, str | os.PathLike):
+        return Path(value)
+    if kind is tuple and (isinstance(value, str) or _is_sequence(value)):
+        return value
+    if kind is float and isinstance(value, int | float) and not isinstance(value, bool):
+        return value
+    if isinstance(value, kind) and not (kind is int and isinstance(value, bool)):
+        return value
+    words: dict[type, str] = {**_KIND_WORDS, Path: "a path (str or Path)"}
+    words[tuple] = "a list or comma-separated text"
+    wanted = words.get(kind, kind.__name__)
+    raise ConfigError(f"{named(key)} takes {wanted}, got {type(value).__name__} {value!r}")
+
+
+def _is_sequence(value: Any) -> bool:
+    return isinstance(value, list | tuple)

@@ -14,7 +14,6 @@ renders its own way (:func:`naming`): ``--base-lr`` on the command line, ``base_
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -22,7 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tuner.core.errors import ConfigError
 from tuner.core.probe import DEFAULT_PROBE_STEPS
 from tuner.core.scaling import LR_RULES
 
@@ -382,37 +380,3 @@ def named(key: str) -> str:
         if spec is not None:
             return spec
     return option(key, now.command).flag if rows else "--" + key.replace("_", "-")
-
-
-_KIND_WORDS: dict[type, str] = {
-    bool: "True or False",
-    int: "an integer",
-    float: "a number",
-    str: "a string",
-}
-
-
-def checked(command: str, key: str, value: Any) -> Any:
-    """``value`` given from Python for ``command``'s option ``key``, checked against the
-    option's type as the command line checks a flag's (a ``str`` path taken as a ``Path``, a
-    list as the comma-separated text); raises :class:`ConfigError` naming the keyword. Values
-    are checked further (ranges, choices) where the spec is read."""
-    kind = option(key, command).kind
-    if value is None:
-        return value
-    if kind is Path and isinstance(value, str | os.PathLike):
-        return Path(value)
-    if kind is tuple and (isinstance(value, str) or _is_sequence(value)):
-        return value
-    if kind is float and isinstance(value, int | float) and not isinstance(value, bool):
-        return value
-    if isinstance(value, kind) and not (kind is int and isinstance(value, bool)):
-        return value
-    words: dict[type, str] = {**_KIND_WORDS, Path: "a path (str or Path)"}
-    words[tuple] = "a list or comma-separated text"
-    wanted = words.get(kind, kind.__name__)
-    raise ConfigError(f"{named(key)} takes {wanted}, got {type(value).__name__} {value!r}")
-
-
-def _is_sequence(value: Any) -> bool:
-    return isinstance(value, list | tuple)
