@@ -32,6 +32,12 @@ def storage(tmp_path: Path) -> str:
             r"^loss= takes a Keras name such as 'mse'; .* compile it in your model",
         ),
         ({"batch_multipliers": "1,x"}, r"^batch_multipliers= "),
+        # Each keyword's type checked as the CLI checks its flag: never a bare TypeError, and
+        # never "no" taken for True.
+        ({"cpu_replicas": "two"}, r"^cpu_replicas= takes an integer, got str 'two'$"),
+        ({"quick": "no"}, r"^quick= takes True or False, got str 'no'$"),
+        ({"baseline": "no"}, r"^baseline= takes True or False, got str 'no'$"),
+        ({"heartbeat": "x"}, r"^heartbeat= takes a number, got str 'x'$"),
     ],
 )
 def test_bad_input_is_one_line_and_stores_nothing(
@@ -76,3 +82,26 @@ def test_an_outage_from_python_names_storage_wait() -> None:
     line = str(raised.value)
     assert "still after waiting 0 s (storage_wait=)" in line and "raise storage_wait=" in line
     assert "--" not in line and type(raised.value).__name__ == "StorageFaultError"
+
+
+def test_a_refused_call_leaves_no_shipped_function_and_names_its_keyword(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Refused after its functions were shipped (an in-memory storage is known bad only when
+    the search opens it): the folder it made is gone, and the line names ``storage=``."""
+    monkeypatch.setenv("HOME", str(tmp_path))  # a server's shipments live in ~/.cache/tuner
+    with pytest.raises(ConfigError, match=r"^storage= sqlite:///:memory: is in memory") as raised:
+        tuner.search(model=lambda: None, data=lambda: None, storage="sqlite:///:memory:")
+    assert "--" not in str(raised.value)
+    assert not (tmp_path / ".cache" / "tuner" / "shipped").exists() or not any(
+        (tmp_path / ".cache" / "tuner" / "shipped").rglob("*.pkl")
+    )
+
+
+def test_a_path_keyword_takes_a_str_as_everyone_passes_it() -> None:
+    from tuner.api._search import checked
+
+    assert checked("search", "export", "rec.json") == Path("rec.json")
+    assert checked("lr-find", "plot", Path("lr.html")) == Path("lr.html")
+    assert checked("search", "batch_multipliers", [1, 2]) == [1, 2]
+    assert checked("search", "base_lr", 1) == 1  # an int is a number

@@ -79,3 +79,26 @@ def test_what_cloudpickle_cannot_carry_is_one_line(tmp_path: Path) -> None:
     shipment.reference(lambda: lock, "data")
     with pytest.raises(ConfigError, match=r"^data cannot be shipped .* importable module"):
         shipment.write()
+
+
+def test_each_calls_functions_get_a_folder_that_no_later_call_rewrites(tmp_path: Path) -> None:
+    """A second call on a study (another model, while the first one's search runs) ships into a
+    folder of its own: the first one's trials keep importing the first one's functions. The
+    same functions find their folder again; a refused call's folder is removed."""
+    first, second, again = Shipment(tmp_path), Shipment(tmp_path), Shipment(tmp_path)
+    first.reference(lambda: "first", "model")
+    second.reference(lambda: "second", "model")
+    first.write()
+    one = first.folder
+    assert one is not None
+    written = {p.name: p.read_bytes() for p in one.iterdir()}
+    second.write()
+    other = second.folder
+    assert other is not None and other != one and other.parent == one.parent == tmp_path
+    assert {p.name: p.read_bytes() for p in one.iterdir()} == written
+    again.reference(first._shipped["model"], "model")  # the very same function, a later call
+    again.write()
+    assert again.folder == one and not again.created
+    again.discard()  # it made nothing: it removes nothing
+    second.discard()
+    assert one.exists() and not other.exists()

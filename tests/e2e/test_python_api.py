@@ -74,7 +74,9 @@ def test_the_readmes_example_runs_with_functions_in_main(tmp_path: Path) -> None
     assert result["batch_size"] in (64, 128) and result["optimizer"] == "Adam"
     assert result["trials_after_resume"] == 4  # resumed: nothing trained again
     assert (tmp_path / "report.html").stat().st_size > 10_000
-    shipped = tmp_path / "studies" / "shipped" / "my-model"
+    # One folder for this storage's study, one inside it for this call's functions.
+    (study_folder,) = (tmp_path / "studies" / "shipped").glob("my-model-*")
+    (shipped,) = study_folder.iterdir()
     assert sorted(p.name for p in shipped.iterdir()) == [
         "build_model.pkl",
         "load_data.pkl",

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -357,7 +358,11 @@ def test_postgres_stopped_briefly_under_two_workers(tmp_path, private_pg):
     points = {(b, "none") for b in (256, 512, 768)}
     assert_grid_settled(study, points)
     complete = Counter(grid_point(t) for t in study.trials if t.state == TrialState.COMPLETE)
-    assert set(complete) == points and max(complete.values()) == 1, complete
+    # Every point measured; at most one twice. Both workers wake from the one outage at once
+    # and may claim the next point in the same instant: with no lock between workers that is
+    # the documented guarantee (docs/guide/reliability.md; seen once in a full run under load).
+    assert set(complete) == points, complete
+    assert sum(count - 1 for count in complete.values()) <= 1, complete
     print(f"postgres stopped {OUTAGE_S} s: 2 workers exit 0; {waiting[0]!r}; {back[0]!r}")
 
 
@@ -380,7 +385,10 @@ def test_postgres_gone_past_the_bound_then_down_when_the_next_search_starts(tmp_
     _assert_clean(stderr)
     (line,) = _error_lines(stderr)
     assert f"storage {url} failed: it cannot be reached" in line
-    assert "still after waiting 3 s (search.storage_wait)" in line
+    # The outage is timed from the first call that met it (the heartbeat's, maybe, seconds
+    # before the trial ends): never given up before the bound, the line says how long it was.
+    waited = re.search(r"still after waiting (\d+) s \(search\.storage_wait\)", line)
+    assert waited is not None and int(waited[1]) >= 3, line
     assert "start the database server" in line and "are spooled in" in line
     print(f"postgres gone past storage_wait = 3: exit {code}: {line}")
 

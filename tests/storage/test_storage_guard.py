@@ -160,7 +160,8 @@ def test_a_spooled_result_fills_the_waiting_copy_of_a_stale_trial(tmp_path):
 
 def test_the_spool_writes_whole_files_only(tmp_path):
     folder = tmp_path / "spool" / uuid.uuid4().hex
-    spool.write(folder, 7, {"study": "s", "number": 3})
+    record = {"study": "s", "number": 3, "state": "COMPLETE", "values": [1.0, 2.0], "attrs": {}}
+    spool.write(folder, 7, record)
     (folder / "trial-8.json").write_text("{half")  # never written by tuner: skipped
     assert [r["trial_id"] for r in spool.pending(folder, "s")] == [7]
     spool.discard(folder, 7)
@@ -259,3 +260,28 @@ def test_a_first_beat_not_stored_stops_the_search_before_the_configuration(tmp_p
     (trial,) = optuna.load_study(study_name="s", storage=f"sqlite:///{tmp_path}/g.db").trials
     assert trial.state == TrialState.RUNNING
     assert decode(trial).configuration.heartbeat_s is None
+
+
+def test_a_spool_file_of_another_shape_is_set_aside_with_one_warning(tmp_path, caplog):
+    """Valid JSON that is no spooled result (issue 44, case 4) no longer ends every search and
+    ``tuner show`` in an internal error: it is renamed ``*.not-a-result``, said once, and the
+    real spooled result beside it is still recorded."""
+    url = f"sqlite:///{tmp_path}/g.db"
+    study = _study(url)
+    trial = study.ask()
+    spool_outcome(trial, "COMPLETE", (0.5, 100.0), {"status": "ok", "final_loss": 0.5})
+    (good,) = list((tmp_path / "spool").rglob("trial-*.json"))
+    strays = {"trial-98.json": "[1, 2]", "trial-99.json": '{"trial_id": "x", "study": "s"}'}
+    for name, text in strays.items():
+        (good.parent / name).write_text(text)
+    with caplog.at_level("WARNING", logger="tuner.storage"):
+        assert "(#0) are spooled in" in (spooled_line(study) or "")
+    for name in strays:
+        assert not (good.parent / name).exists()
+        assert (good.parent / f"{name}.not-a-result").exists()  # kept for the user to read
+        assert sum(name in r.getMessage() for r in caplog.records) == 1
+    storage = open_storage(url, create=True, wait_s=2)
+    again = optuna.load_study(study_name="s", storage=storage)
+    attach(again, storage)
+    assert record_spooled(again, lambda line: None) == 1
+    assert again.trials[0].values == [0.5, 100.0]

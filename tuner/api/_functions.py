@@ -7,12 +7,20 @@ pickled with cloudpickle (which carries the globals it uses, arrays included) in
 the study, beside a module that unpickles it. The folder is on the children's ``PYTHONPATH``
 while the search runs; its module name is fixed per study, so a later call resumes the study
 (the stored spec names the same reference) with the functions of that call.
+
+Each call's functions get a folder of their own, named by what they pickle to, inside the
+study's (one per storage and study name): a second call on a study that another call is running
+can never replace the functions the running one's trials import, and a call that is refused
+removes the folder it made.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import importlib
 import os
+import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,7 +33,7 @@ SHIPPED_MODULE = "tuner_shipped"
 """The module of a study's shipped functions (``tuner_shipped:build_model``)."""
 
 _LOADER = '''"""Written by tuner.search(): the functions it was given that no process can import,
-shipped by value (cloudpickle). Rewritten by every call on this study."""
+shipped by value (cloudpickle). One folder per set of functions: never rewritten."""
 
 from pathlib import Path
 
@@ -37,10 +45,14 @@ _HERE = Path(__file__).parent
 
 
 class Shipment:
-    """The references of one call's functions, and the folder that holds the shipped ones."""
+    """The references of one call's functions, and the folder that holds the shipped ones: in
+    ``root`` (the study's), named by their pickled bytes (:attr:`folder`, once written)."""
 
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.folder: Path | None = None
+        self.created = False
+        """Whether :meth:`write` made :attr:`folder` (a refused call removes it)."""
         self._shipped: dict[str, Any] = {}
 
     def reference(self, value: Any, role: str) -> str:
@@ -65,30 +77,38 @@ class Shipment:
         return sorted(self._shipped)
 
     def write(self) -> None:
-        """Pickle the shipped functions into :attr:`folder`, beside their loader module."""
+        """Pickle the shipped functions into a folder of their own in :attr:`root`, beside their
+        loader module; the same functions again find their folder as it is."""
         if not self._shipped:
             return
-        import cloudpickle
-
+        payloads = {name: _pickled(name, value) for name, value in self._shipped.items()}
+        digest = hashlib.sha256()
+        for name, payload in sorted(payloads.items()):
+            digest.update(name.encode() + b"\0" + hashlib.sha256(payload).digest())
+        self.folder = self.root / digest.hexdigest()[:16]
+        if (self.folder / f"{SHIPPED_MODULE}.py").exists():
+            return  # written by an earlier call: never rewritten under a running search
+        self.created = not self.folder.exists()
         self.folder.mkdir(parents=True, exist_ok=True)
-        lines = []
-        for name, value in self._shipped.items():
-            try:
-                payload = cloudpickle.dumps(value)
-            except Exception as exc:  # what cloudpickle cannot carry (a lock, an open file)
-                raise ConfigError(
-                    f"{name} cannot be shipped to the trial processes ({type(exc).__name__}: "
-                    f"{exc}); define it in an importable module and pass it from there"
-                ) from None
+        for name, payload in payloads.items():
             atomic_write_bytes(self.folder / f"{name}.pkl", payload)
-            lines.append(f'{name} = cloudpickle.loads((_HERE / "{name}.pkl").read_bytes())')
+        lines = [
+            f'{name} = cloudpickle.loads((_HERE / "{name}.pkl").read_bytes())' for name in payloads
+        ]
         loader = _LOADER.format(assignments="\n".join(lines))
-        atomic_write_text(self.folder / f"{SHIPPED_MODULE}.py", loader)
+        atomic_write_text(self.folder / f"{SHIPPED_MODULE}.py", loader)  # last: the folder is whole
+
+    def discard(self) -> None:
+        """Remove the folder :meth:`write` made (the call was refused: nothing of it stays)."""
+        if self.created and self.folder is not None:
+            shutil.rmtree(self.folder, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                self.root.rmdir()  # the study's folder too, when nothing else is in it
 
     @contextmanager
     def importable(self) -> Iterator[None]:
         """Children started inside this block can import the shipped functions."""
-        if not self._shipped:
+        if not self._shipped or self.folder is None:
             yield
             return
         before = os.environ.get("PYTHONPATH")
@@ -100,6 +120,18 @@ class Shipment:
                 os.environ.pop("PYTHONPATH", None)
             else:
                 os.environ["PYTHONPATH"] = before
+
+
+def _pickled(name: str, value: Any) -> bytes:
+    import cloudpickle
+
+    try:
+        return bytes(cloudpickle.dumps(value))
+    except Exception as exc:  # what cloudpickle cannot carry (a lock, an open file)
+        raise ConfigError(
+            f"{name} cannot be shipped to the trial processes ({type(exc).__name__}: "
+            f"{exc}); define it in an importable module and pass it from there"
+        ) from None
 
 
 def _importable(value: Any) -> str | None:

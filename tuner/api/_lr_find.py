@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tuner.api._functions import Shipment
-from tuner.api._search import Function, _tables, check_known, ship_workload
+from tuner.api._search import Function, _tables, check_known, checked, ship_workload
 from tuner.core.options import naming
 
 if TYPE_CHECKING:
@@ -67,6 +67,8 @@ def lr_find(
     from tuner.driver.lr_find import LrFindOptions, find_lr
 
     check_known("tuner.lr_find", options, LrFindOptions, {"spec"})
+    with naming("lr-find", keywords=True):
+        options = {key: checked("lr-find", key, value) for key, value in options.items()}
     tables = _tables(spec, loss=loss, optimizer=optimizer)
     tables["study"].setdefault("name", "lr-find")
     from tuner.driver.children import owned_folder
@@ -75,9 +77,6 @@ def lr_find(
     with owned_folder("lr-find") as folder:
         shipment = Shipment(folder)
         ship_workload(shipment, tables["workload"], "tuner.lr_find", model, data, dataset)
-        for key in ("output", "plot"):
-            if options.get(key) is not None:
-                options[key] = Path(options[key])
         lr_options = LrFindOptions(spec=tables, **options)
         shipment.write()
         with shipment.importable(), naming("lr-find", keywords=True):

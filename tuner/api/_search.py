@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,7 @@ from typing import Any
 from tuner.api._functions import Shipment
 from tuner.api._result import SearchResult
 from tuner.core.errors import ConfigError
-from tuner.core.options import DEFAULT_STORAGE, naming
+from tuner.core.options import DEFAULT_STORAGE, named, naming, option
 
 _REQUIRED_SEARCH = ("base_batch_size", "batch_multipliers", "lr_rules", "base_lr", "epochs")
 """What a spec file must name; without a file, the built-in workload's values stand."""
@@ -54,6 +55,7 @@ def search(
 
     with naming("search", keywords=True):
         check_known("tuner.search", options, SearchOptions, {"spec", "storage", "study_name"})
+        options = {key: checked("search", key, value) for key, value in options.items()}
         tables = _tables(spec, loss=loss, optimizer=optimizer)
         name = study_name or tables["study"].get("name") or _default_name(model)
         tables["study"]["name"] = name
@@ -63,8 +65,12 @@ def search(
         spec_and_plan(search_options, search_options.trial_timeout)  # bad input: nothing written
     shipment.write()
     front = _front(progress)
-    with shipment.importable(), front:
-        report = run(search_options, front)
+    try:  # the run's refusals name keywords too (storage=, not --storage)
+        with naming("search", keywords=True), shipment.importable(), front:
+            report = run(search_options, front)
+    except ConfigError:
+        shipment.discard()  # refused (another grid, in memory, ...): nothing of this call stays
+        raise
     result = SearchResult(report.study, storage, shipped=shipment.shipped)
     if progress:
         result.show()
@@ -138,7 +144,10 @@ def _default_name(model: Any) -> str:
 
 
 def _shipping_folder(storage: str, study_name: str) -> Path:
-    """Where a study's shipped functions live: beside a SQLite file, else in the user's cache."""
+    """Where a study's shipped functions live: beside a SQLite file, else in the user's cache;
+    one folder per storage and study name (two storages never share one)."""
+    import hashlib
+
     from tuner.storage.places import locate
 
     place = locate(storage)
@@ -146,7 +155,8 @@ def _shipping_folder(storage: str, study_name: str) -> Path:
         root = place.path.parent / "shipped"
     else:
         root = Path.home() / ".cache" / "tuner" / "shipped"
-    return root / study_name
+    where = str(place.path.resolve()) if place.path is not None else storage
+    return root / f"{study_name}-{hashlib.sha256(where.encode()).hexdigest()[:8]}"
 
 
 def _front(progress: bool) -> Any:
@@ -169,3 +179,37 @@ def _front(progress: bool) -> Any:
             pass
 
     return _Quiet()
+
+
+_KIND_WORDS: dict[type, str] = {
+    bool: "True or False",
+    int: "an integer",
+    float: "a number",
+    str: "a string",
+}
+
+
+def checked(command: str, key: str, value: Any) -> Any:
+    """``value`` given from Python for ``command``'s option ``key``, checked against the
+    option's type as the command line checks a flag's (a ``str`` path taken as a ``Path``, a
+    list as the comma-separated text); raises :class:`ConfigError` naming the keyword. Values
+    are checked further (ranges, choices) where the spec is read."""
+    kind = option(key, command).kind
+    if value is None:
+        return value
+    if kind is Path and isinstance(value, str | os.PathLike):
+        return Path(value)
+    if kind is tuple and (isinstance(value, str) or _is_sequence(value)):
+        return value
+    if kind is float and isinstance(value, int | float) and not isinstance(value, bool):
+        return value
+    if isinstance(value, kind) and not (kind is int and isinstance(value, bool)):
+        return value
+    words: dict[type, str] = {**_KIND_WORDS, Path: "a path (str or Path)"}
+    words[tuple] = "a list or comma-separated text"
+    wanted = words.get(kind, kind.__name__)
+    raise ConfigError(f"{named(key)} takes {wanted}, got {type(value).__name__} {value!r}")
+
+
+def _is_sequence(value: Any) -> bool:
+    return isinstance(value, list | tuple)

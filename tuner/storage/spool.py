@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import os
 import tempfile
 from collections.abc import Sequence
@@ -26,6 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from tuner.storage.places import Place
+
+_log = logging.getLogger("tuner.storage")
 
 __all__ = ["discard", "pending", "spool_folder", "write"]
 
@@ -75,7 +78,9 @@ def discard(
             record = json.loads(path.read_text())
         except (OSError, ValueError):
             return
-        if record.get("state") != state or record.get("values") != _listed(values):
+        if not is_record(record):
+            return
+        if record["state"] != state or record.get("values") != _listed(values):
             return
     with contextlib.suppress(OSError):
         path.unlink()
@@ -87,7 +92,8 @@ def _listed(values: Sequence[float] | None) -> list[float] | None:
 
 def pending(folder: Path, study_name: str | None = None) -> list[dict[str, Any]]:
     """The spooled results in ``folder`` (of ``study_name`` only, when given), oldest trial
-    first; unreadable files are skipped (a result is written whole or not at all)."""
+    first; unreadable files are skipped (a result is written whole or not at all), and a file
+    that reads but is no spooled result is set aside (:func:`set_aside`), never trusted."""
     records = []
     with contextlib.suppress(OSError):
         for path in folder.glob("trial-*.json"):
@@ -95,6 +101,45 @@ def pending(folder: Path, study_name: str | None = None) -> list[dict[str, Any]]
                 record = json.loads(path.read_text())
             except (OSError, ValueError):
                 continue
-            if study_name is None or record.get("study") == study_name:
+            if not is_record(record):
+                set_aside(path)
+                continue
+            if study_name is None or record["study"] == study_name:
                 records.append(record)
-    return sorted(records, key=lambda r: int(r.get("trial_id", 0)))
+    return sorted(records, key=lambda r: int(r["trial_id"]))
+
+
+_STATES = ("COMPLETE", "PRUNED", "FAIL")
+
+
+def is_record(record: Any) -> bool:
+    """Whether ``record`` has the shape :func:`write` gives a spooled result."""
+    if not isinstance(record, dict):
+        return False
+    values = record.get("values")
+    return (
+        type(record.get("trial_id")) is int
+        and isinstance(record.get("study"), str)
+        and type(record.get("number")) is int
+        and record.get("state") in _STATES
+        and isinstance(record.get("attrs"), dict)
+        and (values is None or (isinstance(values, list) and all(_is_number(v) for v in values)))
+    )
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def set_aside(path: Path) -> None:
+    """Rename a spool file that is no spooled result to ``*.not-a-result`` (kept for the user to
+    read, never read again as a result), with one warning naming it."""
+    aside = path.with_name(path.name + ".not-a-result")
+    with contextlib.suppress(OSError):
+        os.replace(path, aside)
+        _log.warning(
+            "%s is not a spooled result (another shape than tuner writes): set aside as %s; "
+            "the study goes on without it",
+            path,
+            aside.name,
+        )
