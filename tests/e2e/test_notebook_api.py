@@ -1,7 +1,7 @@
 """tuner.search in Jupyter (issue 30): a notebook whose cells define the model and the data,
 executed by ``jupyter nbconvert --execute`` in a real kernel. The cells' functions are shipped
 to the trial processes, the progress shows as lines in the cell's output while it runs, and the
-result reads back in the next cell."""
+result reads back in the next cell. The same name over an edited model is refused."""
 
 from __future__ import annotations
 
@@ -36,6 +36,19 @@ READ = """rec = result.recommendation
 print("READ", result.shipped, result.trials["state"].tolist(), rec.batch_size)"""
 
 
+CHANGE = (
+    """def build_model():
+    return keras.Sequential([keras.Input(shape=(8,)), keras.layers.Dense(4), keras.layers.Dense(1)])
+try:
+"""
+    + "\n".join("    " + line for line in SEARCH.splitlines())
+    + """
+except tuner.ConfigError as refused:
+    print("REFUSED", refused)
+print("STORED", len(tuner.load_study("sqlite:///studies/tuner.db", "build_model").trials))"""
+)
+
+
 def texts(cell: nbformat.NotebookNode) -> str:
     parts = [o.get("text") or o.get("data", {}).get("text/plain", "") for o in cell.outputs]
     return "\n".join(parts)
@@ -43,7 +56,7 @@ def texts(cell: nbformat.NotebookNode) -> str:
 
 def test_a_notebooks_cells_search_and_read_the_result(tmp_path: Path) -> None:
     notebook = nbformat.v4.new_notebook()
-    notebook.cells = [nbformat.v4.new_code_cell(src) for src in (DEFINE, SEARCH, READ)]
+    notebook.cells = [nbformat.v4.new_code_cell(src) for src in (DEFINE, SEARCH, READ, CHANGE)]
     nbformat.write(notebook, tmp_path / "api.ipynb")
     run = subprocess.run(
         [
@@ -70,3 +83,10 @@ def test_a_notebooks_cells_search_and_read_the_result(tmp_path: Path) -> None:
     assert "checking the workload" in progress and "trial 0 ok: batch 64" in progress, progress
     assert "Recommendation" in progress
     assert "READ ['build_model', 'load_data'] ['COMPLETE'] 64" in texts(done.cells[2])
+    # The same study name over an edited model (issue 44, case 1): refused, naming what changed
+    # and a free name, never the old model's answer; nothing stored.
+    refused = texts(done.cells[3])
+    assert "REFUSED study 'build_model'" in refused, refused
+    assert "model function, model configuration changed" in refused
+    assert "study_name= (e.g. 'build_model-2')" in refused
+    assert "STORED 1" in refused

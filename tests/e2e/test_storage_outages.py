@@ -417,3 +417,22 @@ def test_postgres_gone_past_the_bound_then_down_when_the_next_search_starts(tmp_
     assert "waiting up to 30 s for it" in show_err and " is back after " in show_err
     assert "256" in shown
     print(f"wrong database: {line!r}")
+
+
+def test_a_full_disk_under_the_spool_loses_nothing(tmp_path):
+    """The spool is the safety net of a failing storage, never the cause of a loss (issue 44,
+    case 3): with the spool's disk full and the SQLite file healthy, the trial's result is
+    stored and one line says the spool cannot keep results."""
+    _spec(tmp_path)
+    url = f"sqlite:///{tmp_path}/healthy.db"
+    args = [*_search_args(url)[:-1], "2"]  # two epochs: no fault to wait for
+    with _small_tmpfs(tmp_path / "spool", "1m") as spool:
+        _fill(spool)
+        run = run_tuner("search", *args, cwd=tmp_path, env=tuner_env(TUNER_SPOOL_DIR=str(spool)))
+    assert run.returncode == 0, run.stderr
+    _assert_clean(run.stderr)
+    (line,) = [line for line in run.stderr.splitlines() if "cannot keep trial results" in line]
+    assert f"the spool {spool}/sqlite-" in line and "No space left on device" in line, line
+    assert "trial #0's goes to the storage alone" in line
+    (trial,) = load(url).trials
+    assert trial.state == TrialState.COMPLETE and trial.values[0] > 0

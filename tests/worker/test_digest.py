@@ -3,6 +3,8 @@ configuration, the data and the source of the workload's modules, and only with 
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 from child_requests import run_request, workload
@@ -71,3 +73,65 @@ def test_strings_are_hashed_by_their_contents_not_their_addresses() -> None:
     assert array_bytes(np.array([b"ab", b"c"], dtype=object)) != array_bytes(
         np.array([b"a", b"bc"], dtype=object)
     )
+
+
+NOTEBOOK = """
+import sys, cloudpickle
+from tuner.worker.digest import _code
+
+def build_model(units=8):
+    # a comment{comment}
+    kinds = {{"relu", "gelu", "tanh"}}
+    return [units * {scale}, sorted(kinds), [lambda v: v + 1]]
+
+if sys.argv[1] == "pickle":
+    sys.stdout.buffer.write(cloudpickle.dumps(build_model))
+else:
+    print(_code(cloudpickle.loads(sys.stdin.buffer.read()), 0))
+"""
+
+
+def _code_in_a_fresh_process(tmp_path, scale: int = 2, comment: str = "") -> str:
+    """The model function's code as a trial child computes it: defined in a script (__main__),
+    shipped by value (cloudpickle), loaded by another process with another hash seed."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "notebook.py"
+    script.write_text(NOTEBOOK.format(scale=scale, comment=comment))
+    pickled = subprocess.run(
+        [sys.executable, str(script), "pickle"], capture_output=True, check=True,
+        env={**os.environ, "PYTHONHASHSEED": "1"},
+    ).stdout  # fmt: skip
+    return subprocess.run(
+        [sys.executable, str(script), "load"], input=pickled, capture_output=True, check=True,
+        env={**os.environ, "PYTHONHASHSEED": "2"},
+    ).stdout.decode()  # fmt: skip
+
+
+def test_a_shipped_functions_code_is_the_same_in_every_process_and_changes_with_an_edit(
+    tmp_path,
+) -> None:
+    """What a resumed study compares (issue 44, case 1): the same function gives the same code
+    whatever the process and its hash seed (a set literal's order); a comment changes nothing;
+    an edit does."""
+    first = _code_in_a_fresh_process(tmp_path)
+    assert first and first == _code_in_a_fresh_process(tmp_path)
+    assert (
+        _code_in_a_fresh_process(
+            tmp_path, comment="\n    # a second comment line: every line below moves"
+        )
+        == first
+    )
+    assert _code_in_a_fresh_process(tmp_path, scale=3) != first
+
+
+def test_each_part_of_the_workload_changes_alone() -> None:
+    from tuner.worker.digest import PARTS, workload_parts
+
+    base = workload_parts(WORKLOAD, Model(8), _read())
+    assert tuple(base) == PARTS
+    other_model = workload_parts(WORKLOAD, Model(16), _read())
+    assert [k for k in PARTS if other_model[k] != base[k]] == ["model configuration"]
+    other_data = workload_parts(WORKLOAD, Model(8), _read(shift=1.0))
+    assert [k for k in PARTS if other_data[k] != base[k]] == ["data samples"]

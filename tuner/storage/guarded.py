@@ -75,6 +75,8 @@ class Guard:
         """Seconds without a heartbeat after which another worker fails the trial."""
         self.notify: Callable[[str], None] = _log.warning
         self.heartbeat_lost = False
+        self.spool_failing = False
+        """Whether the spool failed to keep a result (said once)."""
         self.identity = file_identity(place.path) if place.path is not None else None
         self._local = threading.local()
         self._lock = threading.Lock()
@@ -107,6 +109,7 @@ class Guard:
         if getattr(self._local, "depth", 0):
             return fn(*args, **kwargs)
         delay = 0.5
+        met = False  # whether this call met the outage: only such a call may say it is over
         while True:
             self._check()
             self._local.depth = 1
@@ -116,6 +119,7 @@ class Guard:
                 fault = classify(exc, self.place, self.identity)
                 if not fault.outage:
                     raise self.give_up(fault.reason) from exc
+                met = True
                 waited = self._waiting(fault)
                 if waited >= self.wait_s:
                     raise self.give_up(
@@ -127,7 +131,8 @@ class Guard:
                 continue
             finally:
                 self._local.depth = 0
-            self._back()
+            if met:  # another thread's call that needed no server proves nothing (it may be down)
+                self._back()
             return result
 
     def _check(self) -> None:

@@ -24,7 +24,7 @@ from tuner.core.hyperparams import check, defaults
 from tuner.core.protocol import InspectRequest, Workload
 from tuner.core.scaling import optimizer_settings
 from tuner.worker import backends, compiled, hypermodel
-from tuner.worker.digest import workload_digest
+from tuner.worker.digest import workload_digest, workload_parts
 from tuner.worker.noise import failure_reason, overrides
 from tuner.worker.sources import FUNCTION, PART_NAMES, Source, leaves, map_leaves
 from tuner.worker.workload import check_loss
@@ -39,6 +39,9 @@ mismatch, cheap on any model."""
 SCAN_SAMPLES = 256
 """How many examples of each split the check reads and scans for NaN and inf: the first ones,
 cheap to read from any pipeline (the rest of the data is never read here)."""
+
+CHECK_SEED = 0
+"""The seed the check reads the data and builds the model under."""
 
 CHECK_LR = 1e-3
 """The learning rate of the check's optimizer; the check never trains, so any rate does."""
@@ -55,6 +58,11 @@ def check_workload(request: InspectRequest) -> dict[str, Any]:
     workload = request.workload
     backend = backends.backend_name(request)
     inputs = backends.load(backend)
+    from tuner.worker.determinism import seed_everything  # keras: once the backend is chosen
+
+    # Seeded before the data function runs, as a trial is: an unseeded shuffle or np.random
+    # draw reads the same first samples at every check, which the study's fingerprint holds.
+    seed_everything(CHECK_SEED)
     source = inputs.load_source(workload)
     inputs.refuse_across_replicas(source, request.replicas)
     _check_budget(request, source)
@@ -79,7 +87,7 @@ def check_workload(request: InspectRequest) -> dict[str, Any]:
             "(they train on compute_loss): use loop = fit"
         )
     _check_trains(model, workload.model, source.reference, first)
-    digest = workload_digest(workload, model, {k: _numpy(v) for k, v in read.items()})
+    arrays = {split: _numpy(batch) for split, batch in read.items()}
     skipped = _noise_skipped(request, inputs, model, source, first["train"])
     return {
         **({"noise_scale_skipped": skipped} if skipped is not None else {}),
@@ -94,7 +102,8 @@ def check_workload(request: InspectRequest) -> dict[str, Any]:
         "hypermodel": found,
         "compiled_by_build": compiled_by_build,
         "compile": compile_info,
-        "digest": digest,
+        "digest": workload_digest(workload, model, arrays),
+        "digest_parts": workload_parts(workload, model, arrays),
     }
 
 

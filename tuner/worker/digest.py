@@ -1,10 +1,15 @@
-"""Inside the child: a fingerprint of the workload as the check loaded it.
+"""Inside the child: a fingerprint of the workload as the check loaded it, whole and in parts.
 
 A baseline stored by one study is reused by another (:mod:`tuner.driver.reuse.baseline_reuse`) only
-when this fingerprint is the same, so an edit the workload's names do not show (another
-activation, another augmentation, other data under the same function) measures afresh. It hashes
-the source of the modules that define the model and the data functions, the built model's
-configuration, and the first samples of each split the check read.
+when the whole fingerprint is the same, so an edit the workload's names do not show (another
+activation, another augmentation, other data under the same function) measures afresh. A study
+is resumed only on the workload it measured (:mod:`tuner.driver.setup.opening`), compared part by
+part so the refusal says what changed: the model function's code, the built model's
+configuration, the data function's code and the data's first samples of each split.
+
+A function's code is its compiled code (bytecode, constants, names, defaults; nested functions
+and a class's methods included), not its text: a notebook's function shipped by value has no
+source file a child could read, and a comment or a blank line changes no trial.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import hashlib
 import inspect
 import json
 import sys
+import types
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -20,18 +26,35 @@ import numpy as np
 
 from tuner.core.protocol import Workload
 
+PARTS = ("model function", "model configuration", "data function", "data samples")
+"""The parts of a workload's fingerprint a resumed study compares, in the order said."""
+
 
 def workload_digest(workload: Workload, model: Any, read: Mapping[str, Any]) -> str:
     """The fingerprint of ``workload`` (its ``model`` and ``data`` references), the ``model`` it
-    built and the samples ``read`` of each split."""
+    built and the samples ``read`` of each split: its :func:`workload_parts` and the source of
+    the modules that define the functions."""
     digest = hashlib.sha256()
-    for reference in (workload.model, workload.data):
+    for reference in (workload.model, workload.data or workload.dataset):
         digest.update(_source(str(reference)).encode())
-    digest.update(_configuration(model).encode())
+    for part in workload_parts(workload, model, read).values():
+        digest.update(part.encode())
+    return digest.hexdigest()[:32]
+
+
+def workload_parts(workload: Workload, model: Any, read: Mapping[str, Any]) -> dict[str, str]:
+    """Each of :data:`PARTS`, hashed."""
+    samples = hashlib.sha256()
     for split in sorted(read):
         for array in _arrays(read[split]):
-            digest.update(array_bytes(array))
-    return digest.hexdigest()[:32]
+            samples.update(array_bytes(array))
+    texts = {
+        "model function": _code_of(workload.model),
+        "model configuration": _configuration(model),
+        "data function": _code_of(workload.data or workload.dataset),
+    }
+    parts = {key: hashlib.sha256(text.encode()).hexdigest()[:16] for key, text in texts.items()}
+    return {**parts, "data samples": samples.hexdigest()[:16]}
 
 
 def array_bytes(array: Any) -> bytes:
@@ -47,12 +70,68 @@ def array_bytes(array: Any) -> bytes:
 
 def _source(reference: str) -> str:
     """The source of the module ``module:function`` names (loaded by the check already), else
-    the reference itself."""
+    the reference itself (a shipped function's module is a loader whose text says nothing:
+    its function's code is in :func:`workload_parts`)."""
     module = sys.modules.get(reference.partition(":")[0])
     try:
         return inspect.getsource(module) if module is not None else reference
     except (OSError, TypeError):  # no source on disk (a compiled or frozen module)
         return reference
+
+
+def _code_of(reference: str | None) -> str:
+    """The code of the function (or object) ``reference`` names, as the check loaded it."""
+    module_name, _, name = str(reference).partition(":")
+    module = sys.modules.get(module_name)
+    value = getattr(module, name, None) if module is not None else None
+    return str(reference) if value is None else _code(value, depth=0)
+
+
+def _code(value: Any, depth: int) -> str:
+    """A text that changes with what ``value`` computes: a function's compiled code, the methods
+    of a class (or of an object's class, with the object's plain settings)."""
+    if depth > 4:  # a deep cycle of classes: what is above says enough
+        return ""
+    function = inspect.unwrap(value) if callable(value) else value
+    if isinstance(function, types.FunctionType | types.MethodType):
+        plain: Any = getattr(function, "__func__", function)
+        return _compiled(plain.__code__) + _plain(plain.__defaults__) + _plain(plain.__kwdefaults__)
+    cls = value if isinstance(value, type) else type(value)
+    methods = [
+        f"{klass.__qualname__}.{key}:{_code(member, depth + 1)}"
+        for klass in cls.__mro__
+        if klass.__module__.partition(".")[0] not in ("builtins", "keras", "keras_tuner")
+        for key, member in sorted(vars(klass).items())
+        if isinstance(member, types.FunctionType)
+    ]
+    settings = "" if isinstance(value, type) else _plain(getattr(value, "__dict__", None))
+    return cls.__qualname__ + "".join(methods) + settings
+
+
+def _compiled(code: types.CodeType) -> str:
+    consts = [_compiled(c) if isinstance(c, types.CodeType) else _plain(c) for c in code.co_consts]
+    return code.co_code.hex() + repr(code.co_names) + repr(consts)
+
+
+def _plain(value: Any) -> str:
+    """``value`` as text where it is plain data; other objects by their type (their text often
+    holds an address, another at every process)."""
+    if isinstance(value, frozenset | set):
+        return "{" + ",".join(sorted(_plain(v) for v in value)) + "}"
+    if isinstance(value, tuple | list):
+        return "(" + ",".join(_plain(v) for v in value) + ")"
+    if isinstance(value, dict):
+        return (
+            "{"
+            + ",".join(
+                f"{k!r}:{_plain(v)}"
+                for k, v in sorted(value.items(), key=lambda item: str(item[0]))
+            )
+            + "}"
+        )
+    if value is None or isinstance(value, bool | int | float | str | bytes):
+        return repr(value)
+    return type(value).__qualname__
 
 
 def _configuration(model: Any) -> str:

@@ -15,6 +15,7 @@ from importlib import metadata
 from typing import Any, Literal
 
 import optuna
+from optuna.trial import TrialState
 
 from tuner.core.devices import DevicePlan
 from tuner.core.errors import ConfigError
@@ -55,6 +56,7 @@ def open_study(
     # idempotent: a study made meanwhile is loaded, an attribute set twice is set once).
     study = storage_call(storage, _load_or_create, storage, name, spec, sampler, where)
     attach(study, storage)
+    storage_call(study, _check_same_workload, study, storage, info, (where, name))
     storage_call(study, _record, study, spec, plan, info, (where, name))
     return study
 
@@ -91,6 +93,7 @@ def _record(
             "n_val": info["n_val"],
             "parameters": info["parameters"],
             "digest": info.get("digest"),
+            "digest_parts": info.get("digest_parts"),
         },
     )
 
@@ -155,6 +158,38 @@ def _check_same_spec(study: optuna.Study, spec: StudySpec, where: str) -> None:
             f"({_first_difference(stored_identity, spec.identity())}); resume it with the same "
             f"spec or pick a new {named('study_name')}"
         )
+
+
+def _check_same_workload(
+    study: optuna.Study, storage: Any, info: dict[str, Any], where_and_name: tuple[str, str]
+) -> None:
+    """Refuse to resume a study whose finished trials measured another workload: the same
+    spec over a changed model or data (a notebook's edited function, an edited module) would
+    add its trials to the old ones' answer. A study stored before the parts were kept, or whose
+    trials all failed, is not compared."""
+    stored = decode_study(study).workload or {}
+    before, now = stored.get("digest_parts"), info.get("digest_parts")
+    if not before or not now:
+        return
+    sizes = [f"{key} {stored[key]} -> {info[key]}" for key in ("n_train", "n_val")
+             if key in stored and stored[key] != info.get(key)]  # fmt: skip
+    changed = [part for part in before if before[part] != now.get(part)] + sizes
+    finished = (TrialState.COMPLETE, TrialState.PRUNED)
+    if not changed or not study.get_trials(deepcopy=False, states=finished):
+        return
+    where, name = where_and_name
+    hint = " (data drawn at random without a seed differs at every run: seed it)"
+    raise ConfigError(
+        f"{where} measured another workload: {', '.join(changed)} changed since its trials ran"
+        f"{hint if changed == ['data samples'] else ''}; search this one under a new "
+        f"{named('study_name')} (e.g. {_free_name(storage, name)!r}), or delete the old study "
+        "(optuna delete-study) to start it again"
+    )
+
+
+def _free_name(storage: Any, name: str) -> str:
+    taken = set(optuna.get_all_study_names(storage=storage))
+    return next(f"{name}-{n}" for n in range(2, len(taken) + 3) if f"{name}-{n}" not in taken)
 
 
 def _record_devices(study: optuna.Study, plan: DevicePlan, where: str, name: str) -> None:

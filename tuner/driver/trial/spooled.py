@@ -55,7 +55,9 @@ def spool_outcome(
     trial: Trial, state: str, values: Sequence[float] | None, attrs: dict[str, Any]
 ) -> None:
     """Keep ``trial``'s outcome in the spool before the storage is asked to take it (only for a
-    storage with a guard, :mod:`tuner.storage.guarded`: others have no outage to survive)."""
+    storage with a guard, :mod:`tuner.storage.guarded`: others have no outage to survive). A
+    spool that cannot write (its disk full, read-only) is said once per search, and the outcome
+    goes on to the storage."""
     guard = guard_of(trial.study)
     if guard is None:
         return
@@ -66,7 +68,17 @@ def spool_outcome(
         "values": [float(v) for v in values] if values and state == "COMPLETE" else None,
         "attrs": attrs,
     }
-    spool.write(guard.spool_folder, trial._trial_id, record)
+    try:
+        spool.write(guard.spool_folder, trial._trial_id, record)
+    except OSError as exc:  # the safety net failing must never cost the result it holds
+        if not guard.spool_failing:
+            guard.notify(
+                f"the spool {guard.spool_folder} cannot keep trial results "
+                f"({exc.strerror or exc}): trial #{trial.number}'s goes to the storage alone, "
+                "where a storage outage now would lose it; free space there or set "
+                "TUNER_SPOOL_DIR"
+            )
+        guard.spool_failing = True
 
 
 def spool_folder(study: optuna.Study) -> Path | None:
