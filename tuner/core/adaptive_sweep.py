@@ -18,8 +18,9 @@ for the noisy quadratic model's exactly computed loss at every batch of its benc
 Measured losses are noisy: a rate that only *measured* worse may still hide ``lr*`` beyond it;
 ``benchmarks/lr_law.py`` counts such false skips against the full sweep.
 
-Pure: the caller (:mod:`tuner.driver.trial.sweep`) gathers a batch's points as the law's fit does
-(:func:`tuner.core.recommend.batch_evidence`) and stores a skip as the ``bracketed`` status.
+Pure: the caller (:mod:`tuner.driver.trial.prelaunch`, a pre-launch rule) gathers a batch's
+points as the law's fit does (:func:`tuner.core.recommend.batch_evidence`) and stores a skip as
+the ``bracketed`` status.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """The one boundary where a trial runs and its outcome becomes Optuna state and attributes.
 
 ``Objective`` is what the trial loop calls for each trial it asked for: it stores the configuration,
-prunes sizes known not to fit and LR-sweep rates that cannot be the best (``bracketed``) without
-launching them, runs the child, and hands the classified outcome to :func:`record` — the only
-place a trial's state is set.
+asks the pre-launch rules in their order (:mod:`.prelaunch`: same training, ``bracketed``,
+``oom-implied``) whether the trial ends without a child, else runs the child, and hands the
+classified outcome to :func:`record` — the only place a trial's state is set.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import optuna
 from optuna.trial import FrozenTrial, Trial
 
 from tuner.core import hyperparams
-from tuner.core.configurations import PRECISION, smallest_oom_batch
+from tuner.core.configurations import PRECISION
 from tuner.core.devices import DevicePlan
 from tuner.core.efficiency import goodput, statistical_efficiency
 from tuner.core.errors import TrialFailed
@@ -30,10 +30,9 @@ from tuner.core.record import StudyRecord, decode, decode_study, store
 from tuner.core.scaling import scaled_learning_rate
 from tuner.core.spec import StudySpec
 from tuner.core.trials import HEARTBEAT_S
-from tuner.driver.children import ChildRunner, first_precision, trial_request
+from tuner.driver.children import ChildRunner, trial_request
 from tuner.driver.decide.early_stop import early_stop_for
 from tuner.driver.decide.racing import chain, measured
-from tuner.driver.decide.same_training import same_as, same_training
 from tuner.driver.observer import SearchObserver
 from tuner.driver.reuse.input_reuse import InputReuse
 from tuner.driver.reuse.keys import training_key
@@ -43,8 +42,8 @@ from tuner.driver.trial.grid import (
     suggest_global_batch,
     suggest_precision,
 )
+from tuner.driver.trial.prelaunch import Point, before_launch
 from tuner.driver.trial.spooled import spool_outcome
-from tuner.driver.trial.sweep import skip_bracketed
 from tuner.storage.guarded import guard_of, storage_call
 
 
@@ -135,17 +134,20 @@ class Objective:
         repeat_of = decode(trial).reuse.repeat_of
         position = self._already_done + self.launched + 1
         self.launched += 1
-        original = None if repeat_of is not None else same_training(stored, attrs, trial.number)
-        if original is not None:  # trains exactly like a measured trial: no child
-            outcome = same_as(original, attrs)
-            self._observer.note(
-                f"trial {trial.number}: same training as #{original.number} (same batch, "
-                f"learning rate and optimizer settings): not trained again, #{original.number}'s "
-                f"values recorded ({position} of {self.total})"
-            )
-        else:
-            earlier = chain(stored, int(repeat_of)) if repeat_of is not None else []
-            outcome = self._measure(trial, position, attrs, values, earlier, stored)
+        earlier = chain(stored, int(repeat_of)) if repeat_of is not None else []
+        point = Point(
+            self._spec,
+            trial.number,
+            position,
+            self.total,
+            attrs,
+            stored,
+            earlier,
+            repeat=repeat_of is not None,
+            probed_oom=self._probed_oom,
+            seed_noise=lambda: _study_record(trial.study).seed_noise,
+        )
+        outcome = self._measure(trial, point, values)
         self._observer.trial_finished(trial.number, outcome)
         self._watch(trial.number, attrs, outcome)
         return record(trial, outcome)
@@ -174,34 +176,29 @@ class Objective:
                 "(the search stopped; the trials already run are stored)"
             )
 
-    def _measure(
-        self,
-        trial: Trial,
-        position: int,
-        attrs: dict[str, Any],
-        values: dict[str, Any] | None,
-        earlier: list[FrozenTrial],
-        stored: Sequence[FrozenTrial],
-    ) -> TrialOutcome:
-        """Run the trial (unless a smaller batch already ran out of memory) and add its runs:
-        ``earlier`` are the configuration's runs before this one when it is a repeat; ``stored``
-        the study's trials as this trial started."""
-        search = self._spec.search
+    def _measure(self, trial: Trial, point: Point, values: dict[str, Any] | None) -> TrialOutcome:
+        """The trial's outcome: the pre-launch rules first (:func:`.prelaunch.before_launch`, the
+        one place it is decided without a child), else its run; then its micro-steps, racing's
+        runs before it (``point.earlier``, when it is a repeat) and its efficiency."""
+        decided = before_launch(point)
+        if decided is not None and decided.rule.final:  # e.g. same training: nothing more
+            if decided.rule.line is not None:
+                self._observer.note(decided.rule.line(point, decided.outcome))
+            return decided.outcome
+        search, attrs, earlier, stored = self._spec.search, point.attrs, point.earlier, point.stored
         if earlier:
             self._observer.note(
                 f"trial {trial.number}: repeat of #{earlier[0].number} (run "
                 f"{decode(trial).reuse.repeat_index or '?'} of at most {search.max_repeats})"
             )
-        self._observer.trial_started(trial.number, position, self.total, attrs)
+        self._observer.trial_started(trial.number, point.position, self.total, attrs)
         batch, rule, lr = attrs["global_batch_size"], attrs["lr_rule"], attrs["learning_rate"]
         precision = attrs[PRECISION]
-        skipped = self._arm_early_stop(trial, stored, earlier, batch)
+        skipped = self._arm_early_stop(point, batch)
         outcome = (
-            # bracketed first: a batch reached only by accumulation skips its rates too (one
-            # that ran out of memory has nothing finished, so it never skips there)
-            self._bracketed(trial, attrs, stored, earlier)
-            or self._implied_oom(stored, batch, values, precision)
-            or self._run(batch, lr, rule, values, precision, (trial.study, stored))
+            decided.outcome
+            if decided is not None
+            else self._run(batch, lr, rule, values, precision, (trial.study, stored))
         )
         outcome = self._accumulation.reach(trial.number, outcome, attrs, values, stored)
         outcome = measured(outcome, earlier, target=search.target_loss is not None)
@@ -249,70 +246,18 @@ class Objective:
         """Count ``runs`` more runs (racing's repeats) in the progress total."""
         self.total += runs
 
-    def _arm_early_stop(
-        self, trial: Trial, stored: Sequence[FrozenTrial], earlier: list[FrozenTrial], batch: int
-    ) -> str | None:
+    def _arm_early_stop(self, point: Point, batch: int) -> str | None:
         """Set what this trial's child compares itself with to stop early as dominated
         (:mod:`tuner.driver.decide.early_stop`; a repeat is never stopped); return why no rule can
         stop it, or ``None``."""
         self._early_stop, skipped = (
             (None, None)
-            if earlier
+            if point.earlier
             else early_stop_for(
-                self._spec,
-                self._plan.device_signature,
-                lambda: _study_record(trial.study).seed_noise,
-                stored,
-                batch,
+                self._spec, self._plan.device_signature, point.seed_noise, point.stored, batch
             )
         )
         return skipped
-
-    def _bracketed(
-        self,
-        trial: Trial,
-        attrs: dict[str, Any],
-        stored: Sequence[FrozenTrial],
-        earlier: list[FrozenTrial],
-    ) -> TrialOutcome | None:
-        """``bracketed`` when this LR-sweep rate cannot be the best at its batch, from what had
-        finished there when it started (:mod:`tuner.driver.trial.sweep`); a repeat always runs."""
-        if earlier:
-            return None
-        return skip_bracketed(
-            self._spec, attrs, stored, lambda: _study_record(trial.study).seed_noise
-        )
-
-    def _implied_oom(
-        self,
-        stored: Sequence[FrozenTrial],
-        batch: int,
-        values: dict[str, Any] | None,
-        precision: str,
-    ) -> TrialOutcome | None:
-        """``oom-implied`` when a smaller or equal batch already ran out of memory (with the same
-        model configuration and precision on the same devices) or the probe (which ran at the
-        spec's first precision) found it would; else ``None``."""
-        signature = self._plan.device_signature
-        config = hyperparams.config_key(values or {})
-        # Out-of-memory is monotone in the batch for one model configuration at one precision on
-        # one signature; a mixed precision halves the activations, so it says nothing across.
-        oom_at = smallest_oom_batch(stored, signature, config, precision)
-        if oom_at is not None and batch >= oom_at:
-            same_model = " with these model hyperparameters" if values else ""
-            at = f" at {precision}" if len(self._spec.search.precisions) > 1 else ""
-            return TrialOutcome(
-                "oom-implied",
-                error=f"global batch {oom_at} already ran out of memory{at} on "
-                f"{signature}{same_model}",
-            )
-        probe = self._probed_oom
-        if probe is not None and batch >= probe and precision == first_precision(self._spec):
-            return TrialOutcome(
-                "oom-implied",
-                error=f"the probe found global batch {probe} out of memory on {signature}",
-            )
-        return None
 
     def _run(
         self,

@@ -1,0 +1,218 @@
+"""The pre-launch rules: the one ordered list that decides, before any child starts, whether a
+grid trial ends without one, and how (:data:`RULES`, walked by :func:`before_launch`).
+
+Each rule answers one question about the trial about to start (a :class:`Point`) and gives one
+outcome; the first that answers wins, and a trial no rule answers is trained. The order is the
+documented one (docs/design/architecture.md, "One trial, in order"):
+
+1. ``same-training``: it trains exactly like a measured trial (``same_as``, COMPLETE ``ok``);
+2. ``bracketed``: an adaptive LR sweep's rate that cannot be the best at its batch (PRUNED);
+3. ``oom-implied``: a smaller or equal batch already ran out of memory, or the probe found it
+   would (PRUNED; ``[search] accumulation`` may still reach it in micro-steps).
+
+``bracketed`` goes before ``oom-implied``: a batch reached only by accumulation skips its rates
+too, and a batch that ran out of memory has nothing finished, so it never skips there.
+
+What is not a rule here: the budget (the loop asks for no trial that would not fit it), the early
+stop (the child stops itself; :mod:`tuner.driver.decide.early_stop` arms it) and the input
+pipeline's figure (:mod:`tuner.driver.reuse.input_reuse` changes the request, not the outcome).
+
+The adaptive sweep, at the driver's edge: with several workers, a trial still running elsewhere
+says nothing yet: only finished trials count, as the law's fit counts them
+(:func:`tuner.core.recommend.batch_points`: a rate stopped early as dominated by the best at its
+own batch is worse; a diverged one too).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from optuna.trial import FrozenTrial
+
+from tuner.core.adaptive_sweep import SKIPPED, bracketed
+from tuner.core.configurations import PRECISION, model_config, precision_of, smallest_oom_batch
+from tuner.core.hyperparams import config_key
+from tuner.core.outcome import TrialOutcome
+from tuner.core.recommend import batch_points, seed_sigma
+from tuner.core.record import decode
+from tuner.core.scaling import is_sweep, scaled_learning_rate
+from tuner.core.spec import StudySpec
+from tuner.driver.children import first_precision
+from tuner.driver.decide.racing import SAME_AS
+from tuner.driver.decide.same_training import same_as, same_training
+
+
+@dataclass(frozen=True)
+class Point:
+    """A grid trial about to start, and what the rules read to decide it: its number and place
+    in the search (``position`` of ``total``), its configuration as stored (``attrs``), the
+    study's trials as it started (``stored``), its configuration's runs before it when it is a
+    repeat (``earlier``; ``repeat``: it is one), the smallest batch the probe found out of
+    memory, and the study's seed noise by device signature (read only when a rule needs it)."""
+
+    spec: StudySpec
+    number: int
+    position: int
+    total: int
+    attrs: dict[str, Any]
+    stored: Sequence[FrozenTrial]
+    earlier: Sequence[FrozenTrial]
+    repeat: bool
+    probed_oom: int | None
+    seed_noise: Callable[[], Mapping[str, Any] | None]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One pre-launch rule: its ``name``, the ``question`` it answers, the outcome it ``gives``,
+    and ``decide``: that outcome for a point it answers, else ``None``. A ``final`` rule's outcome
+    is the trial's as it stands: the trial is not shown as started and nothing after the launch
+    (accumulation, racing's runs, efficiency) touches it; ``line`` is what the search prints
+    then."""
+
+    name: str
+    question: str
+    gives: str
+    decide: Callable[[Point], TrialOutcome | None]
+    final: bool = False
+    line: Callable[[Point, TrialOutcome], str] | None = None
+
+
+@dataclass(frozen=True)
+class Decided:
+    """What :func:`before_launch` found: the rule that answered, and the outcome it gave."""
+
+    rule: Rule
+    outcome: TrialOutcome
+
+
+def before_launch(point: Point, rules: Sequence[Rule] | None = None) -> Decided | None:
+    """The one place a trial's outcome is decided before a child starts: the first of ``rules``
+    (default :data:`RULES`, in order) that answers ``point``; ``None``: no rule does, train it."""
+    for rule in RULES if rules is None else rules:
+        outcome = rule.decide(point)
+        if outcome is not None:
+            return Decided(rule, outcome)
+    return None
+
+
+def _same_training(point: Point) -> TrialOutcome | None:
+    """``same_as`` a measured trial that trains exactly like this one; a repeat always runs."""
+    if point.repeat:
+        return None
+    original = same_training(point.stored, point.attrs, point.number)
+    return None if original is None else same_as(original, point.attrs)
+
+
+def _same_training_line(point: Point, outcome: TrialOutcome) -> str:
+    original = outcome.attrs[SAME_AS]
+    return (
+        f"trial {point.number}: same training as #{original} (same batch, learning rate and "
+        f"optimizer settings): not trained again, #{original}'s values recorded "
+        f"({point.position} of {point.total})"
+    )
+
+
+def adaptive(spec: StudySpec) -> bool:
+    """Whether the study's LR sweep skips the rates that cannot be the best (``lr_sweep`` on,
+    ``lr_sweep_full`` off)."""
+    return bool(spec.search.lr_sweep) and not spec.search.lr_sweep_full
+
+
+def _bracketed(point: Point) -> TrialOutcome | None:
+    """``bracketed`` when this LR-sweep rate cannot be the best at its batch, from what had
+    finished there when it started (:mod:`tuner.core.adaptive_sweep`); a repeat always runs."""
+    if point.earlier:
+        return None
+    return skip_bracketed(point.spec, point.attrs, point.stored, point.seed_noise)
+
+
+def skip_bracketed(
+    spec: StudySpec,
+    attrs: Mapping[str, Any],
+    trials: Sequence[FrozenTrial],
+    seed_records: Callable[[], Mapping[str, Any] | None],
+) -> TrialOutcome | None:
+    """``bracketed`` (PRUNED, not launched) when the sweep trial configured by ``attrs`` need not
+    be trained, from the study's ``trials`` as it starts; ``None``: train it. ``seed_records``
+    (the study's seed noise by device signature) is read only for a rate the bracket would skip:
+    without the seed noise the fit needs more points around the best."""
+    rule = str(attrs["lr_rule"])
+    if not adaptive(spec) or not is_sweep(rule):
+        return None
+    search, batch = spec.search, int(attrs["global_batch_size"])
+    signature = attrs["device_signature"]
+    config = config_key(attrs.get("model_hyperparameters") or {})
+    mine = [
+        t
+        for t in trials
+        if decode(t).configuration.device_signature == signature
+        and precision_of(t) == attrs[PRECISION]
+        and model_config(t) == config
+    ]
+    points, worse, _ = batch_points(mine).get(batch, ([], [], ""))
+    planned = [
+        scaled_learning_rate(r, search.base_lr, batch, search.base_batch_size)
+        for r in search.grid_rules
+    ]
+    lr = float(attrs["learning_rate"])
+    if bracketed(lr, points, worse, planned=planned) is None:  # the least it needs: train
+        return None
+    record = (seed_records() or {}).get(signature)
+    sigma = seed_sigma(record)
+    reason = bracketed(lr, points, worse, seed_noise=bool(sigma), planned=planned)
+    return None if reason is None else TrialOutcome(SKIPPED, error=reason)
+
+
+def _implied_oom(point: Point) -> TrialOutcome | None:
+    """``oom-implied`` when a smaller or equal batch already ran out of memory (with the same
+    model configuration and precision on the same devices) or the probe (which ran at the
+    spec's first precision) found it would; else ``None``."""
+    attrs = point.attrs
+    batch, precision = int(attrs["global_batch_size"]), str(attrs[PRECISION])
+    signature = str(attrs["device_signature"])
+    values = attrs.get("model_hyperparameters")
+    # Out-of-memory is monotone in the batch for one model configuration at one precision on
+    # one signature; a mixed precision halves the activations, so it says nothing across.
+    oom_at = smallest_oom_batch(point.stored, signature, config_key(values or {}), precision)
+    if oom_at is not None and batch >= oom_at:
+        same_model = " with these model hyperparameters" if values else ""
+        at = f" at {precision}" if len(point.spec.search.precisions) > 1 else ""
+        return TrialOutcome(
+            "oom-implied",
+            error=f"global batch {oom_at} already ran out of memory{at} on {signature}{same_model}",
+        )
+    probe = point.probed_oom
+    if probe is not None and batch >= probe and precision == first_precision(point.spec):
+        return TrialOutcome(
+            "oom-implied",
+            error=f"the probe found global batch {probe} out of memory on {signature}",
+        )
+    return None
+
+
+RULES: tuple[Rule, ...] = (
+    Rule(
+        "same-training",
+        "does a measured trial already train exactly like this one (its training key)?",
+        "COMPLETE ok with that trial's values, same_as its number; no child",
+        _same_training,
+        final=True,
+        line=_same_training_line,
+    ),
+    Rule(
+        "bracketed",
+        "is this adaptive LR-sweep rate past a worse rate than the best at its batch?",
+        "PRUNED bracketed; no child",
+        _bracketed,
+    ),
+    Rule(
+        "oom-implied",
+        "did a smaller or equal batch run out of memory here, or the probe say it would?",
+        "PRUNED oom-implied; no child (unless accumulation reaches it in micro-steps)",
+        _implied_oom,
+    ),
+)
+"""The pre-launch rules, in the order they are asked (the module's docstring says why)."""
