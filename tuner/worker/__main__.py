@@ -1,17 +1,14 @@
 """The trial child process: ``python -m tuner.worker REQUEST.json RESULT.json``.
 
-It reads one request (:func:`tuner.core.protocol.decode_request`), runs it by its mode
-(:data:`tuner.core.protocol.MODES`: ``inspect`` a workload, train one ``trial``, one ``probe`` or
-one ``validate`` run), and writes one :class:`~tuner.core.protocol.Result`
-(:func:`~tuner.core.protocol.encode_result`: the only place a result is written). Progress goes
-to stdout as ``TUNER-EVENT {json}`` lines. A request of another protocol version is refused with
-one line (status ``error``). Out-of-memory is classified here for exceptions; deaths by signal
-are classified by the parent (``tuner.core.outcome``).
+Reads one request, runs it by its mode and writes one result
+(:func:`~tuner.core.protocol.encode_result`: the only place a result is written); progress goes
+to stdout as ``TUNER-EVENT {json}`` lines. Out-of-memory is classified here for exceptions,
+deaths by signal by the parent.
 
 Test aid: ``TUNER_TEST_FAULT`` makes a trial misbehave on purpose — ``segfault``, ``abort``,
 ``hang``, ``exit`` (exit 3 without a result), ``garbage`` (a result file that is not JSON) or
-``raise`` — optionally only at one global batch (``segfault@128``); several comma-separated
-entries apply each at its batch (``segfault@128,hang@256``). Inert unless set.
+``raise`` — optionally only at one global batch (``segfault@128``), several comma-separated
+(``segfault@128,hang@256``). Inert unless set.
 """
 
 from __future__ import annotations
@@ -43,10 +40,8 @@ from tuner.worker.modes import Modes
 
 
 def runners(backend: str = DEFAULT_BACKEND) -> Modes:
-    """Each mode's runner, with ``backend``'s framework imported (TensorFlow, or Keras on JAX
-    without TensorFlow): the child does it only here, so its import time is measured. The modes
-    are backend-neutral; each run's session picks its backend from the request through the one
-    table (:func:`tuner.worker.backends.open_session`)."""
+    """Each mode's runner, with ``backend``'s framework imported here only, so that its import
+    time is measured; the modes themselves are backend-neutral."""
     from tuner.worker import backends
 
     backends.load(backend)
@@ -75,10 +70,9 @@ def _write_result(path: Path, result: Result) -> None:
 
 
 def _watch_parent() -> None:
-    """Exit when the parent dies, so no orphan keeps holding the devices: the kernel's
-    parent-death signal on Linux, and a watcher thread everywhere. The parent's pid comes from
-    the environment, so a parent that died before this line ran is noticed too. On Linux the
-    parent is the trial's supervisor, which kills whatever this process started once it ends."""
+    """Exit when the parent dies, so no orphan keeps holding the devices: the parent-death signal
+    on Linux, and a watcher thread everywhere. The parent's pid comes from the environment, so a
+    parent that died before this line ran is noticed too."""
     parent = int(os.environ.get(PARENT_PID_ENV, os.getppid()))
     try:
         import ctypes

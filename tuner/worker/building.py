@@ -1,11 +1,7 @@
 """Inside the child: a model built on the data's first inputs before anything reads its weights.
 
-A ``Sequential`` without ``keras.Input`` (KerasTuner's and many Keras guides' way) or a
-subclassed model has no weights until it first sees data: ``get_weights()`` is ``[]``. The run's
-initial weights — the numbers every run of a study starts from — are recorded once the model is
-built, and every later build of the run is built the same way, on the same inputs, before
-``set_weights`` (which needs the built variables). A model built already is left as it is, and
-its inputs are never read.
+A ``Sequential`` without ``keras.Input`` or a subclassed model has no weights until it first sees
+data, so every build of a run is built the same way, on the same inputs, before ``set_weights``.
 """
 
 from __future__ import annotations

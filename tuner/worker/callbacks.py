@@ -47,9 +47,8 @@ class StepLosses(keras.callbacks.Callback):
 
 class StepCallback(keras.callbacks.Callback):
     """Tells ``on_step`` the run's step count after each batch. Costs no extra sync: Keras 3 on
-    TensorFlow already turns the batch's logs into Python numbers at every batch end, callback
-    or not (``CallbackList`` on a backend that is not thread-safe), and this reads none of them;
-    ``async_safe`` keeps Keras's asynchronous batch dispatch on the backends that have it."""
+    TensorFlow already turns the batch's logs into Python numbers at every batch end, and this
+    reads none of them; ``async_safe`` keeps Keras's asynchronous dispatch where it exists."""
 
     async_safe = True
 

@@ -1,18 +1,10 @@
 """Inside the child: the compile of a user's build, used as the objects the build made.
 
-When ``build_model`` returns a compiled model, its loss, loss weights, metrics, weighted metrics
-and optimizer are read back from what Keras's ``compile`` stored (``model._compile_config``: the
-arguments exactly as passed) — never through ``get_compile_config()`` and deserialisation, which
-fails on a custom class the user did not register ("Could not locate class 'CustomMSE'"). Every
-run builds a fresh model, so each build's objects are fresh too and are reused as they are; only
-the optimizer is made again, of the same class and settings, at the rule's learning rate
-(:func:`tuner.worker.optim.at_learning_rate`).
-
-What the build compiled fills what the spec leaves out and wins over what it names; with
-neither, an uncompiled build trains with the spec's defaults (``mse``, ``adam``).
-:func:`describe` names what a run trains with (a custom class by its class name and module);
-:func:`spec_differences` is what the driver's one line says when the spec names another loss or
-optimizer.
+A compiled build's loss, metrics and optimizer are read back from ``model._compile_config`` (the
+arguments as passed), never through ``get_compile_config()``, whose deserialisation fails on an
+unregistered custom class ("Could not locate class 'CustomMSE'"). Only the optimizer is made
+again, at the rule's learning rate. What the build compiled wins over what the spec names; with
+neither, the spec's defaults (``mse``, ``adam``).
 """
 
 from __future__ import annotations

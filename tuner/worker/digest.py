@@ -1,15 +1,9 @@
 """Inside the child: a fingerprint of the workload as the check loaded it, whole and in parts.
 
-A baseline stored by one study is reused by another (:mod:`tuner.driver.reuse.baseline_reuse`) only
-when the whole fingerprint is the same, so an edit the workload's names do not show (another
-activation, another augmentation, other data under the same function) measures afresh. A study
-is resumed only on the workload it measured (:mod:`tuner.driver.setup.opening`), compared part by
-part so the refusal says what changed: the model function's code, the built model's
-configuration, the data function's code and the data's first samples of each split.
-
-A function's code is its compiled code (bytecode, constants, names, defaults; nested functions
-and a class's methods included), not its text: a notebook's function shipped by value has no
-source file a child could read, and a comment or a blank line changes no trial.
+A baseline is reused by another study only when the whole fingerprint is the same, so an edit
+the names do not show measures afresh; a study resumes only on the workload it measured,
+compared part by part so the refusal says what changed. A function's code is its compiled code,
+not its text: a notebook's function has no source file, and a comment changes no trial.
 """
 
 from __future__ import annotations

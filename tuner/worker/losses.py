@@ -1,13 +1,9 @@
 """The model's own loss, as Keras's ``train_step`` computes it, for steps tuner writes itself (the
 noise meters, the custom loops); and the workload's loss unreduced, for the forum answer's bug.
 
-:func:`model_loss` unpacks a batch as Keras does (``x``, ``(x, y)``, ``(x, y, sample_weight)``,
-each part any structure) and returns ``model.compute_loss``: the losses per output, their
-``loss_weights``, sample weights, regularisation and ``add_loss`` terms, or the user's own
-``compute_loss``. Under ``tf.distribute`` Keras scales that value by ``1 / replicas`` inside a
-replica context (DESIGN.md §4: ``sum_over_batch_size`` losses and the regularisation terms), so
-that SUM-reducing the replicas' gradients gives the global mean; the caller undoes it where it
-needs a replica's own mean.
+Under ``tf.distribute`` Keras scales ``compute_loss`` by ``1 / replicas`` inside a replica
+context (DESIGN.md §4), so that SUM-reducing the gradients gives the global mean; the caller
+undoes it where it needs a replica's own mean.
 """
 
 from __future__ import annotations

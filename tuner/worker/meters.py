@@ -47,11 +47,9 @@ def input_throughput(
     wait: Callable[[Any], Any],
     seconds: float = INPUT_PROBE_S,
 ) -> float:
-    """Samples per second the input pipeline delivers alone, with no training in between: a
-    fresh iterator started for up to ``seconds / 2`` (its first batches fill the shuffle and
-    prefetch buffers, and its parallel calls tune themselves), then timed for about ``seconds``,
-    each part at most a window's ``steps`` batches. ``wait(batch)`` returns once a batch is really
-    there (on its devices)."""
+    """Samples per second the input pipeline delivers alone: a fresh iterator warmed for up to
+    ``seconds / 2`` (shuffle and prefetch buffers fill, parallel calls tune), then timed for
+    about ``seconds``. ``wait(batch)`` returns once a batch is really on its devices."""
     iterator = iter(stream)
     _draw(iterator, steps, seconds / 2, wait)
     mark = time.perf_counter()

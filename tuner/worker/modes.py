@@ -1,9 +1,5 @@
 """Inside the child: each mode's runner, typed by its own request, and the one dispatch over
-the request's type.
-
-:func:`tuner.core.protocol.decode_request` reads a request of each mode as its own type, so a
-:class:`Modes` answers by that type (``match``), not by a mode string: mypy checks that every
-mode has its runner and that each runner takes its own mode's request.
+the request's type (``match``), so mypy checks that every mode has its runner.
 """
 
 from __future__ import annotations

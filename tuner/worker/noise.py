@@ -1,17 +1,9 @@
 """Inside the child: the gradient noise scale as a side measurement that never fails a trial.
 
-Each backend's meter measures through the model's own API: batches unpacked as Keras unpacks them
-(``keras.utils.unpack_x_y_sample_weight``: ``x``, ``(x, y)`` or ``(x, y, sample_weight)``, each
-part any structure the model takes) and the loss from ``model.compute_loss`` (its losses per
-output, ``loss_weights``, sample weights, regularisation, or the user's own ``compute_loss``). What
-it truly cannot measure — a model whose own ``train_step`` computes a loss it was not compiled
-with (:func:`unsupported_reason`, raised as :class:`NoiseUnsupported`) — and any error of its
-set-up or of a measurement, or an out-of-memory, stop it (:class:`GuardedNoise`): the trial trains
-on, and the result says why (``noise_scale_skipped``). Measurement steps leave the model as they
-found it: its non-trainable state and its metrics (``compute_loss`` updates the per-output loss
-trackers) are put back (:func:`state_kept`).
-
-Backend-neutral: no framework import.
+What a meter cannot measure — a model whose ``train_step`` trains on a loss it was not compiled
+with (:class:`NoiseUnsupported`) — and any error or out-of-memory stop it (:class:`GuardedNoise`):
+the trial trains on and the result says why (``noise_scale_skipped``). Measurement steps leave
+the model as they found it (:func:`state_kept`). Backend-neutral: no framework import.
 """
 
 from __future__ import annotations
@@ -49,12 +41,9 @@ class NoiseUnsupported(ValueError):
 def unsupported_reason(model: Any) -> str | None:
     """Why ``model.compute_loss`` cannot give the loss ``model`` trains on, or ``None``.
 
-    Keras's own ``train_step`` trains on ``compute_loss``, and so does a ``train_step`` written
-    as Keras's guide writes it; a ``compute_loss`` of the user's own is the loss by definition.
-    Only a custom ``train_step`` that never calls ``compute_loss`` hides what it trains on: a
-    loss the spec (or tuner's default) compiled in would be measured, not the one it trains on;
-    without any compiled loss ``compute_loss`` sees none (an error on TensorFlow, zero on JAX).
-    Where its source cannot be read, a compiled loss is taken as the one it trains on."""
+    Only a custom ``train_step`` that never calls ``compute_loss`` hides what it trains on: the
+    compiled loss would be measured, not the trained one. Where its source cannot be read, a
+    compiled loss is taken as the one it trains on."""
     if overrides(model, "compute_loss") or not overrides(model, "train_step"):
         return None
     calls = _calls_compute_loss(type(model).train_step)
@@ -82,10 +71,8 @@ def overrides(model: Any, name: str) -> bool:
 
 @contextlib.contextmanager
 def state_kept(model: Any) -> Iterator[None]:
-    """Puts back ``model``'s non-trainable variables (batch-norm statistics, seed states) and
-    metric variables (``compute_loss`` updates the loss trackers of a model with several
-    outputs) as they were, whatever happens inside: a measurement changes nothing the training
-    or its logs read."""
+    """Puts back ``model``'s non-trainable and metric variables as they were, whatever happens
+    inside: a measurement changes nothing the training or its logs read."""
     variables = [*model.non_trainable_variables, *getattr(model, "metrics_variables", [])]
     saved = [v.numpy() for v in variables]
     try:

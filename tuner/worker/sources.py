@@ -1,10 +1,5 @@
 """Inside the child: what a workload's data are, before either backend batches them.
-
-Backend-neutral (no framework import): the input forms, the
-:class:`Source` both input layers (:mod:`tuner.worker.backends.tensorflow._inputs` for TensorFlow,
-:mod:`tuner.worker.backends.jax._inputs` for JAX) return, and calling the workload's ``data``
-function.
-"""
+Backend-neutral (no framework import)."""
 
 from __future__ import annotations
 
@@ -27,11 +22,8 @@ PYDATASETS, ITERABLES = "pydatasets", "iterables"
 
 @dataclass(frozen=True)
 class Source:
-    """What a workload provides, before tuner batches it.
-
-    ``train``/``val`` are what the backend's input layer reads (unbatched ``tf.data`` datasets
-    under TensorFlow; arrays or re-iterable batch streams under JAX); ``function`` is the dataset
-    function (form ``function``, TensorFlow only). Sizes are ``None`` when infinite or unknown.
+    """What a workload provides, before tuner batches it; sizes ``None`` when infinite or
+    unknown; ``function`` is the dataset function (TensorFlow only).
     """
 
     form: str
@@ -87,9 +79,7 @@ def leaves(structure: Any) -> list[Any]:
 
 def split_pairs(data: Any) -> Any:
     """``((x_train, y_train), (x_val, y_val))`` — what ``keras.datasets``' ``load_data()``
-    returns, and so what many scripts' ``load_data`` return — as tuner's four arrays; anything
-    else as it is. Each part is an array or a dict of arrays: a pair of ``(x, y)`` batches (JAX's
-    iterables of batches) or of datasets is left to the other forms."""
+    returns — as tuner's four arrays; anything else as it is."""
     pairs = isinstance(data, tuple | list) and len(data) == 2
     if not pairs or not all(isinstance(p, tuple) and len(p) == 2 for p in data):
         return data
@@ -112,10 +102,9 @@ def _is_array(value: Any) -> bool:
 
 
 def as_arrays(part: Any) -> Any:
-    """One part of ``(x_train, y_train, x_val, y_val)`` as ``model.fit`` takes it — an array,
-    or a dict, list or tuple of arrays — with every leaf a NumPy array. Lists become tuples:
-    ``tf.data`` would stack a list of arrays into one tensor, Keras reads a tuple as several
-    inputs (its own array adapter does the same)."""
+    """One part of the four arrays as ``model.fit`` takes it, every leaf a NumPy array. Lists
+    become tuples: ``tf.data`` would stack a list into one tensor, Keras reads a tuple as several
+    inputs."""
     arrays = map_leaves(np.asarray, part)
     return _lists_to_tuples(arrays)
 
@@ -193,10 +182,9 @@ def sample_shapes(parts: tuple[Any, ...]) -> dict[str, tuple[int, ...]]:
 def shape_change(
     reference: str, first: dict[str, tuple[int, ...]], parts: tuple[Any, ...], index: int
 ) -> WorkloadError | None:
-    """The refusal of batch ``index`` when its samples' shapes are not the first batch's
-    (``first``: :func:`sample_shapes`), or ``None``. Batches padded each to their own longest
-    row train under plain ``fit``, but tuner re-batches the samples at every global batch size,
-    and samples of several shapes do not stack."""
+    """The refusal of batch ``index`` when its samples' shapes are not the first batch's, or
+    ``None``: tuner re-batches the samples at every global batch size, and samples of several
+    shapes do not stack."""
     for name, now in sample_shapes(parts).items():
         was = first.get(name, now)
         if was != now:

@@ -1,12 +1,9 @@
 """The one table that picks a backend: TensorFlow (``MirroredStrategy``) or Keras 3 on JAX
 (``keras.distribution.DataParallel``).
 
-Each backend is a package of its own (:mod:`tuner.worker.backends.tensorflow`,
-:mod:`tuner.worker.backends.jax`) holding its session, inputs, loop(s), noise meter, devices and
-evidence behind the :class:`Framework` face; neither imports the other (an import-linter
-contract). The backend-neutral modes (trial, probe, validate, check) reach a backend only
-through :func:`load` and :func:`open_session` here, so a JAX child never imports TensorFlow: a
-backend's package is imported on first use, never by this module.
+Each backend is a package behind the :class:`Framework` face; neither imports the other (an
+import-linter contract), and a backend's package is imported on first use, never by this module,
+so a JAX child never imports TensorFlow.
 """
 
 from __future__ import annotations

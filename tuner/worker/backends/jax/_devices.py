@@ -1,15 +1,11 @@
-"""Inside the child, under Keras on JAX: the run's devices, the CPU memory cap, what the devices
-tell of themselves.
+"""Inside the child, under Keras on JAX: the run's devices, the CPU memory cap, device memory.
 
-The driver chooses the devices through the environment (``JAX_PLATFORMS``,
-``CUDA_VISIBLE_DEVICES``, ``XLA_FLAGS=--xla_force_host_platform_device_count=N``: see
-:meth:`tuner.core.devices.DevicePlan.child_environment`), so the run takes the first
-``num_replicas`` of ``jax.devices()``. A CPU plan with a memory cap passes it as
-``TUNER_CPU_MEMORY_CAP_BYTES``: the child caps its own address space once JAX is up and the
-workload's modules are imported and its model built (shared libraries map gigabytes of address
-space they never use), so that a training allocation beyond it fails with XLA's
-``RESOURCE_EXHAUSTED: Out of memory`` (an ``oom`` trial) instead of swapping or waking the
-kernel's out-of-memory killer.
+The driver chooses the devices through the environment (see
+:meth:`tuner.core.devices.DevicePlan.child_environment`). A CPU memory cap
+(``TUNER_CPU_MEMORY_CAP_BYTES``) is applied once JAX is up and the model built (shared libraries
+map gigabytes of address space they never use), so that a training allocation beyond it fails
+with XLA's ``RESOURCE_EXHAUSTED`` (an ``oom`` trial) instead of swapping or waking the kernel's
+out-of-memory killer.
 """
 
 from __future__ import annotations
@@ -22,10 +18,8 @@ from tuner.core.devices import CPU_CAP_ENV, DevicePlan
 
 
 def init_devices(plan: DevicePlan) -> list[Any]:
-    """Start JAX and return the plan's devices.
-
-    Raises ``RuntimeError`` when JAX sees fewer devices than the plan's replicas, or devices of
-    another kind than the plan's (a CPU-only jaxlib asked for GPUs)."""
+    """Start JAX and return the plan's devices; ``RuntimeError`` when JAX sees fewer, or of
+    another kind (a CPU-only jaxlib asked for GPUs)."""
     import jax
 
     devices = list(jax.devices())

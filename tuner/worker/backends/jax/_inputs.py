@@ -1,15 +1,9 @@
 """Inside the child, under Keras on JAX: the input forms, turned into global NumPy batches.
 
-Never imports TensorFlow unless the workload itself handed over a ``tf.data`` dataset. Forms:
-
-- ``data`` returning arrays ``(x_train, y_train, x_val, y_val)``: shuffled per pass with the
-  run's seed, cut into global batches (the remainder of each pass dropped);
-- ``data`` returning ``(train, val)``, each a ``keras.utils.PyDataset``, a re-iterable Python
-  iterable of ``(x, y)`` / ``(x, y, sample_weight)`` batches (a list, an object whose
-  ``__iter__`` starts a new pass), or a ``tf.data`` dataset (where TensorFlow is installed): its
-  batches are re-cut at the trial's global batch (:func:`rebatch`), the user's order kept.
-
-A dataset function (``dataset``) is TensorFlow's pattern and is refused under JAX by the spec.
+Arrays are shuffled per pass with the run's seed and cut into global batches (each pass's
+remainder dropped); a ``PyDataset``, re-iterable iterable or ``tf.data`` dataset is re-cut at the
+trial's global batch (:func:`rebatch`), the user's order kept. TensorFlow is imported only for
+the workload's own ``tf.data`` datasets; a dataset function is refused under JAX by the spec.
 """
 
 from __future__ import annotations

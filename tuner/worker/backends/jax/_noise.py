@@ -1,29 +1,16 @@
 """Inside the child, under Keras on JAX: the gradient noise scale from per-shard gradients.
 
-The JAX counterpart of :mod:`tuner.worker.backends.tensorflow._noise`, for
-``keras.distribution.DataParallel`` (weights replicated over a 1-D mesh ``batch``). On a few steps
-outside the timed epochs, one global batch — unpacked as Keras unpacks it: ``x``, ``(x, y)`` or
-``(x, y, sample_weight)``, each part any structure — is split into ``replicas`` shards of ``b =
-global / replicas`` examples; each shard's gradient of the model's own loss over its ``b``
-examples comes from ``jax.vmap`` of ``jax.grad`` of Keras's stateless
-``model.compute_loss_and_updates`` (the forward pass with its activity losses, then
-``compute_loss``: several outputs, ``loss_weights``, sample weights and regularisation are the
-model's; on JAX Keras does not scale it by the number of devices, so it is the shard's own mean),
-and the step reports ``mean‖g_i‖²`` and ``‖mean g_i‖²`` to
-:func:`tuner.core.efficiency.step_estimates`. The shard axis is laid out over the mesh, so each
-device computes its own shard's gradient, as a replica does in training.
+One global batch (outside the timed epochs) is split into ``replicas`` shards; each shard's
+gradient of the model's own loss comes from ``jax.vmap`` of ``jax.grad`` of Keras's stateless
+``compute_loss_and_updates`` (on JAX not scaled by the number of devices: the shard's own mean),
+with the shard axis laid out over the mesh, as a replica computes in training. The step reports
+``mean‖g_i‖²`` and ``‖mean g_i‖²`` to :func:`tuner.core.efficiency.step_estimates`.
 
-Everything is stateless: the weights, statistics and metrics are read, never written; the
-non-trainable state and metric values it returns (batch-norm statistics, RNG seeds, the loss
-trackers ``compute_loss`` updates) are dropped. Regularisation terms are the same on every
-shard: they add to ``G`` and cancel in ``S``. Under ``vmap`` the shards would share the model's
-seed states, so each shard of each step gets its own copy of them, advanced far apart: dropout
-draws its own masks per shard, noise the estimate must see as noise. Norms are taken in float32
-whatever the compute dtype. An out-of-memory stops the measurement (the trial goes on); anything
-else is raised (and :class:`~tuner.worker.noise.GuardedNoise` skips the measurement with it). A
-model whose own ``train_step`` hides its loss raises :class:`~tuner.worker.noise.NoiseUnsupported`
-up front. The step is made at the first measurement, after training has built the model (a
-``Sequential`` without ``keras.Input`` has no variables before).
+Everything is stateless: the state it returns (batch-norm statistics, seeds, loss trackers) is
+dropped. Under ``vmap`` the shards would share the model's seed states, so each shard gets its
+own copy advanced far apart: dropout draws its own masks per shard, noise the estimate must see.
+Norms are taken in float32. An out-of-memory stops the measurement (the trial goes on). The step
+is made at the first measurement, after training has built the model.
 """
 
 from __future__ import annotations
@@ -45,11 +32,8 @@ from tuner.worker.noise import NoiseUnsupported, unsupported_reason
 
 
 class JaxNoiseMeter:
-    """Measures ``steps`` extra steps per call of :meth:`measure` and keeps ``B_simple``.
-
-    ``batches`` yields global NumPy batches of ``global_batch`` examples, drawn apart from
-    training, in any element structure Keras's ``fit`` takes. The meter measures the loss
-    the model was compiled with (``compute_loss``).
+    """Measures ``steps`` extra steps per call of :meth:`measure` on ``batches`` (drawn apart from
+    training) and keeps ``B_simple``.
     """
 
     def __init__(
@@ -127,11 +111,9 @@ CHECK_SHARDS = 2
 
 
 def measure_noise_once(model: Any, batch: tuple[Any, ...], samples: int) -> None:
-    """One measurement step of :class:`JaxNoiseMeter` on ``batch`` (``samples`` NumPy examples
-    in the element's own structure), split into two shards on whatever device the process has:
-    raises what a trial's meter would raise (:class:`~tuner.worker.noise.NoiseUnsupported` for a
-    hidden loss, the error of a step it cannot take). The workload check runs it before the grid,
-    on a model ``fit`` has built; fewer than two examples cannot be split, and are not measured."""
+    """One measurement step of :class:`JaxNoiseMeter`, split into two shards: raises what a
+    trial's meter would raise. The workload check runs it before the grid; fewer than two
+    examples cannot be split, and are not measured."""
     usable = samples - samples % CHECK_SHARDS
     if usable < CHECK_SHARDS:
         return
@@ -158,10 +140,9 @@ start: training advances a seed generator by one per call."""
 
 
 def _make_step(model: Any, replicas: int) -> Any:
-    """The (un-jitted) measurement step: ``(trainable, non_trainable, metrics, optimizer, draw,
-    xs, ys, ws) -> (mean‖g_i‖², ‖mean g_i‖²)`` over the leading shard axis of ``xs``, ``ys`` and
-    ``ws``; shard ``i`` of the step draws its random numbers (dropout) from the model's seed
-    states advanced to ``(draw + i + 1) · SEED_SPACING`` (the next training step keeps its own)."""
+    """The (un-jitted) measurement step over the leading shard axis; shard ``i`` draws its random
+    numbers from the model's seed states advanced to ``(draw + i + 1) · SEED_SPACING`` (the next
+    training step keeps its own)."""
     seeds = [i for i, v in enumerate(model.non_trainable_variables) if _is_seed_state(v)]
     state_axes = [0 if i in seeds else None for i in range(len(model.non_trainable_variables))]
 

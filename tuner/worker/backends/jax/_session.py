@@ -1,13 +1,7 @@
 """Inside the child: a training run on Keras 3's JAX backend, under ``DataParallel``.
 
-:func:`open_session` sets the precision, starts JAX on the plan's devices (and the CPU memory
-cap, :mod:`tuner.worker.backends.jax._devices`), loads the data
-(:mod:`tuner.worker.backends.jax._inputs`), builds the initial weights from the seed with no
-distribution set — the same numbers on one device or many — then sets
-``keras.distribution.DataParallel`` over the devices and builds and compiles the model in
-:class:`~tuner.worker.backends.jax._loop.JaxFitLoop`. :class:`JaxBackend` is what the modes need of
-JAX besides the loop. TensorFlow is never imported (unless the workload's own data are ``tf.data``
-datasets).
+The initial weights are built from the seed with no distribution set — the same numbers on one
+device or many — before the model is built and compiled under the distribution.
 """
 
 from __future__ import annotations
@@ -83,12 +77,9 @@ def versions() -> dict[str, str]:
 
 
 def evaluate_exactly(model: Any, val: tuple[Any, ...], batch: int, replicas: int) -> float:
-    """The loss over every sample of ``val``, evaluated at ``batch``.
-
-    ``DataParallel`` splits each batch over the devices, so a batch must divide by
-    ``replicas``: the samples up to the last multiple of ``replicas`` are evaluated as they
-    are, and the few left (fewer than ``replicas``) are each repeated ``replicas`` times — the
-    same mean — and weighed by their count."""
+    """The loss over every sample of ``val``, evaluated at ``batch``. ``DataParallel`` needs
+    batches that divide by ``replicas``: the few samples left over are each repeated
+    ``replicas`` times (the same mean) and weighed by their count."""
     total = inputs.length(val)
     head = total - total % replicas
     parts = []
@@ -113,10 +104,9 @@ def _evaluate(model: Any, val: tuple[Any, ...], batch: int) -> float:
 
 
 def open_session(request: RunRequest, emit: Emit, record_steps: bool = False) -> Session:
-    """Start JAX on the plan's devices, load the data, build and compile the model under
-    ``DataParallel``, then apply the CPU memory cap if the plan has one. ``record_steps`` keeps
-    every step's loss and counts each device's examples (validation only). Raises
-    :class:`WorkloadError` when the global batch is larger than the training set."""
+    """Open a run under ``DataParallel``; ``record_steps`` keeps every step's loss and each
+    device's examples (validation only). :class:`WorkloadError` when the global batch is larger
+    than the training set."""
     timings: dict[str, float] = {}
     plan = request.plan
     precision_name = precision.apply(request)  # before any model is built

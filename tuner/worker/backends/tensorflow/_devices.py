@@ -14,12 +14,8 @@ configures them once."""
 
 
 def build_strategy(plan: DevicePlan) -> Any:
-    """Inside the child: configure TensorFlow's devices (once per process) and return a
-    ``MirroredStrategy``.
-
-    The first call must run before TensorFlow initialises its devices (the first op); later
-    calls must name the same plan.
-    """
+    """Configure TensorFlow's devices (once per process: before the first op; later calls must
+    name the same plan) and return a ``MirroredStrategy``."""
     import tensorflow as tf
 
     if not _configured:

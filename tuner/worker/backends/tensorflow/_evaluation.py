@@ -1,14 +1,9 @@
 """Inside the child: the validation loss on TensorFlow, over one input pipeline built once.
 
-Keras's ``model.evaluate(dataset)`` distributes the dataset and opens a new multi-device iterator
-on every call, and a new iterator traces its own ``tf.data`` functions again (about 40 on two CPU
-replicas): about 0.7 s a call on the built-in workload, several times the pass itself. A trial
-with a loss target evaluates at every check, so :class:`ValidationPass` distributes the
-validation batches once, repeated, and runs exactly one pass of them per call through the
-model's own test function (traced once): the same samples, batches and loss as ``evaluate``.
-Being Keras's own test step, it takes every element structure ``fit`` takes (dict or list inputs
-and targets, sample weights) and reports the model's total loss — for several outputs the sum of
-their losses with the loss weights applied, what ``fit`` reports as ``loss``.
+Keras's ``model.evaluate(dataset)`` opens a new multi-device iterator on every call, tracing its
+``tf.data`` functions again: about 0.7 s a call on the built-in workload, several times the pass
+itself. :class:`ValidationPass` distributes the validation batches once and runs one pass per
+call through the model's own test function: the same samples, batches and loss as ``evaluate``.
 """
 
 from __future__ import annotations

@@ -1,24 +1,15 @@
 """Inside the child: the training loops a trial can use, behind one small interface.
 
 * ``fit`` — Keras ``Model.fit`` under ``MirroredStrategy`` (the default).
-* ``custom`` — a custom loop: ``strategy.run`` per-replica steps, each on the model's own loss
-  (``model.compute_loss``, which Keras scales by ``1 / replicas`` inside a replica context, so
-  that the replicas' SUM is the mean over the global batch); ``strategy.reduce`` for reporting.
-* ``cpu-update`` — the variables (and the optimizer's slots) live on the CPU, each replica device
-  computes the forward and backward pass on its shard of the global batch, and the summed
-  gradients are applied on the CPU (central storage, built by hand: Keras 3 ``fit`` under
-  TensorFlow's ``CentralStorageStrategy`` does not match one device, see docs/guide/validate.md).
+* ``custom`` — ``strategy.run`` per-replica steps on ``model.compute_loss`` (which Keras scales by
+  ``1 / replicas`` in a replica context, so the replicas' SUM is the global mean).
+* ``cpu-update`` — variables on the CPU, forward and backward per device on its shard, summed
+  gradients applied on the CPU (central storage by hand: Keras 3 ``fit`` under
+  ``CentralStorageStrategy`` does not match one device, see docs/guide/validate.md).
 
-The custom loops unpack every batch as Keras's ``train_step`` does (``x``, ``(x, y)``, ``(x, y,
-sample_weight)``, each part any structure: :mod:`tuner.worker.losses`) and train on
-``compute_loss``: losses per output, ``loss_weights``, sample weights and regularisation are the
-model's. A model whose own ``train_step`` is not ``compute_loss`` only trains under ``fit``.
-
-``reduction="replica-mean"`` reproduces the forum answer's bug on purpose — each replica's own
-mean loss (a hand-written ``tf.reduce_mean``), SUM-reduced across replicas — so that ``tuner
-validate`` can be seen catching it. Every loop counts the examples each replica processed (a
-per-replica variable updated inside the replica's own step), which is the evidence that every
-device did its share.
+``reduction="replica-mean"`` reproduces the forum answer's bug on purpose, so that ``tuner
+validate`` can be seen catching it. Every loop counts the examples each replica processed inside
+its own step: the evidence that every device did its share.
 """
 
 from __future__ import annotations
@@ -335,9 +326,8 @@ def _shards(batch: Any, n: int) -> list[Any]:
 
 
 def _build_compiled(model: Any, spec: Any) -> None:
-    """Build the model's compiled loss and metrics from the element's spec before a step is
-    traced, as Keras's ``fit`` does: a model with several outputs creates its loss trackers when
-    its compiled loss is built, and no variable may be created inside a replica step. ``spec``
-    is a dataset's element spec (a distributed one's per-replica specs: the first replica's)."""
+    """Build the compiled loss and metrics before a step is traced, as ``fit`` does: no variable
+    may be created inside a replica step. ``spec``: the element spec (distributed: the first
+    replica's)."""
     replica = tf.nest.map_structure(lambda s: getattr(s, "_value_specs", (s,))[0], spec)
     model._symbolic_build(data_batch=replica)  # Keras's own, as fit calls it

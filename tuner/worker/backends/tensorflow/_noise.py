@@ -1,27 +1,14 @@
 """Inside the child: measure the gradient noise scale from the replicas' own gradients.
 
-At the end of each epoch, on a few separate steps (outside the timed epochs, so throughput is not
-affected), every replica computes the gradient of the model's own loss — each batch unpacked as
-Keras unpacks it and the loss from ``model.compute_loss`` (:mod:`tuner.worker.losses`), so several
-outputs, ``loss_weights``, sample weights, structured inputs and targets and regularisation are
-the model's — and reports ``‖g_i‖²``; the replicas' mean gradient ``ḡ`` is all-reduced and its
-``‖ḡ‖²`` taken. :mod:`tuner.core.efficiency` turns those into ``B_simple``.
+On a few steps outside the timed epochs every replica reports ``‖g_i‖²`` of the model's own loss
+(:mod:`tuner.worker.losses`) and the all-reduced mean gradient gives ``‖ḡ‖²``;
+:mod:`tuner.core.efficiency` turns those into ``B_simple``.
 
-``g_i`` must be the gradient of the *mean* loss over the replica's own ``b`` examples. Inside a
-replica context Keras scales ``compute_loss`` by ``1 / replicas`` (measured on two logical CPU
-devices: exactly half of the same batch's loss outside the strategy), so the meter multiplies it
-back. A ``compute_loss`` of the user's own is taken as it returns its value (Keras's ``fit``
-trains on that value too): ``B_simple`` does not see a uniform scale; ``‖g_i‖²`` and ``‖ḡ‖²`` do.
-Regularisation terms are the same on every replica: they add to ``G`` and cancel in ``S``.
-
-The weights are not updated by these steps; non-trainable state (batch-norm statistics, seeds)
-and the metrics ``compute_loss`` updates are put back afterwards
-(:func:`~tuner.worker.noise.state_kept`). An out-of-memory in a measurement step stops the
-measurement (the trial goes on) rather than count against the batch size. A model whose own
-``train_step`` hides its loss raises :class:`~tuner.worker.noise.NoiseUnsupported` up front, and
-the trial skips the measurement (:class:`~tuner.worker.noise.GuardedNoise`). The variables are
-read when the step is traced, after training has built the model (a ``Sequential`` without
-``keras.Input`` has none before).
+``g_i`` must be the gradient of the replica's *mean* loss; Keras scales ``compute_loss`` by
+``1 / replicas`` in a replica context (measured: exactly half on two devices), so the meter
+multiplies it back. The weights are not updated; non-trainable state and metrics are put back
+(:func:`~tuner.worker.noise.state_kept`). An out-of-memory stops the measurement, the trial goes
+on. The variables are read when the step is traced, after training has built the model.
 """
 
 from __future__ import annotations
@@ -41,10 +28,7 @@ __all__ = ["NoiseMeter", "auto_noise_steps", "measure_noise_once"]
 
 
 class NoiseMeter:
-    """Measures ``steps`` extra steps per call of :meth:`measure` and keeps ``B_simple``.
-
-    ``dataset`` yields global batches in any element structure Keras's ``fit`` takes. The meter
-    measures the loss the model was compiled with (``compute_loss``)."""
+    """Measures ``steps`` extra steps per call of :meth:`measure` and keeps ``B_simple``."""
 
     def __init__(
         self, strategy: Any, model: Any, dataset: Any, global_batch: int, steps: int
@@ -97,11 +81,8 @@ class NoiseMeter:
 
 
 def measure_noise_once(model: Any, batch: tuple[Any, ...], samples: int) -> None:
-    """One measurement step of :class:`NoiseMeter` on ``batch`` (``samples`` examples in the
-    element's own structure), under the process's default strategy, the model left as it was:
-    raises what a trial's meter would raise (:class:`~tuner.worker.noise.NoiseUnsupported` for a
-    hidden loss, the error of a step it cannot take). The workload check runs it before the grid,
-    on a model ``fit`` has built."""
+    """One measurement step of :class:`NoiseMeter` under the default strategy, the model left as
+    it was: raises what a trial's meter would raise. The workload check runs it before the grid."""
     parts = list(batch)
     while parts and parts[-1] is None:  # from_tensors takes no None: an absent part is left out
         parts.pop()

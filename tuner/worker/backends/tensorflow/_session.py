@@ -1,11 +1,4 @@
-"""Inside the child: a training run on TensorFlow, under ``MirroredStrategy``.
-
-:func:`open_session` builds the strategy, loads the data
-(:mod:`tuner.worker.backends.tensorflow._inputs`), builds and compiles the model inside the
-request's loop (:mod:`tuner.worker.backends.tensorflow._loops`) and returns the backend-neutral
-:class:`tuner.worker.session.Session`; :class:`TensorFlowBackend` is what the modes need of
-TensorFlow besides the loop (evaluation, the input stream, the noise meter, memory).
-"""
+"""Inside the child: a training run on TensorFlow, under ``MirroredStrategy``."""
 
 from __future__ import annotations
 
@@ -95,10 +88,7 @@ def _wait(batch: Any) -> None:
 
 def open_session(request: RunRequest, emit: Emit, record_steps: bool = False) -> Session:
     """Build the strategy, load the data, build and compile the model in the request's loop.
-
-    ``record_steps`` keeps every step's loss (a sync per step: for validation only). Raises
-    :class:`WorkloadError` when the global batch is larger than the training set.
-    """
+    ``record_steps`` keeps every step's loss (a sync per step: validation only)."""
     timings: dict[str, float] = {}
     plan = request.plan
     mark = time.perf_counter()

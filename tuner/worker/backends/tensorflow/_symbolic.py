@@ -27,15 +27,10 @@ def holds_strings(element_spec: Any) -> bool:
 
 
 def build_from_local_batch(model: Any, strategy: Any, dataset: Any) -> bool:
-    """Build ``model`` (and its compiled loss and metrics) from the first batch of ``dataset``
-    where Keras's own build would average string batches; ``True`` if it did.
-
-    ``dataset`` is the undistributed ``tf.data`` stream ``fit`` is given; a stream that is
-    already distributed (a dataset function's) is left to Keras, as is a Keras whose trainer
-    no longer has these two private steps (its ``fit`` then says what it cannot take).
-
-    The model keeps the stand-in: a later ``evaluate`` (the validation loss) would average the
-    string batches the same way, and the model is built for good."""
+    """Build ``model`` from the first batch of ``dataset`` where Keras's own build would average
+    string batches; ``True`` if it did. A distributed stream, or a Keras without these private
+    steps, is left to Keras. The model keeps the stand-in: a later ``evaluate`` would average the
+    string batches the same way."""
     if not isinstance(dataset, tf.data.Dataset) or not holds_strings(dataset.element_spec):
         return False
     if not all(hasattr(model, name) for name in ("_symbolic_build", "_maybe_symbolic_build")):
