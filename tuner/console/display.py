@@ -95,11 +95,9 @@ def trials_table(
     wide: bool = False,
     every: Sequence[FrozenTrial] | None = None,
 ) -> Table:
-    """The trials as a table at most ``width`` wide: the columns that fit, in the priority of
-    :data:`tuner.views.summary.TRIAL_PRIORITY`, no number ever cut; with ``wide`` every column,
-    however wide the table gets (only free text wraps). ``every``: all of the study's trials,
-    so that a row names its configuration's runs by its representative's number, as the note
-    and the report do."""
+    """The trials as a table at most ``width`` wide, no number ever cut; with ``wide`` every
+    column. ``every``: all of the study's trials, so a row names its configuration's runs as the
+    note and the report do."""
     rows = trial_rows(trials, every=every)
     layout = trial_layout(rows, width, wide)
     table = Table(

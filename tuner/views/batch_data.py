@@ -1,12 +1,9 @@
-"""The numbers behind the study's pictures, pure (trials in, numbers out): the complete grid
-points with the throughput's error bar, each rule's curve over the batch sizes with the
-out-of-memory sizes, the recommended point and the ones tied with it, the loss tolerance band,
-the rules' side-by-side offsets and the Pareto front. Time to target has its own module,
-:mod:`tuner.views.target_data`. :mod:`tuner.views.batch_figures` dresses them as plotly figures.
+"""The numbers behind the study's pictures, pure (trials in, numbers out); time to target has its
+own module, :mod:`tuner.views.target_data`, and :mod:`tuner.views.batch_figures` dresses them.
 
-A configuration that ran several times is drawn once, at its representative (the trial with the
-most runs, :mod:`tuner.views.runs`); a grid point that trains exactly like another (``same_as``)
-is drawn on its own rule's line with the other's measurement."""
+A configuration that ran several times is drawn once, at its representative
+(:mod:`tuner.views.runs`); a grid point that trains exactly like another (``same_as``) is drawn
+on its own rule's line with the other's measurement."""
 
 from __future__ import annotations
 
@@ -166,10 +163,9 @@ def error_bar(
 def batch_curves(
     trials: Sequence[FrozenTrial], rec: Mapping[str, Any] | None = None
 ) -> BatchCurves:
-    """Group the complete points by rule, and precision in a study of several (of several model
-    configurations at one batch and rule, the one with the lowest loss), and collect the
-    out-of-memory sizes; ``rec`` (the study's recommendation) gives the baseline, the
-    recommended point and the loss band."""
+    """Group the complete points by rule (and precision in a study of several; of several model
+    configurations, the lowest loss) and collect the out-of-memory sizes; ``rec`` gives the
+    baseline, the recommended point and the loss band."""
     rec = rec or {}
     points = complete_points(trials)
     best: dict[tuple[str, int], Point] = {}  # several model configurations: the best loss

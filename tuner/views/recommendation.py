@@ -1,9 +1,6 @@
 """The recommendation as (label, text) rows, which the terminal, the dashboard note and the HTML
-report all print: the answer, its uncertainty (interval, runs, ties, the loss tolerance and where
-it came from), time to target with the batch-size model's prediction, and last the verdict.
-
-Pure: the recommendation dict in, strings out. A key the recommendation does not hold (a study
-written by an older tuner) shows nothing: no row, no part of a row.
+report all print. Pure; a key the recommendation does not hold (an older tuner's study) shows
+nothing.
 """
 
 from __future__ import annotations

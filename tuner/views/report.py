@@ -1,10 +1,6 @@
 """``tuner report``: one self-contained HTML page that tells a study's story without the
-dashboard — the recommendation (and any tie), throughput with its error bars and loss against the
-global batch, time to target when the study has a target, the Pareto front, every trial, the
-devices and versions, and last the verdict. plotly.js is inlined, so the page works offline.
-
-``--format png`` also renders each plot to PNG with Kaleido, which drives a Chrome or Chromium
-found on the machine (Debian's ``chromium`` package, or ``BROWSER_PATH``).
+dashboard; plotly.js is inlined, so the page works offline. ``--format png`` also renders each
+plot with Kaleido, which drives a Chrome or Chromium found on the machine (``BROWSER_PATH``).
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
 """One measurement per configuration, as every view shows it (pure: trials in, trials out).
 
-Two kinds of trial point at another one's measurement (see ``docs/reference/attributes.md``):
-
-* ``same_as = N``: this grid point trains exactly like trial N, so no child ran; its stored
-  numbers are a copy of N's first run. Once racing re-ran N, the copy is stale, so the views show
-  the numbers of N's configuration as they stand: its *representative*.
-* ``repeat_of = N``: a re-run of N's configuration. The representative of a configuration is its
-  trial with the most runs (the longest ``repeats``), the lowest number on a tie, as in
-  :func:`tuner.core.recommend.unique_trials`.
+A ``same_as = N`` trial's stored numbers are a copy of N's first run, stale once racing re-ran N,
+so the views show N's configuration as it stands: its *representative*, the trial with the most
+runs (the lowest number on a tie, as :func:`tuner.core.recommend.unique_trials`). See
+``docs/reference/attributes.md``.
 """
 
 from __future__ import annotations
@@ -93,10 +89,9 @@ def runs_label(numbers: Sequence[int]) -> str:
 def each_run(
     trial: FrozenTrial, trials: Iterable[FrozenTrial]
 ) -> list[tuple[int, float | None, float | None]]:
-    """The runs a representative's numbers rest on, first run first: ``(trial number, that
-    run's median throughput, its final loss)`` from its ``repeats`` and ``repeat_losses``; empty
-    for a configuration run once, or where the stored runs do not match its trials one to one
-    (a duplicate run by a second worker)."""
+    """The runs a representative's numbers rest on: ``(trial number, median throughput, final
+    loss)``; empty for a configuration run once, or where the stored runs do not match its
+    trials one to one (a duplicate run by a second worker)."""
     numbers = run_numbers(trial, trials)
     repeats = decode(trial).result.repeats
     if len(numbers) < 2 or not isinstance(repeats, list) or len(repeats) != len(numbers):

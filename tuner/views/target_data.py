@@ -1,11 +1,6 @@
-"""The numbers of the time-to-target picture, pure: each rule's measured time to the target loss
-against the global batch (with its 95 % interval when the configuration ran several times), the
-sizes that missed the target, and the curve the batch-size model predicts (McCandlish et al.
-2018, from the recommendation's ``prediction.per_batch``).
-
-The model predicts *samples* to target; seconds = samples ÷ the throughput measured at that batch
-(as :mod:`tuner.core.batch_model` times them), so a predicted point has a time only where a
-throughput was measured.
+"""The numbers of the time-to-target picture, pure: each rule's measured time to the target,
+the sizes that missed it, and the curve the batch-size model predicts. The model predicts
+*samples* to target; a predicted point has a time only where a throughput was measured.
 """
 
 from __future__ import annotations

@@ -20,10 +20,8 @@ MISSED_TRACE = "target not reached"
 
 
 def target_figure(curves: TargetCurves) -> go.Figure:
-    """Training time to the target loss against the global batch: one line per rule (side by
-    side, as in the batch plots), the recommended point starred and the tied ones ringed, the
-    sizes that missed the target marked ✕ at 0, and the predicted curve dashed. The time axis
-    starts at 0."""
+    """Training time to the target loss against the global batch, one line per rule, the
+    recommended point starred, the misses marked ✕ at 0, the predicted curve dashed."""
     import plotly.graph_objects as go
 
     sizes = sorted(
