@@ -190,10 +190,9 @@ _KIND_WORDS: dict[type, str] = {
 
 
 def checked(command: str, key: str, value: Any) -> Any:
-    """``value`` given from Python for ``command``'s option ``key``, checked against the
-    option's type as the command line checks a flag's (a ``str`` path taken as a ``Path``, a
-    list as the comma-separated text); raises :class:`ConfigError` naming the keyword. Values
-    are checked further (ranges, choices) where the spec is read."""
+    """``value`` for ``command``'s option ``key``, checked against its type as the command line
+    checks a flag's; :class:`ConfigError` naming the keyword. Ranges and choices are checked
+    where the spec is read."""
     kind = option(key, command).kind
     if value is None:
         return value

@@ -21,10 +21,8 @@ _URI_READ_ONLY = {"mode": "ro", "immutable": "1"}
 
 
 def mask_password(url: str) -> str:
-    """``url`` with its password hidden wherever SQLAlchemy reads one: in the user part
-    (``postgresql://user:***@host/db``, whatever characters it holds) and in a ``password``
-    query option. A URL SQLAlchemy cannot read is shown as its scheme only; one without a
-    password is shown as given."""
+    """``url`` with its password hidden wherever SQLAlchemy reads one (the user part, a
+    ``password`` query option); a URL SQLAlchemy cannot read is shown as its scheme only."""
     if "://" not in url:
         return url
     from sqlalchemy.engine import make_url  # not on the way of `tuner --help`
@@ -179,9 +177,9 @@ def read_only_uri(place: Place) -> str:
 
 
 def read_only_reason(place: Place) -> str | None:
-    """Why nothing can be written to ``place`` (``None``: it looks writable, or cannot be told,
-    as for a database server). A user who may not write the file or its folder (SQLite writes
-    a rollback journal beside the database, the journal storage a lock file) cannot store."""
+    """Why nothing can be written to ``place`` (``None``: it looks writable, or cannot be told).
+    SQLite writes a rollback journal beside the database and the journal storage a lock file,
+    so the folder must be writable too."""
     for key, value in _URI_READ_ONLY.items():
         if place.uri_options.get(key) == value:
             return f"its URL opens it with {key}={value}"

@@ -1,17 +1,14 @@
 """The spool: a trial's measured result, kept in a file until the storage has it.
 
-When a trial's child hands back its result, the driver writes it here first (atomically: a
-temporary file renamed into place), then to the storage; once the storage has the trial's final
-state the file goes. If the storage fails, the file stays, and the next ``tuner search`` of the
-study records it before it runs anything (:mod:`tuner.driver.trial.spooled`), instead of measuring
-the point again.
+The driver writes a result here first (atomically), then to the storage; the file goes once the
+storage has the trial's final state. If the storage fails, the next ``tuner search`` of the study
+records it before running anything (:mod:`tuner.driver.trial.spooled`) instead of measuring
+again. A spooled result is never thrown away unread.
 
 Where: ``$TUNER_SPOOL_DIR``, else ``$XDG_STATE_HOME/tuner/spool``, else
-``~/.local/state/tuner/spool``; one folder per storage (its kind and a digest of the SQLite
-file's absolute path, or of the server URL without its password), one file per trial
-(``trial-<id>.json``, the storage's trial id). Kept until recorded, however long that takes: a
-spooled result is never thrown away unread. The trial folders (``tuner-trial-*``) are not used:
-they are removed when their trial ends, and swept when their worker dies.
+``~/.local/state/tuner/spool``; one folder per storage (its kind and a digest of the file's path
+or the password-less URL), one ``trial-<id>.json`` per trial. Not the trial folders: they go
+when their trial ends.
 """
 
 from __future__ import annotations

@@ -1,16 +1,10 @@
 """Compile once: XLA's persistent compilation cache shared by a storage's trial children.
 
-Under Keras on JAX every child compiles its train and test steps again — the same model at the
-same shapes for every seed, repeat, baseline run and resumed study. JAX keeps compiled
-executables on disk when ``jax_compilation_cache_dir`` is set (here through the ``JAX_*``
-environment variables a child's JAX reads when it starts); its key hashes the compiled program
-(the model, its input shapes and dtypes), the compile options, the devices and JAX's version, so
-a changed model or shape compiles afresh and never reads a stale entry. JAX evicts the least
-recently used entries past :data:`MAX_BYTES`.
-
-Under TensorFlow nothing is cached: Keras's ``fit`` under ``MirroredStrategy`` does not compile
-with XLA (measured: TensorFlow's persistent XLA cache stays empty), and its tracing builds a
-graph in Python, which no cache carries across processes.
+Under Keras on JAX every child compiles the same model at the same shapes again. JAX keeps
+executables on disk when ``jax_compilation_cache_dir`` is set (through ``JAX_*`` variables);
+its key hashes the program, options, devices and JAX's version, so a changed model never reads a
+stale entry. Under TensorFlow nothing is cached: ``fit`` under ``MirroredStrategy`` does not
+compile with XLA (measured: the persistent XLA cache stays empty).
 """
 
 from __future__ import annotations

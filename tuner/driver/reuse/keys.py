@@ -1,15 +1,9 @@
 """The keys that say two runs are the same, built in one place: the same training
-(:func:`training_key`: a ``same_as`` trial takes the earlier one's measurement), the same input
-pipeline (:func:`input_key`: a trial is sent the earlier figure,
-:mod:`tuner.driver.reuse.input_reuse`) and the same baseline (:func:`reuse_key`: a study copies
-another's, :mod:`tuner.driver.reuse.baseline_reuse`).
+(:func:`training_key`), the same input pipeline (:func:`input_key`) and the same baseline
+(:func:`reuse_key`), the last two over the same machine (:func:`_machine`).
 
-The training key is a readable string of what a run trains by (:func:`tuner.core.sameness
-.training_key`); the two reuse keys are hashes of what their figure depends on, each over the
-same machine (:func:`_machine`: host, framework versions, the workload's sizes and digest, the
-variables the children inherit that change their speed). Stored keys are compared with new
-ones, so a key's parts and their spelling are part of the stored layout: change them and earlier
-figures are measured again.
+Stored keys are compared with new ones, so a key's parts and their spelling are part of the
+stored layout: change them and earlier figures are measured again.
 """
 
 from __future__ import annotations
@@ -83,12 +77,9 @@ def training_key(
 
 
 def input_key(request: TrialRequest, study_attrs: Mapping[str, Any]) -> str:
-    """The hash that says two trials' input pipelines deliver the same: ``request``'s data
-    references and backend, global batch, device plan (replicas, devices, memory cap), budget,
-    loss target, loop and precision; the host and the children's environment; from
-    ``study_attrs`` the data's ``workload`` sizes and digest and the framework ``versions``.
-    The learning rate, its rule, the optimizer, the seed and a hypermodel's values are left out:
-    the pipeline does not depend on them."""
+    """The hash that says two trials' input pipelines deliver the same. The learning rate, its
+    rule, the optimizer, the seed and a hypermodel's values are left out: the pipeline does not
+    depend on them."""
     workload = request.workload
     parts = {
         "data": workload.data,
@@ -119,9 +110,8 @@ def reuse_key(request: TrialRequest, study_attrs: Mapping[str, Any], signature: 
 
 def request_fields(request: TrialRequest) -> dict[str, Any]:
     """What of ``request`` the key hashes, by the names a request had before the protocol was
-    typed: stored baselines carry keys hashed from them, and a study reuses them only while
-    this reads the same. The fields a run does not train by are left out (a target's cadence
-    batches; a baseline trains its whole budget), and the optional ones only count when set."""
+    typed: stored baselines carry keys hashed from them. Fields a run does not train by are left
+    out, the optional ones count only when set."""
     budget, target = request.budget, request.target
     fields: dict[str, Any] = {
         "mode": request.mode,
@@ -169,8 +159,7 @@ trains, so a baseline measured with or without the cache is the same measurement
 
 def runtime_environment() -> dict[str, str]:
     """The variables the trial children inherit that change how fast they train (the
-    compilation cache's left out): part of every reuse key (this and
-    :mod:`tuner.driver.reuse.input_reuse`)."""
+    compilation cache's left out)."""
     return {
         k: v
         for k, v in sorted(os.environ.items())
