@@ -74,10 +74,8 @@ def train_seed(
     curves: list[Any],
     inputs: SeedInputs,
 ) -> float | None:
-    """One seed run at the base batch in a fresh child; its final loss, or ``None`` (with a
-    note) when it failed; its validation-loss curve, when it records one, is added to
-    ``curves``. The input pipeline's figure of the base configuration is not timed again
-    (:mod:`tuner.driver.reuse.input_reuse`)."""
+    """One seed run at the base batch in a fresh child; its final loss, or ``None`` (with a note)
+    when it failed; its loss curve, when it records one, goes to ``curves``."""
     search = spec.search
     request = trial_request(
         spec,

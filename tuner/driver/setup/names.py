@@ -1,9 +1,7 @@
-"""Typos caught in the driver, in milliseconds, before a child imports TensorFlow: a spec's
-Keras optimizer and loss names (against :mod:`tuner.core.keras_names`) and its
-``module:function`` references — the module found and the function read from its source, never
-imported (the user's module may import TensorFlow itself, or run code at import). Each wrong
-name is one line with the nearest right one. What cannot be told without running the user's
-code (a name made at import time, a custom registered loss) is left to the workload check.
+"""Typos caught in the driver, in milliseconds, before a child imports TensorFlow: Keras optimizer
+and loss names, and ``module:function`` references read from the module's source, never imported
+(the user's module may import TensorFlow itself). Each wrong name is one line with the nearest
+right one; what only running the user's code can tell is left to the workload check.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""Opening a study: create it, or resume it when the spec and the devices match what it holds.
-
-Runs after :func:`tuner.driver.setup.workload_check.check`, so bad input never reaches the storage.
-What a study stores about itself is set here: the spec, the metric names, the device signatures
-that ran it, the versions, and the workload's sizes.
+"""Opening a study: create it, or resume it when the spec and the devices match what it holds;
+after the workload check, so bad input never reaches the storage.
 """
 
 from __future__ import annotations
@@ -42,11 +39,8 @@ def open_study(
     wait_s: float | None = None,
 ) -> optuna.Study:
     """Create or resume the study ``study_name`` (``None``: the spec's name) in ``storage_url``.
-
-    ``info`` is what the workload check found. Raises :class:`ConfigError` when the stored study
-    was made by another program, with another spec, or on other devices. ``wait_s``: how long
-    an unreachable storage is waited for once open (:mod:`tuner.storage.guarded`), at every
-    storage call of the study's through :func:`~tuner.storage.guarded.storage_call`.
+    Raises :class:`ConfigError` when the stored study was made by another program, with another
+    spec, or on other devices. ``wait_s``: how long an unreachable storage is waited for.
     """
     name = spec.name if study_name is None else check_study_name(study_name, named("study_name"))
     storage = open_storage(storage_url, create=True, heartbeat_s=heartbeat_s, wait_s=wait_s)

@@ -18,12 +18,9 @@ def load_spec(
     path: str | Path | Mapping[str, Any] | None = None,
     overrides: Mapping[str, Any] | None = None,
 ) -> StudySpec:
-    """Load a spec from TOML (``None``: the built-in regression workload; a mapping: its tables,
-    already read, as :func:`tuner.search` builds them) and apply overrides.
-
-    ``overrides`` maps ``"section.key"`` (e.g. ``"search.epochs"``) to a value; ``None`` values are
-    ignored. Raises :class:`ConfigError` with one clear line for a missing or unreadable file or
-    any invalid field.
+    """Load a spec from TOML (``None``: the built-in regression workload; a mapping: its tables)
+    and apply ``overrides`` (``"section.key"`` to a value; ``None`` ignored). Raises
+    :class:`ConfigError` with one clear line.
     """
     if path is None:
         return spec_from_dict(None, overrides)

@@ -78,16 +78,12 @@ def evaluate(
     weights: dict[str, Any] | None = None,
     control: dict[str, Any] | None = None,
 ) -> list[Check]:
-    """Compare a one-device run with an N-replica run (child results) and return the checks;
-    ``weights`` is :func:`tuner.driver.validate.weights.compare`'s figures (no final-weights check
-    without them); ``control`` how far the control run landed from the one-device run
-    (``loss_relative_difference``, ``weights``: see :data:`CONTROL_FACTOR`).
+    """Compare a one-device run with an N-replica run and return the checks (no final-weights
+    check without ``weights``; ``control``: see :data:`CONTROL_FACTOR`).
 
-    Loss parity and final weights need both runs to see the same global batches in the same
-    order. A dataset function shards by its ``input_context`` as it likes, so for it neither is
-    claimed: the checks say so and the others stand. Where the runs' batch digests differ (a
-    pipeline whose randomness the seed does not reach), neither is judged either: both are
-    inconclusive with the warning :data:`OTHER_DATA`, never a failure."""
+    Loss parity and final weights need both runs to see the same batches in the same order: for
+    a dataset function (which shards as it likes) neither is claimed, and where the batch digests
+    differ both are inconclusive with :data:`OTHER_DATA`, never a failure."""
     comparable = multi.get("input_form") != "function"
     differ = first_differing_batch(single, multi)
     final = None
@@ -182,9 +178,8 @@ def _controlled(check: Check, control: dict[str, Any] | None) -> Check:
 
 def judged(check: Check, apart: float, floor: float, control: str, warning: str) -> Check:
     """``check`` failed at its fixed tolerance, judged again against the control's ``floor``:
-    passed with ``warning`` within :data:`CONTROL_FACTOR` times it, else failed; the figure is in
-    its summary and figures either way. A figure that is not finite (a run that diverged, a
-    mismatch) is never excused: ``inf <= 3 * inf`` would pass anything."""
+    passed with ``warning`` within :data:`CONTROL_FACTOR` times it, else failed. A figure that
+    is not finite is never excused: ``inf <= 3 * inf`` would pass anything."""
     figures = {**check.figures, "control_relative_difference": floor}
     summary = f"{check.summary}; control run ({control}) {floor:.1e}"
     if not (math.isfinite(apart) and math.isfinite(floor) and apart <= CONTROL_FACTOR * floor):

@@ -1,10 +1,7 @@
 """What both proofs of ``tuner validate`` share: a child that trains a validation request and
-writes its weights, the control run (the same child with each batch's examples reversed: the
-same training in another float32 rounding order), and the one JSON report.
-
-The device proof (:mod:`tuner.driver.validate.run`: one device against N replicas) and the
-accumulation proof (:mod:`tuner.driver.validate.accumulation`: K micro-steps against one true
-step) differ only in which two requests they compare and which checks judge them.
+writes its weights, the control run (each batch's examples reversed: the same training in another
+float32 rounding order), and the one JSON report. The device proof and the accumulation proof
+differ only in which two requests they compare and which checks judge them.
 """
 
 from __future__ import annotations
