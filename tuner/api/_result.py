@@ -44,9 +44,8 @@ class SearchResult:
 
     @property
     def recommendation(self) -> Recommendation:
-        """The recommendation as :func:`tuner.load_recommendation` reads it back: its
-        ``optimizer`` (built by Keras, in this process), ``batch_size``, ``learning_rate``,
-        ``fit_kwargs``."""
+        """The recommendation as :func:`tuner.load_recommendation` reads it back (its
+        ``optimizer`` built by Keras in this process)."""
         from tuner.load import recommendation_from
 
         return recommendation_from(self.config)

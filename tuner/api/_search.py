@@ -86,8 +86,7 @@ def ship_workload(
     dataset: Any,
 ) -> None:
     """Name the given functions in the spec's ``[workload]`` table (shipped by value where no
-    child can import them); ``caller`` refuses, by its name, a workload without a model or
-    data."""
+    child can import them); ``caller`` names the refusal of a workload without model or data."""
     for role, value in (("model", model), ("data", data), ("dataset", dataset)):
         if value is not None:
             workload[role] = shipment.reference(value, role)

@@ -95,9 +95,8 @@ def trials_table(
     wide: bool = False,
     every: Sequence[FrozenTrial] | None = None,
 ) -> Table:
-    """The trials as a table at most ``width`` wide, no number ever cut; with ``wide`` every
-    column. ``every``: all of the study's trials, so a row names its configuration's runs as the
-    note and the report do."""
+    """The trials as a table at most ``width`` wide, no number ever cut (``wide``: every column).
+    ``every``: all the study's trials, so a row names its configuration's runs."""
     rows = trial_rows(trials, every=every)
     layout = trial_layout(rows, width, wide)
     table = Table(
@@ -131,9 +130,8 @@ def print_trials(
 
 
 def print_recommendation(console: Console, rec: dict[str, Any], room: int | None = None) -> None:
-    """The answer in plain words first, the verdict second, then the table behind them (how a
-    search, ``tuner show`` and ``SearchResult.show()`` end). With ``room`` (the terminal rows
-    left), a table that would not fit is left out, and one line says where it is."""
+    """The answer in plain words, the verdict, then the table behind them. With ``room`` (the
+    terminal rows left), a table that would not fit is left out, and one line says where it is."""
     console.print()
     say(console, answer_text(rec), "bold")
     verdict = Text(_unbroken(f"verdict: {rec.get('verdict')}")) if rec.get("verdict") else None
@@ -167,9 +165,8 @@ def _unbroken(text: str) -> str:
 
 
 def recommendation_table(rec: dict[str, Any], *, verdict: bool = True) -> Table:
-    """The recommendation as a two-column table: the labels whole, the text wrapped at spaces
-    (a number is one word, so it is never cut); the verdict, its last row, in bold (left out
-    with ``verdict=False``: said above the table)."""
+    """The recommendation as a two-column table, the text wrapped at spaces (a number is never
+    cut); the verdict, its last row, in bold (left out with ``verdict=False``)."""
     table = Table(
         title="Recommendation",
         title_justify="left",

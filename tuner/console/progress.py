@@ -75,9 +75,8 @@ def _bar_widths(width: int) -> tuple[int, int, int]:
 
 
 class SearchProgress(Tracker):
-    """Two rich bars (the search, with its phase and ETA; the running training's samples) and a
-    result line per trial, all within the console's width: what does not fit is left out a
-    whole part at a time (a number is never cut)."""
+    """Two rich bars (the search with its ETA; the running training's samples) and a result
+    line per trial, within the console's width: a number is never cut."""
 
     def __init__(
         self, console: Console, clock: Clock = time.monotonic, precisions: bool = False

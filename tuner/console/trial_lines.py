@@ -15,9 +15,8 @@ _ERROR_WIDTH = 240
 
 
 def configuration(params: dict[str, Any], precision: bool = False) -> list[str]:
-    """What a trial runs, as parts of a line: ``batch 128 (64/replica)``, ``rule linear``, with
-    ``precision`` (a study of several) ``precision mixed_bfloat16``, and the model
-    hyperparameters of a hypermodel's trial."""
+    """What a trial runs, as parts of a line: ``batch 128 (64/replica)``, ``rule linear``, the
+    precision (a study of several), a hypermodel's values."""
     parts = [
         f"batch {params['global_batch_size']} ({params['per_replica_batch_size']}/replica)",
         f"rule {params['lr_rule']}",

@@ -191,9 +191,8 @@ class _SchemaRace(Exception):
 
 
 def _sql_storage(place: Place, heartbeat: dict[str, Any], *, stamped: bool) -> Any:
-    """``RDBStorage`` on ``place``; with ``stamped`` it creates no table and writes no version
-    (Optuna only checks that the stored schema is its own). Raises :class:`_SchemaRace` or
-    :class:`ConfigError`."""
+    """``RDBStorage`` on ``place``; ``stamped``: no table created, no version written. Raises
+    :class:`_SchemaRace` or :class:`ConfigError`."""
     import optuna
     import sqlalchemy.exc
 

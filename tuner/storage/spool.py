@@ -88,9 +88,8 @@ def _listed(values: Sequence[float] | None) -> list[float] | None:
 
 
 def pending(folder: Path, study_name: str | None = None) -> list[dict[str, Any]]:
-    """The spooled results in ``folder`` (of ``study_name`` only, when given), oldest trial
-    first; unreadable files are skipped (a result is written whole or not at all), and a file
-    that reads but is no spooled result is set aside (:func:`set_aside`), never trusted."""
+    """The spooled results in ``folder`` (of ``study_name`` only, when given), oldest first;
+    unreadable files skipped, a file that is no spooled result set aside (:func:`set_aside`)."""
     records = []
     with contextlib.suppress(OSError):
         for path in folder.glob("trial-*.json"):

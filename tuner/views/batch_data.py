@@ -78,9 +78,8 @@ class LossBand:
 
 @dataclass(frozen=True)
 class BatchCurves:
-    """What the batch-size plots show: each rule's points by batch, the sizes that ran out of
-    memory (``oom`` measured, ``oom-implied`` known from a smaller size), the recommended point
-    and the loss tolerance band around the best loss."""
+    """What the batch-size plots show: each rule's points, the out-of-memory sizes (measured or
+    implied), the recommended point and the loss tolerance band."""
 
     by_rule: dict[str, list[Point]]
     oom: dict[int, str]
@@ -163,9 +162,8 @@ def error_bar(
 def batch_curves(
     trials: Sequence[FrozenTrial], rec: Mapping[str, Any] | None = None
 ) -> BatchCurves:
-    """Group the complete points by rule (and precision in a study of several; of several model
-    configurations, the lowest loss) and collect the out-of-memory sizes; ``rec`` gives the
-    baseline, the recommended point and the loss band."""
+    """Group the complete points by rule (and precision; of several model configurations, the
+    lowest loss) and collect the out-of-memory sizes; ``rec`` adds the pick and the loss band."""
     rec = rec or {}
     points = complete_points(trials)
     best: dict[tuple[str, int], Point] = {}  # several model configurations: the best loss

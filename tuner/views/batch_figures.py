@@ -43,9 +43,8 @@ _METRICS = {"throughput": "throughput (samples/s)", "final_loss": "final validat
 
 
 def batch_figure(curves: BatchCurves, metric: str) -> go.Figure:
-    """``metric`` (``throughput`` or ``final_loss``) against the global batch, one line per rule;
-    out-of-memory sizes marked ✕ and shaded, the recommended point starred, and on the loss
-    plot the band of losses it was chosen among shaded."""
+    """``metric`` against the global batch, one line per rule; out-of-memory sizes marked ✕, the
+    recommended point starred, and on the loss plot the loss tolerance band shaded."""
     import plotly.graph_objects as go
 
     label = _METRICS[metric]
@@ -327,8 +326,7 @@ def study_figures(
     trials: Sequence[FrozenTrial], rec: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
     """The study's figures by id (``time-to-target-vs-batch`` only with a target loss); ``rec``
-    (``None`` when nothing completed) adds the recommended point, the tied ones, the loss band
-    and the prediction."""
+    adds the recommended point, the tied ones, the loss band and the prediction."""
     curves = batch_curves(trials, rec)
     figures = {
         "throughput-vs-batch": batch_figure(curves, "throughput"),

@@ -48,9 +48,8 @@ def natural_width(header: str, cells: Iterable[str]) -> int:
 
 
 def narrowest_width(header: str, cells: Sequence[str], wraps: bool) -> int:
-    """The narrowest the column may be: every cell whole on one line, or for a wrapping column
-    :data:`WRAP_FLOOR` (its text wraps at spaces, a longer word folds); the header may wrap at
-    spaces."""
+    """The narrowest the column may be: every cell whole on one line, or :data:`WRAP_FLOOR` for
+    a wrapping column; the header may wrap at spaces."""
     header_word = max((len(word) for word in header.split()), default=0)
     if not wraps:
         return max(header_word, *(len(cell) for cell in cells), 1)

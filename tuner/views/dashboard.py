@@ -144,9 +144,8 @@ LOOPBACK_NAMES = frozenset({"localhost"})
 
 
 def is_loopback(host: str) -> bool:
-    """Whether listening on ``host`` serves this machine only (127.0.0.0/8, ``::1``, IPv4-mapped,
-    ``localhost``). No other name is resolved: a lookup can hang, and a name can point elsewhere
-    tomorrow."""
+    """Whether listening on ``host`` serves this machine only (127.0.0.0/8, ``::1``,
+    ``localhost``). No other name is resolved: a lookup can hang, and a name can move."""
     if host.lower().rstrip(".") in LOOPBACK_NAMES:
         return True
     try:
@@ -159,9 +158,8 @@ def is_loopback(host: str) -> bool:
 
 
 def exposure_warning(host: str) -> str | None:
-    """The warning (one line) that the dashboard on ``host`` is open to whoever can reach it, or
-    ``None`` on loopback: the dashboard has no login, and its API edits notes and deletes
-    studies."""
+    """The one-line warning that the dashboard on ``host`` is open to whoever can reach it
+    (``None`` on loopback): it has no login, and its API edits notes and deletes studies."""
     if is_loopback(host):
         return None
     return (

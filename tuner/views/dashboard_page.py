@@ -71,9 +71,8 @@ READ_ONLY_REASON = (
 
 
 def read_only(app: _App) -> _App:
-    """``app`` refusing every request that would change the storage (any method but GET, HEAD,
-    OPTIONS) with 403 and :data:`READ_ONLY_REASON`, worded as optuna-dashboard's own errors so
-    its page shows the reason."""
+    """``app`` refusing every request but GET, HEAD and OPTIONS with 403 and
+    :data:`READ_ONLY_REASON`, worded as optuna-dashboard's own errors so its page shows it."""
 
     def wrapped(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         if environ.get("REQUEST_METHOD", "GET").upper() in READ_ONLY_METHODS:

@@ -64,9 +64,8 @@ def trial_record(trial: FrozenTrial) -> dict[str, Any]:
 
 
 def records_text(trials: Iterable[FrozenTrial], kind: str) -> str:
-    """The trials' :func:`trial_record` by trial number, as ``json`` (a list of objects) or
-    ``csv`` (a header of :data:`RECORD_FIELDS`, then one row a trial; an empty cell for a missing
-    value, a dict as JSON)."""
+    """The trials' :func:`trial_record` by number, as ``json`` (a list of objects) or ``csv``
+    (missing values empty, a dict as JSON)."""
     records = [trial_record(t) for t in sorted(trials, key=lambda t: t.number)]
     if kind == "json":
         return json.dumps(records, indent=2) + "\n"

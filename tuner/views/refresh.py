@@ -20,9 +20,8 @@ def refresh(
     *,
     warn: Callable[[str], None] = lambda message: None,
 ) -> None:
-    """Rewrite the study's dashboard note and plots from ``rec`` (default: the current
-    recommendation). A refused write, or an install without the ``dashboard`` extra, is reported
-    through ``warn``, not raised: the views are a convenience, the trials are what matters."""
+    """Rewrite the study's dashboard note and plots from ``rec``. A refused write, or no
+    ``dashboard`` extra, goes to ``warn``: the views are a convenience, the trials matter."""
     import sqlalchemy.exc
 
     missing = missing_modules("dashboard")

@@ -40,9 +40,8 @@ def representative(number: int, trials: Iterable[FrozenTrial]) -> FrozenTrial | 
 
 
 def shown_measurement(trial: FrozenTrial, trials: Sequence[FrozenTrial]) -> FrozenTrial:
-    """The trial whose measured numbers ``trial``'s row or point shows: for a ``same_as`` trial
-    the representative of the configuration it trains like (when it is among ``trials``), else
-    the trial itself."""
+    """The trial whose measured numbers ``trial``'s row shows: for a ``same_as`` trial the
+    representative of the configuration it trains like (when among ``trials``), else itself."""
     same_as = decode(trial).reuse.same_as
     if not isinstance(same_as, int):
         return trial

@@ -1,6 +1,5 @@
-"""The look every tuner figure shares: one colour per learning-rate rule, a compact white style
-set directly on each figure, the title under plotly's toolbar, and the ring that marks the
-candidates still tied with the recommendation."""
+"""The look every tuner figure shares: one colour per learning-rate rule, a compact white style,
+the title under plotly's toolbar, and the ring that marks the candidates tied with the pick."""
 
 from __future__ import annotations
 

@@ -104,9 +104,8 @@ def trial_cells(
     shown: FrozenTrial | None = None,
     runs: Sequence[int] = (),
 ) -> list[str]:
-    """One row of the trials table; the measured cells are ``shown``'s (default: the trial
-    itself, see :func:`tuner.views.runs.shown_measurement`). ``runs``: the configuration's trial
-    numbers, its representative first."""
+    """One row of the trials table; the measured cells are ``shown``'s
+    (:func:`tuner.views.runs.shown_measurement`). ``runs``: the configuration's trials."""
     attrs = decode(trial).flat
     shown = shown or trial
     same = shown.number if shown is not trial else None
@@ -328,9 +327,8 @@ def budget_lines(study_attrs: dict[str, Any]) -> list[str]:
 
 
 def hidden_columns(rows: list[list[str]], width: int) -> list[str]:
-    """The headers of the columns ``--wide`` would add to the table at ``width`` (in table
-    order): those :func:`trial_layout` leaves out for room, not those that say nothing (the
-    same state, runs or precision in every row; no value in any)."""
+    """The headers of the columns ``--wide`` would add at ``width``: those
+    :func:`trial_layout` leaves out for room, not those that say nothing."""
     shown = set(trial_layout(rows, width).columns)
     quiet = set(_saying_nothing(rows))
     return [

@@ -1,6 +1,5 @@
-"""The time-to-target picture: each rule's measured training time to the target loss against the
-global batch (error bars: the 95 % interval over the runs, when there are several), the sizes
-that missed the target, and the batch-size model's predicted curve (McCandlish et al. 2018)."""
+"""The time-to-target picture: each rule's measured time to the target loss against the global
+batch, the sizes that missed it, and the batch-size model's predicted curve."""
 
 from __future__ import annotations
 

@@ -45,9 +45,8 @@ class Neutralized:
 
 
 def make_deterministic(model: Any) -> list[Neutralized]:
-    """Put every stochastic layer of ``model`` (nested ones included) in a deterministic state,
-    and under TensorFlow synchronise its BatchNormalization layers, before it trains; return
-    what was done, one entry per layer."""
+    """Put every stochastic layer of ``model`` in a deterministic state (and under TensorFlow
+    synchronise BatchNormalization) before it trains; what was done, one entry per layer."""
     done = []
     for layer in _layers(model):
         if getattr(layer, "_seed_generators", None):

@@ -25,9 +25,8 @@ PARTS = ("model function", "model configuration", "data function", "data samples
 
 
 def workload_digest(workload: Workload, model: Any, read: Mapping[str, Any]) -> str:
-    """The fingerprint of ``workload`` (its ``model`` and ``data`` references), the ``model`` it
-    built and the samples ``read`` of each split: its :func:`workload_parts` and the source of
-    the modules that define the functions."""
+    """The fingerprint of ``workload``, the ``model`` it built and the samples ``read`` of each
+    split: its :func:`workload_parts` and the source of the modules that define the functions."""
     digest = hashlib.sha256()
     for reference in (workload.model, workload.data or workload.dataset):
         digest.update(_source(str(reference)).encode())

@@ -29,8 +29,7 @@ PROGRESS_EVERY_S = 10.0
 
 def run_lr_find(request: LrFindRequest, emit: Emit) -> Result:
     """Train along the ramp until it ends or the loss diverges; status ``ok`` with each step's
-    rate and loss. A model that refuses its data (Keras's ``ValueError``) raises
-    :class:`WorkloadError` with Keras's own line (bad input, exit code 2)."""
+    rate and loss. A model that refuses its data raises :class:`WorkloadError` (exit code 2)."""
     try:
         return _range_test(request, emit)
     except ValueError as exc:

@@ -1,7 +1,5 @@
-"""Inside the child: what a training run measures besides its loss — epoch times and throughput
-(:class:`Meter`), the first epoch's tracing, the input pipeline alone and GPU utilisation.
-
-Backend-neutral: no framework import (each backend reads its own device memory peaks)."""
+"""Inside the child: what a training run measures besides its loss — epoch times and throughput,
+the first epoch's tracing, the input pipeline alone and GPU utilisation. Backend-neutral."""
 
 from __future__ import annotations
 

@@ -78,8 +78,7 @@ class Backend(Protocol):
 
 class ModelRecipe:
     """How every model of one run is built and compiled: from the same initial weights, with what
-    the user's build compiled (the spec's names filling the rest), the rule applied, loss-scaled
-    as the precision needs."""
+    the build compiled (the spec's names filling the rest), the rule, the precision's scaling."""
 
     def __init__(
         self,
@@ -201,9 +200,8 @@ def train(
     noise: NoiseMeasure | None = None,
     check: target.TargetCheck | None = None,
 ) -> None:
-    """Run the loop for the session's windows; after each one, ``check`` the loss target (it may
-    stop training), then measure ``noise`` if training goes on. The fit, noise-scale,
-    evaluation and tracing times go into ``session.timings``; fit time excludes the other two."""
+    """Run the loop for the session's windows, checking the loss target and measuring ``noise``
+    after each; their times go into ``session.timings`` apart from the fit time."""
     timings = session.timings
 
     def on_epoch(epoch: int, loss: float, seconds: float) -> bool:

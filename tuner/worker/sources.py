@@ -22,9 +22,8 @@ PYDATASETS, ITERABLES = "pydatasets", "iterables"
 
 @dataclass(frozen=True)
 class Source:
-    """What a workload provides, before tuner batches it; sizes ``None`` when infinite or
-    unknown; ``function`` is the dataset function (TensorFlow only).
-    """
+    """What a workload provides, before tuner batches it (sizes ``None`` when infinite or
+    unknown; ``function``: the dataset function, TensorFlow only)."""
 
     form: str
     reference: str

@@ -10,8 +10,7 @@ _BATCHING = ("_BatchDataset", "_ParallelBatchDataset", "_PaddedBatchDataset", "_
 
 def is_batched(dataset: Any) -> bool:
     """Whether ``dataset``'s elements are batches, from its own transformations; otherwise when
-    every component has an unknown leading dimension.
-    """
+    every component has an unknown leading dimension."""
     node = dataset
     while node is not None:
         kind = type(node).__name__

@@ -155,9 +155,8 @@ def _why_no_noise_scale(session: Session) -> str:
 def _noise_fields(
     request: TrialRequest, session: Session, noise: GuardedNoise | None
 ) -> dict[str, Any]:
-    """The noise scale's result fields, or the note that says why it was not measured; with
-    ``noise_scale_skipped`` where the meter stopped (it could not measure, failed or ran out of
-    memory)."""
+    """The noise scale's result fields, or the note that says why it was not measured
+    (``noise_scale_skipped`` where the meter stopped)."""
     if noise is None:
         if not request.noise_scale:
             return {}

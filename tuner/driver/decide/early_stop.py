@@ -123,9 +123,8 @@ def _target_gap(
     batch: int | None,
     reasons: list[str],
 ) -> dict[str, Any]:
-    """Under a target, the loss-gap test's inputs at equal training time (module docstring)
-    against the best time of the rivals (:func:`peers`), or none (with the reason in
-    ``reasons``)."""
+    """Under a target, the loss-gap test's inputs at equal training time against the rivals'
+    best time, or none (the reason in ``reasons``)."""
     trials, rivals = trials_and_rivals
     curves = _seed_curves(record or {}, trials)
     noise_samples, noise_sds = check_noise(curves)

@@ -88,9 +88,8 @@ def chain(trials: Sequence[FrozenTrial], original: int) -> list[FrozenTrial]:
 def measured(
     outcome: TrialOutcome, earlier: Sequence[FrozenTrial], *, target: bool = False
 ) -> TrialOutcome:
-    """An ``ok`` outcome with its runs (``run_throughput``, ``repeats``, ``repeat_losses``), values
-    the medians of those, ``throughput_ci``, and the time to target over the runs. Any other
-    outcome is returned as it is."""
+    """An ``ok`` outcome with its runs, its values their medians, the throughput's interval and
+    the time to target over the runs; any other outcome as it is."""
     if outcome.status != "ok" or outcome.values is None:
         return outcome
     loss, throughput = outcome.values
@@ -233,9 +232,8 @@ def enqueue_repeat(study: optuna.Study, original: FrozenTrial, index: int) -> No
 
 
 def applied_tolerance(study: optuna.Study, spec: StudySpec, plan: DevicePlan) -> tuple[float, str]:
-    """The loss tolerance racing applies on ``plan``'s devices and a sentence saying why:
-    ``max(--tolerance, 2 × the measured seed spread)``
-    (:func:`~tuner.core.stats.effective_tolerance`)."""
+    """The loss tolerance racing applies on ``plan``'s devices and why:
+    ``max(--tolerance, 2 × the measured seed spread)``."""
     noise = (storage_call(study, decode_study, study).seed_noise or {}).get(
         plan.device_signature, {}
     )

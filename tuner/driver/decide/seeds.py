@@ -53,9 +53,8 @@ def measure_seed_noise(
     ledger: Ledger | None = None,
     reserve: tuple[RunKey, ...] = (),
 ) -> dict[str, Any] | None:
-    """Measure (or find stored) the seed noise of ``plan``'s devices; its record, or ``None`` when
-    off or not measured (then not stored: the next run tries again). Under a budget a seed run
-    starts only if the ``reserve`` (the grid points still to run) fits after it."""
+    """Measure (or find stored) the seed noise of ``plan``'s devices, or ``None`` (off, or not
+    measured: then the next run tries). Under a budget a run starts only if ``reserve`` fits."""
     search = spec.search
     if search.joint or search.seeds < 2:
         return None

@@ -24,9 +24,8 @@ FOLDER = "xla-cache"
 
 
 def cache_folder(storage_url: str) -> Path | None:
-    """Where a storage's children cache compiled programs: ``xla-cache`` beside a SQLite or
-    journal file, else under ``~/.cache/tuner``; ``TUNER_COMPILE_CACHE`` overrides (``0``:
-    ``None``, no cache)."""
+    """Where a storage's children cache compiled programs: ``xla-cache`` beside its file, else
+    under ``~/.cache/tuner``; ``TUNER_COMPILE_CACHE`` overrides (``0``: no cache)."""
     chosen = os.environ.get(CACHE_ENV, "").strip()
     if chosen == "0":
         return None

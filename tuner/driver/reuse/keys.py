@@ -31,9 +31,8 @@ def _hashed(parts: Mapping[str, Any]) -> str:
 
 
 def _machine(study_attrs: Mapping[str, Any]) -> dict[str, Any]:
-    """What every reuse key holds of the machine and the workload: the host, the variables
-    the children inherit, and from ``study_attrs`` the framework ``versions`` and the
-    ``workload`` sizes and digest."""
+    """What every reuse key holds of the machine and the workload: the host, the children's
+    variables, the framework ``versions`` and the ``workload`` sizes and digest."""
     return {
         "host": platform.node(),
         "environment": runtime_environment(),
@@ -77,9 +76,8 @@ def training_key(
 
 
 def input_key(request: TrialRequest, study_attrs: Mapping[str, Any]) -> str:
-    """The hash that says two trials' input pipelines deliver the same. The learning rate, its
-    rule, the optimizer, the seed and a hypermodel's values are left out: the pipeline does not
-    depend on them."""
+    """The hash that says two trials' input pipelines deliver the same; the rate, rule,
+    optimizer, seed and model values are left out: the pipeline does not depend on them."""
     workload = request.workload
     parts = {
         "data": workload.data,
@@ -97,9 +95,8 @@ def input_key(request: TrialRequest, study_attrs: Mapping[str, Any]) -> str:
 
 
 def reuse_key(request: TrialRequest, study_attrs: Mapping[str, Any], signature: str) -> str:
-    """The hash that says two baselines trained the same runs on the same machine: the
-    baseline's ``request``, the grid's device ``signature``, the host, and from
-    ``study_attrs`` the framework ``versions`` and the ``workload`` sizes."""
+    """The hash that says two baselines trained the same runs on the same machine: ``request``,
+    the device ``signature``, the host, the ``versions`` and the ``workload`` sizes."""
     parts = {
         "request": request_fields(request),
         "device_signature": signature,

@@ -80,9 +80,8 @@ def run_baseline(
     timeout_s: float = DEFAULT_TRIAL_TIMEOUT_S,
     precision: str | None = None,
 ) -> dict[str, Any]:
-    """The base batch and learning rate on one device at ``precision``, run ``max_repeats`` times
-    (the speedup's interval needs the baseline's noise too), its whole budget even under a target:
-    it measures throughput. Returns the record stored on the study."""
+    """The base batch and learning rate on one device at ``precision``, ``max_repeats`` times,
+    its whole budget even under a target (it measures throughput); the record stored."""
     single = plan.single_device()
     base = spec.search.base_batch_size
     precision = precision or first_precision(spec)

@@ -1,6 +1,4 @@
-"""Opening a study: create it, or resume it when the spec and the devices match what it holds;
-after the workload check, so bad input never reaches the storage.
-"""
+"""Opening a study: create it, or resume it when the spec and the devices match what it holds."""
 
 from __future__ import annotations
 

@@ -112,9 +112,8 @@ def _probe_child(
     note: Callable[[str], None],
     runner: ChildRunner,
 ) -> list[dict[str, Any]]:
-    """One child that goes on with ``search``: the sizes it tried, in order. The size it was
-    trying when it died by a signal under a memory cap counts as not fitting; any other failure
-    raises :class:`TunerError`."""
+    """One child that goes on with ``search``: the sizes it tried. The size it died on by a
+    signal under a memory cap does not fit; any other failure raises :class:`TunerError`."""
     first = search.next_batch()
     assert first is not None
     lr = scaled_learning_rate("none", spec.search.base_lr, first, spec.search.base_batch_size)

@@ -1,6 +1,5 @@
-"""The input check before a search, before anything is stored: the grid against the replicas and
-the budget, the options, and the workload itself, loaded once in a CPU-only child.
-"""
+"""The input check before a search, before anything is stored: the grid, the options, and the
+workload itself, loaded once in a CPU-only child."""
 
 from __future__ import annotations
 
@@ -64,8 +63,7 @@ def check(
 
 
 def compile_line(model: str, described: dict[str, Any] | None) -> str | None:
-    """The one line to say when the build's compile overrides the spec's loss or optimizer
-    (the workload check's ``compile``: what is used, and the spec's names it overrides), else
+    """The line to say when the build's compile overrides the spec's loss or optimizer, else
     ``None``."""
     overrides = (described or {}).get("overrides") or {}
     if not described or not overrides:

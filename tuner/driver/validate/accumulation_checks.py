@@ -1,6 +1,5 @@
-"""``tuner validate --accumulation``'s verdict: weights after K accumulated micro-steps against one
-true step at K × the batch, with the model families whose difference is Keras's own and not the
-accumulation's (BatchNormalization; Embedding under TensorFlow), and the control run."""
+"""``tuner validate --accumulation``'s verdict, with the model families whose difference is
+Keras's own (BatchNormalization; Embedding under TensorFlow), and the control run."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The checks of ``tuner validate``, pure: a one-device run's result against an N-replica run's
-(loss parity, final weights, weight sync, device use, learning rate), each a :class:`Check`
-(:func:`evaluate`). :mod:`tuner.driver.validate.run` runs the children and reports them."""
+"""The checks of ``tuner validate``, pure: a one-device run's result against an N-replica run's,
+each a :class:`Check` (:func:`evaluate`)."""
 
 from __future__ import annotations
 

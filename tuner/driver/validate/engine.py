@@ -64,9 +64,8 @@ def report(
     last: dict[str, Any],
     settings: dict[str, Any],
 ) -> dict[str, Any]:
-    """The JSON report of a validation: ``passed``, the run's ``settings`` (batch, rate, rule,
-    the proof's own), each check, the warnings, and what ``last`` (the result of the run under
-    test) made deterministic and ran on."""
+    """The JSON report of a validation: ``passed``, the ``settings``, each check, the warnings,
+    and what ``last`` (the run under test) made deterministic and ran on."""
     checks = list(checks)
     batch = int(settings["global_batch_size"])
     return {

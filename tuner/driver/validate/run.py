@@ -51,9 +51,8 @@ def run_validation(
     runner: ChildRunner | None = None,
     accumulation: int | None = None,
 ) -> dict[str, Any]:
-    """Run the one-device and N-replica children and return the JSON report (``passed`` inside);
-    with ``accumulation`` K, the accumulation proof instead
-    (:mod:`tuner.driver.validate.accumulation`)."""
+    """Run the one-device and N-replica children and return the JSON report; with
+    ``accumulation`` K, the accumulation proof instead."""
     if accumulation is not None:
         return run_accumulation_validation(
             spec,

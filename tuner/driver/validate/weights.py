@@ -48,9 +48,8 @@ def compare(
     names: list[str],
     model_variables: int | None = None,
 ) -> dict[str, Any]:
-    """The relative difference of the model's variables together and of the optimizer's (each
-    summed over its group, so one nearly-zero variable does not decide it), and each variable's
-    own, the largest three listed."""
+    """The relative difference of the model's variables together and of the optimizer's (summed
+    per group: one nearly-zero variable does not decide it); the largest three variables'."""
     if sorted(one) != sorted(many):
         return _mismatch(f"{len(one)} variables on one device, {len(many)} on the replicas")
     split = len(one) if model_variables is None else model_variables

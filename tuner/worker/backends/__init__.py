@@ -75,9 +75,8 @@ def load(name: str) -> Framework:
 
 
 def open_session(request: RunRequest, emit: Emit, record_steps: bool = False) -> Session:
-    """Open the request's run on its backend (:meth:`Framework.open_session`). Raises
-    :class:`~tuner.core.errors.WorkloadError` when the global batch is larger than the
-    training set."""
+    """Open the request's run on its backend; :class:`~tuner.core.errors.WorkloadError` when the
+    global batch is larger than the training set."""
     framework = load(backend_name(request))
     from tuner.worker.optim import micro  # Keras: once the backend is chosen
 

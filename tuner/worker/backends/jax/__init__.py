@@ -1,7 +1,5 @@
 """Keras 3 on JAX: a run under ``keras.distribution.DataParallel`` (the :class:`Framework` face).
-
-TensorFlow is never imported, unless the workload's own data are ``tf.data`` datasets.
-"""
+TensorFlow is never imported, unless the workload's own data are ``tf.data`` datasets."""
 
 from __future__ import annotations
 

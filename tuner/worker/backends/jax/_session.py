@@ -37,9 +37,8 @@ class JaxBackend:
         self.devices = devices
 
     def evaluator(self, session: Session) -> Callable[[], float]:
-        """What evaluates the model as it is now over the fixed validation set: its first
-        ``val_samples`` samples (all, without it), read once, evaluated at the trial's batch
-        with no sample dropped (:func:`evaluate_exactly`)."""
+        """What evaluates the model as it is now over the first ``val_samples`` samples of the
+        validation set, read once, no sample dropped (:func:`evaluate_exactly`)."""
         val = inputs.val_arrays(session.source, session.request.budget.val_samples)
         model, batch, replicas = session.loop.model, session.batch, len(self.devices)
         return lambda: evaluate_exactly(model, val, batch, replicas)
@@ -105,8 +104,7 @@ def _evaluate(model: Any, val: tuple[Any, ...], batch: int) -> float:
 
 def open_session(request: RunRequest, emit: Emit, record_steps: bool = False) -> Session:
     """Open a run under ``DataParallel``; ``record_steps`` keeps every step's loss and each
-    device's examples (validation only). :class:`WorkloadError` when the global batch is larger
-    than the training set."""
+    device's examples (validation only)."""
     timings: dict[str, float] = {}
     plan = request.plan
     precision_name = precision.apply(request)  # before any model is built

@@ -39,9 +39,8 @@ class TensorFlowBackend:
         self._plan = plan
 
     def evaluator(self, session: Session) -> Callable[[], float]:
-        """What evaluates the model as it is now over the fixed validation set (built once):
-        the same first ``val_samples`` samples (all, without it) in the same order, no
-        remainder dropped, so trials at different batch sizes report the same samples' loss."""
+        """What evaluates the model as it is now over the same first ``val_samples`` samples,
+        no remainder dropped, so trials at different batch sizes report the same samples' loss."""
         val_samples = session.request.budget.val_samples
         val = inputs.val_batches(session.source, session.batch, val_samples)
         return evaluation.evaluator(session.loop.model, val)
