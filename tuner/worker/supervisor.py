@@ -1,23 +1,16 @@
 """The trial's supervisor: ``python -m tuner.worker.supervisor [--trial-dir DIR] -- COMMAND...``.
 
 It sits between the driver and the trial child so that nothing a trial started outlives it: not
-the child, not a data loader's helper, not a process that left the session with ``setsid``.
+the child, not a data loader's helper, not a process that left the session with ``setsid``. As a
+*child subreaper* every orphaned descendant is reparented to it, so it can still find and kill
+it. When the child ends, when the driver asks (SIGTERM, SIGINT, SIGHUP) and when the driver dies,
+it freezes and kills every descendant and reaps them (after the driver's death it also removes
+``--trial-dir``), then ends as the child ended, exit code or signal, so the driver's
+classification of signals (``tuner.core.outcome``) holds.
 
-- It is a *child subreaper* (``PR_SET_CHILD_SUBREAPER``): every orphaned descendant is reparented
-  to it instead of to init, so it can still find (``/proc/*/stat`` parent links) and kill it.
-- When the child ends, when the driver asks (SIGTERM, SIGINT, SIGHUP) and when the driver dies
-  (parent-death signal SIGUSR1, plus a ``getppid()`` check), it freezes (SIGSTOP) and kills
-  (SIGKILL) every descendant and reaps them. After the driver's death it also removes
-  ``--trial-dir``: no one is left to read it.
-- It then ends as the child ended: the same exit code, or death by the same signal (without a
-  core dump of its own), so the driver's classification of signals (``tuner.core.outcome``) holds.
-
-Why a supervisor rather than a cgroup or the process group: a per-trial cgroup needs a delegated
-cgroup tree, which containers and CI runners rarely grant; a process group misses descendants that
-start their own session. The kernel's out-of-memory killer picks the largest process, the
-TensorFlow child, not this few-MB one, which outlives it and cleans up.
-
-It imports nothing from tuner and nothing heavy, so it adds only an interpreter start-up to a trial.
+Why not a cgroup or the process group: a per-trial cgroup needs a delegated cgroup tree, which
+containers and CI runners rarely grant; a process group misses descendants that start their own
+session. It imports nothing from tuner and nothing heavy: only an interpreter start-up a trial.
 """
 
 from __future__ import annotations
