@@ -96,8 +96,7 @@ def ship_workload(
 
 
 def check_known(caller: str, options: Mapping[str, Any], kind: type, taken: set[str]) -> None:
-    """Refuse an option that is no field of ``kind`` (or one of ``taken``, the function's own
-    keywords), with the nearest known one."""
+    """Refuse an option that is no field of ``kind`` (or is in ``taken``), naming the nearest."""
     known = {field.name for field in dataclasses.fields(kind)} - taken
     for key in sorted(options.keys() - known):
         near = difflib.get_close_matches(key, sorted(known), n=1)
@@ -159,8 +158,7 @@ def _shipping_folder(storage: str, study_name: str) -> Path:
 
 
 def _front(progress: bool) -> Any:
-    """The CLI's view (bars in a terminal, timestamped lines elsewhere: a notebook, a log),
-    with its lines shown; or a quiet one."""
+    """The CLI's view (bars in a terminal, timestamped lines elsewhere), or a quiet one."""
     if progress:
         from tuner.console.logs import NORMAL, configure
         from tuner.console.pages import err

@@ -184,8 +184,7 @@ def recommendation_table(rec: dict[str, Any], *, verdict: bool = True) -> Table:
 
 
 def print_validation(console: Console, report: dict[str, Any]) -> None:
-    """The validate report: one row per check, what was made deterministic for it, the loss
-    curves, the warnings, then the verdict."""
+    """The validate report: a row per check, what was made deterministic, curves, the verdict."""
     table = Table(
         title=Text(
             f"Validation on {report.get('backend', 'tensorflow')}: {report['loop']} loop, "

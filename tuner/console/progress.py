@@ -234,8 +234,7 @@ class LogProgress(Tracker):
         self._log.info("%s", self._wrapped(line))
 
     def _wrapped(self, text: str) -> str:
-        """``text`` wrapped at spaces to the width (if any), the lines after the first indented
-        past the timestamp."""
+        """``text`` wrapped at spaces to the width, later lines indented past the timestamp."""
         if self._width is None:
             return text
         indent = " " * (self._stamp + 4)

@@ -1,5 +1,4 @@
-"""One trial's lines of the search progress, as text, for both trackers of
-:mod:`tuner.console.progress`."""
+"""One trial's lines of the search progress, for both trackers of :mod:`tuner.console.progress`."""
 
 from __future__ import annotations
 

@@ -54,8 +54,7 @@ _GUARDS: weakref.WeakKeyDictionary[object, Guard] = weakref.WeakKeyDictionary()
 
 
 class Guard:
-    """The state of one guarded storage: the outage being waited out, the fault that ended the
-    search, and the heartbeat's."""
+    """One guarded storage's state: the outage waited out, the fault, the heartbeat's."""
 
     def __init__(
         self, place: Place, wait_s: float, *, interval_s: float = 0.0, grace_s: float = 0.0

@@ -65,8 +65,7 @@ def has_optuna_schema(place: Place, *, create: bool, timeout_s: float) -> bool:
 
 
 def is_foreign_file(place: Place, tables: set[str]) -> bool:
-    """Whether ``place`` is an SQLite file of another application: tables, none of them Optuna's
-    (Optuna would add its own beside them)."""
+    """Whether ``place`` is an SQLite file of another application (tables, none Optuna's)."""
     return place.kind == "sqlite" and bool(tables) and not tables & OPTUNA_TABLES
 
 

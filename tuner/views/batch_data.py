@@ -57,8 +57,7 @@ class Point:
     precision: str | None = None
     """The trial's precision, in a study of several (``None`` in a study of one)."""
     run_trials: tuple[int, ...] = ()
-    """The numbers of the trials its configuration ran as (first run and repeats), when
-    several."""
+    """The trials its configuration ran as (first run and repeats), when several."""
 
     @property
     def curve(self) -> str:
@@ -68,8 +67,7 @@ class Point:
 
 @dataclass(frozen=True)
 class LossBand:
-    """The final losses the recommendation chose among: from the best one to ``limit``, which is
-    ``tolerance`` (relative) above it."""
+    """The losses the recommendation chose among: the best to ``limit`` (``tolerance`` above)."""
 
     best: float
     limit: float
@@ -94,8 +92,7 @@ class BatchCurves:
 
     @property
     def throughput_top(self) -> float:
-        """The top of the throughput axis, which starts at 0: the highest error bar, point or
-        baseline, with a little room above."""
+        """The top of the throughput axis: the highest bar, point or baseline, with some room."""
         tops = [
             p.throughput if p.throughput_high is None else max(p.throughput, p.throughput_high)
             for points in self.by_rule.values()
@@ -106,8 +103,7 @@ class BatchCurves:
 
 
 def complete_points(trials: Sequence[FrozenTrial]) -> list[Point]:
-    """The COMPLETE grid points with finite values, one per grid point (a configuration's
-    representative), by batch then rule."""
+    """The COMPLETE grid points with finite values, one per configuration, by batch then rule."""
     points = []
     several = len({precision_of(t) for t in trials if "global_batch_size" in t.params}) > 1
     for trial in representatives(unique_trials(trials), trials):

@@ -21,8 +21,7 @@ def compact(value: float, digits: int = 3) -> str:
 
 
 def span_text(span: Sequence[float] | None) -> str:
-    """An interval as ``16.1k–17.9k`` (as many digits as it takes to tell the ends apart), or
-    ``-``."""
+    """An interval as ``16.1k–17.9k`` (digits enough to tell the ends apart), or ``-``."""
     if span is None:
         return "-"
     low, high = span
@@ -87,8 +86,7 @@ def _optimizer_class(rec: dict[str, Any]) -> str:
 
 
 def recommendation_rows(rec: dict[str, Any]) -> list[tuple[str, str]]:
-    """The recommendation as (label, text) pairs; the ``verdict`` sentence, when there is one,
-    is the last row."""
+    """The recommendation as (label, text) pairs; the ``verdict``, if any, is the last row."""
     rows = [
         (
             "global batch size",
@@ -143,8 +141,7 @@ def _other_precisions(rec: dict[str, Any], key: str) -> dict[str, Any]:
 
 
 def feasible_text(rec: dict[str, Any]) -> str:
-    """``1024``, or in a study of several precisions ``1024 at float32; 2048 at
-    mixed_bfloat16``."""
+    """``1024``, or with several precisions ``1024 at float32; 2048 at mixed_bfloat16``."""
     largest = rec["largest_feasible_batch_size"]
     text = "none in one step" if largest is None else str(largest)
     others = _other_precisions(rec, "largest_feasible_batch_size_by_precision")

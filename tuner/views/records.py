@@ -50,8 +50,7 @@ RECORD_FIELDS = [
 
 
 def trial_record(trial: FrozenTrial) -> dict[str, Any]:
-    """One trial for machines: :data:`RECORD_FIELDS` as stored (full precision; ``None`` for a
-    missing or non-finite number)."""
+    """One trial for machines: :data:`RECORD_FIELDS` at full precision (``None``: missing)."""
     attrs = decode(trial).flat
     record: dict[str, Any] = {"number": trial.number, "state": trial.state.name}
     record["status"] = status_of(trial)
@@ -64,8 +63,7 @@ def trial_record(trial: FrozenTrial) -> dict[str, Any]:
 
 
 def records_text(trials: Iterable[FrozenTrial], kind: str) -> str:
-    """The trials' :func:`trial_record` by number, as ``json`` (a list of objects) or ``csv``
-    (missing values empty, a dict as JSON)."""
+    """The trials' :func:`trial_record` by number, as ``json`` or ``csv``."""
     records = [trial_record(t) for t in sorted(trials, key=lambda t: t.number)]
     if kind == "json":
         return json.dumps(records, indent=2) + "\n"

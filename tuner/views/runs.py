@@ -17,8 +17,7 @@ from tuner.core.record import decode
 
 
 def original_number(trial: FrozenTrial) -> int:
-    """The number of the trial that first trained this configuration (``repeat_of``, else its
-    own)."""
+    """The trial that first trained this configuration (``repeat_of``, else its own number)."""
     repeat_of = decode(trial).reuse.repeat_of
     return int(repeat_of) if isinstance(repeat_of, int) else trial.number
 
@@ -31,8 +30,7 @@ def run_count(trial: FrozenTrial) -> int | None:
 
 
 def representative(number: int, trials: Iterable[FrozenTrial]) -> FrozenTrial | None:
-    """The representative of trial ``number``'s configuration among ``trials`` (``None`` when
-    neither it nor a repeat of it is there)."""
+    """The representative of trial ``number``'s configuration among ``trials``, or ``None``."""
     runs = [t for t in trials if original_number(t) == number]
     if not runs:
         return None
@@ -75,8 +73,7 @@ def configuration_runs(trial: FrozenTrial, trials: Iterable[FrozenTrial]) -> lis
 
 
 def run_numbers(trial: FrozenTrial, trials: Iterable[FrozenTrial]) -> list[int]:
-    """The numbers of :func:`configuration_runs`: ``[0, 3, 9]`` for a configuration first run as
-    #0 and repeated as #3 and #9."""
+    """:func:`configuration_runs`' numbers: ``[0, 3, 9]`` for #0 repeated as #3 and #9."""
     return [t.number for t in configuration_runs(trial, trials)]
 
 
@@ -108,8 +105,7 @@ def _number(value: Any) -> float | None:
 
 
 def interval(attrs: dict[str, Any], key: str) -> tuple[float, float] | None:
-    """A stored ``[low, high]`` (``throughput_ci``, ``time_to_target_ci``) as a pair of finite
-    numbers, or ``None``."""
+    """A stored ``[low, high]`` as a pair of finite numbers, or ``None``."""
     value = attrs.get(key)
     if not isinstance(value, list | tuple) or len(value) != 2:
         return None

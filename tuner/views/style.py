@@ -32,8 +32,7 @@ STYLE: dict[str, Any] = {
 
 
 def legend(text: str = "") -> dict[str, Any]:
-    """The legend below the plot, in rows, its title above them: beside the plot it took half of
-    a half-width dashboard card."""
+    """The legend below the plot (beside it, it took half of a half-width dashboard card)."""
     return {
         "orientation": "h",
         "x": 0,

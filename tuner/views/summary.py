@@ -192,8 +192,7 @@ VALUES = {"final_loss": 0, "throughput": 1}
 
 
 def measured(trial: FrozenTrial, key: str) -> Any:
-    """``final_loss`` or ``throughput`` as the trial stored it (its user attribute, else its
-    value), or ``None``."""
+    """``final_loss`` or ``throughput`` as stored (user attribute, else value), or ``None``."""
     value = decode(trial).flat.get(key)
     if value is None and trial.values is not None and len(trial.values) > VALUES[key]:
         value = trial.values[VALUES[key]]

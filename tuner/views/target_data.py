@@ -33,8 +33,7 @@ class TargetPoint:
 
 @dataclass(frozen=True)
 class PredictedPoint:
-    """The model's samples to target at one batch, and as seconds where the batch's throughput
-    is known."""
+    """The model's samples to target at one batch, and seconds where its throughput is known."""
 
     global_batch_size: int
     samples: float
@@ -63,8 +62,7 @@ class TargetCurves:
 
 
 def has_target(trials: Sequence[FrozenTrial], rec: Mapping[str, Any] | None) -> bool:
-    """Whether the study measured time to a target loss (its recommendation names one, or a
-    trial stored whether it reached it)."""
+    """Whether the study measured time to a target loss."""
     if (rec or {}).get("target_loss") is not None:
         return True
     return any(decode(t).decision.reached_target is not None for t in trials)

@@ -28,8 +28,7 @@ if TYPE_CHECKING:
     from tuner.worker.backends import Framework
 
 SAMPLES = 8
-"""How many examples the check trains one step on (and evaluates): enough to show a shape
-mismatch, cheap on any model."""
+"""How many examples the check trains one step on: enough to show a mismatch, cheap on any model."""
 
 SCAN_SAMPLES = 256
 """How many examples of each split the check reads and scans for NaN and inf: the first ones,
@@ -214,8 +213,7 @@ def _head(batch: tuple[Any, ...], size: int) -> tuple[Any, ...]:
 
 
 def _sample_shape(part: Any) -> Any:
-    """The shape of one sample: a list for an array (``None`` where a ragged dimension varies),
-    the same structure for dicts and tuples."""
+    """One sample's shape: a list for an array (``None`` where ragged), the structure kept."""
     return map_leaves(lambda array: [_dim(d) for d in tuple(array.shape)[1:]], part)
 
 

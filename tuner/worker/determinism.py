@@ -40,8 +40,7 @@ class Neutralized:
     layer: str
     """Its class and what made it random, as Keras's examples write it: ``Dropout(0.5)``."""
     how: str
-    """``rate 0``, ``inference mode (training=False)``, ``synchronized over the replicas ...``
-    or ``left as is``."""
+    """``rate 0``, ``inference mode (training=False)``, ``synchronized ...`` or ``left as is``."""
 
 
 def make_deterministic(model: Any) -> list[Neutralized]:
@@ -84,8 +83,7 @@ def _synchronize(layer: Any) -> bool:
 
 
 def describe(done: Iterable[Neutralized]) -> list[str]:
-    """One line per kind of change, equal layers counted: ``Dropout(0.5) x2: rate 0 for the
-    parity pass``."""
+    """One line per kind of change, equal layers counted: ``Dropout(0.5) x2: rate 0 for ...``."""
     counted = Counter((entry.layer, entry.how) for entry in done)
     lines = []
     for (layer, how), count in counted.items():

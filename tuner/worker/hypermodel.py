@@ -83,8 +83,7 @@ def build(reference: str, values: Mapping[str, Any] | None = None) -> Any:
 
 
 def discover(reference: str) -> dict[str, Any] | None:
-    """The hypermodel's kind and hyperparameter space (KerasTuner's config), or ``None`` for a
-    plain builder."""
+    """The hypermodel's kind and space (KerasTuner's config), or ``None`` for a plain builder."""
     kind, builder = _builder(reference)
     if kind == "plain":
         return None

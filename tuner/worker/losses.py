@@ -24,8 +24,7 @@ def unpack(data: Any) -> tuple[Any, Any, Any]:
 
 
 def call_model(model: Any, x: Any, training: bool = True) -> Any:
-    """``model(x)`` in training mode, as Keras's ``train_step`` calls it (``training`` only to a
-    ``call`` that takes it)."""
+    """``model(x)`` in training mode, as Keras's ``train_step`` calls it."""
     if getattr(model, "_call_has_training_arg", True):
         return model(x, training=training)
     return model(x)

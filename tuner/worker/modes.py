@@ -21,8 +21,7 @@ from tuner.worker.meters import Emit
 
 @dataclass(frozen=True)
 class Modes:
-    """The runner of each mode: ``(request, emit) -> result``; each raises on failure (the child
-    classifies what it raises)."""
+    """Each mode's runner ``(request, emit) -> result``; it raises on failure."""
 
     inspect: Callable[[InspectRequest, Emit], Result]
     trial: Callable[[TrialRequest, Emit], Result]

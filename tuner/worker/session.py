@@ -48,8 +48,7 @@ class Loop(Protocol):
 
 
 class NoiseMeasure(Protocol):
-    """A gradient-noise-scale meter (:class:`tuner.worker.backends.tensorflow._noise.NoiseMeter`
-    and its JAX twin)."""
+    """A gradient-noise-scale meter (each backend has its own)."""
 
     scale: Any
 
@@ -115,8 +114,7 @@ class ModelRecipe:
         return model
 
     def compile_args(self) -> dict[str, Any]:
-        """The arguments of ``model.compile`` for the last built model, with the learning-rate
-        rule and precision applied."""
+        """The arguments of ``model.compile`` for the last built model, rule and precision in."""
         args = compiled.compile_args(
             self.build_args, self._workload, self._learning_rate, self._workload.model
         )
@@ -128,8 +126,7 @@ class ModelRecipe:
         return args
 
     def describe(self) -> dict[str, Any] | None:
-        """What the run compiled with (:func:`tuner.worker.compiled.describe`); ``None`` before
-        :meth:`compile_args`."""
+        """What the run compiled with; ``None`` before :meth:`compile_args`."""
         if self._args is None:
             return None
         return compiled.describe(self._args, self.compiled_by_build)

@@ -1,5 +1,4 @@
-"""Inside the child: what a workload's data are, before either backend batches them.
-Backend-neutral (no framework import)."""
+"""Inside the child: what a workload's data are, before either backend batches them."""
 
 from __future__ import annotations
 
@@ -145,8 +144,7 @@ def element_parts(element: Any) -> tuple[Any, ...]:
 
 
 def element_error(element: Any) -> str | None:
-    """Why ``element`` is not a structure ``model.fit`` takes (``x``, ``(x,)``, ``(x, y)``,
-    ``(x, y, sample_weight)``), or ``None``."""
+    """Why ``element`` is not a structure ``model.fit`` takes, or ``None``."""
     if isinstance(element, tuple | list) and not 1 <= len(element) <= 3:
         return (
             f"elements must be x, (x, y) or (x, y, sample_weight) as model.fit takes them; "

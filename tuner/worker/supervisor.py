@@ -48,8 +48,7 @@ KILL_DEADLINE_S = 5.0
 
 
 class Ending(NamedTuple):
-    """Why the wait ended: the child's exit code (negative: killed by that signal), a stop signal,
-    or the driver's death."""
+    """Why the wait ended: the child's exit code (negative: its signal), a stop, the parent gone."""
 
     code: int | None = None
     stop: int | None = None
@@ -84,8 +83,7 @@ def descendants(parents: Mapping[int, int], root: int) -> list[int]:
 
 
 def process_table() -> tuple[dict[int, int], set[int]]:
-    """``pid -> parent pid`` of every process, and the zombies among them (empty without
-    ``/proc``)."""
+    """``pid -> parent pid`` of every process, and the zombies (empty without ``/proc``)."""
     parents: dict[int, int] = {}
     zombies: set[int] = set()
     with contextlib.suppress(OSError):

@@ -52,8 +52,7 @@ def plan(request: RunRequest, batch: int, n_train: int | None) -> CheckPlan | No
 
 
 class TargetCheck:
-    """Called after each timed window: evaluates and records the validation loss, and returns
-    whether training goes on."""
+    """After each timed window: evaluate and record the loss; whether training goes on."""
 
     def __init__(
         self,
@@ -154,8 +153,7 @@ class TargetCheck:
 
     @property
     def final_loss(self) -> float:
-        """The last check's loss: the trained model's final validation loss (not evaluated
-        again)."""
+        """The last check's loss: the trained model's final validation loss."""
         return self.curve[-1][1] if self.curve else math.nan
 
     def fields(self, window_seconds: list[float]) -> dict[str, Any]:

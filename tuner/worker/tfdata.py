@@ -1,5 +1,4 @@
-"""A workload's own ``tf.data`` datasets, as either backend reads them: whether one is batched.
-Imports TensorFlow only when asked."""
+"""A workload's own ``tf.data`` datasets: whether one is batched (imports TensorFlow if asked)."""
 
 from __future__ import annotations
 

@@ -65,8 +65,7 @@ class Preloaded:
 
 
 def preload(backend: str, load: Callable[[str], Modes]) -> Preloaded:
-    """Import ``backend``'s modes now; an import error is kept for the request (it is reported
-    in the result, as a cold child would)."""
+    """Import ``backend``'s modes now; an import error is kept for the request's result."""
     started = time.perf_counter()
     table: Modes | None = None
     error: Exception | None = None

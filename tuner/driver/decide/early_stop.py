@@ -97,8 +97,7 @@ def _loss_gap(
     reasons: list[str],
     rivals: Sequence[FrozenTrial] | None = None,
 ) -> dict[str, Any]:
-    """The loss-gap test's inputs against the best of ``rivals`` (default: ``trials``), or none
-    (with the reason in ``reasons``)."""
+    """The loss-gap test's inputs against the best of ``rivals``, or none (why in ``reasons``)."""
     spread = (record or {}).get("spread")
     runs = len((record or {}).get("final_losses") or [])
     if not isinstance(spread, int | float) or not math.isfinite(spread) or runs < 2:

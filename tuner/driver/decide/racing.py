@@ -152,8 +152,7 @@ def race_entries(
 def still_tied(
     trials: Sequence[FrozenTrial], spec: StudySpec, signature: str, tolerance: float
 ) -> int:
-    """How many candidates the measurements cannot tell from the best (the best included;
-    1: decided, 0: no candidate)."""
+    """How many candidates cannot be told from the best (best included; 1: decided, 0: none)."""
     found = race_entries(trials, spec, signature, tolerance)
     policy = default_policy(spec.search.target_loss)
     return len(tie_set(found, higher_is_better=higher_is_better(policy))) if found else 0

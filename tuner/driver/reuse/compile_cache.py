@@ -57,8 +57,7 @@ def folder_bytes(folder: Path) -> int:
 
 @contextmanager
 def activated(storage_url: str, backend: str, note: Callable[[str], None]) -> Iterator[None]:
-    """Children started inside this block share the storage's cache (JAX only), said once with
-    its size."""
+    """Children started inside this block share the storage's cache (JAX only), said once."""
     folder = cache_folder(storage_url) if backend == "jax" else None
     if folder is None:
         yield

@@ -69,8 +69,7 @@ class InputReuse:
         return replace(request, input_throughput=figure), key, number
 
     def remember(self, outcome: TrialOutcome, key: str) -> None:
-        """Keep the figure of a run that is no trial (a seed run), for the next run of ``key``
-        in this search."""
+        """Keep the figure of a run that is no trial (a seed run), for the next run of ``key``."""
         figure = outcome.attrs.get("input_throughput")
         if key not in self._remembered and isinstance(figure, int | float) and figure > 0:
             self._remembered[key] = float(figure)

@@ -49,8 +49,7 @@ def training_key(
     values: dict[str, Any] | None,
     precision: str | None = None,
 ) -> str:
-    """The :func:`tuner.core.sameness.training_key` of a run of ``spec`` on ``plan`` (at
-    ``precision``, default the spec's first)."""
+    """The :func:`tuner.core.sameness.training_key` of a run of ``spec`` on ``plan``."""
     search = spec.search
     budget = {
         **budget_dict(spec),
@@ -155,8 +154,7 @@ trains, so a baseline measured with or without the cache is the same measurement
 
 
 def runtime_environment() -> dict[str, str]:
-    """The variables the trial children inherit that change how fast they train (the
-    compilation cache's left out)."""
+    """The variables the children inherit that change their speed (the compile cache's out)."""
     return {
         k: v
         for k, v in sorted(os.environ.items())

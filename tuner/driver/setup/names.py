@@ -53,8 +53,7 @@ def child_path() -> list[str]:
 
 
 def reference_problem(reference: str) -> str | None:
-    """Why a child could not find ``module:function``, or ``None`` (found, or not knowable
-    without importing)."""
+    """Why a child could not find ``module:function``, or ``None`` (found, or unknowable)."""
     module_name, _, name = reference.partition(":")
     origin = _module_file(module_name)
     if isinstance(origin, str):
@@ -91,8 +90,7 @@ def _module_file(module_name: str) -> Path | str | None:
 
 
 def _installed(name: str) -> importlib.machinery.ModuleSpec | None:
-    """A top-level module found by the import system's other finders (never imported: a
-    top-level name needs no parent)."""
+    """A top-level module found by the import system's other finders (never imported)."""
     try:
         return importlib.util.find_spec(name)
     except (ImportError, ValueError):

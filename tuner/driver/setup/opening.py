@@ -70,8 +70,7 @@ def _record(
     info: dict[str, Any],
     where_and_name: tuple[str, str],
 ) -> None:
-    """What the study stores about itself: the devices, the backend, the versions, the
-    hypermodel and the workload's sizes."""
+    """What the study stores about itself: devices, backend, versions, hypermodel, sizes."""
     _record_devices(study, plan, *where_and_name)
     store_study(study, "backend", spec.workload.backend)
     store_study(study, "versions", versions(info.get("versions"), spec.workload.backend))

@@ -47,8 +47,7 @@ def probe_grid(
     runner: ChildRunner,
     note: Callable[[str], None],
 ) -> None:
-    """Before a search's grid: bisect the grid's sizes on ``plan``'s devices (:func:`run_probe`)
-    and store the record on ``study``."""
+    """Before a search's grid: bisect its sizes on ``plan``'s devices; store it on ``study``."""
     note("probing the largest global batch that fits…")
     found = run_probe(
         spec, plan, n_train, runner=runner, grid=spec.search.global_batch_sizes, note=note

@@ -1,5 +1,4 @@
-"""Reading a study spec from its TOML file; validation is the pure core's
-(:func:`tuner.core.spec.spec_from_dict`)."""
+"""Reading a study spec from its TOML file (validation: :func:`tuner.core.spec.spec_from_dict`)."""
 
 from __future__ import annotations
 

@@ -63,8 +63,7 @@ def check(
 
 
 def compile_line(model: str, described: dict[str, Any] | None) -> str | None:
-    """The line to say when the build's compile overrides the spec's loss or optimizer, else
-    ``None``."""
+    """The line to say when the build's compile overrides the spec's loss or optimizer."""
     overrides = (described or {}).get("overrides") or {}
     if not described or not overrides:
         return None

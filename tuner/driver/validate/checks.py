@@ -1,5 +1,4 @@
-"""The checks of ``tuner validate``, pure: a one-device run's result against an N-replica run's,
-each a :class:`Check` (:func:`evaluate`)."""
+"""The checks of ``tuner validate``, pure: one device's result against N replicas'."""
 
 from __future__ import annotations
 
@@ -268,8 +267,7 @@ run's seed does not reach (a dataset function, a generator with its own RNG, tf.
 
 
 def _other_data(name: str, batch: int) -> Check:
-    """Inconclusive, not failed: the runs trained on other batches, so losses and weights
-    differ whatever the distribution does."""
+    """Inconclusive, not failed: the runs trained on other batches."""
     return Check(
         name,
         True,

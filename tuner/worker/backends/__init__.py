@@ -53,8 +53,7 @@ class Framework(Protocol):
 
 
 def backend_name(request: InspectRequest | RunRequest) -> str:
-    """The request's backend (its workload's); ``ValueError`` for a name not in
-    :data:`~tuner.core.spec.BACKENDS`."""
+    """The request's backend; ``ValueError`` for a name not in :data:`~tuner.core.spec.BACKENDS`."""
     name = request.workload.backend
     if name not in _PACKAGES:
         raise ValueError(f"unknown backend {name!r}; known: {', '.join(BACKENDS)}")

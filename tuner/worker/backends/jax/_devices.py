@@ -84,8 +84,7 @@ def device_kind(devices: list[Any]) -> str:
 
 
 def batch_sharding(devices: list[Any]) -> Any:
-    """The layout of a global batch over ``devices``: split along its first axis, as
-    ``DataParallel`` lays out its input."""
+    """A global batch split over ``devices`` along its first axis, as ``DataParallel`` does."""
     import jax
     import numpy as np
 

@@ -267,8 +267,7 @@ def val_arrays(source: Source, val_samples: int | None) -> Batch:
 
 
 def first_batch(source: Source, split: str, size: int) -> Batch:
-    """The first ``size`` samples of ``split`` as NumPy arrays, in the element's own structure:
-    for checks, never the whole data."""
+    """The first ``size`` samples of ``split`` as NumPy arrays in the element's own structure."""
     if source.form == ARRAYS:
         arrays = source.train if split == "train" else source.val
         return tuple(map_arrays(lambda a: a[:size], part) for part in arrays)

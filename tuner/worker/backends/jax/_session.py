@@ -44,8 +44,7 @@ class JaxBackend:
         return lambda: evaluate_exactly(model, val, batch, replicas)
 
     def input_throughput(self, session: Session) -> float:
-        """What the input stream delivers alone, each batch placed on the devices as training
-        places it (split along its first axis)."""
+        """The input stream alone, each batch placed on the devices as training places it."""
         sharding = _devices.batch_sharding(self.devices)
         batches = inputs.train_batches(session.source, session.batch, session.request.seed)
         stream = (jax.device_put(batch, sharding) for batch in batches)
@@ -103,8 +102,7 @@ def _evaluate(model: Any, val: tuple[Any, ...], batch: int) -> float:
 
 
 def open_session(request: RunRequest, emit: Emit, record_steps: bool = False) -> Session:
-    """Open a run under ``DataParallel``; ``record_steps`` keeps every step's loss and each
-    device's examples (validation only)."""
+    """Open a run under ``DataParallel``; ``record_steps``: for validation only."""
     timings: dict[str, float] = {}
     plan = request.plan
     precision_name = precision.apply(request)  # before any model is built
