@@ -105,8 +105,7 @@ def check_known(caller: str, options: Mapping[str, Any], kind: type, taken: set[
 
 
 def _tables(spec: str | Path | None, *, loss: Any, optimizer: Any) -> dict[str, Any]:
-    """The spec's tables: the file's (``spec``), or the built-in grid with an empty workload;
-    ``loss``/``optimizer`` set."""
+    """The spec's tables: the file's, or the built-in grid with an empty workload."""
     from tuner.core.spec import spec_from_dict
     from tuner.driver.setup.spec_file import read_toml
 

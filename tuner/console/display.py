@@ -46,8 +46,7 @@ _STATUS_STYLE = {
 
 
 def say(console: Console, text: str, style: str = "") -> None:
-    """Print ``text`` literally, on one line however wide (no markup, no highlighting, no
-    wrapping): a line that quotes the user's own words."""
+    """Print ``text`` literally on one line (no markup, highlighting or wrapping)."""
     console.print(Text(text, style=style), soft_wrap=True)
 
 
@@ -124,8 +123,7 @@ def print_trials(
     wide: bool = False,
     every: Sequence[FrozenTrial] | None = None,
 ) -> None:
-    """Print :func:`trials_table` at the console's width (wider with ``wide`` when it must be:
-    the lines are then not cut at the page edge)."""
+    """Print :func:`trials_table` at the console's width (wider with ``wide``, uncut)."""
     console.print(trials_table(trials, title, console.width, wide, every), crop=False)
 
 

@@ -22,8 +22,7 @@ if TYPE_CHECKING:
 
 
 class SearchView(LineView):
-    """A search drawn on stderr: its notices, the ``--validate`` table, the banner, then the
-    live progress; SIGTERM is Ctrl-C from the banner on."""
+    """A search drawn on stderr; SIGTERM is Ctrl-C from the banner on."""
 
     def __init__(self) -> None:
         self._stack = contextlib.ExitStack()

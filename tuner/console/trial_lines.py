@@ -14,8 +14,7 @@ _ERROR_WIDTH = 240
 
 
 def configuration(params: dict[str, Any], precision: bool = False) -> list[str]:
-    """What a trial runs, as parts of a line: ``batch 128 (64/replica)``, ``rule linear``, the
-    precision (a study of several), a hypermodel's values."""
+    """What a trial runs, as line parts: ``batch 128 (64/replica)``, ``rule linear``, ..."""
     parts = [
         f"batch {params['global_batch_size']} ({params['per_replica_batch_size']}/replica)",
         f"rule {params['lr_rule']}",

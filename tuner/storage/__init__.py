@@ -101,8 +101,7 @@ def open_storage(
 
 
 def storage_read_only(url: str) -> str | None:
-    """Why ``url`` cannot be written to, or ``None`` when it looks writable (see
-    :func:`tuner.storage.places.read_only_reason`)."""
+    """Why ``url`` cannot be written to, or ``None`` when it looks writable."""
     return read_only_reason(locate(url))
 
 
@@ -166,8 +165,7 @@ def _heartbeat(heartbeat_s: float | None) -> dict[str, Any]:
 
 
 def _sql(place: Place, create: bool, heartbeat: dict[str, Any]) -> Any:
-    """``RDBStorage`` once checked, retried while other workers create the same schema; tables
-    are created only when ``create`` and none are there yet."""
+    """``RDBStorage`` once checked, retried while other workers create the same schema."""
     for attempt in range(_OPEN_ATTEMPTS):
         stamped = _checked(place, create)
         if create and place.path is not None:
@@ -191,8 +189,7 @@ class _SchemaRace(Exception):
 
 
 def _sql_storage(place: Place, heartbeat: dict[str, Any], *, stamped: bool) -> Any:
-    """``RDBStorage`` on ``place``; ``stamped``: no table created, no version written. Raises
-    :class:`_SchemaRace` or :class:`ConfigError`."""
+    """``RDBStorage`` on ``place``; ``stamped``: no table created, no version written."""
     import optuna
     import sqlalchemy.exc
 

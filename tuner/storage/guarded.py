@@ -77,8 +77,7 @@ class Guard:
         self._beat_failing_since: float | None = None
         self._record: Callable[[], Callable[[int], None] | None] = lambda: None
         self.storage: Callable[[], Any] = lambda: None
-        """The storage guarded (``None`` once it is gone): what tuner calls beside Optuna's
-        ``Study``, its heartbeat and its silent trials."""
+        """The storage guarded (``None`` once gone), its heartbeat and its silent trials."""
 
     def opened(self, storage: object) -> None:
         """``storage`` is open (its file made, if it was new): guard it from now on."""
@@ -286,8 +285,7 @@ def storage_errors() -> tuple[type[BaseException], ...]:
 def what_to_do(
     place: Place, reason: str, then: str = "run the same search", *, flag: bool = True
 ) -> str:
-    """What the user does about a storage that failed for ``reason``, then ``then``; ``flag``:
-    the command has ``--storage-wait`` to raise."""
+    """What to do about a storage that failed for ``reason``; ``flag``: say ``--storage-wait``."""
     if "disk is full" in reason:
         return f"free some space there, then {then}"
     if "database is locked" in reason:

@@ -44,8 +44,7 @@ def mask_password(url: str) -> str:
 
 
 def _misread_host(url: str) -> str | None:
-    """The host SQLAlchemy reads from ``url`` when it holds ``@`` (the rest of a password with
-    an unescaped ``@``), else ``None``."""
+    """The host SQLAlchemy reads from a ``url`` with an unescaped ``@``, else ``None``."""
     if "@" not in url or "://" not in url:
         return None
     from sqlalchemy.engine import make_url
@@ -164,8 +163,7 @@ _DRIVER_OPTIONS = ("uri", "timeout", "isolation_level", "detect_types", "check_s
 
 
 def read_only_uri(place: Place) -> str:
-    """A SQLite URI (for ``sqlite3.connect(..., uri=True)``) that opens ``place``'s file
-    read-only: SQLite itself then refuses every write."""
+    """A SQLite URI that opens ``place``'s file read-only: SQLite itself refuses every write."""
     assert place.path is not None
     options = {
         key: value

@@ -76,8 +76,7 @@ class _HotJournal(Exception):
 def _tables(
     place: Place, timeout_s: float, create: bool, *, read_only: bool
 ) -> tuple[set[str], bool]:
-    """The storage's table names, and whether Optuna's schema is there and stamped;
-    ``read_only``: through a SQLite connection that cannot write."""
+    """The table names, and whether Optuna's schema is there and stamped."""
     import sqlalchemy
     import sqlalchemy.exc
 
@@ -164,8 +163,7 @@ def _cannot_open(place: Place, exc: BaseException) -> ConfigError:
 
 
 def check_storage_file(place: Place, *, create: bool) -> bool:
-    """The file must exist to be read; a new one needs a folder that can be made. Whether the
-    file exists."""
+    """Whether the file exists; a missing one needs a folder that can be made."""
     path = place.path
     assert path is not None
     if not path.exists():

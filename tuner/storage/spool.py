@@ -46,8 +46,7 @@ def spool_folder(place: Place) -> Path:
 
 
 def write(folder: Path, trial_id: int, record: dict[str, Any]) -> Path:
-    """Write ``record`` (the study, the trial's number, state, values and attributes) as
-    ``trial_id``'s spooled result, atomically; the file's path."""
+    """Write ``record`` as ``trial_id``'s spooled result, atomically; the file's path."""
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / f"trial-{trial_id}.json"
     handle, temporary = tempfile.mkstemp(dir=folder, prefix=".trial-", suffix=".tmp")

@@ -50,8 +50,7 @@ class Point:
     throughput_low: float | None = None
     throughput_high: float | None = None
     error_source: str = ""
-    """What the throughput's error bar is: ``95 % CI (t over 3 runs)``, ``window spread of 1 run
-    (max−min)``, or empty without one."""
+    """What the error bar is: ``95 % CI (t over 3 runs)``, a 1-run window spread, or empty."""
     runs: int | None = None
     same_as: int | None = None
     precision: str | None = None
@@ -87,8 +86,7 @@ class BatchCurves:
     tied: tuple[Point, ...] = ()
     """Points the recommendation is still tied with (their 95 % intervals overlap its one)."""
     candidates: tuple[Point, ...] = ()
-    """The points the loss tolerance made equal (the recommendation's ``candidates``): the pick
-    is the fastest of them, or one tied with the fastest."""
+    """The points the loss tolerance made equal (the recommendation's ``candidates``)."""
 
     @property
     def throughput_top(self) -> float:

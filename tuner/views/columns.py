@@ -48,8 +48,7 @@ def natural_width(header: str, cells: Iterable[str]) -> int:
 
 
 def narrowest_width(header: str, cells: Sequence[str], wraps: bool) -> int:
-    """The narrowest the column may be: every cell whole on one line, or :data:`WRAP_FLOOR` for
-    a wrapping column; the header may wrap at spaces."""
+    """The narrowest the column may be: every cell whole, or :data:`WRAP_FLOOR` if it wraps."""
     header_word = max((len(word) for word in header.split()), default=0)
     if not wraps:
         return max(header_word, *(len(cell) for cell in cells), 1)

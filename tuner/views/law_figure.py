@@ -118,8 +118,7 @@ def _legend(law: Mapping[str, Any]) -> str:
 def _fit_traces(
     law: Mapping[str, Any], measured: Sequence[tuple[int, float, float, float, str | None]]
 ) -> list[go.Scatter]:
-    """The fitted law, dashed: slope ``alpha`` up to the critical batch (through the geometric
-    mean of the points there), the slope past it beyond."""
+    """The fitted law, dashed: slope ``alpha`` up to the critical batch, the other slope past it."""
     import plotly.graph_objects as go
 
     alpha, critical = law.get("alpha"), law.get("critical_batch")

@@ -74,8 +74,7 @@ def lr_find_figure(report: dict[str, Any]) -> go.Figure:
 
 
 def write_figure(figure: go.Figure, path: Path) -> None:
-    """``figure`` as a page (``.html``, plotly.js from its CDN) or a picture (``.png``, through
-    Kaleido, which needs Chrome or Chromium)."""
+    """``figure`` as a page (``.html``) or a picture (``.png``: Kaleido needs Chrome)."""
     if path.suffix.lower() == ".html":
         try:
             atomic_write_text(path, figure.to_html(include_plotlyjs="cdn", full_html=True))
@@ -116,8 +115,7 @@ def _title(report: dict[str, Any]) -> str:
 
 
 def _y_range(report: dict[str, Any]) -> list[float] | None:
-    """From below the lowest smoothed loss to a little above the first ones: the blow-up after
-    divergence would otherwise squash the curve flat."""
+    """From below the lowest smoothed loss to a little above the first: the blow-up left out."""
     smoothed = [v for v in report["smoothed"] if v is not None]
     losses = [v for v in report["losses"] if v is not None]
     if not smoothed or not losses:

@@ -175,8 +175,7 @@ def throughput_text(rec: dict[str, Any]) -> str:
 
 
 def tolerance_text(rec: dict[str, Any]) -> str:
-    """The loss tolerance applied and where it came from: ``--tolerance`` or the measured seed
-    noise (twice the seed-to-seed spread of the final loss)."""
+    """The loss tolerance applied and whence: ``--tolerance`` or twice the seed spread."""
     tolerance = rec.get("loss_tolerance")
     if not isinstance(tolerance, int | float):
         return ""
@@ -191,8 +190,7 @@ def tolerance_text(rec: dict[str, Any]) -> str:
 
 
 def tie_text(rec: dict[str, Any]) -> str:
-    """``tied with #5; …``: the candidates practically equal to the pick (within the tie
-    margin), and the rule that picked among them."""
+    """``tied with #5; …``: the candidates within the tie margin, and the rule that picked."""
     tied = rec.get("tied_with") or []
     if not tied:
         return ""

@@ -66,8 +66,7 @@ def representatives(
 
 
 def configuration_runs(trial: FrozenTrial, trials: Iterable[FrozenTrial]) -> list[FrozenTrial]:
-    """Every trial of ``trial``'s configuration among ``trials`` (its first run and the repeats
-    racing enqueued), by number; at least ``trial`` itself."""
+    """Every trial of ``trial``'s configuration among ``trials`` (first run and repeats)."""
     runs = [t for t in trials if original_number(t) == original_number(trial)]
     return sorted(runs or [trial], key=lambda t: t.number)
 

@@ -68,8 +68,7 @@ def title(text: str) -> dict[str, Any]:
 
 
 TIED_TRACE = "tied with the recommendation"
-"""Name of the trace that rings the candidates whose 95 % interval overlaps the recommended
-one's (the measurements do not tell them apart)."""
+"""The trace that rings the candidates whose 95 % interval overlaps the recommended one's."""
 
 
 def ring(xs: Sequence[float], ys: Sequence[float], texts: Sequence[str]) -> go.Scatter:
@@ -101,8 +100,7 @@ def tolerance_text(tolerance: float) -> str:
 def halo(
     xs: Sequence[float], ys: Sequence[float], texts: Sequence[str], tolerance: float | None
 ) -> go.Scatter:
-    """A green disc behind each candidate's point: the configurations the loss tolerance makes
-    equal, among which the recommendation picks."""
+    """A green disc behind each candidate: what the loss tolerance makes equal to the pick."""
     import plotly.graph_objects as go
 
     within = "" if tolerance is None else f" (within {tolerance_text(tolerance)} of the best)"

@@ -176,8 +176,7 @@ def note_text(
 
 
 def target_text(attrs: dict[str, Any]) -> str:
-    """The trial's time to the target loss (``12.3 s``), ``missed`` when it did not reach the
-    target within its budget, ``-`` without a target."""
+    """The trial's time to the target loss (``12.3 s``), ``missed``, or ``-`` without a target."""
     reached = attrs.get("reached_target")
     if reached is None:
         return "-"
@@ -200,8 +199,7 @@ def measured(trial: FrozenTrial, key: str) -> Any:
 
 
 def trial_layout(rows: list[list[str]], width: int, wide: bool = False) -> Layout:
-    """The columns of the trials table that fit ``width``
-    (:func:`tuner.views.columns.fit_columns`), less those every row makes redundant."""
+    """The columns of the trials table that fit ``width``, less those every row makes redundant."""
     headers = [header for header, _ in TRIAL_COLUMNS]
     drop = _saying_nothing(rows)
     return fit_columns(
@@ -326,8 +324,7 @@ def budget_lines(study_attrs: dict[str, Any]) -> list[str]:
 
 
 def hidden_columns(rows: list[list[str]], width: int) -> list[str]:
-    """The headers of the columns ``--wide`` would add at ``width``: those
-    :func:`trial_layout` leaves out for room, not those that say nothing."""
+    """The headers ``--wide`` would add at ``width``: those left out for room, not the empty."""
     shown = set(trial_layout(rows, width).columns)
     quiet = set(_saying_nothing(rows))
     return [

@@ -20,8 +20,7 @@ class FirstInputs:
     kept: every build of a run calls the model on the same inputs."""
 
     def __init__(self, read: Callable[[int], Any]) -> None:
-        """``read(size)``: the first ``size`` samples, as the backend's ``first_batch`` gives
-        them (``(x, y[, sample_weight])`` or ``(x,)``)."""
+        """``read(size)``: the first ``size`` samples, as the backend's ``first_batch`` gives."""
         self._read = read
         self._inputs: Any = None
         self._taken = False

@@ -1,5 +1,4 @@
-"""Inside the child: the Keras callbacks every ``fit`` loop times and reports through, on either
-backend (no framework import besides Keras)."""
+"""Inside the child: the Keras callbacks every ``fit`` loop times and reports through."""
 
 from __future__ import annotations
 

@@ -254,8 +254,7 @@ NOISE_LOOPS = ("fit", "custom")
 def _noise_skipped(
     request: InspectRequest, framework: Framework, model: Any, source: Source, batch: Any
 ) -> str | None:
-    """Why the trials' noise meter will not measure, from one measurement step, or ``None``:
-    said once before the grid instead of found in every trial."""
+    """Why the trials' noise meter will not measure, from one measurement step, or ``None``."""
     if not request.noise_scale or request.loop not in NOISE_LOOPS or source.form == FUNCTION:
         return None  # not measured (a dataset function's trials say why themselves)
     samples = int(leaves(batch[0])[0].shape[0])

@@ -159,8 +159,7 @@ def seed_everything(seed: int) -> None:
 
 
 REORDER_ENV = "TUNER_VALIDATE_REORDER"
-"""Set (to ``1``) in the environment of validate's control run: one device, each batch's
-examples in reverse order (:func:`fixed_batches`)."""
+"""Set (``1``) for validate's control run: each batch's examples replayed in reverse order."""
 
 
 def fixed_batches(stream: Any, count: int, reorder: bool = False) -> tuple[Any, list[str] | None]:
@@ -206,8 +205,7 @@ def _fixed_dataset(dataset: Any, count: int, reorder: bool) -> tuple[Any, list[s
 
 
 def batch_digest(batch: Any) -> str:
-    """A short fingerprint of one batch: every array's dtype, shape and bytes, in the batch's
-    structure order (strings element by element)."""
+    """A short fingerprint of one batch: every array's dtype, shape and bytes, in order."""
     digest = hashlib.sha256()
     for leaf in keras.tree.flatten(batch):
         array = np.asarray(leaf)

@@ -107,8 +107,7 @@ def _compiled(code: types.CodeType) -> str:
 
 
 def _plain(value: Any) -> str:
-    """``value`` as text where it is plain data; other objects by their type (their text often
-    holds an address, another at every process)."""
+    """``value`` as text where plain data; else its type (its text may hold an address)."""
     if isinstance(value, frozenset | set):
         return "{" + ",".join(sorted(_plain(v) for v in value)) + "}"
     if isinstance(value, tuple | list):

@@ -41,8 +41,7 @@ def model_loss(model: Any, x: Any, y: Any, y_pred: Any, sample_weight: Any) -> A
 
 
 def per_example_loss(loss: Any) -> Callable[[Any, Any], Any]:
-    """A function ``(y, prediction) -> per-example losses`` for a Keras loss name, function or
-    ``Loss`` object (whose ``call`` skips the reduction)."""
+    """``(y, prediction) -> per-example losses`` for a Keras loss name, function or object."""
     if isinstance(loss, str):
         loss = keras.losses.get(loss)
     if isinstance(loss, keras.losses.Loss):

@@ -19,8 +19,7 @@ Emit = Callable[[Event], None]
 
 
 def split_tracing(epoch_seconds: list[float], fit_s: float) -> dict[str, float]:
-    """Split fit time into tracing (the warm-up windows' excess over a steady one: tracing,
-    compilation, a recompilation) and training."""
+    """Split fit time into tracing (the warm-up windows' excess over a steady one) and training."""
     tracing = warmup_excess(epoch_seconds)
     return {"tracing_s": tracing, "training_s": fit_s - tracing}
 
@@ -109,8 +108,7 @@ class Meter:
         self._emit(WindowsDoneEvent())
 
     def step_reporter(self, global_batch: int) -> StepReporter:
-        """What the loop calls with the run's step count after each step: a progress event
-        about once a second (:class:`tuner.core.progress.StepReporter`)."""
+        """Called with the step count after each step: a progress event about once a second."""
         steps = self._samples // global_batch
         return StepReporter(self._emit, global_batch, steps * self._epochs)
 

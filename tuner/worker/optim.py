@@ -56,8 +56,7 @@ def _schedule(optimizer: Any) -> Any:
 
 
 def apply_rule(optimizer: Any, rule: LearningRateRule | None) -> Any:
-    """A new optimizer like ``optimizer`` with ``rule`` (warm-up in steps) applied; raises
-    :class:`WorkloadError` when the rule does not apply to it."""
+    """``optimizer`` anew with ``rule`` applied; :class:`WorkloadError` where it cannot be."""
     if rule is None or rule.name not in SHAPING_RULES:
         return optimizer
     try:

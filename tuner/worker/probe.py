@@ -86,8 +86,7 @@ def _attempt(request: ProbeRequest, batch: int) -> ProbeResultEvent:
 
 
 def _train_at(request: ProbeRequest, batch: int) -> int | None:
-    """Open a session at ``batch``, train its steps; the memory peak. The session is local, so
-    it is released when this returns or raises."""
+    """Open a session at ``batch``, train its steps; the memory peak (the session is released)."""
     # The session's own events (epochs, progress) stay here: the driver follows the probe's.
     session = open_session(replace(request, global_batch_size=batch), lambda event: None)
     train(session)

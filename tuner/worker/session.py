@@ -87,8 +87,7 @@ class ModelRecipe:
         precision_name: str,
         inputs: Callable[[], Any] | None = None,
     ) -> None:
-        """``inputs``: what a model without weights is built on before the initial weights are
-        set (:func:`tuner.worker.building.built`)."""
+        """``inputs``: what a model without weights is built on before its weights are set."""
         self._workload = request.workload
         self._inputs = inputs
         self._values = request.model_hyperparameters

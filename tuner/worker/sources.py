@@ -15,8 +15,7 @@ from tuner.workloads import resolve
 ARRAYS, DATASETS, FUNCTION = "arrays", "datasets", "function"
 
 PYDATASETS, ITERABLES = "pydatasets", "iterables"
-"""Under JAX only: ``(train, val)`` Keras ``PyDataset``\\ s, or re-iterable Python iterables of
-``(x, y)`` batches."""
+"""Under JAX only: ``(train, val)`` ``PyDataset``\\ s or re-iterables of ``(x, y)`` batches."""
 
 
 @dataclass(frozen=True)
@@ -76,8 +75,7 @@ def leaves(structure: Any) -> list[Any]:
 
 
 def split_pairs(data: Any) -> Any:
-    """``((x_train, y_train), (x_val, y_val))`` — what ``keras.datasets``' ``load_data()``
-    returns — as tuner's four arrays; anything else as it is."""
+    """``((x_train, y_train), (x_val, y_val))`` (``load_data()``'s form) as four arrays."""
     pairs = isinstance(data, tuple | list) and len(data) == 2
     if not pairs or not all(isinstance(p, tuple) and len(p) == 2 for p in data):
         return data
@@ -92,8 +90,7 @@ def _is_dict_of_arrays(value: Any) -> bool:
 
 
 def _is_array(value: Any) -> bool:
-    """An array ``model.fit`` takes as one input: NumPy's, or any with a shape and
-    ``__array__`` (a tensor); not a dataset or a generator."""
+    """An array ``model.fit`` takes as one input (a shape and ``__array__``), not a dataset."""
     if isinstance(value, np.ndarray):
         return True
     return hasattr(value, "__array__") and hasattr(value, "shape")

@@ -26,8 +26,7 @@ from collections.abc import Iterable, Mapping
 from typing import NamedTuple, NoReturn
 
 PARENT_PID_ENV = "TUNER_PARENT_PID"
-"""The pid whose death ends the trial (as :data:`tuner.core.protocol.PARENT_PID_ENV`; not imported,
-to keep this process's start-up light)."""
+"""The pid whose death ends the trial (:data:`tuner.core.protocol.PARENT_PID_ENV`, not imported)."""
 
 PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4

@@ -31,8 +31,7 @@ from tuner.core.windows import warmup_excess
 
 
 def plan(request: RunRequest, batch: int, n_train: int | None) -> CheckPlan | None:
-    """The windows of a trial with a target (``None`` without one, or for fixed-step runs); no
-    cadence: the grid's default from ``epochs × n_train``."""
+    """The windows of a trial with a target (``None`` without); cadence default from the budget."""
     target, given = request.target, request.budget
     if target is None or given.steps_per_epoch:
         return None

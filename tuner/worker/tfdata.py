@@ -8,8 +8,7 @@ _BATCHING = ("_BatchDataset", "_ParallelBatchDataset", "_PaddedBatchDataset", "_
 
 
 def is_batched(dataset: Any) -> bool:
-    """Whether ``dataset``'s elements are batches, from its own transformations; otherwise when
-    every component has an unknown leading dimension."""
+    """Whether ``dataset``'s elements are batches (from its transformations, else its shapes)."""
     node = dataset
     while node is not None:
         kind = type(node).__name__

@@ -30,8 +30,7 @@ from tuner.worker.target import TargetCheck
 
 
 def run_trial(request: TrialRequest, emit: Emit) -> Result:
-    """Train one trial and measure it: status ``ok`` or ``diverged`` with its measurements;
-    raises on failure (the caller classifies it)."""
+    """Train one trial and measure it: ``ok`` or ``diverged``; raises on failure."""
     session = open_session(request, emit)
     mark = time.perf_counter()
     noise = _noise_meter(request, session)
@@ -155,8 +154,7 @@ def _why_no_noise_scale(session: Session) -> str:
 def _noise_fields(
     request: TrialRequest, session: Session, noise: GuardedNoise | None
 ) -> dict[str, Any]:
-    """The noise scale's result fields, or the note that says why it was not measured
-    (``noise_scale_skipped`` where the meter stopped)."""
+    """The noise scale's result fields, or why it was not measured (``noise_scale_skipped``)."""
     if noise is None:
         if not request.noise_scale:
             return {}

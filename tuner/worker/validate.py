@@ -80,8 +80,7 @@ def named_values(loop: Loop) -> dict[str, np.ndarray]:
 
 
 def save_weights(path: Path, before: dict[str, np.ndarray], after: dict[str, np.ndarray]) -> None:
-    """``after`` under ``final/<i>`` and, where it existed, the value before training under
-    ``initial/<i>`` (``i`` the variable's place in ``after``)."""
+    """``after`` under ``final/<i>``, and the value before (if any) under ``initial/<i>``."""
     arrays: dict[str, Any] = {}
     for i, (name, value) in enumerate(after.items()):
         arrays[f"final/{i}"] = value

@@ -74,8 +74,7 @@ def baseline_runs(spec: StudySpec) -> int:
 
 
 def budget_baseline(spec: StudySpec, plan: DevicePlan, ledger: Ledger) -> StudySpec:
-    """``spec`` as the baseline runs it under a budget: once per precision, its other
-    ``max_repeats - 1`` runs counted as left out."""
+    """``spec`` as the baseline runs it under a budget: once per precision."""
     extra = (spec.search.max_repeats - 1) * len(spec.search.precisions)
     ledger.leave_out("baseline", [(spec.search.base_batch_size, 1)] * extra)
     return replace(spec, search=replace(spec.search, max_repeats=1))
@@ -112,8 +111,7 @@ def grid_left(
 def training_key_of(
     spec: StudySpec, plan: DevicePlan, space: dict[str, Any] | None
 ) -> Callable[[tuple[Any, ...]], str]:
-    """A grid point's training key
-    (:func:`tuner.driver.reuse.keys.training_key`)."""
+    """A grid point's training key (:func:`tuner.driver.reuse.keys.training_key`)."""
     values = defaults(space["space"]) if space else None
 
     def key_of(point: tuple[Any, ...]) -> str:

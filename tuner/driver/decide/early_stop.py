@@ -47,8 +47,7 @@ def records_curves(spec: StudySpec) -> bool:
 
 
 def measures_seed_noise(spec: StudySpec) -> bool:
-    """Whether the base configuration's seed runs are measured
-    (:func:`tuner.core.dominance.measures_seed_noise`)."""
+    """Whether the seed runs are measured (:func:`tuner.core.dominance.measures_seed_noise`)."""
     return dominance.measures_seed_noise(spec.search)
 
 
@@ -122,8 +121,7 @@ def _target_gap(
     batch: int | None,
     reasons: list[str],
 ) -> dict[str, Any]:
-    """Under a target, the loss-gap test's inputs at equal training time against the rivals'
-    best time, or none (the reason in ``reasons``)."""
+    """Under a target, the loss-gap test's inputs at equal training time, or none (why)."""
     trials, rivals = trials_and_rivals
     curves = _seed_curves(record or {}, trials)
     noise_samples, noise_sds = check_noise(curves)
@@ -271,8 +269,7 @@ def _seed_curves(record: Mapping[str, Any], trials: Sequence[FrozenTrial]) -> li
 
 
 def best_reference(trials: Sequence[FrozenTrial]) -> FrozenTrial | None:
-    """The finished grid trial (its own run, ``ok``) with the lowest final loss whose curve has
-    positive finite losses; ``None`` when there is none."""
+    """The finished grid trial with the lowest final loss and a positive finite curve, or None."""
     usable = [t for t in trials if is_original(t) and _usable(curve_of(t))]
     return min(usable, key=lambda t: (float(t.values[0]), t.number)) if usable else None
 

@@ -231,8 +231,7 @@ def enqueue_repeat(study: optuna.Study, original: FrozenTrial, index: int) -> No
 
 
 def applied_tolerance(study: optuna.Study, spec: StudySpec, plan: DevicePlan) -> tuple[float, str]:
-    """The loss tolerance racing applies on ``plan``'s devices and why:
-    ``max(--tolerance, 2 × the measured seed spread)``."""
+    """The loss tolerance racing applies on ``plan``'s devices, and why."""
     noise = (storage_call(study, decode_study, study).seed_noise or {}).get(
         plan.device_signature, {}
     )

@@ -76,8 +76,7 @@ class InputReuse:
 
     @staticmethod
     def record(outcome: TrialOutcome, key: str, source: int | None) -> TrialOutcome:
-        """``outcome`` with its input key (where it reports an ``input_throughput``) and, when
-        the figure was reused, the trial that measured it."""
+        """``outcome`` with its input key and, for a reused figure, the trial that measured it."""
         if outcome.attrs.get("input_throughput") is None:
             return outcome
         attrs = {**outcome.attrs, INPUT_KEY: key}

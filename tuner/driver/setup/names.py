@@ -46,8 +46,7 @@ def check_names(spec: StudySpec) -> None:
 
 
 def child_path() -> list[str]:
-    """Where a trial child looks for modules before its site-packages: the current directory
-    (``python -m``), then ``PYTHONPATH``."""
+    """Where a child looks for modules first: the current directory, then ``PYTHONPATH``."""
     extra = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     return [os.getcwd(), *extra]
 

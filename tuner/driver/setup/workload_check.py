@@ -1,5 +1,4 @@
-"""The input check before a search, before anything is stored: the grid, the options, and the
-workload itself, loaded once in a CPU-only child."""
+"""The input check before a search, before anything is stored: grid, options and workload."""
 
 from __future__ import annotations
 
@@ -156,8 +155,7 @@ def batch_limit(spec: StudySpec, n_train: int | None) -> int:
 
 
 def check_grid(spec: StudySpec, plan: DevicePlan, n_train: int | None = None) -> None:
-    """Every global batch must split evenly over the replicas, fit in the training set and, under
-    a sample budget, leave a trial its timed windows."""
+    """Every global batch must split over the replicas, fit the data and leave timed windows."""
     budget = spec.search.train_samples
     _check_target(spec, n_train)
     for batch in spec.search.global_batch_sizes:

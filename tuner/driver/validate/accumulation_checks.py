@@ -44,8 +44,7 @@ def accumulation_check(
 
 
 def controlled_accumulation(check: Check, control: dict[str, Any]) -> Check:
-    """The accumulated-weights ``check`` as it is, or, failed but within :data:`CONTROL_FACTOR`
-    times the control's difference, passed with a warning."""
+    """``check``, or passed with a warning within :data:`CONTROL_FACTOR` times the control's."""
     if check.passed or not control.get("compared"):
         return check
     apart = float(check.figures.get("model_relative_difference", float("inf")))

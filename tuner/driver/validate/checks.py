@@ -46,8 +46,7 @@ the losses 0.5, the control 3.7e-7 and 1.2e-7). 3 leaves room for two rounding d
 size landing unequally far."""
 
 REORDER_ENV = "TUNER_VALIDATE_REORDER"
-"""Asks a validation child to replay each batch's examples in reverse order (the worker's
-``determinism.REORDER_ENV``): the control run."""
+"""Asks a validation child to replay each batch's examples reversed: the control run."""
 
 CONTROLLED = ("loss parity", "final weights")
 """The checks the control run can excuse: the two that compare numbers float32 rounds."""
@@ -153,8 +152,7 @@ def loss_difference(single: dict[str, Any], other: dict[str, Any]) -> float:
 
 
 def _controlled(check: Check, control: dict[str, Any] | None) -> Check:
-    """``check`` as it is, or, failed but within :data:`CONTROL_FACTOR` times what the control
-    run differs by, passed with a warning that says so."""
+    """``check``, or passed with a warning within :data:`CONTROL_FACTOR` times the control's."""
     if check.passed or control is None or not check.figures.get("compared", True):
         return check
     if check.name == "loss parity":

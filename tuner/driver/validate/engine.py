@@ -22,8 +22,7 @@ from tuner.driver.validate.checks import REORDER_ENV, Check
 
 @dataclass(frozen=True)
 class Engine:
-    """Runs the children of one validation: each in a fresh process (``runner``), killed after
-    ``timeout_s``, its weights written into ``folder``."""
+    """Runs one validation's children, each killed after ``timeout_s``, weights in ``folder``."""
 
     runner: ChildRunner
     timeout_s: float

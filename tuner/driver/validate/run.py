@@ -51,8 +51,7 @@ def run_validation(
     runner: ChildRunner | None = None,
     accumulation: int | None = None,
 ) -> dict[str, Any]:
-    """Run the one-device and N-replica children and return the JSON report; with
-    ``accumulation`` K, the accumulation proof instead."""
+    """The one-device and N-replica children's JSON report (``accumulation``: that proof)."""
     if accumulation is not None:
         return run_accumulation_validation(
             spec,

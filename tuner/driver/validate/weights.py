@@ -31,8 +31,7 @@ def load(path: Path) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
 def compare_files(
     one: Path, many: Path, names: list[str], model_variables: int | None = None
 ) -> dict[str, Any]:
-    """:func:`compare` of the two runs' files; ``compared: False`` with the reason when a run
-    left none (a child that predates the file, or a fake)."""
+    """:func:`compare` of the two runs' files; ``compared: False`` where a run left none."""
     missing = [str(p) for p in (one, many) if not p.exists()]
     if missing:
         return {"compared": False, "reason": f"no weights saved ({', '.join(missing)})"}

@@ -74,8 +74,7 @@ def load(name: str) -> Framework:
 
 
 def open_session(request: RunRequest, emit: Emit, record_steps: bool = False) -> Session:
-    """Open the request's run on its backend; :class:`~tuner.core.errors.WorkloadError` when the
-    global batch is larger than the training set."""
+    """Open the request's run on its backend; :class:`WorkloadError` for a batch over the data."""
     framework = load(backend_name(request))
     from tuner.worker.optim import micro  # Keras: once the backend is chosen
 

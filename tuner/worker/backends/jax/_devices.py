@@ -18,8 +18,7 @@ from tuner.core.devices import CPU_CAP_ENV, DevicePlan
 
 
 def init_devices(plan: DevicePlan) -> list[Any]:
-    """Start JAX and return the plan's devices; ``RuntimeError`` when JAX sees fewer, or of
-    another kind (a CPU-only jaxlib asked for GPUs)."""
+    """Start JAX on the plan's devices; ``RuntimeError`` when it sees fewer, or of another kind."""
     import jax
 
     devices = list(jax.devices())

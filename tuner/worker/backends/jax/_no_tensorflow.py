@@ -10,8 +10,7 @@ import sys
 
 
 def hide_tensorflow() -> bool:
-    """Make Keras's lazy ``tensorflow`` module report itself unavailable, unless TensorFlow is
-    already imported; returns whether it is hidden."""
+    """Make Keras's lazy ``tensorflow`` unavailable unless imported; whether it is hidden."""
     try:  # Keras internals: on a Keras where they differ, TensorFlow is merely imported
         from keras.src.utils import module_utils
 

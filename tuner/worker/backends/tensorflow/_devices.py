@@ -14,8 +14,7 @@ configures them once."""
 
 
 def build_strategy(plan: DevicePlan) -> Any:
-    """Configure TensorFlow's devices (once per process: before the first op; later calls must
-    name the same plan) and return a ``MirroredStrategy``."""
+    """Configure TensorFlow's devices (once per process) and return a ``MirroredStrategy``."""
     import tensorflow as tf
 
     if not _configured:

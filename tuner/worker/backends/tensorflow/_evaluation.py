@@ -13,8 +13,7 @@ from typing import Any
 
 
 class ValidationPass:
-    """Evaluates ``model`` over the batched validation set ``val`` (``batches`` batches, the
-    last may be partial), one whole pass per call."""
+    """Evaluates ``model`` over the validation set ``val`` (``batches``), a whole pass a call."""
 
     def __init__(self, model: Any, val: Any, batches: int) -> None:
         self._model = model

@@ -280,8 +280,7 @@ def val_batches(source: Source, global_batch: int, val_samples: int | None) -> A
 
 
 def first_batch(source: Source, split: str, size: int) -> tuple[Any, ...]:
-    """The first ``size`` samples of ``split`` as tensors in the element's own structure, as the
-    tuple Keras unpacks: for checks, never the dataset."""
+    """The first ``size`` samples of ``split`` as tensors, as the tuple Keras unpacks."""
     if source.form == FUNCTION:
         data = split_from_function(source, split, size, None).unbatch()
     else:

@@ -53,8 +53,7 @@ class TensorFlowBackend:
         return meters.input_throughput(stream, session.steps, session.batch, _wait)
 
     def noise_meter(self, session: Session, steps: int) -> NoiseMeter | None:
-        """The noise meter on batches drawn apart from training (``None`` for a dataset
-        function, whose stream cannot be drawn from again)."""
+        """The noise meter on batches drawn apart from training (``None``: dataset function)."""
         batch, seed = session.batch, session.request.seed + 1
         dataset = inputs.noise_batches(session.source, batch, seed=seed)
         if dataset is None:
