@@ -122,8 +122,7 @@ def _checked(place: Place, create: bool) -> bool:
 
 def _lock_timeout(place: Place) -> float:
     """How long one SQLite statement waits for another process's lock: the URL's ``timeout``,
-    else :data:`SQLITE_TIMEOUT_S`. Past it, the guard waits the lock out (``--storage-wait``)
-    with its lines: a URL's shorter timeout makes a long lock said sooner."""
+    else :data:`SQLITE_TIMEOUT_S`; past it, the guard waits the lock out with its lines."""
     return SQLITE_TIMEOUT_S if place.lock_timeout_s is None else place.lock_timeout_s
 
 

@@ -145,8 +145,7 @@ def classify(exc: BaseException, place: Place, identity: tuple[int, int] | None 
 
 def classify_opening(exc: BaseException, place: Place) -> Fault:
     """Classify an error met while opening the storage: an outage may pass; a wrong URL, user,
-    password, host or database name never does, whatever else the driver's message says
-    ("connection failed: ... password authentication failed")."""
+    password, host or database never does, whatever else the driver's message says."""
     lowered = " ".join(_chain_text(exc).split()).lower()
     if any(word in lowered for word in _NEVER_AT_OPENING):
         return Fault(False, _short(_chain_text(exc)))

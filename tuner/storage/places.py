@@ -214,9 +214,8 @@ def folder_problem(path: Path) -> str | None:
 
 
 def describe(exc: BaseException, place: Place | None = None) -> str:
-    """The reason behind an error of ``place``'s storage, on one line, its secrets hidden:
-    Optuna's ``StorageInternalError`` hides the database's own message (e.g. "attempt to write a
-    readonly database") in its cause."""
+    """The reason behind an error of ``place``'s storage, one line, secrets hidden: Optuna's
+    ``StorageInternalError`` keeps the database's message in its cause."""
     cause: Any = exc.__cause__ if exc.__cause__ is not None else exc
     reason = " ".join(str(getattr(cause, "orig", None) or cause).split())
     if "readonly database" in reason:

@@ -139,9 +139,8 @@ def complete_points(trials: Sequence[FrozenTrial]) -> list[Point]:
 def error_bar(
     attrs: Mapping[str, Any], throughput: float
 ) -> tuple[float | None, float | None, str]:
-    """The throughput's error bar ``(low, high, what it is)``: the stored 95 % interval
-    (``throughput_ci``), else, for one run, the spread of its timed windows
-    (``throughput_spread`` = (max − min) / median, drawn as ± half of it), else none."""
+    """The throughput's error bar ``(low, high, what it is)``: the stored 95 % interval, else one
+    run's window spread (drawn as ± half of it), else none."""
     span = interval(dict(attrs), "throughput_ci")
     if span is not None:
         method = attrs.get("throughput_ci_method")

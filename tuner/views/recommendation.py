@@ -53,8 +53,7 @@ def _pair(value: Any) -> tuple[float, float] | None:
 
 def answer_text(rec: dict[str, Any]) -> str:
     """The answer in plain words, as a Keras user would write it: ``Use global batch 128 (64 per
-    GPU) and Adam(learning_rate=0.002).`` ("per replica" unless the replicas are GPUs; the
-    precision only when it is not float32)."""
+    GPU) and Adam(learning_rate=0.002).``"""
     replicas = int(rec.get("num_replicas") or 1)
     batch = f"global batch {rec['global_batch_size']}"
     if replicas > 1:

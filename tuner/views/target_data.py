@@ -130,9 +130,8 @@ def _target_point(number: int, batch: int, rule: str, shown: FrozenTrial) -> Tar
 
 
 def predicted_points(trials: Sequence[FrozenTrial], rec: Mapping[str, Any]) -> list[PredictedPoint]:
-    """The prediction's samples to target at each batch with its time: the prediction's own
-    ``predicted_time_to_target_s``, else samples ÷ the throughput measured at that batch under
-    the recommendation's rule (else the best one measured at that batch); by batch."""
+    """The predicted samples to target at each batch, with its time: the prediction's own, else
+    the samples ÷ the throughput measured there (the pick's rule first); by batch."""
     per_batch = (rec.get("prediction") or {}).get("per_batch") or []
     rule = rec.get("lr_rule")
     measured = complete_points(trials)

@@ -70,9 +70,8 @@ def _write_result(path: Path, result: Result) -> None:
 
 
 def _watch_parent() -> None:
-    """Exit when the parent dies, so no orphan keeps holding the devices: the parent-death signal
-    on Linux, and a watcher thread everywhere. The parent's pid comes from the environment, so a
-    parent that died before this line ran is noticed too."""
+    """Exit when the parent dies (its pid from the environment, so a death before this line
+    counts too), so no orphan keeps holding the devices."""
     parent = int(os.environ.get(PARENT_PID_ENV, os.getppid()))
     try:
         import ctypes

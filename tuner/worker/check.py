@@ -229,9 +229,8 @@ def _shape_text(part: Any) -> str:
 def _check_trains(
     model: Any, model_ref: str, reference: str, first: dict[str, tuple[Any, ...]]
 ) -> None:
-    """One training step and one evaluation step through ``fit`` and ``evaluate`` as a trial runs
-    them (``train_on_batch`` would hand a user's ``train_step`` ``(x, y, None)``); a failure is
-    a model/data mismatch, shown by Keras's own line."""
+    """One training and one evaluation step through ``fit`` and ``evaluate``, as a trial runs
+    them (not ``train_on_batch``, which hands a ``train_step`` ``(x, y, None)``)."""
     x, y, weights = _parts(first["train"])
     try:
         _one_step(model.fit, x, y, weights, epochs=1, shuffle=False)

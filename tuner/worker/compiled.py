@@ -42,9 +42,8 @@ def of_build(model: Any) -> dict[str, Any] | None:
 def compile_args(
     build: dict[str, Any] | None, workload: Workload, learning_rate: float, model: str
 ) -> dict[str, Any]:
-    """The arguments of ``model.compile`` for one run at ``learning_rate`` (before the rule's
-    shaping and precision): the build's compile (``build``, from :func:`of_build`) where it
-    gives one, else the spec's names. Raises :class:`WorkloadError` naming what is missing."""
+    """The arguments of ``model.compile`` for one run at ``learning_rate``: the build's compile
+    where it gives one, else the spec's names; :class:`WorkloadError` naming what is missing."""
     args = dict(build or {})
     optimizer, loss = workload.optimizer, workload.loss
     if build is None:  # as before compiled builds were kept: the documented defaults
@@ -64,9 +63,8 @@ def compile_args(
 
 
 def describe(args: Mapping[str, Any], from_build: bool) -> dict[str, Any]:
-    """What a run compiles with, as plain data: ``from_build``, ``loss``, ``optimizer`` and,
-    when set, ``loss_weights``, ``metrics`` and ``weighted_metrics`` — names as given, a Keras
-    object or function by its name, a custom one as ``{"class" | "function", "module"}``."""
+    """What a run compiles with, as plain data: names as given, a Keras object by its name, a
+    custom one as ``{"class" | "function", "module"}``."""
     described: dict[str, Any] = {
         "from_build": from_build,
         "loss": named(args.get("loss")),

@@ -152,9 +152,8 @@ def _names(zeroed: dict[str, float]) -> str:
 
 
 def seed_everything(seed: int) -> None:
-    """Seed every generator from ``seed`` before the workload's data function runs: a
-    ``shuffle`` with no seed takes its op seed from the global seed, and ``np.random`` draws the
-    same numbers, in both runs."""
+    """Seed every generator before the data function runs: an unseeded ``shuffle`` takes its op
+    seed from the global one, and ``np.random`` draws the same numbers, in both runs."""
     keras.utils.set_random_seed(seed)
 
 

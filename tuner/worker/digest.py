@@ -62,9 +62,8 @@ def array_bytes(array: Any) -> bytes:
 
 
 def _source(reference: str) -> str:
-    """The source of the module ``module:function`` names (loaded by the check already), else
-    the reference itself (a shipped function's module is a loader whose text says nothing:
-    its function's code is in :func:`workload_parts`)."""
+    """The source of the module ``module:function`` names, else the reference itself (a shipped
+    function's module says nothing: its code is in :func:`workload_parts`)."""
     module = sys.modules.get(reference.partition(":")[0])
     try:
         return inspect.getsource(module) if module is not None else reference

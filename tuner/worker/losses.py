@@ -31,9 +31,8 @@ def call_model(model: Any, x: Any, training: bool = True) -> Any:
 
 
 def model_loss(model: Any, x: Any, y: Any, y_pred: Any, sample_weight: Any) -> Any:
-    """``model.compute_loss`` in training mode: the total loss Keras's ``train_step`` trains on
-    (scaled by ``1 / replicas`` inside a ``tf.distribute`` replica context). A ``compute_loss``
-    of the user's written before Keras 3.3 takes no ``training``; it is called without it."""
+    """``model.compute_loss`` in training mode: the loss ``train_step`` trains on. A user's
+    ``compute_loss`` from before Keras 3.3 takes no ``training``; it is called without it."""
     compute = model.compute_loss
     if _takes(compute, "training"):
         return compute(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight, training=True)

@@ -45,8 +45,7 @@ def input_throughput(
     seconds: float = INPUT_PROBE_S,
 ) -> float:
     """Samples per second the input pipeline delivers alone: a fresh iterator warmed for up to
-    ``seconds / 2`` (shuffle and prefetch buffers fill, parallel calls tune), then timed for
-    about ``seconds``. ``wait(batch)`` returns once a batch is really on its devices."""
+    ``seconds / 2``, then timed for about ``seconds``."""
     iterator = iter(stream)
     _draw(iterator, steps, seconds / 2, wait)
     mark = time.perf_counter()

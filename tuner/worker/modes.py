@@ -1,6 +1,5 @@
-"""Inside the child: each mode's runner, typed by its own request, and the one dispatch over
-the request's type (``match``), so mypy checks that every mode has its runner.
-"""
+"""Inside the child: each mode's runner, typed by its own request, dispatched by ``match`` on the
+request's type, so mypy checks that every mode has its runner."""
 
 from __future__ import annotations
 

@@ -137,8 +137,7 @@ def initial_weights(
     inputs: Callable[[], Any] | None = None,
 ) -> list[np.ndarray]:
     """The model's initial weights from the seed, built once outside any distribution, so every
-    run — one device or many — starts from the same numbers (a model without weights until it
-    sees data is built on ``inputs()`` first). The seed is set again afterwards."""
+    run — one device or many — starts from the same numbers; the seed is set again after."""
     seed = request.seed
     keras.utils.set_random_seed(seed)
     with place():

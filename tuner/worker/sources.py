@@ -97,9 +97,8 @@ def _is_array(value: Any) -> bool:
 
 
 def as_arrays(part: Any) -> Any:
-    """One part of the four arrays as ``model.fit`` takes it, every leaf a NumPy array. Lists
-    become tuples: ``tf.data`` would stack a list into one tensor, Keras reads a tuple as several
-    inputs."""
+    """One part of the four arrays as ``model.fit`` takes it, leaves NumPy arrays, lists as
+    tuples (``tf.data`` would stack a list into one tensor; Keras reads a tuple as inputs)."""
     arrays = map_leaves(np.asarray, part)
     return _lists_to_tuples(arrays)
 
@@ -176,9 +175,8 @@ def sample_shapes(parts: tuple[Any, ...]) -> dict[str, tuple[int, ...]]:
 def shape_change(
     reference: str, first: dict[str, tuple[int, ...]], parts: tuple[Any, ...], index: int
 ) -> WorkloadError | None:
-    """The refusal of batch ``index`` when its samples' shapes are not the first batch's, or
-    ``None``: tuner re-batches the samples at every global batch size, and samples of several
-    shapes do not stack."""
+    """The refusal of batch ``index`` when its samples' shapes are not the first batch's (tuner
+    re-batches at every global batch, and samples of several shapes do not stack), or ``None``."""
     for name, now in sample_shapes(parts).items():
         was = first.get(name, now)
         if was != now:

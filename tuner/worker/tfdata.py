@@ -24,9 +24,8 @@ def is_batched(dataset: Any) -> bool:
 
 
 def samples_before_batching(dataset: Any) -> int | None:
-    """How many samples a batched ``dataset`` holds, read from its transformations without
-    reading it; ``None`` where that is not known (a ``filter`` or ``repeat`` after the batching,
-    a generator before it)."""
+    """How many samples a batched ``dataset`` holds, from its transformations; ``None`` where not
+    known (a ``filter`` or ``repeat`` after the batching, a generator before it)."""
     import tensorflow as tf
 
     batches = _known(dataset.cardinality())

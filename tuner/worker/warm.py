@@ -28,9 +28,8 @@ def split_argv(argv: list[str]) -> tuple[str | None, list[str]]:
 
 @dataclass
 class Preloaded:
-    """What a warm child imported before its request: the modes' runners or the import's error, how
-    long the import took and when (wall clock) it ended; after hand-over, how much of the import
-    ran after it (``visible_s``, inside the trial's wall)."""
+    """What a warm child imported before its request (the runners or the error), how long it took
+    and when it ended; after hand-over, how much of it ran inside the trial (``visible_s``)."""
 
     backend: str
     table: Modes | None
@@ -52,9 +51,8 @@ class Preloaded:
         return self.import_s - self.visible_s
 
     def runners(self, backend: str, load: Callable[[str], Modes]) -> tuple[Modes, float]:
-        """The modes for ``backend`` and its ``import_s``: the one imported already, or
-        (another backend, which the driver never hands over) imported now. Raises what the early
-        import raised."""
+        """The modes for ``backend`` and its ``import_s``: imported already, or (another backend,
+        never handed over) now. Raises what the early import raised."""
         if backend != self.backend:
             started = time.perf_counter()
             return load(backend), time.perf_counter() - started

@@ -91,9 +91,8 @@ def grid_left(
     plan: DevicePlan,
     key_of: Callable[[tuple[Any, ...]], str] | None = None,
 ) -> tuple[RunKey, ...]:
-    """The run keys of the grid points no run has settled, by ascending batch (the order the
-    sampler runs them). With ``key_of`` (a point's training key) only the distinct trainings:
-    a point that trains like one measured or one before it costs no run (``same_as``)."""
+    """The run keys of the grid points no run has settled, by ascending batch; with ``key_of``
+    only the distinct trainings (a ``same_as`` point costs no run)."""
     settled = settled_grid_points(trials)
     left = sorted(point for point in grid if point not in settled)
     if key_of is not None:

@@ -115,9 +115,8 @@ def measured(
 
 
 def _time_to_target(runs: Sequence[Run]) -> dict[str, Any]:
-    """The runs' times and samples to target (``None`` for a miss), their medians over the runs
-    that reached it, the time's interval, ``reached_runs``, and ``reached_target`` when any run
-    did (a miss among hits is noise around the target)."""
+    """The runs' times and samples to target (``None`` for a miss), their medians and interval,
+    and ``reached_target`` when any run did (a miss among hits is noise around the target)."""
     times = [run.time_to_target_s for run in runs]
     reached = [float(t) for t in times if t is not None]
     samples = [run.samples_to_target for run in runs]

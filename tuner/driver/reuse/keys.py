@@ -106,8 +106,7 @@ def reuse_key(request: TrialRequest, study_attrs: Mapping[str, Any], signature: 
 
 def request_fields(request: TrialRequest) -> dict[str, Any]:
     """What of ``request`` the key hashes, by the names a request had before the protocol was
-    typed: stored baselines carry keys hashed from them. Fields a run does not train by are left
-    out, the optional ones count only when set."""
+    typed (stored baselines carry keys hashed from them); optional fields only when set."""
     budget, target = request.budget, request.target
     fields: dict[str, Any] = {
         "mode": request.mode,

@@ -18,9 +18,8 @@ def accumulation_check(
     batch_norm: list[str],
     sparse: list[str] | None = None,
 ) -> Check:
-    """The model's weights after accumulated micro-steps against true steps; a model with
-    BatchNormalization, or whose ``sparse`` layers (Embedding under TensorFlow) dominate a
-    difference (:data:`SPARSE_SQUARED`), is reported, not held to the tolerance."""
+    """The weights after accumulated micro-steps against true steps; BatchNormalization, or
+    dominating ``sparse`` layers (:data:`SPARSE_SQUARED`), are reported, not held to it."""
     figures = {**figures, "tolerance": ACCUMULATION_RTOL, "batch_norm_layers": batch_norm}
     worst = float(figures.get("model_relative_difference", float("inf")))
     summary = (

@@ -37,9 +37,8 @@ def init_devices(plan: DevicePlan) -> list[Any]:
 
 
 def apply_memory_cap(environ: dict[str, str] | None = None) -> int | None:
-    """Cap the address space at what it is now plus ``TUNER_CPU_MEMORY_CAP_BYTES`` (so the
-    imports and JAX's own start-up do not count); returns the limit set, or ``None`` without a
-    cap. Called after JAX has initialised its devices and the workload's imports are done."""
+    """Cap the address space at what it is now plus ``TUNER_CPU_MEMORY_CAP_BYTES``, once JAX and
+    the workload's imports are up (they do not count); the limit set, or ``None``."""
     value = (os.environ if environ is None else environ).get(CPU_CAP_ENV)
     if not value:
         return None

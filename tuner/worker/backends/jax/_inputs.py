@@ -125,9 +125,8 @@ def _is_tf_dataset(value: Any) -> bool:
 
 
 def _tf_stream(reference: str, name: str, dataset: Any) -> tuple[str, int | None, Passes]:
-    """A ``tf.data`` dataset the workload gave (so TensorFlow is already imported), read as
-    NumPy batches; an unbatched one is read in batches of 256 and keeps its known size, a
-    batched one's size is read from its batching step (:func:`samples_before_batching`)."""
+    """A workload's ``tf.data`` dataset read as NumPy batches (an unbatched one in batches of 256;
+    a batched one's size from its batching step)."""
     from tuner.worker.backends.jax._no_tensorflow import reveal_tensorflow
     from tuner.worker.tfdata import is_batched, samples_before_batching
 

@@ -9,8 +9,7 @@ from tuner.core.devices import DevicePlan
 
 _configured: list[DevicePlan] = []
 """The plan this process's devices were configured for: TensorFlow takes device options only
-before its first op, so a process that runs several sessions (a probe of several sizes)
-configures them once."""
+before its first op, so a probe of several sizes configures them once."""
 
 
 def build_strategy(plan: DevicePlan) -> Any:

@@ -35,9 +35,8 @@ class ValidationPass:
 
 
 def evaluator(model: Any, val: Any) -> Callable[[], float]:
-    """What evaluates ``model`` over ``val`` (batched, finite): a :class:`ValidationPass`, or
-    Keras's own ``evaluate`` when the number of batches is unknown or a test call runs several
-    (``steps_per_execution``): neither can be cut into exact passes of a repeated stream."""
+    """A :class:`ValidationPass`, or Keras's own ``evaluate`` where the batches are unknown or a
+    test call runs several (``steps_per_execution``): no exact passes of a repeated stream."""
     batches = int(val.cardinality())
     if batches > 0 and getattr(model, "steps_per_execution", 1) == 1:
         return ValidationPass(model, val, batches)

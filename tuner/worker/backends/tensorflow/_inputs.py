@@ -67,9 +67,8 @@ def _is_pydataset(value: Any) -> bool:
 
 
 def _from_pydatasets(reference: str, train: Any, val: Any) -> Source:
-    """``keras.utils.PyDataset`` splits, read batch by batch in their own order (``workers`` and
-    multiprocessing are not used: one reader) as a ``tf.data`` stream, unbatched to be batched
-    again at the trial's global batch like any batched dataset."""
+    """``PyDataset`` splits read batch by batch in their order (one reader, no ``workers``) as a
+    ``tf.data`` stream, unbatched to be batched again at the trial's global batch."""
     train_size, val_size = pydataset_samples(train), pydataset_samples(val)
     if train_size == 0 or val_size == 0:
         raise WorkloadError(
@@ -301,9 +300,8 @@ def first_batch(source: Source, split: str, size: int) -> tuple[Any, ...]:
 
 
 def refuse_across_replicas(source: Source, replicas: int) -> None:
-    """What Keras 3's ``fit`` under ``MirroredStrategy`` cannot take on several replicas — ragged
-    tensors — refused with what to do instead. Strings train: see
-    :mod:`tuner.worker.backends.tensorflow._symbolic`."""
+    """Ragged tensors, which Keras 3's ``fit`` under ``MirroredStrategy`` cannot take on several
+    replicas, refused with what to do instead (strings train: :mod:`._symbolic`)."""
     if replicas < 2 or source.form == FUNCTION:
         return
     specs = tf.nest.flatten(source.train.element_spec)
