@@ -193,7 +193,7 @@ def checked(command: str, key: str, value: Any) -> Any:
         return value
     if kind is Path and isinstance(value, str | os.PathLike):
         return Path(value)
-    if kind is tuple and (isinstance(value, str) or _is_sequence(value)):
+    if kind is tuple and isinstance(value, str | list | tuple):
         return value
     if kind is float and isinstance(value, int | float) and not isinstance(value, bool):
         return value
@@ -203,7 +203,3 @@ def checked(command: str, key: str, value: Any) -> Any:
     words[tuple] = "a list or comma-separated text"
     wanted = words.get(kind, kind.__name__)
     raise ConfigError(f"{named(key)} takes {wanted}, got {type(value).__name__} {value!r}")
-
-
-def _is_sequence(value: Any) -> bool:
-    return isinstance(value, list | tuple)

@@ -44,7 +44,8 @@ def lr_find_figure(report: dict[str, Any]) -> go.Figure:
             font={"color": "#666"},
         )
     figure.add_trace(_line(rates, report["losses"], "loss of each step", RAW_COLOR, "markers"))
-    figure.add_trace(_line(rates, report["smoothed"], _smoothed_name(report), SMOOTH_COLOR))
+    smoothed = f"smoothed (EMA, β = {report['ema_beta']:.3g}, bias-corrected)"
+    figure.add_trace(_line(rates, report["smoothed"], smoothed, SMOOTH_COLOR))
     if report["diverged_lr"] is not None:
         figure.add_vline(x=report["diverged_lr"], line={"color": DIVERGED_COLOR, "dash": "dot"})
         figure.add_annotation(
@@ -100,10 +101,6 @@ def _line(
         marker={"color": color, "size": 5},
         hovertemplate="lr %{x:.3g}<br>loss %{y:.4g}<extra></extra>",
     )
-
-
-def _smoothed_name(report: dict[str, Any]) -> str:
-    return f"smoothed (EMA, β = {report['ema_beta']:.3g}, bias-corrected)"
 
 
 def _title(report: dict[str, Any]) -> str:

@@ -65,10 +65,6 @@ def _emit(event: Event) -> None:
     sys.stdout.flush()
 
 
-def _write_result(path: Path, result: Result) -> None:
-    atomic_write_text(path, encode_result(result))
-
-
 def _watch_parent() -> None:
     """Exit when the parent dies (its pid from the environment, so a death before this line
     counts too), so no orphan keeps holding the devices."""
@@ -152,7 +148,7 @@ def main(argv: list[str]) -> None:
     }
     if preloaded is not None:
         timings["import_hidden_s"] = preloaded.hidden_s
-    _write_result(result_path, replace(result, timings=timings))
+    atomic_write_text(result_path, encode_result(replace(result, timings=timings)))
     # The result is on disk: skip TensorFlow's teardown, which can take seconds (after an
     # out-of-memory, ~10 s while another replica's allocator waits out its retry).
     sys.stdout.flush()

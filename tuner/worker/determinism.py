@@ -64,7 +64,7 @@ _SYNCHRONIZED = (
 def _neutralize(layer: Any) -> Neutralized:
     zeroed = _zero_rates(layer)
     if zeroed:
-        return Neutralized(_label(layer, zeroed), f"{_names(zeroed)} 0")
+        return Neutralized(_label(layer, zeroed), f"{' and '.join(zeroed)} 0")
     if _force_inference(layer):
         return Neutralized(_label(layer, {}), "inference mode (training=False)")
     return Neutralized(_label(layer, {}), "left as is")
@@ -145,10 +145,6 @@ def _label(layer: Any, zeroed: dict[str, float]) -> str:
         f"{v:g}" if n in ("rate", "stddev") else f"{n}={v:g}" for n, v in zeroed.items()
     )
     return f"{type(layer).__name__}({values})"
-
-
-def _names(zeroed: dict[str, float]) -> str:
-    return " and ".join(zeroed)
 
 
 def seed_everything(seed: int) -> None:

@@ -160,7 +160,8 @@ def _store(
     store(study, SEED_NOISE, plan, record)
     losses, seeds = record["final_losses"], record["seeds"]
     observer.note(
-        f"seed noise: final losses {_losses(losses)} over seeds {_seeds(seeds)}: spread "
+        f"seed noise: final losses {', '.join(f'{loss:.4g}' for loss in losses)} over seeds "
+        f"{', '.join(map(str, seeds))}: spread "
         f"{record['spread']:.1%}; {applied_tolerance(study, spec, plan)[1]}"
     )
 
@@ -228,14 +229,6 @@ def _grid_seed(base: list[optuna.trial.FrozenTrial], seed: int) -> tuple[list[in
     if not done:
         return [], []
     return [seed], [own_run(min(done, key=lambda t: t.number)).loss]
-
-
-def _losses(losses: list[float]) -> str:
-    return ", ".join(f"{loss:.4g}" for loss in losses)
-
-
-def _seeds(seeds: list[int]) -> str:
-    return ", ".join(map(str, seeds))
 
 
 def _noise(study: optuna.Study) -> dict[str, Any]:

@@ -67,7 +67,7 @@ def prepare_baseline(
             failed = f"the baseline{' at ' + precision if several else ''} failed"
             observer.note(f"{failed} ({reference['status']}): {reference['error']}")
             return
-        reference.update(reuse_key=key, measured_at=_now())
+        reference.update(reuse_key=key, measured_at=datetime.now(UTC).isoformat(timespec="seconds"))
     stored_as = baseline_key(baselines, signature, precision, first_precision(spec))
     storage_call(study, store_study, study, "baselines", {**baselines, stored_as: reference})
 
@@ -116,10 +116,6 @@ def baseline_request(spec: StudySpec, plan: DevicePlan, precision: str) -> Trial
         precision=precision,
     )
     return replace(request, target=None)
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def _baseline_measurement(runs: list[dict[str, Any]]) -> dict[str, Any]:
