@@ -186,8 +186,7 @@ _KIND_WORDS: dict[type, str] = {
 
 
 def checked(command: str, key: str, value: Any) -> Any:
-    """``value`` for ``command``'s option ``key``, checked against its type as the command line
-    checks a flag's (:class:`ConfigError` naming the keyword)."""
+    """``value`` for ``command``'s option ``key``, checked against its type as a flag is."""
     kind = option(key, command).kind
     if value is None:
         return value

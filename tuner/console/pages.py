@@ -45,8 +45,7 @@ err = PageConsole(stderr=True)
 
 
 class LineView:
-    """A command drawn as lines on stderr (a :class:`tuner.driver.search.Front`): its notices
-    (:func:`notice`), and its notes as info lines (hidden by ``-q``)."""
+    """A command drawn as lines on stderr: its notices, and its notes as info lines (not ``-q``)."""
 
     def notice(self, message: str) -> None:
         notice(message)

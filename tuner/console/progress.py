@@ -75,8 +75,7 @@ def _bar_widths(width: int) -> tuple[int, int, int]:
 
 
 class SearchProgress(Tracker):
-    """Two rich bars (the search with its ETA; the running training's samples) and a result
-    line per trial, within the console's width: a number is never cut."""
+    """Two rich bars and a result line per trial, within the console's width."""
 
     def __init__(
         self, console: Console, clock: Clock = time.monotonic, precisions: bool = False

@@ -155,8 +155,7 @@ def classify_opening(exc: BaseException, place: Place) -> Fault:
 def waiting_line(
     place: Place, reason: str, wait_s: float, *, trial_running: bool, flag: bool = True
 ) -> str:
-    """The one line said when waiting for a storage starts; ``flag``: the bound is
-    ``--storage-wait`` (a search), not the fixed one of a reading command."""
+    """The line said when waiting for a storage starts; ``flag``: the bound is a flag."""
     bound = f" ({named('storage_wait')})" if flag else ""
     going_on = "; the running trial goes on" if trial_running else ""
     return f"storage {place.shown}: {reason}; waiting up to {wait_s:.0f} s for it{bound}{going_on}"

@@ -229,8 +229,7 @@ def attach(study: object, storage: object) -> Guard | None:
 
 
 def guard_of(study: object) -> Guard | None:
-    """The guard of ``study`` (or of a storage :func:`tuner.storage.open_storage` returned),
-    ``None`` when unguarded (a reading command's, a test's plain storage)."""
+    """The guard of ``study`` (or of an opened storage); ``None`` when unguarded."""
     return _GUARDS.get(study)
 
 
@@ -250,8 +249,7 @@ def storage_call(study: object, fn: Callable[..., _T], *args: Any, **kwargs: Any
 
 @contextlib.contextmanager
 def beating(study: object, trial_id: int) -> Iterator[None]:
-    """Write ``trial_id``'s heartbeat now and at every interval until the block ends (nothing
-    without a guard or a heartbeat), as Optuna's ``study.optimize`` would."""
+    """Write ``trial_id``'s heartbeat now and at every interval until the block ends."""
     guard = guard_of(study)
     if guard is None or not guard.interval_s:
         yield

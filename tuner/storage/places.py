@@ -21,8 +21,7 @@ _URI_READ_ONLY = {"mode": "ro", "immutable": "1"}
 
 
 def mask_password(url: str) -> str:
-    """``url`` with its password hidden wherever SQLAlchemy reads one (the user part, a
-    ``password`` query option); a URL SQLAlchemy cannot read is shown as its scheme only."""
+    """``url`` with its password hidden wherever SQLAlchemy reads one (else its scheme only)."""
     if "://" not in url:
         return url
     from sqlalchemy.engine import make_url  # not on the way of `tuner --help`
@@ -214,8 +213,7 @@ def folder_problem(path: Path) -> str | None:
 
 
 def describe(exc: BaseException, place: Place | None = None) -> str:
-    """The reason behind an error of ``place``'s storage, one line, secrets hidden: Optuna's
-    ``StorageInternalError`` keeps the database's message in its cause."""
+    """The reason behind an error of ``place``'s storage, on one line, its secrets hidden."""
     cause: Any = exc.__cause__ if exc.__cause__ is not None else exc
     reason = " ".join(str(getattr(cause, "orig", None) or cause).split())
     if "readonly database" in reason:

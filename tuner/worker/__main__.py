@@ -40,8 +40,7 @@ from tuner.worker.modes import Modes
 
 
 def runners(backend: str = DEFAULT_BACKEND) -> Modes:
-    """Each mode's runner, with ``backend``'s framework imported here only, so that its import
-    time is measured; the modes themselves are backend-neutral."""
+    """Each mode's runner, ``backend``'s framework imported here only (its import time measured)."""
     from tuner.worker import backends
 
     backends.load(backend)
@@ -123,8 +122,7 @@ def _inject_fault(request: Request, result_path: Path) -> None:
 
 
 def main(argv: list[str]) -> None:
-    """Run the request at ``argv[0]``; write the result to ``argv[1]``; exit. With ``--warm
-    BACKEND`` first, import BACKEND before the request comes (:mod:`tuner.worker.warm`)."""
+    """Run the request at ``argv[0]``, write its result to ``argv[1]``, exit (or ``--warm``)."""
     backend, argv = warm.split_argv(argv)
     sys.argv[1:] = argv  # the workload sees a warm child's argv as a fresh one's
     request_path, result_path = Path(argv[0]), Path(argv[1])

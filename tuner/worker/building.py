@@ -16,8 +16,7 @@ SAMPLES = 2
 
 
 class FirstInputs:
-    """The inputs (``x``) of the first :data:`SAMPLES` training samples, read on first use and
-    kept: every build of a run calls the model on the same inputs."""
+    """The inputs of the first :data:`SAMPLES` training samples, read once for every build."""
 
     def __init__(self, read: Callable[[int], Any]) -> None:
         """``read(size)``: the first ``size`` samples, as the backend's ``first_batch`` gives."""

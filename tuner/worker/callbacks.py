@@ -66,8 +66,7 @@ class StepCallback(keras.callbacks.Callback):
 def fit_callbacks(
     on_epoch: OnEpoch, on_step: OnStep | None, step_losses: list[float] | None
 ) -> list[Any]:
-    """The callbacks of one ``fit``: epoch timing, progress per step when ``on_step`` is given,
-    and every step's loss into ``step_losses`` when it is given (validation)."""
+    """The callbacks of one ``fit``: epoch timing, per-step progress, per-step losses if asked."""
     callbacks: list[Any] = [EpochHooks(on_epoch)]
     if on_step is not None:
         callbacks.append(StepCallback(on_step))

@@ -101,8 +101,7 @@ def check_workload(request: InspectRequest) -> dict[str, Any]:
 def _compiled_model(
     workload: Workload, found: dict[str, Any] | None
 ) -> tuple[Any, Any, dict[str, Any]]:
-    """The model (a hypermodel at its defaults), compiled as a run compiles it; its optimizer;
-    what it compiled with, and the spec's names the build's compile overrides."""
+    """The model compiled as a run compiles it, its optimizer, and what it compiled with."""
     values = None
     if found is not None:
         check(found["space"])

@@ -63,8 +63,7 @@ def compile_args(
 
 
 def describe(args: Mapping[str, Any], from_build: bool) -> dict[str, Any]:
-    """What a run compiles with, as plain data: names as given, a Keras object by its name, a
-    custom one as ``{"class" | "function", "module"}``."""
+    """What a run compiles with, as plain data (a custom object as its class and module)."""
     described: dict[str, Any] = {
         "from_build": from_build,
         "loss": named(args.get("loss")),

@@ -44,8 +44,7 @@ def input_throughput(
     wait: Callable[[Any], Any],
     seconds: float = INPUT_PROBE_S,
 ) -> float:
-    """Samples per second the input pipeline delivers alone: a fresh iterator warmed for up to
-    ``seconds / 2``, then timed for about ``seconds``."""
+    """Samples per second the input pipeline delivers alone, after a warm-up of ``seconds / 2``."""
     iterator = iter(stream)
     _draw(iterator, steps, seconds / 2, wait)
     mark = time.perf_counter()
@@ -102,8 +101,7 @@ class Meter:
         return True
 
     def windows_done(self) -> None:
-        """Tell the driver the timed windows are over (:class:`WindowsDoneEvent`): the next
-        child may start importing without sharing the cores with a measured window."""
+        """Tell the driver the timed windows are over: the next child may start importing."""
         self._emit(WindowsDoneEvent())
 
     def step_reporter(self, global_batch: int) -> StepReporter:

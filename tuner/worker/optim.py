@@ -135,8 +135,7 @@ def micro(request: _Run) -> _Run:
 
 
 def accumulating(optimizer: Any, steps: int) -> Any:
-    """``optimizer`` rebuilt to apply the mean gradient of ``steps`` micro-steps
-    (``gradient_accumulation_steps``); ``optimizer`` itself for ``steps`` 1."""
+    """``optimizer`` applying the mean gradient of ``steps`` micro-steps (itself for 1)."""
     if steps <= 1:
         return optimizer
     try:

@@ -38,8 +38,7 @@ from tuner.worker.session import summary as run_summary
 
 
 def run_probe(request: ProbeRequest, emit: Emit) -> Result:
-    """The request's probe search until done or a size runs out of memory (one ``attempts`` entry
-    per size); without a search, the request's one batch. Other errors are raised."""
+    """The request's probe search, until done or out of memory; else its one batch."""
     state = request.probe_search
     if state is None:
         session = open_session(request, emit)

@@ -195,8 +195,7 @@ def train(
     noise: NoiseMeasure | None = None,
     check: target.TargetCheck | None = None,
 ) -> None:
-    """Run the loop for the session's windows, checking the loss target and measuring ``noise``
-    after each; their times go into ``session.timings`` apart from the fit time."""
+    """Run the loop for its windows, the target checked and ``noise`` measured after each."""
     timings = session.timings
 
     def on_epoch(epoch: int, loss: float, seconds: float) -> bool:
@@ -225,8 +224,7 @@ def train(
 
 
 def summary(session: Session) -> dict[str, Any]:
-    """What every mode reports of a run: backend, devices, losses, throughputs, model, optimizer,
-    precision, versions (its times are the result's own, ``session.timings``)."""
+    """What every mode reports of a run (its times are ``session.timings``)."""
     loop, meter, recipe, backend = session.loop, session.meter, session.recipe, session.backend
     return {
         "backend": backend.name,

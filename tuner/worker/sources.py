@@ -20,8 +20,7 @@ PYDATASETS, ITERABLES = "pydatasets", "iterables"
 
 @dataclass(frozen=True)
 class Source:
-    """What a workload provides, before tuner batches it (sizes ``None`` when infinite or
-    unknown; ``function``: the dataset function, TensorFlow only)."""
+    """What a workload provides, before tuner batches it (sizes ``None`` when unknown)."""
 
     form: str
     reference: str
@@ -56,8 +55,7 @@ ARRAY_NAMES = ("x_train", "y_train", "x_val", "y_val")
 
 
 def map_leaves(function: Callable[[Any], Any], structure: Any) -> Any:
-    """``function`` over every leaf of a nested structure (dicts, tuples, lists) as ``model.fit``
-    takes them; the structure is kept, ``None`` stays ``None``."""
+    """``function`` over every leaf of a nested structure; the structure kept, ``None`` too."""
     if structure is None:
         return None
     if isinstance(structure, Mapping):
@@ -189,8 +187,7 @@ def shape_change(
 
 
 def pydataset_pass(dataset: Any) -> Iterator[Any]:
-    """One pass over a ``keras.utils.PyDataset`` by index, then ``on_epoch_end()`` as Keras calls
-    it (an infinite one, ``num_batches`` None, never ends)."""
+    """One pass over a ``PyDataset`` by index, then ``on_epoch_end()``, as Keras does it."""
     count = dataset.num_batches
     for index in range(count) if count is not None else itertools.count():
         yield dataset[index]

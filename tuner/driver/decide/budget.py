@@ -43,8 +43,7 @@ def ledger_of(spec: StudySpec) -> Ledger | None:
 
 
 class TimedRunner:
-    """A :class:`~tuner.driver.children.ChildRunner` that tells ``ledger`` how long each
-    training (a trial, baseline or seed run) took, by global batch and replicas."""
+    """A :class:`~tuner.driver.children.ChildRunner` telling ``ledger`` each training's time."""
 
     def __init__(self, runner: ChildRunner, ledger: Ledger) -> None:
         self._runner = runner
@@ -91,8 +90,7 @@ def grid_left(
     plan: DevicePlan,
     key_of: Callable[[tuple[Any, ...]], str] | None = None,
 ) -> tuple[RunKey, ...]:
-    """The run keys of the grid points no run has settled, by ascending batch; with ``key_of``
-    only the distinct trainings (a ``same_as`` point costs no run)."""
+    """The run keys of the grid points no run has settled, by batch (distinct with ``key_of``)."""
     settled = settled_grid_points(trials)
     left = sorted(point for point in grid if point not in settled)
     if key_of is not None:

@@ -88,8 +88,7 @@ def chain(trials: Sequence[FrozenTrial], original: int) -> list[FrozenTrial]:
 def measured(
     outcome: TrialOutcome, earlier: Sequence[FrozenTrial], *, target: bool = False
 ) -> TrialOutcome:
-    """An ``ok`` outcome with its runs, its values their medians, the throughput's interval and
-    the time to target over the runs; any other outcome as it is."""
+    """An ``ok`` outcome with its runs' medians, interval and time to target; others as they are."""
     if outcome.status != "ok" or outcome.values is None:
         return outcome
     loss, throughput = outcome.values

@@ -74,8 +74,7 @@ def train_seed(
     curves: list[Any],
     inputs: SeedInputs,
 ) -> float | None:
-    """One seed run at the base batch in a fresh child; its final loss, or ``None`` (with a note)
-    when it failed; its loss curve, when it records one, goes to ``curves``."""
+    """One seed run in a fresh child; its final loss, or ``None`` (noted) when it failed."""
     search = spec.search
     request = trial_request(
         spec,

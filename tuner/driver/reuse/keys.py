@@ -31,8 +31,7 @@ def _hashed(parts: Mapping[str, Any]) -> str:
 
 
 def _machine(study_attrs: Mapping[str, Any]) -> dict[str, Any]:
-    """What every reuse key holds of the machine and the workload: the host, the children's
-    variables, the framework ``versions`` and the ``workload`` sizes and digest."""
+    """The machine and workload part of every reuse key."""
     return {
         "host": platform.node(),
         "environment": runtime_environment(),

@@ -80,8 +80,7 @@ def run_baseline(
     timeout_s: float = DEFAULT_TRIAL_TIMEOUT_S,
     precision: str | None = None,
 ) -> dict[str, Any]:
-    """The base batch and learning rate on one device at ``precision``, ``max_repeats`` times,
-    its whole budget even under a target (it measures throughput); the record stored."""
+    """The base configuration on one device, ``max_repeats`` times, its whole budget."""
     single = plan.single_device()
     base = spec.search.base_batch_size
     precision = precision or first_precision(spec)

@@ -48,8 +48,7 @@ def run_accumulation_validation(
     timeout_s: float,
     runner: ChildRunner | None = None,
 ) -> dict[str, Any]:
-    """Run the true-batch and the accumulating child on ``plan``; the JSON report.
-    ``micro_batch``: b, one micro-step's global batch (default the spec's base batch)."""
+    """Run the true-batch and the accumulating child on ``plan``; the JSON report."""
     micro = micro_batch or spec.search.base_batch_size
     _check(plan, steps_k, micro)
     batch = steps_k * micro

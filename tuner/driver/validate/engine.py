@@ -63,8 +63,7 @@ def report(
     last: dict[str, Any],
     settings: dict[str, Any],
 ) -> dict[str, Any]:
-    """The JSON report of a validation: ``passed``, the ``settings``, each check, the warnings,
-    and what ``last`` (the run under test) made deterministic and ran on."""
+    """The JSON report of a validation: settings, checks, warnings, what the run did."""
     checks = list(checks)
     batch = int(settings["global_batch_size"])
     return {

@@ -23,6 +23,5 @@ __all__ = [
 
 
 def prepare() -> None:
-    """Tell Keras that TensorFlow is not there (unless something imported it already), before
-    any run asks: Keras would otherwise import it, seconds of start-up and memory."""
+    """Tell Keras that TensorFlow is not there (unless imported): it would import it otherwise."""
     hide_tensorflow()

@@ -103,8 +103,7 @@ def replica_mean_loss(loss: Any, replicas: int) -> Callable[[Any, Any], Any]:
 
 
 def peak_memory_per_device(devices: Iterable[Any]) -> list[int | None]:
-    """``memory_stats()["peak_bytes_in_use"]`` per device; ``None`` where the device keeps no
-    statistics (CPU: ``memory_stats()`` is ``None``) or lacks that key."""
+    """``memory_stats()["peak_bytes_in_use"]`` per device; ``None`` where there is none (CPU)."""
     peaks: list[int | None] = []
     for device in devices:
         stats = device.memory_stats()

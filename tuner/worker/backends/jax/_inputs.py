@@ -194,16 +194,14 @@ def _refuse_text(reference: str, name: str, part: Any) -> None:
 
 
 def train_batches(source: Source, global_batch: int, seed: int | None) -> Iterator[Batch]:
-    """The training stream: global batches of exactly ``global_batch`` (each pass's remainder
-    dropped), repeated without end; arrays reshuffled every pass from ``seed``."""
+    """Global batches of exactly ``global_batch``, without end; arrays reshuffled each pass."""
     if source.form == ARRAYS:
         return _shuffled(source.train, global_batch, np.random.default_rng(seed))
     return rebatch(source.train, global_batch, repeat=True)
 
 
 def noise_batches(source: Source, global_batch: int, seed: int) -> Iterator[Batch]:
-    """Batches for the noise-scale measurement, drawn apart from the training stream: the
-    arrays shuffled with another seed, or fresh passes over the user's batches."""
+    """Batches for the noise scale, drawn apart from training (another seed, or fresh passes)."""
     return train_batches(source, global_batch, seed)
 
 
@@ -248,8 +246,7 @@ def rebatch(
 
 
 def val_arrays(source: Source, val_samples: int | None) -> Batch:
-    """The fixed validation set as arrays: its first ``val_samples`` samples (all when
-    ``None``), in order. Read once per run: every check evaluates the same samples."""
+    """The fixed validation set as arrays: its first ``val_samples`` samples, in order."""
     if source.form == ARRAYS:
         return tuple(map_arrays(lambda a: a[:val_samples], part) for part in source.val)
     taken: list[Batch] = []

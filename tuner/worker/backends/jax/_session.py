@@ -37,8 +37,7 @@ class JaxBackend:
         self.devices = devices
 
     def evaluator(self, session: Session) -> Callable[[], float]:
-        """What evaluates the model as it is now over the first ``val_samples`` samples of the
-        validation set, read once, no sample dropped (:func:`evaluate_exactly`)."""
+        """What evaluates the model now over the first ``val_samples`` samples, none dropped."""
         val = inputs.val_arrays(session.source, session.request.budget.val_samples)
         model, batch, replicas = session.loop.model, session.batch, len(self.devices)
         return lambda: evaluate_exactly(model, val, batch, replicas)

@@ -17,8 +17,7 @@ from typing import Any
 
 
 def allow_accumulation(strategy: Any) -> bool:
-    """Let ``strategy`` run Keras's accumulation (see the module); ``False`` when this
-    TensorFlow has no such switch (Keras's own error then says what fails)."""
+    """Let ``strategy`` run Keras's accumulation (see the module); ``False`` without the switch."""
     extended = strategy.extended
     if not callable(getattr(extended, "_use_merge_call", None)):
         return False

@@ -1,5 +1,5 @@
-"""Devices to strategy: configure TensorFlow's devices from a plan, then build the strategy; what
-TensorFlow tells of its devices (memory peaks, the GPU's name)."""
+"""Devices to strategy: TensorFlow's devices configured from a plan, and what they tell of
+themselves."""
 
 from __future__ import annotations
 

@@ -224,8 +224,7 @@ def train_stream(source: Source, strategy: Any, global_batch: int, seed: int | N
 
 
 def noise_batches(source: Source, global_batch: int, seed: int) -> Any:
-    """Batches for the noise-scale measurement, drawn apart from the training stream; ``None``
-    for a dataset function, whose stream is sharded per replica."""
+    """Batches for the noise scale, drawn apart from training; ``None`` for a dataset function."""
     if source.form == FUNCTION:
         return None
     data = source.train
@@ -267,8 +266,7 @@ def split_from_function(source: Source, split: str, batch: int, context: Any) ->
 
 
 def val_batches(source: Source, global_batch: int, val_samples: int | None) -> Any:
-    """The fixed validation set: the first ``val_samples`` samples (all when ``None``), in order,
-    batched at ``global_batch`` without dropping the remainder."""
+    """The first ``val_samples`` samples, in order, batched at ``global_batch``, none dropped."""
     if source.form == FUNCTION:
         data = split_from_function(source, "val", global_batch, None).unbatch()
     else:

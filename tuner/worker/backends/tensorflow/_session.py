@@ -85,8 +85,7 @@ def _wait(batch: Any) -> None:
 
 
 def open_session(request: RunRequest, emit: Emit, record_steps: bool = False) -> Session:
-    """Build the strategy, load the data, build and compile the model in the request's loop.
-    ``record_steps`` keeps every step's loss (a sync per step: validation only)."""
+    """Build the strategy, load the data, build and compile the model in the request's loop."""
     timings: dict[str, float] = {}
     plan = request.plan
     mark = time.perf_counter()
