@@ -1,9 +1,7 @@
-"""Terminal output with rich: the trials table, the recommendation (the live search progress is
-:mod:`tuner.console.progress`).
+"""Terminal output with rich: the trials table and the recommendation.
 
-Every text that can quote the user (study names, paths, spec values, model references, a trial's
-error) is printed as a :class:`rich.text.Text` or through :func:`say`, never as markup: rich
-would read ``[bold]`` or ``[/]`` in it as a tag and eat it.
+Every text that can quote the user is printed as a :class:`rich.text.Text` or through
+:func:`say`, never as markup: rich would read ``[bold]`` or ``[/]`` in it as a tag and eat it.
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
 """Where a storage URL points: its kind, its file, whether it lives in memory or is read-only.
-
-Pure reading of the URL and of file permissions: nothing here opens, creates or changes a file,
-so every check can run before a search starts its first child process.
+Nothing here opens, creates or changes a file: every check can run before a search's first child.
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
 """The range test's picture: each step's loss against its learning rate on a log axis, the
-smoothed loss the suggestion is read from, the steps left out at the start shaded, the
-divergence marked, and the suggestion starred — in the look of tuner's other figures
-(:mod:`tuner.views.style`)."""
+smoothed loss, the skipped start shaded, the divergence marked, the suggestion starred."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""A study's trials for machines: one record a trial (:func:`trial_record`), as JSON or CSV
-(``tuner show --format``, ``tuner.load``'s and ``SearchResult``'s tables).
-
-Pure: ``FrozenTrial`` objects in, records and text out.
+"""A study's trials for machines: one record a trial, as JSON or CSV (``tuner show --format``,
+``tuner.load``'s and ``SearchResult``'s tables). Pure.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """The model's own loss, as Keras's ``train_step`` computes it, for steps tuner writes itself (the
 noise meters, the custom loops); and the workload's loss unreduced, for the forum answer's bug.
-
-Under ``tf.distribute`` Keras scales ``compute_loss`` by ``1 / replicas`` inside a replica
-context (DESIGN.md §4), so that SUM-reducing the gradients gives the global mean; the caller
-undoes it where it needs a replica's own mean.
+Under ``tf.distribute`` it comes scaled by ``1 / replicas`` (DESIGN.md §4): the caller undoes
+that where it needs a replica's own mean.
 """
 
 from __future__ import annotations
