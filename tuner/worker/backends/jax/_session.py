@@ -28,6 +28,11 @@ from tuner.worker.meters import Emit, Meter
 from tuner.worker.session import ModelRecipe, Session, initial_weights, plan_run
 
 
+def versions() -> dict[str, str]:
+    """Keras, jax and jaxlib versions."""
+    return {"keras": keras.__version__, "jax": jax.__version__, "jaxlib": jaxlib.__version__}
+
+
 class JaxBackend:
     """The JAX side of a session: its devices."""
 
@@ -63,14 +68,7 @@ class JaxBackend:
         """``cpu``, or the GPU's name."""
         return _devices.device_kind(self.devices)
 
-    def versions(self) -> dict[str, str]:
-        """Keras, jax and jaxlib versions."""
-        return versions()
-
-
-def versions() -> dict[str, str]:
-    """Keras, jax and jaxlib versions."""
-    return {"keras": keras.__version__, "jax": jax.__version__, "jaxlib": jaxlib.__version__}
+    versions = staticmethod(versions)
 
 
 def evaluate_exactly(model: Any, val: tuple[Any, ...], batch: int, replicas: int) -> float:

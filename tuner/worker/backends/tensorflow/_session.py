@@ -29,6 +29,11 @@ from tuner.worker.meters import Emit, Meter
 from tuner.worker.session import ModelRecipe, Session, initial_weights, plan_run
 
 
+def versions() -> dict[str, str]:
+    """TensorFlow and Keras versions."""
+    return {"tensorflow": tf.__version__, "keras": keras.__version__}
+
+
 class TensorFlowBackend:
     """The TensorFlow side of a session: its strategy and devices."""
 
@@ -69,14 +74,7 @@ class TensorFlowBackend:
         """``cpu``, or the first GPU's name."""
         return "cpu" if self._plan.kind == "cpu" else gpu_name()
 
-    def versions(self) -> dict[str, str]:
-        """TensorFlow and Keras versions."""
-        return versions()
-
-
-def versions() -> dict[str, str]:
-    """TensorFlow and Keras versions."""
-    return {"tensorflow": tf.__version__, "keras": keras.__version__}
+    versions = staticmethod(versions)
 
 
 def _wait(batch: Any) -> None:
