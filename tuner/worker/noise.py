@@ -20,6 +20,7 @@ from tuner.core.oom import is_oom_error
 
 __all__ = [
     "GuardedNoise",
+    "Meter",
     "NoiseUnsupported",
     "failure_reason",
     "guarded",
@@ -61,8 +62,7 @@ def _calls_compute_loss(train_step: Any) -> bool | None:
 
 
 def overrides(model: Any, name: str) -> bool:
-    """Whether ``model``'s class defines method ``name`` itself rather than inheriting Keras's
-    (read on the class: the loops wrap ``train_step`` on the instance)."""
+    """Whether ``model``'s class defines ``name`` itself (the class: loops wrap the instance's)."""
     for cls in type(model).__mro__:
         if name in vars(cls):
             return not cls.__module__.startswith("keras")
@@ -82,6 +82,47 @@ def state_kept(model: Any) -> Iterator[None]:
             variable.assign(value)
 
 
+class Meter:
+    """What both backends' meters share: ``steps`` extra steps per :meth:`measure`, the
+    estimate of ``B_simple`` over them, and the out-of-memory that stops it."""
+
+    def __init__(self, model: Any, global_batch: int, replicas: int, steps: int) -> None:
+        reason = unsupported_reason(model)
+        if reason is not None:
+            raise NoiseUnsupported(reason)
+        self.replicas = int(replicas)
+        self.per_replica_batch = global_batch // self.replicas
+        self.steps = steps
+        self.scale = NoiseScale()
+        self.seconds = 0.0
+        self.stopped: str | None = None
+        self._model = model
+
+    @property
+    def measured_steps(self) -> int:
+        """The measurement steps whose estimates counted."""
+        return self.scale.steps
+
+    def measure(self) -> float | None:
+        """Run the extra steps, update the estimate, record it for the epoch; return it."""
+        if self.stopped:
+            return self.scale.value
+        started = time.perf_counter()
+        try:
+            self.scale.add_steps(self.replicas, self.per_replica_batch, self._dispatch())
+        except Exception as exc:
+            if not is_oom_error(exc):
+                raise
+            self.stopped = f"the measurement ran out of memory ({type(exc).__name__})"
+        self.scale.mark_epoch()
+        self.seconds += time.perf_counter() - started
+        return self.scale.value
+
+    def _dispatch(self) -> list[Any]:
+        """Every step of one :meth:`measure` dispatched, read after: no sync between steps."""
+        raise NotImplementedError
+
+
 def failure_reason(exc: BaseException) -> str:
     """The one line stored for a meter that raised ``exc``."""
     if isinstance(exc, NoiseUnsupported):
@@ -92,8 +133,7 @@ def failure_reason(exc: BaseException) -> str:
 
 
 class GuardedNoise:
-    """A noise meter whose failure never fails the trial: what it raises stops it, and
-    :attr:`skipped` says why. Its values are the meter's own while it works."""
+    """A noise meter whose failure never fails the trial: it stops, and :attr:`skipped` says why."""
 
     def __init__(self, meter: Any | None, skipped: str | None = None) -> None:
         self._meter = meter
@@ -135,8 +175,7 @@ class GuardedNoise:
 
 
 def guarded(build: Callable[[], Any | None]) -> GuardedNoise | None:
-    """The meter ``build()`` makes, guarded; ``None`` where it makes none; a stopped meter
-    (with the reason) where building it raises."""
+    """The meter ``build()`` makes, guarded (``None``: none; stopped with why, if it raised)."""
     try:
         meter = build()
     except Exception as exc:  # a side measurement: the trial goes on without it

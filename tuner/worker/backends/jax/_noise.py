@@ -16,7 +16,6 @@ is made at the first measurement, after training has built the model.
 from __future__ import annotations
 
 import itertools
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -25,16 +24,12 @@ import jax.numpy as jnp
 import keras
 import numpy as np
 
-from tuner.core.efficiency import NoiseScale
-from tuner.core.oom import is_oom_error
 from tuner.worker.losses import unpack
-from tuner.worker.noise import NoiseUnsupported, unsupported_reason
+from tuner.worker.noise import Meter
 
 
-class JaxNoiseMeter:
-    """Measures ``steps`` extra steps per call of :meth:`measure` on ``batches`` (drawn apart from
-    training) and keeps ``B_simple``.
-    """
+class JaxNoiseMeter(Meter):
+    """Measures ``steps`` extra steps per :meth:`measure` on ``batches`` and keeps ``B_simple``."""
 
     def __init__(
         self,
@@ -48,54 +43,25 @@ class JaxNoiseMeter:
             raise ValueError("the gradient noise scale needs at least 2 replicas")
         if global_batch % replicas:
             raise ValueError(f"a global batch of {global_batch} does not split into {replicas}")
-        reason = unsupported_reason(model)
-        if reason is not None:
-            raise NoiseUnsupported(reason)
-        self.replicas = int(replicas)
-        self.per_replica_batch = global_batch // self.replicas
-        self.steps = steps
-        self.scale = NoiseScale()
-        self.seconds = 0.0
-        self.stopped: str | None = None
-        self._model = model
+        super().__init__(model, global_batch, replicas, steps)
         self._batches = batches
         self._sharding = _shard_axis_sharding(self.replicas)
         self._draws = 0  # shard gradients drawn so far: each gets its own random seeds
         self._step: Any = None  # made at the first measurement, once the model is built
 
-    @property
-    def measured_steps(self) -> int:
-        """The measurement steps whose estimates counted."""
-        return self.scale.steps
-
-    def measure(self) -> float | None:
-        """Run the extra steps, update the estimate, record it for the epoch; return it."""
-        if self.stopped:
-            return self.scale.value
-        started = time.perf_counter()
+    def _dispatch(self) -> list[Any]:
         if self._step is None:
             self._step = jax.jit(_make_step(self._model, self.replicas))
         state = _state(self._model)  # read once: the step takes it as arguments (traced once)
-        try:
-            # Dispatch every step first and read the values after: no device sync between steps.
-            pending = []
-            for _ in range(self.steps):
-                draw = np.uint32(self._draws % 2**16)
-                pending.append(self._step(*state, draw, *self._next_shards()))
-                self._draws += self.replicas
-            self.scale.add_steps(self.replicas, self.per_replica_batch, pending)
-        except Exception as exc:
-            if not is_oom_error(exc):
-                raise
-            self.stopped = f"the measurement ran out of memory ({type(exc).__name__})"
-        self.scale.mark_epoch()
-        self.seconds += time.perf_counter() - started
-        return self.scale.value
+        pending = []
+        for _ in range(self.steps):
+            draw = np.uint32(self._draws % 2**16)
+            pending.append(self._step(*state, draw, *self._next_shards()))
+            self._draws += self.replicas
+        return pending
 
     def _next_shards(self) -> tuple[Any, Any, Any]:
-        """The next global batch as ``(x, y, sample_weight)`` (``None`` where the batch has no
-        such part) with a leading shard axis: ``(replicas, b, ...)``, laid out over the mesh when
-        there is one."""
+        """The next ``(x, y, sample_weight)``, shard axis ``(replicas, b, ...)`` on the mesh."""
         n, b = self.replicas, self.per_replica_batch
 
         def split(array: Any) -> Any:
@@ -111,9 +77,8 @@ CHECK_SHARDS = 2
 
 
 def measure_noise_once(model: Any, batch: tuple[Any, ...], samples: int) -> None:
-    """One measurement step of :class:`JaxNoiseMeter`, split into two shards: raises what a
-    trial's meter would raise. The workload check runs it before the grid; fewer than two
-    examples cannot be split, and are not measured."""
+    """One measurement step of :class:`JaxNoiseMeter` in two shards (fewer than two examples are
+    not measured): raises what a trial's meter would. The workload check runs it."""
     usable = samples - samples % CHECK_SHARDS
     if usable < CHECK_SHARDS:
         return
@@ -140,9 +105,8 @@ start: training advances a seed generator by one per call."""
 
 
 def _make_step(model: Any, replicas: int) -> Any:
-    """The (un-jitted) measurement step over the leading shard axis; shard ``i`` draws its random
-    numbers from the model's seed states advanced to ``(draw + i + 1) · SEED_SPACING`` (the next
-    training step keeps its own)."""
+    """The (un-jitted) measurement step; shard ``i`` draws from the seed states advanced to
+    ``(draw + i + 1) · SEED_SPACING`` (the next training step keeps its own)."""
     seeds = [i for i, v in enumerate(model.non_trainable_variables) if _is_seed_state(v)]
     state_axes = [0 if i in seeds else None for i in range(len(model.non_trainable_variables))]
 
@@ -193,9 +157,8 @@ def _is_seed_state(variable: Any) -> bool:
 
 
 def _shard_axis_sharding(replicas: int) -> Any:
-    """How to lay out the shard axis: the distribution's data layout (the shard axis over the
-    mesh's batch axis, so each device computes its own shards), or ``None`` without a
-    distribution or when ``replicas`` does not split over its devices."""
+    """The shard axis laid over the mesh's batch axis (each device computes its own shards), or
+    ``None`` without a distribution or when ``replicas`` does not split over its devices."""
     distribution = keras.distribution.distribution()
     if distribution is None:
         return None

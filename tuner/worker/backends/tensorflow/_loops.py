@@ -35,6 +35,8 @@ class _Base:
         self.devices = devices
         self.step_losses: list[float] = []
         self.model: Any = None
+        self._examples: Any = None  # the per-replica example counter
+        self._train_step: Callable[[Any], Any] = lambda batch: None  # the custom loops' step
 
     def learning_rate(self) -> float:
         """The learning rate the optimizer actually holds."""
@@ -48,6 +50,26 @@ class _Base:
             components = getattr(value, "values", None) or (value,)
             copies.append([np.asarray(c.numpy()) for c in components])
         return copies
+
+    def replica_examples(self) -> list[int]:
+        """Examples each replica processed in its own step."""
+        return [int(v.numpy()) for v in self._examples.values]
+
+    def _steps(
+        self, batches: Any, epochs: int, steps: int, on_epoch: OnEpoch, on_step: OnStep | None
+    ) -> None:
+        """Run ``self._train_step`` on ``batches``: ``epochs`` of ``steps``, one sync an epoch."""
+        for epoch in range(epochs):
+            started = time.perf_counter()
+            losses = []
+            for i in range(steps):
+                losses.append(self._train_step(next(batches)))
+                if on_step is not None:  # steps dispatched: reads no tensor, so no sync
+                    on_step(epoch * steps + i + 1)
+            values = [float(v) for v in tf.stack(losses).numpy()]  # one sync per epoch
+            self.step_losses.extend(values)
+            if not on_epoch(epoch, float(np.mean(values)), time.perf_counter() - started):
+                return
 
     def variable_devices(self) -> list[str]:
         """The devices that hold the model's weights."""
@@ -110,10 +132,6 @@ class FitLoop(_Base):
                 callbacks=callbacks,
             )
 
-    def replica_examples(self) -> list[int]:
-        """Examples each replica processed in its own train step."""
-        return [int(v.numpy()) for v in self._examples.values]
-
 
 class CustomLoop(_Base):
     """``strategy.run`` per-replica steps with the loss averaged over the global batch."""
@@ -168,19 +186,8 @@ class CustomLoop(_Base):
             _build_compiled(self.model, dataset.element_spec)
         if isinstance(dataset, tf.data.Dataset):
             dataset = self._strategy.experimental_distribute_dataset(dataset.repeat())
-        iterator = iter(dataset)  # else already distributed: a dataset function's stream
-        _epochs(
-            lambda: self._train_step(next(iterator)),
-            epochs,
-            steps,
-            on_epoch,
-            self.step_losses,
-            on_step,
-        )
-
-    def replica_examples(self) -> list[int]:
-        """Examples each replica processed in its own step."""
-        return [int(v.numpy()) for v in self._examples.values]
+        # else already distributed: a dataset function's stream
+        self._steps(iter(dataset), epochs, steps, on_epoch, on_step)
 
 
 class CpuUpdateLoop(_Base):
@@ -245,15 +252,7 @@ class CpuUpdateLoop(_Base):
         steps = steps or int(dataset.cardinality())
         with tf.device("/cpu:0"):
             _build_compiled(self.model, dataset.element_spec)
-        iterator = iter(dataset.repeat())
-        _epochs(
-            lambda: self._train_step(next(iterator)),
-            epochs,
-            steps,
-            on_epoch,
-            self.step_losses,
-            on_step,
-        )
+        self._steps(iter(dataset.repeat()), epochs, steps, on_epoch, on_step)
 
     def replica_examples(self) -> list[int]:
         """Examples each compute device processed."""
@@ -292,27 +291,6 @@ def _replica_counter() -> Any:
     )
 
 
-def _epochs(
-    step: Callable[[], Any],
-    epochs: int,
-    steps: int,
-    on_epoch: OnEpoch,
-    step_losses: list[float],
-    on_step: OnStep | None = None,
-) -> None:
-    for epoch in range(epochs):
-        started = time.perf_counter()
-        losses = []
-        for i in range(steps):
-            losses.append(step())
-            if on_step is not None:  # steps dispatched: reads no tensor, so no sync
-                on_step(epoch * steps + i + 1)
-        values = [float(v) for v in tf.stack(losses).numpy()]  # one sync per epoch
-        step_losses.extend(values)
-        if not on_epoch(epoch, float(np.mean(values)), time.perf_counter() - started):
-            return
-
-
 def _examples(x: Any) -> Any:
     """The examples in a batch of inputs ``x`` (any structure): its first tensor's length."""
     first = next(t for t in tf.nest.flatten(x) if t is not None)
@@ -326,8 +304,6 @@ def _shards(batch: Any, n: int) -> list[Any]:
 
 
 def _build_compiled(model: Any, spec: Any) -> None:
-    """Build the compiled loss and metrics before a step is traced, as ``fit`` does: no variable
-    may be created inside a replica step. ``spec``: the element spec (distributed: the first
-    replica's)."""
+    """Build the compiled loss and metrics first: no variable may be made in a replica step."""
     replica = tf.nest.map_structure(lambda s: getattr(s, "_value_specs", (s,))[0], spec)
     model._symbolic_build(data_batch=replica)  # Keras's own, as fit calls it

@@ -13,46 +13,29 @@ on. The variables are read when the step is traced, after training has built the
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import tensorflow as tf
 
-from tuner.core.efficiency import NoiseScale
-from tuner.core.oom import is_oom_error
 from tuner.worker.losses import call_model, model_loss, unpack
 from tuner.worker.meters import auto_noise_steps
-from tuner.worker.noise import NoiseUnsupported, overrides, state_kept, unsupported_reason
+from tuner.worker.noise import Meter, overrides, state_kept
 
 __all__ = ["NoiseMeter", "auto_noise_steps", "measure_noise_once"]
 
 
-class NoiseMeter:
+class NoiseMeter(Meter):
     """Measures ``steps`` extra steps per call of :meth:`measure` and keeps ``B_simple``."""
 
     def __init__(
         self, strategy: Any, model: Any, dataset: Any, global_batch: int, steps: int
     ) -> None:
-        reason = unsupported_reason(model)
-        if reason is not None:
-            raise NoiseUnsupported(reason)
-        self.replicas = int(strategy.num_replicas_in_sync)
-        self.per_replica_batch = global_batch // self.replicas
-        self.steps = steps
-        self.scale = NoiseScale()
-        self.seconds = 0.0
-        self.stopped: str | None = None
-        self._model = model
+        super().__init__(model, global_batch, strategy.num_replicas_in_sync, steps)
         self._iterator = iter(strategy.experimental_distribute_dataset(dataset.repeat()))
         # Keras's own compute_loss is scaled by 1/replicas in a replica context; a user's own
         # is whatever it returns (a uniform scale, which B_simple does not see).
         unscale = 1 if overrides(model, "compute_loss") else self.replicas
         self._step = _make_step(strategy, model, unscale)
-
-    @property
-    def measured_steps(self) -> int:
-        """The measurement steps whose estimates counted."""
-        return self.scale.steps
 
     def sample(self) -> tuple[float, float]:
         """One measurement step's ``(mean‖g_i‖², ‖ḡ‖²)``, not counted in the estimate (the
@@ -61,23 +44,9 @@ class NoiseMeter:
             mean_sq, mean_grad_sq = self._step(self._iterator)
         return float(mean_sq), float(mean_grad_sq)
 
-    def measure(self) -> float | None:
-        """Run the extra steps, update the estimate, record it for the epoch; return it."""
-        if self.stopped:
-            return self.scale.value
-        started = time.perf_counter()
-        try:
-            with state_kept(self._model):
-                # Dispatch every step first and read the values after: no sync between steps.
-                pending = [self._step(self._iterator) for _ in range(self.steps)]
-                self.scale.add_steps(self.replicas, self.per_replica_batch, pending)
-        except Exception as exc:
-            if not is_oom_error(exc):
-                raise
-            self.stopped = f"the measurement ran out of memory ({type(exc).__name__})"
-        self.scale.mark_epoch()
-        self.seconds += time.perf_counter() - started
-        return self.scale.value
+    def _dispatch(self) -> list[Any]:
+        with state_kept(self._model):
+            return [self._step(self._iterator) for _ in range(self.steps)]
 
 
 def measure_noise_once(model: Any, batch: tuple[Any, ...], samples: int) -> None:
@@ -92,8 +61,7 @@ def measure_noise_once(model: Any, batch: tuple[Any, ...], samples: int) -> None
 
 
 def _make_step(strategy: Any, model: Any, unscale: int) -> Any:
-    """The measurement step: ``iterator -> (mean‖g_i‖², ‖ḡ‖²)`` over the next global batch, each
-    replica's loss multiplied by ``unscale``."""
+    """The measurement step: ``iterator -> (mean‖g_i‖², ‖ḡ‖²)``, each loss times ``unscale``."""
 
     def replica_step(data: Any) -> Any:
         x, y, sample_weight = unpack(data)
