@@ -1,9 +1,6 @@
-"""tuner from Python: :func:`search` takes the user's own functions — defined in a module, a
-script or a notebook cell — and returns a :class:`SearchResult`; :func:`lr_find` runs the
-learning-rate range test on them.
-
-The same search as ``tuner search`` (one options model, :class:`tuner.driver.options.SearchOptions`;
-the same storage, resume and checks); nothing here imports TensorFlow in this process.
+"""tuner from Python: :func:`search` takes the user's own functions (from a module, a script or a
+notebook cell) and returns a :class:`SearchResult`; :func:`lr_find` runs the range test on them.
+The same search as ``tuner search``; nothing here imports TensorFlow in this process.
 """
 
 from __future__ import annotations

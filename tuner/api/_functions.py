@@ -1,17 +1,11 @@
 """The user's functions as the ``module:function`` references a trial child imports.
 
-A function its child can import (defined at the top of an importable module) is named by
-reference. One that no child can import — defined in a notebook cell or in the script being
-run (``__main__``), nested, a lambda, a KerasTuner ``HyperModel`` object — is shipped by value:
-pickled with cloudpickle (which carries the globals it uses, arrays included) into a folder of
-the study, beside a module that unpickles it. The folder is on the children's ``PYTHONPATH``
-while the search runs; its module name is fixed per study, so a later call resumes the study
-(the stored spec names the same reference) with the functions of that call.
-
-Each call's functions get a folder of their own, named by what they pickle to, inside the
-study's (one per storage and study name): a second call on a study that another call is running
-can never replace the functions the running one's trials import, and a call that is refused
-removes the folder it made.
+A function a child can import is named by reference. One it cannot — from a notebook cell or
+``__main__``, nested, a lambda, a ``HyperModel`` object — is shipped by value: pickled with
+cloudpickle beside a module that unpickles it, in a folder on the children's ``PYTHONPATH``,
+whose module name is fixed per study so a later call resumes it. Each call gets its own folder
+(named by what it pickles to): a second call can never replace the functions a running one's
+trials import, and a refused call removes its folder.
 """
 
 from __future__ import annotations

@@ -13,9 +13,7 @@ if TYPE_CHECKING:
 def load_study(
     storage_url: str, study_name: str | None = None, *, storage_wait: float | None = None
 ) -> optuna.Study:
-    """:func:`tuner.results.load_study` for a Python caller: a refusal or an outage line names
-    ``storage_url=``, ``study_name=`` and ``storage_wait=``, not the CLI's ``--storage``,
-    ``--study-name`` and ``--storage-wait``."""
+    """:func:`tuner.results.load_study` whose lines name the keywords, not the CLI's flags."""
     from tuner.results import load_study as load
 
     with naming(None, keywords=True, renamed={"storage": "storage_url"}):

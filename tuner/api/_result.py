@@ -26,8 +26,7 @@ class SearchResult:
 
     @property
     def trials(self) -> pandas.DataFrame:
-        """Every trial, one row each, as ``tuner show --all --format csv`` lists them (full
-        precision; ``None`` where a value is missing)."""
+        """Every trial, one row each, as ``tuner show --all --format csv`` lists them."""
         import pandas
 
         from tuner.views.records import RECORD_FIELDS, trial_record
@@ -44,9 +43,7 @@ class SearchResult:
 
     @property
     def recommendation(self) -> Recommendation:
-        """The recommendation as :func:`tuner.load_recommendation` reads it back: its
-        ``optimizer`` (built by Keras, in this process), ``batch_size``, ``learning_rate``,
-        ``fit_kwargs``."""
+        """The recommendation as :func:`tuner.load_recommendation` reads it back."""
         from tuner.load import recommendation_from
 
         return recommendation_from(self.config)

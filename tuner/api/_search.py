@@ -86,8 +86,7 @@ def ship_workload(
     dataset: Any,
 ) -> None:
     """Name the given functions in the spec's ``[workload]`` table (shipped by value where no
-    child can import them); ``caller`` refuses, by its name, a workload without a model or
-    data."""
+    child can import them); ``caller`` names the refusal of a workload without model or data."""
     for role, value in (("model", model), ("data", data), ("dataset", dataset)):
         if value is not None:
             workload[role] = shipment.reference(value, role)
@@ -97,8 +96,7 @@ def ship_workload(
 
 
 def check_known(caller: str, options: Mapping[str, Any], kind: type, taken: set[str]) -> None:
-    """Refuse an option that is no field of ``kind`` (or one of ``taken``, the function's own
-    keywords), with the nearest known one."""
+    """Refuse an option that is no field of ``kind`` (or is in ``taken``), naming the nearest."""
     known = {field.name for field in dataclasses.fields(kind)} - taken
     for key in sorted(options.keys() - known):
         near = difflib.get_close_matches(key, sorted(known), n=1)
@@ -107,8 +105,7 @@ def check_known(caller: str, options: Mapping[str, Any], kind: type, taken: set[
 
 
 def _tables(spec: str | Path | None, *, loss: Any, optimizer: Any) -> dict[str, Any]:
-    """The spec's tables: the file's (``spec``), or the built-in grid with an empty workload;
-    ``loss``/``optimizer`` set."""
+    """The spec's tables: the file's, or the built-in grid with an empty workload."""
     from tuner.core.spec import spec_from_dict
     from tuner.driver.setup.spec_file import read_toml
 
@@ -160,8 +157,7 @@ def _shipping_folder(storage: str, study_name: str) -> Path:
 
 
 def _front(progress: bool) -> Any:
-    """The CLI's view (bars in a terminal, timestamped lines elsewhere: a notebook, a log),
-    with its lines shown; or a quiet one."""
+    """The CLI's view (bars in a terminal, timestamped lines elsewhere), or a quiet one."""
     if progress:
         from tuner.console.logs import NORMAL, configure
         from tuner.console.pages import err
@@ -190,16 +186,13 @@ _KIND_WORDS: dict[type, str] = {
 
 
 def checked(command: str, key: str, value: Any) -> Any:
-    """``value`` given from Python for ``command``'s option ``key``, checked against the
-    option's type as the command line checks a flag's (a ``str`` path taken as a ``Path``, a
-    list as the comma-separated text); raises :class:`ConfigError` naming the keyword. Values
-    are checked further (ranges, choices) where the spec is read."""
+    """``value`` for ``command``'s option ``key``, checked against its type as a flag is."""
     kind = option(key, command).kind
     if value is None:
         return value
     if kind is Path and isinstance(value, str | os.PathLike):
         return Path(value)
-    if kind is tuple and (isinstance(value, str) or _is_sequence(value)):
+    if kind is tuple and isinstance(value, str | list | tuple):
         return value
     if kind is float and isinstance(value, int | float) and not isinstance(value, bool):
         return value
@@ -209,7 +202,3 @@ def checked(command: str, key: str, value: Any) -> Any:
     words[tuple] = "a list or comma-separated text"
     wanted = words.get(kind, kind.__name__)
     raise ConfigError(f"{named(key)} takes {wanted}, got {type(value).__name__} {value!r}")
-
-
-def _is_sequence(value: Any) -> bool:
-    return isinstance(value, list | tuple)

@@ -1,8 +1,5 @@
-"""The ``tuner`` Typer app: the global flags (``--debug``, ``-q``/``-v`` for
-:mod:`tuner.console.logs`) and every command, in the order of
-``tuner --help``. The commands live in one module per group: :mod:`tuner.cli.search` (search,
-probe), :mod:`tuner.cli.validate`, :mod:`tuner.cli.lr_find` and :mod:`tuner.cli.browse` (export,
-show, dashboard, report).
+"""The ``tuner`` Typer app: the global flags (``--debug``, ``-q``/``-v``) and every command, in
+the order of ``tuner --help``; the commands live in one module per group.
 """
 
 from __future__ import annotations
@@ -73,6 +70,5 @@ app.command()(browse.report)
 
 
 def main() -> None:
-    """Console-script entry point (also of ``python -m tuner``, which completes and prints its
-    usage as ``tuner`` too)."""
+    """Console-script entry point (``python -m tuner`` too, named ``tuner`` in its usage)."""
     app(prog_name="tuner")

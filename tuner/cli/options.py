@@ -25,9 +25,8 @@ Options = TypeVar("Options", bound="SpecOptions")
 
 
 def spec_default(key: str) -> str:
-    """How ``--help`` shows the default of a flag that overrides the spec key ``key``
-    (``search.epochs``): the spec's value, and the built-in spec's (one form for every such
-    flag)."""
+    """How ``--help`` shows the default of a flag that overrides the spec key ``key``: the
+    spec's value, else the built-in spec's."""
     from tuner.core.spec import spec_from_dict
 
     section, field = key.split(".")
@@ -119,8 +118,7 @@ def _default(row: Option) -> Any:
 
 
 def parsed(kind: type[Options], flags: dict[str, Any]) -> Options:
-    """A command's options from its flags, which are named as the options' fields; each
-    choice as its plain string."""
+    """A command's options from its flags (named as the options' fields), choices as strings."""
     given: dict[str, Any] = {
         key: value(flag) if isinstance(flag, StrEnum) else flag for key, flag in flags.items()
     }

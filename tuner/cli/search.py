@@ -1,6 +1,5 @@
 """The commands that run trials into a study: ``search`` (the grid) and ``probe`` (the largest
-global batch that fits). Each parses its flags into its options object
-(:mod:`tuner.driver.options`), makes one library call and prints what came back."""
+global batch that fits); flags parsed into the options object, one library call, a print."""
 
 from __future__ import annotations
 

@@ -1,11 +1,9 @@
 """The storage URL read from a file named by ``TUNER_STORAGE_FILE``.
 
-A URL with a password shows in ``ps`` when given as ``--storage``, and in ``docker inspect`` and
-every child's environment when given as ``TUNER_STORAGE``. Docker and Compose hand secrets over as
-files (``/run/secrets/NAME``), so ``TUNER_STORAGE_FILE=/run/secrets/tuner_storage`` puts only a
-path in the environment. Precedence: ``--storage`` on the command line, then ``TUNER_STORAGE``,
-then ``TUNER_STORAGE_FILE``, then the default; setting both environment variables is an error,
-since nobody can tell which was meant (the same rule as PostgreSQL's image).
+A URL with a password shows in ``ps`` as ``--storage``, and in ``docker inspect`` and every
+child's environment as ``TUNER_STORAGE``; Docker and Compose hand secrets over as files. Order:
+``--storage``, ``TUNER_STORAGE``, ``TUNER_STORAGE_FILE``, the default; setting both variables is
+an error, since nobody can tell which was meant (the same rule as PostgreSQL's image).
 """
 
 from __future__ import annotations
@@ -24,9 +22,8 @@ STORAGE_FILE_ENV = "TUNER_STORAGE_FILE"
 
 
 def read_storage_file(path: str) -> str:
-    """The storage URL held in the file at ``path``, without surrounding whitespace (files
-    usually end with a newline). Raises :class:`ConfigError` for a file that cannot be read, is
-    empty or holds more than one line; no message quotes the file's content."""
+    """The storage URL held in the file at ``path``, stripped. :class:`ConfigError` for a file
+    that cannot be read, is empty or holds more than one line; no message quotes its content."""
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
@@ -65,10 +62,9 @@ def choose_storage(value: str, source: str | None, storage_file: str | None) -> 
 
 def storage_from_file(ctx: typer.Context, param: typer.CallbackParam, value: str) -> str:
     """Typer callback of ``--storage``: :func:`choose_storage` with this process's environment.
-    A bad file, or both variables set, ends the command as any bad input does (as
-    :func:`tuner.cli.errors.guard` ends it, which this module cannot import: it imports the
-    options): one line, exit code 2. Not Click's ``BadParameter``, whose usage block shows a
-    command line that is not at fault."""
+    A bad file, or both variables set, ends the command as :func:`tuner.cli.errors.guard` would
+    (which this module cannot import): one line, exit code 2; not Click's ``BadParameter``, whose
+    usage block shows a command line that is not at fault."""
     source = ctx.get_parameter_source(param.name) if param.name else None
     # By name: newer Typer vendors Click, so its ParameterSource is not click.core's.
     name = getattr(source, "name", None)

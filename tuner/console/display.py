@@ -1,9 +1,7 @@
-"""Terminal output with rich: the trials table, the recommendation (the live search progress is
-:mod:`tuner.console.progress`).
+"""Terminal output with rich: the trials table and the recommendation.
 
-Every text that can quote the user (study names, paths, spec values, model references, a trial's
-error) is printed as a :class:`rich.text.Text` or through :func:`say`, never as markup: rich
-would read ``[bold]`` or ``[/]`` in it as a tag and eat it.
+Every text that can quote the user is printed as a :class:`rich.text.Text` or through
+:func:`say`, never as markup: rich would read ``[bold]`` or ``[/]`` in it as a tag and eat it.
 """
 
 from __future__ import annotations
@@ -46,8 +44,7 @@ _STATUS_STYLE = {
 
 
 def say(console: Console, text: str, style: str = "") -> None:
-    """Print ``text`` literally, on one line however wide (no markup, no highlighting, no
-    wrapping): a line that quotes the user's own words."""
+    """Print ``text`` literally on one line (no markup, highlighting or wrapping)."""
     console.print(Text(text, style=style), soft_wrap=True)
 
 
@@ -95,11 +92,8 @@ def trials_table(
     wide: bool = False,
     every: Sequence[FrozenTrial] | None = None,
 ) -> Table:
-    """The trials as a table at most ``width`` wide: the columns that fit, in the priority of
-    :data:`tuner.views.summary.TRIAL_PRIORITY`, no number ever cut; with ``wide`` every column,
-    however wide the table gets (only free text wraps). ``every``: all of the study's trials,
-    so that a row names its configuration's runs by its representative's number, as the note
-    and the report do."""
+    """The trials as a table at most ``width`` wide, no number ever cut (``wide``: every column).
+    ``every``: all the study's trials, so a row names its configuration's runs."""
     rows = trial_rows(trials, every=every)
     layout = trial_layout(rows, width, wide)
     table = Table(
@@ -127,15 +121,13 @@ def print_trials(
     wide: bool = False,
     every: Sequence[FrozenTrial] | None = None,
 ) -> None:
-    """Print :func:`trials_table` at the console's width (wider with ``wide`` when it must be:
-    the lines are then not cut at the page edge)."""
+    """Print :func:`trials_table` at the console's width (wider with ``wide``, uncut)."""
     console.print(trials_table(trials, title, console.width, wide, every), crop=False)
 
 
 def print_recommendation(console: Console, rec: dict[str, Any], room: int | None = None) -> None:
-    """The answer in plain words first, the verdict second, then the table behind them (how a
-    search, ``tuner show`` and ``SearchResult.show()`` end). With ``room`` (the terminal rows
-    left), a table that would not fit is left out, and one line says where it is."""
+    """The answer in plain words, the verdict, then the table behind them. With ``room`` (the
+    terminal rows left), a table that would not fit is left out, and one line says where it is."""
     console.print()
     say(console, answer_text(rec), "bold")
     verdict = Text(_unbroken(f"verdict: {rec.get('verdict')}")) if rec.get("verdict") else None
@@ -169,9 +161,8 @@ def _unbroken(text: str) -> str:
 
 
 def recommendation_table(rec: dict[str, Any], *, verdict: bool = True) -> Table:
-    """The recommendation as a two-column table: the labels whole, the text wrapped at spaces
-    (a number is one word, so it is never cut); the verdict, its last row, in bold (left out
-    with ``verdict=False``: said above the table)."""
+    """The recommendation as a two-column table, the text wrapped at spaces (a number is never
+    cut); the verdict, its last row, in bold (left out with ``verdict=False``)."""
     table = Table(
         title="Recommendation",
         title_justify="left",
@@ -189,8 +180,7 @@ def recommendation_table(rec: dict[str, Any], *, verdict: bool = True) -> Table:
 
 
 def print_validation(console: Console, report: dict[str, Any]) -> None:
-    """The validate report: one row per check, what was made deterministic for it, the loss
-    curves, the warnings, then the verdict."""
+    """The validate report: a row per check, what was made deterministic, curves, the verdict."""
     table = Table(
         title=Text(
             f"Validation on {report.get('backend', 'tensorflow')}: {report['loop']} loop, "

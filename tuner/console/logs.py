@@ -1,11 +1,8 @@
 """The CLI's logging: ``-q``/``-v`` set the level of tuner's loggers, one handler writes them.
 
-Every line that says what a command is doing (a search's trials, a probe's steps, "report written
-to …") is a record of a ``tuner.*`` logger at INFO; ``-q`` keeps WARNING and above (errors are
-printed by :mod:`tuner.cli.errors` whatever the level, and a command's result goes to stdout),
-``-v`` adds DEBUG, Optuna's own records included. The handler writes each record literally (the
-user's words are never read as markup) on the stderr console, above any live progress bar; where
-stderr is not a terminal (nohup, Slurm, CI logs) each line starts with a timestamp.
+What a command is doing is a ``tuner.*`` record at INFO; ``-q`` keeps WARNING and above, ``-v``
+adds DEBUG (Optuna's too). The handler writes each record literally (never as markup) on stderr,
+above any live bar; where stderr is not a terminal each line starts with a timestamp.
 """
 
 from __future__ import annotations
@@ -66,9 +63,8 @@ class ConsoleHandler(logging.Handler):
 
 
 def configure(verbosity: int, console: Console) -> None:
-    """Send tuner's records to ``console`` at the level of ``verbosity`` (and, with
-    :data:`VERBOSE`, Optuna's records too, instead of Optuna's own handler). Idempotent: each call
-    replaces what the previous one installed (the app may run many times in one process)."""
+    """Send tuner's records to ``console`` at the level of ``verbosity`` (with :data:`VERBOSE`,
+    Optuna's too). Idempotent: the app may run many times in one process."""
     root = logging.getLogger(LOGGER)
     optuna_logger = logging.getLogger("optuna")
     for owner in (root, optuna_logger):

@@ -16,9 +16,8 @@ PIPED_WIDTH = 160
 
 
 class PageConsole(Console):
-    """A rich console whose page width is decided at each print, not at import: ``COLUMNS`` when
-    set, else a terminal's own width, else :data:`PIPED_WIDTH` (rich's 80 columns would leave
-    a log or a file narrower than the screen it is read on)."""
+    """A rich console whose width is decided at each print: ``COLUMNS``, else the terminal's,
+    else :data:`PIPED_WIDTH` (rich's 80 would make a log narrower than the screen)."""
 
     def __init__(self, **options: Any) -> None:
         # Rich reads COLUMNS itself when built (and crashes on one like "²"); this console
@@ -46,8 +45,7 @@ err = PageConsole(stderr=True)
 
 
 class LineView:
-    """A command drawn as lines on stderr (a :class:`tuner.driver.search.Front`): its notices
-    (:func:`notice`), and its notes as info lines (hidden by ``-q``)."""
+    """A command drawn as lines on stderr: its notices, and its notes as info lines (not ``-q``)."""
 
     def notice(self, message: str) -> None:
         notice(message)

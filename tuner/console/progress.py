@@ -1,17 +1,10 @@
 """The live search progress: rich bars on a terminal, timestamped plain lines elsewhere.
 
-Both are a :class:`tuner.driver.observer.SearchObserver`. Each names a trial by its Optuna number
-(what ``tuner show`` lists under ``#``), says how far the running trial is in samples (the child
-reports about once a second) and how long the study has left: the mean duration of the trials
-that ran in this run (``oom-implied`` ones take no time) times the trials left
-(:func:`tuner.core.progress.eta_seconds`).
-
-- :class:`SearchProgress` (stderr is a terminal): a bar of trials with the ETA, a bar of the
-  running trial's samples, and one result line per trial.
-- :class:`LogProgress` (stderr is not a terminal, or ``-q``): records of the ``tuner.search``
-  logger, which :mod:`tuner.console.logs` writes with a timestamp: a line when a trial starts and
-  one when it ends (with the ETA), a line of the running trial's progress at most once a minute
-  (each of the child's reports at DEBUG, ``-v``). With ``-q`` only failed trials are shown.
+Both are a :class:`tuner.driver.observer.SearchObserver` and name a trial by its Optuna number;
+the ETA is the mean duration of this run's trials times the trials left
+(:func:`tuner.core.progress.eta_seconds`). :class:`LogProgress` (not a terminal, or ``-q``)
+writes a line when a trial starts and ends, and the running trial's progress at most once a
+minute (every report with ``-v``); with ``-q`` only failed trials.
 """
 
 from __future__ import annotations
@@ -82,10 +75,7 @@ def _bar_widths(width: int) -> tuple[int, int, int]:
 
 
 class SearchProgress(Tracker):
-    """A :class:`~tuner.driver.observer.SearchObserver` drawn as two rich bars (the search's
-    trainings, its phase and the ETA; the running training's samples) and a result line per
-    trial, every one within the console's width: what does not fit is left out a whole part
-    at a time (a number is never cut), result lines break between parts."""
+    """Two rich bars and a result line per trial, within the console's width."""
 
     def __init__(
         self, console: Console, clock: Clock = time.monotonic, precisions: bool = False
@@ -208,10 +198,8 @@ class SearchProgress(Tracker):
 
 
 class LogProgress(Tracker):
-    """A :class:`~tuner.driver.observer.SearchObserver` that writes records of the
-    ``tuner.search`` logger (timestamped plain lines, by :mod:`tuner.console.logs`). With a
-    ``width`` (a terminal, or ``COLUMNS`` set), a line longer than it continues on the next,
-    indented, broken only between its parts; ``stamped``: the lines start with a timestamp."""
+    """Records of the ``tuner.search`` logger. With a ``width``, a longer line continues on the
+    next, indented, broken only between its parts; ``stamped``: lines start with a timestamp."""
 
     def __init__(
         self,
@@ -245,8 +233,7 @@ class LogProgress(Tracker):
         self._log.info("%s", self._wrapped(line))
 
     def _wrapped(self, text: str) -> str:
-        """``text`` wrapped at spaces to the width (if any), the lines after the first indented
-        past the timestamp."""
+        """``text`` wrapped at spaces to the width, later lines indented past the timestamp."""
         if self._width is None:
             return text
         indent = " " * (self._stamp + 4)
@@ -294,10 +281,8 @@ class LogProgress(Tracker):
 
 
 def search_progress(console: Console, precisions: bool = False) -> SearchProgress | LogProgress:
-    """Bars where ``console`` is a terminal and progress is shown; timestamped lines where it is
-    not (nohup, Slurm, CI logs), and only failures with ``-q``. ``precisions``: the study
-    searches several precisions, so each trial's line names its own. Lines fit the terminal,
-    or ``COLUMNS`` where it is set; a log without either keeps one record a line."""
+    """Bars where ``console`` is a terminal and progress is shown, timestamped lines elsewhere
+    (only failures with ``-q``). ``precisions``: each trial's line names its precision."""
     shown = logging.getLogger(LOGGER).isEnabledFor(logging.INFO)
     if console.is_terminal and shown:
         return SearchProgress(console, precisions=precisions)

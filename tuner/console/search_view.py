@@ -22,10 +22,7 @@ if TYPE_CHECKING:
 
 
 class SearchView(LineView):
-    """A search drawn on stderr (a :class:`tuner.driver.search.SearchFront`): its notices and
-    warnings, the ``--validate`` table, the banner, then the live progress of its trials (bars or
-    lines, :mod:`tuner.console.progress`), which start with the banner; SIGTERM is Ctrl-C from then
-    on."""
+    """A search drawn on stderr; SIGTERM is Ctrl-C from the banner on."""
 
     def __init__(self) -> None:
         self._stack = contextlib.ExitStack()

@@ -14,9 +14,8 @@ class Terminated(KeyboardInterrupt):
 
 @contextlib.contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
-    """Within the block, SIGTERM raises :class:`Terminated`. Outside the main thread (a
-    notebook or a service that runs :func:`tuner.search` in a thread) Python lets no handler be
-    set: the block runs with the process's own SIGTERM handling."""
+    """Within the block, SIGTERM raises :class:`Terminated`; outside the main thread (a notebook,
+    a service's thread) Python allows no handler, and the process's own handling stays."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return

@@ -1,7 +1,4 @@
-"""One trial's lines of the search progress, as text: when it starts, how far it is, what it
-found (``trial 3 ok: batch 128 (64/replica) · rule linear · 21,687 samples/s · …``). Both
-trackers of :mod:`tuner.console.progress` say these.
-"""
+"""One trial's lines of the search progress, for both trackers of :mod:`tuner.console.progress`."""
 
 from __future__ import annotations
 
@@ -17,9 +14,7 @@ _ERROR_WIDTH = 240
 
 
 def configuration(params: dict[str, Any], precision: bool = False) -> list[str]:
-    """What a trial runs, as parts of a line: ``batch 128 (64/replica)``, ``rule linear``, with
-    ``precision`` (a study of several) ``precision mixed_bfloat16``, and the model
-    hyperparameters of a hypermodel's trial."""
+    """What a trial runs, as line parts: ``batch 128 (64/replica)``, ``rule linear``, ..."""
     parts = [
         f"batch {params['global_batch_size']} ({params['per_replica_batch_size']}/replica)",
         f"rule {params['lr_rule']}",
@@ -114,7 +109,7 @@ def end_line(
 def progress_parts(
     number: int, event: EpochEvent | ProgressEvent, seconds: float
 ) -> tuple[str, list[str]]:
-    """:func:`progress_line`'s head and parts."""
+    """``trial 3:`` and ``2,048/4,096 samples (50%) · epoch 2/6 · loss 0.0123 · 12 s in``."""
     done, total = event.samples, event.total_samples
     parts = [f"{done:,}/{total:,} samples ({done / total:.0%})" if total else f"{done:,} samples"]
     if isinstance(event, EpochEvent):
@@ -122,9 +117,3 @@ def progress_parts(
         parts.append(f"loss {event.loss:.4g}")
     parts.append(f"{format_duration(seconds)} in")
     return f"trial {number}:", parts
-
-
-def progress_line(number: int, event: EpochEvent | ProgressEvent, seconds: float) -> str:
-    """``trial 3: 2,048/4,096 samples (50%) · epoch 2/6 · loss 0.0123 · 12 s in``."""
-    head, parts = progress_parts(number, event, seconds)
-    return joined(head, parts)

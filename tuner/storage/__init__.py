@@ -1,19 +1,11 @@
 """One function turns a storage URL into an Optuna storage; no SQL of our own beyond looking:
 every write goes through Optuna's public storage API.
 
-``sqlite:///path.db`` and any SQLAlchemy URL go to Optuna's ``RDBStorage`` (which Optuna wraps
-in its trial cache; SQLite with a generous lock timeout, so several workers can share one file),
-with Optuna's heartbeat settings when asked (tuner writes the beats,
-:func:`tuner.storage.guarded.beating`): a trial whose worker died stops heartbeating, is
-failed, and is re-queued by ``RetryFailedTrialCallback``. ``journal:PATH`` is Optuna's journal
-file (``JournalStorage``), which Optuna recommends for several processes on one host; it has
-no heartbeat, and is guarded as an RDB storage is. Connection errors become one clear line with
-the password masked.
-
-Reading never writes: a storage is opened for reading only once :mod:`tuner.storage.schema` has
-seen Optuna's schema there, and then without creating tables or stamping a version. Writing
-needs a storage that outlives the process (not in memory) and that can be written to; both are
-checked by :func:`check_storage` without touching anything, before a search starts a child.
+``sqlite:///path.db`` and any SQLAlchemy URL go to Optuna's ``RDBStorage`` (SQLite with a
+generous lock timeout, so several workers can share one file), with Optuna's heartbeat settings
+when asked; ``journal:PATH`` is Optuna's ``JournalStorage``, which has no heartbeat. Reading never
+writes: a storage is opened for reading only once :mod:`tuner.storage.schema` has seen Optuna's
+schema there. :func:`check_storage` checks a storage can take a search before any child starts.
 """
 
 from __future__ import annotations
@@ -65,14 +57,10 @@ describe_storage_error = describe
 
 def check_storage(url: str, *, create: bool, wait_s: float | None = None) -> None:
     """Raise :class:`ConfigError` unless ``url`` can take a study (``create``) or holds Optuna's
-    schema (reading). Writes nothing and creates nothing: a search calls it before any child.
-
-    Refused: an unknown scheme, in-memory storage, a file that is not a study database (or, to
-    create, not SQLite / not a journal), a damaged SQLite file, a folder that cannot be made, a
-    server that refuses the connection with a reason waiting cannot mend (a wrong password,
-    host or database), and (to create) a storage that is read-only. A server out of reach or a
-    locked file is waited for ``wait_s`` seconds (:func:`tuner.storage.reach.reached`; ``None``:
-    :data:`READING_WAIT_S`), then :class:`StorageFaultError`.
+    schema (reading); writes and creates nothing. A server out of reach or a locked file is
+    waited for ``wait_s`` seconds (``None``: :data:`READING_WAIT_S`), then
+    :class:`StorageFaultError`; a refusal waiting cannot mend (a wrong password, host or
+    database, a damaged or foreign file, a read-only storage to create) is at once.
     """
     place = locate(url)
     reached(place, wait_s, lambda: _check_schema(place, create), searching=create)
@@ -88,17 +76,12 @@ def open_storage(
 ) -> Any:
     """Return an Optuna storage for ``url``, after :func:`check_storage`.
 
-    With ``create=False`` (reading) nothing is created, stamped or migrated: the storage must
-    already hold Optuna's schema, and a schema of another Optuna version is refused. With
-    ``create=True`` the folder and Optuna's schema are made when missing. ``heartbeat_s`` turns
-    on Optuna's heartbeat settings (RDB storages only; grace period 3 × interval) with stale
-    trials retried once per failure. Opening waits ``wait_s`` for a storage out of reach
-    (:data:`tuner.storage.reach.READING_WAIT_S` without it: the command has no
-    ``--storage-wait``). A search's storage (``create``) has a guard
-    (:mod:`tuner.storage.guarded`) that waits as long at every later call made through
-    :func:`~tuner.storage.guarded.storage_call`: outages are waited out, faults become
-    :class:`StorageFaultError`; a reading command's has none (it only reads, and says a fault
-    as any error). Raises :class:`ConfigError` as :func:`check_storage` does.
+    Reading (``create=False``) creates, stamps and migrates nothing: the storage must hold
+    Optuna's schema of this version. ``create=True`` makes the folder and schema when missing.
+    ``heartbeat_s`` turns on Optuna's heartbeat (RDB only; grace 3 × interval), stale trials
+    retried once per failure. A search's storage (``create``) has a guard
+    (:mod:`tuner.storage.guarded`) that waits ``wait_s`` at every later call through
+    :func:`~tuner.storage.guarded.storage_call`; a reading command's has none.
     """
     place = locate(url)
     guard_s = wait_s if create else None
@@ -118,8 +101,7 @@ def open_storage(
 
 
 def storage_read_only(url: str) -> str | None:
-    """Why ``url`` cannot be written to, or ``None`` when it looks writable (see
-    :func:`tuner.storage.places.read_only_reason`)."""
+    """Why ``url`` cannot be written to, or ``None`` when it looks writable."""
     return read_only_reason(locate(url))
 
 
@@ -140,8 +122,7 @@ def _checked(place: Place, create: bool) -> bool:
 
 def _lock_timeout(place: Place) -> float:
     """How long one SQLite statement waits for another process's lock: the URL's ``timeout``,
-    else :data:`SQLITE_TIMEOUT_S`. Past it, the guard waits the lock out (``--storage-wait``)
-    with its lines: a URL's shorter timeout makes a long lock said sooner."""
+    else :data:`SQLITE_TIMEOUT_S`; past it, the guard waits the lock out with its lines."""
     return SQLITE_TIMEOUT_S if place.lock_timeout_s is None else place.lock_timeout_s
 
 
@@ -183,8 +164,7 @@ def _heartbeat(heartbeat_s: float | None) -> dict[str, Any]:
 
 
 def _sql(place: Place, create: bool, heartbeat: dict[str, Any]) -> Any:
-    """``RDBStorage`` once checked, retried while other workers create the same schema; tables
-    are created only when ``create`` and none are there yet."""
+    """``RDBStorage`` once checked, retried while other workers create the same schema."""
     for attempt in range(_OPEN_ATTEMPTS):
         stamped = _checked(place, create)
         if create and place.path is not None:
@@ -208,9 +188,7 @@ class _SchemaRace(Exception):
 
 
 def _sql_storage(place: Place, heartbeat: dict[str, Any], *, stamped: bool) -> Any:
-    """``RDBStorage`` on ``place``; with ``stamped`` it creates no table and writes no version
-    (Optuna only checks that the stored schema is its own). Raises :class:`_SchemaRace` or
-    :class:`ConfigError`."""
+    """``RDBStorage`` on ``place``; ``stamped``: no table created, no version written."""
     import optuna
     import sqlalchemy.exc
 

@@ -1,11 +1,7 @@
 """What went wrong with a storage that was open and working: one line for the user, and whether
-waiting can help.
-
-An outage (a server stopped, restarting or out of reach, a SQLite file locked by another
-process) may pass: :mod:`tuner.storage.guarded` waits it out for ``--storage-wait`` seconds. A
-fault does not pass by waiting: a full disk, a SQLite file deleted or replaced, a permission
-lost, a database dropped, tables changed by another version. Both end as
-:class:`StorageFaultError` (exit 1) once waiting is over or useless, never as an internal error.
+waiting can help: an outage (a server down or out of reach, a locked SQLite file) may pass; a
+fault (a full disk, a file deleted or replaced, a permission lost, tables of another version)
+does not. Both end as :class:`StorageFaultError` (exit 1), never as an internal error.
 """
 
 from __future__ import annotations
@@ -148,10 +144,8 @@ def classify(exc: BaseException, place: Place, identity: tuple[int, int] | None 
 
 
 def classify_opening(exc: BaseException, place: Place) -> Fault:
-    """Classify an error met while opening the storage: an outage (refused, timed out, a server
-    starting up or shutting down, a SQLite file locked) may pass; a wrong URL, user, password,
-    host or database name never does, whatever the driver's message also says ("connection
-    failed: ... password authentication failed")."""
+    """Classify an error met while opening the storage: an outage may pass; a wrong URL, user,
+    password, host or database never does, whatever else the driver's message says."""
     lowered = " ".join(_chain_text(exc).split()).lower()
     if any(word in lowered for word in _NEVER_AT_OPENING):
         return Fault(False, _short(_chain_text(exc)))
@@ -161,8 +155,7 @@ def classify_opening(exc: BaseException, place: Place) -> Fault:
 def waiting_line(
     place: Place, reason: str, wait_s: float, *, trial_running: bool, flag: bool = True
 ) -> str:
-    """The one line said when waiting for a storage starts; ``flag``: the bound is
-    ``--storage-wait`` (a search), not the fixed one of a reading command."""
+    """The line said when waiting for a storage starts; ``flag``: the bound is a flag."""
     bound = f" ({named('storage_wait')})" if flag else ""
     going_on = "; the running trial goes on" if trial_running else ""
     return f"storage {place.shown}: {reason}; waiting up to {wait_s:.0f} s for it{bound}{going_on}"

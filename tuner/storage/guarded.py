@@ -1,22 +1,15 @@
 """The one retry of a search's storage calls, and the heartbeat as tuner's own step.
 
-A search drives its study with ``ask``/``tell`` (:mod:`tuner.driver.trial.loop`), so every
-storage call it makes is tuner's, and each goes through :func:`storage_call` (one place):
+Every storage call a search makes goes through :func:`storage_call`. An outage is retried with
+backoff for ``wait_s`` seconds (``--storage-wait``), said when waiting starts and when the
+storage is back, the running child going on meanwhile; past the bound, or at once for a fault,
+:class:`StorageFaultError`, and every later call fails the same way at once. A SQLite or journal
+file deleted or replaced is a fault (SQLite would write on into the deleted file, the journal
+start a new one).
 
-* An outage (:func:`tuner.storage.faults.classify`) is retried with backoff for ``wait_s``
-  seconds (``--storage-wait``), with one line when the waiting starts and one when the storage
-  is back; the running trial's child goes on meanwhile. Past the bound, or at once for a fault
-  that waiting cannot mend, the call raises :class:`StorageFaultError` (one line, exit 1) and
-  every later call fails the same way at once: the worker stops, it does not wait twice.
-* A SQLite or journal file is checked before each call: deleted or replaced, it is a fault
-  (SQLite would otherwise write on into the deleted file, Optuna's journal start a new one).
-* The heartbeat is a small thread per running trial (:func:`beating`): a beat that cannot be
-  written is said once and tried again at the next interval, never a traceback; one that
-  cannot be written for longer than the grace period sets :attr:`Guard.heartbeat_lost`, and
-  the trial loop then claims no new trial (another worker may take this one over).
-
-A call retried as a whole may have been done once already when its connection broke: see
-:func:`storage_call`. What the storage has not taken is in the spool (:mod:`.spool`).
+The heartbeat is a thread per running trial (:func:`beating`): a beat that cannot be written is
+said once and retried; one lost for longer than the grace period sets
+:attr:`Guard.heartbeat_lost`, and the trial loop claims no new trial.
 """
 
 from __future__ import annotations
@@ -61,8 +54,7 @@ _GUARDS: weakref.WeakKeyDictionary[object, Guard] = weakref.WeakKeyDictionary()
 
 
 class Guard:
-    """The state of one guarded storage: the outage being waited out, the fault that ended the
-    search, and the heartbeat's."""
+    """One guarded storage's state: the outage waited out, the fault, the heartbeat's."""
 
     def __init__(
         self, place: Place, wait_s: float, *, interval_s: float = 0.0, grace_s: float = 0.0
@@ -85,8 +77,7 @@ class Guard:
         self._beat_failing_since: float | None = None
         self._record: Callable[[], Callable[[int], None] | None] = lambda: None
         self.storage: Callable[[], Any] = lambda: None
-        """The storage guarded (``None`` once it is gone): what tuner calls beside Optuna's
-        ``Study``, its heartbeat and its silent trials."""
+        """The storage guarded (``None`` once gone), its heartbeat and its silent trials."""
 
     def opened(self, storage: object) -> None:
         """``storage`` is open (its file made, if it was new): guard it from now on."""
@@ -169,11 +160,9 @@ class Guard:
         self.notify(back_line(self.place, lasted))
 
     def beat_now(self, trial_id: int) -> None:
-        """One heartbeat of ``trial_id`` that must be stored, as any write: an outage waited
-        out, a fault raised. The first beat of a trial is this one, written before its
-        configuration (which holds ``heartbeat_s``): a RUNNING trial without ``heartbeat_s``
-        has never beaten, which is how the unborn check finds it
-        (:func:`tuner.driver.trial.resume.requeue_unfinished`)."""
+        """One heartbeat of ``trial_id`` that must be stored, as any write. The first beat is
+        written before the trial's configuration (which holds ``heartbeat_s``): a RUNNING trial
+        without ``heartbeat_s`` never beat, which is how the unborn check finds it."""
         record = self._record()
         if record is None:
             return
@@ -240,8 +229,7 @@ def attach(study: object, storage: object) -> Guard | None:
 
 
 def guard_of(study: object) -> Guard | None:
-    """The guard of ``study`` (or of a storage :func:`tuner.storage.open_storage` returned),
-    ``None`` when unguarded (a reading command's, a test's plain storage)."""
+    """The guard of ``study`` (or of an opened storage); ``None`` when unguarded."""
     return _GUARDS.get(study)
 
 
@@ -249,12 +237,10 @@ def storage_call(study: object, fn: Callable[..., _T], *args: Any, **kwargs: Any
     """``fn(*args, **kwargs)``, a storage call (or a step of several) of ``study``'s, with its
     guard's retry; called as is where there is no guard.
 
-    A step is retried whole, so it must be safe to run again. The one that is not quite is
-    ``study.ask``: if the connection breaks after the new trial was stored, the retry claims
-    another, and the first stays RUNNING without a heartbeat, as if its worker had been killed
-    right after claiming it; the unborn check fails it after the grace
-    (:func:`tuner.driver.trial.resume.requeue_unfinished`). Nothing measured is lost: no
-    result exists yet."""
+    A step is retried whole, so it must be safe to run again. ``study.ask`` is not quite: if the
+    connection breaks after the trial was stored, the retry claims another, and the first stays
+    RUNNING without a heartbeat until the unborn check fails it
+    (:func:`tuner.driver.trial.resume.requeue_unfinished`); nothing measured is lost."""
     guard = guard_of(study)
     if guard is None:
         return fn(*args, **kwargs)
@@ -263,9 +249,7 @@ def storage_call(study: object, fn: Callable[..., _T], *args: Any, **kwargs: Any
 
 @contextlib.contextmanager
 def beating(study: object, trial_id: int) -> Iterator[None]:
-    """Write ``trial_id``'s heartbeat now (:meth:`Guard.beat_now`) and at every interval of
-    ``study``'s guard until the block ends (nothing without a guard or a heartbeat): tuner's
-    step, as Optuna's ``study.optimize`` would have run its heartbeat thread."""
+    """Write ``trial_id``'s heartbeat now and at every interval until the block ends."""
     guard = guard_of(study)
     if guard is None or not guard.interval_s:
         yield
@@ -299,8 +283,7 @@ def storage_errors() -> tuple[type[BaseException], ...]:
 def what_to_do(
     place: Place, reason: str, then: str = "run the same search", *, flag: bool = True
 ) -> str:
-    """What the user does about a storage that failed for ``reason``, then ``then``; ``flag``:
-    the command has ``--storage-wait`` to raise."""
+    """What to do about a storage that failed for ``reason``; ``flag``: say ``--storage-wait``."""
     if "disk is full" in reason:
         return f"free some space there, then {then}"
     if "database is locked" in reason:

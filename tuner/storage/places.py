@@ -1,7 +1,5 @@
 """Where a storage URL points: its kind, its file, whether it lives in memory or is read-only.
-
-Pure reading of the URL and of file permissions: nothing here opens, creates or changes a file,
-so every check can run before a search starts its first child process.
+Nothing here opens, creates or changes a file: every check can run before a search's first child.
 """
 
 from __future__ import annotations
@@ -21,10 +19,7 @@ _URI_READ_ONLY = {"mode": "ro", "immutable": "1"}
 
 
 def mask_password(url: str) -> str:
-    """``url`` with its password hidden wherever SQLAlchemy reads one: in the user part
-    (``postgresql://user:***@host/db``, whatever characters it holds) and in a ``password``
-    query option. A URL SQLAlchemy cannot read is shown as its scheme only; one without a
-    password is shown as given."""
+    """``url`` with its password hidden wherever SQLAlchemy reads one (else its scheme only)."""
     if "://" not in url:
         return url
     from sqlalchemy.engine import make_url  # not on the way of `tuner --help`
@@ -46,8 +41,7 @@ def mask_password(url: str) -> str:
 
 
 def _misread_host(url: str) -> str | None:
-    """The host SQLAlchemy reads from ``url`` when it holds ``@`` (the rest of a password with
-    an unescaped ``@``), else ``None``."""
+    """The host SQLAlchemy reads from a ``url`` with an unescaped ``@``, else ``None``."""
     if "@" not in url or "://" not in url:
         return None
     from sqlalchemy.engine import make_url
@@ -166,8 +160,7 @@ _DRIVER_OPTIONS = ("uri", "timeout", "isolation_level", "detect_types", "check_s
 
 
 def read_only_uri(place: Place) -> str:
-    """A SQLite URI (for ``sqlite3.connect(..., uri=True)``) that opens ``place``'s file
-    read-only: SQLite itself then refuses every write."""
+    """A SQLite URI that opens ``place``'s file read-only: SQLite itself refuses every write."""
     assert place.path is not None
     options = {
         key: value
@@ -179,9 +172,9 @@ def read_only_uri(place: Place) -> str:
 
 
 def read_only_reason(place: Place) -> str | None:
-    """Why nothing can be written to ``place`` (``None``: it looks writable, or cannot be told,
-    as for a database server). A user who may not write the file or its folder (SQLite writes
-    a rollback journal beside the database, the journal storage a lock file) cannot store."""
+    """Why nothing can be written to ``place`` (``None``: it looks writable, or cannot be told).
+    SQLite writes a rollback journal beside the database and the journal storage a lock file,
+    so the folder must be writable too."""
     for key, value in _URI_READ_ONLY.items():
         if place.uri_options.get(key) == value:
             return f"its URL opens it with {key}={value}"
@@ -218,9 +211,7 @@ def folder_problem(path: Path) -> str | None:
 
 
 def describe(exc: BaseException, place: Place | None = None) -> str:
-    """The reason behind an error of ``place``'s storage, on one line, its secrets hidden:
-    Optuna's ``StorageInternalError`` hides the database's own message (e.g. "attempt to write a
-    readonly database") in its cause."""
+    """The reason behind an error of ``place``'s storage, on one line, its secrets hidden."""
     cause: Any = exc.__cause__ if exc.__cause__ is not None else exc
     reason = " ".join(str(getattr(cause, "orig", None) or cause).split())
     if "readonly database" in reason:

@@ -1,11 +1,7 @@
-"""Opening a storage that is out of reach: a worker started while its PostgreSQL server is down or
-restarting, or while another process holds the SQLite file locked, waits for it as a search
-waits mid-way (:mod:`tuner.storage.guarded`), with the same two lines.
-
-Only an outage is waited for (:func:`tuner.storage.faults.classify_opening`): a refused or timed
-out connection, a server starting up or shutting down, a locked SQLite file. A wrong URL, user,
-password, host or database name is bad input and stays one line and exit 2 at once. Past the
-bound, :class:`StorageFaultError`: exit 1, one line naming the storage and what to do.
+"""Opening a storage that is out of reach waits for it as a search waits mid-way
+(:mod:`tuner.storage.guarded`), with the same two lines. Only an outage is waited for; a wrong
+URL, user, password, host or database name is bad input (exit 2 at once). Past the bound,
+:class:`StorageFaultError`: exit 1, one line naming the storage and what to do.
 """
 
 from __future__ import annotations
@@ -25,10 +21,8 @@ from tuner.storage.places import Place
 __all__ = ["READING_WAIT_S", "reached"]
 
 READING_WAIT_S = 30.0
-"""How long the reading commands (``tuner show``, ``tuner export``, ``tuner report``, the
-dashboard, :func:`tuner.load`) wait by default for a storage out of reach when they open it: long
-enough for a server to restart, short enough that a stopped one is said soon. Their
-``--storage-wait`` changes it."""
+"""How long the reading commands wait by default for a storage out of reach: long enough for a
+server to restart, short enough that a stopped one is said soon (``--storage-wait``)."""
 _MAX_DELAY_S = 5.0
 _log = logging.getLogger("tuner.storage")
 
@@ -36,12 +30,10 @@ T = TypeVar("T")
 
 
 def reached(place: Place, wait_s: float | None, attempt: Callable[[], T], *, searching: bool) -> T:
-    """``attempt()`` (which opens ``place``), tried again while the :class:`ConfigError` it raises
-    comes from an outage, for ``wait_s`` seconds (the command's ``--storage-wait``; ``None``:
-    :data:`READING_WAIT_S`, said without the flag, which such a caller does not have).
-    ``searching``: the command is a search (what to do next is to run it again, its results
-    spooled). Any other error is raised at once, as it was; a ``wait_s`` that is not 0 or a
-    positive number is bad input, refused before anything is opened."""
+    """``attempt()``, tried again while its :class:`ConfigError` comes from an outage, for
+    ``wait_s`` seconds (``None``: :data:`READING_WAIT_S`). ``searching``: the command is a
+    search (its next step is to run again, its results spooled). A bad ``wait_s`` is refused
+    before anything is opened."""
     flag = wait_s is not None
     if wait_s is not None and not (math.isfinite(wait_s) and wait_s >= 0):
         raise ConfigError(

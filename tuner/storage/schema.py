@@ -1,10 +1,9 @@
 """What a storage holds, found without writing to it: an Optuna schema, nothing, or something else.
 
-Optuna's ``RDBStorage`` creates its tables (and stamps its schema version) as soon as it is
-constructed, and ``JournalStorage`` starts a journal in any file. So before either is made, the
-storage is looked at through a connection that cannot write: a SQLite file is opened with
-``mode=ro``, a server database is only inspected (table names, two version rows). A file that is
-not a study database is refused with one line, and stays byte-for-byte as it was.
+Optuna's ``RDBStorage`` creates its tables as soon as it is constructed, and ``JournalStorage``
+starts a journal in any file, so first the storage is looked at through a connection that cannot
+write (SQLite ``mode=ro``; a server only inspected). A file that is not a study database is
+refused with one line, and stays byte-for-byte as it was.
 """
 
 from __future__ import annotations
@@ -44,11 +43,9 @@ def not_a_study(place: Place, why: str, *, create: bool = False) -> ConfigError:
 
 
 def has_optuna_schema(place: Place, *, create: bool, timeout_s: float) -> bool:
-    """Whether ``place`` (an RDB storage) holds a complete, stamped Optuna schema.
-
-    Reading (``create=False``) raises :class:`ConfigError` for a storage that does not; creating
-    raises only for a file that is not SQLite. Both raise for a damaged SQLite file and for a
-    server that refuses the connection. Nothing is written (see :func:`_tables`).
+    """Whether ``place`` (an RDB storage) holds a complete, stamped Optuna schema; reading raises
+    :class:`ConfigError` where it does not, creating only for a file that is not SQLite (both
+    for a damaged file or a refused connection). Nothing is written.
     """
     try:
         tables, stamped = _tables(place, timeout_s, create, read_only=place.kind == "sqlite")
@@ -68,8 +65,7 @@ def has_optuna_schema(place: Place, *, create: bool, timeout_s: float) -> bool:
 
 
 def is_foreign_file(place: Place, tables: set[str]) -> bool:
-    """Whether ``place`` is an SQLite file of another application: tables, none of them Optuna's
-    (Optuna would add its own beside them)."""
+    """Whether ``place`` is an SQLite file of another application (tables, none Optuna's)."""
     return place.kind == "sqlite" and bool(tables) and not tables & OPTUNA_TABLES
 
 
@@ -80,8 +76,7 @@ class _HotJournal(Exception):
 def _tables(
     place: Place, timeout_s: float, create: bool, *, read_only: bool
 ) -> tuple[set[str], bool]:
-    """The storage's table names, and whether Optuna's schema is there and stamped;
-    ``read_only``: through a SQLite connection that cannot write."""
+    """The table names, and whether Optuna's schema is there and stamped."""
     import sqlalchemy
     import sqlalchemy.exc
 
@@ -168,8 +163,7 @@ def _cannot_open(place: Place, exc: BaseException) -> ConfigError:
 
 
 def check_storage_file(place: Place, *, create: bool) -> bool:
-    """The file must exist to be read; a new one needs a folder that can be made. Whether the
-    file exists."""
+    """Whether the file exists; a missing one needs a folder that can be made."""
     path = place.path
     assert path is not None
     if not path.exists():

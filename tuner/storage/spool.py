@@ -1,17 +1,14 @@
 """The spool: a trial's measured result, kept in a file until the storage has it.
 
-When a trial's child hands back its result, the driver writes it here first (atomically: a
-temporary file renamed into place), then to the storage; once the storage has the trial's final
-state the file goes. If the storage fails, the file stays, and the next ``tuner search`` of the
-study records it before it runs anything (:mod:`tuner.driver.trial.spooled`), instead of measuring
-the point again.
+The driver writes a result here first (atomically), then to the storage; the file goes once the
+storage has the trial's final state. If the storage fails, the next ``tuner search`` of the study
+records it before running anything (:mod:`tuner.driver.trial.spooled`) instead of measuring
+again. A spooled result is never thrown away unread.
 
 Where: ``$TUNER_SPOOL_DIR``, else ``$XDG_STATE_HOME/tuner/spool``, else
-``~/.local/state/tuner/spool``; one folder per storage (its kind and a digest of the SQLite
-file's absolute path, or of the server URL without its password), one file per trial
-(``trial-<id>.json``, the storage's trial id). Kept until recorded, however long that takes: a
-spooled result is never thrown away unread. The trial folders (``tuner-trial-*``) are not used:
-they are removed when their trial ends, and swept when their worker dies.
+``~/.local/state/tuner/spool``; one folder per storage (its kind and a digest of the file's path
+or the password-less URL), one ``trial-<id>.json`` per trial. Not the trial folders: they go
+when their trial ends.
 """
 
 from __future__ import annotations
@@ -49,8 +46,7 @@ def spool_folder(place: Place) -> Path:
 
 
 def write(folder: Path, trial_id: int, record: dict[str, Any]) -> Path:
-    """Write ``record`` (the study, the trial's number, state, values and attributes) as
-    ``trial_id``'s spooled result, atomically; the file's path."""
+    """Write ``record`` as ``trial_id``'s spooled result, atomically; the file's path."""
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / f"trial-{trial_id}.json"
     handle, temporary = tempfile.mkstemp(dir=folder, prefix=".trial-", suffix=".tmp")
@@ -91,9 +87,8 @@ def _listed(values: Sequence[float] | None) -> list[float] | None:
 
 
 def pending(folder: Path, study_name: str | None = None) -> list[dict[str, Any]]:
-    """The spooled results in ``folder`` (of ``study_name`` only, when given), oldest trial
-    first; unreadable files are skipped (a result is written whole or not at all), and a file
-    that reads but is no spooled result is set aside (:func:`set_aside`), never trusted."""
+    """The spooled results in ``folder`` (of ``study_name`` only, when given), oldest first;
+    unreadable files skipped, a file that is no spooled result set aside (:func:`set_aside`)."""
     records = []
     with contextlib.suppress(OSError):
         for path in folder.glob("trial-*.json"):

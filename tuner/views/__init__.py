@@ -1,9 +1,7 @@
 """Ways to look at a study: summary rows, the dashboard note, figures, the HTML report and the
-optuna-dashboard server.
-
-Reads trials through ``tuner.storage`` and ``tuner.results`` and decides nothing: every number
-comes from ``tuner.core``. Never imports ``tuner.driver``, ``tuner.worker`` or ``tuner.cli``. The
-driver reaches the views only through :func:`tuner.views.refresh.refresh`.
+optuna-dashboard server. Decides nothing (every number comes from ``tuner.core``) and never
+imports ``tuner.driver``, ``tuner.worker`` or ``tuner.cli``; the driver calls only
+:func:`tuner.views.refresh.refresh`.
 """
 
 DASHBOARD_HOST = "127.0.0.1"

@@ -1,12 +1,9 @@
-"""The numbers behind the study's pictures, pure (trials in, numbers out): the complete grid
-points with the throughput's error bar, each rule's curve over the batch sizes with the
-out-of-memory sizes, the recommended point and the ones tied with it, the loss tolerance band,
-the rules' side-by-side offsets and the Pareto front. Time to target has its own module,
-:mod:`tuner.views.target_data`. :mod:`tuner.views.batch_figures` dresses them as plotly figures.
+"""The numbers behind the study's pictures, pure (trials in, numbers out); time to target has its
+own module, :mod:`tuner.views.target_data`, and :mod:`tuner.views.batch_figures` dresses them.
 
-A configuration that ran several times is drawn once, at its representative (the trial with the
-most runs, :mod:`tuner.views.runs`); a grid point that trains exactly like another (``same_as``)
-is drawn on its own rule's line with the other's measurement."""
+A configuration that ran several times is drawn once, at its representative
+(:mod:`tuner.views.runs`); a grid point that trains exactly like another (``same_as``) is drawn
+on its own rule's line with the other's measurement."""
 
 from __future__ import annotations
 
@@ -53,15 +50,13 @@ class Point:
     throughput_low: float | None = None
     throughput_high: float | None = None
     error_source: str = ""
-    """What the throughput's error bar is: ``95 % CI (t over 3 runs)``, ``window spread of 1 run
-    (max−min)``, or empty without one."""
+    """What the error bar is: ``95 % CI (t over 3 runs)``, a 1-run window spread, or empty."""
     runs: int | None = None
     same_as: int | None = None
     precision: str | None = None
     """The trial's precision, in a study of several (``None`` in a study of one)."""
     run_trials: tuple[int, ...] = ()
-    """The numbers of the trials its configuration ran as (first run and repeats), when
-    several."""
+    """The trials its configuration ran as (first run and repeats), when several."""
 
     @property
     def curve(self) -> str:
@@ -71,8 +66,7 @@ class Point:
 
 @dataclass(frozen=True)
 class LossBand:
-    """The final losses the recommendation chose among: from the best one to ``limit``, which is
-    ``tolerance`` (relative) above it."""
+    """The losses the recommendation chose among: the best to ``limit`` (``tolerance`` above)."""
 
     best: float
     limit: float
@@ -81,9 +75,8 @@ class LossBand:
 
 @dataclass(frozen=True)
 class BatchCurves:
-    """What the batch-size plots show: each rule's points by batch, the sizes that ran out of
-    memory (``oom`` measured, ``oom-implied`` known from a smaller size), the recommended point
-    and the loss tolerance band around the best loss."""
+    """What the batch-size plots show: each rule's points, the out-of-memory sizes (measured or
+    implied), the recommended point and the loss tolerance band."""
 
     by_rule: dict[str, list[Point]]
     oom: dict[int, str]
@@ -93,13 +86,11 @@ class BatchCurves:
     tied: tuple[Point, ...] = ()
     """Points the recommendation is still tied with (their 95 % intervals overlap its one)."""
     candidates: tuple[Point, ...] = ()
-    """The points the loss tolerance made equal (the recommendation's ``candidates``): the pick
-    is the fastest of them, or one tied with the fastest."""
+    """The points the loss tolerance made equal (the recommendation's ``candidates``)."""
 
     @property
     def throughput_top(self) -> float:
-        """The top of the throughput axis, which starts at 0: the highest error bar, point or
-        baseline, with a little room above."""
+        """The top of the throughput axis: the highest bar, point or baseline, with some room."""
         tops = [
             p.throughput if p.throughput_high is None else max(p.throughput, p.throughput_high)
             for points in self.by_rule.values()
@@ -110,8 +101,7 @@ class BatchCurves:
 
 
 def complete_points(trials: Sequence[FrozenTrial]) -> list[Point]:
-    """The COMPLETE grid points with finite values, one per grid point (a configuration's
-    representative), by batch then rule."""
+    """The COMPLETE grid points with finite values, one per configuration, by batch then rule."""
     points = []
     several = len({precision_of(t) for t in trials if "global_batch_size" in t.params}) > 1
     for trial in representatives(unique_trials(trials), trials):
@@ -149,9 +139,8 @@ def complete_points(trials: Sequence[FrozenTrial]) -> list[Point]:
 def error_bar(
     attrs: Mapping[str, Any], throughput: float
 ) -> tuple[float | None, float | None, str]:
-    """The throughput's error bar ``(low, high, what it is)``: the stored 95 % interval
-    (``throughput_ci``), else, for one run, the spread of its timed windows
-    (``throughput_spread`` = (max − min) / median, drawn as ± half of it), else none."""
+    """The throughput's error bar ``(low, high, what it is)``: the stored 95 % interval, else one
+    run's window spread (drawn as ± half of it), else none."""
     span = interval(dict(attrs), "throughput_ci")
     if span is not None:
         method = attrs.get("throughput_ci_method")
@@ -166,10 +155,8 @@ def error_bar(
 def batch_curves(
     trials: Sequence[FrozenTrial], rec: Mapping[str, Any] | None = None
 ) -> BatchCurves:
-    """Group the complete points by rule, and precision in a study of several (of several model
-    configurations at one batch and rule, the one with the lowest loss), and collect the
-    out-of-memory sizes; ``rec`` (the study's recommendation) gives the baseline, the
-    recommended point and the loss band."""
+    """Group the complete points by rule (and precision; of several model configurations, the
+    lowest loss) and collect the out-of-memory sizes; ``rec`` adds the pick and the loss band."""
     rec = rec or {}
     points = complete_points(trials)
     best: dict[tuple[str, int], Point] = {}  # several model configurations: the best loss

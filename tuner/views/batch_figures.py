@@ -1,13 +1,7 @@
-"""The study's pictures: throughput and final loss against the global batch, one line per
-learning-rate rule with the out-of-memory sizes marked, the recommended trial starred and the
-ones still tied with it ringed (the throughput plot has error bars and starts at 0; the loss plot
-shades the loss tolerance the recommendation chose within), the Pareto front of loss vs
-throughput, and with a target loss, time to target against the global batch beside the
-batch-size model's prediction.
-
-The numbers come from :mod:`tuner.views.batch_data` and :mod:`tuner.views.target_data` (pure);
-the ``*_figure`` functions only dress them as plotly figures, which the dashboard stores and the
-HTML report embeds.
+"""The study's pictures: throughput, final loss and time to target against the global batch,
+and the Pareto front. The numbers come from :mod:`tuner.views.batch_data` and
+:mod:`tuner.views.target_data` (pure); the ``*_figure`` functions only dress them as plotly
+figures, which the dashboard stores and the HTML report embeds.
 """
 
 from __future__ import annotations
@@ -49,10 +43,8 @@ _METRICS = {"throughput": "throughput (samples/s)", "final_loss": "final validat
 
 
 def batch_figure(curves: BatchCurves, metric: str) -> go.Figure:
-    """``metric`` (``throughput`` or ``final_loss``) against the global batch, one line per rule
-    (rules drawn side by side, as the legend says); sizes that ran out of memory are marked with
-    ✕ on the axis and shaded; the recommended point is starred, and on the loss plot the band of
-    losses it was chosen among is shaded."""
+    """``metric`` against the global batch, one line per rule; out-of-memory sizes marked ✕, the
+    recommended point starred, and on the loss plot the loss tolerance band shaded."""
     import plotly.graph_objects as go
 
     label = _METRICS[metric]
@@ -243,11 +235,9 @@ def pareto_figure(
     recommended_trial: int | None = None,
     curves: BatchCurves | None = None,
 ) -> go.Figure:
-    """Final loss vs throughput of every complete point, the Pareto front ringed and joined by a
-    line (a front of one point is one ring) and the recommended trial starred; with ``curves``
-    (:func:`batch_curves` of the recommendation), the loss tolerance band shaded and the
-    candidates it makes equal marked, the ones tied with the pick ringed: a point that beats the
-    pick on both axes is then seen to be counted equal to it."""
+    """Final loss vs throughput, the Pareto front ringed and joined and the recommended trial
+    starred; with ``curves``, the loss tolerance band and the candidates it makes equal: a
+    point that beats the pick on both axes is then seen to be counted equal to it."""
     import plotly.graph_objects as go
 
     front = pareto_front(points)
@@ -335,10 +325,8 @@ def _pareto_legend(curves: BatchCurves | None) -> str:
 def study_figures(
     trials: Sequence[FrozenTrial], rec: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
-    """The study's figures by id: ``throughput-vs-batch``, ``loss-vs-batch``, ``pareto``, and
-    ``time-to-target-vs-batch`` when the study has a target loss; ``rec`` (the study's
-    recommendation, ``None`` when nothing completed) adds the baseline, the recommended point,
-    the tied ones, the loss tolerance band and the prediction."""
+    """The study's figures by id (``time-to-target-vs-batch`` only with a target loss); ``rec``
+    adds the recommended point, the tied ones, the loss band and the prediction."""
     curves = batch_curves(trials, rec)
     figures = {
         "throughput-vs-batch": batch_figure(curves, "throughput"),

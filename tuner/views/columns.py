@@ -1,14 +1,11 @@
 """Which columns of a table fit a page, and how wide each one is: pure, over rendered cells.
 
-A terminal table that is too wide gets its cells cut (``1…``), and a cut number is worse than a
-missing column. So the columns are chosen here, before anything is drawn: in a fixed priority,
-each one that still fits at its narrowest, where a number or any other word that must not break
-keeps its full length and only the columns named as wrapping (free text) may wrap or fold; the
-first column that does not fit ends the choice, so a wider page only ever adds columns.
-Columns with nothing to say (every cell ``-`` or empty) are left out.
+A cut number is worse than a missing column, so the columns are chosen before anything is drawn:
+in a fixed priority, each one that still fits at its narrowest (only free-text columns may
+wrap); the first that does not fit ends the choice, so a wider page only ever adds columns.
 
-The widths assume the table style of :mod:`tuner.console.display`: no outer frame and no padding at
-the page edges, so each column after the first costs its width plus three (`` │ ``).
+The widths assume :mod:`tuner.console.display`'s table style: no outer frame, no edge padding,
+so each column after the first costs its width plus three (`` │ ``).
 """
 
 from __future__ import annotations
@@ -51,9 +48,7 @@ def natural_width(header: str, cells: Iterable[str]) -> int:
 
 
 def narrowest_width(header: str, cells: Sequence[str], wraps: bool) -> int:
-    """The narrowest the column may be: every cell whole on one line, or for a wrapping column
-    :data:`WRAP_FLOOR` (its text wraps at spaces, a longer word folds); the header may wrap at
-    spaces."""
+    """The narrowest the column may be: every cell whole, or :data:`WRAP_FLOOR` if it wraps."""
     header_word = max((len(word) for word in header.split()), default=0)
     if not wraps:
         return max(header_word, *(len(cell) for cell in cells), 1)
@@ -78,15 +73,11 @@ def fit_columns(
 ) -> Layout:
     """The columns that fit in ``width`` and their widths.
 
-    ``keep`` columns are always shown; the others are taken in ``priority`` order (columns not
-    named there come last, in table order) for as long as each still fits at its narrowest;
-    columns in ``drop`` and columns whose every cell is empty are left out (when there is a row
-    at all). Space left over first unwraps the headers of the one-word columns (all or none), then
-    widens the free text. With ``wide``, every column is shown and nothing is left out: numbers at
-    full width, wrapping columns narrowed towards their narrowest while the page is short, so the
-    table may be wider than ``width``.
-
-    Never does a column of a number get narrower than its longest cell.
+    ``keep`` columns are always shown; the others in ``priority`` order (unnamed ones last) while
+    each still fits at its narrowest; ``drop`` and all-empty columns are left out. Space left
+    over first unwraps the one-word headers (all or none), then widens the free text. With
+    ``wide`` every column is shown, free text narrowed towards its narrowest, so the table may be
+    wider than ``width``. A number's column is never narrower than its longest cell.
     """
     wraps, kept = set(wrapping), set(keep)
     columns = [[row[i] for row in rows] for i in range(len(headers))]

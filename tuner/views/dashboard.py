@@ -1,9 +1,6 @@
-"""optuna-dashboard for tuner studies: what a study shows there, and ``tuner dashboard``.
-
-:func:`publish` stores the study note (Markdown) and the custom plots on the study, through
-optuna-dashboard's own API, so any optuna-dashboard pointed at the storage shows them.
-:func:`serve` runs the dashboard on a storage until Ctrl-C; :func:`exposure_warning` says when
-the address it listens on opens it beyond this machine.
+"""optuna-dashboard for tuner studies: the study note and custom plots stored through
+optuna-dashboard's own API (any optuna-dashboard on the storage shows them), and ``tuner
+dashboard``.
 """
 
 from __future__ import annotations
@@ -43,12 +40,9 @@ _PLOT_ATTR = "dashboard:plot_data:"  # optuna-dashboard's study system attribute
 
 
 def publish(study: optuna.Study, rec: dict[str, Any] | None) -> None:
-    """Write the note and the plots of :data:`DASHBOARD_PLOTS` on ``study`` (``rec``: its
-    recommendation, or ``None`` when nothing completed). Rewriting replaces the previous note
-    and plots; a plot of :data:`RETIRED_PLOTS` left by an older tuner is replaced by its text.
-
-    optuna-dashboard stores each text in pieces, one write each; Ctrl-C and SIGTERM are held
-    back until all pieces are written, so an interrupt never leaves half a note or plot."""
+    """Write the note and the plots on ``study``, replacing the previous ones (a retired plot by
+    its text). optuna-dashboard stores each text in pieces, one write each: Ctrl-C and SIGTERM
+    are held back until all are written, so an interrupt never leaves half a note or plot."""
     from optuna_dashboard import save_note, save_plotly_graph_object
 
     trials = study.get_trials(deepcopy=False)
@@ -114,12 +108,9 @@ def serve(
     storage_wait: float | None = None,
     allow_writes: bool = False,
 ) -> None:
-    """Serve optuna-dashboard for ``storage_url`` on ``host:port`` until interrupted, read-only
-    unless ``allow_writes`` (:func:`tuner.views.dashboard_page.read_only`).
-
-    The storage must exist (nothing is created) and the port must be free; both are checked
-    before serving and raise :class:`ConfigError`. ``on_ready`` gets the dashboard's URL.
-    ``storage_wait``: seconds to wait for a storage out of reach when opening it (``None``: 30).
+    """Serve optuna-dashboard for ``storage_url`` until interrupted, read-only unless
+    ``allow_writes``. The storage must exist and the port be free, else :class:`ConfigError`.
+    ``storage_wait``: seconds to wait for a storage out of reach (``None``: 30).
     """
     storage = open_storage(storage_url, create=False, wait_s=storage_wait)
     from optuna_dashboard import wsgi
@@ -153,12 +144,8 @@ LOOPBACK_NAMES = frozenset({"localhost"})
 
 
 def is_loopback(host: str) -> bool:
-    """Whether listening on ``host`` serves this machine only: an address in 127.0.0.0/8, ``::1``
-    (also IPv4-mapped, ``::ffff:127.0.0.1``), or the name ``localhost``.
-
-    No other name is resolved: a lookup can hang on a broken resolver, and a name can point
-    elsewhere tomorrow, so every other name counts as reachable from outside. ``0.0.0.0``, ``::``
-    and ``""`` listen on every interface."""
+    """Whether listening on ``host`` serves this machine only (127.0.0.0/8, ``::1``,
+    ``localhost``). No other name is resolved: a lookup can hang, and a name can move."""
     if host.lower().rstrip(".") in LOOPBACK_NAMES:
         return True
     try:
@@ -171,9 +158,8 @@ def is_loopback(host: str) -> bool:
 
 
 def exposure_warning(host: str) -> str | None:
-    """The warning (one line) that the dashboard on ``host`` is open to whoever can reach it, or
-    ``None`` on loopback: the dashboard has no login, and its API edits notes and deletes
-    studies."""
+    """The one-line warning that the dashboard on ``host`` is open to whoever can reach it
+    (``None`` on loopback): it has no login, and its API edits notes and deletes studies."""
     if is_loopback(host):
         return None
     return (

@@ -1,12 +1,7 @@
-"""The dashboard page as ``tuner dashboard`` serves it: optuna-dashboard's own, with a style that
-gives tuner's plots the page's full width.
-
-optuna-dashboard puts every stored plot in a half-width card of fixed height (450 px), where a
-legend below the plot leaves the plot a strip; it offers no setting for either. ``tuner dashboard``
-adds one ``<style>`` to the page's HTML (optuna-dashboard's Content-Security-Policy allows inline
-styles) that widens the cards holding a stored plot (element id ``user-defined-plot:<id>``) and
-makes them taller. A plain ``optuna-dashboard`` on the same storage shows the same plots at half
-width.
+"""The dashboard page as ``tuner dashboard`` serves it: optuna-dashboard's own, with one inline
+``<style>`` that gives tuner's plots the page's full width and more height (optuna-dashboard puts
+every stored plot in a half-width card of 450 px, where a legend leaves the plot a strip, and
+offers no setting for either).
 """
 
 from __future__ import annotations
@@ -76,10 +71,8 @@ READ_ONLY_REASON = (
 
 
 def read_only(app: _App) -> _App:
-    """``app`` refusing every request that would change the storage (any method but GET, HEAD
-    and OPTIONS: optuna-dashboard's API deletes, creates and renames studies and writes notes
-    and trial values that way) with 403 and :data:`READ_ONLY_REASON` as optuna-dashboard words
-    its own errors, so its page shows the reason."""
+    """``app`` refusing every request but GET, HEAD and OPTIONS with 403 and
+    :data:`READ_ONLY_REASON`, worded as optuna-dashboard's own errors so its page shows it."""
 
     def wrapped(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         if environ.get("REQUEST_METHOD", "GET").upper() in READ_ONLY_METHODS:

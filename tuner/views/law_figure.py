@@ -1,8 +1,6 @@
 """The measured learning-rate law as a picture: the best rate ``lr*`` at each global batch on
-log-log axes, with its 95 % interval, beside the three fixed rules (``none``, ``sqrt``,
-``linear``) drawn as lines from ``lr*`` at the smallest batch, and the fitted law (``alpha``
-below the critical batch, the slope past it). From the recommendation's ``lr_law`` block
-(:mod:`tuner.core.lr_law`), so the report, the dashboard and the note show the same."""
+log-log axes with its 95 % interval, beside the three fixed rules drawn from ``lr*`` at the
+smallest batch, and the fitted law, from the recommendation's ``lr_law`` block."""
 
 from __future__ import annotations
 
@@ -118,8 +116,7 @@ def _legend(law: Mapping[str, Any]) -> str:
 def _fit_traces(
     law: Mapping[str, Any], measured: Sequence[tuple[int, float, float, float, str | None]]
 ) -> list[go.Scatter]:
-    """The fitted law, dashed: slope ``alpha`` up to the critical batch (through the geometric
-    mean of the points there), the slope past it beyond."""
+    """The fitted law, dashed: slope ``alpha`` up to the critical batch, the other slope past it."""
     import plotly.graph_objects as go
 
     alpha, critical = law.get("alpha"), law.get("critical_batch")

@@ -1,7 +1,5 @@
 """The range test's picture: each step's loss against its learning rate on a log axis, the
-smoothed loss the suggestion is read from, the steps left out at the start shaded, the
-divergence marked, and the suggestion starred — in the look of tuner's other figures
-(:mod:`tuner.views.style`)."""
+smoothed loss, the skipped start shaded, the divergence marked, the suggestion starred."""
 
 from __future__ import annotations
 
@@ -44,7 +42,8 @@ def lr_find_figure(report: dict[str, Any]) -> go.Figure:
             font={"color": "#666"},
         )
     figure.add_trace(_line(rates, report["losses"], "loss of each step", RAW_COLOR, "markers"))
-    figure.add_trace(_line(rates, report["smoothed"], _smoothed_name(report), SMOOTH_COLOR))
+    smoothed = f"smoothed (EMA, β = {report['ema_beta']:.3g}, bias-corrected)"
+    figure.add_trace(_line(rates, report["smoothed"], smoothed, SMOOTH_COLOR))
     if report["diverged_lr"] is not None:
         figure.add_vline(x=report["diverged_lr"], line={"color": DIVERGED_COLOR, "dash": "dot"})
         figure.add_annotation(
@@ -74,8 +73,7 @@ def lr_find_figure(report: dict[str, Any]) -> go.Figure:
 
 
 def write_figure(figure: go.Figure, path: Path) -> None:
-    """``figure`` as a page (``.html``, plotly.js from its CDN) or a picture (``.png``, through
-    Kaleido, which needs Chrome or Chromium)."""
+    """``figure`` as a page (``.html``) or a picture (``.png``: Kaleido needs Chrome)."""
     if path.suffix.lower() == ".html":
         try:
             atomic_write_text(path, figure.to_html(include_plotlyjs="cdn", full_html=True))
@@ -103,10 +101,6 @@ def _line(
     )
 
 
-def _smoothed_name(report: dict[str, Any]) -> str:
-    return f"smoothed (EMA, β = {report['ema_beta']:.3g}, bias-corrected)"
-
-
 def _title(report: dict[str, Any]) -> str:
     batch, replicas = report["global_batch_size"], report["num_replicas"]
     return (
@@ -116,8 +110,7 @@ def _title(report: dict[str, Any]) -> str:
 
 
 def _y_range(report: dict[str, Any]) -> list[float] | None:
-    """From below the lowest smoothed loss to a little above the first ones: the blow-up after
-    divergence would otherwise squash the curve flat."""
+    """From below the lowest smoothed loss to a little above the first: the blow-up left out."""
     smoothed = [v for v in report["smoothed"] if v is not None]
     losses = [v for v in report["losses"] if v is not None]
     if not smoothed or not losses:

@@ -1,9 +1,6 @@
-"""The study note shown by optuna-dashboard: Markdown, written from the same rows as the terminal
-tables (:mod:`tuner.views.summary`). Pure: trials and attributes in, text out.
-
-Every text that comes from the study (its name, a trial's error, model references, rule names) is
-escaped with :func:`literal`, so that optuna-dashboard shows it as written: a study named
-``[x](y)`` is not a link, ``*a*`` is not emphasis, ``<b>`` is not HTML.
+"""The study note shown by optuna-dashboard: Markdown, from the same rows as the terminal tables.
+Pure. Every text from the study is escaped with :func:`literal`, so that a study named ``[x](y)``
+is not a link, ``*a*`` is not emphasis, ``<b>`` is not HTML.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
 """The recommendation as (label, text) rows, which the terminal, the dashboard note and the HTML
-report all print: the answer, its uncertainty (interval, runs, ties, the loss tolerance and where
-it came from), time to target with the batch-size model's prediction, and last the verdict.
-
-Pure: the recommendation dict in, strings out. A key the recommendation does not hold (a study
-written by an older tuner) shows nothing: no row, no part of a row.
+report all print. Pure; a key the recommendation does not hold (an older tuner's study) shows
+nothing.
 """
 
 from __future__ import annotations
@@ -24,8 +21,7 @@ def compact(value: float, digits: int = 3) -> str:
 
 
 def span_text(span: Sequence[float] | None) -> str:
-    """An interval as ``16.1k–17.9k`` (as many digits as it takes to tell the ends apart), or
-    ``-``."""
+    """An interval as ``16.1k–17.9k`` (digits enough to tell the ends apart), or ``-``."""
     if span is None:
         return "-"
     low, high = span
@@ -57,8 +53,7 @@ def _pair(value: Any) -> tuple[float, float] | None:
 
 def answer_text(rec: dict[str, Any]) -> str:
     """The answer in plain words, as a Keras user would write it: ``Use global batch 128 (64 per
-    GPU) and Adam(learning_rate=0.002).`` ("per replica" unless the replicas are GPUs; the
-    precision only when it is not float32)."""
+    GPU) and Adam(learning_rate=0.002).``"""
     replicas = int(rec.get("num_replicas") or 1)
     batch = f"global batch {rec['global_batch_size']}"
     if replicas > 1:
@@ -90,8 +85,7 @@ def _optimizer_class(rec: dict[str, Any]) -> str:
 
 
 def recommendation_rows(rec: dict[str, Any]) -> list[tuple[str, str]]:
-    """The recommendation as (label, text) pairs; the ``verdict`` sentence, when there is one,
-    is the last row."""
+    """The recommendation as (label, text) pairs; the ``verdict``, if any, is the last row."""
     rows = [
         (
             "global batch size",
@@ -146,8 +140,7 @@ def _other_precisions(rec: dict[str, Any], key: str) -> dict[str, Any]:
 
 
 def feasible_text(rec: dict[str, Any]) -> str:
-    """``1024``, or in a study of several precisions ``1024 at float32; 2048 at
-    mixed_bfloat16``."""
+    """``1024``, or with several precisions ``1024 at float32; 2048 at mixed_bfloat16``."""
     largest = rec["largest_feasible_batch_size"]
     text = "none in one step" if largest is None else str(largest)
     others = _other_precisions(rec, "largest_feasible_batch_size_by_precision")
@@ -181,8 +174,7 @@ def throughput_text(rec: dict[str, Any]) -> str:
 
 
 def tolerance_text(rec: dict[str, Any]) -> str:
-    """The loss tolerance applied and where it came from: ``--tolerance`` or the measured seed
-    noise (twice the seed-to-seed spread of the final loss)."""
+    """The loss tolerance applied and whence: ``--tolerance`` or twice the seed spread."""
     tolerance = rec.get("loss_tolerance")
     if not isinstance(tolerance, int | float):
         return ""
@@ -197,8 +189,7 @@ def tolerance_text(rec: dict[str, Any]) -> str:
 
 
 def tie_text(rec: dict[str, Any]) -> str:
-    """``tied with #5; …``: the candidates practically equal to the pick (within the tie
-    margin), and the rule that picked among them."""
+    """``tied with #5; …``: the candidates within the tie margin, and the rule that picked."""
     tied = rec.get("tied_with") or []
     if not tied:
         return ""

@@ -1,7 +1,5 @@
-"""A study's trials for machines: one record a trial (:func:`trial_record`), as JSON or CSV
-(``tuner show --format``, ``tuner.load``'s and ``SearchResult``'s tables).
-
-Pure: ``FrozenTrial`` objects in, records and text out.
+"""A study's trials for machines: one record a trial, as JSON or CSV (``tuner show --format``,
+``tuner.load``'s and ``SearchResult``'s tables). Pure.
 """
 
 from __future__ import annotations
@@ -50,8 +48,7 @@ RECORD_FIELDS = [
 
 
 def trial_record(trial: FrozenTrial) -> dict[str, Any]:
-    """One trial for machines: :data:`RECORD_FIELDS` as stored (full precision; ``None`` for a
-    missing or non-finite number)."""
+    """One trial for machines: :data:`RECORD_FIELDS` at full precision (``None``: missing)."""
     attrs = decode(trial).flat
     record: dict[str, Any] = {"number": trial.number, "state": trial.state.name}
     record["status"] = status_of(trial)
@@ -64,9 +61,7 @@ def trial_record(trial: FrozenTrial) -> dict[str, Any]:
 
 
 def records_text(trials: Iterable[FrozenTrial], kind: str) -> str:
-    """The trials' :func:`trial_record` by trial number, as ``json`` (a list of objects) or
-    ``csv`` (a header of :data:`RECORD_FIELDS`, then one row a trial; an empty cell for a missing
-    value, a dict as JSON)."""
+    """The trials' :func:`trial_record` by number, as ``json`` or ``csv``."""
     records = [trial_record(t) for t in sorted(trials, key=lambda t: t.number)]
     if kind == "json":
         return json.dumps(records, indent=2) + "\n"

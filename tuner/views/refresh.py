@@ -20,10 +20,8 @@ def refresh(
     *,
     warn: Callable[[str], None] = lambda message: None,
 ) -> None:
-    """Rewrite the study's dashboard note and plots from ``rec`` (default: the current
-    recommendation). A storage that refuses the write (read-only, gone) is reported through
-    ``warn``, not raised: the views are a convenience, the trials are what matters. So is an
-    install without the ``dashboard`` extra: nothing is written, ``warn`` says what to install."""
+    """Rewrite the study's dashboard note and plots from ``rec``. A refused write, or no
+    ``dashboard`` extra, goes to ``warn``: the views are a convenience, the trials matter."""
     import sqlalchemy.exc
 
     missing = missing_modules("dashboard")

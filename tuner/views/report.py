@@ -1,10 +1,6 @@
 """``tuner report``: one self-contained HTML page that tells a study's story without the
-dashboard — the recommendation (and any tie), throughput with its error bars and loss against the
-global batch, time to target when the study has a target, the Pareto front, every trial, the
-devices and versions, and last the verdict. plotly.js is inlined, so the page works offline.
-
-``--format png`` also renders each plot to PNG with Kaleido, which drives a Chrome or Chromium
-found on the machine (Debian's ``chromium`` package, or ``BROWSER_PATH``).
+dashboard; plotly.js is inlined, so the page works offline. ``--format png`` also renders each
+plot with Kaleido, which drives a Chrome or Chromium found on the machine (``BROWSER_PATH``).
 """
 
 from __future__ import annotations
@@ -87,9 +83,8 @@ def _table(
 def trials_table(
     trials: Sequence[optuna.trial.FrozenTrial], every: Sequence[optuna.trial.FrozenTrial]
 ) -> str:
-    """The trials table: the columns a terminal without a width limit shows (one that says
-    nothing, or what another implies, is left out), numbers on one line and the free text
-    wrapped, so that it fits a 1400-px window."""
+    """The trials table: the columns a terminal without a width limit shows, numbers on one
+    line and the free text wrapped, so that it fits a 1400-px window."""
     ordered = sorted(trials, key=lambda t: t.number)
     rows = trial_rows(ordered, note_width=80, every=every)
     shown = trial_layout(rows, width=10**6).columns
@@ -166,9 +161,8 @@ def render_html(
 def write_report(
     study: optuna.Study, rec: dict[str, Any] | None, output: Path, *, png: bool = False
 ) -> list[Path]:
-    """Write the HTML report to ``output`` (and, with ``png``, ``<output stem>-<plot>.png`` beside
-    it); return the files written. Raises :class:`PngExportError` after writing the HTML when the
-    PNGs cannot be rendered."""
+    """Write the HTML report to ``output`` (with ``png``, also ``<stem>-<plot>.png``); the files
+    written. :class:`PngExportError` after writing the HTML when the PNGs cannot be rendered."""
     trials = study.get_trials(deepcopy=False)
     figures = study_figures(trials, rec) | law_figures(rec)
     written_at = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")

@@ -1,13 +1,9 @@
 """One measurement per configuration, as every view shows it (pure: trials in, trials out).
 
-Two kinds of trial point at another one's measurement (see ``docs/reference/attributes.md``):
-
-* ``same_as = N``: this grid point trains exactly like trial N, so no child ran; its stored
-  numbers are a copy of N's first run. Once racing re-ran N, the copy is stale, so the views show
-  the numbers of N's configuration as they stand: its *representative*.
-* ``repeat_of = N``: a re-run of N's configuration. The representative of a configuration is its
-  trial with the most runs (the longest ``repeats``), the lowest number on a tie, as in
-  :func:`tuner.core.recommend.unique_trials`.
+A ``same_as = N`` trial's stored numbers are a copy of N's first run, stale once racing re-ran N,
+so the views show N's configuration as it stands: its *representative*, the trial with the most
+runs (the lowest number on a tie, as :func:`tuner.core.recommend.unique_trials`). See
+``docs/reference/attributes.md``.
 """
 
 from __future__ import annotations
@@ -21,8 +17,7 @@ from tuner.core.record import decode
 
 
 def original_number(trial: FrozenTrial) -> int:
-    """The number of the trial that first trained this configuration (``repeat_of``, else its
-    own)."""
+    """The trial that first trained this configuration (``repeat_of``, else its own number)."""
     repeat_of = decode(trial).reuse.repeat_of
     return int(repeat_of) if isinstance(repeat_of, int) else trial.number
 
@@ -35,8 +30,7 @@ def run_count(trial: FrozenTrial) -> int | None:
 
 
 def representative(number: int, trials: Iterable[FrozenTrial]) -> FrozenTrial | None:
-    """The representative of trial ``number``'s configuration among ``trials`` (``None`` when
-    neither it nor a repeat of it is there)."""
+    """The representative of trial ``number``'s configuration among ``trials``, or ``None``."""
     runs = [t for t in trials if original_number(t) == number]
     if not runs:
         return None
@@ -44,9 +38,8 @@ def representative(number: int, trials: Iterable[FrozenTrial]) -> FrozenTrial | 
 
 
 def shown_measurement(trial: FrozenTrial, trials: Sequence[FrozenTrial]) -> FrozenTrial:
-    """The trial whose measured numbers ``trial``'s row or point shows: for a ``same_as`` trial
-    the representative of the configuration it trains like (when it is among ``trials``), else
-    the trial itself."""
+    """The trial whose measured numbers ``trial``'s row shows: for a ``same_as`` trial the
+    representative of the configuration it trains like (when among ``trials``), else itself."""
     same_as = decode(trial).reuse.same_as
     if not isinstance(same_as, int):
         return trial
@@ -73,15 +66,13 @@ def representatives(
 
 
 def configuration_runs(trial: FrozenTrial, trials: Iterable[FrozenTrial]) -> list[FrozenTrial]:
-    """Every trial of ``trial``'s configuration among ``trials`` (its first run and the repeats
-    racing enqueued), by number; at least ``trial`` itself."""
+    """Every trial of ``trial``'s configuration among ``trials`` (first run and repeats)."""
     runs = [t for t in trials if original_number(t) == original_number(trial)]
     return sorted(runs or [trial], key=lambda t: t.number)
 
 
 def run_numbers(trial: FrozenTrial, trials: Iterable[FrozenTrial]) -> list[int]:
-    """The numbers of :func:`configuration_runs`: ``[0, 3, 9]`` for a configuration first run as
-    #0 and repeated as #3 and #9."""
+    """:func:`configuration_runs`' numbers: ``[0, 3, 9]`` for #0 repeated as #3 and #9."""
     return [t.number for t in configuration_runs(trial, trials)]
 
 
@@ -93,10 +84,9 @@ def runs_label(numbers: Sequence[int]) -> str:
 def each_run(
     trial: FrozenTrial, trials: Iterable[FrozenTrial]
 ) -> list[tuple[int, float | None, float | None]]:
-    """The runs a representative's numbers rest on, first run first: ``(trial number, that
-    run's median throughput, its final loss)`` from its ``repeats`` and ``repeat_losses``; empty
-    for a configuration run once, or where the stored runs do not match its trials one to one
-    (a duplicate run by a second worker)."""
+    """The runs a representative's numbers rest on: ``(trial number, median throughput, final
+    loss)``; empty for a configuration run once, or where the stored runs do not match its
+    trials one to one (a duplicate run by a second worker)."""
     numbers = run_numbers(trial, trials)
     repeats = decode(trial).result.repeats
     if len(numbers) < 2 or not isinstance(repeats, list) or len(repeats) != len(numbers):
@@ -114,8 +104,7 @@ def _number(value: Any) -> float | None:
 
 
 def interval(attrs: dict[str, Any], key: str) -> tuple[float, float] | None:
-    """A stored ``[low, high]`` (``throughput_ci``, ``time_to_target_ci``) as a pair of finite
-    numbers, or ``None``."""
+    """A stored ``[low, high]`` as a pair of finite numbers, or ``None``."""
     value = attrs.get(key)
     if not isinstance(value, list | tuple) or len(value) != 2:
         return None

@@ -1,6 +1,5 @@
-"""The look every tuner figure shares: one colour per learning-rate rule, a compact white style
-set directly on each figure, the title under plotly's toolbar, and the ring that marks the
-candidates still tied with the recommendation."""
+"""The look every tuner figure shares: one colour per learning-rate rule, a compact white style,
+the title under plotly's toolbar, and the ring that marks the candidates tied with the pick."""
 
 from __future__ import annotations
 
@@ -33,8 +32,7 @@ STYLE: dict[str, Any] = {
 
 
 def legend(text: str = "") -> dict[str, Any]:
-    """The legend below the plot, in rows, its title above them: beside the plot it took half of
-    a half-width dashboard card."""
+    """The legend below the plot (beside it, it took half of a half-width dashboard card)."""
     return {
         "orientation": "h",
         "x": 0,
@@ -70,8 +68,7 @@ def title(text: str) -> dict[str, Any]:
 
 
 TIED_TRACE = "tied with the recommendation"
-"""Name of the trace that rings the candidates whose 95 % interval overlaps the recommended
-one's (the measurements do not tell them apart)."""
+"""The trace that rings the candidates whose 95 % interval overlaps the recommended one's."""
 
 
 def ring(xs: Sequence[float], ys: Sequence[float], texts: Sequence[str]) -> go.Scatter:
@@ -103,8 +100,7 @@ def tolerance_text(tolerance: float) -> str:
 def halo(
     xs: Sequence[float], ys: Sequence[float], texts: Sequence[str], tolerance: float | None
 ) -> go.Scatter:
-    """A green disc behind each candidate's point: the configurations the loss tolerance makes
-    equal, among which the recommendation picks."""
+    """A green disc behind each candidate: what the loss tolerance makes equal to the pick."""
     import plotly.graph_objects as go
 
     within = "" if tolerance is None else f" (within {tolerance_text(tolerance)} of the best)"

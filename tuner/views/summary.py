@@ -104,11 +104,8 @@ def trial_cells(
     shown: FrozenTrial | None = None,
     runs: Sequence[int] = (),
 ) -> list[str]:
-    """One row of the trials table, in :data:`TRIAL_COLUMNS` order. The measured cells
-    (throughput, its interval, runs, final loss, time to target) are those of ``shown``
-    (default: the trial itself; for a ``same_as`` trial, see
-    :func:`tuner.views.runs.shown_measurement`). ``runs``: the numbers of the trials of the
-    trial's configuration, its representative first (see :func:`note_text`)."""
+    """One row of the trials table; the measured cells are ``shown``'s
+    (:func:`tuner.views.runs.shown_measurement`). ``runs``: the configuration's trials."""
     attrs = decode(trial).flat
     shown = shown or trial
     same = shown.number if shown is not trial else None
@@ -151,12 +148,10 @@ def note_text(
     runs: Sequence[int] = (),
     number: int | None = None,
 ) -> str:
-    """The note of a trial's row: whose training it shares (``= #9 (same training)``: ``same``,
-    the representative of the configuration it trains like, else its stored ``same_as``), the
-    runs of its configuration, and its error. With ``runs`` (the configuration's trial numbers,
-    its representative first) the representative's row lists them (``runs #0, #3, #9``) and
-    another run's row names its representative (``run 2 of #9``), so one configuration is one
-    number everywhere; without, a repeat names the trial it repeats (``repeat 2 of #3``)."""
+    """The note of a trial's row: whose training it shares (``= #9 (same training)``), its
+    configuration's runs and its error. With ``runs`` the representative lists them (``runs #0,
+    #3, #9``) and another run names it (``run 2 of #9``), so one configuration is one number
+    everywhere; without, a repeat names the trial it repeats (``repeat 2 of #3``)."""
     parts = []
     if isinstance(attrs.get("same_as"), int):
         parts.append(f"= #{attrs['same_as'] if same is None else same} (same training)")
@@ -181,8 +176,7 @@ def note_text(
 
 
 def target_text(attrs: dict[str, Any]) -> str:
-    """The trial's time to the target loss (``12.3 s``), ``missed`` when it did not reach the
-    target within its budget, ``-`` without a target."""
+    """The trial's time to the target loss (``12.3 s``), ``missed``, or ``-`` without a target."""
     reached = attrs.get("reached_target")
     if reached is None:
         return "-"
@@ -197,8 +191,7 @@ VALUES = {"final_loss": 0, "throughput": 1}
 
 
 def measured(trial: FrozenTrial, key: str) -> Any:
-    """``final_loss`` or ``throughput`` as the trial stored it (its user attribute, else its
-    value), or ``None``."""
+    """``final_loss`` or ``throughput`` as stored (user attribute, else value), or ``None``."""
     value = decode(trial).flat.get(key)
     if value is None and trial.values is not None and len(trial.values) > VALUES[key]:
         value = trial.values[VALUES[key]]
@@ -206,10 +199,7 @@ def measured(trial: FrozenTrial, key: str) -> Any:
 
 
 def trial_layout(rows: list[list[str]], width: int, wide: bool = False) -> Layout:
-    """The columns of the trials table (rows of :func:`trial_rows`) that fit ``width``: see
-    :func:`tuner.views.columns.fit_columns`. ``state`` is left out where ``status`` implies it,
-    ``runs`` where no configuration ran more than once, ``precision`` where every trial ran at
-    one (the recommendation names it)."""
+    """The columns of the trials table that fit ``width``, less those every row makes redundant."""
     headers = [header for header, _ in TRIAL_COLUMNS]
     drop = _saying_nothing(rows)
     return fit_columns(
@@ -251,10 +241,8 @@ def trial_rows(
     note_width: int = 60,
     every: Sequence[FrozenTrial] | None = None,
 ) -> list[list[str]]:
-    """:func:`trial_cells` of each trial, by trial number; a ``same_as`` trial shows the
-    measurement of the configuration it trains like, when that is among ``every`` (all of the
-    study's trials; default ``trials``), and each row's note names its configuration's runs
-    among ``every`` by its representative's number."""
+    """:func:`trial_cells` of each trial, by number; ``every`` (default ``trials``): all of the
+    study's trials, where ``same_as`` measurements and runs are looked up."""
     ordered = sorted(trials, key=lambda t: t.number)
     every = ordered if every is None else every
     by_original: dict[int, list[FrozenTrial]] = {}
@@ -336,9 +324,7 @@ def budget_lines(study_attrs: dict[str, Any]) -> list[str]:
 
 
 def hidden_columns(rows: list[list[str]], width: int) -> list[str]:
-    """The headers of the columns ``--wide`` would add to the table at ``width`` (in table
-    order): those :func:`trial_layout` leaves out for room, not those that say nothing (the
-    same state, runs or precision in every row; no value in any)."""
+    """The headers ``--wide`` would add at ``width``: those left out for room, not the empty."""
     shown = set(trial_layout(rows, width).columns)
     quiet = set(_saying_nothing(rows))
     return [

@@ -1,11 +1,6 @@
-"""The numbers of the time-to-target picture, pure: each rule's measured time to the target loss
-against the global batch (with its 95 % interval when the configuration ran several times), the
-sizes that missed the target, and the curve the batch-size model predicts (McCandlish et al.
-2018, from the recommendation's ``prediction.per_batch``).
-
-The model predicts *samples* to target; seconds = samples ÷ the throughput measured at that batch
-(as :mod:`tuner.core.batch_model` times them), so a predicted point has a time only where a
-throughput was measured.
+"""The numbers of the time-to-target picture, pure: each rule's measured time to the target,
+the sizes that missed it, and the curve the batch-size model predicts. The model predicts
+*samples* to target; a predicted point has a time only where a throughput was measured.
 """
 
 from __future__ import annotations
@@ -38,8 +33,7 @@ class TargetPoint:
 
 @dataclass(frozen=True)
 class PredictedPoint:
-    """The model's samples to target at one batch, and as seconds where the batch's throughput
-    is known."""
+    """The model's samples to target at one batch, and seconds where its throughput is known."""
 
     global_batch_size: int
     samples: float
@@ -68,8 +62,7 @@ class TargetCurves:
 
 
 def has_target(trials: Sequence[FrozenTrial], rec: Mapping[str, Any] | None) -> bool:
-    """Whether the study measured time to a target loss (its recommendation names one, or a
-    trial stored whether it reached it)."""
+    """Whether the study measured time to a target loss."""
     if (rec or {}).get("target_loss") is not None:
         return True
     return any(decode(t).decision.reached_target is not None for t in trials)
@@ -137,9 +130,8 @@ def _target_point(number: int, batch: int, rule: str, shown: FrozenTrial) -> Tar
 
 
 def predicted_points(trials: Sequence[FrozenTrial], rec: Mapping[str, Any]) -> list[PredictedPoint]:
-    """The prediction's samples to target at each batch with its time: the prediction's own
-    ``predicted_time_to_target_s``, else samples ÷ the throughput measured at that batch under
-    the recommendation's rule (else the best one measured at that batch); by batch."""
+    """The predicted samples to target at each batch, with its time: the prediction's own, else
+    the samples ÷ the throughput measured there (the pick's rule first); by batch."""
     per_batch = (rec.get("prediction") or {}).get("per_batch") or []
     rule = rec.get("lr_rule")
     measured = complete_points(trials)

@@ -1,6 +1,5 @@
-"""The time-to-target picture: each rule's measured training time to the target loss against the
-global batch (error bars: the 95 % interval over the runs, when there are several), the sizes
-that missed the target, and the batch-size model's predicted curve (McCandlish et al. 2018)."""
+"""The time-to-target picture: each rule's measured time to the target loss against the global
+batch, the sizes that missed it, and the batch-size model's predicted curve."""
 
 from __future__ import annotations
 
@@ -20,10 +19,8 @@ MISSED_TRACE = "target not reached"
 
 
 def target_figure(curves: TargetCurves) -> go.Figure:
-    """Training time to the target loss against the global batch: one line per rule (side by
-    side, as in the batch plots), the recommended point starred and the tied ones ringed, the
-    sizes that missed the target marked ✕ at 0, and the predicted curve dashed. The time axis
-    starts at 0."""
+    """Training time to the target loss against the global batch, one line per rule, the
+    recommended point starred, the misses marked ✕ at 0, the predicted curve dashed."""
     import plotly.graph_objects as go
 
     sizes = sorted(

@@ -1,17 +1,14 @@
 """The trial child process: ``python -m tuner.worker REQUEST.json RESULT.json``.
 
-It reads one request (:func:`tuner.core.protocol.decode_request`), runs it by its mode
-(:data:`tuner.core.protocol.MODES`: ``inspect`` a workload, train one ``trial``, one ``probe`` or
-one ``validate`` run), and writes one :class:`~tuner.core.protocol.Result`
-(:func:`~tuner.core.protocol.encode_result`: the only place a result is written). Progress goes
-to stdout as ``TUNER-EVENT {json}`` lines. A request of another protocol version is refused with
-one line (status ``error``). Out-of-memory is classified here for exceptions; deaths by signal
-are classified by the parent (``tuner.core.outcome``).
+Reads one request, runs it by its mode and writes one result
+(:func:`~tuner.core.protocol.encode_result`: the only place a result is written); progress goes
+to stdout as ``TUNER-EVENT {json}`` lines. Out-of-memory is classified here for exceptions,
+deaths by signal by the parent.
 
 Test aid: ``TUNER_TEST_FAULT`` makes a trial misbehave on purpose — ``segfault``, ``abort``,
 ``hang``, ``exit`` (exit 3 without a result), ``garbage`` (a result file that is not JSON) or
-``raise`` — optionally only at one global batch (``segfault@128``); several comma-separated
-entries apply each at its batch (``segfault@128,hang@256``). Inert unless set.
+``raise`` — optionally only at one global batch (``segfault@128``), several comma-separated
+(``segfault@128,hang@256``). Inert unless set.
 """
 
 from __future__ import annotations
@@ -43,10 +40,7 @@ from tuner.worker.modes import Modes
 
 
 def runners(backend: str = DEFAULT_BACKEND) -> Modes:
-    """Each mode's runner, with ``backend``'s framework imported (TensorFlow, or Keras on JAX
-    without TensorFlow): the child does it only here, so its import time is measured. The modes
-    are backend-neutral; each run's session picks its backend from the request through the one
-    table (:func:`tuner.worker.backends.open_session`)."""
+    """Each mode's runner, ``backend``'s framework imported here only (its import time measured)."""
     from tuner.worker import backends
 
     backends.load(backend)
@@ -70,15 +64,9 @@ def _emit(event: Event) -> None:
     sys.stdout.flush()
 
 
-def _write_result(path: Path, result: Result) -> None:
-    atomic_write_text(path, encode_result(result))
-
-
 def _watch_parent() -> None:
-    """Exit when the parent dies, so no orphan keeps holding the devices: the kernel's
-    parent-death signal on Linux, and a watcher thread everywhere. The parent's pid comes from
-    the environment, so a parent that died before this line ran is noticed too. On Linux the
-    parent is the trial's supervisor, which kills whatever this process started once it ends."""
+    """Exit when the parent dies (its pid from the environment, so a death before this line
+    counts too), so no orphan keeps holding the devices."""
     parent = int(os.environ.get(PARENT_PID_ENV, os.getppid()))
     try:
         import ctypes
@@ -134,8 +122,7 @@ def _inject_fault(request: Request, result_path: Path) -> None:
 
 
 def main(argv: list[str]) -> None:
-    """Run the request at ``argv[0]``; write the result to ``argv[1]``; exit. With ``--warm
-    BACKEND`` first, import BACKEND before the request comes (:mod:`tuner.worker.warm`)."""
+    """Run the request at ``argv[0]``, write its result to ``argv[1]``, exit (or ``--warm``)."""
     backend, argv = warm.split_argv(argv)
     sys.argv[1:] = argv  # the workload sees a warm child's argv as a fresh one's
     request_path, result_path = Path(argv[0]), Path(argv[1])
@@ -159,7 +146,7 @@ def main(argv: list[str]) -> None:
     }
     if preloaded is not None:
         timings["import_hidden_s"] = preloaded.hidden_s
-    _write_result(result_path, replace(result, timings=timings))
+    atomic_write_text(result_path, encode_result(replace(result, timings=timings)))
     # The result is on disk: skip TensorFlow's teardown, which can take seconds (after an
     # out-of-memory, ~10 s while another replica's allocator waits out its retry).
     sys.stdout.flush()

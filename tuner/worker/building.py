@@ -1,11 +1,7 @@
 """Inside the child: a model built on the data's first inputs before anything reads its weights.
 
-A ``Sequential`` without ``keras.Input`` (KerasTuner's and many Keras guides' way) or a
-subclassed model has no weights until it first sees data: ``get_weights()`` is ``[]``. The run's
-initial weights — the numbers every run of a study starts from — are recorded once the model is
-built, and every later build of the run is built the same way, on the same inputs, before
-``set_weights`` (which needs the built variables). A model built already is left as it is, and
-its inputs are never read.
+A ``Sequential`` without ``keras.Input`` or a subclassed model has no weights until it first sees
+data, so every build of a run is built the same way, on the same inputs, before ``set_weights``.
 """
 
 from __future__ import annotations
@@ -20,12 +16,10 @@ SAMPLES = 2
 
 
 class FirstInputs:
-    """The inputs (``x``) of the first :data:`SAMPLES` training samples, read on first use and
-    kept: every build of a run calls the model on the same inputs."""
+    """The inputs of the first :data:`SAMPLES` training samples, read once for every build."""
 
     def __init__(self, read: Callable[[int], Any]) -> None:
-        """``read(size)``: the first ``size`` samples, as the backend's ``first_batch`` gives
-        them (``(x, y[, sample_weight])`` or ``(x,)``)."""
+        """``read(size)``: the first ``size`` samples, as the backend's ``first_batch`` gives."""
         self._read = read
         self._inputs: Any = None
         self._taken = False

@@ -1,5 +1,4 @@
-"""Inside the child: the Keras callbacks every ``fit`` loop times and reports through, on either
-backend (no framework import besides Keras)."""
+"""Inside the child: the Keras callbacks every ``fit`` loop times and reports through."""
 
 from __future__ import annotations
 
@@ -47,9 +46,8 @@ class StepLosses(keras.callbacks.Callback):
 
 class StepCallback(keras.callbacks.Callback):
     """Tells ``on_step`` the run's step count after each batch. Costs no extra sync: Keras 3 on
-    TensorFlow already turns the batch's logs into Python numbers at every batch end, callback
-    or not (``CallbackList`` on a backend that is not thread-safe), and this reads none of them;
-    ``async_safe`` keeps Keras's asynchronous batch dispatch on the backends that have it."""
+    TensorFlow already turns the batch's logs into Python numbers at every batch end, and this
+    reads none of them; ``async_safe`` keeps Keras's asynchronous dispatch where it exists."""
 
     async_safe = True
 
@@ -68,8 +66,7 @@ class StepCallback(keras.callbacks.Callback):
 def fit_callbacks(
     on_epoch: OnEpoch, on_step: OnStep | None, step_losses: list[float] | None
 ) -> list[Any]:
-    """The callbacks of one ``fit``: epoch timing, progress per step when ``on_step`` is given,
-    and every step's loss into ``step_losses`` when it is given (validation)."""
+    """The callbacks of one ``fit``: epoch timing, per-step progress, per-step losses if asked."""
     callbacks: list[Any] = [EpochHooks(on_epoch)]
     if on_step is not None:
         callbacks.append(StepCallback(on_step))

@@ -1,15 +1,10 @@
 """Inside the child: check a workload once, on one CPU, before any trial runs (mode ``inspect``).
 
-Catches what would otherwise fail every trial — imports, the data's form and element structure,
-an empty dataset, NaN or inf in the data it reads (every trial would diverge), shapes and labels
-that do not fit the model and loss (one real training step: Keras's own line), loss and
-optimizer names, a learning-rate rule the optimizer cannot take, a compiled model asked to run a
-custom loop, an infinite training set without a sample budget — and reports the workload's
-sizes for the driver's plan. Where the trials will measure the gradient noise scale, it takes one
-step of the noise meter too: where the meter cannot measure, the result says why
-(``noise_scale_skipped``), never an error. It reads the first :data:`SCAN_SAMPLES` samples of
-each split only, as tensors in the element's own structure (strings stay strings): no dataset is
-ever materialised.
+Catches what would otherwise fail every trial — imports, the data's form, an empty dataset, NaN
+or inf in the data, shapes and labels that do not fit (one real training step: Keras's own line),
+loss and optimizer names, a rule the optimizer cannot take — and reports the workload's sizes.
+Where the meter cannot measure the noise scale, the result says why, never an error. It reads
+only the first :data:`SCAN_SAMPLES` samples of each split: no dataset is ever materialised.
 """
 
 from __future__ import annotations
@@ -33,8 +28,7 @@ if TYPE_CHECKING:
     from tuner.worker.backends import Framework
 
 SAMPLES = 8
-"""How many examples the check trains one step on (and evaluates): enough to show a shape
-mismatch, cheap on any model."""
+"""How many examples the check trains one step on: enough to show a mismatch, cheap on any model."""
 
 SCAN_SAMPLES = 256
 """How many examples of each split the check reads and scans for NaN and inf: the first ones,
@@ -48,12 +42,9 @@ CHECK_LR = 1e-3
 
 
 def check_workload(request: InspectRequest) -> dict[str, Any]:
-    """Load the data, build and compile the model, train one step on the first samples and
-    evaluate the first validation samples; the workload's sizes (the ``ok`` result's payload).
-
-    Raises :class:`WorkloadError` with one line that names what to fix. Under JAX (the
-    workload's ``backend``) the same checks run on Keras's JAX backend, through its input layer
-    (:func:`tuner.worker.backends.load`), and never import TensorFlow.
+    """Load the data, build and compile the model, train one step and evaluate once on the first
+    samples; the workload's sizes. Raises :class:`WorkloadError` with one line that names what
+    to fix. Under JAX the same checks run on Keras's JAX backend, without TensorFlow.
     """
     workload = request.workload
     backend = backends.backend_name(request)
@@ -110,10 +101,7 @@ def check_workload(request: InspectRequest) -> dict[str, Any]:
 def _compiled_model(
     workload: Workload, found: dict[str, Any] | None
 ) -> tuple[Any, Any, dict[str, Any]]:
-    """The model (a hypermodel at its defaults), compiled as a run compiles it
-    (:func:`tuner.worker.compiled.compile_args`: the build's own objects, the spec's names for
-    what it leaves out); its optimizer; what it compiled with, and the spec's names the build's
-    compile overrides (``overrides``), for the driver's one line."""
+    """The model compiled as a run compiles it, its optimizer, and what it compiled with."""
     values = None
     if found is not None:
         check(found["space"])
@@ -224,8 +212,7 @@ def _head(batch: tuple[Any, ...], size: int) -> tuple[Any, ...]:
 
 
 def _sample_shape(part: Any) -> Any:
-    """The shape of one sample: a list for an array (``None`` where a ragged dimension varies),
-    the same structure for dicts and tuples."""
+    """One sample's shape: a list for an array (``None`` where ragged), the structure kept."""
     return map_leaves(lambda array: [_dim(d) for d in tuple(array.shape)[1:]], part)
 
 
@@ -241,11 +228,8 @@ def _shape_text(part: Any) -> str:
 def _check_trains(
     model: Any, model_ref: str, reference: str, first: dict[str, tuple[Any, ...]]
 ) -> None:
-    """One real training step on the first training samples and one evaluation step on the
-    first validation samples, through ``fit`` and ``evaluate`` as a trial runs them (so a
-    ``train_step`` of the user's gets ``(x, y)`` as ``fit`` packs it; ``train_on_batch`` would
-    hand it ``(x, y, None)``); a failure is a model/data mismatch, shown by Keras's own line
-    (shapes, dtypes, labels that do not fit)."""
+    """One training and one evaluation step through ``fit`` and ``evaluate``, as a trial runs
+    them (not ``train_on_batch``, which hands a ``train_step`` ``(x, y, None)``)."""
     x, y, weights = _parts(first["train"])
     try:
         _one_step(model.fit, x, y, weights, epochs=1, shuffle=False)
@@ -268,12 +252,7 @@ NOISE_LOOPS = ("fit", "custom")
 def _noise_skipped(
     request: InspectRequest, framework: Framework, model: Any, source: Source, batch: Any
 ) -> str | None:
-    """Why the trials' gradient noise meter will not measure, found by one measurement step of
-    it on the first training samples (after the training step built the model), or ``None``.
-
-    A side measurement never refuses a workload: what its step raises, or the meter's own
-    refusal (a custom ``train_step`` that hides its loss), is the reason the trials will store
-    (``noise_scale_skipped``), said once before the grid instead of found in every trial."""
+    """Why the trials' noise meter will not measure, from one measurement step, or ``None``."""
     if not request.noise_scale or request.loop not in NOISE_LOOPS or source.form == FUNCTION:
         return None  # not measured (a dataset function's trials say why themselves)
     samples = int(leaves(batch[0])[0].shape[0])

@@ -1,18 +1,10 @@
 """Inside the child: the compile of a user's build, used as the objects the build made.
 
-When ``build_model`` returns a compiled model, its loss, loss weights, metrics, weighted metrics
-and optimizer are read back from what Keras's ``compile`` stored (``model._compile_config``: the
-arguments exactly as passed) — never through ``get_compile_config()`` and deserialisation, which
-fails on a custom class the user did not register ("Could not locate class 'CustomMSE'"). Every
-run builds a fresh model, so each build's objects are fresh too and are reused as they are; only
-the optimizer is made again, of the same class and settings, at the rule's learning rate
-(:func:`tuner.worker.optim.at_learning_rate`).
-
-What the build compiled fills what the spec leaves out and wins over what it names; with
-neither, an uncompiled build trains with the spec's defaults (``mse``, ``adam``).
-:func:`describe` names what a run trains with (a custom class by its class name and module);
-:func:`spec_differences` is what the driver's one line says when the spec names another loss or
-optimizer.
+A compiled build's loss, metrics and optimizer are read back from ``model._compile_config`` (the
+arguments as passed), never through ``get_compile_config()``, whose deserialisation fails on an
+unregistered custom class ("Could not locate class 'CustomMSE'"). Only the optimizer is made
+again, at the rule's learning rate. What the build compiled wins over what the spec names; with
+neither, the spec's defaults (``mse``, ``adam``).
 """
 
 from __future__ import annotations
@@ -50,9 +42,8 @@ def of_build(model: Any) -> dict[str, Any] | None:
 def compile_args(
     build: dict[str, Any] | None, workload: Workload, learning_rate: float, model: str
 ) -> dict[str, Any]:
-    """The arguments of ``model.compile`` for one run at ``learning_rate`` (before the rule's
-    shaping and precision): the build's compile (``build``, from :func:`of_build`) where it
-    gives one, else the spec's names. Raises :class:`WorkloadError` naming what is missing."""
+    """The arguments of ``model.compile`` for one run at ``learning_rate``: the build's compile
+    where it gives one, else the spec's names; :class:`WorkloadError` naming what is missing."""
     args = dict(build or {})
     optimizer, loss = workload.optimizer, workload.loss
     if build is None:  # as before compiled builds were kept: the documented defaults
@@ -72,9 +63,7 @@ def compile_args(
 
 
 def describe(args: Mapping[str, Any], from_build: bool) -> dict[str, Any]:
-    """What a run compiles with, as plain data: ``from_build``, ``loss``, ``optimizer`` and,
-    when set, ``loss_weights``, ``metrics`` and ``weighted_metrics`` — names as given, a Keras
-    object or function by its name, a custom one as ``{"class" | "function", "module"}``."""
+    """What a run compiles with, as plain data (a custom object as its class and module)."""
     described: dict[str, Any] = {
         "from_build": from_build,
         "loss": named(args.get("loss")),

@@ -1,34 +1,17 @@
 """Inside a validation child: the model's stochastic layers put in a deterministic state, so that
 one device and N replicas can be compared step for step.
 
-A Dropout mask (or Gaussian noise, or a random flip) is drawn per run: one device draws it for
-the global batch, each replica for its shard, from streams that are not the same numbers. Two
-right runs then differ by the masks alone (the MNIST convnet's ``Dropout(0.5)``: 1.6e-2 on the
-loss), which hides what validate is there to see. So, for both runs alike, every layer that owns
-a ``keras.random.SeedGenerator`` — Keras's own mark of a layer that draws random numbers — is
-made deterministic, in the narrowest way that keeps everything else of training as it is:
+One device draws a Dropout mask for the global batch, each replica for its shard, from other
+streams: two right runs differ by the masks alone (MNIST convnet's ``Dropout(0.5)``: 1.6e-2 on
+the loss), hiding what validate is there to see. Every layer that owns a
+``keras.random.SeedGenerator`` is made deterministic in the narrowest way: the Dropout family,
+``GaussianNoise`` and RNN cells' dropout get rate 0 (the model still trains with
+``training=True``: BatchNormalization keeps batch statistics); any other layer with a
+``training`` argument is called in inference mode; a layer with neither is left as it is, and
+said so. Under TensorFlow, BatchNormalization is synchronised across the replicas as well.
 
-* the Dropout family, ``GaussianNoise`` and the RNN cells' ``dropout``/``recurrent_dropout``:
-  their rate (or stddev) set to 0 — Keras's own ``call`` then returns its input unchanged while
-  the model still trains (``training=True`` reaches every other layer: BatchNormalization keeps
-  using and updating batch statistics);
-* any other layer with a ``training`` argument (RandomFlip, RandomRotation, RandomZoom,
-  RandAugment, a user's own noise layer): called in inference mode (``training=False`` for that
-  layer only, what Keras does with it at prediction time: the identity for the augmentation
-  layers, a deterministic centre crop for RandomCrop);
-* a layer with neither is left as it is, and said so: the runs may differ by its randomness.
-
-Under TensorFlow, BatchNormalization is synchronised across the replicas for the comparison as
-well (:func:`_synchronize`): not randomness, but the one layer whose N-replica forward pass is
-meant to differ from one device's.
-
-Randomness a custom ``train_step`` draws itself cannot be seen from the layers; it would show as
-a failed comparison, with this list saying what was made deterministic.
-
-The data are made the same too (:func:`seed_everything`, :func:`fixed_batches`): every random
-number generator is seeded from the request's seed before the workload's data function runs, and
-each run trains on the first batches of its stream read once, in order, replayed from memory,
-with a digest of each batch for the driver to compare.
+The data are made the same too: generators seeded before the data function runs, and the first
+batches read once and replayed from memory, with a digest of each for the driver to compare.
 """
 
 from __future__ import annotations
@@ -57,14 +40,12 @@ class Neutralized:
     layer: str
     """Its class and what made it random, as Keras's examples write it: ``Dropout(0.5)``."""
     how: str
-    """``rate 0``, ``inference mode (training=False)``, ``synchronized over the replicas ...``
-    or ``left as is``."""
+    """``rate 0``, ``inference mode (training=False)``, ``synchronized ...`` or ``left as is``."""
 
 
 def make_deterministic(model: Any) -> list[Neutralized]:
-    """Put every stochastic layer of ``model`` (nested ones included) in a deterministic state,
-    and under TensorFlow synchronise its BatchNormalization layers, before it trains; return
-    what was done, one entry per layer."""
+    """Put every stochastic layer of ``model`` in a deterministic state (and under TensorFlow
+    synchronise BatchNormalization) before it trains; what was done, one entry per layer."""
     done = []
     for layer in _layers(model):
         if getattr(layer, "_seed_generators", None):
@@ -83,18 +64,16 @@ _SYNCHRONIZED = (
 def _neutralize(layer: Any) -> Neutralized:
     zeroed = _zero_rates(layer)
     if zeroed:
-        return Neutralized(_label(layer, zeroed), f"{_names(zeroed)} 0")
+        return Neutralized(_label(layer, zeroed), f"{' and '.join(zeroed)} 0")
     if _force_inference(layer):
         return Neutralized(_label(layer, {}), "inference mode (training=False)")
     return Neutralized(_label(layer, {}), "left as is")
 
 
 def _synchronize(layer: Any) -> bool:
-    """Under ``MirroredStrategy`` a BatchNormalization layer normalises each replica's shard by
-    the shard's own moments: the N-replica run computes another function than one device,
-    right as it is. For the comparison its moments are all-reduced (``synchronized=True``,
-    Keras's own switch, TensorFlow only); under JAX the batch is one global array and the
-    moments are the global batch's already."""
+    """Under ``MirroredStrategy`` a BatchNormalization layer normalises each shard by its own
+    moments, rightly another function than one device's; for the comparison they are all-reduced
+    (TensorFlow only: under JAX the moments are the global batch's already)."""
     if keras.backend.backend() != "tensorflow":
         return False
     if not isinstance(layer, keras.layers.BatchNormalization) or layer.synchronized:
@@ -104,8 +83,7 @@ def _synchronize(layer: Any) -> bool:
 
 
 def describe(done: Iterable[Neutralized]) -> list[str]:
-    """One line per kind of change, equal layers counted: ``Dropout(0.5) x2: rate 0 for the
-    parity pass``."""
+    """One line per kind of change, equal layers counted: ``Dropout(0.5) x2: rate 0 for ...``."""
     counted = Counter((entry.layer, entry.how) for entry in done)
     lines = []
     for (layer, how), count in counted.items():
@@ -169,39 +147,27 @@ def _label(layer: Any, zeroed: dict[str, float]) -> str:
     return f"{type(layer).__name__}({values})"
 
 
-def _names(zeroed: dict[str, float]) -> str:
-    return " and ".join(zeroed)
-
-
 def seed_everything(seed: int) -> None:
-    """Seed Python's, NumPy's, Keras's and TensorFlow's generators from ``seed`` (TensorFlow's
-    unless a JAX child hides it), before the workload's data function runs: a ``shuffle`` with no
-    seed (the built-in-methods guide's ``shuffle(buffer_size=1024)``) takes its op seed from the
-    global seed, and ``np.random`` in a data function draws the same numbers, in both runs."""
+    """Seed every generator before the data function runs: an unseeded ``shuffle`` takes its op
+    seed from the global one, and ``np.random`` draws the same numbers, in both runs."""
     keras.utils.set_random_seed(seed)
 
 
 REORDER_ENV = "TUNER_VALIDATE_REORDER"
-"""Set (to ``1``) in the environment of validate's control run: one device, each batch's
-examples in reverse order (:func:`fixed_batches`)."""
+"""Set (``1``) for validate's control run: each batch's examples replayed in reverse order."""
 
 
 def fixed_batches(stream: Any, count: int, reorder: bool = False) -> tuple[Any, list[str] | None]:
-    """The first ``count`` batches of ``stream`` read once, in order, through one iterator, and a
-    stream that replays exactly them; with each batch's digest (``None`` where they cannot be
-    read back: a dataset function's stream, distributed already, or ragged tensors).
+    """The first ``count`` batches of ``stream`` read once, in order, and a stream that replays
+    exactly them; with each batch's digest (``None`` where they cannot be read back).
 
-    ``reorder`` replays each batch with its examples in reverse order (the digests are the
-    batches' as read): the same training, mathematically — a batch's loss, moments and gradient
-    are sums over its examples — in another float32 rounding order, as a right N-replica run
-    is. Validate's control run measures with it how far rounding order alone moves the model.
+    ``reorder`` replays each batch's examples in reverse: mathematically the same training in
+    another float32 rounding order, as a right N-replica run is; validate's control run measures
+    with it how far rounding order alone moves the model.
 
-    Why: a ``shuffle`` reshuffled each pass draws the next pass's seeds from a generator that
-    every iterator over the dataset shares, and Keras's ``fit`` under ``MirroredStrategy`` opens
-    two (one to build the model, left prefetching, then the one it trains on): on data of a few
-    batches a pass, which seeds training gets depends on a thread race (measured: the one-device
-    run's first loss 0.27501 instead of 0.26097 in 2 of 6 runs). Batches replayed from memory
-    hold no random state, and their digests show whether the two runs read the same data."""
+    Why: a reshuffling ``shuffle`` draws seeds from a generator every iterator shares, and ``fit``
+    under ``MirroredStrategy`` opens two, so which seeds training gets is a thread race (measured:
+    another first loss in 2 of 6 runs). Batches replayed from memory hold no random state."""
     if hasattr(stream, "element_spec") and hasattr(stream, "take"):  # a tf.data.Dataset
         return _fixed_dataset(stream, count, reorder)
     if hasattr(stream, "__next__"):  # JAX: an endless iterator of NumPy batches
@@ -234,8 +200,7 @@ def _fixed_dataset(dataset: Any, count: int, reorder: bool) -> tuple[Any, list[s
 
 
 def batch_digest(batch: Any) -> str:
-    """A short fingerprint of one batch: every array's dtype, shape and bytes, in the batch's
-    structure order (strings element by element)."""
+    """A short fingerprint of one batch: every array's dtype, shape and bytes, in order."""
     digest = hashlib.sha256()
     for leaf in keras.tree.flatten(batch):
         array = np.asarray(leaf)

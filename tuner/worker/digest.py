@@ -1,15 +1,9 @@
 """Inside the child: a fingerprint of the workload as the check loaded it, whole and in parts.
 
-A baseline stored by one study is reused by another (:mod:`tuner.driver.reuse.baseline_reuse`) only
-when the whole fingerprint is the same, so an edit the workload's names do not show (another
-activation, another augmentation, other data under the same function) measures afresh. A study
-is resumed only on the workload it measured (:mod:`tuner.driver.setup.opening`), compared part by
-part so the refusal says what changed: the model function's code, the built model's
-configuration, the data function's code and the data's first samples of each split.
-
-A function's code is its compiled code (bytecode, constants, names, defaults; nested functions
-and a class's methods included), not its text: a notebook's function shipped by value has no
-source file a child could read, and a comment or a blank line changes no trial.
+A baseline is reused by another study only when the whole fingerprint is the same, so an edit
+the names do not show measures afresh; a study resumes only on the workload it measured,
+compared part by part so the refusal says what changed. A function's code is its compiled code,
+not its text: a notebook's function has no source file, and a comment changes no trial.
 """
 
 from __future__ import annotations
@@ -31,9 +25,8 @@ PARTS = ("model function", "model configuration", "data function", "data samples
 
 
 def workload_digest(workload: Workload, model: Any, read: Mapping[str, Any]) -> str:
-    """The fingerprint of ``workload`` (its ``model`` and ``data`` references), the ``model`` it
-    built and the samples ``read`` of each split: its :func:`workload_parts` and the source of
-    the modules that define the functions."""
+    """The fingerprint of ``workload``, the ``model`` it built and the samples ``read`` of each
+    split: its :func:`workload_parts` and the source of the modules that define the functions."""
     digest = hashlib.sha256()
     for reference in (workload.model, workload.data or workload.dataset):
         digest.update(_source(str(reference)).encode())
@@ -69,9 +62,8 @@ def array_bytes(array: Any) -> bytes:
 
 
 def _source(reference: str) -> str:
-    """The source of the module ``module:function`` names (loaded by the check already), else
-    the reference itself (a shipped function's module is a loader whose text says nothing:
-    its function's code is in :func:`workload_parts`)."""
+    """The source of the module ``module:function`` names, else the reference itself (a shipped
+    function's module says nothing: its code is in :func:`workload_parts`)."""
     module = sys.modules.get(reference.partition(":")[0])
     try:
         return inspect.getsource(module) if module is not None else reference
@@ -114,8 +106,7 @@ def _compiled(code: types.CodeType) -> str:
 
 
 def _plain(value: Any) -> str:
-    """``value`` as text where it is plain data; other objects by their type (their text often
-    holds an address, another at every process)."""
+    """``value`` as text where plain data; else its type (its text may hold an address)."""
     if isinstance(value, frozenset | set):
         return "{" + ",".join(sorted(_plain(v) for v in value)) + "}"
     if isinstance(value, tuple | list):

@@ -1,13 +1,8 @@
 """Inside the child: a workload's ``model`` may be a KerasTuner hypermodel, used unchanged.
 
-The reference may name a plain builder (``build() -> keras.Model``), a function taking ``hp``, a
-``keras_tuner.HyperModel`` subclass (instantiated without arguments) or a ``HyperModel`` object.
-For a hypermodel, :func:`discover` builds it to learn its hyperparameters (KerasTuner registers
-them on first use; each non-default value of a ``Choice`` or ``Boolean`` is built once more so
-that conditional hyperparameters behind it are found too), and :func:`build` builds it at given
-values by registering each as ``hp.Fixed`` first, exactly as the recommendation's snippet does.
-
-What a build that compiles its model compiled is used by :mod:`tuner.worker.compiled`.
+:func:`discover` builds it to learn its hyperparameters (each non-default ``Choice`` or
+``Boolean`` value is built once more, so that conditional hyperparameters behind it are found);
+:func:`build` registers each value as ``hp.Fixed`` first, as the recommendation's snippet does.
 """
 
 from __future__ import annotations
@@ -88,8 +83,7 @@ def build(reference: str, values: Mapping[str, Any] | None = None) -> Any:
 
 
 def discover(reference: str) -> dict[str, Any] | None:
-    """The hypermodel's kind and hyperparameter space (KerasTuner's config), or ``None`` for a
-    plain builder."""
+    """The hypermodel's kind and space (KerasTuner's config), or ``None`` for a plain builder."""
     kind, builder = _builder(reference)
     if kind == "plain":
         return None

@@ -1,13 +1,7 @@
 """The model's own loss, as Keras's ``train_step`` computes it, for steps tuner writes itself (the
 noise meters, the custom loops); and the workload's loss unreduced, for the forum answer's bug.
-
-:func:`model_loss` unpacks a batch as Keras does (``x``, ``(x, y)``, ``(x, y, sample_weight)``,
-each part any structure) and returns ``model.compute_loss``: the losses per output, their
-``loss_weights``, sample weights, regularisation and ``add_loss`` terms, or the user's own
-``compute_loss``. Under ``tf.distribute`` Keras scales that value by ``1 / replicas`` inside a
-replica context (DESIGN.md §4: ``sum_over_batch_size`` losses and the regularisation terms), so
-that SUM-reducing the replicas' gradients gives the global mean; the caller undoes it where it
-needs a replica's own mean.
+Under ``tf.distribute`` it comes scaled by ``1 / replicas`` (DESIGN.md §4): the caller undoes
+that where it needs a replica's own mean.
 """
 
 from __future__ import annotations
@@ -28,17 +22,15 @@ def unpack(data: Any) -> tuple[Any, Any, Any]:
 
 
 def call_model(model: Any, x: Any, training: bool = True) -> Any:
-    """``model(x)`` in training mode, as Keras's ``train_step`` calls it (``training`` only to a
-    ``call`` that takes it)."""
+    """``model(x)`` in training mode, as Keras's ``train_step`` calls it."""
     if getattr(model, "_call_has_training_arg", True):
         return model(x, training=training)
     return model(x)
 
 
 def model_loss(model: Any, x: Any, y: Any, y_pred: Any, sample_weight: Any) -> Any:
-    """``model.compute_loss`` in training mode: the total loss Keras's ``train_step`` trains on
-    (scaled by ``1 / replicas`` inside a ``tf.distribute`` replica context). A ``compute_loss``
-    of the user's written before Keras 3.3 takes no ``training``; it is called without it."""
+    """``model.compute_loss`` in training mode: the loss ``train_step`` trains on. A user's
+    ``compute_loss`` from before Keras 3.3 takes no ``training``; it is called without it."""
     compute = model.compute_loss
     if _takes(compute, "training"):
         return compute(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight, training=True)
@@ -46,8 +38,7 @@ def model_loss(model: Any, x: Any, y: Any, y_pred: Any, sample_weight: Any) -> A
 
 
 def per_example_loss(loss: Any) -> Callable[[Any, Any], Any]:
-    """A function ``(y, prediction) -> per-example losses`` for a Keras loss name, function or
-    ``Loss`` object (whose ``call`` skips the reduction)."""
+    """``(y, prediction) -> per-example losses`` for a Keras loss name, function or object."""
     if isinstance(loss, str):
         loss = keras.losses.get(loss)
     if isinstance(loss, keras.losses.Loss):

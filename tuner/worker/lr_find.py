@@ -1,14 +1,9 @@
 """Inside the child: the learning-rate range test (mode ``lr_find``) of ``tuner lr-find``.
 
-The run is the user's training as a trial runs it — the spec's workload, loop, devices and
-precision, the optimizer the build compiled (or the spec's) — with one change: the optimizer's
-learning rate becomes Keras's own ``ExponentialDecay`` schedule with a rate above 1, which
-grows it geometrically from ``min_lr`` to ``max_lr`` over the ramp (the rates of
-:func:`tuner.core.lr_find.ramp`, evaluated inside the compiled step on the optimizer's
-iteration count: no per-step assignment, on either backend). Each window is one step, so the
-loss every loop reports per window is that step's own (Keras's per-batch logs are running means
-over the epoch). The run stops when the loss diverges (:class:`tuner.core.lr_find.DivergenceWatch`).
-Backend-neutral: the session's loop trains.
+The user's training as a trial runs it, with one change: the learning rate becomes Keras's
+``ExponentialDecay`` with a rate above 1, growing geometrically from ``min_lr`` to ``max_lr``
+inside the compiled step (no per-step assignment). Each window is one step, so its reported loss
+is that step's own. The run stops when the loss diverges.
 """
 
 from __future__ import annotations
@@ -34,8 +29,7 @@ PROGRESS_EVERY_S = 10.0
 
 def run_lr_find(request: LrFindRequest, emit: Emit) -> Result:
     """Train along the ramp until it ends or the loss diverges; status ``ok`` with each step's
-    rate and loss. A model that refuses its data (Keras's ``ValueError``) raises
-    :class:`WorkloadError` with Keras's own line (bad input, exit code 2)."""
+    rate and loss. A model that refuses its data raises :class:`WorkloadError` (exit code 2)."""
     try:
         return _range_test(request, emit)
     except ValueError as exc:

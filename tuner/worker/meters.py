@@ -1,7 +1,5 @@
-"""Inside the child: what a training run measures besides its loss — epoch times and throughput
-(:class:`Meter`), the first epoch's tracing, the input pipeline alone and GPU utilisation.
-
-Backend-neutral: no framework import (each backend reads its own device memory peaks)."""
+"""Inside the child: what a training run measures besides its loss — epoch times and throughput,
+the first epoch's tracing, the input pipeline alone and GPU utilisation. Backend-neutral."""
 
 from __future__ import annotations
 
@@ -21,8 +19,7 @@ Emit = Callable[[Event], None]
 
 
 def split_tracing(epoch_seconds: list[float], fit_s: float) -> dict[str, float]:
-    """Split fit time into tracing (the warm-up windows' excess over a steady one: tracing,
-    compilation, a recompilation) and training."""
+    """Split fit time into tracing (the warm-up windows' excess over a steady one) and training."""
     tracing = warmup_excess(epoch_seconds)
     return {"tracing_s": tracing, "training_s": fit_s - tracing}
 
@@ -47,11 +44,7 @@ def input_throughput(
     wait: Callable[[Any], Any],
     seconds: float = INPUT_PROBE_S,
 ) -> float:
-    """Samples per second the input pipeline delivers alone, with no training in between: a
-    fresh iterator started for up to ``seconds / 2`` (its first batches fill the shuffle and
-    prefetch buffers, and its parallel calls tune themselves), then timed for about ``seconds``,
-    each part at most a window's ``steps`` batches. ``wait(batch)`` returns once a batch is really
-    there (on its devices)."""
+    """Samples per second the input pipeline delivers alone, after a warm-up of ``seconds / 2``."""
     iterator = iter(stream)
     _draw(iterator, steps, seconds / 2, wait)
     mark = time.perf_counter()
@@ -108,13 +101,11 @@ class Meter:
         return True
 
     def windows_done(self) -> None:
-        """Tell the driver the timed windows are over (:class:`WindowsDoneEvent`): the next
-        child may start importing without sharing the cores with a measured window."""
+        """Tell the driver the timed windows are over: the next child may start importing."""
         self._emit(WindowsDoneEvent())
 
     def step_reporter(self, global_batch: int) -> StepReporter:
-        """What the loop calls with the run's step count after each step: a progress event
-        about once a second (:class:`tuner.core.progress.StepReporter`)."""
+        """Called with the step count after each step: a progress event about once a second."""
         steps = self._samples // global_batch
         return StepReporter(self._emit, global_batch, steps * self._epochs)
 

@@ -1,10 +1,5 @@
-"""Inside the child: each mode's runner, typed by its own request, and the one dispatch over
-the request's type.
-
-:func:`tuner.core.protocol.decode_request` reads a request of each mode as its own type, so a
-:class:`Modes` answers by that type (``match``), not by a mode string: mypy checks that every
-mode has its runner and that each runner takes its own mode's request.
-"""
+"""Inside the child: each mode's runner, typed by its own request, dispatched by ``match`` on the
+request's type, so mypy checks that every mode has its runner."""
 
 from __future__ import annotations
 
@@ -25,8 +20,7 @@ from tuner.worker.meters import Emit
 
 @dataclass(frozen=True)
 class Modes:
-    """The runner of each mode: ``(request, emit) -> result``; each raises on failure (the child
-    classifies what it raises)."""
+    """Each mode's runner ``(request, emit) -> result``; it raises on failure."""
 
     inspect: Callable[[InspectRequest, Emit], Result]
     trial: Callable[[TrialRequest, Emit], Result]

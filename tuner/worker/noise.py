@@ -1,17 +1,9 @@
 """Inside the child: the gradient noise scale as a side measurement that never fails a trial.
 
-Each backend's meter measures through the model's own API: batches unpacked as Keras unpacks them
-(``keras.utils.unpack_x_y_sample_weight``: ``x``, ``(x, y)`` or ``(x, y, sample_weight)``, each
-part any structure the model takes) and the loss from ``model.compute_loss`` (its losses per
-output, ``loss_weights``, sample weights, regularisation, or the user's own ``compute_loss``). What
-it truly cannot measure — a model whose own ``train_step`` computes a loss it was not compiled
-with (:func:`unsupported_reason`, raised as :class:`NoiseUnsupported`) — and any error of its
-set-up or of a measurement, or an out-of-memory, stop it (:class:`GuardedNoise`): the trial trains
-on, and the result says why (``noise_scale_skipped``). Measurement steps leave the model as they
-found it: its non-trainable state and its metrics (``compute_loss`` updates the per-output loss
-trackers) are put back (:func:`state_kept`).
-
-Backend-neutral: no framework import.
+What a meter cannot measure — a model whose ``train_step`` trains on a loss it was not compiled
+with (:class:`NoiseUnsupported`) — and any error or out-of-memory stop it (:class:`GuardedNoise`):
+the trial trains on and the result says why (``noise_scale_skipped``). Measurement steps leave
+the model as they found it (:func:`state_kept`). Backend-neutral: no framework import.
 """
 
 from __future__ import annotations
@@ -28,6 +20,7 @@ from tuner.core.oom import is_oom_error
 
 __all__ = [
     "GuardedNoise",
+    "Meter",
     "NoiseUnsupported",
     "failure_reason",
     "guarded",
@@ -49,12 +42,9 @@ class NoiseUnsupported(ValueError):
 def unsupported_reason(model: Any) -> str | None:
     """Why ``model.compute_loss`` cannot give the loss ``model`` trains on, or ``None``.
 
-    Keras's own ``train_step`` trains on ``compute_loss``, and so does a ``train_step`` written
-    as Keras's guide writes it; a ``compute_loss`` of the user's own is the loss by definition.
-    Only a custom ``train_step`` that never calls ``compute_loss`` hides what it trains on: a
-    loss the spec (or tuner's default) compiled in would be measured, not the one it trains on;
-    without any compiled loss ``compute_loss`` sees none (an error on TensorFlow, zero on JAX).
-    Where its source cannot be read, a compiled loss is taken as the one it trains on."""
+    Only a custom ``train_step`` that never calls ``compute_loss`` hides what it trains on: the
+    compiled loss would be measured, not the trained one. Where its source cannot be read, a
+    compiled loss is taken as the one it trains on."""
     if overrides(model, "compute_loss") or not overrides(model, "train_step"):
         return None
     calls = _calls_compute_loss(type(model).train_step)
@@ -72,8 +62,7 @@ def _calls_compute_loss(train_step: Any) -> bool | None:
 
 
 def overrides(model: Any, name: str) -> bool:
-    """Whether ``model``'s class defines method ``name`` itself rather than inheriting Keras's
-    (read on the class: the loops wrap ``train_step`` on the instance)."""
+    """Whether ``model``'s class defines ``name`` itself (the class: loops wrap the instance's)."""
     for cls in type(model).__mro__:
         if name in vars(cls):
             return not cls.__module__.startswith("keras")
@@ -82,10 +71,8 @@ def overrides(model: Any, name: str) -> bool:
 
 @contextlib.contextmanager
 def state_kept(model: Any) -> Iterator[None]:
-    """Puts back ``model``'s non-trainable variables (batch-norm statistics, seed states) and
-    metric variables (``compute_loss`` updates the loss trackers of a model with several
-    outputs) as they were, whatever happens inside: a measurement changes nothing the training
-    or its logs read."""
+    """Puts back ``model``'s non-trainable and metric variables as they were, whatever happens
+    inside: a measurement changes nothing the training or its logs read."""
     variables = [*model.non_trainable_variables, *getattr(model, "metrics_variables", [])]
     saved = [v.numpy() for v in variables]
     try:
@@ -93,6 +80,47 @@ def state_kept(model: Any) -> Iterator[None]:
     finally:
         for variable, value in zip(variables, saved, strict=True):
             variable.assign(value)
+
+
+class Meter:
+    """What both backends' meters share: ``steps`` extra steps per :meth:`measure`, the
+    estimate of ``B_simple`` over them, and the out-of-memory that stops it."""
+
+    def __init__(self, model: Any, global_batch: int, replicas: int, steps: int) -> None:
+        reason = unsupported_reason(model)
+        if reason is not None:
+            raise NoiseUnsupported(reason)
+        self.replicas = int(replicas)
+        self.per_replica_batch = global_batch // self.replicas
+        self.steps = steps
+        self.scale = NoiseScale()
+        self.seconds = 0.0
+        self.stopped: str | None = None
+        self._model = model
+
+    @property
+    def measured_steps(self) -> int:
+        """The measurement steps whose estimates counted."""
+        return self.scale.steps
+
+    def measure(self) -> float | None:
+        """Run the extra steps, update the estimate, record it for the epoch; return it."""
+        if self.stopped:
+            return self.scale.value
+        started = time.perf_counter()
+        try:
+            self.scale.add_steps(self.replicas, self.per_replica_batch, self._dispatch())
+        except Exception as exc:
+            if not is_oom_error(exc):
+                raise
+            self.stopped = f"the measurement ran out of memory ({type(exc).__name__})"
+        self.scale.mark_epoch()
+        self.seconds += time.perf_counter() - started
+        return self.scale.value
+
+    def _dispatch(self) -> list[Any]:
+        """Every step of one :meth:`measure` dispatched, read after: no sync between steps."""
+        raise NotImplementedError
 
 
 def failure_reason(exc: BaseException) -> str:
@@ -105,8 +133,7 @@ def failure_reason(exc: BaseException) -> str:
 
 
 class GuardedNoise:
-    """A noise meter whose failure never fails the trial: what it raises stops it, and
-    :attr:`skipped` says why. Its values are the meter's own while it works."""
+    """A noise meter whose failure never fails the trial: it stops, and :attr:`skipped` says why."""
 
     def __init__(self, meter: Any | None, skipped: str | None = None) -> None:
         self._meter = meter
@@ -148,8 +175,7 @@ class GuardedNoise:
 
 
 def guarded(build: Callable[[], Any | None]) -> GuardedNoise | None:
-    """The meter ``build()`` makes, guarded; ``None`` where it makes none; a stopped meter
-    (with the reason) where building it raises."""
+    """The meter ``build()`` makes, guarded (``None``: none; stopped with why, if it raised)."""
     try:
         meter = build()
     except Exception as exc:  # a side measurement: the trial goes on without it

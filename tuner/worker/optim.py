@@ -1,11 +1,5 @@
-"""Inside the child: the optimizer a trial trains with, as its learning-rate rule prescribes.
-
-The rate itself comes from :mod:`tuner.core.scaling`; the optimizer's config with the rule applied
-comes from :func:`tuner.core.optimizers.trained_config` (``linear-warmup``: Keras's own
-``CosineDecay`` schedule as a linear ramp from the base rate to the peak; ``sqrt-adam``: Adam's
-moments rewritten), the same pure function the export's ``optimizer`` section rests on. What was
-used is described by :func:`describe` and stored on the trial.
-"""
+"""Inside the child: the optimizer a trial trains with, as its learning-rate rule prescribes
+(the config from :func:`tuner.core.optimizers.trained_config`, the export's too)."""
 
 from __future__ import annotations
 
@@ -23,13 +17,9 @@ _Run = TypeVar("_Run", bound=RunRequest)
 
 
 def at_learning_rate(optimizer: Any, learning_rate: float) -> Any:
-    """A fresh optimizer of ``optimizer``'s class and settings (the one inside a
-    ``LossScaleOptimizer``) at ``learning_rate``: a build's own optimizer at the rule's rate.
-
-    Made with the class's own ``from_config``, so a custom, unregistered optimizer works as in
-    the user's script. A schedule that starts from an ``initial_learning_rate`` keeps its shape
-    and starts from ``learning_rate``; any other schedule gives way to the constant rate
-    (:func:`schedule_kept` tells which).
+    """A fresh optimizer of ``optimizer``'s class and settings at ``learning_rate``, made with the
+    class's own ``from_config`` so a custom, unregistered optimizer works. A schedule from an
+    ``initial_learning_rate`` keeps its shape; any other gives way (:func:`schedule_kept`).
     """
     optimizer = unscaled(optimizer)
     schedule = _schedule(optimizer)
@@ -66,11 +56,7 @@ def _schedule(optimizer: Any) -> Any:
 
 
 def apply_rule(optimizer: Any, rule: LearningRateRule | None) -> Any:
-    """A new optimizer of the same class and settings as ``optimizer`` with ``rule`` applied.
-
-    ``rule`` is the request's, its warm-up resolved to steps (``None``: unchanged). Raises
-    :class:`WorkloadError` when the rule does not apply to it.
-    """
+    """``optimizer`` anew with ``rule`` applied; :class:`WorkloadError` where it cannot be."""
     if rule is None or rule.name not in SHAPING_RULES:
         return optimizer
     try:
@@ -81,10 +67,8 @@ def apply_rule(optimizer: Any, rule: LearningRateRule | None) -> Any:
 
 
 def describe(optimizer: Any, from_build: bool, rule: LearningRateRule | None) -> dict[str, Any]:
-    """The optimizer a trial used: class, scalar settings, the warmup when there is one, and
-    under ``keras`` the whole serialized optimizer (see :func:`_serialized`). Under
-    mixed_float16 that is the optimizer inside Keras's ``LossScaleOptimizer``: the export's
-    ``compile`` section records the loss scaling, and loading wraps it again."""
+    """The optimizer a trial used: class, scalar settings, warmup, and under ``keras`` the whole
+    serialized optimizer; under mixed_float16 the one inside Keras's ``LossScaleOptimizer``."""
     optimizer = unscaled(optimizer)
     config = optimizer.get_config()
     settings = {
@@ -118,9 +102,8 @@ def unscaled(optimizer: Any) -> Any:
 
 
 def _serialized(optimizer: Any, rule: LearningRateRule | None) -> dict[str, Any] | None:
-    """The optimizer as ``keras.optimizers.serialize`` writes it — what the export's
-    ``optimizer`` section copies — with a constant learning rate written as the rule gave it
-    (``get_config`` reads back the float32 variable: 0.0020000000949949026 for 0.002); ``None``
+    """The optimizer as ``keras.optimizers.serialize`` writes it, a constant learning rate as the
+    rule gave it (``get_config`` reads back float32: 0.0020000000949949026 for 0.002); ``None``
     when a custom optimizer's config is not plain JSON."""
     try:
         written = keras.optimizers.serialize(optimizer)
@@ -134,12 +117,9 @@ def _serialized(optimizer: Any, rule: LearningRateRule | None) -> dict[str, Any]
 
 def micro(request: _Run) -> _Run:
     """The run the child trains for an accumulating ``request``: its ``global_batch_size`` the
-    micro-batch (``global / accumulation_steps``) that every step feeds, so that the budget's
-    samples, windows and a warm-up given in epochs count micro-steps, as Keras's learning-rate
-    schedules do (they read every micro-step, ``optimizer.iterations`` only the updates); a
-    warm-up given in optimizer steps is stretched to as many micro-steps, and a fixed
-    ``steps_per_epoch`` (a validation run) counts updates. ``request`` itself when it does not
-    accumulate."""
+    micro-batch, so that samples, windows and an epoch warm-up count micro-steps, as Keras's
+    schedules do; a warm-up in optimizer steps is stretched to micro-steps, and a fixed
+    ``steps_per_epoch`` counts updates. ``request`` itself when it does not accumulate."""
     steps = request.accumulation_steps
     if steps <= 1:
         return request
@@ -155,8 +135,7 @@ def micro(request: _Run) -> _Run:
 
 
 def accumulating(optimizer: Any, steps: int) -> Any:
-    """``optimizer`` rebuilt to apply the mean gradient of ``steps`` micro-steps
-    (``gradient_accumulation_steps``); ``optimizer`` itself for ``steps`` 1."""
+    """``optimizer`` applying the mean gradient of ``steps`` micro-steps (itself for 1)."""
     if steps <= 1:
         return optimizer
     try:

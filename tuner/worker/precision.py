@@ -1,11 +1,7 @@
-"""Inside the child: the run's floating-point precision, a Keras dtype policy.
-
-``float32``, ``mixed_bfloat16`` or ``mixed_float16`` (:data:`tuner.core.spec._runtime.PRECISIONS`),
-set globally before any model is built, so the user's layers compute in it while their
-variables stay float32. Under ``mixed_float16`` the optimizer is wrapped in Keras's
-``LossScaleOptimizer``, as ``compile`` does for a model whose own policy is mixed_float16 (a
-Sequential or functional model built under the global policy keeps a float32 policy of its own,
-so ``compile`` alone would not scale the loss and small float16 gradients would flush to zero).
+"""Inside the child: the run's floating-point precision, a Keras dtype policy, set globally
+before any model is built. Under ``mixed_float16`` the optimizer is wrapped in Keras's
+``LossScaleOptimizer``: a model built under the global policy keeps a float32 policy of its own,
+so ``compile`` alone would not scale the loss and small float16 gradients would flush to zero.
 """
 
 from __future__ import annotations

@@ -1,20 +1,13 @@
-"""Inside the child: the batch-size probe (mode ``probe``).
+"""Inside the child: the batch-size probe (mode ``probe``): trains like a trial, reports the
+memory peak, not the loss.
 
-A probe trains like a trial but only asks whether a batch fits: it reports the memory peak, not
-the validation loss, and does not measure the noise scale. Backend-neutral, as a trial.
-
-With ``probe_search`` in the request (:func:`tuner.core.probe.search_state`) the child runs the
-search itself, several sizes in this one process (one import, one device set-up): for each size
-it announces the size (:class:`~tuner.core.protocol.ProbeAttemptEvent`), builds a fresh
-session at it, trains ``steps_per_epoch`` steps, and reports whether it fitted
-(:class:`~tuner.core.protocol.ProbeResultEvent`). It stops after the first size that runs out of
-memory, or after ``probe_sizes_per_child`` sizes (:func:`tuner.core.probe.sizes_per_child`: one
-under a memory cap, where a size trained before shrinks the room a later one has); the driver
-starts a fresh child for the rest. Without ``probe_search`` it trains the request's one batch.
+With ``probe_search`` the child tries several sizes in this one process (one import, one device
+set-up), stopping at the first that runs out of memory or after
+:func:`tuner.core.probe.sizes_per_child` sizes (one under a memory cap, where a size trained
+before shrinks the room); the driver starts a fresh child for the rest.
 
 Test aid: ``TUNER_TEST_FAULT=abort@probe:BATCH`` (or ``segfault@probe:BATCH``) kills the probe
-child by that signal once it has announced BATCH, as a capped allocator can; a trial never
-matches it. Inert unless set.
+child by that signal once it has announced BATCH, as a capped allocator can. Inert unless set.
 """
 
 from __future__ import annotations
@@ -45,11 +38,7 @@ from tuner.worker.session import summary as run_summary
 
 
 def run_probe(request: ProbeRequest, emit: Emit) -> Result:
-    """The request's probe search, size after size, until it is done or a size runs out of
-    memory: status ``ok`` with one ``attempts`` entry per size tried (``batch``, ``fits``,
-    ``seconds``, ``peak_memory_bytes``, ``error``). Without a search, the request's one batch:
-    status ``ok`` with the memory peak (raises if it fails). Any error other than out-of-memory
-    is raised."""
+    """The request's probe search, until done or out of memory; else its one batch."""
     state = request.probe_search
     if state is None:
         session = open_session(request, emit)
@@ -96,8 +85,7 @@ def _attempt(request: ProbeRequest, batch: int) -> ProbeResultEvent:
 
 
 def _train_at(request: ProbeRequest, batch: int) -> int | None:
-    """Open a session at ``batch``, train its steps; the memory peak. The session is local, so
-    it is released when this returns or raises."""
+    """Open a session at ``batch``, train its steps; the memory peak (the session is released)."""
     # The session's own events (epochs, progress) stay here: the driver follows the probe's.
     session = open_session(replace(request, global_batch_size=batch), lambda event: None)
     train(session)

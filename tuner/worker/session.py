@@ -1,19 +1,12 @@
 """Inside the child: one training run, whatever its backend — the interface the modes talk to.
 
-The modes (:mod:`tuner.worker.trial`, :mod:`~tuner.worker.probe`, :mod:`~tuner.worker.validate`)
-are one backend-neutral copy each. They open a :class:`Session` with
-:func:`tuner.worker.backends.open_session`, the one table that picks the backend from the
-request: TensorFlow (:mod:`tuner.worker.backends.tensorflow`, ``MirroredStrategy``) or Keras 3
-on JAX (:mod:`tuner.worker.backends.jax`, ``DataParallel``). A session holds a :class:`Loop`
-(the model and how it trains) and a :class:`Backend` (what differs besides: evaluation, the
-input stream, the noise meter, memory, versions). :func:`train` and :func:`summary` are shared;
-this module imports no backend.
+The backend-neutral modes open a :class:`Session` with :func:`tuner.worker.backends.open_session`:
+a :class:`Loop` (the model and how it trains) and a :class:`Backend` (evaluation, the input
+stream, the noise meter, memory). This module imports no backend.
 
-Throughput is measured per window of steps from epoch-level callbacks only (batch-level hooks
-would force a device sync every step), and the first window — tracing and compilation — is left
-out. A window is an epoch when the spec gives ``epochs``; with ``train_samples`` the run's
-``samples // global batch`` steps are cut into windows (:mod:`tuner.core.windows`), each a Keras
-"epoch" over the repeated stream.
+Throughput is measured per window from epoch-level callbacks only (batch-level hooks would force
+a device sync every step), the first window — tracing and compilation — left out. With
+``train_samples`` the run's steps are cut into windows (:mod:`tuner.core.windows`).
 """
 
 from __future__ import annotations
@@ -55,8 +48,7 @@ class Loop(Protocol):
 
 
 class NoiseMeasure(Protocol):
-    """A gradient-noise-scale meter (:class:`tuner.worker.backends.tensorflow._noise.NoiseMeter`
-    and its JAX twin)."""
+    """A gradient-noise-scale meter (each backend has its own)."""
 
     scale: Any
 
@@ -84,12 +76,8 @@ class Backend(Protocol):
 
 
 class ModelRecipe:
-    """How every model of one run is built and compiled: from the same initial weights; compiled
-    with what the user's build compiled (its own loss, metrics and optimizer objects,
-    :mod:`tuner.worker.compiled`), the spec's names filling what it leaves out; the rule applied
-    to the optimizer; loss-scaled as the run's precision needs
-    (:func:`tuner.worker.precision.scaled`).
-    """
+    """How every model of one run is built and compiled: from the same initial weights, with what
+    the build compiled (the spec's names filling the rest), the rule, the precision's scaling."""
 
     def __init__(
         self,
@@ -99,8 +87,7 @@ class ModelRecipe:
         precision_name: str,
         inputs: Callable[[], Any] | None = None,
     ) -> None:
-        """``inputs``: what a model without weights is built on before the initial weights are
-        set (:func:`tuner.worker.building.built`)."""
+        """``inputs``: what a model without weights is built on before its weights are set."""
         self._workload = request.workload
         self._inputs = inputs
         self._values = request.model_hyperparameters
@@ -126,8 +113,7 @@ class ModelRecipe:
         return model
 
     def compile_args(self) -> dict[str, Any]:
-        """The arguments of ``model.compile`` for the last built model, with the learning-rate
-        rule and precision applied."""
+        """The arguments of ``model.compile`` for the last built model, rule and precision in."""
         args = compiled.compile_args(
             self.build_args, self._workload, self._learning_rate, self._workload.model
         )
@@ -139,8 +125,7 @@ class ModelRecipe:
         return args
 
     def describe(self) -> dict[str, Any] | None:
-        """What the run compiled with (:func:`tuner.worker.compiled.describe`); ``None`` before
-        :meth:`compile_args`."""
+        """What the run compiled with; ``None`` before :meth:`compile_args`."""
         if self._args is None:
             return None
         return compiled.describe(self._args, self.compiled_by_build)
@@ -151,12 +136,8 @@ def initial_weights(
     place: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext,
     inputs: Callable[[], Any] | None = None,
 ) -> list[np.ndarray]:
-    """The model's initial weights from the request's seed, built once outside any distribution
-    (inside ``place``), so that every run — one device or many — starts from the same numbers.
-    A model that has no weights until it sees data (a ``Sequential`` without ``keras.Input``)
-    is built on ``inputs()`` first (:func:`tuner.worker.building.built`); every later build of
-    the run must be built the same way before ``set_weights``. The seed is set again afterwards:
-    the run's own randomness starts from it too."""
+    """The model's initial weights from the seed, built once outside any distribution, so every
+    run — one device or many — starts from the same numbers; the seed is set again after."""
     seed = request.seed
     keras.utils.set_random_seed(seed)
     with place():
@@ -192,12 +173,9 @@ _HELD: list[Any] = []
 
 
 def hold_until_exit(*objects: Any) -> None:
-    """Keep ``objects`` (a run's session, its meters) alive until the child exits.
-
-    The child ends with ``os._exit`` once its result is written, so nothing of a run needs
-    tearing down. Left to Python, the teardown happens when the run's function returns, outside
-    every timed phase, and destroying a tf.data iterator (the noise meter's pipeline) now and then
-    blocks for seconds: measured 1.9-3.5 s on some trials of a study, none on others."""
+    """Keep ``objects`` alive until the child exits (``os._exit`` once its result is written):
+    left to Python, destroying a tf.data iterator at the run's end now and then blocks for
+    seconds (measured 1.9-3.5 s on some trials)."""
     _HELD.extend(objects)
 
 
@@ -217,9 +195,7 @@ def train(
     noise: NoiseMeasure | None = None,
     check: target.TargetCheck | None = None,
 ) -> None:
-    """Run the loop for the session's windows; after each one, ``check`` the loss target (it may
-    stop training), then measure ``noise`` if training goes on. The fit, noise-scale,
-    evaluation and tracing times go into ``session.timings``; fit time excludes the other two."""
+    """Run the loop for its windows, the target checked and ``noise`` measured after each."""
     timings = session.timings
 
     def on_epoch(epoch: int, loss: float, seconds: float) -> bool:
@@ -248,8 +224,7 @@ def train(
 
 
 def summary(session: Session) -> dict[str, Any]:
-    """What every mode reports of a run: backend, devices, losses, throughputs, model, optimizer,
-    precision, versions (its times are the result's own, ``session.timings``)."""
+    """What every mode reports of a run (its times are ``session.timings``)."""
     loop, meter, recipe, backend = session.loop, session.meter, session.recipe, session.backend
     return {
         "backend": backend.name,

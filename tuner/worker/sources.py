@@ -1,10 +1,4 @@
-"""Inside the child: what a workload's data are, before either backend batches them.
-
-Backend-neutral (no framework import): the input forms, the
-:class:`Source` both input layers (:mod:`tuner.worker.backends.tensorflow._inputs` for TensorFlow,
-:mod:`tuner.worker.backends.jax._inputs` for JAX) return, and calling the workload's ``data``
-function.
-"""
+"""Inside the child: what a workload's data are, before either backend batches them."""
 
 from __future__ import annotations
 
@@ -21,18 +15,12 @@ from tuner.workloads import resolve
 ARRAYS, DATASETS, FUNCTION = "arrays", "datasets", "function"
 
 PYDATASETS, ITERABLES = "pydatasets", "iterables"
-"""Under JAX only: ``(train, val)`` Keras ``PyDataset``\\ s, or re-iterable Python iterables of
-``(x, y)`` batches."""
+"""Under JAX only: ``(train, val)`` ``PyDataset``\\ s or re-iterables of ``(x, y)`` batches."""
 
 
 @dataclass(frozen=True)
 class Source:
-    """What a workload provides, before tuner batches it.
-
-    ``train``/``val`` are what the backend's input layer reads (unbatched ``tf.data`` datasets
-    under TensorFlow; arrays or re-iterable batch streams under JAX); ``function`` is the dataset
-    function (form ``function``, TensorFlow only). Sizes are ``None`` when infinite or unknown.
-    """
+    """What a workload provides, before tuner batches it (sizes ``None`` when unknown)."""
 
     form: str
     reference: str
@@ -67,8 +55,7 @@ ARRAY_NAMES = ("x_train", "y_train", "x_val", "y_val")
 
 
 def map_leaves(function: Callable[[Any], Any], structure: Any) -> Any:
-    """``function`` over every leaf of a nested structure (dicts, tuples, lists) as ``model.fit``
-    takes them; the structure is kept, ``None`` stays ``None``."""
+    """``function`` over every leaf of a nested structure; the structure kept, ``None`` too."""
     if structure is None:
         return None
     if isinstance(structure, Mapping):
@@ -86,10 +73,7 @@ def leaves(structure: Any) -> list[Any]:
 
 
 def split_pairs(data: Any) -> Any:
-    """``((x_train, y_train), (x_val, y_val))`` — what ``keras.datasets``' ``load_data()``
-    returns, and so what many scripts' ``load_data`` return — as tuner's four arrays; anything
-    else as it is. Each part is an array or a dict of arrays: a pair of ``(x, y)`` batches (JAX's
-    iterables of batches) or of datasets is left to the other forms."""
+    """``((x_train, y_train), (x_val, y_val))`` (``load_data()``'s form) as four arrays."""
     pairs = isinstance(data, tuple | list) and len(data) == 2
     if not pairs or not all(isinstance(p, tuple) and len(p) == 2 for p in data):
         return data
@@ -104,18 +88,15 @@ def _is_dict_of_arrays(value: Any) -> bool:
 
 
 def _is_array(value: Any) -> bool:
-    """An array ``model.fit`` takes as one input: NumPy's, or any with a shape and
-    ``__array__`` (a tensor); not a dataset or a generator."""
+    """An array ``model.fit`` takes as one input (a shape and ``__array__``), not a dataset."""
     if isinstance(value, np.ndarray):
         return True
     return hasattr(value, "__array__") and hasattr(value, "shape")
 
 
 def as_arrays(part: Any) -> Any:
-    """One part of ``(x_train, y_train, x_val, y_val)`` as ``model.fit`` takes it — an array,
-    or a dict, list or tuple of arrays — with every leaf a NumPy array. Lists become tuples:
-    ``tf.data`` would stack a list of arrays into one tensor, Keras reads a tuple as several
-    inputs (its own array adapter does the same)."""
+    """One part of the four arrays as ``model.fit`` takes it, leaves NumPy arrays, lists as
+    tuples (``tf.data`` would stack a list into one tensor; Keras reads a tuple as inputs)."""
     arrays = map_leaves(np.asarray, part)
     return _lists_to_tuples(arrays)
 
@@ -157,8 +138,7 @@ def element_parts(element: Any) -> tuple[Any, ...]:
 
 
 def element_error(element: Any) -> str | None:
-    """Why ``element`` is not a structure ``model.fit`` takes (``x``, ``(x,)``, ``(x, y)``,
-    ``(x, y, sample_weight)``), or ``None``."""
+    """Why ``element`` is not a structure ``model.fit`` takes, or ``None``."""
     if isinstance(element, tuple | list) and not 1 <= len(element) <= 3:
         return (
             f"elements must be x, (x, y) or (x, y, sample_weight) as model.fit takes them; "
@@ -193,10 +173,8 @@ def sample_shapes(parts: tuple[Any, ...]) -> dict[str, tuple[int, ...]]:
 def shape_change(
     reference: str, first: dict[str, tuple[int, ...]], parts: tuple[Any, ...], index: int
 ) -> WorkloadError | None:
-    """The refusal of batch ``index`` when its samples' shapes are not the first batch's
-    (``first``: :func:`sample_shapes`), or ``None``. Batches padded each to their own longest
-    row train under plain ``fit``, but tuner re-batches the samples at every global batch size,
-    and samples of several shapes do not stack."""
+    """The refusal of batch ``index`` when its samples' shapes are not the first batch's (tuner
+    re-batches at every global batch, and samples of several shapes do not stack), or ``None``."""
     for name, now in sample_shapes(parts).items():
         was = first.get(name, now)
         if was != now:
@@ -209,8 +187,7 @@ def shape_change(
 
 
 def pydataset_pass(dataset: Any) -> Iterator[Any]:
-    """One pass over a ``keras.utils.PyDataset`` by index, then ``on_epoch_end()`` as Keras calls
-    it (an infinite one, ``num_batches`` None, never ends)."""
+    """One pass over a ``PyDataset`` by index, then ``on_epoch_end()``, as Keras does it."""
     count = dataset.num_batches
     for index in range(count) if count is not None else itertools.count():
         yield dataset[index]

@@ -1,23 +1,16 @@
 """The trial's supervisor: ``python -m tuner.worker.supervisor [--trial-dir DIR] -- COMMAND...``.
 
 It sits between the driver and the trial child so that nothing a trial started outlives it: not
-the child, not a data loader's helper, not a process that left the session with ``setsid``.
+the child, not a data loader's helper, not a process that left the session with ``setsid``. As a
+*child subreaper* every orphaned descendant is reparented to it, so it can still find and kill
+it. When the child ends, when the driver asks (SIGTERM, SIGINT, SIGHUP) and when the driver dies,
+it freezes and kills every descendant and reaps them (after the driver's death it also removes
+``--trial-dir``), then ends as the child ended, exit code or signal, so the driver's
+classification of signals (``tuner.core.outcome``) holds.
 
-- It is a *child subreaper* (``PR_SET_CHILD_SUBREAPER``): every orphaned descendant is reparented
-  to it instead of to init, so it can still find (``/proc/*/stat`` parent links) and kill it.
-- When the child ends, when the driver asks (SIGTERM, SIGINT, SIGHUP) and when the driver dies
-  (parent-death signal SIGUSR1, plus a ``getppid()`` check), it freezes (SIGSTOP) and kills
-  (SIGKILL) every descendant and reaps them. After the driver's death it also removes
-  ``--trial-dir``: no one is left to read it.
-- It then ends as the child ended: the same exit code, or death by the same signal (without a
-  core dump of its own), so the driver's classification of signals (``tuner.core.outcome``) holds.
-
-Why a supervisor rather than a cgroup or the process group: a per-trial cgroup needs a delegated
-cgroup tree, which containers and CI runners rarely grant; a process group misses descendants that
-start their own session. The kernel's out-of-memory killer picks the largest process, the
-TensorFlow child, not this few-MB one, which outlives it and cleans up.
-
-It imports nothing from tuner and nothing heavy, so it adds only an interpreter start-up to a trial.
+Why not a cgroup or the process group: a per-trial cgroup needs a delegated cgroup tree, which
+containers and CI runners rarely grant; a process group misses descendants that start their own
+session. It imports nothing from tuner and nothing heavy: only an interpreter start-up a trial.
 """
 
 from __future__ import annotations
@@ -33,8 +26,7 @@ from collections.abc import Iterable, Mapping
 from typing import NamedTuple, NoReturn
 
 PARENT_PID_ENV = "TUNER_PARENT_PID"
-"""The pid whose death ends the trial (as :data:`tuner.core.protocol.PARENT_PID_ENV`; not imported,
-to keep this process's start-up light)."""
+"""The pid whose death ends the trial (:data:`tuner.core.protocol.PARENT_PID_ENV`, not imported)."""
 
 PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
@@ -55,8 +47,7 @@ KILL_DEADLINE_S = 5.0
 
 
 class Ending(NamedTuple):
-    """Why the wait ended: the child's exit code (negative: killed by that signal), a stop signal,
-    or the driver's death."""
+    """Why the wait ended: the child's exit code (negative: its signal), a stop, the parent gone."""
 
     code: int | None = None
     stop: int | None = None
@@ -91,8 +82,7 @@ def descendants(parents: Mapping[int, int], root: int) -> list[int]:
 
 
 def process_table() -> tuple[dict[int, int], set[int]]:
-    """``pid -> parent pid`` of every process, and the zombies among them (empty without
-    ``/proc``)."""
+    """``pid -> parent pid`` of every process, and the zombies (empty without ``/proc``)."""
     parents: dict[int, int] = {}
     zombies: set[int] = set()
     with contextlib.suppress(OSError):

@@ -1,17 +1,10 @@
 """Inside the child: a trial that trains to a target loss (``--target-loss``).
 
-Its windows are the target's cadence (:func:`plan`): ``cadence // global batch`` steps each, so
-every check falls at a window's end, at the same samples for every batch size. After a window is
-timed, :class:`TargetCheck` evaluates the loss over the fixed validation set (outside the timed
-window) and says whether training goes on: it stops at the first check at or below the target,
-or at the sample budget. When the first check already reaches the target, one more window is
-trained, for timing only (it is the run's one steady window: it gives the throughput and tells
-compilation from training); it does not count in the time to the target.
-
-With early stopping (the request's :class:`~tuner.core.protocol.EarlyStop`) the same check also
-runs without a target, after each of the trial's own windows (a curve later trials compare with),
-and stops a trial that a rule of :mod:`tuner.core.dominance` finds dominated: the loss-gap test
-at its looks, or under a target the time rule.
+Its windows are the target's cadence (:func:`plan`), so every check falls at the same samples for
+every batch size. When the first check already reaches the target, one more window is trained
+for timing only (the run's one steady window); it does not count in the time to the target.
+With early stopping the same check runs without a target too, and stops a trial a rule of
+:mod:`tuner.core.dominance` finds dominated.
 """
 
 from __future__ import annotations
@@ -38,10 +31,7 @@ from tuner.core.windows import warmup_excess
 
 
 def plan(request: RunRequest, batch: int, n_train: int | None) -> CheckPlan | None:
-    """The windows of a trial with a target (``None`` without one, or for fixed-step runs).
-
-    A request without a cadence gets the grid's default from the budget this child can count
-    (``epochs × n_train``), the same for every batch of ``cadence_batches``."""
+    """The windows of a trial with a target (``None`` without); cadence default from the budget."""
     target, given = request.target, request.budget
     if target is None or given.steps_per_epoch:
         return None
@@ -61,10 +51,7 @@ def plan(request: RunRequest, batch: int, n_train: int | None) -> CheckPlan | No
 
 
 class TargetCheck:
-    """Called after each timed window: evaluates the validation loss, records it, and returns
-    whether training goes on (``target``: the loss target, ``None`` without one;
-    ``early_stop``: the rules that may stop the trial as dominated, ``window_seconds`` the
-    windows timed so far)."""
+    """After each timed window: evaluate and record the loss; whether training goes on."""
 
     def __init__(
         self,
@@ -165,8 +152,7 @@ class TargetCheck:
 
     @property
     def final_loss(self) -> float:
-        """The last check's loss: the trained model's final validation loss (not evaluated
-        again)."""
+        """The last check's loss: the trained model's final validation loss."""
         return self.curve[-1][1] if self.curve else math.nan
 
     def fields(self, window_seconds: list[float]) -> dict[str, Any]:

@@ -1,8 +1,4 @@
-"""A workload's own ``tf.data`` datasets, as either backend reads them: whether one is batched.
-
-TensorFlow batches them itself; Keras on JAX reads them as NumPy batches when the user's data
-are ``tf.data`` (and so TensorFlow is imported already). Imports TensorFlow only when asked.
-"""
+"""A workload's own ``tf.data`` datasets: whether one is batched (imports TensorFlow if asked)."""
 
 from __future__ import annotations
 
@@ -12,11 +8,7 @@ _BATCHING = ("_BatchDataset", "_ParallelBatchDataset", "_PaddedBatchDataset", "_
 
 
 def is_batched(dataset: Any) -> bool:
-    """Whether ``dataset``'s elements are batches (its last batching step is not undone).
-
-    Walks the dataset's own transformations; a dataset built some other way counts as batched when
-    every component has an unknown leading dimension (``batch`` without ``drop_remainder``).
-    """
+    """Whether ``dataset``'s elements are batches (from its transformations, else its shapes)."""
     node = dataset
     while node is not None:
         kind = type(node).__name__
@@ -32,11 +24,8 @@ def is_batched(dataset: Any) -> bool:
 
 
 def samples_before_batching(dataset: Any) -> int | None:
-    """How many samples a batched ``dataset`` holds, read from its own transformations without
-    reading it: the element count of what its last batching step batches (less the remainder it
-    drops), where the steps after it keep one element per batch (``map``, ``prefetch``,
-    ``cache``, ...: the dataset's count of batches is the batching step's). ``None`` where that
-    is not known (a ``filter`` or ``repeat`` after the batching, a generator before it)."""
+    """How many samples a batched ``dataset`` holds, from its transformations; ``None`` where not
+    known (a ``filter`` or ``repeat`` after the batching, a generator before it)."""
     import tensorflow as tf
 
     batches = _known(dataset.cardinality())

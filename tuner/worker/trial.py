@@ -1,13 +1,6 @@
-"""Inside the child: one trial of the search (mode ``trial``) — train, then measure.
-
-A trial reports status ``ok`` or ``diverged`` with its measurements: the validation loss over the
-fixed validation set, the median steady-state throughput, what the input pipeline delivers alone
-(and whether training is bound by it), memory peaks and, with two or more replicas, the gradient
-noise scale. With a loss target it also checks the validation loss at its cadence, may stop
-early, and reports the time to the target (:mod:`tuner.worker.target`); its last check is its
-final loss.
-
-Backend-neutral: the session (:mod:`tuner.worker.session`) runs it on TensorFlow or JAX.
+"""Inside the child: one trial of the search (mode ``trial``) — train, then measure: validation
+loss, steady-state throughput, the input pipeline alone, memory peaks, the noise scale, and with
+a loss target the time to it (:mod:`tuner.worker.target`). Backend-neutral.
 """
 
 from __future__ import annotations
@@ -37,8 +30,7 @@ from tuner.worker.target import TargetCheck
 
 
 def run_trial(request: TrialRequest, emit: Emit) -> Result:
-    """Train one trial and measure it: status ``ok`` or ``diverged`` with its measurements;
-    raises on failure (the caller classifies it)."""
+    """Train one trial and measure it: ``ok`` or ``diverged``; raises on failure."""
     session = open_session(request, emit)
     mark = time.perf_counter()
     noise = _noise_meter(request, session)
@@ -93,10 +85,8 @@ def run_trial(request: TrialRequest, emit: Emit) -> Result:
 
 
 def _validation_loss(session: Session) -> float:
-    """The trained model's loss over the fixed validation set, timed as ``evaluate_s``.
-
-    The same first ``val_samples`` samples (all, without it) in the same order, no remainder
-    dropped: trials at different batch sizes report the loss over the same samples."""
+    """The trained model's loss over the same first ``val_samples`` samples, in order, no
+    remainder dropped, whatever the batch size; timed as ``evaluate_s``."""
     mark = time.perf_counter()
     loss = _evaluator(session)()
     session.timings["evaluate_s"] = time.perf_counter() - mark
@@ -124,10 +114,8 @@ def _target_check(session: Session) -> TargetCheck | None:
 
 
 def _input_fields(session: Session, throughput: float) -> dict[str, Any]:
-    """The input pipeline alone for about half a second, after training (so outside the timed
-    windows), and whether training reached 80 % of it. A figure the driver passed in (an earlier
-    trial's, same pipeline, batch and devices: :mod:`tuner.driver.reuse.input_reuse`) is not
-    measured again."""
+    """The input pipeline alone for about half a second, after training, and whether training
+    reached 80 % of it; a figure the driver passed in is not measured again."""
     given = session.request.input_throughput if isinstance(session.request, TrialRequest) else None
     mark = time.perf_counter()
     alone = session.backend.input_throughput(session) if given is None else given
@@ -166,9 +154,7 @@ def _why_no_noise_scale(session: Session) -> str:
 def _noise_fields(
     request: TrialRequest, session: Session, noise: GuardedNoise | None
 ) -> dict[str, Any]:
-    """The noise scale's result fields, or the note that says why it was not measured; with
-    ``noise_scale_skipped`` where the meter stopped (it could not measure, failed or ran out of
-    memory)."""
+    """The noise scale's result fields, or why it was not measured (``noise_scale_skipped``)."""
     if noise is None:
         if not request.noise_scale:
             return {}

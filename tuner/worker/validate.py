@@ -1,16 +1,7 @@
 """Inside the child: one validation run (mode ``validate``), the evidence ``tuner validate``
-compares between one device and several.
-
-Both runs see the same data: every generator is seeded from the request's seed before the
-workload's data function runs, and the run trains on the first batches of its stream read once
-and replayed (:func:`tuner.worker.determinism.fixed_batches`), whose digests the result carries
-(``batch_digests``) for the driver to compare. It reports per-step losses, the examples each
-replica processed, where the variables live, the largest difference between any variable's
-replica copies, and what was made deterministic for the comparison
-(:mod:`tuner.worker.determinism`); every variable's value before and after the N steps goes to
-the request's ``weights_file``, which the driver compares between the two runs.
-Backend-neutral: the session's loop (:mod:`tuner.worker.backends.tensorflow._loops` or
-:mod:`tuner.worker.backends.jax._loop`) keeps the evidence.
+compares between one device and several: per-step losses, examples per replica, where the
+variables live, the replica copies' largest difference, what was made deterministic, the batch
+digests, and every variable before and after (``weights_file``). Backend-neutral.
 """
 
 from __future__ import annotations
@@ -30,10 +21,8 @@ from tuner.worker.session import Loop, summary, train
 
 
 def run_validation(request: ValidateRequest, emit: Emit) -> Result:
-    """Train with every step's loss recorded, the stochastic layers deterministic; status ``ok``
-    with the evidence. A model that refuses its data (Keras's ``ValueError``: a wrong input
-    shape) raises :class:`WorkloadError` with Keras's own line, its name once (bad input, exit
-    code 2); anything else raises as it is."""
+    """Train with every step's loss recorded, the stochastic layers deterministic. A model that
+    refuses its data raises :class:`WorkloadError` with Keras's own line."""
     try:
         return _validation_run(request, emit)
     except ValueError as exc:
@@ -91,8 +80,7 @@ def named_values(loop: Loop) -> dict[str, np.ndarray]:
 
 
 def save_weights(path: Path, before: dict[str, np.ndarray], after: dict[str, np.ndarray]) -> None:
-    """``after`` under ``final/<i>`` and, where it existed, the value before training under
-    ``initial/<i>`` (``i`` the variable's place in ``after``)."""
+    """``after`` under ``final/<i>``, and the value before (if any) under ``initial/<i>``."""
     arrays: dict[str, Any] = {}
     for i, (name, value) in enumerate(after.items()):
         arrays[f"final/{i}"] = value
@@ -122,10 +110,9 @@ def batch_norm_layers(model: Any) -> list[str]:
 
 
 def layers_of(model: Any, kind: str) -> list[str]:
-    """The names of ``model``'s layers of class ``keras.layers.<kind>`` (subclasses too), nested
-    ones included. ``Embedding``: under TensorFlow their gradients are ``IndexedSlices``, which
-    Keras's optimizers square slice by slice in a true step and accumulation sums first
-    (``tuner validate --accumulation``)."""
+    """The names of ``model``'s layers of class ``keras.layers.<kind>``, nested ones included.
+    ``Embedding``: under TensorFlow their gradients are ``IndexedSlices``, squared slice by slice
+    in a true step but summed first by accumulation (``tuner validate --accumulation``)."""
     import keras
 
     cls = getattr(keras.layers, kind)

@@ -1,15 +1,10 @@
 """Inside a warm child: import the backend first, then wait for the request.
 
-``python -m tuner.worker --warm BACKEND REQUEST.json RESULT.json`` starts before its request
-exists (:mod:`tuner.driver.children._warm` starts it while the previous trial evaluates). It
-imports BACKEND (TensorFlow, or Keras on JAX) — which touches no device: devices are set up by the
-session, after the request — then blocks on stdin. The driver writes REQUEST.json and one line to
-stdin when the devices are free (the previous child has exited); end of input without a line means
-the driver withdrew it, and the child exits quietly.
-
-The trial's wall time starts at hand-over (the request's ``spawned_at``). The import done before
-it is reported as ``import_hidden_s`` and is outside the wall; an import still running at
-hand-over counts as ``import_s`` (its part after hand-over only), so the phases still add up.
+Started before its request exists (while the previous trial evaluates), it imports BACKEND —
+touching no device — then blocks on stdin until the driver writes one line (the devices are
+free); end of input means it was withdrawn. The import done before hand-over is reported as
+``import_hidden_s``, outside the trial's wall time; its part after hand-over counts as
+``import_s``, so the phases still add up.
 """
 
 from __future__ import annotations
@@ -33,9 +28,8 @@ def split_argv(argv: list[str]) -> tuple[str | None, list[str]]:
 
 @dataclass
 class Preloaded:
-    """What a warm child imported before its request: the modes' runners or the import's error, how
-    long the import took and when (wall clock) it ended; after hand-over, how much of the import
-    ran after it (``visible_s``, inside the trial's wall)."""
+    """What a warm child imported before its request (the runners or the error), how long it took
+    and when it ended; after hand-over, how much of it ran inside the trial (``visible_s``)."""
 
     backend: str
     table: Modes | None
@@ -45,10 +39,8 @@ class Preloaded:
     visible_s: float = 0.0
 
     def handed_over(self, spawned_at: float | None, taken_at: float) -> float:
-        """Note the hand-over (``spawned_at``: the request's, ``None`` for a request it could
-        not read; ``taken_at``: when this process read it); the wall time the trial started in
-        this process: ``taken_at`` moved back by the import that ran after hand-over, so
-        ``process_start_s`` is the hand-over's latency and that import counts as ``import_s``."""
+        """Note the hand-over; the trial's wall start is ``taken_at`` moved back by the import
+        that ran after hand-over, so that import counts as ``import_s``."""
         handed_at = spawned_at or taken_at
         self.visible_s = min(self.import_s, max(0.0, self.imported_at - handed_at))
         return taken_at - self.visible_s
@@ -59,9 +51,8 @@ class Preloaded:
         return self.import_s - self.visible_s
 
     def runners(self, backend: str, load: Callable[[str], Modes]) -> tuple[Modes, float]:
-        """The modes for ``backend`` and its ``import_s``: the one imported already, or
-        (another backend, which the driver never hands over) imported now. Raises what the early
-        import raised."""
+        """The modes for ``backend`` and its ``import_s``: imported already, or (another backend,
+        never handed over) now. Raises what the early import raised."""
         if backend != self.backend:
             started = time.perf_counter()
             return load(backend), time.perf_counter() - started
@@ -72,8 +63,7 @@ class Preloaded:
 
 
 def preload(backend: str, load: Callable[[str], Modes]) -> Preloaded:
-    """Import ``backend``'s modes now; an import error is kept for the request (it is reported
-    in the result, as a cold child would)."""
+    """Import ``backend``'s modes now; an import error is kept for the request's result."""
     started = time.perf_counter()
     table: Modes | None = None
     error: Exception | None = None

@@ -43,8 +43,7 @@ def ledger_of(spec: StudySpec) -> Ledger | None:
 
 
 class TimedRunner:
-    """A :class:`~tuner.driver.children.ChildRunner` that tells ``ledger`` how long each
-    training (a trial, baseline or seed run) took, by global batch and replicas."""
+    """A :class:`~tuner.driver.children.ChildRunner` telling ``ledger`` each training's time."""
 
     def __init__(self, runner: ChildRunner, ledger: Ledger) -> None:
         self._runner = runner
@@ -74,8 +73,7 @@ def baseline_runs(spec: StudySpec) -> int:
 
 
 def budget_baseline(spec: StudySpec, plan: DevicePlan, ledger: Ledger) -> StudySpec:
-    """``spec`` as the baseline runs it under a budget: once per precision, its other
-    ``max_repeats - 1`` runs counted as left out."""
+    """``spec`` as the baseline runs it under a budget: once per precision."""
     extra = (spec.search.max_repeats - 1) * len(spec.search.precisions)
     ledger.leave_out("baseline", [(spec.search.base_batch_size, 1)] * extra)
     return replace(spec, search=replace(spec.search, max_repeats=1))
@@ -92,9 +90,7 @@ def grid_left(
     plan: DevicePlan,
     key_of: Callable[[tuple[Any, ...]], str] | None = None,
 ) -> tuple[RunKey, ...]:
-    """The run keys of the grid points no run has settled, by ascending batch (the order the
-    sampler runs them). With ``key_of`` (a point's training key) only the distinct trainings:
-    a point that trains like one measured or one before it costs no run (``same_as``)."""
+    """The run keys of the grid points no run has settled, by batch (distinct with ``key_of``)."""
     settled = settled_grid_points(trials)
     left = sorted(point for point in grid if point not in settled)
     if key_of is not None:
@@ -112,8 +108,7 @@ def grid_left(
 def training_key_of(
     spec: StudySpec, plan: DevicePlan, space: dict[str, Any] | None
 ) -> Callable[[tuple[Any, ...]], str]:
-    """A grid point's training key
-    (:func:`tuner.driver.reuse.keys.training_key`)."""
+    """A grid point's training key (:func:`tuner.driver.reuse.keys.training_key`)."""
     values = defaults(space["space"]) if space else None
 
     def key_of(point: tuple[Any, ...]) -> str:

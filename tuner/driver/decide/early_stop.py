@@ -1,22 +1,15 @@
 """What a grid trial is compared with to stop early as ``dominated`` (:mod:`tuner.core.dominance`).
 
-At each grid trial's launch the driver reads what is known then: the base configuration's seed
-noise on these devices (stored by :mod:`tuner.driver.decide.seeds`), the best finished trial's
-validation-loss curve, and under a loss target the best time to it. The trial carries them in its
-request (:class:`tuner.core.protocol.EarlyStop`). What is not known yet is not guessed: without
-the seed noise, no loss-gap test; without a finished trial, nothing to compare with; the trial
-then runs to the end and stores why in ``early_stop_skipped``. Repeats of a configuration are
+At launch the trial's request carries what is known then: the seed noise on these devices, the
+best finished trial's loss curve, and under a target the best time to it. What is not known is
+not guessed: the trial runs to the end and stores why in ``early_stop_skipped``. Repeats are
 never stopped (racing chose them because they are close).
 
-Under a loss target both rules apply. The time rule needs the best time to the target; the
-loss-gap test compares at equal *training time*, the axis the target's policy ranks on: the
-reference is the trial with the best time to the target, and its curve is moved from its samples
-to the samples this trial's batch trains in the same time (× its measured throughput over the
-reference's, × ``1 + tie margin`` in the trial's favour), so that a trial behind the best at
-equal time, beyond the band and the seed noise, cannot reach the target first. Its noise comes
-from the seed runs' curves up to the target (:func:`tuner.driver.decide.seeds.measure_seed_noise`
-runs them under a target when early stops are on); without a throughput measured at the trial's
-batch yet (its first trial) only a reference of the same batch is compared (same steps, same time).
+Under a loss target the loss-gap test compares at equal *training time*: the reference is the
+trial with the best time to the target, its curve moved to the samples this trial's batch trains
+in the same time (× the throughputs' ratio, × ``1 + tie margin`` in the trial's favour), so that
+a trial behind at equal time, beyond the band and the seed noise, cannot reach the target first.
+Without a throughput at the trial's batch yet, only a reference of the same batch is compared.
 """
 
 from __future__ import annotations
@@ -54,8 +47,7 @@ def records_curves(spec: StudySpec) -> bool:
 
 
 def measures_seed_noise(spec: StudySpec) -> bool:
-    """Whether the base configuration's seed runs are measured
-    (:func:`tuner.core.dominance.measures_seed_noise`)."""
+    """Whether the seed runs are measured (:func:`tuner.core.dominance.measures_seed_noise`)."""
     return dominance.measures_seed_noise(spec.search)
 
 
@@ -66,10 +58,8 @@ def early_stop_for(
     trials: Sequence[FrozenTrial],
     batch: int | None = None,
 ) -> tuple[EarlyStop | None, str | None]:
-    """The request's :class:`EarlyStop` for a grid trial at global ``batch`` on ``signature``'s
-    devices, and the reason no rule can stop it (stored as ``early_stop_skipped``), from the
-    study's seed records (read only when needed: one storage read) and its ``trials`` as the
-    trial starts."""
+    """The request's :class:`EarlyStop` for a grid trial at ``batch`` on ``signature``'s devices,
+    and the reason no rule can stop it (``early_stop_skipped``)."""
     search = spec.search
     if not search.early_stop:
         return None, None
@@ -106,8 +96,7 @@ def _loss_gap(
     reasons: list[str],
     rivals: Sequence[FrozenTrial] | None = None,
 ) -> dict[str, Any]:
-    """The loss-gap test's inputs against the best of ``rivals`` (default: ``trials``), or none
-    (with the reason in ``reasons``)."""
+    """The loss-gap test's inputs against the best of ``rivals``, or none (why in ``reasons``)."""
     spread = (record or {}).get("spread")
     runs = len((record or {}).get("final_losses") or [])
     if not isinstance(spread, int | float) or not math.isfinite(spread) or runs < 2:
@@ -132,9 +121,7 @@ def _target_gap(
     batch: int | None,
     reasons: list[str],
 ) -> dict[str, Any]:
-    """Under a target, the loss-gap test's inputs at equal training time (module docstring)
-    against the best time of the rivals (:func:`peers`), or none (with the reason in
-    ``reasons``)."""
+    """Under a target, the loss-gap test's inputs at equal training time, or none (why)."""
     trials, rivals = trials_and_rivals
     curves = _seed_curves(record or {}, trials)
     noise_samples, noise_sds = check_noise(curves)
@@ -184,10 +171,9 @@ def _test_inputs(
 def _time_scale(
     trials: Sequence[FrozenTrial], reference: FrozenTrial, batch: int, margin: float
 ) -> float | None:
-    """The factor from the reference's samples to the samples a trial at ``batch`` trains in
-    the same time: the throughput measured at ``batch`` (the median of its runs, a dominated
-    one's too) over the reference's, × ``1 + margin`` in the trial's favour (a trial within the
-    tie margin of the best time is not beaten); ``None`` while ``batch`` has no figure."""
+    """The factor from the reference's samples to those a trial at ``batch`` trains in the same
+    time: the throughputs' ratio × ``1 + margin`` (a trial within the tie margin of the best
+    time is not beaten); ``None`` while ``batch`` has no figure."""
     if decode(reference).configuration.global_batch_size == batch:
         return 1.0 + margin  # the same steps: the same time up to timing noise
     own = sorted(
@@ -247,11 +233,8 @@ def _best_time(trials: Sequence[FrozenTrial], reasons: list[str]) -> dict[str, A
 def peers(
     spec: StudySpec, trials: Sequence[FrozenTrial], batch: int | None
 ) -> Sequence[FrozenTrial]:
-    """The trials a grid trial at global ``batch`` is measured against: all of them; with an LR
-    sweep (``--lr-sweep``) only those at its own batch. The sweep asks which rate is best *at
-    each batch* (:mod:`tuner.core.lr_law`): a point stopped because another batch is ahead would
-    say nothing about that; one stopped against its own batch's best is a rate known to be worse
-    there, which the law's fit counts as such."""
+    """The trials a grid trial at ``batch`` is measured against: all; with ``--lr-sweep`` only
+    its own batch's, since the sweep asks which rate is best *at each batch*."""
     if not spec.search.lr_sweep or batch is None:
         return trials
     return [
@@ -286,8 +269,7 @@ def _seed_curves(record: Mapping[str, Any], trials: Sequence[FrozenTrial]) -> li
 
 
 def best_reference(trials: Sequence[FrozenTrial]) -> FrozenTrial | None:
-    """The finished grid trial (its own run, ``ok``) with the lowest final loss whose curve has
-    positive finite losses; ``None`` when there is none."""
+    """The finished grid trial with the lowest final loss and a positive finite curve, or None."""
     usable = [t for t in trials if is_original(t) and _usable(curve_of(t))]
     return min(usable, key=lambda t: (float(t.values[0]), t.number)) if usable else None
 

@@ -2,24 +2,13 @@
 and what a run of a configuration stores once it has several.
 
 Racing is stateless: every round reads the stored trials, asks :func:`tuner.core.racing.to_repeat`
-which candidates are still tied, queues one repeat of each (a new trial with the configuration's
-parameters and ``repeat_of`` / ``repeat_index``) and runs the queue through the same
-:class:`~tuner.driver.trial.objective.Objective` as the grid. A stopped search resumes where it was;
-a worker that finds a repeat of a configuration queued or running (another worker's) leaves that
-configuration to it. Two workers reading at the same instant can still both queue one; the
-configuration then has one run more than needed, which costs time, never correctness.
+which candidates are still tied and queues one repeat of each, run through the same objective as
+the grid; a stopped search resumes where it was. Two workers reading at the same instant can both
+queue one: that costs time, never correctness.
 
-A repeat some worker holds RUNNING when this worker's race ends is not waited for: it may be a
-live worker's, or a dead one's whose heartbeat is not yet past the grace period (a driver killed
-with SIGKILL during the repeat, resumed at once), and only the heartbeat tells the two apart, after
-the grace period. The race then ends with a warning that the recommendation it leads to is
-provisional, naming the repeats and what to do (:func:`provisional_line`): the next
-``tuner search`` after the grace period re-queues a dead worker's repeat and finishes the race.
-
-The pure part (:func:`measured`, :func:`next_repeats`) works on Optuna ``FrozenTrial`` objects
-and is tested without a child; which configurations are candidates is the recommendation's own
-rule (:mod:`tuner.core.recommend`), so racing repeats exactly what the decision hinges
-on.
+A repeat another worker holds RUNNING when this race ends is not waited for: only the heartbeat,
+after the grace period, tells a live worker from a dead one. The race then ends with a warning
+that the recommendation is provisional (:func:`provisional_line`).
 """
 
 from __future__ import annotations
@@ -99,10 +88,7 @@ def chain(trials: Sequence[FrozenTrial], original: int) -> list[FrozenTrial]:
 def measured(
     outcome: TrialOutcome, earlier: Sequence[FrozenTrial], *, target: bool = False
 ) -> TrialOutcome:
-    """An ``ok`` outcome with its runs: ``run_throughput`` (this run), ``repeats`` and
-    ``repeat_losses`` (every run of the configuration, ``earlier`` ones first), values the medians
-    of those, ``throughput_ci`` and its method; with a target (or a child that measured one) the
-    time to target over the runs. Any other outcome is returned as it is."""
+    """An ``ok`` outcome with its runs' medians, interval and time to target; others as they are."""
     if outcome.status != "ok" or outcome.values is None:
         return outcome
     loss, throughput = outcome.values
@@ -128,10 +114,8 @@ def measured(
 
 
 def _time_to_target(runs: Sequence[Run]) -> dict[str, Any]:
-    """``time_to_target_runs`` and ``samples_to_target_runs`` (``None`` for a run that missed the
-    target), their medians over the runs that reached it, the time's interval, ``reached_runs``,
-    and ``reached_target`` when any run did (a run that missed, among runs that reached it, is
-    noise around the target, not a reason to drop the configuration)."""
+    """The runs' times and samples to target (``None`` for a miss), their medians and interval,
+    and ``reached_target`` when any run did (a miss among hits is noise around the target)."""
     times = [run.time_to_target_s for run in runs]
     reached = [float(t) for t in times if t is not None]
     samples = [run.samples_to_target for run in runs]
@@ -166,8 +150,7 @@ def race_entries(
 def still_tied(
     trials: Sequence[FrozenTrial], spec: StudySpec, signature: str, tolerance: float
 ) -> int:
-    """How many candidates the measurements cannot tell from the best (the best included;
-    1: decided, 0: no candidate)."""
+    """How many candidates cannot be told from the best (best included; 1: decided, 0: none)."""
     found = race_entries(trials, spec, signature, tolerance)
     policy = default_policy(spec.search.target_loss)
     return len(tie_set(found, higher_is_better=higher_is_better(policy))) if found else 0
@@ -177,13 +160,9 @@ def next_repeats(
     trials: Sequence[FrozenTrial], spec: StudySpec, signature: str, tolerance: float
 ) -> list[tuple[FrozenTrial, int]]:
     """``(original trial, repeat index)`` of each configuration to run once more now, most
-    decisive first (:func:`~tuner.core.racing.most_decisive_first`): those
-    :func:`~tuner.core.racing.to_repeat` names among the recommendation's own candidates
-    (:func:`~tuner.core.recommend.candidate_entries`: within the loss tolerance by
-    throughput, or, with a target, those that reached it by time to target), less those with a
-    repeat queued or running (another worker's), one that ended for good without a result (a rerun
-    would fail again), or as many attempts as repeats allowed twice over (workers that keep
-    dying)."""
+    decisive first: those :func:`~tuner.core.racing.to_repeat` names among the
+    recommendation's candidates, less those with a repeat queued or running, one that ended for
+    good without a result, or as many attempts as repeats allowed twice over."""
     policy = default_policy(spec.search.target_loss)
     found = race_entries(trials, spec, signature, tolerance)
     better = higher_is_better(policy)
@@ -234,11 +213,9 @@ def provisional_line(running: Sequence[FrozenTrial]) -> str:
 
 
 def enqueue_repeat(study: optuna.Study, original: FrozenTrial, index: int) -> None:
-    """Queue a new trial of ``original``'s configuration, marked ``repeat_of`` it.
-
-    It carries the original's parameters and grid cell (``grid_id``), like a retried trial
-    (:func:`tuner.driver.trial.resume.requeue`): the grid sampler then neither hands it a new grid
-    point nor trips over a queued trial without a cell when it asks whether the grid is done.
+    """Queue a new trial of ``original``'s configuration, marked ``repeat_of`` it, with its
+    grid cell (``grid_id``) as a retried trial has: the sampler neither hands it a new point nor
+    trips over a queued trial without a cell.
     """
     cell = {k: v for k, v in original.system_attrs.items() if k in ("grid_id", "search_space")}
     repeat = optuna.trial.create_trial(
@@ -252,9 +229,7 @@ def enqueue_repeat(study: optuna.Study, original: FrozenTrial, index: int) -> No
 
 
 def applied_tolerance(study: optuna.Study, spec: StudySpec, plan: DevicePlan) -> tuple[float, str]:
-    """The loss tolerance racing applies on ``plan``'s devices and a sentence saying why:
-    ``max(--tolerance, 2 × the measured seed spread)``
-    (:func:`~tuner.core.stats.effective_tolerance`)."""
+    """The loss tolerance racing applies on ``plan``'s devices, and why."""
     noise = (storage_call(study, decode_study, study).seed_noise or {}).get(
         plan.device_signature, {}
     )
@@ -283,11 +258,9 @@ def race(
     ledger: Ledger | None = None,
 ) -> int:
     """Repeat the close candidates until they separate or reach ``max_repeats``; return how many
-    repeats this call queued. ``run_one`` runs the next trial (queued first), ``extend`` tells the
-    progress that ``n`` more runs are coming. Off for a joint search and ``max_repeats < 2``.
-    Under a budget (``ledger``) a round queues, most decisive first, the repeats that fit; once
-    one does not, the race ends after those queued (the rest counted as left out). A grid the
-    budget cut short is not raced: its points left out come first."""
+    repeats this call queued (off for a joint search and ``max_repeats < 2``). Under a budget a
+    round queues the repeats that fit, most decisive first; a grid the budget cut short is not
+    raced."""
     search = spec.search
     if search.joint or search.max_repeats < 2:
         return 0

@@ -25,9 +25,8 @@ values), the original's own child timings (no child ran for it) and the bookkeep
 def same_training(
     trials: Sequence[FrozenTrial], attrs: dict[str, Any], number: int
 ) -> FrozenTrial | None:
-    """The first measured grid trial (COMPLETE ``ok``, neither ``same_as`` nor a repeat) that
-    trains exactly as ``attrs`` say (``training_key``); ``None`` when there is none (an original
-    still running on another worker does not count: this trial runs)."""
+    """The first measured grid trial (not ``same_as``, not a repeat) that trains as ``attrs``
+    say, or ``None`` (an original still running elsewhere does not count: this trial runs)."""
     key = attrs["training_key"]
     same = [
         t

@@ -74,10 +74,7 @@ def train_seed(
     curves: list[Any],
     inputs: SeedInputs,
 ) -> float | None:
-    """One seed run at the base batch in a fresh child; its final loss, or ``None`` (with a
-    note) when it failed; its validation-loss curve, when it records one, is added to
-    ``curves``. The input pipeline's figure of the base configuration is not timed again
-    (:mod:`tuner.driver.reuse.input_reuse`)."""
+    """One seed run in a fresh child; its final loss, or ``None`` (noted) when it failed."""
     search = spec.search
     request = trial_request(
         spec,

@@ -1,20 +1,12 @@
 """Seed noise: the base configuration trained with other seeds, for a loss tolerance that is not
 inside the noise.
 
-Right after the grid's own base trial and before the rest of the grid (so that the seed noise
-is known early, :mod:`tuner.driver.trial.loop`), the base configuration (base global batch on
-the plan's replicas, the first rule: at ratio 1 every rule trains alike; the spec's first
-precision) runs again with seeds ``seed + 1 .. seed + seeds - 1``, each in a fresh child; a seed
-changes the initial weights and the data order together (see
-:mod:`tuner.worker.backends.tensorflow._session`). The grid's own base trial is the first seed
-(when the grid's first point trains the base configuration; else the seed runs come before the
-grid and train it too). The final losses' relative spread is stored on the study
-(``seed_noise``, per device signature, like the baseline: seed runs are not trials) and racing
-compares losses with ``max(--tolerance, 2 × spread)``
-(:func:`tuner.core.stats.effective_tolerance`). Measured once per signature: a resumed search
-reuses it. Several workers that reach it at once may each measure it (the last record stays);
-that costs time, never correctness. Under a ``--budget`` the seed runs start only while the
-rest of the grid still fits after them.
+Right after the grid's own base trial (its first seed) and before the rest of the grid, the base
+configuration runs again with seeds ``seed + 1 .. seed + seeds - 1`` (a seed changes the initial
+weights and the data order together). The final losses' relative spread is stored on the study
+(``seed_noise``, per device signature: seed runs are not trials) and racing compares losses with
+``max(--tolerance, 2 × spread)``. Measured once per signature; several workers may each measure
+it (the last record stays), which costs time, never correctness.
 """
 
 from __future__ import annotations
@@ -61,11 +53,8 @@ def measure_seed_noise(
     ledger: Ledger | None = None,
     reserve: tuple[RunKey, ...] = (),
 ) -> dict[str, Any] | None:
-    """Measure (or find stored) the seed noise of ``plan``'s devices, each seed run by ``runner``;
-    return its record, or ``None`` when it is off (``seeds`` 1, a joint search) or could not be
-    measured (the record is then not stored, and the next run tries again). Under a budget
-    (``ledger``) a seed run starts only if it fits with the ``reserve`` (the grid points still
-    to run, which matter more) after it; the others are left out."""
+    """Measure (or find stored) the seed noise of ``plan``'s devices, or ``None`` (off, or not
+    measured: then the next run tries). Under a budget a run starts only if ``reserve`` fits."""
     search = spec.search
     if search.joint or search.seeds < 2:
         return None
@@ -171,7 +160,8 @@ def _store(
     store(study, SEED_NOISE, plan, record)
     losses, seeds = record["final_losses"], record["seeds"]
     observer.note(
-        f"seed noise: final losses {_losses(losses)} over seeds {_seeds(seeds)}: spread "
+        f"seed noise: final losses {', '.join(f'{loss:.4g}' for loss in losses)} over seeds "
+        f"{', '.join(map(str, seeds))}: spread "
         f"{record['spread']:.1%}; {applied_tolerance(study, spec, plan)[1]}"
     )
 
@@ -196,10 +186,8 @@ def base_key(spec: StudySpec, plan: DevicePlan, space: dict[str, Any] | None) ->
 def first_trains_base(
     spec: StudySpec, plan: DevicePlan, space: dict[str, Any] | None, grid: list[tuple[Any, ...]]
 ) -> bool:
-    """Whether the grid's first point (the sampler runs them by ascending batch, rule and
-    precision) trains exactly the base configuration (at ratio 1 every rule trains alike): its
-    trial is then the first seed, and the seed runs follow it. Else (no multiplier 1, say) the
-    seed runs come before the grid and train that first seed themselves."""
+    """Whether the grid's first point trains exactly the base configuration: its trial is then the
+    first seed. Else the seed runs come before the grid and train the first seed themselves."""
     if not grid:
         return False
     first = sorted(grid)[0]
@@ -241,14 +229,6 @@ def _grid_seed(base: list[optuna.trial.FrozenTrial], seed: int) -> tuple[list[in
     if not done:
         return [], []
     return [seed], [own_run(min(done, key=lambda t: t.number)).loss]
-
-
-def _losses(losses: list[float]) -> str:
-    return ", ".join(f"{loss:.4g}" for loss in losses)
-
-
-def _seeds(seeds: list[int]) -> str:
-    return ", ".join(map(str, seeds))
 
 
 def _noise(study: optuna.Study) -> dict[str, Any]:

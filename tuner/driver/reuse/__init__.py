@@ -1,2 +1,1 @@
-"""What one run hands the next instead of measuring it again: the input figure, the
-single-device baseline and the compiled programs."""
+"""What one run hands the next instead of measuring again: input figure, baseline, compiles."""

@@ -1,19 +1,10 @@
 """Reusing a single-device baseline that another study in the same storage measured.
 
-The baseline (:func:`tuner.driver.setup.baseline.run_baseline`) trains the base configuration on one
-device ``max_repeats`` times: 3 children of a default search. Two studies of the same workload
-on the same machine — another grid of batches or rules, another study name, a search rerun
-under a new name — would measure exactly the same runs again. So every stored baseline carries
-its **reuse key** (:func:`tuner.driver.reuse.keys.reuse_key`): a hash of the request its runs
-were sent (workload, base batch and learning rate, budget, seed, precision, loop, the single device,
-its memory cap), the grid's device signature, the host, the framework versions the workload check
-imported, the workload's sizes and fingerprint (its model and data modules' source, the built
-model's configuration, its first samples: :mod:`tuner.worker.digest`), and the variables the
-children inherit that change their speed (``TF_*``, ``XLA_*``, ``OMP_*``, ``CUDA_*``, ...). A study
-that has no baseline of its own copies the newest record with the
-same key and at least as many runs (:func:`find_baseline`), naming the study it came from
-(``reused_from``). Nothing else is reused: another host, version, seed, budget or precision is
-another key.
+The baseline trains the base configuration on one device ``max_repeats`` times; two studies of
+the same workload on the same machine would measure exactly the same runs again. So every stored
+baseline carries its **reuse key** (:func:`tuner.driver.reuse.keys.reuse_key`), and a study with
+no baseline of its own copies the newest record with the same key and at least as many runs
+(:func:`find_baseline`), naming the study it came from (``reused_from``).
 """
 
 from __future__ import annotations

@@ -1,16 +1,10 @@
 """Compile once: XLA's persistent compilation cache shared by a storage's trial children.
 
-Under Keras on JAX every child compiles its train and test steps again — the same model at the
-same shapes for every seed, repeat, baseline run and resumed study. JAX keeps compiled
-executables on disk when ``jax_compilation_cache_dir`` is set (here through the ``JAX_*``
-environment variables a child's JAX reads when it starts); its key hashes the compiled program
-(the model, its input shapes and dtypes), the compile options, the devices and JAX's version, so
-a changed model or shape compiles afresh and never reads a stale entry. JAX evicts the least
-recently used entries past :data:`MAX_BYTES`.
-
-Under TensorFlow nothing is cached: Keras's ``fit`` under ``MirroredStrategy`` does not compile
-with XLA (measured: TensorFlow's persistent XLA cache stays empty), and its tracing builds a
-graph in Python, which no cache carries across processes.
+Under Keras on JAX every child compiles the same model at the same shapes again. JAX keeps
+executables on disk when ``jax_compilation_cache_dir`` is set (through ``JAX_*`` variables);
+its key hashes the program, options, devices and JAX's version, so a changed model never reads a
+stale entry. Under TensorFlow nothing is cached: ``fit`` under ``MirroredStrategy`` does not
+compile with XLA (measured: the persistent XLA cache stays empty).
 """
 
 from __future__ import annotations
@@ -30,9 +24,8 @@ FOLDER = "xla-cache"
 
 
 def cache_folder(storage_url: str) -> Path | None:
-    """Where a storage's children cache compiled programs: ``xla-cache`` beside a SQLite or
-    journal file, else under ``~/.cache/tuner``; ``TUNER_COMPILE_CACHE`` overrides (``0``:
-    ``None``, no cache)."""
+    """Where a storage's children cache compiled programs: ``xla-cache`` beside its file, else
+    under ``~/.cache/tuner``; ``TUNER_COMPILE_CACHE`` overrides (``0``: no cache)."""
     chosen = os.environ.get(CACHE_ENV, "").strip()
     if chosen == "0":
         return None
@@ -64,8 +57,7 @@ def folder_bytes(folder: Path) -> int:
 
 @contextmanager
 def activated(storage_url: str, backend: str, note: Callable[[str], None]) -> Iterator[None]:
-    """Children started inside this block share the storage's cache (JAX only), said once with
-    its size."""
+    """Children started inside this block share the storage's cache (JAX only), said once."""
     folder = cache_folder(storage_url) if backend == "jax" else None
     if folder is None:
         yield

@@ -1,23 +1,12 @@
 """Measuring the input pipeline once per pipeline, batch and devices, not once per trial.
 
-After training, a trial times its input pipeline alone (``input_throughput``; ~1.5 s a trial on
-2 CPU cores, :func:`tuner.worker.meters.input_throughput`). That figure depends on what feeds
-the pipeline and what draws from it — the data, the global batch and how it is split over the
-replicas, the budget (which samples, how many batches a window), the backend, the loop, the
-precision, the host, the framework versions and the variables the children inherit — and not on
-the learning-rate rule, the optimizer or the seed. So every trial that measured it stores its
-**input key** (:func:`~tuner.driver.reuse.keys.input_key`: a hash of exactly those) as
-``input_key``; the next trial of the study with the same key is sent the earlier figure in its
-request (:attr:`~tuner.core.protocol.TrialRequest.input_throughput`), skips the timing
-(``timings.input_probe_s`` ~0) and stores the figure with ``input_throughput_from``: the trial
-that measured it. Everything else a trial measures it still measures.
-
-Only the study's own trials are searched (the list the trial loop already read: no extra storage
-round trip); its data's identity comes from the study's ``workload`` attribute (sizes and the
-digest of its data, :mod:`tuner.worker.digest`) and ``versions``, read once per search. Seed
-runs (:mod:`tuner.driver.decide.seeds`) are not trials: they take the figure from the grid's base
-trial, and a seed run that measured it itself (the seed runs came first) hands it to the next one
-through :meth:`InputReuse.remember`.
+A trial times its input pipeline alone (~1.5 s a trial on 2 CPU cores). That figure depends on
+the data, batch, devices, budget, backend, loop, precision and machine, not on the rule, the
+optimizer or the seed. So each trial stores its **input key**
+(:func:`~tuner.driver.reuse.keys.input_key`); a later trial of the study with the same key is
+sent the earlier figure and stores it with ``input_throughput_from``. Only the study's own
+trials are searched (no extra storage round trip). Seed runs take the figure from the grid's
+base trial, or hand on their own through :meth:`InputReuse.remember`.
 """
 
 from __future__ import annotations
@@ -80,16 +69,14 @@ class InputReuse:
         return replace(request, input_throughput=figure), key, number
 
     def remember(self, outcome: TrialOutcome, key: str) -> None:
-        """Keep the figure of a run that is no trial (a seed run), for the next run of ``key``
-        in this search."""
+        """Keep the figure of a run that is no trial (a seed run), for the next run of ``key``."""
         figure = outcome.attrs.get("input_throughput")
         if key not in self._remembered and isinstance(figure, int | float) and figure > 0:
             self._remembered[key] = float(figure)
 
     @staticmethod
     def record(outcome: TrialOutcome, key: str, source: int | None) -> TrialOutcome:
-        """``outcome`` with its input key (where it reports an ``input_throughput``) and, when
-        the figure was reused, the trial that measured it."""
+        """``outcome`` with its input key and, for a reused figure, the trial that measured it."""
         if outcome.attrs.get("input_throughput") is None:
             return outcome
         attrs = {**outcome.attrs, INPUT_KEY: key}

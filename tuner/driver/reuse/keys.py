@@ -1,15 +1,9 @@
 """The keys that say two runs are the same, built in one place: the same training
-(:func:`training_key`: a ``same_as`` trial takes the earlier one's measurement), the same input
-pipeline (:func:`input_key`: a trial is sent the earlier figure,
-:mod:`tuner.driver.reuse.input_reuse`) and the same baseline (:func:`reuse_key`: a study copies
-another's, :mod:`tuner.driver.reuse.baseline_reuse`).
+(:func:`training_key`), the same input pipeline (:func:`input_key`) and the same baseline
+(:func:`reuse_key`), the last two over the same machine (:func:`_machine`).
 
-The training key is a readable string of what a run trains by (:func:`tuner.core.sameness
-.training_key`); the two reuse keys are hashes of what their figure depends on, each over the
-same machine (:func:`_machine`: host, framework versions, the workload's sizes and digest, the
-variables the children inherit that change their speed). Stored keys are compared with new
-ones, so a key's parts and their spelling are part of the stored layout: change them and earlier
-figures are measured again.
+Stored keys are compared with new ones, so a key's parts and their spelling are part of the
+stored layout: change them and earlier figures are measured again.
 """
 
 from __future__ import annotations
@@ -37,9 +31,7 @@ def _hashed(parts: Mapping[str, Any]) -> str:
 
 
 def _machine(study_attrs: Mapping[str, Any]) -> dict[str, Any]:
-    """What every reuse key holds of the machine and the workload: the host, the variables
-    the children inherit, and from ``study_attrs`` the framework ``versions`` and the
-    ``workload`` sizes and digest."""
+    """The machine and workload part of every reuse key."""
     return {
         "host": platform.node(),
         "environment": runtime_environment(),
@@ -56,8 +48,7 @@ def training_key(
     values: dict[str, Any] | None,
     precision: str | None = None,
 ) -> str:
-    """The :func:`tuner.core.sameness.training_key` of a run of ``spec`` on ``plan`` (at
-    ``precision``, default the spec's first)."""
+    """The :func:`tuner.core.sameness.training_key` of a run of ``spec`` on ``plan``."""
     search = spec.search
     budget = {
         **budget_dict(spec),
@@ -83,12 +74,8 @@ def training_key(
 
 
 def input_key(request: TrialRequest, study_attrs: Mapping[str, Any]) -> str:
-    """The hash that says two trials' input pipelines deliver the same: ``request``'s data
-    references and backend, global batch, device plan (replicas, devices, memory cap), budget,
-    loss target, loop and precision; the host and the children's environment; from
-    ``study_attrs`` the data's ``workload`` sizes and digest and the framework ``versions``.
-    The learning rate, its rule, the optimizer, the seed and a hypermodel's values are left out:
-    the pipeline does not depend on them."""
+    """The hash that says two trials' input pipelines deliver the same; the rate, rule,
+    optimizer, seed and model values are left out: the pipeline does not depend on them."""
     workload = request.workload
     parts = {
         "data": workload.data,
@@ -106,9 +93,8 @@ def input_key(request: TrialRequest, study_attrs: Mapping[str, Any]) -> str:
 
 
 def reuse_key(request: TrialRequest, study_attrs: Mapping[str, Any], signature: str) -> str:
-    """The hash that says two baselines trained the same runs on the same machine: the
-    baseline's ``request``, the grid's device ``signature``, the host, and from
-    ``study_attrs`` the framework ``versions`` and the ``workload`` sizes."""
+    """The hash that says two baselines trained the same runs on the same machine: ``request``,
+    the device ``signature``, the host, the ``versions`` and the ``workload`` sizes."""
     parts = {
         "request": request_fields(request),
         "device_signature": signature,
@@ -119,9 +105,7 @@ def reuse_key(request: TrialRequest, study_attrs: Mapping[str, Any], signature: 
 
 def request_fields(request: TrialRequest) -> dict[str, Any]:
     """What of ``request`` the key hashes, by the names a request had before the protocol was
-    typed: stored baselines carry keys hashed from them, and a study reuses them only while
-    this reads the same. The fields a run does not train by are left out (a target's cadence
-    batches; a baseline trains its whole budget), and the optional ones only count when set."""
+    typed (stored baselines carry keys hashed from them); optional fields only when set."""
     budget, target = request.budget, request.target
     fields: dict[str, Any] = {
         "mode": request.mode,
@@ -168,9 +152,7 @@ trains, so a baseline measured with or without the cache is the same measurement
 
 
 def runtime_environment() -> dict[str, str]:
-    """The variables the trial children inherit that change how fast they train (the
-    compilation cache's left out): part of every reuse key (this and
-    :mod:`tuner.driver.reuse.input_reuse`)."""
+    """The variables the children inherit that change their speed (the compile cache's out)."""
     return {
         k: v
         for k, v in sorted(os.environ.items())

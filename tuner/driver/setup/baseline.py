@@ -1,9 +1,6 @@
 """The single-device baseline: the base configuration on one device, for speedup and scaling
-efficiency.
-
-Run before the grid when the plan has several replicas, once per device signature and precision;
-stored on the study (user attr ``baselines``), or reused from another study in the storage that
-measured the same training (:mod:`tuner.driver.reuse.baseline_reuse`).
+efficiency; stored on the study (``baselines``) or reused from another study
+(:mod:`tuner.driver.reuse.baseline_reuse`).
 """
 
 from __future__ import annotations
@@ -40,10 +37,8 @@ def prepare_baseline(
     timeout_s: float,
     observer: SearchObserver,
 ) -> None:
-    """Run (with ``runner``) and store the single-device baseline at ``precision`` unless the
-    study holds one for ``plan``'s devices at it (speedups compare like with like: one baseline
-    per precision), or reuse one another study in the storage measured of the same training
-    (:mod:`tuner.driver.reuse.baseline_reuse`)."""
+    """Run and store the single-device baseline at ``precision`` unless the study holds one for
+    ``plan``'s devices at it, or reuse one another study measured of the same training."""
     signature = plan.device_signature
     stored = storage_call(study, decode_study, study)
     baselines = stored.baselines or {}
@@ -72,7 +67,7 @@ def prepare_baseline(
             failed = f"the baseline{' at ' + precision if several else ''} failed"
             observer.note(f"{failed} ({reference['status']}): {reference['error']}")
             return
-        reference.update(reuse_key=key, measured_at=_now())
+        reference.update(reuse_key=key, measured_at=datetime.now(UTC).isoformat(timespec="seconds"))
     stored_as = baseline_key(baselines, signature, precision, first_precision(spec))
     storage_call(study, store_study, study, "baselines", {**baselines, stored_as: reference})
 
@@ -85,11 +80,7 @@ def run_baseline(
     timeout_s: float = DEFAULT_TRIAL_TIMEOUT_S,
     precision: str | None = None,
 ) -> dict[str, Any]:
-    """The single-device reference for speedup and scaling efficiency: the base batch and base
-    learning rate on one device at ``precision`` (default: the spec's first), run
-    ``max_repeats`` times in fresh children by ``runner`` (the speedup's interval needs the
-    baseline's run-to-run noise too). It trains its whole budget, target or not: it measures
-    throughput. Returns the record stored on the study (it names its precision)."""
+    """The base configuration on one device, ``max_repeats`` times, its whole budget."""
     single = plan.single_device()
     base = spec.search.base_batch_size
     precision = precision or first_precision(spec)
@@ -124,10 +115,6 @@ def baseline_request(spec: StudySpec, plan: DevicePlan, precision: str) -> Trial
         precision=precision,
     )
     return replace(request, target=None)
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def _baseline_measurement(runs: list[dict[str, Any]]) -> dict[str, Any]:

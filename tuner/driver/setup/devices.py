@@ -19,10 +19,7 @@ from tuner.core.options import named
 
 
 def visible_gpus() -> list[GpuInfo]:
-    """The GPUs this machine shows (``nvidia-smi``), honouring ``CUDA_VISIBLE_DEVICES``.
-
-    Does not import TensorFlow. No ``nvidia-smi`` means no GPU.
-    """
+    """The GPUs ``nvidia-smi`` shows (none without it), honouring ``CUDA_VISIBLE_DEVICES``."""
     exe = shutil.which("nvidia-smi")
     if exe is None:
         return []
@@ -64,19 +61,14 @@ def plan_devices(
     available: list[GpuInfo] | None = None,
     backend: str = TENSORFLOW_BACKEND,
 ) -> tuple[DevicePlan, str | None]:
-    """Decide the devices of a run from the flags; returns the plan and a notice, if any.
-
-    ``available`` defaults to :func:`visible_gpus`; ``backend`` is the Keras backend the plan's
-    children run.
-    """
+    """Decide the devices of a run from the flags; returns the plan and a notice, if any."""
     found = visible_gpus() if available is None else available
     return choose_devices(gpus, cpu_replicas, memory_limit, found, backend)
 
 
 def require_backend(backend: str) -> None:
-    """Raise :class:`MissingExtraError` (one line: what to install) when ``backend`` is jax and
-    jax or keras cannot be imported here. Looks, never imports: the driver stays free of JAX
-    (and TensorFlow) whatever the backend."""
+    """Raise :class:`MissingExtraError` when ``backend`` is jax and jax or keras cannot be
+    imported here. Looks, never imports: the driver stays free of JAX and TensorFlow."""
     if backend != JAX_BACKEND:
         return
     missing = [name for name in ("jax", "keras") if not _importable(name)]

@@ -21,8 +21,7 @@ _NVIDIA_SMI_TIMEOUT_S = 10.0
 
 
 def measure() -> dict[str, Any]:
-    """The machine's load now (before this search's first child): a
-    :func:`tuner.core.plan.load_record`."""
+    """The machine's load before this search's first child (:func:`tuner.core.plan.load_record`)."""
     try:
         load = os.getloadavg()[0]
     except OSError:  # not every platform keeps one
@@ -33,8 +32,7 @@ def measure() -> dict[str, Any]:
 
 
 def gpu_processes() -> int:
-    """Compute processes on the GPUs (none of them ours: no child has started yet); 0 where
-    ``nvidia-smi`` is missing or fails."""
+    """Compute processes on the GPUs (none ours yet); 0 without a working ``nvidia-smi``."""
     smi = shutil.which("nvidia-smi")
     if smi is None:
         return 0

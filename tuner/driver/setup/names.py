@@ -1,9 +1,7 @@
-"""Typos caught in the driver, in milliseconds, before a child imports TensorFlow: a spec's
-Keras optimizer and loss names (against :mod:`tuner.core.keras_names`) and its
-``module:function`` references — the module found and the function read from its source, never
-imported (the user's module may import TensorFlow itself, or run code at import). Each wrong
-name is one line with the nearest right one. What cannot be told without running the user's
-code (a name made at import time, a custom registered loss) is left to the workload check.
+"""Typos caught in the driver, in milliseconds, before a child imports TensorFlow: Keras optimizer
+and loss names, and ``module:function`` references read from the module's source, never imported
+(the user's module may import TensorFlow itself). Each wrong name is one line with the nearest
+right one; what only running the user's code can tell is left to the workload check.
 """
 
 from __future__ import annotations
@@ -48,15 +46,13 @@ def check_names(spec: StudySpec) -> None:
 
 
 def child_path() -> list[str]:
-    """Where a trial child looks for modules before its site-packages: the current directory
-    (``python -m``), then ``PYTHONPATH``."""
+    """Where a child looks for modules first: the current directory, then ``PYTHONPATH``."""
     extra = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     return [os.getcwd(), *extra]
 
 
 def reference_problem(reference: str) -> str | None:
-    """Why a child could not find ``module:function``, or ``None`` (found, or not knowable
-    without importing)."""
+    """Why a child could not find ``module:function``, or ``None`` (found, or unknowable)."""
     module_name, _, name = reference.partition(":")
     origin = _module_file(module_name)
     if isinstance(origin, str):
@@ -93,8 +89,7 @@ def _module_file(module_name: str) -> Path | str | None:
 
 
 def _installed(name: str) -> importlib.machinery.ModuleSpec | None:
-    """A top-level module found by the import system's other finders (never imported: a
-    top-level name needs no parent)."""
+    """A top-level module found by the import system's other finders (never imported)."""
     try:
         return importlib.util.find_spec(name)
     except (ImportError, ValueError):

@@ -1,9 +1,4 @@
-"""Opening a study: create it, or resume it when the spec and the devices match what it holds.
-
-Runs after :func:`tuner.driver.setup.workload_check.check`, so bad input never reaches the storage.
-What a study stores about itself is set here: the spec, the metric names, the device signatures
-that ran it, the versions, and the workload's sizes.
-"""
+"""Opening a study: create it, or resume it when the spec and the devices match what it holds."""
 
 from __future__ import annotations
 
@@ -42,11 +37,8 @@ def open_study(
     wait_s: float | None = None,
 ) -> optuna.Study:
     """Create or resume the study ``study_name`` (``None``: the spec's name) in ``storage_url``.
-
-    ``info`` is what the workload check found. Raises :class:`ConfigError` when the stored study
-    was made by another program, with another spec, or on other devices. ``wait_s``: how long
-    an unreachable storage is waited for once open (:mod:`tuner.storage.guarded`), at every
-    storage call of the study's through :func:`~tuner.storage.guarded.storage_call`.
+    Raises :class:`ConfigError` when the stored study was made by another program, with another
+    spec, or on other devices. ``wait_s``: how long an unreachable storage is waited for.
     """
     name = spec.name if study_name is None else check_study_name(study_name, named("study_name"))
     storage = open_storage(storage_url, create=True, heartbeat_s=heartbeat_s, wait_s=wait_s)
@@ -78,8 +70,7 @@ def _record(
     info: dict[str, Any],
     where_and_name: tuple[str, str],
 ) -> None:
-    """What the study stores about itself: the devices, the backend, the versions, the
-    hypermodel and the workload's sizes."""
+    """What the study stores about itself: devices, backend, versions, hypermodel, sizes."""
     _record_devices(study, plan, *where_and_name)
     store_study(study, "backend", spec.workload.backend)
     store_study(study, "versions", versions(info.get("versions"), spec.workload.backend))

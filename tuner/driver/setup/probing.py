@@ -1,11 +1,8 @@
 """The batch-size probe from the driver's side: children that run the probe's search.
 
-:func:`run_probe` hands the pure search (:mod:`tuner.core.probe`) to a probe child
-(:mod:`tuner.worker.probe`), which tries size after size in one process until the search is done
-or a size runs out of memory; a fresh child goes on from there. The child announces each size
-before trying it, so a child killed by a signal under a memory cap leaves that size out of
-memory, not unknown. :func:`probe_grid` is a search's probe before its grid, stored on the study
-(``probes``, one record per device signature); :func:`probed_oom` reads it back.
+A probe child tries size after size in one process until the search is done or a size runs out
+of memory; a fresh child goes on from there. The child announces each size before trying it, so
+a child killed by a signal under a memory cap leaves that size out of memory, not unknown.
 """
 
 from __future__ import annotations
@@ -50,8 +47,7 @@ def probe_grid(
     runner: ChildRunner,
     note: Callable[[str], None],
 ) -> None:
-    """Before a search's grid: bisect the grid's sizes on ``plan``'s devices (:func:`run_probe`)
-    and store the record on ``study``."""
+    """Before a search's grid: bisect its sizes on ``plan``'s devices; store it on ``study``."""
     note("probing the largest global batch that fits…")
     found = run_probe(
         spec, plan, n_train, runner=runner, grid=spec.search.global_batch_sizes, note=note
@@ -78,15 +74,10 @@ def run_probe(
     timeout_s: float = 600.0,
     note: Callable[[str], None] = lambda message: None,
 ) -> dict[str, Any]:
-    """Find the largest global batch that fits on ``plan``'s devices with short runs (``steps``
-    steps per size): bisection over ``grid`` when given (what a search needs), else doubling
-    from the base batch until out-of-memory, then bisection to ``resolution`` samples (default:
-    an eighth of the base batch). One child runs the search, size after size, until a size runs
-    out of memory or it tried as many sizes as ``plan``'s devices allow
-    (:func:`~tuner.core.probe.sizes_per_child`: one under a memory cap); a fresh child goes on
-    from there; ``runner`` runs each child. ``timeout_s`` is per size: a child may run
-    that long for each size it may still try. Returns the record
-    stored on the study: ``launches`` counts the children, ``attempts`` has one entry per size.
+    """Find the largest global batch that fits on ``plan``'s devices with short runs: bisection
+    over ``grid`` when given, else doubling from the base batch until out-of-memory, then
+    bisection to ``resolution`` samples (default: an eighth of the base batch). ``timeout_s`` is
+    per size. Returns the record stored on the study (``launches``, one ``attempts`` per size).
     """
     search = _probe_search(spec, plan, n_train, resolution, grid)
     attempts: list[dict[str, Any]] = []
@@ -120,10 +111,8 @@ def _probe_child(
     note: Callable[[str], None],
     runner: ChildRunner,
 ) -> list[dict[str, Any]]:
-    """One child (``runner``'s) that goes on with ``search`` (:mod:`tuner.worker.probe`): the
-    sizes it tried, in order. The size it was trying when it died by a signal under a memory cap
-    (an out-of-memory, :func:`~tuner.core.outcome.classify`) counts as not fitting; any other
-    failure raises :class:`TunerError`."""
+    """One child that goes on with ``search``: the sizes it tried. The size it died on by a
+    signal under a memory cap does not fit; any other failure raises :class:`TunerError`."""
     first = search.next_batch()
     assert first is not None
     lr = scaled_learning_rate("none", spec.search.base_lr, first, spec.search.base_batch_size)

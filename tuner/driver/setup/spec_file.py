@@ -1,5 +1,4 @@
-"""Reading a study spec from its TOML file; validation is the pure core's
-(:func:`tuner.core.spec.spec_from_dict`)."""
+"""Reading a study spec from its TOML file (validation: :func:`tuner.core.spec.spec_from_dict`)."""
 
 from __future__ import annotations
 
@@ -18,12 +17,9 @@ def load_spec(
     path: str | Path | Mapping[str, Any] | None = None,
     overrides: Mapping[str, Any] | None = None,
 ) -> StudySpec:
-    """Load a spec from TOML (``None``: the built-in regression workload; a mapping: its tables,
-    already read, as :func:`tuner.search` builds them) and apply overrides.
-
-    ``overrides`` maps ``"section.key"`` (e.g. ``"search.epochs"``) to a value; ``None`` values are
-    ignored. Raises :class:`ConfigError` with one clear line for a missing or unreadable file or
-    any invalid field.
+    """Load a spec from TOML (``None``: the built-in regression workload; a mapping: its tables)
+    and apply ``overrides`` (``"section.key"`` to a value; ``None`` ignored). Raises
+    :class:`ConfigError` with one clear line.
     """
     if path is None:
         return spec_from_dict(None, overrides)

@@ -1,10 +1,4 @@
-"""The input check before a search: the grid against the replicas and the budget, the options,
-and the workload itself, loaded once in a CPU-only child.
-
-:func:`check` runs before anything is stored, so bad input leaves the storage untouched;
-:func:`check_grid` is the part that needs no child (:func:`tuner.driver.study.check_search_input`
-runs it first of all).
-"""
+"""The input check before a search, before anything is stored: grid, options and workload."""
 
 from __future__ import annotations
 
@@ -37,14 +31,10 @@ def check(
     noise_scale: bool = False,
     timeout_s: float = DEFAULT_TRIAL_TIMEOUT_S,
 ) -> dict[str, Any]:
-    """Check the grid, the options and the workload (in a child that ``runner`` runs, killed
-    after ``timeout_s``: the search's ``--trial-timeout``, its bound on every child); return
-    what the workload check found (sizes, versions, a hypermodel's space). Raises
-    :class:`ConfigError` for bad input.
-
-    ``probe``: whether the grid will be probed first (refused for a joint search);
-    ``noise_scale``: whether the trials will measure the gradient noise scale (the check takes
-    one step of the meter, and where it cannot measure one line says why, before the grid).
+    """Check the grid, the options and the workload (in a child killed after ``timeout_s``);
+    return what the workload check found. Raises :class:`ConfigError` for bad input.
+    ``noise_scale``: the check takes one step of the meter, and says before the grid where it
+    cannot measure.
     """
     if probe and spec.search.joint:
         raise ConfigError(
@@ -72,9 +62,7 @@ def check(
 
 
 def compile_line(model: str, described: dict[str, Any] | None) -> str | None:
-    """The one line to say when the build's compile overrides the spec's loss or optimizer
-    (the workload check's ``compile``: what is used, and the spec's names it overrides), else
-    ``None``."""
+    """The line to say when the build's compile overrides the spec's loss or optimizer."""
     overrides = (described or {}).get("overrides") or {}
     if not described or not overrides:
         return None
@@ -105,13 +93,10 @@ def inspect_workload(
     noise_scale: bool = False,
     replicas: int = 1,
 ) -> dict[str, Any]:
-    """Load the workload once in a CPU-only child (run by ``runner``), on the spec's Keras
-    backend: sizes, shapes, versions; with ``noise_scale``, whether the noise meter measures
-    (``noise_scale_skipped`` where it cannot); what the trials' ``replicas`` cannot take is
-    refused.
-
-    Raises :class:`WorkloadError` when the model or data cannot be loaded or do not fit together,
-    and :class:`TunerError` when the child's answer cannot be read or it ran past ``timeout_s``.
+    """Load the workload once in a CPU-only child, on the spec's Keras backend: sizes, shapes,
+    versions, whether the noise meter measures. Raises :class:`WorkloadError` when the model or
+    data cannot be loaded or do not fit together, :class:`TunerError` when the child's answer
+    cannot be read or it ran past ``timeout_s``.
     """
     env = inspect_environment(spec.workload.backend)
     request = inspect_request(spec, noise_scale=noise_scale, replicas=replicas)
@@ -170,8 +155,7 @@ def batch_limit(spec: StudySpec, n_train: int | None) -> int:
 
 
 def check_grid(spec: StudySpec, plan: DevicePlan, n_train: int | None = None) -> None:
-    """Every global batch must split evenly over the replicas, fit in the training set and, under
-    a sample budget, leave a trial its timed windows."""
+    """Every global batch must split over the replicas, fit the data and leave timed windows."""
     budget = spec.search.train_samples
     _check_target(spec, n_train)
     for batch in spec.search.global_batch_sizes:

@@ -1,26 +1,17 @@
 """``tuner validate --accumulation K``: prove that K accumulated micro-steps of batch b give the
 weights of one true step at K × b (:mod:`tuner.core.accumulation`).
 
-Two validation children on the same devices, the same seed, initial weights and examples: one
-trains N steps at global batch G = K × b, the other K × N micro-steps of b with Keras's
-``gradient_accumulation_steps=K`` (the worker's :func:`tuner.worker.optim.micro`), both at the
-learning rate the rule gives G. Every example of the N true batches is seen once by the
-accumulating run, K micro-batches to a true batch, in the same order (the stream's order does
-not depend on the batch). The model's variables after training are compared against how far
-they moved (:mod:`tuner.driver.validate.weights`); the optimizer's are not (accumulation adds its
-own accumulators and counts micro-steps). BatchNormalization normalizes each micro-batch by its own
-statistics and moves its averages K times: such a model is compared but not held to the
-tolerance, with a warning saying why. A model that misses the tolerance is judged again against
-a third child, the control: the true steps with each batch's examples reversed (the same training
-in another summation order;
-:func:`tuner.driver.validate.accumulation_checks.controlled_accumulation`).
+Two validation children on the same devices, seed, initial weights and examples: N steps at
+G = K × b against K × N micro-steps of b with Keras's ``gradient_accumulation_steps=K``, both at
+the rule's learning rate for G; the model's variables after training are compared against how
+far they moved (the optimizer's are not: accumulation adds its own accumulators). A model that
+misses the tolerance is judged again against a control (the true steps, each batch's examples
+reversed).
 
-Both children multiply in full float32 (:data:`FULL_FLOAT32`): the identity holds in exact
-arithmetic, and what the check measures is how far two summation orders part. On NVIDIA GPUs
-both frameworks may multiply float32 matrices in TensorFloat-32 (10 bits of mantissa), whose
-rounding has nothing to do with accumulation. On an H200 with the default precision the proof
-measured 6.8e-6 against 4-5e-7 on a CPU, 1.5x under the tolerance (benchmarks/RESULTS.md,
-"GPU (H200)"); the same proof in full float32 there is still to be measured.
+Both children multiply in full float32 (:data:`FULL_FLOAT32`): NVIDIA GPUs may multiply float32
+matrices in TensorFloat-32, whose rounding has nothing to do with accumulation. On an H200 with
+the default precision the proof measured 6.8e-6 against 4-5e-7 on a CPU, 1.5x under the
+tolerance (benchmarks/RESULTS.md, "GPU (H200)"); in full float32 there it is still to be measured.
 """
 
 from __future__ import annotations
@@ -57,9 +48,7 @@ def run_accumulation_validation(
     timeout_s: float,
     runner: ChildRunner | None = None,
 ) -> dict[str, Any]:
-    """Run the true-batch and the accumulating child on ``plan`` and return the JSON report
-    (``passed`` inside). ``micro_batch``: b, the global batch of one micro-step (default the
-    spec's base batch)."""
+    """Run the true-batch and the accumulating child on ``plan``; the JSON report."""
     micro = micro_batch or spec.search.base_batch_size
     _check(plan, steps_k, micro)
     batch = steps_k * micro

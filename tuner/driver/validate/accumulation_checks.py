@@ -1,8 +1,5 @@
-"""``tuner validate --accumulation``'s verdict: the model's weights after K accumulated
-micro-steps against one true step at K × the batch (:mod:`tuner.driver.validate.accumulation`
-runs the children), with the two model families whose difference is Keras's or the model's own
-and not the accumulation's (BatchNormalization; Embedding under TensorFlow), and the control run
-for models whose training amplifies float32 rounding."""
+"""``tuner validate --accumulation``'s verdict, with the model families whose difference is
+Keras's own (BatchNormalization; Embedding under TensorFlow), and the control run."""
 
 from __future__ import annotations
 
@@ -21,11 +18,8 @@ def accumulation_check(
     batch_norm: list[str],
     sparse: list[str] | None = None,
 ) -> Check:
-    """The model's weights after accumulated micro-steps against true steps
-    (:func:`tuner.driver.validate.weights.compare`'s ``figures``); a model with BatchNormalization
-    (``batch_norm`` names its layers) is reported, not held to the tolerance, and so is one whose
-    ``sparse`` layers (Embedding under TensorFlow) take the tolerance's place in a difference
-    (see :data:`SPARSE_SQUARED`)."""
+    """The weights after accumulated micro-steps against true steps; BatchNormalization, or
+    dominating ``sparse`` layers (:data:`SPARSE_SQUARED`), are reported, not held to it."""
     figures = {**figures, "tolerance": ACCUMULATION_RTOL, "batch_norm_layers": batch_norm}
     worst = float(figures.get("model_relative_difference", float("inf")))
     summary = (
@@ -49,10 +43,7 @@ def accumulation_check(
 
 
 def controlled_accumulation(check: Check, control: dict[str, Any]) -> Check:
-    """The accumulated-weights ``check`` as it is, or, failed but within :data:`CONTROL_FACTOR`
-    times what the control (the true steps again, each batch's examples reversed: the same
-    training in another rounding order) differs by, passed with a warning. ``control``:
-    :func:`tuner.driver.validate.weights.compare`'s figures, true steps against the control."""
+    """``check``, or passed with a warning within :data:`CONTROL_FACTOR` times the control's."""
     if check.passed or not control.get("compared"):
         return check
     apart = float(check.figures.get("model_relative_difference", float("inf")))

@@ -1,6 +1,4 @@
-"""The checks of ``tuner validate``, pure: a one-device run's result against an N-replica run's
-(loss parity, final weights, weight sync, device use, learning rate), each a :class:`Check`
-(:func:`evaluate`). :mod:`tuner.driver.validate.run` runs the children and reports them."""
+"""The checks of ``tuner validate``, pure: one device's result against N replicas'."""
 
 from __future__ import annotations
 
@@ -48,8 +46,7 @@ the losses 0.5, the control 3.7e-7 and 1.2e-7). 3 leaves room for two rounding d
 size landing unequally far."""
 
 REORDER_ENV = "TUNER_VALIDATE_REORDER"
-"""Asks a validation child to replay each batch's examples in reverse order (the worker's
-``determinism.REORDER_ENV``): the control run."""
+"""Asks a validation child to replay each batch's examples reversed: the control run."""
 
 CONTROLLED = ("loss parity", "final weights")
 """The checks the control run can excuse: the two that compare numbers float32 rounds."""
@@ -78,16 +75,12 @@ def evaluate(
     weights: dict[str, Any] | None = None,
     control: dict[str, Any] | None = None,
 ) -> list[Check]:
-    """Compare a one-device run with an N-replica run (child results) and return the checks;
-    ``weights`` is :func:`tuner.driver.validate.weights.compare`'s figures (no final-weights check
-    without them); ``control`` how far the control run landed from the one-device run
-    (``loss_relative_difference``, ``weights``: see :data:`CONTROL_FACTOR`).
+    """Compare a one-device run with an N-replica run and return the checks (no final-weights
+    check without ``weights``; ``control``: see :data:`CONTROL_FACTOR`).
 
-    Loss parity and final weights need both runs to see the same global batches in the same
-    order. A dataset function shards by its ``input_context`` as it likes, so for it neither is
-    claimed: the checks say so and the others stand. Where the runs' batch digests differ (a
-    pipeline whose randomness the seed does not reach), neither is judged either: both are
-    inconclusive with the warning :data:`OTHER_DATA`, never a failure."""
+    Loss parity and final weights need both runs to see the same batches in the same order: for
+    a dataset function (which shards as it likes) neither is claimed, and where the batch digests
+    differ both are inconclusive with :data:`OTHER_DATA`, never a failure."""
     comparable = multi.get("input_form") != "function"
     differ = first_differing_batch(single, multi)
     final = None
@@ -159,8 +152,7 @@ def loss_difference(single: dict[str, Any], other: dict[str, Any]) -> float:
 
 
 def _controlled(check: Check, control: dict[str, Any] | None) -> Check:
-    """``check`` as it is, or, failed but within :data:`CONTROL_FACTOR` times what the control
-    run differs by, passed with a warning that says so."""
+    """``check``, or passed with a warning within :data:`CONTROL_FACTOR` times the control's."""
     if check.passed or control is None or not check.figures.get("compared", True):
         return check
     if check.name == "loss parity":
@@ -182,9 +174,8 @@ def _controlled(check: Check, control: dict[str, Any] | None) -> Check:
 
 def judged(check: Check, apart: float, floor: float, control: str, warning: str) -> Check:
     """``check`` failed at its fixed tolerance, judged again against the control's ``floor``:
-    passed with ``warning`` within :data:`CONTROL_FACTOR` times it, else failed; the figure is in
-    its summary and figures either way. A figure that is not finite (a run that diverged, a
-    mismatch) is never excused: ``inf <= 3 * inf`` would pass anything."""
+    passed with ``warning`` within :data:`CONTROL_FACTOR` times it, else failed. A figure that
+    is not finite is never excused: ``inf <= 3 * inf`` would pass anything."""
     figures = {**check.figures, "control_relative_difference": floor}
     summary = f"{check.summary}; control run ({control}) {floor:.1e}"
     if not (math.isfinite(apart) and math.isfinite(floor) and apart <= CONTROL_FACTOR * floor):
@@ -274,8 +265,7 @@ run's seed does not reach (a dataset function, a generator with its own RNG, tf.
 
 
 def _other_data(name: str, batch: int) -> Check:
-    """Inconclusive, not failed: the runs trained on other batches, so losses and weights
-    differ whatever the distribution does."""
+    """Inconclusive, not failed: the runs trained on other batches."""
     return Check(
         name,
         True,

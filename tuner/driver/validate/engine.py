@@ -1,10 +1,7 @@
 """What both proofs of ``tuner validate`` share: a child that trains a validation request and
-writes its weights, the control run (the same child with each batch's examples reversed: the
-same training in another float32 rounding order), and the one JSON report.
-
-The device proof (:mod:`tuner.driver.validate.run`: one device against N replicas) and the
-accumulation proof (:mod:`tuner.driver.validate.accumulation`: K micro-steps against one true
-step) differ only in which two requests they compare and which checks judge them.
+writes its weights, the control run (each batch's examples reversed: the same training in another
+float32 rounding order), and the one JSON report. The device proof and the accumulation proof
+differ only in which two requests they compare and which checks judge them.
 """
 
 from __future__ import annotations
@@ -25,8 +22,7 @@ from tuner.driver.validate.checks import REORDER_ENV, Check
 
 @dataclass(frozen=True)
 class Engine:
-    """Runs the children of one validation: each in a fresh process (``runner``), killed after
-    ``timeout_s``, its weights written into ``folder``."""
+    """Runs one validation's children, each killed after ``timeout_s``, weights in ``folder``."""
 
     runner: ChildRunner
     timeout_s: float
@@ -67,9 +63,7 @@ def report(
     last: dict[str, Any],
     settings: dict[str, Any],
 ) -> dict[str, Any]:
-    """The JSON report of a validation: ``passed``, the run's ``settings`` (batch, rate, rule,
-    the proof's own), each check, the warnings, and what ``last`` (the result of the run under
-    test) made deterministic and ran on."""
+    """The JSON report of a validation: settings, checks, warnings, what the run did."""
     checks = list(checks)
     batch = int(settings["global_batch_size"])
     return {

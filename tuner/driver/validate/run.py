@@ -1,30 +1,16 @@
 """``tuner validate``: prove that the multi-replica run is right before trusting its numbers.
 
-The same workload, seed, initial weights and batches (read once, replayed, their digests
-compared: :func:`first_differing_batch`) run twice in child processes — on one
-device and on N replicas, both at global batch G, their stochastic layers (Dropout, Gaussian
-noise, random augmentation) made deterministic alike (:mod:`tuner.worker.determinism`) — and
-five checks compare them:
+The same workload, seed, initial weights and batches run on one device and on N replicas, both
+at global batch G, their stochastic layers made deterministic alike
+(:mod:`tuner.worker.determinism`), and five checks (:mod:`tuner.driver.validate.checks`) compare
+them: **loss parity** (within float32 reduction order; a constant factor with agreeing weights
+passes with a warning: a ``train_step`` logging ``compute_loss``'s 1/replicas-scaled value),
+**final weights** (:mod:`tuner.driver.validate.weights`), **weight sync** (replica copies
+identical), **device use** (each replica processed G/N examples per step) and **learning rate**.
 
-* **loss parity** — the per-step losses agree within a relative tolerance set by float32 reduction
-  order (splitting a batch's sum over replicas changes the order of additions, nothing else);
-  losses off by one constant factor while the final weights agree pass with a named warning (a
-  ``train_step`` that logs ``compute_loss``'s value, which Keras scales by 1/replicas);
-* **final weights** — every variable (weights and optimizer slots) after the N steps agrees
-  between the runs (:mod:`tuner.driver.validate.weights`): the direct evidence that the updates
-  agree;
-* **weight sync** — after training, every variable's per-replica copies are identical;
-* **device use** — every replica processed exactly G/N examples per step (counted inside each
-  replica's own step), plus peak memory and NVML utilisation per GPU where available;
-* **learning rate** — the optimizer holds the rule's learning rate.
-
-When loss parity or the final weights fail their fixed tolerance, a third child, the control,
-runs one device again with each batch's examples reversed: how far rounding order alone moves
-the model, against which those two are judged again
+When loss parity or the final weights fail their fixed tolerance, a control child measures how
+far rounding order alone moves the model, against which those two are judged again
 (:data:`~tuner.driver.validate.checks.CONTROL_FACTOR`).
-
-The checks are pure (:mod:`tuner.driver.validate.checks`); ``run_validation`` runs the
-children.
 """
 
 from __future__ import annotations
@@ -65,11 +51,7 @@ def run_validation(
     runner: ChildRunner | None = None,
     accumulation: int | None = None,
 ) -> dict[str, Any]:
-    """Run the one-device and N-replica children and return the JSON report (``passed`` inside).
-
-    ``runner`` runs them (default: :func:`~tuner.driver.children.child_runner`'s choice).
-    ``accumulation`` K: instead, K accumulated micro-steps of ``global_batch`` against true
-    steps at K × it, on ``plan`` (:mod:`tuner.driver.validate.accumulation`)."""
+    """The one-device and N-replica children's JSON report (``accumulation``: that proof)."""
     if accumulation is not None:
         return run_accumulation_validation(
             spec,

@@ -1,14 +1,10 @@
 """``tuner validate``'s most direct evidence: every variable after N steps, one device against N
-replicas, read from the files the two validation children saved
-(:func:`tuner.worker.validate.save_weights`).
+replicas, read from the files the two validation children saved.
 
-Both runs start from the same initial weights, so a variable's difference is measured against
-how far it moved: ``‖a − b‖ / max(‖a − a₀‖, ‖b − a₀‖)`` with ``a₀`` its value before training
-(0 for an optimizer slot, which Keras's optimizers create at zero on their first step). Measured
-so, a right run differs by float32 reduction order only and a wrong update by its own size,
-whatever the variable's scale. The optimizer's variables are compared too: Adam's update is
-nearly scale-invariant, so doubled gradients (the forum answer's replica-mean loss) hardly move
-the weights differently, but its moments are then 2× and 4× the right ones.
+A variable's difference is measured against how far it moved: ``‖a − b‖ / max(‖a − a₀‖, ‖b −
+a₀‖)`` (``a₀`` 0 for an optimizer slot). So a right run differs by float32 reduction order only
+and a wrong update by its own size, whatever the scale. The optimizer's variables count too:
+doubled gradients hardly change Adam's update, but its moments are then 2× and 4× the right ones.
 """
 
 from __future__ import annotations
@@ -35,8 +31,7 @@ def load(path: Path) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
 def compare_files(
     one: Path, many: Path, names: list[str], model_variables: int | None = None
 ) -> dict[str, Any]:
-    """:func:`compare` of the two runs' files; ``compared: False`` with the reason when a run
-    left none (a child that predates the file, or a fake)."""
+    """:func:`compare` of the two runs' files; ``compared: False`` where a run left none."""
     missing = [str(p) for p in (one, many) if not p.exists()]
     if missing:
         return {"compared": False, "reason": f"no weights saved ({', '.join(missing)})"}
@@ -52,11 +47,8 @@ def compare(
     names: list[str],
     model_variables: int | None = None,
 ) -> dict[str, Any]:
-    """The relative difference (see the module) of the model's variables together (the first
-    ``model_variables``; all without it) and of the optimizer's together — the verdict's two
-    figures, each summed over its group so that one nearly-zero variable (a gradient that
-    cancels to rounding noise in a slot) does not decide it — and each variable's own, the
-    largest three listed."""
+    """The relative difference of the model's variables together and of the optimizer's (summed
+    per group: one nearly-zero variable does not decide it); the largest three variables'."""
     if sorted(one) != sorted(many):
         return _mismatch(f"{len(one)} variables on one device, {len(many)} on the replicas")
     split = len(one) if model_variables is None else model_variables

@@ -1,12 +1,9 @@
 """The one table that picks a backend: TensorFlow (``MirroredStrategy``) or Keras 3 on JAX
 (``keras.distribution.DataParallel``).
 
-Each backend is a package of its own (:mod:`tuner.worker.backends.tensorflow`,
-:mod:`tuner.worker.backends.jax`) holding its session, inputs, loop(s), noise meter, devices and
-evidence behind the :class:`Framework` face; neither imports the other (an import-linter
-contract). The backend-neutral modes (trial, probe, validate, check) reach a backend only
-through :func:`load` and :func:`open_session` here, so a JAX child never imports TensorFlow: a
-backend's package is imported on first use, never by this module.
+Each backend is a package behind the :class:`Framework` face; neither imports the other (an
+import-linter contract), and a backend's package is imported on first use, never by this module,
+so a JAX child never imports TensorFlow.
 """
 
 from __future__ import annotations
@@ -34,30 +31,26 @@ class Framework(Protocol):
         """Set the process up for this backend once its framework is imported (before any run)."""
 
     def open_session(self, request: RunRequest, emit: Emit, record_steps: bool) -> Session:
-        """Devices, data, the model compiled in its loop: the request's run, ready to train.
-        ``record_steps`` keeps every step's loss (a sync per step: for validation only)."""
+        """The request's run, ready to train; ``record_steps``: a sync a step, validation only."""
 
     def load_source(self, workload: Workload) -> Source:
         """The workload's data as this backend's input layer reads them."""
 
     def refuse_across_replicas(self, source: Source, replicas: int) -> None:
-        """Raise :class:`~tuner.core.errors.WorkloadError` for data this backend's training
-        cannot take on ``replicas`` replicas (one line saying what to do instead)."""
+        """Raise :class:`~tuner.core.errors.WorkloadError` for data ``replicas`` cannot train on."""
 
     def first_batch(self, source: Source, split: str, size: int) -> Any:
         """The first ``size`` examples of ``split`` as NumPy ``(x, y[, sample_weight])``."""
 
     def measure_noise_once(self, model: Any, batch: tuple[Any, ...], samples: int) -> None:
-        """One step of this backend's gradient noise meter on ``batch`` (a :meth:`first_batch`
-        of ``samples`` examples) with ``model`` built: raises what a trial's meter would."""
+        """One step of this backend's noise meter on ``batch``: raises what a trial's would."""
 
     def versions(self) -> dict[str, str]:
         """The versions of the frameworks a run used, as the child sees them."""
 
 
 def backend_name(request: InspectRequest | RunRequest) -> str:
-    """The request's backend (its workload's); ``ValueError`` for a name not in
-    :data:`~tuner.core.spec.BACKENDS`."""
+    """The request's backend; ``ValueError`` for a name not in :data:`~tuner.core.spec.BACKENDS`."""
     name = request.workload.backend
     if name not in _PACKAGES:
         raise ValueError(f"unknown backend {name!r}; known: {', '.join(BACKENDS)}")
@@ -65,8 +58,7 @@ def backend_name(request: InspectRequest | RunRequest) -> str:
 
 
 def load(name: str) -> Framework:
-    """The backend ``name``, its framework imported and the process prepared for it; raises
-    ``ValueError`` for a name not in :data:`~tuner.core.spec.BACKENDS`."""
+    """The backend ``name``, its framework imported; ``ValueError`` for an unknown name."""
     if name not in _PACKAGES:
         raise ValueError(f"unknown backend {name!r}; known: {', '.join(BACKENDS)}")
     # Importing a backend runs no Keras code that asks whether TensorFlow is there (Keras asks
@@ -78,9 +70,7 @@ def load(name: str) -> Framework:
 
 
 def open_session(request: RunRequest, emit: Emit, record_steps: bool = False) -> Session:
-    """Open the request's run on its backend (:meth:`Framework.open_session`). Raises
-    :class:`~tuner.core.errors.WorkloadError` when the global batch is larger than the
-    training set."""
+    """Open the request's run on its backend; :class:`WorkloadError` for a batch over the data."""
     framework = load(backend_name(request))
     from tuner.worker.optim import micro  # Keras: once the backend is chosen
 

@@ -1,15 +1,11 @@
-"""Inside the child, under Keras on JAX: the run's devices, the CPU memory cap, what the devices
-tell of themselves.
+"""Inside the child, under Keras on JAX: the run's devices, the CPU memory cap, device memory.
 
-The driver chooses the devices through the environment (``JAX_PLATFORMS``,
-``CUDA_VISIBLE_DEVICES``, ``XLA_FLAGS=--xla_force_host_platform_device_count=N``: see
-:meth:`tuner.core.devices.DevicePlan.child_environment`), so the run takes the first
-``num_replicas`` of ``jax.devices()``. A CPU plan with a memory cap passes it as
-``TUNER_CPU_MEMORY_CAP_BYTES``: the child caps its own address space once JAX is up and the
-workload's modules are imported and its model built (shared libraries map gigabytes of address
-space they never use), so that a training allocation beyond it fails with XLA's
-``RESOURCE_EXHAUSTED: Out of memory`` (an ``oom`` trial) instead of swapping or waking the
-kernel's out-of-memory killer.
+The driver chooses the devices through the environment (see
+:meth:`tuner.core.devices.DevicePlan.child_environment`). A CPU memory cap
+(``TUNER_CPU_MEMORY_CAP_BYTES``) is applied once JAX is up and the model built (shared libraries
+map gigabytes of address space they never use), so that a training allocation beyond it fails
+with XLA's ``RESOURCE_EXHAUSTED`` (an ``oom`` trial) instead of swapping or waking the kernel's
+out-of-memory killer.
 """
 
 from __future__ import annotations
@@ -22,10 +18,7 @@ from tuner.core.devices import CPU_CAP_ENV, DevicePlan
 
 
 def init_devices(plan: DevicePlan) -> list[Any]:
-    """Start JAX and return the plan's devices.
-
-    Raises ``RuntimeError`` when JAX sees fewer devices than the plan's replicas, or devices of
-    another kind than the plan's (a CPU-only jaxlib asked for GPUs)."""
+    """Start JAX on the plan's devices; ``RuntimeError`` when it sees fewer, or of another kind."""
     import jax
 
     devices = list(jax.devices())
@@ -44,9 +37,8 @@ def init_devices(plan: DevicePlan) -> list[Any]:
 
 
 def apply_memory_cap(environ: dict[str, str] | None = None) -> int | None:
-    """Cap the address space at what it is now plus ``TUNER_CPU_MEMORY_CAP_BYTES`` (so the
-    imports and JAX's own start-up do not count); returns the limit set, or ``None`` without a
-    cap. Called after JAX has initialised its devices and the workload's imports are done."""
+    """Cap the address space at what it is now plus ``TUNER_CPU_MEMORY_CAP_BYTES``, once JAX and
+    the workload's imports are up (they do not count); the limit set, or ``None``."""
     value = (os.environ if environ is None else environ).get(CPU_CAP_ENV)
     if not value:
         return None
@@ -90,8 +82,7 @@ def device_kind(devices: list[Any]) -> str:
 
 
 def batch_sharding(devices: list[Any]) -> Any:
-    """The layout of a global batch over ``devices``: split along its first axis, as
-    ``DataParallel`` lays out its input."""
+    """A global batch split over ``devices`` along its first axis, as ``DataParallel`` does."""
     import jax
     import numpy as np
 

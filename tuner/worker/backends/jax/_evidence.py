@@ -1,12 +1,6 @@
-"""Inside the child, under Keras on JAX: the evidence ``tuner validate`` compares between one
-device and several, read from what JAX holds rather than from what Keras was asked to do.
-
-Under ``keras.distribution.DataParallel`` every weight and optimizer variable is a jax Array
-replicated over the mesh: :func:`variable_copies` reads each device's own copy (its
-``addressable_shards``), so copies that drifted apart show a difference. :class:`ShardCounter`
-counts the examples each device receives from the distribution's data layout, the one Keras's
-JAX trainer places each global batch with. :func:`replica_mean_loss` is the forum answer's bug,
-reproduced on purpose. :func:`peak_memory_per_device` reads the allocator's peaks.
+"""Inside the child, under Keras on JAX: the evidence ``tuner validate`` compares, read from what
+JAX holds rather than from what Keras was asked to do (each device's own copy of a variable, the
+examples the data layout places on each device).
 """
 
 from __future__ import annotations
@@ -41,14 +35,9 @@ def variable_devices(model: Any) -> list[str]:
 class ShardCounter:
     """Counts the examples each device of the distribution receives.
 
-    :meth:`wrap` passes the global ``(x, y)`` batches of an iterator through unchanged, counting
-    for each of them the rows of ``x`` (its first array, if ``x`` is a structure) that the
-    distribution's data layout places on each device — what ``jax.device_put`` with that
-    sharding gives each device, and what Keras's JAX trainer does with each batch. The
-    distribution is the one given, else the one in effect at the first count; without one
-    everything goes to one device. Counting happens as a batch is handed on, so it
-    is exact when every batch drawn is trained on (Keras's JAX trainer under a distribution does
-    not read ahead).
+    :meth:`wrap` passes batches through unchanged, counting the rows of ``x`` the data layout
+    places on each device (what Keras's JAX trainer does with each batch). Exact when every batch
+    drawn is trained on: Keras's JAX trainer under a distribution does not read ahead.
     """
 
     def __init__(self, distribution: Any = None) -> None:
@@ -95,13 +84,9 @@ class ShardCounter:
 
 
 def replica_mean_loss(loss: Any, replicas: int) -> Callable[[Any, Any], Any]:
-    """A Keras loss ``(y_true, y_pred) -> scalar`` with the forum answer's bug, on purpose.
-
-    The per-example losses are reshaped to ``(replicas, b)``, averaged per shard and the shard
-    means SUMMED: ``replicas`` times the right loss (on two devices, doubled loss and
-    gradients), so ``tuner validate --loss-reduction replica-mean`` can be seen failing. A batch
-    that does not split into ``replicas`` (an evaluation's last batch) gets ``replicas`` times
-    its mean, what equal shards would give.
+    """A Keras loss with the forum answer's bug, on purpose: per-shard means SUMMED, ``replicas``
+    times the right loss, so ``tuner validate --loss-reduction replica-mean`` can be seen failing.
+    A batch that does not split (an evaluation's last) gets ``replicas`` times its mean.
     """
     loss_fn = per_example_loss(loss)
 
@@ -118,8 +103,7 @@ def replica_mean_loss(loss: Any, replicas: int) -> Callable[[Any, Any], Any]:
 
 
 def peak_memory_per_device(devices: Iterable[Any]) -> list[int | None]:
-    """``memory_stats()["peak_bytes_in_use"]`` per device; ``None`` where the device keeps no
-    statistics (CPU: ``memory_stats()`` is ``None``) or lacks that key."""
+    """``memory_stats()["peak_bytes_in_use"]`` per device; ``None`` where there is none (CPU)."""
     peaks: list[int | None] = []
     for device in devices:
         stats = device.memory_stats()

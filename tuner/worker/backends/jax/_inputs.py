@@ -1,15 +1,9 @@
 """Inside the child, under Keras on JAX: the input forms, turned into global NumPy batches.
 
-Never imports TensorFlow unless the workload itself handed over a ``tf.data`` dataset. Forms:
-
-- ``data`` returning arrays ``(x_train, y_train, x_val, y_val)``: shuffled per pass with the
-  run's seed, cut into global batches (the remainder of each pass dropped);
-- ``data`` returning ``(train, val)``, each a ``keras.utils.PyDataset``, a re-iterable Python
-  iterable of ``(x, y)`` / ``(x, y, sample_weight)`` batches (a list, an object whose
-  ``__iter__`` starts a new pass), or a ``tf.data`` dataset (where TensorFlow is installed): its
-  batches are re-cut at the trial's global batch (:func:`rebatch`), the user's order kept.
-
-A dataset function (``dataset``) is TensorFlow's pattern and is refused under JAX by the spec.
+Arrays are shuffled per pass with the run's seed and cut into global batches (each pass's
+remainder dropped); a ``PyDataset``, re-iterable iterable or ``tf.data`` dataset is re-cut at the
+trial's global batch (:func:`rebatch`), the user's order kept. TensorFlow is imported only for
+the workload's own ``tf.data`` datasets; a dataset function is refused under JAX by the spec.
 """
 
 from __future__ import annotations
@@ -131,9 +125,8 @@ def _is_tf_dataset(value: Any) -> bool:
 
 
 def _tf_stream(reference: str, name: str, dataset: Any) -> tuple[str, int | None, Passes]:
-    """A ``tf.data`` dataset the workload gave (so TensorFlow is already imported), read as
-    NumPy batches; an unbatched one is read in batches of 256 and keeps its known size, a
-    batched one's size is read from its batching step (:func:`samples_before_batching`)."""
+    """A workload's ``tf.data`` dataset read as NumPy batches (an unbatched one in batches of 256;
+    a batched one's size from its batching step)."""
     from tuner.worker.backends.jax._no_tensorflow import reveal_tensorflow
     from tuner.worker.tfdata import is_batched, samples_before_batching
 
@@ -201,16 +194,14 @@ def _refuse_text(reference: str, name: str, part: Any) -> None:
 
 
 def train_batches(source: Source, global_batch: int, seed: int | None) -> Iterator[Batch]:
-    """The training stream: global batches of exactly ``global_batch`` (each pass's remainder
-    dropped), repeated without end; arrays reshuffled every pass from ``seed``."""
+    """Global batches of exactly ``global_batch``, without end; arrays reshuffled each pass."""
     if source.form == ARRAYS:
         return _shuffled(source.train, global_batch, np.random.default_rng(seed))
     return rebatch(source.train, global_batch, repeat=True)
 
 
 def noise_batches(source: Source, global_batch: int, seed: int) -> Iterator[Batch]:
-    """Batches for the noise-scale measurement, drawn apart from the training stream: the
-    arrays shuffled with another seed, or fresh passes over the user's batches."""
+    """Batches for the noise scale, drawn apart from training (another seed, or fresh passes)."""
     return train_batches(source, global_batch, seed)
 
 
@@ -255,8 +246,7 @@ def rebatch(
 
 
 def val_arrays(source: Source, val_samples: int | None) -> Batch:
-    """The fixed validation set as arrays: its first ``val_samples`` samples (all when
-    ``None``), in order. Read once per run: every check evaluates the same samples."""
+    """The fixed validation set as arrays: its first ``val_samples`` samples, in order."""
     if source.form == ARRAYS:
         return tuple(map_arrays(lambda a: a[:val_samples], part) for part in source.val)
     taken: list[Batch] = []
@@ -273,8 +263,7 @@ def val_arrays(source: Source, val_samples: int | None) -> Batch:
 
 
 def first_batch(source: Source, split: str, size: int) -> Batch:
-    """The first ``size`` samples of ``split`` as NumPy arrays, in the element's own structure:
-    for checks, never the whole data."""
+    """The first ``size`` samples of ``split`` as NumPy arrays in the element's own structure."""
     if source.form == ARRAYS:
         arrays = source.train if split == "train" else source.val
         return tuple(map_arrays(lambda a: a[:size], part) for part in arrays)

@@ -1,12 +1,7 @@
 """Inside the child, under Keras on JAX: the ``fit`` loop under ``keras.distribution.DataParallel``.
 
-The model is built and compiled while the run's ``DataParallel`` distribution is set, so its
-variables are replicated over the devices and Keras's JAX trainer splits every global batch
-along its first axis. Epochs are timed and reported through the same callbacks as TensorFlow's
-``FitLoop`` (:mod:`tuner.worker.callbacks`). The evidence ``tuner validate`` reads — examples per
-device, each device's copy of the variables, where they live — comes from
-:mod:`tuner.worker.backends.jax._evidence`. ``reduction="replica-mean"`` trains on
-:func:`~tuner.worker.backends.jax._evidence.replica_mean_loss`, the forum answer's bug on purpose.
+The model is built and compiled while the distribution is set, so its variables are replicated
+and Keras's JAX trainer splits every global batch along its first axis.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """Inside the child, under Keras on JAX: keep TensorFlow out of the process.
 
-Keras 3 asks ``tf.available`` in many places on every backend (``set_random_seed``, serializing
-a layer's config, ...), and asking imports TensorFlow whenever it is installed: seconds of start-up
-and memory a JAX run has no use for. :func:`hide_tensorflow` tells Keras it is not available,
-unless something already imported it; :func:`reveal_tensorflow` undoes that when the workload's
-own data turn out to be ``tf.data`` datasets (which import it themselves).
+Keras 3 asks ``tf.available`` in many places on every backend, and asking imports TensorFlow
+whenever it is installed: seconds of start-up and memory a JAX run has no use for.
 """
 
 from __future__ import annotations
@@ -13,8 +10,7 @@ import sys
 
 
 def hide_tensorflow() -> bool:
-    """Make Keras's lazy ``tensorflow`` module report itself unavailable, unless TensorFlow is
-    already imported; returns whether it is hidden."""
+    """Make Keras's lazy ``tensorflow`` unavailable unless imported; whether it is hidden."""
     try:  # Keras internals: on a Keras where they differ, TensorFlow is merely imported
         from keras.src.utils import module_utils
 

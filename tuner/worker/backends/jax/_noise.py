@@ -1,35 +1,21 @@
 """Inside the child, under Keras on JAX: the gradient noise scale from per-shard gradients.
 
-The JAX counterpart of :mod:`tuner.worker.backends.tensorflow._noise`, for
-``keras.distribution.DataParallel`` (weights replicated over a 1-D mesh ``batch``). On a few steps
-outside the timed epochs, one global batch — unpacked as Keras unpacks it: ``x``, ``(x, y)`` or
-``(x, y, sample_weight)``, each part any structure — is split into ``replicas`` shards of ``b =
-global / replicas`` examples; each shard's gradient of the model's own loss over its ``b``
-examples comes from ``jax.vmap`` of ``jax.grad`` of Keras's stateless
-``model.compute_loss_and_updates`` (the forward pass with its activity losses, then
-``compute_loss``: several outputs, ``loss_weights``, sample weights and regularisation are the
-model's; on JAX Keras does not scale it by the number of devices, so it is the shard's own mean),
-and the step reports ``mean‖g_i‖²`` and ``‖mean g_i‖²`` to
-:func:`tuner.core.efficiency.step_estimates`. The shard axis is laid out over the mesh, so each
-device computes its own shard's gradient, as a replica does in training.
+One global batch (outside the timed epochs) is split into ``replicas`` shards; each shard's
+gradient of the model's own loss comes from ``jax.vmap`` of ``jax.grad`` of Keras's stateless
+``compute_loss_and_updates`` (on JAX not scaled by the number of devices: the shard's own mean),
+with the shard axis laid out over the mesh, as a replica computes in training. The step reports
+``mean‖g_i‖²`` and ``‖mean g_i‖²`` to :func:`tuner.core.efficiency.step_estimates`.
 
-Everything is stateless: the weights, statistics and metrics are read, never written; the
-non-trainable state and metric values it returns (batch-norm statistics, RNG seeds, the loss
-trackers ``compute_loss`` updates) are dropped. Regularisation terms are the same on every
-shard: they add to ``G`` and cancel in ``S``. Under ``vmap`` the shards would share the model's
-seed states, so each shard of each step gets its own copy of them, advanced far apart: dropout
-draws its own masks per shard, noise the estimate must see as noise. Norms are taken in float32
-whatever the compute dtype. An out-of-memory stops the measurement (the trial goes on); anything
-else is raised (and :class:`~tuner.worker.noise.GuardedNoise` skips the measurement with it). A
-model whose own ``train_step`` hides its loss raises :class:`~tuner.worker.noise.NoiseUnsupported`
-up front. The step is made at the first measurement, after training has built the model (a
-``Sequential`` without ``keras.Input`` has no variables before).
+Everything is stateless: the state it returns (batch-norm statistics, seeds, loss trackers) is
+dropped. Under ``vmap`` the shards would share the model's seed states, so each shard gets its
+own copy advanced far apart: dropout draws its own masks per shard, noise the estimate must see.
+Norms are taken in float32. An out-of-memory stops the measurement (the trial goes on). The step
+is made at the first measurement, after training has built the model.
 """
 
 from __future__ import annotations
 
 import itertools
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -38,19 +24,12 @@ import jax.numpy as jnp
 import keras
 import numpy as np
 
-from tuner.core.efficiency import NoiseScale
-from tuner.core.oom import is_oom_error
 from tuner.worker.losses import unpack
-from tuner.worker.noise import NoiseUnsupported, unsupported_reason
+from tuner.worker.noise import Meter
 
 
-class JaxNoiseMeter:
-    """Measures ``steps`` extra steps per call of :meth:`measure` and keeps ``B_simple``.
-
-    ``batches`` yields global NumPy batches of ``global_batch`` examples, drawn apart from
-    training, in any element structure Keras's ``fit`` takes. The meter measures the loss
-    the model was compiled with (``compute_loss``).
-    """
+class JaxNoiseMeter(Meter):
+    """Measures ``steps`` extra steps per :meth:`measure` on ``batches`` and keeps ``B_simple``."""
 
     def __init__(
         self,
@@ -64,54 +43,25 @@ class JaxNoiseMeter:
             raise ValueError("the gradient noise scale needs at least 2 replicas")
         if global_batch % replicas:
             raise ValueError(f"a global batch of {global_batch} does not split into {replicas}")
-        reason = unsupported_reason(model)
-        if reason is not None:
-            raise NoiseUnsupported(reason)
-        self.replicas = int(replicas)
-        self.per_replica_batch = global_batch // self.replicas
-        self.steps = steps
-        self.scale = NoiseScale()
-        self.seconds = 0.0
-        self.stopped: str | None = None
-        self._model = model
+        super().__init__(model, global_batch, replicas, steps)
         self._batches = batches
         self._sharding = _shard_axis_sharding(self.replicas)
         self._draws = 0  # shard gradients drawn so far: each gets its own random seeds
         self._step: Any = None  # made at the first measurement, once the model is built
 
-    @property
-    def measured_steps(self) -> int:
-        """The measurement steps whose estimates counted."""
-        return self.scale.steps
-
-    def measure(self) -> float | None:
-        """Run the extra steps, update the estimate, record it for the epoch; return it."""
-        if self.stopped:
-            return self.scale.value
-        started = time.perf_counter()
+    def _dispatch(self) -> list[Any]:
         if self._step is None:
             self._step = jax.jit(_make_step(self._model, self.replicas))
         state = _state(self._model)  # read once: the step takes it as arguments (traced once)
-        try:
-            # Dispatch every step first and read the values after: no device sync between steps.
-            pending = []
-            for _ in range(self.steps):
-                draw = np.uint32(self._draws % 2**16)
-                pending.append(self._step(*state, draw, *self._next_shards()))
-                self._draws += self.replicas
-            self.scale.add_steps(self.replicas, self.per_replica_batch, pending)
-        except Exception as exc:
-            if not is_oom_error(exc):
-                raise
-            self.stopped = f"the measurement ran out of memory ({type(exc).__name__})"
-        self.scale.mark_epoch()
-        self.seconds += time.perf_counter() - started
-        return self.scale.value
+        pending = []
+        for _ in range(self.steps):
+            draw = np.uint32(self._draws % 2**16)
+            pending.append(self._step(*state, draw, *self._next_shards()))
+            self._draws += self.replicas
+        return pending
 
     def _next_shards(self) -> tuple[Any, Any, Any]:
-        """The next global batch as ``(x, y, sample_weight)`` (``None`` where the batch has no
-        such part) with a leading shard axis: ``(replicas, b, ...)``, laid out over the mesh when
-        there is one."""
+        """The next ``(x, y, sample_weight)``, shard axis ``(replicas, b, ...)`` on the mesh."""
         n, b = self.replicas, self.per_replica_batch
 
         def split(array: Any) -> Any:
@@ -127,11 +77,8 @@ CHECK_SHARDS = 2
 
 
 def measure_noise_once(model: Any, batch: tuple[Any, ...], samples: int) -> None:
-    """One measurement step of :class:`JaxNoiseMeter` on ``batch`` (``samples`` NumPy examples
-    in the element's own structure), split into two shards on whatever device the process has:
-    raises what a trial's meter would raise (:class:`~tuner.worker.noise.NoiseUnsupported` for a
-    hidden loss, the error of a step it cannot take). The workload check runs it before the grid,
-    on a model ``fit`` has built; fewer than two examples cannot be split, and are not measured."""
+    """One measurement step of :class:`JaxNoiseMeter` in two shards (fewer than two examples are
+    not measured): raises what a trial's meter would. The workload check runs it."""
     usable = samples - samples % CHECK_SHARDS
     if usable < CHECK_SHARDS:
         return
@@ -158,10 +105,8 @@ start: training advances a seed generator by one per call."""
 
 
 def _make_step(model: Any, replicas: int) -> Any:
-    """The (un-jitted) measurement step: ``(trainable, non_trainable, metrics, optimizer, draw,
-    xs, ys, ws) -> (mean‖g_i‖², ‖mean g_i‖²)`` over the leading shard axis of ``xs``, ``ys`` and
-    ``ws``; shard ``i`` of the step draws its random numbers (dropout) from the model's seed
-    states advanced to ``(draw + i + 1) · SEED_SPACING`` (the next training step keeps its own)."""
+    """The (un-jitted) measurement step; shard ``i`` draws from the seed states advanced to
+    ``(draw + i + 1) · SEED_SPACING`` (the next training step keeps its own)."""
     seeds = [i for i, v in enumerate(model.non_trainable_variables) if _is_seed_state(v)]
     state_axes = [0 if i in seeds else None for i in range(len(model.non_trainable_variables))]
 
@@ -212,9 +157,8 @@ def _is_seed_state(variable: Any) -> bool:
 
 
 def _shard_axis_sharding(replicas: int) -> Any:
-    """How to lay out the shard axis: the distribution's data layout (the shard axis over the
-    mesh's batch axis, so each device computes its own shards), or ``None`` without a
-    distribution or when ``replicas`` does not split over its devices."""
+    """The shard axis laid over the mesh's batch axis (each device computes its own shards), or
+    ``None`` without a distribution or when ``replicas`` does not split over its devices."""
     distribution = keras.distribution.distribution()
     if distribution is None:
         return None

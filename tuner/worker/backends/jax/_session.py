@@ -1,13 +1,7 @@
 """Inside the child: a training run on Keras 3's JAX backend, under ``DataParallel``.
 
-:func:`open_session` sets the precision, starts JAX on the plan's devices (and the CPU memory
-cap, :mod:`tuner.worker.backends.jax._devices`), loads the data
-(:mod:`tuner.worker.backends.jax._inputs`), builds the initial weights from the seed with no
-distribution set — the same numbers on one device or many — then sets
-``keras.distribution.DataParallel`` over the devices and builds and compiles the model in
-:class:`~tuner.worker.backends.jax._loop.JaxFitLoop`. :class:`JaxBackend` is what the modes need of
-JAX besides the loop. TensorFlow is never imported (unless the workload's own data are ``tf.data``
-datasets).
+The initial weights are built from the seed with no distribution set — the same numbers on one
+device or many — before the model is built and compiled under the distribution.
 """
 
 from __future__ import annotations
@@ -34,6 +28,11 @@ from tuner.worker.meters import Emit, Meter
 from tuner.worker.session import ModelRecipe, Session, initial_weights, plan_run
 
 
+def versions() -> dict[str, str]:
+    """Keras, jax and jaxlib versions."""
+    return {"keras": keras.__version__, "jax": jax.__version__, "jaxlib": jaxlib.__version__}
+
+
 class JaxBackend:
     """The JAX side of a session: its devices."""
 
@@ -43,16 +42,13 @@ class JaxBackend:
         self.devices = devices
 
     def evaluator(self, session: Session) -> Callable[[], float]:
-        """What evaluates the model as it is now over the fixed validation set: its first
-        ``val_samples`` samples (all, without it), read once, evaluated at the trial's batch
-        with no sample dropped (:func:`evaluate_exactly`)."""
+        """What evaluates the model now over the first ``val_samples`` samples, none dropped."""
         val = inputs.val_arrays(session.source, session.request.budget.val_samples)
         model, batch, replicas = session.loop.model, session.batch, len(self.devices)
         return lambda: evaluate_exactly(model, val, batch, replicas)
 
     def input_throughput(self, session: Session) -> float:
-        """What the input stream delivers alone, each batch placed on the devices as training
-        places it (split along its first axis)."""
+        """The input stream alone, each batch placed on the devices as training places it."""
         sharding = _devices.batch_sharding(self.devices)
         batches = inputs.train_batches(session.source, session.batch, session.request.seed)
         stream = (jax.device_put(batch, sharding) for batch in batches)
@@ -72,23 +68,13 @@ class JaxBackend:
         """``cpu``, or the GPU's name."""
         return _devices.device_kind(self.devices)
 
-    def versions(self) -> dict[str, str]:
-        """Keras, jax and jaxlib versions."""
-        return versions()
-
-
-def versions() -> dict[str, str]:
-    """Keras, jax and jaxlib versions."""
-    return {"keras": keras.__version__, "jax": jax.__version__, "jaxlib": jaxlib.__version__}
+    versions = staticmethod(versions)
 
 
 def evaluate_exactly(model: Any, val: tuple[Any, ...], batch: int, replicas: int) -> float:
-    """The loss over every sample of ``val``, evaluated at ``batch``.
-
-    ``DataParallel`` splits each batch over the devices, so a batch must divide by
-    ``replicas``: the samples up to the last multiple of ``replicas`` are evaluated as they
-    are, and the few left (fewer than ``replicas``) are each repeated ``replicas`` times — the
-    same mean — and weighed by their count."""
+    """The loss over every sample of ``val``, evaluated at ``batch``. ``DataParallel`` needs
+    batches that divide by ``replicas``: the few samples left over are each repeated
+    ``replicas`` times (the same mean) and weighed by their count."""
     total = inputs.length(val)
     head = total - total % replicas
     parts = []
@@ -113,10 +99,7 @@ def _evaluate(model: Any, val: tuple[Any, ...], batch: int) -> float:
 
 
 def open_session(request: RunRequest, emit: Emit, record_steps: bool = False) -> Session:
-    """Start JAX on the plan's devices, load the data, build and compile the model under
-    ``DataParallel``, then apply the CPU memory cap if the plan has one. ``record_steps`` keeps
-    every step's loss and counts each device's examples (validation only). Raises
-    :class:`WorkloadError` when the global batch is larger than the training set."""
+    """Open a run under ``DataParallel``; ``record_steps``: for validation only."""
     timings: dict[str, float] = {}
     plan = request.plan
     precision_name = precision.apply(request)  # before any model is built

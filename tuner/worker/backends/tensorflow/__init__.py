@@ -1,11 +1,4 @@
-"""TensorFlow: a run under ``tf.distribute.MirroredStrategy`` (the :class:`Framework` face).
-
-``_session`` opens a run (strategy, data, the model compiled in its loop); ``_devices`` builds
-the strategy over the plan's devices and reads their memory; ``_inputs`` turns the workload's
-data into distributed ``tf.data`` streams; ``_loops`` trains (Keras ``fit``, or the custom
-loops); ``_noise`` measures the gradient noise scale from the replicas' own gradients;
-``_evaluation`` evaluates over the fixed validation set.
-"""
+"""TensorFlow: a run under ``tf.distribute.MirroredStrategy`` (the :class:`Framework` face)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Devices to strategy: configure TensorFlow's devices from a plan, then build the strategy; what
-TensorFlow tells of its devices (memory peaks, the GPU's name)."""
+"""Devices to strategy: TensorFlow's devices configured from a plan, and what they tell of
+themselves."""
 
 from __future__ import annotations
 
@@ -9,17 +9,11 @@ from tuner.core.devices import DevicePlan
 
 _configured: list[DevicePlan] = []
 """The plan this process's devices were configured for: TensorFlow takes device options only
-before its first op, so a process that runs several sessions (a probe of several sizes)
-configures them once."""
+before its first op, so a probe of several sizes configures them once."""
 
 
 def build_strategy(plan: DevicePlan) -> Any:
-    """Inside the child: configure TensorFlow's devices (once per process) and return a
-    ``MirroredStrategy``.
-
-    The first call must run before TensorFlow initialises its devices (the first op); later
-    calls must name the same plan.
-    """
+    """Configure TensorFlow's devices (once per process) and return a ``MirroredStrategy``."""
     import tensorflow as tf
 
     if not _configured:

@@ -1,14 +1,9 @@
 """Inside the child: the validation loss on TensorFlow, over one input pipeline built once.
 
-Keras's ``model.evaluate(dataset)`` distributes the dataset and opens a new multi-device iterator
-on every call, and a new iterator traces its own ``tf.data`` functions again (about 40 on two CPU
-replicas): about 0.7 s a call on the built-in workload, several times the pass itself. A trial
-with a loss target evaluates at every check, so :class:`ValidationPass` distributes the
-validation batches once, repeated, and runs exactly one pass of them per call through the
-model's own test function (traced once): the same samples, batches and loss as ``evaluate``.
-Being Keras's own test step, it takes every element structure ``fit`` takes (dict or list inputs
-and targets, sample weights) and reports the model's total loss — for several outputs the sum of
-their losses with the loss weights applied, what ``fit`` reports as ``loss``.
+Keras's ``model.evaluate(dataset)`` opens a new multi-device iterator on every call, tracing its
+``tf.data`` functions again: about 0.7 s a call on the built-in workload, several times the pass
+itself. :class:`ValidationPass` distributes the validation batches once and runs one pass per
+call through the model's own test function: the same samples, batches and loss as ``evaluate``.
 """
 
 from __future__ import annotations
@@ -18,8 +13,7 @@ from typing import Any
 
 
 class ValidationPass:
-    """Evaluates ``model`` over the batched validation set ``val`` (``batches`` batches, the
-    last may be partial), one whole pass per call."""
+    """Evaluates ``model`` over the validation set ``val`` (``batches``), a whole pass a call."""
 
     def __init__(self, model: Any, val: Any, batches: int) -> None:
         self._model = model
@@ -41,9 +35,8 @@ class ValidationPass:
 
 
 def evaluator(model: Any, val: Any) -> Callable[[], float]:
-    """What evaluates ``model`` over ``val`` (batched, finite): a :class:`ValidationPass`, or
-    Keras's own ``evaluate`` when the number of batches is unknown or a test call runs several
-    (``steps_per_execution``): neither can be cut into exact passes of a repeated stream."""
+    """A :class:`ValidationPass`, or Keras's own ``evaluate`` where the batches are unknown or a
+    test call runs several (``steps_per_execution``): no exact passes of a repeated stream."""
     batches = int(val.cardinality())
     if batches > 0 and getattr(model, "steps_per_execution", 1) == 1:
         return ValidationPass(model, val, batches)

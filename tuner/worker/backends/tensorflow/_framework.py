@@ -1,10 +1,8 @@
 """TensorFlow's import, without the jax it would pull in.
 
-Where jax is installed (tuner's JAX backend, or the user's), ``import tensorflow`` imports it too:
-``tensorflow.lite`` tries ``from jax import jit`` for a converter tuner never calls. That is about
-0.5 s of every TensorFlow trial child's start on our 2-core machines (a sixth of its import) and
-jax's memory besides. jax is hidden for that one import only: a workload that imports jax later
-gets it, and ``tf.lite``'s jax converter (``experimental_from_jax``) says it cannot import jax.
+Where jax is installed, ``import tensorflow`` imports it too (``tensorflow.lite`` tries ``from jax
+import jit``): about 0.5 s of every TensorFlow child's start on 2 cores, and jax's memory. jax is
+hidden for that one import only: a workload that imports jax later gets it.
 """
 
 from __future__ import annotations

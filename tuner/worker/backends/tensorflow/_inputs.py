@@ -1,16 +1,9 @@
-"""The input layer: every form a workload's data can take, turned into the batches a trial uses.
+"""The input layer: every form a workload's data can take, turned into the batches a trial uses:
+arrays, ``(train, val)`` ``tf.data`` datasets (batched ones unbatched and batched again at the
+trial's global batch), or a dataset function fed through
+``strategy.distribute_datasets_from_function``.
 
-Three forms:
-
-- ``data`` returning arrays ``(x_train, y_train, x_val, y_val)``;
-- ``data`` returning ``(train, val)`` ``tf.data.Dataset``s of ``(x, y)`` or ``(x, y, weight)``,
-  unbatched or already batched (then unbatched and batched again at the trial's global batch);
-- ``dataset``, a function ``(split, batch_size, input_context)`` that returns one split batched
-  at the per-replica ``batch_size``; tuner feeds it through
-  ``strategy.distribute_datasets_from_function``, TensorFlow's pattern for multi-device input.
-
-Nothing here reads a whole dataset: sizes come from ``cardinality`` (None when infinite or unknown)
-and checks look at the first batches only.
+Nothing here reads a whole dataset: sizes come from ``cardinality``, checks read the first batches.
 """
 
 from __future__ import annotations
@@ -74,9 +67,8 @@ def _is_pydataset(value: Any) -> bool:
 
 
 def _from_pydatasets(reference: str, train: Any, val: Any) -> Source:
-    """``keras.utils.PyDataset`` splits, read batch by batch in their own order (``workers`` and
-    multiprocessing are not used: one reader) as a ``tf.data`` stream, unbatched to be batched
-    again at the trial's global batch like any batched dataset."""
+    """``PyDataset`` splits read batch by batch in their order (one reader, no ``workers``) as a
+    ``tf.data`` stream, unbatched to be batched again at the trial's global batch."""
     train_size, val_size = pydataset_samples(train), pydataset_samples(val)
     if train_size == 0 or val_size == 0:
         raise WorkloadError(
@@ -201,15 +193,12 @@ def train_batches(source: Source, global_batch: int, seed: int | None) -> Any:
 
 
 def shuffled_passes(data: Any, size: int, seed: int | None) -> Any:
-    """The ``size`` elements of ``data`` (arrays sliced), pass after pass, each pass in an order
-    that depends on ``seed`` and the pass's number alone (a stateless permutation).
+    """The ``size`` elements of ``data``, pass after pass, each pass in an order that depends on
+    ``seed`` and the pass's number alone (a stateless permutation).
 
-    Not ``shuffle(reshuffle_each_iteration=True).repeat()``: that draws each pass's seeds from a
-    generator shared by every iterator over the dataset, and Keras's ``fit`` under
-    ``MirroredStrategy`` opens two (one to build the model, left prefetching, then the one it
-    trains on); when a pass is a few batches, which seeds the training pass gets is a thread race
-    (measured: the one-device validate run trained on another first batch in 2 of 6 runs). Two
-    runs of one seed see the same batches, whatever read the stream before."""
+    Not ``shuffle(reshuffle_each_iteration=True)``: its seeds come from a generator every
+    iterator shares, and ``fit`` under ``MirroredStrategy`` opens two, so which seeds training
+    gets is a thread race (measured: another first batch in 2 of 6 validate runs)."""
     if seed is None:  # no seed asked: a fresh order every pass, as Keras's own shuffle
         return data.shuffle(size, reshuffle_each_iteration=True).repeat()
     whole = data.batch(size).get_single_element()  # the arrays: one copy, gathered per pass
@@ -235,10 +224,7 @@ def train_stream(source: Source, strategy: Any, global_batch: int, seed: int | N
 
 
 def noise_batches(source: Source, global_batch: int, seed: int) -> Any:
-    """Batches for the noise-scale measurement, drawn independently of the training stream: the
-    arrays reshuffled with another seed (a buffer of 16 batches: little to fill before the first
-    step), or a fresh pass of the user's own pipeline. ``None`` for a dataset function, whose
-    stream is sharded per replica and cannot be drawn from again outside the strategy."""
+    """Batches for the noise scale, drawn apart from training; ``None`` for a dataset function."""
     if source.form == FUNCTION:
         return None
     data = source.train
@@ -280,8 +266,7 @@ def split_from_function(source: Source, split: str, batch: int, context: Any) ->
 
 
 def val_batches(source: Source, global_batch: int, val_samples: int | None) -> Any:
-    """The fixed validation set: the first ``val_samples`` samples (all when ``None``), in order,
-    batched at ``global_batch`` without dropping the remainder."""
+    """The first ``val_samples`` samples, in order, batched at ``global_batch``, none dropped."""
     if source.form == FUNCTION:
         data = split_from_function(source, "val", global_batch, None).unbatch()
     else:
@@ -292,10 +277,7 @@ def val_batches(source: Source, global_batch: int, val_samples: int | None) -> A
 
 
 def first_batch(source: Source, split: str, size: int) -> tuple[Any, ...]:
-    """The first ``size`` samples of ``split`` as tensors, in the element's own structure
-    (features may be a dict or a tuple; strings stay strings, ragged stays ragged), as the tuple
-    Keras unpacks (:func:`~tuner.worker.sources.element_parts`): for checks, never the
-    dataset."""
+    """The first ``size`` samples of ``split`` as tensors, as the tuple Keras unpacks."""
     if source.form == FUNCTION:
         data = split_from_function(source, split, size, None).unbatch()
     else:
@@ -316,11 +298,8 @@ def first_batch(source: Source, split: str, size: int) -> tuple[Any, ...]:
 
 
 def refuse_across_replicas(source: Source, replicas: int) -> None:
-    """What Keras 3's ``fit`` under ``MirroredStrategy`` cannot take on several replicas,
-    refused with what to do instead (measured with Keras 3.15 and plain ``model.fit``, no
-    tuner): ragged tensors (``'RaggedTensor' object has no attribute 'device'``). Strings, which
-    plain ``fit`` cannot take either, train: the loop builds the model from one local batch
-    (:mod:`tuner.worker.backends.tensorflow._symbolic`)."""
+    """Ragged tensors, which Keras 3's ``fit`` under ``MirroredStrategy`` cannot take on several
+    replicas, refused with what to do instead (strings train: :mod:`._symbolic`)."""
     if replicas < 2 or source.form == FUNCTION:
         return
     specs = tf.nest.flatten(source.train.element_spec)

@@ -1,24 +1,15 @@
 """Inside the child: the training loops a trial can use, behind one small interface.
 
 * ``fit`` — Keras ``Model.fit`` under ``MirroredStrategy`` (the default).
-* ``custom`` — a custom loop: ``strategy.run`` per-replica steps, each on the model's own loss
-  (``model.compute_loss``, which Keras scales by ``1 / replicas`` inside a replica context, so
-  that the replicas' SUM is the mean over the global batch); ``strategy.reduce`` for reporting.
-* ``cpu-update`` — the variables (and the optimizer's slots) live on the CPU, each replica device
-  computes the forward and backward pass on its shard of the global batch, and the summed
-  gradients are applied on the CPU (central storage, built by hand: Keras 3 ``fit`` under
-  TensorFlow's ``CentralStorageStrategy`` does not match one device, see docs/guide/validate.md).
+* ``custom`` — ``strategy.run`` per-replica steps on ``model.compute_loss`` (which Keras scales by
+  ``1 / replicas`` in a replica context, so the replicas' SUM is the global mean).
+* ``cpu-update`` — variables on the CPU, forward and backward per device on its shard, summed
+  gradients applied on the CPU (central storage by hand: Keras 3 ``fit`` under
+  ``CentralStorageStrategy`` does not match one device, see docs/guide/validate.md).
 
-The custom loops unpack every batch as Keras's ``train_step`` does (``x``, ``(x, y)``, ``(x, y,
-sample_weight)``, each part any structure: :mod:`tuner.worker.losses`) and train on
-``compute_loss``: losses per output, ``loss_weights``, sample weights and regularisation are the
-model's. A model whose own ``train_step`` is not ``compute_loss`` only trains under ``fit``.
-
-``reduction="replica-mean"`` reproduces the forum answer's bug on purpose — each replica's own
-mean loss (a hand-written ``tf.reduce_mean``), SUM-reduced across replicas — so that ``tuner
-validate`` can be seen catching it. Every loop counts the examples each replica processed (a
-per-replica variable updated inside the replica's own step), which is the evidence that every
-device did its share.
+``reduction="replica-mean"`` reproduces the forum answer's bug on purpose, so that ``tuner
+validate`` can be seen catching it. Every loop counts the examples each replica processed inside
+its own step: the evidence that every device did its share.
 """
 
 from __future__ import annotations
@@ -44,6 +35,8 @@ class _Base:
         self.devices = devices
         self.step_losses: list[float] = []
         self.model: Any = None
+        self._examples: Any = None  # the per-replica example counter
+        self._train_step: Callable[[Any], Any] = lambda batch: None  # the custom loops' step
 
     def learning_rate(self) -> float:
         """The learning rate the optimizer actually holds."""
@@ -57,6 +50,26 @@ class _Base:
             components = getattr(value, "values", None) or (value,)
             copies.append([np.asarray(c.numpy()) for c in components])
         return copies
+
+    def replica_examples(self) -> list[int]:
+        """Examples each replica processed in its own step."""
+        return [int(v.numpy()) for v in self._examples.values]
+
+    def _steps(
+        self, batches: Any, epochs: int, steps: int, on_epoch: OnEpoch, on_step: OnStep | None
+    ) -> None:
+        """Run ``self._train_step`` on ``batches``: ``epochs`` of ``steps``, one sync an epoch."""
+        for epoch in range(epochs):
+            started = time.perf_counter()
+            losses = []
+            for i in range(steps):
+                losses.append(self._train_step(next(batches)))
+                if on_step is not None:  # steps dispatched: reads no tensor, so no sync
+                    on_step(epoch * steps + i + 1)
+            values = [float(v) for v in tf.stack(losses).numpy()]  # one sync per epoch
+            self.step_losses.extend(values)
+            if not on_epoch(epoch, float(np.mean(values)), time.perf_counter() - started):
+                return
 
     def variable_devices(self) -> list[str]:
         """The devices that hold the model's weights."""
@@ -119,10 +132,6 @@ class FitLoop(_Base):
                 callbacks=callbacks,
             )
 
-    def replica_examples(self) -> list[int]:
-        """Examples each replica processed in its own train step."""
-        return [int(v.numpy()) for v in self._examples.values]
-
 
 class CustomLoop(_Base):
     """``strategy.run`` per-replica steps with the loss averaged over the global batch."""
@@ -177,19 +186,8 @@ class CustomLoop(_Base):
             _build_compiled(self.model, dataset.element_spec)
         if isinstance(dataset, tf.data.Dataset):
             dataset = self._strategy.experimental_distribute_dataset(dataset.repeat())
-        iterator = iter(dataset)  # else already distributed: a dataset function's stream
-        _epochs(
-            lambda: self._train_step(next(iterator)),
-            epochs,
-            steps,
-            on_epoch,
-            self.step_losses,
-            on_step,
-        )
-
-    def replica_examples(self) -> list[int]:
-        """Examples each replica processed in its own step."""
-        return [int(v.numpy()) for v in self._examples.values]
+        # else already distributed: a dataset function's stream
+        self._steps(iter(dataset), epochs, steps, on_epoch, on_step)
 
 
 class CpuUpdateLoop(_Base):
@@ -254,15 +252,7 @@ class CpuUpdateLoop(_Base):
         steps = steps or int(dataset.cardinality())
         with tf.device("/cpu:0"):
             _build_compiled(self.model, dataset.element_spec)
-        iterator = iter(dataset.repeat())
-        _epochs(
-            lambda: self._train_step(next(iterator)),
-            epochs,
-            steps,
-            on_epoch,
-            self.step_losses,
-            on_step,
-        )
+        self._steps(iter(dataset.repeat()), epochs, steps, on_epoch, on_step)
 
     def replica_examples(self) -> list[int]:
         """Examples each compute device processed."""
@@ -301,27 +291,6 @@ def _replica_counter() -> Any:
     )
 
 
-def _epochs(
-    step: Callable[[], Any],
-    epochs: int,
-    steps: int,
-    on_epoch: OnEpoch,
-    step_losses: list[float],
-    on_step: OnStep | None = None,
-) -> None:
-    for epoch in range(epochs):
-        started = time.perf_counter()
-        losses = []
-        for i in range(steps):
-            losses.append(step())
-            if on_step is not None:  # steps dispatched: reads no tensor, so no sync
-                on_step(epoch * steps + i + 1)
-        values = [float(v) for v in tf.stack(losses).numpy()]  # one sync per epoch
-        step_losses.extend(values)
-        if not on_epoch(epoch, float(np.mean(values)), time.perf_counter() - started):
-            return
-
-
 def _examples(x: Any) -> Any:
     """The examples in a batch of inputs ``x`` (any structure): its first tensor's length."""
     first = next(t for t in tf.nest.flatten(x) if t is not None)
@@ -335,9 +304,6 @@ def _shards(batch: Any, n: int) -> list[Any]:
 
 
 def _build_compiled(model: Any, spec: Any) -> None:
-    """Build the model's compiled loss and metrics from the element's spec before a step is
-    traced, as Keras's ``fit`` does: a model with several outputs creates its loss trackers when
-    its compiled loss is built, and no variable may be created inside a replica step. ``spec``
-    is a dataset's element spec (a distributed one's per-replica specs: the first replica's)."""
+    """Build the compiled loss and metrics first: no variable may be made in a replica step."""
     replica = tf.nest.map_structure(lambda s: getattr(s, "_value_specs", (s,))[0], spec)
     model._symbolic_build(data_batch=replica)  # Keras's own, as fit calls it

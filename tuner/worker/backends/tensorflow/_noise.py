@@ -1,74 +1,41 @@
 """Inside the child: measure the gradient noise scale from the replicas' own gradients.
 
-At the end of each epoch, on a few separate steps (outside the timed epochs, so throughput is not
-affected), every replica computes the gradient of the model's own loss — each batch unpacked as
-Keras unpacks it and the loss from ``model.compute_loss`` (:mod:`tuner.worker.losses`), so several
-outputs, ``loss_weights``, sample weights, structured inputs and targets and regularisation are
-the model's — and reports ``‖g_i‖²``; the replicas' mean gradient ``ḡ`` is all-reduced and its
-``‖ḡ‖²`` taken. :mod:`tuner.core.efficiency` turns those into ``B_simple``.
+On a few steps outside the timed epochs every replica reports ``‖g_i‖²`` of the model's own loss
+(:mod:`tuner.worker.losses`) and the all-reduced mean gradient gives ``‖ḡ‖²``;
+:mod:`tuner.core.efficiency` turns those into ``B_simple``.
 
-``g_i`` must be the gradient of the *mean* loss over the replica's own ``b`` examples. Inside a
-replica context Keras scales ``compute_loss`` by ``1 / replicas`` (measured on two logical CPU
-devices: exactly half of the same batch's loss outside the strategy), so the meter multiplies it
-back. A ``compute_loss`` of the user's own is taken as it returns its value (Keras's ``fit``
-trains on that value too): ``B_simple`` does not see a uniform scale; ``‖g_i‖²`` and ``‖ḡ‖²`` do.
-Regularisation terms are the same on every replica: they add to ``G`` and cancel in ``S``.
-
-The weights are not updated by these steps; non-trainable state (batch-norm statistics, seeds)
-and the metrics ``compute_loss`` updates are put back afterwards
-(:func:`~tuner.worker.noise.state_kept`). An out-of-memory in a measurement step stops the
-measurement (the trial goes on) rather than count against the batch size. A model whose own
-``train_step`` hides its loss raises :class:`~tuner.worker.noise.NoiseUnsupported` up front, and
-the trial skips the measurement (:class:`~tuner.worker.noise.GuardedNoise`). The variables are
-read when the step is traced, after training has built the model (a ``Sequential`` without
-``keras.Input`` has none before).
+``g_i`` must be the gradient of the replica's *mean* loss; Keras scales ``compute_loss`` by
+``1 / replicas`` in a replica context (measured: exactly half on two devices), so the meter
+multiplies it back. The weights are not updated; non-trainable state and metrics are put back
+(:func:`~tuner.worker.noise.state_kept`). An out-of-memory stops the measurement, the trial goes
+on. The variables are read when the step is traced, after training has built the model.
 """
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import tensorflow as tf
 
-from tuner.core.efficiency import NoiseScale
-from tuner.core.oom import is_oom_error
 from tuner.worker.losses import call_model, model_loss, unpack
 from tuner.worker.meters import auto_noise_steps
-from tuner.worker.noise import NoiseUnsupported, overrides, state_kept, unsupported_reason
+from tuner.worker.noise import Meter, overrides, state_kept
 
 __all__ = ["NoiseMeter", "auto_noise_steps", "measure_noise_once"]
 
 
-class NoiseMeter:
-    """Measures ``steps`` extra steps per call of :meth:`measure` and keeps ``B_simple``.
-
-    ``dataset`` yields global batches in any element structure Keras's ``fit`` takes. The meter
-    measures the loss the model was compiled with (``compute_loss``)."""
+class NoiseMeter(Meter):
+    """Measures ``steps`` extra steps per call of :meth:`measure` and keeps ``B_simple``."""
 
     def __init__(
         self, strategy: Any, model: Any, dataset: Any, global_batch: int, steps: int
     ) -> None:
-        reason = unsupported_reason(model)
-        if reason is not None:
-            raise NoiseUnsupported(reason)
-        self.replicas = int(strategy.num_replicas_in_sync)
-        self.per_replica_batch = global_batch // self.replicas
-        self.steps = steps
-        self.scale = NoiseScale()
-        self.seconds = 0.0
-        self.stopped: str | None = None
-        self._model = model
+        super().__init__(model, global_batch, strategy.num_replicas_in_sync, steps)
         self._iterator = iter(strategy.experimental_distribute_dataset(dataset.repeat()))
         # Keras's own compute_loss is scaled by 1/replicas in a replica context; a user's own
         # is whatever it returns (a uniform scale, which B_simple does not see).
         unscale = 1 if overrides(model, "compute_loss") else self.replicas
         self._step = _make_step(strategy, model, unscale)
-
-    @property
-    def measured_steps(self) -> int:
-        """The measurement steps whose estimates counted."""
-        return self.scale.steps
 
     def sample(self) -> tuple[float, float]:
         """One measurement step's ``(mean‖g_i‖², ‖ḡ‖²)``, not counted in the estimate (the
@@ -77,31 +44,14 @@ class NoiseMeter:
             mean_sq, mean_grad_sq = self._step(self._iterator)
         return float(mean_sq), float(mean_grad_sq)
 
-    def measure(self) -> float | None:
-        """Run the extra steps, update the estimate, record it for the epoch; return it."""
-        if self.stopped:
-            return self.scale.value
-        started = time.perf_counter()
-        try:
-            with state_kept(self._model):
-                # Dispatch every step first and read the values after: no sync between steps.
-                pending = [self._step(self._iterator) for _ in range(self.steps)]
-                self.scale.add_steps(self.replicas, self.per_replica_batch, pending)
-        except Exception as exc:
-            if not is_oom_error(exc):
-                raise
-            self.stopped = f"the measurement ran out of memory ({type(exc).__name__})"
-        self.scale.mark_epoch()
-        self.seconds += time.perf_counter() - started
-        return self.scale.value
+    def _dispatch(self) -> list[Any]:
+        with state_kept(self._model):
+            return [self._step(self._iterator) for _ in range(self.steps)]
 
 
 def measure_noise_once(model: Any, batch: tuple[Any, ...], samples: int) -> None:
-    """One measurement step of :class:`NoiseMeter` on ``batch`` (``samples`` examples in the
-    element's own structure), under the process's default strategy, the model left as it was:
-    raises what a trial's meter would raise (:class:`~tuner.worker.noise.NoiseUnsupported` for a
-    hidden loss, the error of a step it cannot take). The workload check runs it before the grid,
-    on a model ``fit`` has built."""
+    """One measurement step of :class:`NoiseMeter` under the default strategy, the model left as
+    it was: raises what a trial's meter would raise. The workload check runs it before the grid."""
     parts = list(batch)
     while parts and parts[-1] is None:  # from_tensors takes no None: an absent part is left out
         parts.pop()
@@ -111,8 +61,7 @@ def measure_noise_once(model: Any, batch: tuple[Any, ...], samples: int) -> None
 
 
 def _make_step(strategy: Any, model: Any, unscale: int) -> Any:
-    """The measurement step: ``iterator -> (mean‖g_i‖², ‖ḡ‖²)`` over the next global batch, each
-    replica's loss multiplied by ``unscale``."""
+    """The measurement step: ``iterator -> (mean‖g_i‖², ‖ḡ‖²)``, each loss times ``unscale``."""
 
     def replica_step(data: Any) -> Any:
         x, y, sample_weight = unpack(data)

@@ -1,11 +1,4 @@
-"""Inside the child: a training run on TensorFlow, under ``MirroredStrategy``.
-
-:func:`open_session` builds the strategy, loads the data
-(:mod:`tuner.worker.backends.tensorflow._inputs`), builds and compiles the model inside the
-request's loop (:mod:`tuner.worker.backends.tensorflow._loops`) and returns the backend-neutral
-:class:`tuner.worker.session.Session`; :class:`TensorFlowBackend` is what the modes need of
-TensorFlow besides the loop (evaluation, the input stream, the noise meter, memory).
-"""
+"""Inside the child: a training run on TensorFlow, under ``MirroredStrategy``."""
 
 from __future__ import annotations
 
@@ -36,6 +29,11 @@ from tuner.worker.meters import Emit, Meter
 from tuner.worker.session import ModelRecipe, Session, initial_weights, plan_run
 
 
+def versions() -> dict[str, str]:
+    """TensorFlow and Keras versions."""
+    return {"tensorflow": tf.__version__, "keras": keras.__version__}
+
+
 class TensorFlowBackend:
     """The TensorFlow side of a session: its strategy and devices."""
 
@@ -46,9 +44,8 @@ class TensorFlowBackend:
         self._plan = plan
 
     def evaluator(self, session: Session) -> Callable[[], float]:
-        """What evaluates the model as it is now over the fixed validation set (built once):
-        the same first ``val_samples`` samples (all, without it) in the same order, no
-        remainder dropped, so trials at different batch sizes report the same samples' loss."""
+        """What evaluates the model as it is now over the same first ``val_samples`` samples,
+        no remainder dropped, so trials at different batch sizes report the same samples' loss."""
         val_samples = session.request.budget.val_samples
         val = inputs.val_batches(session.source, session.batch, val_samples)
         return evaluation.evaluator(session.loop.model, val)
@@ -61,8 +58,7 @@ class TensorFlowBackend:
         return meters.input_throughput(stream, session.steps, session.batch, _wait)
 
     def noise_meter(self, session: Session, steps: int) -> NoiseMeter | None:
-        """The noise meter on batches drawn apart from training (``None`` for a dataset
-        function, whose stream cannot be drawn from again)."""
+        """The noise meter on batches drawn apart from training (``None``: dataset function)."""
         batch, seed = session.batch, session.request.seed + 1
         dataset = inputs.noise_batches(session.source, batch, seed=seed)
         if dataset is None:
@@ -78,14 +74,7 @@ class TensorFlowBackend:
         """``cpu``, or the first GPU's name."""
         return "cpu" if self._plan.kind == "cpu" else gpu_name()
 
-    def versions(self) -> dict[str, str]:
-        """TensorFlow and Keras versions."""
-        return versions()
-
-
-def versions() -> dict[str, str]:
-    """TensorFlow and Keras versions."""
-    return {"tensorflow": tf.__version__, "keras": keras.__version__}
+    versions = staticmethod(versions)
 
 
 def _wait(batch: Any) -> None:
@@ -94,11 +83,7 @@ def _wait(batch: Any) -> None:
 
 
 def open_session(request: RunRequest, emit: Emit, record_steps: bool = False) -> Session:
-    """Build the strategy, load the data, build and compile the model in the request's loop.
-
-    ``record_steps`` keeps every step's loss (a sync per step: for validation only). Raises
-    :class:`WorkloadError` when the global batch is larger than the training set.
-    """
+    """Build the strategy, load the data, build and compile the model in the request's loop."""
     timings: dict[str, float] = {}
     plan = request.plan
     mark = time.perf_counter()

@@ -1,14 +1,10 @@
 """Inside the child: build a model for ``fit`` under ``MirroredStrategy`` from one local batch.
 
-Before it trains or evaluates, Keras 3.15's TensorFlow trainer builds the model symbolically from
-the first batch of the distributed stream, and to get one batch out of the replicas' shards it
-*averages* them (``strategy.reduce("MEAN", ...)`` in ``_maybe_symbolic_build``). A batch of
-strings cannot be averaged, so ``fit`` fails on two replicas for any model that takes raw text
-(``keras.Input(dtype="string")`` + ``TextVectorization``, the text-classification example's
-end-to-end model) although it trains on one device (tensorflow/tensorflow#80951). The symbolic
-build needs only shapes and dtypes, which one undistributed batch gives exactly: this module
-builds from it, inside the strategy's scope, and tells Keras the build is done. Nothing about
-training changes: ``fit`` still runs the model's own ``train_step`` on the distributed stream.
+Keras 3.15's TensorFlow trainer builds the model symbolically from one batch it gets by
+*averaging* the replicas' shards (``_maybe_symbolic_build``), so ``fit`` fails on two replicas
+for any model that takes raw text (``keras.Input(dtype="string")`` + ``TextVectorization``)
+although it trains on one device (tensorflow/tensorflow#80951). The build needs only shapes and
+dtypes, which one undistributed batch gives exactly; nothing about training changes.
 """
 
 from __future__ import annotations
@@ -27,15 +23,10 @@ def holds_strings(element_spec: Any) -> bool:
 
 
 def build_from_local_batch(model: Any, strategy: Any, dataset: Any) -> bool:
-    """Build ``model`` (and its compiled loss and metrics) from the first batch of ``dataset``
-    where Keras's own build would average string batches; ``True`` if it did.
-
-    ``dataset`` is the undistributed ``tf.data`` stream ``fit`` is given; a stream that is
-    already distributed (a dataset function's) is left to Keras, as is a Keras whose trainer
-    no longer has these two private steps (its ``fit`` then says what it cannot take).
-
-    The model keeps the stand-in: a later ``evaluate`` (the validation loss) would average the
-    string batches the same way, and the model is built for good."""
+    """Build ``model`` from the first batch of ``dataset`` where Keras's own build would average
+    string batches; ``True`` if it did. A distributed stream, or a Keras without these private
+    steps, is left to Keras. The model keeps the stand-in: a later ``evaluate`` would average the
+    string batches the same way."""
     if not isinstance(dataset, tf.data.Dataset) or not holds_strings(dataset.element_spec):
         return False
     if not all(hasattr(model, name) for name in ("_symbolic_build", "_maybe_symbolic_build")):
