@@ -27,7 +27,7 @@ from tuner.core.spec import StudySpec
 def adaptive(spec: StudySpec) -> bool:
     """Whether the study's LR sweep skips the rates that cannot be the best (``lr_sweep`` on,
     ``lr_sweep_full`` off)."""
-    return bool(spec.search.lr_sweep) and not spec.search.lr_sweep_full
+    return bool(spec.search.sweep.rates) and not spec.search.sweep.full
 
 
 def skip_bracketed(
@@ -55,7 +55,7 @@ def skip_bracketed(
     ]
     points, worse, _ = batch_points(mine).get(batch, ([], [], ""))
     planned = [
-        scaled_learning_rate(r, search.base_lr, batch, search.base_batch_size)
+        scaled_learning_rate(r, search.grid.base_lr, batch, search.grid.base_batch_size)
         for r in search.grid_rules
     ]
     lr = float(attrs["learning_rate"])

@@ -60,10 +60,12 @@ def run_accumulation_validation(
     """Run the true-batch and the accumulating child on ``plan`` and return the JSON report
     (``passed`` inside). ``micro_batch``: b, the global batch of one micro-step (default the
     spec's base batch)."""
-    micro = micro_batch or spec.search.base_batch_size
+    micro = micro_batch or spec.search.grid.base_batch_size
     _check(plan, steps_k, micro)
     batch = steps_k * micro
-    lr = scaled_learning_rate(lr_rule, spec.search.base_lr, batch, spec.search.base_batch_size)
+    lr = scaled_learning_rate(
+        lr_rule, spec.search.grid.base_lr, batch, spec.search.grid.base_batch_size
+    )
     request = validate_request(spec, plan, batch, lr, steps=steps, loss_reduction="global")
     with owned_folder("accumulation") as folder:
         engine = Engine(runner if runner is not None else child_runner(), timeout_s, folder)
