@@ -87,9 +87,8 @@ def seed(value: Any, label: str) -> int:
 
 def seconds(value: Any, label: str) -> float:
     """0 (off, or no wait) or a positive number of seconds."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
-        raise ConfigError(f"{label} must be 0 or a positive number of seconds")
-    if not math.isfinite(value):
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if not number or not (math.isfinite(value) and value >= 0):
         raise ConfigError(f"{label} must be 0 or a positive number of seconds")
     return float(value)
 
