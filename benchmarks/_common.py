@@ -27,7 +27,7 @@ def tuner_trial(
     """One tuner trial of the built-in regression workload, exactly as `tuner search` runs it."""
     spec = load_spec(spec_path, {"search.epochs": epochs})
     plan, _ = plan_devices(None, replicas, None)
-    request = trial_request(spec, plan, batch, spec.search.base_lr)
+    request = trial_request(spec, plan, batch, spec.search.grid.base_lr)
     outcome = classify(
         child_runner().run(request, plan.child_environment(), DEFAULT_TRIAL_TIMEOUT_S),
         memory_capped=False,

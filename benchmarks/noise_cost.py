@@ -26,7 +26,7 @@ REPS = 2
 def trial(path: str | None, batch: int, noise: bool) -> dict:
     spec = load_spec(path, {"search.noise_scale": noise})
     plan, _ = plan_devices(None, 2, None)
-    request = trial_request(spec, plan, batch, spec.search.base_lr)
+    request = trial_request(spec, plan, batch, spec.search.grid.base_lr)
     outcome = classify(
         child_runner().run(request, plan.child_environment(), DEFAULT_TRIAL_TIMEOUT_S),
         memory_capped=False,
@@ -36,7 +36,7 @@ def trial(path: str | None, batch: int, noise: bool) -> dict:
 
 
 for name, path in WORKLOADS.items():
-    base = load_spec(path).search.base_batch_size
+    base = load_spec(path).search.grid.base_batch_size
     for batch in (base, 4 * base):
         ratios, shares = [], []
         for _ in range(REPS):

@@ -45,13 +45,15 @@ def make_spec(multipliers: tuple[int, ...] = (1, 2, 4, 8), **search: Any) -> Stu
             model="tuner.workloads.regression:build_model",
             data="tuner.workloads.regression:load_data",
         ),
-        search=SearchSpec(
-            base_batch_size=64,
-            batch_multipliers=multipliers,
-            lr_rules=("none", "linear"),
-            base_lr=1e-3,
-            epochs=1,
-            **search,
+        search=SearchSpec.from_flat(
+            dict(
+                base_batch_size=64,
+                batch_multipliers=multipliers,
+                lr_rules=("none", "linear"),
+                base_lr=1e-3,
+                epochs=1,
+                **search,
+            )
         ),
     )
 

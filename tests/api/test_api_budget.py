@@ -38,6 +38,14 @@ def test_a_bad_budget_on_the_command_line_is_one_line_exit_2(tmp_path: Path) -> 
 
 def test_budget_and_quick_reach_the_spec_as_python_gives_them() -> None:
     spec, _, _ = spec_and_plan(SearchOptions(budget="1h30m", quick=True, cpu_replicas=2))
-    assert spec.search.budget == 5400 and spec.search.max_repeats == 1 and spec.search.seeds == 1
+    assert (
+        spec.search.decision.budget == 5400
+        and spec.search.decision.max_repeats == 1
+        and spec.search.decision.seeds == 1
+    )
     spec, _, _ = spec_and_plan(SearchOptions(quick=True, max_repeats=2, cpu_replicas=2))
-    assert spec.search.max_repeats == 2 and spec.search.seeds == 1 and spec.search.budget is None
+    assert (
+        spec.search.decision.max_repeats == 2
+        and spec.search.decision.seeds == 1
+        and spec.search.decision.budget is None
+    )

@@ -11,6 +11,7 @@ import pytest
 import typer
 
 from tuner.cli.app import app
+from tuner.core.errors import ConfigError
 from tuner.core.options import OPTIONS, option, options_of, spec_only
 from tuner.driver.lr_find import LrFindOptions
 from tuner.driver.options import ProbeOptions, SearchOptions, SpecOptions, ValidateOptions
@@ -31,14 +32,23 @@ def test_flags_fields_and_defaults_come_from_the_table(command: str) -> None:
     flags = {param.name for param in params if param.name != "help"}
     assert flags == {row.key for row in options_of(command)}
     fields = {field.name: field for field in dataclasses.fields(KINDS[command])}
+    fields.pop("spec_values", None)  # SearchOptions's spec-only keys: one mapping, no row
     assert flags <= fields.keys()
     for key, field in fields.items():
         assert field.default == option(key, command).default, f"{command} {key}"
 
 
 def test_search_takes_the_spec_only_keys_as_keywords_and_has_at_most_25_flags() -> None:
+    from tuner.api._search import check_known
+
     fields = {field.name for field in dataclasses.fields(SearchOptions)}
-    assert {row.key for row in spec_only()} <= fields
+    keys = {row.key for row in spec_only()}
+    assert not keys & fields  # one mapping of them (spec_values), not a field each
+    check_known("tuner.search", dict.fromkeys(keys, 1), SearchOptions, set())  # keywords
+    overrides = SearchOptions(spec_values=dict.fromkeys(keys, 1)).spec_overrides()
+    assert {f"search.{key}" for key in keys} <= overrides.keys()
+    with pytest.raises(ConfigError, match=re.escape("lr_rule is no [search] key set in the")):
+        SearchOptions(spec_values={"lr_rule": 1}).spec_overrides()
     assert len(options_of("search")) <= 25
 
 
@@ -61,7 +71,6 @@ def test_every_spec_key_of_the_table_is_one_the_spec_accepts() -> None:
     ],
 )
 def test_the_options_moved_to_the_spec_are_checked_there(search: dict[str, Any], line: str) -> None:
-    from tuner.core.errors import ConfigError
     from tuner.core.spec import spec_from_dict
 
     tables = spec_from_dict().to_dict()

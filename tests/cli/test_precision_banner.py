@@ -36,13 +36,15 @@ def spec_of(precisions: tuple[str, ...]) -> StudySpec:
             model="tuner.workloads.regression:build_model",
             data="tuner.workloads.regression:load_data",
         ),
-        search=SearchSpec(
-            base_batch_size=64,
-            batch_multipliers=(1, 2, 4),
-            lr_rules=("none", "linear"),
-            base_lr=1e-3,
-            epochs=1,
-            precisions=precisions,
+        search=SearchSpec.from_flat(
+            dict(
+                base_batch_size=64,
+                batch_multipliers=(1, 2, 4),
+                lr_rules=("none", "linear"),
+                base_lr=1e-3,
+                epochs=1,
+                precisions=precisions,
+            )
         ),
     )
 
@@ -52,9 +54,9 @@ def test_the_banner_counts_the_precisions_only_when_there_are_several() -> None:
     assert "3 batch sizes × 2 rules × 2 precisions on 2 cpu replicas" in several
     one = search_banner(spec_of(("mixed_bfloat16",)), PLAN, None)
     assert "3 batch sizes × 2 rules on 2 cpu replicas" in one and "precision" not in one
-    joint = replace(spec_of(("float32", "mixed_float16")), search=replace(
-        spec_of(("float32", "mixed_float16")).search, model_hyperparameters="search", trials=5
-    ))  # fmt: skip
+    two = spec_of(("float32", "mixed_float16"))
+    flat = {**two.search.flat(), "model_hyperparameters": "search", "trials": 5}
+    joint = replace(two, search=SearchSpec.from_flat(flat))
     assert "5 trials of model hyperparameters × 3 batch sizes × 2 rules × 2 precisions" in (
         search_banner(joint, PLAN, "s")
     )

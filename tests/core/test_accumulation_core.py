@@ -89,9 +89,9 @@ def test_the_spec_field_is_a_boolean() -> None:
             "epochs": 2,
         },
     }
-    assert spec_from_dict(raw).search.accumulation is False
+    assert spec_from_dict(raw).search.run.accumulation is False
     raw["search"]["accumulation"] = True
-    assert spec_from_dict(raw).search.accumulation is True
+    assert spec_from_dict(raw).search.run.accumulation is True
     raw["search"]["accumulation"] = "yes"
     with pytest.raises(ConfigError, match="accumulation in the spec must be true or false"):
         spec_from_dict(raw)

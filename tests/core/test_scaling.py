@@ -30,7 +30,7 @@ def test_every_known_rule_is_a_rate_of_the_batch_ratio_alone(rule: str) -> None:
     assert scaled_learning_rate(rule, 3 * BASE_LR, 256, 64) == pytest.approx(3 * at_4x)
     assert scaled_learning_rate(rule, BASE_LR, 1024, 256) == pytest.approx(at_4x)
     spec = spec_from_dict(overrides={"search.lr_rules": [rule]})  # and a spec may name it
-    assert spec.search.lr_rules == (rule,)
+    assert spec.search.grid.lr_rules == (rule,)
 
 
 # The exponent p of each documented rule's k ** p (its peak rate, for the warmup rule), from the

@@ -54,7 +54,7 @@ def test_rates_beyond_a_worse_one_are_skipped_and_the_law_still_fits(tmp_path: P
         assert decode(trial).error.startswith("bracketed: the best rate at this batch")
         assert decode(trial).decision.early_stop_skipped is None
     launched = {(b, round(r.learning_rate, 7)) for r in child.requests if r.mode == "trial"
-                for b in [r.global_batch_size] if r.seed == spec.search.seed}  # fmt: skip
+                for b in [r.global_batch_size] if r.seed == spec.search.run.seed}  # fmt: skip
     skipped_rates = {(b, round(decode(trials[b, r]).flat["learning_rate"], 7)) for b, r in skipped}
     assert not launched & skipped_rates  # never sent to a child
     # the best and its neighbours on each side trained at both batches: lr* is measured there

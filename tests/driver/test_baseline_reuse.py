@@ -14,6 +14,7 @@ import pytest
 from fake_child import PLAN, FakeChild, make_spec, ok
 
 from tuner.core.recommend import baseline_at
+from tuner.core.spec import SearchSpec
 from tuner.driver import study as study_module
 from tuner.driver.reuse import keys
 from tuner.driver.reuse.keys import request_fields
@@ -38,7 +39,7 @@ def answer(request: dict[str, Any]) -> dict[str, Any]:
 
 def spec(multipliers: tuple[int, ...] = (1, 2), rules: tuple[str, ...] = ("none",), **search: Any):
     base = make_spec(multipliers, max_repeats=2, **search)
-    return replace(base, search=replace(base.search, lr_rules=rules))
+    return replace(base, search=SearchSpec.from_flat({**base.search.flat(), "lr_rules": rules}))
 
 
 def baseline_runs(child: FakeChild) -> int:
@@ -97,7 +98,7 @@ def test_a_baseline_of_other_runs_is_measured_again(
 
 
 def _with(study_spec: Any, **search: Any) -> Any:
-    return replace(study_spec, search=replace(study_spec.search, **search))
+    return replace(study_spec, search=SearchSpec.from_flat({**study_spec.search.flat(), **search}))
 
 
 def test_the_grid_of_a_target_does_not_key_the_baseline(tmp_path: Path) -> None:
@@ -139,15 +140,15 @@ def test_the_reuse_key_hashes_the_baseline_request_by_its_stored_names() -> None
             "dataset": None,
             "backend": "tensorflow",
         },
-        "global_batch_size": search.search.base_batch_size,
-        "learning_rate": search.search.base_lr,
-        "epochs": search.search.epochs,
+        "global_batch_size": search.search.grid.base_batch_size,
+        "learning_rate": search.search.grid.base_lr,
+        "epochs": search.search.run.epochs,
         "train_samples": None,
         "val_samples": None,
         "seed": 0,
         "precision": "float32",
         "loop": "fit",
-        "noise_scale": search.search.noise_scale,
+        "noise_scale": search.search.run.noise_scale,
         "noise_scale_steps": None,
         "target_loss": None,  # a baseline trains its whole budget, whatever the target
         "eval_every_samples": None,

@@ -14,6 +14,7 @@ from optuna.trial import TrialState
 
 from tuner.core.outcome import TrialOutcome
 from tuner.core.record import decode
+from tuner.core.spec import SearchSpec
 from tuner.driver import study as study_module
 from tuner.driver.observer import QuietObserver
 from tuner.driver.study import run_search
@@ -54,7 +55,7 @@ def test_points_that_train_alike_cost_no_child_and_carry_same_as(tmp_path: Path)
     )
     rules = ("none", "linear", "sqrt", "linear-warmup")
     base = make_spec((1, 2), warmup_steps=3)
-    spec = replace(base, search=replace(base.search, lr_rules=rules))
+    spec = replace(base, search=SearchSpec.from_flat({**base.search.flat(), "lr_rules": rules}))
     observer = Notes()
     url = f"sqlite:///{tmp_path / 'same.db'}"
     report = run_search(spec, PLAN, url, baseline=False, observer=observer, runner=child)

@@ -107,7 +107,7 @@ def test_a_spec_for_the_range_test_alone_may_leave_out_the_grid(tmp_path: Path) 
     bare = tmp_path / "bare.toml"
     bare.write_text('[workload]\nmodel = "m:build"\ndata = "m:load"\n')
     spec = load_spec(bare, LrFindOptions(spec=bare).spec_overrides())
-    assert spec.search.base_batch_size == 64 and spec.search.batch_multipliers == (1,)
+    assert spec.search.grid.base_batch_size == 64 and spec.search.grid.batch_multipliers == (1,)
     given = tmp_path / "given.toml"
     given.write_text(
         '[study]\nname = "mine"\n[workload]\nmodel = "m:build"\ndata = "m:load"\n'
@@ -115,5 +115,5 @@ def test_a_spec_for_the_range_test_alone_may_leave_out_the_grid(tmp_path: Path) 
         'lr_rules = ["linear"]\nbase_lr = 0.01\ntrain_samples = 512\n'
     )
     spec = load_spec(given, LrFindOptions(spec=given, base_batch_size=16).spec_overrides())
-    assert spec.name == "mine" and spec.search.base_batch_size == 16  # the flag over the file
-    assert spec.search.batch_multipliers == (1, 2) and spec.search.base_lr == 0.01
+    assert spec.name == "mine" and spec.search.grid.base_batch_size == 16  # the flag over the file
+    assert spec.search.grid.batch_multipliers == (1, 2) and spec.search.grid.base_lr == 0.01

@@ -14,6 +14,7 @@ import pytest
 from fake_child import PLAN, FakeChild, make_spec, ok
 
 from tuner.core.recommend import baseline_at, baseline_key
+from tuner.core.spec import SearchSpec
 from tuner.driver import study as study_module
 from tuner.driver.study import run_search
 from tuner.results import recommendation
@@ -42,7 +43,7 @@ def per_precision(request: dict[str, Any]) -> dict[str, Any]:
 
 def single_spec(precisions: tuple[str, ...]) -> Any:
     spec = make_spec((2,), precisions=precisions, max_repeats=2)
-    return replace(spec, search=replace(spec.search, lr_rules=("none",)))
+    return replace(spec, search=SearchSpec.from_flat({**spec.search.flat(), "lr_rules": ["none"]}))
 
 
 def baseline_requests(child: FakeChild) -> list[dict[str, Any]]:

@@ -13,6 +13,7 @@ from fake_child import PLAN, FakeChild, make_spec, ok
 
 from tuner.core.configurations import status_of
 from tuner.core.record import decode
+from tuner.core.spec import SearchSpec
 from tuner.driver import study as study_module
 from tuner.driver.study import run_search
 from tuner.driver.trial.grid import grid_points
@@ -55,13 +56,13 @@ def test_the_grid_crosses_precisions_and_oom_stays_within_one(tmp_path: Path) ->
     assert all(status_of(by[(b, r, "mixed_bfloat16")]) == "ok" for b, r, _ in by)
     launched = [(r.global_batch_size, r.precision) for r in child.requests
                 if r.mode == "trial" and r.rule is not None and r.plan.num_replicas == 2
-                and r.seed == spec.search.seed]  # fmt: skip
+                and r.seed == spec.search.run.seed]  # fmt: skip
     assert (512, "mixed_bfloat16") in launched and (512, "float32") not in launched
     # Every request names its precision; the seed runs use the first one, the baseline runs at
     # each (tests/driver/test_precision_baseline.py).
     assert all(r.precision in PRECISIONS for r in child.requests if r.mode != "inspect")
     baseline = [r for r in child.requests if r.mode != "inspect" and r.plan.num_replicas == 1]
-    seeds = [r for r in child.requests if r.mode == "trial" and r.seed != spec.search.seed]
+    seeds = [r for r in child.requests if r.mode == "trial" and r.seed != spec.search.run.seed]
     assert baseline and seeds
     assert {r.precision for r in seeds} == {"float32"}
     assert {r.precision for r in baseline} == set(PRECISIONS)
@@ -94,7 +95,7 @@ def test_a_study_of_one_precision_keeps_its_parameters_and_sends_it(tmp_path: Pa
 def test_the_probe_prunes_only_at_its_own_precision(tmp_path: Path) -> None:
     child = FakeChild(fp32_oom_from_256)
     spec = make_spec((1, 2, 4), precisions=PRECISIONS)
-    spec = replace(spec, search=replace(spec.search, lr_rules=("none",)))
+    spec = replace(spec, search=SearchSpec.from_flat({**spec.search.flat(), "lr_rules": ["none"]}))
     url = f"sqlite:///{tmp_path / 'probe.db'}"
     report = run_search(spec, PLAN, url, probe=True, baseline=False, runner=child)
     probes = [r for r in child.requests if r.mode == "probe"]

@@ -64,16 +64,20 @@ def test_mnist_specs_load(
     assert spec.workload.model == "tuner.workloads.mnist:build_model"
     assert spec.workload.data == data
     assert spec.workload.loss == "sparse_categorical_crossentropy"
-    assert spec.search.global_batch_sizes == (32, 64, 128)
-    assert spec.search.lr_rules == ("none", "linear", "sqrt")
-    search = spec.search
-    assert (search.epochs, search.train_samples, search.val_samples) == budget
+    assert spec.search.grid.global_batch_sizes == (32, 64, 128)
+    assert spec.search.grid.lr_rules == ("none", "linear", "sqrt")
+    run = spec.search.run
+    assert (run.epochs, run.train_samples, run.val_samples) == budget
 
 
 @pytest.mark.parametrize("filename", ["images.toml", "records.toml"])
 def test_the_tf_data_examples_load_with_a_sample_budget(filename: str) -> None:
     spec = load_spec(STUDIES / filename)
-    assert spec.search.epochs is None and spec.search.train_samples and spec.search.val_samples
+    assert (
+        spec.search.run.epochs is None
+        and spec.search.run.train_samples
+        and spec.search.run.val_samples
+    )
 
 
 def test_path_may_be_a_string(tmp_path: Path) -> None:
@@ -83,7 +87,7 @@ def test_path_may_be_a_string(tmp_path: Path) -> None:
 
 def test_overrides_apply_to_a_file(tmp_path: Path) -> None:
     spec = load_spec(spec_file(tmp_path), {"search.epochs": 7})
-    assert spec.search.epochs == 7
+    assert spec.search.run.epochs == 7
     assert spec.name == "unit"
 
 

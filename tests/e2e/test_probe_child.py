@@ -37,8 +37,14 @@ def _spec(backend: str = "tensorflow") -> StudySpec:
             data="tuner_test_workloads:wide_data",
             backend=backend,
         ),
-        search=SearchSpec(
-            base_batch_size=1024, batch_multipliers=(1,), lr_rules=("none",), base_lr=1e-3, epochs=1
+        search=SearchSpec.from_flat(
+            dict(
+                base_batch_size=1024,
+                batch_multipliers=(1,),
+                lr_rules=("none",),
+                base_lr=1e-3,
+                epochs=1,
+            )
         ),
     )
 

@@ -59,7 +59,7 @@ def waiting_spare() -> Any:
 
 
 def test_a_warm_child_takes_the_request_and_reports_as_a_fresh_one(own_temp: Path) -> None:
-    request = trial_request(SPEC, PLAN, 128, SPEC.search.base_lr)
+    request = trial_request(SPEC, PLAN, 128, SPEC.search.grid.base_lr)
     events: list[str] = []
     spares_in_windows: list[object] = []
 

@@ -12,7 +12,7 @@ from typing import Any
 from tuner.api._functions import Shipment
 from tuner.api._result import SearchResult
 from tuner.core.errors import ConfigError
-from tuner.core.options import DEFAULT_STORAGE, named, naming, option
+from tuner.core.options import DEFAULT_STORAGE, named, naming, option, spec_only
 
 _REQUIRED_SEARCH = ("base_batch_size", "batch_multipliers", "lr_rules", "base_lr", "epochs")
 """What a spec file must name; without a file, the built-in workload's values stand."""
@@ -41,11 +41,10 @@ def search(
     the function itself or a ``"module:function"`` string. ``loss`` and ``optimizer`` are Keras
     names (a custom loss or optimizer object: compile it in ``model``). ``spec`` is a TOML spec
     file whose ``[workload]`` these replace; without one the built-in workload's grid applies.
-    Every other option is a field of :class:`~tuner.driver.options.SearchOptions`: ``tuner
-    search``'s flag with underscores (``cpu_replicas=2``, ``batch_multipliers=[1, 2, 4]``,
-    ``max_repeats=1``, ``baseline=False``), or a ``[search]`` key set in the spec only
-    (``tie_margin``, ``heartbeat``, ``seed``, …). ``progress`` shows the live progress and the
-    final table.
+    Every other option is ``tuner search``'s flag with underscores (``cpu_replicas=2``,
+    ``batch_multipliers=[1, 2, 4]``, ``max_repeats=1``, ``baseline=False``) or a ``[search]`` key
+    set in the spec only (``warmup_steps=100``), as :class:`~tuner.driver.options.SearchOptions`
+    takes them. ``progress`` shows the live progress and the final table.
 
     Raises :class:`~tuner.core.errors.ConfigError` for bad input (nothing stored) and
     :class:`~tuner.core.errors.TunerError` for a failure at run time, with the CLI's lines.
@@ -56,12 +55,15 @@ def search(
     with naming("search", keywords=True):
         check_known("tuner.search", options, SearchOptions, {"spec", "storage", "study_name"})
         options = {key: checked("search", key, value) for key, value in options.items()}
+        spec_values = {row.key: options.pop(row.key) for row in spec_only() if row.key in options}
         tables = _tables(spec, loss=loss, optimizer=optimizer)
         name = study_name or tables["study"].get("name") or _default_name(model)
         tables["study"]["name"] = name
         shipment = Shipment(_shipping_folder(storage, name))
         ship_workload(shipment, tables["workload"], "tuner.search", model, data, dataset)
-        search_options = SearchOptions(spec=tables, storage=storage, study_name=name, **options)
+        search_options = SearchOptions(
+            spec=tables, storage=storage, study_name=name, spec_values=spec_values, **options
+        )
         spec_and_plan(search_options, search_options.trial_timeout)  # bad input: nothing written
     shipment.write()
     front = _front(progress)
@@ -96,8 +98,13 @@ def ship_workload(
 
 
 def check_known(caller: str, options: Mapping[str, Any], kind: type, taken: set[str]) -> None:
-    """Refuse an option that is no field of ``kind`` (or is in ``taken``), naming the nearest."""
-    known = {field.name for field in dataclasses.fields(kind)} - taken
+    """Refuse an option that is no field of ``kind`` (or one of ``taken``, the function's own
+    keywords) nor, where ``kind`` has ``spec_values``, a spec-only key, with the nearest known
+    one."""
+    names = {field.name for field in dataclasses.fields(kind)}
+    known = names - taken - {"spec_values"}
+    if "spec_values" in names:  # SearchOptions: its spec-only keys are keywords too
+        known |= {row.key for row in spec_only()}
     for key in sorted(options.keys() - known):
         near = difflib.get_close_matches(key, sorted(known), n=1)
         hint = f"did you mean {near[0]}=?" if near else f"known: {', '.join(sorted(known))}"

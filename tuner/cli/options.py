@@ -30,13 +30,13 @@ def spec_default(key: str) -> str:
     from tuner.core.spec import spec_from_dict
 
     section, field = key.split(".")
-    found = getattr(getattr(spec_from_dict(), section), field)
+    found = spec_from_dict().to_dict()[section][field]  # the flat keys, lists as lists
     if isinstance(found, bool):
         shown = "on" if found else "off"
     elif found is None:
         shown = "none"
     else:
-        shown = ",".join(map(str, found)) if isinstance(found, tuple) else found
+        shown = ",".join(map(str, found)) if isinstance(found, list) else found
     return f"spec, else {shown}"
 
 

@@ -55,13 +55,11 @@ def status_text(status: str) -> Text:
 
 def search_banner(spec: StudySpec, plan: DevicePlan, study_name: str | None) -> str:
     """The line that says what a search is about to run, and on what."""
-    joint = f"{spec.search.trials} trials of model hyperparameters × " if spec.search.joint else ""
-    shape = (
-        f"{joint}{len(spec.search.global_batch_sizes)} batch sizes × "
-        f"{len(spec.search.lr_rules)} rules"
-    )
-    if len(spec.search.precisions) > 1:
-        shape += f" × {len(spec.search.precisions)} precisions"
+    grid = spec.search.grid
+    joint = f"{grid.trials} trials of model hyperparameters × " if grid.joint else ""
+    shape = f"{joint}{len(grid.global_batch_sizes)} batch sizes × {len(grid.lr_rules)} rules"
+    if len(grid.precisions) > 1:
+        shape += f" × {len(grid.precisions)} precisions"
     backend = " (jax)" if spec.workload.backend == "jax" else ""
     return (
         f"study {study_name or spec.name!r}: {shape} on {plan.num_replicas} {plan.kind} "

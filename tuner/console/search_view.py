@@ -47,7 +47,9 @@ class SearchView(LineView):
         from tuner.console import display, progress
 
         say_info(display.search_banner(spec, plan, study_name))
-        several = len(spec.search.precisions) > 1  # the progress lines then name each precision
+        several = (
+            len(spec.search.grid.precisions) > 1
+        )  # the progress lines then name each precision
         view = progress.search_progress(err, several)
         self._stack.enter_context(sigterm_as_interrupt())
         self._stack.enter_context(view)

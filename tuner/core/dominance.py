@@ -176,9 +176,9 @@ def measures_seed_noise(search: SearchSpec) -> bool:
     """Whether a search runs the base configuration's seed runs: ``seeds`` ≥ 2 in a grid, and
     under a loss target only for early stops (the loss-gap test's noise per check: trials stop
     at the target, so their final losses say nothing of the seeds and set no tolerance)."""
-    if search.joint or search.seeds < 2:
+    if search.grid.joint or search.decision.seeds < 2:
         return False
-    return search.target_loss is None or search.early_stop
+    return search.run.target_loss is None or search.decision.early_stop
 
 
 @functools.lru_cache(maxsize=256)

@@ -2,9 +2,11 @@
 
 One :class:`Option` holds an option's key (its Python keyword and the options dataclass field),
 type, default, help, spec key and the commands that take it as a flag. The Typer signatures
-(:mod:`tuner.cli.options`), the options dataclasses (:mod:`tuner.driver.options`, checked against
-this table by ``tests/cli/test_option_table.py``), :func:`tuner.search`'s keywords and the
-reference rows (checked against ``--help`` by ``tests/test_docs.py``) are read from it.
+(:mod:`tuner.cli.options`), the options dataclasses (:mod:`tuner.driver.options`, checked by
+``tests/cli/test_option_table.py``), :func:`tuner.search`'s keywords and the reference rows
+(checked against ``--help`` by ``tests/test_docs.py``) are read from it. A ``[search]`` row also
+names its check, its field in :class:`~tuner.core.spec.SearchSpec`'s sub-records (the one typed
+declaration, with its default) and whether a resumed study may change it.
 
 An option with a spec key and no command is set in the spec only (once per study), and as a
 keyword from Python. Errors name an option by its key through :func:`named`, which each front end
@@ -18,14 +20,14 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from tuner.core.probe import DEFAULT_PROBE_STEPS
 from tuner.core.scaling import LR_RULES
 
-# The defaults and choices below are the table's, so that it imports no other part of tuner
-# that names an option (the spec, the devices, the storage): those import them from here.
+# Defaults and choices live here so that the table imports no part of tuner naming an option.
 DEFAULT_STORAGE = "sqlite:///studies/tuner.db"
 DEFAULT_TRIAL_TIMEOUT_S = 1800.0
 """How long the driver waits for one trial process before it kills it (``trial_timeout``)."""
@@ -41,6 +43,7 @@ BACKENDS = ("tensorflow", "jax")
 """Values of ``workload.backend``: the Keras 3 backend a trial trains on."""
 LOOPS = ("fit", "custom")
 UPDATE_ON = ("replicas", "cpu")
+MODEL_HYPERPARAMETERS = ("defaults", "search")
 LOSS_REDUCTIONS = ("global", "replica-mean")
 """How a custom loop reduces the loss: over the global batch (right), or a per-replica mean summed
 over replicas (the forum answer's bug, kept so that ``tuner validate`` can show it caught)."""
@@ -75,6 +78,9 @@ class Option:
     shown: str | None = None
     envvar: str | None = None
     minimum: int | None = None
+    field: str = ""  # where SearchSpec keeps it: ``group.name`` (``sweep.full``)
+    check: str = ""  # the spec's check of its value (tuner.core.spec._parse's _CHECKS)
+    resumable: bool = False  # a resumed study may change it (not the grid: a budget, a margin)
 
     @property
     def flag(self) -> str:
@@ -82,9 +88,21 @@ class Option:
         return self.flags[0] if self.flags else "--" + self.key.replace("_", "-")
 
 
-def _search(key: str, help: str, kind: type = str, **more: Any) -> Option:
-    """An option of the ``[search]`` table."""
-    return Option(key, help, kind, spec=f"search.{key}", **more)
+_KINDS: dict[str, type] = {"count": int, "rates": int, "seed": int, "switch": bool,
+                           "counts": tuple, "rules": tuple, "precisions": tuple,
+                           "choice": str, "duration": str}  # fmt: skip
+"""A ``[search]`` option's type, by its check (else ``float``)."""
+
+
+def _search(at: str, key: str, check: str, help: str, **more: Any) -> Option:
+    """A ``[search]`` option kept ``at`` a sub-record (``grid``) or field (``sweep.full``)."""
+    field = at if "." in at else f"{at}.{key}"
+    kind = _KINDS.get(check, float)
+    return Option(key, help, kind, spec=f"search.{key}", field=field, check=check, **more)
+
+
+_grid, _run = partial(_search, "grid"), partial(_search, "run")
+_decision = partial(_search, "decision", resumable=True)  # margins and budgets: all may change
 
 
 OPTIONS: tuple[Option, ...] = (
@@ -108,50 +126,53 @@ OPTIONS: tuple[Option, ...] = (
         commands=GRID,
         shown="the spec's name",
     ),
-    _search("base_batch_size", "Base global batch B.", int, commands=RUN),
-    _search(
+    _grid("base_batch_size", "count", "Base global batch B.", commands=RUN),
+    _grid(
         "batch_multipliers",
+        "counts",
         "Global batches as multiples of B, e.g. 1,2,4.",
-        tuple,
         items=int,
         commands=GRID,
     ),
-    _search(
+    _grid(
         "lr_rules",
+        "rules",
         f"Learning-rate rules, comma-separated, from: {', '.join(LR_RULES)}.",
-        tuple,
         commands=GRID,
     ),
     _search(
+        "sweep.rates",
         "lr_sweep",
+        "rates",
         "Train N learning rates at every global batch, log-spaced from half the none rule's "
         "rate to twice the linear rule's, and measure how the best rate scales with the batch "
         "(the law: alpha in lr* ~ B^alpha, the critical batch). 0: no sweep.",
-        int,
         commands=("search",),
     ),
-    _search("base_lr", "Learning rate at batch B.", float, commands=TRAIN),
-    _search("epochs", "Epochs per run (at least 2).", int, commands=TRAIN),
-    _search(
+    _grid("base_lr", "positive", "Learning rate at batch B.", commands=TRAIN),
+    _run("epochs", "count", "Epochs per run (at least 2).", commands=TRAIN),
+    _run(
         "train_samples",
+        "count",
         "Samples every trial trains on, whatever its batch (instead of --epochs).",
-        int,
         commands=TRAIN,
     ),
-    _search(
+    _run(
         "val_samples",
+        "count",
         "The fixed validation set: its first N samples, in order.",
-        int,
         commands=("probe", "validate"),
     ),
-    _search(
+    _run(
         "loop",
+        "choice",
         "Training loop: Keras fit, or custom (strategy.run).",
         choices=LOOPS,
         commands=("probe", "validate", "lr-find"),
     ),
-    _search(
+    _run(
         "update_on",
+        "choice",
         "Where the weights are updated (cpu needs --loop custom).",
         choices=UPDATE_ON,
         commands=("probe", "validate", "lr-find"),
@@ -163,10 +184,10 @@ OPTIONS: tuple[Option, ...] = (
         choices=BACKENDS,
         commands=RUN,
     ),
-    _search(
+    _grid(
+        "precisions",
         "precisions",
         "Precisions, comma-separated, from: float32, mixed_bfloat16, mixed_float16.",
-        tuple,
         commands=("probe",),
     ),
     Option(
@@ -186,35 +207,36 @@ OPTIONS: tuple[Option, ...] = (
         True,
         ("search",),
     ),
-    _search(
+    _run(
         "noise_scale",
+        "switch",
         "Measure the gradient noise scale (2+ replicas).",
-        bool,
         commands=("search",),
     ),
-    _search(
+    _decision(
         "seeds",
+        "count",
         "Runs of the base configuration with different seeds (weights and data order); the "
         "loss tolerance becomes max(tolerance, 2 × their spread). 1 turns it off.",
-        int,
         commands=("search",),
     ),
-    _search(
+    _decision(
         "max_repeats",
+        "count",
         "Most runs of a close candidate: racing re-runs candidates whose 95 % intervals overlap "
         "the best one's. 1 turns racing off.",
-        int,
         commands=("search",),
     ),
-    _search(
+    _run(
         "target_loss",
+        "number",
         "Validation loss to train to: trials stop when they reach it and the default policy "
         "becomes time-to-target.",
-        float,
         commands=("search",),
     ),
-    _search(
+    _decision(
         "budget",
+        "duration",
         "Time the search may take, e.g. 90s, 15m, 1h30m: a run that would not fit is not "
         "started (the grid before seeds and repeats, repeats most decisive first), and the end "
         "says what was left out and what it costs.",
@@ -229,19 +251,20 @@ OPTIONS: tuple[Option, ...] = (
         ("search",),
     ),
     # Set once per study: in the spec (and as keywords of tuner.search), not as flags.
-    _search("model_hyperparameters", "A hypermodel's hyperparameters: defaults or search."),
-    _search("trials", "Trial budget of a joint search.", int),
-    _search("tolerance", "Final-loss tolerance relative to the best trial.", float),
-    _search("tie_margin", "Relative throughput margin within which candidates tie.", float),
-    _search("eval_every_samples", "Samples between two checks of target_loss.", int),
-    _search("early_stop", "Stop dominated grid trials early.", bool),
-    _search("lr_sweep_full", "Train every rate of the sweep (no bracketing).", bool),
-    _search("heartbeat", "Seconds between worker heartbeats (RDB storages; 0: off).", float),
-    _search("storage_wait", "Seconds an unreachable storage is waited for.", float),
-    _search("seed", "The seed of weights and data order.", int),
-    _search("noise_scale_steps", "Extra noise-scale steps per epoch.", int),
-    _search("warmup_epochs", "Epochs of linear-warmup's ramp.", float),
-    _search("warmup_steps", "Optimizer steps of linear-warmup's ramp.", int),
+    _grid("model_hyperparameters", "choice", "Or search.", choices=MODEL_HYPERPARAMETERS),
+    _grid("trials", "count", "Trial budget of a joint search.", resumable=True),
+    _decision("tolerance", "fraction", "Final-loss tolerance."),
+    _decision("tie_margin", "fraction", "Throughput tie margin."),
+    _run("eval_every_samples", "count", "Samples between two target checks."),
+    _decision("early_stop", "switch", "Stop dominated trials early."),
+    _search("sweep.full", "lr_sweep_full", "switch", "No bracketing.", resumable=True),
+    _search("storage", "heartbeat", "seconds", "Heartbeat period (0: off).", resumable=True),
+    _search("storage.wait", "storage_wait", "seconds", "Outage wait.", resumable=True),
+    _run("seed", "seed", "The seed of weights and data order."),
+    _run("noise_scale_steps", "count", "Extra noise-scale steps per epoch."),
+    _run("warmup_epochs", "warmup", "Epochs of linear-warmup's ramp."),
+    _run("warmup_steps", "count", "Optimizer steps of linear-warmup's ramp."),
+    _run("accumulation", "switch", "Reach a batch by gradient accumulation."),
     # The commands' own.
     Option(
         "resolution",
@@ -337,11 +360,6 @@ def option(key: str, command: str | None = None) -> Option:
     if not rows:
         raise KeyError(key)
     return next((o for o in rows if command in o.commands), rows[0])
-
-
-def default(command: str, key: str) -> Any:
-    """The default of ``command``'s option ``key``."""
-    return option(key, command).default
 
 
 @dataclass(frozen=True)

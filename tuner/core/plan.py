@@ -84,16 +84,17 @@ def plan_of(spec: StudySpec, grid_size: int, baseline_runs: int) -> SearchPlan:
     ``grid_size`` points (a joint search: its budget), the seeds the grid's base trial does not
     already give, and up to ``max_repeats - 1`` repeats of each grid point."""
     search = spec.search
-    joint = search.joint
-    seeds = search.seeds - 1 if measures_seed_noise(search) else 0
-    repeats = 0 if joint or search.max_repeats < 2 else grid_size * (search.max_repeats - 1)
+    joint = search.grid.joint
+    most = search.decision.max_repeats
+    seeds = search.decision.seeds - 1 if measures_seed_noise(search) else 0
+    repeats = 0 if joint or most < 2 else grid_size * (most - 1)
     return SearchPlan(
         check=1,
         baseline=baseline_runs,
         grid=grid_size,
         seeds=seeds,
         repeats_at_most=repeats,
-        budget_s=search.budget,
+        budget_s=search.decision.budget,
     )
 
 

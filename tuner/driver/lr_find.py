@@ -134,7 +134,7 @@ def find_lr(
     check_names(spec)
     if front is not None and notice:
         front.notice(notice)
-    batch = spec.search.base_batch_size
+    batch = spec.search.grid.base_batch_size
     if batch % plan.num_replicas:
         raise ConfigError(f"global batch {batch} does not divide by {plan.num_replicas} replicas")
     if front is not None:
@@ -186,10 +186,12 @@ def lr_find_request(
         workload=workload_ref(spec),
         global_batch_size=batch,
         learning_rate=options.min_lr,
-        budget=Budget(epochs=options.steps, steps_per_epoch=1, val_samples=spec.search.val_samples),
-        seed=spec.search.seed,
+        budget=Budget(
+            epochs=options.steps, steps_per_epoch=1, val_samples=spec.search.run.val_samples
+        ),
+        seed=spec.search.run.seed,
         precision=first_precision(spec),
-        loop=spec.search.loop_kind,
+        loop=spec.search.run.loop_kind,
         min_lr=options.min_lr,
         max_lr=options.max_lr,
         lr_steps=options.steps,

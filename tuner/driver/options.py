@@ -26,6 +26,7 @@ from tuner.core.options import (
     LOSS_REDUCTIONS,
     named,
     option,
+    spec_only,
 )
 from tuner.core.probe import DEFAULT_PROBE_STEPS
 
@@ -62,6 +63,8 @@ class SpecOptions:
 
         overrides: dict[str, Any] = {}
         for field in dataclasses.fields(self):
+            if field.name == "spec_values":  # SearchOptions's spec-only keys: its own
+                continue
             row = option(field.name, self.COMMAND)
             value = getattr(self, field.name)
             if row.spec is None:
@@ -97,7 +100,7 @@ class ProbeOptions(GridOptions):
 @dataclass(frozen=True, kw_only=True)
 class SearchOptions(GridOptions):
     """``tuner search``: the options model the CLI builds, and :func:`tuner.search` too (with
-    the ``[search]`` keys that have no flag: :func:`tuner.core.options.spec_only`)."""
+    the ``[search]`` keys that have no flag in ``spec_values``)."""
 
     COMMAND: ClassVar[str] = "search"
     trial_timeout: float = DEFAULT_TRIAL_TIMEOUT_S
@@ -115,24 +118,18 @@ class SearchOptions(GridOptions):
     quick: bool = False
     """A first answer: one run per configuration and one baseline run (``max_repeats`` 1), no
     seed runs (``seeds`` 1). An explicit ``max_repeats`` or ``seeds`` wins over it."""
-    model_hyperparameters: str | None = None
-    trials: int | None = None
-    tolerance: float | None = None
-    tie_margin: float | None = None
-    eval_every_samples: int | None = None
-    early_stop: bool | None = None
-    lr_sweep_full: bool | None = None
-    heartbeat: float | None = None
-    storage_wait: float | None = None
-    seed: int | None = None
-    noise_scale_steps: int | None = None
-    warmup_epochs: float | None = None
-    warmup_steps: int | None = None
+    spec_values: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    """The ``[search]`` keys set in the spec only (:func:`tuner.core.options.spec_only`), by key:
+    one mapping checked against the table, not a field each (the spec checks the values)."""
 
     def spec_overrides(self) -> dict[str, Any]:
         quick = {"search.max_repeats": 1, "search.seeds": 1} if self.quick else {}
         overrides = super().spec_overrides()
-        given = {key: value for key, value in overrides.items() if value is not None}
+        known = {row.key for row in spec_only()}
+        for key in sorted(self.spec_values.keys() - known):
+            raise ConfigError(f"{key} is no [search] key set in the spec only")
+        spec = {f"search.{key}": value for key, value in self.spec_values.items()}
+        given = {key: value for key, value in (overrides | spec).items() if value is not None}
         return overrides | quick | given
 
 

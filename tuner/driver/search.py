@@ -111,8 +111,8 @@ def search(
             options.storage,
             study_name=options.study_name,
             trial_timeout_s=options.trial_timeout,
-            heartbeat_s=spec.search.heartbeat or None,  # 0: off
-            storage_wait_s=spec.search.storage_wait,
+            heartbeat_s=spec.search.storage.heartbeat or None,  # 0: off
+            storage_wait_s=spec.search.storage.wait,
             probe=options.probe,
             baseline=options.baseline,
             observer=front,
@@ -130,7 +130,7 @@ def _before_trials(
 ) -> None:
     """Once the input is checked: say what will not be measured, validate when asked, then
     say the search starts."""
-    if spec.search.noise_scale and plan.num_replicas < 2:
+    if spec.search.run.noise_scale and plan.num_replicas < 2:
         front.warning(NOISE_SCALE_NEEDS_REPLICAS)
     if options.validate:
         front.note("validating the multi-replica training first…")
@@ -164,8 +164,10 @@ def probe(options: ProbeOptions, front: Front | None = None) -> ProbeReport:
     if options.steps < 1 or (options.resolution is not None and options.resolution < 1):
         raise ConfigError(f"{named('steps')} and {named('resolution')} must be positive")
     spec, plan = _spec_and_plan(options, front)
-    if len(spec.search.precisions) > 1:
-        front.note(f"probing at {spec.search.precisions[0]}, the first precision: a probe runs one")
+    if len(spec.search.grid.precisions) > 1:
+        front.note(
+            f"probing at {spec.search.grid.precisions[0]}, the first precision: a probe runs one"
+        )
     found = _study.probe_study(
         spec,
         plan,
@@ -199,7 +201,7 @@ def validate(options: ValidateOptions, front: Front | None = None) -> dict[str, 
         else "against one device"
     )
     front.note(
-        f"validating {spec.search.loop_kind} on {plan.num_replicas} {plan.kind} replicas "
+        f"validating {spec.search.run.loop_kind} on {plan.num_replicas} {plan.kind} replicas "
         f"({spec.workload.backend}): {against}…"
     )
     return _validate.run_validation(

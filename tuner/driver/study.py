@@ -121,7 +121,7 @@ def run_search(
     first = plan.single_device() if baseline and plan.num_replicas > 1 and not probe else plan
     load = _announce(spec, plan, observer, baseline=baseline and not probe)
     with spares(expect=first.child_environment()):
-        measured = spec.search.noise_scale and plan.num_replicas > 1
+        measured = spec.search.run.noise_scale and plan.num_replicas > 1
         checking = observed(runner, observer, "workload check")
         info = workload_check.check(
             spec,
@@ -151,8 +151,8 @@ def _announce(
     busy = busy_line(load)
     if busy is not None:
         observer.note(busy)
-    runs = baseline_runs(spec) * len(spec.search.precisions) if plan.num_replicas > 1 else 0
-    size = spec.search.trials if spec.search.joint else len(grid_points(spec))
+    runs = baseline_runs(spec) * len(spec.search.grid.precisions) if plan.num_replicas > 1 else 0
+    size = spec.search.grid.trials if spec.search.grid.joint else len(grid_points(spec))
     observer.planned(plan_of(spec, size, runs if baseline else 0))
     return load
 
@@ -259,7 +259,7 @@ def _prepare(
         # Under a budget the baseline runs once: its further runs only narrow the speedup's
         # interval, worth less than any grid point (counted as left out).
         once = spec if ledger is None else budget_baseline(spec, plan, ledger)
-        for precision in spec.search.precisions:
+        for precision in spec.search.grid.precisions:
             prepare_baseline(
                 study, once, plan, precision, runner=runner, timeout_s=timeout_s, observer=observer
             )
@@ -269,8 +269,8 @@ def _prepare(
 def _grid_left(study: optuna.Study, spec: StudySpec) -> int:
     """Grid points (a joint search: trials of its budget) no run has settled yet."""
     trials = storage_call(study, study.get_trials, deepcopy=False)
-    if spec.search.joint:
-        return max(0, spec.search.trials - claimed_count(trials))
+    if spec.search.grid.joint:
+        return max(0, spec.search.grid.trials - claimed_count(trials))
     return len(grid_points(spec)) - len(settled_grid_points(trials))
 
 

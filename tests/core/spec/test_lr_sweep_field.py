@@ -34,12 +34,12 @@ def spec(**search: Any):
 
 
 def test_the_sweep_adds_its_rules_to_the_grid() -> None:
-    assert spec().search.lr_sweep == 0 and spec().search.grid_rules == ("none",)
+    assert spec().search.sweep.rates == 0 and spec().search.grid_rules == ("none",)
     swept = spec(lr_sweep=3)
     assert swept.search.grid_rules == ("none", "sweep-1/3", "sweep-2/3", "sweep-3/3")
     assert len(grid_points(swept)) == 2 * 4
     flag = spec_from_dict(copy.deepcopy(VALID), {"search.lr_sweep": 5}, source="unit.toml")
-    assert flag.search.lr_sweep == 5
+    assert flag.search.sweep.rates == 5
 
 
 @pytest.mark.parametrize("value", [1, 2, -1, "5", True, 2.5])

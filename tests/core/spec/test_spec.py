@@ -69,15 +69,17 @@ def test_builtin_values() -> None:
         loss="mse",
         optimizer="adam",
     )
-    assert spec.search == SearchSpec(
-        base_batch_size=64,
-        batch_multipliers=(1, 2),
-        lr_rules=("none", "linear", "sqrt"),
-        base_lr=1e-3,
-        epochs=3,
-        seed=0,
+    assert spec.search == SearchSpec.from_flat(
+        dict(
+            base_batch_size=64,
+            batch_multipliers=(1, 2),
+            lr_rules=("none", "linear", "sqrt"),
+            base_lr=1e-3,
+            epochs=3,
+            seed=0,
+        )
     )
-    assert spec.search.global_batch_sizes == (64, 128)
+    assert spec.search.grid.global_batch_sizes == (64, 128)
     assert spec.source == BUILTIN_SOURCE
 
 
@@ -89,13 +91,13 @@ def test_optional_fields_default() -> None:
     # Left to the build's compile (the workload check refuses an uncompiled build without them).
     assert spec.workload.loss is None
     assert spec.workload.optimizer is None
-    assert spec.search.seed == 0
+    assert spec.search.run.seed == 0
 
 
 def test_global_batch_sizes_sorted() -> None:
     spec = build(spec_data("search", "batch_multipliers", [4, 1, 2]))
-    assert spec.search.batch_multipliers == (4, 1, 2)
-    assert spec.search.global_batch_sizes == (64, 128, 256)
+    assert spec.search.grid.batch_multipliers == (4, 1, 2)
+    assert spec.search.grid.global_batch_sizes == (64, 128, 256)
 
 
 def test_the_stored_spec_is_plain_data_that_rebuilds_it_and_resumes_its_study() -> None:
@@ -181,12 +183,12 @@ def test_cli_overrides_apply() -> None:
             "search.epochs": 5,
         },
     )
-    assert spec.search.base_batch_size == 32
-    assert spec.search.batch_multipliers == (1, 4)
-    assert spec.search.global_batch_sizes == (32, 128)
-    assert spec.search.lr_rules == ("sqrt",)
-    assert spec.search.base_lr == 0.01
-    assert spec.search.epochs == 5
+    assert spec.search.grid.base_batch_size == 32
+    assert spec.search.grid.batch_multipliers == (1, 4)
+    assert spec.search.grid.global_batch_sizes == (32, 128)
+    assert spec.search.grid.lr_rules == ("sqrt",)
+    assert spec.search.grid.base_lr == 0.01
+    assert spec.search.run.epochs == 5
     assert spec.name == "regression"
 
 
@@ -198,7 +200,7 @@ def test_none_overrides_are_ignored() -> None:
 def test_overrides_apply_to_given_tables_without_changing_them() -> None:
     data = spec_data()
     spec = build(data, {"search.epochs": 7})
-    assert spec.search.epochs == 7
+    assert spec.search.run.epochs == 7
     assert spec.name == "unit"
     assert spec.source == SOURCE
     assert data == VALID
@@ -207,8 +209,8 @@ def test_overrides_apply_to_given_tables_without_changing_them() -> None:
 def test_overrides_do_not_leak_into_builtin() -> None:
     spec_from_dict(None, {"search.epochs": 9, "search.lr_rules": ["linear"]})
     spec = spec_from_dict()
-    assert spec.search.epochs == 3
-    assert spec.search.lr_rules == ("none", "linear", "sqrt")
+    assert spec.search.run.epochs == 3
+    assert spec.search.grid.lr_rules == ("none", "linear", "sqrt")
 
 
 @pytest.mark.parametrize(
@@ -306,17 +308,17 @@ def test_exactly_one_of_each_pair(section: str, first: str, second: str, value: 
     alone = spec_data(section, first, _DROP)
     alone[section][second] = value
     spec = build(alone)
-    assert getattr(getattr(spec, section), second) == value
-    assert getattr(getattr(spec, section), first) is None
+    assert spec.to_dict()[section][second] == value  # the flat keys, as stored
+    assert spec.to_dict()[section][first] is None
 
 
 def test_a_budget_flag_replaces_the_specs_other_budget() -> None:
     by_samples = spec_from_dict(None, {"search.train_samples": 50_000})
-    assert (by_samples.search.epochs, by_samples.search.train_samples) == (None, 50_000)
+    assert (by_samples.search.run.epochs, by_samples.search.run.train_samples) == (None, 50_000)
     raw = {**VALID, "search": {**VALID["search"], "train_samples": 1000}}
     raw["search"].pop("epochs")
     by_epochs = spec_from_dict(raw, {"search.epochs": 4})
-    assert (by_epochs.search.epochs, by_epochs.search.train_samples) == (4, None)
+    assert (by_epochs.search.run.epochs, by_epochs.search.run.train_samples) == (4, None)
 
 
 def test_warmup_epochs_needs_epochs() -> None:
@@ -416,9 +418,9 @@ def test_valid_edge_values() -> None:
     data["workload"]["model"] = "pkg_1.sub.mod:build_2"
     spec = build(data)
     assert spec.name == "My_study-2.v1"
-    assert spec.search.epochs == 2
-    assert spec.search.base_lr == 1.0
-    assert isinstance(spec.search.base_lr, float)
+    assert spec.search.run.epochs == 2
+    assert spec.search.grid.base_lr == 1.0
+    assert isinstance(spec.search.grid.base_lr, float)
     assert spec.workload.model == "pkg_1.sub.mod:build_2"
 
 
@@ -475,13 +477,13 @@ def test_sqrt_adam_needs_adam_and_ratios_its_betas_survive() -> None:
             overrides={"search.lr_rules": ["sqrt-adam"], "search.batch_multipliers": [1, 16]}
         )
     spec = spec_from_dict(overrides={"search.lr_rules": ["sqrt-adam", "linear-warmup"]})
-    assert spec.search.lr_rules == ("sqrt-adam", "linear-warmup")
+    assert spec.search.grid.lr_rules == ("sqrt-adam", "linear-warmup")
 
 
 def test_noise_scale_and_warmup_fields() -> None:
     spec = spec_from_dict()
-    assert (spec.search.noise_scale, spec.search.noise_scale_steps) == (True, None)
-    assert (spec.search.warmup_epochs, spec.search.warmup_steps) == (1.0, None)
+    assert (spec.search.run.noise_scale, spec.search.run.noise_scale_steps) == (True, None)
+    assert (spec.search.run.warmup_epochs, spec.search.run.warmup_steps) == (1.0, None)
     with pytest.raises(ConfigError, match="warmup-epochs must be more than 0 and less than"):
         spec_from_dict(overrides={"search.warmup_epochs": 3})
     with pytest.raises(ConfigError, match="noise-scale must be true or false"):
@@ -490,12 +492,13 @@ def test_noise_scale_and_warmup_fields() -> None:
 
 def test_decision_fields_default_to_three_seeds_three_repeats_and_no_target() -> None:
     search = spec_from_dict().search
-    assert (search.seeds, search.max_repeats, search.tolerance) == (3, 3, 0.02)
-    assert (search.target_loss, search.eval_every_samples) == (None, None)
+    decision = search.decision
+    assert (decision.seeds, decision.max_repeats, decision.tolerance) == (3, 3, 0.02)
+    assert (search.run.target_loss, search.run.eval_every_samples) == (None, None)
     search = spec_from_dict(
         overrides={"search.target_loss": 0.5, "search.eval_every_samples": 1024}
     ).search
-    assert (search.target_loss, search.eval_every_samples) == (0.5, 1024)
+    assert (search.run.target_loss, search.run.eval_every_samples) == (0.5, 1024)
     with pytest.raises(ConfigError, match=r"--eval-every-samples sets how often .* target_loss"):
         spec_from_dict(overrides={"search.eval_every_samples": 1024})
 
@@ -510,8 +513,8 @@ def test_seeds_repeats_and_tolerance_may_change_on_resume_but_the_target_may_not
 
 
 def test_tie_margin_is_a_fraction_that_may_change_on_resume() -> None:
-    assert build(spec_data("search", "tie_margin", 0.1)).search.tie_margin == 0.1
-    assert build(VALID).search.tie_margin == 0.05
+    assert build(spec_data("search", "tie_margin", 0.1)).search.decision.tie_margin == 0.1
+    assert build(VALID).search.decision.tie_margin == 0.05
     with pytest.raises(ConfigError, match=r"tie_margin .*must be in \[0, 1\), got 1.5"):
         build(spec_data("search", "tie_margin", 1.5))
     changed = build(spec_data("search", "tie_margin", 0.2)).identity()

@@ -39,13 +39,13 @@ def _spec(workload: dict[str, Any] | None = None, search: dict[str, Any] | None 
 def test_defaults_are_tensorflow_and_float32() -> None:
     spec = _spec()
     assert spec.workload.backend == "tensorflow"
-    assert spec.search.precisions == ("float32",)
+    assert spec.search.grid.precisions == ("float32",)
 
 
 def test_jax_and_every_precision_parse() -> None:
     spec = _spec({"backend": "jax"}, {"precisions": list(PRECISIONS)})
     assert spec.workload.backend == "jax"
-    assert spec.search.precisions == PRECISIONS
+    assert spec.search.grid.precisions == PRECISIONS
     assert spec.to_dict()["search"]["precisions"] == list(PRECISIONS)
 
 

@@ -2,14 +2,18 @@
 
 :func:`spec_from_dict` turns parsed TOML plus CLI overrides into a :class:`StudySpec`, or raises
 one :class:`~tuner.core.errors.ConfigError` line. Behind this face: ``_spec`` (the model),
-``_parse`` (its assembly from tables), ``_fields`` (checks of single fields), ``_runtime`` (how
-a trial runs: backend, loop, precision) and ``_decision`` (how sure a decision must be: seeds,
-repeats, tolerance).
+``_parse`` (its assembly from tables), ``_fields`` (checks of single fields) and ``_runtime``
+(how a trial runs: backend, loop, precision).
+
+:class:`SearchSpec` is in sub-records (``spec.search.sweep.full``), the one typed declaration of
+the ``[search]`` values; the options table (:mod:`tuner.core.options`) names each flat key once,
+with its check, its field and whether a resumed study may change it. The spec file and the spec
+stored on a study keep the flat keys (:meth:`SearchSpec.flat`).
 """
 
 from __future__ import annotations
 
-from tuner.core.options import LOSS_REDUCTIONS
+from tuner.core.options import LOSS_REDUCTIONS, MODEL_HYPERPARAMETERS
 from tuner.core.spec._fields import (
     check_study_name,
     is_valid_study_name,
@@ -23,10 +27,10 @@ from tuner.core.spec._spec import (
     DEFAULT_LOSS,
     DEFAULT_OPTIMIZER,
     LOOP_KINDS,
-    MODEL_HYPERPARAMETERS,
     SearchSpec,
     StudySpec,
     WorkloadSpec,
+    identity_of,
 )
 
 __all__ = [
@@ -42,6 +46,7 @@ __all__ = [
     "StudySpec",
     "WorkloadSpec",
     "check_study_name",
+    "identity_of",
     "is_valid_study_name",
     "parse_int_list",
     "parse_name_list",

@@ -71,6 +71,37 @@ def positive_float(value: Any, label: str) -> float:
     return float(value)
 
 
+def switch(value: Any, label: str) -> bool:
+    """``true`` or ``false``."""
+    if not isinstance(value, bool):
+        raise ConfigError(f"{label} must be true or false")
+    return value
+
+
+def seed(value: Any, label: str) -> int:
+    """A non-negative integer."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ConfigError(f"{label} must be a non-negative integer, got {value!r}")
+    return value
+
+
+def seconds(value: Any, label: str) -> float:
+    """0 (off, or no wait) or a positive number of seconds."""
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if not number or not (math.isfinite(value) and value >= 0):
+        raise ConfigError(f"{label} must be 0 or a positive number of seconds")
+    return float(value)
+
+
+def rates(value: Any, label: str) -> int:
+    """The learning rates of a sweep: 0 (no sweep) or at least 3 (a parabola needs three)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0 or value in (1, 2):
+        raise ConfigError(
+            f"{label} must be 0 (no sweep) or a number of rates of at least 3, got {value!r}"
+        )
+    return value
+
+
 def duration(value: Any, label: str) -> float | None:
     """Seconds of a duration (``90s``, ``15m``, ``1h30m``, or a number of seconds); ``None``
     when not given."""

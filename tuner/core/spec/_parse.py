@@ -1,24 +1,27 @@
 """A spec's assembly: parsed TOML tables plus CLI overrides into a :class:`StudySpec`, every
 field checked, so that a bad one is one clear line before anything runs.
+
+The ``[search]`` keys, their checks and their places in :class:`SearchSpec` come from the options
+table (:mod:`tuner.core.options`), their defaults from :class:`SearchSpec`'s sub-records; only
+the keys checked together (epochs and the warmup, the loop and the precisions, the loss target
+and its cadence) are named here.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from tuner.core.errors import ConfigError
-from tuner.core.options import named
+from tuner.core.options import OPTIONS, Option, named
 from tuner.core.spec import _fields as fields
-from tuner.core.spec._decision import decision_fields
 from tuner.core.spec._fields import Table, check_study_name
-from tuner.core.spec._runtime import backend, check_backend, loop_fields
+from tuner.core.spec._runtime import backend, check_backend, check_loop, precision_list
 from tuner.core.spec._spec import (
     BUILTIN_SOURCE,
     DEFAULT_STUDY_NAME,
-    DEFAULT_TRIALS,
-    MODEL_HYPERPARAMETERS,
+    SEARCH_DEFAULTS,
     SearchSpec,
     StudySpec,
     WorkloadSpec,
@@ -45,38 +48,7 @@ _BUILTIN: dict[str, Any] = {
 SECTION_KEYS: dict[str, tuple[str, ...]] = {
     "study": ("name",),
     "workload": ("model", "data", "dataset", "loss", "optimizer", "backend"),
-    "search": (
-        "base_batch_size",
-        "batch_multipliers",
-        "lr_rules",
-        "lr_sweep",
-        "lr_sweep_full",
-        "base_lr",
-        "epochs",
-        "seed",
-        "loop",
-        "update_on",
-        "precisions",
-        "model_hyperparameters",
-        "trials",
-        "noise_scale",
-        "noise_scale_steps",
-        "accumulation",
-        "warmup_epochs",
-        "warmup_steps",
-        "train_samples",
-        "val_samples",
-        "seeds",
-        "max_repeats",
-        "tolerance",
-        "tie_margin",
-        "target_loss",
-        "eval_every_samples",
-        "early_stop",
-        "budget",
-        "heartbeat",
-        "storage_wait",
-    ),
+    "search": tuple(row.key for row in OPTIONS if row.field),
 }
 """The keys each table of a spec may hold."""
 
@@ -133,7 +105,8 @@ def build_spec(
     )
     workload_spec = _workload(workload)
     search_spec = _search(search, workload_spec.optimizer)
-    check_backend(workload_spec.backend, search, workload, search_spec.loop, search_spec.update_on)
+    run = search_spec.run
+    check_backend(workload_spec.backend, search, workload, run.loop, run.update_on)
     return StudySpec(
         name=_study_name(study),
         workload=workload_spec,
@@ -178,103 +151,74 @@ def _data_source(workload: Table) -> dict[str, str | None]:
 
 
 def _search(search: Table, optimizer: str | None) -> SearchSpec:
-    grid = _grid(search)
-    spec = SearchSpec(
-        **grid,
-        seed=_seed(search),
-        **loop_fields(search),
-        **_budget(search),
-        **_noise_and_warmup(search, grid["epochs"]),
-        **decision_fields(search),
-    )
-    if "sqrt-adam" in spec.lr_rules and optimizer is not None:  # else the build's: the child
-        fields.check_sqrt_adam(
-            optimizer, spec.base_batch_size, spec.batch_multipliers, search.label("lr_rules")
-        )
-    return spec
-
-
-def _lr_sweep(search: Table) -> int:
-    """``lr_sweep``: 0 (no sweep) or at least 3 rates (a parabola needs three)."""
-    value = search.get("lr_sweep", 0)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0 or value in (1, 2):
-        raise ConfigError(
-            f"{search.label('lr_sweep')} must be 0 (no sweep) or a number of rates of at least 3, "
-            f"got {value!r}"
-        )
-    return value
-
-
-def _grid(search: Table) -> dict[str, Any]:
-    """The grid's fields: base batch, multipliers, rules, base learning rate and epochs."""
-    grid: dict[str, Any] = {
-        "base_batch_size": fields.positive_int(
-            search.need("base_batch_size"), search.label("base_batch_size")
-        ),
-        "batch_multipliers": fields.int_list(
-            search.need("batch_multipliers"), search.label("batch_multipliers")
-        ),
-        "lr_rules": fields.rule_list(search.need("lr_rules"), search.label("lr_rules")),
-        "lr_sweep": _lr_sweep(search),
-        "base_lr": fields.positive_float(search.need("base_lr"), search.label("base_lr")),
-        **_sample_budget(search),
-    }
-    if grid["epochs"] is not None and grid["epochs"] < 2:
-        raise ConfigError(
-            f"{search.label('epochs')} must be at least 2, got {grid['epochs']}: the first epoch "
-            "includes tracing and is left out of the throughput"
-        )
-    return grid
-
-
-def _sample_budget(search: Table) -> dict[str, int | None]:
-    """Exactly one of ``epochs`` and ``train_samples``; ``val_samples`` optional."""
+    """Each ``[search]`` key checked as its row of the options table says (absent: the field's
+    default), then the keys that are checked together."""
     search.exactly_one(
         ("epochs", "whole passes over a finite training set"),
         ("train_samples", "the samples every trial trains on"),
     )
-    budget = {key: search.optional_positive_int(key) for key in ("epochs", "train_samples")}
-    return {**budget, "val_samples": search.optional_positive_int("val_samples")}
+    values = {row.key: _value(search, row) for row in OPTIONS if row.field}
+    _check_together(search, values)
+    spec = SearchSpec.from_flat(values)
+    if "sqrt-adam" in spec.grid.lr_rules and optimizer is not None:  # else the build's: the child
+        fields.check_sqrt_adam(
+            optimizer,
+            spec.grid.base_batch_size,
+            spec.grid.batch_multipliers,
+            search.label("lr_rules"),
+        )
+    return spec
 
 
-def _seed(search: Table) -> int:
-    seed = search.get("seed", 0)
-    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
-        raise ConfigError(f"{search.label('seed')} must be a non-negative integer, got {seed!r}")
-    return seed
+_CHECKS: dict[str, Callable[[Any, str], Any]] = {
+    "count": fields.positive_int,
+    "counts": fields.int_list,
+    "rules": fields.rule_list,
+    "precisions": precision_list,
+    "positive": fields.positive_float,
+    "number": fields.finite,
+    "fraction": fields.fraction,
+    "switch": fields.switch,
+    "seconds": fields.seconds,
+    "seed": fields.seed,
+    "rates": fields.rates,
+    "duration": fields.duration,
+    "warmup": lambda value, label: value,  # with the epochs: _check_together
+}
+"""The checks the options table names (:attr:`~tuner.core.options.Option.check`)."""
 
 
-def _budget(search: Table) -> dict[str, Any]:
-    """Whether a hypermodel's hyperparameters are searched, and the trial budget if so."""
-    mode = fields.choice(
-        search.get("model_hyperparameters", "defaults"),
-        search.label("model_hyperparameters"),
-        MODEL_HYPERPARAMETERS,
-    )
-    trials = fields.positive_int(search.get("trials", DEFAULT_TRIALS), search.label("trials"))
-    return {"model_hyperparameters": mode, "trials": trials}
+def _value(search: Table, row: Option) -> Any:
+    """``row``'s value: checked; absent, the field's default (none: a key the spec must give)."""
+    value = search.get(row.key)
+    if value is None:
+        return search.need(row.key) if row.key not in SEARCH_DEFAULTS else SEARCH_DEFAULTS[row.key]
+    label = search.label(row.key)
+    if row.check == "choice":
+        return fields.choice(value, label, row.choices)
+    return _CHECKS[row.check](value, label)
 
 
-def _noise_and_warmup(search: Table, epochs: int) -> dict[str, Any]:
-    noise_scale = search.get("noise_scale", True)
-    if not isinstance(noise_scale, bool):
-        raise ConfigError(f"{search.label('noise_scale')} must be true or false")
-    accumulation = search.get("accumulation", False)
-    if not isinstance(accumulation, bool):
-        raise ConfigError(f"{search.label('accumulation')} must be true or false")
-    return {
-        "noise_scale": noise_scale,
-        "noise_scale_steps": search.optional_positive_int("noise_scale_steps"),
-        "accumulation": accumulation,
-        "warmup_epochs": _warmup_epochs(search, epochs),
-        "warmup_steps": search.optional_positive_int("warmup_steps"),
-    }
+def _check_together(search: Table, values: dict[str, Any]) -> None:
+    """The keys whose check needs another's value."""
+    epochs = values["epochs"]
+    if epochs is not None and epochs < 2:
+        raise ConfigError(
+            f"{search.label('epochs')} must be at least 2, got {epochs}: the first epoch "
+            "includes tracing and is left out of the throughput"
+        )
+    values["warmup_epochs"] = _warmup_epochs(search, epochs, values["warmup_epochs"])
+    check_loop(search, values["loop"], values["update_on"], values["precisions"])
+    if values["eval_every_samples"] is not None and values["target_loss"] is None:
+        raise ConfigError(
+            f"{search.label('eval_every_samples')} sets how often the loss target is checked; "
+            f"give a target_loss ({named('target_loss')}) too, or drop it"
+        )
 
 
-def _warmup_epochs(search: Table, epochs: int | None) -> float:
+def _warmup_epochs(search: Table, epochs: int | None, value: Any) -> float:
     """The ramp must end inside the run, or ``linear-warmup`` never reaches its peak."""
     label = search.label("warmup_epochs")
-    value = search.get("warmup_epochs", 1.0)
     if epochs is None:  # a sample budget has no epochs: its ramp is warmup_steps (or 10 %)
         if "warmup_epochs" in search.values:
             raise ConfigError(f"{label} needs epochs; with train_samples give warmup_steps")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from tuner.core.errors import ConfigError
-from tuner.core.options import BACKENDS, LOOPS, UPDATE_ON
+from tuner.core.options import BACKENDS
 from tuner.core.spec import _fields as fields
 from tuner.core.spec._fields import Table
 
@@ -40,26 +40,18 @@ def precision_list(value: Any, label: str) -> tuple[str, ...]:
     return names
 
 
-def loop_fields(search: Table) -> dict[str, Any]:
-    """``loop`` and ``update_on``: CPU-side updates exist for the custom loop only."""
-    loop = fields.choice(search.get("loop", "fit"), search.label("loop"), LOOPS)
-    update_on = fields.choice(
-        search.get("update_on", "replicas"), search.label("update_on"), UPDATE_ON
-    )
+def check_loop(search: Table, loop: str, update_on: str, precisions: tuple[str, ...]) -> None:
+    """CPU-side updates exist for the custom loop only, mixed precisions for fit only."""
     if update_on == "cpu" and loop == "fit":
         raise ConfigError(
             f"{search.label('update_on')} = cpu needs loop = custom: Keras fit under "
             "CentralStorageStrategy does not match one device (see docs/guide/validate.md)"
         )
-    precisions = precision_list(
-        search.get("precisions", list(DEFAULT_PRECISIONS)), search.label("precisions")
-    )
     if loop != "fit" and precisions != DEFAULT_PRECISIONS:
         raise ConfigError(
             f"{search.label('precisions')} other than float32 needs loop = fit: Keras's compile "
             "sets up the mixed-precision loss scaling that the custom loops do not"
         )
-    return {"loop": loop, "update_on": update_on, "precisions": precisions}
 
 
 def check_backend(name: str, search: Table, workload: Table, loop: str, update_on: str) -> None:

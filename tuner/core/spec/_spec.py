@@ -6,26 +6,20 @@ Pure: reading the TOML file is :func:`tuner.driver.setup.spec_file.load_spec`'s 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from collections.abc import Mapping
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any
 
-from tuner.core.identity import identity_of
-from tuner.core.options import DEFAULT_HEARTBEAT_S, DEFAULT_STORAGE_WAIT_S
+from tuner.core.options import DEFAULT_HEARTBEAT_S, DEFAULT_STORAGE_WAIT_S, OPTIONS
 from tuner.core.recommend import DEFAULT_TIE_MARGIN, DEFAULT_TOLERANCE
 from tuner.core.scaling import sweep_rules
-from tuner.core.spec._decision import DEFAULT_MAX_REPEATS, DEFAULT_SEEDS
-from tuner.core.spec._runtime import (
-    DEFAULT_BACKEND,
-    DEFAULT_PRECISIONS,
-)
+from tuner.core.spec._runtime import DEFAULT_BACKEND, DEFAULT_PRECISIONS
 
 DEFAULT_STUDY_NAME = "regression"
 """The built-in workload's study name, the default ``--study-name`` of the browsing commands."""
 LOOP_KINDS = ("fit", "custom", "cpu-update")
 """The training loops a worker runs: ``loop``, with ``custom`` + ``update_on = cpu`` as its own kind
-(see :attr:`SearchSpec.loop_kind`)."""
-MODEL_HYPERPARAMETERS = ("defaults", "search")
-DEFAULT_TRIALS = 20
+(see :attr:`RunSpec.loop_kind`)."""
 DEFAULT_LOSS = "mse"
 DEFAULT_OPTIMIZER = "adam"
 """What an uncompiled build trains with when the spec names no loss or optimizer (a compiled
@@ -56,70 +50,18 @@ class WorkloadSpec:
 
 
 @dataclass(frozen=True)
-class SearchSpec:
+class GridSpec:
     """The grid: global batch = base × multiplier, crossed with learning-rate rules."""
 
     base_batch_size: int
     batch_multipliers: tuple[int, ...]
     lr_rules: tuple[str, ...]
     base_lr: float
-    epochs: int | None
-    """Whole passes over a finite training set (exactly one of ``epochs`` and ``train_samples``)."""
-    seed: int = 0
-    loop: str = "fit"
-    update_on: str = "replicas"
     precisions: tuple[str, ...] = DEFAULT_PRECISIONS
-    """Keras dtype policies the grid crosses with batches and rules (``float32``,
-    ``mixed_bfloat16``, ``mixed_float16``)."""
+    """Keras dtype policies the grid crosses with batches and rules (``mixed_bfloat16``, …)."""
     model_hyperparameters: str = "defaults"
-    trials: int = DEFAULT_TRIALS
+    trials: int = 20
     """Trial budget when model hyperparameters are searched (the grid sets it otherwise)."""
-    noise_scale: bool = True
-    """Measure the gradient noise scale in trials with at least 2 replicas."""
-    noise_scale_steps: int | None = None
-    """Extra measurement steps at the end of each epoch, outside the timed epochs (``None``: 1 %
-    of an epoch's steps, at least 2 and at most 16)."""
-    warmup_epochs: float = 1.0
-    """``linear-warmup``: epochs of the ramp (unless ``warmup_steps`` is set)."""
-    warmup_steps: int | None = None
-    """``linear-warmup``: optimizer steps of the ramp (overrides ``warmup_epochs``)."""
-    train_samples: int | None = None
-    """Samples every trial trains on, whatever its batch (steps = samples // global batch)."""
-    val_samples: int | None = None
-    """The fixed validation set: its first samples, in order (``None``: all of it)."""
-    seeds: int = DEFAULT_SEEDS
-    """Runs of the base configuration with different seeds (initial weights and data order) that
-    measure the loss's seed noise; 1 turns it off."""
-    max_repeats: int = DEFAULT_MAX_REPEATS
-    """The most runs racing gives a close candidate; 1 turns racing off."""
-    tolerance: float = DEFAULT_TOLERANCE
-    """Final-loss tolerance relative to the best (raised to 2 × the seed spread when larger)."""
-    tie_margin: float = DEFAULT_TIE_MARGIN
-    """Throughputs within this relative margin of the best are practically equal: the smallest
-    batch of them is picked."""
-    target_loss: float | None = None
-    """Validation loss a trial trains to (time to target); ``None``: train the whole budget."""
-    eval_every_samples: int | None = None
-    """Samples between two checks of the target (``None``: about 10 checks per budget)."""
-    early_stop: bool = True
-    """Stop a grid trial early when a sequential test says it is dominated
-    (:mod:`tuner.core.dominance`); ``--no-early-stop`` turns it off."""
-    accumulation: bool = False
-    """Reach a global batch that runs out of memory in one step by gradient accumulation
-    (:mod:`tuner.core.accumulation`)."""
-    budget: float | None = None
-    """Seconds the search may take (``--budget 15m``): runs that would not fit are left out
-    (:mod:`tuner.core.budget`); ``None``: no limit."""
-    lr_sweep: int = 0
-    """Learning rates swept at every batch (``sweep-i/N`` rules beside ``lr_rules``), from half
-    the ``none`` rate to twice the ``linear`` one: the measured law (``0``: no sweep)."""
-    heartbeat: float = DEFAULT_HEARTBEAT_S
-    """Seconds between a worker's heartbeats on an RDB storage (0: off)."""
-    storage_wait: float = DEFAULT_STORAGE_WAIT_S
-    """Seconds a storage out of reach is waited for before the search stops."""
-    lr_sweep_full: bool = False
-    """Train every rate of the sweep; by default a rate beyond a worse one than the best at its
-    batch is skipped as ``bracketed`` (:mod:`tuner.core.adaptive_sweep`)."""
 
     @property
     def joint(self) -> bool:
@@ -127,19 +69,133 @@ class SearchSpec:
         return self.model_hyperparameters == "search"
 
     @property
+    def global_batch_sizes(self) -> tuple[int, ...]:
+        """The global batch sizes of the grid, ascending."""
+        return tuple(sorted(self.base_batch_size * m for m in self.batch_multipliers))
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """How each trial trains and is measured."""
+
+    epochs: int | None = None
+    """Whole passes over a finite training set (exactly one of ``epochs`` and ``train_samples``)."""
+    train_samples: int | None = None
+    """Samples every trial trains on, whatever its batch (steps = samples // global batch)."""
+    val_samples: int | None = None
+    """The fixed validation set: its first samples, in order (``None``: all of it)."""
+    seed: int = 0
+    loop: str = "fit"
+    update_on: str = "replicas"
+    warmup_epochs: float = 1.0
+    """``linear-warmup``: epochs of the ramp (unless ``warmup_steps`` is set)."""
+    warmup_steps: int | None = None
+    """``linear-warmup``: optimizer steps of the ramp (overrides ``warmup_epochs``)."""
+    noise_scale: bool = True
+    """Measure the gradient noise scale in trials with at least 2 replicas."""
+    noise_scale_steps: int | None = None
+    """Extra untimed measurement steps per epoch (``None``: 1 % of an epoch's, 2 to 16)."""
+    accumulation: bool = False
+    """Reach an out-of-memory batch by gradient accumulation (:mod:`tuner.core.accumulation`)."""
+    target_loss: float | None = None
+    """Validation loss a trial trains to (time to target); ``None``: train the whole budget."""
+    eval_every_samples: int | None = None
+    """Samples between two checks of the target (``None``: about 10 checks per budget)."""
+
+    @property
     def loop_kind(self) -> str:
         """The training loop: ``fit``, ``custom`` or ``cpu-update`` (custom, updates on the CPU)."""
         return "cpu-update" if self.update_on == "cpu" else self.loop
 
+
+@dataclass(frozen=True)
+class DecisionSpec:
+    """How sure a decision must be, and what the search may spend on it."""
+
+    seeds: int = 3
+    """Runs of the base configuration, its grid run included, measuring the seed noise; 1: off."""
+    max_repeats: int = 3
+    """The most runs racing gives a close candidate; 1 turns racing off."""
+    tolerance: float = DEFAULT_TOLERANCE
+    """Final-loss tolerance relative to the best (raised to 2 × the seed spread when larger)."""
+    tie_margin: float = DEFAULT_TIE_MARGIN
+    """Throughputs within this relative margin of the best tie: the smallest batch is picked."""
+    early_stop: bool = True
+    """Stop a grid trial early once it is dominated (:mod:`tuner.core.dominance`)."""
+    budget: float | None = None
+    """Seconds the search may take (:mod:`tuner.core.budget`); ``None``: no limit."""
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    """The learning-rate sweep: ``sweep-i/N`` rules beside the grid's, for the measured law."""
+
+    rates: int = 0
+    """Learning rates swept at every batch (``0``: no sweep)."""
+    full: bool = False
+    """Train every rate: none skipped as ``bracketed`` (:mod:`tuner.core.adaptive_sweep`)."""
+
+
+@dataclass(frozen=True)
+class StorageSpec:
+    """How the search meets its storage."""
+
+    heartbeat: float = DEFAULT_HEARTBEAT_S
+    """Seconds between a worker's heartbeats on an RDB storage (0: off)."""
+    wait: float = DEFAULT_STORAGE_WAIT_S
+    """Seconds a storage out of reach is waited for before the search stops."""
+
+
+def _plain(value: Any) -> Any:
+    """A tuple as the list that plain data (JSON, TOML) holds."""
+    return list(value) if isinstance(value, tuple) else value
+
+
+_RECORDS: dict[str, type] = {"grid": GridSpec, "run": RunSpec, "decision": DecisionSpec,
+                             "sweep": SweepSpec, "storage": StorageSpec}  # fmt: skip
+_PLACES = {row.key: tuple(row.field.split(".")) for row in OPTIONS if row.field}
+"""Each flat ``[search]`` key's sub-record and field, from the options table."""
+SEARCH_DEFAULTS: dict[str, Any] = {
+    key: field.default
+    for key, (group, name) in _PLACES.items()
+    for field in fields(_RECORDS[group])
+    if field.name == name and field.default is not MISSING
+}
+"""The flat ``[search]`` keys that have a default, at it."""
+
+
+@dataclass(frozen=True)
+class SearchSpec:
+    """What the search runs, in sub-records: the grid, how each trial runs, how sure a decision
+    must be, the learning-rate sweep, how it meets its storage. Their fields are the one typed
+    declaration of the ``[search]`` values; the options table places each flat key on its field
+    (:attr:`~tuner.core.options.Option.field`), and :meth:`flat` and :meth:`from_flat` convert,
+    so that the spec file and the spec stored on a study keep their flat keys."""
+
+    grid: GridSpec
+    run: RunSpec
+    decision: DecisionSpec = DecisionSpec()
+    sweep: SweepSpec = SweepSpec()
+    storage: StorageSpec = StorageSpec()
+
     @property
     def grid_rules(self) -> tuple[str, ...]:
         """The grid's rule axis: the fixed rules, then the LR sweep's points."""
-        return self.lr_rules + sweep_rules(self.lr_sweep)
+        return self.grid.lr_rules + sweep_rules(self.sweep.rates)
 
-    @property
-    def global_batch_sizes(self) -> tuple[int, ...]:
-        """The global batch sizes of the grid, ascending."""
-        return tuple(sorted(self.base_batch_size * m for m in self.batch_multipliers))
+    def flat(self) -> dict[str, Any]:
+        """The flat ``[search]`` keys and their plain values, in the options table's order."""
+        return {key: _plain(getattr(getattr(self, g), n)) for key, (g, n) in _PLACES.items()}
+
+    @classmethod
+    def from_flat(cls, values: Mapping[str, Any]) -> SearchSpec:
+        """The spec of flat ``[search]`` keys (unchecked: :func:`~tuner.core.spec.spec_from_dict`
+        checks them); a key not given keeps its default."""
+        groups: dict[str, dict[str, Any]] = {group: {} for group in _RECORDS}
+        for key, value in values.items():
+            group, name = _PLACES[key]
+            groups[group][name] = tuple(value) if isinstance(value, list) else value
+        return cls(**{group: _RECORDS[group](**given) for group, given in groups.items()})
 
 
 @dataclass(frozen=True)
@@ -152,14 +208,27 @@ class StudySpec:
     source: str = field(default=BUILTIN_SOURCE, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        """Return the spec as plain data (what is stored on the study)."""
-        data = asdict(self)
-        data.pop("source")
-        data["search"]["batch_multipliers"] = list(self.search.batch_multipliers)
-        data["search"]["lr_rules"] = list(self.search.lr_rules)
-        data["search"]["precisions"] = list(self.search.precisions)
-        return data
+        """Return the spec as plain data (what is stored on the study): flat ``[search]`` keys."""
+        return {"name": self.name, "workload": asdict(self.workload), "search": self.search.flat()}
 
     def identity(self) -> dict[str, Any]:
         """What must match when a study is resumed: the workload and the grid."""
         return identity_of(self.to_dict())
+
+
+_MAY_CHANGE = {row.key for row in OPTIONS if row.field and row.resumable}
+"""Search keys a resumed study may change (the table's ``resumable``): budgets, margins."""
+
+
+def identity_of(stored: Mapping[str, Any]) -> dict[str, Any]:
+    """The resumable identity of a stored spec: all but the name and the keys a resumed study
+    may change, with keys added since the spec was stored at their defaults."""
+    data = {key: value for key, value in stored.items() if key != "name"}
+    search = {**{k: _plain(v) for k, v in SEARCH_DEFAULTS.items()}, **dict(data.get("search", {}))}
+    workload = {"dataset": None, "backend": DEFAULT_BACKEND, **dict(data.get("workload", {}))}
+    # Unnamed (None since builds' compiles are kept) and the default named are one identity.
+    workload["loss"] = workload.get("loss") or DEFAULT_LOSS
+    workload["optimizer"] = workload.get("optimizer") or DEFAULT_OPTIMIZER
+    data["workload"] = workload
+    data["search"] = {key: value for key, value in search.items() if key not in _MAY_CHANGE}
+    return data

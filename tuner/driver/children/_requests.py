@@ -47,9 +47,9 @@ def budget_dict(spec: StudySpec) -> dict[str, int | None]:
     """The budget's fields as a training key hashes them (:func:`tuner.core.sameness.training_key`:
     stored keys, so their names stay)."""
     return {
-        "epochs": spec.search.epochs,
-        "train_samples": spec.search.train_samples,
-        "val_samples": spec.search.val_samples,
+        "epochs": spec.search.run.epochs,
+        "train_samples": spec.search.run.train_samples,
+        "val_samples": spec.search.run.val_samples,
     }
 
 
@@ -68,24 +68,24 @@ def target_of(spec: StudySpec, n_train: int | None = None) -> Target | None:
     size unknown here, the request carries ``None`` and the grid's batches, and the child picks
     the same cadence from its own ``n_train``."""
     search = spec.search
-    if search.target_loss is None:
+    if search.run.target_loss is None:
         return None
-    cadence = search.eval_every_samples
-    batches = search.global_batch_sizes
-    budget = budget_samples(search.train_samples, search.epochs, n_train)
+    cadence = search.run.eval_every_samples
+    batches = search.grid.global_batch_sizes
+    budget = budget_samples(search.run.train_samples, search.run.epochs, n_train)
     if cadence is not None:
         check_cadence(cadence, batches, budget)
     elif budget is not None:
         cadence = default_cadence(batches, budget)
     return Target(
-        loss=search.target_loss, eval_every_samples=cadence, cadence_batches=tuple(batches)
+        loss=search.run.target_loss, eval_every_samples=cadence, cadence_batches=tuple(batches)
     )
 
 
 def first_precision(spec: StudySpec) -> str:
     """The precision of the runs outside the grid (probe, baseline, seeds, validate): the
     spec's first."""
-    return spec.search.precisions[0]
+    return spec.search.grid.precisions[0]
 
 
 def inspect_request(
@@ -98,10 +98,10 @@ def inspect_request(
     return InspectRequest(
         workload=workload_ref(spec),
         budget=budget_of(spec),
-        loop=search.loop_kind,
-        lr_rules=tuple(search.lr_rules),
-        max_ratio=max(search.batch_multipliers),
-        noise_scale=search.noise_scale if noise_scale is None else noise_scale,
+        loop=search.run.loop_kind,
+        lr_rules=tuple(search.grid.lr_rules),
+        max_ratio=max(search.grid.batch_multipliers),
+        noise_scale=search.run.noise_scale if noise_scale is None else noise_scale,
         replicas=replicas,
     )
 
@@ -111,12 +111,12 @@ def rule_of(spec: StudySpec, rule: str, batch: int, lr: float) -> LearningRateRu
     search = spec.search
     return LearningRateRule(
         name=rule,
-        ratio=batch_ratio(batch, search.base_batch_size),
-        base_lr=search.base_lr,
+        ratio=batch_ratio(batch, search.grid.base_batch_size),
+        base_lr=search.grid.base_lr,
         learning_rate=lr,
-        warmup_steps=search.warmup_steps,
-        warmup_epochs=search.warmup_epochs,
-        sample_budget=search.train_samples is not None,
+        warmup_steps=search.run.warmup_steps,
+        warmup_epochs=search.run.warmup_epochs,
+        sample_budget=search.run.train_samples is not None,
     )
 
 
@@ -147,14 +147,14 @@ def trial_request(
         global_batch_size=batch,
         learning_rate=lr,
         budget=budget_of(spec),
-        seed=search.seed if seed is None else seed,
+        seed=search.run.seed if seed is None else seed,
         precision=precision or first_precision(spec),
-        loop=search.loop_kind,
+        loop=search.run.loop_kind,
         rule=None if rule is None else rule_of(spec, rule, batch, lr),
         target=target_of(spec, n_train),
         model_hyperparameters=model_hyperparameters,
-        noise_scale=search.noise_scale,
-        noise_scale_steps=search.noise_scale_steps,
+        noise_scale=search.run.noise_scale,
+        noise_scale_steps=search.run.noise_scale_steps,
         early_stop=early_stop,
     )
 
@@ -178,9 +178,9 @@ def probe_request(
         global_batch_size=batch,
         learning_rate=lr,
         budget=budget_of(spec, epochs=1, steps_per_epoch=steps),
-        seed=spec.search.seed,
+        seed=spec.search.run.seed,
         precision=first_precision(spec),
-        loop=spec.search.loop_kind,
+        loop=spec.search.run.loop_kind,
         probe_search=search_state,
         probe_sizes_per_child=sizes_per_child,
     )
@@ -197,7 +197,7 @@ def validate_request(
 ) -> ValidateRequest:
     """About ``steps`` steps of ``spec``'s workload on ``plan`` that report per-step losses and
     per-replica counts for ``tuner validate``."""
-    windows = spec.search.epochs or 2
+    windows = spec.search.run.epochs or 2
     return ValidateRequest(
         plan=plan,
         workload=workload_ref(spec),
@@ -207,10 +207,10 @@ def validate_request(
         budget=Budget(
             epochs=windows,
             steps_per_epoch=max(1, steps // windows),
-            val_samples=spec.search.val_samples,
+            val_samples=spec.search.run.val_samples,
         ),
-        seed=spec.search.seed,
+        seed=spec.search.run.seed,
         precision=first_precision(spec),
-        loop=spec.search.loop_kind,
+        loop=spec.search.run.loop_kind,
         loss_reduction=loss_reduction,
     )

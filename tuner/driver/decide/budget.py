@@ -38,7 +38,7 @@ def _now() -> float:
 
 def ledger_of(spec: StudySpec) -> Ledger | None:
     """The budget of a search that starts now (``None`` without ``--budget``)."""
-    budget = spec.search.budget
+    budget = spec.search.decision.budget
     return None if budget is None else Ledger(budget, _now)
 
 
@@ -69,14 +69,15 @@ class TimedRunner:
 
 def baseline_runs(spec: StudySpec) -> int:
     """The single-device baseline's runs per precision: ``max_repeats``, one under a budget."""
-    return 1 if spec.search.budget is not None else spec.search.max_repeats
+    return 1 if spec.search.decision.budget is not None else spec.search.decision.max_repeats
 
 
 def budget_baseline(spec: StudySpec, plan: DevicePlan, ledger: Ledger) -> StudySpec:
     """``spec`` as the baseline runs it under a budget: once per precision."""
-    extra = (spec.search.max_repeats - 1) * len(spec.search.precisions)
-    ledger.leave_out("baseline", [(spec.search.base_batch_size, 1)] * extra)
-    return replace(spec, search=replace(spec.search, max_repeats=1))
+    extra = (spec.search.decision.max_repeats - 1) * len(spec.search.grid.precisions)
+    ledger.leave_out("baseline", [(spec.search.grid.base_batch_size, 1)] * extra)
+    once = replace(spec.search.decision, max_repeats=1)
+    return replace(spec, search=replace(spec.search, decision=once))
 
 
 def timed(runner: ChildRunner, ledger: Ledger | None) -> ChildRunner:
@@ -128,22 +129,23 @@ def close(
     """At the end of a budgeted or single-run search: say what it left out (and, with one run per
     configuration, which differences it cannot resolve) and store it as :data:`BUDGET`."""
     search = spec.search
-    if ledger is None and (search.joint or search.max_repeats > 1):
+    if ledger is None and (search.grid.joint or search.decision.max_repeats > 1):
         return
     trials = storage_call(study, study.get_trials, deepcopy=False)
     tolerance = applied_tolerance(study, spec, plan)[0]
     lines, record = [], {}
     if ledger is not None:
-        tied = None if search.joint else still_tied(trials, spec, plan.device_signature, tolerance)
+        joint = search.grid.joint
+        tied = None if joint else still_tied(trials, spec, plan.device_signature, tolerance)
         line = left_out_line(ledger, tied)
         lines.append(line)
         record = ledger.record(line, tied)
-    if search.max_repeats == 1 and not search.joint:
-        policy = default_policy(search.target_loss)
+    if search.decision.max_repeats == 1 and not search.grid.joint:
+        policy = default_policy(search.run.target_loss)
         entries = race_entries(trials, spec, plan.device_signature, tolerance)
         gaps = gaps_to_best(entries, higher_is_better=higher_is_better(policy))
-        what = "time-to-target" if search.target_loss is not None else "throughput"
-        line = quick_line(gaps, what, seeds=search.seeds > 1)
+        what = "time-to-target" if search.run.target_loss is not None else "throughput"
+        line = quick_line(gaps, what, seeds=search.decision.seeds > 1)
         lines.append(line)
         record.update(quick=True, unresolved=[n for n, _ in gaps], quick_line=line)
     for line in lines:

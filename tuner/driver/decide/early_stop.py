@@ -41,9 +41,9 @@ def records_curves(spec: StudySpec) -> bool:
     some rule can apply in this study (a loss target's checks exist anyway; without one, the
     seed noise must be measured: ``seeds`` ≥ 2 and no joint search)."""
     search = spec.search
-    if not search.early_stop:
+    if not search.decision.early_stop:
         return False
-    return search.target_loss is not None or measures_seed_noise(spec)
+    return search.run.target_loss is not None or measures_seed_noise(spec)
 
 
 def measures_seed_noise(spec: StudySpec) -> bool:
@@ -60,30 +60,29 @@ def early_stop_for(
 ) -> tuple[EarlyStop | None, str | None]:
     """The request's :class:`EarlyStop` for a grid trial at ``batch`` on ``signature``'s devices,
     and the reason no rule can stop it (``early_stop_skipped``)."""
-    search = spec.search
-    if not search.early_stop:
+    decision = spec.search.decision
+    if not decision.early_stop:
         return None, None
     if not records_curves(spec):
-        why = "seeds = 1" if search.seeds < 2 else "a joint search measures no seed noise"
+        why = "seeds = 1" if decision.seeds < 2 else "a joint search measures no seed noise"
         return None, f"no early stop: the seed noise is not measured ({why})"
     mine = [t for t in trials if decode(t).configuration.device_signature == signature]
-    fields: dict[str, Any] = {"alpha": DEFAULT_ALPHA, "tie_margin": search.tie_margin}
+    fields: dict[str, Any] = {"alpha": DEFAULT_ALPHA, "tie_margin": decision.tie_margin}
     reasons: list[str] = []
     rivals = peers(spec, mine, batch)
-    if search.target_loss is not None:
+    if spec.search.run.target_loss is not None:
         fields.update(_best_time(rivals, reasons))
         if measures_seed_noise(spec):
             record = (seed_records() or {}).get(signature)
             gap: list[str] = []
-            fields.update(
-                _target_gap(search.tolerance, search.tie_margin, record, (mine, rivals), batch, gap)
-            )
+            margins = (decision.tolerance, decision.tie_margin)
+            fields.update(_target_gap(*margins, record, (mine, rivals), batch, gap))
             if "best_time_s" in fields:  # the time rule applies: the gap's reason is no news
                 gap = []
             reasons.extend(r for r in gap if r not in reasons)
     else:
         record = (seed_records() or {}).get(signature)
-        fields.update(_loss_gap(search.tolerance, record, mine, reasons, rivals))
+        fields.update(_loss_gap(decision.tolerance, record, mine, reasons, rivals))
     stop = EarlyStop(**fields)
     applies = stop.best_time_s is not None or stop.reference_trial is not None
     return stop, None if applies else "no early stop: " + "; ".join(reasons)
@@ -235,7 +234,7 @@ def peers(
 ) -> Sequence[FrozenTrial]:
     """The trials a grid trial at ``batch`` is measured against: all; with ``--lr-sweep`` only
     its own batch's, since the sweep asks which rate is best *at each batch*."""
-    if not spec.search.lr_sweep or batch is None:
+    if not spec.search.sweep.rates or batch is None:
         return trials
     return [
         t
@@ -247,7 +246,7 @@ def peers(
 def seed_checks(spec: StudySpec) -> EarlyStop | None:
     """What a seed run carries so that it records its curve (no rule applies to it): the seed
     runs' spread at each check is the test's noise early in training."""
-    if not records_curves(spec) or spec.search.target_loss is not None:
+    if not records_curves(spec) or spec.search.run.target_loss is not None:
         return None
     return EarlyStop(alpha=DEFAULT_ALPHA)
 

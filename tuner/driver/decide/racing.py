@@ -139,7 +139,7 @@ def race_entries(
 ) -> list[Entry]:
     """The recommendation's own candidates on ``signature``'s devices, as racing weighs them
     (:func:`~tuner.core.recommend.candidate_entries`); empty when none completed."""
-    target = spec.search.target_loss
+    target = spec.search.run.target_loss
     mine = [t for t in trials if decode(t).configuration.device_signature == signature]
     try:
         return candidate_entries(mine, default_policy(target), tolerance, target_loss=target)
@@ -152,7 +152,7 @@ def still_tied(
 ) -> int:
     """How many candidates cannot be told from the best (best included; 1: decided, 0: none)."""
     found = race_entries(trials, spec, signature, tolerance)
-    policy = default_policy(spec.search.target_loss)
+    policy = default_policy(spec.search.run.target_loss)
     return len(tie_set(found, higher_is_better=higher_is_better(policy))) if found else 0
 
 
@@ -160,22 +160,26 @@ def next_repeats(
     trials: Sequence[FrozenTrial], spec: StudySpec, signature: str, tolerance: float
 ) -> list[tuple[FrozenTrial, int]]:
     """``(original trial, repeat index)`` of each configuration to run once more now, most
-    decisive first: those :func:`~tuner.core.racing.to_repeat` names among the
-    recommendation's candidates, less those with a repeat queued or running, one that ended for
-    good without a result, or as many attempts as repeats allowed twice over."""
-    policy = default_policy(spec.search.target_loss)
+    decisive first (:func:`~tuner.core.racing.most_decisive_first`): those
+    :func:`~tuner.core.racing.to_repeat` names among the recommendation's own candidates
+    (:func:`~tuner.core.recommend.candidate_entries`: within the loss tolerance by
+    throughput, or, with a target, those that reached it by time to target), less those with a
+    repeat queued or running (another worker's), one that ended for good without a result (a rerun
+    would fail again), or as many attempts as repeats allowed twice over (workers that keep
+    dying)."""
+    policy = default_policy(spec.search.run.target_loss)
     found = race_entries(trials, spec, signature, tolerance)
     better = higher_is_better(policy)
-    wanted = to_repeat(found, spec.search.max_repeats, higher_is_better=better)
+    wanted = to_repeat(found, spec.search.decision.max_repeats, higher_is_better=better)
     wanted = most_decisive_first(found, wanted, higher_is_better=better)
     by_number = {t.number: t for t in trials}
-    chosen = []
+    chosen, most = [], 2 * spec.search.decision.max_repeats
     for number in wanted:
         rep = by_number[number]
         repeat_of = decode(rep).reuse.repeat_of
         original = by_number[int(rep.number if repeat_of is None else repeat_of)]
         attempts = [t for t in trials if decode(t).reuse.repeat_of == original.number]
-        if any(_blocks(t) for t in attempts) or len(attempts) >= 2 * spec.search.max_repeats:
+        if any(_blocks(t) for t in attempts) or len(attempts) >= most:
             continue
         chosen.append((original, runs_of(rep) + 1))
     return chosen
@@ -234,7 +238,7 @@ def applied_tolerance(study: optuna.Study, spec: StudySpec, plan: DevicePlan) ->
         plan.device_signature, {}
     )
     spread = noise.get("spread")
-    tolerance, source = effective_tolerance(spec.search.tolerance, spread)
+    tolerance, source = effective_tolerance(spec.search.decision.tolerance, spread)
     measured_text = (
         f"final losses vary {spread:.1%} between {len(noise.get('seeds', []))} seeds"
         if spread is not None
@@ -242,7 +246,7 @@ def applied_tolerance(study: optuna.Study, spec: StudySpec, plan: DevicePlan) ->
     )
     return tolerance, (
         f"loss tolerance {tolerance:.2%} from {source} ({measured_text}; "
-        f"tolerance {spec.search.tolerance:.2%})"
+        f"tolerance {spec.search.decision.tolerance:.2%})"
     )
 
 
@@ -262,7 +266,7 @@ def race(
     round queues the repeats that fit, most decisive first; a grid the budget cut short is not
     raced."""
     search = spec.search
-    if search.joint or search.max_repeats < 2:
+    if search.grid.joint or search.decision.max_repeats < 2:
         return 0
     if ledger is not None and ledger.left_out["grid"]:
         observer.phase("repeats", 0)
@@ -274,7 +278,7 @@ def race(
     # A bound no honest search reaches (every grid point once; per configuration, twice its
     # repeats' attempts, each queued and then run), so a storage that shows no progress cannot
     # keep this loop spinning.
-    for _ in range(len(grid) * (4 * search.max_repeats + 1) + 1):
+    for _ in range(len(grid) * (4 * search.decision.max_repeats + 1) + 1):
         trials = storage_call(study, study.get_trials, deepcopy=False)
         if has_unclaimed_work(trials, grid):  # queued trials first, a grid point left over
             run_one()

@@ -34,16 +34,18 @@ def run_seeds(
     """Train the seeds not yet in ``seeds`` (each ``train(seed)``), adding those that ended to
     ``seeds`` and ``losses``; under a budget, stop at the first that does not fit."""
     search = spec.search
-    todo = [s for s in range(search.seed, search.seed + search.seeds) if s not in seeds]
-    key = (search.base_batch_size, plan.num_replicas)
+    todo = [
+        s for s in range(search.run.seed, search.run.seed + search.decision.seeds) if s not in seeds
+    ]
+    key = (search.grid.base_batch_size, plan.num_replicas)
     for index, seed in enumerate(todo):
         if ledger is not None and not ledger.fits([key], ledger.total_s(reserve))[0]:
             _leave_out(ledger, [key] * (len(todo) - index), observer)
             break
         observer.note(
-            f"seed noise: base configuration (global batch {search.base_batch_size}, rule "
-            f"{search.lr_rules[0]}) with seed {seed} ({seed - search.seed + 1} of "
-            f"{search.seeds})…"
+            f"seed noise: base configuration (global batch {search.grid.base_batch_size}, rule "
+            f"{search.grid.lr_rules[0]}) with seed {seed} ({seed - search.run.seed + 1} of "
+            f"{search.decision.seeds})…"
         )
         loss = train(seed)
         if loss is not None:
@@ -79,8 +81,8 @@ def train_seed(
     request = trial_request(
         spec,
         plan,
-        search.base_batch_size,
-        search.base_lr,
+        search.grid.base_batch_size,
+        search.grid.base_lr,
         rule=rule,
         seed=seed,
         precision=first_precision(spec),

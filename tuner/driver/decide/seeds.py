@@ -56,7 +56,7 @@ def measure_seed_noise(
     """Measure (or find stored) the seed noise of ``plan``'s devices, or ``None`` (off, or not
     measured: then the next run tries). Under a budget a run starts only if ``reserve`` fits."""
     search = spec.search
-    if search.joint or search.seeds < 2:
+    if search.grid.joint or search.decision.seeds < 2:
         return None
     if not measures_seed_noise(spec):
         # Trials stop at the target, so their final losses sit just under it: their spread
@@ -68,16 +68,16 @@ def measure_seed_noise(
         observer.phase("seeds", 0)
         return stored
     values = hyperparams.defaults(space["space"]) if space else None
-    rule = search.lr_rules[0]
+    rule = search.grid.lr_rules[0]
     trials = storage_call(study, study.get_trials, deepcopy=False)
     base = _base_runs(trials, spec, plan, values)
     if any(is_pending(t) for t in base):
         observer.note("seed noise: the base configuration still runs on another worker; skipped")
         observer.phase("seeds", 0)
         return None
-    seeds, losses = _grid_seed(base, search.seed)
-    observer.phase("seeds", search.seeds - len(seeds))
-    runs = observed(runner, observer, f"seed run · batch {search.base_batch_size}")
+    seeds, losses = _grid_seed(base, search.run.seed)
+    observer.phase("seeds", search.decision.seeds - len(seeds))
+    runs = observed(runner, observer, f"seed run · batch {search.grid.base_batch_size}")
     curves: list[Any] = []  # each seed run's [samples, loss] (early stops: the noise per check)
     train = partial(
         train_seed, spec, plan, rule, values=values, runner=runs, timeout_s=timeout_s,
@@ -99,15 +99,15 @@ def _recorded(
 ) -> dict[str, Any] | None:
     """The seed-noise record of the runs that ended, stored; ``None`` when too few ended."""
     search = spec.search
-    rule, precision = search.lr_rules[0], first_precision(spec)
+    rule, precision = search.grid.lr_rules[0], first_precision(spec)
     what = {
         "seeds": seeds,
-        "global_batch_size": search.base_batch_size,
+        "global_batch_size": search.grid.base_batch_size,
         "lr_rule": rule,
         "precision": precision,
     }
-    if search.target_loss is not None:
-        what["target_loss"] = search.target_loss
+    if search.run.target_loss is not None:
+        what["target_loss"] = search.run.target_loss
         return _target_record(study, plan, what, base, curves, observer)
     spread = relative_spread(losses)
     if spread is None:
@@ -177,9 +177,9 @@ def wants_seeds(study: optuna.Study, spec: StudySpec, plan: DevicePlan) -> bool:
 def base_key(spec: StudySpec, plan: DevicePlan, space: dict[str, Any] | None) -> str:
     """The training key of the base configuration (base batch, first rule, first precision)."""
     values = hyperparams.defaults(space["space"]) if space else None
-    search = spec.search
+    grid = spec.search.grid
     return training_key(
-        spec, plan, search.base_batch_size, search.lr_rules[0], values, first_precision(spec)
+        spec, plan, grid.base_batch_size, grid.lr_rules[0], values, first_precision(spec)
     )
 
 
@@ -212,9 +212,9 @@ def _base_runs(
     values: dict[str, Any] | None,
 ) -> list[optuna.trial.FrozenTrial]:
     """The grid's runs of the base configuration (base batch, first rule, first precision)."""
-    search = spec.search
+    grid = spec.search.grid
     key = training_key(
-        spec, plan, search.base_batch_size, search.lr_rules[0], values, first_precision(spec)
+        spec, plan, grid.base_batch_size, grid.lr_rules[0], values, first_precision(spec)
     )
     return [t for t in trials if decode(t).configuration.training_key == key and not _repeat(t)]
 

@@ -52,22 +52,22 @@ def training_key(
     search = spec.search
     budget = {
         **budget_dict(spec),
-        "target_loss": search.target_loss,
-        "eval_every_samples": search.eval_every_samples,
-        "noise_scale": search.noise_scale,
-        "noise_scale_steps": search.noise_scale_steps,
+        "target_loss": search.run.target_loss,
+        "eval_every_samples": search.run.eval_every_samples,
+        "noise_scale": search.run.noise_scale,
+        "noise_scale_steps": search.run.noise_scale_steps,
     }
     return _training_key(
         global_batch_size=batch,
         lr_rule=rule,
-        base_lr=search.base_lr,
-        base_batch_size=search.base_batch_size,
-        seed=search.seed,
-        loop=search.loop_kind,
+        base_lr=search.grid.base_lr,
+        base_batch_size=search.grid.base_batch_size,
+        seed=search.run.seed,
+        loop=search.run.loop_kind,
         device_signature=plan.device_signature,
         budget=budget,
-        warmup_steps=search.warmup_steps,
-        warmup_epochs=search.warmup_epochs,
+        warmup_steps=search.run.warmup_steps,
+        warmup_epochs=search.run.warmup_epochs,
         model_hyperparameters=values,
         precision=precision or first_precision(spec),
     )

@@ -45,23 +45,24 @@ def prepare_baseline(
     if baseline_at(baselines, signature, precision) is not None:
         observer.phase("baseline", 0)
         return
-    several = len(spec.search.precisions) > 1
+    several = len(spec.search.grid.precisions) > 1
     at = f", precision {precision}" if several else ""
+    base = spec.search.grid.base_batch_size
     key = reuse_key(baseline_request(spec, plan, precision), stored.flat, signature)
-    reused = find_baseline(study, key, spec.search.max_repeats)
+    reused = find_baseline(study, key, spec.search.decision.max_repeats)
     if reused is not None:
         source, reference = reused
         reference = {**reference, "reused_from": source}
         observer.phase("baseline", 0)
         observer.note(
-            f"single-device baseline at global batch {spec.search.base_batch_size}{at}: reusing "
+            f"single-device baseline at global batch {base}{at}: reusing "
             f"the {len(reference['repeats'])} runs study {source!r} measured of the same "
             "training on the same devices, host and versions"
         )
     else:
-        observer.note(f"single-device baseline at global batch {spec.search.base_batch_size}{at}…")
-        observer.phase("baseline", spec.search.max_repeats)
-        runs = observed(runner, observer, f"baseline · batch {spec.search.base_batch_size}")
+        observer.note(f"single-device baseline at global batch {base}{at}…")
+        observer.phase("baseline", spec.search.decision.max_repeats)
+        runs = observed(runner, observer, f"baseline · batch {base}")
         reference = run_baseline(spec, plan, runner=runs, timeout_s=timeout_s, precision=precision)
         if reference["status"] != "ok":  # not stored: the next run tries again
             failed = f"the baseline{' at ' + precision if several else ''} failed"
@@ -82,18 +83,18 @@ def run_baseline(
 ) -> dict[str, Any]:
     """The base configuration on one device, ``max_repeats`` times, its whole budget."""
     single = plan.single_device()
-    base = spec.search.base_batch_size
+    base = spec.search.grid.base_batch_size
     precision = precision or first_precision(spec)
     record: dict[str, Any] = {
         "device_signature": plan.device_signature,
         "devices": single.device_names,
         "global_batch_size": base,
-        "learning_rate": spec.search.base_lr,
+        "learning_rate": spec.search.grid.base_lr,
         "precision": precision,
     }
     runs: list[dict[str, Any]] = []
     request = baseline_request(spec, plan, precision)
-    for _ in range(spec.search.max_repeats):
+    for _ in range(spec.search.decision.max_repeats):
         run = runner.run(request, single.child_environment(), timeout_s)
         outcome = classify(run, memory_capped=plan.memory_limit_bytes is not None)
         if outcome.values is None:
@@ -110,8 +111,8 @@ def baseline_request(spec: StudySpec, plan: DevicePlan, precision: str) -> Trial
     request = trial_request(
         spec,
         plan.single_device(),
-        spec.search.base_batch_size,
-        spec.search.base_lr,
+        spec.search.grid.base_batch_size,
+        spec.search.grid.base_lr,
         precision=precision,
     )
     return replace(request, target=None)

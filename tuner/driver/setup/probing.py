@@ -50,7 +50,7 @@ def probe_grid(
     """Before a search's grid: bisect its sizes on ``plan``'s devices; store it on ``study``."""
     note("probing the largest global batch that fits…")
     found = run_probe(
-        spec, plan, n_train, runner=runner, grid=spec.search.global_batch_sizes, note=note
+        spec, plan, n_train, runner=runner, grid=spec.search.grid.global_batch_sizes, note=note
     )
     store(study, PROBES, plan, found)
 
@@ -115,7 +115,9 @@ def _probe_child(
     signal under a memory cap does not fit; any other failure raises :class:`TunerError`."""
     first = search.next_batch()
     assert first is not None
-    lr = scaled_learning_rate("none", spec.search.base_lr, first, spec.search.base_batch_size)
+    lr = scaled_learning_rate(
+        "none", spec.search.grid.base_lr, first, spec.search.grid.base_batch_size
+    )
     most = sizes_per_child(plan.kind, plan.memory_limit_bytes is not None)
     request = probe_request(
         spec, plan, first, lr, steps=steps, search_state=search_state(search), sizes_per_child=most
@@ -178,7 +180,7 @@ def _probe_search(
     """Bisection over ``grid`` when given, else doubling-then-bisection up to ``n_train``."""
     if grid:
         return GridProbe(grid)
-    base = spec.search.base_batch_size
+    base = spec.search.grid.base_batch_size
     step = plan.num_replicas
     return ProbeSearch(
         start=max(step, base // step * step),

@@ -36,7 +36,7 @@ def check(
     ``noise_scale``: the check takes one step of the meter, and says before the grid where it
     cannot measure.
     """
-    if probe and spec.search.joint:
+    if probe and spec.search.grid.joint:
         raise ConfigError(
             "--probe finds one boundary for one model; with model_hyperparameters = search each "
             "model configuration has its own (out-of-memory is tracked per configuration)"
@@ -53,7 +53,7 @@ def check(
     for line in (compile_line(spec.workload.model, info.get("compile")), noise_line(info)):
         if line is not None:
             _log.warning("%s", line)  # once, before anything is stored or trained
-    if spec.search.joint and not info.get("hypermodel"):
+    if spec.search.grid.joint and not info.get("hypermodel"):
         raise ConfigError(
             f"model_hyperparameters = search needs a KerasTuner hypermodel; {spec.workload.model} "
             "is a plain model builder (use model_hyperparameters = defaults)"
@@ -149,16 +149,16 @@ def batch_limit(spec: StudySpec, n_train: int | None) -> int:
     """The largest global batch a trial can train at: within the training set (when its size is
     known) and, under a sample budget, with enough steps for its timed windows."""
     limits = [n_train] if n_train is not None else []
-    if spec.search.train_samples is not None:
-        limits.append(spec.search.train_samples // (MIN_TIMED_WINDOWS + 1))
+    if spec.search.run.train_samples is not None:
+        limits.append(spec.search.run.train_samples // (MIN_TIMED_WINDOWS + 1))
     return min(limits) if limits else 2**31
 
 
 def check_grid(spec: StudySpec, plan: DevicePlan, n_train: int | None = None) -> None:
     """Every global batch must split over the replicas, fit the data and leave timed windows."""
-    budget = spec.search.train_samples
+    budget = spec.search.run.train_samples
     _check_target(spec, n_train)
-    for batch in spec.search.global_batch_sizes:
+    for batch in spec.search.grid.global_batch_sizes:
         if budget is not None and batch > batch_limit(spec, None):
             raise ConfigError(
                 f"train_samples {budget} gives global batch {batch} fewer than "
@@ -181,10 +181,10 @@ def _check_target(spec: StudySpec, n_train: int | None) -> None:
     """A loss target's cadence must fall at the same samples for every batch of the grid and
     leave checks in the budget: refused here, before any trial, not in the first one."""
     search = spec.search
-    if search.target_loss is None:
+    if search.run.target_loss is None:
         return
-    budget = budget_samples(search.train_samples, search.epochs, n_train)
-    if search.eval_every_samples is not None:
-        check_cadence(search.eval_every_samples, search.global_batch_sizes, budget)
+    budget = budget_samples(search.run.train_samples, search.run.epochs, n_train)
+    if search.run.eval_every_samples is not None:
+        check_cadence(search.run.eval_every_samples, search.grid.global_batch_sizes, budget)
     elif budget is not None:
-        default_cadence(search.global_batch_sizes, budget)
+        default_cadence(search.grid.global_batch_sizes, budget)

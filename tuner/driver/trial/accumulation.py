@@ -59,7 +59,7 @@ class Accumulation:
     ) -> TrialOutcome:
         """``outcome`` with the accumulation attributes; when it is out of memory, the outcome
         of the first number of micro-steps that fits (or the last one that did not)."""
-        if not self._spec.search.accumulation or outcome.status == BRACKETED:
+        if not self._spec.search.run.accumulation or outcome.status == BRACKETED:
             return outcome  # a skipped sweep rate never ran: no micro-steps to say
         batch, replicas = int(attrs["global_batch_size"]), self._plan.num_replicas
         if outcome.status not in UNFIT:

@@ -166,7 +166,7 @@ class BatchAscendingGridSampler(GridSampler):
 def searches_precisions(spec: StudySpec) -> bool:
     """Whether precision is an axis of the grid (the spec lists more than one): a study with
     one precision keeps the parameters it always had, ``global_batch_size`` and ``lr_rule``."""
-    return len(spec.search.precisions) > 1
+    return len(spec.search.grid.precisions) > 1
 
 
 def grid_points(spec: StudySpec) -> list[tuple[Any, ...]]:
@@ -176,11 +176,11 @@ def grid_points(spec: StudySpec) -> list[tuple[Any, ...]]:
     if searches_precisions(spec):
         return [
             (b, r, p)
-            for b in search.global_batch_sizes
+            for b in search.grid.global_batch_sizes
             for r in search.grid_rules
-            for p in search.precisions
+            for p in search.grid.precisions
         ]
-    return [(b, r) for b in search.global_batch_sizes for r in search.grid_rules]
+    return [(b, r) for b in search.grid.global_batch_sizes for r in search.grid_rules]
 
 
 def make_sampler(spec: StudySpec, hypermodel: dict[str, Any] | None) -> optuna.samplers.BaseSampler:
@@ -189,22 +189,22 @@ def make_sampler(spec: StudySpec, hypermodel: dict[str, Any] | None) -> optuna.s
     objectives, and needs far fewer trials than NSGA-II; ``constant_liar`` keeps concurrent
     workers from sampling the same point."""
     search = spec.search
-    if search.joint:
+    if search.grid.joint:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
             return optuna.samplers.TPESampler(
                 multivariate=True,
                 group=True,
                 constant_liar=True,
-                seed=search.seed,
-                n_startup_trials=max(2, min(10, search.trials // 3)),
+                seed=search.run.seed,
+                n_startup_trials=max(2, min(10, search.grid.trials // 3)),
             )
     space: dict[str, list[Any]] = {
-        "global_batch_size": list(search.global_batch_sizes),
+        "global_batch_size": list(search.grid.global_batch_sizes),
         "lr_rule": list(search.grid_rules),
     }
     if searches_precisions(spec):
-        space[PRECISION] = list(search.precisions)
+        space[PRECISION] = list(search.grid.precisions)
     if hypermodel:
         space.update({name: [value] for name, value in defaults(hypermodel["space"]).items()})
     return BatchAscendingGridSampler(space)

@@ -85,7 +85,7 @@ def run_trials(
     requeue_unfinished(study)
     quiet_optuna()
     loop = _Loop(study, spec, plan, space, runner, timeout_s, observer, ledger)
-    launched, total = _run_joint(loop) if spec.search.joint else _run_grid(loop, probed_oom)
+    launched, total = _run_joint(loop) if spec.search.grid.joint else _run_grid(loop, probed_oom)
     close(study, spec, plan, ledger, observer)
     return launched, total
 
@@ -93,7 +93,7 @@ def run_trials(
 def _run_joint(loop: _Loop) -> tuple[int, int]:
     """A joint search: TPE picks each trial until the budget of trials is claimed."""
     study, plan, ledger = loop.study, loop.plan, loop.ledger
-    budget = loop.spec.search.trials
+    budget = loop.spec.search.grid.trials
     done = claimed_count(storage_call(study, study.get_trials, deepcopy=False))
     objective = Objective(
         loop.spec,
@@ -149,7 +149,7 @@ def _run_grid(loop: _Loop, probed_oom: int | None) -> tuple[int, int]:
         if ledger is not None and not _grid_fits(ledger, left, bool(settled_grid_points(trials))):
             break
         # The last grid point, with the seeds done and no race after it: no spare for a next run.
-        last_run(seeded and spec.search.max_repeats < 2 and unclaimed <= 1)
+        last_run(seeded and spec.search.decision.max_repeats < 2 and unclaimed <= 1)
         _run_one(study, objective, observer, trials)
         _stop_if_repeated(objective)
     if not seeded:  # the base point did not settle (another worker runs it): no seed runs

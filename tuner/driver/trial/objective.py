@@ -114,11 +114,12 @@ class Objective:
         values = self._model_hyperparameters(trial)
         if stored is None:
             stored = trial.study.get_trials(deepcopy=False)
-        categorical = search.joint or stores_batch_as_category(stored)  # see suggest_global_batch
-        batch = suggest_global_batch(trial, search.global_batch_sizes, categorical=categorical)
+        # see suggest_global_batch
+        categorical = search.grid.joint or stores_batch_as_category(stored)
+        batch = suggest_global_batch(trial, search.grid.global_batch_sizes, categorical=categorical)
         rule = trial.suggest_categorical("lr_rule", list(search.grid_rules))
-        precision = suggest_precision(trial, search.precisions)
-        lr = scaled_learning_rate(rule, search.base_lr, batch, search.base_batch_size)
+        precision = suggest_precision(trial, search.grid.precisions)
+        lr = scaled_learning_rate(rule, search.grid.base_lr, batch, search.grid.base_batch_size)
         attrs = self._configuration(batch, rule, lr, values)
         attrs[PRECISION] = precision
         guard = guard_of(trial.study)
@@ -189,7 +190,8 @@ class Objective:
         if earlier:
             self._observer.note(
                 f"trial {trial.number}: repeat of #{earlier[0].number} (run "
-                f"{decode(trial).reuse.repeat_index or '?'} of at most {search.max_repeats})"
+                f"{decode(trial).reuse.repeat_index or '?'} of at most "
+                f"{search.decision.max_repeats})"
             )
         self._observer.trial_started(trial.number, point.position, self.total, attrs)
         batch, rule, lr = attrs["global_batch_size"], attrs["lr_rule"], attrs["learning_rate"]
@@ -201,17 +203,17 @@ class Objective:
             else self._run(batch, lr, rule, values, precision, (trial.study, stored))
         )
         outcome = self._accumulation.reach(trial.number, outcome, attrs, values, stored)
-        outcome = measured(outcome, earlier, target=search.target_loss is not None)
+        outcome = measured(outcome, earlier, target=search.run.target_loss is not None)
         if skipped and outcome.status not in NOT_LAUNCHED:
             outcome = replace(outcome, attrs={**outcome.attrs, "early_stop_skipped": skipped})
-        return with_efficiency(outcome, search.base_batch_size, batch)
+        return with_efficiency(outcome, search.grid.base_batch_size, batch)
 
     def _model_hyperparameters(self, trial: Trial) -> dict[str, Any] | None:
         """A hypermodel's values for this trial, stored as params: its defaults (one-value
         axes of the grid), or sampled with the batch size and rule in a joint search."""
         if not self._space:
             return None
-        if self._spec.search.joint:
+        if self._spec.search.grid.joint:
             return hyperparams.suggest(trial, self._space["space"])
         return {
             name: trial.suggest_categorical(name, [value])
@@ -234,8 +236,8 @@ class Objective:
             "device_count": plan.num_replicas,
             "host": socket.gethostname(),
             "worker": f"{socket.gethostname()}:{os.getpid()}",
-            "loop": self._spec.search.loop,
-            "update_on": self._spec.search.update_on,
+            "loop": self._spec.search.run.loop,
+            "update_on": self._spec.search.run.update_on,
             "devices": plan.device_names,
         }
         if values is not None:

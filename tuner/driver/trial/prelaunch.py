@@ -118,7 +118,7 @@ def _same_training_line(point: Point, outcome: TrialOutcome) -> str:
 def adaptive(spec: StudySpec) -> bool:
     """Whether the study's LR sweep skips the rates that cannot be the best (``lr_sweep`` on,
     ``lr_sweep_full`` off)."""
-    return bool(spec.search.lr_sweep) and not spec.search.lr_sweep_full
+    return bool(spec.search.sweep.rates) and not spec.search.sweep.full
 
 
 def _bracketed(point: Point) -> TrialOutcome | None:
@@ -154,7 +154,7 @@ def skip_bracketed(
     ]
     points, worse, _ = batch_points(mine).get(batch, ([], [], ""))
     planned = [
-        scaled_learning_rate(r, search.base_lr, batch, search.base_batch_size)
+        scaled_learning_rate(r, search.grid.base_lr, batch, search.grid.base_batch_size)
         for r in search.grid_rules
     ]
     lr = float(attrs["learning_rate"])
@@ -179,7 +179,7 @@ def _implied_oom(point: Point) -> TrialOutcome | None:
     oom_at = smallest_oom_batch(point.stored, signature, config_key(values or {}), precision)
     if oom_at is not None and batch >= oom_at:
         same_model = " with these model hyperparameters" if values else ""
-        at = f" at {precision}" if len(point.spec.search.precisions) > 1 else ""
+        at = f" at {precision}" if len(point.spec.search.grid.precisions) > 1 else ""
         return TrialOutcome(
             "oom-implied",
             error=f"global batch {oom_at} already ran out of memory{at} on {signature}{same_model}",

@@ -49,10 +49,12 @@ def run_accumulation_validation(
     runner: ChildRunner | None = None,
 ) -> dict[str, Any]:
     """Run the true-batch and the accumulating child on ``plan``; the JSON report."""
-    micro = micro_batch or spec.search.base_batch_size
+    micro = micro_batch or spec.search.grid.base_batch_size
     _check(plan, steps_k, micro)
     batch = steps_k * micro
-    lr = scaled_learning_rate(lr_rule, spec.search.base_lr, batch, spec.search.base_batch_size)
+    lr = scaled_learning_rate(
+        lr_rule, spec.search.grid.base_lr, batch, spec.search.grid.base_batch_size
+    )
     request = validate_request(spec, plan, batch, lr, steps=steps, loss_reduction="global")
     with owned_folder("accumulation") as folder:
         engine = Engine(runner if runner is not None else child_runner(), timeout_s, folder)

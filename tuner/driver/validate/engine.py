@@ -69,8 +69,8 @@ def report(
     return {
         "passed": all(c.passed for c in checks),
         "backend": spec.workload.backend,
-        "loop": spec.search.loop,
-        "update_on": spec.search.update_on,
+        "loop": spec.search.run.loop,
+        "update_on": spec.search.run.update_on,
         "num_replicas": plan.num_replicas,
         "per_replica_batch_size": batch // plan.num_replicas,
         "device_signature": plan.device_signature,

@@ -63,9 +63,11 @@ def run_validation(
             timeout_s=timeout_s,
             runner=runner,
         )
-    batch = global_batch or spec.search.base_batch_size
+    batch = global_batch or spec.search.grid.base_batch_size
     _check_options(spec, plan, loss_reduction, batch)
-    lr = scaled_learning_rate(lr_rule, spec.search.base_lr, batch, spec.search.base_batch_size)
+    lr = scaled_learning_rate(
+        lr_rule, spec.search.grid.base_lr, batch, spec.search.grid.base_batch_size
+    )
     request = partial(validate_request, spec, batch=batch, lr=lr, steps=steps,
                       loss_reduction=loss_reduction)  # fmt: skip
     with owned_folder("validate") as folder:
@@ -109,7 +111,7 @@ def reduces_its_own_loss(spec: StudySpec) -> bool:
     """Whether the child reduces the loss over replicas itself, so that ``--loss-reduction
     replica-mean`` can plant the wrong reduction: TensorFlow's custom loops, and every run under
     JAX (fit, with the loss the child wraps). TensorFlow's fit reduces in Keras, out of reach."""
-    return spec.workload.backend == "jax" or spec.search.loop_kind != "fit"
+    return spec.workload.backend == "jax" or spec.search.run.loop_kind != "fit"
 
 
 def _check_options(spec: StudySpec, plan: DevicePlan, loss_reduction: str, batch: int) -> None:
