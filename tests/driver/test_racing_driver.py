@@ -178,8 +178,15 @@ def test_seed_runs_are_stored_and_widen_the_tolerance_racing_applies(
     assert {decode(t).reuse.repeat_of for t in repeats_of(report.study)} == {0, 2, 3}
 
     again = FakeChild(measured(rates, loss))
+    phases: list[tuple[str, int]] = []
+    monkeypatch.setattr(
+        "tuner.driver.observer.QuietObserver.phase", lambda self, *phase: phases.append(phase)
+    )
     search(storage, again, seeds=3, max_repeats=2)
     assert again.launched() == []  # stored: a resumed search measures the noise no more
+    # ... and its plan, revised when the grid is found resumed, counts no seed run (issue 44).
+    grid = next(i for i, (name, _) in enumerate(phases) if name == "grid")
+    assert ("seeds", 0) in phases[:grid], phases
 
 
 def test_a_repeat_that_misses_the_target_keeps_its_configuration_a_candidate() -> None:

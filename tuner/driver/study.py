@@ -29,6 +29,7 @@ from tuner.core.spec import StudySpec, check_study_name
 from tuner.core.trials import claimed_count, settled_grid_points
 from tuner.driver.children import ChildRunner, child_runner, spares
 from tuner.driver.decide.budget import baseline_runs, budget_baseline, ledger_of, timed
+from tuner.driver.decide.seeds import seeds_stored
 from tuner.driver.observer import QuietObserver, SearchObserver, observed
 from tuner.driver.records import store
 from tuner.driver.setup import machine, probing, workload_check
@@ -183,6 +184,8 @@ def _search(
         observer=observer,
         ledger=ledger,
     )
+    if seeds_stored(study, plan):  # said before the grid's: a resumed plan counts no seed run
+        observer.phase("seeds", 0)
     observer.phase("grid", _grid_left(study, spec))  # a resumed study: fewer than planned
     launched, grid_size = run_trials(
         study,

@@ -231,6 +231,11 @@ def _grid_seed(base: list[optuna.trial.FrozenTrial], seed: int) -> tuple[list[in
     return [seed], [own_run(min(done, key=lambda t: t.number)).loss]
 
 
+def seeds_stored(study: optuna.Study, plan: DevicePlan) -> bool:
+    """Whether ``plan``'s devices have their seed noise stored (a resumed study runs no seed)."""
+    return plan.device_signature in _noise(study)
+
+
 def _noise(study: optuna.Study) -> dict[str, Any]:
     """The seed noise stored per device signature."""
     return dict(storage_call(study, decode_study, study).seed_noise or {})
