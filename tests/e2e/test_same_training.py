@@ -14,6 +14,7 @@ import pytest
 from piped_search import NAME, piped_search
 
 from tuner.core.record import decode
+from tuner.core.windows import INPUT_BOUND_RATIO
 
 
 @pytest.fixture(scope="module")
@@ -37,10 +38,13 @@ def test_the_base_batch_points_of_two_rules_train_once(piped: tuple[Path, str]) 
     base = [t for t in trials if t.params["global_batch_size"] == 64]
     (original,) = [t for t in base if decode(t).reuse.same_as is None]
     (twin,) = [t for t in base if t is not original]
-    # Arrays in memory feed faster than the model trains at batch 64: not input-bound (a slow
-    # pipeline is: tests/e2e/test_real_inputs.py).
-    assert decode(original).result.input_bound is False, original.user_attrs
-    assert decode(original).result.input_throughput > decode(original).throughput
+    # The pipeline was measured alone and the flag follows the figures (whether arrays in memory
+    # outrun the model is a race on a busy machine: a slow pipeline is input-bound in
+    # tests/e2e/test_real_inputs.py).
+    result = decode(original).result
+    assert result.input_throughput is not None and result.input_throughput > 0
+    bound = decode(original).throughput >= INPUT_BOUND_RATIO * result.input_throughput
+    assert result.input_bound is bound, original.user_attrs
     assert sorted(t.params["lr_rule"] for t in base) == ["linear", "none"]
     assert decode(twin).reuse.same_as == original.number
     assert twin.values == original.values

@@ -285,3 +285,27 @@ def test_a_spool_file_of_another_shape_is_set_aside_with_one_warning(tmp_path, c
     attach(again, storage)
     assert record_spooled(again, lambda line: None) == 1
     assert again.trials[0].values == [0.5, 100.0]
+
+
+def test_the_heartbeats_lines_name_options_as_the_search_does(tmp_path):
+    """The heartbeat thread speaks in its search's context: an outage it meets names
+    ``search.storage_wait`` (the spec key a search sets), not the reading commands' flag."""
+    import sqlite3
+    import time
+
+    from tuner.core.options import naming
+    from tuner.storage.guarded import beating
+
+    url = f"sqlite:///{tmp_path}/g.db?timeout=0.2"
+    study = _study(url)
+    trial = storage_call(study, study.ask)
+    said: list[str] = []
+    guard_of(study).notify = said.append
+    holder = sqlite3.connect(tmp_path / "g.db", isolation_level=None)
+    with naming("search"), beating(study, trial._trial_id):
+        holder.execute("BEGIN EXCLUSIVE")  # after the first beat: the thread's next one waits
+        deadline = time.monotonic() + 30
+        while not said and time.monotonic() < deadline:
+            time.sleep(0.1)
+        holder.execute("COMMIT")
+    assert said and "(search.storage_wait)" in said[0], said

@@ -240,26 +240,3 @@ def test_a_commit_cut_by_a_schema_race_while_opening_is_tried_again(tmp_path, mo
     storage = open_storage(f"sqlite:///{tmp_path}/r.db", create=True)
     assert len(opened) == 2
     storage.engine.dispose()
-
-
-def test_a_call_that_did_not_meet_the_outage_does_not_say_it_is_over(tmp_path):
-    """While one call waits out an outage, another thread's call that succeeds without the
-    server (it read what it held) says nothing: "is back after 3 s" came while PostgreSQL was
-    still down, then "cannot be reached" again (issue 44). The waiting call says it, once."""
-    url = f"sqlite:///{tmp_path}/l.db?timeout=0.2"
-    storage = open_storage(url, create=True, wait_s=30)
-    said: list[str] = []
-    guard_of(storage).notify = said.append
-    holder = _lock_for(tmp_path / "l.db", 1.5)
-    waiting = threading.Thread(
-        target=storage_call,
-        args=(storage, storage.create_new_study, [StudyDirection.MINIMIZE], "s"),
-    )
-    waiting.start()
-    while not said:
-        time.sleep(0.05)
-    storage_call(storage, lambda: None)  # a call the outage does not touch
-    assert len(said) == 1, said
-    holder.join()
-    waiting.join()
-    assert len(said) == 2 and " is back after " in said[1], said

@@ -15,6 +15,7 @@ said once and retried; one lost for longer than the grace period sets
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import logging
 import threading
 import time
@@ -100,7 +101,6 @@ class Guard:
         if getattr(self._local, "depth", 0):
             return fn(*args, **kwargs)
         delay = 0.5
-        met = False  # whether this call met the outage: only such a call may say it is over
         while True:
             self._check()
             self._local.depth = 1
@@ -110,7 +110,6 @@ class Guard:
                 fault = classify(exc, self.place, self.identity)
                 if not fault.outage:
                     raise self.give_up(fault.reason) from exc
-                met = True
                 waited = self._waiting(fault)
                 if waited >= self.wait_s:
                     raise self.give_up(
@@ -122,8 +121,7 @@ class Guard:
                 continue
             finally:
                 self._local.depth = 0
-            if met:  # another thread's call that needed no server proves nothing (it may be down)
-                self._back()
+            self._back()
             return result
 
     def _check(self) -> None:
@@ -263,7 +261,11 @@ def beating(study: object, trial_id: int) -> Iterator[None]:
         while not stop.wait(guard.interval_s):
             guard.beat(trial_id)
 
-    thread = threading.Thread(target=beat, name=f"tuner-heartbeat-{trial_id}", daemon=True)
+    # In the caller's context: its lines name options as its front end does (search.storage_wait).
+    context = contextvars.copy_context()
+    thread = threading.Thread(
+        target=context.run, args=(beat,), name=f"tuner-heartbeat-{trial_id}", daemon=True
+    )
     thread.start()
     try:
         yield
