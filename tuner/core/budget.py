@@ -18,8 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tuner.core.duration import format_budget
-from tuner.core.progress import format_duration
+from tuner.core.progress import format_budget, format_duration
 
 BUDGET = "budget"
 """The study attribute: :meth:`Ledger.record` of the latest budgeted or ``--quick`` search."""

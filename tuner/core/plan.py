@@ -17,8 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from tuner.core.dominance import measures_seed_noise
-from tuner.core.duration import format_budget
-from tuner.core.progress import format_duration
+from tuner.core.progress import format_budget, format_duration
 from tuner.core.spec import StudySpec
 
 PHASES = ("check", "baseline", "seeds", "grid", "repeats")

@@ -1,4 +1,5 @@
-"""Progress that tells time: the study's ETA, durations for people, and the child's step reports.
+"""Progress that tells time: the study's ETA, durations and budgets for people, and the child's
+step reports.
 
 Pure: the clock is passed in, so every figure here can be checked with a fake one.
 """
@@ -38,6 +39,15 @@ def format_duration(seconds: float) -> str:
     if minutes < 90:
         return f"{minutes} min"
     return f"{minutes // 60} h {minutes % 60:02d} min"
+
+
+def format_budget(seconds: float) -> str:
+    """A budget as a user writes it: ``90s``, ``15m``, ``1h30m``."""
+    whole = round(seconds)
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    text = (f"{hours}h" if hours else "") + (f"{minutes}m" if minutes else "")
+    return text + (f"{secs}s" if secs or not text else "")
 
 
 def format_eta(seconds: float | None) -> str:

@@ -32,7 +32,7 @@ from tuner.core.configurations import (
 )
 from tuner.core.errors import ConfigError, NoCompleteTrialError
 from tuner.core.racing import Entry
-from tuner.core.recommend._policy import DEFAULT_TIE_MARGIN, GOODPUT, POLICIES, TIME_TO_TARGET
+from tuner.core.recommend import DEFAULT_TIE_MARGIN, GOODPUT, POLICIES, TIME_TO_TARGET
 from tuner.core.recommend._ties import Pick, decide
 from tuner.core.record import decode
 from tuner.core.stats import Interval, effective_tolerance, relative_spread

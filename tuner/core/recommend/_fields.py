@@ -25,8 +25,8 @@ from tuner.core.configurations import (
     time_to_target_ci,
 )
 from tuner.core.hyperparams import config_key, defaults, snippet
+from tuner.core.recommend import DEFAULT_TIE_MARGIN
 from tuner.core.recommend._candidates import Tolerance
-from tuner.core.recommend._policy import DEFAULT_TIE_MARGIN
 from tuner.core.recommend._ties import Pick
 from tuner.core.recommend._verdict import Speedup, baseline_at, measure_speedup
 from tuner.core.record import decode

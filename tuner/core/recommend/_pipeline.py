@@ -41,6 +41,13 @@ from tuner.core.configurations import (
     unique_trials,
 )
 from tuner.core.errors import NoCompleteTrialError
+from tuner.core.recommend import (
+    DEFAULT_TIE_MARGIN,
+    DEFAULT_TOLERANCE,
+    POLICIES,
+    POLICY,
+    default_policy,
+)
 from tuner.core.recommend._candidates import choose, loss_tolerance, policy_candidates
 from tuner.core.recommend._fields import (
     Context,
@@ -55,13 +62,6 @@ from tuner.core.recommend._fields import (
     target_fields,
 )
 from tuner.core.recommend._law import law_fields
-from tuner.core.recommend._policy import (
-    DEFAULT_TIE_MARGIN,
-    DEFAULT_TOLERANCE,
-    POLICIES,
-    POLICY,
-    default_policy,
-)
 from tuner.core.recommend._ties import SAME_BATCH_MARGIN_RULE
 from tuner.core.recommend._verdict import verdict
 from tuner.core.record import decode

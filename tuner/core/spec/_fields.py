@@ -11,7 +11,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tuner.core.duration import parse_duration
 from tuner.core.errors import ConfigError
 from tuner.core.scaling import ADAM_FAMILY, LR_RULES, optimizer_settings
 
@@ -100,6 +99,31 @@ def rates(value: Any, label: str) -> int:
             f"{label} must be 0 (no sweep) or a number of rates of at least 3, got {value!r}"
         )
     return value
+
+
+_DURATION = re.compile(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s)?")
+
+
+def parse_duration(value: Any, label: str) -> float:
+    """Seconds of ``value``: a number of seconds, or text such as ``90s``, ``15m``, ``1h``,
+    ``1h30m`` (a bare number is seconds). Raises :class:`ConfigError` naming ``label``."""
+    seconds: float | None = None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        seconds = float(value)
+    elif isinstance(value, str):
+        text = value.strip().lower().replace(" ", "")
+        if re.fullmatch(r"\d+(?:\.\d+)?", text):
+            seconds = float(text)
+        else:
+            found = _DURATION.fullmatch(text)
+            if found and text and any(found.groups()):
+                hours, minutes, secs = (float(g) if g else 0.0 for g in found.groups())
+                seconds = hours * 3600 + minutes * 60 + secs
+    if seconds is None or not math.isfinite(seconds) or seconds <= 0:
+        raise ConfigError(
+            f"{label} must be a positive duration such as 90s, 15m, 1h or 1h30m, got {value!r}"
+        )
+    return seconds
 
 
 def duration(value: Any, label: str) -> float | None:
