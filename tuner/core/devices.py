@@ -159,21 +159,8 @@ class DevicePlan:
         return min(1.0, self.memory_limit_bytes / max(known))
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain data, to cross the process boundary."""
+        """Plain data (a reuse key holds it)."""
         return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> DevicePlan:
-        """Inverse of :meth:`to_dict`."""
-        return cls(
-            kind=data["kind"],
-            num_replicas=int(data["num_replicas"]),
-            gpu_indices=tuple(data["gpu_indices"]),
-            gpu_names=tuple(data["gpu_names"]),
-            memory_limit_bytes=data["memory_limit_bytes"],
-            backend=data.get("backend", TENSORFLOW_BACKEND),
-            gpu_memory_bytes=tuple(data.get("gpu_memory_bytes", ())),
-        )
 
 
 def inspect_environment(backend: str) -> dict[str, str]:

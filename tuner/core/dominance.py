@@ -52,7 +52,6 @@ DEFAULT_ALPHA = 0.05
 stopped at any of its looks."""
 LOSS_GAP = "loss-gap"
 TIME_TO_TARGET = "time-to-target"
-RULES = (LOSS_GAP, TIME_TO_TARGET)
 MAX_LOOKS = 3
 """Looks a trial spreads its false-stop rate over: more looks stop sooner but each must be
 surer (with 3 seeds, t's quantile is 5.4 at 3 looks and 7.7 at 6, for alpha 0.05)."""
@@ -74,11 +73,6 @@ class GapTest:
         """The margin above the gap's estimate that noise explains at one look (log scale)."""
         quantile = t_upper_quantile(self.alpha / max(1, self.looks), self.noise_runs - 1)
         return quantile * math.sqrt(2.0) * self.noise_sd
-
-    @property
-    def threshold(self) -> float:
-        """The log gap beyond which a trial is dominated: ``ln(1 + band) + critical``."""
-        return math.log1p(self.band) + self.critical
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from statistics import median
 
 from tuner.core.errors import ConfigError
 from tuner.core.options import named
@@ -284,16 +285,10 @@ def _beyond_noise(
     curvature = [abs(a - 2 * b + c) for a, b, c in zip(steps, steps[1:], steps[2:], strict=False)]
     if not before or not after or not curvature:
         return True
-    noise = _median(curvature) / (0.6745 * math.sqrt(6.0))  # the per-step standard deviation
+    noise = median(curvature) / (0.6745 * math.sqrt(6.0))  # the per-step standard deviation
     # the standard error of a median of n points is about 1.25 sigma / sqrt(n)
     error = 1.25 * noise * math.sqrt(1.0 / len(before) + 1.0 / len(after))
-    return _median(before) - _median(after) > NOISE_Z * error
-
-
-def _median(values: Sequence[float]) -> float:
-    ordered = sorted(values)
-    mid = len(ordered) // 2
-    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+    return median(before) - median(after) > NOISE_Z * error
 
 
 def _runs(points: list[tuple[int, float]]) -> list[list[tuple[int, float]]]:

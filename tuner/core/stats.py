@@ -27,8 +27,6 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-LEVEL = 0.95
-"""The confidence level of every interval tuner reports."""
 _T975 = (
     12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
     2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
@@ -167,9 +165,6 @@ def relative_spread(values: Sequence[float]) -> float | None:
     if mean == 0:
         return None
     return statistics.stdev(values) / abs(mean)
-
-
-TOLERANCE_SOURCES = ("--tolerance", "seed noise")
 
 
 def effective_tolerance(tolerance: float, seed_spread: float | None) -> tuple[float, str]:

@@ -27,27 +27,9 @@ from typing import Any
 from optuna.trial import FrozenTrial
 
 from tuner.core.accumulation import accumulation_fields
-from tuner.core.configurations import (
-    INFEASIBLE,
-    grid_point,
-    infeasible_batch_sizes,
-    is_complete,
-    is_same_as,
-    model_config,
-    precision_of,
-    runs_of,
-    smallest_oom_batch,
-    status_of,
-    unique_trials,
-)
+from tuner.core.configurations import is_complete, model_config, precision_of, unique_trials
 from tuner.core.errors import NoCompleteTrialError
-from tuner.core.recommend import (
-    DEFAULT_TIE_MARGIN,
-    DEFAULT_TOLERANCE,
-    POLICIES,
-    POLICY,
-    default_policy,
-)
+from tuner.core.recommend import DEFAULT_TIE_MARGIN, DEFAULT_TOLERANCE, default_policy
 from tuner.core.recommend._candidates import choose, loss_tolerance, policy_candidates
 from tuner.core.recommend._fields import (
     Context,
@@ -65,24 +47,6 @@ from tuner.core.recommend._law import law_fields
 from tuner.core.recommend._ties import SAME_BATCH_MARGIN_RULE
 from tuner.core.recommend._verdict import verdict
 from tuner.core.record import decode
-
-__all__ = [
-    "DEFAULT_TOLERANCE",
-    "INFEASIBLE",
-    "POLICIES",
-    "POLICY",
-    "grid_point",
-    "infeasible_batch_sizes",
-    "is_complete",
-    "is_same_as",
-    "model_config",
-    "precision_of",
-    "recommend",
-    "runs_of",
-    "smallest_oom_batch",
-    "status_of",
-    "unique_trials",
-]
 
 _PER_SIGNATURE_KEYS = (
     "trial_number",

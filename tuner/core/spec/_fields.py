@@ -208,11 +208,6 @@ class Table:
             )
         return given[0]
 
-    def optional_positive_int(self, key: str) -> int | None:
-        """The key's positive integer, or ``None`` when it is not given."""
-        value = self.values.get(key)
-        return None if value is None else positive_int(value, self.label(key))
-
     def need(self, key: str) -> Any:
         if key not in self.values:
             raise ConfigError(f"{self.section}.{key} is missing in {self.source}")
