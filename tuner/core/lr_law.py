@@ -25,18 +25,6 @@ import numpy as np
 from tuner.core.lr_star import Z95, BestRate, best_rate
 from tuner.core.stats import t_quantile
 
-__all__ = [
-    "REGIMES",
-    "RULE_EXPONENTS",
-    "BestRate",
-    "Law",
-    "Slope",
-    "alpha_words",
-    "best_rate",
-    "law_from_points",
-    "measure_law",
-]
-
 RULE_EXPONENTS: dict[str, float] = {"none": 0.0, "sqrt": 0.5, "linear": 1.0}
 """The exponent of ``B`` each fixed rule assumes: ``lr ∝ B^alpha``."""
 REGIMES = ("power-law", "plateau", "surge", "unresolved")

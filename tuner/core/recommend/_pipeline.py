@@ -192,7 +192,7 @@ def _recommend_one(
     same_config = [t for t in same_model if precision_of(t) == precision_of(chosen)]
     speedup = speedup_of(chosen, context)
     result = {
-        **chosen_fields(chosen, context, candidates, feasibility(same_config, complete)),
+        **chosen_fields(chosen, context, candidates, feasibility(chosen, same_model)),
         **precision_fields(chosen, same_model),
         **decision_fields(chosen, decision, tolerance),
         **speedup.fields(),
