@@ -12,12 +12,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from tuner.core.errors import ConfigError
-from tuner.core.scaling import ADAM_FAMILY, LR_RULES, optimizer_settings
+from tuner.core.scaling import ADAM_FAMILY, KERAS_ADAM, LR_RULES, optimizer_settings
 
 REFERENCE_PATTERN = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 """A ``module:function`` reference."""
-
-_KERAS_ADAM = {"beta_1": 0.9, "beta_2": 0.999, "epsilon": 1e-7}
 
 
 def check_sqrt_adam(optimizer: str, base: int, multipliers: tuple[int, ...], label: str) -> None:
@@ -30,7 +28,7 @@ def check_sqrt_adam(optimizer: str, base: int, multipliers: tuple[int, ...], lab
         )
     for multiplier in multipliers:
         try:
-            optimizer_settings("sqrt-adam", float(multiplier), _KERAS_ADAM)
+            optimizer_settings("sqrt-adam", float(multiplier), KERAS_ADAM)
         except ValueError as exc:
             raise ConfigError(f"{label}: {exc}") from None
 
