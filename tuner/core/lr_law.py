@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -136,7 +136,7 @@ def measure_law(stars: Sequence[BestRate], noise_scale: float | None = None) -> 
     usable = [s for s in stars if not s.censored]
     if len(usable) < 2:
         law = Law("unresolved", None, stars, noise_scale=noise_scale)
-        return _with_words(law)
+        return replace(law, words=_describe(law))
     x = np.log([s.batch for s in usable])
     y = np.log([s.lr for s in usable])
     se = np.array([s.log_se for s in usable])
@@ -148,7 +148,7 @@ def measure_law(stars: Sequence[BestRate], noise_scale: float | None = None) -> 
         if drop.low > 0:  # the slope past the break is lower than before it, beyond the noise
             regime = "surge" if after.high < 0 else "plateau"
             law = Law(regime, before, stars, overall, usable[i].batch, after, noise_scale)
-    return _with_words(law)
+    return replace(law, words=_describe(law))
 
 
 def alpha_words(alpha: Slope) -> str:
@@ -173,11 +173,6 @@ def alpha_words(alpha: Slope) -> str:
 
 def _listed(names: list[str]) -> str:
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
-
-
-def _with_words(law: Law) -> Law:
-    words = _describe(law)
-    return Law(**{**law.__dict__, "words": words})
 
 
 def _describe(law: Law) -> str:

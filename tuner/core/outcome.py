@@ -233,28 +233,16 @@ def breakdown(run: ChildRun, child: Mapping[str, Any]) -> dict[str, float]:
 
 
 def _without_result(run: ChildRun, memory_capped: bool, garbage: bool) -> TrialOutcome:
-    timing = {"timings": {"wall_s": run.wall_s}}
-    how = _describe_exit(run.returncode)
+    how, tail = _describe_exit(run.returncode), _last_line(run.stderr_tail)
     if is_probable_oom(run.returncode, run.stderr_tail, memory_capped):
-        return TrialOutcome(
-            "oom",
-            error=f"{how} under a memory cap or with an out-of-memory "
-            f"message: {_last_line(run.stderr_tail)}".rstrip(": "),
-            attrs=timing,
-        )
-    if run.returncode < 0:
-        return TrialOutcome(
-            "crashed", error=f"{how}: {_last_line(run.stderr_tail)}".rstrip(": "), attrs=timing
-        )
-    if garbage:
-        return TrialOutcome(
-            "error", error=f"{how} and left a result that is not JSON", attrs=timing
-        )
-    return TrialOutcome(
-        "error",
-        error=f"{how} without a result: {_last_line(run.stderr_tail)}".rstrip(": "),
-        attrs=timing,
-    )
+        status, error = "oom", f"{how} under a memory cap or with an out-of-memory message: {tail}"
+    elif run.returncode < 0:
+        status, error = "crashed", f"{how}: {tail}"
+    elif garbage:
+        status, error = "error", f"{how} and left a result that is not JSON"
+    else:
+        status, error = "error", f"{how} without a result: {tail}"
+    return TrialOutcome(status, error=error.rstrip(": "), attrs={"timings": {"wall_s": run.wall_s}})
 
 
 def _describe_exit(returncode: int) -> str:

@@ -147,9 +147,7 @@ def fit_section(
 
 
 def compile_section(
-    rec: dict[str, Any],
-    attrs: dict[str, Any] | None = None,
-    workload: dict[str, Any] | None = None,
+    rec: dict[str, Any], attrs: dict[str, Any], workload: dict[str, Any]
 ) -> dict[str, Any]:
     """How the model is built and compiled beyond the optimizer's settings: ``dtype_policy``, the
     Keras dtype policy the trial trained under (set it globally before building the model:
@@ -160,7 +158,7 @@ def compile_section(
     return {
         "dtype_policy": policy,
         "loss_scale_optimizer": policy == "mixed_float16",
-        **compiled_with(attrs or {}, workload or {}),
+        **compiled_with(attrs, workload),
     }
 
 

@@ -1,20 +1,8 @@
 """From trials to a recommendation: pure functions over Optuna ``FrozenTrial`` objects.
 
 Each configuration counts once, through its representative (the run with the most repeats;
-:mod:`tuner.core.configurations`); a grid point that trains exactly like another (``same_as``) is
-never picked, its original is. The candidates and the pick
-(:mod:`tuner.core.recommend._candidates`):
-
-* ``loss-then-throughput``: the representatives whose final loss is within the tolerance of the
-  best (``max(--tolerance, 2 × seed spread)``); of those the highest throughput;
-* ``goodput``: the same candidates, the highest goodput;
-* ``time-to-target`` (the default with a target loss): those that reached the target, the
-  shortest time to it.
-
-Candidates within the tie margin of the best value (5 %: practically equal) are tied: the
-smallest global batch of the tie is picked, and the JSON names the tie (``tied_with``,
-``tie_rule``); those the pick beats only within the noise (the ratio's 95 % interval reaches 1)
-are ``close_calls``, with a bootstrap of how sure the pick is (:mod:`._ties`). The verdict on
+:mod:`tuner.core.configurations`). The candidates and the pick are
+:mod:`tuner.core.recommend._candidates`' and :mod:`tuner.core.recommend._ties`'; the verdict on
 replicas (:mod:`tuner.core.recommend._verdict`) and, with a target, the batch-size model's
 prediction (:mod:`tuner.core.batch_model`) come with it.
 """
