@@ -215,14 +215,12 @@ class Table:
 def parse_int_list(text: str, flag: str) -> list[int]:
     """Parse a comma-separated CLI list of integers such as ``"1,2,4"``."""
     parts = [part.strip() for part in text.split(",")]
-    if not text.strip() or any(not part for part in parts):
-        raise ConfigError(f"{flag} must be comma-separated integers such as 1,2,4, got {text!r}")
     try:
-        return [int(part) for part in parts]
+        if text.strip() and all(parts):
+            return [int(part) for part in parts]
     except ValueError:
-        raise ConfigError(
-            f"{flag} must be comma-separated integers such as 1,2,4, got {text!r}"
-        ) from None
+        pass
+    raise ConfigError(f"{flag} must be comma-separated integers such as 1,2,4, got {text!r}")
 
 
 def parse_name_list(text: str, flag: str) -> list[str]:
