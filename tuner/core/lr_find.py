@@ -16,12 +16,9 @@ window, not a per-step difference). The two pitfalls Lightning's users report ar
 * the slope is taken in log-rate (a change per decade of rate over a centred window), so it
   does not depend on how many steps the ramp spends per decade, nor on the ramp being uniform.
 
-The smoothing's time constant is a fixed share of the ramp (:func:`default_beta`), so its lag
-(an EMA trails its input by ``beta / (1 - beta)`` steps) is a fixed share of the decades swept;
-the rate is read where the smoothed curve is steepest, as fastai and Lightning do.
-
-The run stops where the smoothed loss exceeds :data:`DIVERGENCE_FACTOR` × its minimum so far
-(or turns non-finite): past that the loss says nothing about good rates.
+The smoothing's time constant is a fixed share of the ramp (:func:`default_beta`: an EMA trails
+its input by ``beta / (1 - beta)`` steps). The run stops at divergence (:func:`diverged`): past
+it the loss says nothing about good rates.
 """
 
 from __future__ import annotations

@@ -233,7 +233,8 @@ def breakdown(run: ChildRun, child: Mapping[str, Any]) -> dict[str, float]:
 
 
 def _without_result(run: ChildRun, memory_capped: bool, garbage: bool) -> TrialOutcome:
-    how, tail = _describe_exit(run.returncode), _last_line(run.stderr_tail)
+    # The last real error line: TensorFlow's logging, which often ends the tail, says nothing.
+    how, tail = _describe_exit(run.returncode), last_message(run.stderr_tail)[:300]
     if is_probable_oom(run.returncode, run.stderr_tail, memory_capped):
         status, error = "oom", f"{how} under a memory cap or with an out-of-memory message: {tail}"
     elif run.returncode < 0:
@@ -260,9 +261,3 @@ def _finite(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     return float(value) if math.isfinite(value) else None
-
-
-def _last_line(stderr_tail: str) -> str:
-    """The dead child's last real error line, at most 300 characters: TensorFlow's start-up
-    logging, which often ends the tail, says nothing about why it died."""
-    return last_message(stderr_tail)[:300]

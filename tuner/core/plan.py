@@ -118,7 +118,7 @@ def plan_line(
         parts.append(f"≤ {bound} repeats")
     elif plan.repeats:
         parts.append(_count(plan.repeats, "repeats"))
-    head = f"{head}: {_trainings(plan.total)}"
+    head = f"{head}: {plan.total} training" + ("" if plan.total == 1 else "s")
     if plan.at_most > plan.total:
         head += f" (≤ {plan.at_most} with repeats)"
     line = f"{head}: {', '.join(parts) or 'nothing to train'}"
@@ -149,10 +149,6 @@ def budget_clause(
         f"; over {budget} (≈ {format_duration(max(0.0, left_s))} left): runs what fits, the "
         "grid before seeds and repeats, and says what it left out"
     )
-
-
-def _trainings(n: int) -> str:
-    return f"{n} training" + ("" if n == 1 else "s")
 
 
 def _count(n: int, phase: str) -> str:

@@ -12,11 +12,8 @@ throughput (and time to target) is reported with a 95 % interval and compared th
   noise inside one process (windows of one run share its placement and warm caches), so it is
   narrower than the run-to-run noise; its method says so, and racing always gives a candidate a
   second run before trusting it.
-* A ratio (speedup = throughput / baseline throughput, or one candidate's throughput over
-  another's): the two intervals' relative half-widths on the log scale, added in quadrature (the
-  usual error propagation for a quotient).
-* How sure a close call is: a bootstrap over the runs (:func:`bootstrap_wins`), seeded, so the
-  same runs always give the same count.
+* A ratio (a speedup, or one candidate's throughput over another's): :func:`ratio_interval`,
+  the usual error propagation for a quotient; how sure a close call is: :func:`bootstrap_wins`.
 """
 
 from __future__ import annotations

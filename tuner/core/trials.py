@@ -229,7 +229,8 @@ def nothing_completed(
 
 def _diverged_message(study_name: str, trials: Sequence[FrozenTrial]) -> str:
     diverged = [trial for trial in trials if status_of(trial) == "diverged"]
-    rates = sorted(float(decode(t).learning_rate or 0.0) for t in diverged if _has_rate(t))
+    learned = [decode(t).learning_rate for t in diverged]
+    rates = sorted(float(r) for r in learned if isinstance(r, int | float))
     span = f" at learning rate {_span(rates)}" if rates else ""
     oom = sum(1 for trial in trials if status_of(trial) in OUT_OF_MEMORY)
     which = f"that fit in memory ({oom} ran out of memory) " if oom else ""
@@ -244,7 +245,3 @@ def _diverged_message(study_name: str, trials: Sequence[FrozenTrial]) -> str:
 def _span(values: list[float]) -> str:
     low, high = f"{values[0]:.3g}", f"{values[-1]:.3g}"
     return low if low == high else f"{low} to {high}"
-
-
-def _has_rate(trial: FrozenTrial) -> bool:
-    return isinstance(decode(trial).learning_rate, int | float)

@@ -12,7 +12,6 @@ from __future__ import annotations
 from tuner.core.options import LOSS_REDUCTIONS, MODEL_HYPERPARAMETERS
 from tuner.core.spec._fields import (
     check_study_name,
-    is_valid_study_name,
     parse_int_list,
     parse_name_list,
 )
@@ -43,7 +42,6 @@ __all__ = [
     "WorkloadSpec",
     "check_study_name",
     "identity_of",
-    "is_valid_study_name",
     "parse_int_list",
     "parse_name_list",
     "spec_from_dict",

@@ -250,14 +250,10 @@ def check_layout(raw: Mapping[str, Any], source: str, known: Mapping[str, tuple[
             raise ConfigError(f"unknown key {section}.{unknown[0]} in {source}; {hint}")
 
 
-def is_valid_study_name(name: str) -> bool:
-    """Whether ``name`` may name a study: letters, digits, '.', '_' and '-' only, at least one
-    (the one rule for a spec's ``[study] name`` and for ``--study-name``)."""
-    return re.fullmatch(r"[\w.\-]+", name) is not None
-
-
 def check_study_name(name: str, label: str) -> str:
-    """``name`` when :func:`is_valid_study_name`; else :class:`ConfigError` naming ``label``."""
-    if not is_valid_study_name(name):
+    """``name`` when it may name a study: letters, digits, '.', '_' and '-' only, at least one
+    (the one rule for a spec's ``[study] name`` and for ``--study-name``); else
+    :class:`ConfigError` naming ``label``."""
+    if re.fullmatch(r"[\w.\-]+", name) is None:
         raise ConfigError(f"{label} must use letters, digits, '.', '_' or '-' only, got {name!r}")
     return name
