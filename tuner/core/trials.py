@@ -23,7 +23,7 @@ from typing import Any
 
 from optuna.trial import FrozenTrial, TrialState
 
-from tuner.core.configurations import grid_point, is_complete, model_config, status_of
+from tuner.core.configurations import INFEASIBLE, grid_point, is_complete, model_config, status_of
 from tuner.core.errors import AllDivergedError, NoCompleteTrialError
 from tuner.core.record import TrialRecord, decode
 
@@ -196,17 +196,14 @@ def may_be_unborn(trial: FrozenTrial) -> bool:
     return trial.state == TrialState.RUNNING and decode(trial).configuration.heartbeat_s != 0
 
 
-OUT_OF_MEMORY = frozenset({"oom", "oom-implied"})
-"""Statuses of trials too large to train at all: they say nothing about divergence."""
-
-
 def all_diverged(trials: Sequence[FrozenTrial]) -> bool:
     """Whether no trial completed and every trial that trained diverged: at least one diverged,
     and the others (if any) ran out of memory before they could train."""
     statuses = [status_of(trial) for trial in trials if is_settled(trial)]
     if any(map(is_complete, trials)) or "diverged" not in statuses:
         return False
-    return all(status == "diverged" or status in OUT_OF_MEMORY for status in statuses)
+    # Trials too large to train at all say nothing about divergence.
+    return all(status == "diverged" or status in INFEASIBLE for status in statuses)
 
 
 def nothing_completed(
@@ -232,7 +229,7 @@ def _diverged_message(study_name: str, trials: Sequence[FrozenTrial]) -> str:
     learned = [decode(t).learning_rate for t in diverged]
     rates = sorted(float(r) for r in learned if isinstance(r, int | float))
     span = f" at learning rate {_span(rates)}" if rates else ""
-    oom = sum(1 for trial in trials if status_of(trial) in OUT_OF_MEMORY)
+    oom = sum(1 for trial in trials if status_of(trial) in INFEASIBLE)
     which = f"that fit in memory ({oom} ran out of memory) " if oom else ""
     return (
         f"every trial of study {study_name!r} {which}diverged: {len(diverged)} trial(s){span} "
