@@ -22,8 +22,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from tuner.core.lr_star import Z95, BestRate, best_rate
-from tuner.core.stats import t_quantile
+from tuner.core.lr_star import BestRate, best_rate
+from tuner.core.stats import Z95, t_quantile
 
 RULE_EXPONENTS: dict[str, float] = {"none": 0.0, "sqrt": 0.5, "linear": 1.0}
 """The exponent of ``B`` each fixed rule assumes: ``lr ∝ B^alpha``."""

@@ -30,7 +30,8 @@ _T975 = (
     2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
 )  # fmt: skip
 """Student t's 97.5 % quantile for 1..30 degrees of freedom (two-sided 95 %)."""
-_Z975 = 1.959964
+Z95 = 1.959964
+"""The normal 97.5 % quantile: a 95 % interval is ± this many standard errors."""
 MIN_WINDOWS = 3
 """Timed windows a single run needs for an interval: with 2, t has one degree of freedom and
 the interval spans ±12.7 standard errors, wider than it is useful."""
@@ -60,7 +61,7 @@ def t_quantile(degrees_of_freedom: int) -> float:
         raise ValueError("a t quantile needs at least 1 degree of freedom")
     if degrees_of_freedom <= len(_T975):
         return _T975[degrees_of_freedom - 1]
-    z, df = _Z975, degrees_of_freedom
+    z, df = Z95, degrees_of_freedom
     return z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
 
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from optuna.trial import FrozenTrial
 
+from tuner.core.configurations import DEFAULT_PRECISION
 from tuner.core.optimizers import from_description
 from tuner.core.record import decode
 
@@ -31,8 +32,6 @@ SCHEMA_VERSION = 2
 2: the ``recommended`` block; ``optimizer`` moved into it; the sections lost their copies of
 flat keys."""
 SECTIONS = ("recommended", "fit", "compile", "distribution", "evidence", "provenance")
-DEFAULT_PRECISION = "float32"
-"""The precision of a recommendation that names none (written before precisions were)."""
 MEASURED_DIGITS = 6
 """Significant digits of a measurement (throughput, loss, noise scale, ratios)."""
 SETTING_DIGITS = 15
