@@ -116,21 +116,13 @@ class DivergenceWatch:
     def __init__(self, steps: int, beta: float | None = None) -> None:
         self._beta = default_beta(steps) if beta is None else beta
         self._skip = skipped_steps(steps)
-        self._average = 0.0
-        self._seen = 0
-        self._best = math.inf
+        self._losses: list[float] = []
 
     def add(self, loss: float) -> bool:
-        """Record one step's loss; ``True`` when the run has diverged."""
-        self._seen += 1
-        if self._seen <= self._skip:  # not smoothed either: see smooth_after
-            return False
-        self._average = self._beta * self._average + (1.0 - self._beta) * loss
-        value = self._average / (1.0 - self._beta ** (self._seen - self._skip))
-        if not math.isfinite(value) or value > DIVERGENCE_FACTOR * self._best:
-            return True
-        self._best = min(self._best, value)
-        return False
+        """Record one step's loss; ``True`` when the run has diverged (a ramp is a few hundred
+        steps: smoothing them all again at each costs nothing next to the step)."""
+        self._losses.append(loss)
+        return diverged(smooth(self._losses, self._beta, self._skip), self._skip) is not None
 
 
 @dataclass(frozen=True)
