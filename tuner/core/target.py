@@ -56,7 +56,8 @@ def default_cadence(batch_sizes: Sequence[int], budget: int) -> int:
         raise ConfigError(
             f"a sample budget of {budget} holds fewer than {MIN_CHECKS} checks of the target: "
             f"checks fall every multiple of {unit} samples (the least common multiple of the "
-            f"grid's global batches {_listed(batch_sizes)}); raise the budget or shrink the grid"
+            f"grid's global batches {', '.join(map(str, sorted(batch_sizes)))}); raise the budget "
+            "or shrink the grid"
         )
     return max(1, round(budget / TARGET_CHECKS / unit)) * unit
 
@@ -123,7 +124,3 @@ def first_reached(losses: Sequence[float], target: float) -> int | None:
 def training_seconds(window_seconds: Sequence[float], windows: int) -> float:
     """Training seconds of the first ``windows`` windows, compilation excluded."""
     return sum(window_seconds[:windows]) - warmup_excess(window_seconds)
-
-
-def _listed(batch_sizes: Sequence[int]) -> str:
-    return ", ".join(str(b) for b in sorted(batch_sizes))
