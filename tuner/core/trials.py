@@ -82,21 +82,11 @@ def claimed_count(trials: Iterable[FrozenTrial]) -> int:
     return sum(1 for trial in trials if is_claimed(trial))
 
 
-def has_unclaimed_work(trials: Sequence[FrozenTrial], grid: Iterable[GridPoint]) -> bool:
-    """Whether a queued trial waits, or a point of ``grid`` is neither settled nor running."""
-    if any(trial.state == TrialState.WAITING for trial in trials):
-        return True
-    claimed = settled_grid_points(trials) | {
-        grid_point(trial) for trial in trials if trial.state == TrialState.RUNNING
-    }
-    return any(point not in claimed for point in grid)
-
-
 class GridProgress:
-    """:func:`has_unclaimed_work` for one worker's loop over a growing study, at a cost that
-    stays flat in its size (issue 19): a finished trial never changes, so its settled grid point
-    is remembered the first time it is seen, and each later call looks again only at the trials
-    still queued or running (and at any that other workers added since)."""
+    """What of a ``grid`` is left to claim, for one worker's loop over a growing study, at a cost
+    that stays flat in its size (issue 19): a finished trial never changes, so its settled grid
+    point is remembered the first time it is seen, and each later call looks again only at the
+    trials still queued or running (and at any that other workers added since)."""
 
     def __init__(self, grid: Iterable[GridPoint]) -> None:
         self._grid = list(grid)
@@ -105,7 +95,8 @@ class GridProgress:
         """Numbers of the finished trials already looked at."""
 
     def has_unclaimed_work(self, trials: Sequence[FrozenTrial]) -> bool:
-        """``has_unclaimed_work(trials, grid)``, where ``trials`` are the study's trials now."""
+        """Whether a queued trial waits, or a point of the grid is neither settled nor running,
+        in ``trials`` (the study's trials now)."""
         return self.unclaimed(trials) > 0
 
     def unclaimed(self, trials: Sequence[FrozenTrial]) -> int:
