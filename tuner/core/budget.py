@@ -99,7 +99,7 @@ class Ledger:
     def leave_out(self, phase: str, keys: Sequence[RunKey]) -> None:
         """Count ``keys`` as runs of ``phase`` the budget left out."""
         self.left_out[phase] += len(keys)
-        self.more_s += sum(self.estimate(key) or 0.0 for key in keys)
+        self.more_s += self.total_s(keys)
 
     @property
     def cut(self) -> bool:
