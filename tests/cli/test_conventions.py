@@ -17,7 +17,7 @@ from tests.trials import write_small_study
 from tuner import __version__
 from tuner.cli import choices
 from tuner.cli.app import app
-from tuner.core.recommend._policy import POLICIES
+from tuner.core.recommend import POLICIES
 from tuner.core.scaling import LR_RULES
 
 runner = CliRunner()

@@ -24,7 +24,7 @@ from pg_databases import PG_ADMIN, fresh_database
 from trials import write_small_study
 
 from tuner.core.errors import ConfigError
-from tuner.core.spec import is_valid_study_name
+from tuner.core.spec import check_study_name
 from tuner.views.dashboard import serve
 
 NOT_A_STUDY = "is not a tuner/Optuna study database"
@@ -349,7 +349,8 @@ def test_a_bad_output_is_refused_before_the_study_is_touched(
 
 @pytest.mark.parametrize("name", ["", "two words", "../up"])
 def test_a_study_name_obeys_the_specs_rule(name: str, study_db: Path, tmp_path: Path) -> None:
-    assert not is_valid_study_name(name)
+    with pytest.raises(ConfigError, match="must use letters, digits"):
+        check_study_name(name, "--study-name")
     before = fingerprint(study_db)
     url = f"sqlite:///{study_db}"
     rule = "--study-name must use letters, digits, '.', '_' or '-' only"

@@ -6,10 +6,11 @@ from __future__ import annotations
 import pytest
 
 from tuner.core.budget import Ledger, left_out_line, quick_line
-from tuner.core.duration import format_budget, parse_duration
 from tuner.core.errors import ConfigError
 from tuner.core.plan import SearchPlan, plan_line
+from tuner.core.progress import format_budget
 from tuner.core.racing import Entry, gaps_to_best, most_decisive_first
+from tuner.core.spec._fields import parse_duration
 from tuner.core.stats import Interval
 from tuner.driver.options import SearchOptions
 

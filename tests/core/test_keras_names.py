@@ -21,7 +21,7 @@ def takes(get, name: str) -> bool:  # type: ignore[no-untyped-def]
 
 def test_the_optimizer_names_are_keras_own() -> None:
     found = sorted(k for k in keras_optimizers.ALL_OBJECTS_DICT if takes(keras.optimizers.get, k))
-    assert list(OPTIMIZERS) == found, f"paste into OPTIMIZERS: {found}"
+    assert list(OPTIMIZERS) == found, f"paste into OPTIMIZER_CLASSES: {found}"
 
 
 def test_every_optimizer_name_has_its_keras_class() -> None:

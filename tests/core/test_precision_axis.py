@@ -20,7 +20,7 @@ from tuner.core.configurations import (
 )
 from tuner.core.recommend._export import export_document
 from tuner.core.sameness import training_key
-from tuner.core.trials import has_unclaimed_work, run_key, settled_grid_points
+from tuner.core.trials import GridProgress, run_key, settled_grid_points
 from tuner.views.recommendation import recommendation_rows
 from tuner.views.summary import TRIAL_COLUMNS, trial_layout, trial_rows
 
@@ -80,8 +80,8 @@ def test_the_grid_point_and_the_configuration_name_the_precision() -> None:
     assert len(unique_trials(trials)) == 8  # one configuration per batch × precision
     assert (256, "none", "float32") in settled_grid_points(trials)
     grid = [(b, "none", p) for b in (64, 128, 256, 512) for p in PRECISIONS]
-    assert not has_unclaimed_work(trials, grid)
-    assert has_unclaimed_work(trials[:-1], grid)  # bf16 at 512 is left
+    assert not GridProgress(grid).has_unclaimed_work(trials)
+    assert GridProgress(grid).has_unclaimed_work(trials[:-1])  # bf16 at 512 is left
     # A study of one precision keeps its two parameters and its old grid points.
     plain = make_trial(0, 64, "sqrt", loss=0.5, throughput=1.0)
     assert grid_point(plain) == (64, "sqrt") and precision_of(plain) == "float32"

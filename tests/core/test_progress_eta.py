@@ -10,7 +10,6 @@ from tuner.core.outcome import TrialOutcome
 from tuner.core.plan import SearchPlan, busiest, busy_line, load_record
 from tuner.core.progress import (
     StepReporter,
-    eta_seconds,
     format_duration,
     format_eta,
     joined,
@@ -20,18 +19,6 @@ from tuner.core.progress import (
 )
 from tuner.core.protocol import ProgressEvent
 from tuner.core.tracker import Tracker
-
-
-def test_eta_is_the_mean_duration_times_the_trials_left() -> None:
-    assert eta_seconds([30.0, 50.0], trials_left=3) == 120.0
-    # The running trial counts among those left, less what it has already run.
-    assert eta_seconds([30.0, 50.0], trials_left=3, current_elapsed_s=25.0) == 95.0
-
-
-def test_eta_is_unknown_before_any_trial_and_never_negative() -> None:
-    assert eta_seconds([], trials_left=5) is None
-    assert eta_seconds([10.0], trials_left=1, current_elapsed_s=40.0) == 0.0
-    assert eta_seconds([10.0], trials_left=0) == 0.0
 
 
 @pytest.mark.parametrize(

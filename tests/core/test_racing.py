@@ -5,9 +5,7 @@ from __future__ import annotations
 import random
 import statistics
 
-import pytest
-
-from tuner.core.racing import SAME_BATCH_TIE_RULE, TIE_RULE, Entry, decide, is_tied, to_repeat
+from tuner.core.racing import Entry, is_tied, tie_set, to_repeat
 from tuner.core.stats import Interval, t_interval
 
 
@@ -46,35 +44,18 @@ def test_overlapping_candidates_repeat_until_max_repeats() -> None:
 def test_lower_is_better_for_time_to_target() -> None:
     entries = [entry(0, 10, 9, 11), entry(1, 20, 19, 21, batch=128), entry(2, 10.5, 9.5, 12)]
     assert to_repeat(entries, 3, higher_is_better=False) == [0, 2]
-    assert decide(entries, higher_is_better=False).chosen == 0
+    assert tie_set(entries, higher_is_better=False)[0].number == 0
 
 
 def test_a_clear_winner_has_no_tie() -> None:
-    decision = decide([entry(0, 100, 95, 105, batch=128), entry(1, 80, 75, 85)])
-    assert decision.chosen == 0 and decision.tied_with == [] and decision.rule == ""
-
-
-def test_ties_are_reported_and_the_smaller_batch_is_picked() -> None:
-    decision = decide(
-        [
-            entry(0, 100, 90, 110, batch=256),
-            entry(1, 98, 88, 108, batch=128),
-            entry(2, 60, 55, 65, batch=64),
-        ]
-    )
-    assert decision.chosen == 1
-    assert decision.tied_with == [0]
-    assert decision.rule == TIE_RULE
+    assert tie_set([entry(0, 100, 95, 105, batch=128), entry(1, 80, 75, 85)]) == [
+        entry(0, 100, 95, 105, batch=128)
+    ]
 
 
 def test_a_candidate_without_an_interval_cannot_be_ruled_out() -> None:
     best = entry(0, 100, 95, 105)
     assert is_tied(Entry(1, 10, None, 1, 64), best)
-
-
-def test_decide_needs_a_candidate() -> None:
-    with pytest.raises(ValueError):
-        decide([])
 
 
 def test_simulated_racing_separates_real_differences_and_ties_equal_ones() -> None:
@@ -91,7 +72,7 @@ def test_simulated_racing_separates_real_differences_and_ties_equal_ones() -> No
             ]
             todo = to_repeat(entries, 3)
             if not todo:
-                return decide(entries).tied_with, runs
+                return [e.number for e in tie_set(entries)[1:]], runs
             for n in todo:
                 runs[n].append(rng.gauss(means[n], 0.03 * means[n]))
 
@@ -99,9 +80,3 @@ def test_simulated_racing_separates_real_differences_and_ties_equal_ones() -> No
     assert tied == [] and all(len(v) <= 3 for v in runs.values())
     tied, runs = race({0: 10_000.0, 1: 10_000.0})
     assert tied and all(len(v) == 3 for v in runs.values())
-
-
-def test_a_tie_at_one_batch_is_decided_by_the_value_and_says_so() -> None:
-    decision = decide([entry(0, 98, 88, 108, batch=128), entry(1, 100, 90, 110, batch=128)])
-    assert decision.chosen == 1 and decision.tied_with == [0]
-    assert decision.rule == SAME_BATCH_TIE_RULE

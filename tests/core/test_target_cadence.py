@@ -15,13 +15,12 @@ from tuner.core.target import (
     budget_samples,
     cadence_unit,
     check_cadence,
-    check_points,
-    compile_seconds,
     default_cadence,
     first_reached,
     plan_checks,
     training_seconds,
 )
+from tuner.core.windows import warmup_excess
 from tuner.driver.children import trial_request
 
 
@@ -29,7 +28,7 @@ def test_the_default_cadence_is_a_multiple_of_every_batch_about_ten_checks() -> 
     # lcm(64, 128) = 128; 16,384 / 10 = 1,638.4 -> 13 × 128 = 1,664: 9 checks.
     assert cadence_unit([64, 128]) == 128
     assert default_cadence([64, 128], 16_384) == 1_664
-    assert check_points(1_664, 16_384) == [1_664 * k for k in range(1, 10)]
+    assert plan_checks(1_664, 64, 16_384).windows == 9
     # 3 epochs of the built-in 65,536 samples, grid 64..512: 19,660.8 -> 38 × 512 = 19,456.
     assert default_cadence([64, 128, 256, 512], 3 * 65_536) == 19_456
     # Batches 96 and 128: lcm 384, not the largest batch.
@@ -42,7 +41,7 @@ def test_the_default_cadence_is_a_multiple_of_every_batch_about_ten_checks() -> 
 @pytest.mark.parametrize("batches", [[64, 128], [96, 128, 160], [48, 64, 256]])
 def test_every_batch_checks_at_the_same_samples(batches: list[int]) -> None:
     cadence = default_cadence(batches, 50_000)
-    points = {tuple(check_points(cadence, 50_000))}
+    points = {tuple(cadence * k for k in range(1, 50_000 // cadence + 1))}
     for batch in batches:
         plan = plan_checks(cadence, batch, 50_000)
         samples = [plan.window_steps * batch * k for k in range(1, plan.windows + 1)]
@@ -93,13 +92,13 @@ def test_the_first_check_at_or_below_the_target_counts() -> None:
 def test_time_to_target_is_training_only_without_compilation() -> None:
     # Window 1 took 3.0 s, of which compilation is its excess over a steady window (median 1.0).
     seconds = [3.0, 1.0, 1.2, 0.9]
-    assert compile_seconds(seconds) == pytest.approx(2.0)
+    assert warmup_excess(seconds) == pytest.approx(2.0)
     assert training_seconds(seconds, 1) == pytest.approx(1.0)  # reached at the first check
     assert training_seconds(seconds, 3) == pytest.approx(3.2)
     assert training_seconds(seconds, 4) == pytest.approx(4.1)
     # A first window faster than the steady ones has no compilation to take away.
-    assert compile_seconds([0.5, 1.0, 1.0]) == 0.0
-    assert compile_seconds([2.0]) == 0.0
+    assert warmup_excess([0.5, 1.0, 1.0]) == 0.0
+    assert warmup_excess([2.0]) == 0.0
 
 
 def _spec(**search: object):

@@ -15,7 +15,6 @@ from tuner.core.trials import (
     claimed_count,
     has_budget_left,
     has_grid_point,
-    has_unclaimed_work,
     is_claimed,
     is_pending,
     is_settled,
@@ -110,13 +109,13 @@ def test_unclaimed_work_while_a_point_is_neither_settled_nor_running() -> None:
         make_trial(1, 64, "sqrt", status="oom"),
         failed(2, 128, "error", "sqrt"),
     ]
-    assert has_unclaimed_work(trials, GRID)  # (128, none) never ran
+    assert GridProgress(GRID).has_unclaimed_work(trials)  # (128, none) never ran
     running = [*trials, make_trial(3, 128, state=TrialState.RUNNING)]
-    assert not has_unclaimed_work(running, GRID)  # another worker has it
+    assert not GridProgress(GRID).has_unclaimed_work(running)  # another worker has it
     interrupted = [*trials, failed(3, 128, "interrupted")]
-    assert has_unclaimed_work(interrupted, GRID)
+    assert GridProgress(GRID).has_unclaimed_work(interrupted)
     queued = [*running, make_trial(4, 128, state=TrialState.WAITING)]
-    assert has_unclaimed_work(queued, GRID)  # a queued trial always waits to run
+    assert GridProgress(GRID).has_unclaimed_work(queued)  # a queued trial always waits to run
 
 
 def test_the_runs_left_to_claim_are_counted_for_the_last_runs_spare() -> None:

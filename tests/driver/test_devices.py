@@ -220,13 +220,11 @@ def test_single_device_cpu() -> None:
         DevicePlan("cpu", 3, memory_limit_bytes=2**29),
     ],
 )
-def test_to_dict_from_dict_round_trip(plan: DevicePlan) -> None:
+def test_to_dict_is_plain_data(plan: DevicePlan) -> None:
     data = plan.to_dict()
     assert data["kind"] == plan.kind
     assert data["num_replicas"] == plan.num_replicas
-    assert DevicePlan.from_dict(data) == plan
-    # Through JSON (as it crosses the process boundary) tuples become lists and back.
-    assert DevicePlan.from_dict(json.loads(json.dumps(data))) == plan
+    assert json.loads(json.dumps(data))["gpu_indices"] == list(plan.gpu_indices)
 
 
 # --- visible_gpus (nvidia-smi stubbed, no child process) -----------------------------------------

@@ -2,7 +2,7 @@
 
 Both are a :class:`tuner.driver.observer.SearchObserver` and name a trial by its Optuna number;
 the ETA is the mean duration of this run's trials times the trials left
-(:func:`tuner.core.progress.eta_seconds`). :class:`LogProgress` (not a terminal, or ``-q``)
+(:meth:`tuner.core.tracker.Tracker.eta`). :class:`LogProgress` (not a terminal, or ``-q``)
 writes a line when a trial starts and ends, and the running trial's progress at most once a
 minute (every report with ``-v``); with ``-q`` only failed trials.
 """

@@ -21,12 +21,13 @@ from typing import Any
 
 from optuna.trial import FrozenTrial
 
-from tuner.core.configurations import ACCUMULATION_STEPS as ACCUMULATION_STEPS
 from tuner.core.configurations import (
+    ACCUMULATION_STEPS,
     is_complete,
     model_config,
     precision_of,
     smallest_oom_batch,
+    steps_of,
 )
 from tuner.core.record import decode
 
@@ -34,11 +35,6 @@ MICRO_BATCH = "micro_batch_per_replica"
 """Trial attribute: the batch each replica computes at once (``global / (replicas × steps)``)."""
 REASON = "accumulation_reason"
 """Trial attribute: why the trial accumulated (the out-of-memory that made it)."""
-
-
-def steps_of(trial: FrozenTrial) -> int:
-    """The micro-steps of ``trial``'s updates (1 for a trial stored without accumulation)."""
-    return int(decode(trial).configuration.accumulation_steps or 1)
 
 
 def attrs(batch: int, replicas: int, steps: int) -> dict[str, int]:

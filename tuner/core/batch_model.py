@@ -72,7 +72,9 @@ def predict(
         return _empty(scales, f"No prediction: {why}.")
     b_noise = statistics.median(scales)
     e_min = _fit(measured, b_noise)
-    per_batch = [_row(p, b_noise, e_min, measured) for p in sorted(points, key=_batch)]
+    per_batch = [
+        _row(p, b_noise, e_min, measured) for p in sorted(points, key=lambda p: p.global_batch_size)
+    ]
     ratios = [row["held_out_ratio"] for row in per_batch if row["held_out_ratio"] is not None]
     timed = [row for row in per_batch if row["predicted_time_to_target_s"] is not None]
     fastest = min(timed, key=lambda row: row["predicted_time_to_target_s"]) if timed else None
@@ -185,10 +187,6 @@ def _empty(scales: Sequence[float], trust: str) -> dict[str, Any]:
 
 def _positive(value: Any) -> bool:
     return isinstance(value, int | float) and math.isfinite(value) and value > 0
-
-
-def _batch(point: BatchPoint) -> int:
-    return point.global_batch_size
 
 
 def points_from_trials(trials: Sequence[FrozenTrial]) -> list[BatchPoint]:

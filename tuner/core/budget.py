@@ -1,14 +1,11 @@
 """A search's time budget (``--budget 15m``): which run still fits, and what was left out.
 
-The search runs its phases in a fixed order (:data:`tuner.core.plan.PHASES`): the check, the
-baseline, the base configuration's seeds (right after the grid's own base trial), the rest of the
-grid, then the racing repeats, most decisive first. Before each run it estimates that run's time
-from the runs already measured in this invocation (:meth:`Ledger.estimate`: the mean of the runs
-at the same global batch and replicas, else of those on the same replicas, else of all) and
-starts it only if the time spent plus that estimate stays within the budget. A run with nothing
-to go by (the first training) starts. What does not fit is counted by phase, with its estimated
-time, so the end of the search can say what it left out and what a larger budget would buy
-(:func:`left_out_line`). Pure: the clock is passed in.
+The search runs its phases in a fixed order (:data:`tuner.core.plan.PHASES`; the repeats most
+decisive first). Before each run it estimates that run's time from the runs already measured in
+this invocation (:meth:`Ledger.estimate`) and starts it only if the time spent plus that estimate
+stays within the budget; a run with nothing to go by (the first training) starts. What does not
+fit is counted by phase, with its estimated time, so the end of the search can say what it left
+out and what a larger budget would buy (:func:`left_out_line`). Pure: the clock is passed in.
 """
 
 from __future__ import annotations
@@ -18,8 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tuner.core.duration import format_budget
-from tuner.core.progress import format_duration
+from tuner.core.progress import format_budget, format_duration
 
 BUDGET = "budget"
 """The study attribute: :meth:`Ledger.record` of the latest budgeted or ``--quick`` search."""
@@ -103,7 +99,7 @@ class Ledger:
     def leave_out(self, phase: str, keys: Sequence[RunKey]) -> None:
         """Count ``keys`` as runs of ``phase`` the budget left out."""
         self.left_out[phase] += len(keys)
-        self.more_s += sum(self.estimate(key) or 0.0 for key in keys)
+        self.more_s += self.total_s(keys)
 
     @property
     def cut(self) -> bool:

@@ -144,17 +144,17 @@ def smallest_oom_batch(
     return min(sizes) if sizes else None
 
 
-def fits_one_step(trial: FrozenTrial) -> bool:
-    """Whether ``trial`` trained its global batch in one step, not reached it by gradient
-    accumulation (:mod:`tuner.core.accumulation`): only such a batch is known to fit."""
-    return int(decode(trial).configuration.accumulation_steps or 1) == 1
+def steps_of(trial: FrozenTrial) -> int:
+    """The micro-steps of ``trial``'s updates (:mod:`tuner.core.accumulation`; 1 for a trial
+    stored without accumulation): only a batch trained in one step is known to fit."""
+    return int(decode(trial).configuration.accumulation_steps or 1)
 
 
 def feasibility_by_precision(
     trials: Iterable[FrozenTrial],
 ) -> tuple[dict[str, int | None], dict[str, list[int]]]:
     """Per precision (of the trials that have a global batch): the largest global batch that
-    completed in one step (``None`` when none did; :func:`fits_one_step`) and the sizes known not
+    completed in one step (``None`` when none did; :func:`steps_of`) and the sizes known not
     to fit, ascending."""
     grouped: dict[str, list[FrozenTrial]] = {}
     for trial in trials:
@@ -165,7 +165,7 @@ def feasibility_by_precision(
     for precision in sorted(grouped):
         group = grouped[precision]
         done = [
-            int(t.params["global_batch_size"]) for t in group if is_complete(t) and fits_one_step(t)
+            int(t.params["global_batch_size"]) for t in group if is_complete(t) and steps_of(t) == 1
         ]
         largest[precision] = max(done) if done else None
         infeasible[precision] = infeasible_batch_sizes(group)

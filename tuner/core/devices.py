@@ -104,16 +104,16 @@ class DevicePlan:
 
         ``environ`` is the environment the child inherits (default: this process's); under JAX
         its ``XLA_FLAGS`` are kept and the host device count is appended to them."""
-        if self.backend == JAX_BACKEND:
-            return self._jax_environment(os.environ if environ is None else environ)
-        # A user's KERAS_BACKEND (or ~/.keras/keras.json) must not put Keras on another backend
-        # inside a MirroredStrategy run.
-        env = {"KERAS_BACKEND": TENSORFLOW_BACKEND, "TF_CPP_MIN_LOG_LEVEL": "2"}
+        # A user's KERAS_BACKEND (or ~/.keras/keras.json) must not put Keras on another backend.
+        env = {"KERAS_BACKEND": self.backend, "TF_CPP_MIN_LOG_LEVEL": "2"}
         if self.kind == "gpu":
             env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"  # the order nvidia-smi numbers them in
             env["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in self.gpu_indices)
         else:
             env["CUDA_VISIBLE_DEVICES"] = ""
+        if self.backend == JAX_BACKEND:
+            return env | self._jax_environment(os.environ if environ is None else environ)
+        if self.kind != "gpu":
             env["TF_ENABLE_ONEDNN_OPTS"] = "1"
             if self.memory_limit_bytes is not None:
                 # All logical CPU devices share one host allocator: cap it at limit × replicas.
@@ -121,11 +121,8 @@ class DevicePlan:
         return env
 
     def _jax_environment(self, environ: Mapping[str, str]) -> dict[str, str]:
-        env = {"KERAS_BACKEND": JAX_BACKEND, "TF_CPP_MIN_LOG_LEVEL": "2"}
         if self.kind == "gpu":
-            env["JAX_PLATFORMS"] = "cuda"  # never a silent fallback to the CPU
-            env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
-            env["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in self.gpu_indices)
+            env = {"JAX_PLATFORMS": "cuda"}  # never a silent fallback to the CPU
             if self.memory_limit_bytes is None:
                 # Allocate as needed, so that the peak of memory_stats() is the run's own.
                 env["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
@@ -134,9 +131,8 @@ class DevicePlan:
                 env["XLA_PYTHON_CLIENT_MEM_FRACTION"] = repr(self.memory_fraction())
                 env["XLA_CLIENT_MEM_FRACTION"] = ""  # its newer name: both set is an error
             return env
-        env["JAX_PLATFORMS"] = "cpu"
-        env["CUDA_VISIBLE_DEVICES"] = ""
-        env["XLA_FLAGS"] = host_device_flags(environ.get("XLA_FLAGS", ""), self.num_replicas)
+        flags = host_device_flags(environ.get("XLA_FLAGS", ""), self.num_replicas)
+        env = {"JAX_PLATFORMS": "cpu", "XLA_FLAGS": flags}
         if self.memory_limit_bytes is not None:
             # All host devices share one process: cap it at limit × replicas.
             env[CPU_CAP_ENV] = str(self.memory_limit_bytes * self.num_replicas)
@@ -159,21 +155,8 @@ class DevicePlan:
         return min(1.0, self.memory_limit_bytes / max(known))
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain data, to cross the process boundary."""
+        """Plain data (a reuse key holds it)."""
         return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> DevicePlan:
-        """Inverse of :meth:`to_dict`."""
-        return cls(
-            kind=data["kind"],
-            num_replicas=int(data["num_replicas"]),
-            gpu_indices=tuple(data["gpu_indices"]),
-            gpu_names=tuple(data["gpu_names"]),
-            memory_limit_bytes=data["memory_limit_bytes"],
-            backend=data.get("backend", TENSORFLOW_BACKEND),
-            gpu_memory_bytes=tuple(data.get("gpu_memory_bytes", ())),
-        )
 
 
 def inspect_environment(backend: str) -> dict[str, str]:

@@ -19,21 +19,19 @@ with ``n - 1`` degrees of freedom. The trial stops as dominated at the first loo
 tolerance the recommendation applies, ``max(--tolerance, 2 × seed spread)``). ``K`` is the number
 of looks the trial takes (at most :data:`MAX_LOOKS`, spread evenly between the first check, which
 holds compilation and the noisiest loss, and the last, which saves nothing; fewer looks make each
-surer), and each look spends ``α / K``: by the union bound the
-chance that a trial whose expected loss is within the band of the reference's at every check is
-stopped at *any* look is at most ``α``, whatever the correlation between the checks of one run
-(they are strongly correlated: a seed that starts badly stays behind, which is why the looks are
-not treated as independent evidence, as a confidence sequence over i.i.d. increments would).
+surer), and each look spends ``α / K``: by the union bound the chance that a trial whose expected
+loss is within the band of the reference's at every check is stopped at *any* look is at most
+``α``, whatever the correlation between the checks of one run (they are strongly correlated: a
+seed that starts badly stays behind, which is why the looks are not treated as independent
+evidence, as a confidence sequence over i.i.d. increments would).
 
 Early in training the seeds differ far more than at the end (a run that starts from other weights
 is ahead or behind), so the noise at a look is the larger of the final loss's sd and the seed runs'
 sd at that many samples (:func:`check_noise`, from their curves, linear between their checks);
 without their curves, the final sd alone (the A/A figures are in ``benchmarks/RESULTS.md``).
 
-**The time rule** (under a loss target, ``time-to-target``): a trial that has not reached the target
-after ``elapsed`` training seconds reaches it at the next check at the earliest, so once
-``elapsed + one window`` exceeds the best finished time to the target times ``1 + tie margin`` it
-can no longer win, nor tie: it stops too.
+**The time rule** (under a loss target, ``time-to-target``): a trial that can no longer reach the
+target before the best finished time to it (:func:`time_look`) stops too.
 """
 
 from __future__ import annotations
@@ -52,7 +50,6 @@ DEFAULT_ALPHA = 0.05
 stopped at any of its looks."""
 LOSS_GAP = "loss-gap"
 TIME_TO_TARGET = "time-to-target"
-RULES = (LOSS_GAP, TIME_TO_TARGET)
 MAX_LOOKS = 3
 """Looks a trial spreads its false-stop rate over: more looks stop sooner but each must be
 surer (with 3 seeds, t's quantile is 5.4 at 3 looks and 7.7 at 6, for alpha 0.05)."""
@@ -74,11 +71,6 @@ class GapTest:
         """The margin above the gap's estimate that noise explains at one look (log scale)."""
         quantile = t_upper_quantile(self.alpha / max(1, self.looks), self.noise_runs - 1)
         return quantile * math.sqrt(2.0) * self.noise_sd
-
-    @property
-    def threshold(self) -> float:
-        """The log gap beyond which a trial is dominated: ``ln(1 + band) + critical``."""
-        return math.log1p(self.band) + self.critical
 
 
 @dataclass(frozen=True)

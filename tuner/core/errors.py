@@ -52,9 +52,9 @@ class TrialFailed(Exception):
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
-_NAME_PREFIX = re.compile(r"^(?:[\w.]+\.)?([A-Z]\w*(?:Error|Exception|Exit|Warning)): ")
-"""An exception's name at the start of a line: ``ValueError: ...`` or
-``tensorflow.python.framework.errors_impl.InvalidArgumentError: ...``."""
+_NAME_PREFIXES = re.compile(r"^(?:(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception|Exit|Warning): )+")
+"""The exception names at the start of a line: ``ValueError: ...`` or
+``tensorflow.python.framework.errors_impl.InvalidArgumentError: ...``, once or more."""
 
 _KERAS_FRAME = ("Exception encountered when calling", "Arguments received by", "•")
 """Keras's lines around the message of an error raised inside a layer's call: where it was
@@ -78,17 +78,8 @@ def error_line(exc: BaseException, limit: int = 300) -> str:
         if not line.strip().startswith(_KERAS_FRAME)
     ]
     line = summary("\n".join(lines)) if any(part.strip() for part in lines) else ""
-    line = _strip_names(line)
+    line = _NAME_PREFIXES.sub("", line, count=1)
     return f"{type(exc).__name__}: {line[:limit]}" if line else type(exc).__name__
-
-
-def _strip_names(line: str) -> str:
-    """``line`` without the exception names it starts with (a re-raised error's own)."""
-    while True:
-        match = _NAME_PREFIX.match(line)
-        if match is None:
-            return line
-        line = line[match.end() :]
 
 
 class RepeatedFailureError(TunerError):

@@ -10,22 +10,6 @@ from __future__ import annotations
 
 import difflib
 
-OPTIMIZERS = (
-    "adadelta",
-    "adafactor",
-    "adagrad",
-    "adam",
-    "adamax",
-    "adamw",
-    "ftrl",
-    "lion",
-    "muon",
-    "nadam",
-    "rmsprop",
-    "schedulefreeadamw",
-    "sgd",
-)
-
 OPTIMIZER_CLASSES = {
     "adadelta": "Adadelta",
     "adafactor": "Adafactor",
@@ -43,6 +27,7 @@ OPTIMIZER_CLASSES = {
 }
 """Each optimizer name's class in ``keras.optimizers``: a spec may say ``adam``, an export and
 the answer say ``Adam``."""
+OPTIMIZERS = tuple(OPTIMIZER_CLASSES)
 
 
 def optimizer_class(name: str) -> str:

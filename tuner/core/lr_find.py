@@ -16,12 +16,9 @@ window, not a per-step difference). The two pitfalls Lightning's users report ar
 * the slope is taken in log-rate (a change per decade of rate over a centred window), so it
   does not depend on how many steps the ramp spends per decade, nor on the ramp being uniform.
 
-The smoothing's time constant is a fixed share of the ramp (:func:`default_beta`), so its lag
-(an EMA trails its input by ``beta / (1 - beta)`` steps) is a fixed share of the decades swept;
-the rate is read where the smoothed curve is steepest, as fastai and Lightning do.
-
-The run stops where the smoothed loss exceeds :data:`DIVERGENCE_FACTOR` × its minimum so far
-(or turns non-finite): past that the loss says nothing about good rates.
+The smoothing's time constant is a fixed share of the ramp (:func:`default_beta`: an EMA trails
+its input by ``beta / (1 - beta)`` steps). The run stops at divergence (:func:`diverged`): past
+it the loss says nothing about good rates.
 """
 
 from __future__ import annotations
@@ -29,6 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from statistics import median
 
 from tuner.core.errors import ConfigError
 from tuner.core.options import named
@@ -118,21 +116,13 @@ class DivergenceWatch:
     def __init__(self, steps: int, beta: float | None = None) -> None:
         self._beta = default_beta(steps) if beta is None else beta
         self._skip = skipped_steps(steps)
-        self._average = 0.0
-        self._seen = 0
-        self._best = math.inf
+        self._losses: list[float] = []
 
     def add(self, loss: float) -> bool:
-        """Record one step's loss; ``True`` when the run has diverged."""
-        self._seen += 1
-        if self._seen <= self._skip:  # not smoothed either: see smooth_after
-            return False
-        self._average = self._beta * self._average + (1.0 - self._beta) * loss
-        value = self._average / (1.0 - self._beta ** (self._seen - self._skip))
-        if not math.isfinite(value) or value > DIVERGENCE_FACTOR * self._best:
-            return True
-        self._best = min(self._best, value)
-        return False
+        """Record one step's loss; ``True`` when the run has diverged (a ramp is a few hundred
+        steps: smoothing them all again at each costs nothing next to the step)."""
+        self._losses.append(loss)
+        return diverged(smooth(self._losses, self._beta, self._skip), self._skip) is not None
 
 
 @dataclass(frozen=True)
@@ -284,16 +274,10 @@ def _beyond_noise(
     curvature = [abs(a - 2 * b + c) for a, b, c in zip(steps, steps[1:], steps[2:], strict=False)]
     if not before or not after or not curvature:
         return True
-    noise = _median(curvature) / (0.6745 * math.sqrt(6.0))  # the per-step standard deviation
+    noise = median(curvature) / (0.6745 * math.sqrt(6.0))  # the per-step standard deviation
     # the standard error of a median of n points is about 1.25 sigma / sqrt(n)
     error = 1.25 * noise * math.sqrt(1.0 / len(before) + 1.0 / len(after))
-    return _median(before) - _median(after) > NOISE_Z * error
-
-
-def _median(values: Sequence[float]) -> float:
-    ordered = sorted(values)
-    mid = len(ordered) // 2
-    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+    return median(before) - median(after) > NOISE_Z * error
 
 
 def _runs(points: list[tuple[int, float]]) -> list[list[tuple[int, float]]]:

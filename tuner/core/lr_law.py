@@ -18,24 +18,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from tuner.core.lr_star import Z95, BestRate, best_rate
-from tuner.core.stats import t_quantile
-
-__all__ = [
-    "REGIMES",
-    "RULE_EXPONENTS",
-    "BestRate",
-    "Law",
-    "Slope",
-    "alpha_words",
-    "best_rate",
-    "law_from_points",
-    "measure_law",
-]
+from tuner.core.lr_star import BestRate, best_rate
+from tuner.core.stats import Z95, t_quantile
 
 RULE_EXPONENTS: dict[str, float] = {"none": 0.0, "sqrt": 0.5, "linear": 1.0}
 """The exponent of ``B`` each fixed rule assumes: ``lr ∝ B^alpha``."""
@@ -148,7 +136,7 @@ def measure_law(stars: Sequence[BestRate], noise_scale: float | None = None) -> 
     usable = [s for s in stars if not s.censored]
     if len(usable) < 2:
         law = Law("unresolved", None, stars, noise_scale=noise_scale)
-        return _with_words(law)
+        return replace(law, words=_describe(law))
     x = np.log([s.batch for s in usable])
     y = np.log([s.lr for s in usable])
     se = np.array([s.log_se for s in usable])
@@ -160,7 +148,7 @@ def measure_law(stars: Sequence[BestRate], noise_scale: float | None = None) -> 
         if drop.low > 0:  # the slope past the break is lower than before it, beyond the noise
             regime = "surge" if after.high < 0 else "plateau"
             law = Law(regime, before, stars, overall, usable[i].batch, after, noise_scale)
-    return _with_words(law)
+    return replace(law, words=_describe(law))
 
 
 def alpha_words(alpha: Slope) -> str:
@@ -185,11 +173,6 @@ def alpha_words(alpha: Slope) -> str:
 
 def _listed(names: list[str]) -> str:
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
-
-
-def _with_words(law: Law) -> Law:
-    words = _describe(law)
-    return Law(**{**law.__dict__, "words": words})
 
 
 def _describe(law: Law) -> str:

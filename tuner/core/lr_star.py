@@ -28,6 +28,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from tuner.core.stats import Z95
+
 RESAMPLES = 400
 """Bootstrap resamples of one batch's fit (seeded: the interval is reproducible)."""
 MIN_LOG_SE = 0.02
@@ -36,8 +38,6 @@ whose interval collapsed would otherwise carry the whole fit."""
 CLIFF = 20.0
 """A neighbour of the best rate that lost this many times more is a cliff (the edge of
 divergence): the curve is too steep there for a parabola."""
-Z95 = 1.959964
-"""The normal 97.5 % quantile: a 95 % interval is ± this many standard errors."""
 
 
 @dataclass(frozen=True)

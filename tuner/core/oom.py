@@ -96,17 +96,12 @@ _LOCATION = re.compile(
 extension modules after a segfault, absl's stack after a failed check."""
 
 
-def is_log_line(line: str) -> bool:
-    """Whether a stderr line is TensorFlow or absl logging rather than something the run said."""
-    return bool(_LOG_LINE.match(line.strip()))
-
-
 def last_message(stderr_tail: str) -> str:
     """The last line of a dead child's stderr that says what went wrong ("" if none): not
-    TensorFlow's logging (:func:`is_log_line`), which often follows the error or is all a crash
-    leaves, nor a stack frame after it."""
+    TensorFlow's or absl's logging (:data:`_LOG_LINE`), which often follows the error or is all
+    a crash leaves, nor a stack frame after it."""
     lines = [line.strip() for line in stderr_tail.splitlines()]
-    said = [line for line in lines if line and not is_log_line(line) and not _LOCATION.match(line)]
+    said = [line for line in lines if line and not (_LOG_LINE.match(line) or _LOCATION.match(line))]
     return said[-1] if said else ""
 
 

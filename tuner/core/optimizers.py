@@ -29,19 +29,15 @@ def warmup_schedule(start: float, peak: float, steps: int) -> dict[str, Any]:
     and ``alpha=1`` flattens the cosine that follows (``(1 - alpha) * cos + alpha = 1``, so the
     rate stays at ``peak``); ``decay_steps=1``, not 0, keeps its decay away from 0/0.
     """
-    return {
-        "module": SCHEDULES_MODULE,
-        "class_name": "CosineDecay",
-        "config": {
-            "initial_learning_rate": float(start),
-            "decay_steps": 1,
-            "alpha": 1.0,
-            "name": "linear_warmup",
-            "warmup_target": float(peak),
-            "warmup_steps": int(steps),
-        },
-        "registered_name": None,
+    config = {
+        "initial_learning_rate": float(start),
+        "decay_steps": 1,
+        "alpha": 1.0,
+        "name": "linear_warmup",
+        "warmup_target": float(peak),
+        "warmup_steps": int(steps),
     }
+    return serialized("CosineDecay", config, SCHEDULES_MODULE)
 
 
 def trained_config(config: dict[str, Any], rule: dict[str, Any] | None) -> dict[str, Any]:

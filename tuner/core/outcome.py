@@ -233,28 +233,17 @@ def breakdown(run: ChildRun, child: Mapping[str, Any]) -> dict[str, float]:
 
 
 def _without_result(run: ChildRun, memory_capped: bool, garbage: bool) -> TrialOutcome:
-    timing = {"timings": {"wall_s": run.wall_s}}
-    how = _describe_exit(run.returncode)
+    # The last real error line: TensorFlow's logging, which often ends the tail, says nothing.
+    how, tail = _describe_exit(run.returncode), last_message(run.stderr_tail)[:300]
     if is_probable_oom(run.returncode, run.stderr_tail, memory_capped):
-        return TrialOutcome(
-            "oom",
-            error=f"{how} under a memory cap or with an out-of-memory "
-            f"message: {_last_line(run.stderr_tail)}".rstrip(": "),
-            attrs=timing,
-        )
-    if run.returncode < 0:
-        return TrialOutcome(
-            "crashed", error=f"{how}: {_last_line(run.stderr_tail)}".rstrip(": "), attrs=timing
-        )
-    if garbage:
-        return TrialOutcome(
-            "error", error=f"{how} and left a result that is not JSON", attrs=timing
-        )
-    return TrialOutcome(
-        "error",
-        error=f"{how} without a result: {_last_line(run.stderr_tail)}".rstrip(": "),
-        attrs=timing,
-    )
+        status, error = "oom", f"{how} under a memory cap or with an out-of-memory message: {tail}"
+    elif run.returncode < 0:
+        status, error = "crashed", f"{how}: {tail}"
+    elif garbage:
+        status, error = "error", f"{how} and left a result that is not JSON"
+    else:
+        status, error = "error", f"{how} without a result: {tail}"
+    return TrialOutcome(status, error=error.rstrip(": "), attrs={"timings": {"wall_s": run.wall_s}})
 
 
 def _describe_exit(returncode: int) -> str:
@@ -272,9 +261,3 @@ def _finite(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     return float(value) if math.isfinite(value) else None
-
-
-def _last_line(stderr_tail: str) -> str:
-    """The dead child's last real error line, at most 300 characters: TensorFlow's start-up
-    logging, which often ends the tail, says nothing about why it died."""
-    return last_message(stderr_tail)[:300]

@@ -17,8 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from tuner.core.dominance import measures_seed_noise
-from tuner.core.duration import format_budget
-from tuner.core.progress import format_duration
+from tuner.core.progress import format_budget, format_duration
 from tuner.core.spec import StudySpec
 
 PHASES = ("check", "baseline", "seeds", "grid", "repeats")
@@ -119,7 +118,7 @@ def plan_line(
         parts.append(f"≤ {bound} repeats")
     elif plan.repeats:
         parts.append(_count(plan.repeats, "repeats"))
-    head = f"{head}: {_trainings(plan.total)}"
+    head = f"{head}: {plan.total} training" + ("" if plan.total == 1 else "s")
     if plan.at_most > plan.total:
         head += f" (≤ {plan.at_most} with repeats)"
     line = f"{head}: {', '.join(parts) or 'nothing to train'}"
@@ -150,10 +149,6 @@ def budget_clause(
         f"; over {budget} (≈ {format_duration(max(0.0, left_s))} left): runs what fits, the "
         "grid before seeds and repeats, and says what it left out"
     )
-
-
-def _trainings(n: int) -> str:
-    return f"{n} training" + ("" if n == 1 else "s")
 
 
 def _count(n: int, phase: str) -> str:

@@ -1,4 +1,5 @@
-"""Progress that tells time: the study's ETA, durations for people, and the child's step reports.
+"""Progress that tells time: the study's ETA, durations and budgets for people, and the child's
+step reports.
 
 Pure: the clock is passed in, so every figure here can be checked with a fake one.
 """
@@ -15,20 +16,6 @@ REPORT_EVERY_S = 1.0
 that one short stdout line a second costs nothing next to training."""
 
 
-def eta_seconds(
-    durations: Sequence[float], trials_left: int, current_elapsed_s: float = 0.0
-) -> float | None:
-    """Seconds until ``trials_left`` more trials have ended: the mean of ``durations`` (trials that
-    really ran in this run; an ``oom-implied`` one takes no time and is left out by the caller)
-    times ``trials_left``, less ``current_elapsed_s`` already spent on the one running (counted
-    among ``trials_left``). ``None`` before any trial has ended (nothing to go by); never
-    negative."""
-    if not durations:
-        return None
-    mean = sum(durations) / len(durations)
-    return max(0.0, mean * max(0, trials_left) - current_elapsed_s)
-
-
 def format_duration(seconds: float) -> str:
     """A duration for people: ``31 s``, ``2 min``, ``1 h 05 min``."""
     seconds = max(0.0, seconds)
@@ -38,6 +25,15 @@ def format_duration(seconds: float) -> str:
     if minutes < 90:
         return f"{minutes} min"
     return f"{minutes // 60} h {minutes % 60:02d} min"
+
+
+def format_budget(seconds: float) -> str:
+    """A budget as a user writes it: ``90s``, ``15m``, ``1h30m``."""
+    whole = round(seconds)
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    text = (f"{hours}h" if hours else "") + (f"{minutes}m" if minutes else "")
+    return text + (f"{secs}s" if secs or not text else "")
 
 
 def format_eta(seconds: float | None) -> str:

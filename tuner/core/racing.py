@@ -1,4 +1,4 @@
-"""Racing: which close candidates need another run, and the decision once no more runs help.
+"""Racing: which close candidates need another run.
 
 Candidates whose 95 % intervals overlap the best one's are not told apart by the measurements.
 Racing re-runs exactly those (in fresh processes) until the intervals separate or a candidate has
@@ -6,8 +6,7 @@ had ``max_repeats`` runs. A candidate measured once has only its within-run inte
 not see run-to-run noise, so with ``max_repeats >= 2`` every candidate gets a second run first
 (even a lone one: the interval of the recommendation, and of its speedup, rests on it).
 
-Still tied at the end, the decision takes the smallest global batch of the tie: it needs the
-least memory per device and, at equal measured speed, larger batches only add generalisation risk.
+Still tied at the end, the recommendation decides (:mod:`tuner.core.recommend._ties`).
 """
 
 from __future__ import annotations
@@ -16,17 +15,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from tuner.core.stats import Interval
-
-TIE_RULE = (
-    "still tied after the repeats (95 % intervals overlap): the smallest global batch of the "
-    "tie is picked (least memory per device; at equal speed larger batches only add "
-    "generalisation risk)"
-)
-
-SAME_BATCH_TIE_RULE = (
-    "still tied after the repeats (95 % intervals overlap), all at one global batch: the better "
-    "measured value is picked"
-)
 
 
 @dataclass(frozen=True)
@@ -123,18 +111,3 @@ def gaps_to_best(
     best = best_entry(entries, higher_is_better=higher_is_better)
     gaps = [(e.number, gap_to(e, best)) for e in entries if e is not best]
     return sorted(gaps, key=lambda pair: (pair[1], pair[0]))
-
-
-def decide(entries: Sequence[Entry], *, higher_is_better: bool = True) -> Decision:
-    """The pick among ``entries``: the best value unless others are tied with it; then the
-    smallest global batch of the tie (the better value, then the lower number, among equals)."""
-    if not entries:
-        raise ValueError("no candidate to decide between")
-    ties = tie_set(entries, higher_is_better=higher_is_better)
-    if len(ties) == 1:
-        return Decision(ties[0].number)
-    sign = 1.0 if higher_is_better else -1.0
-    chosen = min(ties, key=lambda e: (e.batch, -sign * e.value, e.number))
-    others = sorted(e.number for e in ties if e is not chosen)
-    same_batch = all(e.batch == chosen.batch for e in ties)
-    return Decision(chosen.number, others, SAME_BATCH_TIE_RULE if same_batch else TIE_RULE)

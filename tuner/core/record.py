@@ -24,26 +24,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, Protocol
 
-__all__ = [
-    "GROUPS",
-    "SCALARS",
-    "STATES",
-    "STORED_KEYS",
-    "STUDY_KEYS",
-    "Configuration",
-    "Decision",
-    "Result",
-    "Reuse",
-    "StudyRecord",
-    "TrialRecord",
-    "changes",
-    "decode",
-    "decode_study",
-    "encode",
-    "store",
-    "store_study",
-]
-
 
 @dataclass(frozen=True)
 class Configuration:

@@ -19,15 +19,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from tuner.core.hyperparams import config_key
-from tuner.core.scaling import batch_ratio, optimizer_settings, scaled_learning_rate
+from tuner.core.scaling import KERAS_ADAM, batch_ratio, optimizer_settings, scaled_learning_rate
 
 SIGNIFICANT_DIGITS = 10
 """Learning rates are compared to 10 significant digits (relative 1e-10): ``1e-3 * sqrt(1)`` and
 ``1e-3`` are one rate, whatever the last bit of their float says."""
-
-_ADAM_REFERENCE = {"beta_1": 0.9, "beta_2": 0.999, "epsilon": 1e-7}
-"""Keras's Adam defaults: the settings ``sqrt-adam`` would rescale, to ask whether it changes any
-at a ratio (it changes none exactly when the ratio is 1, whatever the optimizer's own values)."""
 
 
 def number(value: float) -> str:
@@ -57,15 +53,16 @@ def schedule(
 
 def changed_optimizer_settings(rule: str, ratio: float) -> dict[str, str]:
     """The optimizer settings ``rule`` changes at batch ratio ``ratio`` (shown on Adam's
-    defaults; empty when it changes none: every rule but ``sqrt-adam``, and ``sqrt-adam`` at 1)."""
+    defaults; empty when it changes none: every rule but ``sqrt-adam``, and ``sqrt-adam`` at 1,
+    whatever the optimizer's own values)."""
     try:
-        settings = optimizer_settings(rule, ratio, _ADAM_REFERENCE)
+        settings = optimizer_settings(rule, ratio, KERAS_ADAM)
     except ValueError:  # a ratio too large for Adam's defaults still trains differently
         return {"rescaled_by": number(ratio)}
     return {
         key: number(value)
         for key, value in sorted(settings.items())
-        if number(value) != number(_ADAM_REFERENCE[key])
+        if number(value) != number(KERAS_ADAM[key])
     }
 
 

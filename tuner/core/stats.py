@@ -12,11 +12,8 @@ throughput (and time to target) is reported with a 95 % interval and compared th
   noise inside one process (windows of one run share its placement and warm caches), so it is
   narrower than the run-to-run noise; its method says so, and racing always gives a candidate a
   second run before trusting it.
-* A ratio (speedup = throughput / baseline throughput, or one candidate's throughput over
-  another's): the two intervals' relative half-widths on the log scale, added in quadrature (the
-  usual error propagation for a quotient).
-* How sure a close call is: a bootstrap over the runs (:func:`bootstrap_wins`), seeded, so the
-  same runs always give the same count.
+* A ratio (a speedup, or one candidate's throughput over another's): :func:`ratio_interval`,
+  the usual error propagation for a quotient; how sure a close call is: :func:`bootstrap_wins`.
 """
 
 from __future__ import annotations
@@ -27,15 +24,14 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-LEVEL = 0.95
-"""The confidence level of every interval tuner reports."""
 _T975 = (
     12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
     2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
     2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
 )  # fmt: skip
 """Student t's 97.5 % quantile for 1..30 degrees of freedom (two-sided 95 %)."""
-_Z975 = 1.959964
+Z95 = 1.959964
+"""The normal 97.5 % quantile: a 95 % interval is ± this many standard errors."""
 MIN_WINDOWS = 3
 """Timed windows a single run needs for an interval: with 2, t has one degree of freedom and
 the interval spans ±12.7 standard errors, wider than it is useful."""
@@ -65,7 +61,7 @@ def t_quantile(degrees_of_freedom: int) -> float:
         raise ValueError("a t quantile needs at least 1 degree of freedom")
     if degrees_of_freedom <= len(_T975):
         return _T975[degrees_of_freedom - 1]
-    z, df = _Z975, degrees_of_freedom
+    z, df = Z95, degrees_of_freedom
     return z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
 
 
@@ -167,9 +163,6 @@ def relative_spread(values: Sequence[float]) -> float | None:
     if mean == 0:
         return None
     return statistics.stdev(values) / abs(mean)
-
-
-TOLERANCE_SOURCES = ("--tolerance", "seed noise")
 
 
 def effective_tolerance(tolerance: float, seed_spread: float | None) -> tuple[float, str]:

@@ -8,8 +8,8 @@ of a training window of ``cadence // global batch`` steps. The trial stops at th
 below the target, or at its sample budget.
 
 The time to the target is training time only: the windows' seconds up to that check, less the
-first window's tracing and compilation (its excess over a steady window, as
-:func:`compile_seconds` says). Evaluation runs between windows and is never inside one.
+first window's tracing and compilation (its excess over a steady window:
+:func:`tuner.core.windows.warmup_excess`). Evaluation runs between windows and is never inside one.
 """
 
 from __future__ import annotations
@@ -56,7 +56,8 @@ def default_cadence(batch_sizes: Sequence[int], budget: int) -> int:
         raise ConfigError(
             f"a sample budget of {budget} holds fewer than {MIN_CHECKS} checks of the target: "
             f"checks fall every multiple of {unit} samples (the least common multiple of the "
-            f"grid's global batches {_listed(batch_sizes)}); raise the budget or shrink the grid"
+            f"grid's global batches {', '.join(map(str, sorted(batch_sizes)))}); raise the budget "
+            "or shrink the grid"
         )
     return max(1, round(budget / TARGET_CHECKS / unit)) * unit
 
@@ -85,12 +86,6 @@ def check_cadence(
             f"{label} {cadence} leaves fewer than {MIN_CHECKS} checks in the sample "
             f"budget of {budget}: give at most {budget // MIN_CHECKS}"
         )
-
-
-def check_points(cadence: int, budget: int) -> list[int]:
-    """The samples at which a trial checks the target: ``cadence, 2 × cadence, …`` up to the
-    budget (the remainder, less than one cadence, is not trained)."""
-    return [cadence * k for k in range(1, budget // cadence + 1)]
 
 
 @dataclass(frozen=True)
@@ -126,16 +121,6 @@ def first_reached(losses: Sequence[float], target: float) -> int | None:
     return None
 
 
-def compile_seconds(window_seconds: Sequence[float]) -> float:
-    """The warm-up windows' tracing and compilation: their excess over the median later window
-    (:func:`tuner.core.windows.warmup_excess`; 0 with one window)."""
-    return warmup_excess(window_seconds)
-
-
 def training_seconds(window_seconds: Sequence[float], windows: int) -> float:
     """Training seconds of the first ``windows`` windows, compilation excluded."""
-    return sum(window_seconds[:windows]) - compile_seconds(window_seconds)
-
-
-def _listed(batch_sizes: Sequence[int]) -> str:
-    return ", ".join(str(b) for b in sorted(batch_sizes))
+    return sum(window_seconds[:windows]) - warmup_excess(window_seconds)

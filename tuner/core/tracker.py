@@ -1,6 +1,5 @@
-"""What the progress views keep while a search runs: the plan (trainings left by phase), the
-phase running, the running training and its start, the durations of those that ran, and the ETA
-they give. Pure: the clock is passed in (:mod:`tuner.console.progress` draws it)."""
+"""What the progress views keep while a search runs, and the ETA it gives (:class:`Tracker`).
+Pure: the clock is passed in (:mod:`tuner.console.progress` draws it)."""
 
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from optuna.trial import FrozenTrial, TrialState
 
-from tuner.core.configurations import grid_point, is_complete, model_config, status_of
+from tuner.core.configurations import INFEASIBLE, grid_point, is_complete, model_config, status_of
 from tuner.core.errors import AllDivergedError, NoCompleteTrialError
 from tuner.core.record import TrialRecord, decode
 
@@ -82,21 +82,11 @@ def claimed_count(trials: Iterable[FrozenTrial]) -> int:
     return sum(1 for trial in trials if is_claimed(trial))
 
 
-def has_unclaimed_work(trials: Sequence[FrozenTrial], grid: Iterable[GridPoint]) -> bool:
-    """Whether a queued trial waits, or a point of ``grid`` is neither settled nor running."""
-    if any(trial.state == TrialState.WAITING for trial in trials):
-        return True
-    claimed = settled_grid_points(trials) | {
-        grid_point(trial) for trial in trials if trial.state == TrialState.RUNNING
-    }
-    return any(point not in claimed for point in grid)
-
-
 class GridProgress:
-    """:func:`has_unclaimed_work` for one worker's loop over a growing study, at a cost that
-    stays flat in its size (issue 19): a finished trial never changes, so its settled grid point
-    is remembered the first time it is seen, and each later call looks again only at the trials
-    still queued or running (and at any that other workers added since)."""
+    """What of a ``grid`` is left to claim, for one worker's loop over a growing study, at a cost
+    that stays flat in its size (issue 19): a finished trial never changes, so its settled grid
+    point is remembered the first time it is seen, and each later call looks again only at the
+    trials still queued or running (and at any that other workers added since)."""
 
     def __init__(self, grid: Iterable[GridPoint]) -> None:
         self._grid = list(grid)
@@ -105,7 +95,8 @@ class GridProgress:
         """Numbers of the finished trials already looked at."""
 
     def has_unclaimed_work(self, trials: Sequence[FrozenTrial]) -> bool:
-        """``has_unclaimed_work(trials, grid)``, where ``trials`` are the study's trials now."""
+        """Whether a queued trial waits, or a point of the grid is neither settled nor running,
+        in ``trials`` (the study's trials now)."""
         return self.unclaimed(trials) > 0
 
     def unclaimed(self, trials: Sequence[FrozenTrial]) -> int:
@@ -196,17 +187,14 @@ def may_be_unborn(trial: FrozenTrial) -> bool:
     return trial.state == TrialState.RUNNING and decode(trial).configuration.heartbeat_s != 0
 
 
-OUT_OF_MEMORY = frozenset({"oom", "oom-implied"})
-"""Statuses of trials too large to train at all: they say nothing about divergence."""
-
-
 def all_diverged(trials: Sequence[FrozenTrial]) -> bool:
     """Whether no trial completed and every trial that trained diverged: at least one diverged,
     and the others (if any) ran out of memory before they could train."""
     statuses = [status_of(trial) for trial in trials if is_settled(trial)]
     if any(map(is_complete, trials)) or "diverged" not in statuses:
         return False
-    return all(status == "diverged" or status in OUT_OF_MEMORY for status in statuses)
+    # Trials too large to train at all say nothing about divergence.
+    return all(status == "diverged" or status in INFEASIBLE for status in statuses)
 
 
 def nothing_completed(
@@ -229,9 +217,10 @@ def nothing_completed(
 
 def _diverged_message(study_name: str, trials: Sequence[FrozenTrial]) -> str:
     diverged = [trial for trial in trials if status_of(trial) == "diverged"]
-    rates = sorted(float(decode(t).learning_rate or 0.0) for t in diverged if _has_rate(t))
+    learned = [decode(t).learning_rate for t in diverged]
+    rates = sorted(float(r) for r in learned if isinstance(r, int | float))
     span = f" at learning rate {_span(rates)}" if rates else ""
-    oom = sum(1 for trial in trials if status_of(trial) in OUT_OF_MEMORY)
+    oom = sum(1 for trial in trials if status_of(trial) in INFEASIBLE)
     which = f"that fit in memory ({oom} ran out of memory) " if oom else ""
     return (
         f"every trial of study {study_name!r} {which}diverged: {len(diverged)} trial(s){span} "
@@ -244,7 +233,3 @@ def _diverged_message(study_name: str, trials: Sequence[FrozenTrial]) -> str:
 def _span(values: list[float]) -> str:
     low, high = f"{values[0]:.3g}", f"{values[-1]:.3g}"
     return low if low == high else f"{low} to {high}"
-
-
-def _has_rate(trial: FrozenTrial) -> bool:
-    return isinstance(decode(trial).learning_rate, int | float)

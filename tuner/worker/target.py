@@ -21,7 +21,6 @@ from tuner.core.target import (
     MIN_CHECKS,
     CheckPlan,
     budget_samples,
-    compile_seconds,
     default_cadence,
     first_reached,
     plan_checks,
@@ -182,6 +181,6 @@ class TargetCheck:
             if reached is None
             else training_seconds(window_seconds, reached + 1),
             "target_curve": curve,
-            "compile_s": compile_seconds(window_seconds),
+            "compile_s": warmup_excess(window_seconds),
             **extra,
         }

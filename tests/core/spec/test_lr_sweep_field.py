@@ -10,8 +10,7 @@ from typing import Any
 import pytest
 
 from tuner.core.errors import ConfigError
-from tuner.core.identity import identity_of
-from tuner.core.spec import spec_from_dict
+from tuner.core.spec import identity_of, spec_from_dict
 from tuner.driver.trial.grid import grid_points
 
 VALID: dict[str, dict[str, Any]] = {

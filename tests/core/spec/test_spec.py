@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 
 from tuner.core.errors import ConfigError
-from tuner.core.identity import identity_of
 from tuner.core.spec import (
     BUILTIN_SOURCE,
     SearchSpec,
     StudySpec,
     WorkloadSpec,
+    identity_of,
     spec_from_dict,
 )
 from tuner.core.spec._fields import parse_int_list, parse_name_list

@@ -9,8 +9,7 @@ from typing import Any
 import pytest
 
 from tuner.core.errors import ConfigError
-from tuner.core.identity import identity_of
-from tuner.core.spec import spec_from_dict
+from tuner.core.spec import identity_of, spec_from_dict
 from tuner.core.spec._runtime import PRECISIONS
 
 RAW: dict[str, dict[str, Any]] = {

@@ -9,40 +9,36 @@ with one :class:`Result`. Each is written and read in one place (``encode_*``/``
 requests and results carry :data:`PROTOCOL_VERSION`, and either side refuses another version
 with one line. Both sides import this package, so neither imports the other.
 
-Behind this face: ``_names`` (the version, modes, event kinds, command line), ``_codec`` (the
-dataclass-to-JSON conversion and its errors), ``_requests``, ``_events`` and ``_results``.
+Behind this face: ``_codec`` (the version, the dataclass-to-JSON conversion and its errors),
+``_requests`` and ``_events`` (the events and the result); here, the worker's command line and
+environment.
 """
 
 from __future__ import annotations
 
 from tuner.core.options import DEFAULT_TRIAL_TIMEOUT_S
-from tuner.core.protocol._codec import NotJSONError, ProtocolError, ProtocolVersionError
+from tuner.core.protocol._codec import (
+    PROTOCOL_VERSION,
+    NotJSONError,
+    ProtocolError,
+    ProtocolVersionError,
+)
 from tuner.core.protocol._events import (
+    EVENT_PREFIX,
     EpochEvent,
     Event,
     ProbeAttemptEvent,
     ProbeResultEvent,
     ProgressEvent,
+    Result,
     WindowsDoneEvent,
     decode_event,
+    decode_result,
     encode_event,
-)
-from tuner.core.protocol._names import (
-    EPOCH_EVENT,
-    EVENT_PREFIX,
-    MODES,
-    PARENT_PID_ENV,
-    PROBE_ATTEMPT_EVENT,
-    PROBE_RESULT_EVENT,
-    PROGRESS_EVENT,
-    PROTOCOL_VERSION,
-    SUPERVISOR_MODULE,
-    TRIAL_DIR_PREFIX,
-    WARM_FLAG,
-    WINDOWS_DONE_EVENT,
-    WORKER_MODULE,
+    encode_result,
 )
 from tuner.core.protocol._requests import (
+    MODES,
     Budget,
     EarlyStop,
     InspectRequest,
@@ -58,22 +54,29 @@ from tuner.core.protocol._requests import (
     decode_request,
     encode_request,
 )
-from tuner.core.protocol._results import Result, decode_result, encode_result
+
+WORKER_MODULE = "tuner.worker"
+"""``python -m WORKER_MODULE REQUEST.json RESULT.json`` runs one request."""
+SUPERVISOR_MODULE = "tuner.worker.supervisor"
+"""``python -m SUPERVISOR_MODULE [--trial-dir DIR] -- COMMAND...`` runs the trial child under a
+supervisor that leaves no process of the trial behind (Linux)."""
+PARENT_PID_ENV = "TUNER_PARENT_PID"
+"""The environment variable naming the pid whose death ends a trial process."""
+TRIAL_DIR_PREFIX = "tuner-trial-"
+"""The name prefix of each trial's temporary folder (request, result, stderr, owner record)."""
+WARM_FLAG = "--warm"
+"""``python -m WORKER_MODULE --warm BACKEND REQUEST.json RESULT.json``: a warm child, which imports
+BACKEND first and reads REQUEST.json only when a line arrives on its stdin (hand-over)."""
 
 __all__ = [
     "DEFAULT_TRIAL_TIMEOUT_S",
-    "EPOCH_EVENT",
     "EVENT_PREFIX",
     "MODES",
     "PARENT_PID_ENV",
-    "PROBE_ATTEMPT_EVENT",
-    "PROBE_RESULT_EVENT",
-    "PROGRESS_EVENT",
     "PROTOCOL_VERSION",
     "SUPERVISOR_MODULE",
     "TRIAL_DIR_PREFIX",
     "WARM_FLAG",
-    "WINDOWS_DONE_EVENT",
     "WORKER_MODULE",
     "Budget",
     "EarlyStop",

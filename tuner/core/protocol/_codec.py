@@ -13,9 +13,12 @@ from collections.abc import Mapping
 from dataclasses import MISSING, fields, is_dataclass
 from typing import Any, TypeVar, Union, get_args, get_origin, get_type_hints
 
-from tuner.core.protocol._names import PROTOCOL_VERSION
-
 T = TypeVar("T")
+
+PROTOCOL_VERSION = 1
+"""The version of the request, event and result shapes. A child refuses a request of another
+version, and the driver a result of another version, with one line: the driver and the worker
+are then different tuner versions. Raise it with any change of a shape."""
 
 VERSION_KEY = "protocol_version"
 """The key of every request and result object that names its protocol version."""

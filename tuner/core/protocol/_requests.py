@@ -16,6 +16,7 @@ from tuner.core.devices import DevicePlan
 from tuner.core.options import DEFAULT_MAX_LR, DEFAULT_MIN_LR
 from tuner.core.options import LR_FIND_STEPS as DEFAULT_STEPS
 from tuner.core.protocol._codec import (
+    PROTOCOL_VERSION,
     VERSION_KEY,
     ProtocolError,
     check_version,
@@ -23,7 +24,6 @@ from tuner.core.protocol._codec import (
     load_object,
     to_plain,
 )
-from tuner.core.protocol._names import MODES, PROTOCOL_VERSION
 from tuner.core.spec import DEFAULT_BACKEND, LOSS_REDUCTIONS
 
 
@@ -219,7 +219,8 @@ _TYPES: dict[str, type[Request]] = {
     kind.mode: kind
     for kind in (InspectRequest, TrialRequest, ProbeRequest, ValidateRequest, LrFindRequest)
 }
-assert tuple(_TYPES) == MODES
+MODES = tuple(_TYPES)
+"""What a request asks the worker to do (its ``mode``: one request type each)."""
 
 
 def encode_request(request: Request) -> str:

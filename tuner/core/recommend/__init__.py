@@ -2,13 +2,13 @@
 
 The pipeline: ``_candidates`` (the configurations within the loss tolerance, and the policy's
 pick among them), ``_ties`` (the pick by the ratio of the values: the tie margin and the close
-calls), ``_policy`` (the policies, the tolerance and the tie margin), ``_verdict`` (the speedup over
+calls), ``_verdict`` (the speedup over
 one device), ``_law`` (the measured learning-rate law, and each batch's points for the adaptive
 sweep), ``_fields`` (the fields of one device signature's recommendation), ``_pipeline``
 (:func:`recommend`, which ties them together) and ``_export`` (the JSON a training script reads).
 
-The names load on first use: the spec and the CLI need only the light ``_policy`` names, and
-the rest import Optuna.
+The policies, the tolerance and the tie margin are here; the other names load on first use: the
+spec and the CLI need only the light policy names, and the rest import Optuna.
 """
 
 from __future__ import annotations
@@ -21,26 +21,39 @@ if TYPE_CHECKING:
     from tuner.core.recommend._export import SCHEMA_VERSION, export_document
     from tuner.core.recommend._law import batch_points, seed_sigma
     from tuner.core.recommend._pipeline import recommend
-    from tuner.core.recommend._policy import (
-        DEFAULT_TIE_MARGIN,
-        DEFAULT_TOLERANCE,
-        POLICIES,
-        POLICY,
-        default_policy,
-    )
     from tuner.core.recommend._verdict import baseline_at, baseline_key
 
+DEFAULT_TOLERANCE = 0.02
+"""A configuration whose final loss is within this relative margin of the best counts as as good
+(raised to twice the measured seed-to-seed spread when that is larger)."""
+POLICY = "loss-then-throughput"
+"""The policy without a target loss: the fastest of the configurations within the tolerance of
+the best loss."""
+GOODPUT = "goodput"
+"""Among the same candidates, the highest goodput (throughput × statistical efficiency)."""
+TIME_TO_TARGET = "time-to-target"
+"""Among the configurations that reached the target loss, the shortest training time to it."""
+POLICIES = (POLICY, GOODPUT, TIME_TO_TARGET)
+
+
+def default_policy(target_loss: float | None) -> str:
+    """``time-to-target`` when a target loss is given (the question a target asks), else
+    ``loss-then-throughput``."""
+    return POLICY if target_loss is None else TIME_TO_TARGET
+
+
+DEFAULT_TIE_MARGIN = 0.05
+"""Candidates whose measured value is within this relative margin of the best one's are equally
+good in practice (the throughput ratio of the best over them at most 1.05): the smallest global
+batch of them is picked."""
+
+
 _EXPORTS = {
-    "DEFAULT_TIE_MARGIN": "_policy",
-    "DEFAULT_TOLERANCE": "_policy",
-    "POLICIES": "_policy",
-    "POLICY": "_policy",
     "SCHEMA_VERSION": "_export",
     "baseline_at": "_verdict",
     "baseline_key": "_verdict",
     "batch_points": "_law",
     "candidate_entries": "_candidates",
-    "default_policy": "_policy",
     "export_document": "_export",
     "higher_is_better": "_candidates",
     "recommend": "_pipeline",

@@ -6,11 +6,9 @@
 * The candidates: ``loss-then-throughput`` and ``goodput`` keep the representatives whose final
   loss is within the tolerance of the best; ``time-to-target`` keeps those that reached the
   target loss. A ``same_as`` trial is never a candidate (its original is).
-* The pick (:func:`tuner.core.recommend._ties.decide`): the best value (throughput, goodput, or
-  the shortest time to target), unless others are within the tie margin of it (practically
-  equal); then the smallest global batch of them. Candidates the pick beats within the noise
-  (the ratio's interval reaches 1) are close calls, with a bootstrap of how sure the pick is.
-  :func:`candidate_entries` gives racing the same entries.
+* The pick (:func:`tuner.core.recommend._ties.decide`) by the policy's value: throughput,
+  goodput, or the shortest time to target. :func:`candidate_entries` gives racing the same
+  entries.
 """
 
 from __future__ import annotations
@@ -32,7 +30,7 @@ from tuner.core.configurations import (
 )
 from tuner.core.errors import ConfigError, NoCompleteTrialError
 from tuner.core.racing import Entry
-from tuner.core.recommend._policy import DEFAULT_TIE_MARGIN, GOODPUT, POLICIES, TIME_TO_TARGET
+from tuner.core.recommend import DEFAULT_TIE_MARGIN, GOODPUT, POLICIES, TIME_TO_TARGET
 from tuner.core.recommend._ties import Pick, decide
 from tuner.core.record import decode
 from tuner.core.stats import Interval, effective_tolerance, relative_spread

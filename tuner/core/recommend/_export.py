@@ -23,6 +23,7 @@ from typing import Any
 
 from optuna.trial import FrozenTrial
 
+from tuner.core.configurations import DEFAULT_PRECISION
 from tuner.core.optimizers import from_description
 from tuner.core.record import decode
 
@@ -31,8 +32,6 @@ SCHEMA_VERSION = 2
 2: the ``recommended`` block; ``optimizer`` moved into it; the sections lost their copies of
 flat keys."""
 SECTIONS = ("recommended", "fit", "compile", "distribution", "evidence", "provenance")
-DEFAULT_PRECISION = "float32"
-"""The precision of a recommendation that names none (written before precisions were)."""
 MEASURED_DIGITS = 6
 """Significant digits of a measurement (throughput, loss, noise scale, ratios)."""
 SETTING_DIGITS = 15
@@ -147,9 +146,7 @@ def fit_section(
 
 
 def compile_section(
-    rec: dict[str, Any],
-    attrs: dict[str, Any] | None = None,
-    workload: dict[str, Any] | None = None,
+    rec: dict[str, Any], attrs: dict[str, Any], workload: dict[str, Any]
 ) -> dict[str, Any]:
     """How the model is built and compiled beyond the optimizer's settings: ``dtype_policy``, the
     Keras dtype policy the trial trained under (set it globally before building the model:
@@ -160,7 +157,7 @@ def compile_section(
     return {
         "dtype_policy": policy,
         "loss_scale_optimizer": policy == "mixed_float16",
-        **compiled_with(attrs or {}, workload or {}),
+        **compiled_with(attrs, workload),
     }
 
 

@@ -15,8 +15,6 @@ from optuna.trial import FrozenTrial
 from tuner.core.batch_model import prediction_from_trials
 from tuner.core.configurations import (
     feasibility_by_precision,
-    fits_one_step,
-    infeasible_batch_sizes,
     is_same_as,
     model_config,
     precision_of,
@@ -25,8 +23,8 @@ from tuner.core.configurations import (
     time_to_target_ci,
 )
 from tuner.core.hyperparams import config_key, defaults, snippet
+from tuner.core.recommend import DEFAULT_TIE_MARGIN
 from tuner.core.recommend._candidates import Tolerance
-from tuner.core.recommend._policy import DEFAULT_TIE_MARGIN
 from tuner.core.recommend._ties import Pick
 from tuner.core.recommend._verdict import Speedup, baseline_at, measure_speedup
 from tuner.core.record import decode
@@ -112,18 +110,14 @@ def decision_fields(chosen: FrozenTrial, decision: Pick, tolerance: Tolerance) -
     }
 
 
-def feasibility(same_model: list[FrozenTrial], complete: list[FrozenTrial]) -> dict[str, Any]:
-    """The largest global batch that completed in one step (not by gradient accumulation:
-    ``None`` when none did) and those known not to fit (one model at one precision).
-    ``complete`` and ``same_model`` hold the same trial objects (sublists of one list)."""
-    same = {id(t) for t in same_model}  # ``t in same_model`` compares whole trials: quadratic
-    sizes = [
-        int(t.params["global_batch_size"]) for t in complete if id(t) in same and fits_one_step(t)
-    ]
-    feasible = max(sizes) if sizes else None
+def feasibility(chosen: FrozenTrial, same_model: list[FrozenTrial]) -> dict[str, Any]:
+    """At the chosen trial's precision: the largest global batch of its model that completed in
+    one step (not by gradient accumulation; ``None`` when none did) and those known not to fit."""
+    largest, infeasible = feasibility_by_precision(same_model)
+    precision = precision_of(chosen)
     return {
-        "largest_feasible_batch_size": feasible,
-        "oom_batch_sizes": infeasible_batch_sizes(same_model),
+        "largest_feasible_batch_size": largest[precision],
+        "oom_batch_sizes": infeasible[precision],
     }
 
 

@@ -1,20 +1,8 @@
 """From trials to a recommendation: pure functions over Optuna ``FrozenTrial`` objects.
 
 Each configuration counts once, through its representative (the run with the most repeats;
-:mod:`tuner.core.configurations`); a grid point that trains exactly like another (``same_as``) is
-never picked, its original is. The candidates and the pick
-(:mod:`tuner.core.recommend._candidates`):
-
-* ``loss-then-throughput``: the representatives whose final loss is within the tolerance of the
-  best (``max(--tolerance, 2 × seed spread)``); of those the highest throughput;
-* ``goodput``: the same candidates, the highest goodput;
-* ``time-to-target`` (the default with a target loss): those that reached the target, the
-  shortest time to it.
-
-Candidates within the tie margin of the best value (5 %: practically equal) are tied: the
-smallest global batch of the tie is picked, and the JSON names the tie (``tied_with``,
-``tie_rule``); those the pick beats only within the noise (the ratio's 95 % interval reaches 1)
-are ``close_calls``, with a bootstrap of how sure the pick is (:mod:`._ties`). The verdict on
+:mod:`tuner.core.configurations`). The candidates and the pick are
+:mod:`tuner.core.recommend._candidates`' and :mod:`tuner.core.recommend._ties`'; the verdict on
 replicas (:mod:`tuner.core.recommend._verdict`) and, with a target, the batch-size model's
 prediction (:mod:`tuner.core.batch_model`) come with it.
 """
@@ -27,20 +15,9 @@ from typing import Any
 from optuna.trial import FrozenTrial
 
 from tuner.core.accumulation import accumulation_fields
-from tuner.core.configurations import (
-    INFEASIBLE,
-    grid_point,
-    infeasible_batch_sizes,
-    is_complete,
-    is_same_as,
-    model_config,
-    precision_of,
-    runs_of,
-    smallest_oom_batch,
-    status_of,
-    unique_trials,
-)
+from tuner.core.configurations import is_complete, model_config, precision_of, unique_trials
 from tuner.core.errors import NoCompleteTrialError
+from tuner.core.recommend import DEFAULT_TIE_MARGIN, DEFAULT_TOLERANCE, default_policy
 from tuner.core.recommend._candidates import choose, loss_tolerance, policy_candidates
 from tuner.core.recommend._fields import (
     Context,
@@ -55,34 +32,9 @@ from tuner.core.recommend._fields import (
     target_fields,
 )
 from tuner.core.recommend._law import law_fields
-from tuner.core.recommend._policy import (
-    DEFAULT_TIE_MARGIN,
-    DEFAULT_TOLERANCE,
-    POLICIES,
-    POLICY,
-    default_policy,
-)
 from tuner.core.recommend._ties import SAME_BATCH_MARGIN_RULE
 from tuner.core.recommend._verdict import verdict
 from tuner.core.record import decode
-
-__all__ = [
-    "DEFAULT_TOLERANCE",
-    "INFEASIBLE",
-    "POLICIES",
-    "POLICY",
-    "grid_point",
-    "infeasible_batch_sizes",
-    "is_complete",
-    "is_same_as",
-    "model_config",
-    "precision_of",
-    "recommend",
-    "runs_of",
-    "smallest_oom_batch",
-    "status_of",
-    "unique_trials",
-]
 
 _PER_SIGNATURE_KEYS = (
     "trial_number",
@@ -228,7 +180,7 @@ def _recommend_one(
     same_config = [t for t in same_model if precision_of(t) == precision_of(chosen)]
     speedup = speedup_of(chosen, context)
     result = {
-        **chosen_fields(chosen, context, candidates, feasibility(same_config, complete)),
+        **chosen_fields(chosen, context, candidates, feasibility(chosen, same_model)),
         **precision_fields(chosen, same_model),
         **decision_fields(chosen, decision, tolerance),
         **speedup.fields(),

@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from tuner.core.racing import Decision, Entry, best_entry
-from tuner.core.recommend._policy import DEFAULT_TIE_MARGIN
+from tuner.core.recommend import DEFAULT_TIE_MARGIN
 from tuner.core.stats import BOOTSTRAP_RESAMPLES, Interval, bootstrap_wins, ratio_interval
 
 MARGIN_TIE_RULE = (

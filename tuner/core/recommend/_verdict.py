@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tuner.core.configurations import DEFAULT_PRECISION, PRECISION, throughput_ci
-from tuner.core.recommend._policy import DEFAULT_TIE_MARGIN, GOODPUT, POLICY, TIME_TO_TARGET
+from tuner.core.recommend import DEFAULT_TIE_MARGIN, GOODPUT, POLICY, TIME_TO_TARGET
 from tuner.core.recommend._ties import CloseCall
 from tuner.core.stats import Interval, ratio_interval
 

@@ -3,12 +3,8 @@
 :func:`spec_from_dict` turns parsed TOML plus CLI overrides into a :class:`StudySpec`, or raises
 one :class:`~tuner.core.errors.ConfigError` line. Behind this face: ``_spec`` (the model),
 ``_parse`` (its assembly from tables), ``_fields`` (checks of single fields) and ``_runtime``
-(how a trial runs: backend, loop, precision).
-
-:class:`SearchSpec` is in sub-records (``spec.search.sweep.full``), the one typed declaration of
-the ``[search]`` values; the options table (:mod:`tuner.core.options`) names each flat key once,
-with its check, its field and whether a resumed study may change it. The spec file and the spec
-stored on a study keep the flat keys (:meth:`SearchSpec.flat`).
+(how a trial runs: backend, loop, precision). :class:`SearchSpec` says how its sub-records and
+the options table (:mod:`tuner.core.options`) declare the ``[search]`` values.
 """
 
 from __future__ import annotations
@@ -16,7 +12,6 @@ from __future__ import annotations
 from tuner.core.options import LOSS_REDUCTIONS, MODEL_HYPERPARAMETERS
 from tuner.core.spec._fields import (
     check_study_name,
-    is_valid_study_name,
     parse_int_list,
     parse_name_list,
 )
@@ -47,7 +42,6 @@ __all__ = [
     "WorkloadSpec",
     "check_study_name",
     "identity_of",
-    "is_valid_study_name",
     "parse_int_list",
     "parse_name_list",
     "spec_from_dict",

@@ -11,14 +11,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tuner.core.duration import parse_duration
 from tuner.core.errors import ConfigError
-from tuner.core.scaling import ADAM_FAMILY, LR_RULES, optimizer_settings
+from tuner.core.scaling import ADAM_FAMILY, KERAS_ADAM, LR_RULES, optimizer_settings
 
 REFERENCE_PATTERN = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 """A ``module:function`` reference."""
-
-_KERAS_ADAM = {"beta_1": 0.9, "beta_2": 0.999, "epsilon": 1e-7}
 
 
 def check_sqrt_adam(optimizer: str, base: int, multipliers: tuple[int, ...], label: str) -> None:
@@ -31,7 +28,7 @@ def check_sqrt_adam(optimizer: str, base: int, multipliers: tuple[int, ...], lab
         )
     for multiplier in multipliers:
         try:
-            optimizer_settings("sqrt-adam", float(multiplier), _KERAS_ADAM)
+            optimizer_settings("sqrt-adam", float(multiplier), KERAS_ADAM)
         except ValueError as exc:
             raise ConfigError(f"{label}: {exc}") from None
 
@@ -100,6 +97,31 @@ def rates(value: Any, label: str) -> int:
             f"{label} must be 0 (no sweep) or a number of rates of at least 3, got {value!r}"
         )
     return value
+
+
+_DURATION = re.compile(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s)?")
+
+
+def parse_duration(value: Any, label: str) -> float:
+    """Seconds of ``value``: a number of seconds, or text such as ``90s``, ``15m``, ``1h``,
+    ``1h30m`` (a bare number is seconds). Raises :class:`ConfigError` naming ``label``."""
+    seconds: float | None = None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        seconds = float(value)
+    elif isinstance(value, str):
+        text = value.strip().lower().replace(" ", "")
+        if re.fullmatch(r"\d+(?:\.\d+)?", text):
+            seconds = float(text)
+        else:
+            found = _DURATION.fullmatch(text)
+            if found and text and any(found.groups()):
+                hours, minutes, secs = (float(g) if g else 0.0 for g in found.groups())
+                seconds = hours * 3600 + minutes * 60 + secs
+    if seconds is None or not math.isfinite(seconds) or seconds <= 0:
+        raise ConfigError(
+            f"{label} must be a positive duration such as 90s, 15m, 1h or 1h30m, got {value!r}"
+        )
+    return seconds
 
 
 def duration(value: Any, label: str) -> float | None:
@@ -184,11 +206,6 @@ class Table:
             )
         return given[0]
 
-    def optional_positive_int(self, key: str) -> int | None:
-        """The key's positive integer, or ``None`` when it is not given."""
-        value = self.values.get(key)
-        return None if value is None else positive_int(value, self.label(key))
-
     def need(self, key: str) -> Any:
         if key not in self.values:
             raise ConfigError(f"{self.section}.{key} is missing in {self.source}")
@@ -198,14 +215,12 @@ class Table:
 def parse_int_list(text: str, flag: str) -> list[int]:
     """Parse a comma-separated CLI list of integers such as ``"1,2,4"``."""
     parts = [part.strip() for part in text.split(",")]
-    if not text.strip() or any(not part for part in parts):
-        raise ConfigError(f"{flag} must be comma-separated integers such as 1,2,4, got {text!r}")
     try:
-        return [int(part) for part in parts]
+        if text.strip() and all(parts):
+            return [int(part) for part in parts]
     except ValueError:
-        raise ConfigError(
-            f"{flag} must be comma-separated integers such as 1,2,4, got {text!r}"
-        ) from None
+        pass
+    raise ConfigError(f"{flag} must be comma-separated integers such as 1,2,4, got {text!r}")
 
 
 def parse_name_list(text: str, flag: str) -> list[str]:
@@ -235,14 +250,10 @@ def check_layout(raw: Mapping[str, Any], source: str, known: Mapping[str, tuple[
             raise ConfigError(f"unknown key {section}.{unknown[0]} in {source}; {hint}")
 
 
-def is_valid_study_name(name: str) -> bool:
-    """Whether ``name`` may name a study: letters, digits, '.', '_' and '-' only, at least one
-    (the one rule for a spec's ``[study] name`` and for ``--study-name``)."""
-    return re.fullmatch(r"[\w.\-]+", name) is not None
-
-
 def check_study_name(name: str, label: str) -> str:
-    """``name`` when :func:`is_valid_study_name`; else :class:`ConfigError` naming ``label``."""
-    if not is_valid_study_name(name):
+    """``name`` when it may name a study: letters, digits, '.', '_' and '-' only, at least one
+    (the one rule for a spec's ``[study] name`` and for ``--study-name``); else
+    :class:`ConfigError` naming ``label``."""
+    if re.fullmatch(r"[\w.\-]+", name) is None:
         raise ConfigError(f"{label} must use letters, digits, '.', '_' or '-' only, got {name!r}")
     return name

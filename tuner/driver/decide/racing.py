@@ -32,7 +32,7 @@ from tuner.core.recommend import candidate_entries, default_policy, higher_is_be
 from tuner.core.record import decode, decode_study, encode
 from tuner.core.spec import StudySpec
 from tuner.core.stats import effective_tolerance, log_t_interval, throughput_interval
-from tuner.core.trials import has_unclaimed_work, is_settled
+from tuner.core.trials import GridProgress, is_settled
 from tuner.driver.observer import SearchObserver
 from tuner.storage.guarded import storage_call
 
@@ -280,7 +280,7 @@ def race(
     # keep this loop spinning.
     for _ in range(len(grid) * (4 * search.decision.max_repeats + 1) + 1):
         trials = storage_call(study, study.get_trials, deepcopy=False)
-        if has_unclaimed_work(trials, grid):  # queued trials first, a grid point left over
+        if GridProgress(grid).has_unclaimed_work(trials):  # queued first, a grid point left over
             run_one()
             continue
         repeats = [] if cut else next_repeats(trials, spec, plan.device_signature, tolerance)
