@@ -131,8 +131,9 @@ def test_the_plan_then_every_phase_and_every_training_that_is_no_trial(
     # A baseline run's epochs reach the observer while it runs (its bar moves), as a trial's.
     first = recorder.told.index(("training", "baseline · batch 64"))
     assert recorder.told[first + 1 : first + 3] == [("epoch", 1), ("ended", None)]
-    # Resumed: the baseline, the grid and the seeds are stored, so their phases say none left.
+    # Resumed: the baseline, the seeds and the grid are stored, so their phases say none left;
+    # the seeds' before the grid's, whose revised plan line would count them (issue 44).
     again = Recorder()
     run_search(spec, PLAN, url, observer=again, runner=EventfulChild(lambda r: ok(64)))
     phases = [what for kind, what in again.told if kind == "phase"]
-    assert phases[:3] == [("baseline", 0), ("grid", 0), ("seeds", 0)], again.told
+    assert phases[:3] == [("baseline", 0), ("seeds", 0), ("grid", 0)], again.told
