@@ -29,8 +29,8 @@ from tuner.core.spec import StudySpec, check_study_name
 from tuner.core.trials import claimed_count, settled_grid_points
 from tuner.driver.children import ChildRunner, child_runner, spares
 from tuner.driver.decide.budget import baseline_runs, budget_baseline, ledger_of, timed
+from tuner.driver.decide.seeds import store
 from tuner.driver.observer import QuietObserver, SearchObserver, observed
-from tuner.driver.records import store
 from tuner.driver.setup import machine, probing, workload_check
 from tuner.driver.setup.baseline import prepare_baseline
 from tuner.driver.setup.opening import open_study

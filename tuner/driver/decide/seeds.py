@@ -22,7 +22,7 @@ from tuner.core.budget import Ledger, RunKey
 from tuner.core.configurations import status_of
 from tuner.core.devices import DevicePlan
 from tuner.core.dominance import check_noise
-from tuner.core.record import decode, decode_study
+from tuner.core.record import decode, decode_study, store_study
 from tuner.core.spec import StudySpec
 from tuner.core.stats import relative_spread
 from tuner.core.trials import is_pending, is_settled
@@ -31,7 +31,6 @@ from tuner.driver.decide.early_stop import curve_of, measures_seed_noise
 from tuner.driver.decide.racing import applied_tolerance, own_run
 from tuner.driver.decide.seed_runs import SeedInputs, run_seeds, train_seed
 from tuner.driver.observer import SearchObserver, observed
-from tuner.driver.records import store
 from tuner.driver.reuse.input_reuse import InputReuse
 from tuner.driver.reuse.keys import training_key
 from tuner.storage.guarded import storage_call
@@ -234,3 +233,16 @@ def _grid_seed(base: list[optuna.trial.FrozenTrial], seed: int) -> tuple[list[in
 def _noise(study: optuna.Study) -> dict[str, Any]:
     """The seed noise stored per device signature."""
     return dict(storage_call(study, decode_study, study).seed_noise or {})
+
+
+def store(study: optuna.Study, attr: str, plan: DevicePlan, record: dict[str, Any]) -> None:
+    """Set the study attribute ``attr``'s record for ``plan``'s device signature to ``record``
+    (a probe's, the seed runs'; one storage step: read and written again whole after an
+    outage)."""
+    storage_call(study, _store_record, study, attr, plan, record)
+
+
+def _store_record(study: optuna.Study, attr: str, plan: DevicePlan, record: dict[str, Any]) -> None:
+    records = dict(decode_study(study).flat.get(attr, {}))
+    records[plan.device_signature] = record
+    store_study(study, attr, records)
