@@ -245,14 +245,8 @@ def _prepare(
     observer: SearchObserver,
     ledger: Ledger | None = None,
 ) -> int | None:
-    """Before the grid: with ``probe``, bisect the grid's sizes with short runs; with
-    ``baseline`` (and several replicas, once per device signature and precision), record a
-    single-device trial at the base batch for speedup and scaling efficiency. Both are stored on
-    ``study``.
-
-    Returns the smallest global batch a probe of these devices (now or before) found out of
-    memory, if any.
-    """
+    """Before the grid: the probe and the single-device baseline, stored on ``study``; returns
+    the smallest global batch a probe of these devices (now or before) found out of memory."""
     if probe:
         probing.probe_grid(study, spec, plan, n_train, runner=runner, note=observer.note)
     if baseline and plan.num_replicas > 1:

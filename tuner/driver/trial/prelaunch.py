@@ -3,15 +3,10 @@ grid trial ends without one, and how (:data:`RULES`, walked by :func:`before_lau
 
 Each rule answers one question about the trial about to start (a :class:`Point`) and gives one
 outcome; the first that answers wins, and a trial no rule answers is trained. The order is the
-documented one (docs/design/architecture.md, "One trial, in order"):
-
-1. ``same-training``: it trains exactly like a measured trial (``same_as``, COMPLETE ``ok``);
-2. ``bracketed``: an adaptive LR sweep's rate that cannot be the best at its batch (PRUNED);
-3. ``oom-implied``: a smaller or equal batch already ran out of memory, or the probe found it
-   would (PRUNED; ``[search] accumulation`` may still reach it in micro-steps).
-
-``bracketed`` goes before ``oom-implied``: a batch reached only by accumulation skips its rates
-too, and a batch that ran out of memory has nothing finished, so it never skips there.
+documented one (docs/design/architecture.md, "One trial, in order"): ``same-training``,
+``bracketed``, ``oom-implied``. ``bracketed`` goes before ``oom-implied``: a batch reached only by
+accumulation skips its rates too, and a batch that ran out of memory has nothing finished, so it
+never skips there.
 
 What is not a rule here: the budget (the loop asks for no trial that would not fit it), the early
 stop (the child stops itself; :mod:`tuner.driver.decide.early_stop` arms it) and the input
