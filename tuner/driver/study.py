@@ -31,7 +31,7 @@ from tuner.driver.children import ChildRunner, child_runner, spares
 from tuner.driver.decide.budget import baseline_runs, budget_baseline, ledger_of, timed
 from tuner.driver.decide.seeds import store
 from tuner.driver.observer import QuietObserver, SearchObserver, observed
-from tuner.driver.setup import machine, probing, workload_check
+from tuner.driver.setup import devices, probing, workload_check
 from tuner.driver.setup.baseline import prepare_baseline
 from tuner.driver.setup.opening import open_study
 from tuner.driver.trial.grid import grid_points
@@ -132,7 +132,7 @@ def run_search(
             timeout_s=trial_timeout_s,
         )
         study = open_study(spec, plan, storage_url, study_name, info, heartbeat_s, storage_wait_s)
-        machine.store_load(study, load)
+        devices.store_load(study, load)
         if on_study is not None:
             on_study(study)
         with storage_faults(study, observer):
@@ -147,7 +147,7 @@ def _announce(
     """Before the first child: the plan (a new study's counts: a resumed one runs fewer) and, on
     a busy machine, that its throughput figures will not be reliable. Returns the machine's load
     (stored on the study once it is open)."""
-    load = machine.measure()
+    load = devices.measure()
     busy = busy_line(load)
     if busy is not None:
         observer.note(busy)
