@@ -6,7 +6,6 @@ figures were measured on a busy machine."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
 import subprocess
@@ -26,6 +25,7 @@ from tuner.core.errors import MissingExtraError
 from tuner.core.options import named
 from tuner.core.plan import MACHINE_LOAD, busiest, load_record
 from tuner.core.record import decode_study, store_study
+from tuner.extras import importable
 from tuner.storage.guarded import storage_call
 
 _NVIDIA_SMI_TIMEOUT_S = 10.0
@@ -92,20 +92,13 @@ def require_backend(backend: str) -> None:
     imported here. Looks, never imports: the driver stays free of JAX and TensorFlow."""
     if backend != JAX_BACKEND:
         return
-    missing = [name for name in ("jax", "keras") if not _importable(name)]
+    missing = [name for name in ("jax", "keras") if not importable(name)]
     if missing:
         verb = "is" if len(missing) == 1 else "are"
         raise MissingExtraError(
             f"{named('backend')} jax needs {' and '.join(missing)}, which {verb} not installed: "
             'pip install "mirrortuner[jax]"'
         )
-
-
-def _importable(module: str) -> bool:
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):  # ValueError: a module blocked with sys.modules[name] = None
-        return False
 
 
 def measure() -> dict[str, Any]:
