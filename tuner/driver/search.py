@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tuner.core.errors import ConfigError, TunerError
@@ -100,9 +101,6 @@ def search(
     if options.export is not None:
         check_output(options.export, named("export"))
 
-    def before_trials(runner: ChildRunner) -> None:
-        _before_trials(spec, plan, options, front, runner)
-
     with compile_cache.activated(options.storage, spec.workload.backend, front.note):
         return _study.run_search(
             spec,
@@ -116,7 +114,7 @@ def search(
             baseline=options.baseline,
             observer=front,
             on_study=on_study,
-            on_checked=before_trials,
+            on_checked=partial(_before_trials, spec, plan, options, front),
         )
 
 
