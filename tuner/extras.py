@@ -26,7 +26,7 @@ _INSTALLED_AS = {"png": "report"}
 
 def missing_modules(extra: str) -> list[str]:
     """The modules of ``extra`` that cannot be imported here (none: the extra is installed)."""
-    return [module for module in EXTRAS[extra] if not _importable(module)]
+    return [module for module in EXTRAS[extra] if not importable(module)]
 
 
 def has_extra(extra: str) -> bool:
@@ -48,7 +48,8 @@ def require_extra(extra: str, purpose: str) -> None:
         )
 
 
-def _importable(module: str) -> bool:
+def importable(module: str) -> bool:
+    """Whether ``module`` can be imported here; looks, never imports."""
     try:
         return importlib.util.find_spec(module) is not None
     except (ImportError, ValueError):  # ValueError: a module blocked with sys.modules[name] = None

@@ -79,14 +79,7 @@ def recommendation(
     record = decode_study(study)
     spec = record.spec or {}
     trials = study.get_trials(deepcopy=False)
-    stored = spec.get("search", {}).get("tie_margin")
-    margin = (
-        tie_margin
-        if tie_margin is not None
-        else DEFAULT_TIE_MARGIN
-        if stored is None
-        else float(stored)
-    )
+    margin = _asked(tie_margin, spec.get("search", {}), "tie_margin", DEFAULT_TIE_MARGIN)
     rec = _recommend(study, record, trials, (tolerance, policy, margin))
     if record.budget:  # the answer is budget-limited, or a --quick one
         rec[BUDGET] = record.budget
@@ -123,7 +116,7 @@ def _recommend(
         probes=record.probes,
         hypermodel=hypermodel,
         created_at=_dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
-        tolerance=_tolerance(tolerance, search),
+        tolerance=_asked(tolerance, search, "tolerance", DEFAULT_TOLERANCE),
         policy=default_policy(target) if policy is None else policy,
         target_loss=target,
         seed_noise=record.seed_noise,
@@ -131,12 +124,12 @@ def _recommend(
     )
 
 
-def _tolerance(given: float | None, search: dict[str, Any]) -> float:
-    """``--tolerance`` when given, else the one the study was searched with, else the default."""
+def _asked(given: float | None, search: dict[str, Any], key: str, default: float) -> float:
+    """``given`` (a flag), else the ``key`` the study was searched with, else ``default``."""
     if given is not None:
         return given
-    stored = search.get("tolerance")
-    return DEFAULT_TOLERANCE if stored is None else float(stored)
+    stored = search.get(key)
+    return default if stored is None else float(stored)
 
 
 def current_recommendation(

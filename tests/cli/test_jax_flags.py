@@ -3,14 +3,13 @@ stored study untouched (run in this process: no child starts before these checks
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 from pathlib import Path
 
 import pytest
 from conftest import invoke_tuner, sha256
 from trials import write_small_study
-
-from tuner.driver.setup import devices
 
 LOOP_LINE = "--loop = custom runs on TensorFlow only; --backend is jax"
 UPDATE_LINE = "--update-on = cpu runs on TensorFlow only; --backend is jax"
@@ -70,9 +69,9 @@ def test_replica_mean_with_tensorflow_fit_is_refused_before_any_child(tmp_path: 
 def test_missing_jax_names_the_extra_and_touches_nothing(
     command: str, monkeypatch: pytest.MonkeyPatch, stored: tuple[Path, str], tmp_path: Path
 ) -> None:
-    real = devices.importlib.util.find_spec
+    real = importlib.util.find_spec
     monkeypatch.setattr(
-        devices.importlib.util,
+        importlib.util,
         "find_spec",
         lambda name, *a: None if name == "jax" else real(name, *a),
     )

@@ -19,7 +19,7 @@ from tuner.core.protocol import Event, TrialRequest
 from tuner.core.spec import spec_from_dict
 from tuner.driver.observer import QuietObserver
 from tuner.driver.trial.accumulation import Accumulation
-from tuner.driver.validate.accumulation_checks import accumulation_check
+from tuner.driver.validate.accumulation import accumulation_check
 
 PLAN = DevicePlan("cpu", 2, memory_limit_bytes=2**27)
 
@@ -138,7 +138,7 @@ def test_the_accumulation_proof_multiplies_in_full_float32() -> None:
 def test_the_control_judges_a_failed_proof_against_rounding_order() -> None:
     """Failed at the fixed tolerance, the proof is judged against the control's figure: within
     3x of it a pass with a warning, past it a failure; the control is not run for a pass."""
-    from tuner.driver.validate.accumulation_checks import controlled_accumulation
+    from tuner.driver.validate.accumulation import controlled_accumulation
 
     failed = accumulation_check(
         {"compared": True, "variables_compared": 8, "model_relative_difference": 2.3e-4}, []
@@ -202,7 +202,7 @@ def test_a_failed_proof_starts_the_control_a_passed_one_does_not() -> None:
 def test_a_control_that_diverged_excuses_nothing() -> None:
     """inf <= 3 x inf holds: a run that diverged (NaN weights, an infinite figure) must not
     pass against a control that diverged too."""
-    from tuner.driver.validate.accumulation_checks import controlled_accumulation
+    from tuner.driver.validate.accumulation import controlled_accumulation
 
     for apart, floor in ((float("inf"), float("inf")), (0.9, float("inf"))):
         failed = accumulation_check(

@@ -17,7 +17,7 @@ from optuna.trial import TrialState
 from tuner.core.recommend._law import study_law
 from tuner.core.record import decode
 from tuner.driver import study as study_module
-from tuner.driver.decide.early_stop import SEED_NOISE_ATTR
+from tuner.driver.decide.seeds import SEED_NOISE
 from tuner.driver.study import run_search
 
 BEST = {64: 1e-3, 256: 2e-3}
@@ -58,9 +58,7 @@ def test_rates_beyond_a_worse_one_are_skipped_and_the_law_still_fits(tmp_path: P
     skipped_rates = {(b, round(decode(trials[b, r]).flat["learning_rate"], 7)) for b, r in skipped}
     assert not launched & skipped_rates  # never sent to a child
     # the best and its neighbours on each side trained at both batches: lr* is measured there
-    law = study_law(
-        report.study.trials, report.study.user_attrs[SEED_NOISE_ATTR][PLAN.device_signature]
-    )
+    law = study_law(report.study.trials, report.study.user_attrs[SEED_NOISE][PLAN.device_signature])
     assert law is not None
     for star in law.stars:
         assert star.censored is None and star.method == "seed noise bootstrap"

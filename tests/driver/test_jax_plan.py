@@ -4,6 +4,7 @@ environment and the line when jax is not installed (no child process, no JAX imp
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 from typing import Any
@@ -148,9 +149,9 @@ def test_nvidia_smi_memory_total_is_read(monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 def test_missing_jax_is_one_line_naming_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = devices.importlib.util.find_spec
+    real = importlib.util.find_spec
     monkeypatch.setattr(
-        devices.importlib.util,
+        importlib.util,
         "find_spec",
         lambda name, *a: None if name == "jax" else real(name, *a),
     )

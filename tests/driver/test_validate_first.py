@@ -12,6 +12,7 @@ from fake_child import PLAN, make_spec
 from tuner.core.errors import TunerError
 from tuner.driver import search as search_module
 from tuner.driver.options import SearchOptions
+from tuner.driver.validate import run as driver_validate
 
 
 class Front:
@@ -28,9 +29,7 @@ class Front:
 def test_a_failed_validation_stops_the_search_before_it_starts(
     monkeypatch: pytest.MonkeyPatch, passed: bool
 ) -> None:
-    monkeypatch.setattr(
-        search_module._validate, "run_validation", lambda *a, **k: {"passed": passed}
-    )
+    monkeypatch.setattr(driver_validate, "run_validation", lambda *a, **k: {"passed": passed})
     front = Front()
     options = SearchOptions(validate=True)
     if passed:

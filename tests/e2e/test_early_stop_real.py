@@ -17,7 +17,8 @@ from conftest import run_tuner
 from tuner.core.record import decode
 from tuner.core.spec import spec_from_dict
 from tuner.core.target import CheckPlan
-from tuner.driver.decide.early_stop import SEED_NOISE_ATTR, early_stop_for
+from tuner.driver.decide.early_stop import early_stop_for
+from tuner.driver.decide.seeds import SEED_NOISE
 from tuner.worker.target import TargetCheck
 
 pytestmark = pytest.mark.slow
@@ -90,14 +91,14 @@ def test_dominated_points_stop_and_a_a_runs_do_not(tmp_path: Path) -> None:
 def _seed_runs_are_not_stopped(study: optuna.Study, base: optuna.trial.FrozenTrial) -> None:
     """Each seed run's recorded curve, checked as the worker checks a trial against the grid's
     base trial (the same configuration, seed 0), with the noise the study stored: no stop."""
-    record = next(iter(study.user_attrs[SEED_NOISE_ATTR].values()))
+    record = next(iter(study.user_attrs[SEED_NOISE].values()))
     assert len(record["curves"]) == 2  # seeds 1 and 2 (seed 0 is the grid's own trial)
     raw = tomllib.loads(SPEC)
     spec = spec_from_dict({**raw, "search": {**raw["search"], "seeds": 3}})
     stop, skipped = early_stop_for(
         spec,
         decode(base).configuration.device_signature,
-        lambda: study.user_attrs[SEED_NOISE_ATTR],
+        lambda: study.user_attrs[SEED_NOISE],
         [base],
     )
     assert skipped is None and stop is not None and stop.reference_trial == base.number

@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from tuner.driver.validate.accumulation_checks import ACCUMULATION_RTOL, accumulation_check
+from tuner.driver.validate.accumulation import ACCUMULATION_RTOL, accumulation_check
 
 APART = {"model_relative_difference": 6.1e-3, "variables_compared": 12}
 

@@ -11,8 +11,7 @@ import typer
 from tuner.cli import browse
 from tuner.cli.errors import state
 from tuner.cli.lr_find import lr_find
-from tuner.cli.search import probe_cmd, search
-from tuner.cli.validate import validate
+from tuner.cli.search import probe_cmd, search, validate
 from tuner.console import logs
 from tuner.console.pages import err
 

@@ -110,8 +110,7 @@ def export_cmd(
         if output is None:
             sys.stdout.write(json.dumps(rec, indent=2) + "\n")
         else:
-            write_json(output, rec)
-            say_info(f"recommended config written to {output}")
+            write_json(output, rec, "recommended config")
 
     guard(call)
 

@@ -27,8 +27,7 @@ def _lr_find(options: LrFindOptions) -> None:
 
     report = find_lr(options, LineView())
     if options.output is not None:
-        write_json(options.output, report)
-        say_info(f"report written to {options.output}")
+        write_json(options.output, report, "report")
     if options.plot is not None:
         _plot(report, options.plot)
     print_finding(report)

@@ -14,6 +14,7 @@ import typer
 
 from tuner.cli.choices import value
 from tuner.cli.secrets import storage_from_file
+from tuner.console.logs import say_info
 from tuner.core.errors import ConfigError
 from tuner.core.options import Option, naming, option, options_of
 from tuner.files import atomic_write_text
@@ -125,9 +126,11 @@ def parsed(kind: type[Options], flags: dict[str, Any]) -> Options:
     return kind(**given)
 
 
-def write_json(path: Path, data: dict[str, Any]) -> None:
-    """Write ``data`` as indented JSON, atomically; an unwritable path is bad input."""
+def write_json(path: Path, data: dict[str, Any], what: str) -> None:
+    """Write ``data`` as indented JSON, atomically, and say ``what`` was written where; an
+    unwritable path is bad input."""
     try:
         atomic_write_text(path, json.dumps(data, indent=2) + "\n")
     except OSError as exc:
         raise ConfigError(f"cannot write {path}: {exc.strerror}") from None
+    say_info(f"{what} written to {path}")

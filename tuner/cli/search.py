@@ -1,5 +1,6 @@
-"""The commands that run trials into a study: ``search`` (the grid) and ``probe`` (the largest
-global batch that fits); flags parsed into the options object, one library call, a print."""
+"""The commands that run children: ``search`` (the grid) and ``probe`` (the largest global batch
+that fits) into a study, and ``validate`` (the multi-replica run against one device); flags parsed
+into the options object, one library call, a print."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from tuner.cli.options import parsed, takes, write_json
 from tuner.console.logs import say_info
 from tuner.console.pages import LineView, err, out
 from tuner.console.search_view import SearchView
-from tuner.driver.options import ProbeOptions, SearchOptions
+from tuner.core.errors import TunerError
+from tuner.driver.options import ProbeOptions, SearchOptions, ValidateOptions
 
 if TYPE_CHECKING:
     from tuner.driver.study import SearchReport
@@ -68,8 +70,7 @@ def _print_search(report: SearchReport, export: Path | None, storage: str) -> No
     rec = recommendation(report.study, storage_url=storage)
     display.print_recommendation(out, rec)
     if export is not None:
-        write_json(export, rec)
-        say_info(f"recommended config written to {export}")
+        write_json(export, rec, "recommended config")
 
 
 @takes("probe")
@@ -85,3 +86,23 @@ def _probe(options: ProbeOptions) -> None:
 
     report = probe(options, LineView())
     display.say(out, display.probe_summary(report.found, report.plan.num_replicas))
+
+
+@takes("validate")
+def validate(**flags: Any) -> None:
+    """Prove the multi-replica run is right: loss parity, final weights, weight sync, device use,
+    learning rate."""
+    guard(lambda: _validate(parsed(ValidateOptions, flags)))
+
+
+def _validate(options: ValidateOptions) -> None:
+    """Run both children; print the checks, write the report when asked; fail when one fails."""
+    from tuner.console import display
+    from tuner.driver.search import validate as run
+
+    report = run(options, LineView())
+    display.print_validation(out, report)
+    if options.output is not None:
+        write_json(options.output, report, "report")
+    if not report["passed"]:
+        raise TunerError("validation failed: see the checks above")

@@ -12,9 +12,8 @@ import os
 from pathlib import Path
 
 import typer
-from rich.console import Console
-from rich.text import Text
 
+from tuner.cli.errors import guard
 from tuner.core.errors import ConfigError
 
 STORAGE_ENV = "TUNER_STORAGE"
@@ -62,15 +61,10 @@ def choose_storage(value: str, source: str | None, storage_file: str | None) -> 
 
 def storage_from_file(ctx: typer.Context, param: typer.CallbackParam, value: str) -> str:
     """Typer callback of ``--storage``: :func:`choose_storage` with this process's environment.
-    A bad file, or both variables set, ends the command as :func:`tuner.cli.errors.guard` would
-    (which this module cannot import): one line, exit code 2; not Click's ``BadParameter``, whose
-    usage block shows a command line that is not at fault."""
+    A bad file, or both variables set, ends the command through :func:`tuner.cli.errors.guard`:
+    one line, exit code 2; not Click's ``BadParameter``, whose usage block shows a command line
+    that is not at fault."""
     source = ctx.get_parameter_source(param.name) if param.name else None
     # By name: newer Typer vendors Click, so its ParameterSource is not click.core's.
     name = getattr(source, "name", None)
-    try:
-        return choose_storage(value, name, os.environ.get(STORAGE_FILE_ENV))
-    except ConfigError as exc:
-        line = Text.assemble(("error:", "bold red"), " ", str(exc))
-        Console(stderr=True).print(line, highlight=False, soft_wrap=True)
-        raise typer.Exit(2) from None
+    return guard(lambda: choose_storage(value, name, os.environ.get(STORAGE_FILE_ENV)))

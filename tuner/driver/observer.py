@@ -4,6 +4,7 @@ timestamped lines elsewhere: :mod:`tuner.console.progress`)."""
 from __future__ import annotations
 
 import logging
+from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tuner.core.outcome import TrialOutcome
@@ -109,16 +110,19 @@ class _Observed:
     ) -> ChildRun:
         self._observer.training_started(self._label)
         try:
-            return self._runner.run(request, env, timeout_s, on_event or self._progress)
+            # A child nobody else listens to: its epochs and steps move the running bar.
+            progress = on_event or partial(passed_on, self._observer)
+            return self._runner.run(request, env, timeout_s, progress)
         finally:
             self._observer.training_finished()
 
-    def _progress(self, event: Event) -> None:
-        """A child nobody else listens to: its epochs and steps move the running bar."""
-        if isinstance(event, EpochEvent):
-            self._observer.epoch_finished(event)
-        elif isinstance(event, ProgressEvent):
-            self._observer.trial_progress(event)
+
+def passed_on(observer: SearchObserver, event: Event) -> None:
+    """Pass a child's event on to ``observer`` by its kind; other kinds are not progress."""
+    if isinstance(event, EpochEvent):
+        observer.epoch_finished(event)
+    elif isinstance(event, ProgressEvent):
+        observer.trial_progress(event)
 
 
 def quiet_optuna() -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tuner.core.errors import ConfigError, TunerError
@@ -24,7 +25,6 @@ from tuner.driver.options import (
 )
 from tuner.driver.reuse import compile_cache
 from tuner.driver.setup.names import check_names
-from tuner.driver.validate import run as _validate
 from tuner.files import check_output
 
 if TYPE_CHECKING:
@@ -101,9 +101,6 @@ def search(
     if options.export is not None:
         check_output(options.export, named("export"))
 
-    def before_trials(runner: ChildRunner) -> None:
-        _before_trials(spec, plan, options, front, runner)
-
     with compile_cache.activated(options.storage, spec.workload.backend, front.note):
         return _study.run_search(
             spec,
@@ -117,7 +114,7 @@ def search(
             baseline=options.baseline,
             observer=front,
             on_study=on_study,
-            on_checked=before_trials,
+            on_checked=partial(_before_trials, spec, plan, options, front),
         )
 
 
@@ -133,10 +130,10 @@ def _before_trials(
     if spec.search.run.noise_scale and plan.num_replicas < 2:
         front.warning(NOISE_SCALE_NEEDS_REPLICAS)
     if options.validate:
+        from tuner.driver.validate.run import run_validation  # only a search that validates
+
         front.note("validating the multi-replica training first…")
-        checks = _validate.run_validation(
-            spec, plan, timeout_s=options.trial_timeout, runner=runner
-        )
+        checks = run_validation(spec, plan, timeout_s=options.trial_timeout, runner=runner)
         front.validated(checks)
         if not checks["passed"]:
             raise TunerError("validation failed; the study was not started")
@@ -188,6 +185,8 @@ def validate(options: ValidateOptions, front: Front | None = None) -> dict[str, 
     ``--output`` path (the caller writes the report there), the options and the spec with
     ``--trial-timeout``, then the options against the spec (in ``run_validation``).
     """
+    from tuner.driver.validate.run import run_validation  # the search's import stays light
+
     front = front or QuietFront()
     if options.steps < 1 or (options.batch_size is not None and options.batch_size < 1):
         raise ConfigError(f"{named('steps')} and {named('batch_size')} must be positive")
@@ -204,7 +203,7 @@ def validate(options: ValidateOptions, front: Front | None = None) -> dict[str, 
         f"validating {spec.search.run.loop_kind} on {plan.num_replicas} {plan.kind} replicas "
         f"({spec.workload.backend}): {against}…"
     )
-    return _validate.run_validation(
+    return run_validation(
         spec,
         plan,
         loss_reduction=options.loss_reduction,

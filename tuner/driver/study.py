@@ -29,10 +29,9 @@ from tuner.core.spec import StudySpec, check_study_name
 from tuner.core.trials import claimed_count, settled_grid_points
 from tuner.driver.children import ChildRunner, child_runner, spares
 from tuner.driver.decide.budget import baseline_runs, budget_baseline, ledger_of, timed
-from tuner.driver.decide.seeds import seeds_stored
+from tuner.driver.decide.seeds import seeds_stored, store
 from tuner.driver.observer import QuietObserver, SearchObserver, observed
-from tuner.driver.records import store
-from tuner.driver.setup import machine, probing, workload_check
+from tuner.driver.setup import devices, probing, workload_check
 from tuner.driver.setup.baseline import prepare_baseline
 from tuner.driver.setup.opening import open_study
 from tuner.driver.trial.grid import grid_points
@@ -133,7 +132,7 @@ def run_search(
             timeout_s=trial_timeout_s,
         )
         study = open_study(spec, plan, storage_url, study_name, info, heartbeat_s, storage_wait_s)
-        machine.store_load(study, load)
+        devices.store_load(study, load)
         if on_study is not None:
             on_study(study)
         with storage_faults(study, observer):
@@ -148,7 +147,7 @@ def _announce(
     """Before the first child: the plan (a new study's counts: a resumed one runs fewer) and, on
     a busy machine, that its throughput figures will not be reliable. Returns the machine's load
     (stored on the study once it is open)."""
-    load = machine.measure()
+    load = devices.measure()
     busy = busy_line(load)
     if busy is not None:
         observer.note(busy)
@@ -248,14 +247,8 @@ def _prepare(
     observer: SearchObserver,
     ledger: Ledger | None = None,
 ) -> int | None:
-    """Before the grid: with ``probe``, bisect the grid's sizes with short runs; with
-    ``baseline`` (and several replicas, once per device signature and precision), record a
-    single-device trial at the base batch for speedup and scaling efficiency. Both are stored on
-    ``study``.
-
-    Returns the smallest global batch a probe of these devices (now or before) found out of
-    memory, if any.
-    """
+    """Before the grid: the probe and the single-device baseline, stored on ``study``; returns
+    the smallest global batch a probe of these devices (now or before) found out of memory."""
     if probe:
         probing.probe_grid(study, spec, plan, n_train, runner=runner, note=observer.note)
     if baseline and plan.num_replicas > 1:

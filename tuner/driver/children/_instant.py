@@ -1,7 +1,7 @@
 """Test aid: answer every child request at once, in the driver, with no child and no framework.
 
 With ``TUNER_TEST_INSTANT_TRIALS=1`` in the driver's environment, the driver's entries are handed
-:class:`InstantRunner` (:func:`tuner.driver.children._choice.child_runner`) in place of the
+:class:`InstantRunner` (:func:`tuner.driver.children.child_runner`) in place of the
 process runner: it returns :func:`instant_run`'s fabricated :class:`~tuner.core.outcome.ChildRun`
 instead of starting ``python -m tuner.worker``. The workload check reports a large training set,
 and a trial, probe or baseline run reports ``ok`` with a loss and throughput that are plain
@@ -33,7 +33,7 @@ from tuner.core.protocol import (
     TrialRequest,
     encode_result,
 )
-from tuner.driver.children._interface import OnEvent
+from tuner.driver.children._requests import OnEvent
 
 INSTANT_ENV = "TUNER_TEST_INSTANT_TRIALS"
 SECONDS_ENV = "TUNER_TEST_INSTANT_SECONDS"
@@ -61,7 +61,7 @@ def run_seconds() -> float:
 
 
 class InstantRunner:
-    """The stand-in as a :class:`~tuner.driver.children._interface.ChildRunner`: no child, no
+    """The stand-in as a :class:`~tuner.driver.children.ChildRunner`: no child, no
     environment, no events; every request answered at once by :func:`instant_run`."""
 
     def run(
@@ -71,8 +71,6 @@ class InstantRunner:
         timeout_s: float,
         on_event: OnEvent | None = None,
     ) -> ChildRun:
-        """:func:`instant_run` of ``request``; ``env``, ``timeout_s`` and ``on_event`` are not used
-        (nothing runs long enough to time out or to report on the way)."""
         return instant_run(request)
 
 

@@ -1,5 +1,5 @@
 """What a child process is asked to run: the typed requests of :mod:`tuner.core.protocol`, built
-from the spec in one place.
+from the spec in one place, and :class:`ChildRunner`, what runs one.
 
 Every request names the workload and its budget and, but for ``inspect``, the device plan; the
 runner writes it with :func:`~tuner.core.protocol.encode_request` and the child reads it with
@@ -10,16 +10,20 @@ runner writes it with :func:`~tuner.core.protocol.encode_request` and the child 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol
 
 from tuner.core.devices import DevicePlan
+from tuner.core.outcome import ChildRun
 from tuner.core.protocol import (
     Budget,
     EarlyStop,
+    Event,
     InspectRequest,
     LearningRateRule,
     ProbeRequest,
+    Request,
     Target,
     TrialRequest,
     ValidateRequest,
@@ -28,6 +32,27 @@ from tuner.core.protocol import (
 from tuner.core.scaling import batch_ratio
 from tuner.core.spec import StudySpec
 from tuner.core.target import budget_samples, check_cadence, default_cadence
+
+OnEvent = Callable[[Event], None]
+"""Called with each event the child reports while it runs, in order."""
+
+
+class ChildRunner(Protocol):
+    """Runs one request to its end and says what it left behind. The driver's steps are handed
+    one by the entries (:func:`tuner.driver.children.child_runner`) instead of importing a
+    function, so the process runner, the instant stand-in and a test's fake are interchangeable."""
+
+    def run(
+        self,
+        request: Request,
+        env: dict[str, str],
+        timeout_s: float,
+        on_event: OnEvent | None = None,
+    ) -> ChildRun:
+        """Run ``request`` with ``env`` added to the child's environment, for at most
+        ``timeout_s`` seconds, passing its events to ``on_event``; return the finished run
+        (a run that timed out says so, it does not raise)."""
+        ...
 
 
 def workload_ref(spec: StudySpec) -> Workload:

@@ -14,7 +14,7 @@ child as a process (command, environment, folder, ending its group) is
 :mod:`tuner.driver.children._process`'s.
 
 :class:`ProcessRunner` is this as the driver's
-:class:`~tuner.driver.children._interface.ChildRunner`.
+:class:`~tuner.driver.children.ChildRunner`.
 """
 
 from __future__ import annotations
@@ -34,7 +34,6 @@ from tuner.core.protocol import (
     encode_request,
 )
 from tuner.driver.children import _trial_dirs as trial_dirs
-from tuner.driver.children._interface import OnEvent
 from tuner.driver.children._process import (
     Child,
     child_command,
@@ -43,26 +42,12 @@ from tuner.driver.children._process import (
     reap_group,
     spawn,
 )
+from tuner.driver.children._requests import OnEvent
 from tuner.driver.children._spares import SpareOrder, next_spare, spare_key, warm_child
 
 _ORDER_POLL_S = 0.05
 """How often the waiting thread looks for the child's exit while it also waits for its
 ``windows_done``: a child that exits before it (an error) is noticed this much later."""
-
-
-class ProcessRunner:
-    """The real :class:`~tuner.driver.children._interface.ChildRunner`: each request in a fresh
-    child process (or the warm one waiting for it), under its supervisor: :func:`run_child`."""
-
-    def run(
-        self,
-        request: Request,
-        env: dict[str, str],
-        timeout_s: float,
-        on_event: OnEvent | None = None,
-    ) -> ChildRun:
-        """:func:`run_child`."""
-        return run_child(request, env, timeout_s, on_event)
 
 
 def run_child(
@@ -97,6 +82,12 @@ def run_child(
         )
     finally:
         child.close()
+
+
+class ProcessRunner:
+    """The real :class:`~tuner.driver.children.ChildRunner`: :func:`run_child`."""
+
+    run = staticmethod(run_child)
 
 
 def _cold_child(request: Request, env: dict[str, str]) -> Child:

@@ -13,7 +13,6 @@ from dataclasses import replace
 
 from tuner.core.protocol import Event, InspectRequest, Request, WindowsDoneEvent, encode_request
 from tuner.driver.children import _warm as warm
-from tuner.driver.children._interface import OnEvent
 from tuner.driver.children._process import (
     Child,
     child_command,
@@ -21,6 +20,7 @@ from tuner.driver.children._process import (
     new_folder,
     spawn,
 )
+from tuner.driver.children._requests import OnEvent
 from tuner.files import atomic_write_text
 
 

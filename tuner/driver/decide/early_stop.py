@@ -29,9 +29,6 @@ from tuner.core.spec import StudySpec
 from tuner.core.stats import effective_tolerance
 from tuner.driver.decide.racing import is_original
 
-SEED_NOISE_ATTR = "seed_noise"
-"""The study attribute :mod:`tuner.driver.decide.seeds` stores (that module imports the objective,
-which imports this one: the name is read here, not imported)."""
 CURVES = ("val_curve", "target_curve")
 """The trial attributes that hold ``[samples, validation loss]`` at each check."""
 

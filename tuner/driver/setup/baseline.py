@@ -1,6 +1,11 @@
 """The single-device baseline: the base configuration on one device, for speedup and scaling
-efficiency; stored on the study (``baselines``) or reused from another study
-(:mod:`tuner.driver.reuse.baseline_reuse`).
+efficiency; stored on the study (``baselines``) or reused from another study.
+
+The baseline trains the base configuration on one device ``max_repeats`` times; two studies of
+the same workload on the same machine would measure exactly the same runs again. So every stored
+baseline carries its **reuse key** (:func:`tuner.driver.reuse.keys.reuse_key`), and a study with
+no baseline of its own copies the newest record with the same key and at least as many runs
+(:func:`find_baseline`), naming the study it came from (``reused_from``).
 """
 
 from __future__ import annotations
@@ -22,7 +27,6 @@ from tuner.core.spec import StudySpec
 from tuner.core.stats import throughput_interval
 from tuner.driver.children import ChildRunner, first_precision, trial_request
 from tuner.driver.observer import SearchObserver, observed
-from tuner.driver.reuse.baseline_reuse import find_baseline
 from tuner.driver.reuse.keys import reuse_key
 from tuner.storage.guarded import storage_call
 
@@ -137,3 +141,26 @@ def _baseline_measurement(runs: list[dict[str, Any]]) -> dict[str, Any]:
         "timings": first.get("timings"),
         "peak_rss_bytes": first.get("peak_rss_bytes"),
     }
+
+
+def find_baseline(study: optuna.Study, key: str, repeats: int) -> tuple[str, dict[str, Any]] | None:
+    """The newest baseline another study in ``study``'s storage stored under ``key`` with at
+    least ``repeats`` runs, as ``(the study that measured it, the record)``; ``None`` if none."""
+    # Optuna has no public handle on a study's storage; the views read it the same way.
+    found = [
+        (str(record.get("reused_from") or other.study_name), record)
+        for other in storage_call(study, study._storage.get_all_studies)
+        if other.study_name != study.study_name
+        for record in (decode_study(other).baselines or {}).values()
+        if _matches(record, key, repeats)
+    ]
+    return max(found, key=lambda pair: str(pair[1].get("measured_at", ""))) if found else None
+
+
+def _matches(record: Any, key: str, repeats: int) -> bool:
+    return (
+        isinstance(record, dict)
+        and record.get("reuse_key") == key
+        and record.get("status") == "ok"
+        and len(record.get("repeats") or ()) >= repeats
+    )

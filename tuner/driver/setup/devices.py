@@ -1,11 +1,18 @@
-"""The machine's GPUs, found without importing TensorFlow, and the device plan of a run."""
+"""The machine: its GPUs, found without importing TensorFlow, the device plan of a run, and how
+busy it is before a search starts a child: the 1-minute load average against the cores, and the
+compute processes other than ours on the GPUs. The load is stored on the study
+(:data:`tuner.core.plan.MACHINE_LOAD`) so the note and the export can say that the throughput
+figures were measured on a busy machine."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
 import subprocess
+from datetime import UTC, datetime
+from typing import Any
+
+import optuna
 
 from tuner.core.devices import (
     JAX_BACKEND,
@@ -16,29 +23,43 @@ from tuner.core.devices import (
 )
 from tuner.core.errors import MissingExtraError
 from tuner.core.options import named
+from tuner.core.plan import MACHINE_LOAD, busiest, load_record
+from tuner.core.record import decode_study, store_study
+from tuner.extras import importable
+from tuner.storage.guarded import storage_call
+
+_NVIDIA_SMI_TIMEOUT_S = 10.0
 
 
 def visible_gpus() -> list[GpuInfo]:
     """The GPUs ``nvidia-smi`` shows (none without it), honouring ``CUDA_VISIBLE_DEVICES``."""
-    exe = shutil.which("nvidia-smi")
-    if exe is None:
-        return []
-    try:
-        out = subprocess.run(
-            [exe, "--query-gpu=index,name,memory.total", "--format=csv,noheader,nounits"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=True,
-        ).stdout
-    except (OSError, subprocess.SubprocessError):
-        return []
-    gpus = [gpu for gpu in map(_gpu_line, out.splitlines()) if gpu is not None]
+    out = _nvidia_smi("--query-gpu=index,name,memory.total", "nounits", timeout_s=30)
+    gpus = [gpu for gpu in map(_gpu_line, (out or "").splitlines()) if gpu is not None]
     mask = os.environ.get("CUDA_VISIBLE_DEVICES")
     if mask is not None and all(p.strip().isdigit() for p in mask.split(",") if p.strip()):
         allowed = {int(p) for p in mask.split(",") if p.strip()}
         gpus = [gpu for gpu in gpus if gpu.index in allowed]
     return gpus
+
+
+def _nvidia_smi(query: str, *formats: str, timeout_s: float) -> str | None:
+    """What ``nvidia-smi`` answers to ``query`` as CSV without a header; ``None`` without a
+    working one."""
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return None
+    form = ",".join(("csv", "noheader", *formats))
+    try:
+        done = subprocess.run(
+            [exe, query, f"--format={form}"],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout if done.returncode == 0 else None
 
 
 def _gpu_line(line: str) -> GpuInfo | None:
@@ -71,7 +92,7 @@ def require_backend(backend: str) -> None:
     imported here. Looks, never imports: the driver stays free of JAX and TensorFlow."""
     if backend != JAX_BACKEND:
         return
-    missing = [name for name in ("jax", "keras") if not _importable(name)]
+    missing = [name for name in ("jax", "keras") if not importable(name)]
     if missing:
         verb = "is" if len(missing) == 1 else "are"
         raise MissingExtraError(
@@ -80,8 +101,27 @@ def require_backend(backend: str) -> None:
         )
 
 
-def _importable(module: str) -> bool:
+def measure() -> dict[str, Any]:
+    """The machine's load before this search's first child (:func:`tuner.core.plan.load_record`)."""
     try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):  # ValueError: a module blocked with sys.modules[name] = None
-        return False
+        load = os.getloadavg()[0]
+    except OSError:  # not every platform keeps one
+        load = 0.0
+    cores = os.cpu_count() or 1
+    stamp = datetime.now(UTC).isoformat(timespec="seconds")
+    return load_record(load, cores, gpu_processes(), stamp)
+
+
+def gpu_processes() -> int:
+    """Compute processes on the GPUs (none ours yet); 0 without a working ``nvidia-smi``."""
+    out = _nvidia_smi("--query-compute-apps=pid", timeout_s=_NVIDIA_SMI_TIMEOUT_S) or ""
+    pids = {line.strip() for line in out.splitlines() if line.strip().isdigit()}
+    return len(pids - {str(os.getpid())})
+
+
+def store_load(study: optuna.Study, record: dict[str, Any]) -> None:
+    """Keep the study's busiest measurement (:func:`tuner.core.plan.busiest`)."""
+    stored = storage_call(study, decode_study, study).machine_load
+    kept = busiest(stored, record)
+    if kept != stored:
+        storage_call(study, store_study, study, MACHINE_LOAD, kept)

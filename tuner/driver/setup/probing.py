@@ -31,7 +31,7 @@ from tuner.core.record import decode_study
 from tuner.core.scaling import scaled_learning_rate
 from tuner.core.spec import StudySpec
 from tuner.driver.children import ChildRunner, first_precision, probe_request
-from tuner.driver.records import store
+from tuner.driver.decide.seeds import store
 from tuner.storage.guarded import storage_call
 
 PROBES = "probes"

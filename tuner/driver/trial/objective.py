@@ -14,6 +14,7 @@ import re
 import socket
 from collections.abc import Sequence
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 import optuna
@@ -25,15 +26,15 @@ from tuner.core.devices import DevicePlan
 from tuner.core.efficiency import goodput, statistical_efficiency
 from tuner.core.errors import TrialFailed
 from tuner.core.outcome import NOT_LAUNCHED, TrialOutcome, classify
-from tuner.core.protocol import EarlyStop, EpochEvent, Event, ProgressEvent
-from tuner.core.record import StudyRecord, decode, decode_study, store
+from tuner.core.protocol import EarlyStop
+from tuner.core.record import decode, decode_study, store
 from tuner.core.scaling import scaled_learning_rate
 from tuner.core.spec import StudySpec
 from tuner.core.trials import HEARTBEAT_S
 from tuner.driver.children import ChildRunner, trial_request
 from tuner.driver.decide.early_stop import early_stop_for
 from tuner.driver.decide.racing import chain, measured
-from tuner.driver.observer import SearchObserver
+from tuner.driver.observer import SearchObserver, passed_on
 from tuner.driver.reuse.input_reuse import InputReuse
 from tuner.driver.reuse.keys import training_key
 from tuner.driver.trial.accumulation import Accumulation
@@ -82,6 +83,7 @@ class Objective:
         self.launched = 0
         """Trials this objective ended, launched or pruned without a launch (oom-implied,
         bracketed)."""
+        self._on_event = partial(passed_on, observer)
         self._failures: dict[str, tuple[int, tuple[Any, ...]]] = {}
         self.stopped: str | None = None
         """Why the search must stop (:meth:`_watch`), or ``None``."""
@@ -146,7 +148,7 @@ class Objective:
             earlier,
             repeat=repeat_of is not None,
             probed_oom=self._probed_oom,
-            seed_noise=lambda: _study_record(trial.study).seed_noise,
+            seed_noise=lambda: storage_call(trial.study, decode_study, trial.study).seed_noise,
         )
         outcome = self._measure(trial, point, values)
         self._observer.trial_finished(trial.number, outcome)
@@ -291,18 +293,6 @@ class Objective:
         )
         outcome = classify(run, memory_capped=self._plan.memory_limit_bytes is not None)
         return self._inputs.record(outcome, input_key, input_from)
-
-    def _on_event(self, event: Event) -> None:
-        """Pass a child's event on to the observer by its kind; other kinds are not progress."""
-        if isinstance(event, EpochEvent):
-            self._observer.epoch_finished(event)
-        elif isinstance(event, ProgressEvent):
-            self._observer.trial_progress(event)
-
-
-def _study_record(study: optuna.Study) -> StudyRecord:
-    """The study's record (:func:`tuner.core.record.decode_study`), read through the guard."""
-    return storage_call(study, decode_study, study)
 
 
 def without_batch_sizes(error: str, attrs: dict[str, Any]) -> str:

@@ -3,15 +3,10 @@ grid trial ends without one, and how (:data:`RULES`, walked by :func:`before_lau
 
 Each rule answers one question about the trial about to start (a :class:`Point`) and gives one
 outcome; the first that answers wins, and a trial no rule answers is trained. The order is the
-documented one (docs/design/architecture.md, "One trial, in order"):
-
-1. ``same-training``: it trains exactly like a measured trial (``same_as``, COMPLETE ``ok``);
-2. ``bracketed``: an adaptive LR sweep's rate that cannot be the best at its batch (PRUNED);
-3. ``oom-implied``: a smaller or equal batch already ran out of memory, or the probe found it
-   would (PRUNED; ``[search] accumulation`` may still reach it in micro-steps).
-
-``bracketed`` goes before ``oom-implied``: a batch reached only by accumulation skips its rates
-too, and a batch that ran out of memory has nothing finished, so it never skips there.
+documented one (docs/design/architecture.md, "One trial, in order"): ``same-training``,
+``bracketed``, ``oom-implied``. ``bracketed`` goes before ``oom-implied``: a batch reached only by
+accumulation skips its rates too, and a batch that ran out of memory has nothing finished, so it
+never skips there.
 
 What is not a rule here: the budget (the loop asks for no trial that would not fit it), the early
 stop (the child stops itself; :mod:`tuner.driver.decide.early_stop` arms it) and the input
@@ -40,8 +35,7 @@ from tuner.core.record import decode
 from tuner.core.scaling import is_sweep, scaled_learning_rate
 from tuner.core.spec import StudySpec
 from tuner.driver.children import first_precision
-from tuner.driver.decide.racing import SAME_AS
-from tuner.driver.decide.same_training import same_as, same_training
+from tuner.driver.decide.racing import REPEAT_INDEX, REPEAT_OF, SAME_AS, is_original
 
 
 @dataclass(frozen=True)
@@ -96,6 +90,41 @@ def before_launch(point: Point, rules: Sequence[Rule] | None = None) -> Decided 
         if outcome is not None:
             return Decided(rule, outcome)
     return None
+
+
+NOT_MEASURED = frozenset(
+    {"status", "error", "final_loss", "throughput", "timings", "training_key", SAME_AS, REPEAT_OF,
+     REPEAT_INDEX, "early_stop_skipped"}
+)  # fmt: skip
+"""Attributes a ``same_as`` trial does not take from its original: its outcome (set from the
+values), the original's own child timings (no child ran for it) and the bookkeeping."""
+
+
+def same_training(
+    trials: Sequence[FrozenTrial], attrs: dict[str, Any], number: int
+) -> FrozenTrial | None:
+    """The first measured grid trial (not ``same_as``, not a repeat) that trains as ``attrs``
+    say, or ``None`` (an original still running elsewhere does not count: this trial runs)."""
+    key = attrs["training_key"]
+    same = [
+        t
+        for t in trials
+        # The key first: a cheap test that rules out nearly every trial of a large study.
+        if decode(t).configuration.training_key == key and t.number != number and is_original(t)
+    ]
+    return min(same, key=lambda t: t.number) if same else None
+
+
+def same_as(original: FrozenTrial, attrs: dict[str, Any]) -> TrialOutcome:
+    """The outcome of a trial that trains exactly like ``original``: COMPLETE with its values
+    and measured attributes (not this trial's configuration), and ``same_as`` its number."""
+    measured_attrs = {
+        key: value
+        for key, value in decode(original).flat.items()
+        if key not in NOT_MEASURED and key not in attrs
+    }
+    values = (float(original.values[0]), float(original.values[1]))
+    return TrialOutcome("ok", values=values, attrs={**measured_attrs, SAME_AS: original.number})
 
 
 def _same_training(point: Point) -> TrialOutcome | None:
