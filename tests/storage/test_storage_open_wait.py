@@ -240,3 +240,27 @@ def test_a_commit_cut_by_a_schema_race_while_opening_is_tried_again(tmp_path, mo
     storage = open_storage(f"sqlite:///{tmp_path}/r.db", create=True)
     assert len(opened) == 2
     storage.engine.dispose()
+
+
+def test_a_call_answered_without_the_server_does_not_say_it_is_back(tmp_path):
+    """While one call waits out an outage, a call Optuna answers from its cache (a finished
+    trial) runs no statement and says nothing: "is back after 3 s" came while PostgreSQL was
+    still down, then "cannot be reached" again (issue 44). A statement the server runs does say
+    it, once (and clears the outage for every thread)."""
+    url = f"sqlite:///{tmp_path}/l.db?timeout=0.2"
+    storage = open_storage(url, create=True, wait_s=30)
+    said: list[str] = []
+    guard_of(storage).notify = said.append
+    holder = _lock_for(tmp_path / "l.db", 1.5)
+    waiting = threading.Thread(
+        target=storage_call,
+        args=(storage, storage.create_new_study, [StudyDirection.MINIMIZE], "s"),
+    )
+    waiting.start()
+    while not said:
+        time.sleep(0.05)
+    storage_call(storage, lambda: None)  # no statement: the server may still be down
+    assert len(said) == 1, said
+    holder.join()
+    waiting.join()
+    assert len(said) == 2 and " is back after " in said[1], said

@@ -76,6 +76,8 @@ class Guard:
         self._broken: str | None = None
         self._outage_since: float | None = None
         self._beat_failing_since: float | None = None
+        self._served_at: float | None = None
+        """When the server last ran a statement (``None``: a storage without an engine)."""
         self._record: Callable[[], Callable[[int], None] | None] = lambda: None
         self.storage: Callable[[], Any] = lambda: None
         """The storage guarded (``None`` once gone), its heartbeat and its silent trials."""
@@ -86,9 +88,20 @@ class Guard:
             self.identity = file_identity(self.place.path)
         _GUARDS[storage] = self
         self.storage = weakref.ref(storage)
+        engine = getattr(storage, "engine", None)
+        if engine is not None:
+            # Optuna answers some calls from its cache (finished trials): only a statement the
+            # server ran says that it is back, not a call that succeeded without it.
+            from sqlalchemy import event
+
+            self._served_at = time.monotonic()
+            event.listen(engine, "after_cursor_execute", self._served)
         if self.interval_s and hasattr(storage, "record_heartbeat"):
             # weakly: the registry holds the guard as long as the storage lives, no longer
             self._record = weakref.WeakMethod(storage.record_heartbeat)
+
+    def _served(self, *_: Any) -> None:
+        self._served_at = time.monotonic()
 
     @property
     def spool_folder(self) -> Path:
@@ -152,6 +165,8 @@ class Guard:
         with self._lock:
             if self._outage_since is None:
                 return
+            if self._served_at is not None and self._served_at < self._outage_since:
+                return  # answered from Optuna's cache: the server may still be down
             lasted = time.monotonic() - self._outage_since
             self._outage_since = None
             self.heartbeat_lost = False  # the storage takes writes: a new trial beats afresh
