@@ -67,16 +67,29 @@ def _search_args(url: str) -> list[str]:
 
 
 def _run_while(
-    args: list[str], cwd: Path, env: dict[str, str], act: Callable[[Popen[str]], None]
+    args: list[str], cwd: Path, env: dict[str, str], act: Callable[[], None]
 ) -> tuple[int, str]:
-    """Start a search, call ``act()`` once its trial runs, return (exit code, stderr); its
-    processes are all gone afterwards."""
-    worker = start_search(args, cwd, **env)
-    act(worker)
+    """Start a search, call ``act()`` once its trial at batch 256 trains, return (exit code,
+    stderr); its processes are all gone afterwards.
+
+    Mid-trial means once the trial's child holds its request (a trial folder's request.json,
+    written at hand-over after the trial's configuration is stored), not merely once the trial
+    is RUNNING: while the driver still writes that configuration, a fault stops the search with
+    nothing measured yet, so nothing to spool."""
+    temp = cwd / "tmp"
+    temp.mkdir(exist_ok=True)
+    worker = start_search(args, cwd, **env, TMPDIR=str(temp))
+    wait_running(_storage_of(args), 256, 300)
+    assert wait_until(lambda: _handed_a_trial(temp), 300, poll_s=0.1), "no trial handed over"
+    act()
     seen = descendants(worker.pid)
     _out, stderr = worker.communicate(timeout=600)
     assert wait_gone(seen, 10), "a process of the stopped worker was left"
     return worker.returncode, stderr
+
+
+def _storage_of(args: list[str]) -> str:
+    return args[args.index("--storage") + 1]
 
 
 def _resume(url: str, cwd: Path, env: dict[str, str]) -> None:
@@ -100,19 +113,11 @@ def _assert_recorded(url: str, code: int, stderr: str) -> None:
 
 def test_a_sqlite_file_deleted_mid_trial(tmp_path):
     _spec(tmp_path)
-    temp = tmp_path / "tmp"
-    temp.mkdir()
-    env = {"TUNER_SPOOL_DIR": str(tmp_path / "spool"), "TMPDIR": str(temp)}
+    env = {"TUNER_SPOOL_DIR": str(tmp_path / "spool")}
     db = tmp_path / "d.db"
     url = f"sqlite:///{db}"
 
-    def delete(worker):
-        wait_running(url, 256, 300)
-        # Mid-trial: once the trial's child holds its request (a trial folder's request.json,
-        # written at hand-over after the trial's configuration is stored), not while the
-        # driver still writes that configuration: the search would then stop with nothing
-        # measured yet, so nothing to spool.
-        assert wait_until(lambda: _handed_a_trial(temp), 300, poll_s=0.1), "no trial handed over"
+    def delete():
         shutil.copy(db, tmp_path / "backup.db")  # what the user puts back afterwards
         db.unlink()
 
@@ -169,8 +174,7 @@ def test_a_sqlite_disk_filled_mid_search(tmp_path):
         url = f"sqlite:///{disk}/full.db"
         filled: list[Path] = []
 
-        def fill(worker):
-            wait_running(url, 256, 300)
+        def fill():
             filled.append(_fill(disk))
 
         code, stderr = _run_while(_search_args(url), tmp_path, env, fill)
@@ -219,8 +223,7 @@ def test_a_sqlite_folder_made_read_only_mid_trial(tmp_path):
     url = f"sqlite:///{folder}/ro.db"
     with _read_only_later(folder) as make_read_only:
 
-        def lock_out(worker):
-            wait_running(url, 256, 300)
+        def lock_out():
             make_read_only()
 
         code, stderr = _run_while(_search_args(url), tmp_path, env, lock_out)
@@ -376,8 +379,7 @@ def test_postgres_gone_past_the_bound_then_down_when_the_next_search_starts(tmp_
     url = private_pg.url
     env = {"TUNER_SPOOL_DIR": str(tmp_path / "spool")}
 
-    def stop(worker):
-        wait_running(url, 256, 300)
+    def stop():
         private_pg.stop()
 
     code, stderr = _run_while(_search_args(url), tmp_path, env, stop)
