@@ -47,6 +47,22 @@ def _two_host_devices(flags: str) -> str:
 
 os.environ["XLA_FLAGS"] = _two_host_devices(os.environ.get("XLA_FLAGS", ""))
 
+
+def _compile_once() -> None:
+    """Write the bytecode of tuner's and the tests' modules, once per run (in the controller, not
+    in each xdist worker). An editable install has none, and where ``PYTHONDONTWRITEBYTECODE`` is
+    set (as on our machines) no process writes it: every child and every ``tuner`` command the
+    suite starts (over a thousand) would compile tuner's ~200 modules from source again."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    import compileall
+
+    for folder in (TESTS.parent / "tuner", TESTS):
+        compileall.compile_dir(folder, quiet=2, workers=1)
+
+
+_compile_once()
+
 # pytest-xdist's workers (and a pytest started in the background by a shell) run with SIGINT
 # ignored, and a child inherits an ignored signal across exec: a search a test sends Ctrl-C to
 # would never see it. A handled signal is reset to its default in the child instead.

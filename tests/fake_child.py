@@ -36,8 +36,8 @@ Trial = Callable[[RunRequest], dict[str, Any]]
 
 
 def make_spec(multipliers: tuple[int, ...] = (1, 2, 4, 8), **search: Any) -> StudySpec:
-    """A grid of ``64 × multipliers`` × rules none and linear over the built-in workload; no
-    seed runs and no racing unless ``search`` asks for them."""
+    """A grid of ``64 × multipliers`` × rules none and linear (unless ``search`` names others)
+    over the built-in workload; no seed runs and no racing unless ``search`` asks for them."""
     search = {"seeds": 1, "max_repeats": 1, **search}
     return StudySpec(
         name="fake",
@@ -46,14 +46,14 @@ def make_spec(multipliers: tuple[int, ...] = (1, 2, 4, 8), **search: Any) -> Stu
             data="tuner.workloads.regression:load_data",
         ),
         search=SearchSpec.from_flat(
-            dict(
-                base_batch_size=64,
-                batch_multipliers=multipliers,
-                lr_rules=("none", "linear"),
-                base_lr=1e-3,
-                epochs=1,
+            {
+                "base_batch_size": 64,
+                "batch_multipliers": multipliers,
+                "lr_rules": ("none", "linear"),
+                "base_lr": 1e-3,
+                "epochs": 1,
                 **search,
-            )
+            }
         ),
     )
 

@@ -57,6 +57,7 @@ def test_states_table() -> None:
         "oom": "PRUNED",
         "oom-implied": "PRUNED",
         "bracketed": "PRUNED",
+        "batch-failed": "PRUNED",
         "diverged": "PRUNED",
         "dominated": "PRUNED",
         "timeout": "FAIL",

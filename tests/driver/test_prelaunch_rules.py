@@ -12,7 +12,7 @@ from tuner.core.outcome import TrialOutcome
 from tuner.driver.trial.prelaunch import RULES, Point, Rule, before_launch
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "design" / "architecture.md"
-ORDER = ("same-training", "bracketed", "oom-implied")
+ORDER = ("same-training", "bracketed", "oom-implied", "batch-failed")
 """The documented order: a trial trained alike is never pruned; ``bracketed`` before
 ``oom-implied`` (a batch reached only by accumulation skips its sweep rates too)."""
 

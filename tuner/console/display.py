@@ -33,6 +33,7 @@ _STATUS_STYLE = {
     "oom": "yellow",
     "oom-implied": "yellow",
     "bracketed": "blue",
+    "batch-failed": "red",
     "diverged": "magenta",
     "dominated": "blue",
     "timeout": "red",

@@ -11,6 +11,7 @@ picks it, since the original stands for it (:func:`is_same_as`).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -142,6 +143,43 @@ def smallest_oom_batch(
         and (precision is None or precision_of(t) == precision)
     ]
     return min(sizes) if sizes else None
+
+
+def without_batch_sizes(error: str, attrs: dict[str, Any]) -> str:
+    """``error`` with the trial's global and per-replica batch sizes taken out, where they stand
+    as numbers of their own (a tensor's shape names them)."""
+    for size in {attrs["global_batch_size"], attrs["per_replica_batch_size"]}:
+        error = re.sub(rf"(?<![\w.]){size}(?![\w.])", "<batch>", error)
+    return error
+
+
+def failed_batch(
+    trials: Iterable[FrozenTrial], batch: int, signature: str, config: str, precision: str
+) -> tuple[list[int], str] | None:
+    """Two trials at ``batch`` (on ``signature``'s devices, at ``config`` and ``precision``) that
+    failed with the same error under two learning-rate rules: the batch, not the rate, fails
+    (their numbers and the error), else ``None``."""
+    rules_by_error: dict[str, dict[str, FrozenTrial]] = {}
+    for trial in trials:
+        record = decode(trial)
+        conf = record.configuration
+        if (
+            status_of(trial) != "error"
+            or not record.error
+            or conf.global_batch_size != batch
+            or conf.device_signature != signature
+            or model_config(trial) != config
+            or precision_of(trial) != precision
+        ):
+            continue
+        sizes = {"global_batch_size": batch, "per_replica_batch_size": conf.per_replica_batch_size}
+        message = without_batch_sizes(record.error, sizes)
+        rules_by_error.setdefault(message, {}).setdefault(str(conf.lr_rule), trial)
+    for by_rule in rules_by_error.values():
+        if len(by_rule) >= 2:
+            failed = sorted(by_rule.values(), key=lambda t: t.number)
+            return [t.number for t in failed], str(decode(failed[0]).error)
+    return None
 
 
 def steps_of(trial: FrozenTrial) -> int:

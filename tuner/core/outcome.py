@@ -2,22 +2,23 @@
 
 Statuses and the Optuna state each ends in:
 
-==============  =========  ==========================================================
-status          state      meaning
-==============  =========  ==========================================================
-``ok``          COMPLETE   trained; values are ``[final_loss, throughput]``
-``oom``         PRUNED     ran out of device memory at this global batch
-``oom-implied`` PRUNED     not launched: a smaller or equal batch already ran out
-``bracketed``   PRUNED     not launched: an LR sweep's rate beyond a worse rate than the best
-                           at its batch (:mod:`tuner.core.adaptive_sweep`); ``error`` says why
-``diverged``    PRUNED     the loss became NaN or infinite; stopped early
-``dominated``   PRUNED     stopped early: a sequential test found it worse than the best
-                           (:mod:`tuner.core.dominance`); ``dominance`` holds the evidence
-``timeout``     FAIL       killed (with its process group) after ``--trial-timeout``
-``crashed``     FAIL       died by a signal with no memory cap set
-``error``       FAIL       any other failure; ``error`` keeps the message tail
-``interrupted`` FAIL       stopped by Ctrl-C or SIGTERM (marked by the objective)
-==============  =========  ==========================================================
+================  =========  ==========================================================
+status            state      meaning
+================  =========  ==========================================================
+``ok``            COMPLETE   trained; values are ``[final_loss, throughput]``
+``oom``           PRUNED     ran out of device memory at this global batch
+``oom-implied``   PRUNED     not launched: a smaller or equal batch already ran out
+``bracketed``     PRUNED     not launched: an LR sweep's rate beyond a worse rate than the best
+                             at its batch (:mod:`tuner.core.adaptive_sweep`); ``error`` says why
+``batch-failed``  PRUNED     not launched: two rules at this batch failed with the same error
+``diverged``      PRUNED     the loss became NaN or infinite; stopped early
+``dominated``     PRUNED     stopped early: a sequential test found it worse than the best
+                             (:mod:`tuner.core.dominance`); ``dominance`` holds the evidence
+``timeout``       FAIL       killed (with its process group) after ``--trial-timeout``
+``crashed``       FAIL       died by a signal with no memory cap set
+``error``         FAIL       any other failure; ``error`` keeps the message tail
+``interrupted``   FAIL       stopped by Ctrl-C or SIGTERM (marked by the objective)
+================  =========  ==========================================================
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from tuner.core.protocol import (
 )
 from tuner.core.record import STATES
 
-NOT_LAUNCHED = frozenset({"oom-implied", "bracketed"})
+NOT_LAUNCHED = frozenset({"oom-implied", "bracketed", "batch-failed"})
 """Statuses of trials that ended without a child: they took no training time."""
 
 _RESULT_ATTRS = (

@@ -130,6 +130,7 @@ STATES: dict[str, str] = {
     "ok": "COMPLETE",
     "oom": "PRUNED",
     "oom-implied": "PRUNED",
+    "batch-failed": "PRUNED",
     "bracketed": "PRUNED",
     "diverged": "PRUNED",
     "dominated": "PRUNED",

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
 import socket
 from collections.abc import Sequence
 from dataclasses import replace
@@ -21,7 +20,7 @@ import optuna
 from optuna.trial import FrozenTrial, Trial
 
 from tuner.core import hyperparams
-from tuner.core.configurations import PRECISION
+from tuner.core.configurations import PRECISION, without_batch_sizes
 from tuner.core.devices import DevicePlan
 from tuner.core.efficiency import goodput, statistical_efficiency
 from tuner.core.errors import TrialFailed
@@ -156,10 +155,10 @@ class Objective:
         return record(trial, outcome)
 
     def _watch(self, number: int, attrs: dict[str, Any], outcome: TrialOutcome) -> None:
-        """Set :attr:`stopped` when this trial failed with the error a trial at another grid
-        point failed with: the configuration does not cause it (the model, the data or the
-        machine does), so every remaining point would fail the same way. The batch sizes are
-        taken out of the message first (a shape names them)."""
+        """Set :attr:`stopped` when this trial failed with the error a trial at another batch
+        failed with: the configuration does not cause it (the model, the data or the machine
+        does), so every remaining point would fail the same way. The batch sizes are taken out
+        of the message first (a shape names them)."""
         if outcome.status != "error" or not outcome.error:
             return
         if outcome.error.startswith("bad measurement"):  # the run trained: its numbers are off
@@ -172,10 +171,12 @@ class Objective:
         )
         message = without_batch_sizes(outcome.error, attrs)
         first, first_point = self._failures.setdefault(message, (number, point))
-        if first_point != point:
+        # At one batch, two rules failing alike say the batch fails (the rule `batch-failed`
+        # prunes its other rates); only a second batch says that no point would train.
+        if first_point[0] != point[0]:
             self.stopped = (
-                f"trials #{first} and #{number} failed with the same error at different "
-                f"configurations, so no point of the grid would train: {outcome.error[:300]} "
+                f"trials #{first} and #{number} failed with the same error at two batch sizes, "
+                f"so no point of the grid would train: {outcome.error[:300]} "
                 "(the search stopped; the trials already run are stored)"
             )
 
@@ -293,14 +294,6 @@ class Objective:
         )
         outcome = classify(run, memory_capped=self._plan.memory_limit_bytes is not None)
         return self._inputs.record(outcome, input_key, input_from)
-
-
-def without_batch_sizes(error: str, attrs: dict[str, Any]) -> str:
-    """``error`` with the trial's global and per-replica batch sizes taken out, where they stand
-    as numbers of their own (a tensor's shape names them)."""
-    for size in {attrs["global_batch_size"], attrs["per_replica_batch_size"]}:
-        error = re.sub(rf"(?<![\w.]){size}(?![\w.])", "<batch>", error)
-    return error
 
 
 def with_efficiency(outcome: TrialOutcome, base_batch: int, batch: int) -> TrialOutcome:

@@ -4,9 +4,9 @@ grid trial ends without one, and how (:data:`RULES`, walked by :func:`before_lau
 Each rule answers one question about the trial about to start (a :class:`Point`) and gives one
 outcome; the first that answers wins, and a trial no rule answers is trained. The order is the
 documented one (docs/design/architecture.md, "One trial, in order"): ``same-training``,
-``bracketed``, ``oom-implied``. ``bracketed`` goes before ``oom-implied``: a batch reached only by
-accumulation skips its rates too, and a batch that ran out of memory has nothing finished, so it
-never skips there.
+``bracketed``, ``oom-implied``, ``batch-failed``. ``bracketed`` goes before ``oom-implied``: a
+batch reached only by accumulation skips its rates too, and a batch that ran out of memory has
+nothing finished, so it never skips there.
 
 What is not a rule here: the budget (the loop asks for no trial that would not fit it), the early
 stop (the child stops itself; :mod:`tuner.driver.decide.early_stop` arms it) and the input
@@ -27,7 +27,13 @@ from typing import Any
 from optuna.trial import FrozenTrial
 
 from tuner.core.adaptive_sweep import SKIPPED, bracketed
-from tuner.core.configurations import PRECISION, model_config, precision_of, smallest_oom_batch
+from tuner.core.configurations import (
+    PRECISION,
+    failed_batch,
+    model_config,
+    precision_of,
+    smallest_oom_batch,
+)
 from tuner.core.hyperparams import config_key
 from tuner.core.outcome import TrialOutcome
 from tuner.core.recommend import batch_points, seed_sigma
@@ -222,6 +228,29 @@ def _implied_oom(point: Point) -> TrialOutcome | None:
     return None
 
 
+def _batch_failed(point: Point) -> TrialOutcome | None:
+    """``batch-failed`` when two rules at this batch already failed with the same error (on the
+    same devices, model configuration and precision): the batch fails, not the rate, so its
+    other rates are not launched and the search goes on at the other batches."""
+    attrs = point.attrs
+    found = failed_batch(
+        point.stored,
+        int(attrs["global_batch_size"]),
+        str(attrs["device_signature"]),
+        config_key(attrs.get("model_hyperparameters") or {}),
+        str(attrs[PRECISION]),
+    )
+    if found is None:
+        return None
+    numbers, error = found
+    trials = " and ".join(f"#{n}" for n in numbers[:2])
+    return TrialOutcome(
+        "batch-failed",
+        error=f"trials {trials} at this batch failed with the same error under two rules: "
+        f"{error[:300]}",
+    )
+
+
 RULES: tuple[Rule, ...] = (
     Rule(
         "same-training",
@@ -242,6 +271,12 @@ RULES: tuple[Rule, ...] = (
         "did a smaller or equal batch run out of memory here, or the probe say it would?",
         "PRUNED oom-implied; no child (unless accumulation reaches it in micro-steps)",
         _implied_oom,
+    ),
+    Rule(
+        "batch-failed",
+        "did two rules at this batch already fail with the same error?",
+        "PRUNED batch-failed; no child",
+        _batch_failed,
     ),
 )
 """The pre-launch rules, in the order they are asked (the module's docstring says why)."""
