@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tuner.core import dominance
+from tuner.core.objective import is_validation
 from tuner.core.protocol import Result, TrialRequest
 from tuner.core.target import CheckPlan
 from tuner.core.windows import is_input_bound, summarise, warmup_windows
@@ -94,7 +95,11 @@ def _validation_loss(session: Session) -> float:
 
 
 def _evaluator(session: Session) -> Callable[[], float]:
-    """What evaluates the model as it is now over the fixed validation set (built once)."""
+    """What evaluates the model as it is now over the fixed validation set (built once), or
+    for the training loss as objective reads the last epoch's (:mod:`tuner.core.objective`)."""
+    if not is_validation(session.request.workload.objective):
+        losses = session.meter.losses
+        return lambda: float(losses[-1]) if losses else math.nan
     return session.backend.evaluator(session)
 
 
