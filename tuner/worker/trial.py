@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tuner.core import dominance
-from tuner.core.objective import is_validation
+from tuner.core.objective import DEFAULT_OBJECTIVE, is_validation
 from tuner.core.protocol import Result, TrialRequest
 from tuner.core.target import CheckPlan
 from tuner.core.windows import is_input_bound, summarise, warmup_windows
@@ -74,7 +74,9 @@ def run_trial(request: TrialRequest, emit: Emit) -> Result:
         peak_rss_bytes=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
     )
     if not math.isfinite(final_loss):
-        error = f"validation loss is {final_loss}"
+        objective = session.request.workload.objective
+        what = "validation loss" if objective == DEFAULT_OBJECTIVE else objective
+        error = f"{what} is {final_loss}"
         return Result(status="diverged", error=error, payload=result, timings=session.timings)
     if check is not None and check.dominance is not None:
         evidence = result["dominance"]
