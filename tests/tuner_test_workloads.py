@@ -512,3 +512,113 @@ def sequential_without_input() -> Any:
     import keras
 
     return keras.Sequential([keras.layers.Dense(32, activation="relu"), keras.layers.Dense(1)])
+
+
+# keras-io's variational autoencoder, small: its loss lives in train_step (compile names only an
+# optimizer), so training reports a loss and evaluate has none to compute.
+
+
+def vae_model() -> Any:
+    """keras-io's VAE (generative/vae) on 8x8 images, a 2-d latent space: a ``Sampling`` layer,
+    an encoder and a decoder, a ``keras.Model`` subclass whose ``train_step`` computes the
+    reconstruction and KL losses and reports them with their total as ``loss``."""
+    import keras
+    import tensorflow as tf
+    from keras import layers, ops
+
+    class Sampling(layers.Layer):
+        """Uses (z_mean, z_log_var) to sample z, the vector encoding a digit."""
+
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self.seed_generator = keras.random.SeedGenerator(1337)
+
+        def call(self, inputs: Any) -> Any:
+            z_mean, z_log_var = inputs
+            batch, dim = ops.shape(z_mean)[0], ops.shape(z_mean)[1]
+            epsilon = keras.random.normal(shape=(batch, dim), seed=self.seed_generator)
+            return z_mean + ops.exp(0.5 * z_log_var) * epsilon
+
+    latent_dim = 2
+    encoder_inputs = keras.Input(shape=(8, 8, 1))
+    x = layers.Flatten()(encoder_inputs)
+    x = layers.Dense(16, activation="relu")(x)
+    z_mean = layers.Dense(latent_dim, name="z_mean")(x)
+    z_log_var = layers.Dense(latent_dim, name="z_log_var")(x)
+    z = Sampling()([z_mean, z_log_var])
+    encoder = keras.Model(encoder_inputs, [z_mean, z_log_var, z], name="encoder")
+    latent_inputs = keras.Input(shape=(latent_dim,))
+    x = layers.Dense(64, activation="sigmoid")(latent_inputs)
+    decoder_outputs = layers.Reshape((8, 8, 1))(x)
+    decoder = keras.Model(latent_inputs, decoder_outputs, name="decoder")
+
+    class VAE(keras.Model):
+        def __init__(self, encoder: Any, decoder: Any, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self.encoder = encoder
+            self.decoder = decoder
+            self.total_loss_tracker = keras.metrics.Mean(name="total_loss")
+            self.reconstruction_loss_tracker = keras.metrics.Mean(name="reconstruction_loss")
+            self.kl_loss_tracker = keras.metrics.Mean(name="kl_loss")
+
+        @property
+        def metrics(self) -> list[Any]:
+            return [self.total_loss_tracker, self.reconstruction_loss_tracker, self.kl_loss_tracker]
+
+        def train_step(self, data: Any) -> Any:
+            with tf.GradientTape() as tape:
+                z_mean, z_log_var, z = self.encoder(data)
+                reconstruction = self.decoder(z)
+                reconstruction_loss = ops.mean(
+                    ops.sum(keras.losses.binary_crossentropy(data, reconstruction), axis=(1, 2))
+                )
+                kl_loss = -0.5 * (1 + z_log_var - ops.square(z_mean) - ops.exp(z_log_var))
+                kl_loss = ops.mean(ops.sum(kl_loss, axis=1))
+                total_loss = reconstruction_loss + kl_loss
+            grads = tape.gradient(total_loss, self.trainable_weights)
+            self.optimizer.apply_gradients(zip(grads, self.trainable_weights, strict=True))
+            self.total_loss_tracker.update_state(total_loss)
+            self.reconstruction_loss_tracker.update_state(reconstruction_loss)
+            self.kl_loss_tracker.update_state(kl_loss)
+            return {
+                "loss": self.total_loss_tracker.result(),
+                "reconstruction_loss": self.reconstruction_loss_tracker.result(),
+                "kl_loss": self.kl_loss_tracker.result(),
+            }
+
+    vae = VAE(encoder, decoder)
+    vae.compile(optimizer=keras.optimizers.Adam())
+    return vae
+
+
+def vae_digits() -> tuple[Any, Any]:
+    """8x8 "digits" in [0, 1], the images alone (no targets): ``(train, val)`` datasets."""
+    import tensorflow as tf
+
+    rng = np.random.default_rng(0)
+    images = rng.random((320, 8, 8, 1), dtype=np.float32)
+    split = tf.data.Dataset.from_tensor_slices
+    return split(images[:256]), split(images[256:])
+
+
+def mae_only_evaluation_model() -> Any:
+    """The customizing-fit guide's model with its own ``test_step`` that reports metrics but no
+    loss (``mae`` only), compiled in the build with ``mse``."""
+    import keras
+
+    class CustomModel(keras.Model):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.mae_metric = keras.metrics.MeanAbsoluteError(name="mae")
+
+        def test_step(self, data: Any) -> Any:
+            x, y = data
+            y_pred = self(x, training=False)
+            self.mae_metric.update_state(y, y_pred)
+            return {self.mae_metric.name: self.mae_metric.result()}
+
+    inputs = keras.Input(shape=(10,))
+    outputs = keras.layers.Dense(1)(inputs)
+    model = CustomModel(inputs, outputs)
+    model.compile(optimizer="adam", loss="mse")
+    return model

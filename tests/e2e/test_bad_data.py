@@ -37,10 +37,14 @@ def search(
     data: str,
     *flags: str,
     model: str = "tuner.workloads.regression:build_model",
-    loss: str = "mse",
+    loss: str | None = "mse",
 ) -> tuple[str, str, int]:
-    """``tuner search`` of a one-point grid (no baseline); (stdout, stderr, exit code)."""
-    (tmp_path / "bad.toml").write_text(SPEC.format(name="bad", model=model, data=data, loss=loss))
+    """``tuner search`` of a one-point grid (no baseline); (stdout, stderr, exit code). ``loss``
+    ``None``: the spec names none (the build's compile gives it, or none)."""
+    spec = SPEC.format(name="bad", model=model, data=data, loss=loss)
+    if loss is None:
+        spec = spec.replace('loss = "None"\n', "")
+    (tmp_path / "bad.toml").write_text(spec)
     result = run_tuner(
         "search",
         "--spec",
@@ -116,3 +120,26 @@ def test_a_label_mismatch_in_training_names_the_op_and_the_shapes(tmp_path: Path
         "labels must have the same first dimension, got logits shape [16,10] and labels shape [8]"
     )
     assert not (tmp_path / "bad.db").exists()
+
+
+def test_a_model_whose_loss_lives_in_train_step_is_told_its_evaluation_fails(
+    tmp_path: Path,
+) -> None:
+    # keras-io's VAE: compile names an optimizer only, train_step computes and reports the loss,
+    # evaluate has none to compute. The check (one child) says that evaluation failed, what to
+    # override, and offers the training loss with its caveat; no trial runs.
+    _, stderr, code = search(
+        tmp_path,
+        "tuner_test_workloads:vae_digits",
+        model="tuner_test_workloads:vae_model",
+        loss=None,
+    )
+    assert code == 2, stderr
+    last = stderr.strip().splitlines()[-1]
+    assert last.startswith(
+        "error: model tuner_test_workloads:vae_model trains on data "
+        "tuner_test_workloads:vae_digits, but its evaluation fails: "
+    )
+    assert "override test_step" in last
+    assert 'set [workload] objective = "loss"' in last and "cannot show overfitting" in last
+    assert not (tmp_path / "bad.db").exists()  # refused before anything was stored

@@ -94,3 +94,34 @@ def test_each_mistake_is_one_line_naming_it(changes: dict[str, Any], line: str) 
 def test_sqrt_adam_beyond_its_range_names_the_ratio() -> None:
     with pytest.raises(WorkloadError, match=r"^the optimizer is Adam: .* at 16x the base batch"):
         check_workload(request(lr_rules=["none", "sqrt-adam"], max_ratio=16))
+
+
+MAE_ONLY = "tuner_test_workloads:mae_only_evaluation_model"
+VAE = {"model": "tuner_test_workloads:vae_model", "data": "tuner_test_workloads:vae_digits"}
+
+
+def test_an_evaluation_without_the_objective_lists_what_it_reports() -> None:
+    # A test_step that reports metrics and no loss: one line naming the objective to set,
+    # before any trial (each would end with a bare KeyError: 'loss').
+    with pytest.raises(WorkloadError) as raised:
+        check_workload(request(model=MAE_ONLY, loss=None))
+    assert str(raised.value) == (
+        f"model {MAE_ONLY}: the evaluation reports mae, not loss: "
+        'set [workload] objective = "val_mae"'
+    )
+    assert check_workload(request(model=MAE_ONLY, loss=None, objective="val_mae"))["parameters"]
+
+
+def test_a_model_that_trains_but_cannot_evaluate_is_told_apart_from_one_that_does_not_fit() -> None:
+    # keras-io's VAE: its loss lives in train_step, compile names none, evaluate cannot run.
+    with pytest.raises(WorkloadError) as raised:
+        check_workload(request(**VAE, loss=None))
+    message = str(raised.value)
+    assert message.startswith(
+        f"model {VAE['model']} trains on data {VAE['data']}, but its evaluation fails: "
+    )
+    assert "override test_step" in message and "does not fit" not in message
+    assert 'set [workload] objective = "loss" to compare trials by their training loss' in message
+    assert "cannot show overfitting" in message and "\n" not in message
+    # The training loss as the objective: the check passes, the parts' weights counted.
+    assert check_workload(request(**VAE, loss=None, objective="loss"))["parameters"] > 0

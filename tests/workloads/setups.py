@@ -11,7 +11,8 @@ from dataclasses import dataclass
 class Setup:
     """One zoo setup.
 
-    ``loss``/``optimizer`` are the spec's (``None``: the build compiles, the spec names none);
+    ``loss``/``optimizer`` are the spec's (``None``: the build compiles, the spec names none),
+    ``objective`` the spec's ``[workload] objective`` (``None``: the validation loss);
     ``search`` holds extra ``[search]`` lines; ``xfail`` the one-line failure it has today
     (``None``: it passes), for ``pytest.mark.xfail(strict=True)``; ``validate`` whether
     ``tuner validate`` applies to it (a plain model on ``fit``, not a hypermodel); ``expect``
@@ -29,6 +30,7 @@ class Setup:
     loss: str | None = None
     optimizer: str | None = None
     backend: str = "tensorflow"
+    objective: str | None = None
     base_batch_size: int = 64
     search: tuple[str, ...] = ("epochs = 2",)
     hypermodel: bool = False
@@ -53,6 +55,8 @@ class Setup:
             workload.append(f'optimizer = "{self.optimizer}"')
         if self.backend != "tensorflow":
             workload.append(f'backend = "{self.backend}"')
+        if self.objective is not None:
+            workload.append(f'objective = "{self.objective}"')
         search = [
             f"base_batch_size = {self.base_batch_size}",
             "batch_multipliers = [1]",
@@ -159,6 +163,15 @@ SETUPS: tuple[Setup, ...] = (
         "custom_train_step:build_model",
         "custom_train_step:load_data",
         "customizing fit(): train_step with compute_loss and metrics, compiled in the build",
+    ),
+    Setup(
+        "jax_custom_train_step_mae",
+        "jax_custom_train_step:build_model",
+        "jax_custom_train_step:load_data",
+        "customizing fit() with JAX: compute_loss_and_updates, a stateless train_step, a "
+        "test_step reporting mae only; objective val_mae, compiled (optimizer only) in the build",
+        backend="jax",
+        objective="val_mae",
     ),
     Setup(
         "custom_loss",

@@ -55,7 +55,7 @@ def search(
     with naming("search", keywords=True):
         check_known("tuner.search", options, SearchOptions, {"spec", "storage", "study_name"})
         options = {key: checked("search", key, value) for key, value in options.items()}
-        spec_values = {row.key: options.pop(row.key) for row in spec_only() if row.key in options}
+        spec_values = {r.key: options.pop(r.key) for r in spec_only(None) if r.key in options}
         tables = _tables(spec, loss=loss, optimizer=optimizer)
         name = study_name or tables["study"].get("name") or _default_name(model)
         tables["study"]["name"] = name
@@ -104,7 +104,7 @@ def check_known(caller: str, options: Mapping[str, Any], kind: type, taken: set[
     names = {field.name for field in dataclasses.fields(kind)}
     known = names - taken - {"spec_values"}
     if "spec_values" in names:  # SearchOptions: its spec-only keys are keywords too
-        known |= {row.key for row in spec_only()}
+        known |= {row.key for row in spec_only(None)}
     for key in sorted(options.keys() - known):
         near = difflib.get_close_matches(key, sorted(known), n=1)
         hint = f"did you mean {near[0]}=?" if near else f"known: {', '.join(sorted(known))}"

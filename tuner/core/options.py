@@ -251,6 +251,12 @@ OPTIONS: tuple[Option, ...] = (
         ("search",),
     ),
     # Set once per study: in the spec (and as keywords of tuner.search), not as flags.
+    Option(
+        "objective",
+        "The value trials store and compare as their loss: one the evaluation logs (val_mae), "
+        "or the training loss (loss); default the validation loss.",
+        spec="workload.objective",
+    ),
     _grid("model_hyperparameters", "choice", "Or search.", choices=MODEL_HYPERPARAMETERS),
     _grid("trials", "count", "Trial budget of a joint search.", resumable=True),
     _decision("tolerance", "fraction", "Final-loss tolerance."),
@@ -349,9 +355,14 @@ def options_of(command: str) -> list[Option]:
     return list(found.values())
 
 
-def spec_only(section: str = "search") -> list[Option]:
-    """The options set in the spec's ``section`` without a flag of any command that trains."""
-    return [o for o in OPTIONS if o.spec and o.spec.startswith(section + ".") and not o.commands]
+def spec_only(section: str | None = "search") -> list[Option]:
+    """The options set in the spec's ``section`` (``None``: any) without a flag of any command
+    that trains."""
+    return [
+        o
+        for o in OPTIONS
+        if o.spec and not o.commands and (section is None or o.spec.startswith(section + "."))
+    ]
 
 
 def option(key: str, command: str | None = None) -> Option:

@@ -119,16 +119,17 @@ class SearchOptions(GridOptions):
     """A first answer: one run per configuration and one baseline run (``max_repeats`` 1), no
     seed runs (``seeds`` 1). An explicit ``max_repeats`` or ``seeds`` wins over it."""
     spec_values: Mapping[str, Any] = dataclasses.field(default_factory=dict)
-    """The ``[search]`` keys set in the spec only (:func:`tuner.core.options.spec_only`), by key:
-    one mapping checked against the table, not a field each (the spec checks the values)."""
+    """The keys set in the spec only (:func:`tuner.core.options.spec_only`: ``[search]`` keys and
+    ``objective``), by key: one mapping checked against the table, not a field each (the spec
+    checks the values)."""
 
     def spec_overrides(self) -> dict[str, Any]:
         quick = {"search.max_repeats": 1, "search.seeds": 1} if self.quick else {}
         overrides = super().spec_overrides()
-        known = {row.key for row in spec_only()}
-        for key in sorted(self.spec_values.keys() - known):
+        places = {row.key: row.spec for row in spec_only(None)}
+        for key in sorted(self.spec_values.keys() - places.keys()):
             raise ConfigError(f"{key} is no [search] key set in the spec only")
-        spec = {f"search.{key}": value for key, value in self.spec_values.items()}
+        spec = {str(places[key]): value for key, value in self.spec_values.items()}
         given = {key: value for key, value in (overrides | spec).items() if value is not None}
         return overrides | quick | given
 

@@ -16,6 +16,7 @@ import numpy as np
 
 from tuner.core.errors import WorkloadError, error_line
 from tuner.core.hyperparams import check, defaults
+from tuner.core.objective import TRAINING_LOSS, is_validation, logged_name, missing_line
 from tuner.core.protocol import InspectRequest, Workload
 from tuner.core.scaling import optimizer_settings
 from tuner.worker import backends, compiled, hypermodel
@@ -77,7 +78,7 @@ def check_workload(request: InspectRequest) -> dict[str, Any]:
             f"{workload.model} has its own train_step, which the custom loops would never run "
             "(they train on compute_loss): use loop = fit"
         )
-    _check_trains(model, workload.model, source.reference, first)
+    _check_trains(model, workload, source.reference, first)
     arrays = {split: _numpy(batch) for split, batch in read.items()}
     skipped = _noise_skipped(request, inputs, model, source, first["train"])
     return {
@@ -87,7 +88,7 @@ def check_workload(request: InspectRequest) -> dict[str, Any]:
         "input_form": source.form,
         "input_rebatched": source.rebatched,
         "input_shape": _sample_shape(x_train),
-        "parameters": int(model.count_params()),
+        "parameters": hypermodel.parameter_count(model),
         "versions": inputs.versions(),
         "backend": backend,
         "hypermodel": found,
@@ -226,23 +227,58 @@ def _shape_text(part: Any) -> str:
 
 
 def _check_trains(
-    model: Any, model_ref: str, reference: str, first: dict[str, tuple[Any, ...]]
+    model: Any, workload: Workload, reference: str, first: dict[str, tuple[Any, ...]]
 ) -> None:
     """One training and one evaluation step through ``fit`` and ``evaluate``, as a trial runs
-    them (not ``train_on_batch``, which hands a ``train_step`` ``(x, y, None)``)."""
+    them (not ``train_on_batch``, which hands a ``train_step`` ``(x, y, None)``), and the
+    objective's value read where the trials will read it (:mod:`tuner.core.objective`)."""
     x, y, weights = _parts(first["train"])
     try:
-        _one_step(model.fit, x, y, weights, epochs=1, shuffle=False)
-        val_x, val_y, val_weights = _parts(first["val"])
-        _one_step(model.evaluate, val_x, val_y, val_weights)
+        history = _one_step(model.fit, x, y, weights, epochs=1, shuffle=False)
     except Exception as exc:  # whatever a step raises here, model and data disagree
         shapes = f"x {_shape_text(x)}" + (f", y {_shape_text(y)}" if y is not None else "")
         # Keras takes x alone for a model that computes its own loss; with a compiled loss its
         # message ("None values not supported") does not say that the targets are missing.
         alone = "; the elements are x alone, without targets y" if y is None else ""
         raise WorkloadError(
-            f"model {model_ref} does not fit data {reference} ({shapes}): {error_line(exc)}{alone}"
+            f"model {workload.model} does not fit data {reference} ({shapes}): "
+            f"{error_line(exc)}{alone}"
         ) from exc
+    trained = sorted(getattr(history, "history", None) or {})
+    if not is_validation(workload.objective):
+        if logged_name(workload.objective) not in trained:
+            raise WorkloadError(
+                f"model {workload.model}: {missing_line(workload.objective, trained)}"
+            )
+        return
+    val_x, val_y, val_weights = _parts(first["val"])
+    try:
+        logs = _one_step(model.evaluate, val_x, val_y, val_weights, return_dict=True)
+    except Exception as exc:  # it trains: what fails is its evaluation
+        raise WorkloadError(_evaluation_failed(workload, reference, trained, exc)) from exc
+    if logged_name(workload.objective) not in logs:
+        reported = sorted(logs)
+        raise WorkloadError(f"model {workload.model}: {missing_line(workload.objective, reported)}")
+
+
+def _evaluation_failed(
+    workload: Workload, reference: str, trained: list[str], exc: Exception
+) -> str:
+    """The line of a model that trains on the data but cannot be evaluated (a ``train_step``
+    that computes a loss ``compile`` does not have, an override of an older signature): what
+    to override, or the training loss as the objective where its training reports one."""
+    line = (
+        f"model {workload.model} trains on data {reference}, but its evaluation fails: "
+        f"{error_line(exc).rstrip('.')}; override test_step to evaluate it as train_step "
+        "trains it"
+    )
+    if TRAINING_LOSS in trained:
+        line += (
+            f', or set [workload] objective = "{TRAINING_LOSS}" to compare trials by their '
+            "training loss (the last epoch's, taken while the weights changed and on no "
+            "held-out data: it cannot show overfitting)"
+        )
+    return line
 
 
 NOISE_LOOPS = ("fit", "custom")
@@ -263,7 +299,7 @@ def _noise_skipped(
     return None
 
 
-def _one_step(run: Any, x: Any, y: Any, weights: Any, **options: Any) -> None:
-    """``fit`` or ``evaluate`` over the samples given, in one batch."""
+def _one_step(run: Any, x: Any, y: Any, weights: Any, **options: Any) -> Any:
+    """``fit`` or ``evaluate`` over the samples given, in one batch; what it returns."""
     samples = int(leaves(x)[0].shape[0])
-    run(x, y, sample_weight=weights, batch_size=samples, verbose=0, **options)
+    return run(x, y, sample_weight=weights, batch_size=samples, verbose=0, **options)

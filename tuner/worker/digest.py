@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from tuner.core.protocol import Workload
+from tuner.worker.hypermodel import parameter_count
 
 PARTS = ("model function", "model configuration", "data function", "data samples")
 """The parts of a workload's fingerprint a resumed study compares, in the order said."""
@@ -129,7 +130,7 @@ def _configuration(model: Any) -> str:
     try:
         return json.dumps(model.get_config(), sort_keys=True, default=str)
     except Exception:  # a subclassed model without get_config: its size still counts
-        return str(model.count_params())
+        return str(parameter_count(model))
 
 
 def _arrays(structure: Any) -> Iterator[Any]:

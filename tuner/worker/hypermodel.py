@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -165,3 +166,12 @@ def layer_summary(model: Any) -> list[str]:
         parts = [f"{k}={config[k]}" for k in ("units", "activation", "rate") if k in config]
         summary.append(f"{type(layer).__name__}({', '.join(parts)})")
     return summary
+
+
+def parameter_count(model: Any) -> int:
+    """``model.count_params()``, or for a model Keras never built as a whole (keras-io's VAE:
+    its ``train_step`` calls the encoder and the decoder, never the model) the sizes of the
+    weights its layers hold."""
+    if getattr(model, "built", True):
+        return int(model.count_params())
+    return sum(math.prod(int(d) for d in weight.shape) for weight in model.weights)

@@ -18,7 +18,7 @@ from tuner.core.errors import WorkloadError, error_line
 from tuner.core.lr_find import DivergenceWatch, ramp
 from tuner.core.progress import StepReporter
 from tuner.core.protocol import LrFindRequest, Result
-from tuner.worker import optim
+from tuner.worker import hypermodel, optim
 from tuner.worker.backends import backend_name, load, open_session
 from tuner.worker.meters import Emit
 from tuner.worker.session import hold_until_exit
@@ -81,7 +81,7 @@ def _range_test(request: LrFindRequest, emit: Emit) -> Result:
         "optimizer_iterations": int(keras.ops.convert_to_numpy(optimizer.iterations)),
         "optimizer": described,
         "compile": session.recipe.describe(),
-        "model_parameters": int(model.count_params()),
+        "model_parameters": hypermodel.parameter_count(model),
         "trainable_parameters": sum(int(math.prod(w.shape)) for w in model.trainable_weights),
         "versions": session.backend.versions(),
         "seconds": seconds,

@@ -241,7 +241,7 @@ def summary(session: Session) -> dict[str, Any]:
         "epoch_losses": meter.losses,
         "epoch_throughputs": meter.throughputs,
         "optimizer_learning_rate": loop.learning_rate(),
-        "model_parameters": int(loop.model.count_params()),
+        "model_parameters": hypermodel.parameter_count(loop.model),
         "model_layers": hypermodel.layer_summary(loop.model),
         "optimizer": optim.describe(loop.model.optimizer, recipe.compiled_by_build, recipe.rule),
         "compile": recipe.describe(),

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tuner.core import dominance
+from tuner.core.objective import DEFAULT_OBJECTIVE, is_validation
 from tuner.core.protocol import Result, TrialRequest
 from tuner.core.target import CheckPlan
 from tuner.core.windows import is_input_bound, summarise, warmup_windows
@@ -73,7 +74,9 @@ def run_trial(request: TrialRequest, emit: Emit) -> Result:
         peak_rss_bytes=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
     )
     if not math.isfinite(final_loss):
-        error = f"validation loss is {final_loss}"
+        objective = session.request.workload.objective
+        what = "validation loss" if objective == DEFAULT_OBJECTIVE else objective
+        error = f"{what} is {final_loss}"
         return Result(status="diverged", error=error, payload=result, timings=session.timings)
     if check is not None and check.dominance is not None:
         evidence = result["dominance"]
@@ -94,7 +97,11 @@ def _validation_loss(session: Session) -> float:
 
 
 def _evaluator(session: Session) -> Callable[[], float]:
-    """What evaluates the model as it is now over the fixed validation set (built once)."""
+    """What evaluates the model as it is now over the fixed validation set (built once), or
+    for the training loss as objective reads the last epoch's (:mod:`tuner.core.objective`)."""
+    if not is_validation(session.request.workload.objective):
+        losses = session.meter.losses
+        return lambda: float(losses[-1]) if losses else math.nan
     return session.backend.evaluator(session)
 
 

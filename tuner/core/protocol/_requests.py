@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from tuner.core.devices import DevicePlan
+from tuner.core.objective import DEFAULT_OBJECTIVE
 from tuner.core.options import DEFAULT_MAX_LR, DEFAULT_MIN_LR
 from tuner.core.options import LR_FIND_STEPS as DEFAULT_STEPS
 from tuner.core.protocol._codec import (
@@ -43,6 +44,9 @@ class Workload:
     dataset: str | None = None
     """``module:function(split, batch_size, input_context)`` returning one split."""
     backend: str = DEFAULT_BACKEND
+    objective: str = DEFAULT_OBJECTIVE
+    """What the run reports as its loss (:mod:`tuner.core.objective`): ``val_loss``, another
+    value the evaluation logs (``val_mae``), or the training ``loss``."""
 
 
 @dataclass(frozen=True, kw_only=True)

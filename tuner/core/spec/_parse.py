@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from tuner.core.errors import ConfigError
+from tuner.core.objective import DEFAULT_OBJECTIVE, parse_objective
 from tuner.core.options import OPTIONS, Option, named
 from tuner.core.spec import _fields as fields
 from tuner.core.spec._fields import Table, check_study_name
@@ -47,7 +48,7 @@ _BUILTIN: dict[str, Any] = {
 
 SECTION_KEYS: dict[str, tuple[str, ...]] = {
     "study": ("name",),
-    "workload": ("model", "data", "dataset", "loss", "optimizer", "backend"),
+    "workload": ("model", "data", "dataset", "loss", "optimizer", "backend", "objective"),
     "search": tuple(row.key for row in OPTIONS if row.field),
 }
 """The keys each table of a spec may hold."""
@@ -128,6 +129,14 @@ def _workload(workload: Table) -> WorkloadSpec:
         loss=_optional_name(workload, "loss"),
         optimizer=_optional_name(workload, "optimizer"),
         backend=backend(workload),
+        objective=_objective(workload),
+    )
+
+
+def _objective(workload: Table) -> str:
+    value = workload.get("objective")
+    return (
+        DEFAULT_OBJECTIVE if value is None else parse_objective(value, workload.label("objective"))
     )
 
 

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any
 
+from tuner.core.objective import DEFAULT_OBJECTIVE
 from tuner.core.options import DEFAULT_HEARTBEAT_S, DEFAULT_STORAGE_WAIT_S, OPTIONS
 from tuner.core.recommend import DEFAULT_TIE_MARGIN, DEFAULT_TOLERANCE
 from tuner.core.scaling import sweep_rules
@@ -47,6 +48,9 @@ class WorkloadSpec:
     ``data``)."""
     backend: str = DEFAULT_BACKEND
     """The Keras 3 backend trials train on: ``tensorflow`` or ``jax``."""
+    objective: str = DEFAULT_OBJECTIVE
+    """The value trials store and compare as their loss (:mod:`tuner.core.objective`):
+    ``val_loss``, another value the evaluation logs (``val_mae``), or the training ``loss``."""
 
 
 @dataclass(frozen=True)
@@ -225,7 +229,12 @@ def identity_of(stored: Mapping[str, Any]) -> dict[str, Any]:
     may change, with keys added since the spec was stored at their defaults."""
     data = {key: value for key, value in stored.items() if key != "name"}
     search = {**{k: _plain(v) for k, v in SEARCH_DEFAULTS.items()}, **dict(data.get("search", {}))}
-    workload = {"dataset": None, "backend": DEFAULT_BACKEND, **dict(data.get("workload", {}))}
+    workload = {
+        "dataset": None,
+        "backend": DEFAULT_BACKEND,
+        "objective": DEFAULT_OBJECTIVE,
+        **dict(data.get("workload", {})),
+    }
     # Unnamed (None since builds' compiles are kept) and the default named are one identity.
     workload["loss"] = workload.get("loss") or DEFAULT_LOSS
     workload["optimizer"] = workload.get("optimizer") or DEFAULT_OPTIMIZER

@@ -65,6 +65,7 @@ def workload_ref(spec: StudySpec) -> Workload:
         loss=workload.loss,
         optimizer=workload.optimizer,
         backend=workload.backend,
+        objective=workload.objective,
     )
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from tuner.core.devices import DevicePlan
+from tuner.core.objective import DEFAULT_OBJECTIVE
 from tuner.core.protocol import TrialRequest
 from tuner.core.sameness import training_key as _training_key
 from tuner.core.spec import DEFAULT_LOSS, DEFAULT_OPTIMIZER, StudySpec
@@ -138,6 +139,8 @@ def _workload_fields(request: TrialRequest) -> dict[str, Any]:
     fields = asdict(request.workload)
     fields["loss"] = fields["loss"] or DEFAULT_LOSS
     fields["optimizer"] = fields["optimizer"] or DEFAULT_OPTIMIZER
+    if fields["objective"] == DEFAULT_OBJECTIVE:  # the loss every baseline stored before held
+        del fields["objective"]
     return fields
 
 

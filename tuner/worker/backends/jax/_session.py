@@ -14,6 +14,7 @@ import jax
 import jaxlib
 import keras
 
+from tuner.core.objective import logged_name
 from tuner.core.protocol import RunRequest
 from tuner.worker import meters, precision
 from tuner.worker.backends.jax import _devices
@@ -45,7 +46,8 @@ class JaxBackend:
         """What evaluates the model now over the first ``val_samples`` samples, none dropped."""
         val = inputs.val_arrays(session.source, session.request.budget.val_samples)
         model, batch, replicas = session.loop.model, session.batch, len(self.devices)
-        return lambda: evaluate_exactly(model, val, batch, replicas)
+        key = logged_name(session.request.workload.objective)
+        return lambda: evaluate_exactly(model, val, batch, replicas, key)
 
     def input_throughput(self, session: Session) -> float:
         """The input stream alone, each batch placed on the devices as training places it."""
@@ -71,31 +73,34 @@ class JaxBackend:
     versions = staticmethod(versions)
 
 
-def evaluate_exactly(model: Any, val: tuple[Any, ...], batch: int, replicas: int) -> float:
-    """The loss over every sample of ``val``, evaluated at ``batch``. ``DataParallel`` needs
+def evaluate_exactly(
+    model: Any, val: tuple[Any, ...], batch: int, replicas: int, key: str = "loss"
+) -> float:
+    """The loss (or ``key`` of the logs: the objective's) over every sample of ``val``,
+    evaluated at ``batch``. ``DataParallel`` needs
     batches that divide by ``replicas``: the few samples left over are each repeated
     ``replicas`` times (the same mean) and weighed by their count."""
     total = inputs.length(val)
     head = total - total % replicas
     parts = []
     if head:
-        parts.append((head, _evaluate(model, inputs.slice_batch(val, 0, head), batch)))
+        parts.append((head, _evaluate(model, inputs.slice_batch(val, 0, head), batch, key)))
     if total > head:
         tail = inputs.slice_batch(val, head, total)
         repeat = lambda a: a.repeat(replicas, axis=0)  # noqa: E731
         repeated = tuple(inputs.map_arrays(repeat, part) for part in tail)
-        parts.append((total - head, _evaluate(model, repeated, batch)))
+        parts.append((total - head, _evaluate(model, repeated, batch, key)))
     return sum(count * loss for count, loss in parts) / total
 
 
-def _evaluate(model: Any, val: tuple[Any, ...], batch: int) -> float:
+def _evaluate(model: Any, val: tuple[Any, ...], batch: int, key: str) -> float:
     # Keras's own evaluate: losses per output, loss weights and sample weights are the model's,
     # and "loss" is its total, what fit reports as the loss.
     x, y, weights = unpack(val)
     logs = model.evaluate(
         x, y, sample_weight=weights, batch_size=batch, verbose=0, return_dict=True
     )
-    return float(logs["loss"])
+    return float(logs[key])
 
 
 def open_session(request: RunRequest, emit: Emit, record_steps: bool = False) -> Session:

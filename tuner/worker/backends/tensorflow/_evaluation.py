@@ -1,9 +1,12 @@
-"""Inside the child: the validation loss on TensorFlow, over one input pipeline built once.
+"""Inside the child: the validation loss (or the objective's value) on TensorFlow, over one
+input pipeline built once.
 
 Keras's ``model.evaluate(dataset)`` opens a new multi-device iterator on every call, tracing its
 ``tf.data`` functions again: about 0.7 s a call on the built-in workload, several times the pass
 itself. :class:`ValidationPass` distributes the validation batches once and runs one pass per
 call through the model's own test function: the same samples, batches and loss as ``evaluate``.
+Each reads ``key`` of the evaluation's logs: ``loss``, or the objective's (``mae`` for
+``val_mae``, :mod:`tuner.core.objective`).
 """
 
 from __future__ import annotations
@@ -15,9 +18,10 @@ from typing import Any
 class ValidationPass:
     """Evaluates ``model`` over the validation set ``val`` (``batches``), a whole pass a call."""
 
-    def __init__(self, model: Any, val: Any, batches: int) -> None:
+    def __init__(self, model: Any, val: Any, batches: int, key: str = "loss") -> None:
         self._model = model
         self._batches = batches
+        self._key = key
         # Batched before it is repeated: every pass starts at the first sample.
         distributed = model.distribute_strategy.experimental_distribute_dataset(val.repeat())
         self._iterator = iter(distributed)
@@ -31,13 +35,13 @@ class ValidationPass:
             logs = model.test_function(self._iterator)
         # As evaluate does: the metrics' own result, which holds every batch, not the last's.
         metrics = model.get_metrics_result()
-        return float(metrics["loss"] if "loss" in metrics else logs["loss"])
+        return float(metrics[self._key] if self._key in metrics else logs[self._key])
 
 
-def evaluator(model: Any, val: Any) -> Callable[[], float]:
+def evaluator(model: Any, val: Any, key: str = "loss") -> Callable[[], float]:
     """A :class:`ValidationPass`, or Keras's own ``evaluate`` where the batches are unknown or a
     test call runs several (``steps_per_execution``): no exact passes of a repeated stream."""
     batches = int(val.cardinality())
     if batches > 0 and getattr(model, "steps_per_execution", 1) == 1:
-        return ValidationPass(model, val, batches)
-    return lambda: float(model.evaluate(val, verbose=0, return_dict=True)["loss"])
+        return ValidationPass(model, val, batches, key)
+    return lambda: float(model.evaluate(val, verbose=0, return_dict=True)[key])

@@ -11,6 +11,7 @@ import numpy as np
 import tensorflow as tf
 
 from tuner.core.devices import DevicePlan
+from tuner.core.objective import logged_name
 from tuner.core.protocol import RunRequest
 from tuner.worker import meters, precision
 from tuner.worker.backends.tensorflow import _evaluation as evaluation
@@ -48,7 +49,8 @@ class TensorFlowBackend:
         no remainder dropped, so trials at different batch sizes report the same samples' loss."""
         val_samples = session.request.budget.val_samples
         val = inputs.val_batches(session.source, session.batch, val_samples)
-        return evaluation.evaluator(session.loop.model, val)
+        key = logged_name(session.request.workload.objective)
+        return evaluation.evaluator(session.loop.model, val, key)
 
     def input_throughput(self, session: Session) -> float:
         """What the distributed input pipeline delivers alone (:func:`meters.input_throughput`)."""
