@@ -11,14 +11,18 @@ from dataclasses import dataclass
 class Setup:
     """One zoo setup.
 
-    ``loss``/``optimizer`` are the spec's (``None``: the build compiles, the spec names none),
-    ``objective`` the spec's ``[workload] objective`` (``None``: the validation loss);
+    ``loss``/``optimizer`` are the spec's (``None``: the build compiles, the spec names none): a
+    Keras name, or an inline TOML table (``{class_name = ..., config = {...}}``, Keras's
+    serialized form: the fresh script then compiles the loss the export names); ``objective``
+    the spec's ``[workload] objective`` (``None``: the validation loss);
     ``search`` holds extra ``[search]`` lines; ``xfail`` the one-line failure it has today
     (``None``: it passes), for ``pytest.mark.xfail(strict=True)``; ``validate`` whether
     ``tuner validate`` applies to it (a plain model on ``fit``, not a hypermodel); ``expect``
     trial attributes every trial must store with these values, and ``noise_measured`` that the
     noise scale must be measured, not skipped (cases the zoo took over from e2e tests, which
-    searched the same setups a second time to assert them); ``fresh_in_test`` whether the test
+    searched the same setups a second time to assert them), ``below`` trial attributes every
+    trial must store below these values, and ``quiet`` warnings the search must not say;
+    ``fresh_in_test`` whether the test
     also trains the export by the fresh script (``benchmarks/zoo_table.py`` always does);
     ``in_suite`` whether the test suite searches it (``TUNER_ZOO_HEAVY=1``: every setup).
     """
@@ -37,6 +41,8 @@ class Setup:
     validate: bool = True
     xfail: str | None = None
     expect: tuple[tuple[str, object], ...] = ()
+    below: tuple[tuple[str, float], ...] = ()
+    quiet: tuple[str, ...] = ()
     noise_measured: bool = False
     fresh_in_test: bool = True
     in_suite: bool = True
@@ -46,11 +52,18 @@ class Setup:
         """Whether the build compiles (the spec then names no loss or optimizer)."""
         return self.loss is None
 
+    @property
+    def serialized_loss(self) -> bool:
+        """Whether the spec gives its loss in Keras's serialized form (a TOML table)."""
+        return self.loss is not None and self.loss.startswith("{")
+
     def spec(self, name: str) -> str:
         """The study spec of this setup (TOML)."""
         workload = [f'model = "workloads.{self.model}"', f'data = "workloads.{self.data}"']
         if self.loss is not None:
-            workload.append(f'loss = "{self.loss}"')
+            workload.append(
+                f"loss = {self.loss}" if self.serialized_loss else f'loss = "{self.loss}"'
+            )
         if self.optimizer is not None:
             workload.append(f'optimizer = "{self.optimizer}"')
         if self.backend != "tensorflow":
@@ -143,6 +156,20 @@ SETUPS: tuple[Setup, ...] = (
         "KerasTuner getting-started build_model(hp) (hp.Int/Choice/Boolean/Float), compiled",
         hypermodel=True,
         validate=False,
+    ),
+    Setup(
+        "logits_from_toml",
+        "custom_training_logits:build_model",
+        "custom_training_logits:load_data",
+        "KerasTuner custom-training guide's build_model(hp): a last Dense(10) without softmax "
+        "(logits), uncompiled; the spec's loss in Keras's serialized form with from_logits",
+        loss='{class_name = "SparseCategoricalCrossentropy", config = {from_logits = true}}',
+        optimizer="adam",
+        hypermodel=True,
+        validate=False,
+        # Trained on logits as logits: below chance (ln 10); as probabilities it was 3.6 here.
+        below=(("final_loss", 2.302585),),
+        quiet=("expects probabilities",),
     ),
     Setup(
         "text_classification",

@@ -63,6 +63,10 @@ def test_a_keras_setup_searches_exports_and_trains_fresh(
         assert taken or not setup.noise_measured, f"noise scale not measured: {trial}"
         for key, value in setup.expect:
             assert trial.get(key) == value, (key, trial)
+        for key, bound in setup.below:
+            assert trial[key] < bound, (key, bound, trial)
+    for words in setup.quiet:
+        assert words not in outcome.search_stderr, outcome.search_stderr[-2000:]
 
     assert outcome.export_rc == 0, outcome.export_error
     recommended = outcome.recommendation.get("recommended") or outcome.recommendation
@@ -76,5 +80,7 @@ def test_a_keras_setup_searches_exports_and_trains_fresh(
     assert report["replicas"] == 2 and report["finite"], report
     assert report["batch_size"] == recommended["global_batch_size"]
     assert math.isclose(report["trained_learning_rate"], recommended["learning_rate"], rel_tol=1e-6)
+    if setup.serialized_loss:  # the export's loss, deserialized: its settings came along
+        assert report["trained_loss"] in setup.loss and report["from_logits"], report
     if setup.compiled:  # the export names the optimizer the build compiled, which trained
         assert report["exported_optimizer"] == report["built_optimizer"], report

@@ -2,13 +2,15 @@
 of tuner's: plain Python and Keras, as a user's own script would.
 
     python train_fresh.py REC.json MODEL_REF DATA_REF [--hypermodel] [--compiled | --loss=NAME]
+                                                      [--loss=exported]
     python train_fresh.py --serve
 
 It reads the JSON's global batch, learning rate and optimizer (as Keras serializes it; from the
 ``recommended`` block where the export has one, else the top-level keys), builds the model on two
 replicas (``MirroredStrategy`` over two logical CPUs, or ``keras.distribution.DataParallel`` when
 ``KERAS_BACKEND=jax``), trains one epoch and prints one line ``REPORT {json}``. An uncompiled
-build is compiled with the exported optimizer and the loss the user names (``--loss``); a
+build is compiled with the exported optimizer and the loss the user names (``--loss``; with
+``--loss=exported``, the export's ``compile.loss``, deserialized when Keras serialized it); a
 compiled build keeps its own compile and takes the exported learning rate (the report names both
 optimizer classes).
 
@@ -140,6 +142,9 @@ def train(argv: list[str], strategy: Any, replicas: int) -> dict[str, Any]:
         else:
             built_class = None
             (loss,) = [flag.removeprefix("--loss=") for flag in flags if flag.startswith("--loss=")]
+            if loss == "exported":  # the loss the trials trained with, as the export names it
+                loss = config["compile"]["loss"]
+                loss = keras.losses.deserialize(loss) if isinstance(loss, dict) else loss
             model.compile(optimizer=exported, loss=loss)
     arguments = fit_arguments(resolve(data_ref), batch)
     local_build = build_on_strings(model, strategy, arguments["x"])
@@ -154,6 +159,10 @@ def train(argv: list[str], strategy: Any, replicas: int) -> dict[str, Any]:
         "built_optimizer": built_class,
         "trained_optimizer": type(model.optimizer).__name__,
         "losses": losses,
+        "trained_loss": type(model.loss).__name__
+        if not isinstance(model.loss, str)
+        else model.loss,
+        "from_logits": bool(getattr(model.loss, "get_config", dict)().get("from_logits", False)),
         "finite": all(math.isfinite(loss) for loss in losses),
         "built_from_local_batch": local_build,
     }

@@ -107,7 +107,10 @@ def export(setup: Setup, cwd: Path, outcome: Outcome) -> None:
 def fresh_argv(setup: Setup) -> list[str]:
     """``train_fresh.py``'s arguments for the setup's export ``rec.json``."""
     flags = ["--hypermodel"] if setup.hypermodel else []
-    flags.append("--compiled" if setup.compiled else f"--loss={setup.loss}")
+    if setup.compiled:
+        flags.append("--compiled")
+    else:  # a serialized loss: as the export names it (compile.loss)
+        flags.append("--loss=exported" if setup.serialized_loss else f"--loss={setup.loss}")
     return ["rec.json", f"workloads.{setup.model}", f"workloads.{setup.data}", *flags]
 
 

@@ -50,8 +50,8 @@ def lr_find(
     model: Function | Any | None = None,
     data: Function | None = None,
     dataset: Function | None = None,
-    loss: str | None = None,
-    optimizer: str | None = None,
+    loss: Any = None,
+    optimizer: Any = None,
     spec: str | Path | None = None,
     **options: Any,
 ) -> LrFindResult:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import os
+import types
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -25,8 +26,8 @@ def search(
     model: Function | Any | None = None,
     data: Function | None = None,
     dataset: Function | None = None,
-    loss: str | None = None,
-    optimizer: str | None = None,
+    loss: Any = None,
+    optimizer: Any = None,
     spec: str | Path | None = None,
     storage: str = DEFAULT_STORAGE,
     study_name: str | None = None,
@@ -39,12 +40,15 @@ def search(
     ``data`` returns what ``[workload] data`` returns (arrays, ``(train, val)`` datasets or
     ``PyDataset``\\ s), or ``dataset(split, batch_size, input_context)`` a split. Each may be
     the function itself or a ``"module:function"`` string. ``loss`` and ``optimizer`` are Keras
-    names (a custom loss or optimizer object: compile it in ``model``). ``spec`` is a TOML spec
-    file whose ``[workload]`` these replace; without one the built-in workload's grid applies.
-    Every other option is ``tuner search``'s flag with underscores (``cpu_replicas=2``,
-    ``batch_multipliers=[1, 2, 4]``, ``max_repeats=1``, ``baseline=False``) or a ``[search]`` key
-    set in the spec only (``warmup_steps=100``), as :class:`~tuner.driver.options.SearchOptions`
-    takes them. ``progress`` shows the live progress and the final table.
+    names, Keras's serialized form (``{"class_name": "SparseCategoricalCrossentropy", "config":
+    {"from_logits": True}}``) or objects of Keras's own classes (serialized; the optimizer's
+    learning rate is the rule's); a custom loss or optimizer object: compile it in ``model``.
+    ``spec`` is a TOML spec file whose ``[workload]`` these replace; without one the built-in
+    workload's grid applies. Every other option is ``tuner search``'s flag with underscores
+    (``cpu_replicas=2``, ``batch_multipliers=[1, 2, 4]``, ``max_repeats=1``, ``baseline=False``)
+    or a ``[search]`` key set in the spec only (``warmup_steps=100``), as
+    :class:`~tuner.driver.options.SearchOptions` takes them. ``progress`` shows the live progress
+    and the final table.
 
     Raises :class:`~tuner.core.errors.ConfigError` for bad input (nothing stored) and
     :class:`~tuner.core.errors.TunerError` for a failure at run time, with the CLI's lines.
@@ -127,16 +131,39 @@ def _tables(spec: str | Path | None, *, loss: Any, optimizer: Any) -> dict[str, 
     for section in ("study", "workload", "search"):
         tables.setdefault(section, {})
     for role, value in (("loss", loss), ("optimizer", optimizer)):
-        if value is None:
-            continue
-        if not isinstance(value, str):
-            raise ConfigError(
-                f"{role}= takes a Keras name such as {'mse' if role == 'loss' else 'adam'!r}; "
-                f"for a {type(value).__name__} object, compile it in your model function "
-                "(tuner uses the build's compile)"
-            )
-        tables["workload"][role] = value
+        if value is not None:
+            tables["workload"][role] = keras_object(role, value)
     return tables
+
+
+def keras_object(role: str, value: Any) -> str | dict[str, Any]:
+    """A ``loss=`` or ``optimizer=`` as the spec holds it: a Keras name or Keras's serialized
+    form as given, a Keras object of Keras's own classes serialized (``keras.losses.serialize``:
+    the child deserializes it); any other object is refused (compile it in the build)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping):
+        return dict(value)
+    if _keras_function(value):  # keras.losses.huber: Keras finds it by its name
+        return str(value.__name__)
+    if type(value).__module__.split(".")[0] == "keras":
+        import keras
+
+        module = keras.losses if role == "loss" else keras.optimizers
+        serialized = module.serialize(value)
+        return {key: item for key, item in serialized.items() if item is not None}
+    example = "mse" if role == "loss" else "adam"
+    raise ConfigError(
+        f"{role}= takes a Keras name such as {example!r}; also Keras's serialized form or an "
+        f"object of a Keras class; for a {type(value).__name__} object, compile it in your model "
+        "function (tuner uses the build's compile)"
+    )
+
+
+def _keras_function(value: Any) -> bool:
+    """A function of Keras's own (``keras.losses.huber``)."""
+    module = getattr(value, "__module__", None) or ""
+    return isinstance(value, types.FunctionType) and module.split(".")[0] == "keras"
 
 
 def _default_name(model: Any) -> str:

@@ -2,7 +2,9 @@
 
 Catches what would otherwise fail every trial — imports, the data's form, an empty dataset, NaN
 or inf in the data, shapes and labels that do not fit (one real training step: Keras's own line),
-loss and optimizer names, a rule the optimizer cannot take — and reports the workload's sizes.
+loss and optimizer names or serialized forms, a rule the optimizer cannot take — and reports the
+workload's sizes. A crossentropy that expects probabilities given outputs that are not (logits)
+is a warning (``loss_warning``), never an error.
 Where the meter cannot measure the noise scale, the result says why, never an error. It reads
 only the first :data:`SCAN_SAMPLES` samples of each split: no dataset is ever materialised.
 """
@@ -19,7 +21,7 @@ from tuner.core.hyperparams import check, defaults
 from tuner.core.objective import TRAINING_LOSS, is_validation, logged_name, missing_line
 from tuner.core.protocol import InspectRequest, Workload
 from tuner.core.scaling import optimizer_settings
-from tuner.worker import backends, compiled, hypermodel
+from tuner.worker import backends, compiled, hypermodel, probabilities
 from tuner.worker.digest import workload_digest, workload_parts
 from tuner.worker.noise import failure_reason, overrides
 from tuner.worker.sources import FUNCTION, PART_NAMES, Source, leaves, map_leaves
@@ -64,7 +66,7 @@ def check_workload(request: InspectRequest) -> dict[str, Any]:
     x_train, y_train, _ = _parts(first["train"])
     found = hypermodel.discover(workload.model)
     hypermodel.check_fit(workload.model, x_train, y_train)
-    model, optimizer, compile_info = _compiled_model(workload, found)
+    model, optimizer, compile_info, given = _compiled_model(workload, found)
     compiled_by_build = compile_info["from_build"]
     if "sqrt-adam" in request.lr_rules:
         _check_sqrt_adam(request, optimizer, compiled_by_build)
@@ -79,10 +81,12 @@ def check_workload(request: InspectRequest) -> dict[str, Any]:
             "(they train on compute_loss): use loop = fit"
         )
     _check_trains(model, workload, source.reference, first)
+    warning = probabilities.loss_warning(model, model.loss, x_train, given)
     arrays = {split: _numpy(batch) for split, batch in read.items()}
     skipped = _noise_skipped(request, inputs, model, source, first["train"])
     return {
         **({"noise_scale_skipped": skipped} if skipped is not None else {}),
+        **({"loss_warning": warning} if warning is not None else {}),
         "n_train": source.train_size,
         "n_val": source.val_size,
         "input_form": source.form,
@@ -101,8 +105,9 @@ def check_workload(request: InspectRequest) -> dict[str, Any]:
 
 def _compiled_model(
     workload: Workload, found: dict[str, Any] | None
-) -> tuple[Any, Any, dict[str, Any]]:
-    """The model compiled as a run compiles it, its optimizer, and what it compiled with."""
+) -> tuple[Any, Any, dict[str, Any], Any]:
+    """The model compiled as a run compiles it, its optimizer, what it compiled with, and the
+    spec's loss where the run's loss is the spec's (else ``None``)."""
     values = None
     if found is not None:
         check(found["space"])
@@ -113,10 +118,11 @@ def _compiled_model(
         check_loss(workload.loss)  # the spec's loss is the one used
     args = compiled.compile_args(build, workload, CHECK_LR, workload.model)
     model.compile(**args)
-    described = compiled.describe(args, build is not None)
+    given = compiled.spec_loss(build, workload)
+    described = compiled.describe(args, build is not None, given)
     if build is not None:
         described["overrides"] = compiled.spec_differences(build, workload)
-    return model, args["optimizer"], described
+    return model, args["optimizer"], described, given
 
 
 def _check_sqrt_adam(request: InspectRequest, optimizer: Any, compiled_by_build: bool) -> None:

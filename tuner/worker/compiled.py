@@ -18,7 +18,7 @@ from tuner.core.errors import WorkloadError
 from tuner.core.protocol import Workload
 from tuner.core.spec import DEFAULT_LOSS, DEFAULT_OPTIMIZER
 from tuner.worker import optim
-from tuner.worker.workload import make_optimizer
+from tuner.worker.workload import make_loss, make_optimizer
 
 COMPILED_KEYS = ("loss", "loss_weights", "metrics", "weighted_metrics")
 """The compile arguments a build's compile gives besides its optimizer, used as objects."""
@@ -53,7 +53,7 @@ def compile_args(
     elif optimizer is not None:
         args["optimizer"] = make_optimizer(optimizer, learning_rate)
     if "loss" not in args and loss is not None:
-        args["loss"] = loss
+        args["loss"] = make_loss(loss)
     if "optimizer" not in args:
         raise WorkloadError(
             f"{model} compiles its model without an optimizer and the spec names none: give "
@@ -62,11 +62,19 @@ def compile_args(
     return args  # a compile without a loss stays so: its train_step computes its own
 
 
-def describe(args: Mapping[str, Any], from_build: bool) -> dict[str, Any]:
-    """What a run compiles with, as plain data (a custom object as its class and module)."""
+def spec_loss(build: Mapping[str, Any] | None, workload: Workload) -> Any:
+    """The spec's loss where a run compiles with it (the build's compile gives none), else
+    ``None``: what :func:`describe` says the run's loss is, in the spec's own form."""
+    return workload.loss if "loss" not in (build or {}) else None
+
+
+def describe(args: Mapping[str, Any], from_build: bool, given: Any = None) -> dict[str, Any]:
+    """What a run compiles with, as plain data (a custom object as its class and module; the
+    spec's serialized loss, ``given``, as the spec gave it, so that its settings — such as
+    ``from_logits`` — reach the export)."""
     described: dict[str, Any] = {
         "from_build": from_build,
-        "loss": named(args.get("loss")),
+        "loss": dict(given) if isinstance(given, Mapping) else named(args.get("loss")),
         "optimizer": named(optim.unscaled(args["optimizer"])) if "optimizer" in args else None,
     }
     for key in ("loss_weights", "metrics", "weighted_metrics"):
@@ -94,11 +102,11 @@ def named(value: Any) -> Any:
     return {kind: name, "module": module}
 
 
-def spec_differences(build: Mapping[str, Any], workload: Workload) -> dict[str, str]:
+def spec_differences(build: Mapping[str, Any], workload: Workload) -> dict[str, Any]:
     """The spec's loss and optimizer names that the build's compile overrides with something
     else (``{"loss": "mse"}``); names Keras resolves to what the build compiled are no
     difference (``"mse"`` against ``MeanSquaredError()``, ``"adam"`` against ``Adam(1e-4)``)."""
-    differ: dict[str, str] = {}
+    differ: dict[str, Any] = {}
     loss, optimizer = build.get("loss"), build.get("optimizer")
     if workload.loss is not None and loss is not None and not _same_loss(workload.loss, loss):
         differ["loss"] = workload.loss
@@ -108,14 +116,15 @@ def spec_differences(build: Mapping[str, Any], workload: Workload) -> dict[str, 
     return differ
 
 
-def _same_loss(name: str, loss: Any) -> bool:
-    return _loss_function(name) is not None and _loss_function(name) == _loss_function(loss)
+def _same_loss(spec: Any, loss: Any) -> bool:
+    return _loss_function(spec) is not None and _loss_function(spec) == _loss_function(loss)
 
 
 def _loss_function(loss: Any) -> Any:
-    """What a loss computes: the function a name or a built-in ``Loss`` wraps, else its class."""
+    """What a loss computes: the function a name (or a serialized loss) or a built-in ``Loss``
+    wraps, else its class."""
     try:
-        resolved = keras.losses.get(loss) if isinstance(loss, str) else loss
+        resolved = keras.losses.get(loss) if isinstance(loss, str | Mapping) else loss
     except (ValueError, TypeError):
         return None
     function = getattr(resolved, "fn", None)  # LossFunctionWrapper: MeanSquaredError, ...
@@ -124,8 +133,9 @@ def _loss_function(loss: Any) -> Any:
     return resolved if not isinstance(resolved, keras.losses.Loss) else type(resolved)
 
 
-def _same_optimizer(name: str, optimizer: Any) -> bool:
+def _same_optimizer(spec: Any, optimizer: Any) -> bool:
     try:
-        return type(keras.optimizers.get(name)) is type(optim.unscaled(optimizer))
+        made = keras.optimizers.get(dict(spec) if isinstance(spec, Mapping) else spec)
     except (ValueError, TypeError):
         return False
+    return type(made) is type(optim.unscaled(optimizer))

@@ -128,7 +128,8 @@ class ModelRecipe:
         """What the run compiled with; ``None`` before :meth:`compile_args`."""
         if self._args is None:
             return None
-        return compiled.describe(self._args, self.compiled_by_build)
+        given = compiled.spec_loss(self.build_args, self._workload)
+        return compiled.describe(self._args, self.compiled_by_build, given)
 
 
 def initial_weights(

@@ -25,22 +25,22 @@ from tuner.core.protocol._codec import (
     load_object,
     to_plain,
 )
-from tuner.core.spec import DEFAULT_BACKEND, LOSS_REDUCTIONS
+from tuner.core.spec import DEFAULT_BACKEND, LOSS_REDUCTIONS, KerasObject
 
 
 @dataclass(frozen=True, kw_only=True)
 class Workload:
-    """What a run trains: ``module:function`` references plus Keras loss and optimizer names,
-    and the Keras backend it trains on."""
+    """What a run trains: ``module:function`` references plus the spec's Keras loss and
+    optimizer (a name or Keras's serialized form), and the Keras backend it trains on."""
 
     model: str
     data: str | None
     """``module:function`` returning arrays or ``(train, val)`` datasets (or ``None`` with
     ``dataset``)."""
-    loss: str | None = None
-    """The spec's loss name; ``None``: the user's build compiles the model with its own."""
-    optimizer: str | None = None
-    """The spec's optimizer name; ``None``: the build's compile gives it."""
+    loss: KerasObject | None = None
+    """The spec's loss; ``None``: the user's build compiles the model with its own."""
+    optimizer: KerasObject | None = None
+    """The spec's optimizer; ``None``: the build's compile gives it."""
     dataset: str | None = None
     """``module:function(split, batch_size, input_context)`` returning one split."""
     backend: str = DEFAULT_BACKEND

@@ -84,7 +84,9 @@ def export_document(
     masked (``None``: not known)."""
     attrs = decode(chosen).flat
     search, workload = spec.get("search", {}), spec.get("workload", {})
-    optimizer, source = optimizer_section(attrs, workload.get("optimizer") or "adam", rec)
+    named = workload.get("optimizer") or "adam"  # or Keras's serialized form: its class
+    named = named if isinstance(named, str) else str(named.get("class_name"))
+    optimizer, source = optimizer_section(attrs, named, rec)
     if rec.get("learning_rate_source") == "lr_law":  # the measured lr*, not the trial's rate
         optimizer["config"]["learning_rate"] = float(rec["learning_rate"])
     document = {

@@ -22,10 +22,13 @@ from tuner.core.spec._runtime import backend, check_backend, check_loop, precisi
 from tuner.core.spec._spec import (
     BUILTIN_SOURCE,
     DEFAULT_STUDY_NAME,
+    KERAS_OBJECT_KEYS,
     SEARCH_DEFAULTS,
+    KerasObject,
     SearchSpec,
     StudySpec,
     WorkloadSpec,
+    keras_class,
 )
 
 _BUILTIN: dict[str, Any] = {
@@ -126,8 +129,8 @@ def _workload(workload: Table) -> WorkloadSpec:
     return WorkloadSpec(
         model=fields.reference(workload.need("model"), workload.label("model")),
         **_data_source(workload),
-        loss=_optional_name(workload, "loss"),
-        optimizer=_optional_name(workload, "optimizer"),
+        loss=_keras_object(workload, "loss"),
+        optimizer=_keras_object(workload, "optimizer"),
         backend=backend(workload),
         objective=_objective(workload),
     )
@@ -140,10 +143,31 @@ def _objective(workload: Table) -> str:
     )
 
 
-def _optional_name(workload: Table, key: str) -> str | None:
-    """A Keras name the spec may leave out when the user's build compiles the model."""
-    value = workload.get(key)
-    return None if value is None else fields.string(value, workload.label(key))
+def _keras_object(workload: Table, key: str) -> KerasObject | None:
+    """A Keras name, or Keras's serialized form (a table with ``class_name`` and ``config``),
+    that the spec may leave out when the user's build compiles the model. Only the form is
+    checked here: whether Keras knows the class and takes the config, the workload check says."""
+    value, label = workload.get(key), workload.label(key)
+    if value is None or not isinstance(value, Mapping):
+        return None if value is None else fields.string(value, label)
+    unknown = sorted(set(value) - set(KERAS_OBJECT_KEYS))
+    if unknown:
+        raise ConfigError(
+            f"{label} has an unknown key {unknown[0]!r}: Keras's serialized form has "
+            f"{', '.join(KERAS_OBJECT_KEYS)} (the settings go in config)"
+        )
+    form = "{class_name = ..., config = {...}}"
+    if "class_name" not in value:
+        raise ConfigError(f"{label} needs a class_name, as in {key} = {form}")
+    fields.string(value["class_name"], f"{label}.class_name")
+    if not isinstance(value.get("config", {}), Mapping):
+        raise ConfigError(f"{label}.config must be a table of the class's settings, as in {form}")
+    return _plain_table(value)
+
+
+def _plain_table(value: Mapping[str, Any]) -> dict[str, Any]:
+    """A nested mapping as plain dicts (what the stored spec's JSON holds)."""
+    return {str(k): _plain_table(v) if isinstance(v, Mapping) else v for k, v in value.items()}
 
 
 def _data_source(workload: Table) -> dict[str, str | None]:
@@ -159,7 +183,7 @@ def _data_source(workload: Table) -> dict[str, str | None]:
     }
 
 
-def _search(search: Table, optimizer: str | None) -> SearchSpec:
+def _search(search: Table, optimizer: KerasObject | None) -> SearchSpec:
     """Each ``[search]`` key checked as its row of the options table says (absent: the field's
     default), then the keys that are checked together."""
     search.exactly_one(
@@ -171,7 +195,7 @@ def _search(search: Table, optimizer: str | None) -> SearchSpec:
     spec = SearchSpec.from_flat(values)
     if "sqrt-adam" in spec.grid.lr_rules and optimizer is not None:  # else the build's: the child
         fields.check_sqrt_adam(
-            optimizer,
+            keras_class(optimizer),
             spec.grid.base_batch_size,
             spec.grid.batch_multipliers,
             search.label("lr_rules"),

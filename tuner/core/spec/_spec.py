@@ -29,20 +29,35 @@ build's own win over both)."""
 
 BUILTIN_SOURCE = "built-in regression workload"
 
+KerasObject = str | dict[str, Any]
+"""A Keras loss or optimizer as a spec gives it: a name (``"adam"``), or Keras's own serialized
+form, what ``keras.losses.serialize`` and ``keras.optimizers.serialize`` write
+(``{"class_name": "SparseCategoricalCrossentropy", "config": {"from_logits": True}}``), which
+the child deserializes. The one declaration of the type of ``loss`` and ``optimizer``."""
+KERAS_OBJECT_KEYS = ("class_name", "config", "module", "registered_name")
+"""The keys of Keras's serialized form (``class_name`` is the one it needs)."""
+
+
+def keras_class(value: KerasObject) -> str:
+    """The name a loss or optimizer is known by: the name itself, or its ``class_name``."""
+    return value if isinstance(value, str) else str(value["class_name"])
+
 
 @dataclass(frozen=True)
 class WorkloadSpec:
-    """What one trial trains: ``module:function`` references plus Keras loss and optimizer names."""
+    """What one trial trains: ``module:function`` references plus a Keras loss and optimizer."""
 
     model: str
     data: str | None
     """``module:function`` returning arrays or ``(train, val)`` tf.data datasets."""
-    loss: str | None = None
-    """A Keras loss name; ``None``: not named — the build's compile gives it, else
-    :data:`DEFAULT_LOSS`. A build's compile wins over a named one, and the search says so."""
-    optimizer: str | None = None
-    """A Keras optimizer name; ``None``: the build's compile gives it, else
-    :data:`DEFAULT_OPTIMIZER` (as for ``loss``)."""
+    loss: KerasObject | None = None
+    """A Keras loss, by name or serialized (:data:`KerasObject`); ``None``: not named — the
+    build's compile gives it, else :data:`DEFAULT_LOSS`. A build's compile wins over a named
+    one, and the search says so."""
+    optimizer: KerasObject | None = None
+    """A Keras optimizer, by name or serialized; ``None``: the build's compile gives it, else
+    :data:`DEFAULT_OPTIMIZER` (as for ``loss``). Its learning rate is always the rule's: a
+    serialized optimizer's ``learning_rate`` is replaced."""
     dataset: str | None = None
     """``module:function(split, batch_size, input_context)`` returning one split (instead of
     ``data``)."""

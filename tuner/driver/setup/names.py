@@ -24,14 +24,15 @@ if TYPE_CHECKING:
 def check_names(spec: StudySpec) -> None:
     """Raise :class:`ConfigError` for a misspelt optimizer, loss or function of ``spec``."""
     workload = spec.workload
-    if workload.optimizer is not None:
+    # A serialized loss or optimizer is Keras's to read: the workload check deserializes it.
+    if isinstance(workload.optimizer, str):
         typo = nearest(workload.optimizer, OPTIMIZERS, ignore_case=True)
         if typo is not None:
             raise ConfigError(
                 f"unknown Keras optimizer {workload.optimizer!r} in {spec.source}; "
                 f"did you mean {typo!r}?"
             )
-    if workload.loss is not None:
+    if isinstance(workload.loss, str):
         typo = nearest(workload.loss, LOSSES)
         if typo is not None:
             raise ConfigError(

@@ -50,7 +50,8 @@ def check(
         replicas=plan.num_replicas,
     )
     check_grid(spec, plan, n_train=info["n_train"])
-    for line in (compile_line(spec.workload.model, info.get("compile")), noise_line(info)):
+    said = (compile_line(spec.workload.model, info.get("compile")), info.get("loss_warning"))
+    for line in (*said, noise_line(info)):
         if line is not None:
             _log.warning("%s", line)  # once, before anything is stored or trained
     if spec.search.grid.joint and not info.get("hypermodel"):

@@ -1,0 +1,61 @@
+"""Whether a probabilistic loss is given probabilities: the decision behind the workload check's
+warning (pure; the child computes the model's outputs on a sample batch).
+
+Keras's crossentropy losses take probabilities unless told ``from_logits=True``; given logits
+(a last ``Dense`` without softmax, as KerasTuner's custom-training guide writes it) they clip the
+values into (0, 1) and train on a wrong loss, without a word: validation losses far above chance,
+and a recommendation made from them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+PROBABILISTIC_LOSSES = {
+    "binary_crossentropy": "BinaryCrossentropy",
+    "categorical_crossentropy": "CategoricalCrossentropy",
+    "sparse_categorical_crossentropy": "SparseCategoricalCrossentropy",
+}
+"""The Keras loss functions that expect probabilities (``from_logits=False``), with the class
+that says ``from_logits`` in a spec."""
+
+RANGE_SLACK = 1e-5
+"""How far outside [0, 1] a probability may read (a float32 softmax or sigmoid's rounding)."""
+SUM_TOLERANCE = 1e-2
+"""How far from 1 a row of class probabilities may sum (rounding, a reduced-precision softmax)."""
+
+
+def not_probabilities(function: str, outputs: Any) -> str | None:
+    """Why ``outputs`` (the model's, on a sample batch) are not what the loss ``function`` (a
+    key of :data:`PROBABILISTIC_LOSSES`) expects, in a few words, or ``None``: values outside
+    [0, 1]; for the categorical losses, rows (the last axis) that do not sum to 1. Nothing is
+    said of outputs that are empty or not finite (other checks say those)."""
+    values = np.asarray(outputs, dtype=np.float64)
+    if values.size == 0 or not np.all(np.isfinite(values)):
+        return None
+    low, high = float(values.min()), float(values.max())
+    if low < -RANGE_SLACK or high > 1 + RANGE_SLACK:
+        return f"values from {low:.3g} to {high:.3g}, outside [0, 1]"
+    if function == "binary_crossentropy" or values.ndim == 0 or values.shape[-1] < 2:
+        return None
+    sums = values.sum(axis=-1)
+    if float(np.abs(sums - 1).max()) > SUM_TOLERANCE:
+        return f"rows summing to {float(sums.min()):.3g} to {float(sums.max()):.3g}, not 1"
+    return None
+
+
+def logits_line(function: str, shown: str, reason: str, from_spec: bool) -> str:
+    """The one line the workload check says: the loss ``shown`` as the user gave it, why its
+    inputs are not probabilities, and the fix where the loss was given (the spec or the build)."""
+    name = PROBABILISTIC_LOSSES[function]
+    fix = (
+        f'[workload] loss = {{class_name = "{name}", config = {{from_logits = true}}}}'
+        if from_spec
+        else f"compile with keras.losses.{name}(from_logits=True)"
+    )
+    return (
+        f"the loss {shown} expects probabilities, but the model's outputs on a sample batch are "
+        f"not ({reason}): if its last layer gives logits, say from_logits = true: {fix}"
+    )
