@@ -36,7 +36,8 @@ def test_the_margin_flag_decides_what_is_practically_equal(tmp_path: Path) -> No
     assert default["tie_margin"] == 0.05 and default["global_batch_size"] == 128
     (call,) = default["close_calls"]
     assert call["global_batch_size"] == 64 and call["ratio_ci"][0] < 1 < call["ratio_ci"][1]
-    assert f"in {call['resamples_won']} of 1000 resamples of the runs" in default["verdict"]
+    assert "batch 128 and batch 64 (trial 0) are not distinguishable" in default["verdict"]
+    assert "more repeats would settle it (--max-repeats above 3)" in default["verdict"]
     wide = export(tmp_path / "b", "--tie-margin", "0.1")
     assert wide["tie_margin"] == 0.1 and wide["global_batch_size"] == 64
     assert wide["tied_with"] == [1] and wide["close_calls"] == []

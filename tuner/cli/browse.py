@@ -37,7 +37,8 @@ TieMarginOpt = Annotated[
     typer.Option(
         help="Candidates whose throughput (goodput, time to target) is within this relative "
         "margin of the best are practically equal: the smallest global batch of them is "
-        "picked. Beyond it the better measured value is, with how sure the runs are.",
+        "picked. Beyond it the better measured value is. At one global batch the lower final "
+        "loss is picked, whatever the throughput.",
         show_default=str(DEFAULT_TIE_MARGIN),
     ),
 ]

@@ -27,6 +27,13 @@ class Entry:
     interval: Interval | None
     runs: int
     batch: int
+    loss: float | None = None
+    """The final loss: what decides between candidates of one computation."""
+    computation: tuple[object, ...] = ()
+    """What one step computes apart from the learning rate (global batch, precision, accumulation
+    steps, model): two candidates with the same one run at the same speed, so their throughputs
+    differ only by noise. Empty: compared by value only (a time to target, which the rate
+    changes)."""
 
 
 @dataclass(frozen=True)

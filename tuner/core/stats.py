@@ -13,13 +13,13 @@ throughput (and time to target) is reported with a 95 % interval and compared th
   narrower than the run-to-run noise; its method says so, and racing always gives a candidate a
   second run before trusting it.
 * A ratio (a speedup, or one candidate's throughput over another's): :func:`ratio_interval`,
-  the usual error propagation for a quotient; how sure a close call is: :func:`bootstrap_wins`.
+  the usual error propagation for a quotient. Whether one is faster than the other is read
+  from it alone: faster or slower when it excludes 1, else not distinguishable.
 """
 
 from __future__ import annotations
 
 import math
-import random
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -112,40 +112,6 @@ def ratio_interval(
     half = math.hypot(*(h for h in halves if h is not None))
     ratio = num / den
     return Interval(ratio * math.exp(-half), ratio * math.exp(half), "log-ratio, quadrature")
-
-
-BOOTSTRAP_RESAMPLES = 1000
-"""Resamples of :func:`bootstrap_wins`: enough for a share to the nearest few per cent."""
-
-
-MIN_BOOTSTRAP_RUNS = 3
-"""The fewest runs per side for a bootstrap of the runs to say how sure a comparison is."""
-
-
-def bootstrap_wins(
-    ours: Sequence[float],
-    theirs: Sequence[float],
-    *,
-    higher_is_better: bool = True,
-    resamples: int = BOOTSTRAP_RESAMPLES,
-    seed: int = 0,
-) -> int | None:
-    """In how many of ``resamples`` bootstrap resamples of the runs the median of ``ours`` is
-    better than the median of ``theirs`` (strictly; each side resampled with replacement, the
-    same number of runs as it has). ``None`` when either side has fewer than
-    :data:`MIN_BOOTSTRAP_RUNS`: two runs resample to three medians at most, so two fast runs
-    against two slow ones would read as "1000 of 1000" beside a ratio interval of 0.3-13.
-    Seeded: the same runs give the same count."""
-    if min(len(ours), len(theirs)) < MIN_BOOTSTRAP_RUNS:
-        return None
-    rng = random.Random(seed)
-    sign = 1.0 if higher_is_better else -1.0
-    wins = 0
-    for _ in range(resamples):
-        mine = statistics.median(rng.choices(ours, k=len(ours)))
-        other = statistics.median(rng.choices(theirs, k=len(theirs)))
-        wins += sign * (mine - other) > 0
-    return wins
 
 
 def _log_half_width(ci: Interval) -> float | None:

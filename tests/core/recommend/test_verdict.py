@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 from trials import SIGNATURE, make_trial, measured_trial, run_recommend
 
+from tuner.core.options import naming
 from tuner.core.recommend._ties import CloseCall
-from tuner.core.recommend._verdict import measure_speedup, verdict
+from tuner.core.recommend._verdict import close_call_clause, compared, measure_speedup, verdict
 from tuner.core.stats import Interval, ratio_interval
 
 BASELINE = {"throughput": 1000.0, "throughput_ci": [990.0, 1010.0]}
@@ -46,25 +47,54 @@ def test_ties_are_named_in_the_same_sentence() -> None:
     assert text.count(".") <= 3  # one sentence: the only dots are decimals
 
 
-def test_a_tie_at_one_batch_says_the_value_decided() -> None:
+def test_a_tie_at_one_batch_says_the_loss_decided() -> None:
+    # Issue 46: at one batch the throughputs differ by noise only; the loss decides.
     speedup = measure_speedup(1930.0, Interval(1910.0, 1950.0, "t"), 2, BASELINE)
-    text = verdict(speedup, (3,), 128, same_batch=True)
-    assert text.endswith("so the better measured value at batch 128 was picked")
+    text = verdict(speedup, (3,), 128, same_batch=(3,))
+    assert text.endswith(
+        "; trial 3 runs the same computation at batch 128 with another learning rate (a "
+        "throughput difference is noise), so the lower final loss was picked"
+    )
+    assert "within 5 %" not in text
+    both = verdict(speedup, (3, 5), 64, same_batch=(5,))
+    assert "; trial 3 is within 5 % of the best throughput (practically equal), so the " in both
+    assert "; trial 5 runs the same computation at batch 64" in both
 
 
-def test_a_close_call_says_how_sure_and_what_would_settle_it() -> None:
+@pytest.mark.parametrize(
+    ("low", "high", "word"),
+    [(1.10, 1.50, "faster"), (0.60, 0.90, "slower"), (0.93, 4.22, "not distinguishable")],
+)
+def test_faster_slower_or_not_distinguishable_by_whether_the_interval_excludes_one(
+    low: float, high: float, word: str
+) -> None:
+    assert compared(Interval(low, high, "log-ratio")) == word
+    assert compared(None) == "not distinguishable"  # no interval rules nothing out
+
+
+def test_a_close_call_reads_its_interval_and_names_the_flag_that_settles_it() -> None:
+    # Issue 46: "faster in 1000 of 1000 resamples (95 % CI 0.88-2.21)" said two things; the
+    # interval alone speaks now, and the flag that gives more repeats is named.
     speedup = measure_speedup(1930.0, Interval(1910.0, 1950.0, "t"), 2, BASELINE)
-    call = CloseCall(4, 64, 1.984, Interval(0.93, 4.22, "log-ratio"), 870)
+    call = CloseCall(4, 64, 1.984, Interval(0.88, 2.21, "log-ratio"), 3)
     text = verdict(speedup, (), 128, close=[call])
     assert text.endswith(
-        "; batch 128 is faster than batch 64 (trial 4) in 870 of 1000 resamples of the runs "
-        "(1.98×, 95 % CI 0.93–4.22); more repeats would settle it"
+        "; batch 128 and batch 64 (trial 4) are not distinguishable in throughput (1.98×, "
+        "95 % CI 0.88–2.21); more repeats would settle it (--max-repeats above 3)"
     )
-    single = CloseCall(4, 64, 1.5, None, None)
+    assert "faster than batch 64" not in text and "resamples" not in text
+    with naming("search", keywords=True):
+        assert "(max_repeats= above 3)" in verdict(speedup, (), 128, close=[call])
+    single = CloseCall(4, 64, 1.5, None, 1)
     text = verdict(speedup, (), 128, close=[single], policy="time-to-target")
-    assert "batch 128 reaches the target sooner than batch 64 (trial 4) on the point " in text
+    assert "batch 128 and batch 64 (trial 4) are not distinguishable in time to target" in text
     assert text.endswith(
-        "(1.50×), but the runs are too few to resample; more repeats would settle it"
+        "ran once with too few windows); more repeats would settle it (--max-repeats above 1)"
+    )
+    # An interval that excludes 1 reads as a plain comparison, with nothing left to settle.
+    clear = CloseCall(4, 64, 1.5, Interval(1.2, 1.9, "log-ratio"), 3)
+    assert close_call_clause(clear, 128) == (
+        "batch 128 is faster than batch 64 (trial 4) (1.50×, 95 % CI 1.20–1.90)"
     )
 
 

@@ -28,7 +28,7 @@ DEFAULT_TOLERANCE = 0.02
 (raised to twice the measured seed-to-seed spread when that is larger)."""
 POLICY = "loss-then-throughput"
 """The policy without a target loss: the fastest of the configurations within the tolerance of
-the best loss."""
+the best loss (at one global batch, where speeds differ only by noise, the lowest loss)."""
 GOODPUT = "goodput"
 """Among the same candidates, the highest goodput (throughput × statistical efficiency)."""
 TIME_TO_TARGET = "time-to-target"

@@ -6,9 +6,10 @@
 * The candidates: ``loss-then-throughput`` and ``goodput`` keep the representatives whose final
   loss is within the tolerance of the best; ``time-to-target`` keeps those that reached the
   target loss. A ``same_as`` trial is never a candidate (its original is).
-* The pick (:func:`tuner.core.recommend._ties.decide`) by the policy's value: throughput,
-  goodput, or the shortest time to target. :func:`candidate_entries` gives racing the same
-  entries.
+* The pick (:func:`tuner.core.recommend._ties.decide`): at one computation (global batch,
+  precision, accumulation steps, model) by the final loss, and between them by the policy's
+  value: throughput, goodput, or the shortest time to target. :func:`candidate_entries` gives
+  racing the same entries.
 """
 
 from __future__ import annotations
@@ -23,7 +24,10 @@ from optuna.trial import FrozenTrial
 from tuner.core.configurations import (
     is_complete,
     is_same_as,
+    model_config,
+    precision_of,
     runs_of,
+    steps_of,
     throughput_ci,
     time_to_target_ci,
     unique_trials,
@@ -157,7 +161,14 @@ def policy_entry(trial: FrozenTrial, policy: str) -> Entry:
                 method = f"{interval.method}, × statistical efficiency"
                 interval = Interval(interval.low * scale, interval.high * scale, method)
     batch = int(trial.params["global_batch_size"])
-    return Entry(trial.number, value, interval, runs_of(trial), batch)
+    # A time to target depends on the rate (it sets the steps to the target): no computation.
+    computation = (
+        ()
+        if policy == TIME_TO_TARGET
+        else (batch, precision_of(trial), steps_of(trial), model_config(trial))
+    )
+    loss = float(trial.values[0])
+    return Entry(trial.number, value, interval, runs_of(trial), batch, loss, computation)
 
 
 def candidate_entries(
@@ -176,20 +187,6 @@ def candidate_entries(
     return [policy_entry(t, policy) for t in found]
 
 
-def run_values(trial: FrozenTrial, policy: str) -> list[float]:
-    """The per-run values behind a candidate's value, for the bootstrap of a close call: its
-    runs' throughputs (``repeats``; under ``goodput`` scaled as its interval is) or times to
-    target (``time_to_target_runs``); empty when not stored."""
-    attrs = decode(trial).flat
-    if policy == TIME_TO_TARGET:
-        return [float(v) for v in attrs.get("time_to_target_runs") or [] if _finite(v)]
-    values = [float(v) for v in attrs.get("repeats") or [] if _finite(v)]
-    if policy == GOODPUT and float(trial.values[1]) > 0:
-        scale = float(attrs["goodput"]) / float(trial.values[1])
-        values = [v * scale for v in values]
-    return values
-
-
 def choose(
     candidates: Sequence[FrozenTrial], policy: str, margin: float = DEFAULT_TIE_MARGIN
 ) -> tuple[FrozenTrial, Pick]:
@@ -198,7 +195,6 @@ def choose(
     before intervals were) counts as exact: what such a study was always decided on; racing
     (:func:`candidate_entries`) keeps the ``None`` and so gives it another run instead."""
     entries = [policy_entry(t, policy) for t in candidates]
-    runs = {t.number: run_values(t, policy) for t in candidates}
-    decision = decide(entries, runs, higher_is_better=higher_is_better(policy), margin=margin)
+    decision = decide(entries, higher_is_better=higher_is_better(policy), margin=margin)
     chosen = next(t for t in candidates if t.number == decision.chosen)
     return chosen, decision

@@ -32,7 +32,6 @@ from tuner.core.recommend._fields import (
     target_fields,
 )
 from tuner.core.recommend._law import law_fields
-from tuner.core.recommend._ties import SAME_BATCH_MARGIN_RULE
 from tuner.core.recommend._verdict import verdict
 from tuner.core.record import decode
 
@@ -188,7 +187,7 @@ def _recommend_one(
             speedup,
             decision.tied_with,
             int(chosen.params["global_batch_size"]),
-            same_batch=decision.rule == SAME_BATCH_MARGIN_RULE,
+            same_batch=decision.same_batch,
             margin=decision.margin,
             close=decision.close,
             policy=context.policy,

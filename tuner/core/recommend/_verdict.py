@@ -3,10 +3,12 @@ sentence that says what it means.
 
 Speedup = the chosen configuration's throughput over the single-device baseline's (same devices,
 base batch); its interval is :func:`tuner.core.stats.ratio_interval` of the two throughputs'
-intervals, and the scaling efficiency's is that over the replicas. The sentence calls 2 replicas
-*slower* only when the whole interval is below 1, *faster* only when it is above 1, and otherwise
-*no faster within the noise*; without an interval it gives the measurement and says why there is
-none; without a baseline it says the speedup is unknown and why.
+intervals, and the scaling efficiency's is that over the replicas. Every "is A faster than B" in
+the sentence (the replicas over one device, the pick over a close call) is read one way, from the
+ratio's interval (:func:`compared`): *faster* only when it lies above 1, *slower* only below, and
+otherwise *not distinguishable* (for the replicas, *no faster within the noise*); without an
+interval it gives the measurement and says why there is none; without a baseline it says the
+speedup is unknown and why.
 
 The baseline is compared like with like: at the chosen configuration's precision
 (:func:`baseline_at`), so a mixed-precision pick's speedup is the replicas' gain, not the 16-bit
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tuner.core.configurations import DEFAULT_PRECISION, PRECISION, throughput_ci
+from tuner.core.options import named
 from tuner.core.recommend import DEFAULT_TIE_MARGIN, GOODPUT, POLICY, TIME_TO_TARGET
 from tuner.core.recommend._ties import CloseCall
 from tuner.core.stats import Interval, ratio_interval
@@ -134,29 +137,49 @@ def measure_speedup(
     return Speedup(replicas, float(base), throughput / base, interval, why_no_interval=why_no)
 
 
+FASTER, SLOWER, NOT_DISTINGUISHABLE = "faster", "slower", "not distinguishable"
+
+
+def compared(interval: Interval | None) -> str:
+    """The one reading of "is A faster than B" from the 95 % interval of A's value over B's:
+    :data:`FASTER` when the whole interval is above 1, :data:`SLOWER` when it is below, and
+    otherwise (or without an interval) :data:`NOT_DISTINGUISHABLE`."""
+    if interval is not None and interval.low > 1:
+        return FASTER
+    if interval is not None and interval.high < 1:
+        return SLOWER
+    return NOT_DISTINGUISHABLE
+
+
 def verdict(
     speedup: Speedup,
     tied_with: Sequence[int] = (),
     batch: int | None = None,
     *,
-    same_batch: bool = False,
+    same_batch: Sequence[int] = (),
     margin: float = DEFAULT_TIE_MARGIN,
     close: Sequence[CloseCall] = (),
     policy: str = POLICY,
 ) -> str:
-    """One plain sentence: what the replicas are worth, the tie when there is one
-    (``same_batch``: every tied candidate ran at the pick's batch, so the value decided), and
-    how sure the pick is over a close call."""
+    """One plain sentence: what the replicas are worth, the tie when there is one (``same_batch``:
+    the tied candidates at the pick's computation, which the loss decided), and each close
+    call, read from its ratio's interval."""
     clause = _replicas_clause(speedup)
     sentence = clause[:1].upper() + clause[1:]
-    if tied_with:
-        names = _numbers(tied_with)
+    others = [n for n in tied_with if n not in same_batch]
+    if others:
+        names = _numbers(others)
         picked = "the smallest global batch" + (f" ({batch})" if batch is not None else "")
-        if same_batch:
-            picked = "the better measured value" + (f" at batch {batch}" if batch else "")
         sentence += (
-            f"; {names} {'is' if len(tied_with) == 1 else 'are'} within {margin * 100:g} % of the "
+            f"; {names} {'is' if len(others) == 1 else 'are'} within {margin * 100:g} % of the "
             f"best {_measure(policy)} (practically equal), so {picked} was picked"
+        )
+    if same_batch:
+        at = f" at batch {batch}" if batch is not None else ""
+        sentence += (
+            f"; {_numbers(same_batch)} {'runs' if len(same_batch) == 1 else 'run'} the same "
+            f"computation{at} with another learning rate (a throughput difference is noise), "
+            "so the lower final loss was picked"
         )
     for call in close:
         sentence += "; " + close_call_clause(call, batch, policy)
@@ -168,23 +191,30 @@ def _measure(policy: str) -> str:
 
 
 def close_call_clause(call: CloseCall, batch: int | None, policy: str = POLICY) -> str:
-    """``batch 128 is faster than batch 64 (trial 3) in 870 of 1000 resamples of the runs
-    (1.98×, 95 % CI 0.93–4.22); more repeats would settle it``."""
-    better = "has the higher goodput" if policy == GOODPUT else "is faster"
-    if policy == TIME_TO_TARGET:
-        better = "reaches the target sooner"
+    """``batch 128 and batch 64 (trial 3) are not distinguishable in throughput (1.98×, 95 % CI
+    0.93–4.22); more repeats would settle it (--max-repeats above 3)``: the words are
+    :func:`compared`'s of the ratio's interval, and the flag is named as the front end names
+    it."""
     pick = f"batch {batch}" if batch is not None else "the pick"
     rival = f"batch {call.batch} (trial {call.number})"
     if call.batch == batch:
         pick, rival = "the pick", f"trial {call.number}"
     ratio = f"{call.ratio:.2f}×"
-    if call.interval is not None:
-        ratio += f", 95 % CI {call.interval.low:.2f}–{call.interval.high:.2f}"
-    if call.wins is None:
-        how = f"on the point estimate ({ratio}), but the runs are too few to resample"
+    if call.interval is None:
+        ratio += ", no interval: one of them ran once with too few windows"
     else:
-        how = f"in {call.wins} of {call.resamples} resamples of the runs ({ratio})"
-    return f"{pick} {better} than {rival} {how}; more repeats would settle it"
+        ratio += f", 95 % CI {call.interval.low:.2f}–{call.interval.high:.2f}"
+    word = compared(call.interval)
+    if word == NOT_DISTINGUISHABLE:
+        text = f"{pick} and {rival} are {word} in {_measure(policy)} ({ratio})"
+        more = f"{named('max_repeats')} above {call.runs}"
+        return f"{text}; more repeats would settle it ({more})"
+    better = "has the higher goodput" if policy == GOODPUT else f"is {word}"
+    if policy == TIME_TO_TARGET:
+        better = "reaches the target sooner" if word == FASTER else "reaches the target later"
+    elif policy == GOODPUT and word == SLOWER:
+        better = "has the lower goodput"
+    return f"{pick} {better} than {rival} ({ratio})"
 
 
 def _replicas_clause(s: Speedup) -> str:
@@ -200,9 +230,10 @@ def _replicas_clause(s: Speedup) -> str:
             f"({s.why_no_interval}): one measurement can rest on noise"
         )
     band = f"95 % CI {ci.low:.2f}–{ci.high:.2f}"
-    if ci.high < 1:
+    word = compared(ci)
+    if word == SLOWER:
         return f"{n} replicas are slower than 1 here ({ratio}, {band}): train on one device"
-    if ci.low > 1:
+    if word == FASTER:
         return f"{n} replicas give {ratio} one device ({band}), {efficiency}"
     return f"{n} replicas are no faster than 1 within the noise ({ratio}, {band})"
 
