@@ -161,6 +161,21 @@ SETUPS: tuple[Setup, ...] = (
         "customizing fit(): train_step with compute_loss and metrics, compiled in the build",
     ),
     Setup(
+        "distiller",
+        "distiller:build_model",
+        "distiller:load_data",
+        "knowledge distillation: a Distiller whose own compile(optimizer, metrics, "
+        "student_loss_fn, distillation_loss_fn, alpha, temperature) keeps attributes its "
+        "compute_loss reads, compiled in the build",
+    ),
+    Setup(
+        "distiller_jax",
+        "distiller:build_model",
+        "distiller:load_data",
+        "the same Distiller, Keras 3 on JAX",
+        backend="jax",
+    ),
+    Setup(
         "custom_loss",
         "custom_loss:build_model",
         "custom_loss:load_data",

@@ -111,7 +111,7 @@ def _compiled_model(
     if workload.loss is not None and "loss" not in (build or {}):
         check_loss(workload.loss)  # the spec's loss is the one used
     args = compiled.compile_args(build, workload, CHECK_LR, workload.model)
-    model.compile(**args)
+    compiled.compile_model(model, args)
     described = compiled.describe(args, build is not None)
     if build is not None:
         described["overrides"] = compiled.spec_differences(build, workload)
