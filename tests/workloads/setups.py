@@ -19,7 +19,8 @@ class Setup:
     noise scale must be measured, not skipped (cases the zoo took over from e2e tests, which
     searched the same setups a second time to assert them); ``fresh_in_test`` whether the test
     also trains the export by the fresh script (``benchmarks/zoo_table.py`` always does);
-    ``in_suite`` whether the test suite searches it (``TUNER_ZOO_HEAVY=1``: every setup).
+    ``in_suite`` whether the test suite searches it (``TUNER_ZOO_HEAVY=1``: every setup);
+    ``says`` lines the search must print on its stderr (a warning before any trial).
     """
 
     id: str
@@ -38,6 +39,7 @@ class Setup:
     noise_measured: bool = False
     fresh_in_test: bool = True
     in_suite: bool = True
+    says: tuple[str, ...] = ()
 
     @property
     def compiled(self) -> bool:
@@ -139,6 +141,19 @@ SETUPS: tuple[Setup, ...] = (
         "KerasTuner getting-started build_model(hp) (hp.Int/Choice/Boolean/Float), compiled",
         hypermodel=True,
         validate=False,
+    ),
+    Setup(
+        "keras_tuner_fit_override",
+        "keras_tuner_guide:MyHyperModel",
+        "keras_tuner_guide:load_data",
+        "KerasTuner getting-started HyperModel whose fit tunes normalize and shuffle (not called)",
+        hypermodel=True,
+        validate=False,
+        says=(
+            "keras_tuner_guide:MyHyperModel overrides HyperModel.fit, which tuner does not call: "
+            "trials train with tuner's own batch size and learning rate, so the hyperparameters "
+            "it declares (normalize, shuffle) are not used",
+        ),
     ),
     Setup(
         "text_classification",

@@ -62,7 +62,7 @@ def check_workload(request: InspectRequest) -> dict[str, Any]:
     first = {split: _head(batch, SAMPLES) for split, batch in read.items()}
     x_train, y_train, _ = _parts(first["train"])
     found = hypermodel.discover(workload.model)
-    hypermodel.check_fit(workload.model, x_train, y_train)
+    fit_override = hypermodel.check_fit(workload.model, x_train, y_train)
     model, optimizer, compile_info = _compiled_model(workload, found)
     compiled_by_build = compile_info["from_build"]
     if "sqrt-adam" in request.lr_rules:
@@ -82,6 +82,7 @@ def check_workload(request: InspectRequest) -> dict[str, Any]:
     skipped = _noise_skipped(request, inputs, model, source, first["train"])
     return {
         **({"noise_scale_skipped": skipped} if skipped is not None else {}),
+        **({"fit_override": fit_override} if fit_override is not None else {}),
         "n_train": source.train_size,
         "n_val": source.val_size,
         "input_form": source.form,
