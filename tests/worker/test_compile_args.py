@@ -164,3 +164,25 @@ def test_a_model_no_build_compiled_is_compiled_by_its_own_compile() -> None:
     assert calls == [{"optimizer": "sgd", "loss": "mse"}] and model.compiled
     compiled.compile_model(model, {"optimizer": "adam", "loss": "mae"})  # compiled: Keras's own
     assert len(calls) == 1 and model.loss == "mae"
+
+
+def test_optimizers_a_model_keeps_besides_its_compiled_one_are_named() -> None:
+    # keras-io's GAN: compile(d_optimizer, g_optimizer, loss_fn) calls super().compile() bare.
+    class GAN(keras.Model):
+        def compile(self, d_optimizer, g_optimizer, loss_fn):  # type: ignore[no-untyped-def]
+            super().compile()
+            self.d_optimizer, self.g_optimizer, self.loss_fn = d_optimizer, g_optimizer, loss_fn
+
+    model = GAN()
+    model.compile(keras.optimizers.Adam(1e-4), keras.optimizers.Adam(1e-4), "binary_crossentropy")
+    build = compiled.of_build(model)
+    args = compiled.compile_args(build, workload(loss=None, optimizer=None), 2e-3, "m:GAN")
+    compiled.compile_model(model, args)  # no TypeError
+    assert compiled.own_optimizers(model) == ["d_optimizer", "g_optimizer"]
+    assert compiled.own_optimizers(compiled_builds_model()) == []
+
+
+def compiled_builds_model() -> keras.Model:
+    import compiled_builds
+
+    return compiled_builds.sgd_mae()

@@ -114,6 +114,8 @@ def _compiled_model(
     args = compiled.compile_args(build, workload, CHECK_LR, workload.model)
     compiled.compile_model(model, args)
     described = compiled.describe(args, build is not None)
+    if compiled.own_optimizers(model):
+        described["own_optimizers"] = compiled.own_optimizers(model)
     if build is not None:
         described["overrides"] = compiled.spec_differences(build, workload)
     return model, args["optimizer"], described

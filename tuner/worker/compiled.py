@@ -77,6 +77,18 @@ def compile_model(model: Any, args: Mapping[str, Any]) -> None:
         model.compile(**args)
 
 
+def own_optimizers(model: Any) -> list[str]:
+    """The attributes of ``model`` that hold an optimizer other than ``model.optimizer``: a
+    ``train_step`` of its own that updates with them (keras-io's GAN: ``d_optimizer``,
+    ``g_optimizer`` kept by its own ``compile``) trains at their rates, never the rule's."""
+    compiled_with = getattr(model, "optimizer", None)
+    return sorted(
+        name
+        for name, value in vars(model).items()
+        if isinstance(value, keras.optimizers.Optimizer) and value is not compiled_with
+    )
+
+
 def describe(args: Mapping[str, Any], from_build: bool) -> dict[str, Any]:
     """What a run compiles with, as plain data (a custom object as its class and module)."""
     described: dict[str, Any] = {

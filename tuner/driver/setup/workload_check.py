@@ -52,6 +52,7 @@ def check(
     check_grid(spec, plan, n_train=info["n_train"])
     lines = (
         compile_line(spec.workload.model, info.get("compile")),
+        optimizers_line(spec.workload.model, info.get("compile")),
         fit_line(spec.workload.model, info.get("fit_override")),
         noise_line(info),
     )
@@ -74,6 +75,20 @@ def compile_line(model: str, described: dict[str, Any] | None) -> str | None:
     used = ", ".join(f"{key} {_name(described.get(key))}" for key in overrides)
     named = ", ".join(f"{key} {value!r}" for key, value in overrides.items())
     return f"{model} compiles its model: trials train with its {used}, not the spec's {named}"
+
+
+def optimizers_line(model: str, described: dict[str, Any] | None) -> str | None:
+    """The line to say when the build's model holds optimizers besides its compiled one (the
+    workload check's ``own_optimizers``): its own ``train_step`` updates with them, at the rates
+    the build gave them."""
+    own = (described or {}).get("own_optimizers")
+    if not own:
+        return None
+    return (
+        f"{model}'s model holds optimizers of its own ({', '.join(own)}), which tuner does not "
+        "set: whatever its train_step updates with them trains at the build's learning rates, "
+        "not the rule's (the trials store the compiled optimizer's)"
+    )
 
 
 def fit_line(model: str, declared: list[str] | None) -> str | None:
