@@ -128,3 +128,61 @@ def test_the_workload_check_takes_custom_objects_and_needs_no_spec_names() -> No
 def test_the_workload_check_takes_an_uncompiled_build_without_spec_names() -> None:
     result = check_workload(inspect_request(model=UNCOMPILED, data=DATA, loss=None, optimizer=None))
     assert result["compiled_by_build"] is False
+
+
+def test_a_models_own_compile_is_not_called_again_and_what_it_kept_stays() -> None:
+    # keras-io's Distiller: compile(optimizer, metrics, student_loss_fn, distillation_loss_fn,
+    # alpha, temperature) gives Keras only the first two and keeps the rest as attributes.
+    from workloads import distiller
+
+    model = distiller.build_model()
+    kept = (model.student_loss_fn, model.distillation_loss_fn, model.alpha, model.temperature)
+    build = compiled.of_build(model)
+    assert build is not None and set(build) == {"optimizer", "metrics"}
+    args = compiled.compile_args(build, workload(loss=None, optimizer=None), 2e-3, "m:f")
+    compiled.compile_model(model, args)  # the class's compile would miss two arguments
+    assert model.optimizer is args["optimizer"]
+    assert float(model.optimizer.learning_rate) == pytest.approx(2e-3)
+    assert (model.student_loss_fn, model.distillation_loss_fn, model.alpha, model.temperature) == (
+        kept
+    )
+    x, y, _, _ = distiller.load_data()
+    history = model.fit(x[:64], y[:64], batch_size=32, epochs=1, verbose=0)
+    assert history.history["loss"][0] > 0
+
+
+def test_a_model_no_build_compiled_is_compiled_by_its_own_compile() -> None:
+    calls = []
+
+    class Logged(keras.Sequential):
+        def compile(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+            calls.append(kwargs)
+            super().compile(*args, **kwargs)
+
+    model = Logged([keras.Input(shape=(2,)), keras.layers.Dense(1)])
+    compiled.compile_model(model, {"optimizer": "sgd", "loss": "mse"})
+    assert calls == [{"optimizer": "sgd", "loss": "mse"}] and model.compiled
+    compiled.compile_model(model, {"optimizer": "adam", "loss": "mae"})  # compiled: Keras's own
+    assert len(calls) == 1 and model.loss == "mae"
+
+
+def test_optimizers_a_model_keeps_besides_its_compiled_one_are_named() -> None:
+    # keras-io's GAN: compile(d_optimizer, g_optimizer, loss_fn) calls super().compile() bare.
+    class GAN(keras.Model):
+        def compile(self, d_optimizer, g_optimizer, loss_fn):  # type: ignore[no-untyped-def]
+            super().compile()
+            self.d_optimizer, self.g_optimizer, self.loss_fn = d_optimizer, g_optimizer, loss_fn
+
+    model = GAN()
+    model.compile(keras.optimizers.Adam(1e-4), keras.optimizers.Adam(1e-4), "binary_crossentropy")
+    build = compiled.of_build(model)
+    args = compiled.compile_args(build, workload(loss=None, optimizer=None), 2e-3, "m:GAN")
+    compiled.compile_model(model, args)  # no TypeError
+    assert compiled.own_optimizers(model) == ["d_optimizer", "g_optimizer"]
+    assert compiled.own_optimizers(compiled_builds_model()) == []
+
+
+def compiled_builds_model() -> keras.Model:
+    import compiled_builds
+
+    return compiled_builds.sgd_mae()

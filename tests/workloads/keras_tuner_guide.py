@@ -1,7 +1,9 @@
 """KerasTuner's getting-started guide: a ``Sequential`` built without ``keras.Input`` (Flatten,
 Dense, optional Dropout, softmax) on MNIST-shaped images with one-hot labels; ``build_model(hp)``
 is the guide's hypermodel (``hp.Int``, ``hp.Choice``, ``hp.Boolean``, ``hp.Float``), compiled in
-the build; ``build_plain`` the same model with fixed values and no compile."""
+the build; ``build_plain`` the same model with fixed values and no compile; ``MyHyperModel`` the
+guide's "tune model training" hypermodel, whose ``fit`` tunes whether to normalize the inputs and
+whether to shuffle (tuner trains with its own loop and does not call it)."""
 
 from __future__ import annotations
 
@@ -46,6 +48,31 @@ def build_model(hp: Any) -> Any:
         metrics=["accuracy"],
     )
     return model
+
+
+def _hypermodel_class() -> Any:
+    import keras_tuner
+    from keras import layers
+
+    class MyHyperModel(keras_tuner.HyperModel):
+        def build(self, hp: Any) -> Any:
+            return build_model(hp)
+
+        def fit(self, hp: Any, model: Any, x: Any, y: Any, **kwargs: Any) -> Any:
+            if hp.Boolean("normalize"):
+                x = layers.Normalization()(x)
+            return model.fit(
+                x,
+                y,
+                # Tune whether to shuffle the data in each epoch.
+                shuffle=hp.Boolean("shuffle"),
+                **kwargs,
+            )
+
+    return MyHyperModel
+
+
+MyHyperModel = _hypermodel_class()
 
 
 def load_data() -> tuple[np.ndarray, ...]:

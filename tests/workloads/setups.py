@@ -24,7 +24,8 @@ class Setup:
     trial must store below these values, and ``quiet`` warnings the search must not say;
     ``fresh_in_test`` whether the test
     also trains the export by the fresh script (``benchmarks/zoo_table.py`` always does);
-    ``in_suite`` whether the test suite searches it (``TUNER_ZOO_HEAVY=1``: every setup).
+    ``in_suite`` whether the test suite searches it (``TUNER_ZOO_HEAVY=1``: every setup);
+    ``says`` lines the search must print on its stderr (a warning before any trial).
     """
 
     id: str
@@ -46,6 +47,7 @@ class Setup:
     noise_measured: bool = False
     fresh_in_test: bool = True
     in_suite: bool = True
+    says: tuple[str, ...] = ()
 
     @property
     def compiled(self) -> bool:
@@ -172,6 +174,19 @@ SETUPS: tuple[Setup, ...] = (
         quiet=("expects probabilities",),
     ),
     Setup(
+        "keras_tuner_fit_override",
+        "keras_tuner_guide:MyHyperModel",
+        "keras_tuner_guide:load_data",
+        "KerasTuner getting-started HyperModel whose fit tunes normalize and shuffle (not called)",
+        hypermodel=True,
+        validate=False,
+        says=(
+            "keras_tuner_guide:MyHyperModel overrides HyperModel.fit, which tuner does not call: "
+            "trials train with tuner's own batch size and learning rate, so the hyperparameters "
+            "it declares (normalize, shuffle) are not used",
+        ),
+    ),
+    Setup(
         "text_classification",
         "text_classification:build_model",
         "text_classification:load_data",
@@ -199,6 +214,21 @@ SETUPS: tuple[Setup, ...] = (
         "test_step reporting mae only; objective val_mae, compiled (optimizer only) in the build",
         backend="jax",
         objective="val_mae",
+    ),
+    Setup(
+        "distiller",
+        "distiller:build_model",
+        "distiller:load_data",
+        "knowledge distillation: a Distiller whose own compile(optimizer, metrics, "
+        "student_loss_fn, distillation_loss_fn, alpha, temperature) keeps attributes its "
+        "compute_loss reads, compiled in the build",
+    ),
+    Setup(
+        "distiller_jax",
+        "distiller:build_model",
+        "distiller:load_data",
+        "the same Distiller, Keras 3 on JAX",
+        backend="jax",
     ),
     Setup(
         "custom_loss",

@@ -52,6 +52,8 @@ def test_a_keras_setup_searches_exports_and_trains_fresh(
     outcome = zoo.run(setup, tmp_path, with_fresh=setup.fresh_in_test, trainers=trainers)
 
     assert outcome.search_rc == 0, outcome.search_error or outcome.search_stderr[-2000:]
+    for line in setup.says:
+        assert line in outcome.search_stderr, outcome.search_stderr[-2000:]
     assert outcome.trials, "no trial stored"
     for trial in outcome.trials:
         assert trial["state"] == "COMPLETE", trial.get("error")

@@ -132,6 +132,8 @@ def train(argv: list[str], strategy: Any, replicas: int) -> dict[str, Any]:
             hp = keras_tuner.HyperParameters()
             for name, value in (config.get("model_hyperparameters") or {}).items():
                 hp.Fixed(name, value)
+            if isinstance(build, type):  # a KerasTuner HyperModel class: its instance's build
+                build = build().build
             model = build(hp)
         else:
             model = build()

@@ -65,7 +65,7 @@ def check_workload(request: InspectRequest) -> dict[str, Any]:
     first = {split: _head(batch, SAMPLES) for split, batch in read.items()}
     x_train, y_train, _ = _parts(first["train"])
     found = hypermodel.discover(workload.model)
-    hypermodel.check_fit(workload.model, x_train, y_train)
+    fit_override = hypermodel.check_fit(workload.model, x_train, y_train)
     model, optimizer, compile_info, given = _compiled_model(workload, found)
     compiled_by_build = compile_info["from_build"]
     if "sqrt-adam" in request.lr_rules:
@@ -87,6 +87,7 @@ def check_workload(request: InspectRequest) -> dict[str, Any]:
     return {
         **({"noise_scale_skipped": skipped} if skipped is not None else {}),
         **({"loss_warning": warning} if warning is not None else {}),
+        **({"fit_override": fit_override} if fit_override is not None else {}),
         "n_train": source.train_size,
         "n_val": source.val_size,
         "input_form": source.form,
@@ -117,9 +118,11 @@ def _compiled_model(
     if workload.loss is not None and "loss" not in (build or {}):
         check_loss(workload.loss)  # the spec's loss is the one used
     args = compiled.compile_args(build, workload, CHECK_LR, workload.model)
-    model.compile(**args)
+    compiled.compile_model(model, args)
     given = compiled.spec_loss(build, workload)
     described = compiled.describe(args, build is not None, given)
+    if compiled.own_optimizers(model):
+        described["own_optimizers"] = compiled.own_optimizers(model)
     if build is not None:
         described["overrides"] = compiled.spec_differences(build, workload)
     return model, args["optimizer"], described, given

@@ -4,7 +4,8 @@ A compiled build's loss, metrics and optimizer are read back from ``model._compi
 arguments as passed), never through ``get_compile_config()``, whose deserialisation fails on an
 unregistered custom class ("Could not locate class 'CustomMSE'"). Only the optimizer is made
 again, at the rule's learning rate. What the build compiled wins over what the spec names; with
-neither, the spec's defaults (``mse``, ``adam``).
+neither, the spec's defaults (``mse``, ``adam``). :func:`compile_model` compiles a built model with
+them, as every run and the workload check do.
 """
 
 from __future__ import annotations
@@ -66,6 +67,32 @@ def spec_loss(build: Mapping[str, Any] | None, workload: Workload) -> Any:
     """The spec's loss where a run compiles with it (the build's compile gives none), else
     ``None``: what :func:`describe` says the run's loss is, in the spec's own form."""
     return workload.loss if "loss" not in (build or {}) else None
+
+
+def compile_model(model: Any, args: Mapping[str, Any]) -> None:
+    """Compile ``model`` with ``args`` (:func:`compile_args`). A model the build compiled is
+    compiled again through Keras's own ``Model.compile`` (``Trainer.compile``), not its class's:
+    a subclass's ``compile`` may take arguments of its own (keras-io's ``Distiller``: its loss
+    functions, ``alpha``, ``temperature``) that it keeps as attributes and passes none of to
+    Keras, so calling it again with Keras's arguments fails, and calling it with Keras's alone
+    would lose them. Keras's compile is given again what the build gave it (read back by
+    :func:`of_build`), the optimizer at the run's rate; the attributes the build set stay."""
+    if getattr(model, "compiled", False):
+        keras.Model.compile(model, **args)
+    else:  # the first compile: the model's own, as the user's script would call it
+        model.compile(**args)
+
+
+def own_optimizers(model: Any) -> list[str]:
+    """The attributes of ``model`` that hold an optimizer other than ``model.optimizer``: a
+    ``train_step`` of its own that updates with them (keras-io's GAN: ``d_optimizer``,
+    ``g_optimizer`` kept by its own ``compile``) trains at their rates, never the rule's."""
+    compiled_with = getattr(model, "optimizer", None)
+    return sorted(
+        name
+        for name, value in vars(model).items()
+        if isinstance(value, keras.optimizers.Optimizer) and value is not compiled_with
+    )
 
 
 def describe(args: Mapping[str, Any], from_build: bool, given: Any = None) -> dict[str, Any]:

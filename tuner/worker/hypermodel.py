@@ -135,27 +135,32 @@ class _FitRecorder:
         self.kwargs = kwargs
 
 
-def check_fit(reference: str, x: Any, y: Any) -> None:
-    """Refuse a ``HyperModel`` whose ``fit`` sets ``batch_size``: tuner owns the batch size."""
+def check_fit(reference: str, x: Any, y: Any) -> list[str] | None:
+    """Refuse a ``HyperModel`` whose ``fit`` sets ``batch_size``: tuner owns the batch size.
+    Otherwise, for a ``HyperModel`` that overrides ``fit`` (which tuner never calls), the names of
+    the hyperparameters it declares (``[]`` when none are found); ``None`` when ``fit`` is
+    KerasTuner's own or the model is no ``HyperModel``."""
     import keras_tuner
 
     target = resolve(reference, allow_hypermodel=True)
     kind = kind_of(target)
     if kind not in ("class", "instance"):
-        return
+        return None
     hypermodel: Any = target() if kind == "class" else target
     if type(hypermodel).fit is keras_tuner.HyperModel.fit:
-        return
+        return None
     recorder = _FitRecorder()
+    hp = keras_tuner.HyperParameters()  # records what the override declares
     # A fit that does more than call model.fit is judged by what it passed before failing.
     with contextlib.suppress(Exception):
-        hypermodel.fit(keras_tuner.HyperParameters(), recorder, x, y)
+        hypermodel.fit(hp, recorder, x, y)
     if "batch_size" in recorder.kwargs:
         raise WorkloadError(
             f"{reference}: HyperModel.fit sets batch_size={recorder.kwargs['batch_size']!r}, "
             "but tuner owns the batch size (it searches the global batch); remove batch_size "
             "from fit"
         )
+    return [entry["config"]["name"] for entry in hp.get_config()["space"]]
 
 
 def layer_summary(model: Any) -> list[str]:

@@ -50,8 +50,14 @@ def check(
         replicas=plan.num_replicas,
     )
     check_grid(spec, plan, n_train=info["n_train"])
-    said = (compile_line(spec.workload.model, info.get("compile")), info.get("loss_warning"))
-    for line in (*said, noise_line(info)):
+    lines = (
+        compile_line(spec.workload.model, info.get("compile")),
+        optimizers_line(spec.workload.model, info.get("compile")),
+        fit_line(spec.workload.model, info.get("fit_override")),
+        info.get("loss_warning"),
+        noise_line(info),
+    )
+    for line in lines:
         if line is not None:
             _log.warning("%s", line)  # once, before anything is stored or trained
     if spec.search.grid.joint and not info.get("hypermodel"):
@@ -70,6 +76,37 @@ def compile_line(model: str, described: dict[str, Any] | None) -> str | None:
     used = ", ".join(f"{key} {_name(described.get(key))}" for key in overrides)
     named = ", ".join(f"{key} {value!r}" for key, value in overrides.items())
     return f"{model} compiles its model: trials train with its {used}, not the spec's {named}"
+
+
+def optimizers_line(model: str, described: dict[str, Any] | None) -> str | None:
+    """The line to say when the build's model holds optimizers besides its compiled one (the
+    workload check's ``own_optimizers``): its own ``train_step`` updates with them, at the rates
+    the build gave them."""
+    own = (described or {}).get("own_optimizers")
+    if not own:
+        return None
+    return (
+        f"{model}'s model holds optimizers of its own ({', '.join(own)}), which tuner does not "
+        "set: whatever its train_step updates with them trains at the build's learning rates, "
+        "not the rule's (the trials store the compiled optimizer's)"
+    )
+
+
+def fit_line(model: str, declared: list[str] | None) -> str | None:
+    """The one line to say when a ``HyperModel`` overrides ``fit`` (``declared``: the names of the
+    hyperparameters it declares, the workload check's ``fit_override``), else ``None``: tuner
+    trains with its own loop and never calls it."""
+    if declared is None:
+        return None
+    unused = (
+        f"the hyperparameters it declares ({', '.join(declared)}) are not used"
+        if declared
+        else "what it sets is not used"
+    )
+    return (
+        f"{model} overrides HyperModel.fit, which tuner does not call: trials train with "
+        f"tuner's own batch size and learning rate, so {unused}"
+    )
 
 
 def noise_line(info: dict[str, Any]) -> str | None:

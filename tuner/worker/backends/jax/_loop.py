@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from tuner.core.errors import WorkloadError
+from tuner.worker import compiled
 from tuner.worker.backends.jax import _evidence as evidence
 from tuner.worker.callbacks import OnEpoch, OnStep, fit_callbacks
 
@@ -34,7 +35,7 @@ class JaxFitLoop:
         args = compile_args()
         if reduction == "replica-mean":
             args["loss"] = evidence.replica_mean_loss(args["loss"], len(devices))
-        self.model.compile(**args)
+        compiled.compile_model(self.model, args)
         # Validation counts each device's examples; a trial does not pay for it.
         self._counter = evidence.ShardCounter() if record_steps else None
 

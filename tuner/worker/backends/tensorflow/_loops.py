@@ -23,6 +23,7 @@ import tensorflow as tf
 
 from tuner.core.errors import WorkloadError
 from tuner.core.spec import LOOP_KINDS
+from tuner.worker import compiled
 from tuner.worker.backends.tensorflow._symbolic import build_from_local_batch
 from tuner.worker.callbacks import OnEpoch, OnStep, fit_callbacks
 from tuner.worker.losses import call_model, model_loss, unpack
@@ -96,7 +97,7 @@ class FitLoop(_Base):
         self._record_steps = record_steps
         with strategy.scope():
             self.model = build()
-            self.model.compile(**compile_args())
+            compiled.compile_model(self.model, compile_args())
             self._examples = _replica_counter()
         original = self.model.train_step
         counter = self._examples
@@ -147,7 +148,7 @@ class CustomLoop(_Base):
         self._strategy = strategy
         with strategy.scope():
             self.model = build()
-            self.model.compile(**compile_args())
+            compiled.compile_model(self.model, compile_args())
             self.model.optimizer.build(self.model.trainable_variables)
             self._examples = _replica_counter()
         model, optimizer, counter = self.model, self.model.optimizer, self._examples
@@ -204,7 +205,7 @@ class CpuUpdateLoop(_Base):
         n = len(compute_devices)
         with tf.device("/cpu:0"):
             self.model = build()
-            self.model.compile(**compile_args())
+            compiled.compile_model(self.model, compile_args())
             self.model.optimizer.build(self.model.trainable_variables)
         self._counters = []
         for device in compute_devices:
