@@ -19,7 +19,8 @@ class Setup:
     noise scale must be measured, not skipped (cases the zoo took over from e2e tests, which
     searched the same setups a second time to assert them); ``fresh_in_test`` whether the test
     also trains the export by the fresh script (``benchmarks/zoo_table.py`` always does);
-    ``in_suite`` whether the test suite searches it (``TUNER_ZOO_HEAVY=1``: every setup).
+    ``in_suite`` whether the test suite searches it (``TUNER_ZOO_HEAVY=1``: every setup);
+    ``final_loss_range`` bounds every trial's stored final loss must lie within.
     """
 
     id: str
@@ -38,6 +39,7 @@ class Setup:
     noise_measured: bool = False
     fresh_in_test: bool = True
     in_suite: bool = True
+    final_loss_range: tuple[float, float] | None = None
 
     @property
     def compiled(self) -> bool:
@@ -67,6 +69,12 @@ class Setup:
             ["[study]", f'name = "{name}"', "", "[workload]", *workload, "", "[search]", *search]
         )
 
+
+ADD_LOSS_NOTE = (
+    "add_loss() from a Keras loss object: Keras scales it by 1/2 twice on 2 replicas; "
+    "multiplied by 2, so loss and gradients are one device's"
+)
+"""What a trial on two replicas stores of the endpoint layer's loss (issue 45)."""
 
 # The keras.applications models are searched and exported in the test but not trained by the
 # fresh script (fresh_in_test=False): an uncompiled build given the spec's loss and Adam on arrays
@@ -233,6 +241,25 @@ SETUPS: tuple[Setup, ...] = (
         loss="sparse_categorical_crossentropy",
         optimizer="adam",
         backend="jax",
+    ),
+    Setup(
+        "uneven_validation",
+        "uneven_validation:build_model",
+        "uneven_validation:load_data",
+        "a tiny MLP on arrays, 256 training rows and 61 validation rows: at a global batch of "
+        "64 on two replicas the validation batch splits 31/30, compiled in the build",
+        # every row evaluated: none dropped, none padded (issue 45)
+        expect=(("val_samples_used", 61),),
+    ),
+    Setup(
+        "add_loss_endpoint",
+        "add_loss_endpoint:build_model",
+        "add_loss_endpoint:load_data",
+        "the guides' LogisticEndpoint: the loss from add_loss() in call(), inputs and targets "
+        "as a dict, compiled with an optimizer and no loss",
+        expect=(("add_loss_note", ADD_LOSS_NOTE),),
+        # binary cross-entropy on random targets, as on one device (~0.71), not half of it
+        final_loss_range=(0.6, 0.8),
     ),
 )
 

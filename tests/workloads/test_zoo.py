@@ -63,6 +63,9 @@ def test_a_keras_setup_searches_exports_and_trains_fresh(
         assert taken or not setup.noise_measured, f"noise scale not measured: {trial}"
         for key, value in setup.expect:
             assert trial.get(key) == value, (key, trial)
+        if setup.final_loss_range is not None:
+            low, high = setup.final_loss_range
+            assert low <= trial["final_loss"] <= high, trial
 
     assert outcome.export_rc == 0, outcome.export_error
     recommended = outcome.recommendation.get("recommended") or outcome.recommendation
