@@ -216,3 +216,19 @@ def test_a_repeat_line_shows_its_own_run_then_the_configurations_median() -> Non
     assert result_parts(repeat)[:2] == ["35,000 samples/s", "median of 3 runs 50,000"]
     first = TrialOutcome("ok", values=(0.0046, 57_000.0), attrs={"repeats": [57_000.0]})
     assert result_parts(first)[:2] == ["57,000 samples/s", "val loss 0.0046"]
+
+
+def test_what_tuner_did_to_a_trials_training_is_said_once() -> None:
+    """Every trial stores its ``add_loss_note`` (issue 45); the search says it after the first."""
+    console, buffer = recording()
+    logs.configure(logs.NORMAL, console)
+    note = "add_loss() from a Keras loss object: ... multiplied by 2"
+    progress = LogProgress(clock=Clock(), stamped=False)
+    for number in (1, 2):
+        progress.trial_started(number, number, 2, PARAMS)
+        progress.trial_finished(
+            number, TrialOutcome("ok", (0.7, 1e4), attrs={"add_loss_note": note})
+        )
+    texts = [line[20:] for line in lines_of(buffer)]
+    assert [text for text in texts if "add_loss" in text] == [note]
+    assert texts.index(note) == 2  # after trial 1's result line

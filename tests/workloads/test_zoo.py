@@ -65,8 +65,8 @@ def test_a_keras_setup_searches_exports_and_trains_fresh(
         assert taken or not setup.noise_measured, f"noise scale not measured: {trial}"
         for key, value in setup.expect:
             assert trial.get(key) == value, (key, trial)
-        for key, bound in setup.below:
-            assert trial[key] < bound, (key, bound, trial)
+        for key, low, high in setup.within:
+            assert low <= trial[key] <= high, (key, low, high, trial)
     for words in setup.quiet:
         assert words not in outcome.search_stderr, outcome.search_stderr[-2000:]
 

@@ -194,6 +194,8 @@ class SearchProgress(Tracker):
             parts.insert(0, outcome.status)
         lines = wrap_parts(f"trial {number}", parts, self._console.width)
         self._print(lines, outcome.status)
+        for line in self.once(outcome):
+            self.note(line)
         self.after_training()
 
 
@@ -277,6 +279,8 @@ class LogProgress(Tracker):
         head, parts = end_parts(number, params, outcome, seconds, self.eta(), self._precisions)
         level = logging.WARNING if outcome.status in FAILED else logging.INFO
         self._log.log(level, "%s", self._fit(head, parts))
+        for line in self.once(outcome):
+            self.note(line)
         self.after_training()
 
 

@@ -67,6 +67,7 @@ _RESULT_ATTRS = (
     "gradient_noise_scale_per_epoch",
     "noise_scale_steps",
     "noise_scale_note",
+    "add_loss_note",
     "noise_scale_skipped",
     "steps_per_epoch",
     "windows",

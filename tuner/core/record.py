@@ -73,6 +73,7 @@ class Result:
     gradient_noise_scale_per_epoch: list[Any] | None = None
     noise_scale_steps: int | None = None
     noise_scale_note: str | None = None
+    add_loss_note: str | None = None
     noise_scale_skipped: str | None = None
     statistical_efficiency: float | None = None
     goodput: float | None = None

@@ -38,6 +38,16 @@ class Tracker:
         self._timed = False
         self._planned = False
         self._begun = clock()
+        self._said: set[str] = set()
+
+    def once(self, outcome: TrialOutcome) -> list[str]:
+        """A trial's notes about what tuner did to its training (``add_loss_note``), each said
+        the first time a trial brings it: every trial stores it, the search says it once."""
+        note = outcome.attrs.get("add_loss_note")
+        if not isinstance(note, str) or note in self._said:
+            return []
+        self._said.add(note)
+        return [note]
 
     def planned(self, plan: SearchPlan) -> None:
         self._plan, self._phase, self._planned = plan, "check", True

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 import keras
@@ -168,6 +168,8 @@ class Session:
     timings: dict[str, float]
     checks: CheckPlan | None = None
     """With a loss target: the windows are its cadence, a check at each window's end."""
+    notes: dict[str, Any] = field(default_factory=dict)
+    """Result fields the backend adds as it opens the run (``add_loss_note``)."""
 
 
 _HELD: list[Any] = []
@@ -247,6 +249,7 @@ def summary(session: Session) -> dict[str, Any]:
         "optimizer": optim.describe(loop.model.optimizer, recipe.compiled_by_build, recipe.rule),
         "compile": recipe.describe(),
         "versions": backend.versions(),
+        **session.notes,
     }
 
 

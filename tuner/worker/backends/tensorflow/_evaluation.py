@@ -7,12 +7,20 @@ itself. :class:`ValidationPass` distributes the validation batches once and runs
 call through the model's own test function: the same samples, batches and loss as ``evaluate``.
 Each reads ``key`` of the evaluation's logs: ``loss``, or the objective's (``mae`` for
 ``val_mae``, :mod:`tuner.core.objective`).
+
+A validation set that does not split evenly over the replicas (61 rows at a global batch of 64
+on 2 replicas: 31 and 30) is evaluated whole: the test step weighs each replica's mean loss by
+its own rows, so the loss is the mean over every sample, exact (measured equal to one device's
+to float32 rounding); nothing is dropped and nothing padded. Only Keras's pre-build in
+``evaluate`` cannot take such a batch, and it is left out once training built the model.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+
+from tuner.worker.backends.tensorflow._symbolic import skip_prebuild_once_built
 
 
 class ValidationPass:
@@ -44,4 +52,12 @@ def evaluator(model: Any, val: Any, key: str = "loss") -> Callable[[], float]:
     batches = int(val.cardinality())
     if batches > 0 and getattr(model, "steps_per_execution", 1) == 1:
         return ValidationPass(model, val, batches, key)
-    return lambda: float(model.evaluate(val, verbose=0, return_dict=True)[key])
+    return lambda: keras_evaluate(model, val, key)
+
+
+def keras_evaluate(model: Any, val: Any, key: str = "loss") -> float:
+    """Keras's ``evaluate`` of the trained model (its ``key``: the objective's), without its
+    pre-build (see :func:`._symbolic.skip_prebuild_once_built`): the replicas' batches may differ
+    in size."""
+    skip_prebuild_once_built(model)
+    return float(model.evaluate(val, verbose=0, return_dict=True)[key])

@@ -17,6 +17,7 @@ from tuner.worker import meters, precision
 from tuner.worker.backends.tensorflow import _evaluation as evaluation
 from tuner.worker.backends.tensorflow import _inputs as inputs
 from tuner.worker.backends.tensorflow._accumulation import allow_accumulation
+from tuner.worker.backends.tensorflow._additional_losses import correct_additional_losses
 from tuner.worker.backends.tensorflow._devices import (
     build_strategy,
     gpu_name,
@@ -24,10 +25,11 @@ from tuner.worker.backends.tensorflow._devices import (
 )
 from tuner.worker.backends.tensorflow._loops import make_loop
 from tuner.worker.backends.tensorflow._noise import NoiseMeter
-from tuner.worker.building import FirstInputs
+from tuner.worker.building import SAMPLES, FirstInputs
 from tuner.worker.determinism import seed_everything
 from tuner.worker.meters import Emit, Meter
 from tuner.worker.session import ModelRecipe, Session, initial_weights, plan_run
+from tuner.worker.sources import Source
 
 
 def versions() -> dict[str, str]:
@@ -113,6 +115,7 @@ def open_session(request: RunRequest, emit: Emit, record_steps: bool = False) ->
         record_steps=record_steps,
     )
     train_data = inputs.train_stream(source, strategy, batch, seed=request.seed)
+    notes = _additional_loss_notes(request, loop.model, strategy, source)
     timings["build_s"] = time.perf_counter() - mark
     return Session(
         request=request,
@@ -128,4 +131,17 @@ def open_session(request: RunRequest, emit: Emit, record_steps: bool = False) ->
         meter=Meter(emit, samples_per_epoch=steps * batch, epochs=windows),
         timings=timings,
         checks=checks,
+        notes=notes,
     )
+
+
+def _additional_loss_notes(
+    request: RunRequest, model: Any, strategy: Any, source: Source
+) -> dict[str, Any]:
+    """``add_loss`` terms Keras scales twice on several replicas, corrected or said (the loops
+    that train in a replica context; the form ``function`` gives no local batch)."""
+    if request.loop not in ("fit", "custom") or source.form == inputs.FUNCTION:
+        return {}
+    batch = inputs.first_batch(source, "train", SAMPLES)
+    note = correct_additional_losses(model, strategy, batch)
+    return {"add_loss_note": note} if note else {}
