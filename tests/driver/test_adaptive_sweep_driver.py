@@ -93,3 +93,38 @@ def test_a_sweep_at_its_edge_keeps_going(tmp_path: Path) -> None:
     trials = points(report)
     assert decode(trials[256, "sweep-5/5"]).flat["status"] == "ok"
     assert decode(trials[256, "sweep-1/5"]).flat["status"] == "bracketed"
+    # past the top edge: SWEEP_EXTRA rates more, each the best, then the cap says so
+    assert [decode(trials[256, f"sweep-{i}/5"]).status for i in (6, 7, 8)] == ["ok"] * 3
+    assert (256, "sweep-9/5") not in trials
+    law = study_law(report.study.trials, report.study.user_attrs[SEED_NOISE][PLAN.device_signature])
+    assert law is not None and "after 3 rates above the sweep, the most it adds" in law.words
+
+
+def test_a_sweep_goes_past_its_edge_until_a_rate_is_worse(tmp_path: Path) -> None:
+    """lr* one sweep step above the top rate at batch 256 (8e-3 -> 1.6e-2): the sweep adds
+    sweep-6/5 (the best), then sweep-7/5 (worse: it stops there); lr* is measured, not a bound.
+    Run again on the same study, it adds nothing: the stored rules say what was added."""
+    best = {64: 1e-3, 256: 1.6e-2}
+
+    def past_the_top(request: Any) -> dict[str, Any]:
+        batch, lr = request.global_batch_size, request.learning_rate
+        loss = 0.1 * (1 + math.log(lr / best[batch]) ** 2) * (1 + 0.01 * request.seed)
+        return ok(batch, final_loss=loss)
+
+    spec = make_spec((1, 4), seeds=3, lr_sweep=5)
+    url = f"sqlite:///{tmp_path / 'past.db'}"
+    report = run_search(spec, PLAN, url, baseline=False, runner=FakeChild(past_the_top))
+    trials = points(report)
+    added = {point: t for point, t in trials.items() if point[1] in ("sweep-6/5", "sweep-7/5")}
+    assert set(added) == {(256, "sweep-6/5"), (256, "sweep-7/5")}
+    rates = {r: decode(t).flat["learning_rate"] for (_, r), t in added.items()}
+    assert rates == {"sweep-6/5": pytest.approx(1.6e-2), "sweep-7/5": pytest.approx(3.2e-2)}
+    assert {decode(t).status for t in added.values()} == {"ok"}
+    assert not any(rule.startswith("sweep-0") or rule.startswith("sweep--") for _, rule in trials)
+    law = study_law(report.study.trials, report.study.user_attrs[SEED_NOISE][PLAN.device_signature])
+    assert law is not None and law.to_dict()["extra_rates_by_batch"] == {"256": {"above": 2}}
+    star = law.star_at(256)
+    assert star is not None and star.lr == pytest.approx(1.6e-2)
+    assert star.low <= 1.6e-2 <= star.high and "widen" not in law.words
+    again = run_search(spec, PLAN, url, baseline=False, runner=FakeChild(past_the_top))
+    assert len(again.study.trials) == len(report.study.trials)
