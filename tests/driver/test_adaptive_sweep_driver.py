@@ -14,6 +14,7 @@ import pytest
 from fake_child import PLAN, FakeChild, make_spec, ok
 from optuna.trial import TrialState
 
+from tuner.core.adaptive_sweep import visit_rank
 from tuner.core.recommend._law import study_law
 from tuner.core.record import decode
 from tuner.driver import study as study_module
@@ -103,8 +104,10 @@ def test_a_sweep_at_its_edge_keeps_going(tmp_path: Path) -> None:
 def test_a_sweep_goes_past_its_edge_until_a_rate_is_worse(tmp_path: Path) -> None:
     """lr* one sweep step above the top rate at batch 256 (8e-3 -> 1.6e-2): the sweep adds
     sweep-6/5 (the best), then sweep-7/5 (worse: it stops there); lr* is measured, not a bound.
-    Run again on the same study, it adds nothing: the stored rules say what was added."""
-    best = {64: 1e-3, 256: 1.6e-2}
+    At batch 64, one step below the bottom (5e-4 -> 3.5e-4): sweep-0/5, then sweep--1/5, before
+    batch 256's trials (the grid's order holds). Run again on the same study, it adds nothing:
+    the stored rules say what was added."""
+    best = {64: 5e-4 / math.sqrt(2), 256: 1.6e-2}
 
     def past_the_top(request: Any) -> dict[str, Any]:
         batch, lr = request.global_batch_size, request.learning_rate
@@ -115,16 +118,28 @@ def test_a_sweep_goes_past_its_edge_until_a_rate_is_worse(tmp_path: Path) -> Non
     url = f"sqlite:///{tmp_path / 'past.db'}"
     report = run_search(spec, PLAN, url, baseline=False, runner=FakeChild(past_the_top))
     trials = points(report)
-    added = {point: t for point, t in trials.items() if point[1] in ("sweep-6/5", "sweep-7/5")}
-    assert set(added) == {(256, "sweep-6/5"), (256, "sweep-7/5")}
-    rates = {r: decode(t).flat["learning_rate"] for (_, r), t in added.items()}
-    assert rates == {"sweep-6/5": pytest.approx(1.6e-2), "sweep-7/5": pytest.approx(3.2e-2)}
+    extra = ("sweep-6/5", "sweep-7/5", "sweep-0/5", "sweep--1/5")
+    added = {point: t for point, t in trials.items() if point[1] in extra}
+    assert set(added) == {(256, "sweep-6/5"), (256, "sweep-7/5"), (64, "sweep-0/5"),
+                          (64, "sweep--1/5")}  # fmt: skip
+    rates = {point: decode(t).flat["learning_rate"] for point, t in added.items()}
+    assert rates == {
+        (256, "sweep-6/5"): pytest.approx(1.6e-2), (256, "sweep-7/5"): pytest.approx(3.2e-2),
+        (64, "sweep-0/5"): pytest.approx(best[64]), (64, "sweep--1/5"): pytest.approx(2.5e-4),
+    }  # fmt: skip
     assert {decode(t).status for t in added.values()} == {"ok"}
-    assert not any(rule.startswith("sweep-0") or rule.startswith("sweep--") for _, rule in trials)
+    # the extra rates took trial numbers: the grid's order still holds (batch 256's fixed rules
+    # first, then its sweep from the middle), not shifted by the two numbers batch 64 added
+    at_256 = sorted((t.number, r) for (b, r), t in trials.items() if b == 256 and r not in extra)
+    assert [r for _, r in at_256] == sorted((r for _, r in at_256), key=visit_rank)
+    assert max(t.number for (b, _), t in trials.items() if b == 64) < at_256[0][0]
     law = study_law(report.study.trials, report.study.user_attrs[SEED_NOISE][PLAN.device_signature])
-    assert law is not None and law.to_dict()["extra_rates_by_batch"] == {"256": {"above": 2}}
-    star = law.star_at(256)
-    assert star is not None and star.lr == pytest.approx(1.6e-2)
-    assert star.low <= 1.6e-2 <= star.high and "widen" not in law.words
+    assert law is not None
+    assert law.to_dict()["extra_rates_by_batch"] == {"64": {"below": 2}, "256": {"above": 2}}
+    for batch, lr_star in best.items():
+        star = law.star_at(batch)
+        assert star is not None and star.lr == pytest.approx(lr_star)
+        assert star.low <= lr_star <= star.high
+    assert "widen" not in law.words and law.regime != "unresolved"
     again = run_search(spec, PLAN, url, baseline=False, runner=FakeChild(past_the_top))
     assert len(again.study.trials) == len(report.study.trials)
