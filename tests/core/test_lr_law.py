@@ -129,5 +129,7 @@ def test_sweep_rates_span_half_none_to_twice_linear() -> None:
     assert rates[0] == pytest.approx(0.05) and rates[-1] == pytest.approx(1.6)
     assert np.allclose(np.diff(np.log(rates)), math.log(32) / 4)
     assert sweep_rules(0) == ()
+    with pytest.raises(ValueError, match="sweep-i/N"):  # past the extensions' cap (SWEEP_EXTRA)
+        scaled_learning_rate("sweep-9/5", 0.1, 64, 8)
     with pytest.raises(ValueError, match="sweep-i/N"):
-        scaled_learning_rate("sweep-7/5", 0.1, 64, 8)
+        scaled_learning_rate("sweep--3/5", 0.1, 64, 8)

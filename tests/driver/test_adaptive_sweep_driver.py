@@ -14,6 +14,7 @@ import pytest
 from fake_child import PLAN, FakeChild, make_spec, ok
 from optuna.trial import TrialState
 
+from tuner.core.adaptive_sweep import visit_rank
 from tuner.core.recommend._law import study_law
 from tuner.core.record import decode
 from tuner.driver import study as study_module
@@ -93,3 +94,52 @@ def test_a_sweep_at_its_edge_keeps_going(tmp_path: Path) -> None:
     trials = points(report)
     assert decode(trials[256, "sweep-5/5"]).flat["status"] == "ok"
     assert decode(trials[256, "sweep-1/5"]).flat["status"] == "bracketed"
+    # past the top edge: SWEEP_EXTRA rates more, each the best, then the cap says so
+    assert [decode(trials[256, f"sweep-{i}/5"]).status for i in (6, 7, 8)] == ["ok"] * 3
+    assert (256, "sweep-9/5") not in trials
+    law = study_law(report.study.trials, report.study.user_attrs[SEED_NOISE][PLAN.device_signature])
+    assert law is not None and "after 3 rates above the sweep, the most it adds" in law.words
+
+
+def test_a_sweep_goes_past_its_edge_until_a_rate_is_worse(tmp_path: Path) -> None:
+    """lr* one sweep step above the top rate at batch 256 (8e-3 -> 1.6e-2): the sweep adds
+    sweep-6/5 (the best), then sweep-7/5 (worse: it stops there); lr* is measured, not a bound.
+    At batch 64, one step below the bottom (5e-4 -> 3.5e-4): sweep-0/5, then sweep--1/5, before
+    batch 256's trials (the grid's order holds). Run again on the same study, it adds nothing:
+    the stored rules say what was added."""
+    best = {64: 5e-4 / math.sqrt(2), 256: 1.6e-2}
+
+    def past_the_top(request: Any) -> dict[str, Any]:
+        batch, lr = request.global_batch_size, request.learning_rate
+        loss = 0.1 * (1 + math.log(lr / best[batch]) ** 2) * (1 + 0.01 * request.seed)
+        return ok(batch, final_loss=loss)
+
+    spec = make_spec((1, 4), seeds=3, lr_sweep=5)
+    url = f"sqlite:///{tmp_path / 'past.db'}"
+    report = run_search(spec, PLAN, url, baseline=False, runner=FakeChild(past_the_top))
+    trials = points(report)
+    extra = ("sweep-6/5", "sweep-7/5", "sweep-0/5", "sweep--1/5")
+    added = {point: t for point, t in trials.items() if point[1] in extra}
+    assert set(added) == {(256, "sweep-6/5"), (256, "sweep-7/5"), (64, "sweep-0/5"),
+                          (64, "sweep--1/5")}  # fmt: skip
+    rates = {point: decode(t).flat["learning_rate"] for point, t in added.items()}
+    assert rates == {
+        (256, "sweep-6/5"): pytest.approx(1.6e-2), (256, "sweep-7/5"): pytest.approx(3.2e-2),
+        (64, "sweep-0/5"): pytest.approx(best[64]), (64, "sweep--1/5"): pytest.approx(2.5e-4),
+    }  # fmt: skip
+    assert {decode(t).status for t in added.values()} == {"ok"}
+    # the extra rates took trial numbers: the grid's order still holds (batch 256's fixed rules
+    # first, then its sweep from the middle), not shifted by the two numbers batch 64 added
+    at_256 = sorted((t.number, r) for (b, r), t in trials.items() if b == 256 and r not in extra)
+    assert [r for _, r in at_256] == sorted((r for _, r in at_256), key=visit_rank)
+    assert max(t.number for (b, _), t in trials.items() if b == 64) < at_256[0][0]
+    law = study_law(report.study.trials, report.study.user_attrs[SEED_NOISE][PLAN.device_signature])
+    assert law is not None
+    assert law.to_dict()["extra_rates_by_batch"] == {"64": {"below": 2}, "256": {"above": 2}}
+    for batch, lr_star in best.items():
+        star = law.star_at(batch)
+        assert star is not None and star.lr == pytest.approx(lr_star)
+        assert star.low <= lr_star <= star.high
+    assert "widen" not in law.words and law.regime != "unresolved"
+    again = run_search(spec, PLAN, url, baseline=False, runner=FakeChild(past_the_top))
+    assert len(again.study.trials) == len(report.study.trials)

@@ -21,17 +21,23 @@ Measured losses are noisy: a rate that only *measured* worse may still hide ``lr
 Pure: the caller (:mod:`tuner.driver.trial.prelaunch`, a pre-launch rule) gathers a batch's
 points as the law's fit does (:func:`tuner.core.recommend.batch_evidence`) and stores a skip as
 the ``bracketed`` status.
+
+**Past the edge** (issue 46): where the best finished rate at a batch is the sweep's largest (or
+smallest) rate, :func:`extension` names one rate more, the sweep's log step further out, until a
+rate is worse or diverges, at most :data:`tuner.core.scaling.SWEEP_EXTRA` a side; the driver
+(:mod:`tuner.driver.trial.extend`) queues it once the batch's rates have finished.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 import numpy as np
 
 from tuner.core.lr_star import merged_points
-from tuner.core.scaling import SWEEP_PREFIX, is_sweep
+from tuner.core.scaling import SWEEP_EXTRA, SWEEP_PREFIX, is_sweep, sweep_index
 
 SKIPPED = "bracketed"
 """The status of a sweep rate not trained because the best rate at its batch is bracketed on its
@@ -103,3 +109,65 @@ def bracketed(
         f"{'above' if side > 0 else 'below'} it ({math.exp(nearest):.3g}), so lr* is not at "
         f"{lr:.3g} (the final loss has one minimum in log lr): not trained"
     )
+
+
+@dataclass(frozen=True)
+class Extension:
+    """What the sweep does past an edge of a batch where the best finished rate sits at it:
+    train ``rule`` (``sweep-i/N`` one log step beyond ``edge``, the rate tried furthest out on
+    ``side``), or, with ``rule`` ``None``, stop: :data:`tuner.core.scaling.SWEEP_EXTRA` rates were
+    already added on that side (``extra``: how many)."""
+
+    side: str
+    """``above`` or ``below``."""
+    edge: str
+    rule: str | None
+    extra: int
+
+
+def extension(
+    points: Iterable[tuple[float, float]],
+    worse: Iterable[float],
+    rates: Mapping[str, float],
+) -> Extension | None:
+    """Whether the sweep at one batch goes on past its edge, and with which rule; ``None``: no.
+
+    ``points``, ``worse``: the batch's finished points and the rates known worse there, as
+    :func:`bracketed` reads them; ``rates``: every sweep rule of the batch, planned or already
+    added past an end, with its rate. It goes on when the best finished rate is the rate of the
+    rule furthest out on one side (the largest index: above; the smallest: below): one rate
+    more, the same log step further, until a rate is worse or diverges (then the best is no
+    longer at the edge), or :data:`SWEEP_EXTRA` rates were added on that side (``rule`` None).
+    A rule not finished yet is no edge: the caller asks once the batch's rates have finished."""
+    indexed = {sweep_index(rule): rule for rule in rates if is_sweep(rule)}
+    xs, ys, walls = merged_points(points, worse)
+    if not indexed or not len(xs):
+        return None
+    best = float(xs[int(np.argmin(ys))])
+    for side, (i, n) in (("above", max(indexed)), ("below", min(indexed))):
+        edge = indexed[i, n]
+        if abs(math.log(rates[edge]) - best) > 1e-9:
+            continue
+        if any((x - best) * (1 if side == "above" else -1) > 0 for x, _ in walls):
+            return None  # a rate beyond the edge is already known worse
+        extra = i - n if side == "above" else 1 - i
+        if extra >= SWEEP_EXTRA:
+            return Extension(side, edge, None, extra)
+        step = 1 if side == "above" else -1
+        return Extension(side, edge, f"{SWEEP_PREFIX}{i + step}/{n}", extra)
+    return None
+
+
+def extra_rates(rules: Iterable[str]) -> dict[str, int]:
+    """How many rates the sweep added past each of its ends (``above``, ``below``) among the
+    sweep ``rules`` tried at one batch: the stored trials say it, so a resumed study goes on from
+    there and never adds one twice."""
+    extra = {"above": 0, "below": 0}
+    for rule in rules:
+        try:
+            i, n = sweep_index(rule)
+        except ValueError:  # a fixed rule
+            continue
+        extra["above"] = max(extra["above"], i - n)
+        extra["below"] = max(extra["below"], 1 - i)
+    return extra

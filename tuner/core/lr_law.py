@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from tuner.core.lr_star import BestRate, best_rate
+from tuner.core.scaling import SWEEP_EXTRA
 from tuner.core.stats import Z95, t_quantile
 
 RULE_EXPONENTS: dict[str, float] = {"none": 0.0, "sqrt": 0.5, "linear": 1.0}
@@ -56,6 +57,9 @@ class Law:
     """The exponent past :attr:`break_batch`."""
     noise_scale: float | None = None
     words: str = ""
+    extra: tuple[tuple[int, str, int], ...] = ()
+    """``(batch, side, rates)``: how many rates the adaptive sweep added past its edge on
+    ``side`` (``above``/``below``) at ``batch`` (:func:`tuner.core.adaptive_sweep.extension`)."""
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def to_dict(self) -> dict[str, object]:
@@ -69,6 +73,7 @@ class Law:
             "lr_star_method_by_batch": {str(s.batch): s.method for s in self.stars},
             "censored_batches": {str(s.batch): s.censored for s in self.stars if s.censored},
             "stopped_points_by_batch": {str(s.batch): s.stopped for s in self.stars if s.stopped},
+            "extra_rates_by_batch": _extra_by_batch(self.extra),
             "lr_star_criterion_by_batch": {str(s.batch): s.criterion for s in self.stars},
             "critical_batch": self.break_batch,
             "slope_past_critical": self.after.value if self.after else None,
@@ -84,6 +89,15 @@ class Law:
     def star_at(self, batch: int) -> BestRate | None:
         """The uncensored ``lr*`` measured at ``batch`` (``None``: none, or only a bound)."""
         return next((s for s in self.stars if s.batch == batch and not s.censored), None)
+
+
+def _extra_by_batch(extra: Iterable[tuple[int, str, int]]) -> dict[str, dict[str, int]]:
+    """``{"64": {"above": 2}}``: the rates the sweep added past its edges (none: left out)."""
+    block: dict[str, dict[str, int]] = {}
+    for batch, side, rates in extra:
+        if rates:
+            block.setdefault(str(batch), {})[side] = rates
+    return block
 
 
 def _wls(
@@ -129,13 +143,18 @@ def _hinge(x: np.ndarray, y: np.ndarray, se: np.ndarray) -> tuple[int, Slope, Sl
     return i, _slope(coef[1], cov[1, 1], q), _slope(coef[2], cov[2, 2], q), drop
 
 
-def measure_law(stars: Sequence[BestRate], noise_scale: float | None = None) -> Law:
+def measure_law(
+    stars: Sequence[BestRate],
+    noise_scale: float | None = None,
+    extra: Iterable[tuple[int, str, int]] = (),
+) -> Law:
     """The law through the batches' ``lr*`` (censored ones only named). ``noise_scale``: the
-    measured gradient noise scale, compared with the break in the words."""
+    measured gradient noise scale, compared with the break in the words; ``extra``: the rates
+    the sweep added past its edges (:attr:`Law.extra`), named where ``lr*`` is still censored."""
     stars = tuple(sorted(stars, key=lambda s: s.batch))
     usable = [s for s in stars if not s.censored]
     if len(usable) < 2:
-        law = Law("unresolved", None, stars, noise_scale=noise_scale)
+        law = Law("unresolved", None, stars, noise_scale=noise_scale, extra=tuple(extra))
         return replace(law, words=_describe(law))
     x = np.log([s.batch for s in usable])
     y = np.log([s.lr for s in usable])
@@ -148,6 +167,7 @@ def measure_law(stars: Sequence[BestRate], noise_scale: float | None = None) -> 
         if drop.low > 0:  # the slope past the break is lower than before it, beyond the noise
             regime = "surge" if after.high < 0 else "plateau"
             law = Law(regime, before, stars, overall, usable[i].batch, after, noise_scale)
+    law = replace(law, extra=tuple(extra))
     return replace(law, words=_describe(law))
 
 
@@ -207,15 +227,31 @@ def _describe(law: Law) -> str:
     timed = [str(star.batch) for star in law.stars if star.criterion != "final loss"]
     if timed:
         sentences.append(f"lr* by time to the target at batch {', '.join(timed)}")
+    extra = {(batch, side): rates for batch, side, rates in law.extra}
     for star in law.stars:
         if star.censored:
             side = "smallest" if star.censored == "below" else "largest"
             sign = "<=" if star.censored == "below" else ">="
+            added = extra.get((star.batch, star.censored))
             sentences.append(
                 f"at batch {star.batch} the {side} rate tried was best (lr* {sign} "
-                f"{star.lr:.3g}): widen the sweep there"
+                f"{star.lr:.3g})" + _past_edge(star.censored, added)
             )
     return "; ".join(sentences)
+
+
+def _past_edge(side: str, added: int | None) -> str:
+    """The end of a censored batch's sentence: what the sweep did past its edge there."""
+    if not added:
+        return ": widen the sweep there"
+    rates = f"{added} rate{'s' if added > 1 else ''} {side} the sweep"
+    if added < SWEEP_EXTRA:  # the budget, or the search's end, stopped it first
+        return f" after {rates} (stopped before its cap of {SWEEP_EXTRA}): widen the sweep there"
+    larger = "larger" if side == "above" else "smaller"
+    return (
+        f" after {rates}, the most it adds (its cap, SWEEP_EXTRA = {SWEEP_EXTRA}): lr* lies "
+        f"further out; move the sweep there with a {larger} base_lr"
+    )
 
 
 def law_from_points(
@@ -224,11 +260,13 @@ def law_from_points(
     noise_scale: float | None = None,
     worse_by_batch: Mapping[int, Iterable[float]] | None = None,
     criterion_by_batch: Mapping[int, str] | None = None,
+    extra: Iterable[tuple[int, str, int]] = (),
 ) -> Law | None:
     """The law of a study's ``(learning_rate, value)`` points by batch (``None`` when no batch
     has three rates): the rates known worse at each batch (``worse_by_batch``) are walls, and
     ``criterion_by_batch`` says what a batch's values are (default: the final loss, whose
-    ``sigma`` is the seed noise; no noise is assumed for a time to the target)."""
+    ``sigma`` is the seed noise; no noise is assumed for a time to the target); ``extra``: the
+    rates the sweep added past its edges (:attr:`Law.extra`)."""
     worse = worse_by_batch or {}
     criteria = criterion_by_batch or {}
     stars = []
@@ -238,4 +276,4 @@ def law_from_points(
         star = best_rate(batch, points, noise, worse=worse.get(batch, ()), criterion=criterion)
         if star is not None:
             stars.append(star)
-    return measure_law(stars, noise_scale) if stars else None
+    return measure_law(stars, noise_scale, extra) if stars else None

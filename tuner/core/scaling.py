@@ -15,7 +15,10 @@ Which one wins is measured by the study, never assumed here.
 
 An LR sweep (``--lr-sweep N``) adds the rules ``sweep-1/N`` … ``sweep-N/N``: N rates spaced
 evenly in log from half the ``none`` rate to twice the ``linear`` one at each batch
-(:func:`sweep_rules`); :mod:`tuner.core.lr_law` finds the best of them.
+(:func:`sweep_rules`); :mod:`tuner.core.lr_law` finds the best of them. Where the best is at an
+end, the adaptive sweep goes on past it with the same log step (:func:`sweep_extension_rules`:
+``sweep-0/N``, ``sweep--1/N`` … below, ``sweep-(N+1)/N`` … above, at most :data:`SWEEP_EXTRA`
+a side; :func:`tuner.core.adaptive_sweep.extension` decides).
 """
 
 from __future__ import annotations
@@ -47,9 +50,39 @@ SWEEP_LOW, SWEEP_HIGH = 0.5, 2.0
 """The sweep spans ``SWEEP_LOW`` × the ``none`` rate to ``SWEEP_HIGH`` × the ``linear`` one."""
 
 
+SWEEP_EXTRA = 3
+"""The most rates an adaptive sweep adds beyond each end of the sweep at one batch, when the best
+rate sits at that end (:func:`tuner.core.adaptive_sweep.extension`): three log steps past the
+edge, after which the answer says the cap stopped it."""
+
+
 def sweep_rules(points: int) -> tuple[str, ...]:
     """The rule names of an LR sweep of ``points`` rates (none below 2)."""
     return tuple(f"{SWEEP_PREFIX}{i}/{points}" for i in range(1, points + 1)) if points > 1 else ()
+
+
+def sweep_extension_rules(points: int) -> tuple[str, ...]:
+    """The rule names of the rates an adaptive sweep of ``points`` rates may add past its ends:
+    :data:`SWEEP_EXTRA` a side, the nearest first, below then above (none below 2 points)."""
+    if points < 2:
+        return ()
+    below = (f"{SWEEP_PREFIX}{1 - j}/{points}" for j in range(1, SWEEP_EXTRA + 1))
+    above = (f"{SWEEP_PREFIX}{points + j}/{points}" for j in range(1, SWEEP_EXTRA + 1))
+    return (*below, *above)
+
+
+def sweep_index(rule: str) -> tuple[int, int]:
+    """``(i, N)`` of the sweep rule ``sweep-i/N`` (``i`` below 1 or above ``N``: an extension
+    past the sweep's ends, at most :data:`SWEEP_EXTRA` a side). Raises ``ValueError`` for any
+    other name."""
+    try:
+        index, _, points = rule[len(SWEEP_PREFIX) :].partition("/")
+        i, n = int(index), int(points)
+    except ValueError:
+        i, n = 0, 0
+    if not is_sweep(rule) or n < 2 or not 1 - SWEEP_EXTRA <= i <= n + SWEEP_EXTRA:
+        raise ValueError(f"unknown learning-rate rule {rule!r}: a sweep point is sweep-i/N")
+    return i, n
 
 
 def is_sweep(rule: str) -> bool:
@@ -59,14 +92,9 @@ def is_sweep(rule: str) -> bool:
 
 def _sweep_factor(rule: str, k: float) -> float:
     """The factor of sweep point ``sweep-i/N`` at batch ratio ``k``: ``SWEEP_LOW`` ×
-    ``(SWEEP_HIGH / SWEEP_LOW × max(k, 1))^((i - 1) / (N - 1))``."""
-    try:
-        index, _, points = rule[len(SWEEP_PREFIX) :].partition("/")
-        i, n = int(index), int(points)
-    except ValueError:
-        i, n = 0, 0
-    if not 1 <= i <= n or n < 2:
-        raise ValueError(f"unknown learning-rate rule {rule!r}: a sweep point is sweep-i/N")
+    ``(SWEEP_HIGH / SWEEP_LOW × max(k, 1))^((i - 1) / (N - 1))``: the same log step past the
+    ends for an extension (``i`` below 1 or above ``N``)."""
+    i, n = sweep_index(rule)
     span = SWEEP_HIGH / SWEEP_LOW * max(k, 1.0)
     return SWEEP_LOW * span ** ((i - 1) / (n - 1))
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from optuna.trial import FrozenTrial
 
+from tuner.core.adaptive_sweep import extra_rates
 from tuner.core.configurations import is_complete, status_of
 from tuner.core.lr_law import Law, law_from_points
 from tuner.core.record import decode
@@ -133,7 +134,24 @@ def study_law(
         if isinstance(scale, int | float) and math.isfinite(scale) and scale > 0
     ]
     noise_scale = statistics.median(scales) if scales else None
-    return law_from_points(points, seed_sigma(seed_record), noise_scale, worse, criteria)
+    extra = swept_past(trials)
+    return law_from_points(points, seed_sigma(seed_record), noise_scale, worse, criteria, extra)
+
+
+def swept_past(trials: Sequence[FrozenTrial]) -> list[tuple[int, str, int]]:
+    """``(batch, side, rates)``: the rates the adaptive sweep added past its edges at each batch
+    (:func:`tuner.core.adaptive_sweep.extra_rates`, from the rules the trials stored)."""
+    rules: dict[int, set[str]] = {}
+    for trial in trials:
+        batch, rule = _batch_of(trial), decode(trial).configuration.lr_rule
+        if batch is not None and isinstance(rule, str) and is_sweep(rule):
+            rules.setdefault(batch, set()).add(rule)
+    return [
+        (batch, side, rates)
+        for batch, tried in sorted(rules.items())
+        for side, rates in extra_rates(tried).items()
+        if rates
+    ]
 
 
 def law_fields(

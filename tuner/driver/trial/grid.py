@@ -88,8 +88,9 @@ class BatchAscendingGridSampler(GridSampler):
         if "grid_id" in trial.system_attrs:  # a retry: its grid point is already chosen
             self._assigned[trial._trial_id] = int(trial.system_attrs["grid_id"])
             return
-        if 0 <= trial.number < self._n_min_trials:
-            grid_id = self._visit[trial.number]
+        place = trial.number - self._added_before(study, trial.number)
+        if 0 <= place < self._n_min_trials:
+            grid_id = self._visit[place]
             unvisited = self._get_unvisited_grid_ids(study)
             if unvisited and grid_id not in unvisited:
                 # A study stored in another visit order (before the LR sweep's, resumed now):
@@ -104,6 +105,20 @@ class BatchAscendingGridSampler(GridSampler):
         for key, value in attrs.items():  # what Optuna's GridSampler writes: two writes
             study._storage.set_trial_system_attr(trial._trial_id, key, value)
         self._assigned[trial._trial_id] = grid_id
+
+    def _added_before(self, study: optuna.Study, number: int) -> int:
+        """How many trials numbered below ``number`` were queued outside the grid (the sweep's
+        rates past its edge, :mod:`tuner.driver.trial.extend`: fixed parameters, no grid id):
+        each took a trial number, so without them trial n would skip the n-th point ahead (a
+        batch's fixed rules after the next batch's)."""
+        trials = self._expected if self._expected is not None else study.get_trials(deepcopy=False)
+        return sum(
+            1
+            for t in trials
+            if t.number < number
+            and "fixed_params" in t.system_attrs
+            and "grid_id" not in t.system_attrs
+        )
 
     def sample_independent(
         self,

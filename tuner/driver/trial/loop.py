@@ -41,6 +41,7 @@ from tuner.driver.decide.seeds import (
     wants_seeds,
 )
 from tuner.driver.observer import SearchObserver, quiet_optuna
+from tuner.driver.trial.extend import SweepExtension, extends, most_extra
 from tuner.driver.trial.grid import BatchAscendingGridSampler, grid_points
 from tuner.driver.trial.objective import Objective
 from tuner.driver.trial.resume import fail_stale, requeue_unfinished, unborn_wait_s
@@ -135,17 +136,24 @@ def _run_grid(loop: _Loop, probed_oom: int | None) -> tuple[int, int]:
     key = base_key(spec, plan, space)
     key_of = training_key_of(spec, plan, space)
     early = wanted and not first_trains_base(spec, plan, space, grid)
-    for _ in range(len(grid) - done + 1):
+    past_edge = SweepExtension(
+        study, spec, plan.device_signature, plan.num_replicas, observer, objective.extend, ledger
+    )
+    for _ in range(len(grid) - done + 1 + most_extra(spec)):
         trials = requeue_unfinished(study)  # dead workers' trials failed, queued again
         if not seeded and (not wanted or early or base_settled(trials, key)):
             seeded = True
             _seed_noise(loop, grid_left(trials, grid, plan, key_of))
             if wanted:  # the rest of the grid, after the seeds
                 observer.phase("grid", len(grid_left(trials, grid, plan)))
+        left = grid_left(trials, grid, plan, key_of) if ledger is not None else ()
+        # A batch whose best rate sits at the sweep's edge: one rate more past it, queued (run
+        # next: a queued trial comes first) once the batch's rates have finished.
+        if extends(spec) and past_edge.queue(trials, left):
+            trials = storage_call(study, study.get_trials, deepcopy=False)
         unclaimed = progress.unclaimed(trials)
         if not unclaimed and not _unborn_freed(study, progress, observer):
             break
-        left = grid_left(trials, grid, plan, key_of) if ledger is not None else ()
         if ledger is not None and not _grid_fits(ledger, left, bool(settled_grid_points(trials))):
             break
         # The last grid point, with the seeds done and no race after it: no spare for a next run.

@@ -37,6 +37,7 @@ from tuner.driver.observer import SearchObserver, passed_on
 from tuner.driver.reuse.input_reuse import InputReuse
 from tuner.driver.reuse.keys import training_key
 from tuner.driver.trial.accumulation import Accumulation
+from tuner.driver.trial.extend import rule_choices
 from tuner.driver.trial.grid import (
     stores_batch_as_category,
     suggest_global_batch,
@@ -118,7 +119,7 @@ class Objective:
         # see suggest_global_batch
         categorical = search.grid.joint or stores_batch_as_category(stored)
         batch = suggest_global_batch(trial, search.grid.global_batch_sizes, categorical=categorical)
-        rule = trial.suggest_categorical("lr_rule", list(search.grid_rules))
+        rule = trial.suggest_categorical("lr_rule", rule_choices(self._spec, stored))
         precision = suggest_precision(trial, search.grid.precisions)
         lr = scaled_learning_rate(rule, search.grid.base_lr, batch, search.grid.base_batch_size)
         attrs = self._configuration(batch, rule, lr, values)
