@@ -230,6 +230,7 @@ def dashboard(
 
     def call() -> None:
         require_extra("dashboard", "tuner dashboard")
+        _write_missing_views(storage, storage_wait)
         try:
             with sigterm_as_interrupt():
                 serve(
@@ -244,6 +245,16 @@ def dashboard(
             say_info("dashboard stopped")
 
     guard(call)
+
+
+def _write_missing_views(storage: str, storage_wait: float) -> None:
+    """Before serving: the note and plots of each tuner study made without the ``dashboard``
+    extra (which writes them at a search's end), so that the page shows them out of the box."""
+    from tuner.storage import open_storage
+    from tuner.views.refresh import write_missing
+
+    opened = open_storage(storage, create=False, wait_s=storage_wait)
+    write_missing(opened, storage, say=say_info, warn=warn)
 
 
 def report(
