@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -219,6 +220,7 @@ def dashboard(
     """Browse the studies of a storage in optuna-dashboard, read-only (Ctrl-C stops it)."""
     from tuner.extras import require_extra
     from tuner.views.dashboard import exposure_warning, serve
+    from tuner.views.refresh import write_missing
 
     def ready(url: str) -> None:  # plain print: one line that scripts can read, never wrapped
         warning = exposure_warning(host)  # once listening: a port in use is not exposed
@@ -230,7 +232,6 @@ def dashboard(
 
     def call() -> None:
         require_extra("dashboard", "tuner dashboard")
-        _write_missing_views(storage, storage_wait)
         try:
             with sigterm_as_interrupt():
                 serve(
@@ -240,21 +241,12 @@ def dashboard(
                     on_ready=ready,
                     storage_wait=storage_wait,
                     allow_writes=allow_writes,
+                    prepare=partial(write_missing, storage_url=storage, say=say_info, warn=warn),
                 )
         except KeyboardInterrupt:
             say_info("dashboard stopped")
 
     guard(call)
-
-
-def _write_missing_views(storage: str, storage_wait: float) -> None:
-    """Before serving: the note and plots of each tuner study made without the ``dashboard``
-    extra (which writes them at a search's end), so that the page shows them out of the box."""
-    from tuner.storage import open_storage
-    from tuner.views.refresh import write_missing
-
-    opened = open_storage(storage, create=False, wait_s=storage_wait)
-    write_missing(opened, storage, say=say_info, warn=warn)
 
 
 def report(
