@@ -17,6 +17,7 @@ from typing import Any
 
 from tuner.core.errors import ConfigError
 from tuner.core.recommend import SCHEMA_VERSION
+from tuner.native_logs import quiet_native_logs
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,8 @@ class Recommendation:
     def set_precision(self) -> str:
         """Set :attr:`precision` as Keras's global dtype policy (call it before building the
         model); returns its name."""
-        import keras
+        with quiet_native_logs():
+            import keras
 
         keras.mixed_precision.set_global_policy(self.precision)
         return self.precision
@@ -103,11 +105,14 @@ def optimizer_from(config: dict[str, Any], custom_objects: dict[str, Any] | None
     """The Keras optimizer of a recommended config's ``optimizer`` section, wrapped in
     ``keras.optimizers.LossScaleOptimizer`` when the trial's was (``compile.loss_scale_optimizer``:
     under ``mixed_float16``)."""
-    import keras
+    # The first variable starts TensorFlow's devices: its C++ lines (cuInit on a host without
+    # a GPU) would land above whatever the user prints next.
+    with quiet_native_logs():
+        import keras
 
-    # Keras's from_config replaces a nested schedule's dict in place: give it a copy.
-    section = copy.deepcopy(optimizer_config(config))
-    optimizer = keras.optimizers.deserialize(section, custom_objects=custom_objects)
+        # Keras's from_config replaces a nested schedule's dict in place: give it a copy.
+        section = copy.deepcopy(optimizer_config(config))
+        optimizer = keras.optimizers.deserialize(section, custom_objects=custom_objects)
     if not isinstance(optimizer, keras.optimizers.Optimizer):  # Keras hands back what it can't find
         raise ValueError(f"no Keras optimizer class {section.get('class_name')!r}")
     if loss_scaled(config) and not isinstance(optimizer, keras.optimizers.LossScaleOptimizer):

@@ -5,14 +5,16 @@ of the bars and of the result lines is within it, and every number a line holds 
 from __future__ import annotations
 
 import io
+import os
 import re
+import signal
 
 import pytest
 from progress_helpers import Clock, restore_logging  # noqa: F401  (the fixture)
 from rich.console import Console
 
 from tuner.console import logs
-from tuner.console.progress import LogProgress, SearchProgress
+from tuner.console.progress import ECHO_MARGIN, LogProgress, SearchProgress
 from tuner.core.outcome import TrialOutcome
 from tuner.core.plan import SearchPlan
 from tuner.core.protocol import EpochEvent, ProgressEvent
@@ -65,6 +67,9 @@ def test_the_bars_and_the_result_lines_fit_and_cut_no_number(width: int) -> None
     assert re.search(r" \d+/\d+ trainings · ETA \d+ min", search_bar), search_bar
     assert "123,904/245,760 samples" in trial_bar, trial_bar
     assert "…" not in search_bar + trial_bar
+    # Room for the ^C a terminal echoes after the last bar: else it wraps to a line rich does
+    # not clear, and a bar stays drawn after Ctrl-C (issue 46).
+    assert max(len(search_bar), len(trial_bar)) <= width - ECHO_MARGIN
 
 
 @pytest.mark.parametrize("width", [80, 100])
@@ -90,3 +95,23 @@ def test_without_a_width_a_record_is_one_line() -> None:
     _a_search(LogProgress(clock=clock), clock)
     ended = [line for line in console.export_text().splitlines() if " trial 10 ok: " in line]
     assert len(ended) == 1 and ended[0].endswith("· 60 s · ETA 8 min"), ended
+
+
+def test_a_second_ctrl_c_waits_until_the_bars_are_cleared() -> None:
+    """Ctrl-C (or SIGTERM) while the bars are being cleared is raised once they are: a bar
+    stopped halfway would stay drawn above the table and the "interrupted" line."""
+    console = Console(width=80, force_terminal=True, file=io.StringIO())
+    progress = SearchProgress(console, clock=Clock())
+    before = signal.getsignal(signal.SIGINT)
+    progress.__enter__()
+    stop = progress.progress.stop
+
+    def interrupted_stop() -> None:
+        os.kill(os.getpid(), signal.SIGINT)  # mid-clearing: noted, not raised here
+        stop()
+
+    progress.progress.stop = interrupted_stop  # type: ignore[method-assign]
+    with pytest.raises(KeyboardInterrupt):
+        progress.__exit__(None, None, None)
+    assert not progress.progress.live.is_started
+    assert signal.getsignal(signal.SIGINT) is before  # the handler is back

@@ -137,3 +137,22 @@ def test_the_plan_then_every_phase_and_every_training_that_is_no_trial(
     run_search(spec, PLAN, url, observer=again, runner=EventfulChild(lambda r: ok(64)))
     phases = [what for kind, what in again.told if kind == "phase"]
     assert phases[:3] == [("baseline", 0), ("seeds", 0), ("grid", 0)], again.told
+
+
+def test_the_seed_runs_name_the_base_rule_as_the_table_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At the base batch rules none and linear train alike; the grid trains linear (its order
+    is sorted), which the table shows: the seed-noise line names that rule too (issue 46)."""
+    monkeypatch.setattr(study_module, "refresh", lambda study, warn=None: None)
+    notes: list[str] = []
+    recorder = Recorder()
+    recorder.note = notes.append  # type: ignore[method-assign]
+    url = f"sqlite:///{tmp_path / 'rule.db'}"
+    spec = make_spec(multipliers=(1, 2), seeds=2)
+    report = run_search(spec, PLAN, url, observer=recorder, runner=EventfulChild(lambda r: ok(64)))
+    trained = [t for t in report.study.get_trials() if t.params["global_batch_size"] == 64]
+    shown = min(trained, key=lambda t: t.number).params["lr_rule"]
+    assert shown == "linear"  # sorted: the spec lists none first
+    (line,) = [n for n in notes if n.startswith("seed noise: base configuration")]
+    assert "(global batch 64, rule linear)" in line, line

@@ -9,6 +9,7 @@ import re
 import shutil
 import signal
 import socket
+import sqlite3
 import time
 import urllib.request
 import warnings
@@ -36,13 +37,29 @@ def get_json(url: str) -> Any:
         return json.load(response)
 
 
+def without_views(db: Path) -> None:
+    """Delete the study's dashboard note and plots, as a search without the ``dashboard``
+    extra leaves it (optuna offers no call that deletes a study system attribute)."""
+    with sqlite3.connect(db) as connection:
+        connection.execute("DELETE FROM study_system_attributes WHERE key LIKE 'dashboard:%'")
+    connection.close()
+
+
 @pytest.fixture(scope="module")
-def dashboard(small_study: tuple[Path, str]) -> Iterator[str]:
-    work, url = small_study
-    proc, address = start_dashboard(work, url)
+def dashboard(
+    small_study: tuple[Path, str], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    """``tuner dashboard`` on a copy of the study without its note and plots: it writes them
+    before serving (issue 46), so the page the tests browse shows what it wrote."""
+    work, _ = small_study
+    copy = tmp_path_factory.mktemp("unpublished") / "small.db"
+    shutil.copy(work / "small.db", copy)
+    without_views(copy)
+    proc, address = start_dashboard(work, f"sqlite:///{copy}")
     yield address
     code, stderr = stop(proc)
     assert code == 0, stderr
+    assert "wrote the dashboard note and plots of study small" in stderr
 
 
 def test_rest_api_lists_the_study_with_its_trials_attributes_and_note(small_study, dashboard):

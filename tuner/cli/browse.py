@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -220,6 +221,7 @@ def dashboard(
     """Browse the studies of a storage in optuna-dashboard, read-only (Ctrl-C stops it)."""
     from tuner.extras import require_extra
     from tuner.views.dashboard import exposure_warning, serve
+    from tuner.views.refresh import write_missing
 
     def ready(url: str) -> None:  # plain print: one line that scripts can read, never wrapped
         warning = exposure_warning(host)  # once listening: a port in use is not exposed
@@ -240,6 +242,7 @@ def dashboard(
                     on_ready=ready,
                     storage_wait=storage_wait,
                     allow_writes=allow_writes,
+                    prepare=partial(write_missing, storage_url=storage, say=say_info, warn=warn),
                 )
         except KeyboardInterrupt:
             say_info("dashboard stopped")

@@ -22,6 +22,7 @@ from rich.text import Text
 
 from tuner.console.display import say, status_text
 from tuner.console.logs import logger
+from tuner.console.signals import interrupts_deferred
 from tuner.console.trial_lines import (
     FAILED,
     configuration,
@@ -65,12 +66,18 @@ _ELAPSED_WIDTH = 7
 """``0:01:30``: rich's elapsed-time column."""
 
 
+ECHO_MARGIN = 3
+"""Columns the bars leave free at the right: Ctrl-C makes the terminal echo ``^C`` after the
+last bar; on a full-width line that wraps to a new one, which rich does not know of, so its
+clearing stopped one line short and left the first bar drawn above what followed."""
+
+
 def _bar_widths(width: int) -> tuple[int, int, int]:
     """Description, bar and information widths of a ``width``-column terminal: the three
-    columns and the timer fill it with a space between each, so nothing wraps."""
+    columns and the timer, a space between each, within it but for :data:`ECHO_MARGIN`."""
     description = min(60, max(12, width // 3))
     bar = 10 if width < 120 else 20
-    info = max(10, width - description - bar - _ELAPSED_WIDTH - 3)
+    info = max(10, width - description - bar - _ELAPSED_WIDTH - 3 - ECHO_MARGIN)
     return description, bar, info
 
 
@@ -112,7 +119,10 @@ class SearchProgress(Tracker):
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._progress.stop()
+        # Cleared whole even when Ctrl-C comes again meanwhile: a bar stopped halfway stays
+        # drawn above the table and the "interrupted" line that follow.
+        with interrupts_deferred():
+            self._progress.stop()
 
     @property
     def progress(self) -> Progress:

@@ -28,3 +28,29 @@ def sigterm_as_interrupt() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+@contextlib.contextmanager
+def interrupts_deferred() -> Iterator[None]:
+    """Within the block, Ctrl-C and SIGTERM are noted, not raised; the first is raised at its
+    end (unless the block already ends by an exception). For a clean-up that must finish: a
+    second Ctrl-C while the progress bars are cleared would leave them drawn above the lines
+    that follow. Outside the main thread, the process's own handling stays."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+
+    def note(signum: int, frame: object) -> None:
+        caught.append(signum)
+
+    previous = {sig: signal.signal(sig, note) for sig in (signal.SIGINT, signal.SIGTERM)}
+    failed = True
+    try:
+        yield
+        failed = False
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if caught and not failed:
+            raise Terminated() if caught[0] == signal.SIGTERM else KeyboardInterrupt()

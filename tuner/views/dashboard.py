@@ -107,12 +107,15 @@ def serve(
     on_ready: Callable[[str], None] = lambda url: None,
     storage_wait: float | None = None,
     allow_writes: bool = False,
+    prepare: Callable[[Any], None] = lambda storage: None,
 ) -> None:
     """Serve optuna-dashboard for ``storage_url`` until interrupted, read-only unless
     ``allow_writes``. The storage must exist and the port be free, else :class:`ConfigError`.
-    ``storage_wait``: seconds to wait for a storage out of reach (``None``: 30).
+    ``storage_wait``: seconds to wait for a storage out of reach (``None``: 30). ``prepare``:
+    called with the opened storage before the page is served.
     """
     storage = open_storage(storage_url, create=False, wait_s=storage_wait)
+    prepare(storage)
     from optuna_dashboard import wsgi
 
     app = wide_plots(wsgi(storage))

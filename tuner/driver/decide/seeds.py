@@ -86,7 +86,8 @@ def measure_seed_noise(
         train_seed, spec, plan, rule, values=values, runner=runs, timeout_s=timeout_s,
         observer=observer, curves=curves, inputs=SeedInputs(InputReuse(), study, trials),
     )  # fmt: skip
-    run_seeds(spec, plan, train, seeds, losses, observer, ledger, reserve)
+    named = shown_rule(spec, plan, values, base)
+    run_seeds(spec, plan, train, seeds, losses, observer, ledger, reserve, rule=named)
     return _recorded(study, spec, plan, base, seeds, losses, curves, observer)
 
 
@@ -222,6 +223,27 @@ def _base_runs(
     return [t for t in trials if decode(t).configuration.training_key == key and not _repeat(t)]
 
 
+def shown_rule(
+    spec: StudySpec,
+    plan: DevicePlan,
+    values: dict[str, Any] | None,
+    base: list[optuna.trial.FrozenTrial],
+) -> str:
+    """The base configuration's rule as the trials table names it. At the base batch the rules
+    that leave the rate alone (none, linear, sqrt) train alike, and the table shows the one the
+    grid trained: the grid's own run (its first trial), else the first rule in the grid's order
+    (sorted, as :func:`first_trains_base`) that trains the base configuration."""
+    ran = sorted((t for t in base if "lr_rule" in t.params), key=lambda t: t.number)
+    if ran:
+        return str(ran[0].params["lr_rule"])
+    grid, precision = spec.search.grid, first_precision(spec)
+    key = training_key(spec, plan, grid.base_batch_size, grid.lr_rules[0], values, precision)
+    for rule in sorted(grid.lr_rules):
+        if training_key(spec, plan, grid.base_batch_size, rule, values, precision) == key:
+            return rule
+    return grid.lr_rules[0]
+
+
 def _repeat(trial: optuna.trial.FrozenTrial) -> bool:
     return decode(trial).reuse.repeat_of is not None
 
@@ -266,9 +288,12 @@ def run_seeds(
     observer: SearchObserver,
     ledger: Ledger | None,
     reserve: tuple[RunKey, ...],
+    *,
+    rule: str | None = None,
 ) -> None:
     """Train the seeds not yet in ``seeds`` (each ``train(seed)``), adding those that ended to
-    ``seeds`` and ``losses``; under a budget, stop at the first that does not fit."""
+    ``seeds`` and ``losses``; under a budget, stop at the first that does not fit. ``rule``: the
+    base configuration's rule as the trials table names it (:func:`shown_rule`)."""
     search = spec.search
     todo = [
         s for s in range(search.run.seed, search.run.seed + search.decision.seeds) if s not in seeds
@@ -280,7 +305,7 @@ def run_seeds(
             break
         observer.note(
             f"seed noise: base configuration (global batch {search.grid.base_batch_size}, rule "
-            f"{search.grid.lr_rules[0]}) with seed {seed} ({seed - search.run.seed + 1} of "
+            f"{rule or search.grid.lr_rules[0]}) with seed {seed} ({seed - search.run.seed + 1} of "
             f"{search.decision.seeds})…"
         )
         loss = train(seed)
