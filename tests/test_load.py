@@ -14,17 +14,18 @@ import tuner
 from tuner.core.errors import ConfigError
 from tuner.core.optimizers import serialized, trained_config
 from tuner.core.recommend._export import SCHEMA_VERSION
-from tuner.load import fit_kwargs
+from tuner.load import fit_kwargs, trial_budget_of
 
 ADAM = {"learning_rate": 2e-3, "beta_1": 0.9, "beta_2": 0.999, "epsilon": 1e-7}
 
 
-def write(tmp_path: Path, optimizer: dict[str, Any], **fit: Any) -> Path:
+def write(tmp_path: Path, optimizer: dict[str, Any]) -> Path:
     path = tmp_path / "rec.json"
     doc = {
         "schema_version": SCHEMA_VERSION,
         "recommended": {"global_batch_size": 128, "learning_rate": 2e-3, "optimizer": optimizer},
-        "fit": {"batch_size": 128, **(fit or {"epochs": 3})},
+        "fit": {"batch_size": 128},
+        "evidence": {"trial_budget": {"epochs": 3}},
         "learning_rate": 2e-3,
     }
     path.write_text(json.dumps(doc))
@@ -44,7 +45,8 @@ def test_a_version_1_file_still_loads_from_its_optimizer_section(tmp_path: Path)
     path.write_text(json.dumps(v1 | {"learning_rate": 2e-3, "precision": "mixed_bfloat16"}))
     rec = tuner.load_recommendation(path)
     assert type(rec.optimizer).__name__ == "Adam" and rec.learning_rate == 2e-3
-    assert rec.precision == "mixed_bfloat16" and rec.fit_kwargs == {"batch_size": 64, "epochs": 2}
+    assert rec.precision == "mixed_bfloat16" and rec.fit_kwargs == {"batch_size": 64}
+    assert rec.trial_budget == {"epochs": 2}  # the trial's, never the user's fit's
 
 
 def test_the_recommended_block_is_read_first(tmp_path: Path) -> None:
@@ -66,7 +68,8 @@ def test_sqrt_adam_comes_back_with_its_moments(tmp_path: Path) -> None:
     assert (config["beta_1"], config["beta_2"]) == (pytest.approx(0.6), pytest.approx(0.996))
     assert config["epsilon"] == pytest.approx(1e-7 / 2)
     assert float(rec.optimizer.learning_rate) == pytest.approx(2e-3, rel=1e-7)
-    assert rec.fit_kwargs == {"batch_size": 128, "epochs": 3} and rec.batch_size == 128
+    assert rec.fit_kwargs == {"batch_size": 128} and rec.batch_size == 128
+    assert rec.trial_budget == {"epochs": 3}
     assert rec.learning_rate == 2e-3
     assert rec.new_optimizer() is not rec.optimizer
 
@@ -83,12 +86,30 @@ def test_linear_warmup_comes_back_as_the_same_ramp(tmp_path: Path) -> None:
     assert type(first).__name__ == "SGD" and first.get_config()["momentum"] == 0.7
 
 
-def test_a_sample_budget_is_one_epoch_of_steps() -> None:
-    assert fit_kwargs({"batch_size": 64, "steps": 768}) == {
-        "batch_size": 64,
-        "epochs": 1,
-        "steps_per_epoch": 768,
+def test_fit_kwargs_hold_the_batch_and_nothing_that_limits_training() -> None:
+    # 46: {"batch_size": 64, "epochs": 1, "steps_per_epoch": 32} from a 2,048-sample search
+    # trained a user's model 32 steps. A version 2 file's budget is read as the trial's.
+    assert fit_kwargs({"batch_size": 64, "steps": 32}) == {"batch_size": 64}
+    assert fit_kwargs({"batch_size": 64, "epochs": 2}) == {"batch_size": 64}
+    v2 = {"schema_version": 2, "fit": {"batch_size": 64, "steps": 32}}
+    assert trial_budget_of(v2) == {"steps": 32}
+    v3 = {"fit": {"batch_size": 64}, "evidence": {"trial_budget": {"train_samples": 2048}}}
+    assert trial_budget_of(v3) == {"train_samples": 2048}
+    assert trial_budget_of({"fit": {"batch_size": 64}, "evidence": {}}) == {}
+
+
+def test_a_version_2_file_with_a_sample_budget_loads_without_it_in_fit(tmp_path: Path) -> None:
+    path = tmp_path / "v2.json"
+    adam = {"module": "keras.optimizers", "class_name": "Adam", "config": ADAM}
+    v2 = {
+        "schema_version": 2,
+        "recommended": {"global_batch_size": 64, "learning_rate": 2e-3, "optimizer": adam},
+        "fit": {"batch_size": 64, "steps": 32},
+        "learning_rate": 2e-3,
     }
+    path.write_text(json.dumps(v2))
+    rec = tuner.load_recommendation(path)
+    assert rec.fit_kwargs == {"batch_size": 64} and rec.trial_budget == {"steps": 32}
 
 
 @pytest.mark.parametrize(

@@ -60,9 +60,9 @@ def test_the_sample_has_every_documented_key_and_section(sample: dict[str, Any])
     assert "optimizer" not in sample  # version 2: it is recommended.optimizer
     for section in ("recommended", "distribution", "evidence", "provenance"):
         assert_section(sample[section], section)
-    fit = set(sample["fit"])
-    assert fit <= set(documented("`fit` key")) and "batch_size" in fit
-    assert len(fit & {"epochs", "steps"}) == 1
+    # What a user pastes into fit: the batch, nothing that cuts their training to the budget.
+    assert set(sample["fit"]) == set(documented("`fit` key")) == {"batch_size"}
+    assert sample["evidence"]["trial_budget"] == {"epochs": 3}
     assert sample["provenance"]["optimizer_config_source"] == "trained"  # a current worker's
     assert type(sample["fit"]["batch_size"]) is int and type(sample["trial_number"]) is int
 
@@ -72,7 +72,7 @@ def test_the_section_tables_are_what_the_export_produces() -> None:
     produced = export_document(run_recommend([trial]), trial, {}, None)
     for section in ("recommended", "distribution", "evidence", "provenance"):
         assert_section(produced[section], section)
-    assert set(produced["fit"]) < set(documented("`fit` key"))
+    assert set(produced["fit"]) == set(documented("`fit` key"))
     # A batch reached only by gradient accumulation: the *sometimes* key is there too.
     extra = {"accumulation_steps": 2, "micro_batch_per_replica": 32}
     accumulated = make_trial(0, 128, "linear", loss=0.5, throughput=1000.0, windows=3, **extra)
@@ -127,4 +127,5 @@ def test_the_sample_loads_back_as_the_trials_adam(sample: dict[str, Any], tmp_pa
     assert float(rec.optimizer.learning_rate) == pytest.approx(expected["learning_rate"], rel=1e-7)
     for key in ("beta_1", "beta_2", "epsilon", "amsgrad"):
         assert config[key] == expected[key], key
-    assert rec.fit_kwargs == {"batch_size": doc["fit"]["batch_size"], "epochs": 3}
+    assert rec.fit_kwargs == {"batch_size": doc["fit"]["batch_size"]}
+    assert rec.trial_budget == {"epochs": 3}

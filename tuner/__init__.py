@@ -4,10 +4,9 @@ The public API is re-exported here lazily, so ``import tuner`` (and ``tuner --he
 TensorFlow or Optuna.
 """
 
-from __future__ import annotations
-
-from importlib import import_module
-from typing import Any
+# Private names: ``tuner.<TAB>`` in Jupyter offered ``import_module`` beside the API.
+from importlib import import_module as _import_module
+from typing import Any as _Any
 
 from tuner._version import __version__ as __version__
 
@@ -27,7 +26,14 @@ nothing else: a search starts one way from Python, :func:`search`."""
 __all__ = sorted([*_EXPORTS, "__version__"])
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _Any:
     if name in _EXPORTS:
-        return getattr(import_module(_EXPORTS[name]), name)
+        return getattr(_import_module(_EXPORTS[name]), name)
     raise AttributeError(f"module 'tuner' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """The public names, for ``dir(tuner)`` and completion (``tuner.<TAB>`` in Jupyter): the lazy
+    exports are not in the module's namespace until first used, so the default listing lacked
+    ``search``."""
+    return list(__all__)

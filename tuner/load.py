@@ -3,8 +3,9 @@
 Imports Keras, so ``tuner/__init__.py`` re-exports it lazily. Everything the file's
 ``recommended`` block needs is stock Keras (the ``linear-warmup`` ramp is ``CosineDecay``), so a
 script may just as well call ``keras.optimizers.deserialize(config["recommended"]["optimizer"])``
-itself. Schema version 1 files (the optimizer a top-level section, no ``recommended``) still
-load.
+itself. Files of schema versions 1 and 2 still load: version 1's optimizer is a top-level
+section, and both wrote the trial's budget into ``fit`` (``epochs``, ``steps``), read here as
+:attr:`Recommendation.trial_budget`, never as arguments of the user's ``fit``.
 """
 
 from __future__ import annotations
@@ -30,14 +31,21 @@ class Recommendation:
     optimizer: Any
     """The Keras optimizer the trial trained with (one per model: see :meth:`new_optimizer`)."""
     fit_kwargs: dict[str, Any] = field(default_factory=dict)
-    """``batch_size`` and ``epochs`` (under a sample budget: ``epochs=1`` and
-    ``steps_per_epoch``, for a repeated dataset)."""
+    """What ``model.fit`` takes from the recommendation: ``batch_size``, nothing that limits the
+    training (the epochs are the user's: the trial's short budget is :attr:`trial_budget`)."""
     custom_objects: dict[str, Any] | None = None
 
     @property
     def batch_size(self) -> int:
         """The recommended global batch size."""
         return int(self.config["fit"]["batch_size"])
+
+    @property
+    def trial_budget(self) -> dict[str, int]:
+        """What the recommended trial trained for, the search's short budget (evidence, not
+        advice): ``{"epochs": n}``, or under a sample budget ``train_samples`` and ``steps``
+        (``{}``: not known)."""
+        return trial_budget_of(self.config)
 
     @property
     def learning_rate(self) -> float:
@@ -154,14 +162,21 @@ def loss_scaled(config: dict[str, Any]) -> bool:
 
 
 def fit_kwargs(fit: dict[str, Any]) -> dict[str, Any]:
-    """The ``fit`` section as arguments of ``keras.Model.fit``: ``steps`` (a sample budget's
-    optimizer steps) become one epoch of ``steps_per_epoch`` steps."""
-    kwargs = {"batch_size": int(fit["batch_size"])}
-    if "steps" in fit:
-        kwargs.update(epochs=1, steps_per_epoch=int(fit["steps"]))
-    elif "epochs" in fit:
-        kwargs["epochs"] = int(fit["epochs"])
-    return kwargs
+    """The ``fit`` section as arguments of ``keras.Model.fit``: ``batch_size`` alone. A file of
+    schema version 1 or 2 also holds the trial's ``epochs`` or ``steps`` there: the search's
+    budget, which would cut the user's training short (:func:`trial_budget_of` reads it)."""
+    return {"batch_size": int(fit["batch_size"])}
+
+
+def trial_budget_of(config: dict[str, Any]) -> dict[str, int]:
+    """``evidence.trial_budget``; in a file of schema version 1 or 2, the ``fit`` section's
+    ``epochs`` or ``steps`` (the trial's budget, written there then)."""
+    evidence = config.get("evidence")
+    if isinstance(evidence, dict) and isinstance(evidence.get("trial_budget"), dict):
+        budget = evidence["trial_budget"]
+        return {str(key): value for key, value in budget.items() if type(value) is int}
+    fit = config.get("fit") or {}
+    return {key: int(fit[key]) for key in ("epochs", "steps") if key in fit}
 
 
 def _read(path: Path) -> dict[str, Any]:

@@ -8,6 +8,7 @@ import pkgutil
 import subprocess
 import sys
 import textwrap
+import types
 from pathlib import Path
 
 import pytest
@@ -126,3 +127,12 @@ def test_lazy_attributes() -> None:
     assert tuner.load_recommendation is load.load_recommendation
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         _ = tuner.nope  # type: ignore[attr-defined]
+
+
+def test_completion_offers_the_api_and_no_helper() -> None:
+    # 46: tuner.<TAB> in Jupyter offered import_module but not search (lazy exports).
+    assert dir(tuner) == tuner.__all__
+    assert {"search", "load_recommendation"} <= set(dir(tuner))
+    # Every module of tuner's is bound once imported (tuner.api, ...); nothing else public.
+    public = {name for name in vars(tuner) if not name.startswith("_")}
+    assert all(isinstance(getattr(tuner, name), types.ModuleType) for name in public), public

@@ -17,7 +17,7 @@ from tuner.core.accumulation import (
     smallest_unfit,
 )
 from tuner.core.errors import ConfigError
-from tuner.core.recommend._export import fit_section, recommended_section
+from tuner.core.recommend._export import fit_section, recommended_section, trial_budget
 from tuner.core.spec import spec_from_dict
 from tuner.views.recommendation import answer_text, feasible_text, recommendation_rows
 
@@ -72,7 +72,10 @@ def test_the_recommendation_says_a_batch_was_reached_only_by_accumulation() -> N
     assert ("accumulation", line) in recommendation_rows(rec)
     assert "by accumulation (fit's batch_size 128)" in answer_text(rec)
     assert "gradient_accumulation_steps=2" in answer_text(rec)
-    assert fit_section(rec, {}, {"epochs": 2})["batch_size"] == 128
+    assert fit_section(rec) == {"batch_size": 128}
+    # The budget's steps are batches fit fed: micro-batches of 128.
+    budget = trial_budget(rec, {"train_samples_used": 1024}, {"train_samples": 1024})
+    assert budget == {"train_samples": 1024, "steps": 8}
     assert recommended_section(rec, {})["accumulation_steps"] == 2
     assert cost_text({**rec, "accumulation": None}) == ""
 

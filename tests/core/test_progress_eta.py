@@ -10,6 +10,7 @@ from tuner.core.outcome import TrialOutcome
 from tuner.core.plan import SearchPlan, busiest, busy_line, load_record
 from tuner.core.progress import (
     StepReporter,
+    clipped,
     format_duration,
     format_eta,
     joined,
@@ -180,3 +181,21 @@ def test_a_resumed_study_says_what_is_left_of_the_plan() -> None:
         "left: 2 trainings (≤ 6 with repeats): 1 seed, 1 grid, ≤ 4 repeats; "
         "the time is estimated once a training has run"
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "width", "shown"),
+    [
+        ("loss 2.31 vs 1.841e-03 at epoch 2", 33, "loss 2.31 vs 1.841e-03 at epoch 2"),  # it fits
+        ("loss 2.31 vs 1.841e-03 at epoch 2", 20, "loss 2.31 vs…"),  # not "vs 1.841e"
+        ("loss 2.31 vs 1.841e-03 at epoch 2", 24, "loss 2.31 vs 1.841e-03 …"),
+        ("loss 2.31 vs 1.841e-03 at epoch 2", 23, "loss 2.31 vs…"),
+        ("loss 2.31 vs 1.841e-03 at epoch 2", 11, "loss 2.31 …"),  # a whole number, a space
+        ("loss 2.31 vs 1.841e-03 at epoch 2", 10, "loss…"),  # no room for the space: a word fewer
+        ("/very/long/path/name.py", 12, "/very/long…"),  # one word: cut between its tokens
+        ("supercalifragilistic", 8, "superca…"),  # no break at all: inside it
+        ("anything", 0, ""),
+    ],
+)
+def test_clipped_text_ends_at_a_word_with_an_ellipsis(text: str, width: int, shown: str) -> None:
+    assert clipped(text, width) == shown and len(shown) <= width

@@ -121,3 +121,15 @@ def test_records_keep_the_stored_numbers_at_full_precision() -> None:
     assert float(table[0]["throughput"]) == 1234567.891
     assert table[0]["host"] == "a,b" and table[1]["throughput"] == ""
     assert table[1]["error"] == 'out of memory, "quoted"\nand a line'
+
+
+def test_a_long_note_is_cut_at_a_word_with_an_ellipsis_never_in_a_number() -> None:
+    # 46: the note was sliced to its width, mid-word and without "…" (once "vs 1.841e").
+    error = "stopped: its loss 2.3139 is worse than the best rate's at this batch vs 1.841e-03"
+    trial = make_trial(1, 128, status="error", state=TrialState.PRUNED, error=error)
+    headers = [h for h, _ in TRIAL_COLUMNS]
+    (row,) = trial_rows([trial], note_width=72)
+    note = row[headers.index("note")]
+    assert note.endswith("…") and len(note) <= 72
+    assert note[:-1] == error[: len(note) - 1] and error[len(note) - 1] == " "
+    assert "1.841e" not in note

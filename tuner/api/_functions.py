@@ -21,10 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from tuner.core.errors import ConfigError
+from tuner.core.options import SHIPPED_MODULE
 from tuner.files import atomic_write_bytes, atomic_write_text
-
-SHIPPED_MODULE = "tuner_shipped"
-"""The module of a study's shipped functions (``tuner_shipped:build_model``)."""
 
 _LOADER = '''"""Written by tuner.search(): the functions it was given that no process can import,
 shipped by value (cloudpickle). One folder per set of functions: never rewritten."""

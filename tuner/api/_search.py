@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import os
 import types
 from collections.abc import Callable, Mapping
@@ -14,6 +13,7 @@ from tuner.api._functions import Shipment
 from tuner.api._result import SearchResult
 from tuner.core.errors import ConfigError
 from tuner.core.options import DEFAULT_STORAGE, named, naming, option, spec_only
+from tuner.core.typos import closest
 
 _REQUIRED_SEARCH = ("base_batch_size", "batch_multipliers", "lr_rules", "base_lr", "epochs")
 """What a spec file must name; without a file, the built-in workload's values stand."""
@@ -110,8 +110,8 @@ def check_known(caller: str, options: Mapping[str, Any], kind: type, taken: set[
     if "spec_values" in names:  # SearchOptions: its spec-only keys are keywords too
         known |= {row.key for row in spec_only(None)}
     for key in sorted(options.keys() - known):
-        near = difflib.get_close_matches(key, sorted(known), n=1)
-        hint = f"did you mean {near[0]}=?" if near else f"known: {', '.join(sorted(known))}"
+        near = closest(key, sorted(known))
+        hint = f"did you mean {near}=?" if near else f"known: {', '.join(sorted(known))}"
         raise ConfigError(f"{caller} got an unknown option {key}=; {hint}")
 
 

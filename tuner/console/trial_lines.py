@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tuner.core.outcome import TrialOutcome
-from tuner.core.progress import format_duration, format_eta, joined
+from tuner.core.progress import clipped, format_duration, format_eta, joined
 from tuner.core.protocol import EpochEvent, ProgressEvent
 
 FAILED = frozenset({"error", "crashed", "timeout", "interrupted"})
@@ -43,8 +43,7 @@ def result_parts(outcome: TrialOutcome) -> list[str]:
     error = (outcome.error or "").strip().splitlines()
     if not error:
         return []
-    first = error[0]
-    return [first if len(first) <= _ERROR_WIDTH else first[: _ERROR_WIDTH - 1] + "…"]
+    return [clipped(error[0], _ERROR_WIDTH)]
 
 
 def short_configuration(params: dict[str, Any], precision: bool = False) -> list[str]:

@@ -8,7 +8,7 @@ case-insensitive (Keras lowercases a ``class_name``); loss names are exact.
 
 from __future__ import annotations
 
-import difflib
+from tuner.core.typos import closest
 
 OPTIMIZER_CLASSES = {
     "adadelta": "Adadelta",
@@ -94,9 +94,9 @@ LOSSES = (
 )
 
 TYPO_CUTOFF = 0.75
-"""How close (difflib's ratio) an unknown name must be to a Keras name to be called a typo of
-it. A name close to none may be the user's own, registered with Keras when their module is
-imported in the trial process: that one is left to the workload check."""
+"""How close (the cutoff of :func:`tuner.core.typos.closest`) an unknown name must be to a Keras
+name to be called a typo of it. A name close to none may be the user's own, registered with Keras
+when their module is imported in the trial process: that one is left to the workload check."""
 
 
 def nearest(name: str, known: tuple[str, ...], *, ignore_case: bool = False) -> str | None:
@@ -107,12 +107,12 @@ def nearest(name: str, known: tuple[str, ...], *, ignore_case: bool = False) -> 
     if ignore_case:
         if name.lower() in known:
             return None
-        found = difflib.get_close_matches(name.lower(), known, n=1, cutoff=TYPO_CUTOFF)
+        found = closest(name.lower(), known, cutoff=TYPO_CUTOFF)
     else:
         if name in known:
             return None
         lowered = {item.lower(): item for item in known}
         if name.lower() in lowered:  # "Mse": only the case is off
             return lowered[name.lower()]
-        found = difflib.get_close_matches(name, known, n=1, cutoff=TYPO_CUTOFF)
-    return found[0] if found else None
+        found = closest(name, known, cutoff=TYPO_CUTOFF)
+    return found

@@ -397,6 +397,19 @@ def naming(
         _NAMING.reset(token)
 
 
+SHIPPED_MODULE = "tuner_shipped"
+"""The module of a study's shipped functions (``tuner_shipped:build_model``): tuner's, never
+the user's, so a message names the function instead (:func:`shown_reference`)."""
+
+
+def shown_reference(value: object) -> str:
+    """``value`` as a message shows a workload reference: ``'mymodel:load_data'``, and a function
+    ``tuner.search`` shipped by value as ``load_data (a function given to tuner.search)``."""
+    if isinstance(value, str) and value.startswith(f"{SHIPPED_MODULE}:"):
+        return f"{value.partition(':')[2]} (a function given to tuner.search)"
+    return repr(value)
+
+
 def named(key: str) -> str:
     """How the user set the option ``key``: ``--base-lr`` on the command line, ``base_lr=`` in
     Python, and ``search.heartbeat`` for an option the command takes from the spec only."""

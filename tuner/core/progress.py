@@ -63,6 +63,43 @@ def wrap_parts(head: str, parts: Sequence[str], width: int, indent: int = 4) -> 
     return lines
 
 
+ELLIPSIS = "…"
+_TOKEN_BREAKS = "/(;:=|,"
+"""Where a word longer than the room may still be cut: between its tokens."""
+
+
+def clipped(text: str, width: int) -> str:
+    """``text`` in at most ``width`` characters: whole when it fits, else cut at the last word
+    boundary that leaves room for ``…`` (a word, and so a number such as ``1.841e-03``, is never
+    cut). A first word longer than that is cut before a token break (``/``, ``(``, ``:``...),
+    and only when it has none, inside it."""
+    if len(text) <= width:
+        return text
+    if width < 1:
+        return ""
+    room = text[: width - 1]
+    if text[width - 1].isspace():  # the cut falls between words
+        return _ended(room.rstrip(), width)
+    for breaks in (" \t\n", _TOKEN_BREAKS):
+        at = max(room.rfind(mark) for mark in breaks)
+        if at > 0 and room[:at].strip():
+            return _ended(room[:at].rstrip(), width)
+    return room + ELLIPSIS
+
+
+def _ended(kept: str, width: int) -> str:
+    """``kept`` and ``…``; after a number with a space between (``2.31 …`` is a whole number
+    cut after, ``2.31…`` would read as one cut inside), a word fewer where that does not fit."""
+    while kept[-1:].isdigit():
+        if len(kept) + 2 <= width:
+            return f"{kept} {ELLIPSIS}"
+        at = kept.rfind(" ")
+        if at <= 0:
+            break
+        kept = kept[:at].rstrip()
+    return kept + ELLIPSIS
+
+
 def joined(head: str, parts: Sequence[str]) -> str:
     """``head`` and ``parts`` on one line, as :func:`wrap_parts` joins them."""
     line = head

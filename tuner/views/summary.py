@@ -16,6 +16,7 @@ from tuner.core.budget import BUDGET
 from tuner.core.configurations import status_of
 from tuner.core.outcome import STATES
 from tuner.core.plan import MACHINE_LOAD, load_text
+from tuner.core.progress import clipped
 from tuner.core.record import decode
 from tuner.views.columns import Layout, fit_columns
 from tuner.views.recommendation import recommendation_rows as recommendation_rows
@@ -129,7 +130,8 @@ def trial_cells(
         fmt(attrs.get("goodput"), ",.0f"),
         model_text(attrs.get("model_hyperparameters")),
         str(attrs.get("host", "-")),
-        note_text(attrs, same=same, runs=runs, number=trial.number)[:note_width],
+        # At a word boundary with "…": a slice cut words and numbers ("vs 1.841e").
+        clipped(note_text(attrs, same=same, runs=runs, number=trial.number), note_width),
     ]
 
 

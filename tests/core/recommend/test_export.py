@@ -142,7 +142,7 @@ def test_the_document_has_the_version_the_sections_and_every_flat_key() -> None:
     trial = make_trial(0, BATCH, "linear", loss=0.5, throughput=1000.0)
     rec = run_recommend([trial])
     doc = export_document(rec, trial, SPEC, None)
-    assert doc["schema_version"] == SCHEMA_VERSION == 2
+    assert doc["schema_version"] == SCHEMA_VERSION == 3
     assert list(doc)[: 1 + len(SECTIONS)] == ["schema_version", *SECTIONS]
     assert set(rec) < set(doc)  # backward compatible: the flat keys stay
     assert "optimizer" not in doc  # version 2: only in the recommended block
@@ -176,8 +176,9 @@ def test_no_section_restates_a_flat_key() -> None:
 def test_integers_stay_integers_and_floats_get_their_precision() -> None:
     doc = document("linear-warmup", optimizer=worker_description("linear-warmup"), windows=3)
     text = json.dumps(doc)
-    assert doc["fit"] == {"batch_size": 128, "epochs": 3}
-    assert '"batch_size": 128,' in text and '"epochs": 3}' in text
+    assert doc["fit"] == {"batch_size": 128}
+    assert doc["evidence"]["trial_budget"] == {"epochs": 3}
+    assert '"fit": {"batch_size": 128}' in text and '"trial_budget": {"epochs": 3}' in text
     assert doc["num_replicas"] == 2 and doc["per_replica_batch_size"] == 64
     assert all(type(doc[k]) is int for k in ("num_replicas", "per_replica_batch_size"))
     schedule = doc["recommended"]["optimizer"]["config"]["learning_rate"]["config"]
@@ -196,10 +197,13 @@ def test_rounding_keeps_ints_and_bools_and_drops_non_finite() -> None:
     assert {"throughput", "final_loss"} <= MEASURED_KEYS
 
 
-def test_a_sample_budget_gives_steps_not_epochs() -> None:
+def test_a_sample_budget_is_evidence_not_an_argument_of_fit() -> None:
+    # 46: fit held {"epochs": 1, "steps_per_epoch": 32} of a 2,048-sample search, and a user who
+    # pasted it into model.fit trained 32 steps. fit is the batch; the budget is evidence.
     spec = {**SPEC, "search": {**SPEC["search"], "epochs": None, "train_samples": 100_000}}
     doc = document("none", spec=spec, train_samples_used=98_304)
-    assert doc["fit"] == {"batch_size": 128, "steps": 768}
+    assert doc["fit"] == {"batch_size": 128}
+    assert doc["evidence"]["trial_budget"] == {"train_samples": 100_000, "steps": 768}
 
 
 def test_evidence_and_distribution_carry_units_in_their_names() -> None:

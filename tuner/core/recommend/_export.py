@@ -2,18 +2,18 @@
 (:func:`tuner.core.recommend._pipeline.recommend`), the chosen trial and the study's spec.
 
 On top of the recommendation's flat keys (kept as they are: scripts rely on them) it adds
-``schema_version`` and six sections: ``recommended`` (what a training script needs, read with
-plain Keras: the global and per-replica batch, the learning rate, the optimizer as trained in the
-form ``keras.optimizers.deserialize`` takes, the precision), ``fit`` (the arguments of
-``model.fit``), ``compile`` (whether the optimizer is loss-scaled; the loss and optimizer class
-used, and whether the user's build compiled them), ``distribution``, ``evidence`` and
-``provenance``. A section holds only what no flat key states (schema version 2): the optimizer
-lives in ``recommended`` alone, the verdict and the measurements in the flat keys alone; the
-fixed names that say one value twice are ``fit.batch_size``, ``compile.dtype_policy`` and the
-``recommended`` block's copies of flat keys. Units are in key names (``throughput_samples_per_s``);
-integers stay integers; measurements keep 6 significant digits, settings 15 (float64 noise such
-as 0.7999999999999999 dropped; Keras casts them to float32 anyway); a non-finite float becomes
-``null`` (JSON has no NaN).
+``schema_version`` and six sections: ``recommended`` (what a training script needs, read with plain
+Keras: the global and per-replica batch, the learning rate, the optimizer as trained in the form
+``keras.optimizers.deserialize`` takes, the precision), ``fit`` (the arguments of ``model.fit`` a
+user pastes: the batch, nothing that limits their training), ``compile`` (whether the optimizer is
+loss-scaled; the loss and optimizer class used, and whether the user's build compiled them),
+``distribution``, ``evidence`` and ``provenance``. A section holds only what no flat key states
+(schema version 2): the optimizer lives in ``recommended`` alone, the verdict and the measurements
+in the flat keys alone; the fixed names that say one value twice are ``fit.batch_size``,
+``compile.dtype_policy`` and the ``recommended`` block's copies of flat keys. Units are in key
+names (``throughput_samples_per_s``); integers stay integers; measurements keep 6 significant
+digits, settings 15 (float64 noise such as 0.7999999999999999 dropped; Keras casts them to float32
+anyway); a non-finite float becomes ``null`` (JSON has no NaN).
 """
 
 from __future__ import annotations
@@ -27,10 +27,12 @@ from tuner.core.configurations import DEFAULT_PRECISION
 from tuner.core.optimizers import from_description
 from tuner.core.record import decode
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """Raised when a key of the JSON is removed or changes meaning; new keys may come without it.
 2: the ``recommended`` block; ``optimizer`` moved into it; the sections lost their copies of
-flat keys."""
+flat keys. 3: ``fit`` holds only ``batch_size``; the trial's short budget (``fit.epochs``,
+``fit.steps``) moved to ``evidence.trial_budget`` (pasted into ``model.fit`` it cut a user's
+training to the search's budget)."""
 SECTIONS = ("recommended", "fit", "compile", "distribution", "evidence", "provenance")
 MEASURED_DIGITS = 6
 """Significant digits of a measurement (throughput, loss, noise scale, ratios)."""
@@ -92,10 +94,10 @@ def export_document(
     document = {
         "schema_version": SCHEMA_VERSION,
         "recommended": recommended_section(rec, optimizer),
-        "fit": fit_section(rec, attrs, search),
+        "fit": fit_section(rec),
         "compile": compile_section(rec, attrs, workload),
         "distribution": distribution_section(attrs, search),
-        "evidence": evidence_section(rec, attrs, workload),
+        "evidence": evidence_section(rec, attrs, spec),
         "provenance": provenance_section(attrs, workload, storage, source),
         **{key: value for key, value in rec.items() if key not in ("schema_version", *SECTIONS)},
     }
@@ -131,20 +133,33 @@ def optimizer_section(
     return rebuilt, "described" if described else "spec"
 
 
-def fit_section(
+def fit_section(rec: dict[str, Any]) -> dict[str, Any]:
+    """The arguments of ``model.fit`` a user pastes: ``batch_size`` alone (global; the
+    micro-batch when accumulating). How long the trial trained is evidence, not advice
+    (:func:`trial_budget`): in ``fit`` it would cut the user's training to the search's budget."""
+    return {"batch_size": fit_batch(rec)}
+
+
+def fit_batch(rec: dict[str, Any]) -> int:
+    """The batch ``fit`` feeds: the global batch, or the micro-batch when accumulating (the
+    optimizer accumulates: its config says so)."""
+    return int(rec["global_batch_size"]) // int((rec.get("accumulation") or {}).get("steps") or 1)
+
+
+def trial_budget(
     rec: dict[str, Any], attrs: dict[str, Any], search: dict[str, Any]
 ) -> dict[str, Any]:
-    """``batch_size`` (global), and ``epochs`` — or ``steps`` under a sample budget (optimizer
-    steps in all: ``fit(epochs=1, steps_per_epoch=steps)`` over a repeated dataset)."""
-    # Accumulating: fit feeds the micro-batch; the optimizer accumulates (its config says so).
-    batch = int(rec["global_batch_size"]) // int((rec.get("accumulation") or {}).get("steps") or 1)
-    fit: dict[str, Any] = {"batch_size": batch}
+    """What the trial trained for (the search's short budget): ``epochs``, or under a sample
+    budget ``train_samples`` (the spec's budget) and ``steps`` (the batches of ``fit_batch`` it
+    fed, over a repeated dataset); ``{}`` when neither is known."""
     if search.get("train_samples") is not None:
         used = attrs.get("train_samples_used") or int(search["train_samples"])
-        fit["steps"] = max(1, int(used) // batch)  # a budget below one batch still trained one
-    elif attrs.get("windows") or search.get("epochs"):
-        fit["epochs"] = int(attrs.get("windows") or search["epochs"])
-    return fit
+        # A budget below one batch still trained one.
+        steps = max(1, int(used) // fit_batch(rec))
+        return {"train_samples": int(search["train_samples"]), "steps": steps}
+    if attrs.get("windows") or search.get("epochs"):
+        return {"epochs": int(attrs.get("windows") or search["epochs"])}
+    return {}
 
 
 def compile_section(
@@ -201,13 +216,15 @@ def distribution_section(attrs: dict[str, Any], search: dict[str, Any]) -> dict[
 
 
 def evidence_section(
-    rec: dict[str, Any], attrs: dict[str, Any], workload: dict[str, Any]
+    rec: dict[str, Any], attrs: dict[str, Any], spec: dict[str, Any]
 ) -> dict[str, Any]:
     """What the choice stands on beyond the flat keys (the verdict, the measurements and their
-    intervals, the rivals): the loss the values are of, the losses and run throughputs behind
-    them, and with a target the time it took apart from training."""
+    intervals, the rivals): the budget the trial trained for, the loss the values are of, the
+    losses and run throughputs behind them, and with a target the time it took apart from
+    training."""
     return {
-        "loss": _used_loss(attrs, workload),
+        "trial_budget": trial_budget(rec, attrs, spec.get("search", {})),
+        "loss": _used_loss(attrs, spec.get("workload", {})),
         "epoch_train_losses": list(attrs.get("epoch_losses") or []),
         "run_throughputs_samples_per_s": attrs.get("repeats"),
         "throughput_spread_fraction": attrs.get("throughput_spread"),

@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import difflib
 import math
 import re
 from collections.abc import Mapping
@@ -13,6 +12,7 @@ from typing import Any
 
 from tuner.core.errors import ConfigError
 from tuner.core.scaling import ADAM_FAMILY, KERAS_ADAM, LR_RULES, optimizer_settings
+from tuner.core.typos import closest
 
 REFERENCE_PATTERN = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 """A ``module:function`` reference."""
@@ -241,9 +241,9 @@ def check_layout(raw: Mapping[str, Any], source: str, known: Mapping[str, tuple[
             raise ConfigError(f"[{section}] in {source} must be a table")
         unknown = sorted(set(value) - set(known[section]))
         if unknown:
-            near = difflib.get_close_matches(unknown[0], known[section], n=1)
+            near = closest(unknown[0], known[section])
             hint = (
-                f"did you mean {section}.{near[0]}?"
+                f"did you mean {section}.{near}?"
                 if near
                 else f"known keys of [{section}]: {', '.join(known[section])}"
             )

@@ -7,7 +7,6 @@ right one; what only running the user's code can tell is left to the workload ch
 from __future__ import annotations
 
 import ast
-import difflib
 import importlib.machinery
 import importlib.util
 import os
@@ -16,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from tuner.core.errors import ConfigError
 from tuner.core.keras_names import LOSSES, OPTIMIZERS, nearest
+from tuner.core.typos import closest
 
 if TYPE_CHECKING:
     from tuner.core.spec import StudySpec
@@ -63,8 +63,8 @@ def reference_problem(reference: str) -> str | None:
     names = _top_level_names(origin)
     if names is None or name in names:
         return None
-    near = difflib.get_close_matches(name, sorted(names), n=1)
-    hint = f"; did you mean {module_name}:{near[0]}?" if near else ""
+    near = closest(name, sorted(names))
+    hint = f"; did you mean {module_name}:{near}?" if near else ""
     return f"{origin.name} defines no {name!r} at its top level{hint}"
 
 

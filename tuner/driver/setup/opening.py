@@ -14,7 +14,7 @@ from optuna.trial import TrialState
 
 from tuner.core.devices import DevicePlan
 from tuner.core.errors import ConfigError
-from tuner.core.options import named
+from tuner.core.options import named, shown_reference
 from tuner.core.record import decode_study, store_study
 from tuner.core.spec import StudySpec, check_study_name, identity_of
 from tuner.driver.observer import quiet_optuna
@@ -211,5 +211,5 @@ def _first_difference(old: dict[str, Any], new: dict[str, Any], prefix: str = ""
             if found:
                 return found
         elif a != b:
-            return f"{prefix}{key}: stored {a!r}, now {b!r}"
+            return f"{prefix}{key}: stored {shown_reference(a)}, now {shown_reference(b)}"
     return ""

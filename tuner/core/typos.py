@@ -1,0 +1,58 @@
+"""The name a misspelt one was meant to be: one function, :func:`closest`, wherever tuner says
+"did you mean".
+
+``difflib.get_close_matches`` ranks by a ratio of matching blocks, which scores a transposition
+low: ``adma`` came out nearer ``adamax`` than ``adam``. Here the nearest is the fewest edits,
+a transposition of two neighbouring letters counting as one (optimal string alignment, the
+restricted Damerau–Levenshtein distance), with difflib's ratio breaking ties.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+DEFAULT_CUTOFF = 0.6
+"""difflib's default: how alike (0 to 1) a name must be to be suggested at all."""
+
+
+def edit_distance(first: str, second: str) -> int:
+    """The optimal-string-alignment distance: insertions, deletions, substitutions and
+    transpositions of neighbouring characters, each one edit (no substring edited twice)."""
+    previous2: list[int] = []
+    previous = list(range(len(second) + 1))
+    for i, left in enumerate(first, start=1):
+        row = [i] + [0] * len(second)
+        for j, right in enumerate(second, start=1):
+            row[j] = min(
+                previous[j] + 1,  # deletion
+                row[j - 1] + 1,  # insertion
+                previous[j - 1] + (left != right),  # substitution (or a match)
+            )
+            if i > 1 and j > 1 and left == second[j - 2] and first[i - 2] == right:
+                row[j] = min(row[j], previous2[j - 2] + 1)  # transposition
+        previous2, previous = previous, row
+    return previous[-1]
+
+
+def similarity(first: str, second: str) -> float:
+    """1 less the edits per character of the longer name (1.0: the same; 0.0: nothing alike)."""
+    longest = max(len(first), len(second))
+    return 1.0 if longest == 0 else 1.0 - edit_distance(first, second) / longest
+
+
+def closest(word: str, candidates: Iterable[str], cutoff: float = DEFAULT_CUTOFF) -> str | None:
+    """The candidate ``word`` is likeliest a misspelling of, or ``None`` when none is alike
+    enough. Alike enough: its edit similarity or difflib's ratio reaches ``cutoff`` (so every
+    name difflib offered is still offered); the nearest: the fewest edits, then difflib's
+    ratio, then the first given."""
+    best: tuple[int, float, int] | None = None
+    found = None
+    for order, candidate in enumerate(candidates):
+        ratio = difflib.SequenceMatcher(None, word, candidate).ratio()
+        if max(ratio, similarity(word, candidate)) < cutoff:
+            continue
+        key = (edit_distance(word, candidate), -ratio, order)
+        if best is None or key < best:
+            best, found = key, candidate
+    return found
