@@ -8,7 +8,7 @@ import sys
 
 import optuna
 import pytest
-from conftest import TESTS, WIDE, run_tuner, search_wide, sha256, tuner_env
+from conftest import TESTS, WIDE, run_tuner, search_wide, tuner_env
 from optuna.trial import TrialState
 
 from tuner.core.record import decode
@@ -153,17 +153,6 @@ def test_search_mode_samples_model_hyperparameters_with_batch_and_rule(tmp_path)
     assert (
         len(optuna.load_study(study_name="hyper", storage=f"sqlite:///{tmp_path}/h.db").trials) == 4
     )
-
-
-def test_a_hypermodel_whose_fit_sets_batch_size_is_refused(tmp_path):
-    (tmp_path / "h.db").write_bytes(b"")
-    before = sha256(tmp_path / "h.db")
-    result = search(tmp_path, model="BatchSettingMLP", warm="0")
-    assert result.returncode == 2
-    assert "HyperModel.fit sets batch_size" in result.stderr
-    assert "tuner owns the batch size" in result.stderr
-    assert "Traceback" not in result.stderr
-    assert sha256(tmp_path / "h.db") == before
 
 
 def test_search_mode_needs_a_hypermodel(tmp_path):

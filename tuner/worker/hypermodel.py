@@ -136,10 +136,10 @@ class _FitRecorder:
 
 
 def check_fit(reference: str, x: Any, y: Any) -> list[str] | None:
-    """Refuse a ``HyperModel`` whose ``fit`` sets ``batch_size``: tuner owns the batch size.
-    Otherwise, for a ``HyperModel`` that overrides ``fit`` (which tuner never calls), the names of
-    the hyperparameters it declares (``[]`` when none are found); ``None`` when ``fit`` is
-    KerasTuner's own or the model is no ``HyperModel``."""
+    """For a ``HyperModel`` that overrides ``fit`` (which tuner never calls), the names of the
+    hyperparameters it declares, ``batch_size`` among them where it sets one (KerasTuner's way of
+    tuning the batch; tuner searches the batch itself), ``[]`` when none are found; ``None`` when
+    ``fit`` is KerasTuner's own or the model is no ``HyperModel``."""
     import keras_tuner
 
     target = resolve(reference, allow_hypermodel=True)
@@ -154,13 +154,10 @@ def check_fit(reference: str, x: Any, y: Any) -> list[str] | None:
     # A fit that does more than call model.fit is judged by what it passed before failing.
     with contextlib.suppress(Exception):
         hypermodel.fit(hp, recorder, x, y)
-    if "batch_size" in recorder.kwargs:
-        raise WorkloadError(
-            f"{reference}: HyperModel.fit sets batch_size={recorder.kwargs['batch_size']!r}, "
-            "but tuner owns the batch size (it searches the global batch); remove batch_size "
-            "from fit"
-        )
-    return [entry["config"]["name"] for entry in hp.get_config()["space"]]
+    declared = [entry["config"]["name"] for entry in hp.get_config()["space"]]
+    if "batch_size" in recorder.kwargs and "batch_size" not in declared:
+        declared.append("batch_size")  # a constant one: unused all the same
+    return declared
 
 
 def layer_summary(model: Any) -> list[str]:
