@@ -133,3 +133,17 @@ def test_a_long_note_is_cut_at_a_word_with_an_ellipsis_never_in_a_number() -> No
     assert note.endswith("…") and len(note) <= 72
     assert note[:-1] == error[: len(note) - 1] and error[len(note) - 1] == " "
     assert "1.841e" not in note
+
+
+def test_the_compiled_metrics_are_a_column_and_a_record_field() -> None:
+    # 46: a model's compiled accuracy was never shown.
+    measured = make_trial(0, 64, loss=0.1, throughput=900.0, val_metrics={"accuracy": 0.91234})
+    plain = make_trial(1, 128, loss=0.2, throughput=1800.0)
+    headers = [h for h, _ in TRIAL_COLUMNS]
+    rows = trial_rows([measured, plain])
+    column = headers.index("val metrics")
+    assert [row[column] for row in rows] == ["accuracy=0.9123", "-"]
+    assert "val metrics" in [headers[i] for i in trial_layout(rows, 500).columns]
+    assert "val metrics" not in [headers[i] for i in trial_layout(rows[1:], 500).columns]
+    records = json.loads(records_text([measured, plain], "json"))
+    assert [r["val_metrics"] for r in records] == [{"accuracy": 0.91234}, None]

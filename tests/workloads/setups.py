@@ -25,7 +25,9 @@ class Setup:
     search must not say; ``fresh_in_test`` whether the test also trains the export by the fresh
     script (``benchmarks/zoo_table.py`` always does);
     ``in_suite`` whether the test suite searches it (``TUNER_ZOO_HEAVY=1``: every setup);
-    ``says`` lines the search must print on its stderr (a warning before any trial).
+    ``says`` lines the search must print on its stderr (a warning before any trial);
+    ``metrics`` compiled metrics every trial must store in ``val_metrics`` (and ``tuner show``
+    then shows).
     """
 
     id: str
@@ -48,6 +50,7 @@ class Setup:
     fresh_in_test: bool = True
     in_suite: bool = True
     says: tuple[str, ...] = ()
+    metrics: tuple[str, ...] = ()
 
     @property
     def compiled(self) -> bool:
@@ -104,6 +107,7 @@ SETUPS: tuple[Setup, ...] = (
         "mnist_convnet:build_model",
         "mnist_convnet:load_data",
         "MNIST convnet (examples/vision/mnist_convnet), compiled in the build",
+        metrics=("accuracy",),
     ),
     Setup(
         "mnist_convnet_uncompiled",
@@ -235,6 +239,7 @@ SETUPS: tuple[Setup, ...] = (
         "distiller:load_data",
         "the same Distiller, Keras 3 on JAX",
         backend="jax",
+        metrics=("sparse_categorical_accuracy",),
     ),
     Setup(
         "custom_loss",

@@ -65,6 +65,8 @@ def test_a_keras_setup_searches_exports_and_trains_fresh(
         assert taken or not setup.noise_measured, f"noise scale not measured: {trial}"
         for key, value in setup.expect:
             assert trial.get(key) == value, (key, trial)
+        for name in setup.metrics:  # the compiled metrics' final values, as evaluate logs them
+            assert 0.0 <= (trial.get("val_metrics") or {}).get(name, -1.0) <= 1.0, trial
         for key, low, high in setup.within:
             assert low <= trial[key] <= high, (key, low, high, trial)
     for words in setup.quiet:

@@ -69,6 +69,7 @@ _RESULT_ATTRS = (
     "noise_scale_note",
     "add_loss_note",
     "noise_scale_skipped",
+    "val_metrics",
     "steps_per_epoch",
     "windows",
     "window_steps",

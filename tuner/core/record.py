@@ -82,6 +82,8 @@ class Result:
     window_steps: int | None = None
     train_samples_used: int | None = None
     val_samples_used: int | None = None
+    val_metrics: dict[str, float] | None = None
+    """The final evaluation's other logged figures (the compiled metrics: ``accuracy`` ...)."""
     input_form: str | None = None
     input_rebatched: bool | None = None
     input_throughput: float | None = None

@@ -32,6 +32,7 @@ RECORD_FIELDS = [
     "repeats",
     "final_loss",
     "train_loss",
+    "val_metrics",
     "reached_target",
     "samples_to_target",
     "time_to_target_s",

@@ -48,6 +48,7 @@ TRIAL_COLUMNS: list[tuple[str, str]] = [
     ("final loss", "right"),
     ("to target", "right"),
     ("train loss", "right"),
+    ("val metrics", "left"),
     ("B_noise", "right"),
     ("goodput", "right"),
     ("model", "left"),
@@ -72,6 +73,7 @@ TRIAL_PRIORITY = [
     "runs",
     "per replica",
     "model",
+    "val metrics",
     "note",
     "train loss",
     "goodput",
@@ -84,7 +86,7 @@ TRIAL_PRIORITY = [
 are always shown). The throughput's interval comes after the final loss, which a decision needs
 more; ``per replica`` (global batch ÷ replicas) after both."""
 
-TRIAL_WRAPPING = frozenset({"model", "host", "note"})
+TRIAL_WRAPPING = frozenset({"model", "val metrics", "host", "note"})
 """The trials table's free-text columns: the only ones that may wrap; every other cell is one
 word (a number, a status, a rule) and is shown whole or not at all."""
 
@@ -126,6 +128,7 @@ def trial_cells(
         fmt(measured(shown, "final_loss"), ".4g"),
         target_text(decode(shown).flat),
         fmt(attrs.get("train_loss"), ".4g"),
+        metrics_text(attrs.get("val_metrics")),
         fmt(attrs.get("gradient_noise_scale"), ",.0f"),
         fmt(attrs.get("goodput"), ",.0f"),
         model_text(attrs.get("model_hyperparameters")),
@@ -227,6 +230,13 @@ def _state_matters(rows: list[list[str]]) -> bool:
     state = [header for header, _ in TRIAL_COLUMNS].index("state")
     expected = {**STATES, "running": "RUNNING"}
     return any(expected.get(row[STATUS_COLUMN]) != row[state] for row in rows)
+
+
+def metrics_text(metrics: dict[str, Any] | None) -> str:
+    """The model's compiled metrics at the final evaluation as ``accuracy=0.912`` (``-``: none)."""
+    if not metrics:
+        return "-"
+    return " ".join(f"{name}={format(value, '.4g')}" for name, value in metrics.items())
 
 
 def model_text(values: dict[str, Any] | None) -> str:

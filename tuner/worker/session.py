@@ -170,6 +170,9 @@ class Session:
     """With a loss target: the windows are its cadence, a check at each window's end."""
     notes: dict[str, Any] = field(default_factory=dict)
     """Result fields the backend adds as it opens the run (``add_loss_note``)."""
+    val_logs: dict[str, float] = field(default_factory=dict)
+    """The last evaluation's logs, the compiled metrics beside the loss (its evaluator fills
+    them: what the trial stores as ``val_metrics``)."""
 
 
 _HELD: list[Any] = []

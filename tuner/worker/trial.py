@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tuner.core import dominance
-from tuner.core.objective import DEFAULT_OBJECTIVE, is_validation
+from tuner.core.objective import DEFAULT_OBJECTIVE, is_validation, logged_name
 from tuner.core.protocol import Result, TrialRequest
 from tuner.core.target import CheckPlan
 from tuner.core.windows import is_input_bound, summarise, warmup_windows
@@ -63,6 +63,9 @@ def run_trial(request: TrialRequest, emit: Emit) -> Result:
     meter.windows_done()
     # With a target, the last check evaluated the trained model: not evaluated twice.
     final_loss = check.final_loss if check is not None else _validation_loss(session)
+    metrics = _val_metrics(session)
+    if metrics:
+        result["val_metrics"] = metrics
     result.update(
         final_loss=final_loss,
         train_loss=meter.losses[-1],
@@ -94,6 +97,14 @@ def _validation_loss(session: Session) -> float:
     loss = _evaluator(session)()
     session.timings["evaluate_s"] = time.perf_counter() - mark
     return loss
+
+
+def _val_metrics(session: Session) -> dict[str, float]:
+    """The last evaluation's figures besides the loss and the objective: the model's compiled
+    metrics, as Keras's ``evaluate`` logs them (``accuracy``)."""
+    objective = logged_name(session.request.workload.objective)
+    shown = {"loss", objective}
+    return {name: value for name, value in session.val_logs.items() if name not in shown}
 
 
 def _evaluator(session: Session) -> Callable[[], float]:

@@ -80,7 +80,7 @@ class _Model:
     def evaluate(self, x: Any, y: Any, sample_weight: Any, batch_size: int, **_: Any) -> Any:
         assert len(x) % 2 == 0  # what DataParallel on two devices needs
         self.sizes.append(len(x))
-        return {"loss": float(np.mean(x))}
+        return {"loss": float(np.mean(x)), "accuracy": float(np.mean(x > 2))}
 
 
 def test_a_validation_set_that_does_not_split_is_evaluated_exactly() -> None:
@@ -88,8 +88,11 @@ def test_a_validation_set_that_does_not_split_is_evaluated_exactly() -> None:
 
     x = np.arange(7, dtype=np.float64)
     model = _Model()
-    assert evaluate_exactly(model, (x, x), batch=4, replicas=2) == pytest.approx(3.0)
+    logs: dict[str, float] = {}
+    assert evaluate_exactly(model, (x, x), batch=4, replicas=2, logs=logs) == pytest.approx(3.0)
     assert model.sizes == [6, 2]  # six as they are, the seventh twice
+    # The compiled metrics weighed alike: 4 of the 7 samples are above 2.
+    assert logs == {"loss": pytest.approx(3.0), "accuracy": pytest.approx(4 / 7)}
 
 
 def test_the_memory_cap_is_read_from_the_environment() -> None:

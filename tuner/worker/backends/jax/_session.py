@@ -47,7 +47,8 @@ class JaxBackend:
         val = inputs.val_arrays(session.source, session.request.budget.val_samples)
         model, batch, replicas = session.loop.model, session.batch, len(self.devices)
         key = logged_name(session.request.workload.objective)
-        return lambda: evaluate_exactly(model, val, batch, replicas, key)
+        logs = session.val_logs
+        return lambda: evaluate_exactly(model, val, batch, replicas, key, logs)
 
     def input_throughput(self, session: Session) -> float:
         """The input stream alone, each batch placed on the devices as training places it."""
@@ -74,33 +75,50 @@ class JaxBackend:
 
 
 def evaluate_exactly(
-    model: Any, val: tuple[Any, ...], batch: int, replicas: int, key: str = "loss"
+    model: Any,
+    val: tuple[Any, ...],
+    batch: int,
+    replicas: int,
+    key: str = "loss",
+    logs: dict[str, float] | None = None,
 ) -> float:
     """The loss (or ``key`` of the logs: the objective's) over every sample of ``val``,
     evaluated at ``batch``. ``DataParallel`` needs
     batches that divide by ``replicas``: the few samples left over are each repeated
-    ``replicas`` times (the same mean) and weighed by their count."""
+    ``replicas`` times (the same mean) and weighed by their count. ``logs``: filled with every
+    logged figure (the compiled metrics), weighed alike."""
     total = inputs.length(val)
     head = total - total % replicas
     parts = []
     if head:
-        parts.append((head, _evaluate(model, inputs.slice_batch(val, 0, head), batch, key)))
+        parts.append((head, _evaluate(model, inputs.slice_batch(val, 0, head), batch)))
     if total > head:
         tail = inputs.slice_batch(val, head, total)
         repeat = lambda a: a.repeat(replicas, axis=0)  # noqa: E731
         repeated = tuple(inputs.map_arrays(repeat, part) for part in tail)
-        parts.append((total - head, _evaluate(model, repeated, batch, key)))
-    return sum(count * loss for count, loss in parts) / total
+        parts.append((total - head, _evaluate(model, repeated, batch)))
+    names = set.intersection(*(set(found) for _, found in parts))
+    weighed = {name: sum(count * found[name] for count, found in parts) / total for name in names}
+    if logs is not None:
+        logs.clear()
+        logs.update(weighed)
+    return weighed[key]
 
 
-def _evaluate(model: Any, val: tuple[Any, ...], batch: int, key: str) -> float:
+def _evaluate(model: Any, val: tuple[Any, ...], batch: int) -> dict[str, float]:
     # Keras's own evaluate: losses per output, loss weights and sample weights are the model's,
     # and "loss" is its total, what fit reports as the loss.
     x, y, weights = unpack(val)
     logs = model.evaluate(
         x, y, sample_weight=weights, batch_size=batch, verbose=0, return_dict=True
     )
-    return float(logs[key])
+    found = {}
+    for name, value in logs.items():
+        try:
+            found[str(name)] = float(value)
+        except Exception:  # a metric that is no scalar: not a figure
+            continue
+    return found
 
 
 def open_session(request: RunRequest, emit: Emit, record_steps: bool = False) -> Session:

@@ -26,10 +26,13 @@ from tuner.worker.backends.tensorflow._symbolic import skip_prebuild_once_built
 class ValidationPass:
     """Evaluates ``model`` over the validation set ``val`` (``batches``), a whole pass a call."""
 
-    def __init__(self, model: Any, val: Any, batches: int, key: str = "loss") -> None:
+    def __init__(
+        self, model: Any, val: Any, batches: int, key: str = "loss", logs: dict | None = None
+    ) -> None:
         self._model = model
         self._batches = batches
         self._key = key
+        self._logs = {} if logs is None else logs
         # Batched before it is repeated: every pass starts at the first sample.
         distributed = model.distribute_strategy.experimental_distribute_dataset(val.repeat())
         self._iterator = iter(distributed)
@@ -43,21 +46,38 @@ class ValidationPass:
             logs = model.test_function(self._iterator)
         # As evaluate does: the metrics' own result, which holds every batch, not the last's.
         metrics = model.get_metrics_result()
+        _keep(self._logs, {**logs, **metrics})
         return float(metrics[self._key] if self._key in metrics else logs[self._key])
 
 
-def evaluator(model: Any, val: Any, key: str = "loss") -> Callable[[], float]:
+def evaluator(
+    model: Any, val: Any, key: str = "loss", logs: dict | None = None
+) -> Callable[[], float]:
     """A :class:`ValidationPass`, or Keras's own ``evaluate`` where the batches are unknown or a
-    test call runs several (``steps_per_execution``): no exact passes of a repeated stream."""
+    test call runs several (``steps_per_execution``): no exact passes of a repeated stream.
+    ``logs``: filled with each evaluation's logs (the compiled metrics)."""
     batches = int(val.cardinality())
     if batches > 0 and getattr(model, "steps_per_execution", 1) == 1:
-        return ValidationPass(model, val, batches, key)
-    return lambda: keras_evaluate(model, val, key)
+        return ValidationPass(model, val, batches, key, logs)
+    return lambda: keras_evaluate(model, val, key, logs)
 
 
-def keras_evaluate(model: Any, val: Any, key: str = "loss") -> float:
+def _keep(into: dict, logs: dict) -> None:
+    """``logs``' scalar values as floats in ``into`` (a nested metric's dict is left out)."""
+    into.clear()
+    for name, value in logs.items():
+        try:
+            into[str(name)] = float(value)
+        except Exception:  # a metric that is no scalar (a confusion matrix): not a figure
+            continue
+
+
+def keras_evaluate(model: Any, val: Any, key: str = "loss", logs: dict | None = None) -> float:
     """Keras's ``evaluate`` of the trained model (its ``key``: the objective's), without its
     pre-build (see :func:`._symbolic.skip_prebuild_once_built`): the replicas' batches may differ
     in size."""
     skip_prebuild_once_built(model)
-    return float(model.evaluate(val, verbose=0, return_dict=True)[key])
+    found = model.evaluate(val, verbose=0, return_dict=True)
+    if logs is not None:
+        _keep(logs, found)
+    return float(found[key])

@@ -52,7 +52,7 @@ class TensorFlowBackend:
         val_samples = session.request.budget.val_samples
         val = inputs.val_batches(session.source, session.batch, val_samples)
         key = logged_name(session.request.workload.objective)
-        return evaluation.evaluator(session.loop.model, val, key)
+        return evaluation.evaluator(session.loop.model, val, key, session.val_logs)
 
     def input_throughput(self, session: Session) -> float:
         """What the distributed input pipeline delivers alone (:func:`meters.input_throughput`)."""
