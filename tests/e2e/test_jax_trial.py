@@ -134,7 +134,10 @@ def test_mixed_bfloat16_trains_on_both_backends(backend: str) -> None:
 
 @pytest.mark.usefixtures("workloads_importable")
 def test_a_batch_beyond_the_cpu_memory_cap_is_an_out_of_memory() -> None:
-    plan = _plan("jax", memory_limit=50 * 2**20)  # 100 MiB for the two devices
+    # 200 MiB for the two devices: room for the threads a run starts after the cap is set (each
+    # reserves its stack: at 100 MiB a busy machine once saw "can't start new thread" at batch
+    # 32), far below the 1024 batch's activations.
+    plan = _plan("jax", memory_limit=100 * 2**20)
     wide = {"model": "jax_test_workloads:wide_model"}
     fits = _request(workload=wide, global_batch_size=32, steps_per_epoch=2, epochs=1)
     over = replace(fits, global_batch_size=1024)  # ~330 MB of activations alone

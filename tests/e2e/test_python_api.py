@@ -28,7 +28,7 @@ TINY = {  # the README's grid and budget -> one batch, two rules, no baseline, s
 AFTER = """
 import json
 again = tuner.search(model=build_model, data=load_data, loss="mse", optimizer="adam",
-    study_name="my-model", base_batch_size=64, batch_multipliers=[1, 2],
+    study_name="my-model-py", base_batch_size=64, batch_multipliers=[1, 2],
     lr_rules=["none", "linear"], base_lr=1e-3, epochs=2, baseline=False, seeds=1,
     max_repeats=1, noise_scale=False, progress=False)
 rec = result.recommendation
@@ -75,7 +75,7 @@ def test_the_readmes_example_runs_with_functions_in_main(tmp_path: Path) -> None
     assert result["trials_after_resume"] == 4  # resumed: nothing trained again
     assert (tmp_path / "report.html").stat().st_size > 10_000
     # One folder for this storage's study, one inside it for this call's functions.
-    (study_folder,) = (tmp_path / "studies" / "shipped").glob("my-model-*")
+    (study_folder,) = (tmp_path / "studies" / "shipped").glob("my-model-py-*")
     (shipped,) = study_folder.iterdir()
     assert sorted(p.name for p in shipped.iterdir()) == [
         "build_model.pkl",
