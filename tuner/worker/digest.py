@@ -19,7 +19,6 @@ from typing import Any
 import numpy as np
 
 from tuner.core.protocol import Workload
-from tuner.worker.hypermodel import parameter_count
 
 PARTS = ("model function", "model configuration", "data function", "data samples")
 """The parts of a workload's fingerprint a resumed study compares, in the order said."""
@@ -130,6 +129,9 @@ def _configuration(model: Any) -> str:
     try:
         return json.dumps(model.get_config(), sort_keys=True, default=str)
     except Exception:  # a subclassed model without get_config: its size still counts
+        # Imported here: the digest stays free of Keras for the processes that only hash code.
+        from tuner.worker.hypermodel import parameter_count
+
         return str(parameter_count(model))
 
 
