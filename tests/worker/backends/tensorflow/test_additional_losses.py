@@ -6,12 +6,8 @@ regularizer alone. The guide's endpoint is the zoo's ``add_loss_endpoint`` setup
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-
 import pytest
+from tf_child import run_two_replicas
 
 pytest.importorskip("tensorflow")
 pytest.importorskip("keras")
@@ -110,15 +106,7 @@ print(json.dumps(out))
 
 @pytest.mark.slow
 def test_on_two_replicas_only_a_loss_objects_terms_are_corrected() -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", TWO_REPLICAS],
-        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "KERAS_BACKEND": "tensorflow"},
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    out = json.loads(done.stdout.strip().splitlines()[-1])
+    out = run_two_replicas(TWO_REPLICAS)
     # the recipe's endpoint, a metric updated in its call: corrected, one device's loss
     assert "multiplied by 2" in out["endpoint"]["note"]
     assert out["endpoint"]["ratio"] == pytest.approx(1.0, rel=1e-5)

@@ -8,16 +8,12 @@ loops training that model as ``fit`` does."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from tf_child import run_two_replicas
 
 pytestmark = pytest.mark.slow
 
@@ -123,18 +119,6 @@ out["validation"]["one_batch"] = float(model.compute_loss(
     x=x, y=y, y_pred=model(x, training=False), sample_weight=w, training=False))
 print(json.dumps(out))
 """
-
-
-def run_two_replicas(code: str) -> dict[str, Any]:
-    done = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "KERAS_BACKEND": "tensorflow"},
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
 LOOPS = """

@@ -6,14 +6,11 @@ happened in between. And on two replicas (a child process), a validation set the
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from typing import Any
 
 import numpy as np
 import pytest
+from tf_child import run_two_replicas
 
 tf = pytest.importorskip("tensorflow")
 keras = pytest.importorskip("keras")
@@ -113,15 +110,7 @@ def test_a_validation_set_split_unevenly_over_two_replicas_is_evaluated_whole() 
     """61 rows at a global batch of 64 on two replicas (31 + 30): plain Keras's ``evaluate``
     fails; both of tuner's ways evaluate every row, and the loss is their mean, as on one device
     (not the 60 rows a whole split would keep: 0.5 % off on the zoo's MLP)."""
-    done = subprocess.run(
-        [sys.executable, "-c", UNEVEN],
-        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "KERAS_BACKEND": "tensorflow"},
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    out = json.loads(done.stdout.strip().splitlines()[-1])
+    out = run_two_replicas(UNEVEN)
     assert "must have the same size and shape" in out["plain"]  # Keras's own, as issue 45 saw
     assert out["pass"][0] and not out["evaluate"][0]
     for _, loss in (out["pass"], out["evaluate"]):
