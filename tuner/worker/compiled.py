@@ -144,10 +144,10 @@ def spec_differences(build: Mapping[str, Any], workload: Workload) -> dict[str, 
 
 
 def _same_loss(spec: Any, loss: Any) -> bool:
-    return _loss_function(spec) is not None and _loss_function(spec) == _loss_function(loss)
+    return loss_function(spec) is not None and loss_function(spec) == loss_function(loss)
 
 
-def _loss_function(loss: Any) -> Any:
+def loss_function(loss: Any) -> Any:
     """What a loss computes: the function a name (or a serialized loss) or a built-in ``Loss``
     wraps, else its class."""
     try:

@@ -10,23 +10,20 @@ from typing import Any
 import keras
 
 from tuner.core.logits import PROBABILISTIC_LOSSES, logits_line, not_probabilities
+from tuner.worker.compiled import loss_function
 
 
 def probabilistic(loss: Any) -> str | None:
     """The Keras loss function ``loss`` computes when it is a crossentropy that expects
     probabilities (``from_logits`` false), by name, function or object; else ``None``."""
-    try:
-        resolved = keras.losses.get(loss) if isinstance(loss, str) else loss
-    except (ValueError, TypeError):
+    function = loss_function(loss)
+    name = function.__name__ if isinstance(function, types.FunctionType) else ""
+    if name not in PROBABILISTIC_LOSSES:
         return None
-    if isinstance(resolved, types.FunctionType):  # called with its defaults: probabilities
-        function, from_logits = resolved.__name__, False
-    elif isinstance(resolved, keras.losses.Loss) and hasattr(resolved, "fn"):
-        function = getattr(resolved.fn, "__name__", "")
-        from_logits = bool(resolved.get_config().get("from_logits", False))
-    else:
+    # A name is the function called with its defaults (probabilities); a Loss says its own.
+    if isinstance(loss, keras.losses.Loss) and loss.get_config().get("from_logits", False):
         return None
-    return function if function in PROBABILISTIC_LOSSES and not from_logits else None
+    return name
 
 
 def loss_warning(model: Any, loss: Any, x: Any, given: Any) -> str | None:
