@@ -1,14 +1,14 @@
 """The hand-written grid: what a user writes without tuner, plainly, in one process.
 
 Usage: python benchmarks/hand_grid.py [--replicas 2] [--epochs 3] [--base-batch 64]
-       [--multipliers 1,2] [--rules none,linear,sqrt] [--base-lr 1e-3]
-Defaults are the quickstart's (`tuner search` with the built-in workload). Its own model code
-(10 -> 64 -> 32 -> 1, MSE, Adam) and data (65,536 training and 8,192 validation samples of a
-smooth function of 10 features), one MirroredStrategy over logical CPU devices, and a loop over
-(global batch, learning-rate rule) that builds, compiles and fits a fresh model, then evaluates
-it. Each epoch is timed by a minimal callback; a configuration's throughput is the median of its
-epochs after the first (tracing, as tuner leaves it out). Prints one JSON line per configuration,
-then {"wall_s": ...}.
+       [--multipliers 1,2] [--rules none,linear,sqrt] [--base-lr 1e-3] [--samples 65536]
+Defaults are the quickstart's (`tuner search` with the built-in workload). Its own model code (10 ->
+64 -> 32 -> 1, MSE, Adam) and data (65,536 training and 8,192 validation samples of a smooth
+function of 10 features; --samples N: an epoch is the first N of them), one MirroredStrategy over
+logical CPU devices, and a loop over (global batch, learning-rate rule) that builds, compiles and
+fits a fresh model, then evaluates it. Each epoch is timed by a minimal callback; a configuration's
+throughput is the median of its epochs after the first (tracing, as tuner leaves it out). Prints one
+JSON line per configuration, then {"wall_s": ...}.
 """
 
 import argparse
@@ -31,6 +31,7 @@ parser.add_argument("--base-batch", type=int, default=64)
 parser.add_argument("--multipliers", default="1,2")
 parser.add_argument("--rules", default="none,linear,sqrt")
 parser.add_argument("--base-lr", type=float, default=1e-3)
+parser.add_argument("--samples", type=int, default=65_536)
 args = parser.parse_args()
 
 cpu = tf.config.list_physical_devices("CPU")[0]
@@ -44,7 +45,7 @@ w = rng.normal(size=(10,)).astype(np.float32)
 x = rng.random((65_536 + 8_192, 10), dtype=np.float32)
 y = (np.sin(3.0 * x @ w) + 0.5 * (x[:, 0] - x[:, 1]) ** 2)[:, None].astype(np.float32)
 y += 0.05 * rng.normal(size=y.shape).astype(np.float32)
-x_train, y_train, x_val, y_val = x[:65_536], y[:65_536], x[65_536:], y[65_536:]
+x_train, y_train, x_val, y_val = x[: args.samples], y[: args.samples], x[65_536:], y[65_536:]
 
 SCALE = {"none": lambda k: 1.0, "linear": lambda k: k, "sqrt": math.sqrt}
 
@@ -54,7 +55,7 @@ for multiplier in (int(m) for m in args.multipliers.split(",")):
         lr = args.base_lr * SCALE[rule](multiplier)
         train = (
             tf.data.Dataset.from_tensor_slices((x_train, y_train))
-            .shuffle(65_536, seed=0)
+            .shuffle(args.samples, seed=0)
             .batch(batch, drop_remainder=True)
             .prefetch(tf.data.AUTOTUNE)
         )
@@ -77,7 +78,7 @@ for multiplier in (int(m) for m in args.multipliers.split(",")):
             model.compile(optimizer=keras.optimizers.Adam(lr), loss="mse")
         model.fit(train, epochs=args.epochs, verbose=0, callbacks=[clock])
         val_loss = model.evaluate(val, verbose=0)
-        samples = 65_536 // batch * batch
+        samples = args.samples // batch * batch
         rates = [samples / (stamps[i + 1] - stamps[i]) for i in range(2, len(stamps), 2)]
         line = {"batch": batch, "rule": rule, "lr": lr, "throughput": statistics.median(rates)}
         print(json.dumps({**line, "val_loss": val_loss}), flush=True)
