@@ -88,6 +88,7 @@ if sys.argv[1] == "pickle":
     sys.stdout.buffer.write(cloudpickle.dumps(build_model))
 else:
     print(_code(cloudpickle.loads(sys.stdin.buffer.read()), 0))
+    print(",".join(sorted({{"keras", "tensorflow", "jax"}} & set(sys.modules))))
 """
 
 
@@ -103,10 +104,15 @@ def _code_in_a_fresh_process(tmp_path, scale: int = 2, comment: str = "") -> str
         [sys.executable, str(script), "pickle"], capture_output=True, check=True,
         env={**os.environ, "PYTHONHASHSEED": "1"},
     ).stdout  # fmt: skip
-    return subprocess.run(
+    loaded = subprocess.run(
         [sys.executable, str(script), "load"], input=pickled, capture_output=True, check=True,
         env={**os.environ, "PYTHONHASHSEED": "2"},
     ).stdout.decode()  # fmt: skip
+    code, frameworks = loaded.split("\n")[:2]
+    # Hashing code needs no framework: each of these processes importing TensorFlow made this
+    # test 40-50 s instead of about 1 (fixed in b51f688).
+    assert frameworks == "", f"the digest of a function's code imported {frameworks}"
+    return code
 
 
 def test_a_shipped_functions_code_is_the_same_in_every_process_and_changes_with_an_edit(
