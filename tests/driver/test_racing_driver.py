@@ -1,7 +1,8 @@
 """Racing and seed noise in the driver: real Optuna studies in SQLite, a fake child.
 
-What these prove without TensorFlow: close candidates run again (new trials, ``repeat_of`` the
-original) until their intervals separate or ``max_repeats``; each run stores its repeats, the
+What these prove without TensorFlow: close candidates at two batches run again (new trials,
+``repeat_of`` the original) until their intervals separate or ``max_repeats``, two rules at one
+batch do not (the loss decides them); each run stores its repeats, the
 medians and an interval; a stopped racing resumes from the stored trials; the seed runs are stored
 on the study and widen the loss tolerance racing applies.
 """
@@ -48,47 +49,57 @@ def storage(tmp_path: Path) -> Iterator[str]:
 
 
 def search(storage: str, child: FakeChild, **spec: Any) -> SearchReport:
-    # Grid (64, 128) × (none, linear): (64, none) is same_as (64, linear); the batch-128 points
-    # have the best loss (1/batch), the batch-64 one is 100 % worse: out of any tolerance.
+    # Grid (64, 128) × (none, linear): (64, none) is same_as (64, linear). With :func:`near` all
+    # three losses are within the tolerance; (128, none)'s is worse than (128, linear)'s, the
+    # same computation, so racing is between (64, linear) and (128, linear).
     return run_search(make_spec((1, 2), **spec), PLAN, storage, baseline=False, runner=child)
 
 
 def measured(
-    throughputs: dict[str, Iterator[float]], loss: Callable[[dict[str, Any]], float]
+    throughputs: dict[int, Iterator[float]], loss: Callable[[dict[str, Any]], float]
 ) -> Result:
-    """A child whose throughput per rule comes from ``throughputs`` (one value a run), with
-    three windows around it (the first one slow: tracing)."""
+    """A child whose throughput per batch comes from ``throughputs`` (one value a run; (128,
+    none) always 1500, it is never raced), with three windows around it (the first one slow:
+    tracing)."""
 
     def trial(request: dict[str, Any]) -> dict[str, Any]:
         batch, rule = request.global_batch_size, request.rule.name
-        rate = next(throughputs[rule]) if batch == 128 else 500.0
+        rate = 1500.0 if (batch, rule) == (128, "none") else next(throughputs[batch])
         windows = [rate / 10, rate * 0.99, rate, rate * 1.01]
         return ok(batch, throughput=rate, final_loss=loss(request), epoch_throughputs=windows)
 
     return trial
 
 
-def by_loss(request: dict[str, Any]) -> float:
-    return 1.0 / request.global_batch_size
+def near(request: dict[str, Any]) -> float:
+    """Losses 0.1 % and 0.3 % apart: one tolerance holds them all."""
+    batch, rule = request.global_batch_size, request.rule.name
+    return {(64, "linear"): 1.0, (128, "linear"): 1.001, (128, "none"): 1.003}[(batch, rule)]
 
 
 def repeats_of(study: optuna.Study) -> list[FrozenTrial]:
     return [t for t in study.get_trials(deepcopy=False) if decode(t).reuse.repeat_of is not None]
 
 
+def configuration(study: optuna.Study, number: int) -> tuple[int, str]:
+    params = study.trials[number].params
+    return int(params["global_batch_size"]), str(params["lr_rule"])
+
+
 def test_separated_candidates_get_one_second_run_each_and_racing_stops(storage: str) -> None:
-    rates = {"linear": itertools.repeat(1000.0), "none": itertools.repeat(2000.0)}
-    child = FakeChild(measured(rates, by_loss))
+    rates = {64: itertools.repeat(1000.0), 128: itertools.repeat(2000.0)}
+    child = FakeChild(measured(rates, near))
     report = search(storage, child, max_repeats=3)
-    # 3 grid launches (64 once) + a second run of each batch-128 candidate; then separated.
+    # 3 grid launches (64 once) + a second run of each kept candidate; then separated.
     grid = [(64, "linear"), (128, "linear"), (128, "none")]
-    # The repeats most decisive first: the best (none, 2000 samples/s), then its rival.
-    assert child.launched() == [*grid, (128, "none"), (128, "linear")]
+    # The repeats most decisive first: the best (128, 2000 samples/s), then its rival.
+    assert child.launched() == [*grid, (128, "linear"), (64, "linear")]
     repeats = repeats_of(report.study)
     assert {(decode(t).reuse.repeat_of, decode(t).reuse.repeat_index) for t in repeats} == {
+        (0, 2),
         (2, 2),
-        (3, 2),
     }
+    assert configuration(report.study, 2) == (128, "linear")
     assert report.launched == 6  # five runs and the same_as trial
     for trial in repeats:
         assert trial.state == TrialState.COMPLETE
@@ -96,43 +107,61 @@ def test_separated_candidates_get_one_second_run_each_and_racing_stops(storage: 
         assert decode(trial).result.throughput_ci_method == "t over 2 runs"
 
 
+def test_two_rules_at_one_batch_are_not_repeated_the_loss_decides(storage: str) -> None:
+    # Batch 64 is out of the tolerance (loss 1/batch); at 128 the rules measure alike (tied, the
+    # worse loss even faster), yet only the lower loss gets its second run: no more runs.
+    def loss(request: dict[str, Any]) -> float:
+        return (1.002 if request.rule.name == "none" else 1.0) / request.global_batch_size
+
+    rates = {64: itertools.repeat(500.0), 128: itertools.repeat(1000.0)}
+    child = FakeChild(measured(rates, loss))  # (128, none): 1500
+    report = search(storage, child, max_repeats=3)
+    assert child.launched() == [(64, "linear"), (128, "linear"), (128, "none"), (128, "linear")]
+    assert [decode(t).reuse.repeat_of for t in repeats_of(report.study)] == [2]
+
+
 def test_ties_run_to_max_repeats_and_store_medians_and_intervals(storage: str) -> None:
     rates = {
-        "linear": itertools.cycle([900.0, 1300.0, 1000.0]),
-        "none": itertools.cycle([1200.0, 800.0, 1100.0]),
+        64: itertools.cycle([900.0, 1300.0, 1000.0]),
+        128: itertools.cycle([1200.0, 800.0, 1100.0]),
     }
-    child = FakeChild(measured(rates, by_loss))
+    child = FakeChild(measured(rates, near))
     report = search(storage, child, max_repeats=3)
-    assert len(child.launched()) == 3 + 2 * 2  # each candidate 3 runs: still tied, stop
-    reps = {t.params["lr_rule"]: t for t in unique_trials(report.study.trials)
-            if t.params["global_batch_size"] == 128}  # fmt: skip
-    linear = decode(reps["linear"]).flat
-    assert linear["repeats"] == [900.0, 1300.0, 1000.0]
-    assert linear["run_throughput"] == 1000.0
-    assert linear["throughput"] == 1000.0 == reps["linear"].values[1]  # the median
-    assert linear["repeat_losses"] == [1 / 128] * 3
-    low, high = linear["throughput_ci"]
-    assert low < 1000.0 < high and linear["throughput_ci_method"] == "t over 3 runs"
-    original = decode(report.study.trials[decode(reps["linear"]).reuse.repeat_of or 0]).flat
+    assert len(child.launched()) == 3 + 2 * 2  # each kept candidate 3 runs: still tied, stop
+    assert {configuration(report.study, t.number) for t in repeats_of(report.study)} == {
+        (64, "linear"),
+        (128, "linear"),
+    }
+    reps = {t.params["global_batch_size"]: t for t in unique_trials(report.study.trials)
+            if t.params["lr_rule"] == "linear"}  # fmt: skip
+    small = decode(reps[64]).flat
+    assert small["repeats"] == [900.0, 1300.0, 1000.0]
+    assert small["run_throughput"] == 1000.0
+    assert small["throughput"] == 1000.0 == reps[64].values[1]  # the median
+    assert small["repeat_losses"] == [1.0] * 3
+    low, high = small["throughput_ci"]
+    assert low < 1000.0 < high and small["throughput_ci_method"] == "t over 3 runs"
+    assert decode(reps[128]).flat["repeats"] == [1200.0, 800.0, 1100.0]
+    original = decode(report.study.trials[decode(reps[64]).reuse.repeat_of or 0]).flat
     # Every measured trial stores its own run: one value, an interval over its windows.
     assert original["repeats"] == [900.0] and original["run_throughput"] == 900.0
     assert original["throughput_ci_method"].startswith("windows of 1 run")
 
 
 def test_max_repeats_one_turns_racing_off(storage: str) -> None:
-    rates = {"linear": itertools.repeat(1000.0), "none": itertools.repeat(1000.0)}
-    child = FakeChild(measured(rates, by_loss))
+    rates = {64: itertools.repeat(1000.0), 128: itertools.repeat(1000.0)}
+    child = FakeChild(measured(rates, near))
     search(storage, child, max_repeats=1)
     assert len(child.launched()) == 3
 
 
 def test_a_stopped_race_resumes_from_the_stored_trials(storage: str) -> None:
-    rates = {"linear": itertools.repeat(1000.0), "none": itertools.repeat(1010.0)}
-    runs = measured(rates, by_loss)
+    rates = {64: itertools.repeat(1000.0), 128: itertools.repeat(1010.0)}
+    runs = measured(rates, near)
     calls = itertools.count()
 
     def stopped(request: dict[str, Any]) -> dict[str, Any]:
-        if next(calls) == 4:  # the second repeat: after (128, none)'s, the best
+        if next(calls) == 4:  # the second repeat: after (128, linear)'s, the best
             raise KeyboardInterrupt
         return runs(request)
 
@@ -144,9 +173,9 @@ def test_a_stopped_race_resumes_from_the_stored_trials(storage: str) -> None:
 
     child = FakeChild(runs)
     report = search(storage, child, max_repeats=2)
-    assert child.launched() == [(128, "linear")]  # only the missing repeat; no grid again
+    assert child.launched() == [(64, "linear")]  # only the missing repeat; no grid again
     done = [t for t in repeats_of(report.study) if t.state == TrialState.COMPLETE]
-    assert sorted(decode(t).reuse.repeat_of for t in done) == [2, 3]
+    assert sorted(decode(t).reuse.repeat_of for t in done) == [0, 2]
 
 
 def test_seed_runs_are_stored_and_widen_the_tolerance_racing_applies(
@@ -157,7 +186,7 @@ def test_seed_runs_are_stored_and_widen_the_tolerance_racing_applies(
         shift = {0: 1.0, 1: 1.6, 2: 0.4}[request.seed]
         return shift / request.global_batch_size
 
-    rates = {"linear": itertools.repeat(1000.0), "none": itertools.repeat(5000.0)}
+    rates = {64: itertools.repeat(500.0), 128: itertools.repeat(1000.0)}
     child = FakeChild(measured(rates, loss))
     notes: list[str] = []
     monkeypatch.setattr(
@@ -174,8 +203,9 @@ def test_seed_runs_are_stored_and_widen_the_tolerance_racing_applies(
     assert noise["final_losses"] == pytest.approx([1 / 64, 1.6 / 64, 0.4 / 64])
     assert noise["spread"] == pytest.approx(0.6)
     assert any("from seed noise" in note and "60.0%" in note for note in notes)
-    # The wide tolerance keeps batch 64 a candidate: it is raced too (it ran at 500 samples/s).
-    assert {decode(t).reuse.repeat_of for t in repeats_of(report.study)} == {0, 2, 3}
+    # The wide tolerance keeps batch 64 a candidate: it is raced too (it ran at 500 samples/s);
+    # at 128 the two rules (equal losses) are one computation: the lower number races alone.
+    assert {decode(t).reuse.repeat_of for t in repeats_of(report.study)} == {0, 2}
 
     again = FakeChild(measured(rates, loss))
     phases: list[tuple[str, int]] = []
@@ -244,8 +274,8 @@ def test_under_a_loss_target_the_seed_runs_give_early_stops_noise_not_a_toleranc
 def test_a_repeat_a_killed_worker_left_running_makes_the_recommendation_provisional(
     storage: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    rates = {"linear": itertools.repeat(1000.0), "none": itertools.repeat(1010.0)}
-    search(storage, FakeChild(measured(rates, by_loss)), max_repeats=2)
+    rates = {64: itertools.repeat(1000.0), 128: itertools.repeat(1010.0)}
+    search(storage, FakeChild(measured(rates, near)), max_repeats=2)
     study = optuna.load_study(study_name="fake", storage=storage)
     killed = repeats_of(study)[-1]
     # What SIGKILL during the repeat leaves: RUNNING, no values, a heartbeat still fresh.
@@ -258,7 +288,7 @@ def test_a_repeat_a_killed_worker_left_running_makes_the_recommendation_provisio
     engine.dispose()
     study._storage.record_heartbeat(killed._trial_id)
 
-    child = FakeChild(measured(rates, by_loss))
+    child = FakeChild(measured(rates, near))
     with caplog.at_level(logging.WARNING, logger="tuner.driver.decide.racing"):
         report = search(storage, child, max_repeats=2)
     assert child.launched() == []  # the repeat is not run twice at once

@@ -224,7 +224,7 @@ OPTIONS: tuple[Option, ...] = (
         "max_repeats",
         "count",
         "Most runs of a close candidate: racing re-runs candidates whose 95 % intervals overlap "
-        "the best one's. 1 turns racing off.",
+        "the best one's (of one computation, only the lowest final loss). 1 turns racing off.",
         commands=("search",),
     ),
     _run(

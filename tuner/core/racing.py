@@ -1,10 +1,13 @@
 """Racing: which close candidates need another run.
 
+Of the candidates of one computation (:attr:`Entry.computation`: they differ only in the learning
+rate) the lowest final loss is kept (:func:`by_loss`): the losses are deterministic, so no repeat
+of the others could change the pick, and racing decides between the kept candidates only.
 Candidates whose 95 % intervals overlap the best one's are not told apart by the measurements.
 Racing re-runs exactly those (in fresh processes) until the intervals separate or a candidate has
 had ``max_repeats`` runs. A candidate measured once has only its within-run interval, which does
-not see run-to-run noise, so with ``max_repeats >= 2`` every candidate gets a second run first
-(even a lone one: the interval of the recommendation, and of its speedup, rests on it).
+not see run-to-run noise, so with ``max_repeats >= 2`` every kept candidate gets a second run
+first (even a lone one: the interval of the recommendation, and of its speedup, rests on it).
 
 Still tied at the end, the recommendation decides (:mod:`tuner.core.recommend._ties`).
 """
@@ -51,10 +54,37 @@ def best_entry(entries: Sequence[Entry], *, higher_is_better: bool = True) -> En
     return max(entries, key=lambda e: (sign * e.value, -e.batch, -e.number))
 
 
+def by_loss(entries: Sequence[Entry]) -> dict[int, list[Entry]]:
+    """Per kept candidate's number, the others of its computation (lower loss first): of the
+    candidates of one computation only the lowest final loss is kept (on equal losses the one
+    with more runs, then the lowest number). An entry without a computation or a loss is kept
+    alone."""
+    groups: dict[object, list[Entry]] = {}
+    for entry in entries:
+        key = entry.computation if entry.computation and entry.loss is not None else entry.number
+        groups.setdefault(key, []).append(entry)
+    kept: dict[int, list[Entry]] = {}
+    for members in groups.values():
+        # More runs before the number on equal losses: a repeat makes its configuration's
+        # representative a later trial, and the kept one must stay kept (racing raced it).
+        first, *others = sorted(members, key=lambda e: (e.loss or 0.0, -e.runs, e.number))
+        kept[first.number] = others
+    return kept
+
+
+def contenders(entries: Sequence[Entry]) -> list[Entry]:
+    """The entries :func:`by_loss` keeps, in their order: what racing decides between (the
+    others lost on a deterministic loss, which no repeat changes)."""
+    kept = by_loss(entries)
+    return [e for e in entries if e.number in kept]
+
+
 def tie_set(entries: Sequence[Entry], *, higher_is_better: bool = True) -> list[Entry]:
-    """The best entry and every entry the measurements cannot tell from it."""
-    best = best_entry(entries, higher_is_better=higher_is_better)
-    return [best, *(e for e in entries if e is not best and is_tied(e, best))]
+    """The best entry and every entry the measurements cannot tell from it, among the
+    :func:`contenders` (a rival of one computation is told apart by its loss)."""
+    kept = contenders(entries)
+    best = best_entry(kept, higher_is_better=higher_is_better)
+    return [best, *(e for e in kept if e is not best and is_tied(e, best))]
 
 
 def is_tied(entry: Entry, best: Entry) -> bool:
@@ -69,13 +99,14 @@ def to_repeat(
 ) -> list[int]:
     """The numbers of the candidates that need one more run, ascending; empty once decided.
 
-    With ``max_repeats < 2`` racing is off. Otherwise every candidate with a single run gets a
-    second one (a lone candidate too: the verdict's interval needs it); after that, every member
-    of the tie (the best included) gets another run while it has fewer than ``max_repeats``.
+    With ``max_repeats < 2`` racing is off. Otherwise, among the :func:`contenders` only (a
+    candidate its computation's lower loss beat gets no repeat), every one with a single run gets
+    a second one (a lone one too: the verdict's interval needs it); after that, every member of
+    the tie (the best included) gets another run while it has fewer than ``max_repeats``.
     """
     if max_repeats < 2 or not entries:
         return []
-    single = [e.number for e in entries if e.runs < 2]
+    single = [e.number for e in contenders(entries) if e.runs < 2]
     if single:  # even a lone candidate: its interval (and the speedup's) needs a second run
         return sorted(single)
     ties = tie_set(entries, higher_is_better=higher_is_better)
@@ -90,10 +121,11 @@ def most_decisive_first(
     """``numbers`` (of :func:`to_repeat`) in the order their repeats help the decision most:
     fewer runs first (a second run brings the first interval that sees run-to-run noise), then
     the best entry, then the others by their gap to it (the closest rival is the likeliest to
-    stay tied). A budget runs them in this order while they fit (:mod:`tuner.core.budget`)."""
+    stay tied). The best is the best of the :func:`contenders`, as for :func:`to_repeat`. A budget
+    runs them in this order while they fit (:mod:`tuner.core.budget`)."""
     if not entries:
         return list(numbers)
-    best = best_entry(entries, higher_is_better=higher_is_better)
+    best = best_entry(contenders(entries), higher_is_better=higher_is_better)
     by_number = {e.number: e for e in entries}
 
     def key(number: int) -> tuple[int, bool, float, int]:
@@ -111,10 +143,12 @@ def gap_to(entry: Entry, best: Entry) -> float:
 def gaps_to_best(
     entries: Sequence[Entry], *, higher_is_better: bool = True
 ) -> list[tuple[int, float]]:
-    """``(number, gap)`` of every entry but the best, closest first: what a single run of each
-    cannot tell from noise (``--quick``)."""
-    if not entries:
+    """``(number, gap)`` of every :func:`contenders` entry but the best, closest first: what a
+    single run of each cannot tell from noise (``--quick``; a rival of one computation is
+    decided by its loss, not by noise)."""
+    kept = contenders(entries)
+    if not kept:
         return []
-    best = best_entry(entries, higher_is_better=higher_is_better)
-    gaps = [(e.number, gap_to(e, best)) for e in entries if e is not best]
+    best = best_entry(kept, higher_is_better=higher_is_better)
+    gaps = [(e.number, gap_to(e, best)) for e in kept if e is not best]
     return sorted(gaps, key=lambda pair: (pair[1], pair[0]))

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from tuner.core.racing import Decision, Entry, best_entry
+from tuner.core.racing import Decision, Entry, best_entry, by_loss
 from tuner.core.recommend import DEFAULT_TIE_MARGIN
 from tuner.core.stats import Interval, ratio_interval
 
@@ -80,21 +80,6 @@ def advantage(better: Entry, other: Entry, *, higher_is_better: bool) -> float:
     positive: no ratio)."""
     num, den = (better.value, other.value) if higher_is_better else (other.value, better.value)
     return num / den if num > 0 and den > 0 else float("inf")
-
-
-def by_loss(entries: Sequence[Entry]) -> dict[int, list[Entry]]:
-    """Per kept candidate's number, the others of its computation (lower loss first): of the
-    candidates of one computation only the lowest final loss is kept (then the lowest number).
-    An entry without a computation or a loss is kept alone."""
-    groups: dict[object, list[Entry]] = {}
-    for entry in entries:
-        key = entry.computation if entry.computation and entry.loss is not None else entry.number
-        groups.setdefault(key, []).append(entry)
-    kept: dict[int, list[Entry]] = {}
-    for members in groups.values():
-        first, *others = sorted(members, key=lambda e: (e.loss or 0.0, e.number))
-        kept[first.number] = others
-    return kept
 
 
 def decide(

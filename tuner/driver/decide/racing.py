@@ -3,8 +3,10 @@ and what a run of a configuration stores once it has several.
 
 Racing is stateless: every round reads the stored trials, asks :func:`tuner.core.racing.to_repeat`
 which candidates are still tied and queues one repeat of each, run through the same objective as
-the grid; a stopped search resumes where it was. Two workers reading at the same instant can both
-queue one: that costs time, never correctness.
+the grid; a stopped search resumes where it was. Of the candidates of one computation (one
+global batch, precision, accumulation and model: only the learning rate differs) only the lowest
+final loss races (:func:`tuner.core.racing.by_loss`): the loss decided the others, for good. Two
+workers reading at the same instant can both queue one: that costs time, never correctness.
 
 A repeat another worker holds RUNNING when this race ends is not waited for: only the heartbeat,
 after the grace period, tells a live worker from a dead one. The race then ends with a warning
@@ -150,7 +152,9 @@ def race_entries(
 def still_tied(
     trials: Sequence[FrozenTrial], spec: StudySpec, signature: str, tolerance: float
 ) -> int:
-    """How many candidates cannot be told from the best (best included; 1: decided, 0: none)."""
+    """How many candidates cannot be told from the best (best included; 1: decided, 0: none),
+    of those racing decides between (:func:`~tuner.core.racing.contenders`: a rival of one
+    computation, which the loss decided, is not counted)."""
     found = race_entries(trials, spec, signature, tolerance)
     policy = default_policy(spec.search.run.target_loss)
     return len(tie_set(found, higher_is_better=higher_is_better(policy))) if found else 0
