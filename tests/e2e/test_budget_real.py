@@ -20,7 +20,7 @@ from tuner.core.record import decode
 pytestmark = pytest.mark.slow
 
 BUDGET = "35s"
-BUDGET_S = 35.0
+BUDGET_S = float(BUDGET.removesuffix("s"))
 """The baseline's repeats and the seed runs are left out before they are timed (they do not fit
 beside the grid), then the grid points that do not fit. What always runs (the workload check,
 one baseline run and the grid's first point) takes ~20 s quiet, ~30 s beside two busy processes,
