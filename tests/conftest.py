@@ -33,7 +33,7 @@ from typing import Any
 
 import pytest
 
-from tuner.core.protocol import WORKER_MODULE
+from tuner.core.protocol import FORK_SERVER_MODULE, WORKER_MODULE
 
 TESTS = Path(__file__).resolve().parent
 
@@ -131,16 +131,17 @@ SITECUSTOMIZE = f"""
 # must not start; in a slow one each child notes its start (the children the suite starts, by test).
 import os, sys, time
 
+_MODULES = ("{WORKER_MODULE}", "{FORK_SERVER_MODULE}")  # a trial child; a fork server (imports too)
 _argv = list(getattr(sys, "orig_argv", sys.argv))
-_worker = any(a == "-m" and b == "{WORKER_MODULE}" for a, b in zip(_argv, _argv[1:]))
-if (_worker or "-m{WORKER_MODULE}" in _argv) and os.environ.get("{GUARD_ENV}"):
+_worker = any(a == "-m" and b in _MODULES for a, b in zip(_argv, _argv[1:]))
+if (_worker or any("-m" + m in _argv for m in _MODULES)) and os.environ.get("{GUARD_ENV}"):
     with open(os.environ["{GUARD_ENV}"], "a", encoding="utf-8") as _log:
         _log.write(" ".join(_argv) + "\\n")
     sys.stderr.write("refused by the fast-tier guard (tests/conftest.py): a trial child\\n")
     os._exit(97)
 if _worker and os.environ.get("{COUNT_ENV}"):
     _test = os.environ.get("PYTEST_CURRENT_TEST", "?").split(" ")[0]
-    _args = " ".join(_argv[_argv.index("{WORKER_MODULE}") + 1:])
+    _args = " ".join(_argv[_argv.index("-m") + 1:])
     _line = "\\t".join([_test, f"{{time.time():.1f}}", _args])
     with open(os.environ["{COUNT_ENV}"], "a", encoding="utf-8") as _log:
         _log.write(_line + "\\n")

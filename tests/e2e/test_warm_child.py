@@ -1,6 +1,7 @@
 """The warm child (tuner.driver.children._warm) with real children and real TensorFlow: a spare
 started once the running trial's timed windows are over takes the next request and reports what a
-fresh child reports, with its earlier import outside the wall;
+fresh child reports, with its earlier import outside the wall, forked from the fork server (as on
+Linux by default) or started;
 a spare for another environment, or one that died while waiting, gives way to a fresh child; no
 spare outlives its driver (SIGKILL, a normal exit, the end of the search's block) or leaves a
 folder."""
@@ -23,8 +24,9 @@ from procs import alive, descendants, wait_gone, wait_until
 
 from tuner.core.devices import DevicePlan, inspect_environment
 from tuner.core.outcome import PHASES, classify
-from tuner.core.protocol import TRIAL_DIR_PREFIX, decode_result
+from tuner.core.protocol import FORK_SERVER_MODULE, TRIAL_DIR_PREFIX, decode_result
 from tuner.driver.children import _warm as warm
+from tuner.driver.children._forked import FORK_ENV
 from tuner.driver.children._requests import inspect_request, trial_request
 from tuner.driver.children._runner import run_child
 from tuner.driver.setup.spec_file import load_spec
@@ -58,7 +60,15 @@ def waiting_spare() -> Any:
     return warm.POOL.spare()
 
 
-def test_a_warm_child_takes_the_request_and_reports_as_a_fresh_one(own_temp: Path) -> None:
+def parent_of(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+@pytest.mark.parametrize("forked", [True, False], ids=["fork-server", "started"])
+def test_a_warm_child_takes_the_request_and_reports_as_a_fresh_one(
+    own_temp: Path, forked: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(FORK_ENV, "1" if forked else "0")
     request = trial_request(SPEC, PLAN, 128, SPEC.search.grid.base_lr)
     events: list[str] = []
     spares_in_windows: list[object] = []
@@ -73,13 +83,20 @@ def test_a_warm_child_takes_the_request_and_reports_as_a_fresh_one(own_temp: Pat
     assert events.index("epoch") < events.index("windows_done")
     assert set(spares_in_windows) == {None}
     spare = waiting_spare()  # ...and the next child was started then
+    # Forked from the fork server (the driver is not its parent), or started by the driver.
+    server = parent_of(spare.proc.pid)
+    assert (server != os.getpid()) is forked
+    if forked:
+        assert FORK_SERVER_MODULE in Path(f"/proc/{server}/cmdline").read_text()
     warmed = run_child(request, PLAN.child_environment(), 300)
     assert not alive(spare.proc.pid) and not spare.folder.exists()
     first, second = decode_result(fresh.result_text), decode_result(warmed.result_text)
     assert first.status == second.status == "ok"
     assert set(first.payload) == set(second.payload)
     assert first.payload["final_loss"] == second.payload["final_loss"]  # same seed and training
-    assert "import_hidden_s" not in first.timings and second.timings["import_hidden_s"] > 0
+    # A started spare imported before hand-over; a forked one imported nothing (its server did).
+    assert "import_hidden_s" not in first.timings and first.timings["import_s"] > 0.5
+    assert (second.timings["import_hidden_s"] == second.timings["import_s"] == 0) is forked
     for run in (fresh, warmed):
         timings = classify(run, memory_capped=False).attrs["timings"]
         assert all(timings[p] >= 0 for p in PHASES), timings
@@ -127,6 +144,7 @@ DRIVER = """
 import json, sys, time
 from tuner.core.devices import DevicePlan, inspect_environment
 from tuner.driver.children import _warm as warm
+from tuner.driver.children._forked import FORK_ENV
 from tuner.driver.children._requests import inspect_request
 from tuner.driver.children._runner import run_child
 from tuner.driver.setup.spec_file import load_spec
@@ -164,9 +182,12 @@ def test_no_spare_outlives_its_driver_or_its_search(own_temp: Path, ending: str)
     try:
         assert driver.stdout is not None and driver.stdin is not None
         where = json.loads(driver.stdout.readline())
-        # Its supervisor and its worker (which the supervisor starts just after itself).
+        # Its supervisor and its worker (which the supervisor starts just after itself), and the
+        # fork server it was forked from.
         assert wait_until(lambda: len(descendants(where["pid"])) == 1, 10)
-        spare = [where["pid"], *descendants(where["pid"])]
+        server = parent_of(where["pid"])
+        assert server != driver.pid
+        spare = [server, where["pid"], *descendants(where["pid"])]
         assert Path(where["folder"]).is_dir()
         if ending == "sigkill":
             driver.send_signal(signal.SIGKILL)
@@ -179,7 +200,7 @@ def test_no_spare_outlives_its_driver_or_its_search(own_temp: Path, ending: str)
         if ending == "exit":
             assert driver.wait(30) == 0
         driver_ended = time.monotonic()
-        assert wait_gone(spare, 10), "the spare outlived its driver or its search"
+        assert wait_gone(spare, 10), "the spare or its server outlived its driver or its search"
         remaining = 10 - (time.monotonic() - driver_ended)
         assert wait_until(lambda: not Path(where["folder"]).exists(), max(remaining, 1))
         assert folders(own_temp) == []

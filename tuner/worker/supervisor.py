@@ -10,7 +10,10 @@ classification of signals (``tuner.core.outcome``) holds.
 
 Why not a cgroup or the process group: a per-trial cgroup needs a delegated cgroup tree, which
 containers and CI runners rarely grant; a process group misses descendants that start their own
-session. It imports nothing from tuner and nothing heavy: only an interpreter start-up a trial.
+session. Started, it imports nothing from tuner and nothing heavy: only an interpreter start-up
+a trial. A warm spare's supervisor is instead forked by the fork server
+(:mod:`tuner.worker.fork_server`), which calls :func:`supervise` with a ``start`` that forks the
+worker.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import resource
 import signal
 import sys
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import NamedTuple, NoReturn
 
 PARENT_PID_ENV = "TUNER_PARENT_PID"
@@ -149,6 +152,12 @@ def _signal_all(pids: Iterable[int], sig: signal.Signals) -> None:
             os.kill(pid, sig)
 
 
+def die_with_parent(sig: int) -> bool:
+    """Have the kernel send ``sig`` to this process when the thread that started it exits (Linux);
+    whether it could."""
+    return _prctl(PR_SET_PDEATHSIG, sig)
+
+
 def _prctl(option: int, value: int) -> bool:
     try:
         return ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0) == 0
@@ -210,16 +219,29 @@ def main(argv: list[str]) -> NoReturn:
     # Blocked from the start and collected by sigtimedwait: no handler runs at a bad moment.
     signal.pthread_sigmask(signal.SIG_BLOCK, WATCHED)
     parent = int(os.environ.get(PARENT_PID_ENV, os.getppid()))
+
+    def start() -> int:
+        try:
+            return spawn(command)
+        except OSError as exc:
+            sys.stderr.write(f"tuner supervisor: cannot start {command[0]}: {exc}\n")
+            os._exit(127)
+
+    supervise(trial_dir, parent, start)
+
+
+def supervise(trial_dir: str | None, parent: int, start: Callable[[], int]) -> NoReturn:
+    """Become the trial's subreaper, start its child (``start``: its pid), wait, end as it ended.
+
+    :data:`WATCHED` must be blocked already (before ``parent`` could die unseen). The fork server
+    (:mod:`tuner.worker.fork_server`) calls this in a forked process, ``start`` forking the worker.
+    """
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
-    _prctl(PR_SET_PDEATHSIG, PARENT_GONE)
+    die_with_parent(PARENT_GONE)
     if is_orphaned(parent):  # the parent died before the parent-death signal was set
         _remove(trial_dir)
         exit_like(-signal.SIGTERM)
-    try:
-        child = spawn(command)
-    except OSError as exc:
-        sys.stderr.write(f"tuner supervisor: cannot start {command[0]}: {exc}\n")
-        os._exit(127)
+    child = start()
     ending = wait(child, parent)
     reaped = kill_descendants()
     if ending.orphaned:

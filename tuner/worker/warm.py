@@ -13,7 +13,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tuner.core.protocol import WARM_FLAG
 from tuner.worker.modes import Modes
@@ -62,8 +62,22 @@ class Preloaded:
         return self.table, self.visible_s
 
 
+_INHERITED: Preloaded | None = None
+"""What the fork server imported before it forked this child (:func:`inherit`)."""
+
+
+def inherit(preloaded: Preloaded) -> None:
+    """In a child forked by :mod:`tuner.worker.fork_server`: the server's import, which this
+    child did not pay (``import_s`` 0: a wait for the server counts as its process start)."""
+    global _INHERITED
+    _INHERITED = replace(preloaded, import_s=0.0)
+
+
 def preload(backend: str, load: Callable[[str], Modes]) -> Preloaded:
-    """Import ``backend``'s modes now; an import error is kept for the request's result."""
+    """Import ``backend``'s modes now (a forked child: what the server imported); an import error
+    is kept for the request's result."""
+    if _INHERITED is not None and _INHERITED.backend == backend:
+        return _INHERITED
     started = time.perf_counter()
     table: Modes | None = None
     error: Exception | None = None
@@ -80,4 +94,9 @@ def wait_for_request() -> float:
     line = sys.stdin.buffer.readline()
     if not line:
         os._exit(0)
+    # Then end of input, as a started trial's stdin gives: code that reads it must not wait (a
+    # forked spare's supervisor holds the pipe's other end).
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
     return time.time()

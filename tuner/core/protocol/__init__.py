@@ -60,6 +60,9 @@ WORKER_MODULE = "tuner.worker"
 SUPERVISOR_MODULE = "tuner.worker.supervisor"
 """``python -m SUPERVISOR_MODULE [--trial-dir DIR] -- COMMAND...`` runs the trial child under a
 supervisor that leaves no process of the trial behind (Linux)."""
+FORK_SERVER_MODULE = "tuner.worker.fork_server"
+"""``python -m FORK_SERVER_MODULE BACKEND FD``: imports BACKEND once, then forks warm children on
+the driver's word over the Unix socket FD (:mod:`tuner.worker.fork_server`)."""
 PARENT_PID_ENV = "TUNER_PARENT_PID"
 """The environment variable naming the pid whose death ends a trial process."""
 TRIAL_DIR_PREFIX = "tuner-trial-"
@@ -71,6 +74,7 @@ BACKEND first and reads REQUEST.json only when a line arrives on its stdin (hand
 __all__ = [
     "DEFAULT_TRIAL_TIMEOUT_S",
     "EVENT_PREFIX",
+    "FORK_SERVER_MODULE",
     "MODES",
     "PARENT_PID_ENV",
     "PROTOCOL_VERSION",

@@ -16,7 +16,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import IO, BinaryIO, Protocol
 
 from tuner.core.protocol import (
     PARENT_PID_ENV,
@@ -33,12 +33,29 @@ _PACKAGE_ROOT = str(Path(__file__).resolve().parents[3])
 without site-packages)."""
 
 
+class Process(Protocol):
+    """What the runner uses of a child's process: :class:`subprocess.Popen`, or a fork server's
+    :class:`~tuner.driver.children._forked.ForkedProcess` (whose ``pid`` is ``None`` when the
+    server never forked it)."""
+
+    @property
+    def pid(self) -> int | None: ...
+
+    stdin: IO[bytes] | None
+    stdout: IO[bytes] | None
+    returncode: int | None
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+
 @dataclass
 class Child:
     """A started child in its trial folder (request, result, stderr, owner record);
     ``spawned_at``: when its run began (a warm child: its hand-over)."""
 
-    proc: subprocess.Popen[bytes]
+    proc: Process
     folder: Path
     stderr: BinaryIO
     spawned_at: float
@@ -130,7 +147,7 @@ def child_environment(env: dict[str, str]) -> dict[str, str]:
     return child_env
 
 
-def kill_group(proc: subprocess.Popen[bytes]) -> None:
+def kill_group(proc: Process) -> None:
     """SIGTERM the child's process group, then SIGKILL whatever is left after a grace period.
 
     The group holds the supervisor, which on SIGTERM kills the whole tree (other sessions too) and
@@ -143,11 +160,13 @@ def kill_group(proc: subprocess.Popen[bytes]) -> None:
         proc.wait()
 
 
-def reap_group(proc: subprocess.Popen[bytes]) -> None:
+def reap_group(proc: Process) -> None:
     # The leader is gone; anything it started in its session goes too.
     _signal_group(proc.pid, signal.SIGKILL)
 
 
-def _signal_group(pgid: int, sig: signal.Signals) -> None:
+def _signal_group(pgid: int | None, sig: signal.Signals) -> None:
+    if pgid is None:  # a fork the fork server never made: nothing to signal
+        return
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)

@@ -36,6 +36,7 @@ from tuner.core.protocol import (
 from tuner.driver.children import _trial_dirs as trial_dirs
 from tuner.driver.children._process import (
     Child,
+    Process,
     child_command,
     kill_group,
     new_folder,
@@ -72,7 +73,7 @@ def run_child(
         result_text = result_path.read_text() if result_path.exists() else None
         ended_at = time.time()
         return ChildRun(
-            returncode=child.proc.returncode,
+            returncode=child.proc.wait(),  # it has ended: _wait saw to it
             result_text=result_text,
             stderr_tail=_file_tail(child.folder / "stderr.log"),
             timed_out=timed_out,
@@ -106,7 +107,7 @@ def _sweep_once() -> None:
 
 
 def _wait(
-    proc: subprocess.Popen[bytes],
+    proc: Process,
     timeout_s: float,
     on_event: OnEvent | None,
     order: SpareOrder | None = None,
@@ -138,7 +139,7 @@ def _wait(
     return timed_out
 
 
-def _start_when_wanted(proc: subprocess.Popen[bytes], deadline: float, order: SpareOrder) -> None:
+def _start_when_wanted(proc: Process, deadline: float, order: SpareOrder) -> None:
     # Until the child exits or its windows are over; then the spare starts from this thread.
     while proc.poll() is None and time.monotonic() < deadline:
         if order.wanted.wait(_ORDER_POLL_S):
@@ -146,7 +147,7 @@ def _start_when_wanted(proc: subprocess.Popen[bytes], deadline: float, order: Sp
             return
 
 
-def _read_events(proc: subprocess.Popen[bytes], on_event: OnEvent | None) -> None:
+def _read_events(proc: Process, on_event: OnEvent | None) -> None:
     # Drains stdout to the end (a full pipe would block the child), passing events on.
     assert proc.stdout is not None
     for raw in proc.stdout:

@@ -6,12 +6,14 @@ request. The pool is :mod:`tuner.driver.children._warm`'s.
 from __future__ import annotations
 
 import os
+import shutil
 import threading
 import time
 from collections.abc import Hashable
 from dataclasses import replace
 
 from tuner.core.protocol import Event, InspectRequest, Request, WindowsDoneEvent, encode_request
+from tuner.driver.children import _forked as forked
 from tuner.driver.children import _warm as warm
 from tuner.driver.children._process import (
     Child,
@@ -38,6 +40,12 @@ def _start_spare(request: Request, env: dict[str, str]) -> None:
 
     def start() -> Child:
         folder = new_folder()
+        if forked.enabled():
+            try:
+                return forked.fork_spare(key, backend, env, folder)
+            except BaseException:
+                shutil.rmtree(folder, ignore_errors=True)
+                raise
         paths = (folder / "request.json", folder / "result.json")
         return spawn(folder, child_command(*paths, backend), env, time.time())
 

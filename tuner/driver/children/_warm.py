@@ -44,6 +44,8 @@ import threading
 from collections.abc import Callable, Hashable, Iterator, Mapping
 from typing import Protocol
 
+from tuner.driver.children import _forked
+
 WARM_ENV = "TUNER_WARM_CHILD"
 TRIALS = "trials"
 CHECK = "check"
@@ -152,6 +154,7 @@ class Pool:
             found, self._spare = self._spare, None
         if found is not None:
             found[1].discard()
+        _forked.close_all(idle_only=True)  # the servers spares were forked from
 
     def _serve_one(self, generation: int, key: Hashable, spawn: Callable[[], Spare]) -> None:
         # Spawning holds the lock (milliseconds: the interpreter starts on its own), so a
