@@ -19,6 +19,7 @@ import contextlib
 import json
 import os
 import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -29,8 +30,8 @@ from collections.abc import Hashable
 from pathlib import Path
 from typing import IO, Any
 
-from tuner.core.protocol import FORK_SERVER_MODULE, WARM_FLAG
-from tuner.driver.children._process import Child, child_environment, is_supervised
+from tuner.core.protocol import FORK_SERVER_MODULE
+from tuner.driver.children._process import Child, child_environment, is_supervised, switch
 
 FORK_ENV = "TUNER_FORK_SERVER"
 _SLICE_S = 0.05
@@ -47,8 +48,7 @@ more)."""
 def enabled() -> bool:
     """Whether warm children are forked from a server (``TUNER_FORK_SERVER``, on by default where
     the supervisor runs)."""
-    off = os.environ.get(FORK_ENV, "1").strip().lower() in ("0", "off", "false", "no")
-    return is_supervised() and not off
+    return is_supervised() and switch(FORK_ENV) is not None
 
 
 class ForkServer:
@@ -144,18 +144,16 @@ class ForkServer:
         """The exit status of ``ident`` (negative: a signal), waiting up to ``timeout``."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
-            with self._lock:
-                self._pump(0.0)
-                if ident in self._codes:
-                    return self._codes[ident]
-                gone, pid = self._gone, self._pids.get(ident)
-            if gone:
-                return self._after_server(pid)
-            left = _SLICE_S if deadline is None else deadline - time.monotonic()
-            if left <= 0:
-                return None
+            left = _SLICE_S if deadline is None else max(0.0, deadline - time.monotonic())
             with self._lock:
                 self._pump(min(_SLICE_S, left))
+                code, gone, pid = self._codes.get(ident), self._gone, self._pids.get(ident)
+            if code is not None:
+                return code
+            if gone:
+                return self._after_server(pid)
+            if deadline is not None and time.monotonic() >= deadline:
+                return None
 
     def close(self) -> None:
         """End the server: its supervisors see it die and end their trials."""
@@ -249,24 +247,30 @@ _SERVERS: dict[Hashable, ForkServer] = {}
 _LOCK = threading.Lock()
 
 
-def fork_spare(key: Hashable, backend: str, env: dict[str, str], folder: Path) -> Child:
+def fork_spare(
+    key: Hashable, backend: str, env: dict[str, str], folder: Path, worker_argv: list[str]
+) -> Child:
     """A warm child for ``key`` in ``folder``, forked from the key's server (started now when
-    there is none: from the calling thread, whose end is the server's death signal)."""
-    with _LOCK:
-        server = _SERVERS.get(key)
-        if server is not None and not server.alive():
-            del _SERVERS[key]
-            server.close()  # reaped: it is gone already
-            server = None
-        if server is None:
-            idle = [k for k, s in _SERVERS.items() if not s.busy()]
-            while idle and len(_SERVERS) >= _MAX_IDLE:
-                _SERVERS.pop(idle.pop(0)).close()
-            server = _SERVERS[key] = ForkServer(backend, env)
-        else:  # the most recently used last: the first idle one goes first
-            _SERVERS[key] = _SERVERS.pop(key)
-    paths = [str(folder / "request.json"), str(folder / "result.json")]
-    return server.fork(folder, [WARM_FLAG, backend, *paths], time.time())
+    there is none: from the calling thread, whose end is the server's death signal); the folder
+    goes if it cannot be, as :func:`~tuner.driver.children._process.spawn`'s does."""
+    try:
+        with _LOCK:
+            server = _SERVERS.get(key)
+            if server is not None and not server.alive():
+                del _SERVERS[key]
+                server.close()  # reaped: it is gone already
+                server = None
+            if server is None:
+                idle = [k for k, s in _SERVERS.items() if not s.busy()]
+                while idle and len(_SERVERS) >= _MAX_IDLE:
+                    _SERVERS.pop(idle.pop(0)).close()
+                server = _SERVERS[key] = ForkServer(backend, env)
+            else:  # the most recently used last: the first idle one goes first
+                _SERVERS[key] = _SERVERS.pop(key)
+        return server.fork(folder, worker_argv, time.time())
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
 
 
 def close_all(idle_only: bool = False) -> None:

@@ -105,10 +105,29 @@ def spawn(folder: Path, command: list[str], env: dict[str, str], spawned_at: flo
     return Child(proc, folder, stderr, spawned_at)
 
 
+_OFF = frozenset({"0", "off", "false", "no"})
+
+
+def switch(name: str) -> str | None:
+    """The environment variable ``name`` as a switch: its value, lower case (``"1"`` unset), or
+    ``None`` when it says off (``0``, ``off``, ``false``, ``no``)."""
+    value = os.environ.get(name, "1").strip().lower()
+    return None if value in _OFF else value
+
+
 def is_supervised() -> bool:
     """Whether trial children run under the supervisor: where the kernel lets it adopt orphans
     (Linux); elsewhere the process group is all there is to kill."""
     return sys.platform.startswith("linux")
+
+
+def worker_args(
+    request_path: Path, result_path: Path, warm_backend: str | None = None
+) -> list[str]:
+    """The worker's arguments after ``-m tuner.worker``: a warm child's (``--warm BACKEND``) with
+    ``warm_backend``, then its request and result paths."""
+    warm = [WARM_FLAG, warm_backend] if warm_backend else []
+    return [*warm, str(request_path), str(result_path)]
 
 
 def child_command(
@@ -117,8 +136,8 @@ def child_command(
     """The command line of one trial child (under its supervisor where supported); with
     ``warm_backend``, a warm child that imports it before its request
     (:mod:`tuner.driver.children._warm`)."""
-    warm = [WARM_FLAG, warm_backend] if warm_backend else []
-    worker = [sys.executable, "-m", WORKER_MODULE, *warm, str(request_path), str(result_path)]
+    args = worker_args(request_path, result_path, warm_backend)
+    worker = [sys.executable, "-m", WORKER_MODULE, *args]
     if not is_supervised():
         return worker
     # -S: no site-packages start-up (tens of ms); tuner is importable through PYTHONPATH.

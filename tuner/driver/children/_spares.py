@@ -6,7 +6,6 @@ request. The pool is :mod:`tuner.driver.children._warm`'s.
 from __future__ import annotations
 
 import os
-import shutil
 import threading
 import time
 from collections.abc import Hashable
@@ -21,6 +20,7 @@ from tuner.driver.children._process import (
     child_environment,
     new_folder,
     spawn,
+    worker_args,
 )
 from tuner.driver.children._requests import OnEvent
 from tuner.files import atomic_write_text
@@ -40,13 +40,9 @@ def _start_spare(request: Request, env: dict[str, str]) -> None:
 
     def start() -> Child:
         folder = new_folder()
-        if forked.enabled():
-            try:
-                return forked.fork_spare(key, backend, env, folder)
-            except BaseException:
-                shutil.rmtree(folder, ignore_errors=True)
-                raise
         paths = (folder / "request.json", folder / "result.json")
+        if forked.enabled():
+            return forked.fork_spare(key, backend, env, folder, worker_args(*paths, backend))
         return spawn(folder, child_command(*paths, backend), env, time.time())
 
     warm.POOL.start(key, start)

@@ -39,23 +39,22 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import os
 import threading
 from collections.abc import Callable, Hashable, Iterator, Mapping
 from typing import Protocol
 
 from tuner.driver.children import _forked
+from tuner.driver.children._process import switch
 
 WARM_ENV = "TUNER_WARM_CHILD"
 TRIALS = "trials"
 CHECK = "check"
-_OFF = frozenset({"0", "off", "false", "no"})
 
 
 def uses() -> frozenset[str]:
     """Which uses of a warm child ``TUNER_WARM_CHILD`` allows (:data:`TRIALS`, :data:`CHECK`)."""
-    value = os.environ.get(WARM_ENV, "1").strip().lower()
-    if value in _OFF:
+    value = switch(WARM_ENV)
+    if value is None:
         return frozenset()
     if value in (TRIALS, CHECK):
         return frozenset({value})
