@@ -41,7 +41,6 @@ __all__ = [
     "DEFAULT_STORAGE",
     "DEFAULT_STORAGE_WAIT_S",
     "READING_WAIT_S",
-    "SQLITE_TIMEOUT_S",
     "StorageFaultError",
     "check_storage",
     "describe_storage_error",

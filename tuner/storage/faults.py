@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import errno
 import shutil
+from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +25,6 @@ __all__ = [
     "classify",
     "classify_opening",
     "file_identity",
-    "find_fault",
     "waiting_line",
 ]
 
@@ -166,63 +167,48 @@ def back_line(place: Place, lasted_s: float) -> str:
     return f"storage {place.shown} is back after {lasted_s:.0f} s"
 
 
-def find_fault(exc: BaseException | None) -> StorageFaultError | None:
-    """The :class:`StorageFaultError` in ``exc``'s chain: Optuna's trial clean-up may hide it
-    behind an error of its own ("Should not reach", an unbound local)."""
-    seen: set[int] = set()
-    while exc is not None and id(exc) not in seen:
-        if isinstance(exc, StorageFaultError):
-            return exc
-        seen.add(id(exc))
-        exc = exc.__cause__ or exc.__context__
-    return None
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and the errors behind it (each one's cause, else its context)."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        yield seen
+        seen = seen.__cause__ or seen.__context__
 
 
 def _chain_text(exc: BaseException) -> str:
     """The most specific message down the chain: the database driver's own where there is one
     (Optuna's ``StorageInternalError`` says only that the commit failed)."""
-    seen: BaseException | None = exc
     first = ""
-    for _ in range(8):
-        if seen is None:
-            break
+    for seen in islice(_chain(exc), 8):
         orig: Any = getattr(seen, "orig", None)
         if orig is not None:
             return f"{type(orig).__name__}: {orig}"
         if isinstance(seen, OSError):
             return f"{type(seen).__name__}: {seen}"
         first = first or f"{type(seen).__name__}: {seen}"
-        seen = seen.__cause__ or seen.__context__
     return first
 
 
+_DISK_FULL_WORDS = (
+    "database or disk is full",
+    "no space left on device",
+    "diskfull",
+    "could not extend file",
+)
+
+
 def _is_disk_full(exc: BaseException, lowered: str) -> bool:
-    return (
-        "database or disk is full" in lowered
-        or "no space left on device" in lowered
-        or "diskfull" in lowered
-        or "could not extend file" in lowered
-        or _errno(exc) == errno.ENOSPC
-    )
+    return any(word in lowered for word in _DISK_FULL_WORDS) or _errno(exc) == errno.ENOSPC
 
 
 def _errno(exc: BaseException) -> int | None:
-    seen: BaseException | None = exc
-    while seen is not None:
-        if isinstance(seen, OSError) and seen.errno is not None:
-            return seen.errno
-        seen = seen.__cause__ or seen.__context__
-    return None
+    numbers = (e.errno for e in _chain(exc) if isinstance(e, OSError) and e.errno is not None)
+    return next(numbers, None)
 
 
 def _invalidated(exc: BaseException) -> bool:
     """SQLAlchemy marks an error that broke the connection (the server went away)."""
-    seen: BaseException | None = exc
-    while seen is not None:
-        if getattr(seen, "connection_invalidated", False):
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False
+    return any(getattr(e, "connection_invalidated", False) for e in _chain(exc))
 
 
 def _free_space(place: Place) -> str:

@@ -43,7 +43,6 @@ __all__ = [
     "beating",
     "guard_of",
     "storage_call",
-    "storage_errors",
     "what_to_do",
 ]
 

@@ -162,11 +162,7 @@ _DRIVER_OPTIONS = ("uri", "timeout", "isolation_level", "detect_types", "check_s
 def read_only_uri(place: Place) -> str:
     """A SQLite URI that opens ``place``'s file read-only: SQLite itself refuses every write."""
     assert place.path is not None
-    options = {
-        key: value
-        for key, value in place.uri_options.items()
-        if key != "mode" and key not in _DRIVER_OPTIONS
-    }
+    options = {k: v for k, v in place.uri_options.items() if k not in ("mode", *_DRIVER_OPTIONS)}
     query = "&".join(f"{key}={value}" for key, value in {**options, "mode": "ro"}.items())
     return f"file:{quote(str(place.path.absolute()))}?{query}"
 

@@ -59,14 +59,9 @@ def has_optuna_schema(place: Place, *, create: bool, timeout_s: float) -> bool:
             raise _cannot_open(place, again.__cause__ or again) from None
     if not stamped and not create:
         raise not_a_study(place, _missing(place, tables))
-    if not stamped and is_foreign_file(place, tables):
+    if not stamped and place.kind == "sqlite" and tables and not tables & OPTUNA_TABLES:
         raise not_a_study(place, "it holds another application's tables", create=True)
     return stamped
-
-
-def is_foreign_file(place: Place, tables: set[str]) -> bool:
-    """Whether ``place`` is an SQLite file of another application (tables, none Optuna's)."""
-    return place.kind == "sqlite" and bool(tables) and not tables & OPTUNA_TABLES
 
 
 class _HotJournal(Exception):
