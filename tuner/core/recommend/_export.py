@@ -70,11 +70,6 @@ MEASURED_KEYS = frozenset(
     }
 )
 """The flat keys (and ``per_device_signature`` keys) that hold measurements."""
-OPTIMIZER_SOURCES = ("trained", "described", "spec")
-"""Where the ``optimizer`` section comes from: the Keras config the trial stored (``trained``);
-rebuilt from its class and scalar settings, for trials stored before the config was
-(``described``); the spec's optimizer name at the trial's learning rate, when the trial stored
-no optimizer at all (``spec``)."""
 
 
 def export_document(
@@ -124,7 +119,10 @@ def recommended_section(rec: dict[str, Any], optimizer: dict[str, Any]) -> dict[
 def optimizer_section(
     attrs: dict[str, Any], spec_optimizer: str, rec: dict[str, Any]
 ) -> tuple[dict[str, Any], str]:
-    """The serialized optimizer the trial trained with, and its source (``OPTIMIZER_SOURCES``)."""
+    """The serialized optimizer the trial trained with, and its source: the Keras config the
+    trial stored (``trained``); rebuilt from its class and scalar settings, for trials stored
+    before the config was (``described``); the spec's optimizer at the trial's learning rate,
+    when the trial stored no optimizer (``spec``)."""
     described = attrs.get("optimizer")
     if isinstance(described, dict) and isinstance(described.get("keras"), dict):
         keras_config = described["keras"]

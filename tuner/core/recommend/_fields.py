@@ -55,10 +55,11 @@ def chosen_fields(
     chosen: FrozenTrial,
     context: Context,
     candidates: list[FrozenTrial],
-    feasible: dict[str, Any],
+    same_model: list[FrozenTrial],
 ) -> dict[str, Any]:
     """What the chosen trial is and measured, and the settings it was chosen with."""
     attrs = decode(chosen).flat
+    largest, infeasible = feasibility_by_precision(same_model)
     return {
         "study_name": context.study_name,
         "trial_number": chosen.number,
@@ -74,7 +75,8 @@ def chosen_fields(
         "throughput": float(chosen.values[1]),
         "final_loss": float(chosen.values[0]),
         "train_loss": attrs.get("train_loss"),
-        **feasible,
+        "largest_feasible_batch_size": largest[precision_of(chosen)],
+        "oom_batch_sizes": infeasible[precision_of(chosen)],
         "policy": context.policy,
         # The critical batch is estimated by the noise scale itself (shown as such by the views).
         "gradient_noise_scale": attrs.get("gradient_noise_scale"),
@@ -110,20 +112,10 @@ def decision_fields(chosen: FrozenTrial, decision: Pick, tolerance: Tolerance) -
     }
 
 
-def feasibility(chosen: FrozenTrial, same_model: list[FrozenTrial]) -> dict[str, Any]:
-    """At the chosen trial's precision: the largest global batch of its model that completed in
-    one step (not by gradient accumulation; ``None`` when none did) and those known not to fit."""
-    largest, infeasible = feasibility_by_precision(same_model)
-    precision = precision_of(chosen)
-    return {
-        "largest_feasible_batch_size": largest[precision],
-        "oom_batch_sizes": infeasible[precision],
-    }
-
-
 def precision_fields(chosen: FrozenTrial, same_model: list[FrozenTrial]) -> dict[str, Any]:
     """The precision (Keras dtype policy) the chosen trial trained under, and per precision of
-    its model the largest global batch that completed and the sizes known not to fit: the flat
+    its model the largest global batch that completed in one step (not by gradient accumulation;
+    ``None`` when none did) and the sizes known not to fit: the flat
     ``largest_feasible_batch_size`` and ``oom_batch_sizes`` are those of the chosen precision."""
     largest, infeasible = feasibility_by_precision(same_model)
     return {

@@ -124,16 +124,9 @@ def measure_speedup(
         return Speedup(replicas, None, why=why)
     base_ci = throughput_ci(baseline or {})
     interval = ratio_interval(throughput, chosen_ci, float(base), base_ci)
-    missing = [
-        name
-        for name, ci in (("the chosen configuration", chosen_ci), ("the baseline", base_ci))
-        if ci is None
-    ]
-    why_no = (
-        f"{' and '.join(missing)} ran once without window rates"
-        if missing
-        else "an interval reaches 0"
-    )
+    sides = {"the chosen configuration": chosen_ci, "the baseline": base_ci}
+    missing = " and ".join(name for name, ci in sides.items() if ci is None)
+    why_no = f"{missing} ran once without window rates" if missing else "an interval reaches 0"
     return Speedup(replicas, float(base), throughput / base, interval, why_no_interval=why_no)
 
 
