@@ -36,6 +36,9 @@ class NotJSONError(ProtocolError):
     """A message that is not a JSON object at all."""
 
 
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
 def to_plain(value: Any) -> Any:
     """``value`` as JSON-ready data: dataclasses as objects of their fields, tuples as lists."""
     if is_dataclass(value) and not isinstance(value, type):
@@ -57,7 +60,8 @@ def from_plain(kind: type[T], data: Any, where: str) -> T:
     unknown = sorted(set(data) - set(declared))
     if unknown:
         raise ProtocolError(f"{where}: unknown field {unknown[0]!r}")
-    hints = _hints(kind)
+    # Resolved once per type: an event type is read about once a second.
+    hints = _HINTS.get(kind) or _HINTS.setdefault(kind, get_type_hints(kind))
     values: dict[str, Any] = {}
     for name, declared_field in declared.items():
         if name in data:
@@ -88,16 +92,6 @@ def check_version(data: Mapping[str, Any], what: str, reader: str) -> None:
             f"the {what} is {written} and this {reader} reads version {PROTOCOL_VERSION}: "
             "driver and worker are different tuner versions"
         )
-
-
-_HINTS: dict[type, dict[str, Any]] = {}
-
-
-def _hints(kind: type) -> dict[str, Any]:
-    # Resolved once per type: an event type is read about once a second.
-    if kind not in _HINTS:
-        _HINTS[kind] = get_type_hints(kind)
-    return _HINTS[kind]
 
 
 def _value(hint: Any, value: Any, where: str) -> Any:

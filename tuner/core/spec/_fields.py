@@ -52,19 +52,16 @@ def reference(value: Any, label: str) -> str:
 
 def positive_int(value: Any, label: str) -> int:
     """A positive integer (not a bool, not a float)."""
-    if isinstance(value, bool) or not isinstance(value, int):
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise ConfigError(f"{label} must be a positive integer, got {value!r}")
-    if value <= 0:
-        raise ConfigError(f"{label} must be a positive integer, got {value}")
     return value
 
 
 def positive_float(value: Any, label: str) -> float:
     """A finite positive number, as a float."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if not number or not math.isfinite(value) or value <= 0:
         raise ConfigError(f"{label} must be a positive number, got {value!r}")
-    if not math.isfinite(value) or value <= 0:
-        raise ConfigError(f"{label} must be a positive number, got {value}")
     return float(value)
 
 

@@ -111,18 +111,12 @@ def build_spec(
     search_spec = _search(search, workload_spec.optimizer)
     run = search_spec.run
     check_backend(workload_spec.backend, search, workload, run.loop, run.update_on)
-    return StudySpec(
-        name=_study_name(study),
-        workload=workload_spec,
-        search=search_spec,
-        source=source,
-    )
+    return StudySpec(_study_name(study), workload_spec, search_spec, source)
 
 
 def _study_name(study: Table) -> str:
-    return check_study_name(
-        fields.string(study.need("name"), study.label("name")), study.label("name")
-    )
+    label = study.label("name")
+    return check_study_name(fields.string(study.need("name"), label), label)
 
 
 def _workload(workload: Table) -> WorkloadSpec:
@@ -177,10 +171,7 @@ def _data_source(workload: Table) -> dict[str, str | None]:
         ("dataset", "a function (split, batch_size, input_context)"),
     )
     value = fields.reference(workload.get(key), workload.label(key))
-    return {
-        "data": value if key == "data" else None,
-        "dataset": value if key == "dataset" else None,
-    }
+    return {name: value if key == name else None for name in ("data", "dataset")}
 
 
 def _search(search: Table, optimizer: KerasObject | None) -> SearchSpec:
