@@ -18,16 +18,6 @@ from tuner.core.errors import TunerError
 from tuner.core.options import named
 from tuner.storage.places import Place, mask_password, read_only_reason
 
-__all__ = [
-    "Fault",
-    "StorageFaultError",
-    "back_line",
-    "classify",
-    "classify_opening",
-    "file_identity",
-    "waiting_line",
-]
-
 
 class StorageFaultError(TunerError):
     """A storage failed after it was opened; the message is the one line the user reads."""

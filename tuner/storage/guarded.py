@@ -37,15 +37,6 @@ from tuner.storage.faults import (
 )
 from tuner.storage.places import Place
 
-__all__ = [
-    "Guard",
-    "attach",
-    "beating",
-    "guard_of",
-    "storage_call",
-    "what_to_do",
-]
-
 _log = logging.getLogger("tuner.storage")
 _MAX_DELAY_S = 10.0
 _T = TypeVar("_T")

@@ -18,8 +18,6 @@ from tuner.storage.faults import StorageFaultError, back_line, classify_opening,
 from tuner.storage.guarded import what_to_do
 from tuner.storage.places import Place
 
-__all__ = ["READING_WAIT_S", "reached"]
-
 READING_WAIT_S = 30.0
 """How long the reading commands wait by default for a storage out of reach: long enough for a
 server to restart, short enough that a stopped one is said soon (``--storage-wait``)."""

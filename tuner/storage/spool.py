@@ -27,8 +27,6 @@ from tuner.storage.places import Place
 
 _log = logging.getLogger("tuner.storage")
 
-__all__ = ["discard", "pending", "spool_folder", "write"]
-
 
 def spool_root() -> Path:
     """The folder holding every storage's spool."""

@@ -1,12 +1,5 @@
 """From trials to a recommendation, and the recommended-config JSON (pure).
 
-The pipeline: ``_candidates`` (the configurations within the loss tolerance, and the policy's
-pick among them), ``_ties`` (the pick by the ratio of the values: the tie margin and the close
-calls), ``_verdict`` (the speedup over
-one device), ``_law`` (the measured learning-rate law, and each batch's points for the adaptive
-sweep), ``_fields`` (the fields of one device signature's recommendation), ``_pipeline``
-(:func:`recommend`, which ties them together) and ``_export`` (the JSON a training script reads).
-
 The policies, the tolerance and the tie margin are here; the other names load on first use: the
 spec and the CLI need only the light policy names, and the rest import Optuna.
 """

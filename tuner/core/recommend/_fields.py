@@ -1,7 +1,5 @@
-"""The fields of one device signature's recommendation, from its chosen trial and context.
-
-Split from :mod:`tuner.core.recommend._pipeline` (which groups trials and picks): each function
-returns a group of the JSON's flat keys, documented in docs/reference/json.md.
+"""The fields of one device signature's recommendation, from its chosen trial and context: each
+function returns a group of the JSON's flat keys (docs/reference/json.md).
 """
 
 from __future__ import annotations
@@ -93,9 +91,8 @@ def chosen_fields(
 
 
 def decision_fields(chosen: FrozenTrial, decision: Pick, tolerance: Tolerance) -> dict[str, Any]:
-    """How sure the pick is: the throughput's interval and runs, the loss tolerance applied and
-    why, the candidates practically equal to the pick (within the tie margin) and those it beats
-    only within the noise (close calls)."""
+    """How sure the pick is: the throughput's interval and runs, the loss tolerance and why,
+    the ties and the close calls."""
     interval = throughput_ci(decode(chosen).flat)
     return {
         "throughput_ci": None if interval is None else interval.as_list(),
@@ -149,7 +146,7 @@ def target_fields(
     chosen: FrozenTrial, context: Context, same_model_complete: Sequence[FrozenTrial]
 ) -> dict[str, Any]:
     """With a target loss: the chosen trial's time and samples to it, and the batch-size model's
-    prediction beside what the trials measured (nothing without a target)."""
+    prediction."""
     if context.target_loss is None:
         return {}
     attrs = decode(chosen).flat

@@ -1,10 +1,7 @@
 """From trials to a recommendation: pure functions over Optuna ``FrozenTrial`` objects.
 
 Each configuration counts once, through its representative (the run with the most repeats;
-:mod:`tuner.core.configurations`). The candidates and the pick are
-:mod:`tuner.core.recommend._candidates`' and :mod:`tuner.core.recommend._ties`'; the verdict on
-replicas (:mod:`tuner.core.recommend._verdict`) and, with a target, the batch-size model's
-prediction (:mod:`tuner.core.batch_model`) come with it.
+:mod:`tuner.core.configurations`).
 """
 
 from __future__ import annotations
@@ -75,20 +72,14 @@ def recommend(
     seed_noise: dict[str, dict[str, Any]] | None = None,
     tie_margin: float = DEFAULT_TIE_MARGIN,
 ) -> dict[str, Any]:
-    """Return the recommended-config JSON (a dict) for ``trials``.
+    """The recommended-config JSON (a dict) for ``trials``.
 
-    Throughput is only comparable between identical devices, so trials are grouped by
-    ``device_signature`` (device model, count and memory cap) and each group gets its own
-    recommendation, listed under ``per_device_signature``; the top level is the group with the
-    most COMPLETE trials, and a ``note`` says so when there are several. ``baselines``,
-    ``probes`` and ``seed_noise`` map a device signature to the study's single-device baseline,
-    probe and seed-noise records. ``policy`` ``None`` is :func:`default_policy` of
-    ``target_loss``. ``tie_margin``: candidates whose value is within it (relative) of the
-    best one's are practically equal, and the smallest batch of them is picked. Speedup is the
-    chosen trial's throughput over the baseline's (one device, base batch), with its interval;
-    scaling efficiency is the speedup per replica (1.0 is ideal). Raises
-    :class:`NoCompleteTrialError` when no trial completed with a finite loss (or, under
-    ``time-to-target``, none reached the target).
+    Throughput is only comparable between identical devices, so each ``device_signature`` gets
+    its own recommendation under ``per_device_signature``; the top level is the one with the
+    most COMPLETE trials (a ``note`` says so when there are several). ``baselines``, ``probes``
+    and ``seed_noise`` map a device signature to the study's records. ``policy`` ``None`` is
+    :func:`default_policy` of ``target_loss``. Raises :class:`NoCompleteTrialError` when no
+    trial completed with a finite loss (or, under ``time-to-target``, none reached the target).
     """
     context = Context(
         study_name=study_name,
