@@ -1,10 +1,7 @@
 """The study spec: what to train and which grid to search, validated (pure).
 
 :func:`spec_from_dict` turns parsed TOML plus CLI overrides into a :class:`StudySpec`, or raises
-one :class:`~tuner.core.errors.ConfigError` line. Behind this face: ``_spec`` (the model),
-``_parse`` (its assembly from tables), ``_fields`` (checks of single fields) and ``_runtime``
-(how a trial runs: backend, loop, precision). :class:`SearchSpec` says how its sub-records and
-the options table (:mod:`tuner.core.options`) declare the ``[search]`` values.
+one :class:`~tuner.core.errors.ConfigError` line.
 """
 
 from __future__ import annotations

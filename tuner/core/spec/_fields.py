@@ -100,8 +100,7 @@ _DURATION = re.compile(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\
 
 
 def parse_duration(value: Any, label: str) -> float:
-    """Seconds of ``value``: a number of seconds, or text such as ``90s``, ``15m``, ``1h``,
-    ``1h30m`` (a bare number is seconds). Raises :class:`ConfigError` naming ``label``."""
+    """Seconds of ``value``: a number of seconds, or text such as ``90s``, ``15m``, ``1h30m``."""
     seconds: float | None = None
     if isinstance(value, int | float) and not isinstance(value, bool):
         seconds = float(value)
@@ -111,7 +110,7 @@ def parse_duration(value: Any, label: str) -> float:
             seconds = float(text)
         else:
             found = _DURATION.fullmatch(text)
-            if found and text and any(found.groups()):
+            if found and any(found.groups()):
                 hours, minutes, secs = (float(g) if g else 0.0 for g in found.groups())
                 seconds = hours * 3600 + minutes * 60 + secs
     if seconds is None or not math.isfinite(seconds) or seconds <= 0:
@@ -122,8 +121,7 @@ def parse_duration(value: Any, label: str) -> float:
 
 
 def duration(value: Any, label: str) -> float | None:
-    """Seconds of a duration (``90s``, ``15m``, ``1h30m``, or a number of seconds); ``None``
-    when not given."""
+    """:func:`parse_duration`, ``None`` when not given."""
     return None if value is None else parse_duration(value, label)
 
 
@@ -229,8 +227,7 @@ def parse_name_list(text: str, flag: str) -> list[str]:
 
 
 def check_layout(raw: Mapping[str, Any], source: str, known: Mapping[str, tuple[str, ...]]) -> None:
-    """Only ``known`` sections, each a table of its known keys; an unknown key is told with the
-    nearest known one."""
+    """Only ``known`` sections of known keys; an unknown key is told with the nearest known."""
     for section, value in raw.items():
         if section not in known:
             raise ConfigError(f"unknown section [{section}] in {source}; known: {', '.join(known)}")
@@ -248,9 +245,8 @@ def check_layout(raw: Mapping[str, Any], source: str, known: Mapping[str, tuple[
 
 
 def check_study_name(name: str, label: str) -> str:
-    """``name`` when it may name a study: letters, digits, '.', '_' and '-' only, at least one
-    (the one rule for a spec's ``[study] name`` and for ``--study-name``); else
-    :class:`ConfigError` naming ``label``."""
+    """``name`` when it may name a study (the one rule for ``[study] name`` and
+    ``--study-name``)."""
     if re.fullmatch(r"[\w.\-]+", name) is None:
         raise ConfigError(f"{label} must use letters, digits, '.', '_' or '-' only, got {name!r}")
     return name
