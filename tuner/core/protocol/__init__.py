@@ -1,16 +1,9 @@
 """The protocol between the driver and the trial process: typed, versioned, JSON on the wire.
 
-The driver writes one request (:class:`InspectRequest`, :class:`TrialRequest`,
-:class:`ProbeRequest` or :class:`ValidateRequest`, each carrying the :class:`Workload`, the
-:class:`Budget` and for a run the :class:`~tuner.core.devices.DevicePlan`), the child streams
-events on stdout as lines ``TUNER-EVENT {json}`` (:class:`EpochEvent`, :class:`ProgressEvent`,
-:class:`WindowsDoneEvent`, :class:`ProbeAttemptEvent`, :class:`ProbeResultEvent`) and answers
-with one :class:`Result`. Each is written and read in one place (``encode_*``/``decode_*``);
-requests and results carry :data:`PROTOCOL_VERSION`, and either side refuses another version
-with one line. Both sides import this package, so neither imports the other.
-
-Behind this face: ``_codec`` (the version, the dataclass-to-JSON conversion and its errors),
-``_requests`` and ``_events`` (the events and the result); here, the worker's command line and
+The driver writes one request, the child streams events on stdout (``TUNER-EVENT {json}``) and
+answers with one :class:`Result`; each is written and read in one place (``encode_*`` /
+``decode_*``), and either side refuses another :data:`PROTOCOL_VERSION` with one line. Both sides
+import this package, so neither imports the other. Here too: the worker's command line and
 environment.
 """
 

@@ -1,8 +1,6 @@
-"""Frozen dataclasses to JSON-ready values and back, checked against their type hints.
-
-The one conversion every message of the protocol goes through, so that a request, an event or a
-result that lacks a field, has one too many or has a value of the wrong type fails with one line
-naming the field, not with a ``KeyError`` deep inside a trial.
+"""Frozen dataclasses to JSON-ready values and back, checked against their type hints: a message
+that lacks a field, has one too many or one of the wrong type fails with one line naming the field,
+not with a ``KeyError`` deep inside a trial.
 """
 
 from __future__ import annotations
@@ -16,12 +14,9 @@ from typing import Any, TypeVar, Union, get_args, get_origin, get_type_hints
 T = TypeVar("T")
 
 PROTOCOL_VERSION = 1
-"""The version of the request, event and result shapes. A child refuses a request of another
-version, and the driver a result of another version, with one line: the driver and the worker
-are then different tuner versions. Raise it with any change of a shape."""
+"""The version of the request, event and result shapes: raise it with any change of a shape."""
 
 VERSION_KEY = "protocol_version"
-"""The key of every request and result object that names its protocol version."""
 
 
 class ProtocolError(ValueError):
@@ -51,9 +46,8 @@ def to_plain(value: Any) -> Any:
 
 
 def from_plain(kind: type[T], data: Any, where: str) -> T:
-    """The dataclass ``kind`` read from ``data`` (what :func:`to_plain` wrote); raises
-    :class:`ProtocolError` naming the field (``where``: its path) that is missing, unknown or of
-    the wrong type. A field with a default may be absent."""
+    """The dataclass ``kind`` read from ``data`` (what :func:`to_plain` wrote); a field with a
+    default may be absent. ``where``: the path that errors name."""
     if not isinstance(data, Mapping):
         raise ProtocolError(f"{where}: expected an object, got {type(data).__name__}")
     declared = {f.name: f for f in fields(kind) if f.init}  # type: ignore[arg-type]
@@ -83,8 +77,8 @@ def load_object(text: str, what: str) -> dict[str, Any]:
 
 
 def check_version(data: Mapping[str, Any], what: str, reader: str) -> None:
-    """Refuse ``data`` (a request or result, ``what``) of another protocol version than this
-    ``reader``'s (``worker`` or ``driver``) with one line naming both versions."""
+    """Refuse ``data`` (``what``: request or result) of another protocol version than this
+    ``reader``'s (``worker`` or ``driver``)."""
     found = data.get(VERSION_KEY)
     if found != PROTOCOL_VERSION:
         written = "of no protocol version" if found is None else f"of protocol version {found}"
