@@ -1,7 +1,5 @@
 """What went wrong with a storage that was open and working: one line for the user, and whether
-waiting can help: an outage (a server down or out of reach, a locked SQLite file) may pass; a
-fault (a full disk, a file deleted or replaced, a permission lost, tables of another version)
-does not. Both end as :class:`StorageFaultError` (exit 1), never as an internal error.
+waiting can help (an outage) or not (a fault). Both end as :class:`StorageFaultError` (exit 1).
 """
 
 from __future__ import annotations
@@ -88,8 +86,8 @@ def file_identity(path: Path) -> tuple[int, int] | None:
 
 
 def file_problem(place: Place, identity: tuple[int, int] | None) -> str | None:
-    """Whether the SQLite or journal file opened as ``identity`` was deleted or replaced since
-    (SQLite would write on into the deleted file, Optuna's journal start a new one)."""
+    """Whether the file opened as ``identity`` was deleted or replaced since (SQLite would
+    write on into the deleted file, Optuna's journal start a new one)."""
     if place.kind not in ("sqlite", "journal") or place.path is None or identity is None:
         return None
     now = file_identity(place.path)
@@ -135,8 +133,8 @@ def classify(exc: BaseException, place: Place, identity: tuple[int, int] | None 
 
 
 def classify_opening(exc: BaseException, place: Place) -> Fault:
-    """Classify an error met while opening the storage: an outage may pass; a wrong URL, user,
-    password, host or database never does, whatever else the driver's message says."""
+    """:func:`classify` while opening: a wrong URL, user, password, host or database is never
+    an outage, whatever else the driver's message says."""
     lowered = " ".join(_chain_text(exc).split()).lower()
     if any(word in lowered for word in _NEVER_AT_OPENING):
         return Fault(False, _short(_chain_text(exc)))
@@ -146,14 +144,14 @@ def classify_opening(exc: BaseException, place: Place) -> Fault:
 def waiting_line(
     place: Place, reason: str, wait_s: float, *, trial_running: bool, flag: bool = True
 ) -> str:
-    """The line said when waiting for a storage starts; ``flag``: the bound is a flag."""
+    """The line said when waiting starts; ``flag``: the bound is a flag."""
     bound = f" ({named('storage_wait')})" if flag else ""
     going_on = "; the running trial goes on" if trial_running else ""
     return f"storage {place.shown}: {reason}; waiting up to {wait_s:.0f} s for it{bound}{going_on}"
 
 
 def back_line(place: Place, lasted_s: float) -> str:
-    """The one line said when a storage waited for answers again."""
+    """The line said when a storage waited for answers again."""
     return f"storage {place.shown} is back after {lasted_s:.0f} s"
 
 
@@ -202,7 +200,7 @@ def _invalidated(exc: BaseException) -> bool:
 
 
 def _free_space(place: Place) -> str:
-    """How much space the storage's folder has left, as the disk-full line says it."""
+    """How much space the storage's folder has left."""
     if place.path is None:
         return "on the database server"
     folder = place.path.absolute().parent

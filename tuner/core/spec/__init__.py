@@ -7,11 +7,7 @@ one :class:`~tuner.core.errors.ConfigError` line.
 from __future__ import annotations
 
 from tuner.core.options import LOSS_REDUCTIONS, MODEL_HYPERPARAMETERS
-from tuner.core.spec._fields import (
-    check_study_name,
-    parse_int_list,
-    parse_name_list,
-)
+from tuner.core.spec._fields import check_study_name, parse_int_list, parse_name_list
 from tuner.core.spec._parse import spec_from_dict
 from tuner.core.spec._runtime import BACKENDS, DEFAULT_BACKEND
 from tuner.core.spec._spec import (
