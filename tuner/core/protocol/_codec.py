@@ -65,27 +65,24 @@ def from_plain(kind: type[T], data: Any, where: str) -> T:
     return kind(**values)
 
 
-def load_object(text: str, what: str) -> dict[str, Any]:
-    """``text`` as a JSON object; :class:`NotJSONError` when it is not one."""
+def load_message(text: str, what: str, reader: str) -> dict[str, Any]:
+    """``text``, a request or result (``what``), as its JSON object less the version key:
+    :class:`NotJSONError` when it is no JSON object, :class:`ProtocolVersionError` when it is of
+    another protocol version than this ``reader``'s (``worker`` or ``driver``)."""
     try:
         data = json.loads(text)
     except ValueError:
         data = None
     if not isinstance(data, dict):
         raise NotJSONError(f"the {what} is not a JSON object")
-    return data
-
-
-def check_version(data: Mapping[str, Any], what: str, reader: str) -> None:
-    """Refuse ``data`` (``what``: request or result) of another protocol version than this
-    ``reader``'s (``worker`` or ``driver``)."""
-    found = data.get(VERSION_KEY)
+    found = data.pop(VERSION_KEY, None)
     if found != PROTOCOL_VERSION:
         written = "of no protocol version" if found is None else f"of protocol version {found}"
         raise ProtocolVersionError(
             f"the {what} is {written} and this {reader} reads version {PROTOCOL_VERSION}: "
             "driver and worker are different tuner versions"
         )
+    return data
 
 
 def _value(hint: Any, value: Any, where: str) -> Any:

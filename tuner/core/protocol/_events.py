@@ -17,9 +17,8 @@ from tuner.core.protocol._codec import (
     PROTOCOL_VERSION,
     VERSION_KEY,
     ProtocolError,
-    check_version,
     from_plain,
-    load_object,
+    load_message,
     to_plain,
 )
 
@@ -136,7 +135,4 @@ def encode_result(result: Result) -> str:
 def decode_result(text: str) -> Result:
     """The result :func:`encode_result` wrote; a :class:`ProtocolError` (:class:`NotJSONError`,
     :class:`ProtocolVersionError`) for anything else."""
-    data = load_object(text, "result")
-    check_version(data, "result", "driver")
-    fields = {k: v for k, v in data.items() if k != VERSION_KEY}
-    return from_plain(Result, fields, "result")
+    return from_plain(Result, load_message(text, "result", "driver"), "result")

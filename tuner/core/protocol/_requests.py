@@ -17,9 +17,8 @@ from tuner.core.protocol._codec import (
     PROTOCOL_VERSION,
     VERSION_KEY,
     ProtocolError,
-    check_version,
     from_plain,
-    load_object,
+    load_message,
     to_plain,
 )
 from tuner.core.spec import DEFAULT_BACKEND, LOSS_REDUCTIONS, KerasObject
@@ -211,10 +210,8 @@ def encode_request(request: Request) -> str:
 def decode_request(text: str) -> Request:
     """The request :func:`encode_request` wrote; a :class:`ProtocolError`
     (:class:`~tuner.core.protocol.ProtocolVersionError`) for anything else."""
-    data = load_object(text, "request")
-    check_version(data, "request", "worker")
-    fields = {k: v for k, v in data.items() if k not in (VERSION_KEY, "mode")}
-    mode = data.get("mode")
+    fields = load_message(text, "request", "worker")
+    mode = fields.pop("mode", None)
     if not isinstance(mode, str) or mode not in _TYPES:
         raise ProtocolError(f"unknown mode {mode!r}; known: {', '.join(MODES)}")
     return from_plain(_TYPES[mode], fields, "request")
