@@ -145,8 +145,8 @@ def policy_entry(trial: FrozenTrial, policy: str) -> Entry:
     if policy == TIME_TO_TARGET:
         value, interval = float(attrs["time_to_target_s"]), time_to_target_ci(attrs)
     else:
-        throughput, interval = float(trial.values[1]), throughput_ci(attrs)
-        value = throughput
+        value = throughput = float(trial.values[1])
+        interval = throughput_ci(attrs)
         if policy == GOODPUT:
             # Statistical efficiency is a smooth function of the noise scale: the goodput's
             # interval is the throughput's, scaled by it.
@@ -156,12 +156,9 @@ def policy_entry(trial: FrozenTrial, policy: str) -> Entry:
                 method = f"{interval.method}, × statistical efficiency"
                 interval = Interval(interval.low * scale, interval.high * scale, method)
     batch = int(trial.params["global_batch_size"])
-    # A time to target depends on the rate (it sets the steps to the target): no computation.
-    computation = (
-        ()
-        if policy == TIME_TO_TARGET
-        else (batch, precision_of(trial), steps_of(trial), model_config(trial))
-    )
+    computation: tuple[object, ...] = ()  # a time to target depends on the rate: no computation
+    if policy != TIME_TO_TARGET:
+        computation = (batch, precision_of(trial), steps_of(trial), model_config(trial))
     loss = float(trial.values[0])
     return Entry(trial.number, value, interval, runs_of(trial), batch, loss, computation)
 

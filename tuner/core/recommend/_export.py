@@ -165,15 +165,13 @@ def compiled_with(attrs: dict[str, Any], workload: dict[str, Any]) -> dict[str, 
             "optimizer_class": None if from_build else workload.get("optimizer"),
         }
         return {key: value for key, value in known.items() if value is not None}  # unknown: absent
-    section = {
+    extra = ("loss_weights", "metrics", "weighted_metrics")
+    return {
         "from_build": bool(described.get("from_build")),
         "loss": described.get("loss"),
         "optimizer_class": described.get("optimizer"),
+        **{key: described[key] for key in extra if described.get(key) is not None},
     }
-    for key in ("loss_weights", "metrics", "weighted_metrics"):
-        if described.get(key) is not None:
-            section[key] = described[key]
-    return section
 
 
 def distribution_section(attrs: dict[str, Any], search: dict[str, Any]) -> dict[str, Any]:
@@ -223,10 +221,7 @@ def target_evidence(rec: dict[str, Any], attrs: dict[str, Any]) -> dict[str, Any
 
 
 def provenance_section(
-    attrs: dict[str, Any],
-    workload: dict[str, Any],
-    storage: str | None,
-    optimizer_source: str,
+    attrs: dict[str, Any], workload: dict[str, Any], storage: str | None, optimizer_source: str
 ) -> dict[str, Any]:
     """Where the JSON comes from beyond the flat keys: storage, host, the workload's functions."""
     return {
