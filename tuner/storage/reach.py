@@ -18,8 +18,7 @@ from tuner.storage.guarded import what_to_do
 from tuner.storage.places import Place
 
 READING_WAIT_S = 30.0
-"""The reading commands' default wait: long enough for a server to restart, short enough that a
-stopped one is said soon."""
+"""The reading commands' default wait: time for a server to restart, not much longer."""
 _MAX_DELAY_S = 5.0
 _log = logging.getLogger("tuner.storage")
 

@@ -80,8 +80,7 @@ def _listed(values: Sequence[float] | None) -> list[float] | None:
 
 
 def pending(folder: Path, study_name: str | None = None) -> list[dict[str, Any]]:
-    """The spooled results in ``folder`` (of ``study_name`` only, when given), oldest first;
-    unreadable files skipped, one that is no spooled result set aside."""
+    """Spooled results in ``folder`` (of ``study_name``), oldest first; non-results set aside."""
     records = []
     with contextlib.suppress(OSError):
         for path in folder.glob("trial-*.json"):
@@ -120,8 +119,7 @@ def _is_number(value: Any) -> bool:
 
 
 def set_aside(path: Path) -> None:
-    """Rename a file that is no spooled result to ``*.not-a-result`` (kept for the user, never
-    read again), with one warning."""
+    """Rename a file that is no spooled result to ``*.not-a-result``, with one warning."""
     aside = path.with_name(path.name + ".not-a-result")
     with contextlib.suppress(OSError):
         os.replace(path, aside)

@@ -41,8 +41,7 @@ class EpochEvent:
 
 @dataclass(frozen=True)
 class ProgressEvent:
-    """Within an epoch, about once a second: ``step`` of ``steps``, ``samples`` of
-    ``total_samples``."""
+    """Within an epoch, about once a second."""
 
     kind: ClassVar[str] = "progress"
     step: int
@@ -61,8 +60,7 @@ class WindowsDoneEvent:
 
 @dataclass(frozen=True)
 class ProbeAttemptEvent:
-    """A probe child is about to try ``batch``: one that dies by a signal dies at the last size
-    it announced."""
+    """A probe child tries ``batch``: one killed by a signal died at the last size it announced."""
 
     kind: ClassVar[str] = "probe_attempt"
     batch: int
@@ -70,8 +68,7 @@ class ProbeAttemptEvent:
 
 @dataclass(frozen=True)
 class ProbeResultEvent:
-    """A probe child tried ``batch``; its fields are the probe record's ``attempts`` entries,
-    stored as they are."""
+    """A probe child tried ``batch``: the probe record's ``attempts`` entry, stored as it is."""
 
     kind: ClassVar[str] = "probe_result"
     batch: int
@@ -133,6 +130,5 @@ def encode_result(result: Result) -> str:
 
 
 def decode_result(text: str) -> Result:
-    """The result :func:`encode_result` wrote; a :class:`ProtocolError` (:class:`NotJSONError`,
-    :class:`ProtocolVersionError`) for anything else."""
+    """The result :func:`encode_result` wrote; a :class:`ProtocolError` for anything else."""
     return from_plain(Result, load_message(text, "result", "driver"), "result")

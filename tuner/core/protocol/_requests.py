@@ -178,8 +178,7 @@ class ValidateRequest(RunRequest):
 
     mode: ClassVar[str] = "validate"
     weights_file: str | None = None
-    """Where the child saves every variable before and after its steps (``.npz``: too large
-    for the result's JSON)."""
+    """Where the child saves every variable before and after its steps (``.npz``)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -208,8 +207,7 @@ def encode_request(request: Request) -> str:
 
 
 def decode_request(text: str) -> Request:
-    """The request :func:`encode_request` wrote; a :class:`ProtocolError`
-    (:class:`~tuner.core.protocol.ProtocolVersionError`) for anything else."""
+    """The request :func:`encode_request` wrote; a :class:`ProtocolError` for anything else."""
     fields = load_message(text, "request", "worker")
     mode = fields.pop("mode", None)
     if not isinstance(mode, str) or mode not in _TYPES:

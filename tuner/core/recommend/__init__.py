@@ -30,8 +30,7 @@ POLICIES = (POLICY, GOODPUT, TIME_TO_TARGET)
 
 
 def default_policy(target_loss: float | None) -> str:
-    """``time-to-target`` when a target loss is given (the question a target asks), else
-    ``loss-then-throughput``."""
+    """``time-to-target`` when a target loss is given, else ``loss-then-throughput``."""
     return POLICY if target_loss is None else TIME_TO_TARGET
 
 

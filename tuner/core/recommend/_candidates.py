@@ -47,8 +47,7 @@ class Tolerance:
 
 
 def loss_tolerance(tolerance: float, seed_record: dict[str, Any] | None) -> Tolerance:
-    """The tolerance given ``--tolerance`` and one device signature's ``seed_noise`` record
-    (``None``: no seeds were trained)."""
+    """The tolerance given ``--tolerance`` and a signature's ``seed_noise`` record (or ``None``)."""
     record = seed_record or {}
     losses = [float(x) for x in record.get("final_losses") or [] if isinstance(x, int | float)]
     spread = record.get("spread")
@@ -171,8 +170,7 @@ def candidate_entries(
     study_name: str = "",
     target_loss: float | None = None,
 ) -> list[Entry]:
-    """Racing's input: one :class:`~tuner.core.racing.Entry` per candidate, as :func:`choose`
-    weighs them (``interval`` ``None`` where not known)."""
+    """Racing's input: the candidates' entries as :func:`choose` weighs them."""
     found = policy_candidates(
         trials, policy, tolerance, study_name=study_name, target_loss=target_loss
     )

@@ -126,8 +126,7 @@ def fit_batch(rec: dict[str, Any]) -> int:
 def trial_budget(
     rec: dict[str, Any], attrs: dict[str, Any], search: dict[str, Any]
 ) -> dict[str, Any]:
-    """The search's short budget the trial trained for: ``epochs``, or ``train_samples`` and
-    ``steps`` (batches of :func:`fit_batch`); ``{}`` when neither is known."""
+    """What the trial trained for: ``epochs``, or ``train_samples`` and ``steps``; else ``{}``."""
     if search.get("train_samples") is not None:
         used = attrs.get("train_samples_used") or int(search["train_samples"])
         # A budget below one batch still trained one.
@@ -200,8 +199,7 @@ def evidence_section(
 
 
 def _used_loss(attrs: dict[str, Any], workload: dict[str, Any]) -> Any:
-    """The loss the final loss is a value of: the trial's (a build's may differ from the
-    spec's), else the spec's name."""
+    """The loss the final loss is of: the trial's (a build's), else the spec's name."""
     described = attrs.get("compile")
     if isinstance(described, dict) and described.get("loss") is not None:
         return described["loss"]
@@ -209,8 +207,7 @@ def _used_loss(attrs: dict[str, Any], workload: dict[str, Any]) -> Any:
 
 
 def target_evidence(rec: dict[str, Any], attrs: dict[str, Any]) -> dict[str, Any]:
-    """With a target loss: its time's compilation and evaluation seconds, and the loss at each
-    check (the time itself is a flat key)."""
+    """With a target loss: its compile and evaluation seconds, and the loss at each check."""
     if rec.get("target_loss") is None:
         return {}
     return {
@@ -249,8 +246,7 @@ def tidy_document(document: dict[str, Any]) -> dict[str, Any]:
 
 
 def rounded(value: Any, digits: int) -> Any:
-    """``value`` with every float (nested too) at ``digits`` significant digits, non-finite
-    ones ``None``."""
+    """``value`` with every float (nested too) at ``digits`` digits, a non-finite one ``None``."""
     if isinstance(value, float):
         return float(f"{value:.{digits}g}") if math.isfinite(value) else None
     if isinstance(value, dict):

@@ -91,8 +91,7 @@ def chosen_fields(
 
 
 def decision_fields(chosen: FrozenTrial, decision: Pick, tolerance: Tolerance) -> dict[str, Any]:
-    """How sure the pick is: the throughput's interval and runs, the loss tolerance and why,
-    the ties and the close calls."""
+    """How sure the pick is: its interval, runs, loss tolerance, ties and close calls."""
     interval = throughput_ci(decode(chosen).flat)
     return {
         "throughput_ci": None if interval is None else interval.as_list(),
@@ -145,8 +144,7 @@ def speedup_of(chosen: FrozenTrial, context: Context) -> Speedup:
 def target_fields(
     chosen: FrozenTrial, context: Context, same_model_complete: Sequence[FrozenTrial]
 ) -> dict[str, Any]:
-    """With a target loss: the chosen trial's time and samples to it, and the batch-size model's
-    prediction."""
+    """With a target loss: the time and samples to it, and the batch-size model's prediction."""
     if context.target_loss is None:
         return {}
     attrs = decode(chosen).flat

@@ -135,8 +135,7 @@ def study_law(
 
 
 def swept_past(trials: Sequence[FrozenTrial]) -> list[tuple[int, str, int]]:
-    """``(batch, side, rates)``: the rates the adaptive sweep added past its edges at each batch
-    (:func:`tuner.core.adaptive_sweep.extra_rates`)."""
+    """``(batch, side, rates)``: the rates the adaptive sweep added past its edges at each batch."""
     rules: dict[int, set[str]] = {}
     for trial in trials:
         batch, rule = _batch_of(trial), decode(trial).configuration.lr_rule

@@ -66,8 +66,7 @@ class Pick(Decision):
 
 
 def advantage(better: Entry, other: Entry, *, higher_is_better: bool) -> float:
-    """How many times ``better``'s value beats ``other``'s (``inf`` for a value that is not
-    positive: no ratio)."""
+    """How many times ``better``'s value beats ``other``'s (``inf``: a value is not positive)."""
     num, den = (better.value, other.value) if higher_is_better else (other.value, better.value)
     return num / den if num > 0 and den > 0 else float("inf")
 

@@ -245,8 +245,7 @@ def check_layout(raw: Mapping[str, Any], source: str, known: Mapping[str, tuple[
 
 
 def check_study_name(name: str, label: str) -> str:
-    """``name`` when it may name a study (the one rule for ``[study] name`` and
-    ``--study-name``)."""
+    """``name`` when it may name a study (one rule for ``[study] name`` and ``--study-name``)."""
     if re.fullmatch(r"[\w.\-]+", name) is None:
         raise ConfigError(f"{label} must use letters, digits, '.', '_' or '-' only, got {name!r}")
     return name

@@ -52,8 +52,7 @@ class WorkloadSpec:
     optimizer: KerasObject | None = None
     """As ``loss``. Its learning rate is always the rule's: a serialized one's is replaced."""
     dataset: str | None = None
-    """``module:function(split, batch_size, input_context)`` returning one split (instead of
-    ``data``)."""
+    """``module:function(split, batch_size, input_context)``: one split (instead of ``data``)."""
     backend: str = DEFAULT_BACKEND
     objective: str = DEFAULT_OBJECTIVE
     """The value trials store and compare as their loss (:mod:`tuner.core.objective`)."""
