@@ -10,11 +10,15 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from tuner.core.recommend._candidates import candidate_entries, higher_is_better
-    from tuner.core.recommend._export import SCHEMA_VERSION, export_document
-    from tuner.core.recommend._law import batch_points, seed_sigma
-    from tuner.core.recommend._pipeline import recommend
-    from tuner.core.recommend._verdict import baseline_at, baseline_key
+    from tuner.core.recommend._candidates import candidate_entries as candidate_entries
+    from tuner.core.recommend._candidates import higher_is_better as higher_is_better
+    from tuner.core.recommend._export import SCHEMA_VERSION as SCHEMA_VERSION
+    from tuner.core.recommend._export import export_document as export_document
+    from tuner.core.recommend._law import batch_points as batch_points
+    from tuner.core.recommend._law import seed_sigma as seed_sigma
+    from tuner.core.recommend._pipeline import recommend as recommend
+    from tuner.core.recommend._verdict import baseline_at as baseline_at
+    from tuner.core.recommend._verdict import baseline_key as baseline_key
 
 DEFAULT_TOLERANCE = 0.02
 """A configuration whose final loss is within this relative margin of the best counts as as good
@@ -35,9 +39,8 @@ def default_policy(target_loss: float | None) -> str:
 
 
 DEFAULT_TIE_MARGIN = 0.05
-"""Candidates whose measured value is within this relative margin of the best one's are equally
-good in practice (the throughput ratio of the best over them at most 1.05): the smallest global
-batch of them is picked."""
+"""Candidates within this relative margin of the best value are equally good in practice (the
+best's throughput ratio over them at most 1.05): the smallest global batch of them is picked."""
 
 
 _EXPORTS = {
@@ -51,23 +54,6 @@ _EXPORTS = {
     "recommend": "_pipeline",
     "seed_sigma": "_law",
 }
-
-__all__ = [
-    "DEFAULT_TIE_MARGIN",
-    "DEFAULT_TOLERANCE",
-    "POLICIES",
-    "POLICY",
-    "SCHEMA_VERSION",
-    "baseline_at",
-    "baseline_key",
-    "batch_points",
-    "candidate_entries",
-    "default_policy",
-    "export_document",
-    "higher_is_better",
-    "recommend",
-    "seed_sigma",
-]
 
 
 def __getattr__(name: str) -> Any:
