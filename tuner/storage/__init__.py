@@ -12,32 +12,17 @@ from pathlib import Path
 from typing import Any
 
 from tuner.core.errors import ConfigError
-from tuner.core.options import DEFAULT_HEARTBEAT_S, DEFAULT_STORAGE, DEFAULT_STORAGE_WAIT_S, named
-from tuner.storage.faults import StorageFaultError
+from tuner.core.options import DEFAULT_HEARTBEAT_S as DEFAULT_HEARTBEAT_S
+from tuner.core.options import DEFAULT_STORAGE as DEFAULT_STORAGE
+from tuner.core.options import DEFAULT_STORAGE_WAIT_S as DEFAULT_STORAGE_WAIT_S
+from tuner.core.options import named
+from tuner.storage.faults import StorageFaultError as StorageFaultError
 from tuner.storage.guarded import Guard
-from tuner.storage.places import (
-    Place,
-    describe,
-    folder_problem,
-    locate,
-    mask_password,
-    read_only_reason,
-)
-from tuner.storage.reach import READING_WAIT_S, reached
+from tuner.storage.places import Place, describe, folder_problem, locate, read_only_reason
+from tuner.storage.places import mask_password as mask_password
+from tuner.storage.reach import READING_WAIT_S as READING_WAIT_S
+from tuner.storage.reach import reached
 from tuner.storage.schema import check_journal_file, check_storage_file, has_optuna_schema
-
-__all__ = [
-    "DEFAULT_HEARTBEAT_S",
-    "DEFAULT_STORAGE",
-    "DEFAULT_STORAGE_WAIT_S",
-    "READING_WAIT_S",
-    "StorageFaultError",
-    "check_storage",
-    "describe_storage_error",
-    "mask_password",
-    "open_storage",
-    "storage_read_only",
-]
 
 SQLITE_TIMEOUT_S = 60
 _OPEN_ATTEMPTS = 5
@@ -68,19 +53,16 @@ def open_storage(
     ``wait_s`` at every later call; a reading command's has none.
     """
     place = locate(url)
-    guard_s = wait_s if create else None
+    heartbeat = {} if place.kind == "journal" else _heartbeat(heartbeat_s)
     if place.kind == "journal":
         _checked(place, create)
-        journal = _journal(place, create)
-        if guard_s is not None:
-            Guard(place, guard_s).opened(journal)
-        return journal
-    heartbeat = _heartbeat(heartbeat_s)
-    storage = reached(place, wait_s, lambda: _sql(place, create, heartbeat), searching=create)
-    if guard_s is not None:
+        storage = _journal(place, create)
+    else:
+        storage = reached(place, wait_s, lambda: _sql(place, create, heartbeat), searching=create)
+    if create and wait_s is not None:
         interval = float(heartbeat.get("heartbeat_interval", 0))
         grace = float(heartbeat.get("grace_period", 0))
-        Guard(place, guard_s, interval_s=interval, grace_s=grace).opened(storage)
+        Guard(place, wait_s, interval_s=interval, grace_s=grace).opened(storage)
     return storage
 
 
@@ -97,8 +79,11 @@ def _checked(place: Place, create: bool) -> bool:
         check_journal_file(place, create=create)
     elif place.kind == "sqlite":
         check_storage_file(place, create=create)
-    if create:
-        _refuse_read_only(place)
+    if create and (reason := read_only_reason(place)):
+        raise ConfigError(
+            f"storage {place.shown} is read-only ({reason}), and a search stores every trial "
+            f"there; give a storage it may write, e.g. {named('storage')} {DEFAULT_STORAGE}"
+        )
     if place.kind == "journal" or (place.path is not None and not place.path.exists()):
         return False
     return has_optuna_schema(place, create=create, timeout_s=_lock_timeout(place))
@@ -120,15 +105,6 @@ def _in_memory(place: Place, create: bool) -> ConfigError:
         f"outlives the process that made it); point {named('storage')} at a file, e.g. "
         "sqlite:///studies/tuner.db"
     )
-
-
-def _refuse_read_only(place: Place) -> None:
-    reason = read_only_reason(place)
-    if reason:
-        raise ConfigError(
-            f"storage {place.shown} is read-only ({reason}), and a search stores every trial "
-            f"there; give a storage it may write, e.g. {named('storage')} {DEFAULT_STORAGE}"
-        )
 
 
 def _heartbeat(heartbeat_s: float | None) -> dict[str, Any]:
@@ -159,9 +135,8 @@ def _sql(place: Place, create: bool, heartbeat: dict[str, Any]) -> Any:
                 raise ConfigError(
                     f"cannot open storage {place.shown}: {describe(race, place)}"
                 ) from race
-            # Several workers creating the same fresh database race on its schema (the
-            # version row in SQLite, the enum types and tables in PostgreSQL); the loser
-            # finds the schema in place on the next try.
+            # Workers creating one fresh database race on its schema (SQLite's version row,
+            # PostgreSQL's enum types and tables); the loser finds it in place on the next try.
             time.sleep(0.2 + random.random())
     raise AssertionError("unreachable")
 

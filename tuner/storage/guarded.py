@@ -44,10 +44,8 @@ class Guard:
     ) -> None:
         self.place = place
         self.wait_s = wait_s
-        self.interval_s = interval_s
-        """Seconds between heartbeats (0: none, as on Optuna's journal)."""
-        self.grace_s = grace_s
-        """Seconds without a heartbeat after which another worker fails the trial."""
+        self.interval_s = interval_s  # between heartbeats (0: none, as on Optuna's journal)
+        self.grace_s = grace_s  # without a heartbeat, after which another worker takes over
         self.notify: Callable[[str], None] = _log.warning
         self.heartbeat_lost = False
         self.spool_failing = False  # the spool failed to keep a result (said once)

@@ -43,9 +43,8 @@ def has_optuna_schema(place: Place, *, create: bool, timeout_s: float) -> bool:
     try:
         tables, stamped = _tables(place, timeout_s, create, read_only=place.kind == "sqlite")
     except _HotJournal:
-        # A writer died in the middle of a transaction and left its rollback journal, which must
-        # be played back before anyone may read the file, and a read-only connection cannot.
-        # Playing it back restores the last committed state: what every SQLite reader does.
+        # A writer died mid-transaction and left its rollback journal, which a read-only
+        # connection cannot play back: doing so restores the last committed state, as any reader.
         try:
             tables, stamped = _tables(place, timeout_s, create, read_only=False)
         except _HotJournal as again:  # the URL itself says mode=ro
@@ -191,8 +190,6 @@ def _looks_like_journal(path: Path) -> bool:
     """Whether the first line is a JSON journal record (``op_code``)."""
     with path.open("rb") as handle:
         first = handle.readline()
-    if not first.strip():
-        return False
     try:
         record = json.loads(first)
     except ValueError:
