@@ -110,9 +110,7 @@ def _union(options: tuple[Any, ...], value: Any, where: str) -> Any:
     if value is None and type(None) in options:
         return None
     errors = []
-    for option in options:
-        if option is type(None):
-            continue
+    for option in [option for option in options if option is not type(None)]:
         try:
             return _value(option, value, where)
         except ProtocolError as exc:

@@ -99,9 +99,7 @@ def decode_event(line: str) -> Event | None:
         data = json.loads(line[len(EVENT_PREFIX) :])
     except ValueError:
         return None
-    if not isinstance(data, dict):
-        return None
-    kind = _TYPES.get(str(data.pop("event", "")))
+    kind = _TYPES.get(str(data.pop("event", ""))) if isinstance(data, dict) else None
     if kind is None:
         return None
     try:

@@ -76,8 +76,7 @@ class EarlyStop:
     noise_runs: int = 0
     noise_samples: tuple[int, ...] = ()
     noise_sds: tuple[float, ...] = ()
-    """The seed runs' relative sd of the validation loss at each of their checks (larger than
-    the final one early in training); a look uses the larger of the two."""
+    """The seed runs' relative sd at each check; a look uses it or ``noise_sd``, the larger."""
     reference_trial: int | None = None
     reference_samples: tuple[int, ...] = ()
     reference_losses: tuple[float, ...] = ()
