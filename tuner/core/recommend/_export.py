@@ -129,8 +129,7 @@ def trial_budget(
     """What the trial trained for: ``epochs``, or ``train_samples`` and ``steps``; else ``{}``."""
     if search.get("train_samples") is not None:
         used = attrs.get("train_samples_used") or int(search["train_samples"])
-        # A budget below one batch still trained one.
-        steps = max(1, int(used) // fit_batch(rec))
+        steps = max(1, int(used) // fit_batch(rec))  # a budget below one batch trained one
         return {"train_samples": int(search["train_samples"]), "steps": steps}
     if attrs.get("windows") or search.get("epochs"):
         return {"epochs": int(attrs.get("windows") or search["epochs"])}

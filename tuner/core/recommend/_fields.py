@@ -46,7 +46,6 @@ class Context:
     target_loss: float | None = None
     seed_noise: dict[str, dict[str, Any]] | None = None
     tie_margin: float = DEFAULT_TIE_MARGIN
-    """Candidates within this relative margin of the best value are practically equal."""
 
 
 def chosen_fields(

@@ -38,7 +38,6 @@ class Speedup:
         return None if self.speedup is None else self.speedup / self.replicas
 
     def fields(self) -> dict[str, Any]:
-        """The recommendation's keys."""
         ci = self.interval
         return {
             "baseline_throughput": self.baseline_throughput,
