@@ -1,11 +1,6 @@
 """One function turns a storage URL into an Optuna storage; no SQL of our own beyond looking:
-every write goes through Optuna's public storage API.
-
-``sqlite:///path.db`` and any SQLAlchemy URL go to Optuna's ``RDBStorage`` (SQLite with a
-generous lock timeout, so several workers can share one file), with Optuna's heartbeat settings
-when asked; ``journal:PATH`` is Optuna's ``JournalStorage``, which has no heartbeat. Reading never
-writes: a storage is opened for reading only once :mod:`tuner.storage.schema` has seen Optuna's
-schema there. :func:`check_storage` checks a storage can take a search before any child starts.
+every write goes through Optuna's public storage API. Reading never writes: a storage is opened
+for reading only once :mod:`tuner.storage.schema` has seen Optuna's schema there.
 """
 
 from __future__ import annotations
@@ -17,38 +12,17 @@ from pathlib import Path
 from typing import Any
 
 from tuner.core.errors import ConfigError
-from tuner.core.options import (
-    DEFAULT_HEARTBEAT_S,
-    DEFAULT_STORAGE,
-    DEFAULT_STORAGE_WAIT_S,
-    named,
-)
-from tuner.storage.faults import StorageFaultError
+from tuner.core.options import DEFAULT_HEARTBEAT_S as DEFAULT_HEARTBEAT_S
+from tuner.core.options import DEFAULT_STORAGE as DEFAULT_STORAGE
+from tuner.core.options import DEFAULT_STORAGE_WAIT_S as DEFAULT_STORAGE_WAIT_S
+from tuner.core.options import named
+from tuner.storage.faults import StorageFaultError as StorageFaultError
 from tuner.storage.guarded import Guard
-from tuner.storage.places import (
-    Place,
-    describe,
-    folder_problem,
-    locate,
-    mask_password,
-    read_only_reason,
-)
-from tuner.storage.reach import READING_WAIT_S, reached
+from tuner.storage.places import Place, describe, folder_problem, locate, read_only_reason
+from tuner.storage.places import mask_password as mask_password
+from tuner.storage.reach import READING_WAIT_S as READING_WAIT_S
+from tuner.storage.reach import reached
 from tuner.storage.schema import check_journal_file, check_storage_file, has_optuna_schema
-
-__all__ = [
-    "DEFAULT_HEARTBEAT_S",
-    "DEFAULT_STORAGE",
-    "DEFAULT_STORAGE_WAIT_S",
-    "READING_WAIT_S",
-    "SQLITE_TIMEOUT_S",
-    "StorageFaultError",
-    "check_storage",
-    "describe_storage_error",
-    "mask_password",
-    "open_storage",
-    "storage_read_only",
-]
 
 SQLITE_TIMEOUT_S = 60
 _OPEN_ATTEMPTS = 5
@@ -57,11 +31,8 @@ describe_storage_error = describe
 
 def check_storage(url: str, *, create: bool, wait_s: float | None = None) -> None:
     """Raise :class:`ConfigError` unless ``url`` can take a study (``create``) or holds Optuna's
-    schema (reading); writes and creates nothing. A server out of reach or a locked file is
-    waited for ``wait_s`` seconds (``None``: :data:`READING_WAIT_S`), then
-    :class:`StorageFaultError`; a refusal waiting cannot mend (a wrong password, host or
-    database, a damaged or foreign file, a read-only storage to create) is at once.
-    """
+    schema (reading); writes and creates nothing. An outage is waited for as
+    :func:`~tuner.storage.reach.reached` says; a refusal waiting cannot mend is at once."""
     place = locate(url)
     reached(place, wait_s, lambda: _check_schema(place, create), searching=create)
 
@@ -74,29 +45,24 @@ def _check_schema(place: Place, create: bool) -> None:
 def open_storage(
     url: str, *, create: bool, heartbeat_s: float | None = None, wait_s: float | None = None
 ) -> Any:
-    """Return an Optuna storage for ``url``, after :func:`check_storage`.
+    """An Optuna storage for ``url``, after :func:`check_storage`.
 
-    Reading (``create=False``) creates, stamps and migrates nothing: the storage must hold
-    Optuna's schema of this version. ``create=True`` makes the folder and schema when missing.
-    ``heartbeat_s`` turns on Optuna's heartbeat (RDB only; grace 3 × interval), stale trials
-    retried once per failure. A search's storage (``create``) has a guard
-    (:mod:`tuner.storage.guarded`) that waits ``wait_s`` at every later call through
-    :func:`~tuner.storage.guarded.storage_call`; a reading command's has none.
+    Reading creates, stamps and migrates nothing; ``create`` makes the folder and schema when
+    missing. ``heartbeat_s`` turns on Optuna's heartbeat (RDB only; grace 3 × interval). A
+    search's storage (``create``) has a guard (:mod:`tuner.storage.guarded`) that waits
+    ``wait_s`` at every later call; a reading command's has none.
     """
     place = locate(url)
-    guard_s = wait_s if create else None
+    heartbeat = {} if place.kind == "journal" else _heartbeat(heartbeat_s)
     if place.kind == "journal":
         _checked(place, create)
-        journal = _journal(place, create)
-        if guard_s is not None:
-            Guard(place, guard_s).opened(journal)
-        return journal
-    heartbeat = _heartbeat(heartbeat_s)
-    storage = reached(place, wait_s, lambda: _sql(place, create, heartbeat), searching=create)
-    if guard_s is not None:
+        storage = _journal(place, create)
+    else:
+        storage = reached(place, wait_s, lambda: _sql(place, create, heartbeat), searching=create)
+    if create and wait_s is not None:
         interval = float(heartbeat.get("heartbeat_interval", 0))
         grace = float(heartbeat.get("grace_period", 0))
-        Guard(place, guard_s, interval_s=interval, grace_s=grace).opened(storage)
+        Guard(place, wait_s, interval_s=interval, grace_s=grace).opened(storage)
     return storage
 
 
@@ -113,16 +79,18 @@ def _checked(place: Place, create: bool) -> bool:
         check_journal_file(place, create=create)
     elif place.kind == "sqlite":
         check_storage_file(place, create=create)
-    if create:
-        _refuse_read_only(place)
+    if create and (reason := read_only_reason(place)):
+        raise ConfigError(
+            f"storage {place.shown} is read-only ({reason}), and a search stores every trial "
+            f"there; give a storage it may write, e.g. {named('storage')} {DEFAULT_STORAGE}"
+        )
     if place.kind == "journal" or (place.path is not None and not place.path.exists()):
         return False
     return has_optuna_schema(place, create=create, timeout_s=_lock_timeout(place))
 
 
 def _lock_timeout(place: Place) -> float:
-    """How long one SQLite statement waits for another process's lock: the URL's ``timeout``,
-    else :data:`SQLITE_TIMEOUT_S`; past it, the guard waits the lock out with its lines."""
+    """Seconds one SQLite statement waits for another's lock (past it, the guard waits)."""
     return SQLITE_TIMEOUT_S if place.lock_timeout_s is None else place.lock_timeout_s
 
 
@@ -139,17 +107,8 @@ def _in_memory(place: Place, create: bool) -> ConfigError:
     )
 
 
-def _refuse_read_only(place: Place) -> None:
-    reason = read_only_reason(place)
-    if reason:
-        raise ConfigError(
-            f"storage {place.shown} is read-only ({reason}), and a search stores every trial "
-            f"there; give a storage it may write, e.g. {named('storage')} {DEFAULT_STORAGE}"
-        )
-
-
 def _heartbeat(heartbeat_s: float | None) -> dict[str, Any]:
-    """``RDBStorage``'s heartbeat arguments (none without ``heartbeat_s``)."""
+    """``RDBStorage``'s heartbeat arguments; stale trials retried once per failure."""
     if heartbeat_s is None:
         return {}
     import optuna
@@ -176,9 +135,8 @@ def _sql(place: Place, create: bool, heartbeat: dict[str, Any]) -> Any:
                 raise ConfigError(
                     f"cannot open storage {place.shown}: {describe(race, place)}"
                 ) from race
-            # Several workers creating the same fresh database race on its schema (the
-            # version row in SQLite, the enum types and tables in PostgreSQL); the loser
-            # finds the schema in place on the next try.
+            # Workers creating one fresh database race on its schema (SQLite's version row,
+            # PostgreSQL's enum types and tables); the loser finds it in place on the next try.
             time.sleep(0.2 + random.random())
     raise AssertionError("unreachable")
 
@@ -202,10 +160,7 @@ def _sql_storage(place: Place, heartbeat: dict[str, Any], *, stamped: bool) -> A
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
             return Storage(
-                place.url,
-                engine_kwargs=engine_kwargs,
-                skip_table_creation=stamped,
-                **heartbeat,
+                place.url, engine_kwargs=engine_kwargs, skip_table_creation=stamped, **heartbeat
             )
     except (
         sqlalchemy.exc.SQLAlchemyError,
@@ -227,7 +182,6 @@ def _sql_storage(place: Place, heartbeat: dict[str, Any], *, stamped: bool) -> A
 
 
 def _is_schema_race(exc: BaseException) -> bool:
-    """Whether opening failed because another process was creating the same schema."""
     import sqlalchemy.exc
 
     if not isinstance(exc, sqlalchemy.exc.SQLAlchemyError) and exc.__cause__ is not None:
@@ -250,7 +204,7 @@ def _retry_callback(optuna: Any) -> dict[str, Any]:
 
 
 def _journal(place: Place, create: bool) -> Any:
-    """Optuna's journal on ``place``'s file (made, with its folder, only when ``create``)."""
+    """Optuna's journal on ``place``'s file (made only when ``create``)."""
     import optuna
     from optuna.storages.journal import JournalFileBackend
 

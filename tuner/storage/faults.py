@@ -1,31 +1,20 @@
 """What went wrong with a storage that was open and working: one line for the user, and whether
-waiting can help: an outage (a server down or out of reach, a locked SQLite file) may pass; a
-fault (a full disk, a file deleted or replaced, a permission lost, tables of another version)
-does not. Both end as :class:`StorageFaultError` (exit 1), never as an internal error.
+waiting can help (an outage) or not (a fault). Both end as :class:`StorageFaultError` (exit 1).
 """
 
 from __future__ import annotations
 
 import errno
 import shutil
+from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
 from tuner.core.errors import TunerError
 from tuner.core.options import named
 from tuner.storage.places import Place, mask_password, read_only_reason
-
-__all__ = [
-    "Fault",
-    "StorageFaultError",
-    "back_line",
-    "classify",
-    "classify_opening",
-    "file_identity",
-    "find_fault",
-    "waiting_line",
-]
 
 
 class StorageFaultError(TunerError):
@@ -97,8 +86,8 @@ def file_identity(path: Path) -> tuple[int, int] | None:
 
 
 def file_problem(place: Place, identity: tuple[int, int] | None) -> str | None:
-    """Whether the SQLite or journal file opened as ``identity`` was deleted or replaced since
-    (SQLite would write on into the deleted file, Optuna's journal start a new one)."""
+    """Whether the file opened as ``identity`` was deleted or replaced since (SQLite would
+    write on into the deleted file, Optuna's journal start a new one)."""
     if place.kind not in ("sqlite", "journal") or place.path is None or identity is None:
         return None
     now = file_identity(place.path)
@@ -144,8 +133,8 @@ def classify(exc: BaseException, place: Place, identity: tuple[int, int] | None 
 
 
 def classify_opening(exc: BaseException, place: Place) -> Fault:
-    """Classify an error met while opening the storage: an outage may pass; a wrong URL, user,
-    password, host or database never does, whatever else the driver's message says."""
+    """:func:`classify` while opening: a wrong URL, user, password, host or database is never
+    an outage, whatever else the driver's message says."""
     lowered = " ".join(_chain_text(exc).split()).lower()
     if any(word in lowered for word in _NEVER_AT_OPENING):
         return Fault(False, _short(_chain_text(exc)))
@@ -155,78 +144,63 @@ def classify_opening(exc: BaseException, place: Place) -> Fault:
 def waiting_line(
     place: Place, reason: str, wait_s: float, *, trial_running: bool, flag: bool = True
 ) -> str:
-    """The line said when waiting for a storage starts; ``flag``: the bound is a flag."""
+    """The line said when waiting starts; ``flag``: the bound is a flag."""
     bound = f" ({named('storage_wait')})" if flag else ""
     going_on = "; the running trial goes on" if trial_running else ""
     return f"storage {place.shown}: {reason}; waiting up to {wait_s:.0f} s for it{bound}{going_on}"
 
 
 def back_line(place: Place, lasted_s: float) -> str:
-    """The one line said when a storage waited for answers again."""
+    """The line said when a storage waited for answers again."""
     return f"storage {place.shown} is back after {lasted_s:.0f} s"
 
 
-def find_fault(exc: BaseException | None) -> StorageFaultError | None:
-    """The :class:`StorageFaultError` in ``exc``'s chain: Optuna's trial clean-up may hide it
-    behind an error of its own ("Should not reach", an unbound local)."""
-    seen: set[int] = set()
-    while exc is not None and id(exc) not in seen:
-        if isinstance(exc, StorageFaultError):
-            return exc
-        seen.add(id(exc))
-        exc = exc.__cause__ or exc.__context__
-    return None
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and the errors behind it (each one's cause, else its context)."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        yield seen
+        seen = seen.__cause__ or seen.__context__
 
 
 def _chain_text(exc: BaseException) -> str:
     """The most specific message down the chain: the database driver's own where there is one
     (Optuna's ``StorageInternalError`` says only that the commit failed)."""
-    seen: BaseException | None = exc
     first = ""
-    for _ in range(8):
-        if seen is None:
-            break
+    for seen in islice(_chain(exc), 8):
         orig: Any = getattr(seen, "orig", None)
         if orig is not None:
             return f"{type(orig).__name__}: {orig}"
         if isinstance(seen, OSError):
             return f"{type(seen).__name__}: {seen}"
         first = first or f"{type(seen).__name__}: {seen}"
-        seen = seen.__cause__ or seen.__context__
     return first
 
 
+_DISK_FULL_WORDS = (
+    "database or disk is full",
+    "no space left on device",
+    "diskfull",
+    "could not extend file",
+)
+
+
 def _is_disk_full(exc: BaseException, lowered: str) -> bool:
-    return (
-        "database or disk is full" in lowered
-        or "no space left on device" in lowered
-        or "diskfull" in lowered
-        or "could not extend file" in lowered
-        or _errno(exc) == errno.ENOSPC
-    )
+    return any(word in lowered for word in _DISK_FULL_WORDS) or _errno(exc) == errno.ENOSPC
 
 
 def _errno(exc: BaseException) -> int | None:
-    seen: BaseException | None = exc
-    while seen is not None:
-        if isinstance(seen, OSError) and seen.errno is not None:
-            return seen.errno
-        seen = seen.__cause__ or seen.__context__
-    return None
+    numbers = (e.errno for e in _chain(exc) if isinstance(e, OSError) and e.errno is not None)
+    return next(numbers, None)
 
 
 def _invalidated(exc: BaseException) -> bool:
     """SQLAlchemy marks an error that broke the connection (the server went away)."""
-    seen: BaseException | None = exc
-    while seen is not None:
-        if getattr(seen, "connection_invalidated", False):
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False
+    return any(getattr(e, "connection_invalidated", False) for e in _chain(exc))
 
 
 def _free_space(place: Place) -> str:
-    """How much space the storage's folder has left, as the disk-full line says it."""
+    """How much space the storage's folder has left."""
     if place.path is None:
         return "on the database server"
     folder = place.path.absolute().parent

@@ -1,15 +1,7 @@
-"""The one retry of a search's storage calls, and the heartbeat as tuner's own step.
-
-Every storage call a search makes goes through :func:`storage_call`. An outage is retried with
-backoff for ``wait_s`` seconds (``--storage-wait``), said when waiting starts and when the
-storage is back, the running child going on meanwhile; past the bound, or at once for a fault,
-:class:`StorageFaultError`, and every later call fails the same way at once. A SQLite or journal
-file deleted or replaced is a fault (SQLite would write on into the deleted file, the journal
-start a new one).
-
-The heartbeat is a thread per running trial (:func:`beating`): a beat that cannot be written is
-said once and retried; one lost for longer than the grace period sets
-:attr:`Guard.heartbeat_lost`, and the trial loop claims no new trial.
+"""The one retry of a search's storage calls (:func:`storage_call`), and the heartbeat as tuner's
+own step: a thread per running trial (:func:`beating`). An outage is waited out for ``wait_s``;
+past it, or at once for a fault, :class:`StorageFaultError`, and every later call fails the same
+way at once (what the user sees: docs/guide/reliability.md).
 """
 
 from __future__ import annotations
@@ -37,21 +29,11 @@ from tuner.storage.faults import (
 )
 from tuner.storage.places import Place
 
-__all__ = [
-    "Guard",
-    "attach",
-    "beating",
-    "guard_of",
-    "storage_call",
-    "storage_errors",
-    "what_to_do",
-]
-
 _log = logging.getLogger("tuner.storage")
 _MAX_DELAY_S = 10.0
 _T = TypeVar("_T")
+# Each guarded storage's guard, and each study opened on one (by the object itself).
 _GUARDS: weakref.WeakKeyDictionary[object, Guard] = weakref.WeakKeyDictionary()
-"""Each guarded storage's guard, and each study opened on one (by the object itself)."""
 
 
 class Guard:
@@ -62,25 +44,20 @@ class Guard:
     ) -> None:
         self.place = place
         self.wait_s = wait_s
-        self.interval_s = interval_s
-        """Seconds between heartbeats (0: none, as on Optuna's journal)."""
-        self.grace_s = grace_s
-        """Seconds without a heartbeat after which another worker fails the trial."""
+        self.interval_s = interval_s  # between heartbeats (0: none, as on Optuna's journal)
+        self.grace_s = grace_s  # without a heartbeat, after which another worker takes over
         self.notify: Callable[[str], None] = _log.warning
         self.heartbeat_lost = False
-        self.spool_failing = False
-        """Whether the spool failed to keep a result (said once)."""
+        self.spool_failing = False  # the spool failed to keep a result (said once)
         self.identity = file_identity(place.path) if place.path is not None else None
         self._local = threading.local()
         self._lock = threading.Lock()
         self._broken: str | None = None
         self._outage_since: float | None = None
         self._beat_failing_since: float | None = None
-        self._served_at: float | None = None
-        """When the server last ran a statement (``None``: a storage without an engine)."""
+        self._served_at: float | None = None  # the server's last statement (None: no engine)
         self._record: Callable[[], Callable[[int], None] | None] = lambda: None
-        self.storage: Callable[[], Any] = lambda: None
-        """The storage guarded (``None`` once gone), its heartbeat and its silent trials."""
+        self.storage: Callable[[], Any] = lambda: None  # None once gone
 
     def opened(self, storage: object) -> None:
         """``storage`` is open (its file made, if it was new): guard it from now on."""
@@ -173,17 +150,17 @@ class Guard:
         self.notify(back_line(self.place, lasted))
 
     def beat_now(self, trial_id: int) -> None:
-        """One heartbeat of ``trial_id`` that must be stored, as any write. The first beat is
-        written before the trial's configuration (which holds ``heartbeat_s``): a RUNNING trial
-        without ``heartbeat_s`` never beat, which is how the unborn check finds it."""
+        """One heartbeat of ``trial_id`` that must be stored, as any write: the first, before the
+        trial's configuration (which holds ``heartbeat_s``), so that a RUNNING trial without
+        ``heartbeat_s`` never beat, which is how the unborn check finds it."""
         record = self._record()
         if record is None:
             return
         self.call(record, trial_id)
 
     def beat(self, trial_id: int) -> None:
-        """One heartbeat of ``trial_id``; never raises (the heartbeat thread would die with a
-        traceback). A failure is said once and tried again at the next interval."""
+        """One heartbeat of ``trial_id``; never raises (the thread would die): a failure is said
+        once and tried again at the next interval."""
         record = self._record()
         if self._broken is not None or record is None:
             return
@@ -234,7 +211,7 @@ class Guard:
 
 
 def attach(study: object, storage: object) -> Guard | None:
-    """Guard ``study`` (opened on ``storage``) as its storage is; the guard, if any."""
+    """Guard ``study`` as its ``storage`` is; the guard, if any."""
     guard = _GUARDS.get(storage)
     if guard is not None:
         _GUARDS[study] = guard
@@ -248,12 +225,10 @@ def guard_of(study: object) -> Guard | None:
 
 def storage_call(study: object, fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
     """``fn(*args, **kwargs)``, a storage call (or a step of several) of ``study``'s, with its
-    guard's retry; called as is where there is no guard.
-
-    A step is retried whole, so it must be safe to run again. ``study.ask`` is not quite: if the
-    connection breaks after the trial was stored, the retry claims another, and the first stays
-    RUNNING without a heartbeat until the unborn check fails it
-    (:func:`tuner.driver.trial.resume.requeue_unfinished`); nothing measured is lost."""
+    guard's retry, if any. A step is retried whole, so it must be safe to run again;
+    ``study.ask`` is not quite: if the connection breaks after the trial was stored, the retry
+    claims another, and the first stays RUNNING until the unborn check fails it (nothing
+    measured is lost)."""
     guard = guard_of(study)
     if guard is None:
         return fn(*args, **kwargs)

@@ -14,8 +14,7 @@ from tuner.core.errors import ConfigError
 from tuner.core.options import named
 
 _KNOWN_SCHEMES = ("sqlite", "postgresql", "mysql", "oracle", "mssql")
-_URI_READ_ONLY = {"mode": "ro", "immutable": "1"}
-"""SQLite URI options under which SQLite refuses every write."""
+_URI_READ_ONLY = {"mode": "ro", "immutable": "1"}  # SQLite refuses every write under them
 
 
 def mask_password(url: str) -> str:
@@ -67,8 +66,7 @@ class Place:
     uri_options: dict[str, str] = field(default_factory=dict)
     """The SQLite URI options of ``sqlite:///file:…?uri=true`` (empty otherwise)."""
     lock_timeout_s: float | None = None
-    """A SQLite URL's ``timeout`` option: seconds one statement waits for another process's
-    lock before SQLite says "database is locked" (``None``: tuner's default)."""
+    """A SQLite URL's ``timeout``: seconds a statement waits for a lock (``None``: tuner's)."""
 
     @property
     def shown(self) -> str:
@@ -162,11 +160,7 @@ _DRIVER_OPTIONS = ("uri", "timeout", "isolation_level", "detect_types", "check_s
 def read_only_uri(place: Place) -> str:
     """A SQLite URI that opens ``place``'s file read-only: SQLite itself refuses every write."""
     assert place.path is not None
-    options = {
-        key: value
-        for key, value in place.uri_options.items()
-        if key != "mode" and key not in _DRIVER_OPTIONS
-    }
+    options = {k: v for k, v in place.uri_options.items() if k not in ("mode", *_DRIVER_OPTIONS)}
     query = "&".join(f"{key}={value}" for key, value in {**options, "mode": "ro"}.items())
     return f"file:{quote(str(place.path.absolute()))}?{query}"
 

@@ -1,7 +1,6 @@
 """Opening a storage that is out of reach waits for it as a search waits mid-way
-(:mod:`tuner.storage.guarded`), with the same two lines. Only an outage is waited for; a wrong
-URL, user, password, host or database name is bad input (exit 2 at once). Past the bound,
-:class:`StorageFaultError`: exit 1, one line naming the storage and what to do.
+(:mod:`tuner.storage.guarded`), with the same two lines. Only an outage is waited for; bad input
+is exit 2 at once, and past the bound :class:`StorageFaultError` is exit 1.
 """
 
 from __future__ import annotations
@@ -18,11 +17,8 @@ from tuner.storage.faults import StorageFaultError, back_line, classify_opening,
 from tuner.storage.guarded import what_to_do
 from tuner.storage.places import Place
 
-__all__ = ["READING_WAIT_S", "reached"]
-
 READING_WAIT_S = 30.0
-"""How long the reading commands wait by default for a storage out of reach: long enough for a
-server to restart, short enough that a stopped one is said soon (``--storage-wait``)."""
+"""The reading commands' default wait: time for a server to restart, not much longer."""
 _MAX_DELAY_S = 5.0
 _log = logging.getLogger("tuner.storage")
 
@@ -31,9 +27,8 @@ T = TypeVar("T")
 
 def reached(place: Place, wait_s: float | None, attempt: Callable[[], T], *, searching: bool) -> T:
     """``attempt()``, tried again while its :class:`ConfigError` comes from an outage, for
-    ``wait_s`` seconds (``None``: :data:`READING_WAIT_S`). ``searching``: the command is a
-    search (its next step is to run again, its results spooled). A bad ``wait_s`` is refused
-    before anything is opened."""
+    ``wait_s`` seconds (``None``: :data:`READING_WAIT_S`; a bad one refused first).
+    ``searching``: the command is a search (what to do next is to run it again)."""
     flag = wait_s is not None
     if wait_s is not None and not (math.isfinite(wait_s) and wait_s >= 0):
         raise ConfigError(

@@ -1,9 +1,8 @@
 """What a storage holds, found without writing to it: an Optuna schema, nothing, or something else.
 
 Optuna's ``RDBStorage`` creates its tables as soon as it is constructed, and ``JournalStorage``
-starts a journal in any file, so first the storage is looked at through a connection that cannot
-write (SQLite ``mode=ro``; a server only inspected). A file that is not a study database is
-refused with one line, and stays byte-for-byte as it was.
+starts a journal in any file, so a storage is first looked at through a connection that cannot
+write. A file that is not a study database is refused with one line, byte-for-byte unchanged.
 """
 
 from __future__ import annotations
@@ -14,12 +13,7 @@ from typing import Any
 
 from tuner.core.errors import ConfigError
 from tuner.core.options import DEFAULT_STORAGE, named
-from tuner.storage.places import (
-    Place,
-    describe,
-    folder_problem,
-    read_only_uri,
-)
+from tuner.storage.places import Place, describe, folder_problem, read_only_uri
 
 OPTUNA_TABLES = frozenset({"studies", "trials", "version_info", "alembic_version"})
 """Tables every Optuna RDB schema has (since Optuna 1.x, when alembic arrived)."""
@@ -44,29 +38,22 @@ def not_a_study(place: Place, why: str, *, create: bool = False) -> ConfigError:
 
 def has_optuna_schema(place: Place, *, create: bool, timeout_s: float) -> bool:
     """Whether ``place`` (an RDB storage) holds a complete, stamped Optuna schema; reading raises
-    :class:`ConfigError` where it does not, creating only for a file that is not SQLite (both
-    for a damaged file or a refused connection). Nothing is written.
-    """
+    :class:`ConfigError` where it does not, creating only for a foreign file (both for a damaged
+    file or a refused connection)."""
     try:
         tables, stamped = _tables(place, timeout_s, create, read_only=place.kind == "sqlite")
     except _HotJournal:
-        # A writer died in the middle of a transaction and left its rollback journal, which must
-        # be played back before anyone may read the file, and a read-only connection cannot.
-        # Playing it back restores the last committed state: what every SQLite reader does.
+        # A writer died mid-transaction and left its rollback journal, which a read-only
+        # connection cannot play back: doing so restores the last committed state, as any reader.
         try:
             tables, stamped = _tables(place, timeout_s, create, read_only=False)
         except _HotJournal as again:  # the URL itself says mode=ro
             raise _cannot_open(place, again.__cause__ or again) from None
     if not stamped and not create:
         raise not_a_study(place, _missing(place, tables))
-    if not stamped and is_foreign_file(place, tables):
+    if not stamped and place.kind == "sqlite" and tables and not tables & OPTUNA_TABLES:
         raise not_a_study(place, "it holds another application's tables", create=True)
     return stamped
-
-
-def is_foreign_file(place: Place, tables: set[str]) -> bool:
-    """Whether ``place`` is an SQLite file of another application (tables, none Optuna's)."""
-    return place.kind == "sqlite" and bool(tables) and not tables & OPTUNA_TABLES
 
 
 class _HotJournal(Exception):
@@ -105,7 +92,7 @@ def _tables(
 
 
 def _engine(place: Place, timeout_s: float, read_only: bool) -> Any:
-    """A plain SQLAlchemy engine on ``place`` (no Optuna: nothing is created on connecting)."""
+    """A plain SQLAlchemy engine (no Optuna: nothing is created on connecting)."""
     import sqlite3
 
     import sqlalchemy
@@ -121,9 +108,8 @@ def _engine(place: Place, timeout_s: float, read_only: bool) -> Any:
 
 
 def _check_intact(place: Place, connection: Any) -> None:
-    """Refuse a damaged SQLite file now, rather than fail with Optuna's "exceeding max length"
-    when a damaged page is read in the middle of a command (or of a search)."""
-    # SQLite's own check of every page (linear in the file's size: milliseconds for a study).
+    """Refuse a damaged SQLite file now (SQLite's check of every page: milliseconds for a
+    study), not with Optuna's "exceeding max length" when a page is read mid-search."""
     rows = connection.exec_driver_sql("PRAGMA quick_check").fetchall()
     if [tuple(row) for row in rows] != [("ok",)]:
         raise malformed(place, str(rows[0][0]))
@@ -204,8 +190,6 @@ def _looks_like_journal(path: Path) -> bool:
     """Whether the first line is a JSON journal record (``op_code``)."""
     with path.open("rb") as handle:
         first = handle.readline()
-    if not first.strip():
-        return False
     try:
         record = json.loads(first)
     except ValueError:

@@ -1,14 +1,9 @@
-"""The spool: a trial's measured result, kept in a file until the storage has it.
-
-The driver writes a result here first (atomically), then to the storage; the file goes once the
-storage has the trial's final state. If the storage fails, the next ``tuner search`` of the study
-records it before running anything (:mod:`tuner.driver.trial.spooled`) instead of measuring
-again. A spooled result is never thrown away unread.
-
-Where: ``$TUNER_SPOOL_DIR``, else ``$XDG_STATE_HOME/tuner/spool``, else
-``~/.local/state/tuner/spool``; one folder per storage (its kind and a digest of the file's path
-or the password-less URL), one ``trial-<id>.json`` per trial. Not the trial folders: they go
-when their trial ends.
+"""The spool: a trial's measured result, kept in a file until the storage has it (written first,
+atomically; gone once the storage has the trial's final state). The next ``tuner search`` records
+what a failed storage missed (:mod:`tuner.driver.trial.spooled`); a spooled result is never thrown
+away unread. One folder per storage under ``$TUNER_SPOOL_DIR``, else
+``$XDG_STATE_HOME/tuner/spool``, else ``~/.local/state/tuner/spool``; not the trial folders:
+they go when their trial ends.
 """
 
 from __future__ import annotations
@@ -27,8 +22,6 @@ from tuner.storage.places import Place
 
 _log = logging.getLogger("tuner.storage")
 
-__all__ = ["discard", "pending", "spool_folder", "write"]
-
 
 def spool_root() -> Path:
     """The folder holding every storage's spool."""
@@ -39,7 +32,7 @@ def spool_root() -> Path:
 
 
 def spool_folder(place: Place) -> Path:
-    """The spool of the storage at ``place``."""
+    """The spool of the storage at ``place``: its kind and a digest of its file or URL."""
     where = str(place.path.absolute()) if place.path is not None else place.shown
     digest = hashlib.sha256(where.encode()).hexdigest()[:16]
     return spool_root() / f"{place.kind}-{digest}"
@@ -66,8 +59,8 @@ def write(folder: Path, trial_id: int, record: dict[str, Any]) -> Path:
 def discard(
     folder: Path, trial_id: int, state: str | None = None, values: Sequence[float] | None = None
 ) -> None:
-    """The storage has ``trial_id``'s result: its spooled copy goes. With ``state``, only a
-    copy of that state and those values (the result the storage took, not another's)."""
+    """The storage has ``trial_id``'s result: its spooled copy goes; with ``state``, only a copy
+    of that state and those values (not another result's)."""
     path = folder / f"trial-{trial_id}.json"
     if state is not None:
         try:
@@ -87,8 +80,7 @@ def _listed(values: Sequence[float] | None) -> list[float] | None:
 
 
 def pending(folder: Path, study_name: str | None = None) -> list[dict[str, Any]]:
-    """The spooled results in ``folder`` (of ``study_name`` only, when given), oldest first;
-    unreadable files skipped, a file that is no spooled result set aside (:func:`set_aside`)."""
+    """Spooled results in ``folder`` (of ``study_name``), oldest first; non-results set aside."""
     records = []
     with contextlib.suppress(OSError):
         for path in folder.glob("trial-*.json"):
@@ -127,8 +119,7 @@ def _is_number(value: Any) -> bool:
 
 
 def set_aside(path: Path) -> None:
-    """Rename a spool file that is no spooled result to ``*.not-a-result`` (kept for the user to
-    read, never read again as a result), with one warning naming it."""
+    """Rename a file that is no spooled result to ``*.not-a-result``, with one warning."""
     aside = path.with_name(path.name + ".not-a-result")
     with contextlib.suppress(OSError):
         os.replace(path, aside)

@@ -1,59 +1,46 @@
 """The protocol between the driver and the trial process: typed, versioned, JSON on the wire.
 
-The driver writes one request (:class:`InspectRequest`, :class:`TrialRequest`,
-:class:`ProbeRequest` or :class:`ValidateRequest`, each carrying the :class:`Workload`, the
-:class:`Budget` and for a run the :class:`~tuner.core.devices.DevicePlan`), the child streams
-events on stdout as lines ``TUNER-EVENT {json}`` (:class:`EpochEvent`, :class:`ProgressEvent`,
-:class:`WindowsDoneEvent`, :class:`ProbeAttemptEvent`, :class:`ProbeResultEvent`) and answers
-with one :class:`Result`. Each is written and read in one place (``encode_*``/``decode_*``);
-requests and results carry :data:`PROTOCOL_VERSION`, and either side refuses another version
-with one line. Both sides import this package, so neither imports the other.
-
-Behind this face: ``_codec`` (the version, the dataclass-to-JSON conversion and its errors),
-``_requests`` and ``_events`` (the events and the result); here, the worker's command line and
+The driver writes one request, the child streams events on stdout (``TUNER-EVENT {json}``) and
+answers with one :class:`Result`; each is written and read in one place (``encode_*`` /
+``decode_*``), and either side refuses another :data:`PROTOCOL_VERSION` with one line. Both sides
+import this package, so neither imports the other. Here too: the worker's command line and
 environment.
 """
 
 from __future__ import annotations
 
-from tuner.core.options import DEFAULT_TRIAL_TIMEOUT_S
-from tuner.core.protocol._codec import (
-    PROTOCOL_VERSION,
-    NotJSONError,
-    ProtocolError,
-    ProtocolVersionError,
-)
-from tuner.core.protocol._events import (
-    EVENT_PREFIX,
-    EpochEvent,
-    Event,
-    ProbeAttemptEvent,
-    ProbeResultEvent,
-    ProgressEvent,
-    Result,
-    WindowsDoneEvent,
-    decode_event,
-    decode_result,
-    encode_event,
-    encode_result,
-)
-from tuner.core.protocol._requests import (
-    MODES,
-    Budget,
-    EarlyStop,
-    InspectRequest,
-    LearningRateRule,
-    LrFindRequest,
-    ProbeRequest,
-    Request,
-    RunRequest,
-    Target,
-    TrialRequest,
-    ValidateRequest,
-    Workload,
-    decode_request,
-    encode_request,
-)
+from tuner.core.options import DEFAULT_TRIAL_TIMEOUT_S as DEFAULT_TRIAL_TIMEOUT_S
+from tuner.core.protocol._codec import PROTOCOL_VERSION as PROTOCOL_VERSION
+from tuner.core.protocol._codec import NotJSONError as NotJSONError
+from tuner.core.protocol._codec import ProtocolError as ProtocolError
+from tuner.core.protocol._codec import ProtocolVersionError as ProtocolVersionError
+from tuner.core.protocol._events import EVENT_PREFIX as EVENT_PREFIX
+from tuner.core.protocol._events import EpochEvent as EpochEvent
+from tuner.core.protocol._events import Event as Event
+from tuner.core.protocol._events import ProbeAttemptEvent as ProbeAttemptEvent
+from tuner.core.protocol._events import ProbeResultEvent as ProbeResultEvent
+from tuner.core.protocol._events import ProgressEvent as ProgressEvent
+from tuner.core.protocol._events import Result as Result
+from tuner.core.protocol._events import WindowsDoneEvent as WindowsDoneEvent
+from tuner.core.protocol._events import decode_event as decode_event
+from tuner.core.protocol._events import decode_result as decode_result
+from tuner.core.protocol._events import encode_event as encode_event
+from tuner.core.protocol._events import encode_result as encode_result
+from tuner.core.protocol._requests import MODES as MODES
+from tuner.core.protocol._requests import Budget as Budget
+from tuner.core.protocol._requests import EarlyStop as EarlyStop
+from tuner.core.protocol._requests import InspectRequest as InspectRequest
+from tuner.core.protocol._requests import LearningRateRule as LearningRateRule
+from tuner.core.protocol._requests import LrFindRequest as LrFindRequest
+from tuner.core.protocol._requests import ProbeRequest as ProbeRequest
+from tuner.core.protocol._requests import Request as Request
+from tuner.core.protocol._requests import RunRequest as RunRequest
+from tuner.core.protocol._requests import Target as Target
+from tuner.core.protocol._requests import TrialRequest as TrialRequest
+from tuner.core.protocol._requests import ValidateRequest as ValidateRequest
+from tuner.core.protocol._requests import Workload as Workload
+from tuner.core.protocol._requests import decode_request as decode_request
+from tuner.core.protocol._requests import encode_request as encode_request
 
 WORKER_MODULE = "tuner.worker"
 """``python -m WORKER_MODULE REQUEST.json RESULT.json`` runs one request."""
@@ -70,44 +57,3 @@ TRIAL_DIR_PREFIX = "tuner-trial-"
 WARM_FLAG = "--warm"
 """``python -m WORKER_MODULE --warm BACKEND REQUEST.json RESULT.json``: a warm child, which imports
 BACKEND first and reads REQUEST.json only when a line arrives on its stdin (hand-over)."""
-
-__all__ = [
-    "DEFAULT_TRIAL_TIMEOUT_S",
-    "EVENT_PREFIX",
-    "FORK_SERVER_MODULE",
-    "MODES",
-    "PARENT_PID_ENV",
-    "PROTOCOL_VERSION",
-    "SUPERVISOR_MODULE",
-    "TRIAL_DIR_PREFIX",
-    "WARM_FLAG",
-    "WORKER_MODULE",
-    "Budget",
-    "EarlyStop",
-    "EpochEvent",
-    "Event",
-    "InspectRequest",
-    "LearningRateRule",
-    "LrFindRequest",
-    "NotJSONError",
-    "ProbeAttemptEvent",
-    "ProbeRequest",
-    "ProbeResultEvent",
-    "ProgressEvent",
-    "ProtocolError",
-    "ProtocolVersionError",
-    "Request",
-    "Result",
-    "RunRequest",
-    "Target",
-    "TrialRequest",
-    "ValidateRequest",
-    "WindowsDoneEvent",
-    "Workload",
-    "decode_event",
-    "decode_request",
-    "decode_result",
-    "encode_event",
-    "encode_request",
-    "encode_result",
-]

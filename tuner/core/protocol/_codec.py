@@ -1,8 +1,6 @@
-"""Frozen dataclasses to JSON-ready values and back, checked against their type hints.
-
-The one conversion every message of the protocol goes through, so that a request, an event or a
-result that lacks a field, has one too many or has a value of the wrong type fails with one line
-naming the field, not with a ``KeyError`` deep inside a trial.
+"""Frozen dataclasses to JSON-ready values and back, checked against their type hints: a message
+that lacks a field, has one too many or one of the wrong type fails with one line naming the field,
+not with a ``KeyError`` deep inside a trial.
 """
 
 from __future__ import annotations
@@ -16,12 +14,9 @@ from typing import Any, TypeVar, Union, get_args, get_origin, get_type_hints
 T = TypeVar("T")
 
 PROTOCOL_VERSION = 1
-"""The version of the request, event and result shapes. A child refuses a request of another
-version, and the driver a result of another version, with one line: the driver and the worker
-are then different tuner versions. Raise it with any change of a shape."""
+"""The version of the request, event and result shapes: raise it with any change of a shape."""
 
 VERSION_KEY = "protocol_version"
-"""The key of every request and result object that names its protocol version."""
 
 
 class ProtocolError(ValueError):
@@ -36,6 +31,9 @@ class NotJSONError(ProtocolError):
     """A message that is not a JSON object at all."""
 
 
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
 def to_plain(value: Any) -> Any:
     """``value`` as JSON-ready data: dataclasses as objects of their fields, tuples as lists."""
     if is_dataclass(value) and not isinstance(value, type):
@@ -48,16 +46,16 @@ def to_plain(value: Any) -> Any:
 
 
 def from_plain(kind: type[T], data: Any, where: str) -> T:
-    """The dataclass ``kind`` read from ``data`` (what :func:`to_plain` wrote); raises
-    :class:`ProtocolError` naming the field (``where``: its path) that is missing, unknown or of
-    the wrong type. A field with a default may be absent."""
+    """The dataclass ``kind`` read from ``data`` (what :func:`to_plain` wrote); a field with a
+    default may be absent. ``where``: the path that errors name."""
     if not isinstance(data, Mapping):
         raise ProtocolError(f"{where}: expected an object, got {type(data).__name__}")
     declared = {f.name: f for f in fields(kind) if f.init}  # type: ignore[arg-type]
     unknown = sorted(set(data) - set(declared))
     if unknown:
         raise ProtocolError(f"{where}: unknown field {unknown[0]!r}")
-    hints = _hints(kind)
+    # Resolved once per type: an event type is read about once a second.
+    hints = _HINTS.get(kind) or _HINTS.setdefault(kind, get_type_hints(kind))
     values: dict[str, Any] = {}
     for name, declared_field in declared.items():
         if name in data:
@@ -67,37 +65,24 @@ def from_plain(kind: type[T], data: Any, where: str) -> T:
     return kind(**values)
 
 
-def load_object(text: str, what: str) -> dict[str, Any]:
-    """``text`` as a JSON object; :class:`NotJSONError` when it is not one."""
+def load_message(text: str, what: str, reader: str) -> dict[str, Any]:
+    """``text``, a request or result (``what``), as its JSON object less the version key:
+    :class:`NotJSONError` when it is no JSON object, :class:`ProtocolVersionError` when it is of
+    another protocol version than this ``reader``'s (``worker`` or ``driver``)."""
     try:
         data = json.loads(text)
     except ValueError:
         data = None
     if not isinstance(data, dict):
         raise NotJSONError(f"the {what} is not a JSON object")
-    return data
-
-
-def check_version(data: Mapping[str, Any], what: str, reader: str) -> None:
-    """Refuse ``data`` (a request or result, ``what``) of another protocol version than this
-    ``reader``'s (``worker`` or ``driver``) with one line naming both versions."""
-    found = data.get(VERSION_KEY)
+    found = data.pop(VERSION_KEY, None)
     if found != PROTOCOL_VERSION:
         written = "of no protocol version" if found is None else f"of protocol version {found}"
         raise ProtocolVersionError(
             f"the {what} is {written} and this {reader} reads version {PROTOCOL_VERSION}: "
             "driver and worker are different tuner versions"
         )
-
-
-_HINTS: dict[type, dict[str, Any]] = {}
-
-
-def _hints(kind: type) -> dict[str, Any]:
-    # Resolved once per type: an event type is read about once a second.
-    if kind not in _HINTS:
-        _HINTS[kind] = get_type_hints(kind)
-    return _HINTS[kind]
+    return data
 
 
 def _value(hint: Any, value: Any, where: str) -> Any:
@@ -125,9 +110,7 @@ def _union(options: tuple[Any, ...], value: Any, where: str) -> Any:
     if value is None and type(None) in options:
         return None
     errors = []
-    for option in options:
-        if option is type(None):
-            continue
+    for option in [option for option in options if option is not type(None)]:
         try:
             return _value(option, value, where)
         except ProtocolError as exc:

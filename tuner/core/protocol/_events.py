@@ -1,15 +1,9 @@
 """What a child sends: the events it streams on stdout while it runs, and its one result.
 
-An event is one frozen type per kind, one line each: ``TUNER-EVENT {json}`` with the kind under
-``event`` and the event's fields beside it; :func:`encode_event` and :func:`decode_event` are the
-only places one is written or read. Events carry no version: the request's version was checked
-before any was sent, and a line that does not read as an event of this protocol is passed over
-like any other output.
-
-The result envelope is the same for every mode: :func:`encode_result` (the child,
-:mod:`tuner.worker.__main__`) and :func:`decode_result` (the driver, :mod:`tuner.core.outcome` and
-the runners' readers) are the only places one is written or read. Its JSON object holds
-``protocol_version`` and the envelope's fields.
+An event is one line, ``TUNER-EVENT {json}``, its kind under ``event`` beside its fields. Events
+carry no version: the request's was checked before any was sent, and a line that does not read
+as an event of this protocol is passed over like any other output. The result is one envelope for
+every mode, its JSON object ``protocol_version`` beside the envelope's fields.
 """
 
 from __future__ import annotations
@@ -23,9 +17,8 @@ from tuner.core.protocol._codec import (
     PROTOCOL_VERSION,
     VERSION_KEY,
     ProtocolError,
-    check_version,
     from_plain,
-    load_object,
+    load_message,
     to_plain,
 )
 
@@ -48,8 +41,7 @@ class EpochEvent:
 
 @dataclass(frozen=True)
 class ProgressEvent:
-    """Within an epoch: ``step`` of ``steps`` steps ran, ``samples`` of ``total_samples``; sent
-    about once a second (:class:`tuner.core.progress.StepReporter`)."""
+    """Within an epoch, about once a second."""
 
     kind: ClassVar[str] = "progress"
     step: int
@@ -60,17 +52,15 @@ class ProgressEvent:
 
 @dataclass(frozen=True)
 class WindowsDoneEvent:
-    """Every rate of the run is measured (its timed windows, noise-scale steps, loss checks and,
-    in a trial, the input probe): what follows measures no rate, so the driver may start the next
-    child's interpreter and framework import now (:mod:`tuner.driver.children._warm`)."""
+    """Every rate of the run is measured: what follows measures no rate, so the driver may start
+    the next child's interpreter and framework import now."""
 
     kind: ClassVar[str] = "windows_done"
 
 
 @dataclass(frozen=True)
 class ProbeAttemptEvent:
-    """A probe child is about to try global batch ``batch``: a child that dies by a signal dies
-    at the last size it announced (:func:`tuner.driver.setup.probing.run_probe`)."""
+    """A probe child tries ``batch``: one killed by a signal died at the last size it announced."""
 
     kind: ClassVar[str] = "probe_attempt"
     batch: int
@@ -78,9 +68,7 @@ class ProbeAttemptEvent:
 
 @dataclass(frozen=True)
 class ProbeResultEvent:
-    """A probe child tried global batch ``batch``: whether it ``fits``, how long it took, its
-    memory peak (where measurable) and, for an out-of-memory, the ``error``. Its fields are
-    the probe record's ``attempts`` entries, stored as they are."""
+    """A probe child tried ``batch``: the probe record's ``attempts`` entry, stored as it is."""
 
     kind: ClassVar[str] = "probe_result"
     batch: int
@@ -91,7 +79,6 @@ class ProbeResultEvent:
 
 
 Event = EpochEvent | ProgressEvent | WindowsDoneEvent | ProbeAttemptEvent | ProbeResultEvent
-"""Any event a child sends."""
 
 _TYPES: dict[str, type[Event]] = {
     kind.kind: kind
@@ -105,17 +92,14 @@ def encode_event(event: Event) -> str:
 
 
 def decode_event(line: str) -> Event | None:
-    """The event on ``line``, or ``None`` for any other output (the user's own prints, garbage,
-    an event this protocol does not know)."""
+    """The event on ``line``, or ``None`` for any other output (the user's prints, garbage)."""
     if not line.startswith(EVENT_PREFIX):
         return None
     try:
         data = json.loads(line[len(EVENT_PREFIX) :])
     except ValueError:
         return None
-    if not isinstance(data, dict):
-        return None
-    kind = _TYPES.get(str(data.pop("event", "")))
+    kind = _TYPES.get(str(data.pop("event", ""))) if isinstance(data, dict) else None
     if kind is None:
         return None
     try:
@@ -126,14 +110,10 @@ def decode_event(line: str) -> Event | None:
 
 @dataclass(frozen=True, kw_only=True)
 class Result:
-    """A child's answer to one request: its ``status``, the ``error`` line (for any status but
-    ``ok``), the ``traceback`` of an exception, the child's ``timings`` (phase seconds and wall
-    clock marks, :func:`tuner.core.outcome.breakdown`) and the mode's ``payload``.
-
-    The payload stays a mapping: its keys are the names the driver stores as trial user
-    attributes and probe, baseline and validation records (``final_loss``, ``throughput``,
-    ``attempts``, ``step_losses``, ...), which users' databases and tests read by name, so they
-    keep the names and values the child wrote, each mode its own set."""
+    """A child's answer to one request: ``error`` for any ``status`` but ``ok``, ``timings``
+    (:func:`tuner.core.outcome.breakdown`) and the mode's ``payload``. The payload stays a
+    mapping: its keys are the names the driver stores as user attributes and records, which
+    users' databases read by name, so they keep the names the child wrote."""
 
     status: str
     payload: Mapping[str, Any] = field(default_factory=dict)
@@ -143,17 +123,10 @@ class Result:
 
 
 def encode_result(result: Result) -> str:
-    """``result`` as the JSON the driver reads (:func:`decode_result`); a value JSON cannot hold
-    (a NumPy array in a payload) is written as its text."""
+    """``result`` as JSON; a value JSON cannot hold (a NumPy array) is written as its text."""
     return json.dumps({VERSION_KEY: PROTOCOL_VERSION, **to_plain(result)}, default=str)
 
 
 def decode_result(text: str) -> Result:
-    """The result :func:`encode_result` wrote. Raises
-    :class:`~tuner.core.protocol.NotJSONError` for text that is not a JSON object,
-    :class:`~tuner.core.protocol.ProtocolVersionError` for another protocol version and
-    :class:`~tuner.core.protocol.ProtocolError` for any other shape."""
-    data = load_object(text, "result")
-    check_version(data, "result", "driver")
-    fields = {k: v for k, v in data.items() if k != VERSION_KEY}
-    return from_plain(Result, fields, "result")
+    """The result :func:`encode_result` wrote; a :class:`ProtocolError` for anything else."""
+    return from_plain(Result, load_message(text, "result", "driver"), "result")

@@ -1,8 +1,5 @@
-"""What the driver asks a child to run: one frozen request type per mode, and its JSON.
-
-:func:`encode_request` and :func:`decode_request` are the only places a request is written or
-read. The JSON object holds ``protocol_version``, ``mode`` and the request's fields, nested as the
-dataclasses nest (``plan``, ``workload``, ``budget``, ``rule``, ``target``).
+"""What the driver asks a child to run: one frozen request type per mode, and its JSON (an object
+of ``protocol_version``, ``mode`` and the request's fields, nested as the dataclasses nest).
 """
 
 from __future__ import annotations
@@ -20,9 +17,8 @@ from tuner.core.protocol._codec import (
     PROTOCOL_VERSION,
     VERSION_KEY,
     ProtocolError,
-    check_version,
     from_plain,
-    load_object,
+    load_message,
     to_plain,
 )
 from tuner.core.spec import DEFAULT_BACKEND, LOSS_REDUCTIONS, KerasObject
@@ -30,29 +26,22 @@ from tuner.core.spec import DEFAULT_BACKEND, LOSS_REDUCTIONS, KerasObject
 
 @dataclass(frozen=True, kw_only=True)
 class Workload:
-    """What a run trains: ``module:function`` references plus the spec's Keras loss and
-    optimizer (a name or Keras's serialized form), and the Keras backend it trains on."""
+    """What a run trains: the spec's workload (:class:`tuner.core.spec.WorkloadSpec`)."""
 
     model: str
     data: str | None
-    """``module:function`` returning arrays or ``(train, val)`` datasets (or ``None`` with
-    ``dataset``)."""
     loss: KerasObject | None = None
-    """The spec's loss; ``None``: the user's build compiles the model with its own."""
+    """``None``: the user's build compiles the model with its own."""
     optimizer: KerasObject | None = None
-    """The spec's optimizer; ``None``: the build's compile gives it."""
+    """``None``: the build's compile gives it."""
     dataset: str | None = None
-    """``module:function(split, batch_size, input_context)`` returning one split."""
     backend: str = DEFAULT_BACKEND
     objective: str = DEFAULT_OBJECTIVE
-    """What the run reports as its loss (:mod:`tuner.core.objective`): ``val_loss``, another
-    value the evaluation logs (``val_mae``), or the training ``loss``."""
 
 
 @dataclass(frozen=True, kw_only=True)
 class Budget:
-    """How much a run trains and evaluates: ``epochs`` or ``train_samples``, the fixed
-    validation set's ``val_samples``, and for a probe or validation run a fixed
+    """How much a run trains and evaluates; a probe or validation run has a fixed
     ``steps_per_epoch`` (``epochs`` windows of it)."""
 
     epochs: int | None = None
@@ -76,9 +65,7 @@ class Target:
 class EarlyStop:
     """What a grid trial checks its validation loss against, to stop early as ``dominated``
     (:mod:`tuner.core.dominance`). Its presence makes the trial evaluate the loss after each
-    window (its curve may be a later trial's reference); each rule applies when its inputs are
-    here: the loss-gap test with the seed noise and a reference curve, the time rule with a best
-    time to the target."""
+    window (its curve may be a later trial's reference)."""
 
     alpha: float
     """The false-stop rate of the loss-gap test."""
@@ -87,11 +74,9 @@ class EarlyStop:
     noise_sd: float | None = None
     """The final loss's relative sd over the base configuration's seeds (``None``: unknown)."""
     noise_runs: int = 0
-    """The seed runs ``noise_sd`` was measured over."""
     noise_samples: tuple[int, ...] = ()
     noise_sds: tuple[float, ...] = ()
-    """The seed runs' relative sd of the validation loss at each of their checks (larger than
-    the final one early in training); a look uses the larger of the two."""
+    """The seed runs' relative sd at each check; a look uses it or ``noise_sd``, the larger."""
     reference_trial: int | None = None
     reference_samples: tuple[int, ...] = ()
     reference_losses: tuple[float, ...] = ()
@@ -106,9 +91,8 @@ class EarlyStop:
 @dataclass(frozen=True, kw_only=True)
 class LearningRateRule:
     """The learning-rate rule of a run, for the rules that also shape the optimizer
-    (``sqrt-adam``, ``linear-warmup``): the batch ratio, the base and scaled rates, and the
-    warm-up (``warmup_steps``, else ``warmup_epochs`` or, with ``sample_budget``, 10 % of the
-    steps)."""
+    (``sqrt-adam``, ``linear-warmup``); the warm-up is ``warmup_steps``, else ``warmup_epochs``
+    or, with ``sample_budget``, 10 % of the steps."""
 
     name: str
     ratio: float
@@ -131,19 +115,16 @@ class InspectRequest:
     max_ratio: int
     """The grid's largest batch ratio (``sqrt-adam`` is checked at it)."""
     noise_scale: bool = True
-    """Whether the trials will measure the gradient noise scale: the check then takes one
-    measurement step of the meter, and says why it will not measure where it cannot."""
+    """Whether the trials will measure the gradient noise scale (the check tries one step)."""
     replicas: int = 1
-    """The replicas the trials run on: what Keras cannot take on several (ragged tensors under
-    ``MirroredStrategy``) is refused by the check, before the grid."""
+    """The trials' replicas: what Keras cannot take on several is refused before the grid."""
     spawned_at: float | None = None
     """When the driver handed the request over (wall clock); set by the runner."""
 
 
 @dataclass(frozen=True, kw_only=True)
 class RunRequest:
-    """What every training run (trial, probe, validation) is sent: devices, workload, global
-    batch and learning rate, budget, seed, precision (a Keras dtype policy) and loop."""
+    """What every training run (trial, probe, validation) is sent."""
 
     mode: ClassVar[str]
     plan: DevicePlan
@@ -157,14 +138,12 @@ class RunRequest:
     rule: LearningRateRule | None = None
     target: Target | None = None
     model_hyperparameters: Mapping[str, Any] | None = None
-    """A hypermodel's values (its defaults where unset); JSON values keyed by name."""
+    """A hypermodel's values (its defaults where unset)."""
     loss_reduction: str = LOSS_REDUCTIONS[0]
     """How a loop that reduces its own loss does it; only ``tuner validate`` plants another."""
     accumulation_steps: int = 1
-    """Micro-steps per update (Keras's ``gradient_accumulation_steps``): the child feeds
-    ``global_batch_size / accumulation_steps`` at a time (:func:`tuner.worker.optim.micro`)."""
+    """Micro-steps per update: the child feeds ``global_batch_size / accumulation_steps``."""
     spawned_at: float | None = None
-    """When the driver handed the request over (wall clock); set by the runner."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -177,16 +156,14 @@ class TrialRequest(RunRequest):
     early_stop: EarlyStop | None = None
     """Stop early when dominated (``None``: early stopping is off or cannot apply)."""
     input_throughput: float | None = None
-    """What the input pipeline delivers alone (samples/s), measured by an earlier trial with the
-    same input key (:mod:`tuner.driver.reuse.input_reuse`): the child reports it instead of timing
-    the pipeline again. ``None``: the child measures it."""
+    """What the input pipeline delivers alone (samples/s), measured by an earlier trial of the
+    same input key: the child reports it instead of timing it again (``None``: it times it)."""
 
 
 @dataclass(frozen=True, kw_only=True)
 class ProbeRequest(RunRequest):
-    """The batch-size probe: with ``probe_search`` (:func:`tuner.core.probe.search_state`, its
-    plain state) several sizes in this child, at most ``probe_sizes_per_child``; without it, the
-    request's one batch."""
+    """The batch-size probe: with ``probe_search`` (:func:`tuner.core.probe.search_state`) up to
+    ``probe_sizes_per_child`` sizes in this child; without it, the request's one batch."""
 
     mode: ClassVar[str] = "probe"
     probe_search: Mapping[str, Any] | None = None
@@ -200,15 +177,13 @@ class ValidateRequest(RunRequest):
 
     mode: ClassVar[str] = "validate"
     weights_file: str | None = None
-    """Where the child saves every variable after its N steps, and before them (``.npz``): the
-    driver compares the two runs' files (too large for the result's JSON)."""
+    """Where the child saves every variable before and after its steps (``.npz``)."""
 
 
 @dataclass(frozen=True, kw_only=True)
 class LrFindRequest(RunRequest):
-    """The learning-rate range test of ``tuner lr-find`` (:mod:`tuner.core.lr_find`): one step
-    per window, the rate ramped geometrically from ``min_lr`` to ``max_lr`` over ``lr_steps``
-    steps, stopped when the loss diverges."""
+    """The learning-rate range test of ``tuner lr-find`` (:mod:`tuner.core.lr_find`): the rate
+    ramped geometrically from ``min_lr`` to ``max_lr`` over ``lr_steps`` steps."""
 
     mode: ClassVar[str] = "lr_find"
     min_lr: float = DEFAULT_MIN_LR
@@ -217,31 +192,23 @@ class LrFindRequest(RunRequest):
 
 
 Request = InspectRequest | TrialRequest | ProbeRequest | ValidateRequest | LrFindRequest
-"""Any request a child answers."""
 
 _TYPES: dict[str, type[Request]] = {
     kind.mode: kind
     for kind in (InspectRequest, TrialRequest, ProbeRequest, ValidateRequest, LrFindRequest)
 }
 MODES = tuple(_TYPES)
-"""What a request asks the worker to do (its ``mode``: one request type each)."""
 
 
 def encode_request(request: Request) -> str:
-    """``request`` as the JSON the child reads (:func:`decode_request`)."""
+    """``request`` as the JSON :func:`decode_request` reads."""
     return json.dumps({VERSION_KEY: PROTOCOL_VERSION, "mode": request.mode, **to_plain(request)})
 
 
 def decode_request(text: str) -> Request:
-    """The request :func:`encode_request` wrote. Raises
-    :class:`~tuner.core.protocol.ProtocolVersionError` for another protocol version (one line:
-    the driver and the worker are different tuner versions) and
-    :class:`~tuner.core.protocol.ProtocolError` for anything else it cannot read (the field
-    that is missing, unknown or of the wrong type)."""
-    data = load_object(text, "request")
-    check_version(data, "request", "worker")
-    fields = {k: v for k, v in data.items() if k not in (VERSION_KEY, "mode")}
-    mode = data.get("mode")
+    """The request :func:`encode_request` wrote; a :class:`ProtocolError` for anything else."""
+    fields = load_message(text, "request", "worker")
+    mode = fields.pop("mode", None)
     if not isinstance(mode, str) or mode not in _TYPES:
         raise ProtocolError(f"unknown mode {mode!r}; known: {', '.join(MODES)}")
     return from_plain(_TYPES[mode], fields, "request")

@@ -1,12 +1,5 @@
 """From trials to a recommendation, and the recommended-config JSON (pure).
 
-The pipeline: ``_candidates`` (the configurations within the loss tolerance, and the policy's
-pick among them), ``_ties`` (the pick by the ratio of the values: the tie margin and the close
-calls), ``_verdict`` (the speedup over
-one device), ``_law`` (the measured learning-rate law, and each batch's points for the adaptive
-sweep), ``_fields`` (the fields of one device signature's recommendation), ``_pipeline``
-(:func:`recommend`, which ties them together) and ``_export`` (the JSON a training script reads).
-
 The policies, the tolerance and the tie margin are here; the other names load on first use: the
 spec and the CLI need only the light policy names, and the rest import Optuna.
 """
@@ -17,11 +10,15 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from tuner.core.recommend._candidates import candidate_entries, higher_is_better
-    from tuner.core.recommend._export import SCHEMA_VERSION, export_document
-    from tuner.core.recommend._law import batch_points, seed_sigma
-    from tuner.core.recommend._pipeline import recommend
-    from tuner.core.recommend._verdict import baseline_at, baseline_key
+    from tuner.core.recommend._candidates import candidate_entries as candidate_entries
+    from tuner.core.recommend._candidates import higher_is_better as higher_is_better
+    from tuner.core.recommend._export import SCHEMA_VERSION as SCHEMA_VERSION
+    from tuner.core.recommend._export import export_document as export_document
+    from tuner.core.recommend._law import batch_points as batch_points
+    from tuner.core.recommend._law import seed_sigma as seed_sigma
+    from tuner.core.recommend._pipeline import recommend as recommend
+    from tuner.core.recommend._verdict import baseline_at as baseline_at
+    from tuner.core.recommend._verdict import baseline_key as baseline_key
 
 DEFAULT_TOLERANCE = 0.02
 """A configuration whose final loss is within this relative margin of the best counts as as good
@@ -37,15 +34,13 @@ POLICIES = (POLICY, GOODPUT, TIME_TO_TARGET)
 
 
 def default_policy(target_loss: float | None) -> str:
-    """``time-to-target`` when a target loss is given (the question a target asks), else
-    ``loss-then-throughput``."""
+    """``time-to-target`` when a target loss is given, else ``loss-then-throughput``."""
     return POLICY if target_loss is None else TIME_TO_TARGET
 
 
 DEFAULT_TIE_MARGIN = 0.05
-"""Candidates whose measured value is within this relative margin of the best one's are equally
-good in practice (the throughput ratio of the best over them at most 1.05): the smallest global
-batch of them is picked."""
+"""Candidates within this relative margin of the best value are equally good in practice (the
+best's throughput ratio over them at most 1.05): the smallest global batch of them is picked."""
 
 
 _EXPORTS = {
@@ -59,23 +54,6 @@ _EXPORTS = {
     "recommend": "_pipeline",
     "seed_sigma": "_law",
 }
-
-__all__ = [
-    "DEFAULT_TIE_MARGIN",
-    "DEFAULT_TOLERANCE",
-    "POLICIES",
-    "POLICY",
-    "SCHEMA_VERSION",
-    "baseline_at",
-    "baseline_key",
-    "batch_points",
-    "candidate_entries",
-    "default_policy",
-    "export_document",
-    "higher_is_better",
-    "recommend",
-    "seed_sigma",
-]
 
 
 def __getattr__(name: str) -> Any:

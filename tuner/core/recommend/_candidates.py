@@ -1,15 +1,10 @@
 """The candidates of a recommendation and the policy's pick among them.
 
-* The loss tolerance: ``max(--tolerance, 2 × the seed-to-seed spread of the final loss)`` — a
-  difference in loss smaller than the seed noise is not a difference
-  (:func:`tuner.core.stats.effective_tolerance`).
-* The candidates: ``loss-then-throughput`` and ``goodput`` keep the representatives whose final
-  loss is within the tolerance of the best; ``time-to-target`` keeps those that reached the
-  target loss. A ``same_as`` trial is never a candidate (its original is).
-* The pick (:func:`tuner.core.recommend._ties.decide`): at one computation (global batch,
-  precision, accumulation steps, model) by the final loss, and between them by the policy's
-  value: throughput, goodput, or the shortest time to target. :func:`candidate_entries` gives
-  racing the same entries.
+``loss-then-throughput`` and ``goodput`` keep the representatives whose final loss is within the
+loss tolerance of the best: ``max(--tolerance, 2 × the seed-to-seed spread)``, as a difference
+smaller than the seed noise is none (:func:`tuner.core.stats.effective_tolerance`);
+``time-to-target`` keeps those that reached the target. A ``same_as`` trial is never a candidate
+(its original is). The pick is :func:`tuner.core.recommend._ties.decide`'s.
 """
 
 from __future__ import annotations
@@ -52,8 +47,7 @@ class Tolerance:
 
 
 def loss_tolerance(tolerance: float, seed_record: dict[str, Any] | None) -> Tolerance:
-    """The tolerance to apply given ``--tolerance`` and one device signature's ``seed_noise``
-    record (``None``: no seeds were trained)."""
+    """The tolerance given ``--tolerance`` and a signature's ``seed_noise`` record (or ``None``)."""
     record = seed_record or {}
     losses = [float(x) for x in record.get("final_losses") or [] if isinstance(x, int | float)]
     spread = record.get("spread")
@@ -76,9 +70,9 @@ def policy_candidates(
     study_name: str,
     target_loss: float | None = None,
 ) -> list[FrozenTrial]:
-    """The representatives among ``trials`` (one device signature) the policy may pick, by
-    number. Raises :class:`NoCompleteTrialError` when the policy has none to pick from, and
-    :class:`ConfigError` for an unknown policy or ``time-to-target`` without a target."""
+    """The representatives among ``trials`` (one device signature) the policy may pick.
+    Raises :class:`NoCompleteTrialError` when there is none, :class:`ConfigError` for an
+    unknown policy or ``time-to-target`` without a target."""
     if policy not in POLICIES:
         raise ConfigError(f"unknown policy {policy!r}; choose one of {', '.join(POLICIES)}")
     complete = [t for t in unique_trials(trials) if is_complete(t) and not is_same_as(t)]
@@ -150,8 +144,8 @@ def policy_entry(trial: FrozenTrial, policy: str) -> Entry:
     if policy == TIME_TO_TARGET:
         value, interval = float(attrs["time_to_target_s"]), time_to_target_ci(attrs)
     else:
-        throughput, interval = float(trial.values[1]), throughput_ci(attrs)
-        value = throughput
+        value = throughput = float(trial.values[1])
+        interval = throughput_ci(attrs)
         if policy == GOODPUT:
             # Statistical efficiency is a smooth function of the noise scale: the goodput's
             # interval is the throughput's, scaled by it.
@@ -161,12 +155,9 @@ def policy_entry(trial: FrozenTrial, policy: str) -> Entry:
                 method = f"{interval.method}, × statistical efficiency"
                 interval = Interval(interval.low * scale, interval.high * scale, method)
     batch = int(trial.params["global_batch_size"])
-    # A time to target depends on the rate (it sets the steps to the target): no computation.
-    computation = (
-        ()
-        if policy == TIME_TO_TARGET
-        else (batch, precision_of(trial), steps_of(trial), model_config(trial))
-    )
+    computation: tuple[object, ...] = ()  # a time to target depends on the rate: no computation
+    if policy != TIME_TO_TARGET:
+        computation = (batch, precision_of(trial), steps_of(trial), model_config(trial))
     loss = float(trial.values[0])
     return Entry(trial.number, value, interval, runs_of(trial), batch, loss, computation)
 
@@ -179,8 +170,7 @@ def candidate_entries(
     study_name: str = "",
     target_loss: float | None = None,
 ) -> list[Entry]:
-    """Racing's input: one :class:`~tuner.core.racing.Entry` per candidate of ``trials`` (one
-    device signature), as :func:`choose` weighs them (``interval`` ``None`` where not known)."""
+    """Racing's input: the candidates' entries as :func:`choose` weighs them."""
     found = policy_candidates(
         trials, policy, tolerance, study_name=study_name, target_loss=target_loss
     )
@@ -190,10 +180,9 @@ def candidate_entries(
 def choose(
     candidates: Sequence[FrozenTrial], policy: str, margin: float = DEFAULT_TIE_MARGIN
 ) -> tuple[FrozenTrial, Pick]:
-    """The policy's pick among ``candidates`` and the decision (ties within ``margin``, close
-    calls, and the rule used). A value without an interval (one run of one window, or stored
-    before intervals were) counts as exact: what such a study was always decided on; racing
-    (:func:`candidate_entries`) keeps the ``None`` and so gives it another run instead."""
+    """The policy's pick among ``candidates``, and the decision. A value without an interval
+    (one run of one window, or stored before intervals were) counts as exact, as such a study
+    was always decided; racing (:func:`candidate_entries`) gives it another run instead."""
     entries = [policy_entry(t, policy) for t in candidates]
     decision = decide(entries, higher_is_better=higher_is_better(policy), margin=margin)
     chosen = next(t for t in candidates if t.number == decision.chosen)

@@ -1,19 +1,9 @@
 """The recommended-config JSON as a training script reads it: pure, from the recommendation
 (:func:`tuner.core.recommend._pipeline.recommend`), the chosen trial and the study's spec.
 
-On top of the recommendation's flat keys (kept as they are: scripts rely on them) it adds
-``schema_version`` and six sections: ``recommended`` (what a training script needs, read with plain
-Keras: the global and per-replica batch, the learning rate, the optimizer as trained in the form
-``keras.optimizers.deserialize`` takes, the precision), ``fit`` (the arguments of ``model.fit`` a
-user pastes: the batch, nothing that limits their training), ``compile`` (whether the optimizer is
-loss-scaled; the loss and optimizer class used, and whether the user's build compiled them),
-``distribution``, ``evidence`` and ``provenance``. A section holds only what no flat key states
-(schema version 2): the optimizer lives in ``recommended`` alone, the verdict and the measurements
-in the flat keys alone; the fixed names that say one value twice are ``fit.batch_size``,
-``compile.dtype_policy`` and the ``recommended`` block's copies of flat keys. Units are in key
-names (``throughput_samples_per_s``); integers stay integers; measurements keep 6 significant
-digits, settings 15 (float64 noise such as 0.7999999999999999 dropped; Keras casts them to float32
-anyway); a non-finite float becomes ``null`` (JSON has no NaN).
+The recommendation's flat keys stay as they are (scripts rely on them), beside
+``schema_version`` and the sections; docs/reference/json.md ("Schema and sections") says what
+each holds and at how many significant digits floats are kept.
 """
 
 from __future__ import annotations
@@ -28,18 +18,11 @@ from tuner.core.optimizers import from_description
 from tuner.core.record import decode
 
 SCHEMA_VERSION = 3
-"""Raised when a key of the JSON is removed or changes meaning; new keys may come without it.
-2: the ``recommended`` block; ``optimizer`` moved into it; the sections lost their copies of
-flat keys. 3: ``fit`` holds only ``batch_size``; the trial's short budget (``fit.epochs``,
-``fit.steps``) moved to ``evidence.trial_budget`` (pasted into ``model.fit`` it cut a user's
-training to the search's budget)."""
+"""Raised when a key is removed or changes meaning, not for a new key (docs/reference/json.md)."""
 SECTIONS = ("recommended", "fit", "compile", "distribution", "evidence", "provenance")
-MEASURED_DIGITS = 6
-"""Significant digits of a measurement (throughput, loss, noise scale, ratios)."""
-SETTING_DIGITS = 15
-"""Significant digits of a setting (learning rate, Adam's moments, epsilon)."""
-EXACT_DIGITS = 17
-"""Enough significant digits for every float64 to read back as itself."""
+MEASURED_DIGITS = 6  # a measurement: throughput, loss, noise scale, ratios
+SETTING_DIGITS = 15  # a setting: learning rate, Adam's moments, epsilon
+EXACT_DIGITS = 17  # enough for every float64 to read back as itself
 EXACT_KEYS = frozenset({"model_hyperparameters"})
 """Values the user's model is built from, kept exactly: a hypermodel rebuilt from the JSON must
 be the model the trial trained."""
@@ -70,20 +53,14 @@ MEASURED_KEYS = frozenset(
     }
 )
 """The flat keys (and ``per_device_signature`` keys) that hold measurements."""
-OPTIMIZER_SOURCES = ("trained", "described", "spec")
-"""Where the ``optimizer`` section comes from: the Keras config the trial stored (``trained``);
-rebuilt from its class and scalar settings, for trials stored before the config was
-(``described``); the spec's optimizer name at the trial's learning rate, when the trial stored
-no optimizer at all (``spec``)."""
 
 
 def export_document(
     rec: dict[str, Any], chosen: FrozenTrial, spec: dict[str, Any], storage: str | None
 ) -> dict[str, Any]:
-    """The recommended-config JSON: ``rec`` (the recommendation, whose trial is ``chosen``)
-    with ``schema_version`` and the sections, floats at their precision. ``spec`` is the
-    study's stored spec (``StudySpec.to_dict()``); ``storage`` the URL with its password
-    masked (``None``: not known)."""
+    """``rec`` (the recommendation, whose trial is ``chosen``) with ``schema_version`` and the
+    sections, floats at their precision. ``spec``: the study's stored spec
+    (``StudySpec.to_dict()``); ``storage``: the URL, password masked (``None``: not known)."""
     attrs = decode(chosen).flat
     search, workload = spec.get("search", {}), spec.get("workload", {})
     named = workload.get("optimizer") or "adam"  # or Keras's serialized form: its class
@@ -105,9 +82,8 @@ def export_document(
 
 
 def recommended_section(rec: dict[str, Any], optimizer: dict[str, Any]) -> dict[str, Any]:
-    """What a training script needs, under the names a plain-Keras script reads: ``optimizer``
-    is what ``keras.optimizers.deserialize`` takes, ``precision`` what
-    ``keras.mixed_precision.set_global_policy`` takes."""
+    """What a plain-Keras training script needs: ``optimizer`` as
+    ``keras.optimizers.deserialize`` takes it, ``precision`` as ``set_global_policy`` does."""
     section = {
         "global_batch_size": int(rec["global_batch_size"]),
         "per_replica_batch_size": int(rec["per_replica_batch_size"]),
@@ -124,7 +100,10 @@ def recommended_section(rec: dict[str, Any], optimizer: dict[str, Any]) -> dict[
 def optimizer_section(
     attrs: dict[str, Any], spec_optimizer: str, rec: dict[str, Any]
 ) -> tuple[dict[str, Any], str]:
-    """The serialized optimizer the trial trained with, and its source (``OPTIMIZER_SOURCES``)."""
+    """The serialized optimizer the trial trained with, and its source: the Keras config the
+    trial stored (``trained``); rebuilt from its class and scalar settings, for trials stored
+    before the config was (``described``); the spec's optimizer at the trial's learning rate,
+    when the trial stored no optimizer (``spec``)."""
     described = attrs.get("optimizer")
     if isinstance(described, dict) and isinstance(described.get("keras"), dict):
         keras_config = described["keras"]
@@ -134,28 +113,23 @@ def optimizer_section(
 
 
 def fit_section(rec: dict[str, Any]) -> dict[str, Any]:
-    """The arguments of ``model.fit`` a user pastes: ``batch_size`` alone (global; the
-    micro-batch when accumulating). How long the trial trained is evidence, not advice
-    (:func:`trial_budget`): in ``fit`` it would cut the user's training to the search's budget."""
+    """What a user pastes into ``model.fit``: ``batch_size`` alone. How long the trial trained
+    is evidence (:func:`trial_budget`): in ``fit`` it would cut the user's training short."""
     return {"batch_size": fit_batch(rec)}
 
 
 def fit_batch(rec: dict[str, Any]) -> int:
-    """The batch ``fit`` feeds: the global batch, or the micro-batch when accumulating (the
-    optimizer accumulates: its config says so)."""
+    """The global batch, or the micro-batch when the optimizer accumulates."""
     return int(rec["global_batch_size"]) // int((rec.get("accumulation") or {}).get("steps") or 1)
 
 
 def trial_budget(
     rec: dict[str, Any], attrs: dict[str, Any], search: dict[str, Any]
 ) -> dict[str, Any]:
-    """What the trial trained for (the search's short budget): ``epochs``, or under a sample
-    budget ``train_samples`` (the spec's budget) and ``steps`` (the batches of ``fit_batch`` it
-    fed, over a repeated dataset); ``{}`` when neither is known."""
+    """What the trial trained for: ``epochs``, or ``train_samples`` and ``steps``; else ``{}``."""
     if search.get("train_samples") is not None:
         used = attrs.get("train_samples_used") or int(search["train_samples"])
-        # A budget below one batch still trained one.
-        steps = max(1, int(used) // fit_batch(rec))
+        steps = max(1, int(used) // fit_batch(rec))  # a budget below one batch trained one
         return {"train_samples": int(search["train_samples"]), "steps": steps}
     if attrs.get("windows") or search.get("epochs"):
         return {"epochs": int(attrs.get("windows") or search["epochs"])}
@@ -165,11 +139,8 @@ def trial_budget(
 def compile_section(
     rec: dict[str, Any], attrs: dict[str, Any], workload: dict[str, Any]
 ) -> dict[str, Any]:
-    """How the model is built and compiled beyond the optimizer's settings: ``dtype_policy``, the
-    Keras dtype policy the trial trained under (set it globally before building the model:
-    ``keras.mixed_precision.set_global_policy``), ``loss_scale_optimizer``: whether the
-    optimizer was wrapped in ``keras.optimizers.LossScaleOptimizer`` (under ``mixed_float16``),
-    and what it compiled with (:func:`compiled_with`)."""
+    """How the model is built and compiled beyond the optimizer's settings: the dtype policy,
+    whether the optimizer was loss-scaled (``mixed_float16``), and :func:`compiled_with`."""
     policy = str(rec.get("precision") or DEFAULT_PRECISION)
     return {
         "dtype_policy": policy,
@@ -179,11 +150,9 @@ def compile_section(
 
 
 def compiled_with(attrs: dict[str, Any], workload: dict[str, Any]) -> dict[str, Any]:
-    """The loss and optimizer class the trial trained with, and ``from_build``: whether the
-    user's build compiled them (then ``metrics``, ``loss_weights`` and ``weighted_metrics``
-    too, when it set them). A custom class is ``{"class", "module"}``, a custom function
-    ``{"function", "module"}``. Trials stored before they recorded it: the spec's names, what
-    is not known left out."""
+    """The loss and optimizer class the trial trained with, and ``from_build`` (then the build's
+    ``metrics``, ``loss_weights`` and ``weighted_metrics`` it set). Trials stored before they
+    recorded it: the spec's names, what is not known left out."""
     described = attrs.get("compile")
     if not isinstance(described, dict):
         optimizer = attrs.get("optimizer")
@@ -194,20 +163,17 @@ def compiled_with(attrs: dict[str, Any], workload: dict[str, Any]) -> dict[str, 
             "optimizer_class": None if from_build else workload.get("optimizer"),
         }
         return {key: value for key, value in known.items() if value is not None}  # unknown: absent
-    section = {
+    extra = ("loss_weights", "metrics", "weighted_metrics")
+    return {
         "from_build": bool(described.get("from_build")),
         "loss": described.get("loss"),
         "optimizer_class": described.get("optimizer"),
+        **{key: described[key] for key in extra if described.get(key) is not None},
     }
-    for key in ("loss_weights", "metrics", "weighted_metrics"):
-        if described.get(key) is not None:
-            section[key] = described[key]
-    return section
 
 
 def distribution_section(attrs: dict[str, Any], search: dict[str, Any]) -> dict[str, Any]:
-    """How the trial was spread beyond the flat keys (replicas, batches, devices): the
-    strategy and the loop."""
+    """The strategy and the loop (the replicas, batches and devices are flat keys)."""
     return {
         "strategy": "MirroredStrategy",
         "loop": attrs.get("loop", search.get("loop", "fit")),
@@ -218,10 +184,8 @@ def distribution_section(attrs: dict[str, Any], search: dict[str, Any]) -> dict[
 def evidence_section(
     rec: dict[str, Any], attrs: dict[str, Any], spec: dict[str, Any]
 ) -> dict[str, Any]:
-    """What the choice stands on beyond the flat keys (the verdict, the measurements and their
-    intervals, the rivals): the budget the trial trained for, the loss the values are of, the
-    losses and run throughputs behind them, and with a target the time it took apart from
-    training."""
+    """What the choice stands on beyond the flat keys: the trial's budget, its loss, the
+    losses and run throughputs behind the values, and with a target :func:`target_evidence`."""
     return {
         "trial_budget": trial_budget(rec, attrs, spec.get("search", {})),
         "loss": _used_loss(attrs, spec.get("workload", {})),
@@ -234,8 +198,7 @@ def evidence_section(
 
 
 def _used_loss(attrs: dict[str, Any], workload: dict[str, Any]) -> Any:
-    """The loss the final loss is a value of: the trial's (a build's may differ from the
-    spec's), else the spec's name."""
+    """The loss the final loss is of: the trial's (a build's), else the spec's name."""
     described = attrs.get("compile")
     if isinstance(described, dict) and described.get("loss") is not None:
         return described["loss"]
@@ -243,8 +206,7 @@ def _used_loss(attrs: dict[str, Any], workload: dict[str, Any]) -> Any:
 
 
 def target_evidence(rec: dict[str, Any], attrs: dict[str, Any]) -> dict[str, Any]:
-    """With a target loss: what its time took apart from training (compilation, evaluation),
-    and the loss at each check (nothing without a target; the time is a flat key)."""
+    """With a target loss: its compile and evaluation seconds, and the loss at each check."""
     if rec.get("target_loss") is None:
         return {}
     return {
@@ -255,13 +217,9 @@ def target_evidence(rec: dict[str, Any], attrs: dict[str, Any]) -> dict[str, Any
 
 
 def provenance_section(
-    attrs: dict[str, Any],
-    workload: dict[str, Any],
-    storage: str | None,
-    optimizer_source: str,
+    attrs: dict[str, Any], workload: dict[str, Any], storage: str | None, optimizer_source: str
 ) -> dict[str, Any]:
-    """Where the JSON comes from beyond the flat keys (study, trial, versions, time): storage
-    (password masked), host, the workload's functions."""
+    """Where the JSON comes from beyond the flat keys: storage, host, the workload's functions."""
     return {
         "storage": storage,
         "host": attrs.get("host"),
@@ -287,8 +245,7 @@ def tidy_document(document: dict[str, Any]) -> dict[str, Any]:
 
 
 def rounded(value: Any, digits: int) -> Any:
-    """``value`` with every float (in lists and dicts too) at ``digits`` significant digits;
-    non-finite floats become ``None``; ints and bools unchanged."""
+    """``value`` with every float (nested too) at ``digits`` digits, a non-finite one ``None``."""
     if isinstance(value, float):
         return float(f"{value:.{digits}g}") if math.isfinite(value) else None
     if isinstance(value, dict):

@@ -1,7 +1,5 @@
-"""The fields of one device signature's recommendation, from its chosen trial and context.
-
-Split from :mod:`tuner.core.recommend._pipeline` (which groups trials and picks): each function
-returns a group of the JSON's flat keys, documented in docs/reference/json.md.
+"""The fields of one device signature's recommendation, from its chosen trial and context: each
+function returns a group of the JSON's flat keys (docs/reference/json.md).
 """
 
 from __future__ import annotations
@@ -48,17 +46,17 @@ class Context:
     target_loss: float | None = None
     seed_noise: dict[str, dict[str, Any]] | None = None
     tie_margin: float = DEFAULT_TIE_MARGIN
-    """Candidates within this relative margin of the best value are practically equal."""
 
 
 def chosen_fields(
     chosen: FrozenTrial,
     context: Context,
     candidates: list[FrozenTrial],
-    feasible: dict[str, Any],
+    same_model: list[FrozenTrial],
 ) -> dict[str, Any]:
     """What the chosen trial is and measured, and the settings it was chosen with."""
     attrs = decode(chosen).flat
+    largest, infeasible = feasibility_by_precision(same_model)
     return {
         "study_name": context.study_name,
         "trial_number": chosen.number,
@@ -74,7 +72,8 @@ def chosen_fields(
         "throughput": float(chosen.values[1]),
         "final_loss": float(chosen.values[0]),
         "train_loss": attrs.get("train_loss"),
-        **feasible,
+        "largest_feasible_batch_size": largest[precision_of(chosen)],
+        "oom_batch_sizes": infeasible[precision_of(chosen)],
         "policy": context.policy,
         # The critical batch is estimated by the noise scale itself (shown as such by the views).
         "gradient_noise_scale": attrs.get("gradient_noise_scale"),
@@ -91,9 +90,7 @@ def chosen_fields(
 
 
 def decision_fields(chosen: FrozenTrial, decision: Pick, tolerance: Tolerance) -> dict[str, Any]:
-    """How sure the pick is: the throughput's interval and runs, the loss tolerance applied and
-    why, the candidates practically equal to the pick (within the tie margin) and those it beats
-    only within the noise (close calls)."""
+    """How sure the pick is: its interval, runs, loss tolerance, ties and close calls."""
     interval = throughput_ci(decode(chosen).flat)
     return {
         "throughput_ci": None if interval is None else interval.as_list(),
@@ -110,20 +107,10 @@ def decision_fields(chosen: FrozenTrial, decision: Pick, tolerance: Tolerance) -
     }
 
 
-def feasibility(chosen: FrozenTrial, same_model: list[FrozenTrial]) -> dict[str, Any]:
-    """At the chosen trial's precision: the largest global batch of its model that completed in
-    one step (not by gradient accumulation; ``None`` when none did) and those known not to fit."""
-    largest, infeasible = feasibility_by_precision(same_model)
-    precision = precision_of(chosen)
-    return {
-        "largest_feasible_batch_size": largest[precision],
-        "oom_batch_sizes": infeasible[precision],
-    }
-
-
 def precision_fields(chosen: FrozenTrial, same_model: list[FrozenTrial]) -> dict[str, Any]:
     """The precision (Keras dtype policy) the chosen trial trained under, and per precision of
-    its model the largest global batch that completed and the sizes known not to fit: the flat
+    its model the largest global batch that completed in one step (not by gradient accumulation;
+    ``None`` when none did) and the sizes known not to fit: the flat
     ``largest_feasible_batch_size`` and ``oom_batch_sizes`` are those of the chosen precision."""
     largest, infeasible = feasibility_by_precision(same_model)
     return {
@@ -156,8 +143,7 @@ def speedup_of(chosen: FrozenTrial, context: Context) -> Speedup:
 def target_fields(
     chosen: FrozenTrial, context: Context, same_model_complete: Sequence[FrozenTrial]
 ) -> dict[str, Any]:
-    """With a target loss: the chosen trial's time and samples to it, and the batch-size model's
-    prediction beside what the trials measured (nothing without a target)."""
+    """With a target loss: the time and samples to it, and the batch-size model's prediction."""
     if context.target_loss is None:
         return {}
     attrs = decode(chosen).flat

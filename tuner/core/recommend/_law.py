@@ -1,15 +1,11 @@
 """The measured learning-rate law of one device signature's trials, and the rate it recommends.
 
-Each trial at a global batch is one ``(learning_rate, value)`` point: the LR sweep's
-``sweep-i/N`` points and the fixed rules' through the same data. The value is the final
-validation loss; under a loss target, at a batch where some rate reached it, the time to the
-target (a rate that never reached it is worse there). A diverged trial is a wall (a point of
-infinite value). A trial stopped early as dominated by the best at its own batch (the sweep's
-early stops: :func:`tuner.driver.decide.early_stop.peers`) is a rate known to be worse there: a wall
-too, never a point whose partial loss is fitted as final; one stopped against another batch
-says nothing about its own and is left out. The seed noise (the relative spread of the base
-configuration's seed runs) sets the bootstrap's noise of the final loss; the median gradient
-noise scale the trials measured is set beside the critical batch (:mod:`tuner.core.lr_law`).
+Each trial at a global batch is one ``(learning_rate, value)`` point (the LR sweep's and the
+fixed rules' alike): the final validation loss, or under a target, at a batch where some rate
+reached it, the time to the target. A diverged trial is a wall (infinite value). A trial stopped
+early as dominated by the best at its own batch (:func:`tuner.driver.decide.early_stop.peers`)
+is a rate known to be worse there, never a point whose partial loss is fitted as final; one
+stopped against another batch says nothing about its own and is left out.
 """
 
 from __future__ import annotations
@@ -35,8 +31,7 @@ FINAL_LOSS, TIME_TO_TARGET = "final loss", "time to target"
 
 @dataclass
 class _Batch:
-    """One batch's evidence: final losses, times to the target (rates that reached it), and
-    the rates known worse (stopped by the best here; under a target, never reaching it)."""
+    """One batch's evidence: final losses, times to the target, and the rates known worse."""
 
     losses: list[tuple[float, float]] = field(default_factory=list)
     times: list[tuple[float, float]] = field(default_factory=list)
@@ -90,10 +85,9 @@ def _evidence(trials: Sequence[FrozenTrial]) -> dict[int, _Batch]:
 def batch_points(
     trials: Sequence[FrozenTrial],
 ) -> dict[int, tuple[list[tuple[float, float]], list[float], str]]:
-    """Each batch's ``(points, worse, criterion)`` as the law fits them: the ``(learning_rate,
-    value)`` points (the time to the target where some rate reached it, else the final loss;
-    infinite: diverged), the rates known worse, and which value it is. The adaptive sweep
-    (:mod:`tuner.core.adaptive_sweep`) decides from the same evidence."""
+    """Each batch's ``(points, worse, criterion)`` as the law fits them (and the adaptive sweep
+    decides from): the ``(learning_rate, value)`` points, the rates known worse, and which
+    value it is."""
     evidence = {}
     for batch, seen in _evidence(trials).items():
         timed = any(math.isfinite(t) for _, t in seen.times)
@@ -119,7 +113,9 @@ def study_law(
     trials: Sequence[FrozenTrial], seed_record: dict[str, Any] | None = None
 ) -> Law | None:
     """The law of one device signature's trials at one model and precision (``None`` without
-    an LR sweep, or without a batch of three rates)."""
+    an LR sweep, or without a batch of three rates). The seed noise sets the bootstrap's noise
+    of the final loss; the median measured gradient noise scale is set beside the critical
+    batch (:mod:`tuner.core.lr_law`)."""
     if not any(
         is_sweep(str(decode(t).configuration.lr_rule or t.params.get("lr_rule"))) for t in trials
     ):
@@ -139,8 +135,7 @@ def study_law(
 
 
 def swept_past(trials: Sequence[FrozenTrial]) -> list[tuple[int, str, int]]:
-    """``(batch, side, rates)``: the rates the adaptive sweep added past its edges at each batch
-    (:func:`tuner.core.adaptive_sweep.extra_rates`, from the rules the trials stored)."""
+    """``(batch, side, rates)``: the rates the adaptive sweep added past its edges at each batch."""
     rules: dict[int, set[str]] = {}
     for trial in trials:
         batch, rule = _batch_of(trial), decode(trial).configuration.lr_rule
@@ -157,8 +152,8 @@ def swept_past(trials: Sequence[FrozenTrial]) -> list[tuple[int, str, int]]:
 def law_fields(
     chosen: FrozenTrial, trials: Sequence[FrozenTrial], seed_record: dict[str, Any] | None
 ) -> dict[str, Any]:
-    """``lr_law`` (the JSON block) and, where the law measured ``lr*`` at the chosen batch, the
-    recommended ``learning_rate`` set to it (``trained_learning_rate``: the chosen trial's)."""
+    """``lr_law`` and, where the law measured ``lr*`` at the chosen batch, ``learning_rate``
+    set to it (``trained_learning_rate``: the chosen trial's)."""
     law = study_law(trials, seed_record)
     if law is None:
         return {}

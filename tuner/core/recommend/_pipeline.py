@@ -1,10 +1,7 @@
 """From trials to a recommendation: pure functions over Optuna ``FrozenTrial`` objects.
 
 Each configuration counts once, through its representative (the run with the most repeats;
-:mod:`tuner.core.configurations`). The candidates and the pick are
-:mod:`tuner.core.recommend._candidates`' and :mod:`tuner.core.recommend._ties`'; the verdict on
-replicas (:mod:`tuner.core.recommend._verdict`) and, with a target, the batch-size model's
-prediction (:mod:`tuner.core.batch_model`) come with it.
+:mod:`tuner.core.configurations`).
 """
 
 from __future__ import annotations
@@ -23,7 +20,6 @@ from tuner.core.recommend._fields import (
     Context,
     chosen_fields,
     decision_fields,
-    feasibility,
     hypermodel_fields,
     oom_note,
     precision_fields,
@@ -76,20 +72,14 @@ def recommend(
     seed_noise: dict[str, dict[str, Any]] | None = None,
     tie_margin: float = DEFAULT_TIE_MARGIN,
 ) -> dict[str, Any]:
-    """Return the recommended-config JSON (a dict) for ``trials``.
+    """The recommended-config JSON (a dict) for ``trials``.
 
-    Throughput is only comparable between identical devices, so trials are grouped by
-    ``device_signature`` (device model, count and memory cap) and each group gets its own
-    recommendation, listed under ``per_device_signature``; the top level is the group with the
-    most COMPLETE trials, and a ``note`` says so when there are several. ``baselines``,
-    ``probes`` and ``seed_noise`` map a device signature to the study's single-device baseline,
-    probe and seed-noise records. ``policy`` ``None`` is :func:`default_policy` of
-    ``target_loss``. ``tie_margin``: candidates whose value is within it (relative) of the
-    best one's are practically equal, and the smallest batch of them is picked. Speedup is the
-    chosen trial's throughput over the baseline's (one device, base batch), with its interval;
-    scaling efficiency is the speedup per replica (1.0 is ideal). Raises
-    :class:`NoCompleteTrialError` when no trial completed with a finite loss (or, under
-    ``time-to-target``, none reached the target).
+    Throughput is only comparable between identical devices, so each ``device_signature`` gets
+    its own recommendation under ``per_device_signature``; the top level is the one with the
+    most COMPLETE trials (a ``note`` says so when there are several). ``baselines``, ``probes``
+    and ``seed_noise`` map a device signature to the study's records. ``policy`` ``None`` is
+    :func:`default_policy` of ``target_loss``. Raises :class:`NoCompleteTrialError` when no
+    trial completed with a finite loss (or, under ``time-to-target``, none reached the target).
     """
     context = Context(
         study_name=study_name,
@@ -116,7 +106,7 @@ def recommend(
             failures.append(error)
     if not per_signature:
         raise failures[0]
-    return _with_other_signatures(per_signature, list(per_signature))
+    return _with_other_signatures(per_signature)
 
 
 def _by_signature(trials: Iterable[FrozenTrial]) -> dict[str, list[FrozenTrial]]:
@@ -138,22 +128,21 @@ def _usable_signatures(groups: dict[str, list[FrozenTrial]], study_name: str) ->
     return usable
 
 
-def _with_other_signatures(
-    per_signature: dict[str, dict[str, Any]], usable: list[str]
-) -> dict[str, Any]:
+def _with_other_signatures(per_signature: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """The first signature's recommendation, with every signature's summary beside it."""
+    usable = list(per_signature)
     result = dict(per_signature[usable[0]])
     result["per_device_signature"] = {
         sig: {key: rec.get(key) for key in _PER_SIGNATURE_KEYS}
         for sig, rec in per_signature.items()
     }
     if len(usable) > 1:
-        notes = [
+        note = (
             f"trials ran on {len(usable)} device signatures ({'; '.join(usable)}) whose "
             "throughput is not comparable: each has its own recommendation under "
             f"per_device_signature; this one is for {usable[0]} (most completed trials)"
-        ]
-        result["note"] = "; ".join([*notes, *([result["note"]] if "note" in result else [])])
+        )
+        result["note"] = note + (f"; {result['note']}" if "note" in result else "")
     return result
 
 
@@ -162,8 +151,6 @@ def _recommend_one(
 ) -> dict[str, Any]:
     """The recommendation among ``trials``, which all ran on the device signature."""
     unique = unique_trials(trials)
-    complete = [t for t in unique if is_complete(t)]
-    complete_ids = {id(t) for t in complete}  # sublists of ``unique``: the same objects
     tolerance = loss_tolerance(context.tolerance, (context.seed_noise or {}).get(signature))
     candidates = policy_candidates(
         trials,
@@ -179,7 +166,7 @@ def _recommend_one(
     same_config = [t for t in same_model if precision_of(t) == precision_of(chosen)]
     speedup = speedup_of(chosen, context)
     result = {
-        **chosen_fields(chosen, context, candidates, feasibility(chosen, same_model)),
+        **chosen_fields(chosen, context, candidates, same_model),
         **precision_fields(chosen, same_model),
         **decision_fields(chosen, decision, tolerance),
         **speedup.fields(),
@@ -192,7 +179,7 @@ def _recommend_one(
             close=decision.close,
             policy=context.policy,
         ),
-        **target_fields(chosen, context, [t for t in same_config if id(t) in complete_ids]),
+        **target_fields(chosen, context, [t for t in same_config if is_complete(t)]),
         **hypermodel_fields(chosen, context),
         **probe_fields(chosen, context),
         **law_fields(chosen, same_config, (context.seed_noise or {}).get(signature)),

@@ -1,24 +1,16 @@
 """The pick among the candidates: at one computation by the loss, between batches by the ratio
 of the values, not by whether two intervals overlap.
 
-* **One computation, by the loss**: candidates that differ only in the learning rate (one global
-  batch, precision, accumulation steps and model: :attr:`tuner.core.racing.Entry.computation`)
-  do the same work per step, so their throughputs differ only by noise: of them the lowest final
-  loss is kept, whatever the throughputs say (the losses are deterministic, so the answer is
-  too). The others at the pick's computation are tied with it, by this rule.
-
-Between the kept ones, the value (throughput, goodput, time to target) decides. Two overlapping
-95 % intervals do not say two speeds are equal (batch 128 at 20.8k samples/s, CI 12.4k–37.9k,
-and batch 64 at 10.5k, CI 6.8k–18.6k, overlap; 128 is twice as fast on every estimate). So:
-
-* **Practically equal**: a candidate whose value the best one's beats by at most the tie margin
-  (5 % by default: a throughput ratio ≤ 1.05) is as good in practice; of the best and those, the
-  smallest global batch is picked (least memory per device; at equal speed a larger batch only
-  adds generalisation risk), as before.
-* **Close calls**: any other candidate whose ratio to the pick has a 95 % interval reaching 1
-  (:func:`tuner.core.stats.ratio_interval`, as the verdict's speedup) is not distinguishable from
-  it: the pick has the better point estimate, and more repeats would settle it.
-* Every other candidate is clearly worse.
+* **One computation, by the loss**: candidates that differ only in the learning rate
+  (:attr:`tuner.core.racing.Entry.computation`) do the same work per step, so their throughputs
+  differ only by noise: the lowest final loss is kept (deterministic), the others tied with it.
+* **Practically equal**: of the kept ones, those the best value beats by at most the tie margin
+  are as good in practice; of them the smallest global batch is picked (least memory per device;
+  at equal speed a larger batch only adds generalisation risk).
+* **Close calls**: any other whose ratio to the pick has a 95 % interval reaching 1
+  (:func:`tuner.core.stats.ratio_interval`) is not distinguishable from it; the rest are clearly
+  worse. Two overlapping intervals do not say two speeds are equal (batch 128 at 20.8k
+  samples/s, CI 12.4k–37.9k, and 64 at 10.5k, CI 6.8k–18.6k, overlap; 128 is twice as fast).
 """
 
 from __future__ import annotations
@@ -48,15 +40,13 @@ class CloseCall:
     number: int
     batch: int
     ratio: float
-    """How many times better the pick's value is (its throughput over this one's, or this one's
-    time over the pick's): above 1."""
+    """How many times better the pick's value is: above 1."""
     interval: Interval | None
     """The ratio's 95 % interval (it reaches 1); ``None`` when an interval is missing."""
     runs: int = 1
     """The most runs either side has had: more repeats than this would settle it."""
 
     def record(self) -> dict[str, object]:
-        """The JSON's entry of ``close_calls``."""
         return {
             "trial_number": self.number,
             "global_batch_size": self.batch,
@@ -67,8 +57,8 @@ class CloseCall:
 
 @dataclass(frozen=True)
 class Pick(Decision):
-    """A :class:`~tuner.core.racing.Decision` with the tie margin it used, its close calls and
-    the candidates of its computation the loss decided against (in ``tied_with`` too)."""
+    """A :class:`~tuner.core.racing.Decision` with its tie margin, close calls and the
+    candidates of its computation the loss decided against (in ``tied_with`` too)."""
 
     margin: float = DEFAULT_TIE_MARGIN
     close: list[CloseCall] = field(default_factory=list)
@@ -76,8 +66,7 @@ class Pick(Decision):
 
 
 def advantage(better: Entry, other: Entry, *, higher_is_better: bool) -> float:
-    """How many times ``better``'s value beats ``other``'s (``inf`` for a value that is not
-    positive: no ratio)."""
+    """How many times ``better``'s value beats ``other``'s (``inf``: a value is not positive)."""
     num, den = (better.value, other.value) if higher_is_better else (other.value, better.value)
     return num / den if num > 0 and den > 0 else float("inf")
 
@@ -109,9 +98,8 @@ def decide(
 
 
 def close_call(chosen: Entry, rival: Entry, *, higher_is_better: bool) -> CloseCall | None:
-    """``rival`` as a close call of ``chosen``, or ``None`` when the ratio's interval lies
-    above 1 (clearly worse). A missing interval counts as exact, as a value stored without one
-    always did."""
+    """``rival`` as a close call of ``chosen``, or ``None`` when clearly worse. A missing
+    interval counts as exact, as a value stored without one always did."""
     ratio = advantage(chosen, rival, higher_is_better=higher_is_better)
     top, bottom = (chosen, rival) if higher_is_better else (rival, chosen)
     interval = ratio_interval(top.value, _exact(top), bottom.value, _exact(bottom))

@@ -1,18 +1,10 @@
 """The verdict on replicas: the speedup over one device with its 95 % interval, and one plain
 sentence that says what it means.
 
-Speedup = the chosen configuration's throughput over the single-device baseline's (same devices,
-base batch); its interval is :func:`tuner.core.stats.ratio_interval` of the two throughputs'
-intervals, and the scaling efficiency's is that over the replicas. Every "is A faster than B" in
-the sentence (the replicas over one device, the pick over a close call) is read one way, from the
-ratio's interval (:func:`compared`): *faster* only when it lies above 1, *slower* only below, and
-otherwise *not distinguishable* (for the replicas, *no faster within the noise*); without an
-interval it gives the measurement and says why there is none; without a baseline it says the
-speedup is unknown and why.
-
-The baseline is compared like with like: at the chosen configuration's precision
-(:func:`baseline_at`), so a mixed-precision pick's speedup is the replicas' gain, not the 16-bit
-one's too.
+Every "is A faster than B" in the sentence (the replicas over one device, the pick over a close
+call) is read one way, from the ratio's interval (:func:`compared`). The baseline is compared
+like with like, at the chosen configuration's precision (:func:`baseline_at`): a mixed-precision
+pick's speedup is the replicas' gain, not the 16-bit one's too.
 """
 
 from __future__ import annotations
@@ -46,7 +38,6 @@ class Speedup:
         return None if self.speedup is None else self.speedup / self.replicas
 
     def fields(self) -> dict[str, Any]:
-        """The recommendation's keys."""
         ci = self.interval
         return {
             "baseline_throughput": self.baseline_throughput,
@@ -62,11 +53,10 @@ class Speedup:
 def baseline_key(
     baselines: dict[str, dict[str, Any]] | None, signature: str, precision: str, first: str
 ) -> str:
-    """Where to store the baseline at ``precision`` in the study attr ``baselines``: under the
-    device signature for the spec's ``first`` precision (a study of one precision stores what it
-    always did), under ``"<signature>, <precision>"`` for the others, and for the first too when
-    the signature's key holds another precision's (a spec that listed its precisions in another
-    order stored it): one precision's record never replaces another's."""
+    """Where the baseline at ``precision`` goes in the study attr ``baselines``: under the device
+    signature for the spec's ``first`` precision (as a study of one precision always stored it),
+    else under ``"<signature>, <precision>"``, the first too when the signature's key holds
+    another precision's: one precision's record never replaces another's."""
     held = (baselines or {}).get(signature)
     if precision == first and (held is None or baseline_precision(held) == precision):
         return signature
@@ -86,8 +76,8 @@ def baseline_precision(record: dict[str, Any]) -> str:
 def baseline_at(
     baselines: dict[str, dict[str, Any]] | None, signature: str, precision: str
 ) -> dict[str, Any] | None:
-    """The study's single-device baseline on ``signature``'s devices at ``precision``, whichever
-    precision came first in the spec that stored it; ``None`` when there is none."""
+    """The study's single-device baseline on ``signature``'s devices at ``precision``, or
+    ``None``."""
     stored = baselines or {}
     for key in (signature, _precision_key(signature, precision)):
         record = stored.get(key)
@@ -105,10 +95,9 @@ def measure_speedup(
     other_model: bool = False,
     precision: str = DEFAULT_PRECISION,
 ) -> Speedup:
-    """The chosen configuration's speedup over ``baseline`` (the study's record for its device
-    signature at its ``precision``; ``None`` without one). ``other_model``: the baseline trained
-    another model configuration (a hypermodel's defaults), so the two throughputs are not
-    comparable."""
+    """The chosen configuration's speedup over ``baseline`` (``None``: none at its precision).
+    ``other_model``: the baseline trained another model configuration (a hypermodel's
+    defaults): the throughputs are not comparable."""
     base = (baseline or {}).get("throughput")
     if replicas < 2:
         return Speedup(replicas, None, why="it trains on one device, so there is no speedup")
@@ -124,16 +113,9 @@ def measure_speedup(
         return Speedup(replicas, None, why=why)
     base_ci = throughput_ci(baseline or {})
     interval = ratio_interval(throughput, chosen_ci, float(base), base_ci)
-    missing = [
-        name
-        for name, ci in (("the chosen configuration", chosen_ci), ("the baseline", base_ci))
-        if ci is None
-    ]
-    why_no = (
-        f"{' and '.join(missing)} ran once without window rates"
-        if missing
-        else "an interval reaches 0"
-    )
+    sides = {"the chosen configuration": chosen_ci, "the baseline": base_ci}
+    missing = " and ".join(name for name, ci in sides.items() if ci is None)
+    why_no = f"{missing} ran once without window rates" if missing else "an interval reaches 0"
     return Speedup(replicas, float(base), throughput / base, interval, why_no_interval=why_no)
 
 
@@ -141,9 +123,8 @@ FASTER, SLOWER, NOT_DISTINGUISHABLE = "faster", "slower", "not distinguishable"
 
 
 def compared(interval: Interval | None) -> str:
-    """The one reading of "is A faster than B" from the 95 % interval of A's value over B's:
-    :data:`FASTER` when the whole interval is above 1, :data:`SLOWER` when it is below, and
-    otherwise (or without an interval) :data:`NOT_DISTINGUISHABLE`."""
+    """ "Is A faster than B" from the 95 % interval of A's value over B's: :data:`FASTER` when
+    it lies above 1, :data:`SLOWER` below, else (or without one) :data:`NOT_DISTINGUISHABLE`."""
     if interval is not None and interval.low > 1:
         return FASTER
     if interval is not None and interval.high < 1:
@@ -161,9 +142,8 @@ def verdict(
     close: Sequence[CloseCall] = (),
     policy: str = POLICY,
 ) -> str:
-    """One plain sentence: what the replicas are worth, the tie when there is one (``same_batch``:
-    the tied candidates at the pick's computation, which the loss decided), and each close
-    call, read from its ratio's interval."""
+    """One plain sentence: what the replicas are worth, the tie if any (``same_batch``: those at
+    the pick's computation, which the loss decided), and each close call."""
     clause = _replicas_clause(speedup)
     sentence = clause[:1].upper() + clause[1:]
     others = [n for n in tied_with if n not in same_batch]
@@ -192,9 +172,8 @@ def _measure(policy: str) -> str:
 
 def close_call_clause(call: CloseCall, batch: int | None, policy: str = POLICY) -> str:
     """``batch 128 and batch 64 (trial 3) are not distinguishable in throughput (1.98×, 95 % CI
-    0.93–4.22); more repeats would settle it (--max-repeats above 3)``: the words are
-    :func:`compared`'s of the ratio's interval, and the flag is named as the front end names
-    it."""
+    0.93–4.22); more repeats would settle it (--max-repeats above 3)``, in :func:`compared`'s
+    words."""
     pick = f"batch {batch}" if batch is not None else "the pick"
     rival = f"batch {call.batch} (trial {call.number})"
     if call.batch == batch:

@@ -1,54 +1,25 @@
 """The study spec: what to train and which grid to search, validated (pure).
 
 :func:`spec_from_dict` turns parsed TOML plus CLI overrides into a :class:`StudySpec`, or raises
-one :class:`~tuner.core.errors.ConfigError` line. Behind this face: ``_spec`` (the model),
-``_parse`` (its assembly from tables), ``_fields`` (checks of single fields) and ``_runtime``
-(how a trial runs: backend, loop, precision). :class:`SearchSpec` says how its sub-records and
-the options table (:mod:`tuner.core.options`) declare the ``[search]`` values.
+one :class:`~tuner.core.errors.ConfigError` line.
 """
 
 from __future__ import annotations
 
-from tuner.core.options import LOSS_REDUCTIONS, MODEL_HYPERPARAMETERS
-from tuner.core.spec._fields import (
-    check_study_name,
-    parse_int_list,
-    parse_name_list,
-)
-from tuner.core.spec._parse import spec_from_dict
-from tuner.core.spec._runtime import BACKENDS, DEFAULT_BACKEND
-from tuner.core.spec._spec import (
-    BUILTIN_SOURCE,
-    DEFAULT_LOSS,
-    DEFAULT_OPTIMIZER,
-    KERAS_OBJECT_KEYS,
-    LOOP_KINDS,
-    KerasObject,
-    SearchSpec,
-    StudySpec,
-    WorkloadSpec,
-    identity_of,
-    keras_class,
-)
-
-__all__ = [
-    "BACKENDS",
-    "BUILTIN_SOURCE",
-    "DEFAULT_BACKEND",
-    "DEFAULT_LOSS",
-    "DEFAULT_OPTIMIZER",
-    "KERAS_OBJECT_KEYS",
-    "LOOP_KINDS",
-    "LOSS_REDUCTIONS",
-    "MODEL_HYPERPARAMETERS",
-    "KerasObject",
-    "SearchSpec",
-    "StudySpec",
-    "WorkloadSpec",
-    "check_study_name",
-    "identity_of",
-    "keras_class",
-    "parse_int_list",
-    "parse_name_list",
-    "spec_from_dict",
-]
+from tuner.core.options import LOSS_REDUCTIONS as LOSS_REDUCTIONS
+from tuner.core.spec._fields import check_study_name as check_study_name
+from tuner.core.spec._fields import parse_int_list as parse_int_list
+from tuner.core.spec._fields import parse_name_list as parse_name_list
+from tuner.core.spec._parse import spec_from_dict as spec_from_dict
+from tuner.core.spec._runtime import BACKENDS as BACKENDS
+from tuner.core.spec._runtime import DEFAULT_BACKEND as DEFAULT_BACKEND
+from tuner.core.spec._spec import BUILTIN_SOURCE as BUILTIN_SOURCE
+from tuner.core.spec._spec import DEFAULT_LOSS as DEFAULT_LOSS
+from tuner.core.spec._spec import DEFAULT_OPTIMIZER as DEFAULT_OPTIMIZER
+from tuner.core.spec._spec import LOOP_KINDS as LOOP_KINDS
+from tuner.core.spec._spec import KerasObject as KerasObject
+from tuner.core.spec._spec import SearchSpec as SearchSpec
+from tuner.core.spec._spec import StudySpec as StudySpec
+from tuner.core.spec._spec import WorkloadSpec as WorkloadSpec
+from tuner.core.spec._spec import identity_of as identity_of
+from tuner.core.spec._spec import keras_class as keras_class

@@ -52,19 +52,16 @@ def reference(value: Any, label: str) -> str:
 
 def positive_int(value: Any, label: str) -> int:
     """A positive integer (not a bool, not a float)."""
-    if isinstance(value, bool) or not isinstance(value, int):
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise ConfigError(f"{label} must be a positive integer, got {value!r}")
-    if value <= 0:
-        raise ConfigError(f"{label} must be a positive integer, got {value}")
     return value
 
 
 def positive_float(value: Any, label: str) -> float:
     """A finite positive number, as a float."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if not number or not math.isfinite(value) or value <= 0:
         raise ConfigError(f"{label} must be a positive number, got {value!r}")
-    if not math.isfinite(value) or value <= 0:
-        raise ConfigError(f"{label} must be a positive number, got {value}")
     return float(value)
 
 
@@ -103,8 +100,7 @@ _DURATION = re.compile(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\
 
 
 def parse_duration(value: Any, label: str) -> float:
-    """Seconds of ``value``: a number of seconds, or text such as ``90s``, ``15m``, ``1h``,
-    ``1h30m`` (a bare number is seconds). Raises :class:`ConfigError` naming ``label``."""
+    """Seconds of ``value``: a number of seconds, or text such as ``90s``, ``15m``, ``1h30m``."""
     seconds: float | None = None
     if isinstance(value, int | float) and not isinstance(value, bool):
         seconds = float(value)
@@ -114,7 +110,7 @@ def parse_duration(value: Any, label: str) -> float:
             seconds = float(text)
         else:
             found = _DURATION.fullmatch(text)
-            if found and text and any(found.groups()):
+            if found and any(found.groups()):
                 hours, minutes, secs = (float(g) if g else 0.0 for g in found.groups())
                 seconds = hours * 3600 + minutes * 60 + secs
     if seconds is None or not math.isfinite(seconds) or seconds <= 0:
@@ -125,8 +121,7 @@ def parse_duration(value: Any, label: str) -> float:
 
 
 def duration(value: Any, label: str) -> float | None:
-    """Seconds of a duration (``90s``, ``15m``, ``1h30m``, or a number of seconds); ``None``
-    when not given."""
+    """:func:`parse_duration`, ``None`` when not given."""
     return None if value is None else parse_duration(value, label)
 
 
@@ -232,8 +227,7 @@ def parse_name_list(text: str, flag: str) -> list[str]:
 
 
 def check_layout(raw: Mapping[str, Any], source: str, known: Mapping[str, tuple[str, ...]]) -> None:
-    """Only ``known`` sections, each a table of its known keys; an unknown key is told with the
-    nearest known one."""
+    """Only ``known`` sections of known keys; an unknown key is told with the nearest known."""
     for section, value in raw.items():
         if section not in known:
             raise ConfigError(f"unknown section [{section}] in {source}; known: {', '.join(known)}")
@@ -251,9 +245,7 @@ def check_layout(raw: Mapping[str, Any], source: str, known: Mapping[str, tuple[
 
 
 def check_study_name(name: str, label: str) -> str:
-    """``name`` when it may name a study: letters, digits, '.', '_' and '-' only, at least one
-    (the one rule for a spec's ``[study] name`` and for ``--study-name``); else
-    :class:`ConfigError` naming ``label``."""
+    """``name`` when it may name a study (one rule for ``[study] name`` and ``--study-name``)."""
     if re.fullmatch(r"[\w.\-]+", name) is None:
         raise ConfigError(f"{label} must use letters, digits, '.', '_' or '-' only, got {name!r}")
     return name

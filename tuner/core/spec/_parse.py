@@ -1,10 +1,7 @@
 """A spec's assembly: parsed TOML tables plus CLI overrides into a :class:`StudySpec`, every
-field checked, so that a bad one is one clear line before anything runs.
-
-The ``[search]`` keys, their checks and their places in :class:`SearchSpec` come from the options
-table (:mod:`tuner.core.options`), their defaults from :class:`SearchSpec`'s sub-records; only
-the keys checked together (epochs and the warmup, the loop and the precisions, the loss target
-and its cadence) are named here.
+field checked (a bad one is one clear line before anything runs). The ``[search]`` keys and their
+checks come from the options table (:mod:`tuner.core.options`); only the keys checked together
+are named here.
 """
 
 from __future__ import annotations
@@ -62,12 +59,9 @@ def spec_from_dict(
     overrides: Mapping[str, Any] | None = None,
     source: str | None = None,
 ) -> StudySpec:
-    """Build a spec from parsed TOML tables (``None``: the built-in regression workload) with
-    overrides applied; ``source`` names where ``raw`` came from in error lines.
-
-    ``overrides`` maps ``"section.key"`` (e.g. ``"search.epochs"``) to a value; ``None`` values are
-    ignored. Raises :class:`ConfigError` with one clear line for any invalid field.
-    """
+    """A spec from parsed TOML tables (``None``: the built-in regression workload) with
+    ``overrides`` (``"search.epochs"`` to a value; ``None`` ignored) applied; ``source`` names
+    where ``raw`` came from in error lines."""
     if raw is None:
         raw, source = _BUILTIN, BUILTIN_SOURCE
     tables, where = apply_overrides(raw, overrides or {})
@@ -81,9 +75,8 @@ _REPLACES = {"search.train_samples": "epochs", "search.epochs": "train_samples"}
 def apply_overrides(
     raw: Mapping[str, Any], overrides: Mapping[str, Any]
 ) -> tuple[dict[str, Any], dict[str, str]]:
-    """A copy of ``raw`` with ``overrides`` set, and the option that set each overridden field
-    as the front end names it (``search.base_lr`` -> ``--base-lr``, or ``base_lr=``), so errors
-    name the option rather than the file."""
+    """A copy of ``raw`` with ``overrides`` set, and the option that set each field as the front
+    end names it (``--base-lr``, or ``base_lr=``), so that errors name it rather than the file."""
     tables = {key: dict(value) if isinstance(value, dict) else value for key, value in raw.items()}
     where: dict[str, str] = {}
     for dotted, value in overrides.items():
@@ -101,8 +94,7 @@ def apply_overrides(
 def build_spec(
     raw: Mapping[str, Any], source: str, where: Mapping[str, str] | None = None
 ) -> StudySpec:
-    """Validate parsed spec tables into a :class:`StudySpec`. ``where`` maps ``"section.key"`` to
-    the flag that set it. Raises :class:`ConfigError` naming the field (or flag) at fault."""
+    """Parsed spec tables, validated; ``where`` maps ``"section.key"`` to the flag that set it."""
     fields.check_layout(raw, source, SECTION_KEYS)
     study, workload, search = (
         Table(section, raw.get(section, {}), source, where or {}) for section in SECTION_KEYS
@@ -111,18 +103,12 @@ def build_spec(
     search_spec = _search(search, workload_spec.optimizer)
     run = search_spec.run
     check_backend(workload_spec.backend, search, workload, run.loop, run.update_on)
-    return StudySpec(
-        name=_study_name(study),
-        workload=workload_spec,
-        search=search_spec,
-        source=source,
-    )
+    return StudySpec(_study_name(study), workload_spec, search_spec, source)
 
 
 def _study_name(study: Table) -> str:
-    return check_study_name(
-        fields.string(study.need("name"), study.label("name")), study.label("name")
-    )
+    label = study.label("name")
+    return check_study_name(fields.string(study.need("name"), label), label)
 
 
 def _workload(workload: Table) -> WorkloadSpec:
@@ -144,8 +130,7 @@ def _objective(workload: Table) -> str:
 
 
 def _keras_object(workload: Table, key: str) -> KerasObject | None:
-    """A Keras name, or Keras's serialized form (a table with ``class_name`` and ``config``),
-    that the spec may leave out when the user's build compiles the model. Only the form is
+    """A Keras name or serialized form, or ``None`` (the build compiles). Only the form is
     checked here: whether Keras knows the class and takes the config, the workload check says."""
     value, label = workload.get(key), workload.label(key)
     if value is None or not isinstance(value, Mapping):
@@ -177,15 +162,11 @@ def _data_source(workload: Table) -> dict[str, str | None]:
         ("dataset", "a function (split, batch_size, input_context)"),
     )
     value = fields.reference(workload.get(key), workload.label(key))
-    return {
-        "data": value if key == "data" else None,
-        "dataset": value if key == "dataset" else None,
-    }
+    return {name: value if key == name else None for name in ("data", "dataset")}
 
 
 def _search(search: Table, optimizer: KerasObject | None) -> SearchSpec:
-    """Each ``[search]`` key checked as its row of the options table says (absent: the field's
-    default), then the keys that are checked together."""
+    """Each ``[search]`` key checked as its row of the options table says, then together."""
     search.exactly_one(
         ("epochs", "whole passes over a finite training set"),
         ("train_samples", "the samples every trial trains on"),

@@ -1,9 +1,6 @@
 """The spec fields that say how a trial runs: the Keras backend, the training loop, and the
-floating-point precisions the grid crosses with its batches and rules.
-
-Kept apart from :mod:`tuner.core.spec._spec` so that what depends on the backend (the
-TensorFlow-only loops, the dataset function's input context) is refused in one place, with one line
-each.
+precisions. What depends on the backend (the TensorFlow-only loops, the dataset function's input
+context) is refused here, in one place, with one line each.
 """
 
 from __future__ import annotations

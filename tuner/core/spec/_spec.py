@@ -1,7 +1,5 @@
-"""The study spec: what to train and which grid to search, from parsed TOML plus CLI overrides.
-
-All validation of a spec happens here, so a bad field is one clear message before anything runs.
-Pure: reading the TOML file is :func:`tuner.driver.setup.spec_file.load_spec`'s job.
+"""The study spec's model: what to train and which grid to search (pure; reading the TOML file
+is :func:`tuner.driver.setup.spec_file.load_spec`'s job, validating it :mod:`._parse`'s).
 """
 
 from __future__ import annotations
@@ -19,8 +17,7 @@ from tuner.core.spec._runtime import DEFAULT_BACKEND, DEFAULT_PRECISIONS
 DEFAULT_STUDY_NAME = "regression"
 """The built-in workload's study name, the default ``--study-name`` of the browsing commands."""
 LOOP_KINDS = ("fit", "custom", "cpu-update")
-"""The training loops a worker runs: ``loop``, with ``custom`` + ``update_on = cpu`` as its own kind
-(see :attr:`RunSpec.loop_kind`)."""
+"""The training loops a worker runs (:attr:`RunSpec.loop_kind`)."""
 DEFAULT_LOSS = "mse"
 DEFAULT_OPTIMIZER = "adam"
 """What an uncompiled build trains with when the spec names no loss or optimizer (a compiled
@@ -31,9 +28,8 @@ BUILTIN_SOURCE = "built-in regression workload"
 
 KerasObject = str | dict[str, Any]
 """A Keras loss or optimizer as a spec gives it: a name (``"adam"``), or Keras's own serialized
-form, what ``keras.losses.serialize`` and ``keras.optimizers.serialize`` write
-(``{"class_name": "SparseCategoricalCrossentropy", "config": {"from_logits": True}}``), which
-the child deserializes. The one declaration of the type of ``loss`` and ``optimizer``."""
+form (``{"class_name": "SparseCategoricalCrossentropy", "config": {"from_logits": True}}``),
+which the child deserializes."""
 KERAS_OBJECT_KEYS = ("class_name", "config", "module", "registered_name")
 """The keys of Keras's serialized form (``class_name`` is the one it needs)."""
 
@@ -51,21 +47,15 @@ class WorkloadSpec:
     data: str | None
     """``module:function`` returning arrays or ``(train, val)`` tf.data datasets."""
     loss: KerasObject | None = None
-    """A Keras loss, by name or serialized (:data:`KerasObject`); ``None``: not named — the
-    build's compile gives it, else :data:`DEFAULT_LOSS`. A build's compile wins over a named
-    one, and the search says so."""
+    """``None``: the build's compile gives it, else :data:`DEFAULT_LOSS`. A build's compile wins
+    over a named one, and the search says so."""
     optimizer: KerasObject | None = None
-    """A Keras optimizer, by name or serialized; ``None``: the build's compile gives it, else
-    :data:`DEFAULT_OPTIMIZER` (as for ``loss``). Its learning rate is always the rule's: a
-    serialized optimizer's ``learning_rate`` is replaced."""
+    """As ``loss``. Its learning rate is always the rule's: a serialized one's is replaced."""
     dataset: str | None = None
-    """``module:function(split, batch_size, input_context)`` returning one split (instead of
-    ``data``)."""
+    """``module:function(split, batch_size, input_context)``: one split (instead of ``data``)."""
     backend: str = DEFAULT_BACKEND
-    """The Keras 3 backend trials train on: ``tensorflow`` or ``jax``."""
     objective: str = DEFAULT_OBJECTIVE
-    """The value trials store and compare as their loss (:mod:`tuner.core.objective`):
-    ``val_loss``, another value the evaluation logs (``val_mae``), or the training ``loss``."""
+    """The value trials store and compare as their loss (:mod:`tuner.core.objective`)."""
 
 
 @dataclass(frozen=True)
@@ -89,7 +79,7 @@ class GridSpec:
 
     @property
     def global_batch_sizes(self) -> tuple[int, ...]:
-        """The global batch sizes of the grid, ascending."""
+        """Ascending."""
         return tuple(sorted(self.base_batch_size * m for m in self.batch_multipliers))
 
 
@@ -107,23 +97,21 @@ class RunSpec:
     loop: str = "fit"
     update_on: str = "replicas"
     warmup_epochs: float = 1.0
-    """``linear-warmup``: epochs of the ramp (unless ``warmup_steps`` is set)."""
+    """``linear-warmup``: epochs of the ramp (``warmup_steps``, when set, overrides it)."""
     warmup_steps: int | None = None
-    """``linear-warmup``: optimizer steps of the ramp (overrides ``warmup_epochs``)."""
     noise_scale: bool = True
     """Measure the gradient noise scale in trials with at least 2 replicas."""
     noise_scale_steps: int | None = None
     """Extra untimed measurement steps per epoch (``None``: 1 % of an epoch's, 2 to 16)."""
     accumulation: bool = False
-    """Reach an out-of-memory batch by gradient accumulation (:mod:`tuner.core.accumulation`)."""
     target_loss: float | None = None
-    """Validation loss a trial trains to (time to target); ``None``: train the whole budget."""
+    """``None``: train the whole budget."""
     eval_every_samples: int | None = None
     """Samples between two checks of the target (``None``: about 10 checks per budget)."""
 
     @property
     def loop_kind(self) -> str:
-        """The training loop: ``fit``, ``custom`` or ``cpu-update`` (custom, updates on the CPU)."""
+        """``fit``, ``custom`` or ``cpu-update`` (custom, updates on the CPU)."""
         return "cpu-update" if self.update_on == "cpu" else self.loop
 
 
@@ -136,13 +124,11 @@ class DecisionSpec:
     max_repeats: int = 3
     """The most runs racing gives a close candidate; 1 turns racing off."""
     tolerance: float = DEFAULT_TOLERANCE
-    """Final-loss tolerance relative to the best (raised to 2 × the seed spread when larger)."""
     tie_margin: float = DEFAULT_TIE_MARGIN
-    """Throughputs within this relative margin of the best tie: the smallest batch is picked."""
     early_stop: bool = True
     """Stop a grid trial early once it is dominated (:mod:`tuner.core.dominance`)."""
     budget: float | None = None
-    """Seconds the search may take (:mod:`tuner.core.budget`); ``None``: no limit."""
+    """Seconds the search may take; ``None``: no limit."""
 
 
 @dataclass(frozen=True)
@@ -152,7 +138,7 @@ class SweepSpec:
     rates: int = 0
     """Learning rates swept at every batch (``0``: no sweep)."""
     full: bool = False
-    """Train every rate: none skipped as ``bracketed`` (:mod:`tuner.core.adaptive_sweep`)."""
+    """Train every rate: none skipped as ``bracketed``."""
 
 
 @dataclass(frozen=True)
@@ -162,7 +148,7 @@ class StorageSpec:
     heartbeat: float = DEFAULT_HEARTBEAT_S
     """Seconds between a worker's heartbeats on an RDB storage (0: off)."""
     wait: float = DEFAULT_STORAGE_WAIT_S
-    """Seconds a storage out of reach is waited for before the search stops."""
+    """Seconds a storage out of reach is waited for."""
 
 
 def _plain(value: Any) -> Any:
@@ -185,11 +171,9 @@ SEARCH_DEFAULTS: dict[str, Any] = {
 
 @dataclass(frozen=True)
 class SearchSpec:
-    """What the search runs, in sub-records: the grid, how each trial runs, how sure a decision
-    must be, the learning-rate sweep, how it meets its storage. Their fields are the one typed
-    declaration of the ``[search]`` values; the options table places each flat key on its field
-    (:attr:`~tuner.core.options.Option.field`), and :meth:`flat` and :meth:`from_flat` convert,
-    so that the spec file and the spec stored on a study keep their flat keys."""
+    """What the search runs, in sub-records whose fields are the one typed declaration of the
+    ``[search]`` values; the options table places each flat key on its field, and :meth:`flat`
+    and :meth:`from_flat` convert, so that the spec file and the stored spec keep flat keys."""
 
     grid: GridSpec
     run: RunSpec
@@ -203,7 +187,7 @@ class SearchSpec:
         return self.grid.lr_rules + sweep_rules(self.sweep.rates)
 
     def flat(self) -> dict[str, Any]:
-        """The flat ``[search]`` keys and their plain values, in the options table's order."""
+        """The flat ``[search]`` keys, in the options table's order."""
         return {key: _plain(getattr(getattr(self, g), n)) for key, (g, n) in _PLACES.items()}
 
     @classmethod
@@ -227,7 +211,7 @@ class StudySpec:
     source: str = field(default=BUILTIN_SOURCE, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        """Return the spec as plain data (what is stored on the study): flat ``[search]`` keys."""
+        """The spec as plain data (what is stored on the study)."""
         return {"name": self.name, "workload": asdict(self.workload), "search": self.search.flat()}
 
     def identity(self) -> dict[str, Any]:
