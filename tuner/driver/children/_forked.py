@@ -1,13 +1,10 @@
-"""Warm children forked from a fork server (:mod:`tuner.worker.fork_server`) instead of started.
+"""Warm children forked from a fork server (:mod:`tuner.worker.fork_server`) that imported the
+framework once, instead of started (each paying ~3-4 s of CPU for TensorFlow's import).
 
-A started warm child pays its interpreter and framework import (~3-4 s of CPU for TensorFlow);
-one forked from a server that imported once pays neither. A server serves one spare key (the
-environment, backend and working folder a spare is started for: :func:`~tuner.driver.children.
-_spares.spare_key`), lives until the search's spares are released, and dies with this process.
-
-:class:`ForkedProcess` stands in for :class:`subprocess.Popen` where the runner waits for a child:
-the supervisor it names is the server's child, so its pid and exit status come over the server's
-socket. ``TUNER_FORK_SERVER=0`` turns it off (started spares, as before); it is on where trial
+A server serves one spare key (:func:`~tuner.driver.children._spares.spare_key`), lives until
+the search's spares are released, and dies with this process. :class:`ForkedProcess` stands in
+for :class:`subprocess.Popen`: the supervisor it names is the server's child, so its pid and exit
+status come over the server's socket. ``TUNER_FORK_SERVER=0`` turns it off; it is on where trial
 children run under the supervisor (Linux).
 """
 
@@ -32,6 +29,7 @@ from typing import IO, Any
 
 from tuner.core.protocol import FORK_SERVER_MODULE
 from tuner.driver.children._process import Child, child_environment, is_supervised, switch
+from tuner.driver.children._trial_dirs import pid_alive
 
 FORK_ENV = "TUNER_FORK_SERVER"
 _SLICE_S = 0.05
@@ -41,8 +39,7 @@ baseline's. A server one of whose forks still runs is never closed for another."
 _FORK_WAIT_S = 120.0
 """How long to wait for a server to fork (its import first): past it, it is taken for hung."""
 _CLEANUP_S = 10.0
-"""How long a supervisor whose server died may take to end its trial (its kill deadline, and
-more)."""
+"""How long a supervisor whose server died may take to end its trial (past its kill deadline)."""
 
 
 def enabled() -> bool:
@@ -170,7 +167,7 @@ class ForkServer:
         # The server is gone, and with it the exit status: its supervisor, if it forked one, ends
         # its trial as on the driver's death; wait for that, as Popen.wait would.
         deadline = time.monotonic() + _CLEANUP_S
-        while pid and _exists(pid) and time.monotonic() < deadline:
+        while pid and pid_alive(pid) and time.monotonic() < deadline:
             time.sleep(_SLICE_S)
         return -signal.SIGTERM
 
@@ -203,16 +200,6 @@ class ForkServer:
                 self._pids[message["id"]] = message["pid"]
             if "code" in message:
                 self._codes[message["id"]] = message["code"]
-
-
-def _exists(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class ForkedProcess:
@@ -255,18 +242,17 @@ def fork_spare(
     goes if it cannot be, as :func:`~tuner.driver.children._process.spawn`'s does."""
     try:
         with _LOCK:
-            server = _SERVERS.get(key)
+            # Put back last, the most recently used: the first idle one goes first.
+            server = _SERVERS.pop(key, None)
             if server is not None and not server.alive():
-                del _SERVERS[key]
                 server.close()  # reaped: it is gone already
                 server = None
             if server is None:
                 idle = [k for k, s in _SERVERS.items() if not s.busy()]
                 while idle and len(_SERVERS) >= _MAX_IDLE:
                     _SERVERS.pop(idle.pop(0)).close()
-                server = _SERVERS[key] = ForkServer(backend, env)
-            else:  # the most recently used last: the first idle one goes first
-                _SERVERS[key] = _SERVERS.pop(key)
+                server = ForkServer(backend, env)
+            _SERVERS[key] = server
         return server.fork(folder, worker_argv, time.time())
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)

@@ -1,19 +1,13 @@
 """Test aid: answer every child request at once, in the driver, with no child and no framework.
 
-With ``TUNER_TEST_INSTANT_TRIALS=1`` in the driver's environment, the driver's entries are handed
-:class:`InstantRunner` (:func:`tuner.driver.children.child_runner`) in place of the
-process runner: it returns :func:`instant_run`'s fabricated :class:`~tuner.core.outcome.ChildRun`
-instead of starting ``python -m tuner.worker``. The workload check reports a large training set,
-and a trial, probe or baseline run reports ``ok`` with a loss and throughput that are plain
-deterministic functions of its global batch, learning-rate rule, replicas and seed. Everything
-else is the real driver (Optuna, storage, grid, seeds, racing, export), so a benchmark can time
-the driver's own cost per trial (``benchmarks/driver_scaling.py``)
-without TensorFlow. Inert unless set; never set it for a real study: its numbers measure nothing.
+With ``TUNER_TEST_INSTANT_TRIALS=1``, :func:`tuner.driver.children.child_runner` hands the driver
+:class:`InstantRunner`: the workload check reports a large training set, and a trial, probe or
+baseline run ``ok`` with a loss and throughput that are deterministic functions of its batch,
+rule, replicas and seed. Everything else is the real driver, so a benchmark can time the
+driver's own cost per trial (``benchmarks/driver_scaling.py``). Never set it for a real study.
 
-With ``TUNER_TEST_INSTANT_SECONDS=<s>`` as well, every training run (trial, probe, baseline) takes
-``s`` seconds of wall time, asleep as a child's training would keep the driver waiting, so that
-several workers on one study overlap their runs as real ones do
-(``benchmarks/worker_scaling.py``); the default, 0, answers at once.
+With ``TUNER_TEST_INSTANT_SECONDS=<s>`` as well, every training run sleeps ``s`` seconds, so that
+several workers on one study overlap their runs as real ones do (``benchmarks/worker_scaling.py``).
 """
 
 from __future__ import annotations

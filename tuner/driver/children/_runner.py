@@ -1,20 +1,11 @@
-"""Runs one request in a fresh child process (``python -m tuner.worker``) in its own session.
+"""Runs one request in a fresh child process (``python -m tuner.worker``) in its own session, or
+in the warm child started for it (:mod:`tuner.driver.children._spares`), under a watchdog:
+:class:`ProcessRunner`, the driver's :class:`~tuner.driver.children.ChildRunner`.
 
-A fresh interpreter per trial (the ``spawn`` model) because TensorFlow keeps device memory until its
-process exits and device options can only be set before its runtime starts; its own session so the
-whole process group can be killed on timeout or interrupt. The child never touches the storage.
-
-On Linux the child runs under a small supervisor (:mod:`tuner.worker.supervisor`, a child
-subreaper) that kills everything the trial started, even processes in a session of their own, when
-the child ends, when it is told to stop and when this process dies, SIGKILL included.
-
-A request may be handed to a warm child instead, started earlier for the same environment
-(:mod:`tuner.driver.children._spares`); its run's wall time and timeout start at hand-over. The
-child as a process (command, environment, folder, ending its group) is
-:mod:`tuner.driver.children._process`'s.
-
-:class:`ProcessRunner` is this as the driver's
-:class:`~tuner.driver.children.ChildRunner`.
+A fresh interpreter per trial because TensorFlow keeps device memory until its process exits and
+device options can only be set before its runtime starts; its own session (and, on Linux, its
+supervisor, :mod:`tuner.worker.supervisor`) so that nothing the trial started outlives it, on
+timeout, interrupt or this process's death (docs/design/architecture.md).
 """
 
 from __future__ import annotations
@@ -28,11 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from tuner.core.outcome import ChildRun
-from tuner.core.protocol import (
-    Request,
-    decode_event,
-    encode_request,
-)
+from tuner.core.protocol import Request, decode_event, encode_request
 from tuner.driver.children import _trial_dirs as trial_dirs
 from tuner.driver.children._process import (
     Child,
@@ -57,11 +44,8 @@ def run_child(
     timeout_s: float,
     on_event: OnEvent | None = None,
 ) -> ChildRun:
-    """Run ``request`` in a child with ``env`` added to the environment; wait at most ``timeout_s``.
-
-    On timeout the child's process group gets SIGTERM, then SIGKILL. On KeyboardInterrupt (or any
-    exception here) the group is killed before the exception propagates.
-    """
+    """Run ``request`` in a child with ``env`` added to the environment; wait at most ``timeout_s``
+    (then its process group is killed, as on KeyboardInterrupt before that propagates)."""
     _sweep_once()
     key = spare_key(request, env)
     child = warm_child(request, key) or _cold_child(request, env)
@@ -113,10 +97,8 @@ def _wait(
     order: SpareOrder | None = None,
 ) -> bool:
     """Pass the child's events on until it exits; whether it had to be killed for ``timeout_s``.
-    With ``order``, start the next warm child here once the child's windows are over.
-
-    Whatever happens, nothing of the child's process group outlives this call.
-    """
+    With ``order``, start the next warm child here once the child's windows are over. Whatever
+    happens, nothing of the child's process group outlives this call."""
     reader = threading.Thread(
         target=_read_events, args=(proc, on_event), name="tuner-events", daemon=True
     )

@@ -29,8 +29,7 @@ from tuner.files import atomic_write_text
 def spare_key(request: Request, env: dict[str, str]) -> Hashable:
     """What a warm child must have been started with to take ``request``: the same environment
     (the plan's, and this process's as the child inherits it), backend and working folder."""
-    backend = request.workload.backend
-    return (tuple(sorted(child_environment(env).items())), backend, os.getcwd())
+    return (tuple(sorted(child_environment(env).items())), request.workload.backend, os.getcwd())
 
 
 def _start_spare(request: Request, env: dict[str, str]) -> None:
@@ -99,11 +98,9 @@ class SpareOrder:
 
 
 def next_spare(request: Request, env: dict[str, str]) -> SpareOrder | None:
-    """The warm child to start for the run after this one: at once beside the workload check
-    (for the environment the driver expects next), or, for a training run, the returned order:
-    when its timed windows are over; none after the search's last run
-    (:func:`tuner.driver.children._warm.last_run`), whose spare would import a framework only to
-    be killed (~3 s of CPU a search)."""
+    """The warm child to start for the run after this one: at once beside the workload check (for
+    the environment the driver expects next), or, for a training run, the returned order; none
+    after the search's last run (:func:`~tuner.driver.children._warm.last_run`)."""
     allowed = warm.uses()
     if isinstance(request, InspectRequest):
         expected = warm.POOL.expected()
