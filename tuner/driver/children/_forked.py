@@ -1,11 +1,9 @@
 """Warm children forked from a fork server (:mod:`tuner.worker.fork_server`) that imported the
 framework once, instead of started (each paying ~3-4 s of CPU for TensorFlow's import).
 
-A server serves one spare key (:func:`~tuner.driver.children._spares.spare_key`), lives until
-the search's spares are released, and dies with this process. :class:`ForkedProcess` stands in
-for :class:`subprocess.Popen`: the supervisor it names is the server's child, so its pid and exit
-status come over the server's socket. ``TUNER_FORK_SERVER=0`` turns it off; it is on where trial
-children run under the supervisor (Linux).
+A server serves one spare key, lives until the search's spares are released, and dies with this
+process. :class:`ForkedProcess` stands in for :class:`subprocess.Popen`: the supervisor it names
+is the server's child, so its pid and exit status come over the server's socket.
 """
 
 from __future__ import annotations
@@ -43,8 +41,8 @@ _CLEANUP_S = 10.0
 
 
 def enabled() -> bool:
-    """Whether warm children are forked from a server (``TUNER_FORK_SERVER``, on by default where
-    the supervisor runs)."""
+    """Whether warm children are forked from a server: where the supervisor runs (Linux), unless
+    ``TUNER_FORK_SERVER=0``."""
     return is_supervised() and switch(FORK_ENV) is not None
 
 
@@ -148,7 +146,12 @@ class ForkServer:
             if code is not None:
                 return code
             if gone:
-                return self._after_server(pid)
+                # And with it the exit status: its supervisor, if it forked one, ends its trial as
+                # on the driver's death; wait for that, as Popen.wait would.
+                cleanup = time.monotonic() + _CLEANUP_S
+                while pid and pid_alive(pid) and time.monotonic() < cleanup:
+                    time.sleep(_SLICE_S)
+                return -signal.SIGTERM
             if deadline is not None and time.monotonic() >= deadline:
                 return None
 
@@ -162,14 +165,6 @@ class ForkServer:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-
-    def _after_server(self, pid: int | None) -> int:
-        # The server is gone, and with it the exit status: its supervisor, if it forked one, ends
-        # its trial as on the driver's death; wait for that, as Popen.wait would.
-        deadline = time.monotonic() + _CLEANUP_S
-        while pid and pid_alive(pid) and time.monotonic() < deadline:
-            time.sleep(_SLICE_S)
-        return -signal.SIGTERM
 
     def _pump(self, timeout: float) -> None:
         # Under the lock: every message that is there, waiting up to ``timeout`` for the first.
@@ -203,8 +198,7 @@ class ForkServer:
 
 
 class ForkedProcess:
-    """The part of :class:`subprocess.Popen` the runner uses (:class:`~tuner.driver.children.
-    _process.Process`), for a supervisor the fork server forked."""
+    """A :class:`~tuner.driver.children._process.Process` for a supervisor the server forked."""
 
     def __init__(self, server: ForkServer, ident: int, stdin: IO[bytes], stdout: IO[bytes]):
         self._server = server
@@ -260,8 +254,8 @@ def fork_spare(
 
 
 def close_all(idle_only: bool = False) -> None:
-    """End every server (this process exits), or each with no fork of its own running (a
-    search's spares are released: another search in this process may still run a trial)."""
+    """End every server (at exit), or each with no fork of its own running (another search in
+    this process may still run a trial)."""
     with _LOCK:
         chosen = [k for k, s in _SERVERS.items() if not (idle_only and s.busy())]
         servers = [_SERVERS.pop(k) for k in chosen]

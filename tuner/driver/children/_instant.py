@@ -1,13 +1,10 @@
 """Test aid: answer every child request at once, in the driver, with no child and no framework.
 
-With ``TUNER_TEST_INSTANT_TRIALS=1``, :func:`tuner.driver.children.child_runner` hands the driver
-:class:`InstantRunner`: the workload check reports a large training set, and a trial, probe or
-baseline run ``ok`` with a loss and throughput that are deterministic functions of its batch,
-rule, replicas and seed. Everything else is the real driver, so a benchmark can time the
-driver's own cost per trial (``benchmarks/driver_scaling.py``). Never set it for a real study.
-
-With ``TUNER_TEST_INSTANT_SECONDS=<s>`` as well, every training run sleeps ``s`` seconds, so that
-several workers on one study overlap their runs as real ones do (``benchmarks/worker_scaling.py``).
+With ``TUNER_TEST_INSTANT_TRIALS=1`` the driver is handed :class:`InstantRunner`: every run is
+``ok`` with a loss and throughput that are deterministic functions of its batch, rule, replicas
+and seed, so a benchmark can time the driver's own cost per trial. Never set it for a real study.
+``TUNER_TEST_INSTANT_SECONDS=<s>`` makes each training run sleep ``s`` seconds, so that several
+workers on one study overlap their runs as real ones do.
 """
 
 from __future__ import annotations
@@ -46,17 +43,15 @@ def is_enabled() -> bool:
 
 def run_seconds() -> float:
     """How long a fabricated training run takes (``TUNER_TEST_INSTANT_SECONDS``, default 0)."""
-    text = os.environ.get(SECONDS_ENV, "")
+    text = os.environ.get(SECONDS_ENV) or "0"
     try:
-        seconds = float(text) if text else 0.0
+        return max(float(text), 0.0)
     except ValueError:
         raise ValueError(f"{SECONDS_ENV} must be a number of seconds, got {text!r}") from None
-    return max(seconds, 0.0)
 
 
 class InstantRunner:
-    """The stand-in as a :class:`~tuner.driver.children.ChildRunner`: no child, no
-    environment, no events; every request answered at once by :func:`instant_run`."""
+    """The stand-in as a :class:`~tuner.driver.children.ChildRunner`: :func:`instant_run`."""
 
     def run(
         self,

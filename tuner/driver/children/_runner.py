@@ -1,17 +1,13 @@
 """Runs one request in a fresh child process (``python -m tuner.worker``) in its own session, or
 in the warm child started for it (:mod:`tuner.driver.children._spares`), under a watchdog:
 :class:`ProcessRunner`, the driver's :class:`~tuner.driver.children.ChildRunner`.
-
-A fresh interpreter per trial because TensorFlow keeps device memory until its process exits and
-device options can only be set before its runtime starts; its own session (and, on Linux, its
-supervisor, :mod:`tuner.worker.supervisor`) so that nothing the trial started outlives it, on
-timeout, interrupt or this process's death (docs/design/architecture.md).
+Its own session (and, on Linux, its supervisor) so that nothing the trial started outlives it;
+why a child per trial: docs/design/architecture.md.
 """
 
 from __future__ import annotations
 
 import functools
-import os
 import subprocess
 import threading
 import time
@@ -106,8 +102,12 @@ def _wait(
     timed_out = False
     deadline = time.monotonic() + timeout_s
     try:
-        if order is not None:
-            _start_when_wanted(proc, deadline, order)
+        # With an order: until the child exits or its windows are over; then the spare starts
+        # from this thread.
+        while order is not None and proc.poll() is None and time.monotonic() < deadline:
+            if order.wanted.wait(_ORDER_POLL_S):
+                order.start()
+                break
         proc.wait(timeout=max(0.0, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:
         timed_out = True
@@ -119,14 +119,6 @@ def _wait(
         reap_group(proc)
     reader.join(timeout=5)
     return timed_out
-
-
-def _start_when_wanted(proc: Process, deadline: float, order: SpareOrder) -> None:
-    # Until the child exits or its windows are over; then the spare starts from this thread.
-    while proc.poll() is None and time.monotonic() < deadline:
-        if order.wanted.wait(_ORDER_POLL_S):
-            order.start()
-            return
 
 
 def _read_events(proc: Process, on_event: OnEvent | None) -> None:
@@ -141,9 +133,7 @@ def _read_events(proc: Process, on_event: OnEvent | None) -> None:
 def _file_tail(path: Path, limit: int = 8000) -> str:
     try:
         with path.open("rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            size = handle.tell()
-            handle.seek(max(0, size - limit))
+            handle.seek(max(0, path.stat().st_size - limit))
             return handle.read().decode("utf-8", "replace")
     except OSError:
         return ""

@@ -1,7 +1,5 @@
-"""The warm spare's life in the runner: which spare may take a request, starting one (at once
-beside the workload check, or when the running child's timed windows are over) and handing it the
-request. The pool is :mod:`tuner.driver.children._warm`'s.
-"""
+"""The warm spare in the runner: which spare may take a request, starting one (beside the
+workload check, or when the running child's timed windows are over), and the hand-over."""
 
 from __future__ import annotations
 
@@ -73,9 +71,8 @@ def warm_child(request: Request, key: Hashable) -> Child | None:
 
 
 class SpareOrder:
-    """The next warm child, wanted once the running child's timed windows are over. The event
-    reader only notes that; the thread that waits for the child starts it (see
-    :mod:`tuner.driver.children._warm` for why not a helper thread)."""
+    """The next warm child, wanted once the running child's timed windows are over: the event
+    reader notes it, the thread that waits for the child starts it (``_warm`` says why)."""
 
     def __init__(self, request: Request, env: dict[str, str]) -> None:
         self.wanted = threading.Event()

@@ -1,10 +1,8 @@
 """Trial folders (``tuner-trial-*`` in the temp folder): who owns each, and removing the ones whose
-owner died.
-
-A folder is left behind when its worker and supervisor die at once (power loss, a kill of the
-whole process group), so every worker sweeps the temp folder once, before its first child. Each
-folder records its owner's pid, start time (a process that reuses the pid is not the owner) and
-pid namespace (a worker in another container sharing the temp folder is not dead).
+owner died. A folder is left behind when its worker and supervisor die at once (power loss, a
+kill of the whole process group), so every worker sweeps the temp folder once, before its first
+child. Each folder records its owner's pid, start time (a process that reuses the pid is not the
+owner) and pid namespace (a worker in another container sharing the temp folder is not dead).
 """
 
 from __future__ import annotations
@@ -40,12 +38,9 @@ class Owner:
 def is_abandoned(
     recorded: Owner | None, running: Owner | None, age_s: float, namespace: str | None
 ) -> bool:
-    """Whether a trial folder's owner is dead, so the folder can go.
-
-    ``recorded`` is the folder's owner record (``None``: none readable), ``running`` the process
-    now at that pid (``None``: no such process), ``age_s`` the folder's age and ``namespace`` the
-    pid namespace the sweeping process sees.
-    """
+    """Whether a trial folder's owner is dead, so the folder can go: ``recorded`` is its owner
+    record (``None``: none readable), ``running`` the process now at that pid (``None``: none),
+    ``namespace`` the sweeping process's pid namespace."""
     if recorded is None:
         # Tuner's folders from before owner records, or one whose worker is writing it now.
         return age_s > UNOWNED_MAX_AGE_S

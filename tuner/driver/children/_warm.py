@@ -6,10 +6,6 @@ At most one spare lives at a time; it is killed when the study ends (:func:`rele
 and when the environment changes. Spares are started from the thread that runs the children,
 never from a helper thread: the supervisor's parent-death signal follows the thread that started
 it, and a spare started from a helper thread once trained 2-4x slower (cause not found).
-
-``TUNER_WARM_CHILD`` switches it for measurement: unset or ``1`` both uses, ``0`` neither,
-``trials`` only the spare for the next run, ``check`` only the overlap with the workload check;
-any other value (``late`` included, a timing issue 43 removed) counts as ``1``.
 """
 
 from __future__ import annotations
@@ -29,7 +25,9 @@ CHECK = "check"
 
 
 def uses() -> frozenset[str]:
-    """Which uses of a warm child ``TUNER_WARM_CHILD`` allows (:data:`TRIALS`, :data:`CHECK`)."""
+    """Which uses of a warm child ``TUNER_WARM_CHILD`` allows: unset or ``1`` both, ``0`` neither,
+    ``trials`` (the next run's spare) or ``check`` (beside the workload check) one; any other
+    value (``late`` included, a timing issue 43 removed) counts as ``1``."""
     value = switch(WARM_ENV)
     if value is None:
         return frozenset()
@@ -63,12 +61,10 @@ class Pool:
         it (another key's spare is killed: the environment changed)."""
         with self._lock:
             found, self._spare = self._spare, None
-        if found is None:
-            return None
-        spare_key, spare = found
-        if spare_key == key and spare.alive():
-            return spare
-        spare.discard()
+        if found is not None and found[0] == key and found[1].alive():
+            return found[1]
+        if found is not None:
+            found[1].discard()
         return None
 
     def spare(self) -> Spare | None:
@@ -78,9 +74,8 @@ class Pool:
 
     def start(self, key: Hashable, spawn: Callable[[], Spare]) -> None:
         """Start a spare for ``key`` (``spawn``, in the calling thread), unless one is there or no
-        search holds the pool (:func:`spares`: a lone run, a validation, a library call would
-        leave a spare no one ends); a spare that cannot start (``OSError``) leaves a cold start
-        to the next run, which then reports the error itself."""
+        search holds the pool (:func:`spares`: else no one would end it); one that cannot start
+        (``OSError``) leaves a cold start to the next run, which then reports the error."""
         with contextlib.suppress(OSError):
             self._serve_one(self._generation, key, spawn)
 
@@ -96,7 +91,7 @@ class Pool:
 
     def last_run(self, last: bool) -> None:
         """Say whether the run about to start is the search's last as far as it knows (no grid
-        point left to claim, no seed or racing run to come): its spare is then not started."""
+        point, seed or racing run to come): no spare is started after it."""
         with self._lock:
             self._last = last
 
