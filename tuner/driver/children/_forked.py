@@ -171,11 +171,8 @@ class ForkServer:
         if self._gone:
             return
         try:
-            if not self._poller.poll(timeout * 1000):
-                if self.proc.poll() is not None:
-                    self._drain()
-                return
-            self._drain()
+            if self._poller.poll(timeout * 1000) or self.proc.poll() is not None:
+                self._drain()
         except OSError:
             self._gone = True
 

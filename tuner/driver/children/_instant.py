@@ -66,12 +66,14 @@ class InstantRunner:
 def instant_run(request: Request) -> ChildRun:
     """The run a child would leave for ``request``, fabricated at once (see the module)."""
     started = time.time()
-    if isinstance(request, InspectRequest):
-        result = Result(status="ok", payload=_inspected(request))
+    if isinstance(request, InspectRequest):  # the workload check: sizes, no hypermodel
+        sizes = {"n_train": N_TRAIN, "n_val": N_VAL, "parameters": PARAMETERS}
+        backend = request.workload.backend
+        payload = {**sizes, "input_form": "arrays", "backend": backend, "hypermodel": None}
+        result = Result(status="ok", payload=payload)
     elif isinstance(request, TrialRequest | ProbeRequest):
         seconds = run_seconds()
-        if seconds:
-            time.sleep(seconds)  # as a child's training keeps the driver waiting
+        time.sleep(seconds)  # as a child's training keeps the driver waiting
         result = Result(status="ok", payload=_trained(request), timings={"training_s": seconds})
     else:  # validate checks the framework's own arithmetic: nothing here to fake honestly
         error = f"{INSTANT_ENV} has no stand-in for mode {request.mode!r}"
@@ -85,18 +87,6 @@ def instant_run(request: Request) -> ChildRun:
         spawned_at=started,
         ended_at=ended,
     )
-
-
-def _inspected(request: InspectRequest) -> dict[str, Any]:
-    """The workload check's answer: sizes, no hypermodel."""
-    return {
-        "n_train": N_TRAIN,
-        "n_val": N_VAL,
-        "parameters": PARAMETERS,
-        "input_form": "arrays",
-        "backend": request.workload.backend,
-        "hypermodel": None,
-    }
 
 
 def _trained(request: TrialRequest | ProbeRequest) -> dict[str, Any]:

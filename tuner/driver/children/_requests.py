@@ -191,13 +191,7 @@ def probe_request(
 
 
 def validate_request(
-    spec: StudySpec,
-    plan: DevicePlan,
-    batch: int,
-    lr: float,
-    *,
-    steps: int,
-    loss_reduction: str,
+    spec: StudySpec, plan: DevicePlan, batch: int, lr: float, *, steps: int, loss_reduction: str
 ) -> ValidateRequest:
     """About ``steps`` steps of ``spec``'s workload on ``plan`` that report per-step losses and
     per-replica counts for ``tuner validate``."""

@@ -35,10 +35,7 @@ _ORDER_POLL_S = 0.05
 
 
 def run_child(
-    request: Request,
-    env: dict[str, str],
-    timeout_s: float,
-    on_event: OnEvent | None = None,
+    request: Request, env: dict[str, str], timeout_s: float, on_event: OnEvent | None = None
 ) -> ChildRun:
     """Run ``request`` in a child with ``env`` added to the environment; wait at most ``timeout_s``
     (then its process group is killed, as on KeyboardInterrupt before that propagates)."""
@@ -87,10 +84,7 @@ def _sweep_once() -> None:
 
 
 def _wait(
-    proc: Process,
-    timeout_s: float,
-    on_event: OnEvent | None,
-    order: SpareOrder | None = None,
+    proc: Process, timeout_s: float, on_event: OnEvent | None, order: SpareOrder | None = None
 ) -> bool:
     """Pass the child's events on until it exits; whether it had to be killed for ``timeout_s``.
     With ``order``, start the next warm child here once the child's windows are over. Whatever

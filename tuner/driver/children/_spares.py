@@ -104,6 +104,4 @@ def next_spare(request: Request, env: dict[str, str]) -> SpareOrder | None:
         if expected is not None and warm.CHECK in allowed:
             _start_spare(request, expected)
         return None
-    if warm.TRIALS not in allowed or not warm.POOL.wants_next():
-        return None
-    return SpareOrder(request, env)
+    return SpareOrder(request, env) if warm.TRIALS in allowed and warm.POOL.wants_next() else None

@@ -14,7 +14,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from tuner.core.protocol import TRIAL_DIR_PREFIX
@@ -94,9 +94,7 @@ def pid_namespace() -> str | None:
 
 def write_owner(folder: Path) -> None:
     """Record this process as the owner of ``folder``."""
-    owner = this_process()
-    record = {"pid": owner.pid, "started": owner.started, "namespace": owner.namespace}
-    (folder / OWNER_FILE).write_text(json.dumps(record))
+    (folder / OWNER_FILE).write_text(json.dumps(asdict(this_process())))
 
 
 def read_owner(folder: Path) -> Owner | None:
