@@ -12,13 +12,7 @@ from typing import Any
 
 import optuna
 
-from tuner.core.devices import (
-    JAX_BACKEND,
-    TENSORFLOW_BACKEND,
-    DevicePlan,
-    GpuInfo,
-    choose_devices,
-)
+from tuner.core.devices import JAX_BACKEND, TENSORFLOW_BACKEND, DevicePlan, GpuInfo, choose_devices
 from tuner.core.errors import MissingExtraError
 from tuner.core.options import named
 from tuner.core.plan import MACHINE_LOAD, busiest, load_record

@@ -45,10 +45,8 @@ def reference_problem(reference: str) -> str | None:
     """Why a child could not find ``module:function``, or ``None`` (found, or unknowable)."""
     module_name, _, name = reference.partition(":")
     origin = _module_file(module_name)
-    if isinstance(origin, str):
+    if not isinstance(origin, Path):  # why it is not found; None: compiled or frozen, unknowable
         return origin
-    if origin is None:
-        return None  # a compiled or frozen module: only importing it tells
     names = _top_level_names(origin)
     if names is None or name in names:
         return None

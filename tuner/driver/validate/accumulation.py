@@ -90,8 +90,7 @@ def _run(
     try:
         read, path = engine.run(request, plan, str(accumulate), env=FULL_FLOAT32, control=control)
     except TunerError as exc:  # Keras's known failure under TensorFlow: said plainly
-        line = failure_line(str(exc), backend)
-        raise TunerError(str(exc) if line == str(exc) else line) from exc
+        raise TunerError(failure_line(str(exc), backend)) from exc
     final, initial = weights.load(path)
     return read, final, initial
 
@@ -127,9 +126,7 @@ K micro-batch means is the mean over the batch up to float32 rounding order (~1e
 
 
 def accumulation_check(
-    figures: dict[str, Any],
-    batch_norm: list[str],
-    sparse: list[str] | None = None,
+    figures: dict[str, Any], batch_norm: list[str], sparse: list[str] | None = None
 ) -> Check:
     """The weights after accumulated micro-steps against true steps; BatchNormalization, or
     dominating ``sparse`` layers (:data:`SPARSE_SQUARED`), are reported, not held to it."""

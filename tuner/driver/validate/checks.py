@@ -23,13 +23,11 @@ WEIGHTS_DRIFT = 1e-3
 amplified the difference."""
 
 CONTROL_FACTOR = 3.0
-"""When loss parity or the final weights fail their tolerance, validate runs one device again
-with each batch's examples reversed (the control: the same training in another float32 rounding
-order, as a right N-replica run is) and passes them, with a warning, when the replicas differ
-from one device by at most this many times what the control does: on a deep BatchNorm network
-float32 rounding alone moves two right runs far apart within a few steps, while a wrong update
-stands out of the control's rounding (docs/guide/validate.md, "the control run"). 3 leaves room
-for two rounding drifts of one size landing unequally far."""
+"""Loss parity or final weights that fail their tolerance pass, with a warning, when the replicas
+differ from one device by at most this many times what the control run does (one device, each
+batch's examples reversed: another float32 rounding order, as a right N-replica run is): rounding
+alone moves a deep BatchNorm network far within a few steps (docs/guide/validate.md). 3 leaves
+room for two rounding drifts of one size landing unequally far."""
 
 REORDER_ENV = "TUNER_VALIDATE_REORDER"
 """Asks a validation child to replay each batch's examples reversed: the control run."""
