@@ -1,14 +1,9 @@
-"""Warm children forked from a fork server (:mod:`tuner.worker.fork_server`) instead of started.
+"""Warm children forked from a fork server (:mod:`tuner.worker.fork_server`) that imported the
+framework once, instead of started (each paying ~3-4 s of CPU for TensorFlow's import).
 
-A started warm child pays its interpreter and framework import (~3-4 s of CPU for TensorFlow);
-one forked from a server that imported once pays neither. A server serves one spare key (the
-environment, backend and working folder a spare is started for: :func:`~tuner.driver.children.
-_spares.spare_key`), lives until the search's spares are released, and dies with this process.
-
-:class:`ForkedProcess` stands in for :class:`subprocess.Popen` where the runner waits for a child:
-the supervisor it names is the server's child, so its pid and exit status come over the server's
-socket. ``TUNER_FORK_SERVER=0`` turns it off (started spares, as before); it is on where trial
-children run under the supervisor (Linux).
+A server serves one spare key, lives until the search's spares are released, and dies with this
+process. :class:`ForkedProcess` stands in for :class:`subprocess.Popen`: the supervisor it names
+is the server's child, so its pid and exit status come over the server's socket.
 """
 
 from __future__ import annotations
@@ -32,6 +27,7 @@ from typing import IO, Any
 
 from tuner.core.protocol import FORK_SERVER_MODULE
 from tuner.driver.children._process import Child, child_environment, is_supervised, switch
+from tuner.driver.children._trial_dirs import pid_alive
 
 FORK_ENV = "TUNER_FORK_SERVER"
 _SLICE_S = 0.05
@@ -41,13 +37,12 @@ baseline's. A server one of whose forks still runs is never closed for another."
 _FORK_WAIT_S = 120.0
 """How long to wait for a server to fork (its import first): past it, it is taken for hung."""
 _CLEANUP_S = 10.0
-"""How long a supervisor whose server died may take to end its trial (its kill deadline, and
-more)."""
+"""How long a supervisor whose server died may take to end its trial (past its kill deadline)."""
 
 
 def enabled() -> bool:
-    """Whether warm children are forked from a server (``TUNER_FORK_SERVER``, on by default where
-    the supervisor runs)."""
+    """Whether warm children are forked from a server: where the supervisor runs (Linux), unless
+    ``TUNER_FORK_SERVER=0``."""
     return is_supervised() and switch(FORK_ENV) is not None
 
 
@@ -151,7 +146,12 @@ class ForkServer:
             if code is not None:
                 return code
             if gone:
-                return self._after_server(pid)
+                # And with it the exit status: its supervisor, if it forked one, ends its trial as
+                # on the driver's death; wait for that, as Popen.wait would.
+                cleanup = time.monotonic() + _CLEANUP_S
+                while pid and pid_alive(pid) and time.monotonic() < cleanup:
+                    time.sleep(_SLICE_S)
+                return -signal.SIGTERM
             if deadline is not None and time.monotonic() >= deadline:
                 return None
 
@@ -166,24 +166,13 @@ class ForkServer:
             self.proc.kill()
             self.proc.wait()
 
-    def _after_server(self, pid: int | None) -> int:
-        # The server is gone, and with it the exit status: its supervisor, if it forked one, ends
-        # its trial as on the driver's death; wait for that, as Popen.wait would.
-        deadline = time.monotonic() + _CLEANUP_S
-        while pid and _exists(pid) and time.monotonic() < deadline:
-            time.sleep(_SLICE_S)
-        return -signal.SIGTERM
-
     def _pump(self, timeout: float) -> None:
         # Under the lock: every message that is there, waiting up to ``timeout`` for the first.
         if self._gone:
             return
         try:
-            if not self._poller.poll(timeout * 1000):
-                if self.proc.poll() is not None:
-                    self._drain()
-                return
-            self._drain()
+            if self._poller.poll(timeout * 1000) or self.proc.poll() is not None:
+                self._drain()
         except OSError:
             self._gone = True
 
@@ -205,19 +194,8 @@ class ForkServer:
                 self._codes[message["id"]] = message["code"]
 
 
-def _exists(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 class ForkedProcess:
-    """The part of :class:`subprocess.Popen` the runner uses (:class:`~tuner.driver.children.
-    _process.Process`), for a supervisor the fork server forked."""
+    """A :class:`~tuner.driver.children._process.Process` for a supervisor the server forked."""
 
     def __init__(self, server: ForkServer, ident: int, stdin: IO[bytes], stdout: IO[bytes]):
         self._server = server
@@ -255,18 +233,17 @@ def fork_spare(
     goes if it cannot be, as :func:`~tuner.driver.children._process.spawn`'s does."""
     try:
         with _LOCK:
-            server = _SERVERS.get(key)
+            # Put back last, the most recently used: the first idle one goes first.
+            server = _SERVERS.pop(key, None)
             if server is not None and not server.alive():
-                del _SERVERS[key]
                 server.close()  # reaped: it is gone already
                 server = None
             if server is None:
                 idle = [k for k, s in _SERVERS.items() if not s.busy()]
                 while idle and len(_SERVERS) >= _MAX_IDLE:
                     _SERVERS.pop(idle.pop(0)).close()
-                server = _SERVERS[key] = ForkServer(backend, env)
-            else:  # the most recently used last: the first idle one goes first
-                _SERVERS[key] = _SERVERS.pop(key)
+                server = ForkServer(backend, env)
+            _SERVERS[key] = server
         return server.fork(folder, worker_argv, time.time())
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
@@ -274,8 +251,8 @@ def fork_spare(
 
 
 def close_all(idle_only: bool = False) -> None:
-    """End every server (this process exits), or each with no fork of its own running (a
-    search's spares are released: another search in this process may still run a trial)."""
+    """End every server (at exit), or each with no fork of its own running (another search in
+    this process may still run a trial)."""
     with _LOCK:
         chosen = [k for k, s in _SERVERS.items() if not (idle_only and s.busy())]
         servers = [_SERVERS.pop(k) for k in chosen]

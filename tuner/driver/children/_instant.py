@@ -1,19 +1,10 @@
 """Test aid: answer every child request at once, in the driver, with no child and no framework.
 
-With ``TUNER_TEST_INSTANT_TRIALS=1`` in the driver's environment, the driver's entries are handed
-:class:`InstantRunner` (:func:`tuner.driver.children.child_runner`) in place of the
-process runner: it returns :func:`instant_run`'s fabricated :class:`~tuner.core.outcome.ChildRun`
-instead of starting ``python -m tuner.worker``. The workload check reports a large training set,
-and a trial, probe or baseline run reports ``ok`` with a loss and throughput that are plain
-deterministic functions of its global batch, learning-rate rule, replicas and seed. Everything
-else is the real driver (Optuna, storage, grid, seeds, racing, export), so a benchmark can time
-the driver's own cost per trial (``benchmarks/driver_scaling.py``)
-without TensorFlow. Inert unless set; never set it for a real study: its numbers measure nothing.
-
-With ``TUNER_TEST_INSTANT_SECONDS=<s>`` as well, every training run (trial, probe, baseline) takes
-``s`` seconds of wall time, asleep as a child's training would keep the driver waiting, so that
-several workers on one study overlap their runs as real ones do
-(``benchmarks/worker_scaling.py``); the default, 0, answers at once.
+With ``TUNER_TEST_INSTANT_TRIALS=1`` the driver is handed :class:`InstantRunner`: every run is
+``ok`` with a loss and throughput that are deterministic functions of its batch, rule, replicas
+and seed, so a benchmark can time the driver's own cost per trial. Never set it for a real study.
+``TUNER_TEST_INSTANT_SECONDS=<s>`` makes each training run sleep ``s`` seconds, so that several
+workers on one study overlap their runs as real ones do.
 """
 
 from __future__ import annotations
@@ -52,17 +43,15 @@ def is_enabled() -> bool:
 
 def run_seconds() -> float:
     """How long a fabricated training run takes (``TUNER_TEST_INSTANT_SECONDS``, default 0)."""
-    text = os.environ.get(SECONDS_ENV, "")
+    text = os.environ.get(SECONDS_ENV) or "0"
     try:
-        seconds = float(text) if text else 0.0
+        return max(float(text), 0.0)
     except ValueError:
         raise ValueError(f"{SECONDS_ENV} must be a number of seconds, got {text!r}") from None
-    return max(seconds, 0.0)
 
 
 class InstantRunner:
-    """The stand-in as a :class:`~tuner.driver.children.ChildRunner`: no child, no
-    environment, no events; every request answered at once by :func:`instant_run`."""
+    """The stand-in as a :class:`~tuner.driver.children.ChildRunner`: :func:`instant_run`."""
 
     def run(
         self,
@@ -77,12 +66,14 @@ class InstantRunner:
 def instant_run(request: Request) -> ChildRun:
     """The run a child would leave for ``request``, fabricated at once (see the module)."""
     started = time.time()
-    if isinstance(request, InspectRequest):
-        result = Result(status="ok", payload=_inspected(request))
+    if isinstance(request, InspectRequest):  # the workload check: sizes, no hypermodel
+        sizes = {"n_train": N_TRAIN, "n_val": N_VAL, "parameters": PARAMETERS}
+        backend = request.workload.backend
+        payload = {**sizes, "input_form": "arrays", "backend": backend, "hypermodel": None}
+        result = Result(status="ok", payload=payload)
     elif isinstance(request, TrialRequest | ProbeRequest):
         seconds = run_seconds()
-        if seconds:
-            time.sleep(seconds)  # as a child's training keeps the driver waiting
+        time.sleep(seconds)  # as a child's training keeps the driver waiting
         result = Result(status="ok", payload=_trained(request), timings={"training_s": seconds})
     else:  # validate checks the framework's own arithmetic: nothing here to fake honestly
         error = f"{INSTANT_ENV} has no stand-in for mode {request.mode!r}"
@@ -96,18 +87,6 @@ def instant_run(request: Request) -> ChildRun:
         spawned_at=started,
         ended_at=ended,
     )
-
-
-def _inspected(request: InspectRequest) -> dict[str, Any]:
-    """The workload check's answer: sizes, no hypermodel."""
-    return {
-        "n_train": N_TRAIN,
-        "n_val": N_VAL,
-        "parameters": PARAMETERS,
-        "input_form": "arrays",
-        "backend": request.workload.backend,
-        "hypermodel": None,
-    }
 
 
 def _trained(request: TrialRequest | ProbeRequest) -> dict[str, Any]:

@@ -1,9 +1,5 @@
 """A trial child as a process: its command line (under the supervisor where the kernel allows),
-its environment, its trial folder, and how its process group is ended.
-
-:mod:`tuner.driver.children._runner` runs a request in one; :mod:`tuner.driver.children._spares`
-starts one ahead as a warm spare.
-"""
+its environment, its trial folder, and how its process group is ended."""
 
 from __future__ import annotations
 
@@ -34,9 +30,8 @@ without site-packages)."""
 
 
 class Process(Protocol):
-    """What the runner uses of a child's process: :class:`subprocess.Popen`, or a fork server's
-    :class:`~tuner.driver.children._forked.ForkedProcess` (whose ``pid`` is ``None`` when the
-    server never forked it)."""
+    """What the runner uses of :class:`subprocess.Popen`, or of a fork server's
+    :class:`~tuner.driver.children._forked.ForkedProcess` (``pid`` ``None``: never forked)."""
 
     @property
     def pid(self) -> int | None: ...
@@ -124,8 +119,7 @@ def is_supervised() -> bool:
 def worker_args(
     request_path: Path, result_path: Path, warm_backend: str | None = None
 ) -> list[str]:
-    """The worker's arguments after ``-m tuner.worker``: a warm child's (``--warm BACKEND``) with
-    ``warm_backend``, then its request and result paths."""
+    """The worker's arguments after ``-m tuner.worker`` (a warm one's: ``--warm BACKEND`` first)."""
     warm = [WARM_FLAG, warm_backend] if warm_backend else []
     return [*warm, str(request_path), str(result_path)]
 
@@ -134,8 +128,7 @@ def child_command(
     request_path: Path, result_path: Path, warm_backend: str | None = None
 ) -> list[str]:
     """The command line of one trial child (under its supervisor where supported); with
-    ``warm_backend``, a warm child that imports it before its request
-    (:mod:`tuner.driver.children._warm`)."""
+    ``warm_backend``, a warm child that imports it before its request."""
     args = worker_args(request_path, result_path, warm_backend)
     worker = [sys.executable, "-m", WORKER_MODULE, *args]
     if not is_supervised():
@@ -149,28 +142,17 @@ _STORAGE_ENV = ("TUNER_STORAGE", "TUNER_STORAGE_FILE")
 
 
 def child_environment(env: dict[str, str]) -> dict[str, str]:
-    """This process's environment with ``env`` on top; tuner importable from its source tree.
-
-    The storage URL stays out: the child never touches the storage, and the user's workload code
-    runs there, so it has no business seeing a database password."""
+    """This process's environment with ``env`` on top; tuner importable from its source tree. The
+    storage URL stays out: the user's code runs there, and has no business seeing a password."""
     inherited = {k: v for k, v in os.environ.items() if k not in _STORAGE_ENV}
-    child_env = {
-        **inherited,
-        **env,
-        "PYTHONUNBUFFERED": "1",
-        PARENT_PID_ENV: str(os.getpid()),
-    }
-    child_env["PYTHONPATH"] = os.pathsep.join(
-        p for p in (_PACKAGE_ROOT, os.environ.get("PYTHONPATH", "")) if p
-    )
-    return child_env
+    path = os.pathsep.join(p for p in (_PACKAGE_ROOT, os.environ.get("PYTHONPATH", "")) if p)
+    fixed = {"PYTHONUNBUFFERED": "1", PARENT_PID_ENV: str(os.getpid()), "PYTHONPATH": path}
+    return {**inherited, **env, **fixed}
 
 
 def kill_group(proc: Process) -> None:
-    """SIGTERM the child's process group, then SIGKILL whatever is left after a grace period.
-
-    The group holds the supervisor, which on SIGTERM kills the whole tree (other sessions too) and
-    exits; SIGKILL is for a supervisor that could not."""
+    """SIGTERM the child's process group (the supervisor then kills the whole tree, other sessions
+    too), then SIGKILL whatever is left after a grace period."""
     _signal_group(proc.pid, signal.SIGTERM)
     try:
         proc.wait(timeout=_GRACE_S)

@@ -1,17 +1,12 @@
 """What a child process is asked to run: the typed requests of :mod:`tuner.core.protocol`, built
-from the spec in one place, and :class:`ChildRunner`, what runs one.
-
-Every request names the workload and its budget and, but for ``inspect``, the device plan; the
-runner writes it with :func:`~tuner.core.protocol.encode_request` and the child reads it with
-``python -m tuner.worker``. A variant of a request (another batch, no target) is a
-``dataclasses.replace`` of it. The device signature keys what runs find on those devices
-(out-of-memory sizes, probes, baselines): it travels with the requests' results.
+from the spec in one place (a variant, another batch or no target, is a ``dataclasses.replace``
+of one), and :class:`ChildRunner`, what runs one.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import fields, replace
 from typing import Any, Protocol
 
 from tuner.core.devices import DevicePlan
@@ -38,9 +33,9 @@ OnEvent = Callable[[Event], None]
 
 
 class ChildRunner(Protocol):
-    """Runs one request to its end and says what it left behind. The driver's steps are handed
-    one by the entries (:func:`tuner.driver.children.child_runner`) instead of importing a
-    function, so the process runner, the instant stand-in and a test's fake are interchangeable."""
+    """Runs one request to its end and says what it left behind; handed to the driver's steps
+    (:func:`tuner.driver.children.child_runner`), so that the process runner, the instant
+    stand-in and a test's fake are interchangeable."""
 
     def run(
         self,
@@ -56,22 +51,12 @@ class ChildRunner(Protocol):
 
 
 def workload_ref(spec: StudySpec) -> Workload:
-    """The workload as a request carries it."""
-    workload = spec.workload
-    return Workload(
-        model=workload.model,
-        data=workload.data,
-        dataset=workload.dataset,
-        loss=workload.loss,
-        optimizer=workload.optimizer,
-        backend=workload.backend,
-        objective=workload.objective,
-    )
+    """The workload as a request carries it: the spec's fields of the same names."""
+    return Workload(**{f.name: getattr(spec.workload, f.name) for f in fields(Workload)})
 
 
 def budget_dict(spec: StudySpec) -> dict[str, int | None]:
-    """The budget's fields as a training key hashes them (:func:`tuner.core.sameness.training_key`:
-    stored keys, so their names stay)."""
+    """The budget's fields as a training key hashes them (stored keys: their names stay)."""
     return {
         "epochs": spec.search.run.epochs,
         "train_samples": spec.search.run.train_samples,
@@ -80,19 +65,15 @@ def budget_dict(spec: StudySpec) -> dict[str, int | None]:
 
 
 def budget_of(spec: StudySpec, **fixed: int | None) -> Budget:
-    """How much a run of ``spec`` trains and evaluates: epochs or a sample budget, and the
-    validation set; ``fixed`` overrides a field (a probe's one epoch of fixed steps)."""
+    """How much a run of ``spec`` trains and evaluates; ``fixed`` overrides a field (a probe's
+    one epoch of fixed steps)."""
     return replace(Budget(**budget_dict(spec)), **fixed)
 
 
 def target_of(spec: StudySpec, n_train: int | None = None) -> Target | None:
-    """The loss target and its cadence as a request carries them (``None`` without a target).
-
-    A user's cadence is checked against the grid (:func:`tuner.core.target.check_cadence`: one
-    ``ConfigError`` line). Without one, the cadence comes from the budget
-    (:func:`tuner.core.target.default_cadence`); when the budget is epochs over a training set of
-    size unknown here, the request carries ``None`` and the grid's batches, and the child picks
-    the same cadence from its own ``n_train``."""
+    """The loss target and its cadence as a request carries them (``None`` without a target); a
+    cadence that does not suit the grid raises ``ConfigError``. With an epochs budget and
+    ``n_train`` unknown, the cadence is ``None``: the child picks it from its own ``n_train``."""
     search = spec.search
     if search.run.target_loss is None:
         return None
@@ -109,8 +90,7 @@ def target_of(spec: StudySpec, n_train: int | None = None) -> Target | None:
 
 
 def first_precision(spec: StudySpec) -> str:
-    """The precision of the runs outside the grid (probe, baseline, seeds, validate): the
-    spec's first."""
+    """The precision of the runs outside the grid (probe, baseline, seeds, validate)."""
     return spec.search.grid.precisions[0]
 
 
@@ -160,11 +140,9 @@ def trial_request(
     early_stop: EarlyStop | None = None,
 ) -> TrialRequest:
     """One training run of ``spec``'s workload at ``batch`` and ``lr`` (``rule``: the
-    learning-rate rule, for the rules that also shape the optimizer; ``seed``: the run's seed of
-    initial weights and data order, default the spec's; ``n_train``: the training set's size, when
-    known, for the target's cadence under an epochs budget; ``precision``: the Keras dtype policy
-    the child sets, default the spec's first precision; ``model_hyperparameters``: a
-    hypermodel's values; ``early_stop``: what a grid trial compares itself with to stop early,
+    learning-rate rule, for the rules that also shape the optimizer; ``seed`` of initial weights
+    and data order and ``precision``, default the spec's (first); ``n_train``, when known, for the
+    target's cadence under an epochs budget; ``early_stop``:
     :mod:`tuner.driver.decide.early_stop`)."""
     search = spec.search
     return TrialRequest(
@@ -213,13 +191,7 @@ def probe_request(
 
 
 def validate_request(
-    spec: StudySpec,
-    plan: DevicePlan,
-    batch: int,
-    lr: float,
-    *,
-    steps: int,
-    loss_reduction: str,
+    spec: StudySpec, plan: DevicePlan, batch: int, lr: float, *, steps: int, loss_reduction: str
 ) -> ValidateRequest:
     """About ``steps`` steps of ``spec``'s workload on ``plan`` that report per-step losses and
     per-replica counts for ``tuner validate``."""

@@ -1,26 +1,13 @@
-"""Runs one request in a fresh child process (``python -m tuner.worker``) in its own session.
-
-A fresh interpreter per trial (the ``spawn`` model) because TensorFlow keeps device memory until its
-process exits and device options can only be set before its runtime starts; its own session so the
-whole process group can be killed on timeout or interrupt. The child never touches the storage.
-
-On Linux the child runs under a small supervisor (:mod:`tuner.worker.supervisor`, a child
-subreaper) that kills everything the trial started, even processes in a session of their own, when
-the child ends, when it is told to stop and when this process dies, SIGKILL included.
-
-A request may be handed to a warm child instead, started earlier for the same environment
-(:mod:`tuner.driver.children._spares`); its run's wall time and timeout start at hand-over. The
-child as a process (command, environment, folder, ending its group) is
-:mod:`tuner.driver.children._process`'s.
-
-:class:`ProcessRunner` is this as the driver's
-:class:`~tuner.driver.children.ChildRunner`.
+"""Runs one request in a fresh child process (``python -m tuner.worker``) in its own session, or
+in the warm child started for it (:mod:`tuner.driver.children._spares`), under a watchdog:
+:class:`ProcessRunner`, the driver's :class:`~tuner.driver.children.ChildRunner`.
+Its own session (and, on Linux, its supervisor) so that nothing the trial started outlives it;
+why a child per trial: docs/design/architecture.md.
 """
 
 from __future__ import annotations
 
 import functools
-import os
 import subprocess
 import threading
 import time
@@ -28,11 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from tuner.core.outcome import ChildRun
-from tuner.core.protocol import (
-    Request,
-    decode_event,
-    encode_request,
-)
+from tuner.core.protocol import Request, decode_event, encode_request
 from tuner.driver.children import _trial_dirs as trial_dirs
 from tuner.driver.children._process import (
     Child,
@@ -52,16 +35,10 @@ _ORDER_POLL_S = 0.05
 
 
 def run_child(
-    request: Request,
-    env: dict[str, str],
-    timeout_s: float,
-    on_event: OnEvent | None = None,
+    request: Request, env: dict[str, str], timeout_s: float, on_event: OnEvent | None = None
 ) -> ChildRun:
-    """Run ``request`` in a child with ``env`` added to the environment; wait at most ``timeout_s``.
-
-    On timeout the child's process group gets SIGTERM, then SIGKILL. On KeyboardInterrupt (or any
-    exception here) the group is killed before the exception propagates.
-    """
+    """Run ``request`` in a child with ``env`` added to the environment; wait at most ``timeout_s``
+    (then its process group is killed, as on KeyboardInterrupt before that propagates)."""
     _sweep_once()
     key = spare_key(request, env)
     child = warm_child(request, key) or _cold_child(request, env)
@@ -107,16 +84,11 @@ def _sweep_once() -> None:
 
 
 def _wait(
-    proc: Process,
-    timeout_s: float,
-    on_event: OnEvent | None,
-    order: SpareOrder | None = None,
+    proc: Process, timeout_s: float, on_event: OnEvent | None, order: SpareOrder | None = None
 ) -> bool:
     """Pass the child's events on until it exits; whether it had to be killed for ``timeout_s``.
-    With ``order``, start the next warm child here once the child's windows are over.
-
-    Whatever happens, nothing of the child's process group outlives this call.
-    """
+    With ``order``, start the next warm child here once the child's windows are over. Whatever
+    happens, nothing of the child's process group outlives this call."""
     reader = threading.Thread(
         target=_read_events, args=(proc, on_event), name="tuner-events", daemon=True
     )
@@ -124,8 +96,12 @@ def _wait(
     timed_out = False
     deadline = time.monotonic() + timeout_s
     try:
-        if order is not None:
-            _start_when_wanted(proc, deadline, order)
+        # With an order: until the child exits or its windows are over; then the spare starts
+        # from this thread.
+        while order is not None and proc.poll() is None and time.monotonic() < deadline:
+            if order.wanted.wait(_ORDER_POLL_S):
+                order.start()
+                break
         proc.wait(timeout=max(0.0, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:
         timed_out = True
@@ -137,14 +113,6 @@ def _wait(
         reap_group(proc)
     reader.join(timeout=5)
     return timed_out
-
-
-def _start_when_wanted(proc: Process, deadline: float, order: SpareOrder) -> None:
-    # Until the child exits or its windows are over; then the spare starts from this thread.
-    while proc.poll() is None and time.monotonic() < deadline:
-        if order.wanted.wait(_ORDER_POLL_S):
-            order.start()
-            return
 
 
 def _read_events(proc: Process, on_event: OnEvent | None) -> None:
@@ -159,9 +127,7 @@ def _read_events(proc: Process, on_event: OnEvent | None) -> None:
 def _file_tail(path: Path, limit: int = 8000) -> str:
     try:
         with path.open("rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            size = handle.tell()
-            handle.seek(max(0, size - limit))
+            handle.seek(max(0, path.stat().st_size - limit))
             return handle.read().decode("utf-8", "replace")
     except OSError:
         return ""

@@ -1,7 +1,5 @@
-"""The warm spare's life in the runner: which spare may take a request, starting one (at once
-beside the workload check, or when the running child's timed windows are over) and handing it the
-request. The pool is :mod:`tuner.driver.children._warm`'s.
-"""
+"""The warm spare in the runner: which spare may take a request, starting one (beside the
+workload check, or when the running child's timed windows are over), and the hand-over."""
 
 from __future__ import annotations
 
@@ -29,8 +27,7 @@ from tuner.files import atomic_write_text
 def spare_key(request: Request, env: dict[str, str]) -> Hashable:
     """What a warm child must have been started with to take ``request``: the same environment
     (the plan's, and this process's as the child inherits it), backend and working folder."""
-    backend = request.workload.backend
-    return (tuple(sorted(child_environment(env).items())), backend, os.getcwd())
+    return (tuple(sorted(child_environment(env).items())), request.workload.backend, os.getcwd())
 
 
 def _start_spare(request: Request, env: dict[str, str]) -> None:
@@ -74,9 +71,8 @@ def warm_child(request: Request, key: Hashable) -> Child | None:
 
 
 class SpareOrder:
-    """The next warm child, wanted once the running child's timed windows are over. The event
-    reader only notes that; the thread that waits for the child starts it (see
-    :mod:`tuner.driver.children._warm` for why not a helper thread)."""
+    """The next warm child, wanted once the running child's timed windows are over: the event
+    reader notes it, the thread that waits for the child starts it (``_warm`` says why)."""
 
     def __init__(self, request: Request, env: dict[str, str]) -> None:
         self.wanted = threading.Event()
@@ -99,17 +95,13 @@ class SpareOrder:
 
 
 def next_spare(request: Request, env: dict[str, str]) -> SpareOrder | None:
-    """The warm child to start for the run after this one: at once beside the workload check
-    (for the environment the driver expects next), or, for a training run, the returned order:
-    when its timed windows are over; none after the search's last run
-    (:func:`tuner.driver.children._warm.last_run`), whose spare would import a framework only to
-    be killed (~3 s of CPU a search)."""
+    """The warm child to start for the run after this one: at once beside the workload check (for
+    the environment the driver expects next), or, for a training run, the returned order; none
+    after the search's last run (:func:`~tuner.driver.children._warm.last_run`)."""
     allowed = warm.uses()
     if isinstance(request, InspectRequest):
         expected = warm.POOL.expected()
         if expected is not None and warm.CHECK in allowed:
             _start_spare(request, expected)
         return None
-    if warm.TRIALS not in allowed or not warm.POOL.wants_next():
-        return None
-    return SpareOrder(request, env)
+    return SpareOrder(request, env) if warm.TRIALS in allowed and warm.POOL.wants_next() else None

@@ -1,12 +1,8 @@
 """Trial folders (``tuner-trial-*`` in the temp folder): who owns each, and removing the ones whose
-owner died.
-
-A worker removes its trial folder when the trial ends, and the trial's supervisor removes it when
-the worker dies mid-trial. A folder can still be left behind when both die at once (power loss, a
-kill of the whole process group), so every worker sweeps the temp folder once when it starts its
-first child. Each folder records its owner: the driver's pid and that process's start time, so a
-new process that reuses the pid is not mistaken for the owner, and the pid namespace, so a
-worker in another container sharing the temp folder is not mistaken for a dead one.
+owner died. A folder is left behind when its worker and supervisor die at once (power loss, a
+kill of the whole process group), so every worker sweeps the temp folder once, before its first
+child. Each folder records its owner's pid, start time (a process that reuses the pid is not the
+owner) and pid namespace (a worker in another container sharing the temp folder is not dead).
 """
 
 from __future__ import annotations
@@ -18,7 +14,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from tuner.core.protocol import TRIAL_DIR_PREFIX
@@ -42,12 +38,9 @@ class Owner:
 def is_abandoned(
     recorded: Owner | None, running: Owner | None, age_s: float, namespace: str | None
 ) -> bool:
-    """Whether a trial folder's owner is dead, so the folder can go.
-
-    ``recorded`` is the folder's owner record (``None``: none readable), ``running`` the process
-    now at that pid (``None``: no such process), ``age_s`` the folder's age and ``namespace`` the
-    pid namespace the sweeping process sees.
-    """
+    """Whether a trial folder's owner is dead, so the folder can go: ``recorded`` is its owner
+    record (``None``: none readable), ``running`` the process now at that pid (``None``: none),
+    ``namespace`` the sweeping process's pid namespace."""
     if recorded is None:
         # Tuner's folders from before owner records, or one whose worker is writing it now.
         return age_s > UNOWNED_MAX_AGE_S
@@ -72,22 +65,23 @@ def process(pid: int) -> Owner | None:
     try:
         fields = Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()
     except (OSError, IndexError):
-        return _process_without_proc(pid)
+        # Where /proc works the pid is gone; without it, a signal 0 tells.
+        alive = not Path("/proc/self/stat").exists() and pid_alive(pid)
+        return Owner(pid) if alive else None
     if fields[0] == b"Z":
         return None
     return Owner(pid, int(fields[19]), pid_namespace())
 
 
-def _process_without_proc(pid: int) -> Owner | None:
-    if Path("/proc/self/stat").exists():
-        return None  # /proc works here: the pid is gone
+def pid_alive(pid: int) -> bool:
+    """Whether a process holds ``pid`` (someone else's included)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
-        return None
+        return False
     except PermissionError:
-        pass  # someone else's process, alive
-    return Owner(pid)
+        pass
+    return True
 
 
 def pid_namespace() -> str | None:
@@ -100,9 +94,7 @@ def pid_namespace() -> str | None:
 
 def write_owner(folder: Path) -> None:
     """Record this process as the owner of ``folder``."""
-    owner = this_process()
-    record = {"pid": owner.pid, "started": owner.started, "namespace": owner.namespace}
-    (folder / OWNER_FILE).write_text(json.dumps(record))
+    (folder / OWNER_FILE).write_text(json.dumps(asdict(this_process())))
 
 
 def read_owner(folder: Path) -> Owner | None:

@@ -1,38 +1,11 @@
-"""The warm child: the next run's process, started while the current one finishes.
+"""The warm child: the next run's process, started while the current one finishes, so that its
+interpreter start and framework import (~3 s of TensorFlow) fall outside the next trial's wall
+(its life: docs/design/architecture.md, "A child's life, and the warm child").
 
-Each child pays an interpreter start and the framework's import (~3 s of TensorFlow on our
-machines). A warm child pays it early: the
-driver starts it (``python -m tuner.worker --warm BACKEND ...``, :mod:`tuner.worker.warm`) when
-
-- the running child reports its rates measured (``windows_done``, after the last window, its
-  noise-scale steps and loss checks, and its input probe): the import then shares the cores with
-  the current run's validation pass and hand-back, never with a window or probe whose rate is
-  measured;
-- the workload check starts (a CPU-only child that measures nothing): the check and the first
-  run's import overlap.
-
-The warm child imports and then waits on its stdin; it touches no device before its request (the
-session sets devices up after it). :func:`tuner.driver.children._runner.run_child` hands it the next
-request only when the previous child has exited, so the devices are free, and only when it was
-started for the same environment (the device plan's, the working folder) and backend; any other
-request kills it and starts a fresh child. Its trial's wall time and timeout start at hand-over;
-the import done before is stored as ``import_hidden_s``, outside the wall.
-
-At most one spare lives at a time. It is killed when the study ends (:func:`release`), at exit,
-and when the environment changes; if the driver dies, even by SIGKILL, its supervisor gets the
-parent-death signal and kills it and removes its trial folder, as for any trial. A spare that
-died while waiting is replaced by a fresh child, unseen.
-
-Spares are started from the thread that runs the children (the one in ``run_child``), never from
-a helper thread: the supervisor's parent-death signal follows the thread that started it, and a
-spare started from a helper thread trained 2-4x slower once handed a single-device run (measured
-on the CPU baseline; cause not found), while one started from the main thread did not.
-
-``TUNER_WARM_CHILD`` switches it for measurement: unset or ``1`` both uses, ``0`` neither,
-``trials`` only the spare for the next run, ``check`` only the overlap with the workload check;
-any other value counts as ``1`` (``late``, which chose the timing above over an import at idle
-priority beside the running trial, names the only timing since issue 43 removed that layer: no
-measurement on a GPU host showed that it pays).
+At most one spare lives at a time; it is killed when the study ends (:func:`release`), at exit,
+and when the environment changes. Spares are started from the thread that runs the children,
+never from a helper thread: the supervisor's parent-death signal follows the thread that started
+it, and a spare started from a helper thread once trained 2-4x slower (cause not found).
 """
 
 from __future__ import annotations
@@ -52,7 +25,9 @@ CHECK = "check"
 
 
 def uses() -> frozenset[str]:
-    """Which uses of a warm child ``TUNER_WARM_CHILD`` allows (:data:`TRIALS`, :data:`CHECK`)."""
+    """Which uses of a warm child ``TUNER_WARM_CHILD`` allows: unset or ``1`` both, ``0`` neither,
+    ``trials`` (the next run's spare) or ``check`` (beside the workload check) one; any other
+    value (``late`` included, a timing issue 43 removed) counts as ``1``."""
     value = switch(WARM_ENV)
     if value is None:
         return frozenset()
@@ -62,15 +37,12 @@ def uses() -> frozenset[str]:
 
 
 class Spare(Protocol):
-    """A started child waiting for its request."""
+    """A started child waiting for its request: ``alive`` while it waits; ``discard`` kills it
+    and removes its trial folder."""
 
-    def alive(self) -> bool:
-        """Whether it still waits (it has not exited)."""
-        ...
+    def alive(self) -> bool: ...
 
-    def discard(self) -> None:
-        """Kill it and remove its trial folder."""
-        ...
+    def discard(self) -> None: ...
 
 
 class Pool:
@@ -89,12 +61,10 @@ class Pool:
         it (another key's spare is killed: the environment changed)."""
         with self._lock:
             found, self._spare = self._spare, None
-        if found is None:
-            return None
-        spare_key, spare = found
-        if spare_key == key and spare.alive():
-            return spare
-        spare.discard()
+        if found is not None and found[0] == key and found[1].alive():
+            return found[1]
+        if found is not None:
+            found[1].discard()
         return None
 
     def spare(self) -> Spare | None:
@@ -104,18 +74,10 @@ class Pool:
 
     def start(self, key: Hashable, spawn: Callable[[], Spare]) -> None:
         """Start a spare for ``key`` (``spawn``, in the calling thread), unless one is there or no
-        search holds the pool (:func:`spares`: a lone run, a validation, a library call would
-        leave a spare no one ends); a spare that cannot start (``OSError``) leaves a cold start
-        to the next run, which then reports the error itself."""
-        if not self.in_use():
-            return
+        search holds the pool (:func:`spares`: else no one would end it); one that cannot start
+        (``OSError``) leaves a cold start to the next run, which then reports the error."""
         with contextlib.suppress(OSError):
             self._serve_one(self._generation, key, spawn)
-
-    def in_use(self) -> bool:
-        """Whether a search (or probe) holds the pool now: only then are spares started."""
-        with self._lock:
-            return self._users > 0
 
     def hold(self, held: bool) -> None:
         """A search starts (``True``) or ends (``False``) its use of the pool."""
@@ -129,7 +91,7 @@ class Pool:
 
     def last_run(self, last: bool) -> None:
         """Say whether the run about to start is the search's last as far as it knows (no grid
-        point left to claim, no seed or racing run to come): its spare is then not started."""
+        point, seed or racing run to come): no spare is started after it."""
         with self._lock:
             self._last = last
 
@@ -159,7 +121,7 @@ class Pool:
         # Spawning holds the lock (milliseconds: the interpreter starts on its own), so a
         # request that comes meanwhile takes the new spare rather than starting a second child.
         with self._lock:
-            if generation != self._generation:
+            if generation != self._generation or not self._users:
                 return
             old = self._spare
             if old is not None and old[0] == key and old[1].alive():
@@ -185,14 +147,9 @@ def spares(expect: Mapping[str, str] | None = None) -> Iterator[None]:
         POOL.release()
 
 
-def release() -> None:
-    """Kill the spare child, if any (the study ended, or the process exits)."""
-    POOL.release()
-
-
-def last_run(last: bool) -> None:
-    """:meth:`Pool.last_run`: whether the next run is the search's last (no spare after it)."""
-    POOL.last_run(last)
-
+release = POOL.release
+"""Kill the spare child, if any (the study ended, or the process exits)."""
+last_run = POOL.last_run
+"""Whether the next run is the search's last (no spare after it)."""
 
 atexit.register(release)

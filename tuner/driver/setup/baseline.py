@@ -1,10 +1,9 @@
-"""The single-device baseline: the base configuration on one device, for speedup and scaling
-efficiency; stored on the study (``baselines``) or reused from another study.
+"""The single-device baseline: the base configuration on one device, ``max_repeats`` times, for
+speedup and scaling efficiency; stored on the study (``baselines``).
 
-The baseline trains the base configuration on one device ``max_repeats`` times; two studies of
-the same workload on the same machine would measure exactly the same runs again. So every stored
-baseline carries its **reuse key** (:func:`tuner.driver.reuse.keys.reuse_key`), and a study with
-no baseline of its own copies the newest record with the same key and at least as many runs
+Two studies of the same workload on the same machine would measure the same runs again, so every
+stored baseline carries its reuse key (:func:`tuner.driver.reuse.keys.reuse_key`), and a study
+without one copies the newest record with that key and at least as many runs
 (:func:`find_baseline`), naming the study it came from (``reused_from``).
 """
 

@@ -1,8 +1,6 @@
 """The machine: its GPUs, found without importing TensorFlow, the device plan of a run, and how
-busy it is before a search starts a child: the 1-minute load average against the cores, and the
-compute processes other than ours on the GPUs. The load is stored on the study
-(:data:`tuner.core.plan.MACHINE_LOAD`) so the note and the export can say that the throughput
-figures were measured on a busy machine."""
+busy it is before a search starts a child (the load average against the cores, other compute
+processes on the GPUs), stored on the study so that figures measured on a busy machine say so."""
 
 from __future__ import annotations
 
@@ -14,13 +12,7 @@ from typing import Any
 
 import optuna
 
-from tuner.core.devices import (
-    JAX_BACKEND,
-    TENSORFLOW_BACKEND,
-    DevicePlan,
-    GpuInfo,
-    choose_devices,
-)
+from tuner.core.devices import JAX_BACKEND, TENSORFLOW_BACKEND, DevicePlan, GpuInfo, choose_devices
 from tuner.core.errors import MissingExtraError
 from tuner.core.options import named
 from tuner.core.plan import MACHINE_LOAD, busiest, load_record
@@ -43,8 +35,7 @@ def visible_gpus() -> list[GpuInfo]:
 
 
 def _nvidia_smi(query: str, *formats: str, timeout_s: float) -> str | None:
-    """What ``nvidia-smi`` answers to ``query`` as CSV without a header; ``None`` without a
-    working one."""
+    """``nvidia-smi``'s CSV answer to ``query``, no header; ``None`` without a working one."""
     exe = shutil.which("nvidia-smi")
     if exe is None:
         return None

@@ -1,8 +1,6 @@
 """Typos caught in the driver, in milliseconds, before a child imports TensorFlow: Keras optimizer
 and loss names, and ``module:function`` references read from the module's source, never imported
-(the user's module may import TensorFlow itself). Each wrong name is one line with the nearest
-right one; what only running the user's code can tell is left to the workload check.
-"""
+(it may import TensorFlow itself); each one line with the nearest right name."""
 
 from __future__ import annotations
 
@@ -10,6 +8,7 @@ import ast
 import importlib.machinery
 import importlib.util
 import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,42 +23,30 @@ if TYPE_CHECKING:
 def check_names(spec: StudySpec) -> None:
     """Raise :class:`ConfigError` for a misspelt optimizer, loss or function of ``spec``."""
     workload = spec.workload
-    # A serialized loss or optimizer is Keras's to read: the workload check deserializes it.
-    if isinstance(workload.optimizer, str):
-        typo = nearest(workload.optimizer, OPTIMIZERS, ignore_case=True)
+    keras = (
+        ("optimizer", workload.optimizer, OPTIMIZERS, True),
+        ("loss", workload.loss, LOSSES, False),
+    )
+    for kind, value, known, ignore_case in keras:
+        # A serialized loss or optimizer is Keras's to read: the workload check deserializes it.
+        typo = nearest(value, known, ignore_case=ignore_case) if isinstance(value, str) else None
         if typo is not None:
             raise ConfigError(
-                f"unknown Keras optimizer {workload.optimizer!r} in {spec.source}; "
-                f"did you mean {typo!r}?"
-            )
-    if isinstance(workload.loss, str):
-        typo = nearest(workload.loss, LOSSES)
-        if typo is not None:
-            raise ConfigError(
-                f"unknown Keras loss {workload.loss!r} in {spec.source}; did you mean {typo!r}?"
+                f"unknown Keras {kind} {value!r} in {spec.source}; did you mean {typo!r}?"
             )
     for key in ("model", "data", "dataset"):
         reference = getattr(workload, key)
-        if reference:
-            problem = reference_problem(reference)
-            if problem is not None:
-                raise ConfigError(f"workload.{key} = {reference!r} in {spec.source}: {problem}")
-
-
-def child_path() -> list[str]:
-    """Where a child looks for modules first: the current directory, then ``PYTHONPATH``."""
-    extra = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    return [os.getcwd(), *extra]
+        problem = reference_problem(reference) if reference else None
+        if problem is not None:
+            raise ConfigError(f"workload.{key} = {reference!r} in {spec.source}: {problem}")
 
 
 def reference_problem(reference: str) -> str | None:
     """Why a child could not find ``module:function``, or ``None`` (found, or unknowable)."""
     module_name, _, name = reference.partition(":")
     origin = _module_file(module_name)
-    if isinstance(origin, str):
+    if not isinstance(origin, Path):  # why it is not found; None: compiled or frozen, unknowable
         return origin
-    if origin is None:
-        return None  # a compiled or frozen module: only importing it tells
     names = _top_level_names(origin)
     if names is None or name in names:
         return None
@@ -71,7 +58,10 @@ def reference_problem(reference: str) -> str | None:
 def _module_file(module_name: str) -> Path | str | None:
     """The source file of ``module_name`` (found as the child's import system would, without
     importing anything), a line saying it is not found, or ``None`` (no source to read)."""
-    path: list[str] | None = [*child_path(), *_site_path()]
+    # Where a child looks: the current directory, then PYTHONPATH, then site-packages.
+    extra = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    site = [p for p in sys.path if p and Path(p).is_dir()]
+    path: list[str] | None = [os.getcwd(), *extra, *site]
     spec = None
     parts = module_name.split(".")
     for depth, part in enumerate(parts):
@@ -95,12 +85,6 @@ def _installed(name: str) -> importlib.machinery.ModuleSpec | None:
         return importlib.util.find_spec(name)
     except (ImportError, ValueError):
         return None
-
-
-def _site_path() -> list[str]:
-    import sys
-
-    return [p for p in sys.path if p and Path(p).is_dir()]
 
 
 def _top_level_names(path: Path) -> set[str] | None:

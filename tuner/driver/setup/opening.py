@@ -35,10 +35,9 @@ def open_study(
     heartbeat_s: float | None,
     wait_s: float | None = None,
 ) -> optuna.Study:
-    """Create or resume the study ``study_name`` (``None``: the spec's name) in ``storage_url``.
-    Raises :class:`ConfigError` when the stored study was made by another program, with another
-    spec, or on other devices. ``wait_s``: how long an unreachable storage is waited for.
-    """
+    """Create or resume the study ``study_name`` (``None``: the spec's name) in ``storage_url``,
+    waiting ``wait_s`` for an unreachable storage. Raises :class:`ConfigError` when the stored
+    study was made by another program, with another spec, or on other devices."""
     name = spec.name if study_name is None else check_study_name(study_name, named("study_name"))
     storage = open_storage(storage_url, create=True, heartbeat_s=heartbeat_s, wait_s=wait_s)
     where = f"study {name!r} in {mask_password(storage_url)}"
@@ -59,7 +58,20 @@ def _load_or_create(
         study = optuna.load_study(study_name=name, storage=storage, sampler=sampler)
         _check_same_spec(study, spec, where)
         return study
-    return _create(storage, name, spec, sampler)
+    quiet_optuna()
+    study = optuna.create_study(
+        storage=storage,
+        study_name=name,
+        directions=list(DIRECTIONS),
+        sampler=sampler,
+        load_if_exists=True,  # another worker may be creating it right now
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        study.set_metric_names(list(METRIC_NAMES))
+    store_study(study, "spec", spec.to_dict())
+    store_study(study, "created_at", _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"))
+    return study
 
 
 def _record(
@@ -75,17 +87,9 @@ def _record(
     store_study(study, "versions", versions(info.get("versions"), spec.workload.backend))
     if info.get("hypermodel"):
         store_study(study, "hypermodel", info["hypermodel"])
-    store_study(
-        study,
-        "workload",
-        {
-            "n_train": info["n_train"],
-            "n_val": info["n_val"],
-            "parameters": info["parameters"],
-            "digest": info.get("digest"),
-            "digest_parts": info.get("digest_parts"),
-        },
-    )
+    sizes = {key: info[key] for key in ("n_train", "n_val", "parameters")}
+    digests = {key: info.get(key) for key in ("digest", "digest_parts")}
+    store_study(study, "workload", {**sizes, **digests})
 
 
 _FRAMEWORKS = {"tensorflow": ("tensorflow", "keras"), "jax": ("keras", "jax", "jaxlib")}
@@ -113,26 +117,6 @@ def versions(
     return found
 
 
-def _create(
-    storage: Any, name: str, spec: StudySpec, sampler: optuna.samplers.BaseSampler
-) -> optuna.Study:
-    """A new study with tuner's directions, metric names and spec."""
-    quiet_optuna()
-    study = optuna.create_study(
-        storage=storage,
-        study_name=name,
-        directions=list(DIRECTIONS),
-        sampler=sampler,
-        load_if_exists=True,  # another worker may be creating it right now
-    )
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        study.set_metric_names(list(METRIC_NAMES))
-    store_study(study, "spec", spec.to_dict())
-    store_study(study, "created_at", _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"))
-    return study
-
-
 def _check_same_spec(study: optuna.Study, spec: StudySpec, where: str) -> None:
     """Refuse to resume a study that tuner did not make, or that ran another spec."""
     stored = decode_study(study).spec
@@ -153,10 +137,9 @@ def _check_same_spec(study: optuna.Study, spec: StudySpec, where: str) -> None:
 def _check_same_workload(
     study: optuna.Study, storage: Any, info: dict[str, Any], where_and_name: tuple[str, str]
 ) -> None:
-    """Refuse to resume a study whose finished trials measured another workload: the same
-    spec over a changed model or data (a notebook's edited function, an edited module) would
-    add its trials to the old ones' answer. A study stored before the parts were kept, or whose
-    trials all failed, is not compared."""
+    """Refuse to resume a study whose finished trials measured another workload (a changed model
+    or data under the same spec); one stored before the parts were kept, or with no finished
+    trial, is not compared."""
     stored = decode_study(study).workload or {}
     before, now = stored.get("digest_parts"), info.get("digest_parts")
     if not before or not now:
@@ -168,18 +151,15 @@ def _check_same_workload(
     if not changed or not study.get_trials(deepcopy=False, states=finished):
         return
     where, name = where_and_name
+    taken = set(optuna.get_all_study_names(storage=storage))
+    free = next(f"{name}-{n}" for n in range(2, len(taken) + 3) if f"{name}-{n}" not in taken)
     hint = " (data drawn at random without a seed differs at every run: seed it)"
     raise ConfigError(
         f"{where} measured another workload: {', '.join(changed)} changed since its trials ran"
         f"{hint if changed == ['data samples'] else ''}; search this one under a new "
-        f"{named('study_name')} (e.g. {_free_name(storage, name)!r}), or delete the old study "
+        f"{named('study_name')} (e.g. {free!r}), or delete the old study "
         "(optuna delete-study) to start it again"
     )
-
-
-def _free_name(storage: Any, name: str) -> str:
-    taken = set(optuna.get_all_study_names(storage=storage))
-    return next(f"{name}-{n}" for n in range(2, len(taken) + 3) if f"{name}-{n}" not in taken)
 
 
 def _record_devices(study: optuna.Study, plan: DevicePlan, where: str, name: str) -> None:
@@ -188,18 +168,14 @@ def _record_devices(study: optuna.Study, plan: DevicePlan, where: str, name: str
     signatures = set(decode_study(study).device_signatures or [])
     signature = plan.device_signature
     if signatures and signature not in signatures and study.get_trials(deepcopy=False):
+        slug = "-".join(re.findall(r"[a-z0-9]+", signature.lower()))  # 2x-nvidia-a100-sxm4-80gb
         raise ConfigError(
             f"{where} ran on {', '.join(sorted(signatures))}; "
             f"this run is on {signature}, whose out-of-memory sizes and throughput differ: "
-            f"give these devices their own {named('study_name')} (e.g. {name}-{_slug(signature)})"
+            f"give these devices their own {named('study_name')} (e.g. {name}-{slug})"
         )
     if signature not in signatures:
         store_study(study, "device_signatures", sorted(signatures | {signature}))
-
-
-def _slug(text: str) -> str:
-    """``2x NVIDIA A100-SXM4-80GB`` -> ``2x-nvidia-a100-sxm4-80gb``."""
-    return "-".join(re.findall(r"[a-z0-9]+", text.lower()))
 
 
 def _first_difference(old: dict[str, Any], new: dict[str, Any], prefix: str = "") -> str:

@@ -1,9 +1,7 @@
-"""The batch-size probe from the driver's side: children that run the probe's search.
-
-A probe child tries size after size in one process until the search is done or a size runs out
-of memory; a fresh child goes on from there. The child announces each size before trying it, so
-a child killed by a signal under a memory cap leaves that size out of memory, not unknown.
-"""
+"""The batch-size probe from the driver's side: children that run the probe's search, size after
+size in one process until a size runs out of memory (a fresh child goes on from there). Each
+size is announced before it is tried, so a child killed under a memory cap leaves it out of
+memory, not unknown."""
 
 from __future__ import annotations
 
@@ -28,7 +26,6 @@ from tuner.core.probe import (
 )
 from tuner.core.protocol import Event, ProbeAttemptEvent, ProbeResultEvent, Result
 from tuner.core.record import decode_study
-from tuner.core.scaling import scaled_learning_rate
 from tuner.core.spec import StudySpec
 from tuner.driver.children import ChildRunner, first_precision, probe_request
 from tuner.driver.decide.seeds import store
@@ -76,10 +73,14 @@ def run_probe(
 ) -> dict[str, Any]:
     """Find the largest global batch that fits on ``plan``'s devices with short runs: bisection
     over ``grid`` when given, else doubling from the base batch until out-of-memory, then
-    bisection to ``resolution`` samples (default: an eighth of the base batch). ``timeout_s`` is
-    per size. Returns the record stored on the study (``launches``, one ``attempts`` per size).
-    """
-    search = _probe_search(spec, plan, n_train, resolution, grid)
+    bisection to ``resolution`` samples (default: an eighth of the base batch); ``timeout_s`` per
+    size. Returns the record stored on the study (``launches``, one ``attempts`` per size)."""
+    if grid:
+        search: Search = GridProbe(grid)
+    else:
+        base, step = spec.search.grid.base_batch_size, plan.num_replicas
+        start, fine = max(step, base // step * step), resolution or max(step, base // 8)
+        search = ProbeSearch(start=start, limit=n_train, step=step, resolution=fine)
     attempts: list[dict[str, Any]] = []
     launches = 0
     started = time.perf_counter()
@@ -115,10 +116,8 @@ def _probe_child(
     signal under a memory cap does not fit; any other failure raises :class:`TunerError`."""
     first = search.next_batch()
     assert first is not None
-    lr = scaled_learning_rate(
-        "none", spec.search.grid.base_lr, first, spec.search.grid.base_batch_size
-    )
     most = sizes_per_child(plan.kind, plan.memory_limit_bytes is not None)
+    lr = spec.search.grid.base_lr  # the probe measures memory: rule "none"
     request = probe_request(
         spec, plan, first, lr, steps=steps, search_state=search_state(search), sizes_per_child=most
     )
@@ -168,23 +167,3 @@ class _ProbeEvents:
             self.trying = None
             fits = "fits" if result["fits"] else "out of memory"
             self.note(f"probe: global batch {result['batch']} {fits}")
-
-
-def _probe_search(
-    spec: StudySpec,
-    plan: DevicePlan,
-    n_train: int,
-    resolution: int | None,
-    grid: tuple[int, ...] | None,
-) -> Search:
-    """Bisection over ``grid`` when given, else doubling-then-bisection up to ``n_train``."""
-    if grid:
-        return GridProbe(grid)
-    base = spec.search.grid.base_batch_size
-    step = plan.num_replicas
-    return ProbeSearch(
-        start=max(step, base // step * step),
-        limit=n_train,
-        step=step,
-        resolution=resolution or max(step, base // 8),
-    )

@@ -18,9 +18,8 @@ def load_spec(
     overrides: Mapping[str, Any] | None = None,
 ) -> StudySpec:
     """Load a spec from TOML (``None``: the built-in regression workload; a mapping: its tables)
-    and apply ``overrides`` (``"section.key"`` to a value; ``None`` ignored). Raises
-    :class:`ConfigError` with one clear line.
-    """
+    and apply ``overrides`` (``"section.key"`` to a value; ``None`` ignored); one clear line of
+    :class:`ConfigError` if it is wrong."""
     if path is None:
         return spec_from_dict(None, overrides)
     if isinstance(path, Mapping):

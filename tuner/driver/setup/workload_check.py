@@ -12,9 +12,8 @@ from tuner.core.options import named
 from tuner.core.outcome import ChildRun, read_result
 from tuner.core.protocol import DEFAULT_TRIAL_TIMEOUT_S, Result
 from tuner.core.spec import StudySpec
-from tuner.core.target import budget_samples, check_cadence, default_cadence
 from tuner.core.windows import MIN_TIMED_WINDOWS, min_samples
-from tuner.driver.children import ChildRunner, inspect_request
+from tuner.driver.children import ChildRunner, inspect_request, target_of
 
 _log = logging.getLogger(__name__)
 
@@ -31,11 +30,9 @@ def check(
     noise_scale: bool = False,
     timeout_s: float = DEFAULT_TRIAL_TIMEOUT_S,
 ) -> dict[str, Any]:
-    """Check the grid, the options and the workload (in a child killed after ``timeout_s``);
-    return what the workload check found. Raises :class:`ConfigError` for bad input.
-    ``noise_scale``: the check takes one step of the meter, and says before the grid where it
-    cannot measure.
-    """
+    """Check the grid, the options and the workload (in a child killed after ``timeout_s``, one
+    step of the noise meter with ``noise_scale``); what the workload check found. Raises
+    :class:`ConfigError` for bad input."""
     if probe and spec.search.grid.joint:
         raise ConfigError(
             "--probe finds one boundary for one model; with model_hyperparameters = search each "
@@ -80,8 +77,7 @@ def compile_line(model: str, described: dict[str, Any] | None) -> str | None:
 
 def optimizers_line(model: str, described: dict[str, Any] | None) -> str | None:
     """The line to say when the build's model holds optimizers besides its compiled one (the
-    workload check's ``own_optimizers``): its own ``train_step`` updates with them, at the rates
-    the build gave them."""
+    workload check's ``own_optimizers``), which train at the build's rates."""
     own = (described or {}).get("own_optimizers")
     if not own:
         return None
@@ -93,9 +89,8 @@ def optimizers_line(model: str, described: dict[str, Any] | None) -> str | None:
 
 
 def fit_line(model: str, declared: list[str] | None) -> str | None:
-    """The one line to say when a ``HyperModel`` overrides ``fit`` (``declared``: the names of the
-    hyperparameters it declares, the workload check's ``fit_override``), else ``None``: tuner
-    trains with its own loop and never calls it."""
+    """The line to say when a ``HyperModel`` overrides ``fit``, which tuner never calls
+    (``declared``: the hyperparameters it declares, the check's ``fit_override``)."""
     if declared is None:
         return None
     unused = (
@@ -110,8 +105,7 @@ def fit_line(model: str, declared: list[str] | None) -> str | None:
 
 
 def noise_line(info: dict[str, Any]) -> str | None:
-    """The one line to say when the workload check found that the gradient noise meter cannot
-    measure (its ``noise_scale_skipped``): the trials train and store the same reason."""
+    """The line to say when the workload check found that the noise meter cannot measure."""
     reason = info.get("noise_scale_skipped")
     return f"the gradient noise scale will not be measured: {reason}" if reason else None
 
@@ -131,11 +125,9 @@ def inspect_workload(
     noise_scale: bool = False,
     replicas: int = 1,
 ) -> dict[str, Any]:
-    """Load the workload once in a CPU-only child, on the spec's Keras backend: sizes, shapes,
-    versions, whether the noise meter measures. Raises :class:`WorkloadError` when the model or
-    data cannot be loaded or do not fit together, :class:`TunerError` when the child's answer
-    cannot be read or it ran past ``timeout_s``.
-    """
+    """Load the workload once in a CPU-only child: sizes, shapes, versions, whether the noise
+    meter measures. Raises :class:`WorkloadError` when the model or data cannot be loaded or do
+    not fit together, :class:`TunerError` when the child's answer cannot be read or is late."""
     env = inspect_environment(spec.workload.backend)
     request = inspect_request(spec, noise_scale=noise_scale, replicas=replicas)
     run = runner.run(request, env, timeout_s)
@@ -157,7 +149,15 @@ def inspect_workload(
 def _inspection(run: ChildRun) -> Result:
     """The workload check's result; one clear line when there is none to read."""
     if run.result_text is None:
-        raise _died_without_result(run)
+        # Its exit code, and the last thing it said that is not TensorFlow's logging.
+        said = last_message(run.stderr_tail)
+        detail = (
+            f": {said}"
+            if said
+            else "; it printed nothing but TensorFlow's logging (does the workload call sys.exit "
+            "or os._exit while loading?)"
+        )
+        raise WorkloadError(f"loading the workload failed (exit code {run.returncode}){detail}")
     read = read_result(run.result_text)
     if read is None:
         excerpt = " ".join(run.result_text.split())[:80]
@@ -168,19 +168,6 @@ def _inspection(run: ChildRun) -> Result:
     if isinstance(read, str):
         raise TunerError(f"the workload check's result cannot be read: {read}")
     return read
-
-
-def _died_without_result(run: ChildRun) -> WorkloadError:
-    """What to say when the workload check left no result: its exit code, and the last thing it
-    said that is not TensorFlow's logging (a CUDA driver line explains nothing)."""
-    said = last_message(run.stderr_tail)
-    detail = (
-        f": {said}"
-        if said
-        else "; it printed nothing but TensorFlow's logging (does the workload call sys.exit "
-        "or os._exit while loading?)"
-    )
-    return WorkloadError(f"loading the workload failed (exit code {run.returncode}){detail}")
 
 
 def batch_limit(spec: StudySpec, n_train: int | None) -> int:
@@ -195,7 +182,8 @@ def batch_limit(spec: StudySpec, n_train: int | None) -> int:
 def check_grid(spec: StudySpec, plan: DevicePlan, n_train: int | None = None) -> None:
     """Every global batch must split over the replicas, fit the data and leave timed windows."""
     budget = spec.search.run.train_samples
-    _check_target(spec, n_train)
+    # A loss target's cadence that does not suit the grid: refused now, not in the first trial.
+    target_of(spec, n_train)
     for batch in spec.search.grid.global_batch_sizes:
         if budget is not None and batch > batch_limit(spec, None):
             raise ConfigError(
@@ -213,16 +201,3 @@ def check_grid(spec: StudySpec, plan: DevicePlan, n_train: int | None = None) ->
                 f"global batch {batch} is larger than the training set ({n_train} samples); "
                 f"use smaller {named('base_batch_size')} or {named('batch_multipliers')}"
             )
-
-
-def _check_target(spec: StudySpec, n_train: int | None) -> None:
-    """A loss target's cadence must fall at the same samples for every batch of the grid and
-    leave checks in the budget: refused here, before any trial, not in the first one."""
-    search = spec.search
-    if search.run.target_loss is None:
-        return
-    budget = budget_samples(search.run.train_samples, search.run.epochs, n_train)
-    if search.run.eval_every_samples is not None:
-        check_cadence(search.run.eval_every_samples, search.grid.global_batch_sizes, budget)
-    elif budget is not None:
-        default_cadence(search.grid.global_batch_sizes, budget)

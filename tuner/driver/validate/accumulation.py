@@ -1,20 +1,9 @@
 """``tuner validate --accumulation K``: prove that K accumulated micro-steps of batch b give the
-weights of one true step at K × b (:mod:`tuner.core.accumulation`).
+weights of one true step at K × b (:mod:`tuner.core.accumulation`; docs/guide/accumulation.md).
 
-Two validation children on the same devices, seed, initial weights and examples: N steps at
-G = K × b against K × N micro-steps of b with Keras's ``gradient_accumulation_steps=K``, both at
-the rule's learning rate for G; the model's variables after training are compared against how
-far they moved (the optimizer's are not: accumulation adds its own accumulators). A model that
-misses the tolerance is judged again against a control (the true steps, each batch's examples
-reversed).
-
-Both children multiply in full float32 (:data:`FULL_FLOAT32`): NVIDIA GPUs may multiply float32
-matrices in TensorFloat-32, whose rounding has nothing to do with accumulation. On an H200 with
-the default precision the proof measured 6.8e-6 against 4-5e-7 on a CPU, 1.5x under the
-tolerance (benchmarks/RESULTS.md, "GPU (H200)"); in full float32 there it is still to be measured.
-
-The verdict is pure (:func:`accumulation_check`, :func:`controlled_accumulation`), with the model
-families whose difference is Keras's own (BatchNormalization; Embedding under TensorFlow).
+N steps at G = K × b against K × N micro-steps of b with ``gradient_accumulation_steps=K``, alike
+but for that; the model's variables are compared (not the optimizer's: accumulation adds its
+own), and judged again against a control run where they miss the tolerance.
 """
 
 from __future__ import annotations
@@ -35,8 +24,9 @@ from tuner.driver.validate.checks import Check, judged
 from tuner.driver.validate.engine import Engine, report
 
 FULL_FLOAT32 = {"JAX_DEFAULT_MATMUL_PRECISION": "highest", "NVIDIA_TF32_OVERRIDE": "0"}
-"""What turns TensorFloat-32 off in a child: JAX's default matmul precision, and the switch
-TensorFlow's CUDA kernels read. Neither changes anything on a CPU."""
+"""What turns TensorFloat-32 off in both children (JAX's matmul precision, the switch TensorFlow's
+CUDA kernels read; nothing on a CPU): its rounding has nothing to do with accumulation (on an
+H200 by default the proof measured 6.8e-6 against 4-5e-7 on a CPU)."""
 
 
 def run_accumulation_validation(
@@ -62,7 +52,10 @@ def run_accumulation_validation(
         engine = Engine(runner if runner is not None else child_runner(), timeout_s, folder)
         run = partial(_run, engine, spec.workload.backend, plan, request)
         (true, one, initial), (accumulated, many, _) = run(1), run(steps_k)
-        check = _compare(true, accumulated, (one, many, initial), spec.workload.backend)
+        tensorflow = spec.workload.backend == "tensorflow"
+        sparse = list(accumulated.get("embedding_layers", [])) if tensorflow else []
+        batch_norm = list(accumulated.get("batch_norm_layers", []))
+        check = accumulation_check(_model_figures(true, one, many, initial), batch_norm, sparse)
         apart = float(check.figures.get("model_relative_difference", math.inf))
         if not check.passed and math.isfinite(apart):  # rounding, or wrong? the control says
             _, again, _ = run(1, control=True)
@@ -97,8 +90,7 @@ def _run(
     try:
         read, path = engine.run(request, plan, str(accumulate), env=FULL_FLOAT32, control=control)
     except TunerError as exc:  # Keras's known failure under TensorFlow: said plainly
-        line = failure_line(str(exc), backend)
-        raise TunerError(str(exc) if line == str(exc) else line) from exc
+        raise TunerError(failure_line(str(exc), backend)) from exc
     final, initial = weights.load(path)
     return read, final, initial
 
@@ -115,19 +107,6 @@ def _model_figures(true: dict[str, Any], one: Any, other: Any, initial: Any) -> 
         {i: initial[i] for i in keep if i in initial},
         list(true.get("variable_names", []))[: len(keep)],
     )
-
-
-def _compare(
-    true: dict[str, Any],
-    accumulated: dict[str, Any],
-    finals: tuple[Any, Any, Any],
-    backend: str,
-) -> Check:
-    """The model's variables after the true steps against those after the accumulated ones."""
-    one, many, initial = finals
-    compared = _model_figures(true, one, many, initial)
-    sparse = list(accumulated.get("embedding_layers", [])) if backend == "tensorflow" else []
-    return accumulation_check(compared, list(accumulated.get("batch_norm_layers", [])), sparse)
 
 
 def _check(plan: DevicePlan, steps_k: int, micro: int) -> None:
@@ -147,9 +126,7 @@ K micro-batch means is the mean over the batch up to float32 rounding order (~1e
 
 
 def accumulation_check(
-    figures: dict[str, Any],
-    batch_norm: list[str],
-    sparse: list[str] | None = None,
+    figures: dict[str, Any], batch_norm: list[str], sparse: list[str] | None = None
 ) -> Check:
     """The weights after accumulated micro-steps against true steps; BatchNormalization, or
     dominating ``sparse`` layers (:data:`SPARSE_SQUARED`), are reported, not held to it."""
@@ -199,8 +176,5 @@ SPARSE_SQUARED = (
     "Keras's own two paths differ on those rows, not the distribution (SGD and the JAX backend "
     "agree): compared, not held to the tolerance"
 )
-"""Why a TensorFlow model with Embedding layers is not held to the accumulation tolerance.
-Measured (Keras 3.15.1, TF 2.21, the functional-API guide's multi-input model, one device,
-plain Keras, 4 steps at 128 vs 8 accumulated micro-steps of 64): Embedding weights 0.22 (RMSprop)
-and 0.47 (Adam) apart relative to how far they moved, SGD 5.9e-5; the two half-batch gradients'
-mean equals the batch's to 1e-7."""
+"""Why a TensorFlow model with Embedding layers is not held to the accumulation tolerance
+(measured: docs/guide/accumulation.md)."""

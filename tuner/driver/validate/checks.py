@@ -3,47 +3,31 @@
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass
 from typing import Any
 
 LOSS_RTOL = 1e-5
-"""Relative tolerance of loss parity. float32 has a 2^-24 ≈ 6e-8 unit roundoff; a mean over b
-examples summed in another order differs by at most ~b·6e-8 in the worst case and ~√b·6e-8
-typically (≈ 7e-7 for b = 128), and the difference grows slowly through the updates. Measured here
-over 100 steps: ≤ 3e-7 (docs/guide/validate.md). 1e-5 leaves room for that and still fails any
-real bug — a loss summed instead of averaged over replicas is off by 100 %."""
+"""Relative tolerance of loss parity: float32 reduction order moves a mean over b examples by
+~√b·6e-8 (≤ 3e-7 measured over 100 steps); a loss summed instead of averaged over replicas is
+off by 100 % (docs/guide/validate.md)."""
 
 WEIGHTS_RTOL = 0.1
-"""Tolerance of the final-weights comparison: the relative difference of the model's variables
-together, and of the optimizer's, against how far they moved (:mod:`tuner.driver.validate.weights`).
-Measured on 2 CPU replicas, float32: the built-in MLP 7e-7 (fit) to 1.2e-6 (custom loops) after
-48 steps; the MNIST convnet 8e-7 after 20 steps — rounding order alone — but 4e-3 (weights) and
-1.6e-2 (Adam's moments) after 32 and 1e-1 after 48: training amplifies it (a max-pool or ReLU
-that flips on a near tie, Adam dividing a near-zero gradient by its own size), and a bias
-followed by BatchNormalization, whose true gradient is 0, moves by rounding noise alone (3.7e-2
-after 20 steps). An update that is wrong is off by its own size from the first step: a loss
-scaled by the replicas (the forum answer's replica-mean) leaves Adam's moments 0.5 and 0.75
-apart. 0.1 sits between; above :data:`WEIGHTS_DRIFT` the check passes with a warning."""
+"""Tolerance of the final weights: the relative difference of the model's variables together,
+and of the optimizer's, against how far they moved (:mod:`tuner.driver.validate.weights`). It
+sits between rounding order as training amplifies it (up to 1e-1 after 48 steps of the MNIST
+convnet) and a wrong update, off by its own size (0.5); measurements: docs/guide/validate.md."""
 
 WEIGHTS_DRIFT = 1e-3
-"""Above this the final weights differ by more than rounding order alone gives over 20 steps
-(≤ 1.2e-6 measured): a pass, with a warning that training amplified it."""
+"""Above this (rounding order alone: ≤ 1.2e-6 over 20 steps) a pass warns that training
+amplified the difference."""
 
 CONTROL_FACTOR = 3.0
-"""When loss parity or the final weights fail their tolerance, validate runs one device again
-with each batch's examples reversed (the control: the same training in another float32 rounding
-order, as a right N-replica run is) and passes them, with a warning, when the replicas differ
-from one device by at most this many times what the control does. Why: on a deep BatchNorm
-convnet the float32 gradient itself is only accurate to a few 1e-3 (measured on MobileNetV2,
-32x32, batch 32, step 1: 5.5e-3 from float64's on one device, 1.8e-3 on 2 replicas — while in
-float64 one device and 2 replicas agree to 5e-14, the distributed step exactly right), and Adam's
-first update, ±lr whatever a gradient's size, turns the coordinates whose gradient sits below
-that into coin tosses: after 2 steps the weights are 0.32 apart, the losses 1e-2. The control
-lands as far (4 steps: losses 3.3e-2 apart, the control 6.0e-2; weights and Adam's state 1.0,
-the control 1.0); a wrong update still fails wherever it stands out of the control's rounding
-(the forum answer's replica-mean on the built-in workload, 30 steps: Adam's state 0.5 apart and
-the losses 0.5, the control 3.7e-7 and 1.2e-7). 3 leaves room for two rounding drifts of one
-size landing unequally far."""
+"""Loss parity or final weights that fail their tolerance pass, with a warning, when the replicas
+differ from one device by at most this many times what the control run does (one device, each
+batch's examples reversed: another float32 rounding order, as a right N-replica run is): rounding
+alone moves a deep BatchNorm network far within a few steps (docs/guide/validate.md). 3 leaves
+room for two rounding drifts of one size landing unequally far."""
 
 REORDER_ENV = "TUNER_VALIDATE_REORDER"
 """Asks a validation child to replay each batch's examples reversed: the control run."""
@@ -75,32 +59,22 @@ def evaluate(
     weights: dict[str, Any] | None = None,
     control: dict[str, Any] | None = None,
 ) -> list[Check]:
-    """Compare a one-device run with an N-replica run and return the checks (no final-weights
-    check without ``weights``; ``control``: see :data:`CONTROL_FACTOR`).
-
-    Loss parity and final weights need both runs to see the same batches in the same order: for
-    a dataset function (which shards as it likes) neither is claimed, and where the batch digests
-    differ both are inconclusive with :data:`OTHER_DATA`, never a failure."""
+    """Compare a one-device run with an N-replica run: the checks (no final weights without
+    ``weights``; ``control``: :data:`CONTROL_FACTOR`). Loss parity and final weights need the
+    same batches in both runs: for a dataset function (which shards as it likes), or where the
+    batch digests differ (:data:`OTHER_DATA`), they are inconclusive, never a failure."""
     comparable = multi.get("input_form") != "function"
     differ = first_differing_batch(single, multi)
-    final = None
-    if weights is not None:
-        final = _controlled(_final_weights(weights, int(multi["steps"])), control)
+
+    def on_same_data(check: Check) -> Check:
         if not comparable:
-            final = _not_comparable("final weights")
-        elif differ is not None:
-            final = _other_data("final weights", differ)
+            return _not_comparable(check.name)
+        return _controlled(check, control) if differ is None else _other_data(check.name, differ)
+
+    final = None if weights is None else on_same_data(_final_weights(weights, int(multi["steps"])))
     agree = final is not None and final.passed and comparable
-    parity = _controlled(
-        _loss_parity(
-            single["step_losses"], multi["step_losses"], int(multi["num_replicas"]), agree
-        ),
-        control,
-    )
-    if not comparable:
-        parity = _not_comparable("loss parity")
-    elif differ is not None:
-        parity = _other_data("loss parity", differ)
+    losses = single["step_losses"], multi["step_losses"]
+    parity = on_same_data(_loss_parity(*losses, int(multi["num_replicas"]), agree))
     return [
         parity,
         *([final] if final is not None else []),
@@ -115,7 +89,8 @@ def _loss_parity(one: list[float], many: list[float], replicas: int, weights_agr
     after one constant factor — the logged loss is scaled, the training is not."""
     steps = min(len(one), len(many))
     worst = _worst_relative(one[:steps], many[:steps])
-    ratio = _median_ratio(many[:steps], one[:steps])
+    ratios = [b / a for a, b in zip(one[:steps], many[:steps], strict=True) if a]
+    ratio = statistics.median_high(ratios) if ratios else None
     passed = steps > 0 and len(one) == len(many) and worst <= LOSS_RTOL
     shown = ratio if ratio is not None else float("nan")
     warning = None
@@ -276,11 +251,6 @@ def _other_data(name: str, batch: int) -> Check:
     )
 
 
-def _median_ratio(numerators: list[float], denominators: list[float]) -> float | None:
-    ratios = sorted(a / b for a, b in zip(numerators, denominators, strict=True) if b)
-    return ratios[len(ratios) // 2] if ratios else None
-
-
 def _weight_sync(multi: dict[str, Any]) -> Check:
     diff = float(multi["weight_max_abs_diff"])
     copies = int(multi["copies_per_variable"])
@@ -309,12 +279,12 @@ def _device_use(multi: dict[str, Any], global_batch: int) -> Check:
     passed = len(examples) == replicas and all(n == expected for n in examples) and expected > 0
     peaks = multi.get("peak_memory_per_device") or []
     utilization = multi.get("utilization_per_device")
-    if utilization:
-        passed = passed and all(u > 0 for u in utilization)
     summary = f"examples per replica {examples} (expected {expected} each: G/N per step)"
     if any(p is not None for p in peaks):
-        summary += f"; peak memory {[_mib(p) for p in peaks]}"
+        shown = ["n/a" if p is None else f"{p / 2**20:.0f} MiB" for p in peaks]
+        summary += f"; peak memory {shown}"
     if utilization:
+        passed = passed and all(u > 0 for u in utilization)
         summary += f"; mean utilisation {[f'{u:.0f}%' for u in utilization]}"
     return Check(
         "device use",
@@ -338,7 +308,3 @@ def _learning_rate(actual: float, expected: float) -> Check:
         f"optimizer holds {actual:.6g}, the rule gives {expected:.6g}",
         {"expected": expected, "actual": actual},
     )
-
-
-def _mib(value: int | None) -> str:
-    return "n/a" if value is None else f"{value / 2**20:.0f} MiB"

@@ -1,8 +1,6 @@
 """What both proofs of ``tuner validate`` share: a child that trains a validation request and
 writes its weights, the control run (each batch's examples reversed: the same training in another
-float32 rounding order), and the one JSON report. The device proof and the accumulation proof
-differ only in which two requests they compare and which checks judge them.
-"""
+float32 rounding order), and the one JSON report."""
 
 from __future__ import annotations
 
@@ -13,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from tuner.core.devices import DevicePlan
-from tuner.core.outcome import ChildRun, ok_payload
+from tuner.core.outcome import ok_payload
 from tuner.core.protocol import ValidateRequest
 from tuner.core.spec import StudySpec
 from tuner.driver.children import ChildRunner
@@ -44,16 +42,9 @@ class Engine:
         if control:
             child_env[REORDER_ENV] = "1"
         run = self.runner.run(replace(request, weights_file=str(path)), child_env, self.timeout_s)
-        return read_result(run, plan), path
-
-
-def read_result(run: ChildRun, plan: DevicePlan) -> dict[str, Any]:
-    """A finished validation child's payload; a failed one raises, naming the run."""
-    return ok_payload(
-        run,
-        memory_capped=plan.memory_limit_bytes is not None,
-        failed=f"the {plan.num_replicas}-device validation run failed",
-    )
+        capped = plan.memory_limit_bytes is not None
+        failed = f"the {plan.num_replicas}-device validation run failed"  # raised, naming the run
+        return ok_payload(run, memory_capped=capped, failed=failed), path
 
 
 def report(

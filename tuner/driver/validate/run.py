@@ -1,16 +1,7 @@
-"""``tuner validate``: prove that the multi-replica run is right before trusting its numbers.
-
-The same workload, seed, initial weights and batches run on one device and on N replicas, both
-at global batch G, their stochastic layers made deterministic alike
-(:mod:`tuner.worker.determinism`), and five checks (:mod:`tuner.driver.validate.checks`) compare
-them: **loss parity** (within float32 reduction order; a constant factor with agreeing weights
-passes with a warning: a ``train_step`` logging ``compute_loss``'s 1/replicas-scaled value),
-**final weights** (:mod:`tuner.driver.validate.weights`), **weight sync** (replica copies
-identical), **device use** (each replica processed G/N examples per step) and **learning rate**.
-
-When loss parity or the final weights fail their fixed tolerance, a control child measures how
-far rounding order alone moves the model, against which those two are judged again
-(:data:`~tuner.driver.validate.checks.CONTROL_FACTOR`).
+"""``tuner validate``: prove that the multi-replica run is right before trusting its numbers: the
+same workload, seed, initial weights and batches on one device and on N replicas at global batch
+G, stochastic layers made deterministic alike (:mod:`tuner.worker.determinism`), compared by
+:mod:`tuner.driver.validate.checks` (docs/guide/validate.md).
 """
 
 from __future__ import annotations
@@ -27,16 +18,8 @@ from tuner.core.scaling import scaled_learning_rate
 from tuner.core.spec import LOSS_REDUCTIONS, StudySpec
 from tuner.driver.children import ChildRunner, child_runner, owned_folder, validate_request
 from tuner.driver.validate.accumulation import run_accumulation_validation
-from tuner.driver.validate.checks import (
-    CONTROLLED,
-    Check,
-    evaluate,
-    loss_difference,
-)
+from tuner.driver.validate.checks import CONTROLLED, Check, evaluate, loss_difference
 from tuner.driver.validate.engine import Engine, report
-
-DEFAULT_STEPS = DEFAULT_VALIDATE_STEPS
-DEFAULT_RULE = DEFAULT_VALIDATE_RULE
 
 
 def run_validation(
@@ -45,8 +28,8 @@ def run_validation(
     *,
     loss_reduction: str = LOSS_REDUCTIONS[0],
     global_batch: int | None = None,
-    lr_rule: str = DEFAULT_RULE,
-    steps: int = DEFAULT_STEPS,
+    lr_rule: str = DEFAULT_VALIDATE_RULE,
+    steps: int = DEFAULT_VALIDATE_STEPS,
     timeout_s: float = DEFAULT_TRIAL_TIMEOUT_S,
     runner: ChildRunner | None = None,
     accumulation: int | None = None,
