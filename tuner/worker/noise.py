@@ -18,17 +18,6 @@ from tuner.core.efficiency import NoiseScale
 from tuner.core.errors import error_line
 from tuner.core.oom import is_oom_error
 
-__all__ = [
-    "GuardedNoise",
-    "Meter",
-    "NoiseUnsupported",
-    "failure_reason",
-    "guarded",
-    "overrides",
-    "state_kept",
-    "unsupported_reason",
-]
-
 HIDDEN_LOSS = (
     "the model's own train_step computes its loss without compute_loss (and the model does not "
     "override compute_loss): the noise meter cannot see the loss it trains on"

@@ -1,12 +1,7 @@
 """Inside the child: one training run, whatever its backend — the interface the modes talk to.
 
-The backend-neutral modes open a :class:`Session` with :func:`tuner.worker.backends.open_session`:
-a :class:`Loop` (the model and how it trains) and a :class:`Backend` (evaluation, the input
-stream, the noise meter, memory). This module imports no backend.
-
 Throughput is measured per window from epoch-level callbacks only (batch-level hooks would force
-a device sync every step), the first window — tracing and compilation — left out. With
-``train_samples`` the run's steps are cut into windows (:mod:`tuner.core.windows`).
+a device sync every step). This module imports no backend.
 """
 
 from __future__ import annotations
@@ -24,10 +19,10 @@ from tuner.core.devices import DevicePlan
 from tuner.core.errors import WorkloadError
 from tuner.core.protocol import Budget, LearningRateRule, RunRequest
 from tuner.core.target import CheckPlan
-from tuner.core.windows import plan_windows
+from tuner.core.windows import plan_windows, warmup_excess
 from tuner.worker import building, compiled, hypermodel, optim, precision, target
 from tuner.worker.callbacks import OnEpoch, OnStep
-from tuner.worker.meters import Meter, split_tracing
+from tuner.worker.meters import Meter
 from tuner.worker.sources import Source
 
 
@@ -139,12 +134,11 @@ def initial_weights(
 ) -> list[np.ndarray]:
     """The model's initial weights from the seed, built once outside any distribution, so every
     run — one device or many — starts from the same numbers; the seed is set again after."""
-    seed = request.seed
-    keras.utils.set_random_seed(seed)
+    keras.utils.set_random_seed(request.seed)
     with place():
         model = hypermodel.build(request.workload.model, request.model_hyperparameters)
         weights: list[np.ndarray] = building.built(model, inputs).get_weights()
-    keras.utils.set_random_seed(seed)
+    keras.utils.set_random_seed(request.seed)
     return weights
 
 
@@ -188,11 +182,17 @@ def hold_until_exit(*objects: Any) -> None:
 def plan_run(
     request: RunRequest, batch: int, source: Source
 ) -> tuple[int, int, CheckPlan | None, LearningRateRule | None]:
-    """(steps per window, windows, checks, the rule resolved to steps) of a run at ``batch``."""
-    steps, windows, checks = windows_and_checks(request, batch, source)
-    epoch_steps = steps
-    if checks is not None and source.train_size:  # a warm-up ramp's epoch stays an epoch
-        epoch_steps = source.train_size // batch
+    """(steps per window, windows, checks, the rule resolved to steps) of a run at ``batch``: with
+    a loss target (and no fixed steps) the windows of its cadence (:func:`target.plan`)."""
+    n_train = source.train_size
+    _check_fits(batch, n_train)
+    checks = target.plan(request, batch, n_train)
+    if checks is None:
+        steps, windows = _windows(request, batch, source)
+        epoch_steps = steps
+    else:
+        steps, windows = checks.window_steps, checks.windows
+        epoch_steps = n_train // batch if n_train else steps  # a warm-up's epoch stays an epoch
     return steps, windows, checks, _resolved_rule(request.rule, epoch_steps, steps * windows)
 
 
@@ -226,7 +226,8 @@ def train(
     if check is not None:
         timings["evaluate_s"] = check.seconds
         timings["fit_s"] -= check.seconds
-    timings.update(split_tracing(session.meter.epoch_seconds, timings["fit_s"]))
+    tracing = warmup_excess(session.meter.epoch_seconds)  # the warm-up windows' excess
+    timings.update(tracing_s=tracing, training_s=timings["fit_s"] - tracing)
 
 
 def summary(session: Session) -> dict[str, Any]:
@@ -262,25 +263,6 @@ def peak_memory_bytes(session: Session) -> int | None:
     return max(peaks) if peaks else None
 
 
-def windows_and_checks(
-    request: RunRequest, batch: int, source: Source
-) -> tuple[int, int, CheckPlan | None]:
-    """(steps per window, windows, checks): with a loss target (and no fixed steps), the windows
-    of its cadence (:func:`tuner.worker.target.plan`); else :func:`_windows`, with no checks."""
-    _check_fits(batch, source.train_size)
-    checks = target.plan(request, batch, source.train_size)
-    if checks is None:
-        return (*_windows(request, batch, source), None)
-    return checks.window_steps, checks.windows, checks
-
-
-def _check_fits(batch: int, n_train: int | None) -> None:
-    if n_train is not None and batch > n_train:
-        raise WorkloadError(
-            f"global batch {batch} is larger than the training set ({n_train} samples)"
-        )
-
-
 def _windows(request: RunRequest, batch: int, source: Source) -> tuple[int, int]:
     """(steps per window, windows): a probe's or validation's fixed ``steps_per_epoch``; else from
     ``train_samples`` when given; else one window per epoch over a training set of known size."""
@@ -301,6 +283,13 @@ def _windows(request: RunRequest, batch: int, source: Source) -> tuple[int, int]
             "counted: give [search] train_samples (or --train-samples)"
         )
     return n_train // batch, _epochs(budget)
+
+
+def _check_fits(batch: int, n_train: int | None) -> None:
+    if n_train is not None and batch > n_train:
+        raise WorkloadError(
+            f"global batch {batch} is larger than the training set ({n_train} samples)"
+        )
 
 
 def _epochs(budget: Budget) -> int:

@@ -27,6 +27,7 @@ from tuner.worker.determinism import seed_everything
 from tuner.worker.losses import unpack
 from tuner.worker.meters import Emit, Meter
 from tuner.worker.session import ModelRecipe, Session, initial_weights, plan_run
+from tuner.worker.sources import map_leaves
 
 
 def versions() -> dict[str, str]:
@@ -59,7 +60,7 @@ class JaxBackend:
 
     def noise_meter(self, session: Session, steps: int) -> JaxNoiseMeter:
         """The noise meter on batches drawn apart from training (another seed's order)."""
-        batches = inputs.noise_batches(session.source, session.batch, session.request.seed + 1)
+        batches = inputs.train_batches(session.source, session.batch, session.request.seed + 1)
         model, batch = session.loop.model, session.batch
         return JaxNoiseMeter(model, batches, batch, len(self.devices), steps)
 
@@ -94,8 +95,7 @@ def evaluate_exactly(
         parts.append((head, _evaluate(model, inputs.slice_batch(val, 0, head), batch)))
     if total > head:
         tail = inputs.slice_batch(val, head, total)
-        repeat = lambda a: a.repeat(replicas, axis=0)  # noqa: E731
-        repeated = tuple(inputs.map_arrays(repeat, part) for part in tail)
+        repeated = tuple(map_leaves(lambda a: a.repeat(replicas, axis=0), part) for part in tail)
         parts.append((total - head, _evaluate(model, repeated, batch)))
     names = set.intersection(*(set(found) for _, found in parts))
     weighed = {name: sum(count * found[name] for count, found in parts) / total for name in names}
