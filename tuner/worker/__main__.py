@@ -1,9 +1,7 @@
 """The trial child process: ``python -m tuner.worker REQUEST.json RESULT.json``.
 
-Reads one request, runs it by its mode and writes one result
-(:func:`~tuner.core.protocol.encode_result`: the only place a result is written); progress goes
-to stdout as ``TUNER-EVENT {json}`` lines. Out-of-memory is classified here for exceptions,
-deaths by signal by the parent.
+Reads one request, runs it by its mode and writes one result (the only place a result is
+written); progress goes to stdout as ``TUNER-EVENT {json}`` lines.
 
 Test aid: ``TUNER_TEST_FAULT`` makes a trial misbehave on purpose — ``segfault``, ``abort``,
 ``hang``, ``exit`` (exit 3 without a result), ``garbage`` (a result file that is not JSON) or

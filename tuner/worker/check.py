@@ -1,12 +1,10 @@
 """Inside the child: check a workload once, on one CPU, before any trial runs (mode ``inspect``).
 
-Catches what would otherwise fail every trial — imports, the data's form, an empty dataset, NaN
-or inf in the data, shapes and labels that do not fit (one real training step: Keras's own line),
-loss and optimizer names or serialized forms, a rule the optimizer cannot take — and reports the
-workload's sizes. A crossentropy that expects probabilities given outputs that are not (logits)
-is a warning (``loss_warning``), never an error.
-Where the meter cannot measure the noise scale, the result says why, never an error. It reads
-only the first :data:`SCAN_SAMPLES` samples of each split: no dataset is ever materialised.
+Catches what would otherwise fail every trial (imports, the data's form, NaN or inf, shapes and
+labels that do not fit: one real training step, Keras's own line; loss, optimizer and rule) and
+reports the workload's sizes. Logits given to a crossentropy that expects probabilities, and a
+noise scale the meter cannot measure, are said, never errors. It reads only the first
+:data:`SCAN_SAMPLES` samples of each split: no dataset is ever materialised.
 """
 
 from __future__ import annotations

@@ -3,9 +3,7 @@
 A compiled build's loss, metrics and optimizer are read back from ``model._compile_config`` (the
 arguments as passed), never through ``get_compile_config()``, whose deserialisation fails on an
 unregistered custom class ("Could not locate class 'CustomMSE'"). Only the optimizer is made
-again, at the rule's learning rate. What the build compiled wins over what the spec names; with
-neither, the spec's defaults (``mse``, ``adam``). :func:`compile_model` compiles a built model with
-them, as every run and the workload check do.
+again, at the rule's learning rate. What the build compiled wins over what the spec names.
 """
 
 from __future__ import annotations
@@ -71,12 +69,9 @@ def spec_loss(build: Mapping[str, Any] | None, workload: Workload) -> Any:
 
 def compile_model(model: Any, args: Mapping[str, Any]) -> None:
     """Compile ``model`` with ``args`` (:func:`compile_args`). A model the build compiled is
-    compiled again through Keras's own ``Model.compile`` (``Trainer.compile``), not its class's:
-    a subclass's ``compile`` may take arguments of its own (keras-io's ``Distiller``: its loss
-    functions, ``alpha``, ``temperature``) that it keeps as attributes and passes none of to
-    Keras, so calling it again with Keras's arguments fails, and calling it with Keras's alone
-    would lose them. Keras's compile is given again what the build gave it (read back by
-    :func:`of_build`), the optimizer at the run's rate; the attributes the build set stay."""
+    compiled again through Keras's own ``Model.compile``, not its class's: a subclass's
+    ``compile`` may take arguments of its own (keras-io's ``Distiller``: ``alpha``,
+    ``temperature``) that it keeps as attributes; calling it again would fail or lose them."""
     if getattr(model, "compiled", False):
         keras.Model.compile(model, **args)
     else:  # the first compile: the model's own, as the user's script would call it

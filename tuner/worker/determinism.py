@@ -4,14 +4,10 @@ one device and N replicas can be compared step for step.
 One device draws a Dropout mask for the global batch, each replica for its shard, from other
 streams: two right runs differ by the masks alone (MNIST convnet's ``Dropout(0.5)``: 1.6e-2 on
 the loss), hiding what validate is there to see. Every layer that owns a
-``keras.random.SeedGenerator`` is made deterministic in the narrowest way: the Dropout family,
-``GaussianNoise`` and RNN cells' dropout get rate 0 (the model still trains with
-``training=True``: BatchNormalization keeps batch statistics); any other layer with a
-``training`` argument is called in inference mode; a layer with neither is left as it is, and
-said so. Under TensorFlow, BatchNormalization is synchronised across the replicas as well.
-
-The data are made the same too: generators seeded before the data function runs, and the first
-batches read once and replayed from memory, with a digest of each for the driver to compare.
+``keras.random.SeedGenerator`` is made deterministic in the narrowest way: known rates set to 0
+(the model still trains with ``training=True``: BatchNormalization keeps batch statistics), else
+inference mode, else left as it is and said so. The data are replayed from memory, each batch's
+digest for the driver to compare.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """Inside the child: a trial that trains to a target loss (``--target-loss``).
 
 Its windows are the target's cadence (:func:`plan`), so every check falls at the same samples for
-every batch size. When the first check already reaches the target, one more window is trained
-for timing only (the run's one steady window); it does not count in the time to the target.
-With early stopping the same check runs without a target too, and stops a trial a rule of
-:mod:`tuner.core.dominance` finds dominated.
+every batch size. A first check that reaches the target is followed by one window for timing
+only. With early stopping the check also stops a trial :mod:`tuner.core.dominance` dominates.
 """
 
 from __future__ import annotations

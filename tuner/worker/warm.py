@@ -1,10 +1,8 @@
 """Inside a warm child: import the backend first, then wait for the request.
 
-Started before its request exists (while the previous trial evaluates), it imports BACKEND —
-touching no device — then blocks on stdin until the driver writes one line (the devices are
-free); end of input means it was withdrawn. The import done before hand-over is reported as
-``import_hidden_s``, outside the trial's wall time; its part after hand-over counts as
-``import_s``, so the phases still add up.
+It imports BACKEND, touching no device, then blocks on stdin until the driver writes one line;
+end of input means it was withdrawn. The import done before hand-over is ``import_hidden_s``,
+outside the trial's wall time; its part after hand-over counts as ``import_s``.
 """
 
 from __future__ import annotations

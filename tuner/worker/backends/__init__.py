@@ -1,9 +1,8 @@
 """The one table that picks a backend: TensorFlow (``MirroredStrategy``) or Keras 3 on JAX
 (``keras.distribution.DataParallel``).
 
-Each backend is a package behind the :class:`Framework` face; neither imports the other (an
-import-linter contract), and a backend's package is imported on first use, never by this module,
-so a JAX child never imports TensorFlow.
+A backend's package is imported on first use, never by this module, so a JAX child never
+imports TensorFlow.
 """
 
 from __future__ import annotations

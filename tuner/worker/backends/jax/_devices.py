@@ -1,11 +1,8 @@
 """Inside the child, under Keras on JAX: the run's devices, the CPU memory cap, device memory.
 
-The driver chooses the devices through the environment (see
-:meth:`tuner.core.devices.DevicePlan.child_environment`). A CPU memory cap
-(``TUNER_CPU_MEMORY_CAP_BYTES``) is applied once JAX is up and the model built (shared libraries
-map gigabytes of address space they never use), so that a training allocation beyond it fails
-with XLA's ``RESOURCE_EXHAUSTED`` (an ``oom`` trial) instead of swapping or waking the kernel's
-out-of-memory killer.
+A CPU memory cap (``TUNER_CPU_MEMORY_CAP_BYTES``) is applied once JAX is up and the model built
+(shared libraries map gigabytes of address space they never use), so that a training allocation
+beyond it fails with XLA's ``RESOURCE_EXHAUSTED`` (an ``oom`` trial) instead of swapping.
 """
 
 from __future__ import annotations

@@ -1,16 +1,11 @@
 """Inside the child, under Keras on JAX: the gradient noise scale from per-shard gradients.
 
 One global batch (outside the timed epochs) is split into ``replicas`` shards; each shard's
-gradient of the model's own loss comes from ``jax.vmap`` of ``jax.grad`` of Keras's stateless
-``compute_loss_and_updates`` (on JAX not scaled by the number of devices: the shard's own mean),
-with the shard axis laid out over the mesh, as a replica computes in training. The step reports
-``mean‖g_i‖²`` and ``‖mean g_i‖²`` to :func:`tuner.core.efficiency.step_estimates`.
-
-Everything is stateless: the state it returns (batch-norm statistics, seeds, loss trackers) is
-dropped. Under ``vmap`` the shards would share the model's seed states, so each shard gets its
-own copy advanced far apart: dropout draws its own masks per shard, noise the estimate must see.
-Norms are taken in float32. An out-of-memory stops the measurement (the trial goes on). The step
-is made at the first measurement, after training has built the model.
+gradient comes from ``jax.vmap`` of ``jax.grad`` of Keras's stateless ``compute_loss_and_updates``
+(on JAX the shard's own mean), the shard axis laid out over the mesh as in training. The state
+it returns is dropped. Under ``vmap`` the shards would share the model's seed states, so each
+shard gets its own copy advanced far apart: dropout draws its own masks per shard, noise the
+estimate must see. Norms are taken in float32.
 """
 
 from __future__ import annotations

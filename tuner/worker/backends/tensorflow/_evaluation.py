@@ -2,17 +2,13 @@
 input pipeline built once.
 
 Keras's ``model.evaluate(dataset)`` opens a new multi-device iterator on every call, tracing its
-``tf.data`` functions again: about 0.7 s a call on the built-in workload, several times the pass
-itself. :class:`ValidationPass` distributes the validation batches once and runs one pass per
-call through the model's own test function: the same samples, batches and loss as ``evaluate``.
-Each reads ``key`` of the evaluation's logs: ``loss``, or the objective's (``mae`` for
-``val_mae``, :mod:`tuner.core.objective`).
+``tf.data`` functions again (about 0.7 s a call on the built-in workload, several times the
+pass). :class:`ValidationPass` distributes the batches once and runs one pass per call through
+the model's own test function: the same samples, batches and loss as ``evaluate``.
 
-A validation set that does not split evenly over the replicas (61 rows at a global batch of 64
-on 2 replicas: 31 and 30) is evaluated whole: the test step weighs each replica's mean loss by
-its own rows, so the loss is the mean over every sample, exact (measured equal to one device's
-to float32 rounding); nothing is dropped and nothing padded. Only Keras's pre-build in
-``evaluate`` cannot take such a batch, and it is left out once training built the model.
+A last batch that does not split evenly over the replicas is evaluated whole: the test step
+weighs each replica's mean by its own rows, so the loss is exact (measured equal to one device's
+to float32 rounding). Only ``evaluate``'s pre-build cannot take it: left out once trained.
 """
 
 from __future__ import annotations
