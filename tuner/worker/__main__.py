@@ -33,7 +33,7 @@ from tuner.core.protocol import (
 )
 from tuner.core.spec import DEFAULT_BACKEND
 from tuner.files import atomic_write_text
-from tuner.worker import warm
+from tuner.worker import supervisor, warm
 from tuner.worker.modes import Modes
 
 
@@ -63,23 +63,16 @@ def _emit(event: Event) -> None:
 
 
 def _watch_parent() -> None:
-    """Exit when the parent dies (its pid from the environment, so a death before this line
-    counts too), so no orphan keeps holding the devices."""
+    """Exit when the parent (its pid from the environment) dies: no orphan holds the devices."""
     parent = int(os.environ.get(PARENT_PID_ENV, os.getppid()))
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-    if os.getppid() != parent:
+    supervisor.die_with_parent(signal.SIGKILL)
+    if supervisor.is_orphaned(parent):
         os._exit(137)
 
     def watch() -> None:
-        while True:
+        while not supervisor.is_orphaned(parent):
             time.sleep(0.5)
-            if os.getppid() != parent:
-                os._exit(137)
+        os._exit(137)
 
     threading.Thread(target=watch, name="tuner-parent-watch", daemon=True).start()
 
@@ -164,8 +157,7 @@ def _read_request(path: Path) -> Request | Result:
 
 
 def _answer(request: Request, result_path: Path, preloaded: warm.Preloaded | None) -> Result:
-    """Run ``request`` by its mode (importing its backend unless a warm start did); whatever
-    fails becomes the result that says so: the child must always leave one."""
+    """Run ``request`` by its mode; whatever fails becomes the result that says so."""
     try:
         _inject_fault(request, result_path)
         from tuner.core.errors import WorkloadError, error_line

@@ -25,8 +25,7 @@ PARTS = ("model function", "model configuration", "data function", "data samples
 
 
 def workload_digest(workload: Workload, model: Any, read: Mapping[str, Any]) -> str:
-    """The fingerprint of ``workload``, the ``model`` it built and the samples ``read`` of each
-    split: its :func:`workload_parts` and the source of the modules that define the functions."""
+    """The fingerprint: :func:`workload_parts` and the source of the functions' modules."""
     digest = hashlib.sha256()
     for reference in (workload.model, workload.data or workload.dataset):
         digest.update(_source(str(reference)).encode())
@@ -112,14 +111,8 @@ def _plain(value: Any) -> str:
     if isinstance(value, tuple | list):
         return "(" + ",".join(_plain(v) for v in value) + ")"
     if isinstance(value, dict):
-        return (
-            "{"
-            + ",".join(
-                f"{k!r}:{_plain(v)}"
-                for k, v in sorted(value.items(), key=lambda item: str(item[0]))
-            )
-            + "}"
-        )
+        items = sorted(value.items(), key=lambda item: str(item[0]))
+        return "{" + ",".join(f"{k!r}:{_plain(v)}" for k, v in items) + "}"
     if value is None or isinstance(value, bool | int | float | str | bytes):
         return repr(value)
     return type(value).__qualname__

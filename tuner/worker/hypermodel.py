@@ -96,15 +96,11 @@ def discover(reference: str) -> dict[str, Any] | None:
     names = {entry["config"]["name"] for entry in space}
     tried: set[tuple[str, str]] = set()
     builds = 1
-    index = 0
-    while index < len(space) and builds < _MAX_DISCOVERY_BUILDS:
-        entry = space[index]
-        index += 1
+    for entry in space:  # grows with the hyperparameters found behind a value
         config = entry["config"]
         if entry["class_name"] == "Choice":
-            others = [
-                v for v in config["values"] if v != config.get("default", config["values"][0])
-            ]
+            default = config.get("default", config["values"][0])
+            others = [v for v in config["values"] if v != default]
         elif entry["class_name"] == "Boolean":
             others = [not config.get("default", False)]
         else:

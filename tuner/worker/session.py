@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -257,6 +257,15 @@ def summary(session: Session) -> dict[str, Any]:
     }
 
 
+def scalar_logs(logs: Mapping[Any, Any]) -> dict[str, float]:
+    """An evaluation's logs that are numbers, as floats (a confusion matrix is no figure)."""
+    found = {}
+    for name, value in logs.items():
+        with contextlib.suppress(Exception):
+            found[str(name)] = float(value)
+    return found
+
+
 def peak_memory_bytes(session: Session) -> int | None:
     """The largest peak of any of the run's devices, or ``None`` where no device can tell."""
     peaks = [peak for peak in session.backend.peak_memory_per_device() if peak is not None]
@@ -264,8 +273,8 @@ def peak_memory_bytes(session: Session) -> int | None:
 
 
 def _windows(request: RunRequest, batch: int, source: Source) -> tuple[int, int]:
-    """(steps per window, windows): a probe's or validation's fixed ``steps_per_epoch``; else from
-    ``train_samples`` when given; else one window per epoch over a training set of known size."""
+    """(steps per window, windows): a fixed ``steps_per_epoch``; else from ``train_samples``; else
+    one window per epoch over a training set of known size."""
     n_train, budget = source.train_size, request.budget
     _check_fits(batch, n_train)
     if budget.steps_per_epoch:

@@ -97,16 +97,11 @@ def _is_array(value: Any) -> bool:
 def as_arrays(part: Any) -> Any:
     """One part of the four arrays as ``model.fit`` takes it, leaves NumPy arrays, lists as
     tuples (``tf.data`` would stack a list into one tensor; Keras reads a tuple as inputs)."""
-    arrays = map_leaves(np.asarray, part)
-    return _lists_to_tuples(arrays)
-
-
-def _lists_to_tuples(structure: Any) -> Any:
-    if isinstance(structure, Mapping):
-        return {key: _lists_to_tuples(value) for key, value in structure.items()}
-    if isinstance(structure, tuple | list):
-        return tuple(_lists_to_tuples(value) for value in structure)
-    return structure
+    if isinstance(part, Mapping):
+        return {key: as_arrays(value) for key, value in part.items()}
+    if isinstance(part, tuple | list):
+        return tuple(as_arrays(value) for value in part)
+    return None if part is None else np.asarray(part)
 
 
 def check_arrays(reference: str, arrays: tuple[Any, ...]) -> tuple[int, int]:

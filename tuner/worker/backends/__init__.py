@@ -18,8 +18,6 @@ if TYPE_CHECKING:
     from tuner.worker.session import Session
     from tuner.worker.sources import Source
 
-_PACKAGES = {name: f"{__name__}.{name}" for name in BACKENDS}
-
 
 class Framework(Protocol):
     """One backend, as the modes reach it: what every backend package provides at its top."""
@@ -51,19 +49,19 @@ class Framework(Protocol):
 def backend_name(request: InspectRequest | RunRequest) -> str:
     """The request's backend; ``ValueError`` for a name not in :data:`~tuner.core.spec.BACKENDS`."""
     name = request.workload.backend
-    if name not in _PACKAGES:
+    if name not in BACKENDS:
         raise ValueError(f"unknown backend {name!r}; known: {', '.join(BACKENDS)}")
     return name
 
 
 def load(name: str) -> Framework:
     """The backend ``name``, its framework imported; ``ValueError`` for an unknown name."""
-    if name not in _PACKAGES:
-        raise ValueError(f"unknown backend {name!r}; known: {', '.join(BACKENDS)}")
     # Importing a backend runs no Keras code that asks whether TensorFlow is there (Keras asks
     # lazily, when a run seeds or serializes), so ``prepare`` may hide it after the import;
     # tests/e2e/test_jax_trial.py checks that a JAX child ends without TensorFlow loaded.
-    framework = cast(Framework, import_module(_PACKAGES[name]))
+    if name not in BACKENDS:
+        raise ValueError(f"unknown backend {name!r}; known: {', '.join(BACKENDS)}")
+    framework = cast(Framework, import_module(f"{__name__}.{name}"))
     framework.prepare()
     return framework
 

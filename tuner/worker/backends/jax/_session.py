@@ -26,7 +26,7 @@ from tuner.worker.building import FirstInputs
 from tuner.worker.determinism import seed_everything
 from tuner.worker.losses import unpack
 from tuner.worker.meters import Emit, Meter
-from tuner.worker.session import ModelRecipe, Session, initial_weights, plan_run
+from tuner.worker.session import ModelRecipe, Session, initial_weights, plan_run, scalar_logs
 from tuner.worker.sources import map_leaves
 
 
@@ -83,11 +83,10 @@ def evaluate_exactly(
     key: str = "loss",
     logs: dict[str, float] | None = None,
 ) -> float:
-    """The loss (or ``key`` of the logs: the objective's) over every sample of ``val``,
-    evaluated at ``batch``. ``DataParallel`` needs
-    batches that divide by ``replicas``: the few samples left over are each repeated
-    ``replicas`` times (the same mean) and weighed by their count. ``logs``: filled with every
-    logged figure (the compiled metrics), weighed alike."""
+    """The loss (or ``key`` of the logs: the objective's) over every sample of ``val`` at ``batch``.
+    ``DataParallel`` needs batches that divide by ``replicas``: the few samples left over are each
+    repeated ``replicas`` times (the same mean) and weighed by their count. ``logs``: filled with
+    every logged figure (the compiled metrics), weighed alike."""
     total = inputs.length(val)
     head = total - total % replicas
     parts = []
@@ -112,13 +111,7 @@ def _evaluate(model: Any, val: tuple[Any, ...], batch: int) -> dict[str, float]:
     logs = model.evaluate(
         x, y, sample_weight=weights, batch_size=batch, verbose=0, return_dict=True
     )
-    found = {}
-    for name, value in logs.items():
-        try:
-            found[str(name)] = float(value)
-        except Exception:  # a metric that is no scalar: not a figure
-            continue
-    return found
+    return scalar_logs(logs)
 
 
 def open_session(request: RunRequest, emit: Emit, record_steps: bool = False) -> Session:

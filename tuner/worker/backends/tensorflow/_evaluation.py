@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tuner.worker.backends.tensorflow._symbolic import skip_prebuild_once_built
+from tuner.worker.session import scalar_logs
 
 
 class ValidationPass:
@@ -50,8 +51,7 @@ def evaluator(
     model: Any, val: Any, key: str = "loss", logs: dict | None = None
 ) -> Callable[[], float]:
     """A :class:`ValidationPass`, or Keras's own ``evaluate`` where the batches are unknown or a
-    test call runs several (``steps_per_execution``): no exact passes of a repeated stream.
-    ``logs``: filled with each evaluation's logs (the compiled metrics)."""
+    test call runs several (``steps_per_execution``). ``logs``: filled with each evaluation's."""
     batches = int(val.cardinality())
     if batches > 0 and getattr(model, "steps_per_execution", 1) == 1:
         return ValidationPass(model, val, batches, key, logs)
@@ -59,19 +59,13 @@ def evaluator(
 
 
 def _keep(into: dict, logs: dict) -> None:
-    """``logs``' scalar values as floats in ``into`` (a nested metric's dict is left out)."""
     into.clear()
-    for name, value in logs.items():
-        try:
-            into[str(name)] = float(value)
-        except Exception:  # a metric that is no scalar (a confusion matrix): not a figure
-            continue
+    into.update(scalar_logs(logs))
 
 
 def keras_evaluate(model: Any, val: Any, key: str = "loss", logs: dict | None = None) -> float:
     """Keras's ``evaluate`` of the trained model (its ``key``: the objective's), without its
-    pre-build (see :func:`._symbolic.skip_prebuild_once_built`): the replicas' batches may differ
-    in size."""
+    pre-build (:func:`._symbolic.skip_prebuild_once_built`)."""
     skip_prebuild_once_built(model)
     found = model.evaluate(val, verbose=0, return_dict=True)
     if logs is not None:
