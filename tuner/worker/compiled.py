@@ -143,8 +143,7 @@ def _same_loss(spec: Any, loss: Any) -> bool:
 
 
 def loss_function(loss: Any) -> Any:
-    """What a loss computes: the function a name (or a serialized loss) or a built-in ``Loss``
-    wraps, else its class."""
+    """What a loss computes: the function a name or a built-in ``Loss`` wraps, else its class."""
     try:
         resolved = keras.losses.get(loss) if isinstance(loss, str | Mapping) else loss
     except (ValueError, TypeError):

@@ -40,8 +40,8 @@ class Neutralized:
 
 
 def make_deterministic(model: Any) -> list[Neutralized]:
-    """Put every stochastic layer of ``model`` in a deterministic state (and under TensorFlow
-    synchronise BatchNormalization) before it trains; what was done, one entry per layer."""
+    """Put every stochastic layer of ``model`` in a deterministic state before it trains; what was
+    done, one entry per layer."""
     done = []
     for layer in _layers(model):
         if getattr(layer, "_seed_generators", None):
@@ -144,8 +144,7 @@ def _label(layer: Any, zeroed: dict[str, float]) -> str:
 
 
 def seed_everything(seed: int) -> None:
-    """Seed every generator before the data function runs: an unseeded ``shuffle`` takes its op
-    seed from the global one, and ``np.random`` draws the same numbers, in both runs."""
+    """Seed every generator (``np.random``, an unseeded ``shuffle``) before the data function."""
     keras.utils.set_random_seed(seed)
 
 

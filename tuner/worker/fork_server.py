@@ -37,8 +37,7 @@ _POLL_S = 0.5
 
 
 def main(argv: list[str]) -> NoReturn:
-    """Import ``argv[0]``'s modes, then serve fork requests on the socket ``argv[1]`` until the
-    driver closes it or dies."""
+    """Import ``argv[0]``'s modes, then serve fork requests on the socket ``argv[1]``."""
     backend, fd = argv[0], int(argv[1])
     sock = socket.socket(fileno=fd)
     parent = int(os.environ.get(supervisor.PARENT_PID_ENV, os.getppid()))

@@ -60,8 +60,7 @@ def overrides(model: Any, name: str) -> bool:
 
 @contextlib.contextmanager
 def state_kept(model: Any) -> Iterator[None]:
-    """Puts back ``model``'s non-trainable and metric variables as they were, whatever happens
-    inside: a measurement changes nothing the training or its logs read."""
+    """Puts ``model``'s non-trainable and metric variables back as they were, whatever happens."""
     variables = [*model.non_trainable_variables, *getattr(model, "metrics_variables", [])]
     saved = [v.numpy() for v in variables]
     try:
@@ -72,8 +71,7 @@ def state_kept(model: Any) -> Iterator[None]:
 
 
 class Meter:
-    """What both backends' meters share: ``steps`` extra steps per :meth:`measure`, the
-    estimate of ``B_simple`` over them, and the out-of-memory that stops it."""
+    """What both backends' meters share: ``steps`` extra steps per :meth:`measure`, ``B_simple``."""
 
     def __init__(self, model: Any, global_batch: int, replicas: int, steps: int) -> None:
         reason = unsupported_reason(model)

@@ -14,8 +14,7 @@ from tuner.core.protocol import RunRequest
 
 
 def apply(request: RunRequest) -> str:
-    """Set the request's precision (``float32`` when it names none) as Keras's global dtype
-    policy; returns its name."""
+    """Set the request's precision (``float32`` if none) as Keras's global policy; its name."""
     name = request.precision or "float32"
     keras.mixed_precision.set_global_policy(name)
     return name

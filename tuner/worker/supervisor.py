@@ -146,8 +146,7 @@ def _signal_all(pids: Iterable[int], sig: signal.Signals) -> None:
 
 
 def die_with_parent(sig: int) -> bool:
-    """Have the kernel send ``sig`` to this process when the thread that started it exits (Linux);
-    whether it could."""
+    """Have the kernel send ``sig`` when the thread that started us exits; whether it could."""
     return _prctl(PR_SET_PDEATHSIG, sig)
 
 

@@ -90,9 +90,8 @@ class TargetCheck:
         samples = int(self.curve[-1][0])
         if stop.best_time_s is not None and self._target is not None and index >= 1:
             seconds = self._window_seconds[: index + 1]
-            excess = warmup_excess(seconds)
-            elapsed = sum(seconds) - excess
-            window = (sum(seconds) - excess) / len(seconds)
+            elapsed = sum(seconds) - warmup_excess(seconds)
+            window = elapsed / len(seconds)
             late, earliest = dominance.time_look(elapsed, window, stop.best_time_s, stop.tie_margin)
             if late:
                 return {
@@ -164,8 +163,7 @@ class TargetCheck:
                 "budget_samples": budget,
                 "samples_saved": budget - int(self.curve[-1][0]),
             }
-        blind = self._blind()
-        if blind:
+        if blind := self._blind():
             extra["early_stop_skipped"] = blind
         if self._target is None:
             return {"val_curve": curve, **extra}

@@ -53,23 +53,20 @@ def run_trial(request: TrialRequest, emit: Emit) -> Result:
         meter.windows_done()
         error = f"training loss became {meter.losses[-1]} in epoch {meter.diverged_at}"
         return Result(status="diverged", error=error, payload=result, timings=session.timings)
-    # The warm-up windows (tracing, compilation, a recompilation) are left out, unless the run
-    # has only one window.
+    # The warm-up windows (tracing, compilation) are left out, unless the run has only one.
     warm = warmup_windows(meter.epoch_seconds)
     steady = summarise(session.steps * session.batch, meter.epoch_seconds[warm:])
-    median = steady.median
-    result.update(_input_fields(session, median))
+    result.update(_input_fields(session, steady.median))
     # Every rate is measured: the next child may start importing beside the evaluation.
     meter.windows_done()
     # With a target, the last check evaluated the trained model: not evaluated twice.
     final_loss = check.final_loss if check is not None else _validation_loss(session)
-    metrics = _val_metrics(session)
-    if metrics:
+    if metrics := _val_metrics(session):
         result["val_metrics"] = metrics
     result.update(
         final_loss=final_loss,
         train_loss=meter.losses[-1],
-        throughput=median,
+        throughput=steady.median,
         throughput_spread=steady.spread,
         warmup_windows=warm,
         window_throughputs=list(steady.windows),
@@ -91,8 +88,7 @@ def run_trial(request: TrialRequest, emit: Emit) -> Result:
 
 
 def _validation_loss(session: Session) -> float:
-    """The trained model's loss over the same first ``val_samples`` samples, in order, no
-    remainder dropped, whatever the batch size; timed as ``evaluate_s``."""
+    """The trained model's validation loss, timed as ``evaluate_s``."""
     mark = time.perf_counter()
     loss = _evaluator(session)()
     session.timings["evaluate_s"] = time.perf_counter() - mark
@@ -100,10 +96,8 @@ def _validation_loss(session: Session) -> float:
 
 
 def _val_metrics(session: Session) -> dict[str, float]:
-    """The last evaluation's figures besides the loss and the objective: the model's compiled
-    metrics, as Keras's ``evaluate`` logs them (``accuracy``)."""
-    objective = logged_name(session.request.workload.objective)
-    shown = {"loss", objective}
+    """The last evaluation's figures besides the loss and the objective (``accuracy``)."""
+    shown = {"loss", logged_name(session.request.workload.objective)}
     return {name: value for name, value in session.val_logs.items() if name not in shown}
 
 
@@ -127,8 +121,7 @@ def _target_check(session: Session) -> TargetCheck | None:
     if checks is None:
         return None
     target = request.target.loss if request.target is not None else None
-    meter = session.meter
-    return TargetCheck(checks, target, _evaluator(session), stop, meter.epoch_seconds)
+    return TargetCheck(checks, target, _evaluator(session), stop, session.meter.epoch_seconds)
 
 
 def _input_fields(session: Session, throughput: float) -> dict[str, Any]:
@@ -148,11 +141,9 @@ def _input_fields(session: Session, throughput: float) -> dict[str, Any]:
 
 
 def _noise_meter(request: TrialRequest, session: Session) -> GuardedNoise | None:
-    """The gradient-noise-scale meter of a trial with 2+ replicas, guarded: where it cannot
-    measure, it is skipped with the reason (:mod:`tuner.worker.noise`), never an error."""
-    if not request.noise_scale or session.plan.num_replicas < 2:
-        return None
-    if request.loop not in ("fit", "custom"):
+    """The gradient-noise-scale meter of a trial with 2+ replicas, guarded: what it cannot
+    measure is skipped with the reason, never an error."""
+    if not request.noise_scale or session.plan.num_replicas < 2 or request.loop not in NOISE_LOOPS:
         return None
     steps = request.noise_scale_steps or auto_noise_steps(session.steps)
     return guarded(lambda: session.backend.noise_meter(session, steps))
@@ -169,14 +160,15 @@ def _why_no_noise_scale(session: Session) -> str:
     return "the gradient noise scale is measured with loop = fit or custom"
 
 
+NOISE_LOOPS = ("fit", "custom")
+
+
 def _noise_fields(
     request: TrialRequest, session: Session, noise: GuardedNoise | None
 ) -> dict[str, Any]:
     """The noise scale's result fields, or why it was not measured (``noise_scale_skipped``)."""
     if noise is None:
-        if not request.noise_scale:
-            return {}
-        return {"noise_scale_note": _why_no_noise_scale(session)}
+        return {"noise_scale_note": _why_no_noise_scale(session)} if request.noise_scale else {}
     note = noise.stopped or noise.scale.why_none
     fields: dict[str, Any] = {"noise_scale_note": note} if note else {}
     if noise.skipped:

@@ -21,7 +21,7 @@ from tuner.worker.session import Loop, summary, train
 
 
 def run_validation(request: ValidateRequest, emit: Emit) -> Result:
-    """Train with every step's loss recorded, the stochastic layers deterministic. A model that
+    """Train with every step's loss recorded, the stochastic layers deterministic; a model that
     refuses its data raises :class:`WorkloadError` with Keras's own line."""
     try:
         return _validation_run(request, emit)

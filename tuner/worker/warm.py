@@ -72,8 +72,7 @@ def inherit(preloaded: Preloaded) -> None:
 
 
 def preload(backend: str, load: Callable[[str], Modes]) -> Preloaded:
-    """Import ``backend``'s modes now (a forked child: what the server imported); an import error
-    is kept for the request's result."""
+    """Import ``backend``'s modes now (or take the fork server's); an import error is kept."""
     if _INHERITED is not None and _INHERITED.backend == backend:
         return _INHERITED
     started = time.perf_counter()

@@ -60,8 +60,7 @@ def check_loss(spec: KerasObject) -> None:
 
 
 def _deserialize(role: str, spec: Mapping[str, Any], given: Mapping[str, Any]) -> Any:
-    """Keras's ``deserialize`` of ``spec``; what Keras said in one line, naming the key and
-    the value the spec ``given``."""
+    """Keras's ``deserialize`` of ``spec``; what Keras said in one line, naming ``given``."""
     module = keras.losses if role == "loss" else keras.optimizers
     try:
         return module.deserialize(dict(spec))

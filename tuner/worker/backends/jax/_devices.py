@@ -57,8 +57,7 @@ _applied: list[int] = []
 
 def _start_thread_pools() -> None:
     """Run one small computation on every device first: XLA's CPU thread pools reserve their
-    stacks and malloc arenas then, before the cap, so the cap measures what training allocates
-    and not how many cores the host has."""
+    stacks and malloc arenas then, so the cap measures what training allocates."""
     import jax
     import jax.numpy as jnp
 

@@ -16,8 +16,7 @@ from tuner.worker.losses import per_example_loss
 
 
 def variable_copies(model: Any) -> list[list[np.ndarray]]:
-    """Per variable (``model.weights``, then ``model.optimizer.variables``), the value of each
-    device's copy, in device-id order (one entry per device that holds the variable)."""
+    """Per variable (weights, then optimizer variables), each device's copy in device-id order."""
     variables = [*model.weights, *(model.optimizer.variables if model.optimizer else [])]
     copies = []
     for variable in variables:
@@ -50,8 +49,8 @@ class ShardCounter:
         return list(self._resolve())
 
     def _resolve(self) -> dict[Any, int]:
-        """The counts by device, the devices read on first use (from the distribution given,
-        else the one in effect then: a counter may be made before the distribution is set)."""
+        """The counts by device, the devices read on first use (a counter may be made before the
+        distribution is set)."""
         if self._counts is None:
             self._distribution = self._distribution or keras.distribution.distribution()
             if self._distribution is None:

@@ -121,8 +121,7 @@ def _is_tf_dataset(value: Any) -> bool:
 
 
 def _tf_stream(reference: str, name: str, dataset: Any) -> tuple[str, int | None, Passes]:
-    """A workload's ``tf.data`` dataset read as NumPy batches (an unbatched one in batches of 256;
-    a batched one's size from its batching step)."""
+    """A workload's ``tf.data`` dataset read as NumPy batches (an unbatched one in 256s)."""
     from tuner.worker.backends.jax._no_tensorflow import reveal_tensorflow
     from tuner.worker.tfdata import is_batched, samples_before_batching
 
@@ -284,5 +283,4 @@ def _concat(batches: list[Batch]) -> Batch:
 
 
 def refuse_across_replicas(source: Source, replicas: int) -> None:
-    """Nothing more to refuse on several devices: what JAX has no form for (strings, ragged and
-    sparse tensors) is refused on one already, when the data are read."""
+    """Nothing more: what JAX has no form for is refused on one device already, when read."""

@@ -73,7 +73,7 @@ CHECK_SHARDS = 2
 
 def measure_noise_once(model: Any, batch: tuple[Any, ...], samples: int) -> None:
     """One measurement step of :class:`JaxNoiseMeter` in two shards (fewer than two examples are
-    not measured): raises what a trial's meter would. The workload check runs it."""
+    not measured): raises what a trial's meter would."""
     usable = samples - samples % CHECK_SHARDS
     if usable < CHECK_SHARDS:
         return

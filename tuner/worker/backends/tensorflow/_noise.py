@@ -44,7 +44,7 @@ class NoiseMeter(Meter):
 
 def measure_noise_once(model: Any, batch: tuple[Any, ...], samples: int) -> None:
     """One measurement step of :class:`NoiseMeter` under the default strategy, the model left as
-    it was: raises what a trial's meter would raise. The workload check runs it before the grid."""
+    it was: raises what a trial's meter would raise."""
     parts = list(batch)
     while parts and parts[-1] is None:  # from_tensors takes no None: an absent part is left out
         parts.pop()

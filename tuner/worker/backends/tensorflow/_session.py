@@ -47,8 +47,7 @@ class TensorFlowBackend:
         self._plan = plan
 
     def evaluator(self, session: Session) -> Callable[[], float]:
-        """What evaluates the model as it is now over the same first ``val_samples`` samples,
-        no remainder dropped, so trials at different batch sizes report the same samples' loss."""
+        """The evaluation over the same first ``val_samples`` samples at any batch, none dropped."""
         val_samples = session.request.budget.val_samples
         val = inputs.val_batches(session.source, session.batch, val_samples)
         key = logged_name(session.request.workload.objective)
