@@ -23,6 +23,8 @@ from tuner.core.windows import plan_windows, warmup_excess
 from tuner.worker import building, compiled, hypermodel, optim, precision, target
 from tuner.worker.callbacks import OnEpoch, OnStep
 from tuner.worker.meters import Meter
+from tuner.worker.noise import GuardedNoise
+from tuner.worker.noise import Meter as NoiseMeter
 from tuner.worker.sources import Source
 
 
@@ -42,21 +44,6 @@ class Loop(Protocol):
     def variable_copies(self) -> list[list[np.ndarray]]: ...
 
 
-class NoiseMeasure(Protocol):
-    """A gradient-noise-scale meter (each backend has its own)."""
-
-    scale: Any
-
-    @property
-    def seconds(self) -> float: ...
-    @property
-    def stopped(self) -> str | None: ...
-    @property
-    def measured_steps(self) -> int: ...
-
-    def measure(self) -> float | None: ...
-
-
 class Backend(Protocol):
     """What a session needs of its framework besides the loop."""
 
@@ -64,7 +51,7 @@ class Backend(Protocol):
 
     def evaluator(self, session: Session) -> Callable[[], float]: ...
     def input_throughput(self, session: Session) -> float: ...
-    def noise_meter(self, session: Session, steps: int) -> NoiseMeasure | None: ...
+    def noise_meter(self, session: Session, steps: int) -> NoiseMeter | None: ...
     def peak_memory_per_device(self) -> list[int | None]: ...
     def device_kind(self) -> str: ...
     def versions(self) -> dict[str, str]: ...
@@ -198,7 +185,7 @@ def plan_run(
 
 def train(
     session: Session,
-    noise: NoiseMeasure | None = None,
+    noise: GuardedNoise | None = None,
     check: target.TargetCheck | None = None,
 ) -> None:
     """Run the loop for its windows, the target checked and ``noise`` measured after each."""
@@ -311,8 +298,8 @@ def _epochs(budget: Budget) -> int:
 def _resolved_rule(
     rule: LearningRateRule | None, epoch_steps: int, total_steps: int
 ) -> LearningRateRule | None:
-    """The request's rule with a ``linear-warmup`` ramp given in epochs turned into steps (with a
-    sample budget, which has no epochs, the ramp is the first 10 % of the steps)."""
+    """The rule with a ``linear-warmup`` ramp in epochs turned into steps (with a sample budget,
+    which has no epochs, the first 10 % of the steps)."""
     if rule is not None and rule.name == "linear-warmup" and not rule.warmup_steps:
         if rule.sample_budget:
             return replace(rule, warmup_steps=max(1, total_steps // 10))
