@@ -146,8 +146,8 @@ def main(argv: list[str]) -> None:
 
 
 def _read_request(path: Path) -> Request | Result:
-    """The request at ``path``, or the result that refuses it: one line for a request of another
-    protocol version (the driver is another tuner version), the error for one it cannot read."""
+    """The request at ``path``, or the result that refuses it (one line for another protocol
+    version: the driver is another tuner version)."""
     try:
         return decode_request(path.read_text())
     except ProtocolVersionError as exc:

@@ -100,7 +100,7 @@ def _compiled_model(
     workload: Workload, found: dict[str, Any] | None
 ) -> tuple[Any, Any, dict[str, Any], Any]:
     """The model compiled as a run compiles it, its optimizer, what it compiled with, and the
-    spec's loss where the run's loss is the spec's (else ``None``)."""
+    spec's loss where the run's is the spec's."""
     values = None
     if found is not None:
         check(found["space"])
@@ -161,8 +161,7 @@ def _check_finite(reference: str, read: dict[str, tuple[Any, ...]]) -> None:
 
 
 def named_arrays(batch: tuple[Any, ...]) -> Iterator[tuple[str, np.ndarray]]:
-    """The arrays of an ``(x, y[, sample_weight])`` batch with their names: ``x``, ``y``,
-    ``sample_weight``, a dict's entries by their keys, a tuple's as ``x[0]``, ``x[1]``."""
+    """The arrays of an ``(x, y[, sample_weight])`` batch by name (``x``, a key, ``x[0]``)."""
     for name, part in zip(PART_NAMES, batch, strict=False):
         yield from _leaves(name, part)
 

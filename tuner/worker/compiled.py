@@ -62,8 +62,7 @@ def compile_args(
 
 
 def spec_loss(build: Mapping[str, Any] | None, workload: Workload) -> Any:
-    """The spec's loss where a run compiles with it (the build's compile gives none), else
-    ``None``: what :func:`describe` says the run's loss is, in the spec's own form."""
+    """The spec's loss where a run compiles with it (the build gives none), else ``None``."""
     return workload.loss if "loss" not in (build or {}) else None
 
 

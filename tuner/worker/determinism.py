@@ -68,8 +68,7 @@ def _neutralize(layer: Any) -> Neutralized:
 
 def _synchronize(layer: Any) -> bool:
     """Under ``MirroredStrategy`` a BatchNormalization layer normalises each shard by its own
-    moments, rightly another function than one device's; for the comparison they are all-reduced
-    (TensorFlow only: under JAX the moments are the global batch's already)."""
+    moments (under JAX by the global batch's): for the comparison they are all-reduced."""
     if keras.backend.backend() != "tensorflow":
         return False
     if not isinstance(layer, keras.layers.BatchNormalization) or layer.synchronized:

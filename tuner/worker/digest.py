@@ -79,8 +79,8 @@ def _code_of(reference: str | None) -> str:
 
 
 def _code(value: Any, depth: int) -> str:
-    """A text that changes with what ``value`` computes: a function's compiled code, the methods
-    of a class (or of an object's class, with the object's plain settings)."""
+    """A text that changes with what ``value`` computes: a function's compiled code, a class's
+    methods (an object's, with its plain settings)."""
     if depth > 4:  # a deep cycle of classes: what is above says enough
         return ""
     function = inspect.unwrap(value) if callable(value) else value

@@ -190,8 +190,8 @@ def _fork_worker(argv: list[str], preloaded: warm.Preloaded, held: int, parent: 
 
 
 def _fresh_process_state() -> None:
-    """What a started worker would have of its own: its argv[0], a fresh NumPy global RNG
-    (Python's ``random`` reseeds itself after a fork)."""
+    """What a started worker has of its own: its argv[0], a fresh NumPy RNG (Python's ``random``
+    reseeds itself after a fork)."""
     import tuner.worker.__main__ as worker_module
 
     sys.argv[:1] = [worker_module.__file__ or sys.argv[0]]

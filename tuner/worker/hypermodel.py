@@ -167,9 +167,8 @@ def layer_summary(model: Any) -> list[str]:
 
 
 def parameter_count(model: Any) -> int:
-    """``model.count_params()``, or for a model Keras never built as a whole (keras-io's VAE:
-    its ``train_step`` calls the encoder and the decoder, never the model) the sizes of the
-    weights its layers hold."""
+    """``model.count_params()``, or for a model Keras never built as a whole (keras-io's VAE) the
+    sizes of the weights its layers hold."""
     if getattr(model, "built", True):
         return int(model.count_params())
     return sum(math.prod(int(d) for d in weight.shape) for weight in model.weights)

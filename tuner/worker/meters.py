@@ -47,8 +47,8 @@ def input_throughput(
 
 
 def _draw(iterator: Any, most: int, seconds: float, wait: Callable[[Any], Any]) -> int:
-    """Draw batches until ``most`` or, past :data:`INPUT_PROBE_MIN_BATCHES`, ``seconds``; how
-    many. The last one is waited for, so the time covers every batch drawn."""
+    """Draw batches until ``most`` or, past :data:`INPUT_PROBE_MIN_BATCHES`, ``seconds``; how many.
+    The last one is waited for, so the time covers every batch drawn."""
     started = time.perf_counter()
     drawn = 0
     last = None

@@ -89,8 +89,6 @@ def _is_dict_of_arrays(value: Any) -> bool:
 
 def _is_array(value: Any) -> bool:
     """An array ``model.fit`` takes as one input (a shape and ``__array__``), not a dataset."""
-    if isinstance(value, np.ndarray):
-        return True
     return hasattr(value, "__array__") and hasattr(value, "shape")
 
 

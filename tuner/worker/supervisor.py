@@ -158,8 +158,8 @@ def _prctl(option: int, value: int) -> bool:
 
 
 def spawn(command: list[str]) -> int:
-    """Start ``command`` with this process as its parent to watch, signals as a fresh process has
-    them (this one blocks some, and Python ignores SIGPIPE and SIGXFSZ); its pid."""
+    """Start ``command`` with this process as the parent it watches, its signals as a fresh process
+    has them (this one blocks some, Python ignores SIGPIPE and SIGXFSZ); its pid."""
     env = {**os.environ, PARENT_PID_ENV: str(os.getpid())}
     defaults = [getattr(signal, name) for name in ("SIGPIPE", "SIGXFSZ") if hasattr(signal, name)]
     return os.posix_spawnp(command[0], command, env, setsigmask=(), setsigdef=defaults)

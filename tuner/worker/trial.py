@@ -102,8 +102,8 @@ def _val_metrics(session: Session) -> dict[str, float]:
 
 
 def _evaluator(session: Session) -> Callable[[], float]:
-    """What evaluates the model as it is now over the fixed validation set (built once), or
-    for the training loss as objective reads the last epoch's (:mod:`tuner.core.objective`)."""
+    """What evaluates the model as it is now on the fixed validation set, or reads the last epoch's
+    loss where the objective is the training loss."""
     if not is_validation(session.request.workload.objective):
         losses = session.meter.losses
         return lambda: float(losses[-1]) if losses else math.nan
@@ -111,8 +111,8 @@ def _evaluator(session: Session) -> Callable[[], float]:
 
 
 def _target_check(session: Session) -> TargetCheck | None:
-    """The check of the loss target after each window; with early stopping also without a
-    target, after each of the trial's own windows (``None``: neither)."""
+    """The check after each window of the loss target, or with early stopping of the trial's own
+    windows (``None``: neither)."""
     request = session.request
     stop = request.early_stop if isinstance(request, TrialRequest) else None
     checks = session.checks
@@ -125,8 +125,8 @@ def _target_check(session: Session) -> TargetCheck | None:
 
 
 def _input_fields(session: Session, throughput: float) -> dict[str, Any]:
-    """The input pipeline alone for about half a second, after training, and whether training
-    reached 80 % of it; a figure the driver passed in is not measured again."""
+    """The input pipeline alone (unless the driver passed its figure) and whether training reached
+    80 % of it."""
     given = session.request.input_throughput if isinstance(session.request, TrialRequest) else None
     mark = time.perf_counter()
     alone = session.backend.input_throughput(session) if given is None else given

@@ -65,8 +65,8 @@ _INHERITED: Preloaded | None = None
 
 
 def inherit(preloaded: Preloaded) -> None:
-    """In a child forked by :mod:`tuner.worker.fork_server`: the server's import, which this
-    child did not pay (``import_s`` 0: a wait for the server counts as its process start)."""
+    """In a child of the fork server: the server's import, which this child did not pay
+    (``import_s`` 0)."""
     global _INHERITED
     _INHERITED = replace(preloaded, import_s=0.0)
 
@@ -87,7 +87,7 @@ def preload(backend: str, load: Callable[[str], Modes]) -> Preloaded:
 
 def wait_for_request() -> float:
     """Block until the driver hands the request over (one line on stdin); the wall time it came.
-    Exits the process when stdin ends without a line: the driver withdrew this child."""
+    End of input exits: the driver withdrew this child."""
     line = sys.stdin.buffer.readline()
     if not line:
         os._exit(0)

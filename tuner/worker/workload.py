@@ -38,8 +38,7 @@ def make_optimizer(spec: KerasObject, learning_rate: float) -> Any:
 
 
 def make_loss(spec: KerasObject) -> Any:
-    """What ``model.compile(loss=...)`` takes for the spec's loss: a name as it is (Keras
-    resolves it), a serialized loss as the object Keras deserializes."""
+    """The spec's loss for ``model.compile``: a name as it is, a serialized loss deserialized."""
     if isinstance(spec, str):
         return spec
     made = _deserialize("loss", copy.deepcopy(spec), spec)

@@ -152,8 +152,8 @@ def _is_seed_state(variable: Any) -> bool:
 
 
 def _shard_axis_sharding(replicas: int) -> Any:
-    """The shard axis laid over the mesh's batch axis (each device computes its own shards), or
-    ``None`` without a distribution or when ``replicas`` does not split over its devices."""
+    """The shard axis laid over the mesh's batch axis, or ``None`` without a distribution or
+    when ``replicas`` does not split over its devices."""
     distribution = keras.distribution.distribution()
     if distribution is None:
         return None

@@ -160,8 +160,7 @@ def _from_datasets(reference: str, train: Any, val: Any) -> Source:
 
 
 def _check_structure(reference: str, name: str, dataset: Any) -> None:
-    """Elements must be what ``model.fit`` takes from a dataset: ``x``, ``(x,)``, ``(x, y)`` or
-    ``(x, y, sample_weight)``, each part any structure (dicts, tuples, ragged, strings)."""
+    """Elements must be ``x``, ``(x,)``, ``(x, y)`` or ``(x, y, sample_weight)``, as ``fit`` has."""
     problem = element_error(dataset.element_spec)
     if problem is not None:
         raise WorkloadError(f"{reference}: the {name} dataset's {problem}")
@@ -174,8 +173,8 @@ def _size(dataset: Any) -> tuple[int | None, bool]:
 
 
 def train_batches(source: Source, global_batch: int, seed: int | None) -> Any:
-    """The training stream, batched at ``global_batch`` (remainders dropped) and repeated, so a
-    trial can take any number of steps. For form ``function`` see :func:`distributed_train`."""
+    """The training stream, batched at ``global_batch`` (remainders dropped) and repeated. For form
+    ``function`` see :func:`distributed_train`."""
     data = source.train
     if source.shuffle and source.train_size is not None:
         data = shuffled_passes(data, source.train_size, seed)

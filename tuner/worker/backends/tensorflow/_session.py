@@ -137,8 +137,8 @@ def open_session(request: RunRequest, emit: Emit, record_steps: bool = False) ->
 def _additional_loss_notes(
     request: RunRequest, model: Any, strategy: Any, source: Source
 ) -> dict[str, Any]:
-    """``add_loss`` terms Keras scales twice on several replicas, corrected or said (the loops
-    that train in a replica context; the form ``function`` gives no local batch)."""
+    """``add_loss`` terms Keras scales twice on several replicas, corrected or said (the loops in
+    a replica context; a dataset function gives no local batch)."""
     if request.loop not in ("fit", "custom") or source.form == inputs.FUNCTION:
         return {}
     batch = inputs.first_batch(source, "train", SAMPLES)
