@@ -235,17 +235,12 @@ def val_arrays(source: Source, val_samples: int | None) -> Batch:
     """The fixed validation set as arrays: its first ``val_samples`` samples, in order."""
     if source.form == ARRAYS:
         return slice_batch(source.val, 0, val_samples)
-    taken: list[Batch] = []
-    held = 0
-    for batch in source.val():
-        taken.append(batch)
-        held += length(batch)
-        if val_samples is not None and held >= val_samples:
-            break
+    if val_samples is not None:
+        return first_batch(source, "val", val_samples)
+    taken = list(source.val())
     if not taken:
         raise WorkloadError(f"{source.reference}: the val data are empty")
-    joined = _concat(taken)
-    return joined if val_samples is None else slice_batch(joined, 0, val_samples)
+    return _concat(taken)
 
 
 def first_batch(source: Source, split: str, size: int) -> Batch:
