@@ -1,8 +1,7 @@
 """Inside the child: a workload's ``model`` may be a KerasTuner hypermodel, used unchanged.
 
-:func:`discover` builds it to learn its hyperparameters (each non-default ``Choice`` or
-``Boolean`` value is built once more, so that conditional hyperparameters behind it are found);
-:func:`build` registers each value as ``hp.Fixed`` first, as the recommendation's snippet does.
+:func:`discover` builds each non-default ``Choice`` or ``Boolean`` value once more, so that
+conditional hyperparameters behind it are found; :func:`build` fixes each value as ``hp.Fixed``.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """Inside the child: the gradient noise scale as a side measurement that never fails a trial.
 
-What a meter cannot measure — a model whose ``train_step`` trains on a loss it was not compiled
-with (:class:`NoiseUnsupported`) — and any error or out-of-memory stop it (:class:`GuardedNoise`):
-the trial trains on and the result says why (``noise_scale_skipped``). Measurement steps leave
-the model as they found it (:func:`state_kept`). Backend-neutral: no framework import.
+What a meter cannot measure (:class:`NoiseUnsupported`), and any error or out-of-memory, stop it
+(:class:`GuardedNoise`): the trial trains on and the result says why. Backend-neutral.
 """
 
 from __future__ import annotations

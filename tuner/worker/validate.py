@@ -1,7 +1,5 @@
 """Inside the child: one validation run (mode ``validate``), the evidence ``tuner validate``
-compares between one device and several: per-step losses, examples per replica, where the
-variables live, the replica copies' largest difference, what was made deterministic, the batch
-digests, and every variable before and after (``weights_file``). Backend-neutral.
+compares between one device and several. Backend-neutral.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""Inside the child: what a run needs of the workload besides its data (which the backends' input
-layers read) — an optimizer and a loss, by name or as Keras serialized them.
-
-Anything the user's code gets wrong becomes a :class:`WorkloadError`, which the child reports
-as ``invalid`` (a mistake to fix) rather than as a failed run.
+"""Inside the child: the workload's optimizer and loss, by name or as Keras serialized them;
+what is wrong with them a :class:`WorkloadError` (status ``invalid``: a mistake to fix).
 """
 
 from __future__ import annotations

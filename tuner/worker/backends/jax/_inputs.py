@@ -1,9 +1,8 @@
 """Inside the child, under Keras on JAX: the input forms, turned into global NumPy batches.
 
-Arrays are shuffled per pass with the run's seed and cut into global batches (each pass's
-remainder dropped); a ``PyDataset``, re-iterable iterable or ``tf.data`` dataset is re-cut at the
-trial's global batch (:func:`rebatch`), the user's order kept. TensorFlow is imported only for
-the workload's own ``tf.data`` datasets; a dataset function is refused under JAX by the spec.
+Arrays are shuffled per pass with the run's seed; a ``PyDataset``, re-iterable iterable or
+``tf.data`` dataset is re-cut at the trial's global batch (:func:`rebatch`), the user's order
+kept. TensorFlow is imported only for the workload's own ``tf.data`` datasets.
 """
 
 from __future__ import annotations

@@ -1,8 +1,4 @@
-"""Inside the child: a training run on Keras 3's JAX backend, under ``DataParallel``.
-
-The initial weights are built from the seed with no distribution set — the same numbers on one
-device or many — before the model is built and compiled under the distribution.
-"""
+"""Inside the child: a training run on Keras 3's JAX backend, under ``DataParallel``."""
 
 from __future__ import annotations
 

@@ -2,9 +2,8 @@
 
 Keras 3.15's TensorFlow trainer builds the model symbolically from one batch it gets by
 *averaging* the replicas' shards (``_maybe_symbolic_build``), so ``fit`` fails on two replicas
-for any model that takes raw text (``keras.Input(dtype="string")`` + ``TextVectorization``)
-although it trains on one device (tensorflow/tensorflow#80951). The build needs only shapes and
-dtypes, which one undistributed batch gives exactly; nothing about training changes.
+for a model that takes raw text (tensorflow/tensorflow#80951). The build needs only shapes and
+dtypes, which one undistributed batch gives exactly.
 """
 
 from __future__ import annotations
