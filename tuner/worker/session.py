@@ -184,9 +184,7 @@ def plan_run(
 
 
 def train(
-    session: Session,
-    noise: GuardedNoise | None = None,
-    check: target.TargetCheck | None = None,
+    session: Session, noise: GuardedNoise | None = None, check: target.TargetCheck | None = None
 ) -> None:
     """Run the loop for its windows, the target checked and ``noise`` measured after each."""
     timings = session.timings

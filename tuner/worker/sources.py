@@ -163,20 +163,19 @@ def sample_shapes(parts: tuple[Any, ...]) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
-def shape_change(
+def refuse_shape_change(
     reference: str, first: dict[str, tuple[int, ...]], parts: tuple[Any, ...], index: int
-) -> WorkloadError | None:
-    """The refusal of batch ``index`` when its samples' shapes are not the first batch's (tuner
-    re-batches at every global batch, and samples of several shapes do not stack), or ``None``."""
+) -> None:
+    """Refuse batch ``index`` when its samples' shapes are not the first batch's (tuner
+    re-batches at every global batch, and samples of several shapes do not stack)."""
     for name, now in sample_shapes(parts).items():
         was = first.get(name, now)
         if was != now:
-            return WorkloadError(
+            raise WorkloadError(
                 f"{reference}: the samples of {name} are {was} in the first batch and {now} in "
                 f"batch {index}; tuner re-batches samples at each global batch size, so every "
                 "sample needs one shape: pad to one fixed length in the data"
             )
-    return None
 
 
 def pydataset_pass(dataset: Any) -> Iterator[Any]:

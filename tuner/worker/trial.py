@@ -19,13 +19,7 @@ from tuner.core.windows import is_input_bound, summarise, warmup_windows
 from tuner.worker.backends import open_session
 from tuner.worker.meters import Emit, auto_noise_steps
 from tuner.worker.noise import GuardedNoise, guarded
-from tuner.worker.session import (
-    Session,
-    hold_until_exit,
-    peak_memory_bytes,
-    summary,
-    train,
-)
+from tuner.worker.session import Session, hold_until_exit, peak_memory_bytes, summary, train
 from tuner.worker.sources import FUNCTION
 from tuner.worker.target import TargetCheck
 

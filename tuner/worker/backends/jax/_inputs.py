@@ -33,8 +33,8 @@ from tuner.worker.sources import (
     map_leaves,
     pydataset_pass,
     pydataset_samples,
+    refuse_shape_change,
     sample_shapes,
-    shape_change,
     split_pairs,
 )
 
@@ -159,16 +159,13 @@ def _checked(reference: str, name: str, batches: Iterator[Any]) -> Iterator[Batc
     ``(x, y, sample_weight)``); other tuples, and text, are refused."""
     first = None
     for index, batch in enumerate(batches):
-        problem = element_error(batch)
-        if problem is not None:
+        if (problem := element_error(batch)) is not None:
             raise WorkloadError(f"{reference}: the {name} batches' {problem}")
         parts = _map(np.asarray, element_parts(batch))
         for part_name, part in zip(PART_NAMES, parts, strict=False):
             _refuse_text(reference, f"the {name} {part_name}", part)
         first = first if first is not None else sample_shapes(parts)
-        changed = shape_change(reference, first, parts, index)
-        if changed is not None:
-            raise changed
+        refuse_shape_change(reference, first, parts, index)
         yield parts
 
 

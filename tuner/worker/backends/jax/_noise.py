@@ -27,12 +27,7 @@ class JaxNoiseMeter(Meter):
     """Measures ``steps`` extra steps per :meth:`measure` on ``batches`` and keeps ``B_simple``."""
 
     def __init__(
-        self,
-        model: Any,
-        batches: Iterator[Any],
-        global_batch: int,
-        replicas: int,
-        steps: int,
+        self, model: Any, batches: Iterator[Any], global_batch: int, replicas: int, steps: int
     ) -> None:
         if replicas < 2:
             raise ValueError("the gradient noise scale needs at least 2 replicas")

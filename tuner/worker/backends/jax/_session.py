@@ -56,9 +56,9 @@ class JaxBackend:
 
     def noise_meter(self, session: Session, steps: int) -> JaxNoiseMeter:
         """The noise meter on batches drawn apart from training (another seed's order)."""
-        batches = inputs.train_batches(session.source, session.batch, session.request.seed + 1)
-        model, batch = session.loop.model, session.batch
-        return JaxNoiseMeter(model, batches, batch, len(self.devices), steps)
+        batch = session.batch
+        batches = inputs.train_batches(session.source, batch, session.request.seed + 1)
+        return JaxNoiseMeter(session.loop.model, batches, batch, len(self.devices), steps)
 
     def peak_memory_per_device(self) -> list[int | None]:
         """``peak_bytes_in_use`` per device (``None`` on the CPU, which keeps no statistics)."""

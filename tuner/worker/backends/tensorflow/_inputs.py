@@ -28,8 +28,8 @@ from tuner.worker.sources import (
     element_parts,
     pydataset_pass,
     pydataset_samples,
+    refuse_shape_change,
     sample_shapes,
-    shape_change,
     split_pairs,
 )
 from tuner.worker.tfdata import is_batched, samples_before_batching
@@ -85,23 +85,18 @@ def _from_pydatasets(reference: str, train: Any, val: Any) -> Source:
 
 def _pydataset_stream(reference: str, dataset: Any) -> Any:
     first = _batch_parts(dataset[0])
-    problem = element_error(first)
-    if problem is not None:
+    if (problem := element_error(first)) is not None:
         raise WorkloadError(f"{reference}: a PyDataset's batch {problem}")
     signature = tf.nest.map_structure(_batch_spec, first)
     shapes = sample_shapes(first)
     if dataset.num_batches:  # the last batch, read for the size too: said here, not in tf.data
         last = dataset.num_batches - 1
-        changed = shape_change(reference, shapes, _batch_parts(dataset[last]), last)
-        if changed is not None:
-            raise changed
+        refuse_shape_change(reference, shapes, _batch_parts(dataset[last]), last)
 
     def one_pass() -> Iterator[Any]:
         for index, batch in enumerate(pydataset_pass(dataset)):
             parts = _batch_parts(batch)
-            changed = shape_change(reference, shapes, parts, index)
-            if changed is not None:
-                raise changed
+            refuse_shape_change(reference, shapes, parts, index)
             yield parts
 
     return tf.data.Dataset.from_generator(one_pass, output_signature=signature)
@@ -161,8 +156,7 @@ def _from_datasets(reference: str, train: Any, val: Any) -> Source:
 
 def _check_structure(reference: str, name: str, dataset: Any) -> None:
     """Elements must be ``x``, ``(x,)``, ``(x, y)`` or ``(x, y, sample_weight)``, as ``fit`` has."""
-    problem = element_error(dataset.element_spec)
-    if problem is not None:
+    if (problem := element_error(dataset.element_spec)) is not None:
         raise WorkloadError(f"{reference}: the {name} dataset's {problem}")
 
 

@@ -62,12 +62,11 @@ class TensorFlowBackend:
 
     def noise_meter(self, session: Session, steps: int) -> NoiseMeter | None:
         """The noise meter on batches drawn apart from training (``None``: dataset function)."""
-        batch, seed = session.batch, session.request.seed + 1
-        dataset = inputs.noise_batches(session.source, batch, seed=seed)
+        batch = session.batch
+        dataset = inputs.noise_batches(session.source, batch, seed=session.request.seed + 1)
         if dataset is None:
             return None
-        model = session.loop.model
-        return NoiseMeter(self.strategy, model, dataset, batch, steps)
+        return NoiseMeter(self.strategy, session.loop.model, dataset, batch, steps)
 
     def peak_memory_per_device(self) -> list[int | None]:
         """Peak bytes per replica device (GPUs only; ``None`` where TensorFlow cannot tell)."""
