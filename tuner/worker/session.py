@@ -70,11 +70,8 @@ class ModelRecipe:
         inputs: Callable[[], Any] | None = None,
     ) -> None:
         """``inputs``: what a model without weights is built on before its weights are set."""
-        self._workload = request.workload
+        self._request = request
         self._inputs = inputs
-        self._values = request.model_hyperparameters
-        self._learning_rate = request.learning_rate
-        self._accumulation = request.accumulation_steps
         self._initial = initial
         self.precision = precision_name
         self.rule = rule
@@ -89,20 +86,22 @@ class ModelRecipe:
 
     def build(self) -> Any:
         """A fresh model at the run's initial weights."""
-        model = building.built(hypermodel.build(self._workload.model, self._values), self._inputs)
+        request = self._request
+        model = hypermodel.build(request.workload.model, request.model_hyperparameters)
+        model = building.built(model, self._inputs)
         model.set_weights(self._initial)
         self.build_args = compiled.of_build(model)  # this build's own objects, fresh each time
         return model
 
     def compile_args(self) -> dict[str, Any]:
         """The arguments of ``model.compile`` for the last built model, rule and precision in."""
+        request, workload = self._request, self._request.workload
         args = compiled.compile_args(
-            self.build_args, self._workload, self._learning_rate, self._workload.model
+            self.build_args, workload, request.learning_rate, workload.model
         )
         shaped = optim.apply_rule(args["optimizer"], self.rule)
-        args["optimizer"] = precision.scaled(
-            optim.accumulating(shaped, self._accumulation), self.precision
-        )
+        accumulating = optim.accumulating(shaped, request.accumulation_steps)
+        args["optimizer"] = precision.scaled(accumulating, self.precision)
         self._args = args
         return args
 
@@ -110,7 +109,7 @@ class ModelRecipe:
         """What the run compiled with; ``None`` before :meth:`compile_args`."""
         if self._args is None:
             return None
-        given = compiled.spec_loss(self.build_args, self._workload)
+        given = compiled.spec_loss(self.build_args, self._request.workload)
         return compiled.describe(self._args, self.compiled_by_build, given)
 
 
