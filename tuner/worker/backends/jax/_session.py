@@ -43,8 +43,7 @@ class JaxBackend:
         """What evaluates the model now over the first ``val_samples`` samples, none dropped."""
         val = inputs.val_arrays(session.source, session.request.budget.val_samples)
         model, batch, replicas = session.loop.model, session.batch, len(self.devices)
-        key = logged_name(session.request.workload.objective)
-        logs = session.val_logs
+        key, logs = logged_name(session.request.workload.objective), session.val_logs
         return lambda: evaluate_exactly(model, val, batch, replicas, key, logs)
 
     def input_throughput(self, session: Session) -> float:
