@@ -309,10 +309,9 @@ def probabilistic(loss: Any) -> str | None:
 
 
 def loss_warning(model: Any, loss: Any, x: Any, given: Any) -> str | None:
-    """The line to say when ``model``'s outputs on ``x`` are not probabilities although its
-    probabilistic ``loss`` expects them, or ``None``. ``given``: the spec's loss when the loss is
-    the spec's (``None``: the build's). A model of several outputs, or one the check cannot call
-    on ``x``, is not looked at."""
+    """The line to say when ``model``'s outputs on ``x`` are not probabilities although ``loss``
+    expects them (``given``: the spec's loss, ``None`` for the build's); a model of several
+    outputs, or one the check cannot call on ``x``, is not looked at."""
     function = probabilistic(loss)
     if function is None:
         return None

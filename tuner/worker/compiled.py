@@ -78,9 +78,9 @@ def compile_model(model: Any, args: Mapping[str, Any]) -> None:
 
 
 def own_optimizers(model: Any) -> list[str]:
-    """The attributes of ``model`` that hold an optimizer other than ``model.optimizer``: a
-    ``train_step`` of its own that updates with them (keras-io's GAN: ``d_optimizer``,
-    ``g_optimizer`` kept by its own ``compile``) trains at their rates, never the rule's."""
+    """The attributes of ``model`` holding an optimizer other than ``model.optimizer`` (keras-io's
+    GAN: ``d_optimizer``, ``g_optimizer``): its own ``train_step`` trains at their rates, never
+    the rule's."""
     compiled_with = getattr(model, "optimizer", None)
     return sorted(
         name
@@ -91,8 +91,7 @@ def own_optimizers(model: Any) -> list[str]:
 
 def describe(args: Mapping[str, Any], from_build: bool, given: Any = None) -> dict[str, Any]:
     """What a run compiles with, as plain data (a custom object as its class and module; the
-    spec's serialized loss, ``given``, as the spec gave it, so that its settings — such as
-    ``from_logits`` — reach the export)."""
+    spec's serialized loss ``given`` as given, so that ``from_logits`` reaches the export)."""
     described: dict[str, Any] = {
         "from_build": from_build,
         "loss": dict(given) if isinstance(given, Mapping) else named(args.get("loss")),
@@ -124,9 +123,8 @@ def named(value: Any) -> Any:
 
 
 def spec_differences(build: Mapping[str, Any], workload: Workload) -> dict[str, Any]:
-    """The spec's loss and optimizer names that the build's compile overrides with something
-    else (``{"loss": "mse"}``); names Keras resolves to what the build compiled are no
-    difference (``"mse"`` against ``MeanSquaredError()``, ``"adam"`` against ``Adam(1e-4)``)."""
+    """The spec's loss and optimizer names the build's compile overrides with something else;
+    names Keras resolves to what the build compiled (``"mse"``, ``MeanSquaredError()``) are none."""
     differ: dict[str, Any] = {}
     loss, optimizer = build.get("loss"), build.get("optimizer")
     if workload.loss is not None and loss is not None and not _same_loss(workload.loss, loss):

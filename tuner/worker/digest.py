@@ -50,9 +50,8 @@ def workload_parts(workload: Workload, model: Any, read: Mapping[str, Any]) -> d
 
 
 def array_bytes(array: Any) -> bytes:
-    """What an array holds, as bytes to hash: its buffer, or for strings (an object array of
-    ``bytes``, whose buffer holds addresses that change with every process) each item's
-    contents with its length (so ``"ab", "c"`` is not ``"a", "bc"``)."""
+    """What an array holds, as bytes to hash: its buffer, or for strings (whose object buffer holds
+    addresses) each item with its length (so ``"ab", "c"`` is not ``"a", "bc"``)."""
     array = np.asarray(array)
     if array.dtype.kind != "O":
         return np.ascontiguousarray(array).tobytes()

@@ -131,10 +131,9 @@ class _FitRecorder:
 
 
 def check_fit(reference: str, x: Any, y: Any) -> list[str] | None:
-    """For a ``HyperModel`` that overrides ``fit`` (which tuner never calls), the names of the
-    hyperparameters it declares, ``batch_size`` among them where it sets one (KerasTuner's way of
-    tuning the batch; tuner searches the batch itself), ``[]`` when none are found; ``None`` when
-    ``fit`` is KerasTuner's own or the model is no ``HyperModel``."""
+    """For a ``HyperModel`` that overrides ``fit`` (which tuner never calls), the hyperparameters it
+    declares (``[]``: none), ``batch_size`` among them where it sets one (tuner searches the batch
+    itself); ``None`` when ``fit`` is KerasTuner's own or the model is no ``HyperModel``."""
     import keras_tuner
 
     target = resolve(reference, allow_hypermodel=True)

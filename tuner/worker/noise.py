@@ -27,11 +27,9 @@ class NoiseUnsupported(ValueError):
 
 
 def unsupported_reason(model: Any) -> str | None:
-    """Why ``model.compute_loss`` cannot give the loss ``model`` trains on, or ``None``.
-
-    Only a custom ``train_step`` that never calls ``compute_loss`` hides what it trains on: the
-    compiled loss would be measured, not the trained one. Where its source cannot be read, a
-    compiled loss is taken as the one it trains on."""
+    """Why ``model.compute_loss`` cannot give the loss ``model`` trains on, or ``None``: a custom
+    ``train_step`` that never calls it (read from its source; none to read: a compiled loss is
+    taken as the trained one)."""
     if overrides(model, "compute_loss") or not overrides(model, "train_step"):
         return None
     calls = _calls_compute_loss(type(model).train_step)

@@ -18,9 +18,8 @@ _Run = TypeVar("_Run", bound=RunRequest)
 
 def at_learning_rate(optimizer: Any, learning_rate: float) -> Any:
     """A fresh optimizer of ``optimizer``'s class and settings at ``learning_rate``, made with the
-    class's own ``from_config`` so a custom, unregistered optimizer works. A schedule from an
-    ``initial_learning_rate`` keeps its shape; any other gives way (:func:`schedule_kept`).
-    """
+    class's own ``from_config`` (a custom, unregistered optimizer works). A schedule from an
+    ``initial_learning_rate`` keeps its shape; any other gives way (:func:`schedule_kept`)."""
     optimizer = unscaled(optimizer)
     schedule = _schedule(optimizer)
     rate: Any = float(learning_rate)
@@ -109,9 +108,8 @@ def _serialized(optimizer: Any, rule: LearningRateRule | None) -> dict[str, Any]
 
 def micro(request: _Run) -> _Run:
     """The run the child trains for an accumulating ``request``: its ``global_batch_size`` the
-    micro-batch, so that samples, windows and an epoch warm-up count micro-steps, as Keras's
-    schedules do; a warm-up in optimizer steps is stretched to micro-steps, and a fixed
-    ``steps_per_epoch`` counts updates. ``request`` itself when it does not accumulate."""
+    micro-batch, so samples, windows and warm-ups count micro-steps as Keras's schedules do (a
+    fixed ``steps_per_epoch`` counts updates); ``request`` itself when it does not accumulate."""
     steps = request.accumulation_steps
     if steps <= 1:
         return request

@@ -32,12 +32,8 @@ def variable_devices(model: Any) -> list[str]:
 
 
 class ShardCounter:
-    """Counts the examples each device of the distribution receives.
-
-    :meth:`wrap` passes batches through unchanged, counting the rows of ``x`` the data layout
-    places on each device (what Keras's JAX trainer does with each batch). Exact when every batch
-    drawn is trained on: Keras's JAX trainer under a distribution does not read ahead.
-    """
+    """Counts the rows of ``x`` the data layout places on each device, as :meth:`wrap` passes the
+    batches through: exact, Keras's JAX trainer under a distribution does not read ahead."""
 
     def __init__(self, distribution: Any = None) -> None:
         self._distribution = distribution
@@ -83,10 +79,8 @@ class ShardCounter:
 
 
 def replica_mean_loss(loss: Any, replicas: int) -> Callable[[Any, Any], Any]:
-    """A Keras loss with the forum answer's bug, on purpose: per-shard means SUMMED, ``replicas``
-    times the right loss, so ``tuner validate --loss-reduction replica-mean`` can be seen failing.
-    A batch that does not split (an evaluation's last) gets ``replicas`` times its mean.
-    """
+    """A Keras loss with the forum answer's bug, on purpose: per-shard means SUMMED (``replicas``
+    times the right loss; a batch that does not split gets ``replicas`` times its mean)."""
     loss_fn = per_example_loss(loss)
 
     def replica_mean(y_true: Any, y_pred: Any) -> Any:

@@ -15,9 +15,8 @@ import tensorflow as tf
 
 def build_from_local_batch(model: Any, strategy: Any, dataset: Any) -> bool:
     """Build ``model`` from the first batch of ``dataset`` where Keras's own build would average
-    string batches; ``True`` if it did. A distributed stream, or a Keras without these private
-    steps, is left to Keras. The model keeps the stand-in: a later ``evaluate`` would average the
-    string batches the same way."""
+    string batches; ``True`` if it did (a distributed stream, or a Keras without these private
+    steps, is left to Keras). The model keeps the stand-in: ``evaluate`` would average them too."""
     if not isinstance(dataset, tf.data.Dataset) or not _has_private_build(model):
         return False
     specs = tf.nest.flatten(dataset.element_spec, expand_composites=False)
@@ -33,10 +32,9 @@ def build_from_local_batch(model: Any, strategy: Any, dataset: Any) -> bool:
 
 
 def skip_prebuild_once_built(model: Any) -> None:
-    """Leave out Keras's pre-build in ``evaluate`` once ``model`` and its compiled loss and
-    metrics are built (training built them): it averages the replicas' first batches, which
-    fails when they differ in size (61 validation rows at a global batch of 64 on 2 replicas:
-    31 and 30, ``AddN ... must have the same size and shape``) and has nothing left to build."""
+    """Leave out Keras's pre-build in ``evaluate`` once training built ``model``, its loss and
+    metrics: it averages the replicas' first batches, which fails when they differ in size (61
+    validation rows at a global batch of 64 on 2 replicas: ``AddN ... must have the same size``)."""
     if not _has_private_build(model):
         return
     compiled = [getattr(model, name, None) for name in ("_compile_loss", "_compile_metrics")]
