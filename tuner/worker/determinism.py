@@ -159,9 +159,8 @@ def fixed_batches(stream: Any, count: int, reorder: bool = False) -> tuple[Any, 
     another float32 rounding order, as a right N-replica run is; validate's control run measures
     with it how far rounding order alone moves the model.
 
-    Why: a reshuffling ``shuffle`` draws seeds from a generator every iterator shares, and ``fit``
-    under ``MirroredStrategy`` opens two, so which seeds training gets is a thread race (measured:
-    another first loss in 2 of 6 runs). Batches replayed from memory hold no random state."""
+    Why: batches replayed from memory hold no random state, where a reshuffling ``shuffle`` races
+    (``tuner.worker.backends.tensorflow._inputs.shuffled_passes`` says how)."""
     if hasattr(stream, "element_spec") and hasattr(stream, "take"):  # a tf.data.Dataset
         return _fixed_dataset(stream, count, reorder)
     if hasattr(stream, "__next__"):  # JAX: an endless iterator of NumPy batches
