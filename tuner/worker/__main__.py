@@ -1,9 +1,7 @@
 """The trial child process: ``python -m tuner.worker REQUEST.json RESULT.json``.
 
-Reads one request, runs it by its mode and writes one result
-(:func:`~tuner.core.protocol.encode_result`: the only place a result is written); progress goes
-to stdout as ``TUNER-EVENT {json}`` lines. Out-of-memory is classified here for exceptions,
-deaths by signal by the parent.
+Reads one request, runs it by its mode and writes one result (the only place a result is
+written); progress goes to stdout as ``TUNER-EVENT {json}`` lines.
 
 Test aid: ``TUNER_TEST_FAULT`` makes a trial misbehave on purpose — ``segfault``, ``abort``,
 ``hang``, ``exit`` (exit 3 without a result), ``garbage`` (a result file that is not JSON) or
@@ -35,7 +33,7 @@ from tuner.core.protocol import (
 )
 from tuner.core.spec import DEFAULT_BACKEND
 from tuner.files import atomic_write_text
-from tuner.worker import warm
+from tuner.worker import supervisor, warm
 from tuner.worker.modes import Modes
 
 
@@ -65,23 +63,16 @@ def _emit(event: Event) -> None:
 
 
 def _watch_parent() -> None:
-    """Exit when the parent dies (its pid from the environment, so a death before this line
-    counts too), so no orphan keeps holding the devices."""
+    """Exit when the parent (its pid from the environment) dies: no orphan holds the devices."""
     parent = int(os.environ.get(PARENT_PID_ENV, os.getppid()))
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-    if os.getppid() != parent:
+    supervisor.die_with_parent(signal.SIGKILL)
+    if supervisor.is_orphaned(parent):
         os._exit(137)
 
     def watch() -> None:
-        while True:
+        while not supervisor.is_orphaned(parent):
             time.sleep(0.5)
-            if os.getppid() != parent:
-                os._exit(137)
+        os._exit(137)
 
     threading.Thread(target=watch, name="tuner-parent-watch", daemon=True).start()
 
@@ -155,8 +146,8 @@ def main(argv: list[str]) -> None:
 
 
 def _read_request(path: Path) -> Request | Result:
-    """The request at ``path``, or the result that refuses it: one line for a request of another
-    protocol version (the driver is another tuner version), the error for one it cannot read."""
+    """The request at ``path``, or the result that refuses it (one line for another protocol
+    version: the driver is another tuner version)."""
     try:
         return decode_request(path.read_text())
     except ProtocolVersionError as exc:
@@ -166,8 +157,7 @@ def _read_request(path: Path) -> Request | Result:
 
 
 def _answer(request: Request, result_path: Path, preloaded: warm.Preloaded | None) -> Result:
-    """Run ``request`` by its mode (importing its backend unless a warm start did); whatever
-    fails becomes the result that says so: the child must always leave one."""
+    """Run ``request`` by its mode; whatever fails becomes the result that says so."""
     try:
         _inject_fault(request, result_path)
         from tuner.core.errors import WorkloadError, error_line

@@ -23,17 +23,13 @@ class FirstInputs:
         """``read(size)``: the first ``size`` samples, as the backend's ``first_batch`` gives."""
         self._read = read
         self._inputs: Any = None
-        self._taken = False
-
-    @property
-    def taken(self) -> bool:
+        self.taken = False
         """Whether a model needed them (one was built on them)."""
-        return self._taken
 
     def __call__(self) -> Any:
-        if not self._taken:
+        if not self.taken:
             self._inputs = element_parts(self._read(SAMPLES))[0]
-            self._taken = True
+            self.taken = True
         return self._inputs
 
 

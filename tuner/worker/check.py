@@ -1,27 +1,28 @@
 """Inside the child: check a workload once, on one CPU, before any trial runs (mode ``inspect``).
 
-Catches what would otherwise fail every trial — imports, the data's form, an empty dataset, NaN
-or inf in the data, shapes and labels that do not fit (one real training step: Keras's own line),
-loss and optimizer names or serialized forms, a rule the optimizer cannot take — and reports the
-workload's sizes. A crossentropy that expects probabilities given outputs that are not (logits)
-is a warning (``loss_warning``), never an error.
-Where the meter cannot measure the noise scale, the result says why, never an error. It reads
-only the first :data:`SCAN_SAMPLES` samples of each split: no dataset is ever materialised.
+Catches what would otherwise fail every trial (imports, the data's form, NaN or inf, shapes and
+labels that do not fit: one real training step, Keras's own line; loss, optimizer and rule) and
+reports the workload's sizes. Logits given to a crossentropy that expects probabilities, and a
+noise scale the meter cannot measure, are said, never errors. It reads only the first
+:data:`SCAN_SAMPLES` samples of each split: no dataset is ever materialised.
 """
 
 from __future__ import annotations
 
+import types
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+import keras
 import numpy as np
 
 from tuner.core.errors import WorkloadError, error_line
 from tuner.core.hyperparams import check, defaults
+from tuner.core.logits import PROBABILISTIC_LOSSES, logits_line, not_probabilities
 from tuner.core.objective import TRAINING_LOSS, is_validation, logged_name, missing_line
 from tuner.core.protocol import InspectRequest, Workload
 from tuner.core.scaling import optimizer_settings
-from tuner.worker import backends, compiled, hypermodel, probabilities
+from tuner.worker import backends, compiled, hypermodel
 from tuner.worker.digest import workload_digest, workload_parts
 from tuner.worker.noise import failure_reason, overrides
 from tuner.worker.sources import FUNCTION, PART_NAMES, Source, leaves, map_leaves
@@ -32,31 +33,22 @@ if TYPE_CHECKING:
 
 SAMPLES = 8
 """How many examples the check trains one step on: enough to show a mismatch, cheap on any model."""
-
 SCAN_SAMPLES = 256
-"""How many examples of each split the check reads and scans for NaN and inf: the first ones,
-cheap to read from any pipeline (the rest of the data is never read here)."""
-
+"""How many examples of each split the check reads and scans for NaN and inf: the first ones."""
 CHECK_SEED = 0
-"""The seed the check reads the data and builds the model under."""
-
 CHECK_LR = 1e-3
 """The learning rate of the check's optimizer; the check never trains, so any rate does."""
 
 
 def check_workload(request: InspectRequest) -> dict[str, Any]:
     """Load the data, build and compile the model, train one step and evaluate once on the first
-    samples; the workload's sizes. Raises :class:`WorkloadError` with one line that names what
-    to fix. Under JAX the same checks run on Keras's JAX backend, without TensorFlow.
-    """
+    samples; the workload's sizes, or :class:`WorkloadError` with one line naming what to fix."""
     workload = request.workload
     backend = backends.backend_name(request)
     inputs = backends.load(backend)
     from tuner.worker.determinism import seed_everything  # keras: once the backend is chosen
 
-    # Seeded before the data function runs, as a trial is: an unseeded shuffle or np.random
-    # draw reads the same first samples at every check, which the study's fingerprint holds.
-    seed_everything(CHECK_SEED)
+    seed_everything(CHECK_SEED)  # as a trial: the same first samples, which the digest holds
     source = inputs.load_source(workload)
     inputs.refuse_across_replicas(source, request.replicas)
     _check_budget(request, source)
@@ -81,7 +73,7 @@ def check_workload(request: InspectRequest) -> dict[str, Any]:
             "(they train on compute_loss): use loop = fit"
         )
     _check_trains(model, workload, source.reference, first)
-    warning = probabilities.loss_warning(model, model.loss, x_train, given)
+    warning = loss_warning(model, model.loss, x_train, given)
     arrays = {split: _numpy(batch) for split, batch in read.items()}
     skipped = _noise_skipped(request, inputs, model, source, first["train"])
     return {
@@ -108,7 +100,7 @@ def _compiled_model(
     workload: Workload, found: dict[str, Any] | None
 ) -> tuple[Any, Any, dict[str, Any], Any]:
     """The model compiled as a run compiles it, its optimizer, what it compiled with, and the
-    spec's loss where the run's loss is the spec's (else ``None``)."""
+    spec's loss where the run's is the spec's."""
     values = None
     if found is not None:
         check(found["space"])
@@ -121,8 +113,8 @@ def _compiled_model(
     compiled.compile_model(model, args)
     given = compiled.spec_loss(build, workload)
     described = compiled.describe(args, build is not None, given)
-    if compiled.own_optimizers(model):
-        described["own_optimizers"] = compiled.own_optimizers(model)
+    if own := compiled.own_optimizers(model):
+        described["own_optimizers"] = own
     if build is not None:
         described["overrides"] = compiled.spec_differences(build, workload)
     return model, args["optimizer"], described, given
@@ -139,8 +131,7 @@ def _check_sqrt_adam(request: InspectRequest, optimizer: Any, compiled_by_build:
 
 
 def _check_budget(request: InspectRequest, source: Source) -> None:
-    """An infinite or unsized training set needs ``train_samples``; an unsized validation set
-    needs ``val_samples`` (the fixed set every trial is evaluated on)."""
+    """Unsized training data need ``train_samples``, unsized validation data ``val_samples``."""
     if source.train_size is None and not request.budget.train_samples:
         kind = "infinite" if source.train_infinite else "of unknown size"
         raise WorkloadError(
@@ -155,13 +146,11 @@ def _check_budget(request: InspectRequest, source: Source) -> None:
 
 
 def _check_finite(reference: str, read: dict[str, tuple[Any, ...]]) -> None:
-    """No NaN or inf in what the check read: one line naming each array with NaN or inf (``x``,
-    ``y``, ``sample_weight``, a feature by its key) and how many values, per split."""
+    """No NaN or inf in what the check read: one line naming each array with any, per split."""
     found: dict[str, list[str]] = {}
     for split, batch in read.items():
         for name, array in named_arrays(batch):
-            bad = non_finite_count(array)
-            if bad:
+            if bad := non_finite_count(array):
                 found.setdefault(name, []).append(f"{bad:,} of {array.size:,} values in {split}")
     if found:
         where = "; in ".join(f"{name} ({', '.join(counts)})" for name, counts in found.items())
@@ -172,8 +161,7 @@ def _check_finite(reference: str, read: dict[str, tuple[Any, ...]]) -> None:
 
 
 def named_arrays(batch: tuple[Any, ...]) -> Iterator[tuple[str, np.ndarray]]:
-    """The arrays of an ``(x, y[, sample_weight])`` batch with their names: ``x``, ``y``,
-    ``sample_weight``, a dict's entries by their keys, a tuple's as ``x[0]``, ``x[1]``."""
+    """The arrays of an ``(x, y[, sample_weight])`` batch by name (``x``, a key, ``x[0]``)."""
     for name, part in zip(PART_NAMES, batch, strict=False):
         yield from _leaves(name, part)
 
@@ -223,11 +211,7 @@ def _head(batch: tuple[Any, ...], size: int) -> tuple[Any, ...]:
 
 def _sample_shape(part: Any) -> Any:
     """One sample's shape: a list for an array (``None`` where ragged), the structure kept."""
-    return map_leaves(lambda array: [_dim(d) for d in tuple(array.shape)[1:]], part)
-
-
-def _dim(size: Any) -> int | None:
-    return None if size is None else int(size)
+    return map_leaves(lambda a: [None if d is None else int(d) for d in tuple(a.shape)[1:]], part)
 
 
 def _shape_text(part: Any) -> str:
@@ -266,8 +250,9 @@ def _check_trains(
     except Exception as exc:  # it trains: what fails is its evaluation
         raise WorkloadError(_evaluation_failed(workload, reference, trained, exc)) from exc
     if logged_name(workload.objective) not in logs:
-        reported = sorted(logs)
-        raise WorkloadError(f"model {workload.model}: {missing_line(workload.objective, reported)}")
+        raise WorkloadError(
+            f"model {workload.model}: {missing_line(workload.objective, sorted(logs))}"
+        )
 
 
 def _evaluation_failed(
@@ -290,15 +275,11 @@ def _evaluation_failed(
     return line
 
 
-NOISE_LOOPS = ("fit", "custom")
-"""The loops whose trials measure the gradient noise scale (:mod:`tuner.worker.trial`)."""
-
-
 def _noise_skipped(
     request: InspectRequest, framework: Framework, model: Any, source: Source, batch: Any
 ) -> str | None:
     """Why the trials' noise meter will not measure, from one measurement step, or ``None``."""
-    if not request.noise_scale or request.loop not in NOISE_LOOPS or source.form == FUNCTION:
+    if not request.noise_scale or request.loop not in ("fit", "custom") or source.form == FUNCTION:
         return None  # not measured (a dataset function's trials say why themselves)
     samples = int(leaves(batch[0])[0].shape[0])
     try:
@@ -312,3 +293,45 @@ def _one_step(run: Any, x: Any, y: Any, weights: Any, **options: Any) -> Any:
     """``fit`` or ``evaluate`` over the samples given, in one batch; what it returns."""
     samples = int(leaves(x)[0].shape[0])
     return run(x, y, sample_weight=weights, batch_size=samples, verbose=0, **options)
+
+
+def probabilistic(loss: Any) -> str | None:
+    """The Keras loss function ``loss`` computes when it is a crossentropy that expects
+    probabilities (``from_logits`` false), by name, function or object; else ``None``."""
+    function = compiled.loss_function(loss)
+    name = function.__name__ if isinstance(function, types.FunctionType) else ""
+    if name not in PROBABILISTIC_LOSSES:
+        return None
+    # A name is the function called with its defaults (probabilities); a Loss says its own.
+    if isinstance(loss, keras.losses.Loss) and loss.get_config().get("from_logits", False):
+        return None
+    return name
+
+
+def loss_warning(model: Any, loss: Any, x: Any, given: Any) -> str | None:
+    """The line to say when ``model``'s outputs on ``x`` are not probabilities although ``loss``
+    expects them (``given``: the spec's loss, ``None`` for the build's); a model of several
+    outputs, or one the check cannot call on ``x``, is not looked at."""
+    function = probabilistic(loss)
+    if function is None:
+        return None
+    try:
+        outputs = model(x, training=False)
+        if isinstance(outputs, list | tuple | Mapping):
+            return None  # several outputs: which loss goes with which is the compile's
+        reason = not_probabilities(function, keras.ops.convert_to_numpy(outputs))
+    except Exception:  # a call only fit makes: no look, no warning
+        return None
+    if reason is None:
+        return None
+    shown = _shown(given if given is not None else loss)
+    return logits_line(function, shown, reason, from_spec=given is not None)
+
+
+def _shown(loss: Any) -> str:
+    """The loss as its user wrote it: a name, a serialized loss's class, an object's class."""
+    if isinstance(loss, str):
+        return repr(loss)
+    if isinstance(loss, Mapping):
+        return repr(str(loss.get("class_name")))
+    return type(loss).__name__ if not isinstance(loss, types.FunctionType) else loss.__name__

@@ -3,9 +3,7 @@
 A compiled build's loss, metrics and optimizer are read back from ``model._compile_config`` (the
 arguments as passed), never through ``get_compile_config()``, whose deserialisation fails on an
 unregistered custom class ("Could not locate class 'CustomMSE'"). Only the optimizer is made
-again, at the rule's learning rate. What the build compiled wins over what the spec names; with
-neither, the spec's defaults (``mse``, ``adam``). :func:`compile_model` compiles a built model with
-them, as every run and the workload check do.
+again, at the rule's learning rate. What the build compiled wins over what the spec names.
 """
 
 from __future__ import annotations
@@ -64,19 +62,15 @@ def compile_args(
 
 
 def spec_loss(build: Mapping[str, Any] | None, workload: Workload) -> Any:
-    """The spec's loss where a run compiles with it (the build's compile gives none), else
-    ``None``: what :func:`describe` says the run's loss is, in the spec's own form."""
+    """The spec's loss where a run compiles with it (the build gives none), else ``None``."""
     return workload.loss if "loss" not in (build or {}) else None
 
 
 def compile_model(model: Any, args: Mapping[str, Any]) -> None:
     """Compile ``model`` with ``args`` (:func:`compile_args`). A model the build compiled is
-    compiled again through Keras's own ``Model.compile`` (``Trainer.compile``), not its class's:
-    a subclass's ``compile`` may take arguments of its own (keras-io's ``Distiller``: its loss
-    functions, ``alpha``, ``temperature``) that it keeps as attributes and passes none of to
-    Keras, so calling it again with Keras's arguments fails, and calling it with Keras's alone
-    would lose them. Keras's compile is given again what the build gave it (read back by
-    :func:`of_build`), the optimizer at the run's rate; the attributes the build set stay."""
+    compiled again through Keras's own ``Model.compile``, not its class's: a subclass's
+    ``compile`` may take arguments of its own (keras-io's ``Distiller``: ``alpha``,
+    ``temperature``) that it keeps as attributes; calling it again would fail or lose them."""
     if getattr(model, "compiled", False):
         keras.Model.compile(model, **args)
     else:  # the first compile: the model's own, as the user's script would call it
@@ -84,9 +78,9 @@ def compile_model(model: Any, args: Mapping[str, Any]) -> None:
 
 
 def own_optimizers(model: Any) -> list[str]:
-    """The attributes of ``model`` that hold an optimizer other than ``model.optimizer``: a
-    ``train_step`` of its own that updates with them (keras-io's GAN: ``d_optimizer``,
-    ``g_optimizer`` kept by its own ``compile``) trains at their rates, never the rule's."""
+    """The attributes of ``model`` holding an optimizer other than ``model.optimizer`` (keras-io's
+    GAN: ``d_optimizer``, ``g_optimizer``): its own ``train_step`` trains at their rates, never
+    the rule's."""
     compiled_with = getattr(model, "optimizer", None)
     return sorted(
         name
@@ -97,8 +91,7 @@ def own_optimizers(model: Any) -> list[str]:
 
 def describe(args: Mapping[str, Any], from_build: bool, given: Any = None) -> dict[str, Any]:
     """What a run compiles with, as plain data (a custom object as its class and module; the
-    spec's serialized loss, ``given``, as the spec gave it, so that its settings — such as
-    ``from_logits`` — reach the export)."""
+    spec's serialized loss ``given`` as given, so that ``from_logits`` reaches the export)."""
     described: dict[str, Any] = {
         "from_build": from_build,
         "loss": dict(given) if isinstance(given, Mapping) else named(args.get("loss")),
@@ -130,9 +123,8 @@ def named(value: Any) -> Any:
 
 
 def spec_differences(build: Mapping[str, Any], workload: Workload) -> dict[str, Any]:
-    """The spec's loss and optimizer names that the build's compile overrides with something
-    else (``{"loss": "mse"}``); names Keras resolves to what the build compiled are no
-    difference (``"mse"`` against ``MeanSquaredError()``, ``"adam"`` against ``Adam(1e-4)``)."""
+    """The spec's loss and optimizer names the build's compile overrides with something else;
+    names Keras resolves to what the build compiled (``"mse"``, ``MeanSquaredError()``) are none."""
     differ: dict[str, Any] = {}
     loss, optimizer = build.get("loss"), build.get("optimizer")
     if workload.loss is not None and loss is not None and not _same_loss(workload.loss, loss):
@@ -148,8 +140,7 @@ def _same_loss(spec: Any, loss: Any) -> bool:
 
 
 def loss_function(loss: Any) -> Any:
-    """What a loss computes: the function a name (or a serialized loss) or a built-in ``Loss``
-    wraps, else its class."""
+    """What a loss computes: the function a name or a built-in ``Loss`` wraps, else its class."""
     try:
         resolved = keras.losses.get(loss) if isinstance(loss, str | Mapping) else loss
     except (ValueError, TypeError):

@@ -4,14 +4,10 @@ one device and N replicas can be compared step for step.
 One device draws a Dropout mask for the global batch, each replica for its shard, from other
 streams: two right runs differ by the masks alone (MNIST convnet's ``Dropout(0.5)``: 1.6e-2 on
 the loss), hiding what validate is there to see. Every layer that owns a
-``keras.random.SeedGenerator`` is made deterministic in the narrowest way: the Dropout family,
-``GaussianNoise`` and RNN cells' dropout get rate 0 (the model still trains with
-``training=True``: BatchNormalization keeps batch statistics); any other layer with a
-``training`` argument is called in inference mode; a layer with neither is left as it is, and
-said so. Under TensorFlow, BatchNormalization is synchronised across the replicas as well.
-
-The data are made the same too: generators seeded before the data function runs, and the first
-batches read once and replayed from memory, with a digest of each for the driver to compare.
+``keras.random.SeedGenerator`` is made deterministic in the narrowest way: known rates set to 0
+(the model still trains with ``training=True``: BatchNormalization keeps batch statistics), else
+inference mode, else left as it is and said so. The data are replayed from memory, each batch's
+digest for the driver to compare.
 """
 
 from __future__ import annotations
@@ -44,8 +40,8 @@ class Neutralized:
 
 
 def make_deterministic(model: Any) -> list[Neutralized]:
-    """Put every stochastic layer of ``model`` in a deterministic state (and under TensorFlow
-    synchronise BatchNormalization) before it trains; what was done, one entry per layer."""
+    """Put every stochastic layer of ``model`` in a deterministic state before it trains; what was
+    done, one entry per layer."""
     done = []
     for layer in _layers(model):
         if getattr(layer, "_seed_generators", None):
@@ -72,8 +68,7 @@ def _neutralize(layer: Any) -> Neutralized:
 
 def _synchronize(layer: Any) -> bool:
     """Under ``MirroredStrategy`` a BatchNormalization layer normalises each shard by its own
-    moments, rightly another function than one device's; for the comparison they are all-reduced
-    (TensorFlow only: under JAX the moments are the global batch's already)."""
+    moments (under JAX by the global batch's): for the comparison they are all-reduced."""
     if keras.backend.backend() != "tensorflow":
         return False
     if not isinstance(layer, keras.layers.BatchNormalization) or layer.synchronized:
@@ -148,8 +143,7 @@ def _label(layer: Any, zeroed: dict[str, float]) -> str:
 
 
 def seed_everything(seed: int) -> None:
-    """Seed every generator before the data function runs: an unseeded ``shuffle`` takes its op
-    seed from the global one, and ``np.random`` draws the same numbers, in both runs."""
+    """Seed every generator (``np.random``, an unseeded ``shuffle``) before the data function."""
     keras.utils.set_random_seed(seed)
 
 
@@ -165,9 +159,8 @@ def fixed_batches(stream: Any, count: int, reorder: bool = False) -> tuple[Any, 
     another float32 rounding order, as a right N-replica run is; validate's control run measures
     with it how far rounding order alone moves the model.
 
-    Why: a reshuffling ``shuffle`` draws seeds from a generator every iterator shares, and ``fit``
-    under ``MirroredStrategy`` opens two, so which seeds training gets is a thread race (measured:
-    another first loss in 2 of 6 runs). Batches replayed from memory hold no random state."""
+    Why: batches replayed from memory hold no random state, where a reshuffling ``shuffle`` races
+    (``tuner.worker.backends.tensorflow._inputs.shuffled_passes`` says how)."""
     if hasattr(stream, "element_spec") and hasattr(stream, "take"):  # a tf.data.Dataset
         return _fixed_dataset(stream, count, reorder)
     if hasattr(stream, "__next__"):  # JAX: an endless iterator of NumPy batches

@@ -25,8 +25,7 @@ PARTS = ("model function", "model configuration", "data function", "data samples
 
 
 def workload_digest(workload: Workload, model: Any, read: Mapping[str, Any]) -> str:
-    """The fingerprint of ``workload``, the ``model`` it built and the samples ``read`` of each
-    split: its :func:`workload_parts` and the source of the modules that define the functions."""
+    """The fingerprint: :func:`workload_parts` and the source of the functions' modules."""
     digest = hashlib.sha256()
     for reference in (workload.model, workload.data or workload.dataset):
         digest.update(_source(str(reference)).encode())
@@ -51,9 +50,8 @@ def workload_parts(workload: Workload, model: Any, read: Mapping[str, Any]) -> d
 
 
 def array_bytes(array: Any) -> bytes:
-    """What an array holds, as bytes to hash: its buffer, or for strings (an object array of
-    ``bytes``, whose buffer holds addresses that change with every process) each item's
-    contents with its length (so ``"ab", "c"`` is not ``"a", "bc"``)."""
+    """What an array holds, as bytes to hash: its buffer, or for strings (whose object buffer holds
+    addresses) each item with its length (so ``"ab", "c"`` is not ``"a", "bc"``)."""
     array = np.asarray(array)
     if array.dtype.kind != "O":
         return np.ascontiguousarray(array).tobytes()
@@ -80,8 +78,8 @@ def _code_of(reference: str | None) -> str:
 
 
 def _code(value: Any, depth: int) -> str:
-    """A text that changes with what ``value`` computes: a function's compiled code, the methods
-    of a class (or of an object's class, with the object's plain settings)."""
+    """A text that changes with what ``value`` computes: a function's compiled code, a class's
+    methods (an object's, with its plain settings)."""
     if depth > 4:  # a deep cycle of classes: what is above says enough
         return ""
     function = inspect.unwrap(value) if callable(value) else value
@@ -112,14 +110,8 @@ def _plain(value: Any) -> str:
     if isinstance(value, tuple | list):
         return "(" + ",".join(_plain(v) for v in value) + ")"
     if isinstance(value, dict):
-        return (
-            "{"
-            + ",".join(
-                f"{k!r}:{_plain(v)}"
-                for k, v in sorted(value.items(), key=lambda item: str(item[0]))
-            )
-            + "}"
-        )
+        items = sorted(value.items(), key=lambda item: str(item[0]))
+        return "{" + ",".join(f"{k!r}:{_plain(v)}" for k, v in items) + "}"
     if value is None or isinstance(value, bool | int | float | str | bytes):
         return repr(value)
     return type(value).__qualname__

@@ -1,18 +1,10 @@
 """The fork server: ``python -m tuner.worker.fork_server BACKEND FD``, one per search and
-environment.
+environment (docs/design/architecture.md, "Why a child process per trial").
 
-Every trial child pays an interpreter start and its framework's import (~3-4 s of CPU for
-TensorFlow and Keras, ~70 % of a small trial child's CPU). The server pays it once: it imports
-BACKEND's modes, touching no device, then forks each warm child the driver asks for over the Unix
-socket FD (:mod:`tuner.driver.children._forked`). A forked child is what a started one is, minus
-the import: it becomes the trial's supervisor (:func:`tuner.worker.supervisor.supervise`, in a
-session of its own, with the stdin, stdout and stderr the driver sent), which forks the warm
-worker (:func:`tuner.worker.__main__.main`), which waits for its request on stdin.
-
-The server watches its parent, the driver: when it dies (its death signal is SIGKILL) or closes
-the socket, the server exits, and each supervisor it forked gets its own parent-death signal and
-ends its trial as it would on the driver's death. The server reports each fork's pid, then its
-exit status (``{"id": N, "pid": P}``, ``{"id": N, "code": C}``), since only it can wait for them.
+It imports BACKEND's modes once, touching no device, then forks each warm spare the driver asks
+for over the Unix socket FD (:mod:`tuner.driver.children._forked`): the trial's supervisor, which
+forks the warm worker. It reports each fork's pid, then its exit status (``{"id": N, "pid": P}``,
+``{"id": N, "code": C}``), since only it can wait for them; it exits with its parent, the driver.
 
 Why fork is safe here: after the import the server has run no framework code (no runtime, no
 device, no thread pool of TensorFlow's or XLA's started; OpenBLAS's threads handle ``fork``), and
@@ -45,8 +37,7 @@ _POLL_S = 0.5
 
 
 def main(argv: list[str]) -> NoReturn:
-    """Import ``argv[0]``'s modes, then serve fork requests on the socket ``argv[1]`` until the
-    driver closes it or dies."""
+    """Import ``argv[0]``'s modes, then serve fork requests on the socket ``argv[1]``."""
     backend, fd = argv[0], int(argv[1])
     sock = socket.socket(fileno=fd)
     parent = int(os.environ.get(supervisor.PARENT_PID_ENV, os.getppid()))
@@ -199,8 +190,8 @@ def _fork_worker(argv: list[str], preloaded: warm.Preloaded, held: int, parent: 
 
 
 def _fresh_process_state() -> None:
-    """What a started worker would have of its own: its argv[0], a fresh NumPy global RNG
-    (Python's ``random`` reseeds itself after a fork)."""
+    """What a started worker has of its own: its argv[0], a fresh NumPy RNG (Python's ``random``
+    reseeds itself after a fork)."""
     import tuner.worker.__main__ as worker_module
 
     sys.argv[:1] = [worker_module.__file__ or sys.argv[0]]

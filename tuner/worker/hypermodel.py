@@ -1,8 +1,7 @@
 """Inside the child: a workload's ``model`` may be a KerasTuner hypermodel, used unchanged.
 
-:func:`discover` builds it to learn its hyperparameters (each non-default ``Choice`` or
-``Boolean`` value is built once more, so that conditional hyperparameters behind it are found);
-:func:`build` registers each value as ``hp.Fixed`` first, as the recommendation's snippet does.
+:func:`discover` builds each non-default ``Choice`` or ``Boolean`` value once more, so that
+conditional hyperparameters behind it are found; :func:`build` fixes each value as ``hp.Fixed``.
 """
 
 from __future__ import annotations
@@ -96,15 +95,11 @@ def discover(reference: str) -> dict[str, Any] | None:
     names = {entry["config"]["name"] for entry in space}
     tried: set[tuple[str, str]] = set()
     builds = 1
-    index = 0
-    while index < len(space) and builds < _MAX_DISCOVERY_BUILDS:
-        entry = space[index]
-        index += 1
+    for entry in space:  # grows with the hyperparameters found behind a value
         config = entry["config"]
         if entry["class_name"] == "Choice":
-            others = [
-                v for v in config["values"] if v != config.get("default", config["values"][0])
-            ]
+            default = config.get("default", config["values"][0])
+            others = [v for v in config["values"] if v != default]
         elif entry["class_name"] == "Boolean":
             others = [not config.get("default", False)]
         else:
@@ -136,10 +131,9 @@ class _FitRecorder:
 
 
 def check_fit(reference: str, x: Any, y: Any) -> list[str] | None:
-    """For a ``HyperModel`` that overrides ``fit`` (which tuner never calls), the names of the
-    hyperparameters it declares, ``batch_size`` among them where it sets one (KerasTuner's way of
-    tuning the batch; tuner searches the batch itself), ``[]`` when none are found; ``None`` when
-    ``fit`` is KerasTuner's own or the model is no ``HyperModel``."""
+    """For a ``HyperModel`` that overrides ``fit`` (which tuner never calls), the hyperparameters it
+    declares (``[]``: none), ``batch_size`` among them where it sets one (tuner searches the batch
+    itself); ``None`` when ``fit`` is KerasTuner's own or the model is no ``HyperModel``."""
     import keras_tuner
 
     target = resolve(reference, allow_hypermodel=True)
@@ -171,9 +165,8 @@ def layer_summary(model: Any) -> list[str]:
 
 
 def parameter_count(model: Any) -> int:
-    """``model.count_params()``, or for a model Keras never built as a whole (keras-io's VAE:
-    its ``train_step`` calls the encoder and the decoder, never the model) the sizes of the
-    weights its layers hold."""
+    """``model.count_params()``, or for a model Keras never built as a whole (keras-io's VAE) the
+    sizes of the weights its layers hold."""
     if getattr(model, "built", True):
         return int(model.count_params())
     return sum(math.prod(int(d) for d in weight.shape) for weight in model.weights)

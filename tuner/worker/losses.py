@@ -12,8 +12,6 @@ from typing import Any
 
 import keras
 
-__all__ = ["call_model", "model_loss", "per_example_loss", "unpack"]
-
 
 def unpack(data: Any) -> tuple[Any, Any, Any]:
     """``(x, y, sample_weight)`` of a batch, as Keras's own ``train_step`` unpacks it."""

@@ -1,9 +1,8 @@
 """Inside the child: the learning-rate range test (mode ``lr_find``) of ``tuner lr-find``.
 
-The user's training as a trial runs it, with one change: the learning rate becomes Keras's
-``ExponentialDecay`` with a rate above 1, growing geometrically from ``min_lr`` to ``max_lr``
-inside the compiled step (no per-step assignment). Each window is one step, so its reported loss
-is that step's own. The run stops when the loss diverges.
+The user's training as a trial runs it, the learning rate Keras's ``ExponentialDecay`` with a
+rate above 1, from ``min_lr`` to ``max_lr`` inside the compiled step (no per-step assignment).
+Each window is one step, so its reported loss is that step's own.
 """
 
 from __future__ import annotations

@@ -12,16 +12,9 @@ from typing import Any
 from tuner.core.devices import DevicePlan
 from tuner.core.progress import StepReporter
 from tuner.core.protocol import EpochEvent, Event, WindowsDoneEvent
-from tuner.core.windows import warmup_excess
 
 Emit = Callable[[Event], None]
 """Sends one event to the driver (:func:`tuner.core.protocol.encode_event` on stdout)."""
-
-
-def split_tracing(epoch_seconds: list[float], fit_s: float) -> dict[str, float]:
-    """Split fit time into tracing (the warm-up windows' excess over a steady one) and training."""
-    tracing = warmup_excess(epoch_seconds)
-    return {"tracing_s": tracing, "training_s": fit_s - tracing}
 
 
 def auto_noise_steps(epoch_steps: int) -> int:
@@ -54,8 +47,8 @@ def input_throughput(
 
 
 def _draw(iterator: Any, most: int, seconds: float, wait: Callable[[Any], Any]) -> int:
-    """Draw batches until ``most`` or, past :data:`INPUT_PROBE_MIN_BATCHES`, ``seconds``; how
-    many. The last one is waited for, so the time covers every batch drawn."""
+    """Draw batches until ``most`` or, past :data:`INPUT_PROBE_MIN_BATCHES`, ``seconds``; how many.
+    The last one is waited for, so the time covers every batch drawn."""
     started = time.perf_counter()
     drawn = 0
     last = None

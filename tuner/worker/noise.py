@@ -1,9 +1,7 @@
 """Inside the child: the gradient noise scale as a side measurement that never fails a trial.
 
-What a meter cannot measure — a model whose ``train_step`` trains on a loss it was not compiled
-with (:class:`NoiseUnsupported`) — and any error or out-of-memory stop it (:class:`GuardedNoise`):
-the trial trains on and the result says why (``noise_scale_skipped``). Measurement steps leave
-the model as they found it (:func:`state_kept`). Backend-neutral: no framework import.
+What a meter cannot measure (:class:`NoiseUnsupported`), and any error or out-of-memory, stop it
+(:class:`GuardedNoise`): the trial trains on and the result says why. Backend-neutral.
 """
 
 from __future__ import annotations
@@ -18,17 +16,6 @@ from tuner.core.efficiency import NoiseScale
 from tuner.core.errors import error_line
 from tuner.core.oom import is_oom_error
 
-__all__ = [
-    "GuardedNoise",
-    "Meter",
-    "NoiseUnsupported",
-    "failure_reason",
-    "guarded",
-    "overrides",
-    "state_kept",
-    "unsupported_reason",
-]
-
 HIDDEN_LOSS = (
     "the model's own train_step computes its loss without compute_loss (and the model does not "
     "override compute_loss): the noise meter cannot see the loss it trains on"
@@ -40,11 +27,9 @@ class NoiseUnsupported(ValueError):
 
 
 def unsupported_reason(model: Any) -> str | None:
-    """Why ``model.compute_loss`` cannot give the loss ``model`` trains on, or ``None``.
-
-    Only a custom ``train_step`` that never calls ``compute_loss`` hides what it trains on: the
-    compiled loss would be measured, not the trained one. Where its source cannot be read, a
-    compiled loss is taken as the one it trains on."""
+    """Why ``model.compute_loss`` cannot give the loss ``model`` trains on, or ``None``: a custom
+    ``train_step`` that never calls it (read from its source; none to read: a compiled loss is
+    taken as the trained one)."""
     if overrides(model, "compute_loss") or not overrides(model, "train_step"):
         return None
     calls = _calls_compute_loss(type(model).train_step)
@@ -71,8 +56,7 @@ def overrides(model: Any, name: str) -> bool:
 
 @contextlib.contextmanager
 def state_kept(model: Any) -> Iterator[None]:
-    """Puts back ``model``'s non-trainable and metric variables as they were, whatever happens
-    inside: a measurement changes nothing the training or its logs read."""
+    """Puts ``model``'s non-trainable and metric variables back as they were, whatever happens."""
     variables = [*model.non_trainable_variables, *getattr(model, "metrics_variables", [])]
     saved = [v.numpy() for v in variables]
     try:
@@ -83,8 +67,7 @@ def state_kept(model: Any) -> Iterator[None]:
 
 
 class Meter:
-    """What both backends' meters share: ``steps`` extra steps per :meth:`measure`, the
-    estimate of ``B_simple`` over them, and the out-of-memory that stops it."""
+    """What both backends' meters share: ``steps`` extra steps per :meth:`measure`, ``B_simple``."""
 
     def __init__(self, model: Any, global_batch: int, replicas: int, steps: int) -> None:
         reason = unsupported_reason(model)

@@ -18,9 +18,8 @@ _Run = TypeVar("_Run", bound=RunRequest)
 
 def at_learning_rate(optimizer: Any, learning_rate: float) -> Any:
     """A fresh optimizer of ``optimizer``'s class and settings at ``learning_rate``, made with the
-    class's own ``from_config`` so a custom, unregistered optimizer works. A schedule from an
-    ``initial_learning_rate`` keeps its shape; any other gives way (:func:`schedule_kept`).
-    """
+    class's own ``from_config`` (a custom, unregistered optimizer works). A schedule from an
+    ``initial_learning_rate`` keeps its shape; any other gives way (:func:`schedule_kept`)."""
     optimizer = unscaled(optimizer)
     schedule = _schedule(optimizer)
     rate: Any = float(learning_rate)
@@ -39,8 +38,8 @@ def at_learning_rate(optimizer: Any, learning_rate: float) -> Any:
 
 
 def schedule_kept(optimizer: Any) -> bool | None:
-    """``None`` when ``optimizer`` has a constant learning rate; else whether
-    :func:`at_learning_rate` keeps its schedule (one with an ``initial_learning_rate``)."""
+    """``None`` for a constant learning rate; else whether :func:`at_learning_rate` keeps the
+    schedule (one with an ``initial_learning_rate``)."""
     schedule = _schedule(unscaled(optimizer))
     if schedule is None:
         return None
@@ -70,17 +69,10 @@ def describe(optimizer: Any, from_build: bool, rule: LearningRateRule | None) ->
     """The optimizer a trial used: class, scalar settings, warmup, and under ``keras`` the whole
     serialized optimizer; under mixed_float16 the one inside Keras's ``LossScaleOptimizer``."""
     optimizer = unscaled(optimizer)
-    config = optimizer.get_config()
-    settings = {
-        key: value
-        for key, value in config.items()
-        if key != "name" and isinstance(value, int | float | str | bool)
-    }
-    described: dict[str, Any] = {
-        "class": type(optimizer).__name__,
-        "from_build": from_build,
-        **settings,
-    }
+    described: dict[str, Any] = {"class": type(optimizer).__name__, "from_build": from_build}
+    for key, value in optimizer.get_config().items():
+        if key != "name" and isinstance(value, int | float | str | bool):
+            described[key] = value
     if rule is not None and rule.name == "linear-warmup":
         described["learning_rate"] = float(rule.learning_rate)
         described["warmup"] = {
@@ -88,8 +80,7 @@ def describe(optimizer: Any, from_build: bool, rule: LearningRateRule | None) ->
             "to": float(rule.learning_rate),
             "steps": int(rule.warmup_steps or 0),
         }
-    keras_config = _serialized(optimizer, rule)
-    if keras_config is not None:
+    if (keras_config := _serialized(optimizer, rule)) is not None:
         described["keras"] = keras_config
     return described
 
@@ -117,9 +108,8 @@ def _serialized(optimizer: Any, rule: LearningRateRule | None) -> dict[str, Any]
 
 def micro(request: _Run) -> _Run:
     """The run the child trains for an accumulating ``request``: its ``global_batch_size`` the
-    micro-batch, so that samples, windows and an epoch warm-up count micro-steps, as Keras's
-    schedules do; a warm-up in optimizer steps is stretched to micro-steps, and a fixed
-    ``steps_per_epoch`` counts updates. ``request`` itself when it does not accumulate."""
+    micro-batch, so samples, windows and warm-ups count micro-steps as Keras's schedules do (a
+    fixed ``steps_per_epoch`` counts updates); ``request`` itself when it does not accumulate."""
     steps = request.accumulation_steps
     if steps <= 1:
         return request

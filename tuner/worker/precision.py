@@ -12,17 +12,10 @@ import keras
 
 from tuner.core.protocol import RunRequest
 
-DEFAULT = "float32"
-
-
-def of(request: RunRequest) -> str:
-    """The request's precision (``float32`` when it names none)."""
-    return request.precision or DEFAULT
-
 
 def apply(request: RunRequest) -> str:
-    """Set the request's precision as Keras's global dtype policy; returns its name."""
-    name = of(request)
+    """Set the request's precision (``float32`` if none) as Keras's global policy; its name."""
+    name = request.precision or "float32"
     keras.mixed_precision.set_global_policy(name)
     return name
 

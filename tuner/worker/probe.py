@@ -2,9 +2,7 @@
 memory peak, not the loss.
 
 With ``probe_search`` the child tries several sizes in this one process (one import, one device
-set-up), stopping at the first that runs out of memory or after
-:func:`tuner.core.probe.sizes_per_child` sizes (one under a memory cap, where a size trained
-before shrinks the room); the driver starts a fresh child for the rest.
+set-up) until one runs out of memory or :func:`tuner.core.probe.sizes_per_child` are done.
 
 Test aid: ``TUNER_TEST_FAULT=abort@probe:BATCH`` (or ``segfault@probe:BATCH``) kills the probe
 child by that signal once it has announced BATCH, as a capped allocator can. Inert unless set.

@@ -1,19 +1,14 @@
 """Inside the child: one training run, whatever its backend — the interface the modes talk to.
 
-The backend-neutral modes open a :class:`Session` with :func:`tuner.worker.backends.open_session`:
-a :class:`Loop` (the model and how it trains) and a :class:`Backend` (evaluation, the input
-stream, the noise meter, memory). This module imports no backend.
-
 Throughput is measured per window from epoch-level callbacks only (batch-level hooks would force
-a device sync every step), the first window — tracing and compilation — left out. With
-``train_samples`` the run's steps are cut into windows (:mod:`tuner.core.windows`).
+a device sync every step). This module imports no backend.
 """
 
 from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -24,10 +19,12 @@ from tuner.core.devices import DevicePlan
 from tuner.core.errors import WorkloadError
 from tuner.core.protocol import Budget, LearningRateRule, RunRequest
 from tuner.core.target import CheckPlan
-from tuner.core.windows import plan_windows
+from tuner.core.windows import plan_windows, warmup_excess
 from tuner.worker import building, compiled, hypermodel, optim, precision, target
 from tuner.worker.callbacks import OnEpoch, OnStep
-from tuner.worker.meters import Meter, split_tracing
+from tuner.worker.meters import Meter
+from tuner.worker.noise import GuardedNoise
+from tuner.worker.noise import Meter as NoiseMeter
 from tuner.worker.sources import Source
 
 
@@ -47,21 +44,6 @@ class Loop(Protocol):
     def variable_copies(self) -> list[list[np.ndarray]]: ...
 
 
-class NoiseMeasure(Protocol):
-    """A gradient-noise-scale meter (each backend has its own)."""
-
-    scale: Any
-
-    @property
-    def seconds(self) -> float: ...
-    @property
-    def stopped(self) -> str | None: ...
-    @property
-    def measured_steps(self) -> int: ...
-
-    def measure(self) -> float | None: ...
-
-
 class Backend(Protocol):
     """What a session needs of its framework besides the loop."""
 
@@ -69,7 +51,7 @@ class Backend(Protocol):
 
     def evaluator(self, session: Session) -> Callable[[], float]: ...
     def input_throughput(self, session: Session) -> float: ...
-    def noise_meter(self, session: Session, steps: int) -> NoiseMeasure | None: ...
+    def noise_meter(self, session: Session, steps: int) -> NoiseMeter | None: ...
     def peak_memory_per_device(self) -> list[int | None]: ...
     def device_kind(self) -> str: ...
     def versions(self) -> dict[str, str]: ...
@@ -88,11 +70,8 @@ class ModelRecipe:
         inputs: Callable[[], Any] | None = None,
     ) -> None:
         """``inputs``: what a model without weights is built on before its weights are set."""
-        self._workload = request.workload
+        self._request = request
         self._inputs = inputs
-        self._values = request.model_hyperparameters
-        self._learning_rate = request.learning_rate
-        self._accumulation = request.accumulation_steps
         self._initial = initial
         self.precision = precision_name
         self.rule = rule
@@ -107,20 +86,22 @@ class ModelRecipe:
 
     def build(self) -> Any:
         """A fresh model at the run's initial weights."""
-        model = building.built(hypermodel.build(self._workload.model, self._values), self._inputs)
+        request = self._request
+        model = hypermodel.build(request.workload.model, request.model_hyperparameters)
+        model = building.built(model, self._inputs)
         model.set_weights(self._initial)
         self.build_args = compiled.of_build(model)  # this build's own objects, fresh each time
         return model
 
     def compile_args(self) -> dict[str, Any]:
         """The arguments of ``model.compile`` for the last built model, rule and precision in."""
+        request, workload = self._request, self._request.workload
         args = compiled.compile_args(
-            self.build_args, self._workload, self._learning_rate, self._workload.model
+            self.build_args, workload, request.learning_rate, workload.model
         )
         shaped = optim.apply_rule(args["optimizer"], self.rule)
-        args["optimizer"] = precision.scaled(
-            optim.accumulating(shaped, self._accumulation), self.precision
-        )
+        accumulating = optim.accumulating(shaped, request.accumulation_steps)
+        args["optimizer"] = precision.scaled(accumulating, self.precision)
         self._args = args
         return args
 
@@ -128,7 +109,7 @@ class ModelRecipe:
         """What the run compiled with; ``None`` before :meth:`compile_args`."""
         if self._args is None:
             return None
-        given = compiled.spec_loss(self.build_args, self._workload)
+        given = compiled.spec_loss(self.build_args, self._request.workload)
         return compiled.describe(self._args, self.compiled_by_build, given)
 
 
@@ -139,12 +120,11 @@ def initial_weights(
 ) -> list[np.ndarray]:
     """The model's initial weights from the seed, built once outside any distribution, so every
     run — one device or many — starts from the same numbers; the seed is set again after."""
-    seed = request.seed
-    keras.utils.set_random_seed(seed)
+    keras.utils.set_random_seed(request.seed)
     with place():
         model = hypermodel.build(request.workload.model, request.model_hyperparameters)
         weights: list[np.ndarray] = building.built(model, inputs).get_weights()
-    keras.utils.set_random_seed(seed)
+    keras.utils.set_random_seed(request.seed)
     return weights
 
 
@@ -188,18 +168,22 @@ def hold_until_exit(*objects: Any) -> None:
 def plan_run(
     request: RunRequest, batch: int, source: Source
 ) -> tuple[int, int, CheckPlan | None, LearningRateRule | None]:
-    """(steps per window, windows, checks, the rule resolved to steps) of a run at ``batch``."""
-    steps, windows, checks = windows_and_checks(request, batch, source)
-    epoch_steps = steps
-    if checks is not None and source.train_size:  # a warm-up ramp's epoch stays an epoch
-        epoch_steps = source.train_size // batch
+    """(steps per window, windows, checks, the rule resolved to steps) of a run at ``batch``: with
+    a loss target (and no fixed steps) the windows of its cadence (:func:`target.plan`)."""
+    n_train = source.train_size
+    _check_fits(batch, n_train)
+    checks = target.plan(request, batch, n_train)
+    if checks is None:
+        steps, windows = _windows(request, batch, source)
+        epoch_steps = steps
+    else:
+        steps, windows = checks.window_steps, checks.windows
+        epoch_steps = n_train // batch if n_train else steps  # a warm-up's epoch stays an epoch
     return steps, windows, checks, _resolved_rule(request.rule, epoch_steps, steps * windows)
 
 
 def train(
-    session: Session,
-    noise: NoiseMeasure | None = None,
-    check: target.TargetCheck | None = None,
+    session: Session, noise: GuardedNoise | None = None, check: target.TargetCheck | None = None
 ) -> None:
     """Run the loop for its windows, the target checked and ``noise`` measured after each."""
     timings = session.timings
@@ -226,7 +210,8 @@ def train(
     if check is not None:
         timings["evaluate_s"] = check.seconds
         timings["fit_s"] -= check.seconds
-    timings.update(split_tracing(session.meter.epoch_seconds, timings["fit_s"]))
+    tracing = warmup_excess(session.meter.epoch_seconds)  # the warm-up windows' excess
+    timings.update(tracing_s=tracing, training_s=timings["fit_s"] - tracing)
 
 
 def summary(session: Session) -> dict[str, Any]:
@@ -256,34 +241,24 @@ def summary(session: Session) -> dict[str, Any]:
     }
 
 
+def scalar_logs(logs: Mapping[Any, Any]) -> dict[str, float]:
+    """An evaluation's logs that are numbers, as floats (a confusion matrix is no figure)."""
+    found = {}
+    for name, value in logs.items():
+        with contextlib.suppress(Exception):
+            found[str(name)] = float(value)
+    return found
+
+
 def peak_memory_bytes(session: Session) -> int | None:
     """The largest peak of any of the run's devices, or ``None`` where no device can tell."""
     peaks = [peak for peak in session.backend.peak_memory_per_device() if peak is not None]
     return max(peaks) if peaks else None
 
 
-def windows_and_checks(
-    request: RunRequest, batch: int, source: Source
-) -> tuple[int, int, CheckPlan | None]:
-    """(steps per window, windows, checks): with a loss target (and no fixed steps), the windows
-    of its cadence (:func:`tuner.worker.target.plan`); else :func:`_windows`, with no checks."""
-    _check_fits(batch, source.train_size)
-    checks = target.plan(request, batch, source.train_size)
-    if checks is None:
-        return (*_windows(request, batch, source), None)
-    return checks.window_steps, checks.windows, checks
-
-
-def _check_fits(batch: int, n_train: int | None) -> None:
-    if n_train is not None and batch > n_train:
-        raise WorkloadError(
-            f"global batch {batch} is larger than the training set ({n_train} samples)"
-        )
-
-
 def _windows(request: RunRequest, batch: int, source: Source) -> tuple[int, int]:
-    """(steps per window, windows): a probe's or validation's fixed ``steps_per_epoch``; else from
-    ``train_samples`` when given; else one window per epoch over a training set of known size."""
+    """(steps per window, windows): a fixed ``steps_per_epoch``; else from ``train_samples``; else
+    one window per epoch over a training set of known size."""
     n_train, budget = source.train_size, request.budget
     _check_fits(batch, n_train)
     if budget.steps_per_epoch:
@@ -303,6 +278,13 @@ def _windows(request: RunRequest, batch: int, source: Source) -> tuple[int, int]
     return n_train // batch, _epochs(budget)
 
 
+def _check_fits(batch: int, n_train: int | None) -> None:
+    if n_train is not None and batch > n_train:
+        raise WorkloadError(
+            f"global batch {batch} is larger than the training set ({n_train} samples)"
+        )
+
+
 def _epochs(budget: Budget) -> int:
     # The driver sends epochs with fixed steps, and whenever there is no sample budget.
     if budget.epochs is None:
@@ -313,8 +295,8 @@ def _epochs(budget: Budget) -> int:
 def _resolved_rule(
     rule: LearningRateRule | None, epoch_steps: int, total_steps: int
 ) -> LearningRateRule | None:
-    """The request's rule with a ``linear-warmup`` ramp given in epochs turned into steps (with a
-    sample budget, which has no epochs, the ramp is the first 10 % of the steps)."""
+    """The rule with a ``linear-warmup`` ramp in epochs turned into steps (with a sample budget,
+    which has no epochs, the first 10 % of the steps)."""
     if rule is not None and rule.name == "linear-warmup" and not rule.warmup_steps:
         if rule.sample_budget:
             return replace(rule, warmup_steps=max(1, total_steps // 10))

@@ -89,24 +89,17 @@ def _is_dict_of_arrays(value: Any) -> bool:
 
 def _is_array(value: Any) -> bool:
     """An array ``model.fit`` takes as one input (a shape and ``__array__``), not a dataset."""
-    if isinstance(value, np.ndarray):
-        return True
     return hasattr(value, "__array__") and hasattr(value, "shape")
 
 
 def as_arrays(part: Any) -> Any:
     """One part of the four arrays as ``model.fit`` takes it, leaves NumPy arrays, lists as
     tuples (``tf.data`` would stack a list into one tensor; Keras reads a tuple as inputs)."""
-    arrays = map_leaves(np.asarray, part)
-    return _lists_to_tuples(arrays)
-
-
-def _lists_to_tuples(structure: Any) -> Any:
-    if isinstance(structure, Mapping):
-        return {key: _lists_to_tuples(value) for key, value in structure.items()}
-    if isinstance(structure, tuple | list):
-        return tuple(_lists_to_tuples(value) for value in structure)
-    return structure
+    if isinstance(part, Mapping):
+        return {key: as_arrays(value) for key, value in part.items()}
+    if isinstance(part, tuple | list):
+        return tuple(as_arrays(value) for value in part)
+    return None if part is None else np.asarray(part)
 
 
 def check_arrays(reference: str, arrays: tuple[Any, ...]) -> tuple[int, int]:
@@ -170,20 +163,19 @@ def sample_shapes(parts: tuple[Any, ...]) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
-def shape_change(
+def refuse_shape_change(
     reference: str, first: dict[str, tuple[int, ...]], parts: tuple[Any, ...], index: int
-) -> WorkloadError | None:
-    """The refusal of batch ``index`` when its samples' shapes are not the first batch's (tuner
-    re-batches at every global batch, and samples of several shapes do not stack), or ``None``."""
+) -> None:
+    """Refuse batch ``index`` when its samples' shapes are not the first batch's (tuner
+    re-batches at every global batch, and samples of several shapes do not stack)."""
     for name, now in sample_shapes(parts).items():
         was = first.get(name, now)
         if was != now:
-            return WorkloadError(
+            raise WorkloadError(
                 f"{reference}: the samples of {name} are {was} in the first batch and {now} in "
                 f"batch {index}; tuner re-batches samples at each global batch size, so every "
                 "sample needs one shape: pad to one fixed length in the data"
             )
-    return None
 
 
 def pydataset_pass(dataset: Any) -> Iterator[Any]:

@@ -1,19 +1,12 @@
 """The trial's supervisor: ``python -m tuner.worker.supervisor [--trial-dir DIR] -- COMMAND...``.
 
-It sits between the driver and the trial child so that nothing a trial started outlives it: not
-the child, not a data loader's helper, not a process that left the session with ``setsid``. As a
-*child subreaper* every orphaned descendant is reparented to it, so it can still find and kill
-it. When the child ends, when the driver asks (SIGTERM, SIGINT, SIGHUP) and when the driver dies,
-it freezes and kills every descendant and reaps them (after the driver's death it also removes
-``--trial-dir``), then ends as the child ended, exit code or signal, so the driver's
-classification of signals (``tuner.core.outcome``) holds.
-
-Why not a cgroup or the process group: a per-trial cgroup needs a delegated cgroup tree, which
-containers and CI runners rarely grant; a process group misses descendants that start their own
-session. Started, it imports nothing from tuner and nothing heavy: only an interpreter start-up
-a trial. A warm spare's supervisor is instead forked by the fork server
-(:mod:`tuner.worker.fork_server`), which calls :func:`supervise` with a ``start`` that forks the
-worker.
+A *child subreaper* between the driver and the trial child, so that nothing a trial started
+outlives it (docs/design/architecture.md says why not a cgroup or the process group). When the
+child ends, when the driver asks (SIGTERM, SIGINT, SIGHUP) and when the driver dies, it freezes,
+kills and reaps every descendant (after the driver's death it also removes ``--trial-dir``), then
+ends as the child ended, exit code or signal, so the driver's classification of signals
+(``tuner.core.outcome``) holds. Started, it imports nothing from tuner and nothing heavy; the
+fork server instead calls :func:`supervise` with a ``start`` that forks the worker.
 """
 
 from __future__ import annotations
@@ -153,8 +146,7 @@ def _signal_all(pids: Iterable[int], sig: signal.Signals) -> None:
 
 
 def die_with_parent(sig: int) -> bool:
-    """Have the kernel send ``sig`` to this process when the thread that started it exits (Linux);
-    whether it could."""
+    """Have the kernel send ``sig`` when the thread that started us exits; whether it could."""
     return _prctl(PR_SET_PDEATHSIG, sig)
 
 
@@ -166,8 +158,8 @@ def _prctl(option: int, value: int) -> bool:
 
 
 def spawn(command: list[str]) -> int:
-    """Start ``command`` with this process as its parent to watch, signals as a fresh process has
-    them (this one blocks some, and Python ignores SIGPIPE and SIGXFSZ); its pid."""
+    """Start ``command`` with this process as the parent it watches, its signals as a fresh process
+    has them (this one blocks some, Python ignores SIGPIPE and SIGXFSZ); its pid."""
     env = {**os.environ, PARENT_PID_ENV: str(os.getpid())}
     defaults = [getattr(signal, name) for name in ("SIGPIPE", "SIGXFSZ") if hasattr(signal, name)]
     return os.posix_spawnp(command[0], command, env, setsigmask=(), setsigdef=defaults)
@@ -232,10 +224,7 @@ def main(argv: list[str]) -> NoReturn:
 
 def supervise(trial_dir: str | None, parent: int, start: Callable[[], int]) -> NoReturn:
     """Become the trial's subreaper, start its child (``start``: its pid), wait, end as it ended.
-
-    :data:`WATCHED` must be blocked already (before ``parent`` could die unseen). The fork server
-    (:mod:`tuner.worker.fork_server`) calls this in a forked process, ``start`` forking the worker.
-    """
+    :data:`WATCHED` must be blocked already (before ``parent`` could die unseen)."""
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
     die_with_parent(PARENT_GONE)
     if is_orphaned(parent):  # the parent died before the parent-death signal was set

@@ -1,10 +1,8 @@
 """Inside the child: a trial that trains to a target loss (``--target-loss``).
 
 Its windows are the target's cadence (:func:`plan`), so every check falls at the same samples for
-every batch size. When the first check already reaches the target, one more window is trained
-for timing only (the run's one steady window); it does not count in the time to the target.
-With early stopping the same check runs without a target too, and stops a trial a rule of
-:mod:`tuner.core.dominance` finds dominated.
+every batch size. A first check that reaches the target is followed by one window for timing
+only. With early stopping the check also stops a trial :mod:`tuner.core.dominance` dominates.
 """
 
 from __future__ import annotations
@@ -92,9 +90,8 @@ class TargetCheck:
         samples = int(self.curve[-1][0])
         if stop.best_time_s is not None and self._target is not None and index >= 1:
             seconds = self._window_seconds[: index + 1]
-            excess = warmup_excess(seconds)
-            elapsed = sum(seconds) - excess
-            window = (sum(seconds) - excess) / len(seconds)
+            elapsed = sum(seconds) - warmup_excess(seconds)
+            window = elapsed / len(seconds)
             late, earliest = dominance.time_look(elapsed, window, stop.best_time_s, stop.tie_margin)
             if late:
                 return {
@@ -166,8 +163,7 @@ class TargetCheck:
                 "budget_samples": budget,
                 "samples_saved": budget - int(self.curve[-1][0]),
             }
-        blind = self._blind()
-        if blind:
+        if blind := self._blind():
             extra["early_stop_skipped"] = blind
         if self._target is None:
             return {"val_curve": curve, **extra}

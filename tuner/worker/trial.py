@@ -19,13 +19,7 @@ from tuner.core.windows import is_input_bound, summarise, warmup_windows
 from tuner.worker.backends import open_session
 from tuner.worker.meters import Emit, auto_noise_steps
 from tuner.worker.noise import GuardedNoise, guarded
-from tuner.worker.session import (
-    Session,
-    hold_until_exit,
-    peak_memory_bytes,
-    summary,
-    train,
-)
+from tuner.worker.session import Session, hold_until_exit, peak_memory_bytes, summary, train
 from tuner.worker.sources import FUNCTION
 from tuner.worker.target import TargetCheck
 
@@ -53,23 +47,20 @@ def run_trial(request: TrialRequest, emit: Emit) -> Result:
         meter.windows_done()
         error = f"training loss became {meter.losses[-1]} in epoch {meter.diverged_at}"
         return Result(status="diverged", error=error, payload=result, timings=session.timings)
-    # The warm-up windows (tracing, compilation, a recompilation) are left out, unless the run
-    # has only one window.
+    # The warm-up windows (tracing, compilation) are left out, unless the run has only one.
     warm = warmup_windows(meter.epoch_seconds)
     steady = summarise(session.steps * session.batch, meter.epoch_seconds[warm:])
-    median = steady.median
-    result.update(_input_fields(session, median))
+    result.update(_input_fields(session, steady.median))
     # Every rate is measured: the next child may start importing beside the evaluation.
     meter.windows_done()
     # With a target, the last check evaluated the trained model: not evaluated twice.
     final_loss = check.final_loss if check is not None else _validation_loss(session)
-    metrics = _val_metrics(session)
-    if metrics:
+    if metrics := _val_metrics(session):
         result["val_metrics"] = metrics
     result.update(
         final_loss=final_loss,
         train_loss=meter.losses[-1],
-        throughput=median,
+        throughput=steady.median,
         throughput_spread=steady.spread,
         warmup_windows=warm,
         window_throughputs=list(steady.windows),
@@ -91,8 +82,7 @@ def run_trial(request: TrialRequest, emit: Emit) -> Result:
 
 
 def _validation_loss(session: Session) -> float:
-    """The trained model's loss over the same first ``val_samples`` samples, in order, no
-    remainder dropped, whatever the batch size; timed as ``evaluate_s``."""
+    """The trained model's validation loss, timed as ``evaluate_s``."""
     mark = time.perf_counter()
     loss = _evaluator(session)()
     session.timings["evaluate_s"] = time.perf_counter() - mark
@@ -100,16 +90,14 @@ def _validation_loss(session: Session) -> float:
 
 
 def _val_metrics(session: Session) -> dict[str, float]:
-    """The last evaluation's figures besides the loss and the objective: the model's compiled
-    metrics, as Keras's ``evaluate`` logs them (``accuracy``)."""
-    objective = logged_name(session.request.workload.objective)
-    shown = {"loss", objective}
+    """The last evaluation's figures besides the loss and the objective (``accuracy``)."""
+    shown = {"loss", logged_name(session.request.workload.objective)}
     return {name: value for name, value in session.val_logs.items() if name not in shown}
 
 
 def _evaluator(session: Session) -> Callable[[], float]:
-    """What evaluates the model as it is now over the fixed validation set (built once), or
-    for the training loss as objective reads the last epoch's (:mod:`tuner.core.objective`)."""
+    """What evaluates the model as it is now on the fixed validation set, or reads the last epoch's
+    loss where the objective is the training loss."""
     if not is_validation(session.request.workload.objective):
         losses = session.meter.losses
         return lambda: float(losses[-1]) if losses else math.nan
@@ -117,8 +105,8 @@ def _evaluator(session: Session) -> Callable[[], float]:
 
 
 def _target_check(session: Session) -> TargetCheck | None:
-    """The check of the loss target after each window; with early stopping also without a
-    target, after each of the trial's own windows (``None``: neither)."""
+    """The check after each window of the loss target, or with early stopping of the trial's own
+    windows (``None``: neither)."""
     request = session.request
     stop = request.early_stop if isinstance(request, TrialRequest) else None
     checks = session.checks
@@ -127,13 +115,12 @@ def _target_check(session: Session) -> TargetCheck | None:
     if checks is None:
         return None
     target = request.target.loss if request.target is not None else None
-    meter = session.meter
-    return TargetCheck(checks, target, _evaluator(session), stop, meter.epoch_seconds)
+    return TargetCheck(checks, target, _evaluator(session), stop, session.meter.epoch_seconds)
 
 
 def _input_fields(session: Session, throughput: float) -> dict[str, Any]:
-    """The input pipeline alone for about half a second, after training, and whether training
-    reached 80 % of it; a figure the driver passed in is not measured again."""
+    """The input pipeline alone (unless the driver passed its figure) and whether training reached
+    80 % of it."""
     given = session.request.input_throughput if isinstance(session.request, TrialRequest) else None
     mark = time.perf_counter()
     alone = session.backend.input_throughput(session) if given is None else given
@@ -148,11 +135,9 @@ def _input_fields(session: Session, throughput: float) -> dict[str, Any]:
 
 
 def _noise_meter(request: TrialRequest, session: Session) -> GuardedNoise | None:
-    """The gradient-noise-scale meter of a trial with 2+ replicas, guarded: where it cannot
-    measure, it is skipped with the reason (:mod:`tuner.worker.noise`), never an error."""
-    if not request.noise_scale or session.plan.num_replicas < 2:
-        return None
-    if request.loop not in ("fit", "custom"):
+    """The gradient-noise-scale meter of a trial with 2+ replicas, guarded: what it cannot
+    measure is skipped with the reason, never an error."""
+    if not request.noise_scale or session.plan.num_replicas < 2 or request.loop not in NOISE_LOOPS:
         return None
     steps = request.noise_scale_steps or auto_noise_steps(session.steps)
     return guarded(lambda: session.backend.noise_meter(session, steps))
@@ -169,14 +154,15 @@ def _why_no_noise_scale(session: Session) -> str:
     return "the gradient noise scale is measured with loop = fit or custom"
 
 
+NOISE_LOOPS = ("fit", "custom")
+
+
 def _noise_fields(
     request: TrialRequest, session: Session, noise: GuardedNoise | None
 ) -> dict[str, Any]:
     """The noise scale's result fields, or why it was not measured (``noise_scale_skipped``)."""
     if noise is None:
-        if not request.noise_scale:
-            return {}
-        return {"noise_scale_note": _why_no_noise_scale(session)}
+        return {"noise_scale_note": _why_no_noise_scale(session)} if request.noise_scale else {}
     note = noise.stopped or noise.scale.why_none
     fields: dict[str, Any] = {"noise_scale_note": note} if note else {}
     if noise.skipped:

@@ -1,7 +1,5 @@
 """Inside the child: one validation run (mode ``validate``), the evidence ``tuner validate``
-compares between one device and several: per-step losses, examples per replica, where the
-variables live, the replica copies' largest difference, what was made deterministic, the batch
-digests, and every variable before and after (``weights_file``). Backend-neutral.
+compares between one device and several. Backend-neutral.
 """
 
 from __future__ import annotations
@@ -21,7 +19,7 @@ from tuner.worker.session import Loop, summary, train
 
 
 def run_validation(request: ValidateRequest, emit: Emit) -> Result:
-    """Train with every step's loss recorded, the stochastic layers deterministic. A model that
+    """Train with every step's loss recorded, the stochastic layers deterministic; a model that
     refuses its data raises :class:`WorkloadError` with Keras's own line."""
     try:
         return _validation_run(request, emit)

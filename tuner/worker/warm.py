@@ -1,10 +1,8 @@
 """Inside a warm child: import the backend first, then wait for the request.
 
-Started before its request exists (while the previous trial evaluates), it imports BACKEND —
-touching no device — then blocks on stdin until the driver writes one line (the devices are
-free); end of input means it was withdrawn. The import done before hand-over is reported as
-``import_hidden_s``, outside the trial's wall time; its part after hand-over counts as
-``import_s``, so the phases still add up.
+It imports BACKEND, touching no device, then blocks on stdin until the driver writes one line;
+end of input means it was withdrawn. The import done before hand-over is ``import_hidden_s``,
+outside the trial's wall time; its part after hand-over counts as ``import_s``.
 """
 
 from __future__ import annotations
@@ -67,15 +65,14 @@ _INHERITED: Preloaded | None = None
 
 
 def inherit(preloaded: Preloaded) -> None:
-    """In a child forked by :mod:`tuner.worker.fork_server`: the server's import, which this
-    child did not pay (``import_s`` 0: a wait for the server counts as its process start)."""
+    """In a child of the fork server: the server's import, which this child did not pay
+    (``import_s`` 0)."""
     global _INHERITED
     _INHERITED = replace(preloaded, import_s=0.0)
 
 
 def preload(backend: str, load: Callable[[str], Modes]) -> Preloaded:
-    """Import ``backend``'s modes now (a forked child: what the server imported); an import error
-    is kept for the request's result."""
+    """Import ``backend``'s modes now (or take the fork server's); an import error is kept."""
     if _INHERITED is not None and _INHERITED.backend == backend:
         return _INHERITED
     started = time.perf_counter()
@@ -90,7 +87,7 @@ def preload(backend: str, load: Callable[[str], Modes]) -> Preloaded:
 
 def wait_for_request() -> float:
     """Block until the driver hands the request over (one line on stdin); the wall time it came.
-    Exits the process when stdin ends without a line: the driver withdrew this child."""
+    End of input exits: the driver withdrew this child."""
     line = sys.stdin.buffer.readline()
     if not line:
         os._exit(0)

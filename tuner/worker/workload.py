@@ -1,8 +1,5 @@
-"""Inside the child: what a run needs of the workload besides its data (which the backends' input
-layers read) — an optimizer and a loss, by name or as Keras serialized them.
-
-Anything the user's code gets wrong becomes a :class:`WorkloadError`, which the child reports
-as ``invalid`` (a mistake to fix) rather than as a failed run.
+"""Inside the child: the workload's optimizer and loss, by name or as Keras serialized them;
+what is wrong with them a :class:`WorkloadError` (status ``invalid``: a mistake to fix).
 """
 
 from __future__ import annotations
@@ -38,8 +35,7 @@ def make_optimizer(spec: KerasObject, learning_rate: float) -> Any:
 
 
 def make_loss(spec: KerasObject) -> Any:
-    """What ``model.compile(loss=...)`` takes for the spec's loss: a name as it is (Keras
-    resolves it), a serialized loss as the object Keras deserializes."""
+    """The spec's loss for ``model.compile``: a name as it is, a serialized loss deserialized."""
     if isinstance(spec, str):
         return spec
     made = _deserialize("loss", copy.deepcopy(spec), spec)
@@ -60,8 +56,7 @@ def check_loss(spec: KerasObject) -> None:
 
 
 def _deserialize(role: str, spec: Mapping[str, Any], given: Mapping[str, Any]) -> Any:
-    """Keras's ``deserialize`` of ``spec``; what Keras said in one line, naming the key and
-    the value the spec ``given``."""
+    """Keras's ``deserialize`` of ``spec``; what Keras said in one line, naming ``given``."""
     module = keras.losses if role == "loss" else keras.optimizers
     try:
         return module.deserialize(dict(spec))

@@ -1,9 +1,8 @@
 """The one table that picks a backend: TensorFlow (``MirroredStrategy``) or Keras 3 on JAX
 (``keras.distribution.DataParallel``).
 
-Each backend is a package behind the :class:`Framework` face; neither imports the other (an
-import-linter contract), and a backend's package is imported on first use, never by this module,
-so a JAX child never imports TensorFlow.
+A backend's package is imported on first use, never by this module, so a JAX child never
+imports TensorFlow.
 """
 
 from __future__ import annotations
@@ -18,8 +17,6 @@ if TYPE_CHECKING:
     from tuner.worker.meters import Emit
     from tuner.worker.session import Session
     from tuner.worker.sources import Source
-
-_PACKAGES = {name: f"{__name__}.{name}" for name in BACKENDS}
 
 
 class Framework(Protocol):
@@ -52,19 +49,19 @@ class Framework(Protocol):
 def backend_name(request: InspectRequest | RunRequest) -> str:
     """The request's backend; ``ValueError`` for a name not in :data:`~tuner.core.spec.BACKENDS`."""
     name = request.workload.backend
-    if name not in _PACKAGES:
+    if name not in BACKENDS:
         raise ValueError(f"unknown backend {name!r}; known: {', '.join(BACKENDS)}")
     return name
 
 
 def load(name: str) -> Framework:
     """The backend ``name``, its framework imported; ``ValueError`` for an unknown name."""
-    if name not in _PACKAGES:
-        raise ValueError(f"unknown backend {name!r}; known: {', '.join(BACKENDS)}")
     # Importing a backend runs no Keras code that asks whether TensorFlow is there (Keras asks
     # lazily, when a run seeds or serializes), so ``prepare`` may hide it after the import;
     # tests/e2e/test_jax_trial.py checks that a JAX child ends without TensorFlow loaded.
-    framework = cast(Framework, import_module(_PACKAGES[name]))
+    if name not in BACKENDS:
+        raise ValueError(f"unknown backend {name!r}; known: {', '.join(BACKENDS)}")
+    framework = cast(Framework, import_module(f"{__name__}.{name}"))
     framework.prepare()
     return framework
 

@@ -3,23 +3,15 @@ TensorFlow is never imported, unless the workload's own data are ``tf.data`` dat
 
 from __future__ import annotations
 
-from tuner.worker.backends.jax._inputs import first_batch, load_source, refuse_across_replicas
+from tuner.worker.backends.jax._inputs import first_batch as first_batch
+from tuner.worker.backends.jax._inputs import load_source as load_source
+from tuner.worker.backends.jax._inputs import refuse_across_replicas as refuse_across_replicas
 from tuner.worker.backends.jax._no_tensorflow import hide_tensorflow
-from tuner.worker.backends.jax._noise import measure_noise_once
-from tuner.worker.backends.jax._session import open_session, versions
+from tuner.worker.backends.jax._noise import measure_noise_once as measure_noise_once
+from tuner.worker.backends.jax._session import open_session as open_session
+from tuner.worker.backends.jax._session import versions as versions
 
 NAME = "jax"
-
-__all__ = [
-    "NAME",
-    "first_batch",
-    "load_source",
-    "measure_noise_once",
-    "open_session",
-    "prepare",
-    "refuse_across_replicas",
-    "versions",
-]
 
 
 def prepare() -> None:

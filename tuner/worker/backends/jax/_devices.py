@@ -1,11 +1,8 @@
 """Inside the child, under Keras on JAX: the run's devices, the CPU memory cap, device memory.
 
-The driver chooses the devices through the environment (see
-:meth:`tuner.core.devices.DevicePlan.child_environment`). A CPU memory cap
-(``TUNER_CPU_MEMORY_CAP_BYTES``) is applied once JAX is up and the model built (shared libraries
-map gigabytes of address space they never use), so that a training allocation beyond it fails
-with XLA's ``RESOURCE_EXHAUSTED`` (an ``oom`` trial) instead of swapping or waking the kernel's
-out-of-memory killer.
+A CPU memory cap (``TUNER_CPU_MEMORY_CAP_BYTES``) is applied once JAX is up and the model built
+(shared libraries map gigabytes of address space they never use), so that a training allocation
+beyond it fails with XLA's ``RESOURCE_EXHAUSTED`` (an ``oom`` trial) instead of swapping.
 """
 
 from __future__ import annotations
@@ -60,8 +57,7 @@ _applied: list[int] = []
 
 def _start_thread_pools() -> None:
     """Run one small computation on every device first: XLA's CPU thread pools reserve their
-    stacks and malloc arenas then, before the cap, so the cap measures what training allocates
-    and not how many cores the host has."""
+    stacks and malloc arenas then, so the cap measures what training allocates."""
     import jax
     import jax.numpy as jnp
 

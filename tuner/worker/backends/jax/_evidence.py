@@ -16,8 +16,7 @@ from tuner.worker.losses import per_example_loss
 
 
 def variable_copies(model: Any) -> list[list[np.ndarray]]:
-    """Per variable (``model.weights``, then ``model.optimizer.variables``), the value of each
-    device's copy, in device-id order (one entry per device that holds the variable)."""
+    """Per variable (weights, then optimizer variables), each device's copy in device-id order."""
     variables = [*model.weights, *(model.optimizer.variables if model.optimizer else [])]
     copies = []
     for variable in variables:
@@ -33,12 +32,8 @@ def variable_devices(model: Any) -> list[str]:
 
 
 class ShardCounter:
-    """Counts the examples each device of the distribution receives.
-
-    :meth:`wrap` passes batches through unchanged, counting the rows of ``x`` the data layout
-    places on each device (what Keras's JAX trainer does with each batch). Exact when every batch
-    drawn is trained on: Keras's JAX trainer under a distribution does not read ahead.
-    """
+    """Counts the rows of ``x`` the data layout places on each device, as :meth:`wrap` passes the
+    batches through: exact, Keras's JAX trainer under a distribution does not read ahead."""
 
     def __init__(self, distribution: Any = None) -> None:
         self._distribution = distribution
@@ -50,8 +45,8 @@ class ShardCounter:
         return list(self._resolve())
 
     def _resolve(self) -> dict[Any, int]:
-        """The counts by device, the devices read on first use (from the distribution given,
-        else the one in effect then: a counter may be made before the distribution is set)."""
+        """The counts by device, the devices read on first use (a counter may be made before the
+        distribution is set)."""
         if self._counts is None:
             self._distribution = self._distribution or keras.distribution.distribution()
             if self._distribution is None:
@@ -84,10 +79,8 @@ class ShardCounter:
 
 
 def replica_mean_loss(loss: Any, replicas: int) -> Callable[[Any, Any], Any]:
-    """A Keras loss with the forum answer's bug, on purpose: per-shard means SUMMED, ``replicas``
-    times the right loss, so ``tuner validate --loss-reduction replica-mean`` can be seen failing.
-    A batch that does not split (an evaluation's last) gets ``replicas`` times its mean.
-    """
+    """A Keras loss with the forum answer's bug, on purpose: per-shard means SUMMED (``replicas``
+    times the right loss; a batch that does not split gets ``replicas`` times its mean)."""
     loss_fn = per_example_loss(loss)
 
     def replica_mean(y_true: Any, y_pred: Any) -> Any:

@@ -1,13 +1,13 @@
 """Inside the child, under Keras on JAX: the input forms, turned into global NumPy batches.
 
-Arrays are shuffled per pass with the run's seed and cut into global batches (each pass's
-remainder dropped); a ``PyDataset``, re-iterable iterable or ``tf.data`` dataset is re-cut at the
-trial's global batch (:func:`rebatch`), the user's order kept. TensorFlow is imported only for
-the workload's own ``tf.data`` datasets; a dataset function is refused under JAX by the spec.
+Arrays are shuffled per pass with the run's seed; a ``PyDataset``, re-iterable iterable or
+``tf.data`` dataset is re-cut at the trial's global batch (:func:`rebatch`), the user's order
+kept. TensorFlow is imported only for the workload's own ``tf.data`` datasets.
 """
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -33,8 +33,8 @@ from tuner.worker.sources import (
     map_leaves,
     pydataset_pass,
     pydataset_samples,
+    refuse_shape_change,
     sample_shapes,
-    shape_change,
     split_pairs,
 )
 
@@ -75,22 +75,17 @@ def load_source(workload: Workload) -> Source:
 
 
 def _from_streams(reference: str, train: Any, val: Any) -> Source:
-    kinds, sizes, passes = [], [], []
-    for name, value in (("train", train), ("val", val)):
-        kind, size, start = _stream(reference, name, value)
-        kinds.append(kind)
-        sizes.append(size)
-        passes.append(start)
-    form = kinds[0] if kinds[0] == kinds[1] else ITERABLES
-    infinite = sizes[0] == -1
+    (kind, size, passes), (val_kind, val_size, val_passes) = (
+        _stream(reference, name, value) for name, value in (("train", train), ("val", val))
+    )
     return Source(
-        form,
+        kind if kind == val_kind else ITERABLES,
         reference,
-        train=passes[0],
-        val=passes[1],
-        train_size=None if sizes[0] in (None, -1) else sizes[0],
-        val_size=None if sizes[1] in (None, -1) else sizes[1],
-        train_infinite=infinite,
+        train=passes,
+        val=val_passes,
+        train_size=None if size in (None, -1) else size,
+        val_size=None if val_size in (None, -1) else val_size,
+        train_infinite=size == -1,
         rebatched=True,
     )
 
@@ -125,22 +120,21 @@ def _is_tf_dataset(value: Any) -> bool:
 
 
 def _tf_stream(reference: str, name: str, dataset: Any) -> tuple[str, int | None, Passes]:
-    """A workload's ``tf.data`` dataset read as NumPy batches (an unbatched one in batches of 256;
-    a batched one's size from its batching step)."""
+    """A workload's ``tf.data`` dataset read as NumPy batches (an unbatched one in 256s)."""
     from tuner.worker.backends.jax._no_tensorflow import reveal_tensorflow
     from tuner.worker.tfdata import is_batched, samples_before_batching
 
     reveal_tensorflow()
     _refuse_tf_kinds(reference, name, dataset.element_spec)
-    infinite = int(dataset.cardinality()) == -1
-    size = samples_before_batching(dataset) if is_batched(dataset) else None
-    if not is_batched(dataset):
-        cardinality = int(dataset.cardinality())
+    cardinality = int(dataset.cardinality())
+    if is_batched(dataset):
+        size = samples_before_batching(dataset)
+    else:
         size = cardinality if cardinality >= 0 else None
         dataset = dataset.batch(256)
     return (
         DATASETS,
-        -1 if infinite else size,
+        -1 if cardinality == -1 else size,
         lambda: _checked(reference, name, iter(dataset.as_numpy_iterator())),
     )
 
@@ -165,16 +159,13 @@ def _checked(reference: str, name: str, batches: Iterator[Any]) -> Iterator[Batc
     ``(x, y, sample_weight)``); other tuples, and text, are refused."""
     first = None
     for index, batch in enumerate(batches):
-        problem = element_error(batch)
-        if problem is not None:
+        if (problem := element_error(batch)) is not None:
             raise WorkloadError(f"{reference}: the {name} batches' {problem}")
-        parts = tuple(map_arrays(np.asarray, part) for part in element_parts(batch))
+        parts = _map(np.asarray, element_parts(batch))
         for part_name, part in zip(PART_NAMES, parts, strict=False):
             _refuse_text(reference, f"the {name} {part_name}", part)
         first = first if first is not None else sample_shapes(parts)
-        changed = shape_change(reference, first, parts, index)
-        if changed is not None:
-            raise changed
+        refuse_shape_change(reference, first, parts, index)
         yield parts
 
 
@@ -200,11 +191,6 @@ def train_batches(source: Source, global_batch: int, seed: int | None) -> Iterat
     return rebatch(source.train, global_batch, repeat=True)
 
 
-def noise_batches(source: Source, global_batch: int, seed: int) -> Iterator[Batch]:
-    """Batches for the noise scale, drawn apart from training (another seed, or fresh passes)."""
-    return train_batches(source, global_batch, seed)
-
-
 def _shuffled(arrays: Batch, size: int, rng: np.random.Generator) -> Iterator[Batch]:
     n = length(arrays)
     if n < size:
@@ -212,11 +198,7 @@ def _shuffled(arrays: Batch, size: int, rng: np.random.Generator) -> Iterator[Ba
     while True:
         order = rng.permutation(n)
         for start in range(0, n - size + 1, size):
-            yield _take(arrays, order[start : start + size])
-
-
-def _take(arrays: Batch, chosen: np.ndarray) -> Batch:
-    return tuple(map_arrays(lambda a: a[chosen], part) for part in arrays)
+            yield _map(operator.itemgetter(order[start : start + size]), arrays)
 
 
 def rebatch(
@@ -248,25 +230,19 @@ def rebatch(
 def val_arrays(source: Source, val_samples: int | None) -> Batch:
     """The fixed validation set as arrays: its first ``val_samples`` samples, in order."""
     if source.form == ARRAYS:
-        return tuple(map_arrays(lambda a: a[:val_samples], part) for part in source.val)
-    taken: list[Batch] = []
-    held = 0
-    for batch in source.val():
-        taken.append(batch)
-        held += length(batch)
-        if val_samples is not None and held >= val_samples:
-            break
+        return slice_batch(source.val, 0, val_samples)
+    if val_samples is not None:
+        return first_batch(source, "val", val_samples)
+    taken = list(source.val())
     if not taken:
         raise WorkloadError(f"{source.reference}: the val data are empty")
-    joined = _concat(taken)
-    return joined if val_samples is None else slice_batch(joined, 0, val_samples)
+    return _concat(taken)
 
 
 def first_batch(source: Source, split: str, size: int) -> Batch:
     """The first ``size`` samples of ``split`` as NumPy arrays in the element's own structure."""
     if source.form == ARRAYS:
-        arrays = source.train if split == "train" else source.val
-        return tuple(map_arrays(lambda a: a[:size], part) for part in arrays)
+        return slice_batch(source.train if split == "train" else source.val, 0, size)
     passes = source.train if split == "train" else source.val
     first = next(rebatch(passes, size, repeat=False, drop_remainder=False), None)
     if first is None:
@@ -274,8 +250,9 @@ def first_batch(source: Source, split: str, size: int) -> Batch:
     return first
 
 
-map_arrays = map_leaves
-"""``function`` over every array of a nested structure (dicts, tuples, lists)."""
+def _map(function: Callable[[Any], Any], batch: Batch) -> Batch:
+    """``function`` over every array of every part of ``batch``."""
+    return tuple(map_leaves(function, part) for part in batch)
 
 
 def length(batch: Any) -> int:
@@ -283,8 +260,8 @@ def length(batch: Any) -> int:
     return int(np.shape(leaves(batch)[0])[0])
 
 
-def slice_batch(batch: Batch, start: int, stop: int) -> Batch:
-    return tuple(map_arrays(lambda a: a[start:stop], part) for part in batch)
+def slice_batch(batch: Batch, start: int, stop: int | None) -> Batch:
+    return _map(lambda a: a[start:stop], batch)
 
 
 def _concat(batches: list[Batch]) -> Batch:
@@ -293,9 +270,8 @@ def _concat(batches: list[Batch]) -> Batch:
         return batches[0]
     found = [leaves(batch) for batch in batches]
     joined = iter([np.concatenate(parts) for parts in zip(*found, strict=True)])
-    return tuple(map_arrays(lambda _: next(joined), batches[0]))
+    return _map(lambda _: next(joined), batches[0])
 
 
 def refuse_across_replicas(source: Source, replicas: int) -> None:
-    """Nothing more to refuse on several devices: what JAX has no form for (strings, ragged and
-    sparse tensors) is refused on one already, when the data are read."""
+    """Nothing more: what JAX has no form for is refused on one device already, when read."""

@@ -1,8 +1,5 @@
-"""Inside the child, under Keras on JAX: the ``fit`` loop under ``keras.distribution.DataParallel``.
-
-The model is built and compiled while the distribution is set, so its variables are replicated
-and Keras's JAX trainer splits every global batch along its first axis.
-"""
+"""Inside the child, under Keras on JAX: the ``fit`` loop under ``keras.distribution.DataParallel``
+(the model built while it is set: its variables replicated, every global batch split)."""
 
 from __future__ import annotations
 

@@ -6,29 +6,25 @@ whenever it is installed: seconds of start-up and memory a JAX run has no use fo
 
 from __future__ import annotations
 
+import contextlib
 import sys
 
 
-def hide_tensorflow() -> bool:
-    """Make Keras's lazy ``tensorflow`` unavailable unless imported; whether it is hidden."""
-    try:  # Keras internals: on a Keras where they differ, TensorFlow is merely imported
+def hide_tensorflow() -> None:
+    """Make Keras's lazy ``tensorflow`` unavailable unless imported."""
+    # Keras internals: on a Keras where they differ, TensorFlow is merely imported.
+    with contextlib.suppress(ImportError, AttributeError):
         from keras.src.utils import module_utils
 
         lazy = module_utils.tensorflow
-        if "tensorflow" in sys.modules or lazy.module is not None:
-            return False
-        lazy._available = False
-    except (ImportError, AttributeError):
-        return False
-    return True
+        if "tensorflow" not in sys.modules and lazy.module is None:
+            lazy._available = False
 
 
 def reveal_tensorflow() -> None:
     """Let Keras find TensorFlow again (the workload imported it)."""
-    try:
+    with contextlib.suppress(ImportError, AttributeError):
         from keras.src.utils import module_utils
 
         if module_utils.tensorflow.module is None:
             module_utils.tensorflow._available = None
-    except (ImportError, AttributeError):
-        pass

@@ -1,16 +1,11 @@
 """Inside the child, under Keras on JAX: the gradient noise scale from per-shard gradients.
 
 One global batch (outside the timed epochs) is split into ``replicas`` shards; each shard's
-gradient of the model's own loss comes from ``jax.vmap`` of ``jax.grad`` of Keras's stateless
-``compute_loss_and_updates`` (on JAX not scaled by the number of devices: the shard's own mean),
-with the shard axis laid out over the mesh, as a replica computes in training. The step reports
-``mean‖g_i‖²`` and ``‖mean g_i‖²`` to :func:`tuner.core.efficiency.step_estimates`.
-
-Everything is stateless: the state it returns (batch-norm statistics, seeds, loss trackers) is
-dropped. Under ``vmap`` the shards would share the model's seed states, so each shard gets its
-own copy advanced far apart: dropout draws its own masks per shard, noise the estimate must see.
-Norms are taken in float32. An out-of-memory stops the measurement (the trial goes on). The step
-is made at the first measurement, after training has built the model.
+gradient comes from ``jax.vmap`` of ``jax.grad`` of Keras's stateless ``compute_loss_and_updates``
+(on JAX the shard's own mean), the shard axis laid out over the mesh as in training. The state
+it returns is dropped. Under ``vmap`` the shards would share the model's seed states, so each
+shard gets its own copy advanced far apart: dropout draws its own masks per shard, noise the
+estimate must see. Norms are taken in float32.
 """
 
 from __future__ import annotations
@@ -32,12 +27,7 @@ class JaxNoiseMeter(Meter):
     """Measures ``steps`` extra steps per :meth:`measure` on ``batches`` and keeps ``B_simple``."""
 
     def __init__(
-        self,
-        model: Any,
-        batches: Iterator[Any],
-        global_batch: int,
-        replicas: int,
-        steps: int,
+        self, model: Any, batches: Iterator[Any], global_batch: int, replicas: int, steps: int
     ) -> None:
         if replicas < 2:
             raise ValueError("the gradient noise scale needs at least 2 replicas")
@@ -78,7 +68,7 @@ CHECK_SHARDS = 2
 
 def measure_noise_once(model: Any, batch: tuple[Any, ...], samples: int) -> None:
     """One measurement step of :class:`JaxNoiseMeter` in two shards (fewer than two examples are
-    not measured): raises what a trial's meter would. The workload check runs it."""
+    not measured): raises what a trial's meter would."""
     usable = samples - samples % CHECK_SHARDS
     if usable < CHECK_SHARDS:
         return
@@ -157,8 +147,8 @@ def _is_seed_state(variable: Any) -> bool:
 
 
 def _shard_axis_sharding(replicas: int) -> Any:
-    """The shard axis laid over the mesh's batch axis (each device computes its own shards), or
-    ``None`` without a distribution or when ``replicas`` does not split over its devices."""
+    """The shard axis laid over the mesh's batch axis, or ``None`` without a distribution or
+    when ``replicas`` does not split over its devices."""
     distribution = keras.distribution.distribution()
     if distribution is None:
         return None

@@ -1,8 +1,4 @@
-"""Inside the child: a training run on Keras 3's JAX backend, under ``DataParallel``.
-
-The initial weights are built from the seed with no distribution set — the same numbers on one
-device or many — before the model is built and compiled under the distribution.
-"""
+"""Inside the child: a training run on Keras 3's JAX backend, under ``DataParallel``."""
 
 from __future__ import annotations
 
@@ -26,7 +22,8 @@ from tuner.worker.building import FirstInputs
 from tuner.worker.determinism import seed_everything
 from tuner.worker.losses import unpack
 from tuner.worker.meters import Emit, Meter
-from tuner.worker.session import ModelRecipe, Session, initial_weights, plan_run
+from tuner.worker.session import ModelRecipe, Session, initial_weights, plan_run, scalar_logs
+from tuner.worker.sources import map_leaves
 
 
 def versions() -> dict[str, str]:
@@ -46,8 +43,7 @@ class JaxBackend:
         """What evaluates the model now over the first ``val_samples`` samples, none dropped."""
         val = inputs.val_arrays(session.source, session.request.budget.val_samples)
         model, batch, replicas = session.loop.model, session.batch, len(self.devices)
-        key = logged_name(session.request.workload.objective)
-        logs = session.val_logs
+        key, logs = logged_name(session.request.workload.objective), session.val_logs
         return lambda: evaluate_exactly(model, val, batch, replicas, key, logs)
 
     def input_throughput(self, session: Session) -> float:
@@ -59,9 +55,9 @@ class JaxBackend:
 
     def noise_meter(self, session: Session, steps: int) -> JaxNoiseMeter:
         """The noise meter on batches drawn apart from training (another seed's order)."""
-        batches = inputs.noise_batches(session.source, session.batch, session.request.seed + 1)
-        model, batch = session.loop.model, session.batch
-        return JaxNoiseMeter(model, batches, batch, len(self.devices), steps)
+        batch = session.batch
+        batches = inputs.train_batches(session.source, batch, session.request.seed + 1)
+        return JaxNoiseMeter(session.loop.model, batches, batch, len(self.devices), steps)
 
     def peak_memory_per_device(self) -> list[int | None]:
         """``peak_bytes_in_use`` per device (``None`` on the CPU, which keeps no statistics)."""
@@ -82,11 +78,10 @@ def evaluate_exactly(
     key: str = "loss",
     logs: dict[str, float] | None = None,
 ) -> float:
-    """The loss (or ``key`` of the logs: the objective's) over every sample of ``val``,
-    evaluated at ``batch``. ``DataParallel`` needs
-    batches that divide by ``replicas``: the few samples left over are each repeated
-    ``replicas`` times (the same mean) and weighed by their count. ``logs``: filled with every
-    logged figure (the compiled metrics), weighed alike."""
+    """The loss (or ``key`` of the logs: the objective's) over every sample of ``val`` at ``batch``.
+    ``DataParallel`` needs batches that divide by ``replicas``: the few samples left over are each
+    repeated ``replicas`` times (the same mean) and weighed by their count. ``logs``: filled with
+    every logged figure (the compiled metrics), weighed alike."""
     total = inputs.length(val)
     head = total - total % replicas
     parts = []
@@ -94,8 +89,7 @@ def evaluate_exactly(
         parts.append((head, _evaluate(model, inputs.slice_batch(val, 0, head), batch)))
     if total > head:
         tail = inputs.slice_batch(val, head, total)
-        repeat = lambda a: a.repeat(replicas, axis=0)  # noqa: E731
-        repeated = tuple(inputs.map_arrays(repeat, part) for part in tail)
+        repeated = tuple(map_leaves(lambda a: a.repeat(replicas, axis=0), part) for part in tail)
         parts.append((total - head, _evaluate(model, repeated, batch)))
     names = set.intersection(*(set(found) for _, found in parts))
     weighed = {name: sum(count * found[name] for count, found in parts) / total for name in names}
@@ -112,13 +106,7 @@ def _evaluate(model: Any, val: tuple[Any, ...], batch: int) -> dict[str, float]:
     logs = model.evaluate(
         x, y, sample_weight=weights, batch_size=batch, verbose=0, return_dict=True
     )
-    found = {}
-    for name, value in logs.items():
-        try:
-            found[str(name)] = float(value)
-        except Exception:  # a metric that is no scalar: not a figure
-            continue
-    return found
+    return scalar_logs(logs)
 
 
 def open_session(request: RunRequest, emit: Emit, record_steps: bool = False) -> Session:

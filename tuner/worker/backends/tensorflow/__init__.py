@@ -3,26 +3,16 @@
 from __future__ import annotations
 
 from tuner.worker.backends.tensorflow import _framework  # noqa: F401  (first: TensorFlow without jax)
+from tuner.worker.backends.tensorflow._inputs import first_batch as first_batch
+from tuner.worker.backends.tensorflow._inputs import load_source as load_source
 from tuner.worker.backends.tensorflow._inputs import (
-    first_batch,
-    load_source,
-    refuse_across_replicas,
+    refuse_across_replicas as refuse_across_replicas,
 )
-from tuner.worker.backends.tensorflow._noise import measure_noise_once
-from tuner.worker.backends.tensorflow._session import open_session, versions
+from tuner.worker.backends.tensorflow._noise import measure_noise_once as measure_noise_once
+from tuner.worker.backends.tensorflow._session import open_session as open_session
+from tuner.worker.backends.tensorflow._session import versions as versions
 
 NAME = "tensorflow"
-
-__all__ = [
-    "NAME",
-    "first_batch",
-    "load_source",
-    "measure_noise_once",
-    "open_session",
-    "prepare",
-    "refuse_across_replicas",
-    "versions",
-]
 
 
 def prepare() -> None:

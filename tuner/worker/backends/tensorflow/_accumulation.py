@@ -2,13 +2,10 @@
 ``MirroredStrategy``.
 
 Keras 3.15's optimizer accumulates or applies inside a ``tf.cond`` that updates through
-``maybe_merge_call``, and TensorFlow refuses a ``merge_call`` inside a ``tf.cond``. Asking the
-strategy of an accumulating run to skip the merge (as it does under XLA on GPUs) makes Keras
-update and apply in the replica context, the gradients all-reduced as before.
-
-Measured on 2 CPU replicas: with the merge skipped and no accumulation, bit-identical; 2
-accumulated micro-steps of 32 end 9.4e-8 from one step at 64. ``tuner validate --accumulation``
-compares every accumulating run with true steps.
+``maybe_merge_call``, and TensorFlow refuses a ``merge_call`` inside a ``tf.cond``. With the merge
+skipped (as under XLA on GPUs) Keras updates in the replica context, the gradients all-reduced as
+before (2 CPU replicas: bit-identical without accumulation; 2 micro-steps of 32 end 9.4e-8 from
+one step at 64).
 """
 
 from __future__ import annotations

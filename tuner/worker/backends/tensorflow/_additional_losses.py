@@ -1,16 +1,12 @@
 """Inside the child: ``add_loss`` terms that Keras scales by ``1 / replicas`` twice.
 
-Under ``MirroredStrategy`` a Keras loss object reduced to a mean (``keras.losses.*`` called as
-``loss_fn(y, y_pred)``) scales its value by ``1 / replicas`` itself, so that the replicas' SUM
-is the global mean. A term passed to ``self.add_loss`` is then scaled again by the trainer
-(``_aggregate_additional_loss``), which expects an unscaled value (a regularizer, an
-``ops.mean``). The keras-io endpoint layer (``self.add_loss(self.loss_fn(targets, logits))``)
-therefore trains and reports ``1 / replicas`` of its one-device loss, and its gradients are
-``1 / replicas`` too (measured, Keras 3.15: 0.354 on 2 replicas for 0.707 on one device; plain
-Keras the same). Each term is read once in a replica's step and once outside the strategy: a term
-that is ``1 / replicas`` smaller inside was scaled by its loss object. When every non-zero term
-is such a term, the model's own aggregation is multiplied by ``replicas``: loss and gradients
-then equal one device's. A mix of both kinds cannot be corrected term by term; it is said.
+Under ``MirroredStrategy`` a Keras loss object called as ``loss_fn(y, y_pred)`` scales its mean
+by ``1 / replicas`` itself; passed to ``self.add_loss`` it is scaled again by the trainer
+(``_aggregate_additional_loss``), so the keras-io endpoint layer trains on ``1 / replicas`` of
+its one-device loss and gradients (measured, Keras 3.15: 0.354 on 2 replicas for 0.707). Each
+term is read inside a replica's step and outside the strategy: one ``1 / replicas`` smaller
+inside was scaled by its loss object. When every non-zero term is such a term, the aggregation
+is multiplied by ``replicas``; a mix of both kinds cannot be corrected term by term: it is said.
 """
 
 from __future__ import annotations

@@ -2,17 +2,13 @@
 input pipeline built once.
 
 Keras's ``model.evaluate(dataset)`` opens a new multi-device iterator on every call, tracing its
-``tf.data`` functions again: about 0.7 s a call on the built-in workload, several times the pass
-itself. :class:`ValidationPass` distributes the validation batches once and runs one pass per
-call through the model's own test function: the same samples, batches and loss as ``evaluate``.
-Each reads ``key`` of the evaluation's logs: ``loss``, or the objective's (``mae`` for
-``val_mae``, :mod:`tuner.core.objective`).
+``tf.data`` functions again (about 0.7 s a call on the built-in workload, several times the
+pass). :class:`ValidationPass` distributes the batches once and runs one pass per call through
+the model's own test function: the same samples, batches and loss as ``evaluate``.
 
-A validation set that does not split evenly over the replicas (61 rows at a global batch of 64
-on 2 replicas: 31 and 30) is evaluated whole: the test step weighs each replica's mean loss by
-its own rows, so the loss is the mean over every sample, exact (measured equal to one device's
-to float32 rounding); nothing is dropped and nothing padded. Only Keras's pre-build in
-``evaluate`` cannot take such a batch, and it is left out once training built the model.
+A last batch that does not split evenly over the replicas is evaluated whole: the test step
+weighs each replica's mean by its own rows, so the loss is exact (measured equal to one device's
+to float32 rounding). Only ``evaluate``'s pre-build cannot take it: left out once trained.
 """
 
 from __future__ import annotations
@@ -21,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tuner.worker.backends.tensorflow._symbolic import skip_prebuild_once_built
+from tuner.worker.session import scalar_logs
 
 
 class ValidationPass:
@@ -54,8 +51,7 @@ def evaluator(
     model: Any, val: Any, key: str = "loss", logs: dict | None = None
 ) -> Callable[[], float]:
     """A :class:`ValidationPass`, or Keras's own ``evaluate`` where the batches are unknown or a
-    test call runs several (``steps_per_execution``): no exact passes of a repeated stream.
-    ``logs``: filled with each evaluation's logs (the compiled metrics)."""
+    test call runs several (``steps_per_execution``). ``logs``: filled with each evaluation's."""
     batches = int(val.cardinality())
     if batches > 0 and getattr(model, "steps_per_execution", 1) == 1:
         return ValidationPass(model, val, batches, key, logs)
@@ -63,19 +59,13 @@ def evaluator(
 
 
 def _keep(into: dict, logs: dict) -> None:
-    """``logs``' scalar values as floats in ``into`` (a nested metric's dict is left out)."""
     into.clear()
-    for name, value in logs.items():
-        try:
-            into[str(name)] = float(value)
-        except Exception:  # a metric that is no scalar (a confusion matrix): not a figure
-            continue
+    into.update(scalar_logs(logs))
 
 
 def keras_evaluate(model: Any, val: Any, key: str = "loss", logs: dict | None = None) -> float:
     """Keras's ``evaluate`` of the trained model (its ``key``: the objective's), without its
-    pre-build (see :func:`._symbolic.skip_prebuild_once_built`): the replicas' batches may differ
-    in size."""
+    pre-build (:func:`._symbolic.skip_prebuild_once_built`)."""
     skip_prebuild_once_built(model)
     found = model.evaluate(val, verbose=0, return_dict=True)
     if logs is not None:

@@ -1,9 +1,6 @@
-"""The input layer: every form a workload's data can take, turned into the batches a trial uses:
-arrays, ``(train, val)`` ``tf.data`` datasets (batched ones unbatched and batched again at the
-trial's global batch), or a dataset function fed through
-``strategy.distribute_datasets_from_function``.
-
-Nothing here reads a whole dataset: sizes come from ``cardinality``, checks read the first batches.
+"""The input layer: every form a workload's data can take, turned into the batches a trial uses
+(batched datasets unbatched and batched again at the trial's global batch). Nothing here reads
+a whole dataset: sizes come from ``cardinality``, checks read the first batches.
 """
 
 from __future__ import annotations
@@ -31,8 +28,8 @@ from tuner.worker.sources import (
     element_parts,
     pydataset_pass,
     pydataset_samples,
+    refuse_shape_change,
     sample_shapes,
-    shape_change,
     split_pairs,
 )
 from tuner.worker.tfdata import is_batched, samples_before_batching
@@ -88,23 +85,18 @@ def _from_pydatasets(reference: str, train: Any, val: Any) -> Source:
 
 def _pydataset_stream(reference: str, dataset: Any) -> Any:
     first = _batch_parts(dataset[0])
-    problem = element_error(first)
-    if problem is not None:
+    if (problem := element_error(first)) is not None:
         raise WorkloadError(f"{reference}: a PyDataset's batch {problem}")
     signature = tf.nest.map_structure(_batch_spec, first)
     shapes = sample_shapes(first)
     if dataset.num_batches:  # the last batch, read for the size too: said here, not in tf.data
         last = dataset.num_batches - 1
-        changed = shape_change(reference, shapes, _batch_parts(dataset[last]), last)
-        if changed is not None:
-            raise changed
+        refuse_shape_change(reference, shapes, _batch_parts(dataset[last]), last)
 
     def one_pass() -> Iterator[Any]:
         for index, batch in enumerate(pydataset_pass(dataset)):
             parts = _batch_parts(batch)
-            changed = shape_change(reference, shapes, parts, index)
-            if changed is not None:
-                raise changed
+            refuse_shape_change(reference, shapes, parts, index)
             yield parts
 
     return tf.data.Dataset.from_generator(one_pass, output_signature=signature)
@@ -122,8 +114,7 @@ def _batch_spec(array: Any) -> Any:
 
 
 def _from_arrays(reference: str, data: Any) -> Source:
-    """Arrays, or dicts, lists or tuples of arrays (as ``model.fit`` takes them), any dtype
-    ``tf.data`` holds (strings included): sliced into ``(x, y)`` elements."""
+    """Arrays, or structures of arrays as ``model.fit`` takes them, sliced into ``(x, y)``."""
     arrays = tuple(as_arrays(item) for item in data)
     train_size, val_size = check_arrays(reference, arrays)
     return Source(
@@ -164,26 +155,20 @@ def _from_datasets(reference: str, train: Any, val: Any) -> Source:
 
 
 def _check_structure(reference: str, name: str, dataset: Any) -> None:
-    """Elements must be what ``model.fit`` takes from a dataset: ``x``, ``(x,)``, ``(x, y)`` or
-    ``(x, y, sample_weight)``, each part any structure (dicts, tuples, ragged, strings)."""
-    problem = element_error(dataset.element_spec)
-    if problem is not None:
+    """Elements must be ``x``, ``(x,)``, ``(x, y)`` or ``(x, y, sample_weight)``, as ``fit`` has."""
+    if (problem := element_error(dataset.element_spec)) is not None:
         raise WorkloadError(f"{reference}: the {name} dataset's {problem}")
 
 
 def _size(dataset: Any) -> tuple[int | None, bool]:
     """(number of elements or None, whether it is infinite), without reading the dataset."""
-    cardinality = int(dataset.cardinality())
-    if cardinality == int(tf.data.INFINITE_CARDINALITY):
-        return None, True
-    if cardinality == int(tf.data.UNKNOWN_CARDINALITY):
-        return None, False
-    return cardinality, False
+    cardinality = int(dataset.cardinality())  # INFINITE (-1) and UNKNOWN (-2) are negative
+    return (cardinality if cardinality >= 0 else None), cardinality == -1
 
 
 def train_batches(source: Source, global_batch: int, seed: int | None) -> Any:
-    """The training stream, batched at ``global_batch`` (remainders dropped) and repeated, so a
-    trial can take any number of steps. For form ``function`` see :func:`distributed_train`."""
+    """The training stream, batched at ``global_batch`` (remainders dropped) and repeated. For form
+    ``function`` see :func:`distributed_train`."""
     data = source.train
     if source.shuffle and source.train_size is not None:
         data = shuffled_passes(data, source.train_size, seed)
@@ -216,8 +201,8 @@ def shuffled_passes(data: Any, size: int, seed: int | None) -> Any:
 
 
 def train_stream(source: Source, strategy: Any, global_batch: int, seed: int | None) -> Any:
-    """What a loop trains on: the batched ``tf.data`` stream (forms ``arrays``, ``datasets``),
-    or, for a dataset function, the stream the strategy builds from it (already distributed)."""
+    """What a loop trains on: the batched stream, or for a dataset function the stream the
+    strategy builds from it (already distributed)."""
     if source.form != FUNCTION:
         return train_batches(source, global_batch, seed)
     return distributed_train(source, strategy, global_batch, seed)
@@ -267,10 +252,7 @@ def split_from_function(source: Source, split: str, batch: int, context: Any) ->
 
 def val_batches(source: Source, global_batch: int, val_samples: int | None) -> Any:
     """The first ``val_samples`` samples, in order, batched at ``global_batch``, none dropped."""
-    if source.form == FUNCTION:
-        data = split_from_function(source, "val", global_batch, None).unbatch()
-    else:
-        data = source.val
+    data = _samples(source, "val", global_batch)
     if val_samples is not None:
         data = data.take(val_samples)
     return data.batch(global_batch).prefetch(tf.data.AUTOTUNE)
@@ -278,12 +260,8 @@ def val_batches(source: Source, global_batch: int, val_samples: int | None) -> A
 
 def first_batch(source: Source, split: str, size: int) -> tuple[Any, ...]:
     """The first ``size`` samples of ``split`` as tensors, as the tuple Keras unpacks."""
-    if source.form == FUNCTION:
-        data = split_from_function(source, split, size, None).unbatch()
-    else:
-        data = source.train if split == "train" else source.val
     try:
-        element = next(iter(data.batch(size).take(1)), None)
+        element = next(iter(_samples(source, split, size).batch(size).take(1)), None)
     except tf.errors.OpError as exc:
         line = error_line(exc)
         ours = line.partition(": ")[2]  # a refusal raised inside a PyDataset's generator
@@ -295,6 +273,13 @@ def first_batch(source: Source, split: str, size: int) -> tuple[Any, ...]:
     if element is None:
         raise WorkloadError(f"{source.reference}: the {split} dataset is empty")
     return element_parts(element)
+
+
+def _samples(source: Source, split: str, batch: int) -> Any:
+    """The samples of ``split``, unbatched (a dataset function called at ``batch``)."""
+    if source.form == FUNCTION:
+        return split_from_function(source, split, batch, None).unbatch()
+    return source.train if split == "train" else source.val
 
 
 def refuse_across_replicas(source: Source, replicas: int) -> None:

@@ -1,11 +1,7 @@
-"""Inside the child: the training loops a trial can use, behind one small interface.
-
-* ``fit`` — Keras ``Model.fit`` under ``MirroredStrategy`` (the default).
-* ``custom`` — ``strategy.run`` per-replica steps on ``model.compute_loss`` (which Keras scales by
-  ``1 / replicas`` in a replica context, so the replicas' SUM is the global mean).
-* ``cpu-update`` — variables on the CPU, forward and backward per device on its shard, summed
-  gradients applied on the CPU (central storage by hand: Keras 3 ``fit`` under
-  ``CentralStorageStrategy`` does not match one device, see docs/guide/validate.md).
+"""Inside the child: the training loops a trial can use, behind one small interface: ``fit``
+(the default), ``custom`` (``strategy.run`` steps on ``model.compute_loss``) and ``cpu-update``
+(central storage by hand: Keras 3 ``fit`` under ``CentralStorageStrategy`` does not match one
+device, see docs/guide/validate.md).
 
 ``reduction="replica-mean"`` reproduces the forum answer's bug on purpose, so that ``tuner
 validate`` can be seen catching it. Every loop counts the examples each replica processed inside
@@ -32,10 +28,23 @@ from tuner.worker.losses import call_model, model_loss, unpack
 class _Base:
     """What every loop records: per-step losses and per-replica example counts."""
 
-    def __init__(self, devices: list[str]) -> None:
+    def __init__(
+        self,
+        devices: list[str],
+        place: Callable[[], Any],
+        build: Callable[[], Any],
+        compile_args: Callable[[], dict[str, Any]],
+        build_optimizer: bool = True,
+    ) -> None:
+        """``place()``: where the model's variables are made (a strategy's scope, a device)."""
         self.devices = devices
         self.step_losses: list[float] = []
-        self.model: Any = None
+        self._place = place
+        with place():
+            self.model = build()
+            compiled.compile_model(self.model, compile_args())
+            if build_optimizer:
+                self.model.optimizer.build(self.model.trainable_variables)
         self._examples: Any = None  # the per-replica example counter
         self._train_step: Callable[[Any], Any] = lambda batch: None  # the custom loops' step
 
@@ -45,21 +54,31 @@ class _Base:
 
     def variable_copies(self) -> list[list[np.ndarray]]:
         """Per variable (weights and optimizer slots), the value of each copy that exists."""
-        copies = []
-        for variable in [*self.model.weights, *self.model.optimizer.variables]:
-            value = getattr(variable, "value", variable)
-            components = getattr(value, "values", None) or (value,)
-            copies.append([np.asarray(c.numpy()) for c in components])
-        return copies
+        return [_components(v) for v in [*self.model.weights, *self.model.optimizer.variables]]
 
     def replica_examples(self) -> list[int]:
         """Examples each replica processed in its own step."""
         return [int(v.numpy()) for v in self._examples.values]
 
-    def _steps(
-        self, batches: Any, epochs: int, steps: int, on_epoch: OnEpoch, on_step: OnStep | None
+    def variable_devices(self) -> list[str]:
+        """The devices that hold the model's weights."""
+        return sorted({c.device for v in self.model.weights for c in _components(v, numpy=False)})
+
+    def run(
+        self,
+        dataset: Any,
+        epochs: int,
+        steps: int | None,
+        on_epoch: OnEpoch,
+        on_step: OnStep | None = None,
     ) -> None:
-        """Run ``self._train_step`` on ``batches``: ``epochs`` of ``steps``, one sync an epoch."""
+        """Train ``epochs`` epochs of ``steps`` steps (``None``: whole passes over ``dataset``)
+        with ``self._train_step``, one sync an epoch."""
+        self._refuse(dataset)
+        steps = steps or int(dataset.cardinality())
+        with self._place():
+            _build_compiled(self.model, dataset.element_spec)
+        batches = iter(self._stream(dataset))
         for epoch in range(epochs):
             started = time.perf_counter()
             losses = []
@@ -72,14 +91,11 @@ class _Base:
             if not on_epoch(epoch, float(np.mean(values)), time.perf_counter() - started):
                 return
 
-    def variable_devices(self) -> list[str]:
-        """The devices that hold the model's weights."""
-        found = set()
-        for variable in self.model.weights:
-            value = getattr(variable, "value", variable)
-            for component in getattr(value, "values", None) or (value,):
-                found.add(component.device)
-        return sorted(found)
+    def _refuse(self, dataset: Any) -> None:
+        """Raise :class:`WorkloadError` for a stream this loop cannot train on."""
+
+    def _stream(self, dataset: Any) -> Any:
+        return dataset.repeat()
 
 
 class FitLoop(_Base):
@@ -92,15 +108,13 @@ class FitLoop(_Base):
         compile_args: Callable[[], dict[str, Any]],
         record_steps: bool,
     ) -> None:
-        super().__init__(list(strategy.extended.worker_devices))
+        devices = list(strategy.extended.worker_devices)
+        super().__init__(devices, strategy.scope, build, compile_args, build_optimizer=False)
         self._strategy = strategy
         self._record_steps = record_steps
         with strategy.scope():
-            self.model = build()
-            compiled.compile_model(self.model, compile_args())
-            self._examples = _replica_counter()
+            self._examples = counter = _replica_counter()
         original = self.model.train_step
-        counter = self._examples
 
         def counted_train_step(data: Any) -> Any:
             counter.assign_add(tf.cast(tf.shape(tf.nest.flatten(data)[0])[0], tf.int64))
@@ -126,11 +140,7 @@ class FitLoop(_Base):
             # A dataset function's stream comes distributed and already repeated.
             repeated = dataset.repeat() if isinstance(dataset, tf.data.Dataset) else dataset
             self.model.fit(
-                repeated,
-                epochs=epochs,
-                steps_per_epoch=steps,
-                verbose=0,
-                callbacks=callbacks,
+                repeated, epochs=epochs, steps_per_epoch=steps, verbose=0, callbacks=callbacks
             )
 
 
@@ -144,14 +154,13 @@ class CustomLoop(_Base):
         compile_args: Callable[[], dict[str, Any]],
         reduction: str,
     ) -> None:
-        super().__init__(list(strategy.extended.worker_devices))
+        super().__init__(
+            list(strategy.extended.worker_devices), strategy.scope, build, compile_args
+        )
         self._strategy = strategy
         with strategy.scope():
-            self.model = build()
-            compiled.compile_model(self.model, compile_args())
-            self.model.optimizer.build(self.model.trainable_variables)
-            self._examples = _replica_counter()
-        model, optimizer, counter = self.model, self.model.optimizer, self._examples
+            self._examples = counter = _replica_counter()
+        model, optimizer = self.model, self.model.optimizer
         replicas = float(strategy.num_replicas_in_sync)
 
         def replica_step(data: Any) -> Any:
@@ -173,22 +182,10 @@ class CustomLoop(_Base):
 
         self._train_step = train_step
 
-    def run(
-        self,
-        dataset: Any,
-        epochs: int,
-        steps: int | None,
-        on_epoch: OnEpoch,
-        on_step: OnStep | None = None,
-    ) -> None:
-        """Train ``epochs`` epochs of ``steps`` steps (``None``: whole passes over ``dataset``)."""
-        steps = steps or int(dataset.cardinality())
-        with self._strategy.scope():
-            _build_compiled(self.model, dataset.element_spec)
-        if isinstance(dataset, tf.data.Dataset):
-            dataset = self._strategy.experimental_distribute_dataset(dataset.repeat())
-        # else already distributed: a dataset function's stream
-        self._steps(iter(dataset), epochs, steps, on_epoch, on_step)
+    def _stream(self, dataset: Any) -> Any:
+        if not isinstance(dataset, tf.data.Dataset):  # already distributed: a dataset function's
+            return dataset
+        return self._strategy.experimental_distribute_dataset(dataset.repeat())
 
 
 class CpuUpdateLoop(_Base):
@@ -201,12 +198,8 @@ class CpuUpdateLoop(_Base):
         compile_args: Callable[[], dict[str, Any]],
         reduction: str,
     ) -> None:
-        super().__init__(compute_devices)
+        super().__init__(compute_devices, lambda: tf.device("/cpu:0"), build, compile_args)
         n = len(compute_devices)
-        with tf.device("/cpu:0"):
-            self.model = build()
-            compiled.compile_model(self.model, compile_args())
-            self.model.optimizer.build(self.model.trainable_variables)
         self._counters = []
         for device in compute_devices:
             with tf.device(device):
@@ -236,24 +229,12 @@ class CpuUpdateLoop(_Base):
 
         self._train_step = train_step
 
-    def run(
-        self,
-        dataset: Any,
-        epochs: int,
-        steps: int | None,
-        on_epoch: OnEpoch,
-        on_step: OnStep | None = None,
-    ) -> None:
-        """Train ``epochs`` epochs of ``steps`` steps (``None``: whole passes over ``dataset``)."""
+    def _refuse(self, dataset: Any) -> None:
         if not isinstance(dataset, tf.data.Dataset):
             raise WorkloadError(
                 "update_on = cpu splits global batches itself; it takes data, not a dataset "
                 "function (which the strategy shards)"
             )
-        steps = steps or int(dataset.cardinality())
-        with tf.device("/cpu:0"):
-            _build_compiled(self.model, dataset.element_spec)
-        self._steps(iter(dataset.repeat()), epochs, steps, on_epoch, on_step)
 
     def replica_examples(self) -> list[int]:
         """Examples each compute device processed."""
@@ -290,6 +271,13 @@ def _replica_counter() -> Any:
         synchronization=tf.VariableSynchronization.ON_READ,
         aggregation=tf.VariableAggregation.SUM,
     )
+
+
+def _components(variable: Any, numpy: bool = True) -> list[Any]:
+    """Each copy of a (mirrored) variable: as NumPy, or the copies themselves."""
+    value = getattr(variable, "value", variable)
+    components = getattr(value, "values", None) or (value,)
+    return [np.asarray(c.numpy()) for c in components] if numpy else list(components)
 
 
 def _examples(x: Any) -> Any:

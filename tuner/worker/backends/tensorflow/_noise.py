@@ -1,14 +1,10 @@
 """Inside the child: measure the gradient noise scale from the replicas' own gradients.
 
 On a few steps outside the timed epochs every replica reports ``‖g_i‖²`` of the model's own loss
-(:mod:`tuner.worker.losses`) and the all-reduced mean gradient gives ``‖ḡ‖²``;
-:mod:`tuner.core.efficiency` turns those into ``B_simple``.
-
-``g_i`` must be the gradient of the replica's *mean* loss; Keras scales ``compute_loss`` by
-``1 / replicas`` in a replica context (measured: exactly half on two devices), so the meter
-multiplies it back. The weights are not updated; non-trainable state and metrics are put back
-(:func:`~tuner.worker.noise.state_kept`). An out-of-memory stops the measurement, the trial goes
-on. The variables are read when the step is traced, after training has built the model.
+and the all-reduced mean gradient gives ``‖ḡ‖²``. ``g_i`` must be the gradient of the replica's
+*mean* loss; Keras scales ``compute_loss`` by ``1 / replicas`` in a replica context (measured:
+exactly half on two devices), so the meter multiplies it back. The variables are read when the
+step is traced, after training has built the model.
 """
 
 from __future__ import annotations
@@ -18,10 +14,7 @@ from typing import Any
 import tensorflow as tf
 
 from tuner.worker.losses import call_model, model_loss, unpack
-from tuner.worker.meters import auto_noise_steps
 from tuner.worker.noise import Meter, overrides, state_kept
-
-__all__ = ["NoiseMeter", "auto_noise_steps", "measure_noise_once"]
 
 
 class NoiseMeter(Meter):
@@ -51,7 +44,7 @@ class NoiseMeter(Meter):
 
 def measure_noise_once(model: Any, batch: tuple[Any, ...], samples: int) -> None:
     """One measurement step of :class:`NoiseMeter` under the default strategy, the model left as
-    it was: raises what a trial's meter would raise. The workload check runs it before the grid."""
+    it was: raises what a trial's meter would raise."""
     parts = list(batch)
     while parts and parts[-1] is None:  # from_tensors takes no None: an absent part is left out
         parts.pop()

@@ -47,8 +47,7 @@ class TensorFlowBackend:
         self._plan = plan
 
     def evaluator(self, session: Session) -> Callable[[], float]:
-        """What evaluates the model as it is now over the same first ``val_samples`` samples,
-        no remainder dropped, so trials at different batch sizes report the same samples' loss."""
+        """The evaluation over the same first ``val_samples`` samples at any batch, none dropped."""
         val_samples = session.request.budget.val_samples
         val = inputs.val_batches(session.source, session.batch, val_samples)
         key = logged_name(session.request.workload.objective)
@@ -63,12 +62,11 @@ class TensorFlowBackend:
 
     def noise_meter(self, session: Session, steps: int) -> NoiseMeter | None:
         """The noise meter on batches drawn apart from training (``None``: dataset function)."""
-        batch, seed = session.batch, session.request.seed + 1
-        dataset = inputs.noise_batches(session.source, batch, seed=seed)
+        batch = session.batch
+        dataset = inputs.noise_batches(session.source, batch, seed=session.request.seed + 1)
         if dataset is None:
             return None
-        model = session.loop.model
-        return NoiseMeter(self.strategy, model, dataset, batch, steps)
+        return NoiseMeter(self.strategy, session.loop.model, dataset, batch, steps)
 
     def peak_memory_per_device(self) -> list[int | None]:
         """Peak bytes per replica device (GPUs only; ``None`` where TensorFlow cannot tell)."""
@@ -138,8 +136,8 @@ def open_session(request: RunRequest, emit: Emit, record_steps: bool = False) ->
 def _additional_loss_notes(
     request: RunRequest, model: Any, strategy: Any, source: Source
 ) -> dict[str, Any]:
-    """``add_loss`` terms Keras scales twice on several replicas, corrected or said (the loops
-    that train in a replica context; the form ``function`` gives no local batch)."""
+    """``add_loss`` terms Keras scales twice on several replicas, corrected or said (the loops in
+    a replica context; a dataset function gives no local batch)."""
     if request.loop not in ("fit", "custom") or source.form == inputs.FUNCTION:
         return {}
     batch = inputs.first_batch(source, "train", SAMPLES)
