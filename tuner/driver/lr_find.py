@@ -33,8 +33,7 @@ from tuner.driver.children import (
     first_precision,
     workload_ref,
 )
-from tuner.driver.options import SpecOptions, spec_and_plan
-from tuner.driver.setup.names import check_names
+from tuner.driver.options import SpecOptions, checked_spec_and_plan
 from tuner.files import check_output
 
 if TYPE_CHECKING:
@@ -130,10 +129,8 @@ def find_lr(
     """
     core.check_range(options.min_lr, options.max_lr, options.steps)
     check_paths(options.output, options.plot)
-    spec, plan, notice = spec_and_plan(options, options.trial_timeout)
-    check_names(spec)
-    if front is not None and notice:
-        front.notice(notice)
+    notice = front.notice if front is not None else None
+    spec, plan = checked_spec_and_plan(options, notice, options.trial_timeout)
     batch = spec.search.grid.base_batch_size
     if batch % plan.num_replicas:
         raise ConfigError(f"global batch {batch} does not divide by {plan.num_replicas} replicas")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -170,3 +170,18 @@ def spec_and_plan(
         options.gpus, options.cpu_replicas, options.memory_limit, backend=spec.workload.backend
     )
     return spec, plan, notice
+
+
+def checked_spec_and_plan(
+    options: SpecOptions, notice: Callable[[str], None] | None, trial_timeout: float | None = None
+) -> tuple[StudySpec, DevicePlan]:
+    """:func:`spec_and_plan` and the spec's names (:func:`~tuner.driver.setup.names.check_names`:
+    typos in milliseconds, not after a child has imported TensorFlow), the plan's notice told to
+    ``notice``."""
+    from tuner.driver.setup.names import check_names
+
+    spec, plan, told = spec_and_plan(options, trial_timeout)
+    check_names(spec)
+    if told and notice is not None:
+        notice(told)
+    return spec, plan

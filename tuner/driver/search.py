@@ -16,15 +16,8 @@ from tuner.core.errors import ConfigError, TunerError
 from tuner.core.options import named
 from tuner.driver import study as _study
 from tuner.driver.observer import QuietObserver, SearchObserver
-from tuner.driver.options import (
-    ProbeOptions,
-    SearchOptions,
-    SpecOptions,
-    ValidateOptions,
-    spec_and_plan,
-)
+from tuner.driver.options import ProbeOptions, SearchOptions, ValidateOptions, checked_spec_and_plan
 from tuner.driver.reuse import compile_cache
-from tuner.driver.setup.names import check_names
 from tuner.files import check_output
 
 if TYPE_CHECKING:
@@ -97,7 +90,7 @@ def search(
     ``on_study`` receives the study as soon as it is open.
     """
     front = front or QuietFront()
-    spec, plan = _spec_and_plan(options, front, options.trial_timeout)
+    spec, plan = checked_spec_and_plan(options, front.notice, options.trial_timeout)
     if options.export is not None:
         check_output(options.export, named("export"))
 
@@ -160,7 +153,7 @@ def probe(options: ProbeOptions, front: Front | None = None) -> ProbeReport:
     front = front or QuietFront()
     if options.steps < 1 or (options.resolution is not None and options.resolution < 1):
         raise ConfigError(f"{named('steps')} and {named('resolution')} must be positive")
-    spec, plan = _spec_and_plan(options, front)
+    spec, plan = checked_spec_and_plan(options, front.notice)
     if len(spec.search.grid.precisions) > 1:
         front.note(
             f"probing at {spec.search.grid.precisions[0]}, the first precision: a probe runs one"
@@ -192,7 +185,7 @@ def validate(options: ValidateOptions, front: Front | None = None) -> dict[str, 
         raise ConfigError(f"{named('steps')} and {named('batch_size')} must be positive")
     if options.output is not None:
         check_output(options.output, named("output"))
-    spec, plan = _spec_and_plan(options, front, options.trial_timeout)
+    spec, plan = checked_spec_and_plan(options, front.notice, options.trial_timeout)
     against = (
         f"{options.accumulation} accumulated micro-steps against one step at {options.accumulation}"
         " × the batch"
@@ -213,16 +206,3 @@ def validate(options: ValidateOptions, front: Front | None = None) -> dict[str, 
         timeout_s=options.trial_timeout,
         accumulation=options.accumulation,
     )
-
-
-def _spec_and_plan(
-    options: SpecOptions, front: Front, trial_timeout: float | None = None
-) -> tuple[StudySpec, DevicePlan]:
-    """:func:`~tuner.driver.options.spec_and_plan` and the spec's names
-    (:func:`~tuner.driver.setup.names.check_names`: typos in milliseconds, not after a child has
-    imported TensorFlow), the plan's notice told to ``front``."""
-    spec, plan, notice = spec_and_plan(options, trial_timeout)
-    check_names(spec)
-    if notice:
-        front.notice(notice)
-    return spec, plan

@@ -40,12 +40,7 @@ def records_curves(spec: StudySpec) -> bool:
     search = spec.search
     if not search.decision.early_stop:
         return False
-    return search.run.target_loss is not None or measures_seed_noise(spec)
-
-
-def measures_seed_noise(spec: StudySpec) -> bool:
-    """Whether the seed runs are measured (:func:`tuner.core.dominance.measures_seed_noise`)."""
-    return dominance.measures_seed_noise(spec.search)
+    return search.run.target_loss is not None or dominance.measures_seed_noise(search)
 
 
 def early_stop_for(
@@ -69,7 +64,7 @@ def early_stop_for(
     rivals = peers(spec, mine, batch)
     if spec.search.run.target_loss is not None:
         fields.update(_best_time(rivals, reasons))
-        if measures_seed_noise(spec):
+        if dominance.measures_seed_noise(spec.search):
             record = (seed_records() or {}).get(signature)
             gap: list[str] = []
             margins = (decision.tolerance, decision.tie_margin)
@@ -127,11 +122,10 @@ def _target_gap(
     if noise_sds[-1] <= 0:
         reasons.append("the seeds' losses are identical (no noise to test against)")
         return {}
-    reached = [t for t in _reached(rivals) if _usable(curve_of(t))]
-    if not reached or batch is None:
+    reference = _fastest([t for t in _reached(rivals) if _usable(curve_of(t))])
+    if reference is None or batch is None:
         reasons.append("no trial has reached the target yet")
         return {}
-    reference = min(reached, key=lambda t: (_time_s(t), t.number))
     scale = _time_scale(trials, reference, batch, margin)
     if scale is None:
         reasons.append(f"no throughput measured at batch {batch} yet (no time to compare at)")
@@ -215,15 +209,16 @@ def _time_s(trial: FrozenTrial) -> float:
 
 def _best_time(trials: Sequence[FrozenTrial], reasons: list[str]) -> dict[str, Any]:
     """The time rule's input: the shortest time to the target so far, or none."""
-    reached = _reached(trials)
-    if not reached:
+    best = _fastest(_reached(trials))
+    if best is None:
         reasons.append("no trial has reached the target yet")
         return {}
-    best = min(reached, key=lambda t: (_time_s(t), t.number))
-    return {
-        "best_time_s": _time_s(best),
-        "best_time_trial": best.number,
-    }
+    return {"best_time_s": _time_s(best), "best_time_trial": best.number}
+
+
+def _fastest(reached: Sequence[FrozenTrial]) -> FrozenTrial | None:
+    """The trial of ``reached`` with the shortest time to the target (the first on a tie)."""
+    return min(reached, key=lambda t: (_time_s(t), t.number), default=None)
 
 
 def peers(

@@ -106,21 +106,6 @@ NOT_MEASURED = frozenset(
 values), the original's own child timings (no child ran for it) and the bookkeeping."""
 
 
-def same_training(
-    trials: Sequence[FrozenTrial], attrs: dict[str, Any], number: int
-) -> FrozenTrial | None:
-    """The first measured grid trial (not ``same_as``, not a repeat) that trains as ``attrs``
-    say, or ``None`` (an original still running elsewhere does not count: this trial runs)."""
-    key = attrs["training_key"]
-    same = [
-        t
-        for t in trials
-        # The key first: a cheap test that rules out nearly every trial of a large study.
-        if decode(t).configuration.training_key == key and t.number != number and is_original(t)
-    ]
-    return min(same, key=lambda t: t.number) if same else None
-
-
 def same_as(original: FrozenTrial, attrs: dict[str, Any]) -> TrialOutcome:
     """The outcome of a trial that trains exactly like ``original``: COMPLETE with its values
     and measured attributes (not this trial's configuration), and ``same_as`` its number."""
@@ -134,11 +119,21 @@ def same_as(original: FrozenTrial, attrs: dict[str, Any]) -> TrialOutcome:
 
 
 def _same_training(point: Point) -> TrialOutcome | None:
-    """``same_as`` a measured trial that trains exactly like this one; a repeat always runs."""
+    """``same_as`` the first measured grid trial (not ``same_as``, not a repeat) that trains
+    exactly like this one; a repeat always runs, and so does a trial whose original still runs
+    elsewhere."""
     if point.repeat:
         return None
-    original = same_training(point.stored, point.attrs, point.number)
-    return None if original is None else same_as(original, point.attrs)
+    key = point.attrs["training_key"]
+    same = [
+        t
+        for t in point.stored
+        # The key first: a cheap test that rules out nearly every trial of a large study.
+        if decode(t).configuration.training_key == key
+        and t.number != point.number
+        and is_original(t)
+    ]
+    return same_as(min(same, key=lambda t: t.number), point.attrs) if same else None
 
 
 def _same_training_line(point: Point, outcome: TrialOutcome) -> str:
@@ -157,32 +152,20 @@ def adaptive(spec: StudySpec) -> bool:
 
 
 def _bracketed(point: Point) -> TrialOutcome | None:
-    """``bracketed`` when this LR-sweep rate cannot be the best at its batch, from what had
-    finished there when it started (:mod:`tuner.core.adaptive_sweep`); a repeat always runs."""
-    if point.earlier:
-        return None
-    return skip_bracketed(point.spec, point.attrs, point.stored, point.seed_noise)
-
-
-def skip_bracketed(
-    spec: StudySpec,
-    attrs: Mapping[str, Any],
-    trials: Sequence[FrozenTrial],
-    seed_records: Callable[[], Mapping[str, Any] | None],
-) -> TrialOutcome | None:
-    """``bracketed`` (PRUNED, not launched) when the sweep trial configured by ``attrs`` need not
-    be trained, from the study's ``trials`` as it starts; ``None``: train it. ``seed_records``
-    (the study's seed noise by device signature) is read only for a rate the bracket would skip:
-    without the seed noise the fit needs more points around the best."""
+    """``bracketed`` (PRUNED, not launched) when this LR-sweep rate cannot be the best at its
+    batch, from what had finished there when it started (:mod:`tuner.core.adaptive_sweep`); a
+    repeat always runs. The seed noise is read only for a rate the bracket would skip: without
+    it the fit needs more points around the best."""
+    spec, attrs = point.spec, point.attrs
     rule = str(attrs["lr_rule"])
-    if not adaptive(spec) or not is_sweep(rule):
+    if point.earlier or not adaptive(spec) or not is_sweep(rule):
         return None
     search, batch = spec.search, int(attrs["global_batch_size"])
     signature = attrs["device_signature"]
     config = config_key(attrs.get("model_hyperparameters") or {})
     mine = [
         t
-        for t in trials
+        for t in point.stored
         if decode(t).configuration.device_signature == signature
         and precision_of(t) == attrs[PRECISION]
         and model_config(t) == config
@@ -195,8 +178,7 @@ def skip_bracketed(
     lr = float(attrs["learning_rate"])
     if bracketed(lr, points, worse, planned=planned) is None:  # the least it needs: train
         return None
-    record = (seed_records() or {}).get(signature)
-    sigma = seed_sigma(record)
+    sigma = seed_sigma((point.seed_noise() or {}).get(signature))
     reason = bracketed(lr, points, worse, seed_noise=bool(sigma), planned=planned)
     return None if reason is None else TrialOutcome(SKIPPED, error=reason)
 

@@ -11,6 +11,7 @@ import time
 import warnings
 from collections.abc import Callable
 from datetime import datetime
+from typing import Any
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
@@ -72,17 +73,16 @@ def _fail_unborn(study: optuna.Study, trials: list[FrozenTrial]) -> bool:
     """Fail the RUNNING trials whose worker died before their first heartbeat
     (:func:`tuner.core.trials.died_unborn`); whether there were any. Only with a heartbeat (its
     grace is the bound)."""
-    guard = guard_of(study)
-    storage = guard.storage() if guard is not None else None
-    if guard is None or storage is None or not guard.grace_s:
+    guarded = _with_grace(study)
+    if guarded is None:
         return False
-    grace = guard.grace_s
+    storage, grace = guarded
     silent_for = _silence.seen(storage, study._study_id, trials)
     now = datetime.now()  # Optuna stamps datetime_start with the local naive time
     unborn = [
         trial
         for trial in trials
-        if died_unborn(trial, now, float(grace), silent_for_s=silent_for(trial._trial_id))
+        if died_unborn(trial, now, grace, silent_for_s=silent_for(trial._trial_id))
     ]
     for trial in unborn:
         with contextlib.suppress(optuna.exceptions.UpdateFinishedTrialError):
@@ -94,11 +94,17 @@ def unborn_wait_s(study: optuna.Study) -> float:
     """Seconds until a trial this process has seen without a heartbeat, still RUNNING, has been
     silent for the grace period (0 when there is none): the loop waits that long before it ends
     on a grid point such a trial still claims."""
+    guarded = _with_grace(study)
+    return 0.0 if guarded is None else _silence.left_s(guarded[0], study._study_id, guarded[1])
+
+
+def _with_grace(study: optuna.Study) -> tuple[Any, float] | None:
+    """The study's storage and its heartbeat grace in seconds; ``None`` without a heartbeat."""
     guard = guard_of(study)
     storage = guard.storage() if guard is not None else None
     if guard is None or storage is None or not guard.grace_s:
-        return 0.0
-    return _silence.left_s(storage, study._study_id, guard.grace_s)
+        return None
+    return storage, float(guard.grace_s)
 
 
 class _Silence:

@@ -39,16 +39,12 @@ def storage_faults(study: optuna.Study, observer: SearchObserver) -> Iterator[No
     try:
         yield
     except StorageFaultError as fault:
-        spooled = _spooled_quietly(study)
+        try:
+            spooled = spooled_line(study)
+        except OSError:
+            spooled = None
         message = f"{fault}; {spooled}" if spooled else str(fault)
         raise StorageFaultError(message) from fault
-
-
-def _spooled_quietly(study: optuna.Study) -> str | None:
-    try:
-        return spooled_line(study)
-    except OSError:
-        return None
 
 
 def spool_outcome(
@@ -81,15 +77,10 @@ def spool_outcome(
         guard.spool_failing = True
 
 
-def spool_folder(study: optuna.Study) -> Path | None:
-    guard = guard_of(study)
-    return guard.spool_folder if guard is not None else None
-
-
 def spooled_line(study: optuna.Study) -> str | None:
     """What the user reads about ``study``'s results waiting in the spool (``None``: none)."""
-    folder = spool_folder(study)
-    return _line(folder, study.study_name) if folder is not None else None
+    guard = guard_of(study)
+    return _line(guard.spool_folder, study.study_name) if guard is not None else None
 
 
 def spooled_at(storage_url: str, study_name: str) -> str | None:
