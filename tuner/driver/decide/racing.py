@@ -214,9 +214,8 @@ def provisional_line(running: Sequence[FrozenTrial]) -> str:
     repeat, verb = ("repeats", "are") if len(running) > 1 else ("repeat", "is")
     return (
         f"racing: {repeat} {names} {verb} still RUNNING, in another worker or in one that died "
-        "and is "
-        "not yet past the heartbeat grace period; the recommendation is provisional until it "
-        "finishes: run tuner search again after the grace period to finish the race"
+        "and is not yet past the heartbeat grace period; the recommendation is provisional until "
+        "it finishes: run tuner search again after the grace period to finish the race"
     )
 
 
@@ -277,8 +276,7 @@ def race(
         return 0
     tolerance, sentence = applied_tolerance(study, spec, plan)
     observer.note(sentence)
-    queued = 0
-    cut = False
+    queued, cut = 0, False
     # A bound no honest search reaches (every grid point once; per configuration, twice its
     # repeats' attempts, each queued and then run), so a storage that shows no progress cannot
     # keep this loop spinning.

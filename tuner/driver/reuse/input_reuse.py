@@ -59,13 +59,10 @@ class InputReuse:
         if self._study_attrs is None:
             self._study_attrs = dict(storage_call(study, decode_study, study).flat)
         key = input_key(request, self._study_attrs)
-        found = find_input(trials, key)
-        if found is None:
-            figure = self._remembered.get(key)
-            if figure is not None:  # measured by a run that is no trial: no number to name
-                return replace(request, input_throughput=figure), key, None
+        # Else a figure measured by a run that is no trial: no number to name.
+        figure, number = find_input(trials, key) or (self._remembered.get(key), None)
+        if figure is None:
             return request, key, None
-        figure, number = found
         return replace(request, input_throughput=figure), key, number
 
     def remember(self, outcome: TrialOutcome, key: str) -> None:

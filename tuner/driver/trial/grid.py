@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import itertools
 import warnings
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -25,6 +26,8 @@ from tuner.core.adaptive_sweep import visit_rank
 from tuner.core.configurations import PRECISION
 from tuner.core.hyperparams import defaults
 from tuner.core.spec import StudySpec
+
+BATCH_PARAM = "global_batch_size"
 
 
 class BatchAscendingGridSampler(GridSampler):
@@ -187,15 +190,17 @@ def searches_precisions(spec: StudySpec) -> bool:
 def grid_points(spec: StudySpec) -> list[tuple[Any, ...]]:
     """Every point of the spec's grid: ``(global_batch_size, lr_rule)``, with the precision
     third when the grid crosses several (as :func:`tuner.core.configurations.grid_point`)."""
-    search = spec.search
+    return list(itertools.product(*_axes(spec).values()))
+
+
+def _axes(spec: StudySpec) -> dict[str, list[Any]]:
+    """The grid's parameters (sorted by name, as Optuna orders them) and their values."""
+    grid = spec.search.grid
+    axes: dict[str, list[Any]] = {BATCH_PARAM: list(grid.global_batch_sizes)}
+    axes["lr_rule"] = list(spec.search.grid_rules)
     if searches_precisions(spec):
-        return [
-            (b, r, p)
-            for b in search.grid.global_batch_sizes
-            for r in search.grid_rules
-            for p in search.grid.precisions
-        ]
-    return [(b, r) for b in search.grid.global_batch_sizes for r in search.grid_rules]
+        axes[PRECISION] = list(grid.precisions)
+    return axes
 
 
 def make_sampler(spec: StudySpec, hypermodel: dict[str, Any] | None) -> optuna.samplers.BaseSampler:
@@ -214,18 +219,10 @@ def make_sampler(spec: StudySpec, hypermodel: dict[str, Any] | None) -> optuna.s
                 seed=search.run.seed,
                 n_startup_trials=max(2, min(10, search.grid.trials // 3)),
             )
-    space: dict[str, list[Any]] = {
-        "global_batch_size": list(search.grid.global_batch_sizes),
-        "lr_rule": list(search.grid_rules),
-    }
-    if searches_precisions(spec):
-        space[PRECISION] = list(search.grid.precisions)
+    space = _axes(spec)
     if hypermodel:
         space.update({name: [value] for name, value in defaults(hypermodel["space"]).items()})
     return BatchAscendingGridSampler(space)
-
-
-BATCH_PARAM = "global_batch_size"
 
 
 def stores_batch_as_category(trials: Iterable[FrozenTrial]) -> bool:

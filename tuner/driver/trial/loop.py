@@ -93,18 +93,11 @@ def run_trials(
 
 def _run_joint(loop: _Loop) -> tuple[int, int]:
     """A joint search: TPE picks each trial until the budget of trials is claimed."""
-    study, plan, ledger = loop.study, loop.plan, loop.ledger
-    budget = loop.spec.search.grid.trials
+    study, spec, plan = loop.study, loop.spec, loop.plan
+    ledger, observer, budget = loop.ledger, loop.observer, spec.search.grid.trials
     done = claimed_count(storage_call(study, study.get_trials, deepcopy=False))
     objective = Objective(
-        loop.spec,
-        plan,
-        loop.timeout_s,
-        loop.observer,
-        budget,
-        done,
-        space=loop.space,
-        runner=loop.runner,
+        spec, plan, loop.timeout_s, observer, budget, done, space=loop.space, runner=loop.runner
     )
     # Re-queued trials (interrupted, or a dead worker's) run even when the budget is used.
     while True:
@@ -116,7 +109,7 @@ def _run_joint(loop: _Loop) -> tuple[int, int]:
         if ledger is not None and claimed and not ledger.fits([any_trial])[0]:
             ledger.leave_out("grid", [any_trial] * max(0, budget - claimed))
             break
-        _run_one(study, objective, loop.observer, trials)
+        _run_one(study, objective, observer, trials)
         _stop_if_repeated(objective)
     return objective.launched, budget
 
@@ -254,7 +247,12 @@ def _run_one(
         with beating(study, trial._trial_id):
             told = _outcome(study, trial, objective, trials)
         if told is not None and not _tell(study, trial, *told):
-            _taken_over(observer)
+            # This worker was stopped (SIGSTOP, a suspended VM) past the heartbeat grace: another
+            # worker failed its trial and queued the grid point again, which measures it afresh.
+            observer.note(
+                "this worker's trial was handed to another worker while this one was stalled "
+                "(stale heartbeat); its result is dropped and the retry measures the point again"
+            )
     finally:
         if sampler is not None:
             sampler.expect(None)  # read before this trial: never for a later one
@@ -313,20 +311,9 @@ def _tell(
 def _finished(study: optuna.Study, trial: optuna.Trial) -> bool:
     """Whether ``trial`` is finished in the storage (Optuna refuses to tell a finished trial
     with a ``ValueError`` of no class of its own: the storage says which one it was)."""
-    ended = storage_call(study, study.get_trials, deepcopy=False, states=_FINISHED)
+    finished = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
+    ended = storage_call(study, study.get_trials, deepcopy=False, states=finished)
     return any(t.number == trial.number for t in ended)
-
-
-_FINISHED = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
-
-
-def _taken_over(observer: SearchObserver) -> None:
-    # This worker was stopped (SIGSTOP, a suspended VM) past the heartbeat grace: another
-    # worker failed its trial and queued the grid point again, which measures it afresh.
-    observer.note(
-        "this worker's trial was handed to another worker while this one was stalled "
-        "(stale heartbeat); its result is dropped and the retry measures the point again"
-    )
 
 
 def _claim_allowed(study: optuna.Study) -> None:

@@ -69,17 +69,12 @@ class Objective:
         *,
         runner: ChildRunner,
     ) -> None:
-        self._spec = spec
-        self._runner = runner
-        self._plan = plan
-        self._timeout_s = timeout_s
-        self._observer = observer
+        self._spec, self._plan, self._runner = spec, plan, runner
+        self._timeout_s, self._observer = timeout_s, observer
         self.total = total
         """Runs the progress counts: the grid (or joint budget), plus repeats once racing queues
         them (:func:`tuner.driver.decide.racing.race` extends it)."""
-        self._already_done = already_done
-        self._probed_oom = probed_oom
-        self._space = space
+        self._already_done, self._probed_oom, self._space = already_done, probed_oom, space
         self.launched = 0
         """Trials this objective ended, launched or pruned without a launch (oom-implied,
         bracketed)."""
