@@ -119,14 +119,10 @@ def find_lr(
     runner: ChildRunner | None = None,
 ) -> dict[str, Any]:
     """Run the range test ``options`` describe; return its report (``suggestion`` inside, ``None``
-    with a ``reason`` when the loss never fell steadily).
-
-    Checked once, before the child starts: the ramp, the output paths, the
-    options and the spec with ``--trial-timeout``, the spec's names, the batch against the
-    replicas. Raises :class:`ConfigError` for bad input, :class:`TunerError` when the run fails.
-    Those lines and the report's reason name the options as the front end does
-    (:func:`tuner.core.options.naming`): ``--max-lr`` for the CLI, ``max_lr=`` in Python.
-    """
+    with a ``reason`` when the loss never fell steadily). Checked once, before the child starts:
+    the ramp, the output paths, the options and the spec, the batch against the replicas. Raises
+    :class:`ConfigError` for bad input (naming the options as the front end does),
+    :class:`TunerError` when the run fails."""
     core.check_range(options.min_lr, options.max_lr, options.steps)
     check_paths(options.output, options.plot)
     notice = front.notice if front is not None else None

@@ -1,11 +1,8 @@
 """The options of the commands that run children, one frozen dataclass per command.
 
-Each field is a key of the options table (:mod:`tuner.core.options`), which gives its flag
-(``cpu_replicas`` -> ``--cpu-replicas``), its default and its spec key; the CLI and a Python
-caller build the same object (``tests/cli/test_option_table.py`` checks fields and defaults
-against the table). ``None`` means "not given": the spec file's value (or the built-in spec's)
-stands. Choices are plain strings (``loop="custom"``); the comma-separated lists take their text
-or, from Python, a sequence. Nothing here imports Typer.
+Each field is a key of the options table (:mod:`tuner.core.options`: its flag, default and spec
+key); the CLI and a Python caller build the same object. ``None`` means "not given": the spec's
+value stands. The comma-separated lists take their text or, from Python, a sequence.
 """
 
 from __future__ import annotations

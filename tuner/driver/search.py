@@ -1,9 +1,6 @@
 """The commands that run children, one library call each: :func:`search`, :func:`probe` and
 :func:`validate` take their command's options (:mod:`tuner.driver.options`), check everything
-once and run (:func:`tuner.driver.study.run_search`, :func:`~tuner.driver.study.probe_study`,
-:func:`tuner.driver.validate.run.run_validation`), telling a :class:`Front` (a search: a
-:class:`SearchFront`) as they go. The CLI builds the options, calls and prints what came back.
-"""
+once and run, telling a :class:`Front` (a search: a :class:`SearchFront`) as they go."""
 
 from __future__ import annotations
 
@@ -81,14 +78,11 @@ def search(
     *,
     on_study: Callable[[optuna.Study], None] | None = None,
 ) -> SearchReport:
-    """Run (or resume) the study ``options`` describe; return what was launched.
-
-    Every check of the input happens once, in this order, before any child starts and before
-    anything is stored: the options and the spec (:func:`~tuner.driver.options.spec_and_plan`),
-    the ``--export`` path, then :func:`~tuner.driver.study.check_search_input`. With
-    ``options.validate`` the validate checks run next; a failure raises :class:`TunerError`.
-    ``on_study`` receives the study as soon as it is open.
-    """
+    """Run (or resume) the study ``options`` describe; return what was launched. Checked once,
+    in this order, before any child starts or anything is stored: the options and the spec, the
+    ``--export`` path, then :func:`~tuner.driver.study.check_search_input`; with
+    ``options.validate`` the validate checks next (a failure raises :class:`TunerError`).
+    ``on_study`` receives the study as soon as it is open."""
     front = front or QuietFront()
     spec, plan = checked_spec_and_plan(options, front.notice, options.trial_timeout)
     if options.export is not None:
@@ -135,8 +129,7 @@ def _before_trials(
 
 @dataclass(frozen=True)
 class ProbeReport:
-    """What :func:`probe` found (:func:`~tuner.driver.study.probe_study`'s record, also stored on
-    the study) on the devices of ``plan``."""
+    """What :func:`probe` found (also stored on the study) on the devices of ``plan``."""
 
     found: dict[str, Any]
     plan: DevicePlan
@@ -144,12 +137,8 @@ class ProbeReport:
 
 def probe(options: ProbeOptions, front: Front | None = None) -> ProbeReport:
     """Find the largest global batch that fits on the devices ``options`` describe; store it on
-    the study.
-
-    Checked once, in this order, before any child starts: ``--steps`` and ``--resolution``, the
-    options and the spec (:func:`~tuner.driver.options.spec_and_plan`), then the search input
-    (in :func:`~tuner.driver.study.probe_study`). The probed sizes are noted as they run.
-    """
+    the study. Checked once, in this order, before any child starts: ``--steps`` and
+    ``--resolution``, the options and the spec, then the search input."""
     front = front or QuietFront()
     if options.steps < 1 or (options.resolution is not None and options.resolution < 1):
         raise ConfigError(f"{named('steps')} and {named('resolution')} must be positive")
@@ -171,13 +160,10 @@ def probe(options: ProbeOptions, front: Front | None = None) -> ProbeReport:
 
 
 def validate(options: ValidateOptions, front: Front | None = None) -> dict[str, Any]:
-    """Run one device against the devices ``options`` describe; return the report
-    (:func:`~tuner.driver.validate.run.run_validation`'s, ``passed`` inside).
-
-    Checked once, in this order, before any child starts: ``--steps`` and ``--batch-size``, the
-    ``--output`` path (the caller writes the report there), the options and the spec with
-    ``--trial-timeout``, then the options against the spec (in ``run_validation``).
-    """
+    """Run one device against the devices ``options`` describe; return the report (``passed``
+    inside). Checked once, in this order, before any child starts: ``--steps`` and
+    ``--batch-size``, the ``--output`` path (the caller writes the report there), the options and
+    the spec with ``--trial-timeout``, then the options against the spec."""
     from tuner.driver.validate.run import run_validation  # the search's import stays light
 
     front = front or QuietFront()

@@ -1,14 +1,11 @@
 """Seed noise: the base configuration trained with other seeds, for a loss tolerance that is not
 inside the noise.
 
-Right after the grid's own base trial (its first seed) and before the rest of the grid, the base
-configuration runs again with seeds ``seed + 1 .. seed + seeds - 1`` (a seed changes the initial
-weights and the data order together). The final losses' relative spread is stored on the study
-(``seed_noise``, per device signature: seed runs are not trials) and racing compares losses with
-``max(--tolerance, 2 × spread)``. Measured once per signature; several workers may each measure
-it (the last record stays), which costs time, never correctness. Each seed run is the base
-configuration at the base batch in a fresh child; under a ``--budget`` only while the rest of the
-grid still fits after it.
+Right after the grid's base trial (its first seed), before the rest of the grid, the base
+configuration runs again in fresh children with seeds ``seed + 1 .. seed + seeds - 1``. The
+final losses' relative spread is stored on the study per device signature (``seed_noise``: seed
+runs are not trials) and racing compares losses with ``max(--tolerance, 2 × spread)``. Several
+workers may each measure it (the last record stays): time, never correctness.
 """
 
 from __future__ import annotations
@@ -101,7 +98,9 @@ def _recorded(
     observer: SearchObserver,
 ) -> dict[str, Any] | None:
     """The seed-noise record of the runs that ended, stored and said with the tolerance it sets;
-    ``None`` when too few ended."""
+    ``None`` when too few ended. Under a loss target: the seed runs' curves up to the target (the
+    early stops' noise per check), without ``final_losses`` — losses at the target are no seed
+    noise and set no loss tolerance."""
     search = spec.search
     what = {
         "seeds": seeds,
@@ -110,8 +109,19 @@ def _recorded(
         "precision": first_precision(spec),
     }
     if search.run.target_loss is not None:
-        what["target_loss"] = search.run.target_loss
-        return _target_record(study, plan, what, base, curves, observer)
+        done = [t for t in base if t.state == TrialState.COMPLETE and curve_of(t)]
+        shared = ([curve_of(min(done, key=lambda t: t.number))] if done else []) + curves
+        samples, sds = check_noise(shared)
+        if not sds:
+            observer.note("seed noise not measured (fewer than 2 seeds trained): no loss-gap stops")
+            return None
+        record = {**what, "target_loss": search.run.target_loss, "curves": curves}
+        store(study, SEED_NOISE, plan, record)
+        observer.note(
+            f"seed noise (early stops under the target): the validation loss varies {sds[-1]:.1%} "
+            f"between {len(shared)} seeds at {samples[-1]} samples"
+        )
+        return record
     spread = relative_spread(losses)
     if spread is None:
         observer.note("seed noise not measured (fewer than 2 seeds trained); the tolerance applies")
@@ -127,32 +137,6 @@ def _recorded(
         f"seed noise: final losses {', '.join(f'{loss:.4g}' for loss in losses)} over seeds "
         f"{', '.join(map(str, seeds))}: spread "
         f"{spread:.1%}; {applied_tolerance(study, spec, plan)[1]}"
-    )
-    return record
-
-
-def _target_record(
-    study: optuna.Study,
-    plan: DevicePlan,
-    what: dict[str, Any],
-    base: list[FrozenTrial],
-    curves: list[Any],
-    observer: SearchObserver,
-) -> dict[str, Any] | None:
-    """Under a loss target: the seed runs' curves up to the target (the early stops' noise per
-    check), stored without ``final_losses`` — losses at the target are no seed noise and set no
-    loss tolerance (:func:`tuner.core.dominance.measures_seed_noise`)."""
-    done = [t for t in base if t.state == TrialState.COMPLETE and curve_of(t)]
-    shared = ([curve_of(min(done, key=lambda t: t.number))] if done else []) + curves
-    samples, sds = check_noise(shared)
-    if not sds:
-        observer.note("seed noise not measured (fewer than 2 seeds trained): no loss-gap stops")
-        return None
-    record = {**what, "curves": curves}
-    store(study, SEED_NOISE, plan, record)
-    observer.note(
-        f"seed noise (early stops under the target): the validation loss varies {sds[-1]:.1%} "
-        f"between {len(shared)} seeds at {samples[-1]} samples"
     )
     return record
 

@@ -1,13 +1,10 @@
-"""The trial loop: one trial at a time until the grid (or a joint search's budget) is done. A grid
-runs its base configuration first, then that configuration's seed runs (the seed noise,
-:mod:`tuner.driver.decide.seeds`, known before the rest of the grid), then the rest of the grid by
-ascending batch, then repeats of the candidates still too close to call
-(:mod:`tuner.driver.decide.racing`). Under a ``--budget`` a run that would not fit is not started
-(:mod:`tuner.driver.decide.budget`): the seeds only when the rest of the grid still fits after them.
+"""The trial loop: one trial at a time until the grid (or a joint search's budget) is done: the
+base configuration, its seed runs (:mod:`tuner.driver.decide.seeds`: the noise known before the
+rest), the rest of the grid by ascending batch, then racing's repeats. Under a ``--budget`` a run
+that would not fit is not started, the seeds only when the rest of the grid still fits after them.
 
 Several workers may share a study, so the loop asks the storage before every trial: points that
-another worker left unfinished come back queued (:mod:`tuner.driver.trial.resume`), and a point that
-another worker is running is left to it, so concurrent workers do not duplicate the grid's end.
+another worker left unfinished come back queued, and a point another worker runs is left to it.
 """
 
 from __future__ import annotations
@@ -78,11 +75,8 @@ def run_trials(
     ledger: Ledger | None = None,
 ) -> tuple[int, int]:
     """Run the study's remaining trials; return ``(launched, total)``: how many trials this call
-    ended (run or pruned as oom-implied) and the size of the grid or the joint budget.
-
-    ``space``: a hypermodel's space; ``probed_oom``: the smallest global batch known not to fit;
-    ``runner`` runs every child (trials, repeats, seed runs); ``ledger``: the ``--budget``.
-    """
+    ended (run or pruned without a launch) and the size of the grid or the joint budget.
+    ``probed_oom``: the smallest global batch known not to fit; ``ledger``: the ``--budget``."""
     requeue_unfinished(study)
     quiet_optuna()
     loop = _Loop(study, spec, plan, space, runner, timeout_s, observer, ledger)

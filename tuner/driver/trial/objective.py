@@ -1,9 +1,6 @@
-"""The one boundary where a trial runs and its outcome becomes Optuna state and attributes.
-
-``Objective`` is what the trial loop calls for each trial it asked for: it stores the configuration,
-asks the pre-launch rules in their order (:mod:`.prelaunch`: same training, ``bracketed``,
-``oom-implied``) whether the trial ends without a child, else runs the child, and hands the
-classified outcome to :func:`record` — the only place a trial's state is set.
+"""The one boundary where a trial runs and its outcome becomes Optuna state and attributes:
+``Objective`` stores the configuration, asks the pre-launch rules (:mod:`.prelaunch`), else runs
+the child, and hands the outcome to :func:`record`, the only place a trial's state is set.
 """
 
 from __future__ import annotations
@@ -50,11 +47,8 @@ from tuner.storage.guarded import guard_of, storage_call
 
 class Objective:
     """Runs one grid point per call; the outcome is stored on the trial by :func:`record`.
-
-    ``total`` and ``already_done`` only count the trials for the observer (which names each by its
-    Optuna trial number); ``probed_oom`` is the smallest global batch a probe found out of memory;
-    ``space`` a hypermodel's search space; ``runner`` runs each trial's child.
-    """
+    ``total`` and ``already_done`` only count the trials for the observer; ``probed_oom`` is the
+    smallest global batch a probe found out of memory; ``space`` a hypermodel's search space."""
 
     def __init__(
         self,

@@ -1,21 +1,14 @@
-"""The pre-launch rules: the one ordered list that decides, before any child starts, whether a
-grid trial ends without one, and how (:data:`RULES`, walked by :func:`before_launch`).
-
-Each rule answers one question about the trial about to start (a :class:`Point`) and gives one
-outcome; the first that answers wins, and a trial no rule answers is trained. The order is the
-documented one (docs/design/architecture.md, "One trial, in order"): ``same-training``,
-``bracketed``, ``oom-implied``, ``batch-failed``. ``bracketed`` goes before ``oom-implied``: a
-batch reached only by accumulation skips its rates too, and a batch that ran out of memory has
+"""The pre-launch rules: the one ordered list (:data:`RULES`, walked by :func:`before_launch`)
+that decides, before any child starts, whether a grid trial ends without one, and how; the first
+rule that answers wins, a trial no rule answers is trained. The order is the documented one
+(docs/design/architecture.md, "One trial, in order"). ``bracketed`` goes before ``oom-implied``:
+a batch reached only by accumulation skips its rates too, and a batch that ran out of memory has
 nothing finished, so it never skips there.
 
-What is not a rule here: the budget (the loop asks for no trial that would not fit it), the early
-stop (the child stops itself; :mod:`tuner.driver.decide.early_stop` arms it) and the input
-pipeline's figure (:mod:`tuner.driver.reuse.input_reuse` changes the request, not the outcome).
-
-The adaptive sweep, at the driver's edge: with several workers, a trial still running elsewhere
-says nothing yet: only finished trials count, as the law's fit counts them
-(:func:`tuner.core.recommend.batch_points`: a rate stopped early as dominated by the best at its
-own batch is worse; a diverged one too).
+Not rules: the budget (the loop asks for no trial that would not fit it), the early stop (the
+child stops itself) and the input pipeline's figure (it changes the request, not the outcome).
+With several workers, a trial still running elsewhere says nothing yet: only finished trials
+count, as :func:`tuner.core.recommend.batch_points` counts them.
 """
 
 from __future__ import annotations

@@ -27,9 +27,8 @@ _OF_ITS_RUN = ("status", "error", HEARTBEAT_S)
 def requeue_unfinished(study: optuna.Study) -> list[FrozenTrial]:
     """Fail trials whose worker died (stale heartbeat; Optuna's retry callback re-queues them),
     then queue again every interrupted trial whose grid point (and model configuration) has no
-    other run. Returns the study's trials after that (the loop decides with them: read again
-    only when something was queued). One storage step, run again whole after an outage: what
-    it decides, it decides from what it reads."""
+    other run; return the study's trials after that. One storage step, run again whole after an
+    outage: what it decides, it decides from what it reads."""
     return storage_call(study, _requeue_unfinished, study)
 
 
