@@ -19,26 +19,12 @@ from tuner.core import lr_find as core
 from tuner.core.errors import ConfigError, TunerError
 from tuner.core.options import DEFAULT_MAX_LR, DEFAULT_MIN_LR, LR_FIND_STEPS, named
 from tuner.core.outcome import ok_payload
-from tuner.core.protocol import (
-    DEFAULT_TRIAL_TIMEOUT_S,
-    Budget,
-    Event,
-    LrFindRequest,
-    ProgressEvent,
-)
-from tuner.driver.children import (
-    ChildRunner,
-    OnEvent,
-    child_runner,
-    first_precision,
-    workload_ref,
-)
+from tuner.core.protocol import DEFAULT_TRIAL_TIMEOUT_S, Budget, Event, LrFindRequest, ProgressEvent
+from tuner.driver.children import ChildRunner, OnEvent, child_runner, first_precision, workload_ref
 from tuner.driver.options import SpecOptions, checked_spec_and_plan
 from tuner.files import check_output
 
 if TYPE_CHECKING:
-    from tuner.core.devices import DevicePlan
-    from tuner.core.spec import StudySpec
     from tuner.driver.search import Front
 
 FIGURE_SUFFIXES = (".html", ".png")
@@ -114,9 +100,7 @@ def _table(tables: dict[str, Any], section: str) -> dict[str, Any]:
 
 
 def find_lr(
-    options: LrFindOptions,
-    front: Front | None = None,
-    runner: ChildRunner | None = None,
+    options: LrFindOptions, front: Front | None = None, runner: ChildRunner | None = None
 ) -> dict[str, Any]:
     """Run the range test ``options`` describe; return its report (``suggestion`` inside, ``None``
     with a ``reason`` when the loss never fell steadily). Checked once, before the child starts:
@@ -136,7 +120,21 @@ def find_lr(
             f"{options.steps} steps at global batch {batch} on {plan.num_replicas} "
             f"{plan.kind} replicas ({spec.workload.backend})…"
         )
-    request = lr_find_request(spec, plan, batch, options)
+    request = LrFindRequest(  # the spec's workload at the base batch, one step per window
+        plan=plan,
+        workload=workload_ref(spec),
+        global_batch_size=batch,
+        learning_rate=options.min_lr,
+        budget=Budget(
+            epochs=options.steps, steps_per_epoch=1, val_samples=spec.search.run.val_samples
+        ),
+        seed=spec.search.run.seed,
+        precision=first_precision(spec),
+        loop=spec.search.run.loop_kind,
+        min_lr=options.min_lr,
+        max_lr=options.max_lr,
+        lr_steps=options.steps,
+    )
     runner = runner if runner is not None else child_runner()
     run = runner.run(
         request, plan.child_environment(), options.trial_timeout, _progress(front, options)
@@ -168,27 +166,6 @@ def check_paths(output: Path | None, plot: Path | None) -> None:
         if plot.suffix.lower() not in FIGURE_SUFFIXES:
             raise ConfigError(f"{named('plot')} {plot}: give a .html or .png file name")
         check_output(plot, named("plot"))
-
-
-def lr_find_request(
-    spec: StudySpec, plan: DevicePlan, batch: int, options: LrFindOptions
-) -> LrFindRequest:
-    """The child's request: the spec's workload at ``batch``, one step per window."""
-    return LrFindRequest(
-        plan=plan,
-        workload=workload_ref(spec),
-        global_batch_size=batch,
-        learning_rate=options.min_lr,
-        budget=Budget(
-            epochs=options.steps, steps_per_epoch=1, val_samples=spec.search.run.val_samples
-        ),
-        seed=spec.search.run.seed,
-        precision=first_precision(spec),
-        loop=spec.search.run.loop_kind,
-        min_lr=options.min_lr,
-        max_lr=options.max_lr,
-        lr_steps=options.steps,
-    )
 
 
 def report(payload: dict[str, Any], options: LrFindOptions) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from tuner.core.errors import ConfigError, TunerError
 from tuner.core.options import named
 from tuner.driver import study as _study
-from tuner.driver.observer import QuietObserver, SearchObserver
+from tuner.driver.observer import SearchObserver
 from tuner.driver.options import ProbeOptions, SearchOptions, ValidateOptions, checked_spec_and_plan
 from tuner.driver.reuse import compile_cache
 from tuner.files import check_output
@@ -36,40 +36,33 @@ class Front(Protocol):
 
     def notice(self, message: str) -> None:
         """A line to read even when progress is not shown (the devices chosen)."""
+        return None
 
     def note(self, message: str) -> None:
         """A line of progress (a phase starting, a probed size)."""
+        return None
 
 
 class SearchFront(SearchObserver, Front, Protocol):
     """What a search tells besides its trials: the notices, what it will not measure, the
-    validation, the start."""
+    validation, the start. Each method does nothing unless a class implements it."""
 
     def warning(self, message: str) -> None:
         """What the search will not measure, to read even when progress is not shown."""
+        return None
 
     def validated(self, report: dict[str, Any]) -> None:
         """``--validate``'s report (:func:`tuner.driver.validate.run.run_validation`); a failed one
         stops the search after this."""
+        return None
 
     def starting(self, spec: StudySpec, plan: DevicePlan, study_name: str | None) -> None:
         """The input is checked: the workload check, then the trials, follow."""
+        return None
 
 
-class QuietFront(QuietObserver):
+class QuietFront(SearchFront):
     """A :class:`SearchFront` (and so a :class:`Front`) that shows nothing."""
-
-    def notice(self, message: str) -> None:
-        pass
-
-    def warning(self, message: str) -> None:
-        pass
-
-    def validated(self, report: dict[str, Any]) -> None:
-        pass
-
-    def starting(self, spec: StudySpec, plan: DevicePlan, study_name: str | None) -> None:
-        pass
 
 
 def search(

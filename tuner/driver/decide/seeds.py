@@ -10,7 +10,6 @@ workers may each measure it (the last record stays): time, never correctness.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -53,7 +52,8 @@ def measure_seed_noise(
     reserve: tuple[RunKey, ...] = (),
 ) -> dict[str, Any] | None:
     """Measure (or find stored) the seed noise of ``plan``'s devices, or ``None`` (off, or not
-    measured: then the next run tries). Under a budget a run starts only if ``reserve`` fits."""
+    measured: then the next run tries). Under a budget a seed run starts only if ``reserve`` (the
+    rest of the grid) still fits after it."""
     search = spec.search
     if search.grid.joint or search.decision.seeds < 2:
         return None
@@ -82,8 +82,29 @@ def measure_seed_noise(
         timeout_s=timeout_s, observer=observer, curves=curves, inputs=InputReuse(),
         read=(study, trials),
     )  # fmt: skip
-    named = shown_rule(spec, plan, values, base)
-    run_seeds(spec, plan, train, seeds, losses, observer, ledger, reserve, rule=named)
+    rule = shown_rule(spec, plan, values, base)  # as the trials table names it
+    todo = [
+        s for s in range(search.run.seed, search.run.seed + search.decision.seeds) if s not in seeds
+    ]
+    key = (search.grid.base_batch_size, plan.num_replicas)
+    for index, seed in enumerate(todo):
+        if ledger is not None and not ledger.fits([key], ledger.total_s(reserve))[0]:
+            left = len(todo) - index
+            ledger.leave_out("seeds", [key] * left)
+            observer.phase("seeds", 0)
+            observer.note(
+                f"seed noise: {left} seed run(s) left out: they and the rest of the grid would "
+                "not fit the budget"
+            )
+            break
+        observer.note(
+            f"seed noise: base configuration (global batch {search.grid.base_batch_size}, rule "
+            f"{rule}) with seed {seed} ({seed - search.run.seed + 1} of {search.decision.seeds})…"
+        )
+        loss = train(seed)
+        if loss is not None:
+            seeds.append(seed)
+            losses.append(loss)
     return _recorded(study, spec, plan, base, seeds, losses, curves, observer)
 
 
@@ -238,48 +259,6 @@ def _store_record(study: optuna.Study, attr: str, plan: DevicePlan, record: dict
     records = dict(decode_study(study).flat.get(attr, {}))
     records[plan.device_signature] = record
     store_study(study, attr, records)
-
-
-def run_seeds(
-    spec: StudySpec,
-    plan: DevicePlan,
-    train: Callable[[int], float | None],
-    seeds: list[int],
-    losses: list[float],
-    observer: SearchObserver,
-    ledger: Ledger | None,
-    reserve: tuple[RunKey, ...],
-    *,
-    rule: str | None = None,
-) -> None:
-    """Train the seeds not yet in ``seeds`` (each ``train(seed)``), adding those that ended to
-    ``seeds`` and ``losses``; under a budget, stop at the first that does not fit beside
-    ``reserve`` (the rest of the grid). ``rule``: the base configuration's rule as the trials
-    table names it (:func:`shown_rule`)."""
-    search = spec.search
-    todo = [
-        s for s in range(search.run.seed, search.run.seed + search.decision.seeds) if s not in seeds
-    ]
-    key = (search.grid.base_batch_size, plan.num_replicas)
-    for index, seed in enumerate(todo):
-        if ledger is not None and not ledger.fits([key], ledger.total_s(reserve))[0]:
-            left = len(todo) - index
-            ledger.leave_out("seeds", [key] * left)
-            observer.phase("seeds", 0)
-            observer.note(
-                f"seed noise: {left} seed run(s) left out: they and the rest of the grid would "
-                "not fit the budget"
-            )
-            break
-        observer.note(
-            f"seed noise: base configuration (global batch {search.grid.base_batch_size}, rule "
-            f"{rule or search.grid.lr_rules[0]}) with seed {seed} ({seed - search.run.seed + 1} of "
-            f"{search.decision.seeds})…"
-        )
-        loss = train(seed)
-        if loss is not None:
-            seeds.append(seed)
-            losses.append(loss)
 
 
 def train_seed(

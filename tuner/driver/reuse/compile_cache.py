@@ -48,13 +48,6 @@ def environment(folder: Path) -> dict[str, str]:
     }
 
 
-def folder_bytes(folder: Path) -> int:
-    """The bytes the cache holds now."""
-    if not folder.is_dir():
-        return 0
-    return sum(entry.stat().st_size for entry in folder.iterdir() if entry.is_file())
-
-
 @contextmanager
 def activated(storage_url: str, backend: str, note: Callable[[str], None]) -> Iterator[None]:
     """Children started inside this block share the storage's cache (JAX only), said once."""
@@ -62,7 +55,7 @@ def activated(storage_url: str, backend: str, note: Callable[[str], None]) -> It
     if folder is None:
         yield
         return
-    held = folder_bytes(folder)
+    held = sum(e.stat().st_size for e in folder.iterdir() if e.is_file()) if folder.is_dir() else 0
     note(
         f"compiled programs cached in {folder} ({held / 2**20:.1f} MiB of "
         f"{MAX_BYTES / 2**30:.0f} GiB): seeds, repeats and resumes compile once"

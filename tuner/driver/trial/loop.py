@@ -21,12 +21,7 @@ from tuner.core.budget import Ledger, RunKey
 from tuner.core.devices import DevicePlan
 from tuner.core.errors import RepeatedFailureError, TrialFailed
 from tuner.core.spec import StudySpec
-from tuner.core.trials import (
-    GridProgress,
-    claimed_count,
-    has_budget_left,
-    settled_grid_points,
-)
+from tuner.core.trials import GridProgress, claimed_count, has_budget_left, settled_grid_points
 from tuner.driver.children import ChildRunner, last_run
 from tuner.driver.decide.budget import close, grid_left, training_key_of
 from tuner.driver.decide.racing import race
@@ -281,10 +276,7 @@ def _outcome(
 
 
 def _tell(
-    study: optuna.Study,
-    trial: optuna.Trial,
-    state: TrialState,
-    values: tuple[float, float] | None,
+    study: optuna.Study, trial: optuna.Trial, state: TrialState, values: tuple[float, float] | None
 ) -> bool:
     """Store the trial's end; ``False`` when another worker had already ended it (failed as
     stale while this worker was stalled). The spooled copy goes once the storage has it."""

@@ -277,10 +277,7 @@ class Objective:
         )
         request, input_key, input_from = self._inputs.prepare(request, *study)
         run = self._runner.run(
-            request,
-            self._plan.child_environment(),
-            self._timeout_s,
-            on_event=self._on_event,
+            request, self._plan.child_environment(), self._timeout_s, on_event=self._on_event
         )
         outcome = classify(run, memory_capped=self._plan.memory_limit_bytes is not None)
         return self._inputs.record(outcome, input_key, input_from)
