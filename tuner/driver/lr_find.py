@@ -1,10 +1,6 @@
-"""``tuner lr-find``: the learning-rate range test at the base batch, in one child process.
-
-The child trains the spec's workload exactly as a trial would (same loop, devices, precision,
-the build's compiled optimizer) while its rate ramps geometrically from ``--min-lr`` to
-``--max-lr`` (:mod:`tuner.worker.lr_find`); the suggestion is read off its losses here
-(:func:`tuner.core.lr_find.suggest`). Nothing is stored in a study: the report is returned (and
-written where the caller asks).
+"""``tuner lr-find``: the learning-rate range test at the base batch, in one child that trains as
+a trial would while its rate ramps geometrically (:mod:`tuner.worker.lr_find`); the suggestion is
+read off its losses here (:func:`tuner.core.lr_find.suggest`). Nothing is stored in a study.
 """
 
 from __future__ import annotations

@@ -21,15 +21,10 @@ LOGGER = "tuner"
 
 
 class SearchObserver(Protocol):
-    """Progress of a search: trials starting and finishing, the child's epochs and steps, and
-    one-line notes. Each method does nothing unless a class implements it (:class:`QuietObserver`
-    implements none).
-
+    """Progress of a search; each method does nothing unless a class implements it.
     ``number`` is the Optuna trial number (what ``tuner show`` lists in ``#``); ``position`` of
     ``total`` counts the trials of the grid (or joint budget), this worker's first one after those
-    already finished. Events are the child's (:class:`tuner.core.protocol.EpochEvent`,
-    :class:`~tuner.core.protocol.ProgressEvent`), passed on from the runner's reader thread.
-    """
+    already finished. Events are the child's, passed on from the runner's reader thread."""
 
     def trial_started(self, number: int, position: int, total: int, params: dict[str, Any]) -> None:
         """A trial of this configuration (its user attributes) starts."""

@@ -148,11 +148,8 @@ def spec_and_plan(
     options: SpecOptions, trial_timeout: float | None = None
 ) -> tuple[StudySpec, DevicePlan, str | None]:
     """The checked spec (its file, then the options' overrides), the device plan, and the plan's
-    notice for the user (``None``: nothing to say). ``trial_timeout`` is checked when given.
-
-    Raises :class:`ConfigError` (or :class:`~tuner.core.errors.MissingExtraError` for a backend
-    that is not installed) before anything runs.
-    """
+    notice for the user (``None``: nothing to say); ``trial_timeout`` is checked when given. Raises
+    :class:`ConfigError` (``tuner.core.errors.MissingExtraError``: a backend not installed)."""
     from tuner.driver.setup.devices import plan_devices, require_backend
     from tuner.driver.setup.spec_file import load_spec
 

@@ -1,6 +1,5 @@
-"""The budget's effects: timing every training child, the grid's next runs, and the closing
-line stored on the study (:data:`tuner.core.budget.BUDGET`). The decisions are
-:mod:`tuner.core.budget`'s; this module measures and records.
+"""The budget's effects: timing every training child, the grid's next runs, and the closing line
+stored on the study (:data:`tuner.core.budget.BUDGET`); :mod:`tuner.core.budget` decides.
 """
 
 from __future__ import annotations

@@ -213,10 +213,9 @@ def provisional_line(running: Sequence[FrozenTrial]) -> str:
 
 
 def enqueue_repeat(study: optuna.Study, original: FrozenTrial, index: int) -> None:
-    """Queue a new trial of ``original``'s configuration, marked ``repeat_of`` it, with its
-    grid cell (``grid_id``) as a retried trial has: the sampler neither hands it a new point nor
-    trips over a queued trial without a cell.
-    """
+    """Queue a new trial of ``original``'s configuration, marked ``repeat_of`` it, with its grid
+    cell (``grid_id``) as a retried trial has: the sampler neither hands it a new point nor trips
+    over a queued trial without a cell."""
     cell = {k: v for k, v in original.system_attrs.items() if k in ("grid_id", "search_space")}
     repeat = optuna.trial.create_trial(
         state=TrialState.WAITING,

@@ -1,10 +1,7 @@
-"""Compile once: XLA's persistent compilation cache shared by a storage's trial children.
-
-Under Keras on JAX every child compiles the same model at the same shapes again. JAX keeps
-executables on disk when ``jax_compilation_cache_dir`` is set (through ``JAX_*`` variables);
-its key hashes the program, options, devices and JAX's version, so a changed model never reads a
-stale entry. Under TensorFlow nothing is cached: ``fit`` under ``MirroredStrategy`` does not
-compile with XLA (measured: the persistent XLA cache stays empty).
+"""Compile once: XLA's persistent compilation cache shared by a storage's JAX children (its key
+hashes the program, options, devices and JAX's version: a changed model never reads a stale
+entry). Under TensorFlow nothing is cached: ``fit`` under ``MirroredStrategy`` does not compile
+with XLA (measured: the persistent XLA cache stays empty).
 """
 
 from __future__ import annotations

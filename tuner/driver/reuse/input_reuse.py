@@ -1,12 +1,7 @@
-"""Measuring the input pipeline once per pipeline, batch and devices, not once per trial.
-
-A trial times its input pipeline alone (~1.5 s a trial on 2 CPU cores). That figure depends on
-the data, batch, devices, budget, backend, loop, precision and machine, not on the rule, the
-optimizer or the seed. So each trial stores its **input key**
-(:func:`~tuner.driver.reuse.keys.input_key`); a later trial of the study with the same key is
-sent the earlier figure and stores it with ``input_throughput_from``. Only the study's own
-trials are searched (no extra storage round trip). Seed runs take the figure from the grid's
-base trial, or hand on their own through :meth:`InputReuse.remember`.
+"""Measuring the input pipeline once per pipeline, batch and devices, not once per trial (~1.5 s
+a trial on 2 CPU cores): each trial stores its input key
+(:func:`~tuner.driver.reuse.keys.input_key`); a later trial with the same key is sent the earlier
+figure and stores it with ``input_throughput_from``. Only the study's own trials are searched.
 """
 
 from __future__ import annotations

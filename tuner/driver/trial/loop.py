@@ -221,15 +221,12 @@ def _run_one(
     observer: SearchObserver,
     trials: list[FrozenTrial] | None = None,
 ) -> None:
-    """One trial, asked for and told by tuner: a queued one first, else the sampler's next
-    point; a FAIL does not stop us. ``trials``: the study's trials as just read, which the
-    trial decides with (else it reads). Its heartbeat is written while it runs
-    (:func:`tuner.storage.guarded.beating`)."""
+    """One trial, asked for and told by tuner (its heartbeat beating): a queued one first, else the
+    sampler's next point; a FAIL does not stop us. ``trials``: the study's trials as just read,
+    which the sampler and the trial decide with (else they read)."""
     _claim_allowed(study)
     sampler = study.sampler if isinstance(study.sampler, BatchAscendingGridSampler) else None
     if sampler is not None and trials is not None:
-        # Optuna calls the sampler inside ask and tell, with no way to hand it what the loop
-        # read: the grid point from the same read, 7 statements a trial fewer.
         sampler.expect(list(trials))
     try:
         trial = storage_call(study, _ask, study)

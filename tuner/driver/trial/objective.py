@@ -105,7 +105,6 @@ class Objective:
         values = self._model_hyperparameters(trial)
         if stored is None:
             stored = trial.study.get_trials(deepcopy=False)
-        # see suggest_global_batch
         categorical = search.grid.joint or stores_batch_as_category(stored)
         batch = suggest_global_batch(trial, search.grid.global_batch_sizes, categorical=categorical)
         rule = trial.suggest_categorical("lr_rule", rule_choices(self._spec, stored))

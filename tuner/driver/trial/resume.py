@@ -1,8 +1,5 @@
-"""Resuming: trials of dead workers and interrupted trials run again, once.
-
-Which trials qualify is decided by :func:`tuner.core.trials.to_requeue`; this module only acts on
-the storage.
-"""
+"""Resuming: trials of dead workers and interrupted trials run again, once (which ones:
+:func:`tuner.core.trials.to_requeue`; this module only acts on the storage)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,7 @@
-"""Results that reached the spool but not the storage (:mod:`tuner.storage.spool`): written
-before every result, recorded by the next search of the study before it runs anything.
-
-A spooled trial is in one of three places when the next search starts: still RUNNING (its
-worker stopped on the storage fault): the result is written to it; FAIL as stale (another worker
-failed it once its heartbeat stopped) and queued again: the waiting copy takes the result, so the
-point is not measured twice; already finished otherwise (the write got through after all, or the
-point was measured again meanwhile): the file just goes.
+"""Results that reached the spool but not the storage (:mod:`tuner.storage.spool`), recorded by
+the next search of the study before it runs anything: on the trial while it is still RUNNING, on
+its waiting copy when it was failed as stale and queued again (the point is not measured twice),
+nowhere when it finished otherwise (the file just goes).
 """
 
 from __future__ import annotations
