@@ -186,7 +186,9 @@ def _search(
         observer=observer,
         ledger=ledger,
     )
-    running = _still_running(study)
+    # Grid points some other worker still runs (this one's are done).
+    trials = storage_call(study, study.get_trials, deepcopy=False)
+    running = len({grid_point(t) for t in trials if t.state == TrialState.RUNNING})
     if not running:  # the last worker to finish writes the views, once
         refresh(study, warn=observer.note)
     return SearchReport(study, launched=launched, grid_size=grid_size, running=running)
@@ -228,9 +230,3 @@ def _grid_left(study: optuna.Study, spec: StudySpec) -> int:
     if spec.search.grid.joint:
         return max(0, spec.search.grid.trials - claimed_count(trials))
     return len(grid_points(spec)) - len(settled_grid_points(trials))
-
-
-def _still_running(study: optuna.Study) -> int:
-    """Grid points some worker (this one's are done) still runs."""
-    trials = storage_call(study, study.get_trials, deepcopy=False)
-    return len({grid_point(t) for t in trials if t.state == TrialState.RUNNING})

@@ -90,12 +90,8 @@ def measured(
     if outcome.status != "ok" or outcome.values is None:
         return outcome
     loss, throughput = outcome.values
-    mine = Run(
-        throughput,
-        loss,
-        outcome.attrs.get("time_to_target_s"),
-        outcome.attrs.get("samples_to_target"),
-    )
+    get = outcome.attrs.get
+    mine = Run(throughput, loss, get("time_to_target_s"), get("samples_to_target"))
     runs = [*map(own_run, earlier), mine]
     repeats = [run.throughput for run in runs]
     losses = [run.loss for run in runs]

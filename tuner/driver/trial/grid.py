@@ -171,12 +171,6 @@ class BatchAscendingGridSampler(GridSampler):
         return None
 
 
-def searches_precisions(spec: StudySpec) -> bool:
-    """Whether precision is an axis of the grid (the spec lists more than one): a study with
-    one precision keeps the parameters it always had, ``global_batch_size`` and ``lr_rule``."""
-    return len(spec.search.grid.precisions) > 1
-
-
 def grid_points(spec: StudySpec) -> list[tuple[Any, ...]]:
     """Every point of the spec's grid: ``(global_batch_size, lr_rule)``, with the precision
     third when the grid crosses several (as :func:`tuner.core.configurations.grid_point`)."""
@@ -188,7 +182,7 @@ def _axes(spec: StudySpec) -> dict[str, list[Any]]:
     grid = spec.search.grid
     axes: dict[str, list[Any]] = {BATCH_PARAM: list(grid.global_batch_sizes)}
     axes["lr_rule"] = list(spec.search.grid_rules)
-    if searches_precisions(spec):
+    if len(grid.precisions) > 1:  # with one, a study keeps the parameters it always had
         axes[PRECISION] = list(grid.precisions)
     return axes
 

@@ -77,7 +77,8 @@ class Objective:
         self.stopped: str | None = None
         """Why the search must stop (:meth:`_watch`), or ``None``."""
         self._early_stop: EarlyStop | None = None
-        """What the next child is compared with to stop early (:meth:`_arm_early_stop`)."""
+        """What the next child is compared with to stop early as dominated
+        (:mod:`tuner.driver.decide.early_stop`)."""
         self._accumulation = Accumulation(
             spec, plan, runner, timeout_s, observer, self._on_event, lambda: self._probed_oom
         )
@@ -188,7 +189,11 @@ class Objective:
         self._observer.trial_started(trial.number, point.position, self.total, attrs)
         batch, rule, lr = attrs["global_batch_size"], attrs["lr_rule"], attrs["learning_rate"]
         precision = attrs[PRECISION]
-        skipped = self._arm_early_stop(point, batch)
+        self._early_stop, skipped = None, None  # a repeat is never stopped early
+        if not earlier:  # what the child compares itself with, or why no rule can stop it
+            self._early_stop, skipped = early_stop_for(
+                self._spec, self._plan.device_signature, point.seed_noise, stored, batch
+            )
         outcome = (
             decided.outcome
             if decided is not None
@@ -239,19 +244,6 @@ class Objective:
     def extend(self, runs: int) -> None:
         """Count ``runs`` more runs (racing's repeats) in the progress total."""
         self.total += runs
-
-    def _arm_early_stop(self, point: Point, batch: int) -> str | None:
-        """Set what this trial's child compares itself with to stop early as dominated
-        (:mod:`tuner.driver.decide.early_stop`; a repeat is never stopped); return why no rule can
-        stop it, or ``None``."""
-        self._early_stop, skipped = (
-            (None, None)
-            if point.earlier
-            else early_stop_for(
-                self._spec, self._plan.device_signature, point.seed_noise, point.stored, batch
-            )
-        )
-        return skipped
 
     def _run(
         self,
