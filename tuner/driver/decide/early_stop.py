@@ -69,9 +69,8 @@ def early_stop_for(
             gap: list[str] = []
             margins = (decision.tolerance, decision.tie_margin)
             fields.update(_target_gap(*margins, record, (mine, rivals), batch, gap))
-            if "best_time_s" in fields:  # the time rule applies: the gap's reason is no news
-                gap = []
-            reasons.extend(r for r in gap if r not in reasons)
+            if "best_time_s" not in fields:  # else the time rule applies: the gap's is no news
+                reasons.extend(r for r in gap if r not in reasons)
     else:
         record = (seed_records() or {}).get(signature)
         fields.update(_loss_gap(decision.tolerance, record, mine, reasons, rivals))
