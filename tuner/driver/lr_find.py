@@ -36,8 +36,7 @@ RAMP_RTOL = 1e-3
 
 @dataclass(frozen=True, kw_only=True)
 class LrFindOptions(SpecOptions):
-    """``tuner lr-find``'s options, each its flag with underscores (:func:`tuner.lr_find`'s
-    too)."""
+    """``tuner lr-find``'s options, each its flag with underscores (:func:`tuner.lr_find`'s too)."""
 
     COMMAND: ClassVar[str] = "lr-find"
 
@@ -51,10 +50,8 @@ class LrFindOptions(SpecOptions):
     trial_timeout: float = DEFAULT_TRIAL_TIMEOUT_S
 
     def spec_overrides(self) -> dict[str, Any]:
-        """The flags' overrides, over defaults for what a spec file written only for the range
-        test leaves out: the grid (which the test does not use: it trains the base batch at the
-        ramp's rates), a study name (nothing is stored) and the base batch (64, as ``--help``
-        says). Only missing keys are filled: a spec written for ``tuner search`` is read as is."""
+        """The flags' overrides, over :data:`LR_FIND_DEFAULTS` for the keys a spec file written
+        only for the range test leaves out (a spec written for ``tuner search`` is read as is)."""
         given = {key: value for key, value in super().spec_overrides().items() if value is not None}
         return _missing_keys(self.spec, self.min_lr) | given
 
@@ -65,8 +62,9 @@ LR_FIND_DEFAULTS: dict[str, Any] = {
     "search.batch_multipliers": [1],
     "search.lr_rules": ["none"],
 }
-"""What a spec for ``tuner lr-find`` alone may leave out (``base_lr`` is the ramp's first rate,
-and a budget of two epochs stands in when neither ``epochs`` nor ``train_samples`` is given)."""
+"""What a spec for ``tuner lr-find`` alone may leave out: the grid (the test trains the base batch
+at the ramp's rates), a study name (nothing is stored) and the base batch (64, as ``--help``
+says); ``base_lr`` is the ramp's first rate, and two epochs stand in for a missing budget."""
 
 
 def _missing_keys(spec: Any, min_lr: float) -> dict[str, Any]:

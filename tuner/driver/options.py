@@ -169,9 +169,8 @@ def spec_and_plan(
 def checked_spec_and_plan(
     options: SpecOptions, notice: Callable[[str], None] | None, trial_timeout: float | None = None
 ) -> tuple[StudySpec, DevicePlan]:
-    """:func:`spec_and_plan` and the spec's names (:func:`~tuner.driver.setup.names.check_names`:
-    typos in milliseconds, not after a child has imported TensorFlow), the plan's notice told to
-    ``notice``."""
+    """:func:`spec_and_plan`, the spec's names checked (typos in milliseconds, not after a child
+    has imported TensorFlow: :mod:`tuner.driver.setup.names`) and the plan's notice told."""
     from tuner.driver.setup.names import check_names
 
     spec, plan, told = spec_and_plan(options, trial_timeout)

@@ -249,9 +249,8 @@ def _noise(study: optuna.Study) -> dict[str, Any]:
 
 
 def store(study: optuna.Study, attr: str, plan: DevicePlan, record: dict[str, Any]) -> None:
-    """Set the study attribute ``attr``'s record for ``plan``'s device signature to ``record``
-    (a probe's, the seed runs'; one storage step: read and written again whole after an
-    outage)."""
+    """Set the study attribute ``attr``'s record for ``plan``'s device signature (a probe's, the
+    seed runs'); one storage step: read and written again whole after an outage."""
     storage_call(study, _store_record, study, attr, plan, record)
 
 

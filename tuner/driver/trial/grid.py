@@ -44,13 +44,10 @@ class BatchAscendingGridSampler(GridSampler):
         # The order fresh trials visit the grid ids in (trial n takes the n-th): a permutation,
         # so that a grid id keeps meaning the point it meant when the study was stored.
         batch_at, rule_at = self._param_names.index(BATCH_PARAM), self._param_names.index("lr_rule")
+        grids = self._all_grids
         self._visit = sorted(
-            range(len(self._all_grids)),
-            key=lambda g: (
-                self._all_grids[g][batch_at],
-                visit_rank(str(self._all_grids[g][rule_at])),
-                g,
-            ),
+            range(len(grids)),
+            key=lambda g: (grids[g][batch_at], visit_rank(str(grids[g][rule_at])), g),
         )
         self._rank = {grid_id: place for place, grid_id in enumerate(self._visit)}
         self._finished: dict[int, int | None] = {}

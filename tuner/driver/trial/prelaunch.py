@@ -39,11 +39,9 @@ from tuner.driver.decide.racing import REPEAT_INDEX, REPEAT_OF, SAME_AS, is_orig
 
 @dataclass(frozen=True)
 class Point:
-    """A grid trial about to start, and what the rules read to decide it: its number and place
-    in the search (``position`` of ``total``), its configuration as stored (``attrs``), the
-    study's trials as it started (``stored``), its configuration's runs before it when it is a
-    repeat (``earlier``; ``repeat``: it is one), the smallest batch the probe found out of
-    memory, and the study's seed noise by device signature (read only when a rule needs it)."""
+    """A grid trial about to start, and what the rules read to decide it: ``stored`` is the
+    study's trials as it started, ``earlier`` its configuration's runs before it when it is a
+    repeat, ``seed_noise`` the study's by device signature (read only when a rule needs it)."""
 
     spec: StudySpec
     number: int
@@ -59,11 +57,9 @@ class Point:
 
 @dataclass(frozen=True)
 class Rule:
-    """One pre-launch rule: its ``name``, the ``question`` it answers, the outcome it ``gives``,
-    and ``decide``: that outcome for a point it answers, else ``None``. A ``final`` rule's outcome
-    is the trial's as it stands: the trial is not shown as started and nothing after the launch
-    (accumulation, racing's runs, efficiency) touches it; ``line`` is what the search prints
-    then."""
+    """One pre-launch rule: ``decide`` gives its outcome for a point it answers, else ``None``. A
+    ``final`` rule's outcome is the trial's as it stands: the trial is not shown as started and
+    nothing after the launch touches it; ``line`` is what the search prints then."""
 
     name: str
     question: str
@@ -112,9 +108,8 @@ def same_as(original: FrozenTrial, attrs: dict[str, Any]) -> TrialOutcome:
 
 
 def _same_training(point: Point) -> TrialOutcome | None:
-    """``same_as`` the first measured grid trial (not ``same_as``, not a repeat) that trains
-    exactly like this one; a repeat always runs, and so does a trial whose original still runs
-    elsewhere."""
+    """``same_as`` the first measured grid trial (no ``same_as``, no repeat) that trains exactly
+    like this one; a repeat always runs, and so does a trial whose original still runs."""
     if point.repeat:
         return None
     key = point.attrs["training_key"]

@@ -66,9 +66,8 @@ def requeue(study: optuna.Study, trial: FrozenTrial) -> None:
 
 
 def _fail_unborn(study: optuna.Study, trials: list[FrozenTrial]) -> bool:
-    """Fail the RUNNING trials whose worker died before their first heartbeat
-    (:func:`tuner.core.trials.died_unborn`); whether there were any. Only with a heartbeat (its
-    grace is the bound)."""
+    """Fail the RUNNING trials whose worker died before their first heartbeat (only with one: its
+    grace is the bound; :func:`tuner.core.trials.died_unborn`); whether there were any."""
     guarded = _with_grace(study)
     if guarded is None:
         return False
