@@ -1,10 +1,6 @@
-"""``tuner lr-find``: the learning-rate range test at the base batch, in one child process.
-
-The child trains the spec's workload exactly as a trial would (same loop, devices, precision,
-the build's compiled optimizer) while its rate ramps geometrically from ``--min-lr`` to
-``--max-lr`` (:mod:`tuner.worker.lr_find`); the suggestion is read off its losses here
-(:func:`tuner.core.lr_find.suggest`). Nothing is stored in a study: the report is returned (and
-written where the caller asks).
+"""``tuner lr-find``: the learning-rate range test at the base batch, in one child that trains as
+a trial would while its rate ramps geometrically (:mod:`tuner.worker.lr_find`); the suggestion is
+read off its losses here (:func:`tuner.core.lr_find.suggest`). Nothing is stored in a study.
 """
 
 from __future__ import annotations
@@ -19,27 +15,12 @@ from tuner.core import lr_find as core
 from tuner.core.errors import ConfigError, TunerError
 from tuner.core.options import DEFAULT_MAX_LR, DEFAULT_MIN_LR, LR_FIND_STEPS, named
 from tuner.core.outcome import ok_payload
-from tuner.core.protocol import (
-    DEFAULT_TRIAL_TIMEOUT_S,
-    Budget,
-    Event,
-    LrFindRequest,
-    ProgressEvent,
-)
-from tuner.driver.children import (
-    ChildRunner,
-    OnEvent,
-    child_runner,
-    first_precision,
-    workload_ref,
-)
-from tuner.driver.options import SpecOptions, spec_and_plan
-from tuner.driver.setup.names import check_names
+from tuner.core.protocol import DEFAULT_TRIAL_TIMEOUT_S, Budget, Event, LrFindRequest, ProgressEvent
+from tuner.driver.children import ChildRunner, OnEvent, child_runner, first_precision, workload_ref
+from tuner.driver.options import SpecOptions, checked_spec_and_plan
 from tuner.files import check_output
 
 if TYPE_CHECKING:
-    from tuner.core.devices import DevicePlan
-    from tuner.core.spec import StudySpec
     from tuner.driver.search import Front
 
 FIGURE_SUFFIXES = (".html", ".png")
@@ -55,8 +36,7 @@ RAMP_RTOL = 1e-3
 
 @dataclass(frozen=True, kw_only=True)
 class LrFindOptions(SpecOptions):
-    """``tuner lr-find``'s options, each its flag with underscores (:func:`tuner.lr_find`'s
-    too)."""
+    """``tuner lr-find``'s options, each its flag with underscores (:func:`tuner.lr_find`'s too)."""
 
     COMMAND: ClassVar[str] = "lr-find"
 
@@ -70,10 +50,8 @@ class LrFindOptions(SpecOptions):
     trial_timeout: float = DEFAULT_TRIAL_TIMEOUT_S
 
     def spec_overrides(self) -> dict[str, Any]:
-        """The flags' overrides, over defaults for what a spec file written only for the range
-        test leaves out: the grid (which the test does not use: it trains the base batch at the
-        ramp's rates), a study name (nothing is stored) and the base batch (64, as ``--help``
-        says). Only missing keys are filled: a spec written for ``tuner search`` is read as is."""
+        """The flags' overrides, over :data:`LR_FIND_DEFAULTS` for the keys a spec file written
+        only for the range test leaves out (a spec written for ``tuner search`` is read as is)."""
         given = {key: value for key, value in super().spec_overrides().items() if value is not None}
         return _missing_keys(self.spec, self.min_lr) | given
 
@@ -84,8 +62,9 @@ LR_FIND_DEFAULTS: dict[str, Any] = {
     "search.batch_multipliers": [1],
     "search.lr_rules": ["none"],
 }
-"""What a spec for ``tuner lr-find`` alone may leave out (``base_lr`` is the ramp's first rate,
-and a budget of two epochs stands in when neither ``epochs`` nor ``train_samples`` is given)."""
+"""What a spec for ``tuner lr-find`` alone may leave out: the grid (the test trains the base batch
+at the ramp's rates), a study name (nothing is stored) and the base batch (64, as ``--help``
+says); ``base_lr`` is the ramp's first rate, and two epochs stand in for a missing budget."""
 
 
 def _missing_keys(spec: Any, min_lr: float) -> dict[str, Any]:
@@ -115,25 +94,17 @@ def _table(tables: dict[str, Any], section: str) -> dict[str, Any]:
 
 
 def find_lr(
-    options: LrFindOptions,
-    front: Front | None = None,
-    runner: ChildRunner | None = None,
+    options: LrFindOptions, front: Front | None = None, runner: ChildRunner | None = None
 ) -> dict[str, Any]:
     """Run the range test ``options`` describe; return its report (``suggestion`` inside, ``None``
-    with a ``reason`` when the loss never fell steadily).
-
-    Checked once, before the child starts: the ramp, the output paths, the
-    options and the spec with ``--trial-timeout``, the spec's names, the batch against the
-    replicas. Raises :class:`ConfigError` for bad input, :class:`TunerError` when the run fails.
-    Those lines and the report's reason name the options as the front end does
-    (:func:`tuner.core.options.naming`): ``--max-lr`` for the CLI, ``max_lr=`` in Python.
-    """
+    with a ``reason`` when the loss never fell steadily). Checked once, before the child starts:
+    the ramp, the output paths, the options and the spec, the batch against the replicas. Raises
+    :class:`ConfigError` for bad input (naming the options as the front end does),
+    :class:`TunerError` when the run fails."""
     core.check_range(options.min_lr, options.max_lr, options.steps)
     check_paths(options.output, options.plot)
-    spec, plan, notice = spec_and_plan(options, options.trial_timeout)
-    check_names(spec)
-    if front is not None and notice:
-        front.notice(notice)
+    notice = front.notice if front is not None else None
+    spec, plan = checked_spec_and_plan(options, notice, options.trial_timeout)
     batch = spec.search.grid.base_batch_size
     if batch % plan.num_replicas:
         raise ConfigError(f"global batch {batch} does not divide by {plan.num_replicas} replicas")
@@ -143,7 +114,21 @@ def find_lr(
             f"{options.steps} steps at global batch {batch} on {plan.num_replicas} "
             f"{plan.kind} replicas ({spec.workload.backend})…"
         )
-    request = lr_find_request(spec, plan, batch, options)
+    request = LrFindRequest(  # the spec's workload at the base batch, one step per window
+        plan=plan,
+        workload=workload_ref(spec),
+        global_batch_size=batch,
+        learning_rate=options.min_lr,
+        budget=Budget(
+            epochs=options.steps, steps_per_epoch=1, val_samples=spec.search.run.val_samples
+        ),
+        seed=spec.search.run.seed,
+        precision=first_precision(spec),
+        loop=spec.search.run.loop_kind,
+        min_lr=options.min_lr,
+        max_lr=options.max_lr,
+        lr_steps=options.steps,
+    )
     runner = runner if runner is not None else child_runner()
     run = runner.run(
         request, plan.child_environment(), options.trial_timeout, _progress(front, options)
@@ -175,27 +160,6 @@ def check_paths(output: Path | None, plot: Path | None) -> None:
         if plot.suffix.lower() not in FIGURE_SUFFIXES:
             raise ConfigError(f"{named('plot')} {plot}: give a .html or .png file name")
         check_output(plot, named("plot"))
-
-
-def lr_find_request(
-    spec: StudySpec, plan: DevicePlan, batch: int, options: LrFindOptions
-) -> LrFindRequest:
-    """The child's request: the spec's workload at ``batch``, one step per window."""
-    return LrFindRequest(
-        plan=plan,
-        workload=workload_ref(spec),
-        global_batch_size=batch,
-        learning_rate=options.min_lr,
-        budget=Budget(
-            epochs=options.steps, steps_per_epoch=1, val_samples=spec.search.run.val_samples
-        ),
-        seed=spec.search.run.seed,
-        precision=first_precision(spec),
-        loop=spec.search.run.loop_kind,
-        min_lr=options.min_lr,
-        max_lr=options.max_lr,
-        lr_steps=options.steps,
-    )
 
 
 def report(payload: dict[str, Any], options: LrFindOptions) -> dict[str, Any]:

@@ -21,73 +21,51 @@ LOGGER = "tuner"
 
 
 class SearchObserver(Protocol):
-    """Progress of a search: trials starting and finishing, the child's epochs and steps, and
-    one-line notes.
-
+    """Progress of a search; each method does nothing unless a class implements it.
     ``number`` is the Optuna trial number (what ``tuner show`` lists in ``#``); ``position`` of
     ``total`` counts the trials of the grid (or joint budget), this worker's first one after those
-    already finished. Events are the child's (:class:`tuner.core.protocol.EpochEvent`,
-    :class:`~tuner.core.protocol.ProgressEvent`), passed on from the runner's reader thread.
-    """
+    already finished. Events are the child's, passed on from the runner's reader thread."""
 
     def trial_started(self, number: int, position: int, total: int, params: dict[str, Any]) -> None:
         """A trial of this configuration (its user attributes) starts."""
+        return None
 
     def epoch_finished(self, event: EpochEvent) -> None:
         """The running trial ended an epoch (window)."""
+        return None
 
     def trial_progress(self, event: ProgressEvent) -> None:
         """The running trial is ``event.samples`` of ``event.total_samples`` in."""
+        return None
 
     def trial_finished(self, number: int, outcome: TrialOutcome) -> None:
         """The trial ended with ``outcome``."""
+        return None
 
     def note(self, message: str) -> None:
         """Something the user should read (a phase starting, a baseline failing)."""
+        return None
 
     def planned(self, plan: SearchPlan) -> None:
         """The trainings the search will run, by phase, before its first child."""
+        return None
 
     def phase(self, name: str, trainings: int) -> None:
         """Phase ``name`` (of :data:`tuner.core.plan.PHASES`) runs ``trainings`` from now: the
         baseline's runs (0: reused), the seeds', a racing round's repeats."""
+        return None
 
     def training_started(self, label: str) -> None:
         """A training that is no trial starts (the check, a baseline or seed run)."""
+        return None
 
     def training_finished(self) -> None:
         """The training :meth:`training_started` announced ended."""
+        return None
 
 
-class QuietObserver:
+class QuietObserver(SearchObserver):
     """A :class:`SearchObserver` that shows nothing."""
-
-    def note(self, message: str) -> None:
-        pass
-
-    def trial_started(self, number: int, position: int, total: int, params: dict[str, Any]) -> None:
-        pass
-
-    def epoch_finished(self, event: EpochEvent) -> None:
-        pass
-
-    def trial_progress(self, event: ProgressEvent) -> None:
-        pass
-
-    def trial_finished(self, number: int, outcome: TrialOutcome) -> None:
-        pass
-
-    def planned(self, plan: SearchPlan) -> None:
-        pass
-
-    def phase(self, name: str, trainings: int) -> None:
-        pass
-
-    def training_started(self, label: str) -> None:
-        pass
-
-    def training_finished(self) -> None:
-        pass
 
 
 def observed(runner: ChildRunner, observer: SearchObserver, label: str) -> ChildRunner:

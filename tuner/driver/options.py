@@ -1,18 +1,15 @@
 """The options of the commands that run children, one frozen dataclass per command.
 
-Each field is a key of the options table (:mod:`tuner.core.options`), which gives its flag
-(``cpu_replicas`` -> ``--cpu-replicas``), its default and its spec key; the CLI and a Python
-caller build the same object (``tests/cli/test_option_table.py`` checks fields and defaults
-against the table). ``None`` means "not given": the spec file's value (or the built-in spec's)
-stands. Choices are plain strings (``loop="custom"``); the comma-separated lists take their text
-or, from Python, a sequence. Nothing here imports Typer.
+Each field is a key of the options table (:mod:`tuner.core.options`: its flag, default and spec
+key); the CLI and a Python caller build the same object. ``None`` means "not given": the spec's
+value stands. The comma-separated lists take their text or, from Python, a sequence.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -151,11 +148,8 @@ def spec_and_plan(
     options: SpecOptions, trial_timeout: float | None = None
 ) -> tuple[StudySpec, DevicePlan, str | None]:
     """The checked spec (its file, then the options' overrides), the device plan, and the plan's
-    notice for the user (``None``: nothing to say). ``trial_timeout`` is checked when given.
-
-    Raises :class:`ConfigError` (or :class:`~tuner.core.errors.MissingExtraError` for a backend
-    that is not installed) before anything runs.
-    """
+    notice for the user (``None``: nothing to say); ``trial_timeout`` is checked when given. Raises
+    :class:`ConfigError` (``tuner.core.errors.MissingExtraError``: a backend not installed)."""
     from tuner.driver.setup.devices import plan_devices, require_backend
     from tuner.driver.setup.spec_file import load_spec
 
@@ -170,3 +164,17 @@ def spec_and_plan(
         options.gpus, options.cpu_replicas, options.memory_limit, backend=spec.workload.backend
     )
     return spec, plan, notice
+
+
+def checked_spec_and_plan(
+    options: SpecOptions, notice: Callable[[str], None] | None, trial_timeout: float | None = None
+) -> tuple[StudySpec, DevicePlan]:
+    """:func:`spec_and_plan`, the spec's names checked (typos in milliseconds, not after a child
+    has imported TensorFlow: :mod:`tuner.driver.setup.names`) and the plan's notice told."""
+    from tuner.driver.setup.names import check_names
+
+    spec, plan, told = spec_and_plan(options, trial_timeout)
+    check_names(spec)
+    if told and notice is not None:
+        notice(told)
+    return spec, plan

@@ -1,9 +1,6 @@
 """The commands that run children, one library call each: :func:`search`, :func:`probe` and
 :func:`validate` take their command's options (:mod:`tuner.driver.options`), check everything
-once and run (:func:`tuner.driver.study.run_search`, :func:`~tuner.driver.study.probe_study`,
-:func:`tuner.driver.validate.run.run_validation`), telling a :class:`Front` (a search: a
-:class:`SearchFront`) as they go. The CLI builds the options, calls and prints what came back.
-"""
+once and run, telling a :class:`Front` (a search: a :class:`SearchFront`) as they go."""
 
 from __future__ import annotations
 
@@ -15,16 +12,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 from tuner.core.errors import ConfigError, TunerError
 from tuner.core.options import named
 from tuner.driver import study as _study
-from tuner.driver.observer import QuietObserver, SearchObserver
-from tuner.driver.options import (
-    ProbeOptions,
-    SearchOptions,
-    SpecOptions,
-    ValidateOptions,
-    spec_and_plan,
-)
+from tuner.driver.observer import SearchObserver
+from tuner.driver.options import ProbeOptions, SearchOptions, ValidateOptions, checked_spec_and_plan
 from tuner.driver.reuse import compile_cache
-from tuner.driver.setup.names import check_names
 from tuner.files import check_output
 
 if TYPE_CHECKING:
@@ -46,40 +36,33 @@ class Front(Protocol):
 
     def notice(self, message: str) -> None:
         """A line to read even when progress is not shown (the devices chosen)."""
+        return None
 
     def note(self, message: str) -> None:
         """A line of progress (a phase starting, a probed size)."""
+        return None
 
 
 class SearchFront(SearchObserver, Front, Protocol):
     """What a search tells besides its trials: the notices, what it will not measure, the
-    validation, the start."""
+    validation, the start. Each method does nothing unless a class implements it."""
 
     def warning(self, message: str) -> None:
         """What the search will not measure, to read even when progress is not shown."""
+        return None
 
     def validated(self, report: dict[str, Any]) -> None:
         """``--validate``'s report (:func:`tuner.driver.validate.run.run_validation`); a failed one
         stops the search after this."""
+        return None
 
     def starting(self, spec: StudySpec, plan: DevicePlan, study_name: str | None) -> None:
         """The input is checked: the workload check, then the trials, follow."""
+        return None
 
 
-class QuietFront(QuietObserver):
+class QuietFront(SearchFront):
     """A :class:`SearchFront` (and so a :class:`Front`) that shows nothing."""
-
-    def notice(self, message: str) -> None:
-        pass
-
-    def warning(self, message: str) -> None:
-        pass
-
-    def validated(self, report: dict[str, Any]) -> None:
-        pass
-
-    def starting(self, spec: StudySpec, plan: DevicePlan, study_name: str | None) -> None:
-        pass
 
 
 def search(
@@ -88,16 +71,13 @@ def search(
     *,
     on_study: Callable[[optuna.Study], None] | None = None,
 ) -> SearchReport:
-    """Run (or resume) the study ``options`` describe; return what was launched.
-
-    Every check of the input happens once, in this order, before any child starts and before
-    anything is stored: the options and the spec (:func:`~tuner.driver.options.spec_and_plan`),
-    the ``--export`` path, then :func:`~tuner.driver.study.check_search_input`. With
-    ``options.validate`` the validate checks run next; a failure raises :class:`TunerError`.
-    ``on_study`` receives the study as soon as it is open.
-    """
+    """Run (or resume) the study ``options`` describe; return what was launched. Checked once,
+    in this order, before any child starts or anything is stored: the options and the spec, the
+    ``--export`` path, then :func:`~tuner.driver.study.check_search_input`; with
+    ``options.validate`` the validate checks next (a failure raises :class:`TunerError`).
+    ``on_study`` receives the study as soon as it is open."""
     front = front or QuietFront()
-    spec, plan = _spec_and_plan(options, front, options.trial_timeout)
+    spec, plan = checked_spec_and_plan(options, front.notice, options.trial_timeout)
     if options.export is not None:
         check_output(options.export, named("export"))
 
@@ -142,8 +122,7 @@ def _before_trials(
 
 @dataclass(frozen=True)
 class ProbeReport:
-    """What :func:`probe` found (:func:`~tuner.driver.study.probe_study`'s record, also stored on
-    the study) on the devices of ``plan``."""
+    """What :func:`probe` found (also stored on the study) on the devices of ``plan``."""
 
     found: dict[str, Any]
     plan: DevicePlan
@@ -151,16 +130,12 @@ class ProbeReport:
 
 def probe(options: ProbeOptions, front: Front | None = None) -> ProbeReport:
     """Find the largest global batch that fits on the devices ``options`` describe; store it on
-    the study.
-
-    Checked once, in this order, before any child starts: ``--steps`` and ``--resolution``, the
-    options and the spec (:func:`~tuner.driver.options.spec_and_plan`), then the search input
-    (in :func:`~tuner.driver.study.probe_study`). The probed sizes are noted as they run.
-    """
+    the study. Checked once, in this order, before any child starts: ``--steps`` and
+    ``--resolution``, the options and the spec, then the search input."""
     front = front or QuietFront()
     if options.steps < 1 or (options.resolution is not None and options.resolution < 1):
         raise ConfigError(f"{named('steps')} and {named('resolution')} must be positive")
-    spec, plan = _spec_and_plan(options, front)
+    spec, plan = checked_spec_and_plan(options, front.notice)
     if len(spec.search.grid.precisions) > 1:
         front.note(
             f"probing at {spec.search.grid.precisions[0]}, the first precision: a probe runs one"
@@ -178,13 +153,10 @@ def probe(options: ProbeOptions, front: Front | None = None) -> ProbeReport:
 
 
 def validate(options: ValidateOptions, front: Front | None = None) -> dict[str, Any]:
-    """Run one device against the devices ``options`` describe; return the report
-    (:func:`~tuner.driver.validate.run.run_validation`'s, ``passed`` inside).
-
-    Checked once, in this order, before any child starts: ``--steps`` and ``--batch-size``, the
-    ``--output`` path (the caller writes the report there), the options and the spec with
-    ``--trial-timeout``, then the options against the spec (in ``run_validation``).
-    """
+    """Run one device against the devices ``options`` describe; return the report (``passed``
+    inside). Checked once, in this order, before any child starts: ``--steps`` and
+    ``--batch-size``, the ``--output`` path (the caller writes the report there), the options and
+    the spec with ``--trial-timeout``, then the options against the spec."""
     from tuner.driver.validate.run import run_validation  # the search's import stays light
 
     front = front or QuietFront()
@@ -192,7 +164,7 @@ def validate(options: ValidateOptions, front: Front | None = None) -> dict[str, 
         raise ConfigError(f"{named('steps')} and {named('batch_size')} must be positive")
     if options.output is not None:
         check_output(options.output, named("output"))
-    spec, plan = _spec_and_plan(options, front, options.trial_timeout)
+    spec, plan = checked_spec_and_plan(options, front.notice, options.trial_timeout)
     against = (
         f"{options.accumulation} accumulated micro-steps against one step at {options.accumulation}"
         " × the batch"
@@ -213,16 +185,3 @@ def validate(options: ValidateOptions, front: Front | None = None) -> dict[str, 
         timeout_s=options.trial_timeout,
         accumulation=options.accumulation,
     )
-
-
-def _spec_and_plan(
-    options: SpecOptions, front: Front, trial_timeout: float | None = None
-) -> tuple[StudySpec, DevicePlan]:
-    """:func:`~tuner.driver.options.spec_and_plan` and the spec's names
-    (:func:`~tuner.driver.setup.names.check_names`: typos in milliseconds, not after a child has
-    imported TensorFlow), the plan's notice told to ``front``."""
-    spec, plan, notice = spec_and_plan(options, trial_timeout)
-    check_names(spec)
-    if notice:
-        front.notice(notice)
-    return spec, plan

@@ -1,11 +1,6 @@
-"""A search from start to end: check, open, probe and baseline, trial loop, refresh.
-
-Each step is its own module; this one only puts them in order, and chooses the one
-:class:`~tuner.driver.children.ChildRunner` every step is handed. Effects live in the driver
-(storage, child processes); decisions are delegated to pure modules — ``tuner.core.outcome``
-decides a trial's status, ``tuner.core.trials`` which trials are finished for good,
-``tuner.core.recommend`` the configuration to use.
-"""
+"""A search from start to end: check, open, probe and baseline, trial loop, refresh. Each step
+is its own module; this one puts them in order and chooses the one
+:class:`~tuner.driver.children.ChildRunner` every step is handed."""
 
 from __future__ import annotations
 
@@ -65,12 +60,9 @@ def check_search_input(
     storage_wait_s: float = DEFAULT_STORAGE_WAIT_S,
 ) -> None:
     """Every check of a search's (or probe's) input that needs no TensorFlow: the study name,
-    the heartbeat, the grid against the replicas, and the storage (not in memory, a study
-    database or none yet, intact, writable: :func:`tuner.storage.check_storage`).
-
-    Starts no child and writes nothing, so that bad input is one line at once, not after the
-    workload check, and leaves the storage as it was. Raises :class:`ConfigError`.
-    """
+    the heartbeat, the grid against the replicas, the storage
+    (:func:`~tuner.storage.check_storage`). Starts no child and writes nothing: bad input is one
+    line at once, the storage as it was. Raises :class:`ConfigError`."""
     if study_name is not None:
         check_study_name(study_name, named("study_name"))
     if heartbeat_s is not None and not (math.isfinite(heartbeat_s) and heartbeat_s > 0):
@@ -99,12 +91,9 @@ def run_search(
 ) -> SearchReport:
     """Run (or resume) the study; return what was launched. Nothing is stored before the input
     (:func:`check_search_input`, then ``on_checked(runner)``, before any child) and the workload
-    are checked: bad input leaves the storage as it was. ``probe``: bisect the grid's sizes first,
-    pruning unlaunched those that do not fit; ``baseline`` (several replicas): a single-device
-    trial at the base batch (speedup, efficiency). On resume, dead workers' (stale heartbeat) and
-    interrupted trials are re-queued; at the end the dashboard note and plots are rewritten.
-    ``on_study`` gets the study once open; ``runner`` runs every child (:func:`child_runner`'s).
-    """
+    are checked. ``probe``: bisect the grid's sizes first, pruning those that do not fit;
+    ``baseline`` (several replicas): a single-device trial at the base batch. ``on_study`` gets
+    the study once open; ``runner`` runs every child (:func:`child_runner`'s)."""
     observer = observer or QuietObserver()
     ledger = ledger_of(spec)  # the budget counts from here: the check and baseline are in it
     runner = timed(runner if runner is not None else child_runner(), ledger)
@@ -165,24 +154,24 @@ def _search(
     probe: bool,
     baseline: bool,
     runner: ChildRunner,
-    trial_timeout_s: float,
+    timeout_s: float,
     observer: SearchObserver,
     ledger: Ledger | None = None,
 ) -> SearchReport:
-    """:func:`run_search` once the study is open: spooled results first, then the trials."""
+    """:func:`run_search` once the study is open: spooled results first, then the probe and the
+    single-device baseline (stored on ``study``), then the trials."""
     record_spooled(study, observer.note)  # before anything runs: no point measured twice
-    probed_oom = _prepare(
-        study,
-        spec,
-        plan,
-        workload_check.batch_limit(spec, info["n_train"]),
-        probe=probe,
-        baseline=baseline,
-        runner=runner,
-        timeout_s=trial_timeout_s,
-        observer=observer,
-        ledger=ledger,
-    )
+    if probe:
+        n_train = workload_check.batch_limit(spec, info["n_train"])
+        probing.probe_grid(study, spec, plan, n_train, runner=runner, note=observer.note)
+    if baseline and plan.num_replicas > 1:
+        # Under a budget the baseline runs once: its further runs only narrow the speedup's
+        # interval, worth less than any grid point (counted as left out).
+        once = spec if ledger is None else budget_baseline(spec, plan, ledger)
+        for precision in spec.search.grid.precisions:
+            prepare_baseline(
+                study, once, plan, precision, runner=runner, timeout_s=timeout_s, observer=observer
+            )
     if seeds_stored(study, plan):  # said before the grid's: a resumed plan counts no seed run
         observer.phase("seeds", 0)
     observer.phase("grid", _grid_left(study, spec))  # a resumed study: fewer than planned
@@ -191,13 +180,15 @@ def _search(
         spec,
         plan,
         space=info.get("hypermodel"),
-        probed_oom=probed_oom,
+        probed_oom=probing.probed_oom(study, plan),  # now or before, on these devices
         runner=runner,
-        timeout_s=trial_timeout_s,
+        timeout_s=timeout_s,
         observer=observer,
         ledger=ledger,
     )
-    running = _still_running(study)
+    # Grid points some other worker still runs (this one's are done).
+    trials = storage_call(study, study.get_trials, deepcopy=False)
+    running = len({grid_point(t) for t in trials if t.state == TrialState.RUNNING})
     if not running:  # the last worker to finish writes the views, once
         refresh(study, warn=observer.note)
     return SearchReport(study, launched=launched, grid_size=grid_size, running=running)
@@ -214,8 +205,7 @@ def probe_study(
     note: Callable[[str], None] = lambda message: None,
     runner: ChildRunner | None = None,
 ) -> dict[str, Any]:
-    """``tuner probe``: find the largest fitting global batch and store it on the study;
-    ``runner`` runs the children (default: :func:`child_runner`)."""
+    """``tuner probe``: find the largest fitting global batch and store it on the study."""
     runner = runner if runner is not None else child_runner()
     check_search_input(spec, plan, storage_url, study_name=study_name)
     with spares(expect=plan.child_environment()):
@@ -234,43 +224,9 @@ def probe_study(
     return found
 
 
-def _prepare(
-    study: optuna.Study,
-    spec: StudySpec,
-    plan: DevicePlan,
-    n_train: int,
-    *,
-    probe: bool,
-    baseline: bool,
-    runner: ChildRunner,
-    timeout_s: float,
-    observer: SearchObserver,
-    ledger: Ledger | None = None,
-) -> int | None:
-    """Before the grid: the probe and the single-device baseline, stored on ``study``; returns
-    the smallest global batch a probe of these devices (now or before) found out of memory."""
-    if probe:
-        probing.probe_grid(study, spec, plan, n_train, runner=runner, note=observer.note)
-    if baseline and plan.num_replicas > 1:
-        # Under a budget the baseline runs once: its further runs only narrow the speedup's
-        # interval, worth less than any grid point (counted as left out).
-        once = spec if ledger is None else budget_baseline(spec, plan, ledger)
-        for precision in spec.search.grid.precisions:
-            prepare_baseline(
-                study, once, plan, precision, runner=runner, timeout_s=timeout_s, observer=observer
-            )
-    return probing.probed_oom(study, plan)
-
-
 def _grid_left(study: optuna.Study, spec: StudySpec) -> int:
     """Grid points (a joint search: trials of its budget) no run has settled yet."""
     trials = storage_call(study, study.get_trials, deepcopy=False)
     if spec.search.grid.joint:
         return max(0, spec.search.grid.trials - claimed_count(trials))
     return len(grid_points(spec)) - len(settled_grid_points(trials))
-
-
-def _still_running(study: optuna.Study) -> int:
-    """Grid points some worker (this one's are done) still runs."""
-    trials = storage_call(study, study.get_trials, deepcopy=False)
-    return len({grid_point(t) for t in trials if t.state == TrialState.RUNNING})

@@ -1,6 +1,5 @@
-"""The budget's effects: timing every training child, the grid's next runs, and the closing
-line stored on the study (:data:`tuner.core.budget.BUDGET`). The decisions are
-:mod:`tuner.core.budget`'s; this module measures and records.
+"""The budget's effects: timing every training child, the grid's next runs, and the closing line
+stored on the study (:data:`tuner.core.budget.BUDGET`); :mod:`tuner.core.budget` decides.
 """
 
 from __future__ import annotations
@@ -96,13 +95,10 @@ def grid_left(
     left = sorted(point for point in grid if point not in settled)
     if key_of is not None:
         seen = {decode(t).configuration.training_key for t in trials if t.state.is_finished()}
-        distinct = []
+        firsts: dict[str, tuple[Any, ...]] = {}  # each training once, at its first point
         for point in left:
-            key = key_of(point)
-            if key not in seen:
-                seen.add(key)
-                distinct.append(point)
-        left = distinct
+            firsts.setdefault(key_of(point), point)
+        left = [point for key, point in firsts.items() if key not in seen]
     return tuple((int(point[0]), plan.num_replicas) for point in left)
 
 

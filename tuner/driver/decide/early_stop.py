@@ -1,15 +1,15 @@
 """What a grid trial is compared with to stop early as ``dominated`` (:mod:`tuner.core.dominance`).
 
-At launch the trial's request carries what is known then: the seed noise on these devices, the
-best finished trial's loss curve, and under a target the best time to it. What is not known is
-not guessed: the trial runs to the end and stores why in ``early_stop_skipped``. Repeats are
-never stopped (racing chose them because they are close).
+The request carries what is known at launch: the seed noise on these devices, the best finished
+trial's loss curve, and under a target the best time to it. What is not known is not guessed:
+the trial runs to the end and stores why in ``early_stop_skipped``. Repeats are never stopped
+(racing chose them because they are close).
 
-Under a loss target the loss-gap test compares at equal *training time*: the reference is the
-trial with the best time to the target, its curve moved to the samples this trial's batch trains
-in the same time (× the throughputs' ratio, × ``1 + tie margin`` in the trial's favour), so that
-a trial behind at equal time, beyond the band and the seed noise, cannot reach the target first.
-Without a throughput at the trial's batch yet, only a reference of the same batch is compared.
+Under a loss target the loss gap is compared at equal *training time*: the reference (the best
+time to the target) has its curve moved to the samples this trial's batch trains in the same time
+(× the throughputs' ratio × ``1 + tie margin``, in the trial's favour), so a trial behind at equal
+time, beyond the band and the seed noise, cannot reach the target first. Without a throughput at
+the trial's batch yet, only a reference of the same batch is compared.
 """
 
 from __future__ import annotations
@@ -40,12 +40,7 @@ def records_curves(spec: StudySpec) -> bool:
     search = spec.search
     if not search.decision.early_stop:
         return False
-    return search.run.target_loss is not None or measures_seed_noise(spec)
-
-
-def measures_seed_noise(spec: StudySpec) -> bool:
-    """Whether the seed runs are measured (:func:`tuner.core.dominance.measures_seed_noise`)."""
-    return dominance.measures_seed_noise(spec.search)
+    return search.run.target_loss is not None or dominance.measures_seed_noise(search)
 
 
 def early_stop_for(
@@ -69,14 +64,13 @@ def early_stop_for(
     rivals = peers(spec, mine, batch)
     if spec.search.run.target_loss is not None:
         fields.update(_best_time(rivals, reasons))
-        if measures_seed_noise(spec):
+        if dominance.measures_seed_noise(spec.search):
             record = (seed_records() or {}).get(signature)
             gap: list[str] = []
             margins = (decision.tolerance, decision.tie_margin)
             fields.update(_target_gap(*margins, record, (mine, rivals), batch, gap))
-            if "best_time_s" in fields:  # the time rule applies: the gap's reason is no news
-                gap = []
-            reasons.extend(r for r in gap if r not in reasons)
+            if "best_time_s" not in fields:  # else the time rule applies: the gap's is no news
+                reasons.extend(r for r in gap if r not in reasons)
     else:
         record = (seed_records() or {}).get(signature)
         fields.update(_loss_gap(decision.tolerance, record, mine, reasons, rivals))
@@ -127,11 +121,10 @@ def _target_gap(
     if noise_sds[-1] <= 0:
         reasons.append("the seeds' losses are identical (no noise to test against)")
         return {}
-    reached = [t for t in _reached(rivals) if _usable(curve_of(t))]
-    if not reached or batch is None:
+    reference = _fastest([t for t in _reached(rivals) if _usable(curve_of(t))])
+    if reference is None or batch is None:
         reasons.append("no trial has reached the target yet")
         return {}
-    reference = min(reached, key=lambda t: (_time_s(t), t.number))
     scale = _time_scale(trials, reference, batch, margin)
     if scale is None:
         reasons.append(f"no throughput measured at batch {batch} yet (no time to compare at)")
@@ -215,15 +208,16 @@ def _time_s(trial: FrozenTrial) -> float:
 
 def _best_time(trials: Sequence[FrozenTrial], reasons: list[str]) -> dict[str, Any]:
     """The time rule's input: the shortest time to the target so far, or none."""
-    reached = _reached(trials)
-    if not reached:
+    best = _fastest(_reached(trials))
+    if best is None:
         reasons.append("no trial has reached the target yet")
         return {}
-    best = min(reached, key=lambda t: (_time_s(t), t.number))
-    return {
-        "best_time_s": _time_s(best),
-        "best_time_trial": best.number,
-    }
+    return {"best_time_s": _time_s(best), "best_time_trial": best.number}
+
+
+def _fastest(reached: Sequence[FrozenTrial]) -> FrozenTrial | None:
+    """The trial of ``reached`` with the shortest time to the target (the first on a tie)."""
+    return min(reached, key=lambda t: (_time_s(t), t.number), default=None)
 
 
 def peers(

@@ -1,16 +1,12 @@
 """Repeats where the decision is close (racing), after the grid: which configurations run again,
 and what a run of a configuration stores once it has several.
 
-Racing is stateless: every round reads the stored trials, asks :func:`tuner.core.racing.to_repeat`
-which candidates are still tied and queues one repeat of each, run through the same objective as
-the grid; a stopped search resumes where it was. Of the candidates of one computation (one
-global batch, precision, accumulation and model: only the learning rate differs) only the lowest
-final loss races (:func:`tuner.core.racing.by_loss`): the loss decided the others, for good. Two
-workers reading at the same instant can both queue one: that costs time, never correctness.
-
-A repeat another worker holds RUNNING when this race ends is not waited for: only the heartbeat,
-after the grace period, tells a live worker from a dead one. The race then ends with a warning
-that the recommendation is provisional (:func:`provisional_line`).
+Stateless: every round reads the stored trials, asks :func:`tuner.core.racing.to_repeat` which
+candidates are still tied and queues one repeat of each, so a stopped search resumes where it
+was. Of the candidates of one computation (only the learning rate differs) only the lowest final
+loss races: the loss decided the others. Two workers may queue the same repeat: time, never
+correctness. A repeat another worker holds RUNNING when the race ends is not waited for (only the
+heartbeat tells a live worker from a dead one): the race ends with :func:`provisional_line`.
 """
 
 from __future__ import annotations
@@ -94,12 +90,8 @@ def measured(
     if outcome.status != "ok" or outcome.values is None:
         return outcome
     loss, throughput = outcome.values
-    mine = Run(
-        throughput,
-        loss,
-        outcome.attrs.get("time_to_target_s"),
-        outcome.attrs.get("samples_to_target"),
-    )
+    get = outcome.attrs.get
+    mine = Run(throughput, loss, get("time_to_target_s"), get("samples_to_target"))
     runs = [*map(own_run, earlier), mine]
     repeats = [run.throughput for run in runs]
     losses = [run.loss for run in runs]
@@ -164,13 +156,10 @@ def next_repeats(
     trials: Sequence[FrozenTrial], spec: StudySpec, signature: str, tolerance: float
 ) -> list[tuple[FrozenTrial, int]]:
     """``(original trial, repeat index)`` of each configuration to run once more now, most
-    decisive first (:func:`~tuner.core.racing.most_decisive_first`): those
-    :func:`~tuner.core.racing.to_repeat` names among the recommendation's own candidates
-    (:func:`~tuner.core.recommend.candidate_entries`: within the loss tolerance by
-    throughput, or, with a target, those that reached it by time to target), less those with a
-    repeat queued or running (another worker's), one that ended for good without a result (a rerun
-    would fail again), or as many attempts as repeats allowed twice over (workers that keep
-    dying)."""
+    decisive first: those :func:`~tuner.core.racing.to_repeat` names among the recommendation's
+    candidates, less those with a repeat queued or running (another worker's), one that ended for
+    good without a result (a rerun would fail again), or twice as many attempts as repeats allowed
+    (workers that keep dying)."""
     policy = default_policy(spec.search.run.target_loss)
     found = race_entries(trials, spec, signature, tolerance)
     better = higher_is_better(policy)
@@ -214,17 +203,15 @@ def provisional_line(running: Sequence[FrozenTrial]) -> str:
     repeat, verb = ("repeats", "are") if len(running) > 1 else ("repeat", "is")
     return (
         f"racing: {repeat} {names} {verb} still RUNNING, in another worker or in one that died "
-        "and is "
-        "not yet past the heartbeat grace period; the recommendation is provisional until it "
-        "finishes: run tuner search again after the grace period to finish the race"
+        "and is not yet past the heartbeat grace period; the recommendation is provisional until "
+        "it finishes: run tuner search again after the grace period to finish the race"
     )
 
 
 def enqueue_repeat(study: optuna.Study, original: FrozenTrial, index: int) -> None:
-    """Queue a new trial of ``original``'s configuration, marked ``repeat_of`` it, with its
-    grid cell (``grid_id``) as a retried trial has: the sampler neither hands it a new point nor
-    trips over a queued trial without a cell.
-    """
+    """Queue a new trial of ``original``'s configuration, marked ``repeat_of`` it, with its grid
+    cell (``grid_id``) as a retried trial has: the sampler neither hands it a new point nor trips
+    over a queued trial without a cell."""
     cell = {k: v for k, v in original.system_attrs.items() if k in ("grid_id", "search_space")}
     repeat = optuna.trial.create_trial(
         state=TrialState.WAITING,
@@ -277,8 +264,7 @@ def race(
         return 0
     tolerance, sentence = applied_tolerance(study, spec, plan)
     observer.note(sentence)
-    queued = 0
-    cut = False
+    queued, cut = 0, False
     # A bound no honest search reaches (every grid point once; per configuration, twice its
     # repeats' attempts, each queued and then run), so a storage that shows no progress cannot
     # keep this loop spinning.

@@ -1,38 +1,33 @@
 """Seed noise: the base configuration trained with other seeds, for a loss tolerance that is not
 inside the noise.
 
-Right after the grid's own base trial (its first seed) and before the rest of the grid, the base
-configuration runs again with seeds ``seed + 1 .. seed + seeds - 1`` (a seed changes the initial
-weights and the data order together). The final losses' relative spread is stored on the study
-(``seed_noise``, per device signature: seed runs are not trials) and racing compares losses with
-``max(--tolerance, 2 × spread)``. Measured once per signature; several workers may each measure
-it (the last record stays), which costs time, never correctness. Each seed run is the base
-configuration at the base batch in a fresh child; under a ``--budget`` only while the rest of the
-grid still fits after it.
+Right after the grid's base trial (its first seed), before the rest of the grid, the base
+configuration runs again in fresh children with seeds ``seed + 1 .. seed + seeds - 1``. The
+final losses' relative spread is stored on the study per device signature (``seed_noise``: seed
+runs are not trials) and racing compares losses with ``max(--tolerance, 2 × spread)``. Several
+workers may each measure it (the last record stays): time, never correctness.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 import optuna
-from optuna.trial import TrialState
+from optuna.trial import FrozenTrial, TrialState
 
 from tuner.core import hyperparams
 from tuner.core.budget import Ledger, RunKey
 from tuner.core.configurations import status_of
 from tuner.core.devices import DevicePlan
-from tuner.core.dominance import check_noise
+from tuner.core.dominance import check_noise, measures_seed_noise
 from tuner.core.outcome import classify
 from tuner.core.record import decode, decode_study, store_study
 from tuner.core.spec import StudySpec
 from tuner.core.stats import relative_spread
 from tuner.core.trials import is_pending, is_settled
 from tuner.driver.children import ChildRunner, first_precision, trial_request
-from tuner.driver.decide.early_stop import curve_of, measures_seed_noise, seed_checks
+from tuner.driver.decide.early_stop import curve_of, seed_checks
 from tuner.driver.decide.racing import applied_tolerance, own_run
 from tuner.driver.observer import SearchObserver, observed
 from tuner.driver.reuse.input_reuse import InputReuse
@@ -57,11 +52,12 @@ def measure_seed_noise(
     reserve: tuple[RunKey, ...] = (),
 ) -> dict[str, Any] | None:
     """Measure (or find stored) the seed noise of ``plan``'s devices, or ``None`` (off, or not
-    measured: then the next run tries). Under a budget a run starts only if ``reserve`` fits."""
+    measured: then the next run tries). Under a budget a seed run starts only if ``reserve`` (the
+    rest of the grid) still fits after it."""
     search = spec.search
     if search.grid.joint or search.decision.seeds < 2:
         return None
-    if not measures_seed_noise(spec):
+    if not measures_seed_noise(search):
         # Trials stop at the target, so their final losses sit just under it: their spread
         # would measure the cadence, not the seeds, and time to target needs no loss tolerance.
         observer.note("seed noise: not measured with a loss target (trials stop at the target)")
@@ -70,10 +66,9 @@ def measure_seed_noise(
     if stored is not None:
         observer.phase("seeds", 0)
         return stored
-    values = hyperparams.defaults(space["space"]) if space else None
-    rule = search.grid.lr_rules[0]
+    values = _defaults(space)
     trials = storage_call(study, study.get_trials, deepcopy=False)
-    base = _base_runs(trials, spec, plan, values)
+    base = _base_runs(trials, _base_key(spec, plan, values))
     if any(is_pending(t) for t in base):
         observer.note("seed noise: the base configuration still runs on another worker; skipped")
         observer.phase("seeds", 0)
@@ -83,11 +78,33 @@ def measure_seed_noise(
     runs = observed(runner, observer, f"seed run · batch {search.grid.base_batch_size}")
     curves: list[Any] = []  # each seed run's [samples, loss] (early stops: the noise per check)
     train = partial(
-        train_seed, spec, plan, rule, values=values, runner=runs, timeout_s=timeout_s,
-        observer=observer, curves=curves, inputs=SeedInputs(InputReuse(), study, trials),
+        train_seed, spec, plan, search.grid.lr_rules[0], values=values, runner=runs,
+        timeout_s=timeout_s, observer=observer, curves=curves, inputs=InputReuse(),
+        read=(study, trials),
     )  # fmt: skip
-    named = shown_rule(spec, plan, values, base)
-    run_seeds(spec, plan, train, seeds, losses, observer, ledger, reserve, rule=named)
+    rule = shown_rule(spec, plan, values, base)  # as the trials table names it
+    todo = [
+        s for s in range(search.run.seed, search.run.seed + search.decision.seeds) if s not in seeds
+    ]
+    key = (search.grid.base_batch_size, plan.num_replicas)
+    for index, seed in enumerate(todo):
+        if ledger is not None and not ledger.fits([key], ledger.total_s(reserve))[0]:
+            left = len(todo) - index
+            ledger.leave_out("seeds", [key] * left)
+            observer.phase("seeds", 0)
+            observer.note(
+                f"seed noise: {left} seed run(s) left out: they and the rest of the grid would "
+                "not fit the budget"
+            )
+            break
+        observer.note(
+            f"seed noise: base configuration (global batch {search.grid.base_batch_size}, rule "
+            f"{rule}) with seed {seed} ({seed - search.run.seed + 1} of {search.decision.seeds})…"
+        )
+        loss = train(seed)
+        if loss is not None:
+            seeds.append(seed)
+            losses.append(loss)
     return _recorded(study, spec, plan, base, seeds, losses, curves, observer)
 
 
@@ -95,24 +112,37 @@ def _recorded(
     study: optuna.Study,
     spec: StudySpec,
     plan: DevicePlan,
-    base: list[optuna.trial.FrozenTrial],
+    base: list[FrozenTrial],
     seeds: list[int],
     losses: list[float],
     curves: list[Any],
     observer: SearchObserver,
 ) -> dict[str, Any] | None:
-    """The seed-noise record of the runs that ended, stored; ``None`` when too few ended."""
+    """The seed-noise record of the runs that ended, stored and said with the tolerance it sets;
+    ``None`` when too few ended. Under a loss target: the seed runs' curves up to the target (the
+    early stops' noise per check), without ``final_losses`` — losses at the target are no seed
+    noise and set no loss tolerance."""
     search = spec.search
-    rule, precision = search.grid.lr_rules[0], first_precision(spec)
     what = {
         "seeds": seeds,
         "global_batch_size": search.grid.base_batch_size,
-        "lr_rule": rule,
-        "precision": precision,
+        "lr_rule": search.grid.lr_rules[0],
+        "precision": first_precision(spec),
     }
     if search.run.target_loss is not None:
-        what["target_loss"] = search.run.target_loss
-        return _target_record(study, plan, what, base, curves, observer)
+        done = [t for t in base if t.state == TrialState.COMPLETE and curve_of(t)]
+        shared = ([curve_of(min(done, key=lambda t: t.number))] if done else []) + curves
+        samples, sds = check_noise(shared)
+        if not sds:
+            observer.note("seed noise not measured (fewer than 2 seeds trained): no loss-gap stops")
+            return None
+        record = {**what, "target_loss": search.run.target_loss, "curves": curves}
+        store(study, SEED_NOISE, plan, record)
+        observer.note(
+            f"seed noise (early stops under the target): the validation loss varies {sds[-1]:.1%} "
+            f"between {len(shared)} seeds at {samples[-1]} samples"
+        )
+        return record
     spread = relative_spread(losses)
     if spread is None:
         observer.note("seed noise not measured (fewer than 2 seeds trained); the tolerance applies")
@@ -123,68 +153,36 @@ def _recorded(
         "spread": spread,
         **({"curves": curves} if curves else {}),
     }
-    _store(study, spec, plan, record, observer)
-    return record
-
-
-def _target_record(
-    study: optuna.Study,
-    plan: DevicePlan,
-    what: dict[str, Any],
-    base: list[optuna.trial.FrozenTrial],
-    curves: list[Any],
-    observer: SearchObserver,
-) -> dict[str, Any] | None:
-    """Under a loss target: the seed runs' curves up to the target (the early stops' noise per
-    check), stored without ``final_losses`` — losses at the target are no seed noise and set no
-    loss tolerance (:func:`tuner.driver.decide.early_stop.measures_seed_noise`)."""
-    done = [t for t in base if t.state == TrialState.COMPLETE and curve_of(t)]
-    shared = ([curve_of(min(done, key=lambda t: t.number))] if done else []) + curves
-    samples, sds = check_noise(shared)
-    if not sds:
-        observer.note("seed noise not measured (fewer than 2 seeds trained): no loss-gap stops")
-        return None
-    record = {**what, "curves": curves}
     store(study, SEED_NOISE, plan, record)
-    observer.note(
-        f"seed noise (early stops under the target): the validation loss varies {sds[-1]:.1%} "
-        f"between {len(shared)} seeds at {samples[-1]} samples"
-    )
-    return record
-
-
-def _store(
-    study: optuna.Study,
-    spec: StudySpec,
-    plan: DevicePlan,
-    record: dict[str, Any],
-    observer: SearchObserver,
-) -> None:
-    """Store the seed noise for ``plan``'s devices and say it with the tolerance it sets."""
-    store(study, SEED_NOISE, plan, record)
-    losses, seeds = record["final_losses"], record["seeds"]
     observer.note(
         f"seed noise: final losses {', '.join(f'{loss:.4g}' for loss in losses)} over seeds "
         f"{', '.join(map(str, seeds))}: spread "
-        f"{record['spread']:.1%}; {applied_tolerance(study, spec, plan)[1]}"
+        f"{spread:.1%}; {applied_tolerance(study, spec, plan)[1]}"
     )
+    return record
 
 
 def wants_seeds(study: optuna.Study, spec: StudySpec, plan: DevicePlan) -> bool:
     """Whether this search measures the seed noise: on (``seeds`` 2+, a grid; under a loss
     target for early stops only) and not yet stored for ``plan``'s devices."""
-    if not measures_seed_noise(spec):
-        return False
-    return plan.device_signature not in _noise(study)
+    return measures_seed_noise(spec.search) and not seeds_stored(study, plan)
 
 
-def base_key(spec: StudySpec, plan: DevicePlan, space: dict[str, Any] | None) -> str:
-    """The training key of the base configuration (base batch, first rule, first precision)."""
-    values = hyperparams.defaults(space["space"]) if space else None
+def _defaults(space: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A hypermodel's default values (``None`` without one)."""
+    return hyperparams.defaults(space["space"]) if space else None
+
+
+def _base_key(spec: StudySpec, plan: DevicePlan, values: dict[str, Any] | None) -> str:
     grid = spec.search.grid
     return training_key(
         spec, plan, grid.base_batch_size, grid.lr_rules[0], values, first_precision(spec)
     )
+
+
+def base_key(spec: StudySpec, plan: DevicePlan, space: dict[str, Any] | None) -> str:
+    """The training key of the base configuration (base batch, first rule, first precision)."""
+    return _base_key(spec, plan, _defaults(space))
 
 
 def first_trains_base(
@@ -195,39 +193,27 @@ def first_trains_base(
     if not grid:
         return False
     first = sorted(grid)[0]
-    values = hyperparams.defaults(space["space"]) if space else None
     precision = first[2] if len(first) > 2 else None
-    key = training_key(spec, plan, int(first[0]), str(first[1]), values, precision)
+    key = training_key(spec, plan, int(first[0]), str(first[1]), _defaults(space), precision)
     return key == base_key(spec, plan, space)
 
 
-def base_settled(trials: list[optuna.trial.FrozenTrial], key: str) -> bool:
+def base_settled(trials: list[FrozenTrial], key: str) -> bool:
     """Whether a grid run of the base configuration (``key``) has ended for good."""
-    return any(
-        decode(t).configuration.training_key == key and not _repeat(t) and is_settled(t)
+    return any(is_settled(t) for t in _base_runs(trials, key))
+
+
+def _base_runs(trials: list[FrozenTrial], key: str) -> list[FrozenTrial]:
+    """The grid's runs (no repeat) of the configuration whose training key is ``key``."""
+    return [
+        t
         for t in trials
-    )
-
-
-def _base_runs(
-    trials: list[optuna.trial.FrozenTrial],
-    spec: StudySpec,
-    plan: DevicePlan,
-    values: dict[str, Any] | None,
-) -> list[optuna.trial.FrozenTrial]:
-    """The grid's runs of the base configuration (base batch, first rule, first precision)."""
-    grid = spec.search.grid
-    key = training_key(
-        spec, plan, grid.base_batch_size, grid.lr_rules[0], values, first_precision(spec)
-    )
-    return [t for t in trials if decode(t).configuration.training_key == key and not _repeat(t)]
+        if decode(t).configuration.training_key == key and decode(t).reuse.repeat_of is None
+    ]
 
 
 def shown_rule(
-    spec: StudySpec,
-    plan: DevicePlan,
-    values: dict[str, Any] | None,
-    base: list[optuna.trial.FrozenTrial],
+    spec: StudySpec, plan: DevicePlan, values: dict[str, Any] | None, base: list[FrozenTrial]
 ) -> str:
     """The base configuration's rule as the trials table names it. At the base batch the rules
     that leave the rate alone (none, linear, sqrt) train alike, and the table shows the one the
@@ -237,18 +223,14 @@ def shown_rule(
     if ran:
         return str(ran[0].params["lr_rule"])
     grid, precision = spec.search.grid, first_precision(spec)
-    key = training_key(spec, plan, grid.base_batch_size, grid.lr_rules[0], values, precision)
+    key = _base_key(spec, plan, values)
     for rule in sorted(grid.lr_rules):
         if training_key(spec, plan, grid.base_batch_size, rule, values, precision) == key:
             return rule
     return grid.lr_rules[0]
 
 
-def _repeat(trial: optuna.trial.FrozenTrial) -> bool:
-    return decode(trial).reuse.repeat_of is not None
-
-
-def _grid_seed(base: list[optuna.trial.FrozenTrial], seed: int) -> tuple[list[int], list[float]]:
+def _grid_seed(base: list[FrozenTrial], seed: int) -> tuple[list[int], list[float]]:
     """The grid's base trial as the first seed (its own run), when it completed ``ok``."""
     done = [t for t in base if t.state == TrialState.COMPLETE and status_of(t) == "ok"]
     if not done:
@@ -267,9 +249,8 @@ def _noise(study: optuna.Study) -> dict[str, Any]:
 
 
 def store(study: optuna.Study, attr: str, plan: DevicePlan, record: dict[str, Any]) -> None:
-    """Set the study attribute ``attr``'s record for ``plan``'s device signature to ``record``
-    (a probe's, the seed runs'; one storage step: read and written again whole after an
-    outage)."""
+    """Set the study attribute ``attr``'s record for ``plan``'s device signature (a probe's, the
+    seed runs'); one storage step: read and written again whole after an outage."""
     storage_call(study, _store_record, study, attr, plan, record)
 
 
@@ -277,51 +258,6 @@ def _store_record(study: optuna.Study, attr: str, plan: DevicePlan, record: dict
     records = dict(decode_study(study).flat.get(attr, {}))
     records[plan.device_signature] = record
     store_study(study, attr, records)
-
-
-def run_seeds(
-    spec: StudySpec,
-    plan: DevicePlan,
-    train: Callable[[int], float | None],
-    seeds: list[int],
-    losses: list[float],
-    observer: SearchObserver,
-    ledger: Ledger | None,
-    reserve: tuple[RunKey, ...],
-    *,
-    rule: str | None = None,
-) -> None:
-    """Train the seeds not yet in ``seeds`` (each ``train(seed)``), adding those that ended to
-    ``seeds`` and ``losses``; under a budget, stop at the first that does not fit. ``rule``: the
-    base configuration's rule as the trials table names it (:func:`shown_rule`)."""
-    search = spec.search
-    todo = [
-        s for s in range(search.run.seed, search.run.seed + search.decision.seeds) if s not in seeds
-    ]
-    key = (search.grid.base_batch_size, plan.num_replicas)
-    for index, seed in enumerate(todo):
-        if ledger is not None and not ledger.fits([key], ledger.total_s(reserve))[0]:
-            _leave_out(ledger, [key] * (len(todo) - index), observer)
-            break
-        observer.note(
-            f"seed noise: base configuration (global batch {search.grid.base_batch_size}, rule "
-            f"{rule or search.grid.lr_rules[0]}) with seed {seed} ({seed - search.run.seed + 1} of "
-            f"{search.decision.seeds})…"
-        )
-        loss = train(seed)
-        if loss is not None:
-            seeds.append(seed)
-            losses.append(loss)
-
-
-def _leave_out(ledger: Ledger, keys: list[RunKey], observer: SearchObserver) -> None:
-    """The seed runs the budget cannot fit beside the rest of the grid, left out and said."""
-    ledger.leave_out("seeds", keys)
-    observer.phase("seeds", 0)
-    observer.note(
-        f"seed noise: {len(keys)} seed run(s) left out: they and the rest of the grid would not "
-        "fit the budget"
-    )
 
 
 def train_seed(
@@ -335,9 +271,12 @@ def train_seed(
     timeout_s: float,
     observer: SearchObserver,
     curves: list[Any],
-    inputs: SeedInputs,
+    inputs: InputReuse,
+    read: tuple[optuna.Study, list[FrozenTrial]],
 ) -> float | None:
-    """One seed run in a fresh child; its final loss, or ``None`` (noted) when it failed."""
+    """One seed run in a fresh child; its final loss, or ``None`` (noted) when it failed. Its
+    input pipeline's figure comes from ``read`` (the study's trials as read once) or a seed run
+    before it, through ``inputs``."""
     search = spec.search
     request = trial_request(
         spec,
@@ -350,10 +289,10 @@ def train_seed(
         model_hyperparameters=values,
         early_stop=seed_checks(spec),
     )
-    request, key, _ = inputs.reuse.prepare(request, inputs.study, inputs.trials)
+    request, key, _ = inputs.prepare(request, *read)
     run = runner.run(request, plan.child_environment(), timeout_s)
     outcome = classify(run, memory_capped=plan.memory_limit_bytes is not None)
-    inputs.reuse.remember(outcome, key)
+    inputs.remember(outcome, key)
     if outcome.values is None:
         observer.note(f"seed noise: seed {seed} ended {outcome.status}: {outcome.error}")
         return None
@@ -361,12 +300,3 @@ def train_seed(
     if curve:
         curves.append(curve)
     return float(outcome.values[0])
-
-
-@dataclass(frozen=True)
-class SeedInputs:
-    """The seed runs' reuse of the input pipeline's figure: the study's trials as read once."""
-
-    reuse: InputReuse
-    study: optuna.Study
-    trials: list[optuna.trial.FrozenTrial]

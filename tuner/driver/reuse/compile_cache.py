@@ -1,10 +1,7 @@
-"""Compile once: XLA's persistent compilation cache shared by a storage's trial children.
-
-Under Keras on JAX every child compiles the same model at the same shapes again. JAX keeps
-executables on disk when ``jax_compilation_cache_dir`` is set (through ``JAX_*`` variables);
-its key hashes the program, options, devices and JAX's version, so a changed model never reads a
-stale entry. Under TensorFlow nothing is cached: ``fit`` under ``MirroredStrategy`` does not
-compile with XLA (measured: the persistent XLA cache stays empty).
+"""Compile once: XLA's persistent compilation cache shared by a storage's JAX children (its key
+hashes the program, options, devices and JAX's version: a changed model never reads a stale
+entry). Under TensorFlow nothing is cached: ``fit`` under ``MirroredStrategy`` does not compile
+with XLA (measured: the persistent XLA cache stays empty).
 """
 
 from __future__ import annotations
@@ -48,13 +45,6 @@ def environment(folder: Path) -> dict[str, str]:
     }
 
 
-def folder_bytes(folder: Path) -> int:
-    """The bytes the cache holds now."""
-    if not folder.is_dir():
-        return 0
-    return sum(entry.stat().st_size for entry in folder.iterdir() if entry.is_file())
-
-
 @contextmanager
 def activated(storage_url: str, backend: str, note: Callable[[str], None]) -> Iterator[None]:
     """Children started inside this block share the storage's cache (JAX only), said once."""
@@ -62,7 +52,7 @@ def activated(storage_url: str, backend: str, note: Callable[[str], None]) -> It
     if folder is None:
         yield
         return
-    held = folder_bytes(folder)
+    held = sum(e.stat().st_size for e in folder.iterdir() if e.is_file()) if folder.is_dir() else 0
     note(
         f"compiled programs cached in {folder} ({held / 2**20:.1f} MiB of "
         f"{MAX_BYTES / 2**30:.0f} GiB): seeds, repeats and resumes compile once"

@@ -1,12 +1,7 @@
-"""Measuring the input pipeline once per pipeline, batch and devices, not once per trial.
-
-A trial times its input pipeline alone (~1.5 s a trial on 2 CPU cores). That figure depends on
-the data, batch, devices, budget, backend, loop, precision and machine, not on the rule, the
-optimizer or the seed. So each trial stores its **input key**
-(:func:`~tuner.driver.reuse.keys.input_key`); a later trial of the study with the same key is
-sent the earlier figure and stores it with ``input_throughput_from``. Only the study's own
-trials are searched (no extra storage round trip). Seed runs take the figure from the grid's
-base trial, or hand on their own through :meth:`InputReuse.remember`.
+"""Measuring the input pipeline once per pipeline, batch and devices, not once per trial (~1.5 s
+a trial on 2 CPU cores): each trial stores its input key
+(:func:`~tuner.driver.reuse.keys.input_key`); a later trial with the same key is sent the earlier
+figure and stores it with ``input_throughput_from``. Only the study's own trials are searched.
 """
 
 from __future__ import annotations
@@ -59,13 +54,10 @@ class InputReuse:
         if self._study_attrs is None:
             self._study_attrs = dict(storage_call(study, decode_study, study).flat)
         key = input_key(request, self._study_attrs)
-        found = find_input(trials, key)
-        if found is None:
-            figure = self._remembered.get(key)
-            if figure is not None:  # measured by a run that is no trial: no number to name
-                return replace(request, input_throughput=figure), key, None
+        # Else a figure measured by a run that is no trial: no number to name.
+        figure, number = find_input(trials, key) or (self._remembered.get(key), None)
+        if figure is None:
             return request, key, None
-        figure, number = found
         return replace(request, input_throughput=figure), key, number
 
     def remember(self, outcome: TrialOutcome, key: str) -> None:

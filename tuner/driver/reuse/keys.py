@@ -1,9 +1,6 @@
-"""The keys that say two runs are the same, built in one place: the same training
-(:func:`training_key`), the same input pipeline (:func:`input_key`) and the same baseline
-(:func:`reuse_key`), the last two over the same machine (:func:`_machine`).
-
-Stored keys are compared with new ones, so a key's parts and their spelling are part of the
-stored layout: change them and earlier figures are measured again.
+"""The keys that say two runs are the same, built in one place: the same training, the same input
+pipeline and the same baseline. Stored keys are compared with new ones: a key's parts and their
+spelling are part of the stored layout (change them and earlier figures are measured again).
 """
 
 from __future__ import annotations

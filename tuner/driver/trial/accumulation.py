@@ -1,11 +1,8 @@
 """``[search] accumulation = true``: a global batch that runs out of memory in one step (or is
-known not to fit) is trained again as ``k`` micro-steps of ``batch / k`` (Keras's
-``gradient_accumulation_steps``), ``k`` doubling until it fits or a replica would get no example.
-
-The learning rate stays the one the rule gives the global batch (the update is one step at it);
-the throughput is measured as the accumulating run trains (slower than one step would be).
-:mod:`tuner.core.accumulation` holds the arithmetic and the attributes; the
-:class:`~tuner.driver.trial.objective.Objective` hands each trial's outcome here.
+known not to fit) is trained again as ``k`` micro-steps of ``batch / k``, ``k`` doubling until it
+fits or a replica would get no example. The learning rate stays the global batch's (the update is
+one step at it); the throughput is the accumulating run's. The arithmetic and attributes are
+:mod:`tuner.core.accumulation`'s.
 """
 
 from __future__ import annotations

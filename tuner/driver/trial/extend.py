@@ -1,19 +1,14 @@
-"""The adaptive LR sweep past its edge, in the driver (issue 46): where the best rate finished at a
-batch is the sweep's largest (or smallest), one rate more is queued, the sweep's log step further
-out, until a rate is worse or diverges or :data:`tuner.core.scaling.SWEEP_EXTRA` were added on
-that side (:func:`tuner.core.adaptive_sweep.extension` decides; this module only queues).
+"""The adaptive LR sweep past its edge (issue 46): where a batch's best finished rate is the
+sweep's largest (or smallest), one rate more is queued a log step further out, until a rate is
+worse or diverges or :data:`tuner.core.scaling.SWEEP_EXTRA` were added on that side
+(:func:`tuner.core.adaptive_sweep.extension` decides; this module only queues).
 
-It asks once every trial at the batch has finished (with several workers, a trial still running
-elsewhere says nothing yet, as for the bracket) and derives everything from the stored trials: an
-added rate is a trial of rule ``sweep-(N+1)/N`` (or ``sweep-0/N`` …), so a resumed study goes on
-from the rule furthest out and never adds one twice. Two workers reading at the same instant can
-both queue the same rate: the second is then the same training as the first (not trained again,
-or trained twice when both run at once): time, never correctness, as racing's repeats.
-
-The rule is a value of the ``lr_rule`` parameter: a new adaptive study's ``lr_rule`` choices hold
-the extension rules from its first trial on (:func:`rule_choices`; Optuna refuses a parameter
-whose choices change within a study), and a study stored before keeps its choices and is not
-extended.
+Asked once every trial at the batch has finished, from the stored trials alone: an added rate is
+a trial of rule ``sweep-(N+1)/N`` (or ``sweep-0/N`` …), so a resumed study goes on from the rule
+furthest out and never adds one twice. Two workers may queue the same rate: the second is then
+the same training (time, never correctness). A new adaptive study's ``lr_rule`` choices hold the
+extension rules from its first trial on (Optuna refuses choices that change within a study); a
+study stored before keeps its choices and is not extended.
 """
 
 from __future__ import annotations

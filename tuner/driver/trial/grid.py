@@ -1,17 +1,15 @@
 """The search space and its sampler: the grid of global batch sizes × learning-rate rules (×
-precisions, when the spec lists several), or a TPE search over a hypermodel's space with them (a
-joint search).
+precisions, when the spec lists several), or TPE over a hypermodel's space with them (joint).
 
-The global batch is stored as an integer parameter on a log scale, so optuna-dashboard's
-Analytics orders and spaces the sizes as numbers (64 < 128), not as category labels.
-:func:`suggest_global_batch` keeps the categorical kind where it must: in a joint search (TPE would
-sample sizes off the grid) and in a study whose trials already store it so (Optuna refuses a second
-kind for one parameter name)."""
+The global batch is an integer parameter on a log scale, so optuna-dashboard orders and spaces
+the sizes as numbers; it stays categorical in a joint search (TPE would sample off the grid) and
+in a study that already stores it so (Optuna refuses a second kind for one name)."""
 
 from __future__ import annotations
 
 import contextlib
 import copy
+import itertools
 import warnings
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -26,20 +24,18 @@ from tuner.core.configurations import PRECISION
 from tuner.core.hyperparams import defaults
 from tuner.core.spec import StudySpec
 
+BATCH_PARAM = "global_batch_size"
+
 
 class BatchAscendingGridSampler(GridSampler):
     """``GridSampler`` whose grid is ordered by global batch, so a fresh study tries small sizes
     first and the first out-of-memory prunes every larger size without launching it; within a
     batch the fixed rules come first, then an LR sweep's rates from its middle outwards
-    (:func:`tuner.core.adaptive_sweep.visit_rank`: the rates likeliest to hold the best first,
-    so the adaptive sweep brackets it early and skips the rest).
+    (:func:`tuner.core.adaptive_sweep.visit_rank`: the adaptive sweep brackets the best early).
 
-    Its cost per trial stays flat as the study grows (issue 19), with the grid points it picks
-    unchanged: it remembers the grid id of each finished trial it has seen (a finished trial
-    never changes) and looks only at the others on the next pick, which still sees every trial
-    other workers added; it writes a trial's two grid attributes in one transaction; it reads the
-    trial's grid id from what it assigned, not from the storage, for each parameter; and its
-    end-of-trial check (stop ``study.optimize`` when the grid is done) uses the same memory."""
+    Its cost per trial stays flat as the study grows (issue 19), picking the same points: it
+    remembers each finished trial's grid id (a finished trial never changes), writes a trial's
+    two grid attributes in one transaction, and reads a trial's grid id from what it assigned."""
 
     def __init__(self, search_space: dict[str, list[Any]], seed: int | None = None) -> None:
         super().__init__(search_space, seed=seed)
@@ -48,13 +44,10 @@ class BatchAscendingGridSampler(GridSampler):
         # The order fresh trials visit the grid ids in (trial n takes the n-th): a permutation,
         # so that a grid id keeps meaning the point it meant when the study was stored.
         batch_at, rule_at = self._param_names.index(BATCH_PARAM), self._param_names.index("lr_rule")
+        grids = self._all_grids
         self._visit = sorted(
-            range(len(self._all_grids)),
-            key=lambda g: (
-                self._all_grids[g][batch_at],
-                visit_rank(str(self._all_grids[g][rule_at])),
-                g,
-            ),
+            range(len(grids)),
+            key=lambda g: (grids[g][batch_at], visit_rank(str(grids[g][rule_at])), g),
         )
         self._rank = {grid_id: place for place, grid_id in enumerate(self._visit)}
         self._finished: dict[int, int | None] = {}
@@ -66,12 +59,9 @@ class BatchAscendingGridSampler(GridSampler):
 
     def expect(self, trials: list[FrozenTrial] | None) -> None:
         """Pick the next trial's grid point, and check at its end whether the grid is done, from
-        ``trials`` (the study's trials as the caller just read them, without the trial itself)
-        instead of reading them again: 7 statements a trial; ``None`` after it. A trial another
-        worker claims in between is as likely as during Optuna's own read; both pick again
-        later where two workers took one point (``GridSampler`` allows that race too). The one
-        side channel left: Optuna calls a sampler inside ``ask`` and ``tell``, and those take
-        nothing to hand it."""
+        ``trials`` (the study's trials as the caller just read them) instead of reading them
+        again: 7 statements a trial; ``None`` after it. A side channel: Optuna calls a sampler
+        inside ``ask`` and ``tell``, which take nothing to hand it."""
         self._expected = trials
 
     def _same_search_space(self, search_space: Any) -> bool:
@@ -111,10 +101,9 @@ class BatchAscendingGridSampler(GridSampler):
         rates past its edge, :mod:`tuner.driver.trial.extend`: fixed parameters, no grid id):
         each took a trial number, so without them trial n would skip the n-th point ahead (a
         batch's fixed rules after the next batch's)."""
-        trials = self._expected if self._expected is not None else study.get_trials(deepcopy=False)
         return sum(
             1
-            for t in trials
+            for t in self._trials(study)
             if t.number < number
             and "fixed_params" in t.system_attrs
             and "grid_id" not in t.system_attrs
@@ -154,10 +143,7 @@ class BatchAscendingGridSampler(GridSampler):
         # Optuna's rule (unvisited: neither finished nor running; if none, not finished), over
         # the study's trials, with each finished trial's grid id remembered once seen.
         finished, running = set(), set()
-        trials = self._expected  # the pick and the end-of-trial check of one trial share it
-        if trials is None:
-            trials = study.get_trials(deepcopy=False)
-        for t in trials:
+        for t in self._trials(study):
             if t._trial_id in self._finished:
                 finished.add(self._finished[t._trial_id])
                 continue
@@ -170,6 +156,10 @@ class BatchAscendingGridSampler(GridSampler):
         grids = set(range(self._n_min_trials))
         return list(grids - finished - running or grids - finished)
 
+    def _trials(self, study: optuna.Study) -> list[FrozenTrial]:
+        """The trials :meth:`expect` was handed (one trial's pick and end share them), else read."""
+        return self._expected if self._expected is not None else study.get_trials(deepcopy=False)
+
     def _grid_id(self, trial: FrozenTrial) -> int | None:
         """The trial's grid id when it belongs to this grid, else ``None``."""
         attrs = trial.system_attrs
@@ -178,24 +168,20 @@ class BatchAscendingGridSampler(GridSampler):
         return None
 
 
-def searches_precisions(spec: StudySpec) -> bool:
-    """Whether precision is an axis of the grid (the spec lists more than one): a study with
-    one precision keeps the parameters it always had, ``global_batch_size`` and ``lr_rule``."""
-    return len(spec.search.grid.precisions) > 1
-
-
 def grid_points(spec: StudySpec) -> list[tuple[Any, ...]]:
     """Every point of the spec's grid: ``(global_batch_size, lr_rule)``, with the precision
     third when the grid crosses several (as :func:`tuner.core.configurations.grid_point`)."""
-    search = spec.search
-    if searches_precisions(spec):
-        return [
-            (b, r, p)
-            for b in search.grid.global_batch_sizes
-            for r in search.grid_rules
-            for p in search.grid.precisions
-        ]
-    return [(b, r) for b in search.grid.global_batch_sizes for r in search.grid_rules]
+    return list(itertools.product(*_axes(spec).values()))
+
+
+def _axes(spec: StudySpec) -> dict[str, list[Any]]:
+    """The grid's parameters (sorted by name, as Optuna orders them) and their values."""
+    grid = spec.search.grid
+    axes: dict[str, list[Any]] = {BATCH_PARAM: list(grid.global_batch_sizes)}
+    axes["lr_rule"] = list(spec.search.grid_rules)
+    if len(grid.precisions) > 1:  # with one, a study keeps the parameters it always had
+        axes[PRECISION] = list(grid.precisions)
+    return axes
 
 
 def make_sampler(spec: StudySpec, hypermodel: dict[str, Any] | None) -> optuna.samplers.BaseSampler:
@@ -214,18 +200,10 @@ def make_sampler(spec: StudySpec, hypermodel: dict[str, Any] | None) -> optuna.s
                 seed=search.run.seed,
                 n_startup_trials=max(2, min(10, search.grid.trials // 3)),
             )
-    space: dict[str, list[Any]] = {
-        "global_batch_size": list(search.grid.global_batch_sizes),
-        "lr_rule": list(search.grid_rules),
-    }
-    if searches_precisions(spec):
-        space[PRECISION] = list(search.grid.precisions)
+    space = _axes(spec)
     if hypermodel:
         space.update({name: [value] for name, value in defaults(hypermodel["space"]).items()})
     return BatchAscendingGridSampler(space)
-
-
-BATCH_PARAM = "global_batch_size"
 
 
 def stores_batch_as_category(trials: Iterable[FrozenTrial]) -> bool:

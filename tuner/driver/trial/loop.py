@@ -1,13 +1,10 @@
-"""The trial loop: one trial at a time until the grid (or a joint search's budget) is done. A grid
-runs its base configuration first, then that configuration's seed runs (the seed noise,
-:mod:`tuner.driver.decide.seeds`, known before the rest of the grid), then the rest of the grid by
-ascending batch, then repeats of the candidates still too close to call
-(:mod:`tuner.driver.decide.racing`). Under a ``--budget`` a run that would not fit is not started
-(:mod:`tuner.driver.decide.budget`): the seeds only when the rest of the grid still fits after them.
+"""The trial loop: one trial at a time until the grid (or a joint search's budget) is done: the
+base configuration, its seed runs (:mod:`tuner.driver.decide.seeds`: the noise known before the
+rest), the rest of the grid by ascending batch, then racing's repeats. Under a ``--budget`` a run
+that would not fit is not started, the seeds only when the rest of the grid still fits after them.
 
 Several workers may share a study, so the loop asks the storage before every trial: points that
-another worker left unfinished come back queued (:mod:`tuner.driver.trial.resume`), and a point that
-another worker is running is left to it, so concurrent workers do not duplicate the grid's end.
+another worker left unfinished come back queued, and a point another worker runs is left to it.
 """
 
 from __future__ import annotations
@@ -24,12 +21,7 @@ from tuner.core.budget import Ledger, RunKey
 from tuner.core.devices import DevicePlan
 from tuner.core.errors import RepeatedFailureError, TrialFailed
 from tuner.core.spec import StudySpec
-from tuner.core.trials import (
-    GridProgress,
-    claimed_count,
-    has_budget_left,
-    settled_grid_points,
-)
+from tuner.core.trials import GridProgress, claimed_count, has_budget_left, settled_grid_points
 from tuner.driver.children import ChildRunner, last_run
 from tuner.driver.decide.budget import close, grid_left, training_key_of
 from tuner.driver.decide.racing import race
@@ -78,11 +70,8 @@ def run_trials(
     ledger: Ledger | None = None,
 ) -> tuple[int, int]:
     """Run the study's remaining trials; return ``(launched, total)``: how many trials this call
-    ended (run or pruned as oom-implied) and the size of the grid or the joint budget.
-
-    ``space``: a hypermodel's space; ``probed_oom``: the smallest global batch known not to fit;
-    ``runner`` runs every child (trials, repeats, seed runs); ``ledger``: the ``--budget``.
-    """
+    ended (run or pruned without a launch) and the size of the grid or the joint budget.
+    ``probed_oom``: the smallest global batch known not to fit; ``ledger``: the ``--budget``."""
     requeue_unfinished(study)
     quiet_optuna()
     loop = _Loop(study, spec, plan, space, runner, timeout_s, observer, ledger)
@@ -93,18 +82,11 @@ def run_trials(
 
 def _run_joint(loop: _Loop) -> tuple[int, int]:
     """A joint search: TPE picks each trial until the budget of trials is claimed."""
-    study, plan, ledger = loop.study, loop.plan, loop.ledger
-    budget = loop.spec.search.grid.trials
+    study, spec, plan = loop.study, loop.spec, loop.plan
+    ledger, observer, budget = loop.ledger, loop.observer, spec.search.grid.trials
     done = claimed_count(storage_call(study, study.get_trials, deepcopy=False))
     objective = Objective(
-        loop.spec,
-        plan,
-        loop.timeout_s,
-        loop.observer,
-        budget,
-        done,
-        space=loop.space,
-        runner=loop.runner,
+        spec, plan, loop.timeout_s, observer, budget, done, space=loop.space, runner=loop.runner
     )
     # Re-queued trials (interrupted, or a dead worker's) run even when the budget is used.
     while True:
@@ -116,7 +98,7 @@ def _run_joint(loop: _Loop) -> tuple[int, int]:
         if ledger is not None and claimed and not ledger.fits([any_trial])[0]:
             ledger.leave_out("grid", [any_trial] * max(0, budget - claimed))
             break
-        _run_one(study, objective, loop.observer, trials)
+        _run_one(study, objective, observer, trials)
         _stop_if_repeated(objective)
     return objective.launched, budget
 
@@ -239,22 +221,24 @@ def _run_one(
     observer: SearchObserver,
     trials: list[FrozenTrial] | None = None,
 ) -> None:
-    """One trial, asked for and told by tuner: a queued one first, else the sampler's next
-    point; a FAIL does not stop us. ``trials``: the study's trials as just read, which the
-    trial decides with (else it reads). Its heartbeat is written while it runs
-    (:func:`tuner.storage.guarded.beating`)."""
+    """One trial, asked for and told by tuner (its heartbeat beating): a queued one first, else the
+    sampler's next point; a FAIL does not stop us. ``trials``: the study's trials as just read,
+    which the sampler and the trial decide with (else they read)."""
     _claim_allowed(study)
     sampler = study.sampler if isinstance(study.sampler, BatchAscendingGridSampler) else None
     if sampler is not None and trials is not None:
-        # Optuna calls the sampler inside ask and tell, with no way to hand it what the loop
-        # read: the grid point from the same read, 7 statements a trial fewer.
         sampler.expect(list(trials))
     try:
         trial = storage_call(study, _ask, study)
         with beating(study, trial._trial_id):
             told = _outcome(study, trial, objective, trials)
         if told is not None and not _tell(study, trial, *told):
-            _taken_over(observer)
+            # This worker was stopped (SIGSTOP, a suspended VM) past the heartbeat grace: another
+            # worker failed its trial and queued the grid point again, which measures it afresh.
+            observer.note(
+                "this worker's trial was handed to another worker while this one was stalled "
+                "(stale heartbeat); its result is dropped and the retry measures the point again"
+            )
     finally:
         if sampler is not None:
             sampler.expect(None)  # read before this trial: never for a later one
@@ -289,10 +273,7 @@ def _outcome(
 
 
 def _tell(
-    study: optuna.Study,
-    trial: optuna.Trial,
-    state: TrialState,
-    values: tuple[float, float] | None,
+    study: optuna.Study, trial: optuna.Trial, state: TrialState, values: tuple[float, float] | None
 ) -> bool:
     """Store the trial's end; ``False`` when another worker had already ended it (failed as
     stale while this worker was stalled). The spooled copy goes once the storage has it."""
@@ -313,20 +294,9 @@ def _tell(
 def _finished(study: optuna.Study, trial: optuna.Trial) -> bool:
     """Whether ``trial`` is finished in the storage (Optuna refuses to tell a finished trial
     with a ``ValueError`` of no class of its own: the storage says which one it was)."""
-    ended = storage_call(study, study.get_trials, deepcopy=False, states=_FINISHED)
+    finished = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
+    ended = storage_call(study, study.get_trials, deepcopy=False, states=finished)
     return any(t.number == trial.number for t in ended)
-
-
-_FINISHED = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
-
-
-def _taken_over(observer: SearchObserver) -> None:
-    # This worker was stopped (SIGSTOP, a suspended VM) past the heartbeat grace: another
-    # worker failed its trial and queued the grid point again, which measures it afresh.
-    observer.note(
-        "this worker's trial was handed to another worker while this one was stalled "
-        "(stale heartbeat); its result is dropped and the retry measures the point again"
-    )
 
 
 def _claim_allowed(study: optuna.Study) -> None:

@@ -1,9 +1,6 @@
-"""The one boundary where a trial runs and its outcome becomes Optuna state and attributes.
-
-``Objective`` is what the trial loop calls for each trial it asked for: it stores the configuration,
-asks the pre-launch rules in their order (:mod:`.prelaunch`: same training, ``bracketed``,
-``oom-implied``) whether the trial ends without a child, else runs the child, and hands the
-classified outcome to :func:`record` — the only place a trial's state is set.
+"""The one boundary where a trial runs and its outcome becomes Optuna state and attributes:
+``Objective`` stores the configuration, asks the pre-launch rules (:mod:`.prelaunch`), else runs
+the child, and hands the outcome to :func:`record`, the only place a trial's state is set.
 """
 
 from __future__ import annotations
@@ -50,11 +47,8 @@ from tuner.storage.guarded import guard_of, storage_call
 
 class Objective:
     """Runs one grid point per call; the outcome is stored on the trial by :func:`record`.
-
-    ``total`` and ``already_done`` only count the trials for the observer (which names each by its
-    Optuna trial number); ``probed_oom`` is the smallest global batch a probe found out of memory;
-    ``space`` a hypermodel's search space; ``runner`` runs each trial's child.
-    """
+    ``total`` and ``already_done`` only count the trials for the observer; ``probed_oom`` is the
+    smallest global batch a probe found out of memory; ``space`` a hypermodel's search space."""
 
     def __init__(
         self,
@@ -69,17 +63,12 @@ class Objective:
         *,
         runner: ChildRunner,
     ) -> None:
-        self._spec = spec
-        self._runner = runner
-        self._plan = plan
-        self._timeout_s = timeout_s
-        self._observer = observer
+        self._spec, self._plan, self._runner = spec, plan, runner
+        self._timeout_s, self._observer = timeout_s, observer
         self.total = total
         """Runs the progress counts: the grid (or joint budget), plus repeats once racing queues
         them (:func:`tuner.driver.decide.racing.race` extends it)."""
-        self._already_done = already_done
-        self._probed_oom = probed_oom
-        self._space = space
+        self._already_done, self._probed_oom, self._space = already_done, probed_oom, space
         self.launched = 0
         """Trials this objective ended, launched or pruned without a launch (oom-implied,
         bracketed)."""
@@ -88,7 +77,8 @@ class Objective:
         self.stopped: str | None = None
         """Why the search must stop (:meth:`_watch`), or ``None``."""
         self._early_stop: EarlyStop | None = None
-        """What the next child is compared with to stop early (:meth:`_arm_early_stop`)."""
+        """What the next child is compared with to stop early as dominated
+        (:mod:`tuner.driver.decide.early_stop`)."""
         self._accumulation = Accumulation(
             spec, plan, runner, timeout_s, observer, self._on_event, lambda: self._probed_oom
         )
@@ -116,7 +106,6 @@ class Objective:
         values = self._model_hyperparameters(trial)
         if stored is None:
             stored = trial.study.get_trials(deepcopy=False)
-        # see suggest_global_batch
         categorical = search.grid.joint or stores_batch_as_category(stored)
         batch = suggest_global_batch(trial, search.grid.global_batch_sizes, categorical=categorical)
         rule = trial.suggest_categorical("lr_rule", rule_choices(self._spec, stored))
@@ -200,7 +189,11 @@ class Objective:
         self._observer.trial_started(trial.number, point.position, self.total, attrs)
         batch, rule, lr = attrs["global_batch_size"], attrs["lr_rule"], attrs["learning_rate"]
         precision = attrs[PRECISION]
-        skipped = self._arm_early_stop(point, batch)
+        self._early_stop, skipped = None, None  # a repeat is never stopped early
+        if not earlier:  # what the child compares itself with, or why no rule can stop it
+            self._early_stop, skipped = early_stop_for(
+                self._spec, self._plan.device_signature, point.seed_noise, stored, batch
+            )
         outcome = (
             decided.outcome
             if decided is not None
@@ -252,19 +245,6 @@ class Objective:
         """Count ``runs`` more runs (racing's repeats) in the progress total."""
         self.total += runs
 
-    def _arm_early_stop(self, point: Point, batch: int) -> str | None:
-        """Set what this trial's child compares itself with to stop early as dominated
-        (:mod:`tuner.driver.decide.early_stop`; a repeat is never stopped); return why no rule can
-        stop it, or ``None``."""
-        self._early_stop, skipped = (
-            (None, None)
-            if point.earlier
-            else early_stop_for(
-                self._spec, self._plan.device_signature, point.seed_noise, point.stored, batch
-            )
-        )
-        return skipped
-
     def _run(
         self,
         batch: int,
@@ -288,10 +268,7 @@ class Objective:
         )
         request, input_key, input_from = self._inputs.prepare(request, *study)
         run = self._runner.run(
-            request,
-            self._plan.child_environment(),
-            self._timeout_s,
-            on_event=self._on_event,
+            request, self._plan.child_environment(), self._timeout_s, on_event=self._on_event
         )
         outcome = classify(run, memory_capped=self._plan.memory_limit_bytes is not None)
         return self._inputs.record(outcome, input_key, input_from)

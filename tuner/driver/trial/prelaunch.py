@@ -1,21 +1,14 @@
-"""The pre-launch rules: the one ordered list that decides, before any child starts, whether a
-grid trial ends without one, and how (:data:`RULES`, walked by :func:`before_launch`).
-
-Each rule answers one question about the trial about to start (a :class:`Point`) and gives one
-outcome; the first that answers wins, and a trial no rule answers is trained. The order is the
-documented one (docs/design/architecture.md, "One trial, in order"): ``same-training``,
-``bracketed``, ``oom-implied``, ``batch-failed``. ``bracketed`` goes before ``oom-implied``: a
-batch reached only by accumulation skips its rates too, and a batch that ran out of memory has
+"""The pre-launch rules: the one ordered list (:data:`RULES`, walked by :func:`before_launch`)
+that decides, before any child starts, whether a grid trial ends without one, and how; the first
+rule that answers wins, a trial no rule answers is trained. The order is the documented one
+(docs/design/architecture.md, "One trial, in order"). ``bracketed`` goes before ``oom-implied``:
+a batch reached only by accumulation skips its rates too, and a batch that ran out of memory has
 nothing finished, so it never skips there.
 
-What is not a rule here: the budget (the loop asks for no trial that would not fit it), the early
-stop (the child stops itself; :mod:`tuner.driver.decide.early_stop` arms it) and the input
-pipeline's figure (:mod:`tuner.driver.reuse.input_reuse` changes the request, not the outcome).
-
-The adaptive sweep, at the driver's edge: with several workers, a trial still running elsewhere
-says nothing yet: only finished trials count, as the law's fit counts them
-(:func:`tuner.core.recommend.batch_points`: a rate stopped early as dominated by the best at its
-own batch is worse; a diverged one too).
+Not rules: the budget (the loop asks for no trial that would not fit it), the early stop (the
+child stops itself) and the input pipeline's figure (it changes the request, not the outcome).
+With several workers, a trial still running elsewhere says nothing yet: only finished trials
+count, as :func:`tuner.core.recommend.batch_points` counts them.
 """
 
 from __future__ import annotations
@@ -46,11 +39,9 @@ from tuner.driver.decide.racing import REPEAT_INDEX, REPEAT_OF, SAME_AS, is_orig
 
 @dataclass(frozen=True)
 class Point:
-    """A grid trial about to start, and what the rules read to decide it: its number and place
-    in the search (``position`` of ``total``), its configuration as stored (``attrs``), the
-    study's trials as it started (``stored``), its configuration's runs before it when it is a
-    repeat (``earlier``; ``repeat``: it is one), the smallest batch the probe found out of
-    memory, and the study's seed noise by device signature (read only when a rule needs it)."""
+    """A grid trial about to start, and what the rules read to decide it: ``stored`` is the
+    study's trials as it started, ``earlier`` its configuration's runs before it when it is a
+    repeat, ``seed_noise`` the study's by device signature (read only when a rule needs it)."""
 
     spec: StudySpec
     number: int
@@ -66,11 +57,9 @@ class Point:
 
 @dataclass(frozen=True)
 class Rule:
-    """One pre-launch rule: its ``name``, the ``question`` it answers, the outcome it ``gives``,
-    and ``decide``: that outcome for a point it answers, else ``None``. A ``final`` rule's outcome
-    is the trial's as it stands: the trial is not shown as started and nothing after the launch
-    (accumulation, racing's runs, efficiency) touches it; ``line`` is what the search prints
-    then."""
+    """One pre-launch rule: ``decide`` gives its outcome for a point it answers, else ``None``. A
+    ``final`` rule's outcome is the trial's as it stands: the trial is not shown as started and
+    nothing after the launch touches it; ``line`` is what the search prints then."""
 
     name: str
     question: str
@@ -106,21 +95,6 @@ NOT_MEASURED = frozenset(
 values), the original's own child timings (no child ran for it) and the bookkeeping."""
 
 
-def same_training(
-    trials: Sequence[FrozenTrial], attrs: dict[str, Any], number: int
-) -> FrozenTrial | None:
-    """The first measured grid trial (not ``same_as``, not a repeat) that trains as ``attrs``
-    say, or ``None`` (an original still running elsewhere does not count: this trial runs)."""
-    key = attrs["training_key"]
-    same = [
-        t
-        for t in trials
-        # The key first: a cheap test that rules out nearly every trial of a large study.
-        if decode(t).configuration.training_key == key and t.number != number and is_original(t)
-    ]
-    return min(same, key=lambda t: t.number) if same else None
-
-
 def same_as(original: FrozenTrial, attrs: dict[str, Any]) -> TrialOutcome:
     """The outcome of a trial that trains exactly like ``original``: COMPLETE with its values
     and measured attributes (not this trial's configuration), and ``same_as`` its number."""
@@ -134,11 +108,20 @@ def same_as(original: FrozenTrial, attrs: dict[str, Any]) -> TrialOutcome:
 
 
 def _same_training(point: Point) -> TrialOutcome | None:
-    """``same_as`` a measured trial that trains exactly like this one; a repeat always runs."""
+    """``same_as`` the first measured grid trial (no ``same_as``, no repeat) that trains exactly
+    like this one; a repeat always runs, and so does a trial whose original still runs."""
     if point.repeat:
         return None
-    original = same_training(point.stored, point.attrs, point.number)
-    return None if original is None else same_as(original, point.attrs)
+    key = point.attrs["training_key"]
+    same = [
+        t
+        for t in point.stored
+        # The key first: a cheap test that rules out nearly every trial of a large study.
+        if decode(t).configuration.training_key == key
+        and t.number != point.number
+        and is_original(t)
+    ]
+    return same_as(min(same, key=lambda t: t.number), point.attrs) if same else None
 
 
 def _same_training_line(point: Point, outcome: TrialOutcome) -> str:
@@ -157,32 +140,20 @@ def adaptive(spec: StudySpec) -> bool:
 
 
 def _bracketed(point: Point) -> TrialOutcome | None:
-    """``bracketed`` when this LR-sweep rate cannot be the best at its batch, from what had
-    finished there when it started (:mod:`tuner.core.adaptive_sweep`); a repeat always runs."""
-    if point.earlier:
-        return None
-    return skip_bracketed(point.spec, point.attrs, point.stored, point.seed_noise)
-
-
-def skip_bracketed(
-    spec: StudySpec,
-    attrs: Mapping[str, Any],
-    trials: Sequence[FrozenTrial],
-    seed_records: Callable[[], Mapping[str, Any] | None],
-) -> TrialOutcome | None:
-    """``bracketed`` (PRUNED, not launched) when the sweep trial configured by ``attrs`` need not
-    be trained, from the study's ``trials`` as it starts; ``None``: train it. ``seed_records``
-    (the study's seed noise by device signature) is read only for a rate the bracket would skip:
-    without the seed noise the fit needs more points around the best."""
+    """``bracketed`` (PRUNED, not launched) when this LR-sweep rate cannot be the best at its
+    batch, from what had finished there when it started (:mod:`tuner.core.adaptive_sweep`); a
+    repeat always runs. The seed noise is read only for a rate the bracket would skip: without
+    it the fit needs more points around the best."""
+    spec, attrs = point.spec, point.attrs
     rule = str(attrs["lr_rule"])
-    if not adaptive(spec) or not is_sweep(rule):
+    if point.earlier or not adaptive(spec) or not is_sweep(rule):
         return None
     search, batch = spec.search, int(attrs["global_batch_size"])
     signature = attrs["device_signature"]
     config = config_key(attrs.get("model_hyperparameters") or {})
     mine = [
         t
-        for t in trials
+        for t in point.stored
         if decode(t).configuration.device_signature == signature
         and precision_of(t) == attrs[PRECISION]
         and model_config(t) == config
@@ -195,8 +166,7 @@ def skip_bracketed(
     lr = float(attrs["learning_rate"])
     if bracketed(lr, points, worse, planned=planned) is None:  # the least it needs: train
         return None
-    record = (seed_records() or {}).get(signature)
-    sigma = seed_sigma(record)
+    sigma = seed_sigma((point.seed_noise() or {}).get(signature))
     reason = bracketed(lr, points, worse, seed_noise=bool(sigma), planned=planned)
     return None if reason is None else TrialOutcome(SKIPPED, error=reason)
 

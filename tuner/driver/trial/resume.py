@@ -1,8 +1,5 @@
-"""Resuming: trials of dead workers and interrupted trials run again, once.
-
-Which trials qualify is decided by :func:`tuner.core.trials.to_requeue`; this module only acts on
-the storage.
-"""
+"""Resuming: trials of dead workers and interrupted trials run again, once (which ones:
+:func:`tuner.core.trials.to_requeue`; this module only acts on the storage)."""
 
 from __future__ import annotations
 
@@ -11,6 +8,7 @@ import time
 import warnings
 from collections.abc import Callable
 from datetime import datetime
+from typing import Any
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
@@ -26,9 +24,8 @@ _OF_ITS_RUN = ("status", "error", HEARTBEAT_S)
 def requeue_unfinished(study: optuna.Study) -> list[FrozenTrial]:
     """Fail trials whose worker died (stale heartbeat; Optuna's retry callback re-queues them),
     then queue again every interrupted trial whose grid point (and model configuration) has no
-    other run. Returns the study's trials after that (the loop decides with them: read again
-    only when something was queued). One storage step, run again whole after an outage: what
-    it decides, it decides from what it reads."""
+    other run; return the study's trials after that. One storage step, run again whole after an
+    outage: what it decides, it decides from what it reads."""
     return storage_call(study, _requeue_unfinished, study)
 
 
@@ -69,20 +66,18 @@ def requeue(study: optuna.Study, trial: FrozenTrial) -> None:
 
 
 def _fail_unborn(study: optuna.Study, trials: list[FrozenTrial]) -> bool:
-    """Fail the RUNNING trials whose worker died before their first heartbeat
-    (:func:`tuner.core.trials.died_unborn`); whether there were any. Only with a heartbeat (its
-    grace is the bound)."""
-    guard = guard_of(study)
-    storage = guard.storage() if guard is not None else None
-    if guard is None or storage is None or not guard.grace_s:
+    """Fail the RUNNING trials whose worker died before their first heartbeat (only with one: its
+    grace is the bound; :func:`tuner.core.trials.died_unborn`); whether there were any."""
+    guarded = _with_grace(study)
+    if guarded is None:
         return False
-    grace = guard.grace_s
+    storage, grace = guarded
     silent_for = _silence.seen(storage, study._study_id, trials)
     now = datetime.now()  # Optuna stamps datetime_start with the local naive time
     unborn = [
         trial
         for trial in trials
-        if died_unborn(trial, now, float(grace), silent_for_s=silent_for(trial._trial_id))
+        if died_unborn(trial, now, grace, silent_for_s=silent_for(trial._trial_id))
     ]
     for trial in unborn:
         with contextlib.suppress(optuna.exceptions.UpdateFinishedTrialError):
@@ -94,11 +89,17 @@ def unborn_wait_s(study: optuna.Study) -> float:
     """Seconds until a trial this process has seen without a heartbeat, still RUNNING, has been
     silent for the grace period (0 when there is none): the loop waits that long before it ends
     on a grid point such a trial still claims."""
+    guarded = _with_grace(study)
+    return 0.0 if guarded is None else _silence.left_s(guarded[0], study._study_id, guarded[1])
+
+
+def _with_grace(study: optuna.Study) -> tuple[Any, float] | None:
+    """The study's storage and its heartbeat grace in seconds; ``None`` without a heartbeat."""
     guard = guard_of(study)
     storage = guard.storage() if guard is not None else None
     if guard is None or storage is None or not guard.grace_s:
-        return 0.0
-    return _silence.left_s(storage, study._study_id, guard.grace_s)
+        return None
+    return storage, float(guard.grace_s)
 
 
 class _Silence:

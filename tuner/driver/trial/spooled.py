@@ -1,11 +1,7 @@
-"""Results that reached the spool but not the storage (:mod:`tuner.storage.spool`): written
-before every result, recorded by the next search of the study before it runs anything.
-
-A spooled trial is in one of three places when the next search starts: still RUNNING (its
-worker stopped on the storage fault): the result is written to it; FAIL as stale (another worker
-failed it once its heartbeat stopped) and queued again: the waiting copy takes the result, so the
-point is not measured twice; already finished otherwise (the write got through after all, or the
-point was measured again meanwhile): the file just goes.
+"""Results that reached the spool but not the storage (:mod:`tuner.storage.spool`), recorded by
+the next search of the study before it runs anything: on the trial while it is still RUNNING, on
+its waiting copy when it was failed as stale and queued again (the point is not measured twice),
+nowhere when it finished otherwise (the file just goes).
 """
 
 from __future__ import annotations
@@ -39,16 +35,12 @@ def storage_faults(study: optuna.Study, observer: SearchObserver) -> Iterator[No
     try:
         yield
     except StorageFaultError as fault:
-        spooled = _spooled_quietly(study)
+        try:
+            spooled = spooled_line(study)
+        except OSError:
+            spooled = None
         message = f"{fault}; {spooled}" if spooled else str(fault)
         raise StorageFaultError(message) from fault
-
-
-def _spooled_quietly(study: optuna.Study) -> str | None:
-    try:
-        return spooled_line(study)
-    except OSError:
-        return None
 
 
 def spool_outcome(
@@ -81,15 +73,10 @@ def spool_outcome(
         guard.spool_failing = True
 
 
-def spool_folder(study: optuna.Study) -> Path | None:
-    guard = guard_of(study)
-    return guard.spool_folder if guard is not None else None
-
-
 def spooled_line(study: optuna.Study) -> str | None:
     """What the user reads about ``study``'s results waiting in the spool (``None``: none)."""
-    folder = spool_folder(study)
-    return _line(folder, study.study_name) if folder is not None else None
+    guard = guard_of(study)
+    return _line(guard.spool_folder, study.study_name) if guard is not None else None
 
 
 def spooled_at(storage_url: str, study_name: str) -> str | None:
