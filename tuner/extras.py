@@ -29,11 +29,6 @@ def missing_modules(extra: str) -> list[str]:
     return [module for module in EXTRAS[extra] if not importable(module)]
 
 
-def has_extra(extra: str) -> bool:
-    """Whether every module of ``extra`` can be imported."""
-    return not missing_modules(extra)
-
-
 def require_extra(extra: str, purpose: str) -> None:
     """Raise :class:`MissingExtraError` with the one install line to run when ``extra`` is not
     installed; ``purpose`` says what needed it (``"tuner dashboard"``)."""

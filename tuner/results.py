@@ -132,11 +132,9 @@ def _asked(given: float | None, search: dict[str, Any], key: str, default: float
     return default if stored is None else float(stored)
 
 
-def current_recommendation(
-    study: optuna.Study, tolerance: float | None = None
-) -> dict[str, Any] | None:
+def current_recommendation(study: optuna.Study) -> dict[str, Any] | None:
     """:func:`recommendation`, or ``None`` while no trial has completed."""
     try:
-        return recommendation(study, tolerance)
+        return recommendation(study)
     except NoCompleteTrialError:
         return None

@@ -6,14 +6,18 @@ import dataclasses
 import os
 import types
 from collections.abc import Callable, Mapping
+from contextlib import nullcontext
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tuner.api._functions import Shipment
 from tuner.api._result import SearchResult
 from tuner.core.errors import ConfigError
 from tuner.core.options import DEFAULT_STORAGE, named, naming, option, spec_only
 from tuner.core.typos import closest
+
+if TYPE_CHECKING:
+    from tuner.console.search_view import SearchView
 
 _REQUIRED_SEARCH = ("base_batch_size", "batch_multipliers", "lr_rules", "base_lr", "epochs")
 """What a spec file must name; without a file, the built-in workload's values stand."""
@@ -70,9 +74,9 @@ def search(
         )
         spec_and_plan(search_options, search_options.trial_timeout)  # bad input: nothing written
     shipment.write()
-    front = _front(progress)
+    front = _front() if progress else None
     try:  # the run's refusals name keywords too (storage=, not --storage)
-        with naming("search", keywords=True), shipment.importable(), front:
+        with naming("search", keywords=True), shipment.importable(), front or nullcontext():
             report = run(search_options, front)
     except ConfigError:
         shipment.discard()  # refused (another grid, in memory, ...): nothing of this call stays
@@ -190,25 +194,14 @@ def _shipping_folder(storage: str, study_name: str) -> Path:
     return root / f"{study_name}-{hashlib.sha256(where.encode()).hexdigest()[:8]}"
 
 
-def _front(progress: bool) -> Any:
-    """The CLI's view (bars in a terminal, timestamped lines elsewhere), or a quiet one."""
-    if progress:
-        from tuner.console.logs import NORMAL, configure
-        from tuner.console.pages import err
-        from tuner.console.search_view import SearchView
+def _front() -> SearchView:
+    """The CLI's view: bars in a terminal, timestamped lines elsewhere."""
+    from tuner.console.logs import NORMAL, configure
+    from tuner.console.pages import err
+    from tuner.console.search_view import SearchView
 
-        configure(NORMAL, err)
-        return SearchView()
-    from tuner.driver.search import QuietFront
-
-    class _Quiet(QuietFront):
-        def __enter__(self) -> _Quiet:
-            return self
-
-        def __exit__(self, *exc: object) -> None:
-            pass
-
-    return _Quiet()
+    configure(NORMAL, err)
+    return SearchView()
 
 
 _KIND_WORDS: dict[type, str] = {
@@ -216,6 +209,8 @@ _KIND_WORDS: dict[type, str] = {
     int: "an integer",
     float: "a number",
     str: "a string",
+    Path: "a path (str or Path)",
+    tuple: "a list or comma-separated text",
 }
 
 
@@ -232,7 +227,5 @@ def checked(command: str, key: str, value: Any) -> Any:
         return value
     if isinstance(value, kind) and not (kind is int and isinstance(value, bool)):
         return value
-    words: dict[type, str] = {**_KIND_WORDS, Path: "a path (str or Path)"}
-    words[tuple] = "a list or comma-separated text"
-    wanted = words.get(kind, kind.__name__)
+    wanted = _KIND_WORDS.get(kind, kind.__name__)
     raise ConfigError(f"{named(key)} takes {wanted}, got {type(value).__name__} {value!r}")

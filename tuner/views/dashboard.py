@@ -33,16 +33,12 @@ loss, ``lr-star-vs-batch`` only with an LR sweep's measured law). ``pareto`` is 
 beside optuna-dashboard's: it draws the loss tolerance and the candidates it makes equal, so the
 pick is seen among them, which optuna-dashboard's "Best Trials" (the plain Pareto front of the
 stored values) need not show."""
-RETIRED_PLOTS: dict[str, str] = {}
-"""Plots an older tuner stored and this one no longer draws: optuna-dashboard offers no way to
-delete one, so a study that holds one gets this text in its place, not a stale picture."""
-_PLOT_ATTR = "dashboard:plot_data:"  # optuna-dashboard's study system attribute prefix
 
 
 def publish(study: optuna.Study, rec: dict[str, Any] | None) -> None:
-    """Write the note and the plots on ``study``, replacing the previous ones (a retired plot by
-    its text). optuna-dashboard stores each text in pieces, one write each: Ctrl-C and SIGTERM
-    are held back until all are written, so an interrupt never leaves half a note or plot."""
+    """Write the note and the plots on ``study``, replacing the previous ones. optuna-dashboard
+    stores each text in pieces, one write each: Ctrl-C and SIGTERM are held back until all are
+    written, so an interrupt never leaves half a note or plot."""
     from optuna_dashboard import save_note, save_plotly_graph_object
 
     trials = study.get_trials(deepcopy=False)
@@ -50,25 +46,10 @@ def publish(study: optuna.Study, rec: dict[str, Any] | None) -> None:
     note = study_note(study.study_name, trials, decode_study(study).flat, rec, written_at)
     figures = study_figures(trials, rec) | law_figures(rec)
     plots = {graph_id: figures[graph_id] for graph_id in DASHBOARD_PLOTS if graph_id in figures}
-    stored = study._storage.get_study_system_attrs(study._study_id)
-    for graph_id, text in RETIRED_PLOTS.items():
-        if any(key.startswith(f"{_PLOT_ATTR}{graph_id}:") for key in stored):
-            plots[graph_id] = retired_figure(text)
     with _signals_held():
         save_note(study, note)
         for graph_id, figure in plots.items():
             save_plotly_graph_object(study, figure, graph_object_id=graph_id)
-
-
-def retired_figure(text: str) -> Any:
-    """A plotly figure that only says ``text`` (HTML as plotly's annotations take it)."""
-    import plotly.graph_objects as go
-
-    figure = go.Figure()
-    figure.add_annotation(text=text, showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper")
-    hidden = {"visible": False}
-    figure.update_layout(xaxis=hidden, yaxis=hidden, template="none", plot_bgcolor="white")
-    return figure
 
 
 @contextlib.contextmanager
@@ -132,13 +113,10 @@ def serve(
                 f"port {port} on {host} is already in use; pick another with --port"
             ) from None
         raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
-    with server:
+    with server:  # closes the server, however serving ends
         shown_host = f"[{host}]" if ":" in host else host
         on_ready(f"http://{shown_host}:{server.server_port}/dashboard/")
-        try:
-            server.serve_forever(poll_interval=0.2)
-        finally:
-            server.server_close()
+        server.serve_forever(poll_interval=0.2)
 
 
 SECURITY_DOCS = "docs/guide/security.md"
