@@ -1,12 +1,8 @@
-"""A recommended-config JSON read back in a training script: :func:`load_recommendation`.
-
-Imports Keras, so ``tuner/__init__.py`` re-exports it lazily. Everything the file's
-``recommended`` block needs is stock Keras (the ``linear-warmup`` ramp is ``CosineDecay``), so a
-script may just as well call ``keras.optimizers.deserialize(config["recommended"]["optimizer"])``
-itself. Files of schema versions 1 and 2 still load: version 1's optimizer is a top-level
-section, and both wrote the trial's budget into ``fit`` (``epochs``, ``steps``), read here as
-:attr:`Recommendation.trial_budget`, never as arguments of the user's ``fit``.
-"""
+"""A recommended-config JSON read back in a training script: :func:`load_recommendation`
+(imports Keras: ``tuner/__init__.py`` re-exports it lazily). Files of schema versions 1 and 2
+still load: version 1's optimizer is a top-level section, and both wrote the trial's budget into
+``fit``, read here as :attr:`Recommendation.trial_budget`, never as arguments of the user's
+``fit``."""
 
 from __future__ import annotations
 
@@ -77,15 +73,10 @@ class Recommendation:
 def load_recommendation(
     path: str | Path, custom_objects: dict[str, Any] | None = None
 ) -> Recommendation:
-    """Read a recommended-config JSON written by ``tuner export`` (schema version
-    :data:`~tuner.core.recommend.SCHEMA_VERSION` or older with the sections) and build its
-    optimizer. ``custom_objects``: classes of a custom optimizer, as for
-    ``keras.optimizers.deserialize``. Under ``MirroredStrategy`` call it inside
-    ``strategy.scope()``, as you would create the optimizer.
-
-    Raises :class:`~tuner.core.errors.ConfigError` when the file cannot be read, is not JSON,
-    has no ``schema_version`` (written before the sections: export it again) or a newer one.
-    """
+    """Read a recommended-config JSON written by ``tuner export`` and build its optimizer
+    (``custom_objects`` as for ``keras.optimizers.deserialize``; under ``MirroredStrategy`` call
+    it inside ``strategy.scope()``). Raises :class:`~tuner.core.errors.ConfigError` when the file
+    cannot be read, is not JSON, or has no ``schema_version`` or a newer one."""
     return recommendation_from(_read(Path(path)), custom_objects, where=str(path))
 
 
@@ -212,9 +203,5 @@ def _check_fit(path: Path, fit: dict[str, Any]) -> None:
     """The ``fit`` section holds a positive integer ``batch_size`` and ``steps`` or ``epochs``."""
     for key in ("batch_size", "steps", "epochs"):
         value = fit.get(key)
-        if (key == "batch_size" or value is not None) and not _is_count(value):
+        if (key == "batch_size" or value is not None) and not (type(value) is int and value > 0):
             raise ConfigError(f"{path}: fit.{key} must be a positive integer, got {value!r}")
-
-
-def _is_count(value: Any) -> bool:
-    return type(value) is int and value > 0

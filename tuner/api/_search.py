@@ -38,24 +38,18 @@ def search(
     progress: bool = True,
     **options: Any,
 ) -> SearchResult:
-    """Run (or resume) a study on your own functions and return its :class:`SearchResult`.
+    """Run (or resume) a study on your own functions and return its :class:`SearchResult`
+    (``docs/guide/python.md``).
 
     ``model`` builds a ``keras.Model`` (compiled or not) or is a KerasTuner ``HyperModel``;
-    ``data`` returns what ``[workload] data`` returns (arrays, ``(train, val)`` datasets or
-    ``PyDataset``\\ s), or ``dataset(split, batch_size, input_context)`` a split. Each may be
-    the function itself or a ``"module:function"`` string. ``loss`` and ``optimizer`` are Keras
-    names, Keras's serialized form (``{"class_name": "SparseCategoricalCrossentropy", "config":
-    {"from_logits": True}}``) or objects of Keras's own classes (serialized; the optimizer's
-    learning rate is the rule's); a custom loss or optimizer object: compile it in ``model``.
-    ``spec`` is a TOML spec file whose ``[workload]`` these replace; without one the built-in
-    workload's grid applies. Every other option is ``tuner search``'s flag with underscores
-    (``cpu_replicas=2``, ``batch_multipliers=[1, 2, 4]``, ``max_repeats=1``, ``baseline=False``)
-    or a ``[search]`` key set in the spec only (``warmup_steps=100``), as
-    :class:`~tuner.driver.options.SearchOptions` takes them. ``progress`` shows the live progress
-    and the final table.
-
-    Raises :class:`~tuner.core.errors.ConfigError` for bad input (nothing stored) and
-    :class:`~tuner.core.errors.TunerError` for a failure at run time, with the CLI's lines.
+    ``data`` returns what ``[workload] data`` returns, or ``dataset(split, batch_size,
+    input_context)`` a split: each a function or a ``"module:function"`` string. ``loss`` and
+    ``optimizer``: Keras names, serialized forms or objects of Keras's own classes. ``spec``: a
+    TOML spec whose ``[workload]`` these replace (else the built-in grid). Every other option is
+    ``tuner search``'s flag with underscores, or a spec-only ``[search]`` key; ``progress=False``
+    shows nothing. Raises
+    :class:`~tuner.core.errors.ConfigError` for bad input (nothing stored) and
+    :class:`~tuner.core.errors.TunerError` at run time, with the CLI's lines.
     """
     from tuner.driver.options import SearchOptions, spec_and_plan
     from tuner.driver.search import search as run

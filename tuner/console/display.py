@@ -1,8 +1,6 @@
-"""Terminal output with rich: the trials table and the recommendation.
-
-Every text that can quote the user is printed as a :class:`rich.text.Text` or through
-:func:`say`, never as markup: rich would read ``[bold]`` or ``[/]`` in it as a tag and eat it.
-"""
+"""Terminal output with rich: the trials table and the recommendation. Every text that can quote
+the user is a :class:`rich.text.Text` or goes through :func:`say`, never markup: rich would read
+``[bold]`` or ``[/]`` in it as a tag and eat it."""
 
 from __future__ import annotations
 
@@ -29,17 +27,11 @@ if TYPE_CHECKING:
     from tuner.core.spec import StudySpec
 
 _STATUS_STYLE = {
+    **dict.fromkeys(("batch-failed", "timeout", "crashed", "error", "interrupted"), "red"),
+    **dict.fromkeys(("oom", "oom-implied"), "yellow"),
+    **dict.fromkeys(("bracketed", "dominated"), "blue"),
     "ok": "green",
-    "oom": "yellow",
-    "oom-implied": "yellow",
-    "bracketed": "blue",
-    "batch-failed": "red",
     "diverged": "magenta",
-    "dominated": "blue",
-    "timeout": "red",
-    "crashed": "red",
-    "error": "red",
-    "interrupted": "red",
     "running": "cyan",
 }
 

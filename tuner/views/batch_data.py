@@ -1,9 +1,6 @@
-"""The numbers behind the study's pictures, pure (trials in, numbers out); time to target has its
-own module, :mod:`tuner.views.target_data`, and :mod:`tuner.views.batch_figures` dresses them.
-
-A configuration that ran several times is drawn once, at its representative
-(:mod:`tuner.views.runs`); a grid point that trains exactly like another (``same_as``) is drawn
-on its own rule's line with the other's measurement."""
+"""The numbers behind the batch pictures, pure. A configuration that ran several times is drawn
+once, at its representative (:mod:`tuner.views.runs`); a ``same_as`` grid point on its own rule's
+line with the other's measurement."""
 
 from __future__ import annotations
 
@@ -31,9 +28,8 @@ from tuner.views.runs import (
 )
 
 JITTER = 0.02
-"""How far apart, as a fraction of the x axis (in octaves), the rules' points at one batch are
-drawn, so that equal values (every rule gives the base learning rate at the base batch) do not
-hide one another."""
+"""How far apart (a fraction of the x axis) the rules' points at one batch are drawn, so that
+equal values (every rule's rate at the base batch) do not hide one another."""
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,5 @@
-"""optuna-dashboard for tuner studies: the study note and custom plots stored through
-optuna-dashboard's own API (any optuna-dashboard on the storage shows them), and ``tuner
-dashboard``.
-"""
+"""optuna-dashboard for tuner studies: the note and plots stored through its own API (any
+optuna-dashboard on the storage shows them), and ``tuner dashboard``."""
 
 from __future__ import annotations
 
@@ -28,11 +26,8 @@ from tuner.views.law_figure import LAW_PLOT, law_figures
 from tuner.views.note import study_note
 
 DASHBOARD_PLOTS = ("throughput-vs-batch", "loss-vs-batch", "pareto", TARGET_PLOT, LAW_PLOT)
-"""The plots stored on a study, by id (``time-to-target-vs-batch`` only in a study with a target
-loss, ``lr-star-vs-batch`` only with an LR sweep's measured law). ``pareto`` is tuner's own front
-beside optuna-dashboard's: it draws the loss tolerance and the candidates it makes equal, so the
-pick is seen among them, which optuna-dashboard's "Best Trials" (the plain Pareto front of the
-stored values) need not show."""
+"""The plots stored on a study, by id. ``pareto`` is tuner's own front beside optuna-dashboard's:
+it draws the loss tolerance and the candidates it makes equal, so the pick is seen among them."""
 
 
 def publish(study: optuna.Study, rec: dict[str, Any] | None) -> None:
@@ -119,8 +114,7 @@ def serve(
         server.serve_forever(poll_interval=0.2)
 
 
-SECURITY_DOCS = "docs/guide/security.md"
-"""Where the threat model and the reverse-proxy setup are written down (in the repository)."""
+SECURITY_DOCS = "docs/guide/security.md"  # the threat model and the reverse-proxy setup
 LOOPBACK_NAMES = frozenset({"localhost"})
 
 

@@ -1,7 +1,5 @@
-"""``tuner report``: one self-contained HTML page that tells a study's story without the
-dashboard; plotly.js is inlined, so the page works offline. ``--format png`` also renders each
-plot with Kaleido, which drives a Chrome or Chromium found on the machine (``BROWSER_PATH``).
-"""
+"""``tuner report``: one self-contained HTML page (plotly.js inlined: it works offline); with
+``--format png`` each plot also rendered by Kaleido, which needs Chrome or Chromium."""
 
 from __future__ import annotations
 
@@ -122,20 +120,18 @@ def render_html(
             f"rate <b>{rec['learning_rate']:.4g}</b> ({html.escape(rec['lr_rule'])} rule): "
             f"{rec['throughput']:,.0f} samples/s at final loss {rec['final_loss']:.5g}."
         )
-        if tie_text(rec):
-            tie = tie_text(rec)
+        tie = tie_text(rec)
+        if tie:
             lead += f"<br>{html.escape(tie[:1].upper() + tie[1:])}."
         rec_table = _table(["", "recommendation"], recommendation_rows(rec), ["left", "left"])
         if rec.get("verdict"):
             sentence = html.escape(str(rec["verdict"]))
             verdict = f'<h2>Verdict</h2>\n<p class="lead" id="verdict">{sentence}</p>'
-    plots = []
-    for index, (graph_id, figure) in enumerate(figures.items()):
-        plots.append(
-            '<div class="plot">'
-            + figure.to_html(full_html=False, include_plotlyjs=index == 0, div_id=graph_id)
-            + "</div>"
-        )
+    plots = [
+        f'<div class="plot">{figure.to_html(full_html=False, include_plotlyjs=i == 0, div_id=key)}'
+        "</div>"
+        for i, (key, figure) in enumerate(figures.items())
+    ]
     trial_table = trials_table(unique, trials)
     env_table = _table(["", ""], environment_rows(study_attrs, unique), ["left", "left"])
     title = f"tuner report: {html.escape(study_name)}"

@@ -1,10 +1,6 @@
-"""One measurement per configuration, as every view shows it (pure: trials in, trials out).
-
-A ``same_as = N`` trial's stored numbers are a copy of N's first run, stale once racing re-ran N,
-so the views show N's configuration as it stands: its *representative*, the trial with the most
-runs (the lowest number on a tie, as :func:`tuner.core.recommend.unique_trials`). See
-``docs/reference/attributes.md``.
-"""
+"""One measurement per configuration, as every view shows it (pure). A ``same_as = N`` trial's
+stored numbers copy N's first run, stale once racing re-ran N, so the views show N's
+configuration's *representative*: the trial with the most runs (the lowest number on a tie)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""What every view of a study says, as plain strings: the terminal tables, the dashboard note and
-the HTML report all render these rows, so the three never disagree.
-
-Pure: ``FrozenTrial`` objects and the recommendation dict in, strings out.
-"""
+"""What every view of a study says, as plain strings (pure): the terminal tables, the dashboard
+note and the HTML report all render these rows, so the three never disagree."""
 
 from __future__ import annotations
 
