@@ -1,9 +1,5 @@
-"""The optional parts of tuner (pip extras) and the modules each one brings.
-
-The base install trains, stores and recommends; browsing a study in optuna-dashboard and drawing
-its plots are extras, so that a worker or a CI job does not carry a web server, plotly and a
-headless-browser renderer it never uses.
-"""
+"""The optional parts of tuner (pip extras) and the modules each one brings: a worker or a CI job
+need not carry a web server, plotly and a headless-browser renderer it never uses."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""TensorFlow's C++ log lines kept out of the user's own process where tuner is what imports
-Keras there (:mod:`tuner.load`): ``E0000 … failed call to cuInit`` on a host without a GPU,
-``I0000 … oneDNN custom operations are on``, absl's ``WARNING: All log messages before
-absl::InitializeLog()``, above the answer the user printed. The children's stderr is never
-touched: each child's environment sets its own level (:mod:`tuner.core.devices`) and its stderr
-goes to its trial folder.
-"""
+"""TensorFlow's C++ log lines (``E0000 … failed call to cuInit`` on a host without a GPU, oneDNN's,
+absl's) kept out of the user's own process where tuner is what imports Keras there
+(:mod:`tuner.load`). The children's stderr is never touched: it goes to their trial folders."""
 
 from __future__ import annotations
 

@@ -5,9 +5,8 @@ The same search as ``tuner search``; nothing here imports TensorFlow in this pro
 
 from __future__ import annotations
 
-from tuner.api._load import load_study
 from tuner.api._lr_find import LrFindResult, lr_find
-from tuner.api._result import SearchResult
+from tuner.api._result import SearchResult, load_study
 from tuner.api._search import search
 
 __all__ = ["LrFindResult", "SearchResult", "load_study", "lr_find", "search"]

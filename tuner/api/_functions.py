@@ -1,12 +1,7 @@
-"""The user's functions as the ``module:function`` references a trial child imports.
-
-A function a child can import is named by reference. One it cannot — from a notebook cell or
-``__main__``, nested, a lambda, a ``HyperModel`` object — is shipped by value: pickled with
-cloudpickle beside a module that unpickles it, in a folder on the children's ``PYTHONPATH``,
-whose module name is fixed per study so a later call resumes it. Each call gets its own folder
-(named by what it pickles to): a second call can never replace the functions a running one's
-trials import, and a refused call removes its folder.
-"""
+"""The user's functions as the ``module:function`` references a trial child imports; one it
+cannot import (a notebook cell's, nested, a lambda) is shipped by value: pickled beside a module
+that unpickles it, in a folder on the children's ``PYTHONPATH`` named by what it pickles to, so a
+second call never replaces the functions a running one's trials import."""
 
 from __future__ import annotations
 

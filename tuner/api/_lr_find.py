@@ -1,5 +1,4 @@
-"""``tuner.lr_find(model=..., data=..., **options)``: ``tuner lr-find`` from Python, on the
-user's own functions (shipped to the child as :func:`tuner.search` ships them)."""
+"""``tuner.lr_find(model=..., data=..., **options)``: ``tuner lr-find`` from Python."""
 
 from __future__ import annotations
 

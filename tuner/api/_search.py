@@ -173,8 +173,7 @@ def _default_name(model: Any) -> str:
 
 
 def _shipping_folder(storage: str, study_name: str) -> Path:
-    """Where a study's shipped functions live: beside a SQLite file, else in the user's cache;
-    one folder per storage and study name (two storages never share one)."""
+    """Where a study's shipped functions live: beside a SQLite file, else in the user's cache."""
     import hashlib
 
     from tuner.storage.places import locate

@@ -1,5 +1,4 @@
-"""The commands that look at a stored study: ``export`` (which with ``--update-note`` also
-refreshes the dashboard note and plots), ``show``, ``dashboard`` and ``report``."""
+"""The commands that look at a stored study: ``export``, ``show``, ``dashboard``, ``report``."""
 
 from __future__ import annotations
 
@@ -13,9 +12,16 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
-from tuner.cli.choices import Policy, ReportFormat, ShowFormat, value
 from tuner.cli.errors import guard
-from tuner.cli.options import StorageOpt, StudyNameOpt, write_json
+from tuner.cli.options import (
+    Policy,
+    ReportFormat,
+    ShowFormat,
+    StorageOpt,
+    StudyNameOpt,
+    value,
+    write_json,
+)
 from tuner.console.logs import say_info
 from tuner.console.pages import out, warn
 from tuner.console.signals import sigterm_as_interrupt
@@ -175,8 +181,7 @@ def _show_table(
     study: Any, trials: list[Any], shown: list[Any], storage: str, *, wide: bool,
     tie_margin: float | None,
 ) -> None:  # fmt: skip
-    """``tuner show``'s table, then what the study answers: the recommendation, what a budget
-    left out, results still spooled."""
+    """``tuner show``'s table, then what the study answers."""
     from tuner.console import display as _display
     from tuner.driver.trial.spooled import spooled_at
     from tuner.results import recommendation

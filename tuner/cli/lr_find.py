@@ -1,5 +1,4 @@
-"""``tuner lr-find``: the learning-rate range test at the base batch, and the ``base_lr`` it
-suggests (:mod:`tuner.driver.lr_find`)."""
+"""``tuner lr-find``: the range test, and the ``base_lr`` it suggests."""
 
 from __future__ import annotations
 

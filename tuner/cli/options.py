@@ -1,4 +1,8 @@
-"""What the CLI's commands share: option types, consoles, the notices and lines, JSON output."""
+"""What the CLI's commands share: option types, the browsing commands' fixed choices, JSON output.
+
+The choices are enums, so that ``--help`` lists them and click refuses any other value (the run
+commands' choices are the options table's, :mod:`tuner.core.options`); each mirrors a tuple of the
+core, the one source of truth (``tests/cli/test_conventions.py`` checks that they agree)."""
 
 from __future__ import annotations
 
@@ -12,7 +16,6 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from tuner.cli.choices import value
 from tuner.cli.secrets import storage_from_file
 from tuner.console.logs import say_info
 from tuner.core.errors import ConfigError
@@ -25,9 +28,36 @@ if TYPE_CHECKING:
 Options = TypeVar("Options", bound="SpecOptions")
 
 
+class Policy(StrEnum):
+    """``--policy``: how the recommendation is chosen within the loss tolerance."""
+
+    loss_then_throughput = "loss-then-throughput"
+    goodput = "goodput"
+    time_to_target = "time-to-target"
+
+
+class ReportFormat(StrEnum):
+    """``tuner report --format``."""
+
+    html = "html"
+    png = "png"
+
+
+class ShowFormat(StrEnum):
+    """``tuner show --format``: a table for people, JSON or CSV for programs."""
+
+    table = "table"
+    json = "json"
+    csv = "csv"
+
+
+def value(choice: StrEnum | None) -> str | None:
+    """The plain string of a choice (``None`` stays ``None``: the spec's value is kept)."""
+    return None if choice is None else str(choice.value)
+
+
 def spec_default(key: str) -> str:
-    """How ``--help`` shows the default of a flag that overrides the spec key ``key``: the
-    spec's value, else the built-in spec's."""
+    """How ``--help`` shows the default of a flag that overrides the spec key ``key``."""
     from tuner.core.spec import spec_from_dict
 
     section, field = key.split(".")
@@ -127,8 +157,7 @@ def parsed(kind: type[Options], flags: dict[str, Any]) -> Options:
 
 
 def write_json(path: Path, data: dict[str, Any], what: str) -> None:
-    """Write ``data`` as indented JSON, atomically, and say ``what`` was written where; an
-    unwritable path is bad input."""
+    """Write ``data`` as JSON, atomically, and say so; an unwritable path is bad input."""
     try:
         atomic_write_text(path, json.dumps(data, indent=2) + "\n")
     except OSError as exc:

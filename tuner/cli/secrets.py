@@ -1,10 +1,7 @@
-"""The storage URL read from a file named by ``TUNER_STORAGE_FILE``.
-
-A URL with a password shows in ``ps`` as ``--storage``, and in ``docker inspect`` and every
-child's environment as ``TUNER_STORAGE``; Docker and Compose hand secrets over as files. Order:
-``--storage``, ``TUNER_STORAGE``, ``TUNER_STORAGE_FILE``, the default; setting both variables is
-an error, since nobody can tell which was meant (the same rule as PostgreSQL's image).
-"""
+"""The storage URL read from a file named by ``TUNER_STORAGE_FILE`` (a password in ``--storage``
+or ``TUNER_STORAGE`` shows in ``ps`` or ``docker inspect``; Docker hands secrets over as files).
+Order: ``--storage``, ``TUNER_STORAGE``, ``TUNER_STORAGE_FILE``, the default; both variables set
+is an error, as in PostgreSQL's image: nobody can tell which was meant."""
 
 from __future__ import annotations
 

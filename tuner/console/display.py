@@ -152,8 +152,7 @@ def _unbroken(text: str) -> str:
 
 
 def recommendation_table(rec: dict[str, Any], *, verdict: bool = True) -> Table:
-    """The recommendation as a two-column table, the text wrapped at spaces (a number is never
-    cut); the verdict, its last row, in bold (left out with ``verdict=False``)."""
+    """The recommendation as a two-column table, wrapped at spaces; the verdict last, in bold."""
     table = Table(
         title="Recommendation",
         title_justify="left",

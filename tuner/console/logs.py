@@ -1,9 +1,6 @@
-"""The CLI's logging: ``-q``/``-v`` set the level of tuner's loggers, one handler writes them.
-
-What a command is doing is a ``tuner.*`` record at INFO; ``-q`` keeps WARNING and above, ``-v``
-adds DEBUG (Optuna's too). The handler writes each record literally (never as markup) on stderr,
-above any live bar; where stderr is not a terminal each line starts with a timestamp.
-"""
+"""The CLI's logging: what a command is doing is a ``tuner.*`` record at INFO; ``-q`` keeps
+WARNING and above, ``-v`` adds DEBUG (Optuna's too). One handler writes each record literally on
+stderr, above any live bar."""
 
 from __future__ import annotations
 
@@ -90,8 +87,7 @@ def _optuna_through(handler: logging.Handler) -> None:
 
 
 def _optuna_default() -> None:
-    """Optuna's own handler back, if a verbose run in this process had taken it away (its level is
-    set where it is used: :func:`tuner.driver.observer.quiet_optuna`)."""
+    """Optuna's own handler back, if a verbose run in this process had taken it away."""
     import sys
 
     if "optuna" in sys.modules:  # importing optuna costs time; untouched, it needs nothing

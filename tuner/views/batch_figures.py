@@ -47,8 +47,7 @@ _METRICS = {"throughput": "throughput (samples/s)", "final_loss": "final validat
 
 
 def batch_figure(curves: BatchCurves, metric: str) -> go.Figure:
-    """``metric`` against the global batch, one line per rule; out-of-memory sizes marked ✕, the
-    recommended point starred, and on the loss plot the loss tolerance band shaded."""
+    """``metric`` against the global batch, one line per rule."""
     import plotly.graph_objects as go
 
     label = _METRICS[metric]
@@ -328,8 +327,7 @@ def _pareto_legend(curves: BatchCurves | None) -> str:
 def study_figures(
     trials: Sequence[FrozenTrial], rec: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
-    """The study's figures by id (``time-to-target-vs-batch`` only with a target loss); ``rec``
-    adds the recommended point, the tied ones, the loss band and the prediction."""
+    """The study's figures by id; ``rec`` adds the pick, the tied, the band, the prediction."""
     curves = batch_curves(trials, rec)
     figures = {
         "throughput-vs-batch": batch_figure(curves, "throughput"),

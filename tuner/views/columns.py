@@ -21,8 +21,7 @@ EMPTY_CELLS = frozenset({"", "-"})
 
 @dataclass(frozen=True)
 class Layout:
-    """The columns to draw, as indices into the table's columns in table order, and the width of
-    each (the cells' width, padding and rules not included)."""
+    """The columns to draw (indices, in table order) and each one's width (the cells')."""
 
     columns: list[int]
     widths: list[int]

@@ -1,8 +1,6 @@
-"""The dashboard page as ``tuner dashboard`` serves it: optuna-dashboard's own, with one inline
-``<style>`` that gives tuner's plots the page's full width and more height (optuna-dashboard puts
-every stored plot in a half-width card of 450 px, where a legend leaves the plot a strip, and
-offers no setting for either).
-"""
+"""The dashboard page as ``tuner dashboard`` serves it: optuna-dashboard's own, with a ``<style>``
+that gives tuner's plots the full width and more height (optuna-dashboard puts each in a
+half-width card of 450 px, where a legend leaves the plot a strip, and offers no setting)."""
 
 from __future__ import annotations
 
@@ -25,8 +23,7 @@ _App = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
 
 def wide_plots(app: _App) -> _App:
-    """``app`` (optuna-dashboard's WSGI app) with :data:`WIDE_PLOTS_STYLE` added to its HTML
-    pages; every other answer (the API, scripts) passes unchanged."""
+    """``app`` with :data:`WIDE_PLOTS_STYLE` added to its HTML pages, the rest unchanged."""
 
     def wrapped(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         if not environ.get("PATH_INFO", "").startswith("/dashboard"):
@@ -47,9 +44,8 @@ def wide_plots(app: _App) -> _App:
         try:
             body = b"".join(chunks)
         finally:
-            close = getattr(chunks, "close", None)
-            if close is not None:
-                close()
+            if hasattr(chunks, "close"):
+                chunks.close()
         headers = held["headers"]
         if dict((k.lower(), v) for k, v in headers).get("content-type", "").startswith("text/html"):
             body = body.replace(b"</head>", WIDE_PLOTS_STYLE.encode() + b"</head>", 1)

@@ -1,8 +1,8 @@
-"""The range test's picture: each step's loss against its learning rate on a log axis, the
-smoothed loss, the skipped start shaded, the divergence marked, the suggestion starred."""
+"""The range test's picture: each step's loss and the smoothed loss against the rate."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,7 +32,7 @@ def lr_find_figure(report: dict[str, Any]) -> go.Figure:
         )
         # Placed by hand: plotly puts a shape's own annotation at the wrong x on a log axis.
         figure.add_annotation(
-            x=_log10(rates[0]),
+            x=math.log10(rates[0]),
             y=0,
             yref="paper",
             text=f"first {skip} steps left out",
@@ -47,7 +47,7 @@ def lr_find_figure(report: dict[str, Any]) -> go.Figure:
     if report["diverged_lr"] is not None:
         figure.add_vline(x=report["diverged_lr"], line={"color": DIVERGED_COLOR, "dash": "dot"})
         figure.add_annotation(
-            x=_log10(report["diverged_lr"]),
+            x=math.log10(report["diverged_lr"]),
             y=1,
             yref="paper",
             text="diverged",
@@ -119,9 +119,3 @@ def _y_range(report: dict[str, Any]) -> list[float] | None:
     top = max(high, smoothed[0]) * 1.5
     span = top - low
     return [low - 0.05 * span, top]
-
-
-def _log10(value: float) -> float:
-    import math
-
-    return math.log10(value)

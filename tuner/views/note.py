@@ -87,8 +87,7 @@ def best_trials_text(rec: dict[str, Any], runs: Sequence[int] = ()) -> str:
 
 
 def law_paragraph(rec: dict[str, Any]) -> str:
-    """The measured learning-rate law in words, linking to its plot; where the recommended rate
-    is the measured lr*, which rate the chosen trial trained with."""
+    """The measured learning-rate law in words, linking to its plot."""
     text = f"**Learning-rate law** ([lr* against the batch](./#user-defined-plot:{LAW_PLOT})): "
     text += literal(law_text(rec["lr_law"])) + "."
     if rec.get("learning_rate_source") == "lr_law":

@@ -228,8 +228,7 @@ def samples_text(rec: dict[str, Any]) -> str:
 
 
 def prediction_text(rec: dict[str, Any]) -> str:
-    """The batch-size model's fit (McCandlish et al. 2018): how well it agrees with the
-    measurement, the batch it predicts fastest, and when to trust it."""
+    """The batch-size model's fit (McCandlish et al. 2018) and when to trust it."""
     prediction = rec.get("prediction") or {}
     parts = []
     noise = prediction.get("noise_scale")

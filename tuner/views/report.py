@@ -81,8 +81,7 @@ def _table(
 def trials_table(
     trials: Sequence[optuna.trial.FrozenTrial], every: Sequence[optuna.trial.FrozenTrial]
 ) -> str:
-    """The trials table: the columns a terminal without a width limit shows, numbers on one
-    line and the free text wrapped, so that it fits a 1400-px window."""
+    """The trials table as an unlimited terminal shows it, the free text wrapped."""
     ordered = sorted(trials, key=lambda t: t.number)
     rows = trial_rows(ordered, note_width=80, every=every)
     shown = trial_layout(rows, width=10**6).columns

@@ -4,6 +4,7 @@ configuration's *representative*: the trial with the most runs (the lowest numbe
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -45,8 +46,7 @@ def shown_measurement(trial: FrozenTrial, trials: Sequence[FrozenTrial]) -> Froz
 def representatives(
     shown: Iterable[FrozenTrial], trials: Sequence[FrozenTrial]
 ) -> list[FrozenTrial]:
-    """``shown`` (e.g. one trial per grid point) with each trial replaced by its configuration's
-    representative among ``trials`` (all of the study's), without duplicates, in order."""
+    """``shown``, each trial replaced by its representative among ``trials``, deduplicated."""
     by_original: dict[int, list[FrozenTrial]] = {}
     for t in trials:  # one pass, not one per shown trial (quadratic at 1,000 trials)
         by_original.setdefault(original_number(t), []).append(t)
@@ -61,15 +61,10 @@ def representatives(
     return chosen
 
 
-def configuration_runs(trial: FrozenTrial, trials: Iterable[FrozenTrial]) -> list[FrozenTrial]:
-    """Every trial of ``trial``'s configuration among ``trials`` (first run and repeats)."""
-    runs = [t for t in trials if original_number(t) == original_number(trial)]
-    return sorted(runs or [trial], key=lambda t: t.number)
-
-
 def run_numbers(trial: FrozenTrial, trials: Iterable[FrozenTrial]) -> list[int]:
-    """:func:`configuration_runs`' numbers: ``[0, 3, 9]`` for #0 repeated as #3 and #9."""
-    return [t.number for t in configuration_runs(trial, trials)]
+    """The trials of ``trial``'s configuration: ``[0, 3, 9]`` for #0 repeated as #3 and #9."""
+    runs = [t.number for t in trials if original_number(t) == original_number(trial)]
+    return sorted(runs or [trial.number])
 
 
 def runs_label(numbers: Sequence[int]) -> str:
@@ -108,6 +103,4 @@ def interval(attrs: dict[str, Any], key: str) -> tuple[float, float] | None:
         low, high = float(value[0]), float(value[1])
     except (TypeError, ValueError):
         return None
-    if low != low or high != high or abs(low) == float("inf") or abs(high) == float("inf"):
-        return None
-    return low, high
+    return (low, high) if math.isfinite(low) and math.isfinite(high) else None

@@ -44,8 +44,7 @@ def legend(text: str = "") -> dict[str, Any]:
 
 
 TITLE_TOP_PX = 36
-"""The title's top edge, in pixels below the figure's top: under the modebar, which it would
-otherwise hide behind in optuna-dashboard's half-width cards."""
+"""The title's top edge, in pixels: under the modebar, which would hide it in half-width cards."""
 
 
 def rule_color(rule: str) -> str:

@@ -242,8 +242,8 @@ def trial_rows(
     note_width: int = 60,
     every: Sequence[FrozenTrial] | None = None,
 ) -> list[list[str]]:
-    """:func:`trial_cells` of each trial, by number; ``every`` (default ``trials``): all of the
-    study's trials, where ``same_as`` measurements and runs are looked up."""
+    """:func:`trial_cells` of each trial, by number; ``same_as`` and runs are looked up in
+    ``every`` (default ``trials``)."""
     ordered = sorted(trials, key=lambda t: t.number)
     every = ordered if every is None else every
     by_original: dict[int, list[FrozenTrial]] = {}
@@ -259,8 +259,7 @@ def trial_rows(
 
 
 def run_rows(trial: FrozenTrial, every: Sequence[FrozenTrial]) -> list[list[str]]:
-    """The rows under a representative, one per run it rests on (:func:`each_run`): the run's
-    trial number, throughput and final loss, and ``run 2 of #9``."""
+    """The rows under a representative, one per run it rests on (:func:`each_run`)."""
     rows = []
     for index, (number, throughput, loss) in enumerate(each_run(trial, every), start=1):
         cells = dict.fromkeys(HEADERS, "")

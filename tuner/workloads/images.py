@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from tuner.workloads._cache import generated
+from tuner.workloads import generated
 
 SIZE = 32
 CLASSES = ("diagonal", "horizontal", "dots", "vertical")

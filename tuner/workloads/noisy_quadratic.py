@@ -12,9 +12,8 @@ and the loss is ``Σ h_i D_ii + σ²`` (Zhang et al. 2019, "Which algorithmic ch
 which batch sizes?"). With a fixed budget of samples, the best rate grows about linearly with the
 batch below the critical batch and flattens near the stability limit ``1 / h_max`` above it.
 
-Use it as ``model = "tuner.workloads.noisy_quadratic:build_model"``, ``data =
-"tuner.workloads.noisy_quadratic:load_data"``, ``loss = "mse"``, ``optimizer = "sgd"``, with
-``train_samples = TRAIN_SAMPLES`` (one pass over fresh samples, as the recursion assumes).
+Train it with ``loss = "mse"``, ``optimizer = "sgd"`` and ``train_samples = TRAIN_SAMPLES``
+(one pass over fresh samples, as the recursion assumes).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tuner.workloads._cache import generated
+from tuner.workloads import generated
 from tuner.workloads.regression import N_FEATURES, make_data
 from tuner.workloads.regression import build_model as regression_model
 
