@@ -1,7 +1,5 @@
-"""tuner: measure which global batch size and learning-rate rule to use on several GPUs.
-
-The public API is re-exported here lazily, so ``import tuner`` (and ``tuner --help``) never imports
-TensorFlow or Optuna.
+"""tuner: measure which global batch size and learning-rate rule to use on several GPUs. The API
+is re-exported lazily: ``import tuner`` (and ``tuner --help``) never imports TensorFlow or Optuna.
 """
 
 # Private names: ``tuner.<TAB>`` in Jupyter offered ``import_module`` beside the API.

@@ -1,8 +1,6 @@
-"""A recommended-config JSON read back in a training script: :func:`load_recommendation`
-(imports Keras: ``tuner/__init__.py`` re-exports it lazily). Files of schema versions 1 and 2
-still load: version 1's optimizer is a top-level section, and both wrote the trial's budget into
-``fit``, read here as :attr:`Recommendation.trial_budget`, never as arguments of the user's
-``fit``."""
+"""A recommended-config JSON read back in a training script: :func:`load_recommendation`. Files
+of schema versions 1 and 2 still load (version 1's optimizer is a top-level section; both hold
+the trial's budget in ``fit``, read as :attr:`Recommendation.trial_budget`)."""
 
 from __future__ import annotations
 
@@ -38,9 +36,8 @@ class Recommendation:
 
     @property
     def trial_budget(self) -> dict[str, int]:
-        """What the recommended trial trained for, the search's short budget (evidence, not
-        advice): ``{"epochs": n}``, or under a sample budget ``train_samples`` and ``steps``
-        (``{}``: not known)."""
+        """The search's short budget the trial trained for (evidence, not advice):
+        ``{"epochs": n}``, or ``train_samples`` and ``steps`` (``{}``: not known)."""
         return trial_budget_of(self.config)
 
     @property
@@ -50,9 +47,8 @@ class Recommendation:
 
     @property
     def precision(self) -> str:
-        """The Keras dtype policy the trial trained under (``float32``, ``mixed_bfloat16``,
-        ``mixed_float16``): ``keras.mixed_precision.set_global_policy(rec.precision)`` before
-        building the model, or :meth:`set_precision`."""
+        """The Keras dtype policy the trial trained under, to set before building the model
+        (:meth:`set_precision`)."""
         return precision_of(self.config)
 
     def set_precision(self) -> str:
@@ -86,8 +82,8 @@ def recommendation_from(
     *,
     where: str = "the recommendation",
 ) -> Recommendation:
-    """A recommended config already read (as :func:`tuner.results.recommendation` gives it) as
-    a :class:`Recommendation`; ``where`` names it in the error of an unbuildable optimizer."""
+    """A recommended config already read as a :class:`Recommendation`; ``where`` names it in
+    the error of an unbuildable optimizer."""
     try:
         optimizer = optimizer_from(config, custom_objects)
     except (ValueError, TypeError, KeyError) as exc:  # Keras's words for a config it cannot use
@@ -101,9 +97,7 @@ def recommendation_from(
 
 
 def optimizer_from(config: dict[str, Any], custom_objects: dict[str, Any] | None = None) -> Any:
-    """The Keras optimizer of a recommended config's ``optimizer`` section, wrapped in
-    ``keras.optimizers.LossScaleOptimizer`` when the trial's was (``compile.loss_scale_optimizer``:
-    under ``mixed_float16``)."""
+    """The Keras optimizer of a recommended config, loss-scaled when the trial's was."""
     # The first variable starts TensorFlow's devices: its C++ lines (cuInit on a host without
     # a GPU) would land above whatever the user prints next.
     with quiet_native_logs():
@@ -120,8 +114,7 @@ def optimizer_from(config: dict[str, Any], custom_objects: dict[str, Any] | None
 
 
 def recommended(config: dict[str, Any]) -> dict[str, Any]:
-    """A recommended config's ``recommended`` block (schema version 2; ``{}`` in a version 1
-    file)."""
+    """A recommended config's ``recommended`` block (``{}`` in a schema version 1 file)."""
     block = config.get("recommended")
     return block if isinstance(block, dict) else {}
 
@@ -133,9 +126,8 @@ def optimizer_config(config: dict[str, Any]) -> Any:
 
 
 def precision_of(config: dict[str, Any]) -> str:
-    """A recommended config's precision: ``recommended.precision``, else
-    ``compile.dtype_policy`` (schema version 1), else the flat ``precision``, else ``float32``
-    (a file written before precisions were)."""
+    """A recommended config's precision: ``recommended.precision``, else (older files)
+    ``compile.dtype_policy``, the flat ``precision``, ``float32``."""
     section = config.get("compile")
     policy = section.get("dtype_policy") if isinstance(section, dict) else None
     return str(
@@ -153,15 +145,13 @@ def loss_scaled(config: dict[str, Any]) -> bool:
 
 
 def fit_kwargs(fit: dict[str, Any]) -> dict[str, Any]:
-    """The ``fit`` section as arguments of ``keras.Model.fit``: ``batch_size`` alone. A file of
-    schema version 1 or 2 also holds the trial's ``epochs`` or ``steps`` there: the search's
-    budget, which would cut the user's training short (:func:`trial_budget_of` reads it)."""
+    """The ``fit`` section as arguments of ``keras.Model.fit``: ``batch_size`` alone (an older
+    file's ``epochs`` or ``steps`` there are the search's budget, not the user's training)."""
     return {"batch_size": int(fit["batch_size"])}
 
 
 def trial_budget_of(config: dict[str, Any]) -> dict[str, int]:
-    """``evidence.trial_budget``; in a file of schema version 1 or 2, the ``fit`` section's
-    ``epochs`` or ``steps`` (the trial's budget, written there then)."""
+    """``evidence.trial_budget``; in an older file, ``fit``'s ``epochs`` or ``steps``."""
     evidence = config.get("evidence")
     if isinstance(evidence, dict) and isinstance(evidence.get("trial_budget"), dict):
         budget = evidence["trial_budget"]

@@ -25,10 +25,9 @@ file:line), and its one warning."""
 
 @contextlib.contextmanager
 def quiet_native_logs() -> Iterator[None]:
-    """Within the block, the C++ log lines written to file descriptor 2 are dropped and every
-    other line (a Python warning, a traceback) is written there at its end. The level is set to
-    :data:`QUIET_LEVEL` for an import of TensorFlow in the block, only where the user set none;
-    TensorFlow reads it once, at import, so the environment is left as it was afterwards."""
+    """Within the block, C++ log lines on file descriptor 2 are dropped and every other line is
+    written there at its end; an import of TensorFlow in it (which reads the level once) gets
+    :data:`QUIET_LEVEL` where the user set none."""
     level_set = LEVEL_ENV not in os.environ and "tensorflow" not in sys.modules
     if level_set:
         os.environ[LEVEL_ENV] = QUIET_LEVEL

@@ -1,7 +1,4 @@
-"""tuner from Python: :func:`search` takes the user's own functions (from a module, a script or a
-notebook cell) and returns a :class:`SearchResult`; :func:`lr_find` runs the range test on them.
-The same search as ``tuner search``; nothing here imports TensorFlow in this process.
-"""
+"""tuner from Python, on the user's own functions (nothing here imports TensorFlow)."""
 
 from __future__ import annotations
 

@@ -32,8 +32,8 @@ _HERE = Path(__file__).parent
 
 
 class Shipment:
-    """The references of one call's functions, and the folder that holds the shipped ones: in
-    ``root`` (the study's), named by their pickled bytes (:attr:`folder`, once written)."""
+    """The references of one call's functions, and the folder in ``root`` (the study's) that
+    holds the shipped ones, once written."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -64,8 +64,8 @@ class Shipment:
         return sorted(self._shipped)
 
     def write(self) -> None:
-        """Pickle the shipped functions into a folder of their own in :attr:`root`, beside their
-        loader module; the same functions again find their folder as it is."""
+        """Pickle the shipped functions, beside their loader, into a folder of their own in
+        :attr:`root` (the same functions again find it as it is)."""
         if not self._shipped:
             return
         payloads = {name: _pickled(name, value) for name, value in self._shipped.items()}

@@ -100,9 +100,8 @@ def ship_workload(
 
 
 def check_known(caller: str, options: Mapping[str, Any], kind: type, taken: set[str]) -> None:
-    """Refuse an option that is no field of ``kind`` (or one of ``taken``, the function's own
-    keywords) nor, where ``kind`` has ``spec_values``, a spec-only key, with the nearest known
-    one."""
+    """Refuse an option that is no field of ``kind`` but ``taken`` nor a spec-only key, naming
+    the nearest known one."""
     names = {field.name for field in dataclasses.fields(kind)}
     known = names - taken - {"spec_values"}
     if "spec_values" in names:  # SearchOptions: its spec-only keys are keywords too
@@ -135,9 +134,8 @@ def _tables(spec: str | Path | None, *, loss: Any, optimizer: Any) -> dict[str, 
 
 
 def keras_object(role: str, value: Any) -> str | dict[str, Any]:
-    """A ``loss=`` or ``optimizer=`` as the spec holds it: a Keras name or Keras's serialized
-    form as given, a Keras object of Keras's own classes serialized (``keras.losses.serialize``:
-    the child deserializes it); any other object is refused (compile it in the build)."""
+    """A ``loss=`` or ``optimizer=`` as the spec holds it: a name or serialized form as given, an
+    object of Keras's own classes serialized; any other object is refused."""
     if isinstance(value, str):
         return value
     if isinstance(value, Mapping):

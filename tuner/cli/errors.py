@@ -1,6 +1,5 @@
-"""The CLI's one error table: every command runs inside :func:`guard`, which turns tuner's errors
-into one clean line on stderr and an exit code (tracebacks only with ``--debug``), Ctrl-C into
-exit code 130 and SIGTERM into 143."""
+"""The CLI's one error table: every command runs inside :func:`guard` (an error: one line and its
+exit code; Ctrl-C 130, SIGTERM 143)."""
 
 from __future__ import annotations
 

@@ -94,9 +94,8 @@ Command = Callable[..., None]
 
 
 def takes(command: str) -> Callable[[Command], Command]:
-    """A command whose flags are ``command``'s rows of the options table
-    (:mod:`tuner.core.options`): the function, called with them as keywords, gets them as its
-    signature (Typer reads it), and its errors name them as flags."""
+    """A command whose flags are ``command``'s rows of the options table, as its signature (Typer
+    reads it); its errors name them as flags."""
 
     def wrap(func: Command) -> Command:
         @functools.wraps(func)

@@ -60,8 +60,7 @@ class ConsoleHandler(logging.Handler):
 
 
 def configure(verbosity: int, console: Console) -> None:
-    """Send tuner's records to ``console`` at the level of ``verbosity`` (with :data:`VERBOSE`,
-    Optuna's too). Idempotent: the app may run many times in one process."""
+    """Send tuner's records (Optuna's too when :data:`VERBOSE`) to ``console``; idempotent."""
     root = logging.getLogger(LOGGER)
     optuna_logger = logging.getLogger("optuna")
     for owner in (root, optuna_logger):

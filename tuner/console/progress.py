@@ -63,8 +63,7 @@ clearing stopped one line short and left the first bar drawn above what followed
 
 
 def _bar_widths(width: int) -> tuple[int, int, int]:
-    """Description, bar and information widths of a ``width``-column terminal: the three
-    columns and the timer, a space between each, within it but for :data:`ECHO_MARGIN`."""
+    """Description, bar and information widths of a ``width``-column terminal."""
     description = min(60, max(12, width // 3))
     bar = 10 if width < 120 else 20
     info = max(10, width - description - bar - _ELAPSED_WIDTH - 3 - ECHO_MARGIN)
@@ -282,8 +281,8 @@ class LogProgress(Tracker):
 
 
 def search_progress(console: Console, precisions: bool = False) -> SearchProgress | LogProgress:
-    """Bars where ``console`` is a terminal and progress is shown, timestamped lines elsewhere
-    (only failures with ``-q``). ``precisions``: each trial's line names its precision."""
+    """Bars where ``console`` is a terminal and progress is shown, timestamped lines elsewhere;
+    ``precisions``: each trial's line names its precision."""
     shown = logging.getLogger(LOGGER).isEnabledFor(logging.INFO)
     if console.is_terminal and shown:
         return SearchProgress(console, precisions=precisions)

@@ -50,11 +50,8 @@ def cache_root() -> Path:
 
 
 def generated(name: str, write: Callable[[Path], None]) -> Path:
-    """The folder ``name`` in the cache, written by ``write`` on first use.
-
-    ``write`` fills a temporary sibling that is renamed into place, so trials that start at once
-    never see half a data set: the first rename wins and the others' copies are dropped.
-    """
+    """The folder ``name`` in the cache, written by ``write`` on first use into a sibling renamed
+    into place: trials that start at once never see half a data set (the first rename wins)."""
     target = cache_root() / name
     if target.is_dir():
         return target
