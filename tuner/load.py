@@ -52,8 +52,7 @@ class Recommendation:
         return precision_of(self.config)
 
     def set_precision(self) -> str:
-        """Set :attr:`precision` as Keras's global dtype policy (call it before building the
-        model); returns its name."""
+        """Set :attr:`precision` as Keras's global policy (before building the model); its name."""
         with quiet_native_logs():
             import keras
 
@@ -120,8 +119,7 @@ def recommended(config: dict[str, Any]) -> dict[str, Any]:
 
 
 def optimizer_config(config: dict[str, Any]) -> Any:
-    """The serialized optimizer: ``recommended.optimizer``, else (schema version 1) the
-    ``optimizer`` section; ``None`` when there is neither."""
+    """The serialized optimizer: ``recommended.optimizer``, else version 1's, else ``None``."""
     return recommended(config).get("optimizer") or config.get("optimizer")
 
 
@@ -136,8 +134,7 @@ def precision_of(config: dict[str, Any]) -> str:
 
 
 def loss_scaled(config: dict[str, Any]) -> bool:
-    """Whether the trial's optimizer was loss-scaled (``compile.loss_scale_optimizer``; a file
-    without it: when its precision is ``mixed_float16``)."""
+    """Whether the trial's optimizer was loss-scaled (older files: under ``mixed_float16``)."""
     section = config.get("compile")
     if isinstance(section, dict) and isinstance(section.get("loss_scale_optimizer"), bool):
         return bool(section["loss_scale_optimizer"])

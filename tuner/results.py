@@ -87,8 +87,7 @@ def _recommend(
     trials: list[optuna.trial.FrozenTrial],
     choice: tuple[float | None, str | None, float],
 ) -> dict[str, Any]:
-    """:func:`tuner.core.recommend.recommend` over a stored study's trials; ``choice`` is the
-    tolerance, policy and tie margin asked for."""
+    """:func:`~tuner.core.recommend.recommend` over a study's trials, as ``choice`` asks."""
     tolerance, policy, tie_margin = choice
     spec = record.spec or {}
     search = spec.get("search", {})

@@ -195,6 +195,11 @@ def _front() -> SearchView:
     return SearchView()
 
 
+_ACCEPTED: dict[type, Any] = {
+    Path: str | os.PathLike,
+    tuple: str | list | tuple,
+    float: int | float,
+}
 _KIND_WORDS: dict[type, str] = {
     bool: "True or False",
     int: "an integer",
@@ -210,13 +215,8 @@ def checked(command: str, key: str, value: Any) -> Any:
     kind = option(key, command).kind
     if value is None:
         return value
-    if kind is Path and isinstance(value, str | os.PathLike):
-        return Path(value)
-    if kind is tuple and isinstance(value, str | list | tuple):
-        return value
-    if kind is float and isinstance(value, int | float) and not isinstance(value, bool):
-        return value
-    if isinstance(value, kind) and not (kind is int and isinstance(value, bool)):
-        return value
+    number = kind in (int, float)  # a bool is an int to Python, not to a flag
+    if isinstance(value, _ACCEPTED.get(kind, kind)) and not (number and isinstance(value, bool)):
+        return Path(value) if kind is Path else value
     wanted = _KIND_WORDS.get(kind, kind.__name__)
     raise ConfigError(f"{named(key)} takes {wanted}, got {type(value).__name__} {value!r}")

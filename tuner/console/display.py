@@ -121,16 +121,15 @@ def print_recommendation(console: Console, rec: dict[str, Any], room: int | None
     terminal rows left), a table that would not fit is left out, and one line says where it is."""
     console.print()
     say(console, answer_text(rec), "bold")
-    verdict = Text(_unbroken(f"verdict: {rec.get('verdict')}")) if rec.get("verdict") else None
-    if verdict is not None:  # wrapped at spaces, as the table's rows: a number is never cut
-        console.print(verdict)
-    law = Text(_unbroken(f"learning-rate law: {law_text(rec.get('lr_law'))}"))
+    notes = [f"verdict: {rec.get('verdict')}"] if rec.get("verdict") else []
     if rec.get("lr_law"):  # the LR sweep's measured law (lr* ~ B^alpha), after the verdict
-        console.print(law)
+        notes.append(f"learning-rate law: {law_text(rec.get('lr_law'))}")
+    lines = [Text(_unbroken(note)) for note in notes]  # wrapped at spaces: no number is cut
+    for line in lines:
+        console.print(line)
     table = recommendation_table(rec, verdict=False)
     if room is not None:
-        room -= 2 + (height(console, verdict) if verdict is not None else 0)
-        room -= height(console, law) if rec.get("lr_law") else 0
+        room -= 2 + sum(height(console, line) for line in lines)
         if height(console, table) > room:
             say(console, DETAILS_HINT, "dim")
             return

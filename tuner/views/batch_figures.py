@@ -194,8 +194,7 @@ def _bar_hover(p: Point) -> str:
 
 
 def _shade_band(figure: go.Figure, band: LossBand, axis: str = "y") -> None:
-    """The losses within the tolerance of the best one: where the recommendation chose (a band
-    across the loss axis, ``y`` on the loss plot, ``x`` on the Pareto plot)."""
+    """The loss tolerance band, where the pick was chosen (``x``: on the Pareto plot)."""
     shade = figure.add_hrect if axis == "y" else figure.add_vrect
     ends = {f"{axis}0": band.best, f"{axis}1": band.limit}
     shade(

@@ -74,8 +74,7 @@ def answer_text(rec: dict[str, Any]) -> str:
 
 
 def _optimizer_class(rec: dict[str, Any]) -> str:
-    """The optimizer's class: the exported config's (schema version 2 or 1), else the class the
-    trial compiled with, else ``""`` (a recommendation without the sections)."""
+    """The optimizer's class: the exported config's, else the trial's compiled one, or ``""``."""
     block = rec.get("recommended")
     optimizer = (block if isinstance(block, dict) else {}).get("optimizer") or rec.get("optimizer")
     if isinstance(optimizer, dict) and optimizer.get("class_name"):

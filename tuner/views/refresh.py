@@ -51,8 +51,7 @@ _PLOT_KEY = "dashboard:plot_data:"  # in pieces, each plot in pieces)
 
 
 def unpublished(storage: Any) -> list[str]:
-    """The tuner studies in ``storage`` (those with a stored spec) whose dashboard note or plots
-    were never written: a search without the ``dashboard`` extra writes neither."""
+    """The tuner studies in ``storage`` whose dashboard note or plots were never written."""
     names = []
     for summary in storage.get_all_studies():
         if "spec" not in decode_study(summary).flat:  # not tuner's: no note of ours to write

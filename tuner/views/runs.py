@@ -20,8 +20,7 @@ def original_number(trial: FrozenTrial) -> int:
 
 
 def run_count(trial: FrozenTrial) -> int | None:
-    """How many runs the trial's numbers rest on (``len(repeats)``); ``None`` when it stores no
-    ``repeats`` (a study from before repeats, or a trial that measured nothing)."""
+    """How many runs the trial's numbers rest on (``None``: it stores no ``repeats``)."""
     repeats = decode(trial).result.repeats
     return len(repeats) if isinstance(repeats, list) and repeats else None
 

@@ -1,5 +1,4 @@
-"""The look every tuner figure shares: one colour per learning-rate rule, a compact white style,
-the title under plotly's toolbar, and the ring that marks the candidates tied with the pick."""
+"""The look every tuner figure shares: rule colours, a compact white style, the shared markers."""
 
 from __future__ import annotations
 
@@ -74,8 +73,7 @@ def ring(xs: Sequence[float], ys: Sequence[float], texts: Sequence[str]) -> go.S
 
 
 CANDIDATES_TRACE = "counted equal in loss"
-"""Name of the trace that marks the candidates: the points whose final loss is within the
-recommendation's tolerance of the best (the pick is the fastest of them, or tied with it)."""
+"""Name of the trace that marks the candidates: final losses within the tolerance of the best."""
 
 
 def tolerance_text(tolerance: float) -> str:

@@ -312,8 +312,7 @@ def environment_rows(
 
 
 def budget_lines(study_attrs: dict[str, Any]) -> list[str]:
-    """What the latest search's ``--budget`` left out and what a ``--quick`` (single-run) answer
-    cannot resolve (:data:`tuner.core.budget.BUDGET`); empty when neither applied."""
+    """What the latest search's ``--budget`` left out and a ``--quick`` answer cannot resolve."""
     record = study_attrs.get(BUDGET) or {}
     return [record[key] for key in ("line", "quick_line") if record.get(key)]
 
