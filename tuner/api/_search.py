@@ -47,9 +47,8 @@ def search(
     ``optimizer``: Keras names, serialized forms or objects of Keras's own classes. ``spec``: a
     TOML spec whose ``[workload]`` these replace (else the built-in grid). Every other option is
     ``tuner search``'s flag with underscores, or a spec-only ``[search]`` key; ``progress=False``
-    shows nothing. Raises
-    :class:`~tuner.core.errors.ConfigError` for bad input (nothing stored) and
-    :class:`~tuner.core.errors.TunerError` at run time, with the CLI's lines.
+    shows nothing. Raises :class:`~tuner.core.errors.ConfigError` for bad input (nothing stored)
+    and :class:`~tuner.core.errors.TunerError` at run time, with the CLI's lines.
     """
     from tuner.driver.options import SearchOptions, spec_and_plan
     from tuner.driver.search import search as run

@@ -17,20 +17,13 @@ from tuner.core.errors import ConfigError, NoCompleteTrialError, TunerError
 T = TypeVar("T")
 state = {"debug": False}
 
-# The one error table: exception type -> exit code (first match wins).
-_EXIT_CODES: list[tuple[type[BaseException], int]] = [
-    (ConfigError, 2),
-    (NoCompleteTrialError, 1),
-    (TunerError, 1),
-]
+# The one error table: exception type -> exit code (first match wins; anything else: 1).
+_EXIT_CODES = [(ConfigError, 2), (NoCompleteTrialError, 1), (TunerError, 1)]
 
 
 def exit_code(exc: BaseException) -> int:
     """The exit code of an error that ended a command."""
-    for kind, code in _EXIT_CODES:
-        if isinstance(exc, kind):
-            return code
-    return 1
+    return next((code for kind, code in _EXIT_CODES if isinstance(exc, kind)), 1)
 
 
 def guard(call: Callable[[], T]) -> T:

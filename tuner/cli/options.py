@@ -1,8 +1,6 @@
-"""What the CLI's commands share: option types, the browsing commands' fixed choices, JSON output.
-
-The choices are enums, so that ``--help`` lists them and click refuses any other value (the run
-commands' choices are the options table's, :mod:`tuner.core.options`); each mirrors a tuple of the
-core, the one source of truth (``tests/cli/test_conventions.py`` checks that they agree)."""
+"""What the CLI's commands share: option types, JSON output, and the browsing commands' fixed
+choices as enums (``--help`` lists them, click refuses others), each mirroring a tuple of the
+core (``tests/cli/test_conventions.py`` checks that they agree)."""
 
 from __future__ import annotations
 

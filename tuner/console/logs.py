@@ -5,6 +5,7 @@ stderr, above any live bar."""
 from __future__ import annotations
 
 import logging
+import sys
 
 from rich.console import Console
 from rich.text import Text
@@ -70,26 +71,13 @@ def configure(verbosity: int, console: Console) -> None:
     root.addHandler(handler)
     root.setLevel(_LEVELS[verbosity])
     root.propagate = False
-    if verbosity == VERBOSE:
-        _optuna_through(handler)
-    else:
-        _optuna_default()
-
-
-def _optuna_through(handler: logging.Handler) -> None:
-    """Optuna's records, DEBUG and up, through ``handler`` (and not twice through its own)."""
-    import optuna
-
-    optuna.logging.set_verbosity(optuna.logging.DEBUG)
-    optuna.logging.disable_default_handler()
-    logging.getLogger("optuna").addHandler(handler)
-
-
-def _optuna_default() -> None:
-    """Optuna's own handler back, if a verbose run in this process had taken it away."""
-    import sys
-
-    if "optuna" in sys.modules:  # importing optuna costs time; untouched, it needs nothing
+    if verbosity == VERBOSE:  # Optuna's records, DEBUG and up, through ours, not also its own
         import optuna
+
+        optuna.logging.set_verbosity(optuna.logging.DEBUG)
+        optuna.logging.disable_default_handler()
+        optuna_logger.addHandler(handler)
+    elif "optuna" in sys.modules:  # untouched, it needs nothing (and importing it costs time)
+        import optuna  # its own handler back, if a verbose run in this process took it away
 
         optuna.logging.enable_default_handler()

@@ -1,6 +1,5 @@
-"""The live search progress: rich bars on a terminal, timestamped plain lines elsewhere
-(:class:`LogProgress`: a line as a trial starts and ends, its progress at most once a minute, every
-report with ``-v``; with ``-q`` only failed trials). Both name a trial by its Optuna number."""
+"""The live search progress: rich bars on a terminal, timestamped plain lines elsewhere (a line
+as a trial starts and ends, its progress at most once a minute; with ``-q`` only failures)."""
 
 from __future__ import annotations
 

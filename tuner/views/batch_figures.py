@@ -1,8 +1,5 @@
-"""The study's pictures: throughput, final loss and time to target against the global batch,
-and the Pareto front. The numbers come from :mod:`tuner.views.batch_data` and
-:mod:`tuner.views.target_data` (pure); the ``*_figure`` functions only dress them as plotly
-figures, which the dashboard stores and the HTML report embeds.
-"""
+"""The study's pictures against the global batch, and the Pareto front: the ``*_figure``
+functions only dress the numbers of :mod:`tuner.views.batch_data` as plotly figures."""
 
 from __future__ import annotations
 
@@ -245,9 +242,8 @@ def pareto_figure(
     recommended_trial: int | None = None,
     curves: BatchCurves | None = None,
 ) -> go.Figure:
-    """Final loss vs throughput, the Pareto front ringed and joined and the recommended trial
-    starred; with ``curves``, the loss tolerance band and the candidates it makes equal: a
-    point that beats the pick on both axes is then seen to be counted equal to it."""
+    """Final loss vs throughput, the Pareto front ringed; with ``curves``, the loss tolerance band
+    and its candidates: a point that beats the pick on both axes is seen to count equal to it."""
     import plotly.graph_objects as go
 
     loss, speed = attrgetter("final_loss"), attrgetter("throughput")

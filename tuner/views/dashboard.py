@@ -86,10 +86,8 @@ def serve(
     prepare: Callable[[Any], None] = lambda storage: None,
 ) -> None:
     """Serve optuna-dashboard for ``storage_url`` until interrupted, read-only unless
-    ``allow_writes``. The storage must exist and the port be free, else :class:`ConfigError`.
-    ``storage_wait``: seconds to wait for a storage out of reach (``None``: 30). ``prepare``:
-    called with the opened storage before the page is served.
-    """
+    ``allow_writes``; :class:`ConfigError` for a missing storage or a busy port. ``prepare`` is
+    called with the opened storage before the page is served."""
     storage = open_storage(storage_url, create=False, wait_s=storage_wait)
     prepare(storage)
     from optuna_dashboard import wsgi
@@ -115,13 +113,12 @@ def serve(
 
 
 SECURITY_DOCS = "docs/guide/security.md"  # the threat model and the reverse-proxy setup
-LOOPBACK_NAMES = frozenset({"localhost"})
 
 
 def is_loopback(host: str) -> bool:
     """Whether listening on ``host`` serves this machine only (127.0.0.0/8, ``::1``,
     ``localhost``). No other name is resolved: a lookup can hang, and a name can move."""
-    if host.lower().rstrip(".") in LOOPBACK_NAMES:
+    if host.lower().rstrip(".") == "localhost":
         return True
     try:
         address = ipaddress.ip_address(host)

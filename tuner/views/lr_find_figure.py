@@ -63,7 +63,11 @@ def lr_find_figure(report: dict[str, Any]) -> go.Figure:
             star(suggestion, report["smoothed"][step], f"suggested {suggestion:.2g}", text)
         )
     figure.update_layout(
-        title=title(_title(report)),
+        title=title(
+            f"Learning-rate range test: global batch {report['global_batch_size']} on "
+            f"{report['num_replicas']} replicas, {report['steps_run']} of "
+            f"{report['planned_steps']} steps"
+        ),
         xaxis={"title": "learning rate", "type": "log", "exponentformat": "power", **AXIS},
         yaxis={"title": "training loss", "range": _y_range(report), **AXIS},
         legend=legend(report.get("reason") or ""),
@@ -98,14 +102,6 @@ def _line(
         line={"color": color, "width": 2.5},
         marker={"color": color, "size": 5},
         hovertemplate="lr %{x:.3g}<br>loss %{y:.4g}<extra></extra>",
-    )
-
-
-def _title(report: dict[str, Any]) -> str:
-    batch, replicas = report["global_batch_size"], report["num_replicas"]
-    return (
-        f"Learning-rate range test: global batch {batch} on {replicas} replicas, "
-        f"{report['steps_run']} of {report['planned_steps']} steps"
     )
 
 

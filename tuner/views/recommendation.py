@@ -1,7 +1,5 @@
-"""The recommendation as (label, text) rows, which the terminal, the dashboard note and the HTML
-report all print. Pure; a key the recommendation does not hold (an older tuner's study) shows
-nothing.
-"""
+"""The recommendation as (label, text) rows for every view (pure); a key the recommendation does
+not hold (an older tuner's study) shows nothing."""
 
 from __future__ import annotations
 

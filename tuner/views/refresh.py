@@ -70,9 +70,8 @@ def write_missing(
     say: Callable[[str], None],
     warn: Callable[[str], None],
 ) -> None:
-    """``tuner dashboard``'s first step: the note and plots of each tuner study that has none,
-    written, each said; where the storage cannot be written, the one command that writes them,
-    in one line."""
+    """``tuner dashboard``'s first step: the note and plots of each tuner study that has none
+    written; on a read-only storage, the command that writes them."""
     from tuner.storage import mask_password, storage_read_only
 
     names = unpublished(storage)
