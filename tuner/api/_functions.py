@@ -54,7 +54,9 @@ class Shipment:
         importable = _importable(value)
         if importable is not None:
             return importable
-        name = _shipped_name(value, role, self._shipped)
+        name = getattr(value, "__name__", None)
+        if not isinstance(name, str) or not name.isidentifier() or name in self._shipped:
+            name = role  # a lambda, an object, or a second function of that name
         self._shipped[name] = value
         return f"{SHIPPED_MODULE}:{name}"
 
@@ -134,10 +136,3 @@ def _importable(value: Any) -> str | None:
     except Exception:  # not importable here: ship it
         return None
     return f"{module_name}:{name}" if getattr(module, name, None) is value else None
-
-
-def _shipped_name(value: Any, role: str, taken: dict[str, Any]) -> str:
-    name = getattr(value, "__name__", None)
-    if not isinstance(name, str) or not name.isidentifier() or name in taken:
-        name = role  # a lambda, an object, or a second function of that name
-    return name

@@ -88,11 +88,9 @@ def trials_table(
     headers, aligns = zip(*(TRIAL_COLUMNS[i] for i in shown), strict=True)
     table_rows, classes = [], []
     for trial, row in zip(ordered, rows, strict=True):
-        table_rows.append(row)
-        classes.append("")
-        for cells in run_rows(trial, every):  # its runs listed under the representative
-            table_rows.append(cells)
-            classes.append("run")
+        runs = run_rows(trial, every)  # its runs listed under the representative
+        table_rows += [row, *runs]
+        classes += ["", *["run"] * len(runs)]
     cut = [[row[i] for i in shown] for row in table_rows]
     status = shown.index(STATUS_COLUMN) if STATUS_COLUMN in shown else None
     return _table(headers, cut, aligns, status, css_class="trials", row_classes=classes)
@@ -108,10 +106,9 @@ def render_html(
 ) -> str:
     """The report page (plotly.js inlined once, before the first plot)."""
     unique = representatives(unique_trials(trials), trials)
-    verdict = ""
+    rec_table = verdict = ""
     if rec is None:
         lead = "No trial has completed yet, so there is no recommendation."
-        rec_table = ""
     else:
         lead = (
             f"Use global batch <b>{rec['global_batch_size']}</b> "

@@ -1,14 +1,10 @@
 """A small convnet on generated 32x32 RGB images: the GPU check's workload (benchmarks/gpu).
 
-Three blocks of ``Conv2D`` (64, 128, 256 filters) and 2x2 max pooling, global average pooling
-and a 10-way softmax, trained with Adam: its activations (about 0.6 MB a sample in float32) put
-a capped GPU's out-of-memory boundary inside the batch range a search covers
-(``benchmarks/gpu/README.md`` gives the arithmetic). The data are generated with NumPy from a
-seed, in every process alike, without TensorFlow or files: an image is its class's smooth colour
-prototype, shifted in brightness, plus pixel noise larger than most pixels' differences between
-two prototypes, so the label is learnt from the whole picture (the validation loss falls below
-ln 10 within a few hundred steps). ``TUNER_CONVNET_TRAIN`` and ``TUNER_CONVNET_VAL`` override
-:func:`load_data`'s sizes; the ``small`` functions train in seconds on a CPU (smoke tests).
+Its activations (about 0.6 MB a sample in float32) put a capped GPU's out-of-memory boundary
+inside the batch range a search covers (``benchmarks/gpu/README.md`` gives the arithmetic). The
+data are generated with NumPy from a seed, in every process alike, without TensorFlow or files;
+the label is learnt from the whole picture (the validation loss falls below ln 10 within a few
+hundred steps). The ``small`` functions train in seconds on a CPU (smoke tests).
 """
 
 from __future__ import annotations
