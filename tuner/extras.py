@@ -17,8 +17,6 @@ EXTRAS: dict[str, tuple[str, ...]] = {
 }
 """Extra -> the modules that must import for it. ``png`` is part of the ``report`` extra."""
 
-_INSTALLED_AS = {"png": "report"}
-
 
 def missing_modules(extra: str) -> list[str]:
     """The modules of ``extra`` that cannot be imported here (none: the extra is installed)."""
@@ -30,7 +28,7 @@ def require_extra(extra: str, purpose: str) -> None:
     installed; ``purpose`` says what needed it (``"tuner dashboard"``)."""
     missing = missing_modules(extra)
     if missing:
-        name = _INSTALLED_AS.get(extra, extra)
+        name = "report" if extra == "png" else extra  # png is installed with report
         these = " and ".join(missing)
         verb = "is" if len(missing) == 1 else "are"
         raise MissingExtraError(

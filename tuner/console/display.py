@@ -180,9 +180,8 @@ def print_validation(console: Console, report: dict[str, Any]) -> None:
         ),
         title_justify="left",
     )
-    table.add_column("check")
-    table.add_column("result")
-    table.add_column("figures")
+    for header in ("check", "result", "figures"):
+        table.add_column(header)
     for name, check in report["checks"].items():
         verdict = Text("pass", "green") if check["passed"] else Text("FAIL", "bold red")
         if check["passed"] and check.get("warning"):

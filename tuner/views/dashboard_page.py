@@ -29,11 +29,8 @@ def wide_plots(app: _App) -> _App:
         if not environ.get("PATH_INFO", "").startswith("/dashboard"):
             return app(environ, start_response)
         # A cached copy would lack the style: ask for the whole page.
-        environ = {
-            k: v
-            for k, v in environ.items()
-            if k not in ("HTTP_IF_MODIFIED_SINCE", "HTTP_IF_NONE_MATCH", "HTTP_RANGE")
-        }
+        partial = ("HTTP_IF_MODIFIED_SINCE", "HTTP_IF_NONE_MATCH", "HTTP_RANGE")
+        environ = {k: v for k, v in environ.items() if k not in partial}
         held: dict[str, Any] = {}
 
         def hold(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
