@@ -237,7 +237,7 @@ def image_folder_data() -> tuple[Any, Any]:
     import keras
     import tensorflow as tf
 
-    from tuner.workloads._cache import generated
+    from tuner.workloads import generated
 
     def write(folder: Any) -> None:
         rng = np.random.default_rng(0)

@@ -1,7 +1,5 @@
-"""tuner: measure which global batch size and learning-rate rule to use on several GPUs.
-
-The public API is re-exported here lazily, so ``import tuner`` (and ``tuner --help``) never imports
-TensorFlow or Optuna.
+"""tuner: measure which global batch size and learning-rate rule to use on several GPUs. The API
+is re-exported lazily: ``import tuner`` (and ``tuner --help``) never imports TensorFlow or Optuna.
 """
 
 # Private names: ``tuner.<TAB>`` in Jupyter offered ``import_module`` beside the API.
@@ -20,8 +18,7 @@ _EXPORTS = {
     "lr_find": "tuner.api",
     "search": "tuner.api",
 }
-"""The documented API (docs/guide/python.md, docs/guide/lr-find.md, docs/reference/json.md) and
-nothing else: a search starts one way from Python, :func:`search`."""
+"""The documented API (docs/guide/python.md) and nothing else."""
 
 __all__ = sorted([*_EXPORTS, "__version__"])
 
@@ -33,7 +30,6 @@ def __getattr__(name: str) -> _Any:
 
 
 def __dir__() -> list[str]:
-    """The public names, for ``dir(tuner)`` and completion (``tuner.<TAB>`` in Jupyter): the lazy
-    exports are not in the module's namespace until first used, so the default listing lacked
-    ``search``."""
+    """The public names for ``dir(tuner)`` and completion: the lazy exports are not in the
+    module's namespace until first used."""
     return list(__all__)

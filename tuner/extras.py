@@ -1,9 +1,5 @@
-"""The optional parts of tuner (pip extras) and the modules each one brings.
-
-The base install trains, stores and recommends; browsing a study in optuna-dashboard and drawing
-its plots are extras, so that a worker or a CI job does not carry a web server, plotly and a
-headless-browser renderer it never uses.
-"""
+"""The optional parts of tuner (pip extras) and the modules each one brings: a worker or a CI job
+need not carry a web server, plotly and a headless-browser renderer it never uses."""
 
 from __future__ import annotations
 
@@ -21,17 +17,10 @@ EXTRAS: dict[str, tuple[str, ...]] = {
 }
 """Extra -> the modules that must import for it. ``png`` is part of the ``report`` extra."""
 
-_INSTALLED_AS = {"png": "report"}
-
 
 def missing_modules(extra: str) -> list[str]:
     """The modules of ``extra`` that cannot be imported here (none: the extra is installed)."""
     return [module for module in EXTRAS[extra] if not importable(module)]
-
-
-def has_extra(extra: str) -> bool:
-    """Whether every module of ``extra`` can be imported."""
-    return not missing_modules(extra)
 
 
 def require_extra(extra: str, purpose: str) -> None:
@@ -39,7 +28,7 @@ def require_extra(extra: str, purpose: str) -> None:
     installed; ``purpose`` says what needed it (``"tuner dashboard"``)."""
     missing = missing_modules(extra)
     if missing:
-        name = _INSTALLED_AS.get(extra, extra)
+        name = "report" if extra == "png" else extra  # png is installed with report
         these = " and ".join(missing)
         verb = "is" if len(missing) == 1 else "are"
         raise MissingExtraError(

@@ -1,12 +1,6 @@
-"""A recommended-config JSON read back in a training script: :func:`load_recommendation`.
-
-Imports Keras, so ``tuner/__init__.py`` re-exports it lazily. Everything the file's
-``recommended`` block needs is stock Keras (the ``linear-warmup`` ramp is ``CosineDecay``), so a
-script may just as well call ``keras.optimizers.deserialize(config["recommended"]["optimizer"])``
-itself. Files of schema versions 1 and 2 still load: version 1's optimizer is a top-level
-section, and both wrote the trial's budget into ``fit`` (``epochs``, ``steps``), read here as
-:attr:`Recommendation.trial_budget`, never as arguments of the user's ``fit``.
-"""
+"""A recommended-config JSON read back in a training script: :func:`load_recommendation`. Files
+of schema versions 1 and 2 still load (version 1's optimizer is a top-level section; both hold
+the trial's budget in ``fit``, read as :attr:`Recommendation.trial_budget`)."""
 
 from __future__ import annotations
 
@@ -42,9 +36,8 @@ class Recommendation:
 
     @property
     def trial_budget(self) -> dict[str, int]:
-        """What the recommended trial trained for, the search's short budget (evidence, not
-        advice): ``{"epochs": n}``, or under a sample budget ``train_samples`` and ``steps``
-        (``{}``: not known)."""
+        """The search's short budget the trial trained for (evidence, not advice):
+        ``{"epochs": n}``, or ``train_samples`` and ``steps`` (``{}``: not known)."""
         return trial_budget_of(self.config)
 
     @property
@@ -54,14 +47,12 @@ class Recommendation:
 
     @property
     def precision(self) -> str:
-        """The Keras dtype policy the trial trained under (``float32``, ``mixed_bfloat16``,
-        ``mixed_float16``): ``keras.mixed_precision.set_global_policy(rec.precision)`` before
-        building the model, or :meth:`set_precision`."""
+        """The Keras dtype policy the trial trained under, to set before building the model
+        (:meth:`set_precision`)."""
         return precision_of(self.config)
 
     def set_precision(self) -> str:
-        """Set :attr:`precision` as Keras's global dtype policy (call it before building the
-        model); returns its name."""
+        """Set :attr:`precision` as Keras's global policy (before building the model); its name."""
         with quiet_native_logs():
             import keras
 
@@ -77,15 +68,10 @@ class Recommendation:
 def load_recommendation(
     path: str | Path, custom_objects: dict[str, Any] | None = None
 ) -> Recommendation:
-    """Read a recommended-config JSON written by ``tuner export`` (schema version
-    :data:`~tuner.core.recommend.SCHEMA_VERSION` or older with the sections) and build its
-    optimizer. ``custom_objects``: classes of a custom optimizer, as for
-    ``keras.optimizers.deserialize``. Under ``MirroredStrategy`` call it inside
-    ``strategy.scope()``, as you would create the optimizer.
-
-    Raises :class:`~tuner.core.errors.ConfigError` when the file cannot be read, is not JSON,
-    has no ``schema_version`` (written before the sections: export it again) or a newer one.
-    """
+    """Read a recommended-config JSON written by ``tuner export`` and build its optimizer
+    (``custom_objects`` as for ``keras.optimizers.deserialize``; under ``MirroredStrategy`` call
+    it inside ``strategy.scope()``). Raises :class:`~tuner.core.errors.ConfigError` when the file
+    cannot be read, is not JSON, or has no ``schema_version`` or a newer one."""
     return recommendation_from(_read(Path(path)), custom_objects, where=str(path))
 
 
@@ -95,8 +81,8 @@ def recommendation_from(
     *,
     where: str = "the recommendation",
 ) -> Recommendation:
-    """A recommended config already read (as :func:`tuner.results.recommendation` gives it) as
-    a :class:`Recommendation`; ``where`` names it in the error of an unbuildable optimizer."""
+    """A recommended config already read as a :class:`Recommendation`; ``where`` names it in
+    the error of an unbuildable optimizer."""
     try:
         optimizer = optimizer_from(config, custom_objects)
     except (ValueError, TypeError, KeyError) as exc:  # Keras's words for a config it cannot use
@@ -110,9 +96,7 @@ def recommendation_from(
 
 
 def optimizer_from(config: dict[str, Any], custom_objects: dict[str, Any] | None = None) -> Any:
-    """The Keras optimizer of a recommended config's ``optimizer`` section, wrapped in
-    ``keras.optimizers.LossScaleOptimizer`` when the trial's was (``compile.loss_scale_optimizer``:
-    under ``mixed_float16``)."""
+    """The Keras optimizer of a recommended config, loss-scaled when the trial's was."""
     # The first variable starts TensorFlow's devices: its C++ lines (cuInit on a host without
     # a GPU) would land above whatever the user prints next.
     with quiet_native_logs():
@@ -129,22 +113,19 @@ def optimizer_from(config: dict[str, Any], custom_objects: dict[str, Any] | None
 
 
 def recommended(config: dict[str, Any]) -> dict[str, Any]:
-    """A recommended config's ``recommended`` block (schema version 2; ``{}`` in a version 1
-    file)."""
+    """A recommended config's ``recommended`` block (``{}`` in a schema version 1 file)."""
     block = config.get("recommended")
     return block if isinstance(block, dict) else {}
 
 
 def optimizer_config(config: dict[str, Any]) -> Any:
-    """The serialized optimizer: ``recommended.optimizer``, else (schema version 1) the
-    ``optimizer`` section; ``None`` when there is neither."""
+    """The serialized optimizer: ``recommended.optimizer``, else version 1's, else ``None``."""
     return recommended(config).get("optimizer") or config.get("optimizer")
 
 
 def precision_of(config: dict[str, Any]) -> str:
-    """A recommended config's precision: ``recommended.precision``, else
-    ``compile.dtype_policy`` (schema version 1), else the flat ``precision``, else ``float32``
-    (a file written before precisions were)."""
+    """A recommended config's precision: ``recommended.precision``, else (older files)
+    ``compile.dtype_policy``, the flat ``precision``, ``float32``."""
     section = config.get("compile")
     policy = section.get("dtype_policy") if isinstance(section, dict) else None
     return str(
@@ -153,8 +134,7 @@ def precision_of(config: dict[str, Any]) -> str:
 
 
 def loss_scaled(config: dict[str, Any]) -> bool:
-    """Whether the trial's optimizer was loss-scaled (``compile.loss_scale_optimizer``; a file
-    without it: when its precision is ``mixed_float16``)."""
+    """Whether the trial's optimizer was loss-scaled (older files: under ``mixed_float16``)."""
     section = config.get("compile")
     if isinstance(section, dict) and isinstance(section.get("loss_scale_optimizer"), bool):
         return bool(section["loss_scale_optimizer"])
@@ -162,15 +142,13 @@ def loss_scaled(config: dict[str, Any]) -> bool:
 
 
 def fit_kwargs(fit: dict[str, Any]) -> dict[str, Any]:
-    """The ``fit`` section as arguments of ``keras.Model.fit``: ``batch_size`` alone. A file of
-    schema version 1 or 2 also holds the trial's ``epochs`` or ``steps`` there: the search's
-    budget, which would cut the user's training short (:func:`trial_budget_of` reads it)."""
+    """The ``fit`` section as arguments of ``keras.Model.fit``: ``batch_size`` alone (an older
+    file's ``epochs`` or ``steps`` there are the search's budget, not the user's training)."""
     return {"batch_size": int(fit["batch_size"])}
 
 
 def trial_budget_of(config: dict[str, Any]) -> dict[str, int]:
-    """``evidence.trial_budget``; in a file of schema version 1 or 2, the ``fit`` section's
-    ``epochs`` or ``steps`` (the trial's budget, written there then)."""
+    """``evidence.trial_budget``; in an older file, ``fit``'s ``epochs`` or ``steps``."""
     evidence = config.get("evidence")
     if isinstance(evidence, dict) and isinstance(evidence.get("trial_budget"), dict):
         budget = evidence["trial_budget"]
@@ -212,9 +190,5 @@ def _check_fit(path: Path, fit: dict[str, Any]) -> None:
     """The ``fit`` section holds a positive integer ``batch_size`` and ``steps`` or ``epochs``."""
     for key in ("batch_size", "steps", "epochs"):
         value = fit.get(key)
-        if (key == "batch_size" or value is not None) and not _is_count(value):
+        if (key == "batch_size" or value is not None) and not (type(value) is int and value > 0):
             raise ConfigError(f"{path}: fit.{key} must be a positive integer, got {value!r}")
-
-
-def _is_count(value: Any) -> bool:
-    return type(value) is int and value > 0

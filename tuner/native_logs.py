@@ -1,10 +1,6 @@
-"""TensorFlow's C++ log lines kept out of the user's own process where tuner is what imports
-Keras there (:mod:`tuner.load`): ``E0000 … failed call to cuInit`` on a host without a GPU,
-``I0000 … oneDNN custom operations are on``, absl's ``WARNING: All log messages before
-absl::InitializeLog()``, above the answer the user printed. The children's stderr is never
-touched: each child's environment sets its own level (:mod:`tuner.core.devices`) and its stderr
-goes to its trial folder.
-"""
+"""TensorFlow's C++ log lines (``E0000 … failed call to cuInit`` on a host without a GPU, oneDNN's,
+absl's) kept out of the user's own process where tuner is what imports Keras there
+(:mod:`tuner.load`). The children's stderr is never touched: it goes to their trial folders."""
 
 from __future__ import annotations
 
@@ -29,10 +25,9 @@ file:line), and its one warning."""
 
 @contextlib.contextmanager
 def quiet_native_logs() -> Iterator[None]:
-    """Within the block, the C++ log lines written to file descriptor 2 are dropped and every
-    other line (a Python warning, a traceback) is written there at its end. The level is set to
-    :data:`QUIET_LEVEL` for an import of TensorFlow in the block, only where the user set none;
-    TensorFlow reads it once, at import, so the environment is left as it was afterwards."""
+    """Within the block, C++ log lines on file descriptor 2 are dropped and every other line is
+    written there at its end; an import of TensorFlow in it (which reads the level once) gets
+    :data:`QUIET_LEVEL` where the user set none."""
     level_set = LEVEL_ENV not in os.environ and "tensorflow" not in sys.modules
     if level_set:
         os.environ[LEVEL_ENV] = QUIET_LEVEL

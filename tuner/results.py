@@ -1,7 +1,5 @@
-"""A stored study, read back: load it by name, and its recommendation.
-
-Below both the driver and the views, so that each reads results the same way.
-"""
+"""A stored study, read back: load it by name, and its recommendation (below both the driver and
+the views, so that each reads results the same way)."""
 
 from __future__ import annotations
 
@@ -30,11 +28,9 @@ def load_study(
     storage_url: str, study_name: str | None = None, *, storage_wait: float | None = None
 ) -> optuna.Study:
     """Load an existing study for reading; never creates, stamps or migrates a database or a
-    study (see :func:`tuner.storage.open_storage`). ``None`` picks the storage's only study (and
-    lists them when there are several). A name that is not stored is refused with the
-    study-name rule when it breaks it (``""`` among them), else with the names stored.
-    ``storage_wait``: seconds to wait for a storage out of reach (a server restarting, a file
-    locked; ``None``: 30 s)."""
+    study. ``None`` picks the storage's only study. A name not stored is refused with the
+    study-name rule when it breaks it, else with the names stored. ``storage_wait``: seconds to
+    wait for a storage out of reach (``None``: 30 s)."""
     storage = open_storage(storage_url, create=False, wait_s=storage_wait)
     names = optuna.get_all_study_names(storage=storage)
     study_name = _chosen_name(storage_url, names) if study_name is None else study_name
@@ -69,13 +65,10 @@ def recommendation(
     storage_url: str | None = None,
     tie_margin: float | None = None,
 ) -> dict[str, Any]:
-    """The recommended-config JSON of a stored study (``policy``: one of ``POLICIES``): the
-    recommendation's flat keys with ``schema_version`` and the sections of
-    :func:`tuner.core.recommend.export_document`; ``storage_url`` (its password masked)
-    goes into ``provenance``. ``policy`` ``None``: the default for the stored spec's target loss
-    (``time-to-target`` with one); ``tolerance`` ``None``: the stored spec's, else
-    ``DEFAULT_TOLERANCE`` (the seed noise may raise either); ``tie_margin`` ``None``: the one
-    the study was searched with, else ``DEFAULT_TIE_MARGIN``."""
+    """The recommended-config JSON of a stored study (:func:`tuner.core.recommend.export_document`;
+    ``storage_url``, its password masked, goes into ``provenance``). ``None`` for ``policy``: the
+    default for the stored target loss; for ``tolerance`` and ``tie_margin``: the study's, else
+    the defaults (the seed noise may raise the tolerance)."""
     record = decode_study(study)
     spec = record.spec or {}
     trials = study.get_trials(deepcopy=False)
@@ -94,13 +87,11 @@ def _recommend(
     trials: list[optuna.trial.FrozenTrial],
     choice: tuple[float | None, str | None, float],
 ) -> dict[str, Any]:
-    """:func:`tuner.core.recommend.recommend` over a stored study's trials; ``choice`` is the
-    tolerance, policy and tie margin asked for."""
+    """:func:`~tuner.core.recommend.recommend` over a study's trials, as ``choice`` asks."""
     tolerance, policy, tie_margin = choice
     spec = record.spec or {}
     search = spec.get("search", {})
-    target = search.get("target_loss")
-    target = None if target is None else float(target)
+    target = None if search.get("target_loss") is None else float(search["target_loss"])
     hypermodel = record.hypermodel
     if hypermodel:
         hypermodel = {**hypermodel, "reference": spec.get("workload", {}).get("model", "")}
@@ -132,11 +123,9 @@ def _asked(given: float | None, search: dict[str, Any], key: str, default: float
     return default if stored is None else float(stored)
 
 
-def current_recommendation(
-    study: optuna.Study, tolerance: float | None = None
-) -> dict[str, Any] | None:
+def current_recommendation(study: optuna.Study) -> dict[str, Any] | None:
     """:func:`recommendation`, or ``None`` while no trial has completed."""
     try:
-        return recommendation(study, tolerance)
+        return recommendation(study)
     except NoCompleteTrialError:
         return None

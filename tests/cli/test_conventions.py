@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from tests.trials import write_small_study
 from tuner import __version__
-from tuner.cli import choices
+from tuner.cli import options as choices
 from tuner.cli.app import app
 from tuner.core.recommend import POLICIES
 from tuner.core.scaling import LR_RULES

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from tests.trials import write_small_study
 from tuner.cli.app import app
-from tuner.extras import DISTRIBUTION, EXTRAS, has_extra, missing_modules, require_extra
+from tuner.extras import DISTRIBUTION, EXTRAS, missing_modules, require_extra
 from tuner.views.refresh import refresh
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,7 +44,7 @@ def test_the_extras_of_pyproject_bring_the_modules_tuner_checks_for() -> None:
 def test_installed_extras_are_found_and_blocked_ones_are_not(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    assert has_extra("dashboard")
+    assert not missing_modules("dashboard")
     block(monkeypatch, "plotly")
     assert missing_modules("dashboard") == ["plotly"]
     with pytest.raises(Exception, match=rf"pip install '{DISTRIBUTION}\[report\]'"):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 from dataclasses import replace
+from typing import Any
 
 from progress_helpers import restore_logging  # noqa: F401  (the fixture)
 from rich.console import Console
@@ -13,9 +14,10 @@ from rich.console import Console
 from tuner.console import logs
 from tuner.console.display import search_banner
 from tuner.console.progress import LogProgress, SearchProgress, search_progress
-from tuner.console.trial_lines import end_line, start_line
+from tuner.console.trial_lines import end_parts, start_parts
 from tuner.core.devices import DevicePlan
 from tuner.core.outcome import TrialOutcome
+from tuner.core.progress import joined
 from tuner.core.spec import SearchSpec, StudySpec, WorkloadSpec
 
 PLAN = DevicePlan(kind="cpu", num_replicas=2)
@@ -60,6 +62,14 @@ def test_the_banner_counts_the_precisions_only_when_there_are_several() -> None:
     assert "5 trials of model hyperparameters × 3 batch sizes × 2 rules × 2 precisions" in (
         search_banner(joint, PLAN, "s")
     )
+
+
+def start_line(*args: Any, **kwargs: Any) -> str:
+    return joined(*start_parts(*args, **kwargs))
+
+
+def end_line(*args: Any, **kwargs: Any) -> str:
+    return joined(*end_parts(*args, **kwargs))
 
 
 def test_plain_lines_name_the_precision_after_the_rule_in_a_study_of_several() -> None:

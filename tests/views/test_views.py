@@ -15,17 +15,11 @@ from trials import make_trial, run_recommend
 from tuner.core.errors import ConfigError
 from tuner.core.scaling import LR_RULES
 from tuner.views.batch_data import BatchCurves, Point, batch_curves, pareto_front
-from tuner.views.batch_figures import (
-    CANDIDATES_TRACE,
-    OOM_TRACE,
-    RULE_COLORS,
-    batch_figure,
-    pareto_figure,
-    study_figures,
-)
+from tuner.views.batch_figures import OOM_TRACE, batch_figure, pareto_figure, study_figures
 from tuner.views.dashboard import DASHBOARD_PLOTS, publish, serve
 from tuner.views.note import PLOTS_LINK, best_trials_text, markdown_table, study_note
 from tuner.views.report import is_missing_renderer, render_html, write_report
+from tuner.views.style import CANDIDATES_TRACE, RULE_COLORS
 from tuner.views.summary import TRIAL_COLUMNS, recommendation_rows, trial_rows
 
 ATTRS = {

@@ -1,12 +1,7 @@
-"""The user's functions as the ``module:function`` references a trial child imports.
-
-A function a child can import is named by reference. One it cannot — from a notebook cell or
-``__main__``, nested, a lambda, a ``HyperModel`` object — is shipped by value: pickled with
-cloudpickle beside a module that unpickles it, in a folder on the children's ``PYTHONPATH``,
-whose module name is fixed per study so a later call resumes it. Each call gets its own folder
-(named by what it pickles to): a second call can never replace the functions a running one's
-trials import, and a refused call removes its folder.
-"""
+"""The user's functions as the ``module:function`` references a trial child imports; one it
+cannot import (a notebook cell's, nested, a lambda) is shipped by value: pickled beside a module
+that unpickles it, in a folder on the children's ``PYTHONPATH`` named by what it pickles to, so a
+second call never replaces the functions a running one's trials import."""
 
 from __future__ import annotations
 
@@ -37,8 +32,8 @@ _HERE = Path(__file__).parent
 
 
 class Shipment:
-    """The references of one call's functions, and the folder that holds the shipped ones: in
-    ``root`` (the study's), named by their pickled bytes (:attr:`folder`, once written)."""
+    """The references of one call's functions, and the folder in ``root`` (the study's) that
+    holds the shipped ones, once written."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -59,7 +54,9 @@ class Shipment:
         importable = _importable(value)
         if importable is not None:
             return importable
-        name = _shipped_name(value, role, self._shipped)
+        name = getattr(value, "__name__", None)
+        if not isinstance(name, str) or not name.isidentifier() or name in self._shipped:
+            name = role  # a lambda, an object, or a second function of that name
         self._shipped[name] = value
         return f"{SHIPPED_MODULE}:{name}"
 
@@ -69,8 +66,8 @@ class Shipment:
         return sorted(self._shipped)
 
     def write(self) -> None:
-        """Pickle the shipped functions into a folder of their own in :attr:`root`, beside their
-        loader module; the same functions again find their folder as it is."""
+        """Pickle the shipped functions, beside their loader, into a folder of their own in
+        :attr:`root` (the same functions again find it as it is)."""
         if not self._shipped:
             return
         payloads = {name: _pickled(name, value) for name, value in self._shipped.items()}
@@ -139,10 +136,3 @@ def _importable(value: Any) -> str | None:
     except Exception:  # not importable here: ship it
         return None
     return f"{module_name}:{name}" if getattr(module, name, None) is value else None
-
-
-def _shipped_name(value: Any, role: str, taken: dict[str, Any]) -> str:
-    name = getattr(value, "__name__", None)
-    if not isinstance(name, str) or not name.isidentifier() or name in taken:
-        name = role  # a lambda, an object, or a second function of that name
-    return name

@@ -1,5 +1,4 @@
-"""``tuner.lr_find(model=..., data=..., **options)``: ``tuner lr-find`` from Python, on the
-user's own functions (shipped to the child as :func:`tuner.search` ships them)."""
+"""``tuner.lr_find(model=..., data=..., **options)``: ``tuner lr-find`` from Python."""
 
 from __future__ import annotations
 
@@ -55,15 +54,12 @@ def lr_find(
     spec: str | Path | None = None,
     **options: Any,
 ) -> LrFindResult:
-    """Run the learning-rate range test at the base batch on your own functions.
-
-    ``model``, ``data``, ``dataset``, ``loss``, ``optimizer`` and ``spec`` are
-    :func:`tuner.search`'s; every other option is ``tuner lr-find``'s flag with underscores
-    (``cpu_replicas=2``, ``min_lr=1e-6``, ``steps=300``, ``plot="lr.html"``). Raises
-    :class:`~tuner.core.errors.ConfigError` for bad input and
-    :class:`~tuner.core.errors.TunerError` when the run fails, with the CLI's lines, naming
-    the range test's options as keywords (``max_lr=``) where the CLI names its flags.
-    """
+    """Run the learning-rate range test at the base batch on your own functions: ``model``,
+    ``data``, ``dataset``, ``loss``, ``optimizer`` and ``spec`` are :func:`tuner.search`'s, every
+    other option ``tuner lr-find``'s flag with underscores (``min_lr=1e-6``, ``plot="lr.html"``).
+    Raises :class:`~tuner.core.errors.ConfigError` for bad input and
+    :class:`~tuner.core.errors.TunerError` when the run fails, with the CLI's lines."""
+    from tuner.driver.children import owned_folder
     from tuner.driver.lr_find import LrFindOptions, find_lr
 
     check_known("tuner.lr_find", options, LrFindOptions, {"spec"})
@@ -71,7 +67,6 @@ def lr_find(
         options = {key: checked("lr-find", key, value) for key, value in options.items()}
     tables = _tables(spec, loss=loss, optimizer=optimizer)
     tables["study"].setdefault("name", "lr-find")
-    from tuner.driver.children import owned_folder
 
     # Owned like a trial folder: swept by the next run if this process is killed in the block.
     with owned_folder("lr-find") as folder:

@@ -1,10 +1,13 @@
-"""What :func:`tuner.search` returns: the study, its trials as a table, the recommendation."""
+"""What :func:`tuner.search` returns: the study, its trials as a table, the recommendation; and
+``tuner.load_study``, a stored study read back."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from tuner.core.options import naming
 
 if TYPE_CHECKING:
     import optuna
@@ -74,3 +77,13 @@ class SearchResult:
         rec = current_recommendation(self.study)
         if rec is not None:
             display.print_recommendation(out, rec)
+
+
+def load_study(
+    storage_url: str, study_name: str | None = None, *, storage_wait: float | None = None
+) -> optuna.Study:
+    """:func:`tuner.results.load_study` whose lines name the keywords, not the CLI's flags."""
+    from tuner.results import load_study as load
+
+    with naming(None, keywords=True, renamed={"storage": "storage_url"}):
+        return load(storage_url, study_name, storage_wait=storage_wait)

@@ -6,14 +6,18 @@ import dataclasses
 import os
 import types
 from collections.abc import Callable, Mapping
+from contextlib import nullcontext
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tuner.api._functions import Shipment
 from tuner.api._result import SearchResult
 from tuner.core.errors import ConfigError
 from tuner.core.options import DEFAULT_STORAGE, named, naming, option, spec_only
 from tuner.core.typos import closest
+
+if TYPE_CHECKING:
+    from tuner.console.search_view import SearchView
 
 _REQUIRED_SEARCH = ("base_batch_size", "batch_multipliers", "lr_rules", "base_lr", "epochs")
 """What a spec file must name; without a file, the built-in workload's values stand."""
@@ -34,24 +38,17 @@ def search(
     progress: bool = True,
     **options: Any,
 ) -> SearchResult:
-    """Run (or resume) a study on your own functions and return its :class:`SearchResult`.
+    """Run (or resume) a study on your own functions and return its :class:`SearchResult`
+    (``docs/guide/python.md``).
 
     ``model`` builds a ``keras.Model`` (compiled or not) or is a KerasTuner ``HyperModel``;
-    ``data`` returns what ``[workload] data`` returns (arrays, ``(train, val)`` datasets or
-    ``PyDataset``\\ s), or ``dataset(split, batch_size, input_context)`` a split. Each may be
-    the function itself or a ``"module:function"`` string. ``loss`` and ``optimizer`` are Keras
-    names, Keras's serialized form (``{"class_name": "SparseCategoricalCrossentropy", "config":
-    {"from_logits": True}}``) or objects of Keras's own classes (serialized; the optimizer's
-    learning rate is the rule's); a custom loss or optimizer object: compile it in ``model``.
-    ``spec`` is a TOML spec file whose ``[workload]`` these replace; without one the built-in
-    workload's grid applies. Every other option is ``tuner search``'s flag with underscores
-    (``cpu_replicas=2``, ``batch_multipliers=[1, 2, 4]``, ``max_repeats=1``, ``baseline=False``)
-    or a ``[search]`` key set in the spec only (``warmup_steps=100``), as
-    :class:`~tuner.driver.options.SearchOptions` takes them. ``progress`` shows the live progress
-    and the final table.
-
-    Raises :class:`~tuner.core.errors.ConfigError` for bad input (nothing stored) and
-    :class:`~tuner.core.errors.TunerError` for a failure at run time, with the CLI's lines.
+    ``data`` returns what ``[workload] data`` returns, or ``dataset(split, batch_size,
+    input_context)`` a split: each a function or a ``"module:function"`` string. ``loss`` and
+    ``optimizer``: Keras names, serialized forms or objects of Keras's own classes. ``spec``: a
+    TOML spec whose ``[workload]`` these replace (else the built-in grid). Every other option is
+    ``tuner search``'s flag with underscores, or a spec-only ``[search]`` key; ``progress=False``
+    shows nothing. Raises :class:`~tuner.core.errors.ConfigError` for bad input (nothing stored)
+    and :class:`~tuner.core.errors.TunerError` at run time, with the CLI's lines.
     """
     from tuner.driver.options import SearchOptions, spec_and_plan
     from tuner.driver.search import search as run
@@ -70,9 +67,9 @@ def search(
         )
         spec_and_plan(search_options, search_options.trial_timeout)  # bad input: nothing written
     shipment.write()
-    front = _front(progress)
+    front = _front() if progress else None
     try:  # the run's refusals name keywords too (storage=, not --storage)
-        with naming("search", keywords=True), shipment.importable(), front:
+        with naming("search", keywords=True), shipment.importable(), front or nullcontext():
             report = run(search_options, front)
     except ConfigError:
         shipment.discard()  # refused (another grid, in memory, ...): nothing of this call stays
@@ -102,9 +99,8 @@ def ship_workload(
 
 
 def check_known(caller: str, options: Mapping[str, Any], kind: type, taken: set[str]) -> None:
-    """Refuse an option that is no field of ``kind`` (or one of ``taken``, the function's own
-    keywords) nor, where ``kind`` has ``spec_values``, a spec-only key, with the nearest known
-    one."""
+    """Refuse an option that is no field of ``kind`` but ``taken`` nor a spec-only key, naming
+    the nearest known one."""
     names = {field.name for field in dataclasses.fields(kind)}
     known = names - taken - {"spec_values"}
     if "spec_values" in names:  # SearchOptions: its spec-only keys are keywords too
@@ -137,9 +133,8 @@ def _tables(spec: str | Path | None, *, loss: Any, optimizer: Any) -> dict[str, 
 
 
 def keras_object(role: str, value: Any) -> str | dict[str, Any]:
-    """A ``loss=`` or ``optimizer=`` as the spec holds it: a Keras name or Keras's serialized
-    form as given, a Keras object of Keras's own classes serialized (``keras.losses.serialize``:
-    the child deserializes it); any other object is refused (compile it in the build)."""
+    """A ``loss=`` or ``optimizer=`` as the spec holds it: a name or serialized form as given, an
+    object of Keras's own classes serialized; any other object is refused."""
     if isinstance(value, str):
         return value
     if isinstance(value, Mapping):
@@ -175,8 +170,7 @@ def _default_name(model: Any) -> str:
 
 
 def _shipping_folder(storage: str, study_name: str) -> Path:
-    """Where a study's shipped functions live: beside a SQLite file, else in the user's cache;
-    one folder per storage and study name (two storages never share one)."""
+    """Where a study's shipped functions live: beside a SQLite file, else in the user's cache."""
     import hashlib
 
     from tuner.storage.places import locate
@@ -190,32 +184,28 @@ def _shipping_folder(storage: str, study_name: str) -> Path:
     return root / f"{study_name}-{hashlib.sha256(where.encode()).hexdigest()[:8]}"
 
 
-def _front(progress: bool) -> Any:
-    """The CLI's view (bars in a terminal, timestamped lines elsewhere), or a quiet one."""
-    if progress:
-        from tuner.console.logs import NORMAL, configure
-        from tuner.console.pages import err
-        from tuner.console.search_view import SearchView
+def _front() -> SearchView:
+    """The CLI's view: bars in a terminal, timestamped lines elsewhere."""
+    from tuner.console.logs import NORMAL, configure
+    from tuner.console.pages import err
+    from tuner.console.search_view import SearchView
 
-        configure(NORMAL, err)
-        return SearchView()
-    from tuner.driver.search import QuietFront
-
-    class _Quiet(QuietFront):
-        def __enter__(self) -> _Quiet:
-            return self
-
-        def __exit__(self, *exc: object) -> None:
-            pass
-
-    return _Quiet()
+    configure(NORMAL, err)
+    return SearchView()
 
 
+_ACCEPTED: dict[type, Any] = {
+    Path: str | os.PathLike,
+    tuple: str | list | tuple,
+    float: int | float,
+}
 _KIND_WORDS: dict[type, str] = {
     bool: "True or False",
     int: "an integer",
     float: "a number",
     str: "a string",
+    Path: "a path (str or Path)",
+    tuple: "a list or comma-separated text",
 }
 
 
@@ -224,15 +214,8 @@ def checked(command: str, key: str, value: Any) -> Any:
     kind = option(key, command).kind
     if value is None:
         return value
-    if kind is Path and isinstance(value, str | os.PathLike):
-        return Path(value)
-    if kind is tuple and isinstance(value, str | list | tuple):
-        return value
-    if kind is float and isinstance(value, int | float) and not isinstance(value, bool):
-        return value
-    if isinstance(value, kind) and not (kind is int and isinstance(value, bool)):
-        return value
-    words: dict[type, str] = {**_KIND_WORDS, Path: "a path (str or Path)"}
-    words[tuple] = "a list or comma-separated text"
-    wanted = words.get(kind, kind.__name__)
+    number = kind in (int, float)  # a bool is an int to Python, not to a flag
+    if isinstance(value, _ACCEPTED.get(kind, kind)) and not (number and isinstance(value, bool)):
+        return Path(value) if kind is Path else value
+    wanted = _KIND_WORDS.get(kind, kind.__name__)
     raise ConfigError(f"{named(key)} takes {wanted}, got {type(value).__name__} {value!r}")

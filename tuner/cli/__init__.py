@@ -1,8 +1,4 @@
-"""The ``tuner`` command: a Typer app, one small module per command group, shared options, the
-one error table and terminal display.
-
-Commands parse their flags, make one library call and print. Nothing below imports the CLI.
-"""
+"""The ``tuner`` command: commands parse their flags, make one library call and print."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""The ``tuner`` Typer app: the global flags (``--debug``, ``-q``/``-v``) and every command, in
-the order of ``tuner --help``; the commands live in one module per group.
-"""
+"""The ``tuner`` Typer app: the global flags and every command, in ``tuner --help``'s order."""
 
 from __future__ import annotations
 

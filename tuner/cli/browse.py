@@ -1,5 +1,4 @@
-"""The commands that look at a stored study: ``export`` (which with ``--update-note`` also
-refreshes the dashboard note and plots), ``show``, ``dashboard`` and ``report``."""
+"""The commands that look at a stored study: ``export``, ``show``, ``dashboard``, ``report``."""
 
 from __future__ import annotations
 
@@ -13,9 +12,9 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
-from tuner.cli.choices import Policy, ReportFormat, ShowFormat, value
+from tuner.cli import options
 from tuner.cli.errors import guard
-from tuner.cli.options import StorageOpt, StudyNameOpt, write_json
+from tuner.cli.options import StorageOpt, StudyNameOpt, value, write_json
 from tuner.console.logs import say_info
 from tuner.console.pages import out, warn
 from tuner.console.signals import sigterm_as_interrupt
@@ -74,7 +73,7 @@ def export_cmd(
         ),
     ] = None,
     policy: Annotated[
-        Policy | None,
+        options.Policy | None,
         typer.Option(
             help="loss-then-throughput (fastest within the loss tolerance), goodput "
             "(highest throughput × statistical efficiency within it) or time-to-target "
@@ -144,13 +143,13 @@ def show(
         ),
     ] = False,
     fmt: Annotated[
-        ShowFormat,
+        options.ShowFormat,
         typer.Option(
             "--format",
             help="table (the columns that fit the terminal, or COLUMNS), or json / csv: every "
             "stored field of each trial at full precision, on stdout alone.",
         ),
-    ] = ShowFormat.table,
+    ] = options.ShowFormat.table,
     tie_margin: TieMarginOpt = None,
 ) -> None:
     """Print a study's trials as a table (one row per grid point unless --all)."""
@@ -163,7 +162,7 @@ def show(
         study = load_study(storage, study_name, storage_wait=storage_wait)
         trials = study.get_trials(deepcopy=False)
         shown = trials if all_trials else unique_trials(trials)
-        if fmt is ShowFormat.table:
+        if fmt is options.ShowFormat.table:
             _show_table(study, trials, shown, storage, wide=wide, tie_margin=tie_margin)
         else:
             sys.stdout.write(records_text(shown, fmt.value))
@@ -175,8 +174,7 @@ def _show_table(
     study: Any, trials: list[Any], shown: list[Any], storage: str, *, wide: bool,
     tie_margin: float | None,
 ) -> None:  # fmt: skip
-    """``tuner show``'s table, then what the study answers: the recommendation, what a budget
-    left out, results still spooled."""
+    """``tuner show``'s table, then what the study answers."""
     from tuner.console import display as _display
     from tuner.driver.trial.spooled import spooled_at
     from tuner.results import recommendation
@@ -258,9 +256,9 @@ def report(
         "report.html"
     ),
     fmt: Annotated[
-        ReportFormat,
+        options.ReportFormat,
         typer.Option("--format", help="html, or png for the plots as PNG images as well."),
-    ] = ReportFormat.html,
+    ] = options.ReportFormat.html,
 ) -> None:
     """Write a self-contained HTML report: recommendation, plots, Pareto front, trials."""
     from tuner.extras import require_extra
@@ -269,12 +267,12 @@ def report(
 
     def call() -> None:
         require_extra("report", "tuner report")
-        if fmt is ReportFormat.png:
+        if fmt is options.ReportFormat.png:
             require_extra("png", "tuner report --format png")
         check_output(output, "--output")
         study = load_study(storage, study_name, storage_wait=storage_wait)
         for path in write_report(
-            study, current_recommendation(study), output, png=fmt is ReportFormat.png
+            study, current_recommendation(study), output, png=fmt is options.ReportFormat.png
         ):
             say_info(f"wrote {path}")
 

@@ -1,6 +1,5 @@
-"""The CLI's one error table: every command runs inside :func:`guard`, which turns tuner's errors
-into one clean line on stderr and an exit code (tracebacks only with ``--debug``), Ctrl-C into
-exit code 130 and SIGTERM into 143."""
+"""The CLI's one error table: every command runs inside :func:`guard` (an error: one line and its
+exit code; Ctrl-C 130, SIGTERM 143)."""
 
 from __future__ import annotations
 
@@ -18,20 +17,13 @@ from tuner.core.errors import ConfigError, NoCompleteTrialError, TunerError
 T = TypeVar("T")
 state = {"debug": False}
 
-# The one error table: exception type -> exit code (first match wins).
-_EXIT_CODES: list[tuple[type[BaseException], int]] = [
-    (ConfigError, 2),
-    (NoCompleteTrialError, 1),
-    (TunerError, 1),
-]
+# The one error table: exception type -> exit code (first match wins; anything else: 1).
+_EXIT_CODES = [(ConfigError, 2), (NoCompleteTrialError, 1), (TunerError, 1)]
 
 
 def exit_code(exc: BaseException) -> int:
     """The exit code of an error that ended a command."""
-    for kind, code in _EXIT_CODES:
-        if isinstance(exc, kind):
-            return code
-    return 1
+    return next((code for kind, code in _EXIT_CODES if isinstance(exc, kind)), 1)
 
 
 def guard(call: Callable[[], T]) -> T:

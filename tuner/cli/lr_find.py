@@ -1,8 +1,8 @@
-"""``tuner lr-find``: the learning-rate range test at the base batch, and the ``base_lr`` it
-suggests (:mod:`tuner.driver.lr_find`)."""
+"""``tuner lr-find``: the range test, and the ``base_lr`` it suggests."""
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -37,30 +37,25 @@ def _lr_find(options: LrFindOptions) -> None:
 
 def print_finding(report: dict[str, Any]) -> None:
     """The suggestion, what it rests on, and how to use it."""
+    say = partial(out.print, highlight=False, markup=False)
     run = f"{report['steps_run']} of {report['planned_steps']} steps"
     diverged = report["diverged_lr"]
     end = f"diverged at lr {diverged:.3g}" if diverged is not None else "did not diverge"
-    out.print(
+    say(
         f"Range test at global batch {report['global_batch_size']} on "
         f"{report['num_replicas']} replicas ({report['backend']}): {run}, {end}; "
-        f"lowest smoothed loss at lr {_rate(report['min_loss_lr'])}.",
-        highlight=False,
-        markup=False,
+        f"lowest smoothed loss at lr {_rate(report['min_loss_lr'])}."
     )
     suggestion = report["suggestion"]
     if suggestion is None:
         return
-    out.print(
+    say(
         f"Suggested base_lr: {suggestion:.2g} (the smoothed loss falls fastest there: "
-        f"{report['slope_per_decade']:.3g} per decade of rate).",
-        highlight=False,
-        markup=False,
+        f"{report['slope_per_decade']:.3g} per decade of rate)."
     )
-    out.print(
+    say(
         f"Put it under [search] in your spec:  {report['spec_line']}\n"
-        f"or pass it to the search:            tuner search --base-lr {suggestion:.2g}",
-        highlight=False,
-        markup=False,
+        f"or pass it to the search:            tuner search --base-lr {suggestion:.2g}"
     )
 
 
@@ -74,10 +69,8 @@ def _plot(report: dict[str, Any], path: Path) -> None:
 
     try:
         write_figure(lr_find_figure(report), path)
-    except TunerError:
-        raise
     except Exception as exc:
-        if not is_missing_renderer(exc):
+        if isinstance(exc, TunerError) or not is_missing_renderer(exc):
             raise
         raise TunerError(
             f"--plot {path}: PNG export needs Chrome or Chromium for Kaleido (apt install "

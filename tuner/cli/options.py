@@ -1,4 +1,6 @@
-"""What the CLI's commands share: option types, consoles, the notices and lines, JSON output."""
+"""What the CLI's commands share: option types, JSON output, and the browsing commands' fixed
+choices as enums (``--help`` lists them, click refuses others), each mirroring a tuple of the
+core (``tests/cli/test_conventions.py`` checks that they agree)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,6 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from tuner.cli.choices import value
 from tuner.cli.secrets import storage_from_file
 from tuner.console.logs import say_info
 from tuner.core.errors import ConfigError
@@ -25,9 +26,36 @@ if TYPE_CHECKING:
 Options = TypeVar("Options", bound="SpecOptions")
 
 
+class Policy(StrEnum):
+    """``--policy``: how the recommendation is chosen within the loss tolerance."""
+
+    loss_then_throughput = "loss-then-throughput"
+    goodput = "goodput"
+    time_to_target = "time-to-target"
+
+
+class ReportFormat(StrEnum):
+    """``tuner report --format``."""
+
+    html = "html"
+    png = "png"
+
+
+class ShowFormat(StrEnum):
+    """``tuner show --format``: a table for people, JSON or CSV for programs."""
+
+    table = "table"
+    json = "json"
+    csv = "csv"
+
+
+def value(choice: StrEnum | None) -> str | None:
+    """The plain string of a choice (``None`` stays ``None``: the spec's value is kept)."""
+    return None if choice is None else str(choice.value)
+
+
 def spec_default(key: str) -> str:
-    """How ``--help`` shows the default of a flag that overrides the spec key ``key``: the
-    spec's value, else the built-in spec's."""
+    """How ``--help`` shows the default of a flag that overrides the spec key ``key``."""
     from tuner.core.spec import spec_from_dict
 
     section, field = key.split(".")
@@ -64,9 +92,8 @@ Command = Callable[..., None]
 
 
 def takes(command: str) -> Callable[[Command], Command]:
-    """A command whose flags are ``command``'s rows of the options table
-    (:mod:`tuner.core.options`): the function, called with them as keywords, gets them as its
-    signature (Typer reads it), and its errors name them as flags."""
+    """A command whose flags are ``command``'s rows of the options table, as its signature (Typer
+    reads it); its errors name them as flags."""
 
     def wrap(func: Command) -> Command:
         @functools.wraps(func)
@@ -127,8 +154,7 @@ def parsed(kind: type[Options], flags: dict[str, Any]) -> Options:
 
 
 def write_json(path: Path, data: dict[str, Any], what: str) -> None:
-    """Write ``data`` as indented JSON, atomically, and say ``what`` was written where; an
-    unwritable path is bad input."""
+    """Write ``data`` as JSON, atomically, and say so; an unwritable path is bad input."""
     try:
         atomic_write_text(path, json.dumps(data, indent=2) + "\n")
     except OSError as exc:

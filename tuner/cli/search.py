@@ -1,6 +1,4 @@
-"""The commands that run children: ``search`` (the grid) and ``probe`` (the largest global batch
-that fits) into a study, and ``validate`` (the multi-replica run against one device); flags parsed
-into the options object, one library call, a print."""
+"""The commands that run children: ``search``, ``probe`` and ``validate``."""
 
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
-"""The storage URL read from a file named by ``TUNER_STORAGE_FILE``.
-
-A URL with a password shows in ``ps`` as ``--storage``, and in ``docker inspect`` and every
-child's environment as ``TUNER_STORAGE``; Docker and Compose hand secrets over as files. Order:
-``--storage``, ``TUNER_STORAGE``, ``TUNER_STORAGE_FILE``, the default; setting both variables is
-an error, since nobody can tell which was meant (the same rule as PostgreSQL's image).
-"""
+"""The storage URL read from a file named by ``TUNER_STORAGE_FILE`` (a password in ``--storage``
+or ``TUNER_STORAGE`` shows in ``ps`` or ``docker inspect``; Docker hands secrets over as files).
+Order: ``--storage``, ``TUNER_STORAGE``, ``TUNER_STORAGE_FILE``, the default; both variables set
+is an error, as in PostgreSQL's image: nobody can tell which was meant."""
 
 from __future__ import annotations
 
@@ -49,9 +46,8 @@ def is_url_like(text: str) -> bool:
 
 
 def choose_storage(value: str, source: str | None, storage_file: str | None) -> str:
-    """The storage URL to use, given ``--storage``'s parsed ``value``, where that value came from
-    (the name of Click's ``ParameterSource``: ``COMMANDLINE``, ``ENVIRONMENT``, ``DEFAULT``) and
-    ``TUNER_STORAGE_FILE`` (``None`` or empty: unset)."""
+    """The storage URL to use, given ``--storage``'s ``value``, its Click ``ParameterSource``'s
+    name and ``TUNER_STORAGE_FILE`` (``None`` or empty: unset)."""
     if not storage_file or source == "COMMANDLINE":
         return value
     if source == "ENVIRONMENT":
@@ -60,10 +56,8 @@ def choose_storage(value: str, source: str | None, storage_file: str | None) -> 
 
 
 def storage_from_file(ctx: typer.Context, param: typer.CallbackParam, value: str) -> str:
-    """Typer callback of ``--storage``: :func:`choose_storage` with this process's environment.
-    A bad file, or both variables set, ends the command through :func:`tuner.cli.errors.guard`:
-    one line, exit code 2; not Click's ``BadParameter``, whose usage block shows a command line
-    that is not at fault."""
+    """Typer callback of ``--storage``: :func:`choose_storage` with this process's environment; an
+    error is :func:`tuner.cli.errors.guard`'s line, not Click's usage block (no flag is wrong)."""
     source = ctx.get_parameter_source(param.name) if param.name else None
     # By name: newer Typer vendors Click, so its ParameterSource is not click.core's.
     name = getattr(source, "name", None)

@@ -1,2 +1,1 @@
-"""What tuner prints for people, shared by the command line (``tuner.cli``) and the Python API
-(``tuner.api``): the consoles, the tables, the progress of a search, the log lines."""
+"""What tuner prints for people, shared by the command line and the Python API."""

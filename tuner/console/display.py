@@ -1,8 +1,6 @@
-"""Terminal output with rich: the trials table and the recommendation.
-
-Every text that can quote the user is printed as a :class:`rich.text.Text` or through
-:func:`say`, never as markup: rich would read ``[bold]`` or ``[/]`` in it as a tag and eat it.
-"""
+"""Terminal output with rich: the trials table and the recommendation. Every text that can quote
+the user is a :class:`rich.text.Text` or goes through :func:`say`, never markup: rich would read
+``[bold]`` or ``[/]`` in it as a tag and eat it."""
 
 from __future__ import annotations
 
@@ -29,17 +27,11 @@ if TYPE_CHECKING:
     from tuner.core.spec import StudySpec
 
 _STATUS_STYLE = {
+    **dict.fromkeys(("batch-failed", "timeout", "crashed", "error", "interrupted"), "red"),
+    **dict.fromkeys(("oom", "oom-implied"), "yellow"),
+    **dict.fromkeys(("bracketed", "dominated"), "blue"),
     "ok": "green",
-    "oom": "yellow",
-    "oom-implied": "yellow",
-    "bracketed": "blue",
-    "batch-failed": "red",
     "diverged": "magenta",
-    "dominated": "blue",
-    "timeout": "red",
-    "crashed": "red",
-    "error": "red",
-    "interrupted": "red",
     "running": "cyan",
 }
 
@@ -129,16 +121,15 @@ def print_recommendation(console: Console, rec: dict[str, Any], room: int | None
     terminal rows left), a table that would not fit is left out, and one line says where it is."""
     console.print()
     say(console, answer_text(rec), "bold")
-    verdict = Text(_unbroken(f"verdict: {rec.get('verdict')}")) if rec.get("verdict") else None
-    if verdict is not None:  # wrapped at spaces, as the table's rows: a number is never cut
-        console.print(verdict)
-    law = Text(_unbroken(f"learning-rate law: {law_text(rec.get('lr_law'))}"))
+    notes = [f"verdict: {rec.get('verdict')}"] if rec.get("verdict") else []
     if rec.get("lr_law"):  # the LR sweep's measured law (lr* ~ B^alpha), after the verdict
-        console.print(law)
+        notes.append(f"learning-rate law: {law_text(rec.get('lr_law'))}")
+    lines = [Text(_unbroken(note)) for note in notes]  # wrapped at spaces: no number is cut
+    for line in lines:
+        console.print(line)
     table = recommendation_table(rec, verdict=False)
     if room is not None:
-        room -= 2 + (height(console, verdict) if verdict is not None else 0)
-        room -= height(console, law) if rec.get("lr_law") else 0
+        room -= 2 + sum(height(console, line) for line in lines)
         if height(console, table) > room:
             say(console, DETAILS_HINT, "dim")
             return
@@ -160,8 +151,7 @@ def _unbroken(text: str) -> str:
 
 
 def recommendation_table(rec: dict[str, Any], *, verdict: bool = True) -> Table:
-    """The recommendation as a two-column table, the text wrapped at spaces (a number is never
-    cut); the verdict, its last row, in bold (left out with ``verdict=False``)."""
+    """The recommendation as a two-column table, wrapped at spaces; the verdict last, in bold."""
     table = Table(
         title="Recommendation",
         title_justify="left",
@@ -190,9 +180,8 @@ def print_validation(console: Console, report: dict[str, Any]) -> None:
         ),
         title_justify="left",
     )
-    table.add_column("check")
-    table.add_column("result")
-    table.add_column("figures")
+    for header in ("check", "result", "figures"):
+        table.add_column(header)
     for name, check in report["checks"].items():
         verdict = Text("pass", "green") if check["passed"] else Text("FAIL", "bold red")
         if check["passed"] and check.get("warning"):

@@ -1,13 +1,11 @@
-"""The CLI's logging: ``-q``/``-v`` set the level of tuner's loggers, one handler writes them.
-
-What a command is doing is a ``tuner.*`` record at INFO; ``-q`` keeps WARNING and above, ``-v``
-adds DEBUG (Optuna's too). The handler writes each record literally (never as markup) on stderr,
-above any live bar; where stderr is not a terminal each line starts with a timestamp.
-"""
+"""The CLI's logging: what a command is doing is a ``tuner.*`` record at INFO; ``-q`` keeps
+WARNING and above, ``-v`` adds DEBUG (Optuna's too). One handler writes each record literally on
+stderr, above any live bar."""
 
 from __future__ import annotations
 
 import logging
+import sys
 
 from rich.console import Console
 from rich.text import Text
@@ -63,8 +61,7 @@ class ConsoleHandler(logging.Handler):
 
 
 def configure(verbosity: int, console: Console) -> None:
-    """Send tuner's records to ``console`` at the level of ``verbosity`` (with :data:`VERBOSE`,
-    Optuna's too). Idempotent: the app may run many times in one process."""
+    """Send tuner's records (Optuna's too when :data:`VERBOSE`) to ``console``; idempotent."""
     root = logging.getLogger(LOGGER)
     optuna_logger = logging.getLogger("optuna")
     for owner in (root, optuna_logger):
@@ -74,27 +71,13 @@ def configure(verbosity: int, console: Console) -> None:
     root.addHandler(handler)
     root.setLevel(_LEVELS[verbosity])
     root.propagate = False
-    if verbosity == VERBOSE:
-        _optuna_through(handler)
-    else:
-        _optuna_default()
-
-
-def _optuna_through(handler: logging.Handler) -> None:
-    """Optuna's records, DEBUG and up, through ``handler`` (and not twice through its own)."""
-    import optuna
-
-    optuna.logging.set_verbosity(optuna.logging.DEBUG)
-    optuna.logging.disable_default_handler()
-    logging.getLogger("optuna").addHandler(handler)
-
-
-def _optuna_default() -> None:
-    """Optuna's own handler back, if a verbose run in this process had taken it away (its level is
-    set where it is used: :func:`tuner.driver.observer.quiet_optuna`)."""
-    import sys
-
-    if "optuna" in sys.modules:  # importing optuna costs time; untouched, it needs nothing
+    if verbosity == VERBOSE:  # Optuna's records, DEBUG and up, through ours, not also its own
         import optuna
+
+        optuna.logging.set_verbosity(optuna.logging.DEBUG)
+        optuna.logging.disable_default_handler()
+        optuna_logger.addHandler(handler)
+    elif "optuna" in sys.modules:  # untouched, it needs nothing (and importing it costs time)
+        import optuna  # its own handler back, if a verbose run in this process took it away
 
         optuna.logging.enable_default_handler()

@@ -1,5 +1,4 @@
-"""Where tuner writes for people: the two consoles (stdout for results, stderr for everything
-else) whose page width is decided at each print, and the one-line notices and warnings."""
+"""Where tuner writes for people: stdout for results, stderr for the rest, notices, warnings."""
 
 from __future__ import annotations
 

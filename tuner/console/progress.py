@@ -1,11 +1,5 @@
-"""The live search progress: rich bars on a terminal, timestamped plain lines elsewhere.
-
-Both are a :class:`tuner.driver.observer.SearchObserver` and name a trial by its Optuna number;
-the ETA is the mean duration of this run's trials times the trials left
-(:meth:`tuner.core.tracker.Tracker.eta`). :class:`LogProgress` (not a terminal, or ``-q``)
-writes a line when a trial starts and ends, and the running trial's progress at most once a
-minute (every report with ``-v``); with ``-q`` only failed trials.
-"""
+"""The live search progress: rich bars on a terminal, timestamped plain lines elsewhere (a line
+as a trial starts and ends, its progress at most once a minute; with ``-q`` only failures)."""
 
 from __future__ import annotations
 
@@ -46,26 +40,21 @@ from tuner.driver.observer import LOGGER
 
 PLAIN_PROGRESS_EVERY_S = 60.0
 """How often (at most) a plain log says how far the running trial is, at INFO."""
-_AT_SPACES: dict[str, Any] = {
-    "subsequent_indent": "    ",
-    "break_long_words": False,
-    "break_on_hyphens": False,
-}
-"""A plan line wraps at spaces only: ``20,793`` or ``0.005384`` is never cut."""
 
 
 def _wrap(text: str, width: int) -> list[str]:
-    """``text`` in lines of at most ``width``, broken at spaces, never after ``≤`` or ``≈``."""
+    """``text`` in lines of at most ``width``, broken at spaces only (``20,793`` or ``0.005384``
+    is never cut), never after ``≤`` or ``≈``."""
     for sign in "≤≈":
         text = text.replace(f"{sign} ", f"{sign}\xa0")
-    lines = textwrap.wrap(text, width, **_AT_SPACES) or [text]
+    lines = textwrap.wrap(
+        text, width, subsequent_indent="    ", break_long_words=False, break_on_hyphens=False
+    )
+    lines = lines or [text]
     return [line.replace("\xa0", " ") for line in lines]
 
 
-_ELAPSED_WIDTH = 7
-"""``0:01:30``: rich's elapsed-time column."""
-
-
+_ELAPSED_WIDTH = 7  # 0:01:30: rich's elapsed-time column
 ECHO_MARGIN = 3
 """Columns the bars leave free at the right: Ctrl-C makes the terminal echo ``^C`` after the
 last bar; on a full-width line that wraps to a new one, which rich does not know of, so its
@@ -73,8 +62,7 @@ clearing stopped one line short and left the first bar drawn above what followed
 
 
 def _bar_widths(width: int) -> tuple[int, int, int]:
-    """Description, bar and information widths of a ``width``-column terminal: the three
-    columns and the timer, a space between each, within it but for :data:`ECHO_MARGIN`."""
+    """Description, bar and information widths of a ``width``-column terminal."""
     description = min(60, max(12, width // 3))
     bar = 10 if width < 120 else 20
     info = max(10, width - description - bar - _ELAPSED_WIDTH - 3 - ECHO_MARGIN)
@@ -144,8 +132,10 @@ class SearchProgress(Tracker):
         done, total = self.counts()
         parts = [f"{done}/{total} trainings", *self.eta_text().split(", ")]
         info = leading_parts(parts, self._widths[2])
-        self._progress.update(self._trials, total=total, completed=done, info=info)
-        self._progress.update(self._trials, description=f"search: {self._phase}")
+        description = f"search: {self._phase}"
+        self._progress.update(
+            self._trials, total=total, completed=done, info=info, description=description
+        )
 
     def _begin(self, parts: list[str]) -> None:
         # A fresh task for every training: an updated one keeps its start and finish times (the
@@ -170,12 +160,8 @@ class SearchProgress(Tracker):
         self._begin([f"trial {number}", *short_configuration(params, self._precisions)])
 
     def epoch_finished(self, event: EpochEvent) -> None:
-        info = [
-            f"epoch {event.epoch}/{event.epochs}",
-            f"loss {event.loss:.4g}",
-            f"{event.throughput:,.0f} samples/s",
-        ]
-        self._samples(event, info)
+        info = [f"epoch {event.epoch}/{event.epochs}", f"loss {event.loss:.4g}"]
+        self._samples(event, [*info, f"{event.throughput:,.0f} samples/s"])
 
     def trial_progress(self, event: ProgressEvent) -> None:
         self._samples(event, [])
@@ -273,8 +259,7 @@ class LogProgress(Tracker):
             return
         now = self._clock()
         due = now - self._last_line >= self._every
-        if due:
-            self._last_line = now
+        self._last_line = now if due else self._last_line
         level = logging.INFO if due else logging.DEBUG
         if self._log.isEnabledFor(level):
             head, parts = progress_parts(self._number, event, self._elapsed())
@@ -295,8 +280,8 @@ class LogProgress(Tracker):
 
 
 def search_progress(console: Console, precisions: bool = False) -> SearchProgress | LogProgress:
-    """Bars where ``console`` is a terminal and progress is shown, timestamped lines elsewhere
-    (only failures with ``-q``). ``precisions``: each trial's line names its precision."""
+    """Bars where ``console`` is a terminal and progress is shown, timestamped lines elsewhere;
+    ``precisions``: each trial's line names its precision."""
     shown = logging.getLogger(LOGGER).isEnabledFor(logging.INFO)
     if console.is_terminal and shown:
         return SearchProgress(console, precisions=precisions)

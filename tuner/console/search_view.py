@@ -1,5 +1,4 @@
-"""A search drawn on the terminal: what ``tuner search`` and :func:`tuner.search` show while
-the driver works (its notices, the ``--validate`` table, the banner, the trials' progress)."""
+"""A search drawn on the terminal, as ``tuner search`` and :func:`tuner.search` show it."""
 
 from __future__ import annotations
 
@@ -47,10 +46,8 @@ class SearchView(LineView):
         from tuner.console import display, progress
 
         say_info(display.search_banner(spec, plan, study_name))
-        several = (
-            len(spec.search.grid.precisions) > 1
-        )  # the progress lines then name each precision
-        view = progress.search_progress(err, several)
+        # Of several precisions, each progress line names its trial's.
+        view = progress.search_progress(err, len(spec.search.grid.precisions) > 1)
         self._stack.enter_context(sigterm_as_interrupt())
         self._stack.enter_context(view)
         self._progress = view

@@ -32,10 +32,8 @@ def sigterm_as_interrupt() -> Iterator[None]:
 
 @contextlib.contextmanager
 def interrupts_deferred() -> Iterator[None]:
-    """Within the block, Ctrl-C and SIGTERM are noted, not raised; the first is raised at its
-    end (unless the block already ends by an exception). For a clean-up that must finish: a
-    second Ctrl-C while the progress bars are cleared would leave them drawn above the lines
-    that follow. Outside the main thread, the process's own handling stays."""
+    """Within the block, Ctrl-C and SIGTERM are noted, then the first raised at its end (unless
+    it ends by an exception): for a clean-up that must finish (main thread only)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tuner.core.outcome import TrialOutcome
-from tuner.core.progress import clipped, format_duration, format_eta, joined
+from tuner.core.progress import clipped, format_duration, format_eta
 from tuner.core.protocol import EpochEvent, ProgressEvent
 
 FAILED = frozenset({"error", "crashed", "timeout", "interrupted"})
@@ -57,22 +57,14 @@ def short_configuration(params: dict[str, Any], precision: bool = False) -> list
 def start_parts(
     number: int, position: int, total: int, params: dict[str, Any], precision: bool = False
 ) -> tuple[str, list[str]]:
-    """:func:`start_line`'s head and parts."""
+    """``trial 3 started:`` and ``batch 128 (64/replica) · rule linear · lr 0.002 · 2 of 6``
+    (with ``precision``, ``precision mixed_bfloat16`` after the rule)."""
     parts = [
         *configuration(params, precision),
         f"lr {params['learning_rate']:.3g}",
         f"{position} of {total}",
     ]
     return f"trial {number} started:", parts
-
-
-def start_line(
-    number: int, position: int, total: int, params: dict[str, Any], precision: bool = False
-) -> str:
-    """``trial 3 started: batch 128 (64/replica) · rule linear · lr 0.002 · 2 of 6`` (with
-    ``precision``, ``· precision mixed_bfloat16`` after the rule)."""
-    head, parts = start_parts(number, position, total, params, precision)
-    return joined(head, parts)
 
 
 def end_parts(
@@ -83,26 +75,14 @@ def end_parts(
     eta: float | None,
     precision: bool = False,
 ) -> tuple[str, list[str]]:
-    """:func:`end_line`'s head and parts."""
+    """``trial 3 ok:`` and ``batch 128 (64/replica) · rule linear · 21,687 samples/s · val loss
+    0.004024 · train loss 0.004941 · 31 s · ETA 2 min`` (with ``precision``, the trial's after
+    the rule)."""
     parts = [*(configuration(params, precision) if params else []), *result_parts(outcome)]
     if seconds is not None:
         parts.append(format_duration(seconds))
     parts.append(format_eta(eta))
     return f"trial {number} {outcome.status}:", parts
-
-
-def end_line(
-    number: int,
-    params: dict[str, Any] | None,
-    outcome: TrialOutcome,
-    seconds: float | None,
-    eta: float | None,
-    precision: bool = False,
-) -> str:
-    """``trial 3 ok: batch 128 (64/replica) · rule linear · 21,687 samples/s · val loss 0.004024 ·
-    train loss 0.004941 · 31 s · ETA 2 min`` (with ``precision``, the trial's after the rule)."""
-    head, parts = end_parts(number, params, outcome, seconds, eta, precision)
-    return joined(head, parts)
 
 
 def progress_parts(

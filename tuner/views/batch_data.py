@@ -1,9 +1,6 @@
-"""The numbers behind the study's pictures, pure (trials in, numbers out); time to target has its
-own module, :mod:`tuner.views.target_data`, and :mod:`tuner.views.batch_figures` dresses them.
-
-A configuration that ran several times is drawn once, at its representative
-(:mod:`tuner.views.runs`); a grid point that trains exactly like another (``same_as``) is drawn
-on its own rule's line with the other's measurement."""
+"""The numbers behind the batch pictures, pure. A configuration that ran several times is drawn
+once, at its representative (:mod:`tuner.views.runs`); a ``same_as`` grid point on its own rule's
+line with the other's measurement."""
 
 from __future__ import annotations
 
@@ -31,9 +28,8 @@ from tuner.views.runs import (
 )
 
 JITTER = 0.02
-"""How far apart, as a fraction of the x axis (in octaves), the rules' points at one batch are
-drawn, so that equal values (every rule gives the base learning rate at the base batch) do not
-hide one another."""
+"""How far apart (a fraction of the x axis) the rules' points at one batch are drawn, so that
+equal values (every rule's rate at the base batch) do not hide one another."""
 
 
 @dataclass(frozen=True)
@@ -75,8 +71,7 @@ class LossBand:
 
 @dataclass(frozen=True)
 class BatchCurves:
-    """What the batch-size plots show: each rule's points, the out-of-memory sizes (measured or
-    implied), the recommended point and the loss tolerance band."""
+    """What the batch-size plots show."""
 
     by_rule: dict[str, list[Point]]
     oom: dict[int, str]
@@ -155,8 +150,8 @@ def error_bar(
 def batch_curves(
     trials: Sequence[FrozenTrial], rec: Mapping[str, Any] | None = None
 ) -> BatchCurves:
-    """Group the complete points by rule (and precision; of several model configurations, the
-    lowest loss) and collect the out-of-memory sizes; ``rec`` adds the pick and the loss band."""
+    """The points by rule (of several model configurations, the lowest loss) and the
+    out-of-memory sizes; ``rec`` adds the pick and the loss band."""
     rec = rec or {}
     points = complete_points(trials)
     best: dict[tuple[str, int], Point] = {}  # several model configurations: the best loss
@@ -189,8 +184,7 @@ def batch_curves(
 
 
 def loss_band(points: Sequence[Point], rec: Mapping[str, Any]) -> LossBand | None:
-    """The tolerance band of ``rec`` (as :mod:`tuner.core.recommend` draws it: the best loss
-    among its candidates, up to ``loss_tolerance`` relative above), or ``None`` without one."""
+    """``rec``'s band: its candidates' best loss to ``loss_tolerance`` above (``None``: none)."""
     tolerance = rec.get("loss_tolerance")
     candidates = set(rec.get("candidates") or ())
     losses = [p.final_loss for p in points if p.trial in candidates]
@@ -201,8 +195,7 @@ def loss_band(points: Sequence[Point], rec: Mapping[str, Any]) -> LossBand | Non
 
 
 def rule_offsets(rules: Sequence[str], sizes: Iterable[int]) -> dict[str, float]:
-    """The factor each rule's x is drawn at (on the log axis: a shift), rules side by side around
-    each batch, :data:`JITTER` of the axis apart; 1 for a single rule."""
+    """The factor each rule's x is drawn at: rules side by side, :data:`JITTER` apart."""
     sizes = list(sizes)
     if len(rules) < 2 or not sizes:
         return {rule: 1.0 for rule in rules}

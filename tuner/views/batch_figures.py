@@ -1,13 +1,11 @@
-"""The study's pictures: throughput, final loss and time to target against the global batch,
-and the Pareto front. The numbers come from :mod:`tuner.views.batch_data` and
-:mod:`tuner.views.target_data` (pure); the ``*_figure`` functions only dress them as plotly
-figures, which the dashboard stores and the HTML report embeds.
-"""
+"""The study's pictures against the global batch, and the Pareto front: the ``*_figure``
+functions only dress the numbers of :mod:`tuner.views.batch_data` as plotly figures."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from optuna.trial import FrozenTrial
@@ -22,14 +20,17 @@ from tuner.views.batch_data import (
     rule_offsets,
 )
 from tuner.views.runs import runs_label
-from tuner.views.style import AXIS as _AXIS
-from tuner.views.style import CANDIDATES_TRACE as CANDIDATES_TRACE
-from tuner.views.style import RULE_COLORS as RULE_COLORS
-from tuner.views.style import STYLE as _STYLE
-from tuner.views.style import TIED_TRACE as TIED_TRACE
-from tuner.views.style import halo, ring, rule_color, star, tolerance_text
-from tuner.views.style import legend as legend_below
-from tuner.views.style import title as _title
+from tuner.views.style import (
+    AXIS,
+    STYLE,
+    halo,
+    legend,
+    ring,
+    rule_color,
+    star,
+    title,
+    tolerance_text,
+)
 from tuner.views.target_data import target_curves
 from tuner.views.target_figures import target_figure
 
@@ -43,8 +44,7 @@ _METRICS = {"throughput": "throughput (samples/s)", "final_loss": "final validat
 
 
 def batch_figure(curves: BatchCurves, metric: str) -> go.Figure:
-    """``metric`` against the global batch, one line per rule; out-of-memory sizes marked ✕, the
-    recommended point starred, and on the loss plot the loss tolerance band shaded."""
+    """``metric`` against the global batch, one line per rule."""
     import plotly.graph_objects as go
 
     label = _METRICS[metric]
@@ -53,23 +53,23 @@ def batch_figure(curves: BatchCurves, metric: str) -> go.Figure:
         | set(curves.oom)
     )
     offsets = rule_offsets(list(curves.by_rule), sizes_shown)
+
+    def x(p: Point) -> float:
+        return p.global_batch_size * offsets.get(p.curve, 1.0)
+
+    def y(p: Point) -> float:
+        return float(getattr(p, metric))
+
     figure = go.Figure()
-    if curves.candidates:  # behind every point
-        xs = [p.global_batch_size * offsets.get(p.curve, 1.0) for p in curves.candidates]
-        ys = [getattr(p, metric) for p in curves.candidates]
-        texts = [_hover(p) for p in curves.candidates]
-        figure.add_trace(halo(xs, ys, texts, _tolerance(curves.loss_band)))
-    star = curves.recommended
-    if star is not None:  # under its rule's marker, which stays visible in the star
-        x = star.global_batch_size * offsets.get(star.curve, 1.0)
-        name = f"recommended (trial #{star.trial})"
-        figure.add_trace(_star(star, x, getattr(star, metric), name))
+    _behind(figure, curves, x, y)
+    chosen = curves.recommended
+    if chosen is not None:  # under its rule's marker, which stays visible in the star
+        name = f"recommended (trial #{chosen.trial})"
+        figure.add_trace(star(x(chosen), y(chosen), name, _hover(chosen)))
     for rule, points in curves.by_rule.items():
         figure.add_trace(_rule_trace(rule, points, metric, label, offsets[rule]))
     if curves.tied:
-        xs = [p.global_batch_size * offsets.get(p.curve, 1.0) for p in curves.tied]
-        ys = [getattr(p, metric) for p in curves.tied]
-        figure.add_trace(ring(xs, ys, [_hover(p) for p in curves.tied]))
+        figure.add_trace(ring(*_marks(curves.tied, x, y)))
     if curves.oom:
         values = [getattr(p, metric) for points in curves.by_rule.values() for p in points]
         floor = 0.0 if metric == "throughput" else min(values, default=0.0)
@@ -84,23 +84,36 @@ def batch_figure(curves: BatchCurves, metric: str) -> go.Figure:
         )
     if metric == "final_loss" and curves.loss_band is not None:
         _shade_band(figure, curves.loss_band)
-    yaxis: dict[str, Any] = {"title": label, **_AXIS}
-    legend = _legend_title(offsets)
+    yaxis: dict[str, Any] = {"title": label, **AXIS}
+    key = _legend_title(offsets)
     if metric == "throughput":  # from 0: a bar's length is then the real share of the speed
         yaxis["range"] = [0.0, curves.throughput_top]
-        legend += _bars_note(curves)
+        key += _bars_note(curves)
     figure.update_layout(
-        title=_title(f"{label.capitalize()} vs global batch size"),
-        xaxis={"title": "global batch size", "type": "log", "tickvals": sizes_shown, **_AXIS},
+        title=title(f"{label.capitalize()} vs global batch size"),
+        xaxis={"title": "global batch size", "type": "log", "tickvals": sizes_shown, **AXIS},
         yaxis=yaxis,
-        legend=legend_below(legend),
-        **_STYLE,
+        legend=legend(key),
+        **STYLE,
     )
     return figure
 
 
-def _tolerance(band: LossBand | None) -> float | None:
-    return None if band is None else band.tolerance
+def _marks(
+    points: Sequence[Point], x: Callable[[Point], float], y: Callable[[Point], float]
+) -> tuple[list[float], list[float], list[str]]:
+    """The places and hover texts of ``points``."""
+    return [x(p) for p in points], [y(p) for p in points], [_hover(p) for p in points]
+
+
+def _behind(
+    figure: go.Figure, curves: BatchCurves, x: Callable[[Point], float], y: Callable[[Point], float]
+) -> None:
+    """The candidates' halo, behind every point (added first)."""
+    if curves.candidates:
+        band = curves.loss_band
+        tolerance = None if band is None else band.tolerance
+        figure.add_trace(halo(*_marks(curves.candidates, x, y), tolerance))
 
 
 def _bars_note(curves: BatchCurves) -> str:
@@ -177,14 +190,8 @@ def _bar_hover(p: Point) -> str:
     return f"<br>{p.error_source}: {p.throughput_low:,.0f}–{p.throughput_high:,.0f}{runs}"
 
 
-def _star(point: Point, x: float, y: float, name: str = "recommended") -> go.Scatter:
-    """The recommended point."""
-    return star(x, y, name, _hover(point))
-
-
 def _shade_band(figure: go.Figure, band: LossBand, axis: str = "y") -> None:
-    """The losses within the tolerance of the best one: where the recommendation chose (a band
-    across the loss axis, ``y`` on the loss plot, ``x`` on the Pareto plot)."""
+    """The loss tolerance band, where the pick was chosen (``x``: on the Pareto plot)."""
     shade = figure.add_hrect if axis == "y" else figure.add_vrect
     ends = {f"{axis}0": band.best, f"{axis}1": band.limit}
     shade(
@@ -235,42 +242,32 @@ def pareto_figure(
     recommended_trial: int | None = None,
     curves: BatchCurves | None = None,
 ) -> go.Figure:
-    """Final loss vs throughput, the Pareto front ringed and joined and the recommended trial
-    starred; with ``curves``, the loss tolerance band and the candidates it makes equal: a
-    point that beats the pick on both axes is then seen to be counted equal to it."""
+    """Final loss vs throughput, the Pareto front ringed; with ``curves``, the loss tolerance band
+    and its candidates: a point that beats the pick on both axes is seen to count equal to it."""
     import plotly.graph_objects as go
 
-    front = pareto_front(points)
+    loss, speed = attrgetter("final_loss"), attrgetter("throughput")
     figure = go.Figure()
-    if curves is not None and curves.candidates:  # behind every point
-        texts = [_hover(p) for p in curves.candidates]
-        xs = [p.final_loss for p in curves.candidates]
-        ys = [p.throughput for p in curves.candidates]
-        figure.add_trace(halo(xs, ys, texts, _tolerance(curves.loss_band)))
-    if curves is not None and curves.loss_band is not None:
-        _shade_band(figure, curves.loss_band, axis="x")
+    if curves is not None:
+        _behind(figure, curves, loss, speed)
+        if curves.loss_band is not None:
+            _shade_band(figure, curves.loss_band, axis="x")
     chosen = [p for p in points if p.trial == recommended_trial]
     if chosen:  # under its rule's marker, as in the batch plots
-        figure.add_trace(_star(chosen[0], chosen[0].final_loss, chosen[0].throughput))
+        p = chosen[0]
+        figure.add_trace(star(p.final_loss, p.throughput, "recommended", _hover(p)))
     for trace in _rule_markers(points):
         figure.add_trace(trace)
-    figure.add_trace(_front_line(front))
+    figure.add_trace(_front_line(pareto_front(points)))
     if curves is not None and curves.tied:
-        tied = curves.tied
-        figure.add_trace(
-            ring(
-                [p.final_loss for p in tied],
-                [p.throughput for p in tied],
-                [_hover(p) for p in tied],
-            )
-        )
+        figure.add_trace(ring(*_marks(curves.tied, loss, speed)))
     picked = f": the pick is #{chosen[0].trial}" if chosen else ""
     figure.update_layout(
-        title=_title(f"Final loss vs throughput (Pareto front){picked}"),
-        xaxis={"title": _METRICS["final_loss"], **_AXIS},
-        yaxis={"title": _METRICS["throughput"], **_AXIS},
-        legend=legend_below(_pareto_legend(curves)),
-        **_STYLE,
+        title=title(f"Final loss vs throughput (Pareto front){picked}"),
+        xaxis={"title": _METRICS["final_loss"], **AXIS},
+        yaxis={"title": _METRICS["throughput"], **AXIS},
+        legend=legend(_pareto_legend(curves)),
+        **STYLE,
     )
     return figure
 
@@ -325,8 +322,7 @@ def _pareto_legend(curves: BatchCurves | None) -> str:
 def study_figures(
     trials: Sequence[FrozenTrial], rec: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
-    """The study's figures by id (``time-to-target-vs-batch`` only with a target loss); ``rec``
-    adds the recommended point, the tied ones, the loss band and the prediction."""
+    """The study's figures by id; ``rec`` adds the pick, the tied, the band, the prediction."""
     curves = batch_curves(trials, rec)
     figures = {
         "throughput-vs-batch": batch_figure(curves, "throughput"),

@@ -1,20 +1,16 @@
 """Which columns of a table fit a page, and how wide each one is: pure, over rendered cells.
 
-A cut number is worse than a missing column, so the columns are chosen before anything is drawn:
-in a fixed priority, each one that still fits at its narrowest (only free-text columns may
-wrap); the first that does not fit ends the choice, so a wider page only ever adds columns.
-
-The widths assume :mod:`tuner.console.display`'s table style: no outer frame, no edge padding,
-so each column after the first costs its width plus three (`` │ ``).
-"""
+A cut number is worse than a missing column: in a fixed priority, each column that still fits at
+its narrowest is chosen (only free text may wrap); the first that does not fit ends the choice,
+so a wider page only ever adds columns. The widths assume :mod:`tuner.console.display`'s style:
+no frame, no edge padding, each column after the first costing three more (`` │ ``)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-GAP = 3
-"""Characters between two columns: a space, the rule, a space."""
+GAP = 3  # between two columns: a space, the rule, a space
 
 WRAP_FLOOR = 24
 """The narrowest a free-text column is made when its text is longer: narrower, a sentence takes
@@ -25,15 +21,14 @@ EMPTY_CELLS = frozenset({"", "-"})
 
 @dataclass(frozen=True)
 class Layout:
-    """The columns to draw, as indices into the table's columns in table order, and the width of
-    each (the cells' width, padding and rules not included)."""
+    """The columns to draw (indices, in table order) and each one's width (the cells')."""
 
     columns: list[int]
     widths: list[int]
 
     @property
     def width(self) -> int:
-        """The width of the whole table drawn with these columns."""
+        """The width of the whole table."""
         return table_width(self.widths)
 
 

@@ -1,7 +1,5 @@
-"""optuna-dashboard for tuner studies: the study note and custom plots stored through
-optuna-dashboard's own API (any optuna-dashboard on the storage shows them), and ``tuner
-dashboard``.
-"""
+"""optuna-dashboard for tuner studies: the note and plots stored through its own API (any
+optuna-dashboard on the storage shows them), and ``tuner dashboard``."""
 
 from __future__ import annotations
 
@@ -28,21 +26,14 @@ from tuner.views.law_figure import LAW_PLOT, law_figures
 from tuner.views.note import study_note
 
 DASHBOARD_PLOTS = ("throughput-vs-batch", "loss-vs-batch", "pareto", TARGET_PLOT, LAW_PLOT)
-"""The plots stored on a study, by id (``time-to-target-vs-batch`` only in a study with a target
-loss, ``lr-star-vs-batch`` only with an LR sweep's measured law). ``pareto`` is tuner's own front
-beside optuna-dashboard's: it draws the loss tolerance and the candidates it makes equal, so the
-pick is seen among them, which optuna-dashboard's "Best Trials" (the plain Pareto front of the
-stored values) need not show."""
-RETIRED_PLOTS: dict[str, str] = {}
-"""Plots an older tuner stored and this one no longer draws: optuna-dashboard offers no way to
-delete one, so a study that holds one gets this text in its place, not a stale picture."""
-_PLOT_ATTR = "dashboard:plot_data:"  # optuna-dashboard's study system attribute prefix
+"""The plots stored on a study, by id. ``pareto`` is tuner's own front beside optuna-dashboard's:
+it draws the loss tolerance and the candidates it makes equal, so the pick is seen among them."""
 
 
 def publish(study: optuna.Study, rec: dict[str, Any] | None) -> None:
-    """Write the note and the plots on ``study``, replacing the previous ones (a retired plot by
-    its text). optuna-dashboard stores each text in pieces, one write each: Ctrl-C and SIGTERM
-    are held back until all are written, so an interrupt never leaves half a note or plot."""
+    """Write the note and the plots on ``study``, replacing the previous ones. optuna-dashboard
+    stores each text in pieces, one write each: Ctrl-C and SIGTERM are held back until all are
+    written, so an interrupt never leaves half a note or plot."""
     from optuna_dashboard import save_note, save_plotly_graph_object
 
     trials = study.get_trials(deepcopy=False)
@@ -50,25 +41,10 @@ def publish(study: optuna.Study, rec: dict[str, Any] | None) -> None:
     note = study_note(study.study_name, trials, decode_study(study).flat, rec, written_at)
     figures = study_figures(trials, rec) | law_figures(rec)
     plots = {graph_id: figures[graph_id] for graph_id in DASHBOARD_PLOTS if graph_id in figures}
-    stored = study._storage.get_study_system_attrs(study._study_id)
-    for graph_id, text in RETIRED_PLOTS.items():
-        if any(key.startswith(f"{_PLOT_ATTR}{graph_id}:") for key in stored):
-            plots[graph_id] = retired_figure(text)
     with _signals_held():
         save_note(study, note)
         for graph_id, figure in plots.items():
             save_plotly_graph_object(study, figure, graph_object_id=graph_id)
-
-
-def retired_figure(text: str) -> Any:
-    """A plotly figure that only says ``text`` (HTML as plotly's annotations take it)."""
-    import plotly.graph_objects as go
-
-    figure = go.Figure()
-    figure.add_annotation(text=text, showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper")
-    hidden = {"visible": False}
-    figure.update_layout(xaxis=hidden, yaxis=hidden, template="none", plot_bgcolor="white")
-    return figure
 
 
 @contextlib.contextmanager
@@ -110,10 +86,8 @@ def serve(
     prepare: Callable[[Any], None] = lambda storage: None,
 ) -> None:
     """Serve optuna-dashboard for ``storage_url`` until interrupted, read-only unless
-    ``allow_writes``. The storage must exist and the port be free, else :class:`ConfigError`.
-    ``storage_wait``: seconds to wait for a storage out of reach (``None``: 30). ``prepare``:
-    called with the opened storage before the page is served.
-    """
+    ``allow_writes``; :class:`ConfigError` for a missing storage or a busy port. ``prepare`` is
+    called with the opened storage before the page is served."""
     storage = open_storage(storage_url, create=False, wait_s=storage_wait)
     prepare(storage)
     from optuna_dashboard import wsgi
@@ -132,24 +106,19 @@ def serve(
                 f"port {port} on {host} is already in use; pick another with --port"
             ) from None
         raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
-    with server:
+    with server:  # closes the server, however serving ends
         shown_host = f"[{host}]" if ":" in host else host
         on_ready(f"http://{shown_host}:{server.server_port}/dashboard/")
-        try:
-            server.serve_forever(poll_interval=0.2)
-        finally:
-            server.server_close()
+        server.serve_forever(poll_interval=0.2)
 
 
-SECURITY_DOCS = "docs/guide/security.md"
-"""Where the threat model and the reverse-proxy setup are written down (in the repository)."""
-LOOPBACK_NAMES = frozenset({"localhost"})
+SECURITY_DOCS = "docs/guide/security.md"  # the threat model and the reverse-proxy setup
 
 
 def is_loopback(host: str) -> bool:
     """Whether listening on ``host`` serves this machine only (127.0.0.0/8, ``::1``,
     ``localhost``). No other name is resolved: a lookup can hang, and a name can move."""
-    if host.lower().rstrip(".") in LOOPBACK_NAMES:
+    if host.lower().rstrip(".") == "localhost":
         return True
     try:
         address = ipaddress.ip_address(host)

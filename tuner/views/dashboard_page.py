@@ -1,8 +1,6 @@
-"""The dashboard page as ``tuner dashboard`` serves it: optuna-dashboard's own, with one inline
-``<style>`` that gives tuner's plots the page's full width and more height (optuna-dashboard puts
-every stored plot in a half-width card of 450 px, where a legend leaves the plot a strip, and
-offers no setting for either).
-"""
+"""The dashboard page as ``tuner dashboard`` serves it: optuna-dashboard's own, with a ``<style>``
+that gives tuner's plots the full width and more height (optuna-dashboard puts each in a
+half-width card of 450 px, where a legend leaves the plot a strip, and offers no setting)."""
 
 from __future__ import annotations
 
@@ -25,18 +23,14 @@ _App = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
 
 def wide_plots(app: _App) -> _App:
-    """``app`` (optuna-dashboard's WSGI app) with :data:`WIDE_PLOTS_STYLE` added to its HTML
-    pages; every other answer (the API, scripts) passes unchanged."""
+    """``app`` with :data:`WIDE_PLOTS_STYLE` added to its HTML pages, the rest unchanged."""
 
     def wrapped(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         if not environ.get("PATH_INFO", "").startswith("/dashboard"):
             return app(environ, start_response)
         # A cached copy would lack the style: ask for the whole page.
-        environ = {
-            k: v
-            for k, v in environ.items()
-            if k not in ("HTTP_IF_MODIFIED_SINCE", "HTTP_IF_NONE_MATCH", "HTTP_RANGE")
-        }
+        partial = ("HTTP_IF_MODIFIED_SINCE", "HTTP_IF_NONE_MATCH", "HTTP_RANGE")
+        environ = {k: v for k, v in environ.items() if k not in partial}
         held: dict[str, Any] = {}
 
         def hold(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
@@ -47,9 +41,8 @@ def wide_plots(app: _App) -> _App:
         try:
             body = b"".join(chunks)
         finally:
-            close = getattr(chunks, "close", None)
-            if close is not None:
-                close()
+            if hasattr(chunks, "close"):
+                chunks.close()
         headers = held["headers"]
         if dict((k.lower(), v) for k, v in headers).get("content-type", "").startswith("text/html"):
             body = body.replace(b"</head>", WIDE_PLOTS_STYLE.encode() + b"</head>", 1)

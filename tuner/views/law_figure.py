@@ -1,6 +1,5 @@
-"""The measured learning-rate law as a picture: the best rate ``lr*`` at each global batch on
-log-log axes with its 95 % interval, beside the three fixed rules drawn from ``lr*`` at the
-smallest batch, and the fitted law, from the recommendation's ``lr_law`` block."""
+"""The measured learning-rate law as a picture: the best rate ``lr*`` at each global batch, the
+three fixed rules from the smallest batch's, and the fitted law (the recommendation's)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
-"""The range test's picture: each step's loss against its learning rate on a log axis, the
-smoothed loss, the skipped start shaded, the divergence marked, the suggestion starred."""
+"""The range test's picture: each step's loss and the smoothed loss against the rate."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,7 +32,7 @@ def lr_find_figure(report: dict[str, Any]) -> go.Figure:
         )
         # Placed by hand: plotly puts a shape's own annotation at the wrong x on a log axis.
         figure.add_annotation(
-            x=_log10(rates[0]),
+            x=math.log10(rates[0]),
             y=0,
             yref="paper",
             text=f"first {skip} steps left out",
@@ -47,7 +47,7 @@ def lr_find_figure(report: dict[str, Any]) -> go.Figure:
     if report["diverged_lr"] is not None:
         figure.add_vline(x=report["diverged_lr"], line={"color": DIVERGED_COLOR, "dash": "dot"})
         figure.add_annotation(
-            x=_log10(report["diverged_lr"]),
+            x=math.log10(report["diverged_lr"]),
             y=1,
             yref="paper",
             text="diverged",
@@ -63,7 +63,11 @@ def lr_find_figure(report: dict[str, Any]) -> go.Figure:
             star(suggestion, report["smoothed"][step], f"suggested {suggestion:.2g}", text)
         )
     figure.update_layout(
-        title=title(_title(report)),
+        title=title(
+            f"Learning-rate range test: global batch {report['global_batch_size']} on "
+            f"{report['num_replicas']} replicas, {report['steps_run']} of "
+            f"{report['planned_steps']} steps"
+        ),
         xaxis={"title": "learning rate", "type": "log", "exponentformat": "power", **AXIS},
         yaxis={"title": "training loss", "range": _y_range(report), **AXIS},
         legend=legend(report.get("reason") or ""),
@@ -101,14 +105,6 @@ def _line(
     )
 
 
-def _title(report: dict[str, Any]) -> str:
-    batch, replicas = report["global_batch_size"], report["num_replicas"]
-    return (
-        f"Learning-rate range test: global batch {batch} on {replicas} replicas, "
-        f"{report['steps_run']} of {report['planned_steps']} steps"
-    )
-
-
 def _y_range(report: dict[str, Any]) -> list[float] | None:
     """From below the lowest smoothed loss to a little above the first: the blow-up left out."""
     smoothed = [v for v in report["smoothed"] if v is not None]
@@ -119,9 +115,3 @@ def _y_range(report: dict[str, Any]) -> list[float] | None:
     top = max(high, smoothed[0]) * 1.5
     span = top - low
     return [low - 0.05 * span, top]
-
-
-def _log10(value: float) -> float:
-    import math
-
-    return math.log10(value)

@@ -1,7 +1,5 @@
-"""The study note shown by optuna-dashboard: Markdown, from the same rows as the terminal tables.
-Pure. Every text from the study is escaped with :func:`literal`, so that a study named ``[x](y)``
-is not a link, ``*a*`` is not emphasis, ``<b>`` is not HTML.
-"""
+"""The study note shown by optuna-dashboard: Markdown, from the same rows as the terminal tables
+(pure). Every text from the study is escaped (:func:`literal`): ``[x](y)`` is not a link."""
 
 from __future__ import annotations
 
@@ -25,10 +23,8 @@ from tuner.views.summary import (
 from tuner.views.target_data import has_target
 
 _MARKDOWN_SPECIALS = re.compile(r"([\\`*_\[\]<>|~$&])")
-"""The characters Markdown (GFM, and the math some renderers add) can read as syntax inside a
-line: escapes, code, emphasis, links and images, HTML and autolinks, table cells, strikethrough,
-math, entities. A backslash before ASCII punctuation shows it as itself. (``#``, ``+``, ``-`` only
-act at the start of a line, which user text never is here.)"""
+"""The characters Markdown (GFM, and math) can read as syntax inside a line; a backslash shows
+them as themselves (``#``, ``+``, ``-`` act only at a line's start, which user text never is)."""
 
 
 def literal(text: str) -> str:
@@ -47,27 +43,18 @@ def code(text: str) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
-def _cell(text: str) -> str:
-    return literal(text) or " "
-
-
 def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     """A GitHub-flavoured Markdown table."""
-    lines = [
-        "| " + " | ".join(_cell(h) for h in headers) + " |",
-        "|" + "|".join("---" for _ in headers) + "|",
-    ]
-    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    lines = ["| " + " | ".join(literal(c) or " " for c in row) + " |" for row in [headers, *rows]]
+    lines.insert(1, "|" + "|".join("---" for _ in headers) + "|")
     return "\n".join(lines)
 
 
 PARETO_LINK = "./#user-defined-plot:pareto"
 """tuner's Pareto plot on the History page, with the loss tolerance and the pick."""
 PLOTS_LINK = "./#user-defined-plot:throughput-vs-batch"
-"""Where the note (shown at ``…/studies/<id>/note``) links for tuner's plots: the study's History
-page (``…/studies/<id>/``), at the first plot's element (optuna-dashboard names each stored plot's
-element ``user-defined-plot:<id>``). optuna-dashboard places stored plots after its own Pareto
-front, history, importance and timeline; tuner cannot move them up."""
+"""Where the note links for tuner's plots: the study's History page, at the first plot's element
+(optuna-dashboard places stored plots after its own, and tuner cannot move them up)."""
 
 
 def trials_markdown(unique: Sequence[FrozenTrial], trials: Sequence[FrozenTrial]) -> str:
@@ -100,8 +87,7 @@ def best_trials_text(rec: dict[str, Any], runs: Sequence[int] = ()) -> str:
 
 
 def law_paragraph(rec: dict[str, Any]) -> str:
-    """The measured learning-rate law in words, linking to its plot; where the recommended rate
-    is the measured lr*, which rate the chosen trial trained with."""
+    """The measured learning-rate law in words, linking to its plot."""
     text = f"**Learning-rate law** ([lr* against the batch](./#user-defined-plot:{LAW_PLOT})): "
     text += literal(law_text(rec["lr_law"])) + "."
     if rec.get("learning_rate_source") == "lr_law":
@@ -132,7 +118,9 @@ def study_note(
     ]
     if rec is None:
         parts.append("**No trial has completed yet**, so there is no recommendation.")
-    else:
+        largest, oom = None, infeasible_batch_sizes(unique)
+    else:  # the recommendation's figures (its device signature), not a recount
+        largest, oom = rec["largest_feasible_batch_size"], rec["oom_batch_sizes"]
         parts.append(
             f"**Recommended:** global batch **{rec['global_batch_size']}** "
             f"({rec['per_replica_batch_size']} per replica × {rec['num_replicas']}), "
@@ -149,22 +137,14 @@ def study_note(
         if rec.get("lr_law"):
             parts.append(law_paragraph(rec))
         parts.append(markdown_table(["", "recommendation"], recommendation_rows(rec)))
-    if rec is not None:  # the recommendation's figures (its device signature), not a recount
-        largest, oom = rec["largest_feasible_batch_size"], rec["oom_batch_sizes"]
-    else:
-        largest, oom = None, infeasible_batch_sizes(unique)
-    parts.append(
+    parts += [
         f"**Largest feasible global batch:** {largest if largest is not None else 'none yet'}; "
-        f"**out of memory:** {', '.join(map(str, oom)) if oom else 'no size in the grid'}."
-    )
-    parts.append(
-        "### Trials (one per grid point; a configuration that ran several times: its runs)"
-    )
-    parts.append(trials_markdown(unique, trials))
-    parts.append("### Devices and versions")
-    parts.append(markdown_table(["", ""], environment_rows(study_attrs, unique)))
-    parts.append(
+        f"**out of memory:** {', '.join(map(str, oom)) if oom else 'no size in the grid'}.",
+        "### Trials (one per grid point; a configuration that ran several times: its runs)",
+        trials_markdown(unique, trials),
+        "### Devices and versions",
+        markdown_table(["", ""], environment_rows(study_attrs, unique)),
         f"*Written by tuner at {written_at}; `tuner export` refreshes it, `tuner report` draws "
-        "the same study as an HTML page.*"
-    )
+        "the same study as an HTML page.*",
+    ]
     return "\n\n".join(parts) + "\n"

@@ -1,11 +1,9 @@
-"""The recommendation as (label, text) rows, which the terminal, the dashboard note and the HTML
-report all print. Pure; a key the recommendation does not hold (an older tuner's study) shows
-nothing.
-"""
+"""The recommendation as (label, text) rows for every view (pure); a key the recommendation does
+not hold (an older tuner's study) shows nothing."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from tuner.core.accumulation import cost_text
@@ -74,8 +72,7 @@ def answer_text(rec: dict[str, Any]) -> str:
 
 
 def _optimizer_class(rec: dict[str, Any]) -> str:
-    """The optimizer's class: the exported config's (schema version 2 or 1), else the class the
-    trial compiled with, else ``""`` (a recommendation without the sections)."""
+    """The optimizer's class: the exported config's, else the trial's compiled one, or ``""``."""
     block = rec.get("recommended")
     optimizer = (block if isinstance(block, dict) else {}).get("optimizer") or rec.get("optimizer")
     if isinstance(optimizer, dict) and optimizer.get("class_name"):
@@ -131,33 +128,30 @@ def precision_text(rec: dict[str, Any]) -> str:
     return text + ")"
 
 
-def _other_precisions(rec: dict[str, Any], key: str) -> dict[str, Any]:
-    """A by-precision map of the recommendation, when it has precisions other than its own."""
+def _per_precision(rec: dict[str, Any], key: str, text: str, shown: Callable[[Any], str]) -> str:
+    """``text``, and where the by-precision map ``key`` holds other precisions than the
+    recommendation's, ``text at float32; <shown(value)> at mixed_bfloat16``."""
     by = rec.get(key)
     if not isinstance(by, dict) or len(by) < 2:
-        return {}
-    return {name: value for name, value in by.items() if name != rec.get("precision")}
+        return text
+    rest = "; ".join(f"{shown(v)} at {name}" for name, v in by.items() if name != rec["precision"])
+    return f"{text} at {rec['precision']}; {rest}"
 
 
 def feasible_text(rec: dict[str, Any]) -> str:
     """``1024``, or with several precisions ``1024 at float32; 2048 at mixed_bfloat16``."""
     largest = rec["largest_feasible_batch_size"]
     text = "none in one step" if largest is None else str(largest)
-    others = _other_precisions(rec, "largest_feasible_batch_size_by_precision")
-    if not others:
-        return text
-    rest = "; ".join(f"{'none' if v is None else v} at {name}" for name, v in others.items())
-    return f"{text} at {rec['precision']}; {rest}"
+    key = "largest_feasible_batch_size_by_precision"
+    return _per_precision(rec, key, text, lambda v: "none" if v is None else str(v))
 
 
 def oom_text(rec: dict[str, Any]) -> str:
     """The sizes that did not fit (``none``), per precision in a study of several."""
     text = ", ".join(map(str, rec["oom_batch_sizes"])) or "none"
-    others = _other_precisions(rec, "oom_batch_sizes_by_precision")
-    if not others:
-        return text
-    rest = "; ".join(f"{', '.join(map(str, v)) or 'none'} at {name}" for name, v in others.items())
-    return f"{text} at {rec['precision']}; {rest}"
+    return _per_precision(
+        rec, "oom_batch_sizes_by_precision", text, lambda v: ", ".join(map(str, v)) or "none"
+    )
 
 
 def throughput_text(rec: dict[str, Any]) -> str:
@@ -231,8 +225,7 @@ def samples_text(rec: dict[str, Any]) -> str:
 
 
 def prediction_text(rec: dict[str, Any]) -> str:
-    """The batch-size model's fit (McCandlish et al. 2018): how well it agrees with the
-    measurement, the batch it predicts fastest, and when to trust it."""
+    """The batch-size model's fit (McCandlish et al. 2018) and when to trust it."""
     prediction = rec.get("prediction") or {}
     parts = []
     noise = prediction.get("noise_scale")

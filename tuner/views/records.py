@@ -1,6 +1,4 @@
-"""A study's trials for machines: one record a trial, as JSON or CSV (``tuner show --format``,
-``tuner.load``'s and ``SearchResult``'s tables). Pure.
-"""
+"""A study's trials for machines, pure: one record a trial, as JSON or CSV."""
 
 from __future__ import annotations
 

@@ -51,8 +51,7 @@ _PLOT_KEY = "dashboard:plot_data:"  # in pieces, each plot in pieces)
 
 
 def unpublished(storage: Any) -> list[str]:
-    """The tuner studies in ``storage`` (those with a stored spec) whose dashboard note or plots
-    were never written: a search without the ``dashboard`` extra writes neither."""
+    """The tuner studies in ``storage`` whose dashboard note or plots were never written."""
     names = []
     for summary in storage.get_all_studies():
         if "spec" not in decode_study(summary).flat:  # not tuner's: no note of ours to write
@@ -71,9 +70,8 @@ def write_missing(
     say: Callable[[str], None],
     warn: Callable[[str], None],
 ) -> None:
-    """``tuner dashboard``'s first step: the note and plots of each tuner study that has none,
-    written, each said; where the storage cannot be written, the one command that writes them,
-    in one line."""
+    """``tuner dashboard``'s first step: the note and plots of each tuner study that has none
+    written; on a read-only storage, the command that writes them."""
     from tuner.storage import mask_password, storage_read_only
 
     names = unpublished(storage)

@@ -1,7 +1,5 @@
-"""``tuner report``: one self-contained HTML page that tells a study's story without the
-dashboard; plotly.js is inlined, so the page works offline. ``--format png`` also renders each
-plot with Kaleido, which drives a Chrome or Chromium found on the machine (``BROWSER_PATH``).
-"""
+"""``tuner report``: one self-contained HTML page (plotly.js inlined: it works offline); with
+``--format png`` each plot also rendered by Kaleido, which needs Chrome or Chromium."""
 
 from __future__ import annotations
 
@@ -83,19 +81,16 @@ def _table(
 def trials_table(
     trials: Sequence[optuna.trial.FrozenTrial], every: Sequence[optuna.trial.FrozenTrial]
 ) -> str:
-    """The trials table: the columns a terminal without a width limit shows, numbers on one
-    line and the free text wrapped, so that it fits a 1400-px window."""
+    """The trials table as an unlimited terminal shows it, the free text wrapped."""
     ordered = sorted(trials, key=lambda t: t.number)
     rows = trial_rows(ordered, note_width=80, every=every)
     shown = trial_layout(rows, width=10**6).columns
     headers, aligns = zip(*(TRIAL_COLUMNS[i] for i in shown), strict=True)
     table_rows, classes = [], []
     for trial, row in zip(ordered, rows, strict=True):
-        table_rows.append(row)
-        classes.append("")
-        for cells in run_rows(trial, every):  # its runs listed under the representative
-            table_rows.append(cells)
-            classes.append("run")
+        runs = run_rows(trial, every)  # its runs listed under the representative
+        table_rows += [row, *runs]
+        classes += ["", *["run"] * len(runs)]
     cut = [[row[i] for i in shown] for row in table_rows]
     status = shown.index(STATUS_COLUMN) if STATUS_COLUMN in shown else None
     return _table(headers, cut, aligns, status, css_class="trials", row_classes=classes)
@@ -111,10 +106,9 @@ def render_html(
 ) -> str:
     """The report page (plotly.js inlined once, before the first plot)."""
     unique = representatives(unique_trials(trials), trials)
-    verdict = ""
+    rec_table = verdict = ""
     if rec is None:
         lead = "No trial has completed yet, so there is no recommendation."
-        rec_table = ""
     else:
         lead = (
             f"Use global batch <b>{rec['global_batch_size']}</b> "
@@ -122,20 +116,18 @@ def render_html(
             f"rate <b>{rec['learning_rate']:.4g}</b> ({html.escape(rec['lr_rule'])} rule): "
             f"{rec['throughput']:,.0f} samples/s at final loss {rec['final_loss']:.5g}."
         )
-        if tie_text(rec):
-            tie = tie_text(rec)
+        tie = tie_text(rec)
+        if tie:
             lead += f"<br>{html.escape(tie[:1].upper() + tie[1:])}."
         rec_table = _table(["", "recommendation"], recommendation_rows(rec), ["left", "left"])
         if rec.get("verdict"):
             sentence = html.escape(str(rec["verdict"]))
             verdict = f'<h2>Verdict</h2>\n<p class="lead" id="verdict">{sentence}</p>'
-    plots = []
-    for index, (graph_id, figure) in enumerate(figures.items()):
-        plots.append(
-            '<div class="plot">'
-            + figure.to_html(full_html=False, include_plotlyjs=index == 0, div_id=graph_id)
-            + "</div>"
-        )
+    plots = [
+        f'<div class="plot">{figure.to_html(full_html=False, include_plotlyjs=i == 0, div_id=key)}'
+        "</div>"
+        for i, (key, figure) in enumerate(figures.items())
+    ]
     trial_table = trials_table(unique, trials)
     env_table = _table(["", ""], environment_rows(study_attrs, unique), ["left", "left"])
     title = f"tuner report: {html.escape(study_name)}"

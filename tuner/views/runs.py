@@ -1,13 +1,10 @@
-"""One measurement per configuration, as every view shows it (pure: trials in, trials out).
-
-A ``same_as = N`` trial's stored numbers are a copy of N's first run, stale once racing re-ran N,
-so the views show N's configuration as it stands: its *representative*, the trial with the most
-runs (the lowest number on a tie, as :func:`tuner.core.recommend.unique_trials`). See
-``docs/reference/attributes.md``.
-"""
+"""One measurement per configuration, as every view shows it (pure). A ``same_as = N`` trial's
+stored numbers copy N's first run, stale once racing re-ran N, so the views show N's
+configuration's *representative*: the trial with the most runs (the lowest number on a tie)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -23,8 +20,7 @@ def original_number(trial: FrozenTrial) -> int:
 
 
 def run_count(trial: FrozenTrial) -> int | None:
-    """How many runs the trial's numbers rest on (``len(repeats)``); ``None`` when it stores no
-    ``repeats`` (a study from before repeats, or a trial that measured nothing)."""
+    """How many runs the trial's numbers rest on (``None``: it stores no ``repeats``)."""
     repeats = decode(trial).result.repeats
     return len(repeats) if isinstance(repeats, list) and repeats else None
 
@@ -49,8 +45,7 @@ def shown_measurement(trial: FrozenTrial, trials: Sequence[FrozenTrial]) -> Froz
 def representatives(
     shown: Iterable[FrozenTrial], trials: Sequence[FrozenTrial]
 ) -> list[FrozenTrial]:
-    """``shown`` (e.g. one trial per grid point) with each trial replaced by its configuration's
-    representative among ``trials`` (all of the study's), without duplicates, in order."""
+    """``shown``, each trial replaced by its representative among ``trials``, deduplicated."""
     by_original: dict[int, list[FrozenTrial]] = {}
     for t in trials:  # one pass, not one per shown trial (quadratic at 1,000 trials)
         by_original.setdefault(original_number(t), []).append(t)
@@ -65,15 +60,10 @@ def representatives(
     return chosen
 
 
-def configuration_runs(trial: FrozenTrial, trials: Iterable[FrozenTrial]) -> list[FrozenTrial]:
-    """Every trial of ``trial``'s configuration among ``trials`` (first run and repeats)."""
-    runs = [t for t in trials if original_number(t) == original_number(trial)]
-    return sorted(runs or [trial], key=lambda t: t.number)
-
-
 def run_numbers(trial: FrozenTrial, trials: Iterable[FrozenTrial]) -> list[int]:
-    """:func:`configuration_runs`' numbers: ``[0, 3, 9]`` for #0 repeated as #3 and #9."""
-    return [t.number for t in configuration_runs(trial, trials)]
+    """The trials of ``trial``'s configuration: ``[0, 3, 9]`` for #0 repeated as #3 and #9."""
+    runs = [t.number for t in trials if original_number(t) == original_number(trial)]
+    return sorted(runs or [trial.number])
 
 
 def runs_label(numbers: Sequence[int]) -> str:
@@ -112,6 +102,4 @@ def interval(attrs: dict[str, Any], key: str) -> tuple[float, float] | None:
         low, high = float(value[0]), float(value[1])
     except (TypeError, ValueError):
         return None
-    if low != low or high != high or abs(low) == float("inf") or abs(high) == float("inf"):
-        return None
-    return low, high
+    return (low, high) if math.isfinite(low) and math.isfinite(high) else None

@@ -1,5 +1,4 @@
-"""The look every tuner figure shares: one colour per learning-rate rule, a compact white style,
-the title under plotly's toolbar, and the ring that marks the candidates tied with the pick."""
+"""The look every tuner figure shares: rule colours, a compact white style, the shared markers."""
 
 from __future__ import annotations
 
@@ -33,19 +32,12 @@ STYLE: dict[str, Any] = {
 
 def legend(text: str = "") -> dict[str, Any]:
     """The legend below the plot (beside it, it took half of a half-width dashboard card)."""
-    return {
-        "orientation": "h",
-        "x": 0,
-        "xanchor": "left",
-        "y": -0.2,
-        "yanchor": "top",
-        "title": {"text": text, "side": "top"},
-    }
+    below = {"orientation": "h", "x": 0, "xanchor": "left", "y": -0.2, "yanchor": "top"}
+    return {**below, "title": {"text": text, "side": "top"}}
 
 
 TITLE_TOP_PX = 36
-"""The title's top edge, in pixels below the figure's top: under the modebar, which it would
-otherwise hide behind in optuna-dashboard's half-width cards."""
+"""The title's top edge, in pixels: under the modebar, which would hide it in half-width cards."""
 
 
 def rule_color(rule: str) -> str:
@@ -55,41 +47,33 @@ def rule_color(rule: str) -> str:
 
 def title(text: str) -> dict[str, Any]:
     """A title at the top left, below the modebar (which sits at the top right)."""
-    return {
-        "text": text,
-        "x": 0,
-        "xref": "paper",
-        "xanchor": "left",
-        "y": 1,
-        "yref": "container",
-        "yanchor": "top",
-        "pad": {"t": TITLE_TOP_PX},
-    }
+    place = {"x": 0, "xref": "paper", "xanchor": "left", "y": 1, "yref": "container"}
+    return {"text": text, **place, "yanchor": "top", "pad": {"t": TITLE_TOP_PX}}
 
 
 TIED_TRACE = "tied with the recommendation"
 """The trace that rings the candidates whose 95 % interval overlaps the recommended one's."""
 
 
-def ring(xs: Sequence[float], ys: Sequence[float], texts: Sequence[str]) -> go.Scatter:
-    """Open rings around the tied candidates' points."""
+def _marks(
+    xs: Sequence[float], ys: Sequence[float], texts: Sequence[str], tag: str, **style: Any
+) -> Any:
+    """Markers at ``xs``, ``ys``, each hovering its text and ``tag``."""
     import plotly.graph_objects as go
 
-    return go.Scatter(
-        x=list(xs),
-        y=list(ys),
-        mode="markers",
-        name=f"{TIED_TRACE} (95 % intervals overlap)",
-        marker={"symbol": "circle-open", "size": 20, "color": "#ffa600", "line": {"width": 2.5}},
-        legendrank=1002,  # after the recommended star
-        text=list(texts),
-        hovertemplate="%{text}<extra>tied</extra>",
-    )
+    style["hovertemplate"] = f"%{{text}}<extra>{tag}</extra>"
+    return go.Scatter(x=list(xs), y=list(ys), mode="markers", text=list(texts), **style)
+
+
+def ring(xs: Sequence[float], ys: Sequence[float], texts: Sequence[str]) -> go.Scatter:
+    """Open rings around the tied candidates' points."""
+    marker = {"symbol": "circle-open", "size": 20, "color": "#ffa600", "line": {"width": 2.5}}
+    name = f"{TIED_TRACE} (95 % intervals overlap)"
+    return _marks(xs, ys, texts, "tied", name=name, marker=marker, legendrank=1002)
 
 
 CANDIDATES_TRACE = "counted equal in loss"
-"""Name of the trace that marks the candidates: the points whose final loss is within the
-recommendation's tolerance of the best (the pick is the fastest of them, or tied with it)."""
+"""Name of the trace that marks the candidates: final losses within the tolerance of the best."""
 
 
 def tolerance_text(tolerance: float) -> str:
@@ -101,32 +85,14 @@ def halo(
     xs: Sequence[float], ys: Sequence[float], texts: Sequence[str], tolerance: float | None
 ) -> go.Scatter:
     """A green disc behind each candidate: what the loss tolerance makes equal to the pick."""
-    import plotly.graph_objects as go
-
     within = "" if tolerance is None else f" (within {tolerance_text(tolerance)} of the best)"
-    return go.Scatter(
-        x=list(xs),
-        y=list(ys),
-        mode="markers",
-        name=f"{CANDIDATES_TRACE}{within}",
-        marker={"symbol": "circle", "size": 24, "color": "rgba(27, 127, 59, 0.22)"},
-        legendrank=1000,  # before the star and the ring
-        text=list(texts),
-        hovertemplate="%{text}<extra>candidate</extra>",
-    )
+    marker = {"symbol": "circle", "size": 24, "color": "rgba(27, 127, 59, 0.22)"}
+    name = f"{CANDIDATES_TRACE}{within}"
+    # legendrank: before the star (1001) and the ring (1002)
+    return _marks(xs, ys, texts, "candidate", name=name, marker=marker, legendrank=1000)
 
 
 def star(x: float, y: float, name: str, text: str) -> go.Scatter:
     """The recommended point, drawn under its rule's marker (which stays visible in the star)."""
-    import plotly.graph_objects as go
-
-    return go.Scatter(
-        x=[x],
-        y=[y],
-        mode="markers",
-        name=name,
-        marker={"symbol": "star", "size": 20, "color": "#ffa600", "line": {"color": "#444"}},
-        legendrank=1001,  # listed after the rules
-        text=[text],
-        hovertemplate="%{text}<extra>recommended</extra>",
-    )
+    marker = {"symbol": "star", "size": 20, "color": "#ffa600", "line": {"color": "#444"}}
+    return _marks([x], [y], [text], "recommended", name=name, marker=marker, legendrank=1001)

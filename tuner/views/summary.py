@@ -1,8 +1,5 @@
-"""What every view of a study says, as plain strings: the terminal tables, the dashboard note and
-the HTML report all render these rows, so the three never disagree.
-
-Pure: ``FrozenTrial`` objects and the recommendation dict in, strings out.
-"""
+"""What every view of a study says, as plain strings (pure): the terminal tables, the dashboard
+note and the HTML report all render these rows, so the three never disagree."""
 
 from __future__ import annotations
 
@@ -56,8 +53,8 @@ TRIAL_COLUMNS: list[tuple[str, str]] = [
     ("note", "left"),
 ]
 """Header and alignment of each cell of :func:`trial_cells`."""
-
-STATUS_COLUMN = [header for header, _ in TRIAL_COLUMNS].index("status")
+HEADERS = [header for header, _ in TRIAL_COLUMNS]
+STATUS_COLUMN = HEADERS.index("status")
 
 TRIAL_PRIORITY = [
     "#",
@@ -182,12 +179,9 @@ def note_text(
 
 def target_text(attrs: dict[str, Any]) -> str:
     """The trial's time to the target loss (``12.3 s``), ``missed``, or ``-`` without a target."""
-    reached = attrs.get("reached_target")
-    if reached is None:
-        return "-"
-    seconds = attrs.get("time_to_target_s")
+    reached, seconds = attrs.get("reached_target"), attrs.get("time_to_target_s")
     if not reached:
-        return "missed"
+        return "-" if reached is None else "missed"
     return seconds_text(float(seconds)) if isinstance(seconds, int | float) else "reached"
 
 
@@ -205,31 +199,26 @@ def measured(trial: FrozenTrial, key: str) -> Any:
 
 def trial_layout(rows: list[list[str]], width: int, wide: bool = False) -> Layout:
     """The columns of the trials table that fit ``width``, less those every row makes redundant."""
-    headers = [header for header, _ in TRIAL_COLUMNS]
     drop = _saying_nothing(rows)
     return fit_columns(
-        headers, rows, width, TRIAL_PRIORITY, TRIAL_WRAPPING, ("#", "status"), drop, wide
+        HEADERS, rows, width, TRIAL_PRIORITY, TRIAL_WRAPPING, ("#", "status"), drop, wide
     )
 
 
 def _saying_nothing(rows: list[list[str]]) -> list[str]:
     """The columns :func:`trial_layout` leaves out whatever the width."""
-    headers = [header for header, _ in TRIAL_COLUMNS]
     drop = [] if _state_matters(rows) else ["state"]
-    runs = headers.index("runs")
-    if all(row[runs] in ("-", "1") for row in rows):
+    if all(row[HEADERS.index("runs")] in ("-", "1") for row in rows):
         drop.append("runs")
-    precision = headers.index("precision")
-    if len({row[precision] for row in rows} - {"-"}) < 2:
+    if len({row[HEADERS.index("precision")] for row in rows} - {"-"}) < 2:
         drop.append("precision")
     return drop
 
 
 def _state_matters(rows: list[list[str]]) -> bool:
     """Whether some row's Optuna state is not the one its status ends in."""
-    state = [header for header, _ in TRIAL_COLUMNS].index("state")
     expected = {**STATES, "running": "RUNNING"}
-    return any(expected.get(row[STATUS_COLUMN]) != row[state] for row in rows)
+    return any(expected.get(row[STATUS_COLUMN]) != row[HEADERS.index("state")] for row in rows)
 
 
 def metrics_text(metrics: dict[str, Any] | None) -> str:
@@ -253,8 +242,8 @@ def trial_rows(
     note_width: int = 60,
     every: Sequence[FrozenTrial] | None = None,
 ) -> list[list[str]]:
-    """:func:`trial_cells` of each trial, by number; ``every`` (default ``trials``): all of the
-    study's trials, where ``same_as`` measurements and runs are looked up."""
+    """:func:`trial_cells` of each trial, by number; ``same_as`` and runs are looked up in
+    ``every`` (default ``trials``)."""
     ordered = sorted(trials, key=lambda t: t.number)
     every = ordered if every is None else every
     by_original: dict[int, list[FrozenTrial]] = {}
@@ -270,18 +259,15 @@ def trial_rows(
 
 
 def run_rows(trial: FrozenTrial, every: Sequence[FrozenTrial]) -> list[list[str]]:
-    """The rows under a representative, one per run it rests on (:func:`each_run`): the run's
-    trial number, throughput and final loss, and ``run 2 of #9``."""
-    columns = [header for header, _ in TRIAL_COLUMNS]
+    """The rows under a representative, one per run it rests on (:func:`each_run`)."""
     rows = []
-    runs = each_run(trial, every)
-    for index, (number, throughput, loss) in enumerate(runs, start=1):
-        cells = [""] * len(columns)
-        cells[columns.index("#")] = f"↳\u00a0#{number}"  # one word: never broken
-        cells[columns.index("samples/s")] = fmt(throughput, ",.0f")
-        cells[columns.index("final loss")] = fmt(loss, ".4g")
-        cells[columns.index("note")] = f"run {index} of #{trial.number}"
-        rows.append(cells)
+    for index, (number, throughput, loss) in enumerate(each_run(trial, every), start=1):
+        cells = dict.fromkeys(HEADERS, "")
+        cells["#"] = f"↳\u00a0#{number}"  # one word: never broken
+        cells["samples/s"] = fmt(throughput, ",.0f")
+        cells["final loss"] = fmt(loss, ".4g")
+        cells["note"] = f"run {index} of #{trial.number}"
+        rows.append(list(cells.values()))
     return rows
 
 
@@ -296,7 +282,6 @@ def environment_rows(
     study_attrs: dict[str, Any], trials: Iterable[FrozenTrial]
 ) -> list[tuple[str, str]]:
     """Devices and versions of a study, as (label, text) pairs."""
-    signatures = list(study_attrs.get("device_signatures", []))
     devices = sorted(
         {
             ", ".join(short_device(d) for d in devices)
@@ -306,9 +291,8 @@ def environment_rows(
     )
     versions = study_attrs.get("versions", {})
     workload = study_attrs.get("workload", {})
-    spec = study_attrs.get("spec", {})
     rows = [
-        ("devices", "; ".join(signatures) or "-"),
+        ("devices", "; ".join(study_attrs.get("device_signatures", [])) or "-"),
         ("replica devices", "; ".join(devices) or "-"),
         ("versions", ", ".join(f"{k} {v}" for k, v in sorted(versions.items())) or "-"),
     ]
@@ -316,21 +300,19 @@ def environment_rows(
         rows.append(
             (
                 "workload",
-                f"{spec.get('workload', {}).get('model', '?')} on "
+                f"{study_attrs.get('spec', {}).get('workload', {}).get('model', '?')} on "
                 f"{workload.get('n_train', '?')} training samples, "
                 f"{fmt(workload.get('parameters'), ',d')} parameters",
             )
         )
-    load = study_attrs.get(MACHINE_LOAD)
-    if load:  # measured before the first child: busy, the throughput figures are unreliable
-        rows.append(("machine", load_text(load)))
+    if study_attrs.get(MACHINE_LOAD):  # busy before the first child: throughput unreliable
+        rows.append(("machine", load_text(study_attrs[MACHINE_LOAD])))
     rows.extend(("budget", line) for line in budget_lines(study_attrs))
     return rows
 
 
 def budget_lines(study_attrs: dict[str, Any]) -> list[str]:
-    """What the latest search's ``--budget`` left out and what a ``--quick`` (single-run) answer
-    cannot resolve (:data:`tuner.core.budget.BUDGET`); empty when neither applied."""
+    """What the latest search's ``--budget`` left out and a ``--quick`` answer cannot resolve."""
     record = study_attrs.get(BUDGET) or {}
     return [record[key] for key in ("line", "quick_line") if record.get(key)]
 

@@ -1,7 +1,5 @@
-"""The numbers of the time-to-target picture, pure: each rule's measured time to the target,
-the sizes that missed it, and the curve the batch-size model predicts. The model predicts
-*samples* to target; a predicted point has a time only where a throughput was measured.
-"""
+"""The numbers of the time-to-target picture, pure. The batch-size model predicts *samples* to
+target: a predicted point has a time only where a throughput was measured."""
 
 from __future__ import annotations
 

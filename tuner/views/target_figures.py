@@ -1,5 +1,4 @@
-"""The time-to-target picture: each rule's measured time to the target loss against the global
-batch, the sizes that missed it, and the batch-size model's predicted curve."""
+"""The time-to-target picture, as a plotly figure."""
 
 from __future__ import annotations
 
@@ -19,8 +18,8 @@ MISSED_TRACE = "target not reached"
 
 
 def target_figure(curves: TargetCurves) -> go.Figure:
-    """Training time to the target loss against the global batch, one line per rule, the
-    recommended point starred, the misses marked ✕ at 0, the predicted curve dashed."""
+    """Training time to the target loss against the global batch, one line per rule, the misses
+    marked ✕ at 0, the predicted curve dashed."""
     import plotly.graph_objects as go
 
     sizes = sorted(

@@ -1,14 +1,16 @@
-"""Built-in workloads and the loader for ``module:function`` references.
-
-A workload is two callables: ``model()`` returns an uncompiled ``keras.Model`` and ``data()``
-returns ``(x_train, y_train, x_val, y_val)`` as NumPy arrays. The built-in ones import Keras inside
-their functions, so importing this package stays cheap.
+"""Built-in workloads, the loader for ``module:function`` references, and the cache where
+generated example data live (made once, offline, then reused by every trial). The built-in
+workloads import Keras inside their functions, so importing this package stays cheap.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
+import shutil
+import tempfile
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from tuner.core.errors import WorkloadError
@@ -36,4 +38,31 @@ def resolve(reference: str, *, allow_hypermodel: bool = False) -> Callable[..., 
         )
     if not callable(target) and not (allow_hypermodel and hasattr(target, "build")):
         raise WorkloadError(f"{reference!r} is not callable")
+    return target
+
+
+def cache_root() -> Path:
+    """``$TUNER_CACHE``, else ``$XDG_CACHE_HOME/tuner``, else ``~/.cache/tuner``."""
+    if os.environ.get("TUNER_CACHE"):
+        return Path(os.environ["TUNER_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "tuner"
+
+
+def generated(name: str, write: Callable[[Path], None]) -> Path:
+    """The folder ``name`` in the cache, written by ``write`` on first use into a sibling renamed
+    into place: trials that start at once never see half a data set (the first rename wins)."""
+    target = cache_root() / name
+    if target.is_dir():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=target.parent))
+    try:
+        write(staging)
+        staging.rename(target)
+    except OSError:
+        if not target.is_dir():
+            raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     return target

@@ -1,22 +1,10 @@
 """A small convnet on generated 32x32 RGB images: the GPU check's workload (benchmarks/gpu).
 
-The model is the one measured on an NVIDIA H200 when the JAX backend was planned: three blocks of
-``Conv2D`` (64, 128, 256 filters, 3x3, ReLU) each followed by 2x2 max pooling, global average
-pooling and a 10-way softmax, trained with Adam. Its activations (about 0.6 MB a sample in float32
-kept for the backward pass) make the out-of-memory boundary of a capped GPU fall inside the batch
-range a search covers; ``benchmarks/gpu/README.md`` gives the arithmetic.
-
-The data are generated with NumPy from a seed, the same in every process, with no TensorFlow and
-no files: each class is a smooth colour pattern of its own (a prototype), and an image is its
-class's prototype, randomly shifted in brightness, plus pixel noise, as ``uint8`` (a quarter of
-float32's bytes: the model rescales). The label is a property of the whole picture, so it can be
-learnt, and not of any one pixel (the noise is larger than most pixels' differences between two
-prototypes): the validation loss falls below chance (ln 10 = 2.30) within a few hundred steps.
-
-Sizes: :func:`load_data` gives 16,384 training and 2,048 validation images (two batches of
-8,192; tuner repeats the training set to the sample budget of a spec's ``train_samples``);
-``TUNER_CONVNET_TRAIN`` and ``TUNER_CONVNET_VAL`` override them. :func:`build_small_model` and
-:func:`load_small_data` are the same shapes at a size a CPU trains in seconds (smoke tests).
+Its activations (about 0.6 MB a sample in float32) put a capped GPU's out-of-memory boundary
+inside the batch range a search covers (``benchmarks/gpu/README.md`` gives the arithmetic). The
+data are generated with NumPy from a seed, in every process alike, without TensorFlow or files;
+the label is learnt from the whole picture (the validation loss falls below ln 10 within a few
+hundred steps). The ``small`` functions train in seconds on a CPU (smoke tests).
 """
 
 from __future__ import annotations
@@ -42,9 +30,7 @@ pixels, so a class is told from the whole picture, not from one pixel."""
 
 
 def build_model(widths: Sequence[int] = WIDTHS) -> Any:
-    """Return the uncompiled convnet: ``uint8`` (or float) 32x32x3 images in 0-255, rescaled to
-    [0, 1], then one Conv2D (3x3, same padding, ReLU) and 2x2 max pooling per width in
-    ``widths``, global average pooling, and a softmax over 10 classes."""
+    """The uncompiled convnet, one Conv2D block per width, on 32x32x3 images in 0-255."""
     import keras
 
     layers: list[Any] = [keras.Input(shape=(SIZE, SIZE, CHANNELS)), keras.layers.Rescaling(1 / 255)]
@@ -65,8 +51,7 @@ def build_small_model() -> Any:
 def make_data(
     n_train: int = N_TRAIN, n_val: int = N_VAL, seed: int = 0
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Generate ``(x_train, y_train, x_val, y_val)`` deterministically from ``seed``: images
-    ``uint8`` of shape ``(n, 32, 32, 3)``, labels ``int32`` in 0-9, classes balanced."""
+    """``(x_train, y_train, x_val, y_val)`` from ``seed``: ``uint8`` images, balanced labels."""
     rng = np.random.default_rng(seed)
     prototypes = _prototypes(rng)
     total = n_train + n_val
@@ -80,8 +65,7 @@ def make_data(
 
 
 def load_data() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The GPU check's data: 16,384 training and 2,048 validation images, or the sizes in
-    ``TUNER_CONVNET_TRAIN`` and ``TUNER_CONVNET_VAL``."""
+    """16,384 training and 2,048 validation images, or the environment's sizes."""
     n_train = int(os.environ.get("TUNER_CONVNET_TRAIN", N_TRAIN))
     n_val = int(os.environ.get("TUNER_CONVNET_VAL", N_VAL))
     return make_data(n_train, n_val)

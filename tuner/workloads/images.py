@@ -1,11 +1,6 @@
-"""A small convnet on PNG files, read the way most image pipelines start.
-
-The images are generated on first use into the cache (offline): 32x32 RGB pictures of four classes,
-each a stripe pattern of its own orientation and colour, with noise. ``load_data`` reads them with
-``keras.utils.image_dataset_from_directory`` (batches of 32), adds an augmentation ``map`` and
-``prefetch``, and returns ``(train, val)`` datasets: tuner rebatches them to each trial's global
-batch.
-"""
+"""A small convnet on PNG files (generated into the cache on first use: four classes of stripe
+patterns), read as most image pipelines start: ``image_dataset_from_directory`` in batches of 32,
+an augmentation ``map``, ``prefetch``; tuner rebatches them to each trial's global batch."""
 
 from __future__ import annotations
 
@@ -14,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from tuner.workloads._cache import generated
+from tuner.workloads import generated
 
 SIZE = 32
 CLASSES = ("diagonal", "horizontal", "dots", "vertical")
@@ -57,8 +52,7 @@ def load_data() -> tuple[Any, Any]:
         )
 
     def augment(images: Any, labels: Any) -> Any:
-        images = tf.image.random_flip_left_right(images) / 255.0
-        return images, labels
+        return tf.image.random_flip_left_right(images) / 255.0, labels
 
     def rescale(images: Any, labels: Any) -> Any:
         return images / 255.0, labels

@@ -1,11 +1,6 @@
-"""MNIST as in the data-parallel article: 784 -> 64 (relu) -> 10 (softmax).
-
-``load_datasets`` is the article's own ``tf.data`` pipeline over the real MNIST (downloaded through
-``keras.datasets``: it needs the internet), batched at 32 as the article does — tuner rebatches it;
-``load_data`` returns the same data as arrays;
-``load_synthetic_data`` generates data of the same shape — 784 features in [0, 1], 10 classes, each
-class a noisy template — so the workload runs offline and in tests.
-"""
+"""MNIST as in the data-parallel article: 784 -> 64 (relu) -> 10 (softmax), on the real MNIST
+(downloaded: it needs the internet) as arrays or as the article's ``tf.data`` pipeline, or on
+generated data of the same shape, offline."""
 
 from __future__ import annotations
 
@@ -42,8 +37,8 @@ def load_data() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
 
 
 def load_datasets() -> tuple[Any, Any]:
-    """The article's pipeline: ``from_tensor_slices -> shuffle(len) -> batch(32)``, plus the test
-    split as the validation set."""
+    """The article's pipeline, ``shuffle(len) -> batch(32)`` (tuner rebatches it); the test split
+    validates."""
     import tensorflow as tf
 
     x_train, y_train, x_test, y_test = load_data()

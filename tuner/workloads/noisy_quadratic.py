@@ -12,9 +12,8 @@ and the loss is ``Σ h_i D_ii + σ²`` (Zhang et al. 2019, "Which algorithmic ch
 which batch sizes?"). With a fixed budget of samples, the best rate grows about linearly with the
 batch below the critical batch and flattens near the stability limit ``1 / h_max`` above it.
 
-Use it as ``model = "tuner.workloads.noisy_quadratic:build_model"``, ``data =
-"tuner.workloads.noisy_quadratic:load_data"``, ``loss = "mse"``, ``optimizer = "sgd"``, with
-``train_samples = TRAIN_SAMPLES`` (one pass over fresh samples, as the recursion assumes).
+Train it with ``loss = "mse"``, ``optimizer = "sgd"`` and ``train_samples = TRAIN_SAMPLES``
+(one pass over fresh samples, as the recursion assumes).
 """
 
 from __future__ import annotations
@@ -52,8 +51,7 @@ def build_model() -> Any:
 def make_data(
     n_train: int = N_TRAIN, n_val: int = N_VAL, seed: int = 1
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """``(x_train, y_train, x_val, y_val)``: Gaussian inputs of variance ``SPECTRUM``, labels
-    with planted noise."""
+    """``(x_train, y_train, x_val, y_val)``: Gaussian inputs, labels with planted noise."""
     rng = np.random.default_rng(seed)
     x = rng.normal(size=(n_train + n_val, N_FEATURES)) * np.sqrt(SPECTRUM)
     y = x @ W_STAR + rng.normal(scale=np.sqrt(LABEL_NOISE), size=n_train + n_val)
@@ -69,8 +67,8 @@ def load_data() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
 def expected_losses(
     rates: Sequence[float] | np.ndarray, batch: int, samples: int = TRAIN_SAMPLES
 ) -> np.ndarray:
-    """The exact expected loss after ``samples // batch`` SGD steps at each rate (``inf`` where
-    it diverges)."""
+    """The exact expected loss after ``samples // batch`` SGD steps at each rate (``inf``:
+    diverged)."""
     lrs = np.asarray(rates, dtype=float)[:, None]
     second = np.tile(W_STAR**2, (lrs.shape[0], 1))  # D at w = 0
     h = SPECTRUM
@@ -93,9 +91,8 @@ def optimal_rate(batch: int, samples: int = TRAIN_SAMPLES) -> float:
 
 
 def critical_batch(samples: int = TRAIN_SAMPLES, batches: Sequence[int] = (2, 4, 256)) -> float:
-    """Where the small-batch line of the best rate meets its plateau: ``lr*(B) ≈ c · B`` below,
-    ``lr*(∞)`` above, so ``B_crit = lr*(∞) / c`` (``batches``: a small one, a smaller one to check
-    the line, and one deep in the plateau)."""
+    """Where the small-batch line of the best rate, ``lr*(B) ≈ c · B``, meets its plateau
+    ``lr*(∞)``: ``B_crit = lr*(∞) / c`` (``batches``: small, smaller, deep in the plateau)."""
     small, _, large = batches
     slope = optimal_rate(small, samples) / small
     return optimal_rate(large, samples) / slope

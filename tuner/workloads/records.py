@@ -1,18 +1,14 @@
-"""A TFRecord workload: a generated file of serialized examples, read with a parse function.
-
-On first use a file of 8,192 training and 1,024 validation ``tf.train.Example`` records is written
-into the cache (offline): 10 float features and a regression target, as in the built-in workload.
-``load_data`` returns ``(train, val)`` as ``TFRecordDataset -> map(parse) -> map(normalise)``,
-unbatched; tuner batches them.
-"""
+"""A TFRecord workload: the built-in regression's data as ``tf.train.Example`` records written
+into the cache on first use, read unbatched with a parse function (tuner batches them)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from tuner.workloads._cache import generated
+from tuner.workloads import generated
 from tuner.workloads.regression import N_FEATURES, make_data
+from tuner.workloads.regression import build_model as regression_model
 
 N_TRAIN = 8_192
 N_VAL = 1_024
@@ -20,8 +16,6 @@ N_VAL = 1_024
 
 def build_model() -> Any:
     """The built-in regression model (10 -> 64 -> 32 -> 1)."""
-    from tuner.workloads.regression import build_model as regression_model
-
     return regression_model()
 
 
@@ -56,12 +50,9 @@ def _write_records(folder: Path) -> None:
     for split, xs, ys in (("train", x_train, y_train), ("val", x_val, y_val)):
         with tf.io.TFRecordWriter(str(folder / f"{split}.tfrecord")) as writer:
             for x, y in zip(xs, ys, strict=True):
-                example = tf.train.Example(
-                    features=tf.train.Features(
-                        feature={
-                            "x": tf.train.Feature(float_list=tf.train.FloatList(value=x)),
-                            "y": tf.train.Feature(float_list=tf.train.FloatList(value=y)),
-                        }
-                    )
-                )
+                feature = {
+                    key: tf.train.Feature(float_list=tf.train.FloatList(value=value))
+                    for key, value in (("x", x), ("y", y))
+                }
+                example = tf.train.Example(features=tf.train.Features(feature=feature))
                 writer.write(example.SerializeToString())

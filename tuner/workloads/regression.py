@@ -1,9 +1,6 @@
-"""The built-in regression workload: the forum answer's dense 10 -> 64 -> 32 -> 1 model, MSE.
-
-The data are generated (the forum's random targets carry nothing to learn, so here the target is a
-smooth nonlinear function of the ten features plus a little noise), large enough that a trial
-spends its time in steady-state training rather than start-up.
-"""
+"""The built-in regression workload: the forum answer's dense 10 -> 64 -> 32 -> 1 model, MSE, on
+generated data (the forum's random targets carry nothing to learn: here a smooth function of the
+features plus noise), enough that a trial spends its time in steady-state training."""
 
 from __future__ import annotations
 
