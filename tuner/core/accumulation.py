@@ -1,16 +1,10 @@
 """Gradient accumulation as a way to reach a global batch that does not fit (``[search]
-accumulation = true``): the batch is trained as ``k`` micro-steps of ``batch / k`` each, Keras 3's
-optimizer argument ``gradient_accumulation_steps=k`` applying their mean gradient once.
+accumulation = true``; ``docs/guide/accumulation.md``): ``k`` micro-steps of ``batch / k``, Keras
+3's ``gradient_accumulation_steps=k`` applying their mean gradient once. Pure.
 
-Pure: how many micro-steps a batch needs given what is known not to fit, the trial attributes that
-say so (``accumulation_steps``, ``micro_batch_per_replica``), and what reaching a batch this way
-costs against the largest batch that fit in one step (the recommendation's ``accumulation``
-block and its line).
-
-Keras 3.15's semantics (read in ``keras/src/optimizers/base_optimizer.py`` and measured by
-``tuner validate --accumulation``): the update uses the *mean* of the k micro-batch gradients,
-so with a mean loss it is one step at ``k ×`` the batch; the learning rate is not scaled;
-``optimizer.iterations`` counts updates (Adam's bias correction follows it) while learning-rate
+Keras 3.15's semantics (``keras/src/optimizers/base_optimizer.py``, measured by ``tuner validate
+--accumulation``): the mean of the k gradients, so with a mean loss one step at ``k ×`` the batch;
+the learning rate is not scaled; ``optimizer.iterations`` counts updates while learning-rate
 schedules see every micro-step.
 """
 

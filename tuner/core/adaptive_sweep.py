@@ -1,31 +1,14 @@
-"""The adaptive LR sweep: which of a batch's sweep rates need not be trained (issue 32).
+"""The adaptive LR sweep: which of a batch's sweep rates need not be trained (issues 32 and 46;
+``docs/guide/lr-law.md``).
 
-An LR sweep (``--lr-sweep N``) asks for one thing at each global batch: the best rate ``lr*``,
-from the parabola through the best rate tried and its neighbours
-(:func:`tuner.core.lr_star.best_rate`). A rate far from the best adds nothing to that fit, so the
-sweep trains a batch's rates in the order most likely to find ``lr*`` first
-(:func:`visit_rank`: the fixed rules, then the sweep from its middle outwards) and **skips** a
-sweep rate once the best rate finished at its batch is bracketed on that rate's side
-(:func:`bracketed`): a finished rate strictly between the best and it is worse than the best.
-
-**The assumption.** The expected final loss has a single minimum in ``log lr`` over the sweep's
-span: it falls to ``lr*`` and rises past it (no second valley). Then for a best ``a``, a rate
-``m`` beyond it that is worse (``f(m) > f(a)``) and a rate ``r`` beyond ``m``: the minimum lies on
-``a``'s side of ``m`` (were it beyond ``m``, ``f`` would not rise from ``a`` to ``m``), so ``f``
-does not fall from ``m`` to ``r`` and ``f(r) >= f(m) > f(a)``: ``r`` cannot be the best. It holds
-for the noisy quadratic model's exactly computed loss at every batch of its benchmark
-(:func:`tuner.workloads.noisy_quadratic.expected_losses`, ``tests/core/test_adaptive_sweep.py``).
-Measured losses are noisy: a rate that only *measured* worse may still hide ``lr*`` beyond it;
-``benchmarks/lr_law.py`` counts such false skips against the full sweep.
-
-Pure: the caller (:mod:`tuner.driver.trial.prelaunch`, a pre-launch rule) gathers a batch's
-points as the law's fit does (:func:`tuner.core.recommend.batch_evidence`) and stores a skip as
-the ``bracketed`` status.
-
-**Past the edge** (issue 46): where the best finished rate at a batch is the sweep's largest (or
-smallest) rate, :func:`extension` names one rate more, the sweep's log step further out, until a
-rate is worse or diverges, at most :data:`tuner.core.scaling.SWEEP_EXTRA` a side; the driver
-(:mod:`tuner.driver.trial.extend`) queues it once the batch's rates have finished.
+A batch's rates are trained in the order most likely to find ``lr*`` first (:func:`visit_rank`),
+and a sweep rate is skipped once the best finished rate is bracketed on its side
+(:func:`bracketed`). **The assumption**: the expected final loss has a single minimum in
+``log lr`` over the sweep, so a rate beyond a worse one cannot be the best. It holds for the noisy
+quadratic model's exact loss (``tests/core/test_adaptive_sweep.py``); measured losses are noisy,
+and ``benchmarks/lr_law.py`` counts the false skips. Where the best is at the sweep's edge,
+:func:`extension` names one rate more past it, at most :data:`tuner.core.scaling.SWEEP_EXTRA` a
+side. Pure: the driver gathers the points and stores a skip as ``bracketed``.
 """
 
 from __future__ import annotations

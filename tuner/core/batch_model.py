@@ -1,20 +1,10 @@
-"""Prediction beside measurement: the empirical model of large-batch training (McCandlish et al.
-2018, "An Empirical Model of Large-Batch Training", arXiv:1812.06162).
+"""Prediction beside measurement: McCandlish et al. 2018's empirical model of large-batch
+training (arXiv:1812.06162): to reach a loss, ``E(B) = E_min (1 + B / B_noise)`` samples and
+``S(B) = S_min (1 + B_noise / B)`` steps.
 
-To reach a given loss at global batch ``B``, with the gradient noise scale ``B_noise``:
-
-    samples  E(B) = E_min (1 + B / B_noise)
-    steps    S(B) = S_min (1 + B_noise / B),    S_min = E_min / B_noise
-
-``B_noise`` is the median of the trials' measured noise scales; ``E_min`` (the samples an
-infinitely small batch would need) is fitted to the measured samples-to-target as the median of
-``E_meas / (1 + B / B_noise)`` (one outlying batch cannot drag it). The predicted time to target
-at a batch is its predicted samples over its measured throughput, so batches beyond the largest
-measured one get no time.
-
-The agreement must not be judged on the fit itself (a one-parameter median fit makes the median
-measured/predicted ratio 1 by construction): each measured batch is compared with the
-prediction fitted WITHOUT it (held out), and ``agreement`` is the median of those ratios.
+``B_noise`` is the median measured noise scale; ``E_min`` the median of ``E_meas / (1 + B /
+B_noise)`` (one outlying batch cannot drag it). The agreement is judged held out: each measured
+batch against the prediction fitted without it (a median fit agrees with itself by construction).
 """
 
 from __future__ import annotations

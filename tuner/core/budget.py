@@ -1,11 +1,9 @@
 """A search's time budget (``--budget 15m``): which run still fits, and what was left out.
 
-The search runs its phases in a fixed order (:data:`tuner.core.plan.PHASES`; the repeats most
-decisive first). Before each run it estimates that run's time from the runs already measured in
-this invocation (:meth:`Ledger.estimate`) and starts it only if the time spent plus that estimate
-stays within the budget; a run with nothing to go by (the first training) starts. What does not
-fit is counted by phase, with its estimated time, so the end of the search can say what it left
-out and what a larger budget would buy (:func:`left_out_line`). Pure: the clock is passed in.
+Before each run (in :data:`tuner.core.plan.PHASES` order) the run's time is estimated from the
+runs already measured in this invocation (:meth:`Ledger.estimate`); it starts only if it fits (a
+run with nothing to go by starts). What does not fit is counted by phase, with its estimated
+time, for the end's :func:`left_out_line`. Pure: the clock is passed in.
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """One configuration's trials: status, grid point, the representative trial and what it measured.
 
 A configuration (a grid point and model configuration) may have several trials: its first run,
-re-runs enqueued by racing (``repeat_of``), and duplicates when several workers ran the same grid
-point. Its REPRESENTATIVE is the COMPLETE trial with the most runs (the longest ``repeats``: it
-holds the median and interval over all of them), the lowest number among equals. A grid point
-that trains exactly like another (``same_as``) keeps its own row here; the recommendation never
-picks it, since the original stands for it (:func:`is_same_as`).
+racing's re-runs (``repeat_of``), workers' duplicates. Its REPRESENTATIVE is the COMPLETE trial
+with the longest ``repeats`` (it holds the median and interval over all), the lowest number among
+equals. A ``same_as`` grid point is never picked: its original stands for it (:func:`is_same_as`).
 """
 
 from __future__ import annotations

@@ -1,37 +1,16 @@
-"""Stopping dominated trials early, with a bounded false-stop rate.
+"""Stopping dominated trials early, with a bounded false-stop rate (the method and its A/A
+figures: ``docs/design/measurement.md``, "Stopping dominated trials early").
 
-A grid trial checks its validation loss at the end of each window. The driver hands it a
-*reference* — the best finished configuration's validation loss at each of its checks — and the
-*seed noise*: the standard deviation ``s`` of the final validation loss over ``n`` runs of the
-base configuration with other seeds (relative to their mean:
-:func:`tuner.core.stats.relative_spread`).
+**The loss-gap test.** At a look after ``samples`` samples the gap ``g = ln(L / R)`` between the
+trial's loss and the reference's (the best finished configuration's, linear between its checks)
+is Student-t under "as good as the reference", with sd ``√2 s`` from the seed runs. The trial
+stops at the first look where ``g - t(α / K, n - 1) · √2 · s > ln(1 + band)``; each of the ``K``
+looks spends ``α / K``, so by the union bound the false-stop rate is at most ``α`` however
+correlated one run's checks are. The noise at a look is the larger of the final loss's sd and
+the seed runs' sd at that many samples (:func:`check_noise`): seeds differ far more early on.
 
-**The loss-gap test.** At a check after ``samples`` samples the trial's loss ``L`` is compared with
-the reference's loss at the same samples ``R`` (linear in samples between the reference's checks):
-the gap is ``g = ln(L / R)``. Two runs of the same configuration differ by seed noise alone, so
-under "the trial is as good as the reference" ``g`` is about normal with sd ``√2 σ`` (the trial's
-noise and the reference's); ``s`` estimates ``σ`` from ``n`` runs, so ``g / (√2 s)`` is Student-t
-with ``n - 1`` degrees of freedom. The trial stops as dominated at the first look where
-
-    g - t(α / K, n - 1) · √2 · s  >  ln(1 + band)
-
-— the lower confidence bound of the gap lies beyond the tolerance band (``band``: the loss
-tolerance the recommendation applies, ``max(--tolerance, 2 × seed spread)``). ``K`` is the number
-of looks the trial takes (at most :data:`MAX_LOOKS`, spread evenly between the first check, which
-holds compilation and the noisiest loss, and the last, which saves nothing; fewer looks make each
-surer), and each look spends ``α / K``: by the union bound the chance that a trial whose expected
-loss is within the band of the reference's at every check is stopped at *any* look is at most
-``α``, whatever the correlation between the checks of one run (they are strongly correlated: a
-seed that starts badly stays behind, which is why the looks are not treated as independent
-evidence, as a confidence sequence over i.i.d. increments would).
-
-Early in training the seeds differ far more than at the end (a run that starts from other weights
-is ahead or behind), so the noise at a look is the larger of the final loss's sd and the seed runs'
-sd at that many samples (:func:`check_noise`, from their curves, linear between their checks);
-without their curves, the final sd alone (the A/A figures are in ``benchmarks/RESULTS.md``).
-
-**The time rule** (under a loss target, ``time-to-target``): a trial that can no longer reach the
-target before the best finished time to it (:func:`time_look`) stops too.
+**The time rule** (under a loss target): a trial that can no longer reach the target before the
+best finished time to it (:func:`time_look`) stops too.
 """
 
 from __future__ import annotations

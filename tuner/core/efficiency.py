@@ -1,24 +1,12 @@
 """Statistical efficiency: the gradient noise scale from replica gradients, the critical batch,
-and goodput. Pure arithmetic; the measurement itself runs in the child
-(:mod:`tuner.worker.backends.tensorflow._noise`).
+and goodput (the formulas: ``docs/design/measurement.md``, "Statistical efficiency"). Pure; the
+measurement runs in the child (:mod:`tuner.worker.backends.tensorflow._noise`).
 
-McCandlish et al. 2018 ("An Empirical Model of Large-Batch Training", arXiv:1812.06162): with
-the true gradient ``G`` and per-example covariance ``Σ``, a batch of ``B`` gives
-``E|g_B|² = |G|² + tr(Σ)/B``, and the simple noise scale ``B_simple = tr(Σ)/|G|²`` predicts the
-critical batch past which larger batches buy little. Data-parallel training has two batch sizes
-for free: each of the ``n`` replicas' gradient ``g_i`` (its ``b`` examples) and their mean ``ḡ``
-(``n·b`` examples). Solving the two equations:
-
-    |G|² ≈ (n‖ḡ‖² − mean‖g_i‖²) / (n − 1)
-    S    ≈ n·b·(mean‖g_i‖² − ‖ḡ‖²) / (n − 1)           (S estimates tr Σ)
-    B_simple = EMA(S) / EMA(|G|²)                         (numerator, denominator smoothed apart)
-
-Only ``B_simple`` is stored (``gradient_noise_scale``): the critical batch is read off it as
-``B_crit ≈ B_simple`` (McCandlish et al.'s estimate) wherever it is shown, never stored as a copy.
-
-Goodput (Pollux, Qiao et al., OSDI 2021) weighs throughput by how much each sample still helps:
-relative to the base batch ``B₀``, ``E(B) = (B_noise + B₀) / (B_noise + B)`` and
-``goodput = throughput × E(B)``.
+With ``n`` replicas of ``b`` examples, the replicas' gradients ``g_i`` and their mean ``ḡ`` give
+``|G|² ≈ (n‖ḡ‖² − mean‖g_i‖²) / (n − 1)`` and ``S ≈ n·b·(mean‖g_i‖² − ‖ḡ‖²) / (n − 1)``;
+``B_simple = EMA(S) / EMA(|G|²)`` (McCandlish et al. 2018) is the only figure stored
+(``gradient_noise_scale``): the critical batch is read off it, never stored as a copy. Goodput
+(Pollux, OSDI 2021): ``throughput × (B_noise + B₀) / (B_noise + B)``.
 """
 
 from __future__ import annotations

@@ -1,24 +1,10 @@
 """The learning-rate range test of ``tuner lr-find`` (Smith 2017; fastai's and Lightning's
-``lr_find``), as pure functions: the exponential ramp, the smoothed loss, where it diverges and
-the suggested rate.
+``lr_find``) as pure functions (the method: ``docs/guide/lr-find.md``).
 
-The run trains at a rate that grows geometrically from ``min_lr`` to ``max_lr``, one step at each
-rate. Its loss is smoothed by an exponential moving average with bias correction (the first
-values are not pulled towards 0); the suggestion is the rate where the smoothed loss falls
-fastest **per unit of log-rate** (its slope against ``log10(lr)``, a centred difference over a
-window, not a per-step difference). The two pitfalls Lightning's users report are guarded:
-
-* an early spike (or the fast first drop of a fresh model) does not make the suggestion — the
-  first :func:`skipped_steps` are left out (of the smoothing too), no divergence is called
-  inside them, and a descent counts only when it persists (a run of falling points at least
-  :data:`MIN_RUN_FRACTION` of the ramp long) each at a new low of the loss (the fall back from
-  a later spike is no descent);
-* the slope is taken in log-rate (a change per decade of rate over a centred window), so it
-  does not depend on how many steps the ramp spends per decade, nor on the ramp being uniform.
-
-The smoothing's time constant is a fixed share of the ramp (:func:`default_beta`: an EMA trails
-its input by ``beta / (1 - beta)`` steps). The run stops at divergence (:func:`diverged`): past
-it the loss says nothing about good rates.
+The suggestion is where the bias-corrected EMA of the loss falls fastest per decade of rate (a
+centred difference in ``log10(lr)``, so it does not depend on the ramp's steps per decade). An
+early spike cannot make it: the first :func:`skipped_steps` are left out, and a descent counts
+only when it lasts (:data:`MIN_RUN_FRACTION`), each point a new low, and beyond the noise.
 """
 
 from __future__ import annotations

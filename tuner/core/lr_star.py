@@ -1,23 +1,13 @@
 """The best learning rate ``lr*`` at one global batch, with its 95 % interval, from the rates
-tried there (:mod:`tuner.core.lr_law` fits the law through the batches).
+tried there (:mod:`tuner.core.lr_law` fits the law through the batches; the method:
+``docs/guide/lr-law.md``). Pure (NumPy only).
 
-Pure (NumPy only). Input: the ``(learning_rate, value)`` points of one batch — the value to
-minimise is the final validation loss, or under a loss target the time to it (the caller picks:
-:mod:`tuner.core.recommend._law`) — and the rates known to be worse there.
-
-* **The parabola** (:func:`best_rate`): through the lowest value and its two neighbours, in
-  ``log(value)`` against ``log(lr)``; its vertex is ``lr*``. The 95 % interval is a parametric
-  bootstrap of that fit: the values are redrawn with the measured seed noise (the spread of the
-  base configuration's seeds, ``sigma``), else with the residual noise of a parabola through the
-  five lowest points, and the vertex is refitted (``method`` says which). With neither, the
-  interval is the half-steps of the sweep around the vertex. A best rate at the sweep's edge is
-  *censored*: only a bound, left out of the law's fit.
-* **Rates known to be worse** (a *wall*): a rate that diverged, one whose loss is :data:`CLIFF`
-  times the best's, and one stopped early as dominated by the best at its own batch
-  (:mod:`tuner.core.dominance`: worse beyond the tolerance band with 95 % confidence). Its loss
-  is not a final loss and is never fitted as one; a wall beside the best rate brackets ``lr*``
-  between the best rate's other side and the wall (``beside a cliff``, ``beside a worse rate``),
-  and a wall below the smallest finished rate keeps the best from being censored.
+The value minimised is the final validation loss, or under a loss target the time to it.
+:func:`best_rate` fits a parabola through the lowest point and its neighbours in ``log(value)``
+against ``log(lr)``; its interval is a parametric bootstrap (the seed noise, else the residual
+noise of five points; else the sweep's half-steps). A best rate at the sweep's edge is censored.
+A *wall* (a rate that diverged, is :data:`CLIFF` times worse, or was stopped as dominated) is
+never fitted as a final loss: beside the best it brackets ``lr*``.
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
 """The objective: the value trials store and compare as their loss (pure).
 
-By default the validation loss, as always. A spec may name another value the model's evaluation
-logs (``[workload] objective = "val_mae"``, for a ``test_step`` that reports metrics and no
-``loss``), or the training loss (``"loss"``). Its direction is inferred as Keras's callbacks and
-KerasTuner infer it — a name with ``acc``, ``auc``, ``precision`` or ``recall`` in it is
-maximized, anything else minimized — or given (``{name = "val_auc", direction = "max"}``).
-
-Every comparison of losses in tuner (recommendation, dominance, early stop, racing, the LR law)
-minimizes, so a maximized objective is refused in one line rather than compared the wrong way.
+The validation loss by default; or another value the evaluation logs (``"val_mae"``) or the
+training loss (``"loss"``). Its direction is inferred as Keras and KerasTuner infer it (``acc``,
+``auc``, ``precision``, ``recall``: maximized) or given. Every comparison in tuner minimizes, so a
+maximized objective is refused in one line rather than compared the wrong way.
 """
 
 from __future__ import annotations

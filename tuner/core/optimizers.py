@@ -1,11 +1,7 @@
-"""The optimizer a trial trains with, as a Keras config: pure, so that the worker (which builds
-the optimizer from it) and the export (which writes it) can never disagree.
-
-A config here is what ``optimizer.get_config()`` returns; a *serialized* optimizer is what
-``keras.optimizers.serialize`` writes (``module``, ``class_name``, ``config``,
-``registered_name``), which ``keras.optimizers.get`` and ``keras.optimizers.deserialize`` accept.
-The ``linear-warmup`` ramp is stock Keras — ``keras.optimizers.schedules.CosineDecay`` with a
-warm-up and a flat decay — so a training script needs nothing of tuner's to rebuild it.
+"""The optimizer a trial trains with, as a Keras config (``optimizer.get_config()``): pure, so that
+the worker (which builds it) and the export (which writes it) can never disagree. A *serialized*
+optimizer is what ``keras.optimizers.serialize`` writes. The ``linear-warmup`` ramp is stock
+Keras (``CosineDecay`` with a warm-up and a flat decay): a script needs nothing of tuner's.
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
-"""What a search will train, phase by phase, how long that takes, and whether the machine was
-quiet enough for its throughput figures to mean anything.
+"""What a search will train, phase by phase (:data:`PHASES`), how long that takes, and whether
+the machine was quiet enough for its throughput figures to mean anything.
 
-A search trains in five phases: the workload ``check`` (one child), the single-device
-``baseline`` (``max_repeats`` runs per precision, several replicas only), the ``seeds`` of the
-base configuration (run right after the grid's own base trial, before the rest of the grid, so
-the seed noise is known early), the ``grid`` (or a joint search's budget) and the racing
-``repeats``, whose number is known only as racing queues them (:data:`PHASES`). The plan says
-the counts before the first child, with the repeats as an upper bound; the time comes once a
-training has run (:func:`plan_line`); under a ``--budget`` it says whether that time fits
-(:mod:`tuner.core.budget`). Pure: the caller measures the load and the durations.
+The seed runs go right after the grid's own base trial, so the seed noise is known early; the
+repeats are an upper bound until racing queues them; the time comes once a training has run
+(:func:`plan_line`). Pure: the caller measures the load and the durations.
 """
 
 from __future__ import annotations

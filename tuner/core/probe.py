@@ -1,15 +1,11 @@
-"""Finding the largest global batch that fits: doubling until out-of-memory, then bisection.
+"""Finding the largest global batch that fits: doubling until out-of-memory, then bisection
+(``docs/guide/probe.md``).
 
-:class:`ProbeSearch` and :class:`GridProbe` are the pure part — which batch to try next given what
-fitted so far — so the search is unit-testable without TensorFlow. The search travels in the
-probe child's request (``ProbeRequest.probe_search``: :func:`search_state`,
-:func:`search_from_state`): the child tries its sizes one after another for a handful of steps
-each (the peak memory of a step is reached in its first steps) until the search is done, one
-size runs out of memory (:func:`try_until_oom`) or it tried as many sizes as the devices allow
-(:func:`sizes_per_child`);
-``tuner.driver.setup.probing.run_probe`` starts a fresh child for what is left, because a process
-that ran out of memory does not reliably give it all back (measured on TensorFlow's capped CPU
-allocator: a size that fitted before two out-of-memory errors no longer fitted after them).
+:class:`ProbeSearch` and :class:`GridProbe` are the pure part. The search travels in the probe
+child's request (:func:`search_state`); the child tries sizes for a few steps each (a step's
+peak memory comes early) until done, out of memory (:func:`try_until_oom`) or out of sizes
+(:func:`sizes_per_child`). Then the driver starts a fresh child: a process that ran out of memory
+does not reliably give it all back (measured on TensorFlow's capped CPU allocator).
 """
 
 from __future__ import annotations

@@ -1,15 +1,10 @@
-"""Racing: which close candidates need another run.
+"""Racing: which close candidates need another run (``docs/guide/uncertainty.md``).
 
-Of the candidates of one computation (:attr:`Entry.computation`: they differ only in the learning
-rate) the lowest final loss is kept (:func:`by_loss`): the losses are deterministic, so no repeat
-of the others could change the pick, and racing decides between the kept candidates only.
-Candidates whose 95 % intervals overlap the best one's are not told apart by the measurements.
-Racing re-runs exactly those (in fresh processes) until the intervals separate or a candidate has
-had ``max_repeats`` runs. A candidate measured once has only its within-run interval, which does
-not see run-to-run noise, so with ``max_repeats >= 2`` every kept candidate gets a second run
-first (even a lone one: the interval of the recommendation, and of its speedup, rests on it).
-
-Still tied at the end, the recommendation decides (:mod:`tuner.core.recommend._ties`).
+Of one computation's candidates (they differ only in the rate) the lowest final loss is kept
+(:func:`by_loss`: losses are deterministic, repeats cannot change that pick). Kept candidates
+whose 95 % intervals overlap the best one's are re-run until they separate or reach
+``max_repeats``; with ``max_repeats >= 2`` each gets a second run first, since one run's interval
+does not see run-to-run noise. Still tied: :mod:`tuner.core.recommend._ties` decides.
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
 """When two grid points train exactly alike: a key of everything that decides a training run.
 
-At the base batch (ratio ``k = 1``) every learning-rate rule gives the base rate: ``linear`` and
-``sqrt`` multiply it by 1, the ``linear-warmup`` ramp starts and ends at the same rate (a constant
-rate), and ``sqrt-adam`` changes no optimizer setting. Those grid points are one training, and
-tuner trains it once (the others are recorded ``same_as`` the first: see
-:mod:`tuner.driver.trial.objective`). The key holds what the run *does*, not the rule's name: the
-global batch, the effective learning rate and its schedule, the optimizer settings the rule changes,
-the seed, the loop, the model's hyperparameters, the precision (two trainings at different dtype
-policies are different), the devices and the budget.
-
-Pure: no TensorFlow, no storage.
+At the base batch every rule gives the base rate, so those grid points are one training, trained
+once (the others recorded ``same_as``: :mod:`tuner.driver.trial.objective`). The key holds what
+the run *does*, not the rule's name: batch, effective rate and schedule, optimizer settings, seed,
+loop, hyperparameters, precision, devices and budget. Pure.
 """
 
 from __future__ import annotations

@@ -1,24 +1,11 @@
-"""Learning-rate scaling rules: pure functions of the base LR and the batch ratio.
+"""Learning-rate scaling rules: pure functions of the base LR and the batch ratio ``k``.
 
-When the global batch grows by a factor ``k = global_batch / base_batch``, the rules are
-
-* ``none``   — keep the base learning rate;
-* ``linear`` — multiply it by ``k`` (Goyal et al., 2017);
-* ``sqrt``   — multiply it by ``sqrt(k)`` (Krizhevsky, 2014; Hoffer et al., 2017);
-* ``linear-warmup`` — ``k`` × base, reached by a linear ramp from the base rate over the first
-  warmup steps (Goyal et al. 2017, arXiv:1706.02677); the peak is the trial's learning rate;
-* ``sqrt-adam`` — Adam's square-root scaling rule (Malladi et al. 2022, arXiv:2205.10287): at
-  ``k`` × the batch, learning rate × ``sqrt(k)``, ``beta_1 -> 1 - k(1 - beta_1)``,
-  ``beta_2 -> 1 - k(1 - beta_2)``, ``epsilon -> epsilon / sqrt(k)`` (Adam-family optimizers only).
-
-Which one wins is measured by the study, never assumed here.
-
-An LR sweep (``--lr-sweep N``) adds the rules ``sweep-1/N`` … ``sweep-N/N``: N rates spaced
-evenly in log from half the ``none`` rate to twice the ``linear`` one at each batch
-(:func:`sweep_rules`); :mod:`tuner.core.lr_law` finds the best of them. Where the best is at an
-end, the adaptive sweep goes on past it with the same log step (:func:`sweep_extension_rules`:
-``sweep-0/N``, ``sweep--1/N`` … below, ``sweep-(N+1)/N`` … above, at most :data:`SWEEP_EXTRA`
-a side; :func:`tuner.core.adaptive_sweep.extension` decides).
+``none`` (×1), ``linear`` (×k, Goyal et al. 2017), ``sqrt`` (×√k, Krizhevsky 2014),
+``linear-warmup`` (×k reached by a linear ramp from the base rate; the peak is the trial's rate)
+and ``sqrt-adam`` (Malladi et al. 2022: ×√k, ``beta_i -> 1 - k(1 - beta_i)``, ``epsilon / √k``;
+Adam-family only). Which wins is measured, never assumed. ``--lr-sweep N`` adds ``sweep-i/N``:
+N log-spaced rates from half ``none`` to twice ``linear`` (:func:`sweep_rules`), extended past an
+end by :func:`sweep_extension_rules` (at most :data:`SWEEP_EXTRA` a side).
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
 """Time to a target loss: when a trial checks its validation loss, and what the checks mean.
 
-With a target (``--target-loss``) a trial checks the loss over the fixed validation set every
-``cadence`` samples: the SAME sample counts for every batch size of the grid, so the samples to the
-target of two batch sizes are compared at the same points. The cadence is therefore a multiple of
-every global batch of the grid (of their least common multiple), and each check falls at the end
-of a training window of ``cadence // global batch`` steps. The trial stops at the first check at or
-below the target, or at its sample budget.
-
-The time to the target is training time only: the windows' seconds up to that check, less the
-first window's tracing and compilation (its excess over a steady window:
-:func:`tuner.core.windows.warmup_excess`). Evaluation runs between windows and is never inside one.
+A trial checks every ``cadence`` samples, a multiple of every global batch of the grid, so that
+all batches are compared at the same sample counts; it stops at the first check at or below the
+target. The time to it is training time only, less the first window's compilation
+(:func:`tuner.core.windows.warmup_excess`); evaluation runs between windows.
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
 """Trials bounded by samples: how many steps a trial trains, cut into timed windows.
 
-A trial trains on a fixed number of samples whatever its batch: ``samples // global_batch`` steps
-(the remainder, less than one batch, is not trained). The steps are cut into equal windows; the
-host synchronises with the devices only at a window's end. The first window holds tracing and
-compilation and is not timed. The number of windows (6 to 10) is chosen so that the windows cover
-the steps exactly where possible; the few steps that fill no window (fewer than the windows, and
-usually none) are not trained either. ``train_samples_used`` says how many samples were.
-
-How many leading windows are warm-up is measured, not assumed (:func:`warmup_windows`): XLA may
-compile again in the second window (measured on an H200 under ``keras.distribution.DataParallel``:
-the second epoch 14× slower than the third), and such a window is left out too.
+``samples // global_batch`` steps, cut into 6 to 10 equal windows (the few steps that fill no
+window are not trained; ``train_samples_used`` says how many were); the host synchronises only at
+a window's end. The warm-up windows are measured, not assumed (:func:`warmup_windows`): XLA may
+compile again in the second window (on an H200 under JAX: the second epoch 14× the third).
 """
 
 from __future__ import annotations
