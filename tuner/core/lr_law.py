@@ -1,17 +1,10 @@
-"""The measured learning-rate law: the best rate ``lr*`` at each global batch, and how it scales.
+"""The measured learning-rate law: the best rate ``lr*`` at each global batch, and how it scales
+(``docs/guide/lr-law.md``). Pure (NumPy only).
 
-Pure (NumPy only). Input: per global batch, the ``(learning_rate, final_loss)`` pairs of the
-trials that trained at that batch (an LR sweep, ``--lr-sweep N``, and the fixed rules' points
-through the same data). Output: a :class:`Law`.
-
-* **lr* per batch** (:func:`tuner.core.lr_star.best_rate`): the parabola around the best rate
-  tried at that batch, its interval, and the rates known worse there (walls, never fitted as
-  final losses); the value minimised is the final loss, or under a loss target the time to it.
-* **the law** (:func:`measure_law`): a weighted least-squares fit of ``log lr*`` on ``log B``
-  (weights from the intervals), ``alpha`` with its 95 % interval; then a hinge fit with a break at
-  each inner batch ``X``: a *plateau* when the slope past ``X`` is significantly below the slope
-  before it, a *surge* when the slope past ``X`` is significantly negative. With a break,
-  ``alpha`` is the slope below it (the small-batch regime).
+:func:`measure_law` fits ``log lr*`` on ``log B`` by weighted least squares (weights from the
+batches' intervals), then a hinge at each inner batch: a *plateau* when the slope past it is
+significantly lower, a *surge* when it is significantly negative; with a break, ``alpha`` is the
+slope below it.
 """
 
 from __future__ import annotations

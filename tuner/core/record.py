@@ -1,20 +1,11 @@
-"""A stored trial as a typed record: the one module that knows every user attribute's name.
+"""A stored trial as a typed record: the one module that knows every user attribute's name
+(``docs/reference/attributes.md``).
 
-A trial stores a handful of attributes (:data:`STORED_KEYS`): five scalars a user browses for in
-optuna-dashboard, which shows only scalar attributes as columns (``status``, ``error``,
-``final_loss``, ``throughput``, ``learning_rate``), and the rest in five JSON groups:
-``configuration`` (what runs, where, by whom), ``result`` (what the child measured),
-``timings`` (where the time went), ``decision`` (the loss target, early stopping, accumulation)
-and ``reuse`` (runs not measured again: same training, repeats, a reused input figure).
-:func:`decode` reads one into a :class:`TrialRecord` of frozen groups; every reader goes
-through it, never through ``user_attrs``. Each name stays the name the earlier, flat layout
-stored it under (one attribute each, ~80), so a trial that layout wrote is read by the same
-table (:func:`decode` tells them apart by the groups), never misread.
-
-The writers speak names too, as a flat mapping (``{"global_batch_size": 64, ...}``):
-:func:`encode` groups it, refusing a name no group owns, and :func:`store` writes a trial's
-changed attributes through Optuna's public ``Trial.set_user_attr``: at most
-``len(STORED_KEYS)`` writes, each its own transaction.
+A trial stores five scalars (optuna-dashboard shows only scalar attributes as columns) and five
+JSON groups (:data:`STORED_KEYS`). Every reader goes through :func:`decode`, never through
+``user_attrs``; each name is the one the earlier flat layout stored it under, so a trial that
+layout wrote is read by the same table. Writers speak names too: :func:`encode` groups a flat
+mapping, refusing a name no group owns; :func:`store` writes only the changed stored keys.
 """
 
 from __future__ import annotations

@@ -1,20 +1,10 @@
-"""Intervals for the measurements a decision rests on: pure arithmetic, no third-party statistics.
+"""Intervals for the measurements a decision rests on: pure arithmetic, no third-party statistics
+(the method and why: ``docs/guide/uncertainty.md``).
 
-Why intervals: the same configuration measured in three fresh processes gave 13,100, 17,216 and
-18,372 samples/s. A difference smaller than that run-to-run noise is not a difference, so every
-throughput (and time to target) is reported with a 95 % interval and compared through it.
-
-* Several runs of one configuration: a Student *t* interval over the runs' medians (each run's
-  median over its timed windows), on the log scale: a rate is positive and its noise multiplies,
-  so the interval spreads by a factor and never reaches 0. With 2–3 runs it is wide, as it
-  should be.
-* One run (with 3+ timed windows): the same over that run's window rates. It only sees the
-  noise inside one process (windows of one run share its placement and warm caches), so it is
-  narrower than the run-to-run noise; its method says so, and racing always gives a candidate a
-  second run before trusting it.
-* A ratio (a speedup, or one candidate's throughput over another's): :func:`ratio_interval`,
-  the usual error propagation for a quotient. Whether one is faster than the other is read
-  from it alone: faster or slower when it excludes 1, else not distinguishable.
+Throughputs and times to target are compared through 95 % intervals, since run-to-run noise is
+large (13,100 to 18,372 samples/s for one configuration). Rates are taken on the log scale: the
+noise multiplies, and an interval never reaches 0. One run's window interval does not see the
+run-to-run noise; its method says so.
 """
 
 from __future__ import annotations

@@ -1,17 +1,9 @@
 """Which trials of a study are finished for good, which are taken, which must run again.
 
-Pure predicates over Optuna ``FrozenTrial`` objects; the driver decides with them when a grid (or a
-joint search's budget) is done and what a resumed search re-queues. A trial is:
-
-* **settled** — COMPLETE, PRUNED, or FAIL for a reason a rerun would repeat (``timeout``,
-  ``crashed``, ``error``): its grid point needs no more runs;
-* **claimed** — settled, or RUNNING on some worker: nobody else should start it;
-* **pending** — WAITING in the queue or RUNNING: a run of its grid point is on its way.
-
-An interrupted trial, or one whose worker died (stale heartbeat), ends FAIL without being
-settled: resuming runs its grid point again, once. When no trial completed,
-:func:`nothing_completed` says why — every trial diverged (:func:`all_diverged`), or how each
-ended.
+Pure predicates over Optuna ``FrozenTrial`` objects. A trial is **settled** when COMPLETE, PRUNED,
+or FAIL for a reason a rerun would repeat (:data:`FINAL_FAILURES`); **claimed** when settled or
+RUNNING; **pending** when WAITING or RUNNING. An interrupted trial, or one whose worker died, ends
+FAIL unsettled: resuming runs its grid point again, once.
 """
 
 from __future__ import annotations
