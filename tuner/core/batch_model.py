@@ -192,15 +192,9 @@ def points_from_trials(trials: Sequence[FrozenTrial]) -> list[BatchPoint]:
         reached = [t for t in group if _positive(decode(t).decision.samples_to_target)]
         if reached:
             best = min(reached, key=lambda t: (decode(t).decision.samples_to_target, t.number))
-            attrs = decode(best).flat
-            points.append(
-                BatchPoint(
-                    batch,
-                    float(best.values[1]),
-                    float(attrs["samples_to_target"]),
-                    attrs.get("time_to_target_s"),
-                )
-            )
+            found = decode(best).decision
+            reach = float(found.samples_to_target or 0), found.time_to_target_s
+            points.append(BatchPoint(batch, float(best.values[1]), *reach))
         else:
             points.append(BatchPoint(batch, max(float(t.values[1]) for t in group)))
     return points

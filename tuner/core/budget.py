@@ -58,11 +58,7 @@ class Ledger:
         """The expected seconds of a run at ``key``: the mean of the runs measured at it, else of
         those on the same replicas, else of every run; ``None`` before any run."""
         replicas = key[1]
-        for pick in (
-            lambda k: k == key,
-            lambda k: k[1] == replicas,
-            lambda k: True,
-        ):
+        for pick in (lambda k: k == key, lambda k: k[1] == replicas, lambda k: True):
             times = [t for k, ts in self.durations.items() if pick(k) for t in ts]
             if times:
                 return sum(times) / len(times)
@@ -142,11 +138,8 @@ def left_out_line(ledger: Ledger, tied: int | None) -> str:
 
 
 def _count(n: int, phase: str) -> str:
-    if phase == "baseline":
-        return f"{n} baseline run" + ("" if n == 1 else "s")
-    if phase == "grid":
-        return f"{n} grid point" + ("" if n == 1 else "s")
-    return f"{n} {phase[:-1] if n == 1 else phase}"
+    noun = {"baseline": "baseline run", "grid": "grid point"}.get(phase, phase[:-1])
+    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 def quick_line(

@@ -91,9 +91,7 @@ def unique_trials(trials: Iterable[FrozenTrial]) -> list[FrozenTrial]:
     def rank(trial: FrozenTrial) -> tuple[int, int, int]:
         if trial.state == TrialState.COMPLETE:
             return (0, -runs_of(trial), trial.number)
-        if trial.state.is_finished():
-            return (1, 0, -trial.number)
-        return (2, 0, -trial.number)
+        return (1 if trial.state.is_finished() else 2, 0, -trial.number)
 
     best: dict[tuple[Any, Any, str], FrozenTrial] = {}
     for trial in trials:

@@ -80,11 +80,8 @@ def default(entry: Mapping[str, Any]) -> Any:
 
 def is_active(entry: Mapping[str, Any], values: Mapping[str, Any]) -> bool:
     """Whether every condition of ``entry`` holds for the values chosen so far."""
-    for condition in entry["config"].get("conditions", []):
-        parent = condition["config"]
-        if parent["name"] not in values or values[parent["name"]] not in parent["values"]:
-            return False
-    return True
+    parents = [condition["config"] for condition in entry["config"].get("conditions", [])]
+    return all(p["name"] in values and values[p["name"]] in p["values"] for p in parents)
 
 
 def defaults(space: Mapping[str, Any] | Space) -> dict[str, Any]:
@@ -106,15 +103,12 @@ def suggest(trial: Any, space: Mapping[str, Any] | Space) -> dict[str, Any]:
         dist = distribution(entry)
         if isinstance(dist, CategoricalDistribution):
             chosen[name] = trial.suggest_categorical(name, list(dist.choices))
-        elif isinstance(dist, IntDistribution):
-            chosen[name] = trial.suggest_int(
-                name, dist.low, dist.high, step=dist.step, log=dist.log
-            )
         else:
-            assert isinstance(dist, FloatDistribution)
-            chosen[name] = trial.suggest_float(
-                name, dist.low, dist.high, step=dist.step, log=dist.log
+            assert isinstance(dist, IntDistribution | FloatDistribution)
+            suggest = (
+                trial.suggest_int if isinstance(dist, IntDistribution) else trial.suggest_float
             )
+            chosen[name] = suggest(name, dist.low, dist.high, step=dist.step, log=dist.log)
     return chosen
 
 

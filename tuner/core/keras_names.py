@@ -105,14 +105,9 @@ def nearest(name: str, known: tuple[str, ...], *, ignore_case: bool = False) -> 
     if ">" in name or "." in name:
         return None
     if ignore_case:
-        if name.lower() in known:
-            return None
-        found = closest(name.lower(), known, cutoff=TYPO_CUTOFF)
-    else:
-        if name in known:
-            return None
+        name = name.lower()
+    elif name not in known:
         lowered = {item.lower(): item for item in known}
         if name.lower() in lowered:  # "Mse": only the case is off
             return lowered[name.lower()]
-        found = closest(name, known, cutoff=TYPO_CUTOFF)
-    return found
+    return None if name in known else closest(name, known, cutoff=TYPO_CUTOFF)
