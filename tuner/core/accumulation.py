@@ -37,10 +37,9 @@ def attrs(batch: int, replicas: int, steps: int) -> dict[str, int]:
 
 
 def first_steps(batch: int, replicas: int, unfit: int | None) -> int | None:
-    """The micro-steps to try ``batch`` with first: 1 when nothing at or below it is known not
-    to fit (``unfit``, the smallest global batch that did not fit in one step), else the
-    smallest power of two that brings the micro-batch below ``unfit``; ``None`` when no split
-    of ``batch`` over ``replicas`` gets there (a replica needs at least one example)."""
+    """The micro-steps to try ``batch`` with first: the smallest power of two that brings the
+    micro-batch below ``unfit`` (the smallest batch that did not fit in one step; ``None``: 1);
+    ``None`` when no split of ``batch`` over ``replicas`` gets there."""
     steps = 1
     while unfit is not None and batch // steps >= unfit:
         steps *= 2
@@ -77,10 +76,9 @@ def smallest_unfit(
 
 
 def accumulation_fields(chosen: FrozenTrial, same_config: Sequence[FrozenTrial]) -> dict[str, Any]:
-    """The recommendation's ``accumulation`` block when ``chosen`` reached its batch only by
-    accumulation: its micro-steps and micro-batch, and the largest batch that fit in one step
-    among ``same_config`` (one model at one precision on one signature) with its throughput and
-    the ratio of the two throughputs (below 1: accumulating costs that much); ``{}`` otherwise."""
+    """The recommendation's ``accumulation`` block when ``chosen`` accumulated: its micro-steps,
+    and the largest batch of ``same_config`` that fit in one step, with the throughput ratio
+    (below 1: accumulating costs that much); ``{}`` otherwise."""
     steps = steps_of(chosen)
     if steps <= 1:
         return {}

@@ -28,12 +28,9 @@ side (PRUNED; never a failure, never a measured point)."""
 
 
 def visit_rank(rule: str) -> tuple[int, float, int]:
-    """The order a batch's rules are trained in (ascending): the fixed rules first, in their
-    order (their rates span ``none`` to ``linear``, where ``lr*`` usually is), then the sweep from
-    its middle outwards, the lower side first at equal distance. The middle is the ``sqrt`` rate
-    (the geometric middle of half ``none`` and twice ``linear``), so the sweep starts where the
-    rules predict ``lr*`` and moves out: once the best is bracketed, the rates beyond are skipped
-    whichever order they come in, and those nearest the best decide that bracket."""
+    """The order a batch's rules are trained in (ascending): the fixed rules first (their rates
+    span ``none`` to ``linear``, where ``lr*`` usually is), then the sweep from its middle (the
+    ``sqrt`` rate) outwards, the lower side first: the rates nearest the best decide its bracket."""
     if not is_sweep(rule):
         return (0, 0.0, 0)
     index, _, points = rule[len(SWEEP_PREFIX) :].partition("/")
@@ -43,11 +40,9 @@ def visit_rank(rule: str) -> tuple[int, float, int]:
 
 def neighbours_needed(seed_noise: bool, other_side: int) -> int:
     """How many worse finished rates must lie between the best and a sweep rate to skip it: the
-    points :func:`tuner.core.lr_star.best_rate` fits with. With the seed noise measured, the
-    parabola through the best and one neighbour a side: 1. Without it, the interval is the
-    residual noise of a parabola through the five finished rates around the best: 2 a side, or
-    more on one side when the other has fewer (``other_side``: the batch's rates beyond the best
-    on the other side) — one more point trained rather than an interval left without its noise."""
+    points :func:`tuner.core.lr_star.best_rate` fits with. 1 with the seed noise measured; else
+    the five points of the residual noise: 2 a side, more where the other side has fewer
+    (``other_side``: the batch's rates beyond the best there)."""
     return 1 if seed_noise else max(2, 4 - other_side)
 
 
@@ -61,15 +56,11 @@ def bracketed(
 ) -> str | None:
     """Why the sweep rate ``lr`` need not be trained at its batch, or ``None`` (train it).
 
-    ``points``: the batch's finished ``(learning_rate, value)`` pairs, the value to minimise (the
-    final loss, or under a target the time to it; not finite: diverged); ``worse``: the rates
-    known worse than the best there (stopped early as dominated by it, under a target never
-    reaching it); ``planned``: every rate of the batch's grid, tried or not; ``seed_noise``:
-    whether the study measured it (:func:`neighbours_needed`). ``lr`` is skipped when enough
-    rates strictly between the best and it are worse than the best: a diverged or stopped rate,
-    or a finished one whose value is strictly higher (a tie is not worse). With nothing
-    finished, or ``lr`` the best itself, it is trained: a best at the edge of what was tried
-    keeps the sweep going to its edge."""
+    ``points``: the batch's finished ``(learning_rate, value)`` pairs (not finite: diverged);
+    ``worse``: the rates known worse than the best there (stopped early); ``planned``: every
+    rate of the batch's grid. ``lr`` is skipped when enough rates strictly between the best and
+    it are worse than the best (a tie is not worse); with nothing finished, or ``lr`` the best
+    itself, it is trained."""
     xs, ys, walls = merged_points(points, worse)
     if not len(xs) or not (lr > 0 and math.isfinite(lr)):
         return None
@@ -96,10 +87,8 @@ def bracketed(
 
 @dataclass(frozen=True)
 class Extension:
-    """What the sweep does past an edge of a batch where the best finished rate sits at it:
-    train ``rule`` (``sweep-i/N`` one log step beyond ``edge``, the rate tried furthest out on
-    ``side``), or, with ``rule`` ``None``, stop: :data:`tuner.core.scaling.SWEEP_EXTRA` rates were
-    already added on that side (``extra``: how many)."""
+    """Past the ``edge`` rule where the best finished rate sits: train ``rule`` (one log step
+    beyond), or with ``rule`` ``None`` stop, ``extra`` rates having been added on that side."""
 
     side: str
     """``above`` or ``below``."""
@@ -115,13 +104,10 @@ def extension(
 ) -> Extension | None:
     """Whether the sweep at one batch goes on past its edge, and with which rule; ``None``: no.
 
-    ``points``, ``worse``: the batch's finished points and the rates known worse there, as
-    :func:`bracketed` reads them; ``rates``: every sweep rule of the batch, planned or already
-    added past an end, with its rate. It goes on when the best finished rate is the rate of the
-    rule furthest out on one side (the largest index: above; the smallest: below): one rate
-    more, the same log step further, until a rate is worse or diverges (then the best is no
-    longer at the edge), or :data:`SWEEP_EXTRA` rates were added on that side (``rule`` None).
-    A rule not finished yet is no edge: the caller asks once the batch's rates have finished."""
+    ``points``, ``worse``: as :func:`bracketed` reads them; ``rates``: every sweep rule of the
+    batch (planned or added) with its rate. It goes on while the best finished rate is the rule
+    furthest out on a side, up to :data:`SWEEP_EXTRA` a side. The caller asks once the batch's
+    rates have finished: a rule not finished yet is no edge."""
     indexed = {sweep_index(rule): rule for rule in rates if is_sweep(rule)}
     xs, ys, walls = merged_points(points, worse)
     if not indexed or not len(xs):
@@ -142,9 +128,8 @@ def extension(
 
 
 def extra_rates(rules: Iterable[str]) -> dict[str, int]:
-    """How many rates the sweep added past each of its ends (``above``, ``below``) among the
-    sweep ``rules`` tried at one batch: the stored trials say it, so a resumed study goes on from
-    there and never adds one twice."""
+    """How many rates the sweep added past each end (``above``, ``below``) among ``rules`` tried
+    at one batch: read from the stored trials, so a resumed study never adds one twice."""
     extra = {"above": 0, "below": 0}
     for rule in rules:
         try:

@@ -180,10 +180,9 @@ def _positive(value: Any) -> bool:
 
 
 def points_from_trials(trials: Sequence[FrozenTrial]) -> list[BatchPoint]:
-    """One point per global batch of ``trials`` (COMPLETE representatives of one device
-    signature and model): the rule that reached the target in the fewest samples (the model
-    assumes a well-tuned learning rate at every batch); a batch where none did keeps its best
-    throughput."""
+    """One point per global batch of ``trials`` (COMPLETE representatives of one signature and
+    model): the rule that reached the target in the fewest samples (the model assumes a tuned
+    rate), else the batch's best throughput."""
     by_batch: dict[int, list[FrozenTrial]] = {}
     for trial in trials:
         by_batch.setdefault(int(trial.params["global_batch_size"]), []).append(trial)

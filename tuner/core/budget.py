@@ -65,9 +65,8 @@ class Ledger:
         return None
 
     def fits(self, keys: Sequence[RunKey], reserve_s: float = 0.0) -> list[bool]:
-        """Which of ``keys``, taken in order, still fit the budget less ``reserve_s`` (kept for
-        runs that come later and matter more), each after those before it that fit (a run that
-        does not fit leaves room for a shorter one after it)."""
+        """Which of ``keys``, in order, still fit the budget less ``reserve_s`` (kept for later
+        runs that matter more), each after the earlier ones that fit."""
         left = self.left_s - reserve_s
         chosen = []
         for key in keys:
@@ -145,10 +144,8 @@ def _count(n: int, phase: str) -> str:
 def quick_line(
     gaps: Sequence[tuple[int, float]], what: str = "throughput", *, seeds: bool = False
 ) -> str:
-    """What a ``--quick`` answer cannot resolve: ``gaps`` are the other candidates' numbers and
-    their relative gap to the best (``0.03``: 3 % behind). One run each (and, unless ``seeds``,
-    no seed runs): run-to-run noise is not measured, so no interval tells these differences
-    from noise."""
+    """What a ``--quick`` answer cannot resolve: ``gaps``, the other candidates' numbers and
+    relative gaps to the best (``0.03``: 3 % behind), measured without run-to-run noise."""
     runs = "one run per configuration" + ("" if seeds else ", no seed runs")
     head = f"quick ({runs}): run-to-run noise not measured"
     if not gaps:

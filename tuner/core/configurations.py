@@ -84,9 +84,8 @@ def runs_of(trial: FrozenTrial) -> int:
 
 
 def unique_trials(trials: Iterable[FrozenTrial]) -> list[FrozenTrial]:
-    """One trial per grid point (and model configuration), by number: its representative (the
-    COMPLETE one with the most runs, then the lowest number), else the latest finished, else
-    any. Trials that never got their parameters (killed at birth) are left out."""
+    """One trial per grid point and model configuration, by number: its representative, else the
+    latest finished, else any; trials killed before their parameters are left out."""
 
     def rank(trial: FrozenTrial) -> tuple[int, int, int]:
         if trial.state == TrialState.COMPLETE:
@@ -126,10 +125,8 @@ def smallest_oom_batch(
     config: str | None = None,
     precision: str | None = None,
 ) -> int | None:
-    """The smallest global batch that really ran out of memory (on ``signature``'s devices, with
-    the model configuration ``config`` of :func:`model_config`, and at ``precision``, when
-    given): out-of-memory is monotone in the batch within one precision, not across them (a
-    mixed precision halves the activations)."""
+    """The smallest global batch that really ran out of memory (on ``signature``, ``config`` and
+    ``precision``, when given): monotone in the batch within one precision, not across them."""
     sizes = [
         int(t.params["global_batch_size"])
         for t in trials
@@ -152,9 +149,8 @@ def without_batch_sizes(error: str, attrs: dict[str, Any]) -> str:
 def failed_batch(
     trials: Iterable[FrozenTrial], batch: int, signature: str, config: str, precision: str
 ) -> tuple[list[int], str] | None:
-    """Two trials at ``batch`` (on ``signature``'s devices, at ``config`` and ``precision``) that
-    failed with the same error under two learning-rate rules: the batch, not the rate, fails
-    (their numbers and the error), else ``None``."""
+    """The numbers and error of two trials at ``batch`` (and signature, config, precision) that
+    failed alike under two rules: the batch, not the rate, fails; else ``None``."""
     rules_by_error: dict[str, dict[str, FrozenTrial]] = {}
     for trial in trials:
         record = decode(trial)
@@ -187,9 +183,8 @@ def steps_of(trial: FrozenTrial) -> int:
 def feasibility_by_precision(
     trials: Iterable[FrozenTrial],
 ) -> tuple[dict[str, int | None], dict[str, list[int]]]:
-    """Per precision (of the trials that have a global batch): the largest global batch that
-    completed in one step (``None`` when none did; :func:`steps_of`) and the sizes known not
-    to fit, ascending."""
+    """Per precision: the largest global batch that completed in one step (``None``: none) and
+    the sizes known not to fit, ascending."""
     grouped: dict[str, list[FrozenTrial]] = {}
     for trial in trials:
         if "global_batch_size" in trial.params:
@@ -217,17 +212,15 @@ def stored_interval(value: Any, method: Any) -> Interval | None:
 
 
 def window_rates(record: dict[str, Any]) -> list[float]:
-    """A run's timed window rates: those its median was taken over (``window_throughputs``:
-    the warm-up windows left out), or for a run stored before them its per-window throughputs
-    less the first (which holds tracing and compilation)."""
+    """A run's timed window rates (``window_throughputs``), or for a run stored before them its
+    epoch throughputs less the first (tracing and compilation)."""
     rates = record.get("window_throughputs") or (record.get("epoch_throughputs") or [])[1:]
     return [float(r) for r in rates if isinstance(r, int | float) and math.isfinite(r)]
 
 
 def throughput_ci(record: dict[str, Any]) -> Interval | None:
-    """The throughput interval of a trial's attributes (or the baseline's record): the stored
-    ``throughput_ci``, else computed from its runs' medians or its one run's window rates
-    (studies stored before intervals were)."""
+    """The throughput interval of a trial's attributes (or the baseline's record): stored, else
+    computed (a study stored before intervals were)."""
     stored = stored_interval(record.get("throughput_ci"), record.get("throughput_ci_method"))
     if stored is not None:
         return stored

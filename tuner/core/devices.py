@@ -100,10 +100,8 @@ class DevicePlan:
         )
 
     def child_environment(self, environ: Mapping[str, str] | None = None) -> dict[str, str]:
-        """Environment variables the child needs before its backend is imported.
-
-        ``environ`` is the environment the child inherits (default: this process's); under JAX
-        its ``XLA_FLAGS`` are kept and the host device count is appended to them."""
+        """Environment variables the child needs before its backend is imported; under JAX the
+        ``XLA_FLAGS`` of ``environ`` (the child's inherited one, default this process's) kept."""
         # A user's KERAS_BACKEND (or ~/.keras/keras.json) must not put Keras on another backend.
         env = {"KERAS_BACKEND": self.backend, "TF_CPP_MIN_LOG_LEVEL": "2"}
         if self.kind == "gpu":
@@ -209,11 +207,8 @@ def choose_devices(
     available: list[GpuInfo],
     backend: str = TENSORFLOW_BACKEND,
 ) -> tuple[DevicePlan, str | None]:
-    """Decide the devices of a run; returns the plan and a notice for the user, if any.
-
-    ``available`` are the GPUs the machine shows. No GPU and no ``--gpus``: two CPU replicas.
-    ``backend`` is the Keras backend the plan's children run (``tensorflow`` or ``jax``).
-    """
+    """The devices of a run and a notice for the user, if any, from the GPUs ``available``: no
+    GPU and no ``--gpus``: two CPU replicas."""
     limit = parse_size(memory_limit) if memory_limit is not None else None
     if gpus is not None and cpu_replicas is not None:
         raise ConfigError(f"give either {named('gpus')} or {named('cpu_replicas')}, not both")

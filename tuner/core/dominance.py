@@ -117,9 +117,8 @@ def reference_at(samples: Sequence[int], losses: Sequence[float], at: int) -> fl
 
 
 def check_noise(curves: Sequence[Sequence[Sequence[float]]]) -> tuple[list[int], list[float]]:
-    """The seed runs' relative sd (of the log loss) at each check they share, from their
-    ``[samples, loss]`` curves (runs of one batch: the same samples); empty with fewer than two
-    curves or a loss that is not positive."""
+    """The seed runs' sd of the log loss at each check they share, from their ``[samples, loss]``
+    curves; empty with fewer than two usable curves (losses positive)."""
     usable = [c for c in curves if c and all(loss > 0 for _, loss in c)]
     if len(usable) < 2:
         return [], []
@@ -136,17 +135,15 @@ def check_noise(curves: Sequence[Sequence[Sequence[float]]]) -> tuple[list[int],
 def time_look(
     elapsed_s: float, window_s: float, best_time_s: float, margin: float
 ) -> tuple[bool, float]:
-    """Whether a trial that has not reached the target after ``elapsed_s`` training seconds can
-    no longer beat (or tie) ``best_time_s``: at the earliest it reaches the target one window of
-    ``window_s`` later. Also the earliest time it could reach the target."""
+    """Whether a trial short of the target after ``elapsed_s`` can no longer beat (or tie)
+    ``best_time_s``, and the earliest it could reach it (one window of ``window_s`` later)."""
     earliest = elapsed_s + window_s
     return earliest > best_time_s * (1.0 + margin), earliest
 
 
 def measures_seed_noise(search: SearchSpec) -> bool:
-    """Whether a search runs the base configuration's seed runs: ``seeds`` ≥ 2 in a grid, and
-    under a loss target only for early stops (the loss-gap test's noise per check: trials stop
-    at the target, so their final losses say nothing of the seeds and set no tolerance)."""
+    """Whether a search runs seed runs: ``seeds`` ≥ 2 in a grid, and under a loss target only for
+    early stops (trials stop at the target: their final losses set no tolerance)."""
     if search.grid.joint or search.decision.seeds < 2:
         return False
     return search.run.target_loss is None or search.decision.early_stop

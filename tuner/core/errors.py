@@ -45,10 +45,8 @@ class PngExportError(TunerError):
 
 
 class TrialFailed(Exception):
-    """Raised from the objective to end a trial FAIL; caught by the trial loop
-    (:mod:`tuner.driver.trial.loop`).
-
-    Not a :class:`TunerError`: it never reaches the user, its trial's attributes say why."""
+    """Ends a trial FAIL from the objective; never reaches the user (not a :class:`TunerError`):
+    its trial's attributes say why."""
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -62,12 +60,8 @@ called and with what arguments (the last of them, ``• kwargs=...``, says nothi
 
 
 def error_line(exc: BaseException, limit: int = 300) -> str:
-    """The one line an error shows a user: its type's name once, then the line of its message
-    that says what went wrong (Keras's own line from a layer's call, the op and shapes of a
-    TensorFlow error), at most ``limit`` characters of it.
-
-    Errors re-raised by TensorFlow's graph tracing repeat the name inside their message
-    (``ValueError: in user code: ... ValueError: ...``): it is dropped there, so it shows once."""
+    """The one line an error shows a user: its type's name once (graph tracing repeats it inside
+    the message), then at most ``limit`` characters of the line that says what went wrong."""
     from tuner.core.oom import summary
 
     text = _ANSI.sub("", str(exc))
@@ -83,6 +77,5 @@ def error_line(exc: BaseException, limit: int = 300) -> str:
 
 
 class RepeatedFailureError(TunerError):
-    """Trials at two grid points failed with the same error: a failure the configuration does not
-    cause (the model, the data, the environment), so the search stopped instead of running every
-    remaining point; the trials already stored are kept (exit code 1)."""
+    """Trials at two grid points failed with the same error, which the configuration does not
+    cause: the search stopped; the stored trials are kept (exit code 1)."""

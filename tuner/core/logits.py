@@ -28,10 +28,9 @@ SUM_TOLERANCE = 1e-2
 
 
 def not_probabilities(function: str, outputs: Any) -> str | None:
-    """Why ``outputs`` (the model's, on a sample batch) are not what the loss ``function`` (a
-    key of :data:`PROBABILISTIC_LOSSES`) expects, in a few words, or ``None``: values outside
-    [0, 1]; for the categorical losses, rows (the last axis) that do not sum to 1. Nothing is
-    said of outputs that are empty or not finite (other checks say those)."""
+    """Why the model's ``outputs`` are not the probabilities the loss ``function`` expects, in a
+    few words (values outside [0, 1]; categorical rows not summing to 1), or ``None``; empty or
+    non-finite outputs are left to other checks."""
     values = np.asarray(outputs, dtype=np.float64)
     if values.size == 0 or not np.all(np.isfinite(values)):
         return None

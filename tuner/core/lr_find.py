@@ -36,8 +36,7 @@ WINDOW_FRACTION = 0.025
 
 
 def check_range(min_lr: float, max_lr: float, steps: int) -> None:
-    """Refuse a ramp that cannot be run: one :class:`ConfigError` line naming the option as the
-    front end does (:func:`tuner.core.options.name`)."""
+    """Refuse a ramp that cannot be run, in one :class:`ConfigError` line."""
     for option, value in (("min_lr", min_lr), ("max_lr", max_lr)):
         if not (math.isfinite(value) and value > 0):
             raise ConfigError(f"{named(option)} must be a positive learning rate, got {value}")
@@ -57,16 +56,15 @@ def ramp(min_lr: float, max_lr: float, steps: int) -> list[float]:
 
 
 def default_beta(steps: int) -> float:
-    """The EMA's factor for a ramp of ``steps``: a time constant of 5 % of the ramp (at least 2
-    steps), so the lag stays a small, fixed share of the decades swept whatever ``steps``."""
+    """The EMA's factor for a ramp of ``steps``: a time constant (lag) of 5 % of the ramp, at
+    least 2 steps."""
     return 1.0 - 1.0 / max(2.0, 0.05 * steps)
 
 
 def smooth(losses: Sequence[float], beta: float, skip: int = 0) -> list[float]:
-    """The exponential moving average of ``losses`` with bias correction (Adam's: divided by
-    ``1 - beta ** n`` after ``n`` values), started after the first ``skip`` steps, which are NaN
-    (an early spike would otherwise decay through the average for many steps). A non-finite
-    loss makes the rest non-finite."""
+    """The bias-corrected EMA of ``losses`` (Adam's), started after the first ``skip`` steps,
+    which are NaN (an early spike would decay through it for long); a non-finite loss makes the
+    rest non-finite."""
     average, out = 0.0, []
     for i, loss in enumerate(losses):
         if i < skip:
@@ -140,11 +138,8 @@ def suggest(
     beta: float | None = None,
 ) -> Finding:
     """The suggested rate of a range test: the steepest lasting descent of the smoothed loss
-    against ``log10(lr)``, before its minimum and before divergence (see the module).
-
-    ``learning_rates`` and ``losses`` are the steps run (the run may have stopped early);
-    ``planned_steps`` is the ramp's length (default: the steps given), which sets the skip,
-    the window and the smoothing; a reason names the options it points to as the front end does."""
+    before its minimum and divergence. ``planned_steps``, the ramp's length (default: the steps
+    run), sets the skip, the window and the smoothing."""
     if len(learning_rates) != len(losses):
         raise ValueError("one learning rate per loss")
     planned = planned_steps or len(losses)
@@ -214,11 +209,8 @@ def _steepest(
     lrs: Sequence[float], smoothed: Sequence[float], skip: int, lowest: int, planned: int
 ) -> tuple[int, float, tuple[int, int]] | None:
     """(step, slope per decade, the descent's first and last step) of the steepest point of a
-    lasting descent in ``[skip, lowest]``; ``None`` when there is none.
-
-    A point belongs to a descent when its slope is negative and its loss is a new low (within
-    :data:`NEW_LOW_MARGIN` of the curve's span): the fall back from a spike is no descent. A
-    descent lasts when it holds :data:`MIN_RUN_FRACTION` of the ramp's steps (at least 3)."""
+    lasting descent in ``[skip, lowest]``, or ``None``: points falling, each a new low (within
+    :data:`NEW_LOW_MARGIN`), for :data:`MIN_RUN_FRACTION` of the ramp (at least 3)."""
     half = max(1, round(WINDOW_FRACTION * planned))
     values = smoothed[skip : lowest + 1]
     margin = NEW_LOW_MARGIN * (max(values) - min(values))
@@ -243,11 +235,9 @@ def _steepest(
 def _beyond_noise(
     losses: Sequence[float], run: tuple[int, int], skip: int, end: int, planned: int
 ) -> bool:
-    """Whether the raw loss after the descent ``run`` is below the loss before it by more than
-    its noise: the medians of the steps before the descent (up to twice
-    :data:`MIN_RUN_FRACTION` of the ramp; the skipped steps count here: they are data, only not
-    a suggestion) and of its last steps (that fraction), against the per-step
-    noise read from second differences (blind to the curve's trend; medians: to spikes)."""
+    """Whether the raw loss's median after the descent ``run`` is below its median before it by
+    more than the noise (per step, from second differences: blind to the trend). The skipped
+    steps count here: they are data, only not a suggestion."""
     width = max(3, round(MIN_RUN_FRACTION * planned))
     first, last = run
     before = [x for x in losses[max(0, first - 2 * width) : first + 1] if math.isfinite(x)]

@@ -96,10 +96,8 @@ def _extra_by_batch(extra: Iterable[tuple[int, str, int]]) -> dict[str, dict[str
 def _wls(
     y: np.ndarray, se: np.ndarray, design: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, float, float]:
-    """Weighted least squares with the batches' standard errors as known: the coefficients,
-    their covariance, the chi² and the 95 % quantile to use. When the points scatter more
-    than their intervals say (reduced chi² > 1) the covariance is inflated by it and Student's
-    t takes the place of the normal."""
+    """Weighted least squares with known standard errors: coefficients, covariance, chi² and the
+    95 % quantile; a reduced chi² > 1 inflates the covariance and takes Student's t."""
     w = 1.0 / se**2
     xtw = design.T * w
     cov = np.linalg.inv(xtw @ design)
@@ -141,9 +139,8 @@ def measure_law(
     noise_scale: float | None = None,
     extra: Iterable[tuple[int, str, int]] = (),
 ) -> Law:
-    """The law through the batches' ``lr*`` (censored ones only named). ``noise_scale``: the
-    measured gradient noise scale, compared with the break in the words; ``extra``: the rates
-    the sweep added past its edges (:attr:`Law.extra`), named where ``lr*`` is still censored."""
+    """The law through the batches' ``lr*`` (censored ones only named); ``noise_scale`` is
+    compared with the break in the words."""
     stars = tuple(sorted(stars, key=lambda s: s.batch))
     usable = [s for s in stars if not s.censored]
     if len(usable) < 2:
@@ -255,11 +252,9 @@ def law_from_points(
     criterion_by_batch: Mapping[int, str] | None = None,
     extra: Iterable[tuple[int, str, int]] = (),
 ) -> Law | None:
-    """The law of a study's ``(learning_rate, value)`` points by batch (``None`` when no batch
-    has three rates): the rates known worse at each batch (``worse_by_batch``) are walls, and
-    ``criterion_by_batch`` says what a batch's values are (default: the final loss, whose
-    ``sigma`` is the seed noise; no noise is assumed for a time to the target); ``extra``: the
-    rates the sweep added past its edges (:attr:`Law.extra`)."""
+    """The law of a study's ``(learning_rate, value)`` points by batch, or ``None`` (no batch has
+    three rates). ``criterion_by_batch``: what a batch's values are (default the final loss,
+    whose noise is ``sigma``; a time to the target assumes none)."""
     worse = worse_by_batch or {}
     criteria = criterion_by_batch or {}
     stars = []

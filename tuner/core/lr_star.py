@@ -61,9 +61,8 @@ STOPPED, DIVERGED = "stopped", "diverged"
 def merged_points(
     points: Iterable[tuple[float, float]], worse: Iterable[float] = ()
 ) -> tuple[np.ndarray, np.ndarray, list[tuple[float, str]]]:
-    """Log rates (ascending, one per rate) and the mean log value at each; and the walls: the
-    log rates known worse, each with its kind (a non-finite value: diverged; a rate in
-    ``worse``: stopped), ascending, leaving out a rate that also finished."""
+    """Log rates (ascending, one per rate), the mean log value at each, and the walls: log rates
+    known worse with their kind, ascending, leaving out a rate that also finished."""
     finite: dict[float, list[float]] = {}
     walls: dict[float, str] = {}
     for lr, value in points:
@@ -109,11 +108,8 @@ def best_rate(
     worse: Iterable[float] = (),
     criterion: str = "final loss",
 ) -> BestRate | None:
-    """``lr*`` at ``batch`` from its ``(learning_rate, value)`` points, the value to minimise
-    (the final loss, or the time to the target: ``criterion``), and the rates known ``worse``
-    than the best there (stopped early as dominated); ``None`` with fewer than three rates or
-    none finished. ``sigma``: the seed noise of ``log(value)`` (a relative spread), when
-    measured."""
+    """``lr*`` at ``batch`` from its points and the rates known ``worse`` there; ``None`` with
+    fewer than three rates or none finished. ``sigma``: the seed noise of ``log(value)``."""
     xs, ys, walls = merged_points(points, worse)
     if not len(xs) or len(xs) + len(walls) < 3:
         return None
@@ -151,9 +147,8 @@ def _side(
     step: int,
     cliff: float,
 ) -> tuple[float, str | None] | None:
-    """The tried rate next to the best (``xs[j]``) on one side (``step`` -1: below, 1: above):
-    its log rate and, when it is a wall, the wall's kind (a finished rate :data:`CLIFF` times
-    worse is a ``diverged`` one); ``None`` when nothing was tried on that side."""
+    """The log rate tried next to the best on the ``step`` side (-1: below) and its wall kind
+    (``None``: no wall), or ``None`` when nothing was tried there."""
     k = j + step
     finished = (float(xs[k]), DIVERGED if ys[k] > cliff else None) if 0 <= k < len(xs) else None
     beyond = [(x, kind) for x, kind in walls if (x - xs[j]) * step > 0]
@@ -166,10 +161,8 @@ def _side(
 def _bracket(
     star: BestRate, best: float, below: tuple[float, str | None], above: tuple[float, str | None]
 ) -> BestRate:
-    """The best tried rate beside a wall (a rate that diverged, lost more than :data:`CLIFF`
-    times as much, or was stopped as worse): no parabola fits there; ``lr*`` lies between the
-    wall's rate and the half-step towards a finished neighbour, the best tried standing for
-    it."""
+    """The best tried rate beside a wall, where no parabola fits: ``lr*`` lies between the wall
+    and the half-step towards a finished neighbour."""
     low = below[0] if below[1] else (below[0] + best) / 2
     high = above[0] if above[1] else (best + above[0]) / 2
     kinds = {below[1], above[1]}

@@ -45,9 +45,8 @@ def infer_direction(objective: str) -> str:
 
 
 def parse_objective(value: Any, label: str) -> str:
-    """The objective's name from the spec: ``"val_mae"``, or ``{name = ..., direction = ...}``
-    (``direction`` ``min`` or ``max``; left out: inferred). Raises :class:`ConfigError` naming
-    ``label`` for a bad value and for a maximized objective (not supported: see the module)."""
+    """The objective's name from the spec: ``"val_mae"`` or ``{name = ..., direction = ...}``;
+    :class:`ConfigError` naming ``label`` for a bad value or a maximized objective."""
     if isinstance(value, Mapping):
         unknown = sorted(set(value) - {"name", "direction"})
         if unknown or "name" not in value:

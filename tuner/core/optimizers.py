@@ -19,12 +19,8 @@ OPTIMIZERS_MODULE = "keras.optimizers"
 
 def warmup_schedule(start: float, peak: float, steps: int) -> dict[str, Any]:
     """The serialized Keras schedule of ``linear-warmup``: ``start`` → ``peak`` linearly over
-    ``steps`` optimizer steps, then ``peak``.
-
-    It is ``CosineDecay`` with ``warmup_target=peak``: its warm-up is exactly this linear ramp,
-    and ``alpha=1`` flattens the cosine that follows (``(1 - alpha) * cos + alpha = 1``, so the
-    rate stays at ``peak``); ``decay_steps=1``, not 0, keeps its decay away from 0/0.
-    """
+    ``steps`` optimizer steps, then ``peak``: ``CosineDecay`` whose ``alpha=1`` flattens the
+    cosine, and whose ``decay_steps=1``, not 0, keeps it away from 0/0."""
     config = {
         "initial_learning_rate": float(start),
         "decay_steps": 1,
@@ -37,16 +33,9 @@ def warmup_schedule(start: float, peak: float, steps: int) -> dict[str, Any]:
 
 
 def trained_config(config: dict[str, Any], rule: dict[str, Any] | None) -> dict[str, Any]:
-    """A copy of the optimizer ``config`` with ``rule`` applied: ``sqrt-adam`` rescales
-    ``beta_1``, ``beta_2`` and ``epsilon``; ``linear-warmup`` makes the learning rate
-    :func:`warmup_schedule`; any other rule (or ``None``) changes nothing.
-
-    ``rule`` holds a request's :class:`~tuner.core.protocol.LearningRateRule` fields by name
-    (``name``, ``ratio``, ``base_lr``, ``learning_rate``, ``warmup_steps``; ``dataclasses.asdict``
-    of it), with the warm-up already in steps. Raises ``ValueError`` when
-    ``sqrt-adam`` meets an optimizer without Adam's moments (see
-    :func:`tuner.core.scaling.optimizer_settings`).
-    """
+    """A copy of the optimizer ``config`` with ``rule`` (a request's ``LearningRateRule`` as a
+    dict, warm-up in steps) applied: ``sqrt-adam``'s moments, ``linear-warmup``'s schedule; other
+    rules change nothing. ``ValueError``: ``sqrt-adam`` on an optimizer without Adam's moments."""
     trained = dict(config)
     if not rule or rule["name"] not in SHAPING_RULES:
         return trained
@@ -78,11 +67,9 @@ def serialized(
 def from_description(
     described: dict[str, Any] | None, fallback_class: str, learning_rate: float
 ) -> dict[str, Any]:
-    """The serialized optimizer rebuilt from a trial's ``optimizer`` attribute when it holds no
-    Keras config (studies stored before it did): its class and scalar settings, which are already
-    the trained ones (``sqrt-adam``'s moments included), at ``learning_rate``, with its warm-up
-    as :func:`warmup_schedule`. Without a description: ``fallback_class`` (the spec's
-    optimizer) at ``learning_rate``, Keras's defaults for the rest."""
+    """The serialized optimizer rebuilt from a trial's ``optimizer`` description (a study stored
+    before Keras configs were): its class and trained settings at ``learning_rate``; without
+    one, ``fallback_class`` with Keras's defaults."""
     fallback_class = optimizer_class(fallback_class)
     if not described:
         return serialized(fallback_class, {"learning_rate": float(learning_rate)})
