@@ -21,15 +21,13 @@ MACHINE_LOAD = "machine_load"
 """The study attribute: ``{"load", "cores", "gpu_processes", "busy", "measured_at"}`` of the
 busiest run of the study (:func:`busiest`)."""
 BUSY_SHARE = 0.5
-"""A machine whose 1-minute load average, before tuner starts a child, is at least this share of
-its cores (and at least 1) is busy: other work then takes the cores a trial would use, and the
-trials' throughput measures the sharing, not the configuration."""
+"""A 1-minute load average of this share of the cores (at least 1) is busy: other work takes the
+cores a trial would use, and its throughput measures the sharing, not the configuration."""
 
 
 @dataclass(frozen=True)
 class SearchPlan:
-    """Trainings each phase will run from now; ``repeats_at_most``: the most racing can add
-    (every grid point repeated up to ``max_repeats`` runs) beyond the ``repeats`` queued."""
+    """Trainings each phase will run from now; ``repeats_at_most``: the most racing can add."""
 
     check: int = 0
     baseline: int = 0
@@ -74,9 +72,8 @@ class SearchPlan:
 
 
 def plan_of(spec: StudySpec, grid_size: int, baseline_runs: int) -> SearchPlan:
-    """A new study's plan: one check, ``baseline_runs`` (0 without a baseline), the grid of
-    ``grid_size`` points (a joint search: its budget), the seeds the grid's base trial does not
-    already give, and up to ``max_repeats - 1`` repeats of each grid point."""
+    """A new study's plan: one check, ``baseline_runs``, ``grid_size`` grid points, the seeds
+    beyond the grid's base trial, and up to ``max_repeats - 1`` repeats of each grid point."""
     search = spec.search
     joint = search.grid.joint
     most = search.decision.max_repeats
@@ -100,10 +97,8 @@ def plan_line(
     budget_left_s: float | None = None,
 ) -> str:
     """``plan: 10 trainings (≤ 16 with repeats): 1 check, 3 baseline, 2 seeds, 4 grid, ≤ 6
-    repeats; ≈ 6 min at this machine's speed (≤ 9 min with repeats)``. Without ``eta_s`` the
-    time is said to come once a training has run; ``head`` names the line (``left`` once the
-    search is under way). Under a budget (``plan.budget_s``) the line ends with whether the
-    time fits the ``budget_left_s`` still left (:func:`budget_clause`)."""
+    repeats; ≈ 6 min at this machine's speed (≤ 9 min with repeats)``, and under a budget
+    whether that fits the ``budget_left_s`` (:func:`budget_clause`)."""
     counts = plan.counts()
     parts = [_count(n, phase) for phase, n in counts.items() if n and phase != "repeats"]
     bound = max(plan.repeats, plan.repeats_at_most)
@@ -132,10 +127,8 @@ def plan_line(
 def budget_clause(
     plan: SearchPlan, left_s: float, eta_s: float | None, eta_at_most_s: float | None
 ) -> str:
-    """How the plan's time meets the budget: ``; within the 15m budget``; ``; within the 15m
-    budget, repeats as far as it allows``; or, when even the trainings before the repeats do
-    not fit, ``; over the 15m budget (≈ 4 min left): runs what fits, the grid before seeds and
-    repeats, and says what it left out``."""
+    """How the plan's time meets the budget: ``; within the 15m budget`` (``, repeats as far as
+    it allows``), or ``; over the 15m budget (≈ 4 min left): runs what fits, ...``."""
     budget = f"the {format_budget(plan.budget_s or 0)} budget"
     if eta_s is None or eta_s <= left_s:
         more = eta_s is not None and eta_at_most_s is not None and eta_at_most_s > left_s
@@ -169,10 +162,8 @@ def load_record(load: float, cores: int, gpu_processes: int, measured_at: str) -
 def busiest(stored: dict[str, Any] | None, record: dict[str, Any]) -> dict[str, Any]:
     """What the study keeps: a busy run's record stays until a busier one comes (its trials'
     throughput was measured while busy), else the latest."""
-    if stored and stored.get("busy") and not record["busy"]:
-        return stored
-    if stored and stored.get("busy") and stored.get("load", 0) > record["load"]:
-        return stored
+    if stored and stored.get("busy"):
+        return stored if not record["busy"] or stored.get("load", 0) > record["load"] else record
     return record
 
 

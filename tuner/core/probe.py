@@ -25,26 +25,20 @@ class _Outcomes:
 
     @property
     def largest_fitting(self) -> int | None:
-        """The largest size that fitted so far."""
-        sizes = [b for b, ok in self.fits.items() if ok]
-        return max(sizes) if sizes else None
+        return max((b for b, ok in self.fits.items() if ok), default=None)
 
     @property
     def smallest_failing(self) -> int | None:
-        """The smallest size that ran out of memory so far."""
-        sizes = [b for b, ok in self.fits.items() if not ok]
-        return min(sizes) if sizes else None
+        return min((b for b, ok in self.fits.items() if not ok), default=None)
 
     def record(self, batch: int, fits: bool) -> None:
-        """Record the outcome of trying ``batch``."""
         self.fits[batch] = fits
 
 
 @dataclass
 class ProbeSearch(_Outcomes):
-    """Doubling from ``start`` until a size does not fit (or ``limit`` is reached), then bisection
-    until the boundary is known to within ``resolution``. Every size is a multiple of ``step``
-    (the number of replicas) and at most ``limit`` (the training set)."""
+    """Doubling from ``start`` until a size does not fit, then bisection to within
+    ``resolution``; every size a multiple of ``step`` (the replicas), at most ``limit``."""
 
     start: int
     limit: int
@@ -81,9 +75,8 @@ class ProbeSearch(_Outcomes):
 
 @dataclass
 class GridProbe(_Outcomes):
-    """Bisection over a search's own grid of global batch sizes: which of them fit. Costs about
-    log2(len(sizes)) + 1 launches; what lies between grid sizes is not resolved (the search never
-    runs it)."""
+    """Bisection over a search's own grid of global batch sizes (about log2(len(sizes)) + 1
+    launches): which of them fit."""
 
     sizes: tuple[int, ...]
     fits: dict[int, bool] = field(default_factory=dict)
@@ -154,27 +147,20 @@ def most_sizes_left(search: Search) -> int:
 
 
 def sizes_per_child(kind: str, memory_capped: bool) -> int | None:
-    """How many sizes one probe child may try (``None``: until an out-of-memory) on devices of
-    ``kind``, with or without a memory cap.
+    """How many sizes one probe child may try (``None``: until an out-of-memory) on ``kind``.
 
-    One under a cap: measured on both CPU caps, a size that fits in a fresh process no longer
-    fits after a smaller size trained in the same one — TensorFlow's capped allocator keeps the
-    regions it grew, and JAX's address-space cap counts the mappings the first size left
-    (3072 fits fresh under 128 MiB per device and runs out of memory after 512 or 1536 on
-    TensorFlow; 6144 fits fresh under 224 MiB and aborts after 1024 on JAX). A trial runs in a
-    fresh process, so the probe must too. One on GPUs as well until measured there."""
+    One under a cap: a size that fits a fresh process no longer fits after a smaller one trained
+    in it (3072 under 128 MiB after 512 on TensorFlow's capped allocator; 6144 under 224 MiB
+    after 1024 on JAX's address-space cap), and a trial runs fresh. One on GPUs until measured."""
     return 1 if memory_capped or kind == "gpu" else None
 
 
 def try_until_oom(
     search: Search, attempt: Callable[[int], bool], most: int | None = None
 ) -> list[int]:
-    """Try the search's sizes in its order with ``attempt`` (whether that size fits), recording
-    each, until the search is done, a size does not fit or ``most`` sizes were tried; returns the
-    sizes tried.
-
-    They only grow: both searches go down only after a size did not fit, which ends the call. So
-    a memory peak the framework keeps for the process's lifetime is the last size's own."""
+    """Try and record the search's sizes with ``attempt`` until it is done, a size does not fit
+    or ``most`` were tried; the sizes tried. They only grow (a search goes down only after a
+    failure, which ends the call), so a peak kept for the process's life is the last size's."""
     tried = []
     while (batch := search.next_batch()) is not None:
         fits = attempt(batch)

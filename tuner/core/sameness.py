@@ -32,9 +32,8 @@ def schedule(
     warmup_steps: int | None,
     warmup_epochs: float | None,
 ) -> dict[str, Any]:
-    """The learning-rate schedule a rule trains with: ``{"constant": rate}``, or for a
-    ``linear-warmup`` whose ramp really climbs, ``{"warmup": {"from", "to", "steps" |
-    "epochs"}}`` (a ramp from a rate to the same rate is the constant rate)."""
+    """``{"constant": rate}``, or for a ``linear-warmup`` ramp that climbs, ``{"warmup": {"from",
+    "to", "steps" | "epochs"}}``."""
     if rule == "linear-warmup" and number(base_lr) != number(learning_rate):
         ramp: dict[str, Any] = {"from": number(base_lr), "to": number(learning_rate)}
         if warmup_steps is not None:
@@ -46,9 +45,8 @@ def schedule(
 
 
 def changed_optimizer_settings(rule: str, ratio: float) -> dict[str, str]:
-    """The optimizer settings ``rule`` changes at batch ratio ``ratio`` (shown on Adam's
-    defaults; empty when it changes none: every rule but ``sqrt-adam``, and ``sqrt-adam`` at 1,
-    whatever the optimizer's own values)."""
+    """The optimizer settings ``rule`` changes at ``ratio``, shown on Adam's defaults (empty:
+    none, whatever the optimizer's own values)."""
     try:
         settings = optimizer_settings(rule, ratio, KERAS_ADAM)
     except ValueError:  # a ratio too large for Adam's defaults still trains differently
@@ -75,13 +73,9 @@ def training_key(
     model_hyperparameters: Mapping[str, Any] | None = None,
     precision: str = "float32",
 ) -> str:
-    """A stable string that is equal for two runs exactly when they train alike.
-
-    ``budget``: how much a run trains and evaluates (epochs or sample budget, validation set,
-    a target loss and its cadence: whatever the request carries), compared as given.
-    ``precision``: the Keras dtype policy; the key names it only when it is not ``float32``, so
-    the keys stored before precisions were an axis still match.
-    """
+    """A stable string that is equal for two runs exactly when they train alike. ``budget``
+    (what the request says of how much a run trains and evaluates) is compared as given; a
+    ``float32`` ``precision`` is left out, so keys stored before precisions were still match."""
     rate = scaled_learning_rate(lr_rule, base_lr, global_batch_size, base_batch_size)
     ratio = batch_ratio(global_batch_size, base_batch_size)
     key = {
