@@ -31,8 +31,8 @@ def cadence_unit(batch_sizes: Sequence[int]) -> int:
 def budget_samples(
     train_samples: int | None, epochs: int | None, n_train: int | None
 ) -> int | None:
-    """The samples a trial trains at most: ``train_samples``, else ``epochs × n_train``; ``None``
-    when neither is known (epochs over a training set of unknown size)."""
+    """The samples a trial trains at most: ``train_samples``, else ``epochs × n_train``, else
+    ``None``."""
     if train_samples is not None:
         return train_samples
     if epochs is not None and n_train is not None:
@@ -41,10 +41,8 @@ def budget_samples(
 
 
 def default_cadence(batch_sizes: Sequence[int], budget: int) -> int:
-    """Samples between two checks when the user gives none: the multiple of the grid's
-    :func:`cadence_unit` nearest to ``budget / 10`` (about 10 checks; at least one unit), the same
-    for every batch size. Raises ``ConfigError`` when the budget holds fewer than
-    :data:`MIN_CHECKS` units."""
+    """The default cadence: the multiple of :func:`cadence_unit` nearest ``budget / 10`` (at least
+    one); ``ConfigError`` when the budget holds fewer than :data:`MIN_CHECKS` units."""
     unit = cadence_unit(batch_sizes)
     if budget < MIN_CHECKS * unit:
         raise ConfigError(
@@ -62,11 +60,9 @@ def check_cadence(
     budget: int | None = None,
     label: str | None = None,
 ) -> None:
-    """Refuse a user's cadence that some global batch of the grid does not divide (checks would
-    fall at different samples for different batches; tuner does not round it silently), or that
-    leaves fewer than :data:`MIN_CHECKS` checks in ``budget``. One ``ConfigError`` line that
-    names the field by ``label``, else as the front end does (:func:`~tuner.core.options.named`:
-    ``--eval-every-samples``, ``eval_every_samples=``, ``search.eval_every_samples``)."""
+    """Refuse, in one ``ConfigError`` line naming the field by ``label`` (default: as the front
+    end does), a cadence some global batch does not divide (never rounded silently) or that
+    leaves fewer than :data:`MIN_CHECKS` checks in ``budget``."""
     label = label or named("eval_every_samples")
     for batch in sorted(batch_sizes):
         if cadence % batch:
@@ -94,8 +90,7 @@ class CheckPlan:
 
 def plan_checks(cadence: int, global_batch: int, budget: int) -> CheckPlan:
     """The windows of a trial at ``global_batch`` that checks every ``cadence`` samples within
-    ``budget``. Raises ``ValueError`` when the batch does not divide the cadence or the budget
-    holds fewer than :data:`MIN_CHECKS` checks."""
+    ``budget``; ``ValueError`` as :func:`check_cadence` refuses."""
     if cadence % global_batch:
         raise ValueError(f"a check every {cadence} samples is not a multiple of {global_batch}")
     windows = budget // cadence
@@ -109,10 +104,9 @@ def plan_checks(cadence: int, global_batch: int, budget: int) -> CheckPlan:
 
 def first_reached(losses: Sequence[float], target: float) -> int | None:
     """The index of the first check whose loss is at or below ``target`` (``None``: never)."""
-    for index, loss in enumerate(losses):
-        if math.isfinite(loss) and loss <= target:
-            return index
-    return None
+    return next(
+        (i for i, loss in enumerate(losses) if math.isfinite(loss) and loss <= target), None
+    )
 
 
 def training_seconds(window_seconds: Sequence[float], windows: int) -> float:

@@ -42,10 +42,8 @@ def similarity(first: str, second: str) -> float:
 
 
 def closest(word: str, candidates: Iterable[str], cutoff: float = DEFAULT_CUTOFF) -> str | None:
-    """The candidate ``word`` is likeliest a misspelling of, or ``None`` when none is alike
-    enough. Alike enough: its edit similarity or difflib's ratio reaches ``cutoff`` (so every
-    name difflib offered is still offered); the nearest: the fewest edits, then difflib's
-    ratio, then the first given."""
+    """The candidate ``word`` is likeliest a misspelling of: among those whose edit similarity or
+    difflib's ratio reaches ``cutoff``, the fewest edits, then difflib's ratio, then the first."""
     best: tuple[int, float, int] | None = None
     found = None
     for order, candidate in enumerate(candidates):

@@ -22,8 +22,7 @@ INPUT_BOUND_RATIO = 0.8
 
 @dataclass(frozen=True)
 class WindowPlan:
-    """One untimed warm-up window of ``warmup_steps``, then ``timed_windows`` windows of
-    ``window_steps`` each (all equal: each window is one Keras epoch over the stream)."""
+    """One untimed warm-up window, then ``timed_windows`` windows (each one Keras epoch)."""
 
     global_batch: int
     warmup_steps: int
@@ -32,19 +31,16 @@ class WindowPlan:
 
     @property
     def steps(self) -> int:
-        """All steps the trial trains."""
         return self.warmup_steps + self.window_steps * self.timed_windows
 
     @property
     def samples(self) -> int:
-        """All samples the trial trains (``steps × global batch``)."""
         return self.steps * self.global_batch
 
 
 def plan_windows(train_samples: int, global_batch: int) -> WindowPlan:
-    """Cut ``train_samples // global_batch`` steps into one warm-up and at least
-    :data:`MIN_TIMED_WINDOWS` equal timed windows. Raises ``ValueError`` when there are too few
-    steps for that (the caller says which budget to raise)."""
+    """One warm-up and at least :data:`MIN_TIMED_WINDOWS` equal timed windows of the steps;
+    ``ValueError`` when there are too few (the caller says which budget to raise)."""
     steps = train_samples // global_batch
     if steps < MIN_TIMED_WINDOWS + 1:
         raise ValueError(
@@ -83,18 +79,15 @@ def summarise(samples_per_window: int, seconds: list[float]) -> Throughput:
 
 
 def is_input_bound(throughput: float, input_throughput: float | None) -> bool:
-    """Whether training runs at :data:`INPUT_BOUND_RATIO` or more of the pipeline's own rate,
-    so a faster pipeline (not a different batch) would raise it."""
+    """Whether training runs at :data:`INPUT_BOUND_RATIO` or more of the pipeline's own rate."""
     if not input_throughput or input_throughput <= 0:
         return False
     return throughput >= INPUT_BOUND_RATIO * input_throughput
 
 
 def warmup_windows(seconds: Sequence[float]) -> int:
-    """How many leading windows of a run are warm-up: the first always (tracing and
-    compilation), then each next one while it takes more than :data:`WARMUP_FACTOR` × the median
-    of the run's second half (a recompilation, an autotuning pass), never more than half the
-    windows. 0 for a run of one window, which has nothing steady to compare with."""
+    """How many leading windows are warm-up: the first, then each next one slower than
+    :data:`WARMUP_FACTOR` × the second half's median, at most half (0 for a single window)."""
     if len(seconds) < 2:
         return 0
     steady = statistics.median(seconds[len(seconds) // 2 :])
