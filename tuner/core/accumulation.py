@@ -101,11 +101,8 @@ def accumulation_fields(chosen: FrozenTrial, same_config: Sequence[FrozenTrial])
 
 
 MERGE_CALL = "`merge_call` called while defining a new graph"
-"""What Keras 3.15's TensorFlow optimizer raises when it accumulates under a ``tf.distribute``
-strategy: its ``ops.cond`` between accumulating and applying becomes a ``tf.cond`` whose branch
-calls ``merge_call`` (allowed only in XLA on GPUs: ``MirroredStrategy._use_merge_call``). The
-TensorFlow child skips the merge for accumulating runs
-(:mod:`tuner.worker.backends.tensorflow._accumulation`); this is seen only where it cannot."""
+"""What Keras 3.15's TensorFlow optimizer raises accumulating under ``tf.distribute`` (its
+``tf.cond`` calls ``merge_call``): seen only where the child cannot skip the merge."""
 
 
 def failure_line(error: str, backend: str) -> str:

@@ -23,8 +23,7 @@ from tuner.core.lr_star import merged_points
 from tuner.core.scaling import SWEEP_EXTRA, SWEEP_PREFIX, is_sweep, sweep_index
 
 SKIPPED = "bracketed"
-"""The status of a sweep rate not trained because the best rate at its batch is bracketed on its
-side (PRUNED; never a failure, never a measured point)."""
+"""The status of a sweep rate skipped as bracketed (PRUNED; never a failure, nor a point)."""
 
 
 def visit_rank(rule: str) -> tuple[int, float, int]:
@@ -98,9 +97,7 @@ class Extension:
 
 
 def extension(
-    points: Iterable[tuple[float, float]],
-    worse: Iterable[float],
-    rates: Mapping[str, float],
+    points: Iterable[tuple[float, float]], worse: Iterable[float], rates: Mapping[str, float]
 ) -> Extension | None:
     """Whether the sweep at one batch goes on past its edge, and with which rule; ``None``: no.
 

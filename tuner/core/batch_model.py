@@ -25,8 +25,7 @@ MIN_BATCHES = 3
 AGREEMENT_BAND = 0.25
 """Every held-out measured/predicted ratio within 1 ± this: the model describes the data."""
 MIN_NOISE_STEPS = 40
-"""Below this many measured steps per trial (median) the noise scale is itself noisy (its EMA
-weighs about the last 40 steps)."""
+"""Below this many measured steps per trial (median) the noise scale's EMA is itself noisy."""
 MAX_NOISE_SPREAD = 0.5
 """Relative spread of the trials' noise scales above which there is no one ``B_noise``."""
 
@@ -43,9 +42,7 @@ class BatchPoint:
 
 
 def predict(
-    points: Sequence[BatchPoint],
-    noise_scales: Sequence[float],
-    noise_steps: Sequence[int] = (),
+    points: Sequence[BatchPoint], noise_scales: Sequence[float], noise_steps: Sequence[int] = ()
 ) -> dict[str, Any]:
     """The ``prediction`` of the recommended-config JSON from one point per batch size, the
     trials' noise scales and the steps each measured them over. Without a noise scale or a

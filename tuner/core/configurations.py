@@ -22,8 +22,7 @@ from tuner.core.stats import Interval, log_t_interval, throughput_interval
 INFEASIBLE = ("oom", "oom-implied")
 """Statuses of a global batch that does not fit: measured, or implied by a smaller one."""
 PRECISION = "precision"
-"""The grid's precision axis: a parameter when the study searches several precisions, and
-always a user attribute (the Keras dtype policy the trial trained under)."""
+"""The precision axis: a parameter where a study searches several, and always an attribute."""
 DEFAULT_PRECISION = "float32"
 """The precision of a trial that names none (tuner before precisions were an axis)."""
 ACCUMULATION_STEPS = "accumulation_steps"

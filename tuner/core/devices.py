@@ -43,8 +43,7 @@ class GpuInfo:
     index: int
     name: str
     memory_bytes: int | None = None
-    """Total memory (``nvidia-smi`` ``memory.total``), where reported: a JAX memory cap is a
-    fraction of it."""
+    """``memory.total``, where reported: a JAX memory cap is a fraction of it."""
 
 
 @dataclass(frozen=True)

@@ -25,8 +25,7 @@ if TYPE_CHECKING:
     from tuner.core.spec import SearchSpec
 
 DEFAULT_ALPHA = 0.05
-"""The false-stop rate a trial is held to: the chance that a trial as good as the reference is
-stopped at any of its looks."""
+"""The false-stop rate: the chance that a trial as good as the reference is stopped at all."""
 LOSS_GAP = "loss-gap"
 TIME_TO_TARGET = "time-to-target"
 MAX_LOOKS = 3

@@ -21,10 +21,8 @@ DEFAULT_BETA = 0.95
 noisy: the numerator's relative spread per step is about sqrt(2 / dimensions))."""
 
 ROUNDING = 1e-5
-"""Relative gap between ``mean‖g_i‖²`` and ``‖ḡ‖²`` below which they are taken as equal: the
-norms are float32 sums on the device, good to about a hundred units in the last place, so replicas
-with identical gradients must read ``S = 0`` rather than rounding noise (a real gap this small
-would mean ``B_simple`` under a hundred-thousandth of the batch)."""
+"""Relative gap between ``mean‖g_i‖²`` and ``‖ḡ‖²`` taken as none: float32 sums on the device,
+so identical replicas' gradients read ``S = 0`` rather than rounding noise."""
 
 
 def step_estimates(

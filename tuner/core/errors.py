@@ -51,12 +51,10 @@ class TrialFailed(Exception):
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _NAME_PREFIXES = re.compile(r"^(?:(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception|Exit|Warning): )+")
-"""The exception names at the start of a line: ``ValueError: ...`` or
-``tensorflow.python.framework.errors_impl.InvalidArgumentError: ...``, once or more."""
+"""Exception names (``ValueError: ``, dotted ones too) at the start of a line, once or more."""
 
 _KERAS_FRAME = ("Exception encountered when calling", "Arguments received by", "•")
-"""Keras's lines around the message of an error raised inside a layer's call: where it was
-called and with what arguments (the last of them, ``• kwargs=...``, says nothing)."""
+"""Keras's lines around an error raised in a layer's call: where, and with what arguments."""
 
 
 def error_line(exc: BaseException, limit: int = 300) -> str:

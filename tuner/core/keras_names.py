@@ -25,8 +25,7 @@ OPTIMIZER_CLASSES = {
     "schedulefreeadamw": "ScheduleFreeAdamW",
     "sgd": "SGD",
 }
-"""Each optimizer name's class in ``keras.optimizers``: a spec may say ``adam``, an export and
-the answer say ``Adam``."""
+"""Each optimizer name's class: a spec may say ``adam``, an export and the answer say ``Adam``."""
 OPTIMIZERS = tuple(OPTIMIZER_CLASSES)
 
 
@@ -94,9 +93,8 @@ LOSSES = (
 )
 
 TYPO_CUTOFF = 0.75
-"""How close (the cutoff of :func:`tuner.core.typos.closest`) an unknown name must be to a Keras
-name to be called a typo of it. A name close to none may be the user's own, registered with Keras
-when their module is imported in the trial process: that one is left to the workload check."""
+"""How close an unknown name must be to a Keras name to be its typo: a name close to none may be
+the user's own, registered when their module is imported, and left to the workload check."""
 
 
 def nearest(name: str, known: tuple[str, ...], *, ignore_case: bool = False) -> str | None:

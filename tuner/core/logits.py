@@ -18,8 +18,7 @@ PROBABILISTIC_LOSSES = {
     "categorical_crossentropy": "CategoricalCrossentropy",
     "sparse_categorical_crossentropy": "SparseCategoricalCrossentropy",
 }
-"""The Keras loss functions that expect probabilities (``from_logits=False``), with the class
-that says ``from_logits`` in a spec."""
+"""The Keras losses that expect probabilities, with the class that says ``from_logits``."""
 
 RANGE_SLACK = 1e-5
 """How far outside [0, 1] a probability may read (a float32 softmax or sigmoid's rounding)."""

@@ -28,9 +28,8 @@ NEW_LOW_MARGIN = 0.02
 """How far above the lowest loss so far a point of a descent may be, as a share of the curve's
 span (the smoothed curve still wobbles a little)."""
 NOISE_Z = 2.0
-"""A descent counts only when the loss after it is this many standard errors below the loss
-before it (medians of :data:`MIN_RUN_FRACTION` of the ramp each side): on a flat, noisy curve
-a short ramp's smoothing lets a few low batches make a "lasting" descent of noise."""
+"""Standard errors the loss must fall by over a descent: on a flat, noisy curve a short ramp's
+smoothing lets a few low batches make a "lasting" descent of noise."""
 WINDOW_FRACTION = 0.025
 """Half-width of the slope's centred difference, as a share of the ramp's steps (at least 1)."""
 

@@ -20,8 +20,7 @@ TRAINING_LOSS = "loss"
 VALIDATION_PREFIX = "val_"
 DIRECTIONS = ("min", "max")
 _MAXIMIZED = ("acc", "auc", "precision", "recall")
-"""What a maximized metric's name contains (Keras's ``mode="auto"`` of old, KerasTuner's
-canonical names: ``accuracy``, ``binary_accuracy``, ``auc``, ``precision``, ``recall``, ...)."""
+"""What a maximized metric's name contains (Keras's old ``mode="auto"``, KerasTuner's names)."""
 
 
 def logged_name(objective: str) -> str:

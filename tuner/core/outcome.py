@@ -210,9 +210,8 @@ PHASES: tuple[str, ...] = (
 
 
 OUTSIDE_WALL: tuple[str, ...] = ("import_hidden_s",)
-"""Times a trial's child reports that are not part of its wall: a warm child's import done before
-it was handed its request (:mod:`tuner.driver.children._warm`). Stored, never summed with the
-phases."""
+"""Times a child reports outside its wall (a warm child's import before its request): stored,
+never summed with the phases."""
 
 
 def breakdown(run: ChildRun, child: Mapping[str, Any]) -> dict[str, float]:

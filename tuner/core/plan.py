@@ -18,8 +18,7 @@ from tuner.core.spec import StudySpec
 PHASES = ("check", "baseline", "seeds", "grid", "repeats")
 """The phases of a search, in the order they run."""
 MACHINE_LOAD = "machine_load"
-"""The study attribute: ``{"load", "cores", "gpu_processes", "busy", "measured_at"}`` of the
-busiest run of the study (:func:`busiest`)."""
+"""The study attribute: :func:`load_record` of the study's busiest run (:func:`busiest`)."""
 BUSY_SHARE = 0.5
 """A 1-minute load average of this share of the cores (at least 1) is busy: other work takes the
 cores a trial would use, and its throughput measures the sharing, not the configuration."""

@@ -13,8 +13,7 @@ from collections.abc import Callable, Sequence
 from tuner.core.protocol import Event, ProgressEvent
 
 REPORT_EVERY_S = 1.0
-"""How often a trial child reports its steps (at most): often enough for a live bar, rare enough
-that one short stdout line a second costs nothing next to training."""
+"""How often a trial child reports its steps at most: a live bar, at no cost next to training."""
 
 
 def format_duration(seconds: float) -> str:

@@ -133,8 +133,7 @@ STATES: dict[str, str] = {
     "error": "FAIL",
     "interrupted": "FAIL",
 }
-"""Each stored ``status`` and the Optuna state a trial with it ends in
-(:mod:`tuner.core.outcome` decides them)."""
+"""Each stored ``status`` and the Optuna state a trial with it ends in."""
 GROUPS: dict[str, type] = {
     "configuration": Configuration,
     "result": Result,
@@ -179,8 +178,7 @@ class TrialRecord:
 
     @property
     def flat(self) -> dict[str, Any]:
-        """Every stored figure by its name, ``None`` left out: for the helpers that read a
-        record and a study record alike by name (an interval, a target line)."""
+        """Every stored figure by its name, ``None`` left out."""
         out: dict[str, Any] = {}
         for name in SCALARS:
             if getattr(self, name) is not None:
@@ -196,12 +194,9 @@ class TrialRecord:
 
 
 def decode(trial: _HasUserAttrs) -> TrialRecord:
-    """``trial``'s record (a ``FrozenTrial`` or a live ``Trial``), in either layout: the groups
-    when it has any, else the earlier flat attributes by the same names.
-
-    A finished ``FrozenTrial`` is decoded once: its attributes no longer change (Optuna refuses
-    writes to it), and the driver's loop reads every trial of the study at each step, where
-    decoding again would grow with the study. The record is kept while the trial lives."""
+    """``trial``'s record (a ``FrozenTrial`` or a live ``Trial``), in either layout. A finished
+    trial is decoded once, kept while it lives: it no longer changes, and the driver's loop
+    reads every trial at each step."""
     attrs = trial.user_attrs
     kept = _DECODED.get(id(trial))
     if kept is not None and kept[0]() is trial and kept[1] == (id(attrs), len(attrs)):
@@ -240,8 +235,8 @@ def _group(cls: type, source: Mapping[str, Any]) -> Any:
 
 
 def encode(attrs: Mapping[str, Any]) -> dict[str, Any]:
-    """The stored attributes for ``attrs`` (a flat mapping of names): scalars as they are, the
-    rest in their groups. A name no group owns raises :class:`KeyError`: every name is here."""
+    """The stored attributes for a flat mapping of names; :class:`KeyError` for a name no group
+    owns."""
     out: dict[str, Any] = {}
     for name, value in attrs.items():
         owner = _OWNER.get(name)
@@ -255,17 +250,16 @@ def encode(attrs: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def changes(trial: _HasUserAttrs, attrs: Mapping[str, Any]) -> dict[str, Any]:
-    """The stored attributes to write so that ``trial`` holds ``attrs`` on top of its record:
-    only keys whose value changes, each group whole (an earlier-layout trial gets every group
-    it has figures for, so it reads the same afterwards)."""
+    """The stored keys to write so that ``trial`` holds ``attrs`` on top of its record: those
+    that change, each group whole (an earlier-layout trial gets every group it has figures for)."""
     merged = encode({**decode(trial).flat, **attrs})
     stored = trial.user_attrs
     return {key: value for key, value in merged.items() if stored.get(key) != value}
 
 
 def store(trial: Any, attrs: Mapping[str, Any]) -> int:
-    """Write ``attrs`` (names) onto the live Optuna ``trial`` through ``trial.set_user_attr``,
-    one write per changed stored key (:func:`changes`); how many writes it took."""
+    """Write ``attrs`` onto the live ``trial``, one ``set_user_attr`` per changed stored key;
+    how many writes it took."""
     written = changes(trial, attrs)
     for key, value in written.items():
         trial.set_user_attr(key, value)
@@ -291,8 +285,7 @@ class StudyRecord:
 
     @property
     def flat(self) -> dict[str, Any]:
-        """Every stored attribute by its name, ``None`` left out: for the views that render a
-        study's attributes by name."""
+        """Every stored attribute by its name, ``None`` left out."""
         return {f.name: v for f in fields(self) if (v := getattr(self, f.name)) is not None}
 
 
@@ -301,8 +294,7 @@ STUDY_KEYS = tuple(f.name for f in fields(StudyRecord))
 
 
 def decode_study(study: _HasUserAttrs) -> StudyRecord:
-    """``study``'s record (an ``optuna.Study``, which reads its storage once here, or a
-    ``FrozenStudy``); a name it does not own is left out."""
+    """``study``'s record (read from storage once here); a name it does not own is left out."""
     attrs = study.user_attrs
     return StudyRecord(**{name: attrs[name] for name in STUDY_KEYS if name in attrs})
 

@@ -24,8 +24,7 @@ _RULES: dict[str, Callable[[float], float]] = {
 ADAM_FAMILY = ("adam", "adamw")
 """Optimizers with ``beta_1``/``beta_2``/``epsilon`` that ``sqrt-adam`` can rescale."""
 KERAS_ADAM = {"beta_1": 0.9, "beta_2": 0.999, "epsilon": 1e-7}
-"""Keras's Adam defaults: what ``sqrt-adam`` is checked and shown on where the optimizer's own
-settings are not at hand."""
+"""Keras's Adam defaults: ``sqrt-adam`` is shown on them where the optimizer's are not at hand."""
 
 LR_RULES: tuple[str, ...] = tuple(_RULES)
 """The names of the known rules, in their canonical order."""

@@ -23,8 +23,7 @@ _T975 = (
 Z95 = 1.959964
 """The normal 97.5 % quantile: a 95 % interval is ± this many standard errors."""
 MIN_WINDOWS = 3
-"""Timed windows a single run needs for an interval: with 2, t has one degree of freedom and
-the interval spans ±12.7 standard errors, wider than it is useful."""
+"""Timed windows a single run needs for an interval (with 2 it spans ±12.7 standard errors)."""
 
 
 @dataclass(frozen=True)
@@ -45,8 +44,7 @@ class Interval:
 
 
 def t_quantile(degrees_of_freedom: int) -> float:
-    """Student t's two-sided 95 % quantile (beyond 30 degrees of freedom, a close expansion
-    around the normal's 1.96)."""
+    """Student t's two-sided 95 % quantile (past 30 degrees of freedom, an expansion)."""
     if degrees_of_freedom < 1:
         raise ValueError("a t quantile needs at least 1 degree of freedom")
     if degrees_of_freedom <= len(_T975):
@@ -66,9 +64,8 @@ def t_interval(values: Sequence[float], method: str | None = None) -> Interval |
 
 
 def log_t_interval(values: Sequence[float], method: str | None = None) -> Interval | None:
-    """The 95 % Student t interval of positive ``values`` on the log scale, back-transformed: an
-    interval of their geometric mean that is never below 0 and spreads by a factor, as rates and
-    times do (``None`` with fewer than 2 values, or any value not positive)."""
+    """The 95 % t interval of positive ``values``' geometric mean, taken on the log scale
+    (``None`` with fewer than 2 values, or any not positive)."""
     if len(values) < 2 or any(not v > 0 for v in values):
         return None
     logs = t_interval([math.log(v) for v in values])
@@ -79,9 +76,8 @@ def log_t_interval(values: Sequence[float], method: str | None = None) -> Interv
 def throughput_interval(
     run_medians: Sequence[float], window_rates: Sequence[float]
 ) -> Interval | None:
-    """The interval of a configuration's throughput (:func:`log_t_interval`): over its runs'
-    medians when it ran 2+ times (``"t over N runs"``), else over its one run's window rates when
-    it has :data:`MIN_WINDOWS` of them (``"windows of 1 run (N windows)"``); else ``None``."""
+    """A configuration's throughput interval over its runs' medians (2+ runs), else over its one
+    run's window rates (:data:`MIN_WINDOWS` of them), else ``None``."""
     if len(run_medians) >= 2:
         return log_t_interval(run_medians, f"t over {len(run_medians)} runs")
     if len(window_rates) >= MIN_WINDOWS:
@@ -92,8 +88,8 @@ def throughput_interval(
 def ratio_interval(
     num: float, num_ci: Interval | None, den: float, den_ci: Interval | None
 ) -> Interval | None:
-    """The interval of ``num / den`` from the two intervals: their relative half-widths on the
-    log scale added in quadrature. ``None`` when either interval is missing or not positive."""
+    """The interval of ``num / den``: the log half-widths added in quadrature (``None`` when an
+    interval is missing or not positive)."""
     if num_ci is None or den_ci is None or num <= 0 or den <= 0:
         return None
     halves = [_log_half_width(ci) for ci in (num_ci, den_ci)]
@@ -111,8 +107,7 @@ def _log_half_width(ci: Interval) -> float | None:
 
 
 def relative_spread(values: Sequence[float]) -> float | None:
-    """The sample standard deviation of ``values`` over the magnitude of their mean (``None``
-    with fewer than 2 values or a mean of 0)."""
+    """Sample sd over the mean's magnitude (``None`` with fewer than 2 values or a mean of 0)."""
     if len(values) < 2:
         return None
     mean = statistics.fmean(values)
@@ -122,8 +117,7 @@ def relative_spread(values: Sequence[float]) -> float | None:
 
 
 def effective_tolerance(tolerance: float, seed_spread: float | None) -> tuple[float, str]:
-    """The loss tolerance to apply and where it came from: ``max(tolerance, 2 × seed_spread)``
-    (a difference in loss smaller than seed-to-seed noise is no difference)."""
+    """The loss tolerance ``max(tolerance, 2 × seed_spread)`` and where it came from."""
     if seed_spread is not None and 2 * seed_spread > tolerance:
         return 2 * seed_spread, "seed noise"
     return tolerance, "--tolerance"

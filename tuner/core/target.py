@@ -55,10 +55,7 @@ def default_cadence(batch_sizes: Sequence[int], budget: int) -> int:
 
 
 def check_cadence(
-    cadence: int,
-    batch_sizes: Sequence[int],
-    budget: int | None = None,
-    label: str | None = None,
+    cadence: int, batch_sizes: Sequence[int], budget: int | None = None, label: str | None = None
 ) -> None:
     """Refuse, in one ``ConfigError`` line naming the field by ``label`` (default: as the front
     end does), a cadence some global batch does not divide (never rounded silently) or that
