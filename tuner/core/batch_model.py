@@ -67,15 +67,13 @@ def predict(
     fastest = min(timed, key=lambda row: row["predicted_time_to_target_s"]) if timed else None
     reasons = _distrust(len(measured), ratios, scales, noise_steps)
     return {
-        "noise_scale": b_noise,
-        "noise_scale_trials": len(scales),
+        **_empty(scales, _trust_sentence(reasons, [p.global_batch_size for p in measured])),
         "e_min": e_min,
         "s_min": e_min / b_noise,
         "per_batch": per_batch,
         "agreement": statistics.median(ratios) if ratios else None,
         "fastest_predicted_batch": None if fastest is None else fastest["global_batch_size"],
         "trusted": not reasons,
-        "trust": _trust_sentence(reasons, [p.global_batch_size for p in measured]),
     }
 
 

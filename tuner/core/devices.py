@@ -146,8 +146,7 @@ class DevicePlan:
         if self.memory_limit_bytes is None or not known or len(known) < len(self.gpu_indices):
             raise ConfigError(
                 f"{named('memory_limit')} under {named('backend')} jax is a fraction of the GPU's "
-                "memory, and "
-                "nvidia-smi did not report memory.total for the chosen GPUs"
+                "memory, and nvidia-smi did not report memory.total for the chosen GPUs"
             )
         return min(1.0, self.memory_limit_bytes / max(known))
 

@@ -15,6 +15,7 @@ best finished time to it (:func:`time_look`) stops too.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import math
 from collections.abc import Sequence
@@ -107,12 +108,10 @@ def reference_at(samples: Sequence[int], losses: Sequence[float], at: int) -> fl
         return None
     if at >= samples[-1]:
         return float(losses[-1])
-    for i in range(1, len(samples)):
-        if at <= samples[i]:
-            low, high = samples[i - 1], samples[i]
-            share = (at - low) / (high - low) if high > low else 1.0
-            return float(losses[i - 1] + share * (losses[i] - losses[i - 1]))
-    return None  # pragma: no cover - the loop always returns
+    i = max(1, bisect.bisect_left(samples, at))  # the first check at or past ``at``
+    low, high = samples[i - 1], samples[i]
+    share = (at - low) / (high - low) if high > low else 1.0
+    return float(losses[i - 1] + share * (losses[i] - losses[i - 1]))
 
 
 def check_noise(curves: Sequence[Sequence[Sequence[float]]]) -> tuple[list[int], list[float]]:

@@ -152,14 +152,15 @@ def suggest(
         )
     lowest = min(usable, key=lambda i: finding.smoothed[i])
     finding = replace(finding, min_loss_lr=learning_rates[lowest])
-    steepest = _lasting_descent(learning_rates, losses, finding, lowest, end, planned)
-    if steepest is None:
+    skip = finding.skipped
+    steepest = _steepest(learning_rates, finding.smoothed, skip, lowest, planned)
+    if steepest is None or not _beyond_noise(losses, steepest[2], skip, end, planned):
         return replace(
             finding,
             reason="the loss did not fall steadily over the range: widen it "
             f"({named('min_lr')}, {named('max_lr')}) or run more {named('steps')}",
         )
-    step, slope = steepest
+    step, slope, _ = steepest
     return replace(finding, suggestion=learning_rates[step], suggestion_step=step, slope=slope)
 
 
@@ -185,23 +186,6 @@ def _read_curve(
         beta=beta,
     )
     return finding, len(losses) if stop is None else stop
-
-
-def _lasting_descent(
-    learning_rates: Sequence[float],
-    losses: Sequence[float],
-    finding: Finding,
-    lowest: int,
-    end: int,
-    planned: int,
-) -> tuple[int, float] | None:
-    """(step, slope per decade) of the steepest lasting descent before the ``lowest`` smoothed
-    loss whose fall is beyond the raw curve's noise; ``None`` when there is none."""
-    skip = finding.skipped
-    steepest = _steepest(learning_rates, finding.smoothed, skip, lowest, planned)
-    if steepest is None or not _beyond_noise(losses, steepest[2], skip, end, planned):
-        return None
-    return steepest[0], steepest[1]
 
 
 def _steepest(

@@ -179,10 +179,7 @@ class TrialRecord:
     @property
     def flat(self) -> dict[str, Any]:
         """Every stored figure by its name, ``None`` left out."""
-        out: dict[str, Any] = {}
-        for name in SCALARS:
-            if getattr(self, name) is not None:
-                out[name] = getattr(self, name)
+        out = {name: value for name in SCALARS if (value := getattr(self, name)) is not None}
         if self.timings:
             out["timings"] = dict(self.timings)
         for group in GROUPS:
