@@ -49,8 +49,7 @@ def first_steps(batch: int, replicas: int, unfit: int | None) -> int | None:
 
 
 def next_steps(batch: int, replicas: int, steps: int) -> int | None:
-    """The micro-steps to try after ``steps`` ran out of memory: twice as many, or ``None``
-    when the batch does not split further over ``replicas``."""
+    """Twice ``steps``, or ``None`` when the batch does not split further over ``replicas``."""
     more = steps * 2
     return None if batch % (replicas * more) else more
 
@@ -106,8 +105,7 @@ MERGE_CALL = "`merge_call` called while defining a new graph"
 
 
 def failure_line(error: str, backend: str) -> str:
-    """The line that says why an accumulating run failed: for Keras's known failure under
-    TensorFlow, what it is and what to do; else the error."""
+    """Why an accumulating run failed: what to do for Keras's known failure, else the error."""
     if backend == "tensorflow" and MERGE_CALL in error:
         return (
             "Keras's gradient_accumulation_steps fails under TensorFlow's MirroredStrategy "

@@ -1,14 +1,10 @@
 """The adaptive LR sweep: which of a batch's sweep rates need not be trained (issues 32 and 46;
 ``docs/guide/lr-law.md``).
 
-A batch's rates are trained in the order most likely to find ``lr*`` first (:func:`visit_rank`),
-and a sweep rate is skipped once the best finished rate is bracketed on its side
-(:func:`bracketed`). **The assumption**: the expected final loss has a single minimum in
-``log lr`` over the sweep, so a rate beyond a worse one cannot be the best. It holds for the noisy
-quadratic model's exact loss (``tests/core/test_adaptive_sweep.py``); measured losses are noisy,
-and ``benchmarks/lr_law.py`` counts the false skips. Where the best is at the sweep's edge,
-:func:`extension` names one rate more past it, at most :data:`tuner.core.scaling.SWEEP_EXTRA` a
-side. Pure: the driver gathers the points and stores a skip as ``bracketed``.
+A sweep rate is skipped once the best finished rate is bracketed on its side (:func:`bracketed`),
+assuming the expected final loss has a single minimum in ``log lr``: a rate beyond a worse one
+cannot be the best (measured losses are noisy: ``benchmarks/lr_law.py`` counts false skips).
+Where the best is at the sweep's edge, :func:`extension` adds rates past it. Pure.
 """
 
 from __future__ import annotations
@@ -125,8 +121,7 @@ def extension(
 
 
 def extra_rates(rules: Iterable[str]) -> dict[str, int]:
-    """How many rates the sweep added past each end (``above``, ``below``) among ``rules`` tried
-    at one batch: read from the stored trials, so a resumed study never adds one twice."""
+    """Rates added past each end among ``rules`` (from stored trials: never one twice)."""
     extra = {"above": 0, "below": 0}
     for rule in rules:
         try:

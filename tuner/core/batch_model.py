@@ -32,8 +32,7 @@ MAX_NOISE_SPREAD = 0.5
 
 @dataclass(frozen=True)
 class BatchPoint:
-    """What one global batch measured: throughput, and samples and time to the target (``None``
-    when it did not reach it)."""
+    """What one global batch measured (``None``: it did not reach the target)."""
 
     global_batch_size: int
     throughput: float | None

@@ -27,8 +27,7 @@ RunKey = tuple[int, int]
 
 @dataclass
 class Ledger:
-    """The budget of one search invocation: its limit, the clock, the runs measured (by
-    :data:`RunKey`) and, by phase, the runs left out and their estimated time."""
+    """One search invocation's budget: runs measured and, by phase, those left out."""
 
     limit_s: float
     clock: Callable[[], float]
@@ -55,8 +54,7 @@ class Ledger:
         self.durations.setdefault(key, []).append(seconds)
 
     def estimate(self, key: RunKey) -> float | None:
-        """The expected seconds of a run at ``key``: the mean of the runs measured at it, else of
-        those on the same replicas, else of every run; ``None`` before any run."""
+        """The mean of the runs at ``key``, else on its replicas, else of all; ``None``: none."""
         replicas = key[1]
         for pick in (lambda k: k == key, lambda k: k[1] == replicas, lambda k: True):
             times = [t for k, ts in self.durations.items() if pick(k) for t in ts]

@@ -42,8 +42,7 @@ def status_of(trial: FrozenTrial) -> str:
 
 
 def grid_point(trial: FrozenTrial) -> tuple[Any, ...]:
-    """The grid point a trial ran: ``(global_batch_size, lr_rule)``, and its ``precision`` third
-    in a study that searches several precisions (where it is a parameter)."""
+    """``(global_batch_size, lr_rule[, precision])``: precision where it is a parameter."""
     point = (trial.params.get("global_batch_size"), trial.params.get("lr_rule"))
     if PRECISION in trial.params:
         return (*point, trial.params[PRECISION])
@@ -51,8 +50,7 @@ def grid_point(trial: FrozenTrial) -> tuple[Any, ...]:
 
 
 def precision_of(trial: FrozenTrial) -> str:
-    """The precision (Keras dtype policy) a trial trained under: its parameter, else its
-    attribute, else :data:`DEFAULT_PRECISION` (a trial stored before precisions were)."""
+    """The trial's dtype policy: parameter, else attribute, else :data:`DEFAULT_PRECISION`."""
     value = trial.params.get(PRECISION) or decode(trial).configuration.precision
     return str(value) if value else DEFAULT_PRECISION
 
@@ -105,8 +103,7 @@ def unique_trials(trials: Iterable[FrozenTrial]) -> list[FrozenTrial]:
 def infeasible_batch_sizes(
     trials: Iterable[FrozenTrial], precision: str | None = None
 ) -> list[int]:
-    """Global batch sizes known to run out of memory (measured or implied), ascending (at
-    ``precision``, when given)."""
+    """Global batch sizes out of memory (measured or implied) at ``precision``, ascending."""
     return sorted(
         {
             int(t.params["global_batch_size"])
@@ -138,8 +135,7 @@ def smallest_oom_batch(
 
 
 def without_batch_sizes(error: str, attrs: dict[str, Any]) -> str:
-    """``error`` with the trial's global and per-replica batch sizes taken out, where they stand
-    as numbers of their own (a tensor's shape names them)."""
+    """``error`` with the batch sizes taken out where they stand as numbers (tensor shapes)."""
     for size in {attrs["global_batch_size"], attrs["per_replica_batch_size"]}:
         error = re.sub(rf"(?<![\w.]){size}(?![\w.])", "<batch>", error)
     return error
@@ -174,8 +170,7 @@ def failed_batch(
 
 
 def steps_of(trial: FrozenTrial) -> int:
-    """The micro-steps of ``trial``'s updates (:mod:`tuner.core.accumulation`; 1 for a trial
-    stored without accumulation): only a batch trained in one step is known to fit."""
+    """The micro-steps of ``trial``'s updates (1: no accumulation, so it is known to fit)."""
     return int(decode(trial).configuration.accumulation_steps or 1)
 
 
@@ -218,8 +213,7 @@ def window_rates(record: dict[str, Any]) -> list[float]:
 
 
 def throughput_ci(record: dict[str, Any]) -> Interval | None:
-    """The throughput interval of a trial's attributes (or the baseline's record): stored, else
-    computed (a study stored before intervals were)."""
+    """A trial's (or baseline's) throughput interval: stored, else computed (older studies)."""
     stored = stored_interval(record.get("throughput_ci"), record.get("throughput_ci_method"))
     if stored is not None:
         return stored

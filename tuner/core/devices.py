@@ -1,7 +1,5 @@
-"""Which devices a trial uses: parsing ``--gpus`` / ``--cpu-replicas`` / ``--memory-limit`` in the
-parent (no TensorFlow, no JAX), and turning the resulting :class:`DevicePlan` into the environment
-variables a child needs before its backend starts (``MirroredStrategy`` under TensorFlow,
-``keras.distribution.DataParallel`` under JAX).
+"""Which devices a trial uses: ``--gpus`` / ``--cpu-replicas`` / ``--memory-limit`` parsed in the
+parent, and the :class:`DevicePlan` as the environment a child needs before its backend starts.
 """
 
 from __future__ import annotations
@@ -48,8 +46,7 @@ class GpuInfo:
 
 @dataclass(frozen=True)
 class DevicePlan:
-    """The devices of one trial: ``kind`` is ``"gpu"`` or ``"cpu"``; ``backend`` the Keras
-    backend that runs on them (``"tensorflow"`` or ``"jax"``)."""
+    """The devices of one trial: ``kind`` ``gpu`` or ``cpu``, run by the Keras ``backend``."""
 
     kind: str
     num_replicas: int
@@ -82,8 +79,7 @@ class DevicePlan:
 
     @property
     def device_signature(self) -> str:
-        """Devices and memory cap: OOM knowledge and throughput carry over only within one
-        signature, e.g. ``2x cpu, cap 512 MiB per device``."""
+        """Devices and cap (``2x cpu, cap 512 MiB per device``): what OOMs and speeds hold for."""
         if self.memory_limit_bytes is None:
             return self.signature
         return f"{self.signature}, cap {self.memory_limit_bytes // 2**20} MiB per device"
@@ -156,8 +152,7 @@ class DevicePlan:
 
 
 def inspect_environment(backend: str) -> dict[str, str]:
-    """The workload check's environment: one CPU device, no GPU, the backend's Keras (under JAX
-    the host is not split: the check runs no distribution)."""
+    """The workload check's environment: one CPU device (not split under JAX), no GPU."""
     env = {"CUDA_VISIBLE_DEVICES": "", "TF_CPP_MIN_LOG_LEVEL": "2"}
     if backend == JAX_BACKEND:
         return env | {"KERAS_BACKEND": JAX_BACKEND, "JAX_PLATFORMS": "cpu"}
@@ -165,8 +160,7 @@ def inspect_environment(backend: str) -> dict[str, str]:
 
 
 def host_device_flags(inherited: str, count: int) -> str:
-    """``XLA_FLAGS`` with the host split into ``count`` devices: the inherited flags are kept,
-    but for an earlier device count (the last one would win anyway; one flag says it plainly)."""
+    """The inherited ``XLA_FLAGS`` with the host split into ``count`` devices (one such flag)."""
     kept = [flag for flag in inherited.split() if not flag.startswith(HOST_DEVICE_FLAG)]
     return " ".join([*kept, f"{HOST_DEVICE_FLAG}={count}"])
 

@@ -1,16 +1,12 @@
-"""Stopping dominated trials early, with a bounded false-stop rate (the method and its A/A
-figures: ``docs/design/measurement.md``, "Stopping dominated trials early").
+"""Stopping dominated trials early, with a bounded false-stop rate (``docs/design/measurement.md``,
+"Stopping dominated trials early").
 
-**The loss-gap test.** At a look after ``samples`` samples the gap ``g = ln(L / R)`` between the
-trial's loss and the reference's (the best finished configuration's, linear between its checks)
-is Student-t under "as good as the reference", with sd ``√2 s`` from the seed runs. The trial
-stops at the first look where ``g - t(α / K, n - 1) · √2 · s > ln(1 + band)``; each of the ``K``
-looks spends ``α / K``, so by the union bound the false-stop rate is at most ``α`` however
-correlated one run's checks are. The noise at a look is the larger of the final loss's sd and
-the seed runs' sd at that many samples (:func:`check_noise`): seeds differ far more early on.
-
-**The time rule** (under a loss target): a trial that can no longer reach the target before the
-best finished time to it (:func:`time_look`) stops too.
+**The loss-gap test** stops a trial at the first look where the gap ``g = ln(L / R)`` to the
+reference's loss beats the noise: ``g - t(α / K, n - 1) · √2 · s > ln(1 + band)``. Each of the
+``K`` looks spends ``α / K``: by the union bound the false-stop rate is at most ``α`` however
+correlated one run's checks are. ``s`` at a look is the larger of the final loss's seed sd and
+the seed runs' sd at that many samples (:func:`check_noise`). **The time rule** (under a loss
+target): a trial that can no longer beat the best time to it stops too (:func:`time_look`).
 """
 
 from __future__ import annotations
@@ -36,8 +32,7 @@ surer (with 3 seeds, t's quantile is 5.4 at 3 looks and 7.7 at 6, for alpha 0.05
 
 @dataclass(frozen=True)
 class GapTest:
-    """The loss-gap test of one trial: the band, the seed noise (relative sd over ``noise_runs``
-    runs), the false-stop rate ``alpha`` and the ``looks`` it is spread over."""
+    """One trial's loss-gap test: its band, seed noise, false-stop rate and looks."""
 
     band: float
     noise_sd: float
@@ -88,8 +83,7 @@ def looks_of(checks: int) -> int:
 
 
 def look_indices(checks: int) -> tuple[int, ...]:
-    """The checks (from 0) the test looks at: at most :data:`MAX_LOOKS`, spread evenly between
-    the first check (compilation, the noisiest loss) and the last (nothing left to save)."""
+    """The checks (from 0) looked at: at most :data:`MAX_LOOKS`, between the first and last."""
     inner = range(1, checks - 1)
     if len(inner) <= MAX_LOOKS:
         return tuple(inner)
@@ -115,8 +109,7 @@ def reference_at(samples: Sequence[int], losses: Sequence[float], at: int) -> fl
 
 
 def check_noise(curves: Sequence[Sequence[Sequence[float]]]) -> tuple[list[int], list[float]]:
-    """The seed runs' sd of the log loss at each check they share, from their ``[samples, loss]``
-    curves; empty with fewer than two usable curves (losses positive)."""
+    """The seed runs' sd of the log loss at each shared check; empty with fewer than two."""
     usable = [c for c in curves if c and all(loss > 0 for _, loss in c)]
     if len(usable) < 2:
         return [], []
@@ -149,8 +142,7 @@ def measures_seed_noise(search: SearchSpec) -> bool:
 
 @functools.lru_cache(maxsize=256)
 def t_upper_quantile(p: float, df: int) -> float:
-    """The ``q`` with ``P(T > q) = p`` for Student's t with ``df`` degrees of freedom
-    (``0 < p < 0.5``); by bisection on :func:`t_upper_tail`."""
+    """The ``q`` with ``P(T > q) = p`` (``0 < p < 0.5``) for Student's t, by bisection."""
     if not 0 < p < 0.5:
         raise ValueError(f"an upper tail probability in (0, 0.5), got {p}")
     if df < 1:

@@ -1,12 +1,7 @@
 """Statistical efficiency: the gradient noise scale from replica gradients, the critical batch,
-and goodput (the formulas: ``docs/design/measurement.md``, "Statistical efficiency"). Pure; the
-measurement runs in the child (:mod:`tuner.worker.backends.tensorflow._noise`).
-
-With ``n`` replicas of ``b`` examples, the replicas' gradients ``g_i`` and their mean ``ḡ`` give
-``|G|² ≈ (n‖ḡ‖² − mean‖g_i‖²) / (n − 1)`` and ``S ≈ n·b·(mean‖g_i‖² − ‖ḡ‖²) / (n − 1)``;
-``B_simple = EMA(S) / EMA(|G|²)`` (McCandlish et al. 2018) is the only figure stored
-(``gradient_noise_scale``): the critical batch is read off it, never stored as a copy. Goodput
-(Pollux, OSDI 2021): ``throughput × (B_noise + B₀) / (B_noise + B)``.
+and goodput (``docs/design/measurement.md``, "Statistical efficiency"). Pure; the measurement
+runs in the child. Only ``B_simple = EMA(S) / EMA(|G|²)`` (McCandlish et al. 2018, from the
+replicas' gradients and their mean) is stored: the critical batch is read off it, never stored.
 """
 
 from __future__ import annotations
@@ -42,8 +37,7 @@ def step_estimates(
 
 @dataclass
 class NoiseScale:
-    """``B_simple`` from per-step estimates: EMAs of ``S`` and ``|G|²`` kept apart (bias-corrected,
-    as Adam does, so the first steps are not pulled towards zero)."""
+    """``B_simple`` from per-step estimates: bias-corrected EMAs of ``S`` and ``|G|²`` apart."""
 
     beta: float = DEFAULT_BETA
     _s: float = 0.0
@@ -60,8 +54,7 @@ class NoiseScale:
     def add_steps(
         self, replicas: int, per_replica_batch: int, steps: Iterable[tuple[Any, Any]]
     ) -> None:
-        """Add each step's ``(mean‖g_i‖², ‖ḡ‖²)`` (numbers, or device scalars read here) through
-        :func:`step_estimates`; a step whose estimates are not finite is skipped."""
+        """Add each step's ``(mean‖g_i‖², ‖ḡ‖²)``; a step with non-finite estimates is skipped."""
         for mean_sq, mean_grad_sq in steps:
             g2, s = step_estimates(replicas, per_replica_batch, float(mean_sq), float(mean_grad_sq))
             if math.isfinite(g2) and math.isfinite(s):
@@ -83,8 +76,7 @@ class NoiseScale:
 
     @property
     def why_none(self) -> str | None:
-        """Why :attr:`value` is ``None`` after measuring (``None`` when it has a value or nothing
-        was measured): which estimate is not positive, in one line a trial stores."""
+        """Why :attr:`value` is ``None`` after measuring, in one line a trial stores."""
         if not self._steps or self.value is not None:
             return None
         lost = "|G|² (the gradient is lost in the noise)" if self._g2 <= 0 else "S (the noise)"

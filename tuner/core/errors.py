@@ -26,8 +26,7 @@ class NoCompleteTrialError(TunerError):
 
 
 class AllDivergedError(NoCompleteTrialError):
-    """A search ended with every trial that trained diverged (loss NaN or inf): nothing to
-    recommend, and the message names the likeliest causes (exit code 1)."""
+    """Every trial that trained diverged; the message names the likeliest causes (exit 1)."""
 
 
 class WorkloadError(ConfigError):
@@ -35,18 +34,15 @@ class WorkloadError(ConfigError):
 
 
 class MissingExtraError(TunerError):
-    """A command needs an optional part of tuner that is not installed, such as
-    ``mirrortuner[dashboard]``; the message says what to install (exit code 1)."""
+    """An optional part of tuner is not installed; the message says what to install (exit 1)."""
 
 
 class PngExportError(TunerError):
-    """The plots could not be rendered to PNG (no browser for Kaleido); the HTML was written
-    (exit code 1)."""
+    """The plots could not be rendered to PNG; the HTML was written (exit code 1)."""
 
 
 class TrialFailed(Exception):
-    """Ends a trial FAIL from the objective; never reaches the user (not a :class:`TunerError`):
-    its trial's attributes say why."""
+    """Ends a trial FAIL from the objective; never shown: its attributes say why."""
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")

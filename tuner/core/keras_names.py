@@ -1,9 +1,6 @@
-"""The names Keras takes for an optimizer and a loss, as data, so that the driver checks a
-spec's names in milliseconds without importing Keras (which imports TensorFlow or JAX).
-
-Generated from Keras 3's registries (``tests/core/test_keras_names.py`` compares them with the
-installed Keras and prints the lists to paste when they drift). Optimizer names are
-case-insensitive (Keras lowercases a ``class_name``); loss names are exact.
+"""The names Keras takes for an optimizer and a loss, as data: the driver checks a spec's names
+without importing Keras. ``tests/core/test_keras_names.py`` compares them with the installed
+Keras. Optimizer names are case-insensitive; loss names are exact.
 """
 
 from __future__ import annotations
@@ -98,8 +95,7 @@ the user's own, registered when their module is imported, and left to the worklo
 
 
 def nearest(name: str, known: tuple[str, ...], *, ignore_case: bool = False) -> str | None:
-    """The Keras name ``name`` is a typo of, or ``None`` (it is a Keras name, or close to none).
-    Names with ``>`` or ``.`` (a registered ``package>Name``, a module path) are never typos."""
+    """The Keras name ``name`` is a typo of, or ``None`` (never ``package>Name`` nor dotted)."""
     if ">" in name or "." in name:
         return None
     if ignore_case:

@@ -1,10 +1,6 @@
-"""Whether a probabilistic loss is given probabilities: the decision behind the workload check's
-warning (pure; the child computes the model's outputs on a sample batch).
-
-Keras's crossentropy losses take probabilities unless told ``from_logits=True``; given logits
-(a last ``Dense`` without softmax, as KerasTuner's custom-training guide writes it) they clip the
-values into (0, 1) and train on a wrong loss, without a word: validation losses far above chance,
-and a recommendation made from them.
+"""Whether a probabilistic loss is given probabilities: the workload check's warning (pure; the
+child computes the model's outputs). Given logits, Keras's crossentropy losses clip them into
+(0, 1) and train on a wrong loss without a word.
 """
 
 from __future__ import annotations
@@ -45,8 +41,7 @@ def not_probabilities(function: str, outputs: Any) -> str | None:
 
 
 def logits_line(function: str, shown: str, reason: str, from_spec: bool) -> str:
-    """The one line the workload check says: the loss ``shown`` as the user gave it, why its
-    inputs are not probabilities, and the fix where the loss was given (the spec or the build)."""
+    """The workload check's line: the loss, why its inputs are not probabilities, the fix."""
     name = PROBABILISTIC_LOSSES[function]
     fix = (
         f'[workload] loss = {{class_name = "{name}", config = {{from_logits = true}}}}'

@@ -55,8 +55,7 @@ def ramp(min_lr: float, max_lr: float, steps: int) -> list[float]:
 
 
 def default_beta(steps: int) -> float:
-    """The EMA's factor for a ramp of ``steps``: a time constant (lag) of 5 % of the ramp, at
-    least 2 steps."""
+    """The EMA's factor for a ramp of ``steps``: a lag of 5 % of the ramp, at least 2 steps."""
     return 1.0 - 1.0 / max(2.0, 0.05 * steps)
 
 
@@ -93,8 +92,7 @@ def diverged(smoothed: Sequence[float], skip: int, factor: float = DIVERGENCE_FA
 
 
 class DivergenceWatch:
-    """The stop rule of :func:`diverged`, fed one loss at a time inside the run: :meth:`add`
-    says whether to stop."""
+    """The stop rule of :func:`diverged`, fed one loss at a time inside the run."""
 
     def __init__(self, steps: int, beta: float | None = None) -> None:
         self._beta = default_beta(steps) if beta is None else beta
@@ -102,16 +100,14 @@ class DivergenceWatch:
         self._losses: list[float] = []
 
     def add(self, loss: float) -> bool:
-        """Record one step's loss; ``True`` when the run has diverged (a ramp is a few hundred
-        steps: smoothing them all again at each costs nothing next to the step)."""
+        """Add one step's loss; ``True`` once the run has diverged."""
         self._losses.append(loss)
         return diverged(smooth(self._losses, self._beta, self._skip), self._skip) is not None
 
 
 @dataclass(frozen=True)
 class Finding:
-    """What a range test found. ``suggestion`` is ``None`` when no lasting descent was seen, with
-    ``reason`` saying why."""
+    """What a range test found; without a lasting descent no ``suggestion``, a ``reason``."""
 
     learning_rates: tuple[float, ...]
     losses: tuple[float, ...]

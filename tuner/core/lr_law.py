@@ -139,8 +139,7 @@ def measure_law(
     noise_scale: float | None = None,
     extra: Iterable[tuple[int, str, int]] = (),
 ) -> Law:
-    """The law through the batches' ``lr*`` (censored ones only named); ``noise_scale`` is
-    compared with the break in the words."""
+    """The law through the batches' ``lr*`` (censored ones only named)."""
     stars = tuple(sorted(stars, key=lambda s: s.batch))
     usable = [s for s in stars if not s.censored]
     if len(usable) < 2:

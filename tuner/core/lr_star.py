@@ -1,13 +1,10 @@
 """The best learning rate ``lr*`` at one global batch, with its 95 % interval, from the rates
-tried there (:mod:`tuner.core.lr_law` fits the law through the batches; the method:
-``docs/guide/lr-law.md``). Pure (NumPy only).
+tried there (``docs/guide/lr-law.md``). Pure (NumPy only).
 
-The value minimised is the final validation loss, or under a loss target the time to it.
-:func:`best_rate` fits a parabola through the lowest point and its neighbours in ``log(value)``
-against ``log(lr)``; its interval is a parametric bootstrap (the seed noise, else the residual
-noise of five points; else the sweep's half-steps). A best rate at the sweep's edge is censored.
-A *wall* (a rate that diverged, is :data:`CLIFF` times worse, or was stopped as dominated) is
-never fitted as a final loss: beside the best it brackets ``lr*``.
+:func:`best_rate`: the vertex of a parabola through the lowest point and its neighbours in
+``log(value)`` against ``log(lr)``, its interval by a parametric bootstrap; a best rate at the
+sweep's edge is censored. A *wall* (a rate that diverged, was :data:`CLIFF` times worse, or was
+stopped as dominated) is never fitted: beside the best it brackets ``lr*``.
 """
 
 from __future__ import annotations
@@ -81,8 +78,7 @@ def merged_points(
 
 
 def _vertex(x: np.ndarray, y: np.ndarray) -> float:
-    """The lowest point of the parabola through three points, kept within them (the lowest
-    point itself when the parabola opens downwards)."""
+    """The parabola's lowest point, within the three points (theirs if it opens downwards)."""
     a, b, _ = np.polyfit(x, y, 2)
     if a <= 0:
         return float(x[int(np.argmin(y))])
@@ -90,8 +86,7 @@ def _vertex(x: np.ndarray, y: np.ndarray) -> float:
 
 
 def _residual_sigma(xs: np.ndarray, ys: np.ndarray, j: int) -> float | None:
-    """The noise of ``log(loss)`` left by a parabola through the five points around the best
-    (``None`` with fewer than five: no degree of freedom left)."""
+    """The noise a parabola through the five points around the best leaves (``None``: fewer)."""
     if len(xs) < 5:
         return None
     lo = int(np.clip(j - 2, 0, len(xs) - 5))
@@ -161,8 +156,7 @@ def _side(
 def _bracket(
     star: BestRate, best: float, below: tuple[float, str | None], above: tuple[float, str | None]
 ) -> BestRate:
-    """The best tried rate beside a wall, where no parabola fits: ``lr*`` lies between the wall
-    and the half-step towards a finished neighbour."""
+    """The best rate beside a wall: ``lr*`` between the wall and the half-step to a neighbour."""
     low = below[0] if below[1] else (below[0] + best) / 2
     high = above[0] if above[1] else (best + above[0]) / 2
     kinds = {below[1], above[1]}

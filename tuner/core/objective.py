@@ -24,8 +24,7 @@ _MAXIMIZED = ("acc", "auc", "precision", "recall")
 
 
 def logged_name(objective: str) -> str:
-    """The key the objective has in ``evaluate``'s logs (``val_mae`` -> ``mae``), or in
-    ``fit``'s for a training objective (``loss``)."""
+    """The objective's key in ``evaluate``'s (or ``fit``'s) logs: ``val_mae`` -> ``mae``."""
     return objective.removeprefix(VALIDATION_PREFIX)
 
 
@@ -35,8 +34,7 @@ def is_validation(objective: str) -> bool:
 
 
 def infer_direction(objective: str) -> str:
-    """``max`` for a name with ``acc``, ``auc``, ``precision`` or ``recall`` in it (not a loss),
-    else ``min``."""
+    """``max`` for a name with ``acc``, ``auc``, ``precision`` or ``recall`` (no loss), else min."""
     name = logged_name(objective).lower()
     if name.endswith("loss"):
         return "min"

@@ -1,9 +1,6 @@
-"""Named predicates that recognise out-of-memory, in an exception or in a dead child's remains,
-and the line of an error worth showing (:func:`summary`, :func:`last_message`).
-
-Out-of-memory takes many forms under TensorFlow: ``ResourceExhaustedError``, ``InternalError:
-Dst tensor is not initialized``, ``Blas GEMM launch failed``, cuDNN failing to initialise, NCCL
-running out of memory — or no exception at all, when the process dies by a signal under a cap.
+"""Named predicates that recognise out-of-memory, in an exception or in a dead child's remains
+(under TensorFlow it takes many forms, or none but a signal under a cap), and the line of an
+error worth showing (:func:`summary`, :func:`last_message`).
 """
 
 from __future__ import annotations
@@ -56,8 +53,7 @@ _ROOT_ERROR = re.compile(r"^\((\d+)\) ([A-Z_]+):\s*")
 
 
 def _is_telling(line: str) -> bool:
-    """Whether a (stripped) line of an error says what went wrong: not a stack frame, node or
-    tally, and not cancelled because another replica failed first."""
+    """Whether a stripped line says what went wrong (not a frame, tally or cancellation)."""
     if line.startswith(_NOISE) or _TALLY.match(line):
         return False
     root = _ROOT_ERROR.match(line)

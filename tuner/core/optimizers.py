@@ -54,8 +54,7 @@ def serialized(
     module: str | None = OPTIMIZERS_MODULE,
     registered_name: str | None = None,
 ) -> dict[str, Any]:
-    """An optimizer in the form ``keras.optimizers.serialize`` writes (``registered_name``:
-    the ``package>Name`` of a class registered with ``keras.saving``; ``None`` for Keras's)."""
+    """An optimizer as ``keras.optimizers.serialize`` writes it (a registered ``package>Name``)."""
     return {
         "module": module,
         "class_name": class_name,

@@ -159,16 +159,14 @@ def load_record(load: float, cores: int, gpu_processes: int, measured_at: str) -
 
 
 def busiest(stored: dict[str, Any] | None, record: dict[str, Any]) -> dict[str, Any]:
-    """What the study keeps: a busy run's record stays until a busier one comes (its trials'
-    throughput was measured while busy), else the latest."""
+    """What the study keeps: a busy record until a busier one comes, else the latest."""
     if stored and stored.get("busy"):
         return stored if not record["busy"] or stored.get("load", 0) > record["load"] else record
     return record
 
 
 def busy_line(record: dict[str, Any] | None) -> str | None:
-    """``the machine was busy (load 12 on 2 cores): throughput figures are not reliable``, or
-    ``None`` for a quiet machine (or none measured)."""
+    """``the machine was busy (load 12 on 2 cores): ...``, or ``None`` when quiet."""
     if not record or not record.get("busy"):
         return None
     what = [f"load {record['load']:g} on {record['cores']} cores"]
@@ -178,6 +176,5 @@ def busy_line(record: dict[str, Any] | None) -> str | None:
 
 
 def load_text(record: dict[str, Any]) -> str:
-    """The study's :data:`MACHINE_LOAD` for the note's and the report's table: its
-    :func:`busy_line`, or ``quiet (load 0.3 on 2 cores)``."""
+    """The study's :data:`MACHINE_LOAD` as a table shows it (:func:`busy_line`, or ``quiet``)."""
     return busy_line(record) or f"quiet (load {record['load']:g} on {record['cores']} cores)"

@@ -75,8 +75,7 @@ class ProbeSearch(_Outcomes):
 
 @dataclass
 class GridProbe(_Outcomes):
-    """Bisection over a search's own grid of global batch sizes (about log2(len(sizes)) + 1
-    launches): which of them fit."""
+    """Bisection over a search's own grid of global batch sizes: which of them fit."""
 
     sizes: tuple[int, ...]
     fits: dict[int, bool] = field(default_factory=dict)
@@ -139,8 +138,7 @@ def search_from_state(state: dict[str, Any]) -> Search:
 
 
 def most_sizes_left(search: Search) -> int:
-    """At most how many sizes ``search`` may still try: a probe child's time limit scales with
-    it."""
+    """At most how many sizes ``search`` may still try (a child's time limit scales with it)."""
     if isinstance(search, GridProbe):
         return max(1, sum(1 for b in search.sizes if b not in search.fits))
     return 2 * max(1, search.limit // search.step).bit_length()

@@ -1,8 +1,5 @@
-"""Progress that tells time: the study's ETA, durations and budgets for people, and the child's
-step reports.
-
-Pure: the clock is passed in, so every figure here can be checked with a fake one.
-"""
+"""Progress that tells time: the ETA, durations and budgets for people, the child's step reports.
+Pure: the clock is passed in."""
 
 from __future__ import annotations
 
@@ -103,8 +100,7 @@ def joined(head: str, parts: Sequence[str]) -> str:
 
 
 def _joined(line: str, part: str) -> str:
-    """``part`` after ``line``: a space after a head's colon, `` · `` after parts, nothing after
-    an indentation."""
+    """``part`` after ``line``: a space after a colon, `` · `` after parts."""
     if not line.strip():
         return line + part
     return f"{line} {part}" if line.endswith(":") else f"{line}{SEPARATOR}{part}"

@@ -125,8 +125,7 @@ def gap_to(entry: Entry, best: Entry) -> float:
 def gaps_to_best(
     entries: Sequence[Entry], *, higher_is_better: bool = True
 ) -> list[tuple[int, float]]:
-    """``(number, gap)`` of every :func:`contenders` entry but the best, closest first (what one
-    run each, ``--quick``, cannot tell from noise)."""
+    """``(number, gap)`` of the :func:`contenders` but the best, closest first."""
     kept = contenders(entries)
     if not kept:
         return []

@@ -232,8 +232,7 @@ def _group(cls: type, source: Mapping[str, Any]) -> Any:
 
 
 def encode(attrs: Mapping[str, Any]) -> dict[str, Any]:
-    """The stored attributes for a flat mapping of names; :class:`KeyError` for a name no group
-    owns."""
+    """The stored attributes for a flat mapping of names (:class:`KeyError`: a name unowned)."""
     out: dict[str, Any] = {}
     for name, value in attrs.items():
         owner = _OWNER.get(name)
@@ -255,8 +254,7 @@ def changes(trial: _HasUserAttrs, attrs: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def store(trial: Any, attrs: Mapping[str, Any]) -> int:
-    """Write ``attrs`` onto the live ``trial``, one ``set_user_attr`` per changed stored key;
-    how many writes it took."""
+    """Write ``attrs`` onto the live ``trial`` (only changed keys); how many writes it took."""
     written = changes(trial, attrs)
     for key, value in written.items():
         trial.set_user_attr(key, value)

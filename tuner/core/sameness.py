@@ -45,8 +45,7 @@ def schedule(
 
 
 def changed_optimizer_settings(rule: str, ratio: float) -> dict[str, str]:
-    """The optimizer settings ``rule`` changes at ``ratio``, shown on Adam's defaults (empty:
-    none, whatever the optimizer's own values)."""
+    """What ``rule`` changes of Adam's defaults at ``ratio`` (empty: nothing)."""
     try:
         settings = optimizer_settings(rule, ratio, KERAS_ADAM)
     except ValueError:  # a ratio too large for Adam's defaults still trains differently

@@ -57,8 +57,7 @@ def sweep_extension_rules(points: int) -> tuple[str, ...]:
 
 
 def sweep_index(rule: str) -> tuple[int, int]:
-    """``(i, N)`` of the sweep rule ``sweep-i/N`` (``i`` outside 1..N: an extension); else
-    ``ValueError``."""
+    """``(i, N)`` of ``sweep-i/N`` (``i`` outside 1..N: an extension); else ``ValueError``."""
     try:
         index, _, points = rule[len(SWEEP_PREFIX) :].partition("/")
         i, n = int(index), int(points)

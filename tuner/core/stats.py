@@ -64,8 +64,7 @@ def t_interval(values: Sequence[float], method: str | None = None) -> Interval |
 
 
 def log_t_interval(values: Sequence[float], method: str | None = None) -> Interval | None:
-    """The 95 % t interval of positive ``values``' geometric mean, taken on the log scale
-    (``None`` with fewer than 2 values, or any not positive)."""
+    """The 95 % t interval of positive ``values``' geometric mean (``None``: too few)."""
     if len(values) < 2 or any(not v > 0 for v in values):
         return None
     logs = t_interval([math.log(v) for v in values])
@@ -88,8 +87,7 @@ def throughput_interval(
 def ratio_interval(
     num: float, num_ci: Interval | None, den: float, den_ci: Interval | None
 ) -> Interval | None:
-    """The interval of ``num / den``: the log half-widths added in quadrature (``None`` when an
-    interval is missing or not positive)."""
+    """The interval of ``num / den``: log half-widths added in quadrature (or ``None``)."""
     if num_ci is None or den_ci is None or num <= 0 or den <= 0:
         return None
     halves = [_log_half_width(ci) for ci in (num_ci, den_ci)]

@@ -31,8 +31,7 @@ def cadence_unit(batch_sizes: Sequence[int]) -> int:
 def budget_samples(
     train_samples: int | None, epochs: int | None, n_train: int | None
 ) -> int | None:
-    """The samples a trial trains at most: ``train_samples``, else ``epochs × n_train``, else
-    ``None``."""
+    """The samples a trial trains at most (``epochs × n_train`` without ``train_samples``)."""
     if train_samples is not None:
         return train_samples
     if epochs is not None and n_train is not None:
@@ -77,8 +76,7 @@ def check_cadence(
 
 @dataclass(frozen=True)
 class CheckPlan:
-    """How a trial with a target trains: ``windows`` windows of ``window_steps`` steps, a check
-    at the end of each."""
+    """``windows`` windows of ``window_steps`` steps, a check at the end of each."""
 
     cadence: int
     window_steps: int

@@ -83,8 +83,7 @@ class Tracker:
         return self._clock() - self._started_at
 
     def finish_trial(self, number: int, outcome: TrialOutcome) -> float | None:
-        """The trial's duration (``None`` if its start was not seen); kept for the ETA unless
-        it never ran (``oom-implied``, ``bracketed``)."""
+        """The trial's duration (``None``: start unseen); kept for the ETA if it ran."""
         if number != self._number:
             return None
         seconds = self._elapsed()

@@ -176,8 +176,7 @@ def all_diverged(trials: Sequence[FrozenTrial]) -> bool:
 def nothing_completed(
     study_name: str, trials: Sequence[FrozenTrial]
 ) -> NoCompleteTrialError | None:
-    """The error that says why no trial completed (:class:`AllDivergedError` when all diverged),
-    or ``None`` when one did."""
+    """The error that says why no trial completed, or ``None`` when one did."""
     if any(map(is_complete, trials)):
         return None
     if all_diverged(trials):

@@ -98,8 +98,7 @@ def warmup_windows(seconds: Sequence[float]) -> int:
 
 
 def warmup_excess(seconds: Sequence[float]) -> float:
-    """The warm-up windows' time beyond steady windows' (tracing, compilation, recompilation):
-    0 for a run of one window."""
+    """The warm-up windows' time beyond the steady windows' (0 for one window)."""
     warm = warmup_windows(seconds)
     if warm == 0:
         return 0.0
