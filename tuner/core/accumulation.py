@@ -57,9 +57,7 @@ def next_steps(batch: int, replicas: int, steps: int) -> int | None:
 def smallest_unfit(
     trials: Iterable[FrozenTrial], signature: str, config: str, precision: str
 ) -> int | None:
-    """The smallest global batch known not to fit in one step on ``signature`` for one model
-    configuration at one precision: one that ran out of memory, or one that had to accumulate
-    (it accumulates only when one step did not fit)."""
+    """The smallest batch known not to fit in one step: out of memory, or accumulating."""
     trials = list(trials)
     sizes = [
         int(t.params["global_batch_size"])
@@ -75,9 +73,7 @@ def smallest_unfit(
 
 
 def accumulation_fields(chosen: FrozenTrial, same_config: Sequence[FrozenTrial]) -> dict[str, Any]:
-    """The recommendation's ``accumulation`` block when ``chosen`` accumulated: its micro-steps,
-    and the largest batch of ``same_config`` that fit in one step, with the throughput ratio
-    (below 1: accumulating costs that much); ``{}`` otherwise."""
+    """The ``accumulation`` block of an accumulating ``chosen`` (vs its largest one-step batch)."""
     steps = steps_of(chosen)
     if steps <= 1:
         return {}

@@ -34,10 +34,8 @@ def visit_rank(rule: str) -> tuple[int, float, int]:
 
 
 def neighbours_needed(seed_noise: bool, other_side: int) -> int:
-    """How many worse finished rates must lie between the best and a sweep rate to skip it: the
-    points :func:`tuner.core.lr_star.best_rate` fits with. 1 with the seed noise measured; else
-    the five points of the residual noise: 2 a side, more where the other side has fewer
-    (``other_side``: the batch's rates beyond the best there)."""
+    """How many worse rates between the best and a sweep rate skip it: the points ``best_rate``
+    fits with (1 with the seed noise; else 2 a side, more where ``other_side`` has fewer)."""
     return 1 if seed_noise else max(2, 4 - other_side)
 
 
@@ -49,13 +47,9 @@ def bracketed(
     seed_noise: bool = True,
     planned: Iterable[float] = (),
 ) -> str | None:
-    """Why the sweep rate ``lr`` need not be trained at its batch, or ``None`` (train it).
-
-    ``points``: the batch's finished ``(learning_rate, value)`` pairs (not finite: diverged);
-    ``worse``: the rates known worse than the best there (stopped early); ``planned``: every
-    rate of the batch's grid. ``lr`` is skipped when enough rates strictly between the best and
-    it are worse than the best (a tie is not worse); with nothing finished, or ``lr`` the best
-    itself, it is trained."""
+    """Why the sweep rate ``lr`` need not be trained, or ``None``: enough rates strictly between
+    the best and it are worse than the best (a tie is not), among the batch's finished ``points``
+    (not finite: diverged) and ``worse`` rates (stopped early); ``planned``: the batch's grid."""
     xs, ys, walls = merged_points(points, worse)
     if not len(xs) or not (lr > 0 and math.isfinite(lr)):
         return None
@@ -95,12 +89,9 @@ class Extension:
 def extension(
     points: Iterable[tuple[float, float]], worse: Iterable[float], rates: Mapping[str, float]
 ) -> Extension | None:
-    """Whether the sweep at one batch goes on past its edge, and with which rule; ``None``: no.
-
-    ``points``, ``worse``: as :func:`bracketed` reads them; ``rates``: every sweep rule of the
-    batch (planned or added) with its rate. It goes on while the best finished rate is the rule
-    furthest out on a side, up to :data:`SWEEP_EXTRA` a side. The caller asks once the batch's
-    rates have finished: a rule not finished yet is no edge."""
+    """Whether the sweep goes on past an edge of the batch whose sweep rules have the ``rates``
+    (``None``: no): while the best finished rate is the rule furthest out on a side. Asked once
+    the batch's rates have finished: a rule not finished yet is no edge."""
     indexed = {sweep_index(rule): rule for rule in rates if is_sweep(rule)}
     xs, ys, walls = merged_points(points, worse)
     if not indexed or not len(xs):

@@ -43,9 +43,7 @@ class BatchPoint:
 def predict(
     points: Sequence[BatchPoint], noise_scales: Sequence[float], noise_steps: Sequence[int] = ()
 ) -> dict[str, Any]:
-    """The ``prediction`` of the recommended-config JSON from one point per batch size, the
-    trials' noise scales and the steps each measured them over. Without a noise scale or a
-    measured samples-to-target the numbers are ``None`` and ``trust`` says why."""
+    """The JSON's ``prediction``; without a noise scale or a reached target ``trust`` says why."""
     scales = [s for s in noise_scales if _positive(s)]
     measured = [p for p in points if _positive(p.samples_to_target)]
     if not scales or not measured:
@@ -174,9 +172,7 @@ def _positive(value: Any) -> bool:
 
 
 def points_from_trials(trials: Sequence[FrozenTrial]) -> list[BatchPoint]:
-    """One point per global batch of ``trials`` (COMPLETE representatives of one signature and
-    model): the rule that reached the target in the fewest samples (the model assumes a tuned
-    rate), else the batch's best throughput."""
+    """Per batch, the rule fewest samples to the target (a tuned rate), else best throughput."""
     by_batch: dict[int, list[FrozenTrial]] = {}
     for trial in trials:
         by_batch.setdefault(int(trial.params["global_batch_size"]), []).append(trial)

@@ -63,8 +63,7 @@ class Ledger:
         return None
 
     def fits(self, keys: Sequence[RunKey], reserve_s: float = 0.0) -> list[bool]:
-        """Which of ``keys``, in order, still fit the budget less ``reserve_s`` (kept for later
-        runs that matter more), each after the earlier ones that fit."""
+        """Which of ``keys``, in order, fit the budget less ``reserve_s`` after the earlier fits."""
         left = self.left_s - reserve_s
         chosen = []
         for key in keys:
@@ -142,8 +141,7 @@ def _count(n: int, phase: str) -> str:
 def quick_line(
     gaps: Sequence[tuple[int, float]], what: str = "throughput", *, seeds: bool = False
 ) -> str:
-    """What a ``--quick`` answer cannot resolve: ``gaps``, the other candidates' numbers and
-    relative gaps to the best (``0.03``: 3 % behind), measured without run-to-run noise."""
+    """What ``--quick`` leaves unresolved: the others' ``gaps`` to the best (``0.03``: 3 %)."""
     runs = "one run per configuration" + ("" if seeds else ", no seed runs")
     head = f"quick ({runs}): run-to-run noise not measured"
     if not gaps:

@@ -81,8 +81,7 @@ def runs_of(trial: FrozenTrial) -> int:
 
 
 def unique_trials(trials: Iterable[FrozenTrial]) -> list[FrozenTrial]:
-    """One trial per grid point and model configuration, by number: its representative, else the
-    latest finished, else any; trials killed before their parameters are left out."""
+    """Per grid point and model: its representative, else latest finished, else any trial."""
 
     def rank(trial: FrozenTrial) -> tuple[int, int, int]:
         if trial.state == TrialState.COMPLETE:
@@ -144,8 +143,7 @@ def without_batch_sizes(error: str, attrs: dict[str, Any]) -> str:
 def failed_batch(
     trials: Iterable[FrozenTrial], batch: int, signature: str, config: str, precision: str
 ) -> tuple[list[int], str] | None:
-    """The numbers and error of two trials at ``batch`` (and signature, config, precision) that
-    failed alike under two rules: the batch, not the rate, fails; else ``None``."""
+    """Two trials at ``batch`` failing alike under two rules (the batch fails), else ``None``."""
     rules_by_error: dict[str, dict[str, FrozenTrial]] = {}
     for trial in trials:
         record = decode(trial)
@@ -177,8 +175,7 @@ def steps_of(trial: FrozenTrial) -> int:
 def feasibility_by_precision(
     trials: Iterable[FrozenTrial],
 ) -> tuple[dict[str, int | None], dict[str, list[int]]]:
-    """Per precision: the largest global batch that completed in one step (``None``: none) and
-    the sizes known not to fit, ascending."""
+    """Per precision: the largest batch done in one step, and the sizes that do not fit."""
     grouped: dict[str, list[FrozenTrial]] = {}
     for trial in trials:
         if "global_batch_size" in trial.params:
@@ -206,8 +203,7 @@ def stored_interval(value: Any, method: Any) -> Interval | None:
 
 
 def window_rates(record: dict[str, Any]) -> list[float]:
-    """A run's timed window rates (``window_throughputs``), or for a run stored before them its
-    epoch throughputs less the first (tracing and compilation)."""
+    """A run's timed window rates (older runs: epoch throughputs less the first)."""
     rates = record.get("window_throughputs") or (record.get("epoch_throughputs") or [])[1:]
     return [float(r) for r in rates if isinstance(r, int | float) and math.isfinite(r)]
 

@@ -199,8 +199,7 @@ def choose_devices(
     available: list[GpuInfo],
     backend: str = TENSORFLOW_BACKEND,
 ) -> tuple[DevicePlan, str | None]:
-    """The devices of a run and a notice for the user, if any, from the GPUs ``available``: no
-    GPU and no ``--gpus``: two CPU replicas."""
+    """The devices of a run and a notice, if any (no GPU and no ``--gpus``: 2 CPU replicas)."""
     limit = parse_size(memory_limit) if memory_limit is not None else None
     if gpus is not None and cpu_replicas is not None:
         raise ConfigError(f"give either {named('gpus')} or {named('cpu_replicas')}, not both")

@@ -126,8 +126,7 @@ def check_noise(curves: Sequence[Sequence[Sequence[float]]]) -> tuple[list[int],
 def time_look(
     elapsed_s: float, window_s: float, best_time_s: float, margin: float
 ) -> tuple[bool, float]:
-    """Whether a trial short of the target after ``elapsed_s`` can no longer beat (or tie)
-    ``best_time_s``, and the earliest it could reach it (one window of ``window_s`` later)."""
+    """Whether a trial short of the target can no longer beat ``best_time_s``; its earliest."""
     earliest = elapsed_s + window_s
     return earliest > best_time_s * (1.0 + margin), earliest
 
@@ -160,8 +159,7 @@ def t_upper_quantile(p: float, df: int) -> float:
 
 
 def t_upper_tail(x: float, df: int) -> float:
-    """``P(T > x)`` for Student's t, ``x >= 0``: half the regularised incomplete beta
-    ``I_{df / (df + x²)}(df / 2, 1 / 2)``."""
+    """``P(T > x)`` for Student's t, ``x >= 0``: half ``I_{df / (df + x²)}(df / 2, 1 / 2)``."""
     return 0.5 * _incomplete_beta(df / 2.0, 0.5, df / (df + x * x))
 
 

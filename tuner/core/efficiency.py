@@ -23,8 +23,7 @@ so identical replicas' gradients read ``S = 0`` rather than rounding noise."""
 def step_estimates(
     replicas: int, per_replica_batch: int, mean_sq: float, mean_grad_sq: float
 ) -> tuple[float, float]:
-    """One step's unbiased ``(|G|², S)`` from the replicas' mean squared gradient norm
-    ``mean_sq = mean‖g_i‖²`` and the squared norm of their mean ``mean_grad_sq = ‖ḡ‖²``."""
+    """One step's unbiased ``(|G|², S)`` from ``mean‖g_i‖²`` and ``‖ḡ‖²``."""
     if replicas < 2:
         raise ValueError("the gradient noise scale needs at least 2 replicas")
     n, b = replicas, per_replica_batch
@@ -91,8 +90,7 @@ class NoiseScale:
 
 
 def statistical_efficiency(noise_scale: float, base_batch: int, batch: int) -> float:
-    """``E(B) = (B_noise + B₀) / (B_noise + B)``: progress per sample at ``batch`` relative to the
-    base batch (1 at ``B₀``, towards ``B₀/B`` once the batch is far past the noise scale)."""
+    """``E(B) = (B_noise + B₀) / (B_noise + B)``: progress per sample relative to ``B₀``."""
     if noise_scale < 0 or not math.isfinite(noise_scale):
         raise ValueError(f"noise scale must be finite and non-negative, got {noise_scale}")
     return (noise_scale + base_batch) / (noise_scale + batch)

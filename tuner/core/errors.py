@@ -71,5 +71,4 @@ def error_line(exc: BaseException, limit: int = 300) -> str:
 
 
 class RepeatedFailureError(TunerError):
-    """Trials at two grid points failed with the same error, which the configuration does not
-    cause: the search stopped; the stored trials are kept (exit code 1)."""
+    """Two grid points failed alike, not by their configuration: the search stopped (exit 1)."""

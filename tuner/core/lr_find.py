@@ -48,8 +48,7 @@ def check_range(min_lr: float, max_lr: float, steps: int) -> None:
 
 
 def ramp(min_lr: float, max_lr: float, steps: int) -> list[float]:
-    """The rate of each step: ``min_lr * (max_lr / min_lr) ** (i / (steps - 1))`` — Keras's
-    ``ExponentialDecay(min_lr, steps - 1, max_lr / min_lr)`` at step ``i``."""
+    """Each step's rate, geometric from ``min_lr`` to ``max_lr`` (Keras's ``ExponentialDecay``)."""
     ratio = max_lr / min_lr
     return [min_lr * ratio ** (i / (steps - 1)) for i in range(steps)]
 
@@ -163,8 +162,7 @@ def suggest(
 def _read_curve(
     learning_rates: Sequence[float], losses: Sequence[float], planned: int, beta: float | None
 ) -> tuple[Finding, int]:
-    """The curve smoothed and where it diverged, as a :class:`Finding` with no suggestion yet;
-    and the end of its usable steps (``[0, end)``: up to the divergence)."""
+    """The curve smoothed, as a :class:`Finding` with no suggestion yet, and its usable end."""
     beta = default_beta(planned) if beta is None else beta
     skip = skipped_steps(planned)
     smoothed = smooth(losses, beta, skip)

@@ -120,8 +120,7 @@ def _power_law(x: np.ndarray, y: np.ndarray, se: np.ndarray) -> Slope:
 
 
 def _hinge(x: np.ndarray, y: np.ndarray, se: np.ndarray) -> tuple[int, Slope, Slope, Slope] | None:
-    """The best break (index into ``x``) of a continuous two-slope fit, with the slope before
-    it, after it and their difference (``None`` below four batches)."""
+    """The best break of a two-slope fit, the slopes before and after, their difference."""
     if len(x) < 4:
         return None
     fits = []

@@ -58,8 +58,7 @@ STOPPED, DIVERGED = "stopped", "diverged"
 def merged_points(
     points: Iterable[tuple[float, float]], worse: Iterable[float] = ()
 ) -> tuple[np.ndarray, np.ndarray, list[tuple[float, str]]]:
-    """Log rates (ascending, one per rate), the mean log value at each, and the walls: log rates
-    known worse with their kind, ascending, leaving out a rate that also finished."""
+    """Log rates (ascending), the mean log value at each, and the walls (not finished ones)."""
     finite: dict[float, list[float]] = {}
     walls: dict[float, str] = {}
     for lr, value in points:
@@ -142,8 +141,7 @@ def _side(
     step: int,
     cliff: float,
 ) -> tuple[float, str | None] | None:
-    """The log rate tried next to the best on the ``step`` side (-1: below) and its wall kind
-    (``None``: no wall), or ``None`` when nothing was tried there."""
+    """The log rate next to the best on the ``step`` side and its wall kind, or ``None``."""
     k = j + step
     finished = (float(xs[k]), DIVERGED if ys[k] > cliff else None) if 0 <= k < len(xs) else None
     beyond = [(x, kind) for x, kind in walls if (x - xs[j]) * step > 0]

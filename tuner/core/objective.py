@@ -79,8 +79,7 @@ def _name(value: Any, label: str) -> str:
 
 
 def missing_line(objective: str, reported: list[str]) -> str:
-    """The refusal of a workload whose evaluation (or training, for ``loss``) does not report
-    ``objective``: the names it did report, and the objective to set where one fits."""
+    """Refuse a workload that does not report ``objective``: what it reports, what to set."""
     kind = "evaluation" if is_validation(objective) else "training"
     names = ", ".join(reported) or "nothing"
     line = f"the {kind} reports {names}, not {logged_name(objective)}"

@@ -91,8 +91,7 @@ extension modules after a segfault, absl's stack after a failed check."""
 
 
 def last_message(stderr_tail: str) -> str:
-    """The last line of a dead child's stderr that says what went wrong ("" if none): not
-    TensorFlow's logging (which often follows the error), nor a stack frame."""
+    """The last line of a dead child's stderr that says what went wrong (not logging, frames)."""
     lines = [line.strip() for line in stderr_tail.splitlines()]
     said = [line for line in lines if line and not (_LOG_LINE.match(line) or _LOCATION.match(line))]
     return said[-1] if said else ""
@@ -111,8 +110,7 @@ def is_oom_error(exc: BaseException) -> bool:
 
 
 def is_child_oom(exc: BaseException, cpu_capped: bool) -> bool:
-    """Out-of-memory in a trial child, or under the JAX child's CPU address-space cap a thread
-    that could not start (its stack no longer fits)."""
+    """Out of memory in a child, or a thread not started under JAX's address-space cap."""
     return is_oom_error(exc) or (cpu_capped and "can't start new thread" in str(exc))
 
 

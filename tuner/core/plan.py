@@ -146,8 +146,7 @@ def _count(n: int, phase: str) -> str:
 
 
 def load_record(load: float, cores: int, gpu_processes: int, measured_at: str) -> dict[str, Any]:
-    """The :data:`MACHINE_LOAD` record of one measurement: ``busy`` when the load average is
-    :data:`BUSY_SHARE` of the cores or more, or another process computes on the GPUs."""
+    """One measurement's :data:`MACHINE_LOAD`: busy at :data:`BUSY_SHARE` or GPU processes."""
     busy = load >= max(1.0, BUSY_SHARE * cores) or gpu_processes > 0
     return {
         "load": round(load, 2),

@@ -37,8 +37,7 @@ class _Outcomes:
 
 @dataclass
 class ProbeSearch(_Outcomes):
-    """Doubling from ``start`` until a size does not fit, then bisection to within
-    ``resolution``; every size a multiple of ``step`` (the replicas), at most ``limit``."""
+    """Doubling, then bisection to ``resolution``; sizes multiples of ``step``, within ``limit``."""
 
     start: int
     limit: int
@@ -145,9 +144,8 @@ def most_sizes_left(search: Search) -> int:
 
 
 def sizes_per_child(kind: str, memory_capped: bool) -> int | None:
-    """How many sizes one probe child may try (``None``: until an out-of-memory) on ``kind``.
-
-    One under a cap: a size that fits a fresh process no longer fits after a smaller one trained
+    """How many sizes one probe child may try on ``kind`` (``None``: until out of memory). One
+    under a cap: a size that fits a fresh process no longer fits after a smaller one trained
     in it (3072 under 128 MiB after 512 on TensorFlow's capped allocator; 6144 under 224 MiB
     after 1024 on JAX's address-space cap), and a trial runs fresh. One on GPUs until measured."""
     return 1 if memory_capped or kind == "gpu" else None

@@ -82,8 +82,7 @@ def clipped(text: str, width: int) -> str:
 
 
 def _ended(kept: str, width: int) -> str:
-    """``kept`` and ``…``, spaced after a number (``2.31…`` would read as a number cut inside),
-    a word fewer where that does not fit."""
+    """``kept`` and ``…``, spaced after a number (``2.31…`` reads as cut inside)."""
     while kept[-1:].isdigit():
         if len(kept) + 2 <= width:
             return f"{kept} {ELLIPSIS}"

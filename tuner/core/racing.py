@@ -48,8 +48,7 @@ def best_entry(entries: Sequence[Entry], *, higher_is_better: bool = True) -> En
 
 
 def by_loss(entries: Sequence[Entry]) -> dict[int, list[Entry]]:
-    """Per kept candidate's number, the others of its computation: of one computation only the
-    lowest final loss is kept (then more runs, then the lowest number)."""
+    """Per kept candidate, the others of its computation (the lowest final loss is kept)."""
     groups: dict[object, list[Entry]] = {}
     for entry in entries:
         key = entry.computation if entry.computation and entry.loss is not None else entry.number

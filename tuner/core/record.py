@@ -88,8 +88,7 @@ class Result:
 
 @dataclass(frozen=True)
 class Decision:
-    """What decided the trial's end beside its status: the loss target, early stopping, and why
-    an out-of-memory batch was not reached by accumulation."""
+    """What decided the trial's end beside its status: target, early stop, accumulation."""
 
     target_loss: float | None = None
     eval_every_samples: int | None = None

@@ -32,8 +32,7 @@ def schedule(
     warmup_steps: int | None,
     warmup_epochs: float | None,
 ) -> dict[str, Any]:
-    """``{"constant": rate}``, or for a ``linear-warmup`` ramp that climbs, ``{"warmup": {"from",
-    "to", "steps" | "epochs"}}``."""
+    """``{"constant": rate}``, or ``{"warmup": ...}`` for a ``linear-warmup`` ramp that climbs."""
     if rule == "linear-warmup" and number(base_lr) != number(learning_rate):
         ramp: dict[str, Any] = {"from": number(base_lr), "to": number(learning_rate)}
         if warmup_steps is not None:

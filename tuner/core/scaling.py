@@ -47,8 +47,7 @@ def sweep_rules(points: int) -> tuple[str, ...]:
 
 
 def sweep_extension_rules(points: int) -> tuple[str, ...]:
-    """The rules an adaptive sweep of ``points`` rates may add past its ends: :data:`SWEEP_EXTRA`
-    a side, nearest first, below then above."""
+    """The rules a sweep may add past its ends: :data:`SWEEP_EXTRA` a side, nearest first."""
     if points < 2:
         return ()
     below = (f"{SWEEP_PREFIX}{1 - j}/{points}" for j in range(1, SWEEP_EXTRA + 1))

@@ -75,8 +75,7 @@ def log_t_interval(values: Sequence[float], method: str | None = None) -> Interv
 def throughput_interval(
     run_medians: Sequence[float], window_rates: Sequence[float]
 ) -> Interval | None:
-    """A configuration's throughput interval over its runs' medians (2+ runs), else over its one
-    run's window rates (:data:`MIN_WINDOWS` of them), else ``None``."""
+    """The throughput interval over runs' medians (2+), else one run's windows, else ``None``."""
     if len(run_medians) >= 2:
         return log_t_interval(run_medians, f"t over {len(run_medians)} runs")
     if len(window_rates) >= MIN_WINDOWS:

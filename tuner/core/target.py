@@ -84,8 +84,7 @@ class CheckPlan:
 
 
 def plan_checks(cadence: int, global_batch: int, budget: int) -> CheckPlan:
-    """The windows of a trial at ``global_batch`` that checks every ``cadence`` samples within
-    ``budget``; ``ValueError`` as :func:`check_cadence` refuses."""
+    """A trial's check windows; ``ValueError`` where :func:`check_cadence` would refuse."""
     if cadence % global_batch:
         raise ValueError(f"a check every {cadence} samples is not a multiple of {global_batch}")
     windows = budget // cadence

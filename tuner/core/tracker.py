@@ -14,10 +14,9 @@ Clock = Callable[[], float]
 
 
 class Tracker:
-    """What both views keep: the plan, the phase and training running, the durations of those
-    that ran; ``precisions``: whether the lines name a trial's precision. The ETA: the mean
-    duration of this run's trainings (not the check's, nor a trial not launched) times the
-    trainings the plan has left, less the time the running one has had."""
+    """What both views keep (``precisions``: whether lines name a trial's). The ETA: this run's
+    mean training (not the check, nor a trial not launched) times the trainings the plan has
+    left, less the time the running one has had."""
 
     def __init__(self, clock: Clock, precisions: bool = False) -> None:
         self._clock = clock

@@ -159,8 +159,7 @@ def died_unborn(
 
 
 def may_be_unborn(trial: FrozenTrial) -> bool:
-    """Whether ``trial`` could be one :func:`died_unborn` fails: RUNNING, by a worker that beats
-    (the storage is asked only about these)."""
+    """Whether ``trial`` is RUNNING under a worker that beats (one :func:`died_unborn` may fail)."""
     return trial.state == TrialState.RUNNING and decode(trial).configuration.heartbeat_s != 0
 
 

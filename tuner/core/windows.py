@@ -39,8 +39,7 @@ class WindowPlan:
 
 
 def plan_windows(train_samples: int, global_batch: int) -> WindowPlan:
-    """One warm-up and at least :data:`MIN_TIMED_WINDOWS` equal timed windows of the steps;
-    ``ValueError`` when there are too few (the caller says which budget to raise)."""
+    """A warm-up and :data:`MIN_TIMED_WINDOWS`+ equal timed windows; ``ValueError``: too few."""
     steps = train_samples // global_batch
     if steps < MIN_TIMED_WINDOWS + 1:
         raise ValueError(
