@@ -1,16 +1,10 @@
 """Gradient accumulation as a way to reach a global batch that does not fit (``[search]
-accumulation = true``): the batch is trained as ``k`` micro-steps of ``batch / k`` each, Keras 3's
-optimizer argument ``gradient_accumulation_steps=k`` applying their mean gradient once.
+accumulation = true``; ``docs/guide/accumulation.md``): ``k`` micro-steps of ``batch / k``, Keras
+3's ``gradient_accumulation_steps=k`` applying their mean gradient once. Pure.
 
-Pure: how many micro-steps a batch needs given what is known not to fit, the trial attributes that
-say so (``accumulation_steps``, ``micro_batch_per_replica``), and what reaching a batch this way
-costs against the largest batch that fit in one step (the recommendation's ``accumulation``
-block and its line).
-
-Keras 3.15's semantics (read in ``keras/src/optimizers/base_optimizer.py`` and measured by
-``tuner validate --accumulation``): the update uses the *mean* of the k micro-batch gradients,
-so with a mean loss it is one step at ``k ×`` the batch; the learning rate is not scaled;
-``optimizer.iterations`` counts updates (Adam's bias correction follows it) while learning-rate
+Keras 3.15's semantics (``keras/src/optimizers/base_optimizer.py``, measured by ``tuner validate
+--accumulation``): the mean of the k gradients, so with a mean loss one step at ``k ×`` the batch;
+the learning rate is not scaled; ``optimizer.iterations`` counts updates while learning-rate
 schedules see every micro-step.
 """
 
@@ -43,10 +37,9 @@ def attrs(batch: int, replicas: int, steps: int) -> dict[str, int]:
 
 
 def first_steps(batch: int, replicas: int, unfit: int | None) -> int | None:
-    """The micro-steps to try ``batch`` with first: 1 when nothing at or below it is known not
-    to fit (``unfit``, the smallest global batch that did not fit in one step), else the
-    smallest power of two that brings the micro-batch below ``unfit``; ``None`` when no split
-    of ``batch`` over ``replicas`` gets there (a replica needs at least one example)."""
+    """The micro-steps to try ``batch`` with first: the smallest power of two that brings the
+    micro-batch below ``unfit`` (the smallest batch that did not fit in one step; ``None``: 1);
+    ``None`` when no split of ``batch`` over ``replicas`` gets there."""
     steps = 1
     while unfit is not None and batch // steps >= unfit:
         steps *= 2
@@ -56,8 +49,7 @@ def first_steps(batch: int, replicas: int, unfit: int | None) -> int | None:
 
 
 def next_steps(batch: int, replicas: int, steps: int) -> int | None:
-    """The micro-steps to try after ``steps`` ran out of memory: twice as many, or ``None``
-    when the batch does not split further over ``replicas``."""
+    """Twice ``steps``, or ``None`` when the batch does not split further over ``replicas``."""
     more = steps * 2
     return None if batch % (replicas * more) else more
 
@@ -65,9 +57,7 @@ def next_steps(batch: int, replicas: int, steps: int) -> int | None:
 def smallest_unfit(
     trials: Iterable[FrozenTrial], signature: str, config: str, precision: str
 ) -> int | None:
-    """The smallest global batch known not to fit in one step on ``signature`` for one model
-    configuration at one precision: one that ran out of memory, or one that had to accumulate
-    (it accumulates only when one step did not fit)."""
+    """The smallest batch known not to fit in one step: out of memory, or accumulating."""
     trials = list(trials)
     sizes = [
         int(t.params["global_batch_size"])
@@ -83,10 +73,7 @@ def smallest_unfit(
 
 
 def accumulation_fields(chosen: FrozenTrial, same_config: Sequence[FrozenTrial]) -> dict[str, Any]:
-    """The recommendation's ``accumulation`` block when ``chosen`` reached its batch only by
-    accumulation: its micro-steps and micro-batch, and the largest batch that fit in one step
-    among ``same_config`` (one model at one precision on one signature) with its throughput and
-    the ratio of the two throughputs (below 1: accumulating costs that much); ``{}`` otherwise."""
+    """The ``accumulation`` block of an accumulating ``chosen`` (vs its largest one-step batch)."""
     steps = steps_of(chosen)
     if steps <= 1:
         return {}
@@ -109,16 +96,12 @@ def accumulation_fields(chosen: FrozenTrial, same_config: Sequence[FrozenTrial])
 
 
 MERGE_CALL = "`merge_call` called while defining a new graph"
-"""What Keras 3.15's TensorFlow optimizer raises when it accumulates under a ``tf.distribute``
-strategy: its ``ops.cond`` between accumulating and applying becomes a ``tf.cond`` whose branch
-calls ``merge_call`` (allowed only in XLA on GPUs: ``MirroredStrategy._use_merge_call``). The
-TensorFlow child skips the merge for accumulating runs
-(:mod:`tuner.worker.backends.tensorflow._accumulation`); this is seen only where it cannot."""
+"""What Keras 3.15's TensorFlow optimizer raises accumulating under ``tf.distribute`` (its
+``tf.cond`` calls ``merge_call``): seen only where the child cannot skip the merge."""
 
 
 def failure_line(error: str, backend: str) -> str:
-    """The line that says why an accumulating run failed: for Keras's known failure under
-    TensorFlow, what it is and what to do; else the error."""
+    """Why an accumulating run failed: what to do for Keras's known failure, else the error."""
     if backend == "tensorflow" and MERGE_CALL in error:
         return (
             "Keras's gradient_accumulation_steps fails under TensorFlow's MirroredStrategy "

@@ -1,31 +1,10 @@
-"""The adaptive LR sweep: which of a batch's sweep rates need not be trained (issue 32).
+"""The adaptive LR sweep: which of a batch's sweep rates need not be trained (issues 32 and 46;
+``docs/guide/lr-law.md``).
 
-An LR sweep (``--lr-sweep N``) asks for one thing at each global batch: the best rate ``lr*``,
-from the parabola through the best rate tried and its neighbours
-(:func:`tuner.core.lr_star.best_rate`). A rate far from the best adds nothing to that fit, so the
-sweep trains a batch's rates in the order most likely to find ``lr*`` first
-(:func:`visit_rank`: the fixed rules, then the sweep from its middle outwards) and **skips** a
-sweep rate once the best rate finished at its batch is bracketed on that rate's side
-(:func:`bracketed`): a finished rate strictly between the best and it is worse than the best.
-
-**The assumption.** The expected final loss has a single minimum in ``log lr`` over the sweep's
-span: it falls to ``lr*`` and rises past it (no second valley). Then for a best ``a``, a rate
-``m`` beyond it that is worse (``f(m) > f(a)``) and a rate ``r`` beyond ``m``: the minimum lies on
-``a``'s side of ``m`` (were it beyond ``m``, ``f`` would not rise from ``a`` to ``m``), so ``f``
-does not fall from ``m`` to ``r`` and ``f(r) >= f(m) > f(a)``: ``r`` cannot be the best. It holds
-for the noisy quadratic model's exactly computed loss at every batch of its benchmark
-(:func:`tuner.workloads.noisy_quadratic.expected_losses`, ``tests/core/test_adaptive_sweep.py``).
-Measured losses are noisy: a rate that only *measured* worse may still hide ``lr*`` beyond it;
-``benchmarks/lr_law.py`` counts such false skips against the full sweep.
-
-Pure: the caller (:mod:`tuner.driver.trial.prelaunch`, a pre-launch rule) gathers a batch's
-points as the law's fit does (:func:`tuner.core.recommend.batch_evidence`) and stores a skip as
-the ``bracketed`` status.
-
-**Past the edge** (issue 46): where the best finished rate at a batch is the sweep's largest (or
-smallest) rate, :func:`extension` names one rate more, the sweep's log step further out, until a
-rate is worse or diverges, at most :data:`tuner.core.scaling.SWEEP_EXTRA` a side; the driver
-(:mod:`tuner.driver.trial.extend`) queues it once the batch's rates have finished.
+A sweep rate is skipped once the best finished rate is bracketed on its side (:func:`bracketed`),
+assuming the expected final loss has a single minimum in ``log lr``: a rate beyond a worse one
+cannot be the best (measured losses are noisy: ``benchmarks/lr_law.py`` counts false skips).
+Where the best is at the sweep's edge, :func:`extension` adds rates past it. Pure.
 """
 
 from __future__ import annotations
@@ -40,17 +19,13 @@ from tuner.core.lr_star import merged_points
 from tuner.core.scaling import SWEEP_EXTRA, SWEEP_PREFIX, is_sweep, sweep_index
 
 SKIPPED = "bracketed"
-"""The status of a sweep rate not trained because the best rate at its batch is bracketed on its
-side (PRUNED; never a failure, never a measured point)."""
+"""The status of a sweep rate skipped as bracketed (PRUNED; never a failure, nor a point)."""
 
 
 def visit_rank(rule: str) -> tuple[int, float, int]:
-    """The order a batch's rules are trained in (ascending): the fixed rules first, in their
-    order (their rates span ``none`` to ``linear``, where ``lr*`` usually is), then the sweep from
-    its middle outwards, the lower side first at equal distance. The middle is the ``sqrt`` rate
-    (the geometric middle of half ``none`` and twice ``linear``), so the sweep starts where the
-    rules predict ``lr*`` and moves out: once the best is bracketed, the rates beyond are skipped
-    whichever order they come in, and those nearest the best decide that bracket."""
+    """The order a batch's rules are trained in (ascending): the fixed rules first (their rates
+    span ``none`` to ``linear``, where ``lr*`` usually is), then the sweep from its middle (the
+    ``sqrt`` rate) outwards, the lower side first: the rates nearest the best decide its bracket."""
     if not is_sweep(rule):
         return (0, 0.0, 0)
     index, _, points = rule[len(SWEEP_PREFIX) :].partition("/")
@@ -59,12 +34,8 @@ def visit_rank(rule: str) -> tuple[int, float, int]:
 
 
 def neighbours_needed(seed_noise: bool, other_side: int) -> int:
-    """How many worse finished rates must lie between the best and a sweep rate to skip it: the
-    points :func:`tuner.core.lr_star.best_rate` fits with. With the seed noise measured, the
-    parabola through the best and one neighbour a side: 1. Without it, the interval is the
-    residual noise of a parabola through the five finished rates around the best: 2 a side, or
-    more on one side when the other has fewer (``other_side``: the batch's rates beyond the best
-    on the other side) — one more point trained rather than an interval left without its noise."""
+    """How many worse rates between the best and a sweep rate skip it: the points ``best_rate``
+    fits with (1 with the seed noise; else 2 a side, more where ``other_side`` has fewer)."""
     return 1 if seed_noise else max(2, 4 - other_side)
 
 
@@ -76,17 +47,9 @@ def bracketed(
     seed_noise: bool = True,
     planned: Iterable[float] = (),
 ) -> str | None:
-    """Why the sweep rate ``lr`` need not be trained at its batch, or ``None`` (train it).
-
-    ``points``: the batch's finished ``(learning_rate, value)`` pairs, the value to minimise (the
-    final loss, or under a target the time to it; not finite: diverged); ``worse``: the rates
-    known worse than the best there (stopped early as dominated by it, under a target never
-    reaching it); ``planned``: every rate of the batch's grid, tried or not; ``seed_noise``:
-    whether the study measured it (:func:`neighbours_needed`). ``lr`` is skipped when enough
-    rates strictly between the best and it are worse than the best: a diverged or stopped rate,
-    or a finished one whose value is strictly higher (a tie is not worse). With nothing
-    finished, or ``lr`` the best itself, it is trained: a best at the edge of what was tried
-    keeps the sweep going to its edge."""
+    """Why the sweep rate ``lr`` need not be trained, or ``None``: enough rates strictly between
+    the best and it are worse than the best (a tie is not), among the batch's finished ``points``
+    (not finite: diverged) and ``worse`` rates (stopped early); ``planned``: the batch's grid."""
     xs, ys, walls = merged_points(points, worse)
     if not len(xs) or not (lr > 0 and math.isfinite(lr)):
         return None
@@ -113,10 +76,8 @@ def bracketed(
 
 @dataclass(frozen=True)
 class Extension:
-    """What the sweep does past an edge of a batch where the best finished rate sits at it:
-    train ``rule`` (``sweep-i/N`` one log step beyond ``edge``, the rate tried furthest out on
-    ``side``), or, with ``rule`` ``None``, stop: :data:`tuner.core.scaling.SWEEP_EXTRA` rates were
-    already added on that side (``extra``: how many)."""
+    """Past the ``edge`` rule where the best finished rate sits: train ``rule`` (one log step
+    beyond), or with ``rule`` ``None`` stop, ``extra`` rates having been added on that side."""
 
     side: str
     """``above`` or ``below``."""
@@ -126,19 +87,11 @@ class Extension:
 
 
 def extension(
-    points: Iterable[tuple[float, float]],
-    worse: Iterable[float],
-    rates: Mapping[str, float],
+    points: Iterable[tuple[float, float]], worse: Iterable[float], rates: Mapping[str, float]
 ) -> Extension | None:
-    """Whether the sweep at one batch goes on past its edge, and with which rule; ``None``: no.
-
-    ``points``, ``worse``: the batch's finished points and the rates known worse there, as
-    :func:`bracketed` reads them; ``rates``: every sweep rule of the batch, planned or already
-    added past an end, with its rate. It goes on when the best finished rate is the rate of the
-    rule furthest out on one side (the largest index: above; the smallest: below): one rate
-    more, the same log step further, until a rate is worse or diverges (then the best is no
-    longer at the edge), or :data:`SWEEP_EXTRA` rates were added on that side (``rule`` None).
-    A rule not finished yet is no edge: the caller asks once the batch's rates have finished."""
+    """Whether the sweep goes on past an edge of the batch whose sweep rules have the ``rates``
+    (``None``: no): while the best finished rate is the rule furthest out on a side. Asked once
+    the batch's rates have finished: a rule not finished yet is no edge."""
     indexed = {sweep_index(rule): rule for rule in rates if is_sweep(rule)}
     xs, ys, walls = merged_points(points, worse)
     if not indexed or not len(xs):
@@ -159,9 +112,7 @@ def extension(
 
 
 def extra_rates(rules: Iterable[str]) -> dict[str, int]:
-    """How many rates the sweep added past each of its ends (``above``, ``below``) among the
-    sweep ``rules`` tried at one batch: the stored trials say it, so a resumed study goes on from
-    there and never adds one twice."""
+    """Rates added past each end among ``rules`` (from stored trials: never one twice)."""
     extra = {"above": 0, "below": 0}
     for rule in rules:
         try:

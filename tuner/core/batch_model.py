@@ -1,20 +1,10 @@
-"""Prediction beside measurement: the empirical model of large-batch training (McCandlish et al.
-2018, "An Empirical Model of Large-Batch Training", arXiv:1812.06162).
+"""Prediction beside measurement: McCandlish et al. 2018's empirical model of large-batch
+training (arXiv:1812.06162): to reach a loss, ``E(B) = E_min (1 + B / B_noise)`` samples and
+``S(B) = S_min (1 + B_noise / B)`` steps.
 
-To reach a given loss at global batch ``B``, with the gradient noise scale ``B_noise``:
-
-    samples  E(B) = E_min (1 + B / B_noise)
-    steps    S(B) = S_min (1 + B_noise / B),    S_min = E_min / B_noise
-
-``B_noise`` is the median of the trials' measured noise scales; ``E_min`` (the samples an
-infinitely small batch would need) is fitted to the measured samples-to-target as the median of
-``E_meas / (1 + B / B_noise)`` (one outlying batch cannot drag it). The predicted time to target
-at a batch is its predicted samples over its measured throughput, so batches beyond the largest
-measured one get no time.
-
-The agreement must not be judged on the fit itself (a one-parameter median fit makes the median
-measured/predicted ratio 1 by construction): each measured batch is compared with the
-prediction fitted WITHOUT it (held out), and ``agreement`` is the median of those ratios.
+``B_noise`` is the median measured noise scale; ``E_min`` the median of ``E_meas / (1 + B /
+B_noise)`` (one outlying batch cannot drag it). The agreement is judged held out: each measured
+batch against the prediction fitted without it (a median fit agrees with itself by construction).
 """
 
 from __future__ import annotations
@@ -35,16 +25,14 @@ MIN_BATCHES = 3
 AGREEMENT_BAND = 0.25
 """Every held-out measured/predicted ratio within 1 ± this: the model describes the data."""
 MIN_NOISE_STEPS = 40
-"""Below this many measured steps per trial (median) the noise scale is itself noisy (its EMA
-weighs about the last 40 steps)."""
+"""Below this many measured steps per trial (median) the noise scale's EMA is itself noisy."""
 MAX_NOISE_SPREAD = 0.5
 """Relative spread of the trials' noise scales above which there is no one ``B_noise``."""
 
 
 @dataclass(frozen=True)
 class BatchPoint:
-    """What one global batch measured: throughput, and samples and time to the target (``None``
-    when it did not reach it)."""
+    """What one global batch measured (``None``: it did not reach the target)."""
 
     global_batch_size: int
     throughput: float | None
@@ -53,13 +41,9 @@ class BatchPoint:
 
 
 def predict(
-    points: Sequence[BatchPoint],
-    noise_scales: Sequence[float],
-    noise_steps: Sequence[int] = (),
+    points: Sequence[BatchPoint], noise_scales: Sequence[float], noise_steps: Sequence[int] = ()
 ) -> dict[str, Any]:
-    """The ``prediction`` of the recommended-config JSON from one point per batch size, the
-    trials' noise scales and the steps each measured them over. Without a noise scale or a
-    measured samples-to-target the numbers are ``None`` and ``trust`` says why."""
+    """The JSON's ``prediction``; without a noise scale or a reached target ``trust`` says why."""
     scales = [s for s in noise_scales if _positive(s)]
     measured = [p for p in points if _positive(p.samples_to_target)]
     if not scales or not measured:
@@ -80,15 +64,13 @@ def predict(
     fastest = min(timed, key=lambda row: row["predicted_time_to_target_s"]) if timed else None
     reasons = _distrust(len(measured), ratios, scales, noise_steps)
     return {
-        "noise_scale": b_noise,
-        "noise_scale_trials": len(scales),
+        **_empty(scales, _trust_sentence(reasons, [p.global_batch_size for p in measured])),
         "e_min": e_min,
         "s_min": e_min / b_noise,
         "per_batch": per_batch,
         "agreement": statistics.median(ratios) if ratios else None,
         "fastest_predicted_batch": None if fastest is None else fastest["global_batch_size"],
         "trusted": not reasons,
-        "trust": _trust_sentence(reasons, [p.global_batch_size for p in measured]),
     }
 
 
@@ -190,10 +172,7 @@ def _positive(value: Any) -> bool:
 
 
 def points_from_trials(trials: Sequence[FrozenTrial]) -> list[BatchPoint]:
-    """One point per global batch of ``trials`` (COMPLETE representatives of one device
-    signature and model): the rule that reached the target in the fewest samples (the model
-    assumes a well-tuned learning rate at every batch); a batch where none did keeps its best
-    throughput."""
+    """Per batch, the rule fewest samples to the target (a tuned rate), else best throughput."""
     by_batch: dict[int, list[FrozenTrial]] = {}
     for trial in trials:
         by_batch.setdefault(int(trial.params["global_batch_size"]), []).append(trial)
@@ -202,15 +181,9 @@ def points_from_trials(trials: Sequence[FrozenTrial]) -> list[BatchPoint]:
         reached = [t for t in group if _positive(decode(t).decision.samples_to_target)]
         if reached:
             best = min(reached, key=lambda t: (decode(t).decision.samples_to_target, t.number))
-            attrs = decode(best).flat
-            points.append(
-                BatchPoint(
-                    batch,
-                    float(best.values[1]),
-                    float(attrs["samples_to_target"]),
-                    attrs.get("time_to_target_s"),
-                )
-            )
+            found = decode(best).decision
+            reach = float(found.samples_to_target or 0), found.time_to_target_s
+            points.append(BatchPoint(batch, float(best.values[1]), *reach))
         else:
             points.append(BatchPoint(batch, max(float(t.values[1]) for t in group)))
     return points

@@ -1,11 +1,9 @@
 """A search's time budget (``--budget 15m``): which run still fits, and what was left out.
 
-The search runs its phases in a fixed order (:data:`tuner.core.plan.PHASES`; the repeats most
-decisive first). Before each run it estimates that run's time from the runs already measured in
-this invocation (:meth:`Ledger.estimate`) and starts it only if the time spent plus that estimate
-stays within the budget; a run with nothing to go by (the first training) starts. What does not
-fit is counted by phase, with its estimated time, so the end of the search can say what it left
-out and what a larger budget would buy (:func:`left_out_line`). Pure: the clock is passed in.
+Before each run (in :data:`tuner.core.plan.PHASES` order) the run's time is estimated from the
+runs already measured in this invocation (:meth:`Ledger.estimate`); it starts only if it fits (a
+run with nothing to go by starts). What does not fit is counted by phase, with its estimated
+time, for the end's :func:`left_out_line`. Pure: the clock is passed in.
 """
 
 from __future__ import annotations
@@ -29,8 +27,7 @@ RunKey = tuple[int, int]
 
 @dataclass
 class Ledger:
-    """The budget of one search invocation: its limit, the clock, the runs measured (by
-    :data:`RunKey`) and, by phase, the runs left out and their estimated time."""
+    """One search invocation's budget: runs measured and, by phase, those left out."""
 
     limit_s: float
     clock: Callable[[], float]
@@ -57,23 +54,16 @@ class Ledger:
         self.durations.setdefault(key, []).append(seconds)
 
     def estimate(self, key: RunKey) -> float | None:
-        """The expected seconds of a run at ``key``: the mean of the runs measured at it, else of
-        those on the same replicas, else of every run; ``None`` before any run."""
+        """The mean of the runs at ``key``, else on its replicas, else of all; ``None``: none."""
         replicas = key[1]
-        for pick in (
-            lambda k: k == key,
-            lambda k: k[1] == replicas,
-            lambda k: True,
-        ):
+        for pick in (lambda k: k == key, lambda k: k[1] == replicas, lambda k: True):
             times = [t for k, ts in self.durations.items() if pick(k) for t in ts]
             if times:
                 return sum(times) / len(times)
         return None
 
     def fits(self, keys: Sequence[RunKey], reserve_s: float = 0.0) -> list[bool]:
-        """Which of ``keys``, taken in order, still fit the budget less ``reserve_s`` (kept for
-        runs that come later and matter more), each after those before it that fit (a run that
-        does not fit leaves room for a shorter one after it)."""
+        """Which of ``keys``, in order, fit the budget less ``reserve_s`` after the earlier fits."""
         left = self.left_s - reserve_s
         chosen = []
         for key in keys:
@@ -144,20 +134,14 @@ def left_out_line(ledger: Ledger, tied: int | None) -> str:
 
 
 def _count(n: int, phase: str) -> str:
-    if phase == "baseline":
-        return f"{n} baseline run" + ("" if n == 1 else "s")
-    if phase == "grid":
-        return f"{n} grid point" + ("" if n == 1 else "s")
-    return f"{n} {phase[:-1] if n == 1 else phase}"
+    noun = {"baseline": "baseline run", "grid": "grid point"}.get(phase, phase[:-1])
+    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 def quick_line(
     gaps: Sequence[tuple[int, float]], what: str = "throughput", *, seeds: bool = False
 ) -> str:
-    """What a ``--quick`` answer cannot resolve: ``gaps`` are the other candidates' numbers and
-    their relative gap to the best (``0.03``: 3 % behind). One run each (and, unless ``seeds``,
-    no seed runs): run-to-run noise is not measured, so no interval tells these differences
-    from noise."""
+    """What ``--quick`` leaves unresolved: the others' ``gaps`` to the best (``0.03``: 3 %)."""
     runs = "one run per configuration" + ("" if seeds else ", no seed runs")
     head = f"quick ({runs}): run-to-run noise not measured"
     if not gaps:

@@ -1,11 +1,9 @@
 """One configuration's trials: status, grid point, the representative trial and what it measured.
 
 A configuration (a grid point and model configuration) may have several trials: its first run,
-re-runs enqueued by racing (``repeat_of``), and duplicates when several workers ran the same grid
-point. Its REPRESENTATIVE is the COMPLETE trial with the most runs (the longest ``repeats``: it
-holds the median and interval over all of them), the lowest number among equals. A grid point
-that trains exactly like another (``same_as``) keeps its own row here; the recommendation never
-picks it, since the original stands for it (:func:`is_same_as`).
+racing's re-runs (``repeat_of``), workers' duplicates. Its REPRESENTATIVE is the COMPLETE trial
+with the longest ``repeats`` (it holds the median and interval over all), the lowest number among
+equals. A ``same_as`` grid point is never picked: its original stands for it (:func:`is_same_as`).
 """
 
 from __future__ import annotations
@@ -24,8 +22,7 @@ from tuner.core.stats import Interval, log_t_interval, throughput_interval
 INFEASIBLE = ("oom", "oom-implied")
 """Statuses of a global batch that does not fit: measured, or implied by a smaller one."""
 PRECISION = "precision"
-"""The grid's precision axis: a parameter when the study searches several precisions, and
-always a user attribute (the Keras dtype policy the trial trained under)."""
+"""The precision axis: a parameter where a study searches several, and always an attribute."""
 DEFAULT_PRECISION = "float32"
 """The precision of a trial that names none (tuner before precisions were an axis)."""
 ACCUMULATION_STEPS = "accumulation_steps"
@@ -45,8 +42,7 @@ def status_of(trial: FrozenTrial) -> str:
 
 
 def grid_point(trial: FrozenTrial) -> tuple[Any, ...]:
-    """The grid point a trial ran: ``(global_batch_size, lr_rule)``, and its ``precision`` third
-    in a study that searches several precisions (where it is a parameter)."""
+    """``(global_batch_size, lr_rule[, precision])``: precision where it is a parameter."""
     point = (trial.params.get("global_batch_size"), trial.params.get("lr_rule"))
     if PRECISION in trial.params:
         return (*point, trial.params[PRECISION])
@@ -54,8 +50,7 @@ def grid_point(trial: FrozenTrial) -> tuple[Any, ...]:
 
 
 def precision_of(trial: FrozenTrial) -> str:
-    """The precision (Keras dtype policy) a trial trained under: its parameter, else its
-    attribute, else :data:`DEFAULT_PRECISION` (a trial stored before precisions were)."""
+    """The trial's dtype policy: parameter, else attribute, else :data:`DEFAULT_PRECISION`."""
     value = trial.params.get(PRECISION) or decode(trial).configuration.precision
     return str(value) if value else DEFAULT_PRECISION
 
@@ -86,16 +81,12 @@ def runs_of(trial: FrozenTrial) -> int:
 
 
 def unique_trials(trials: Iterable[FrozenTrial]) -> list[FrozenTrial]:
-    """One trial per grid point (and model configuration), by number: its representative (the
-    COMPLETE one with the most runs, then the lowest number), else the latest finished, else
-    any. Trials that never got their parameters (killed at birth) are left out."""
+    """Per grid point and model: its representative, else latest finished, else any trial."""
 
     def rank(trial: FrozenTrial) -> tuple[int, int, int]:
         if trial.state == TrialState.COMPLETE:
             return (0, -runs_of(trial), trial.number)
-        if trial.state.is_finished():
-            return (1, 0, -trial.number)
-        return (2, 0, -trial.number)
+        return (1 if trial.state.is_finished() else 2, 0, -trial.number)
 
     best: dict[tuple[Any, Any, str], FrozenTrial] = {}
     for trial in trials:
@@ -111,8 +102,7 @@ def unique_trials(trials: Iterable[FrozenTrial]) -> list[FrozenTrial]:
 def infeasible_batch_sizes(
     trials: Iterable[FrozenTrial], precision: str | None = None
 ) -> list[int]:
-    """Global batch sizes known to run out of memory (measured or implied), ascending (at
-    ``precision``, when given)."""
+    """Global batch sizes out of memory (measured or implied) at ``precision``, ascending."""
     return sorted(
         {
             int(t.params["global_batch_size"])
@@ -130,10 +120,8 @@ def smallest_oom_batch(
     config: str | None = None,
     precision: str | None = None,
 ) -> int | None:
-    """The smallest global batch that really ran out of memory (on ``signature``'s devices, with
-    the model configuration ``config`` of :func:`model_config`, and at ``precision``, when
-    given): out-of-memory is monotone in the batch within one precision, not across them (a
-    mixed precision halves the activations)."""
+    """The smallest global batch that really ran out of memory (on ``signature``, ``config`` and
+    ``precision``, when given): monotone in the batch within one precision, not across them."""
     sizes = [
         int(t.params["global_batch_size"])
         for t in trials
@@ -146,8 +134,7 @@ def smallest_oom_batch(
 
 
 def without_batch_sizes(error: str, attrs: dict[str, Any]) -> str:
-    """``error`` with the trial's global and per-replica batch sizes taken out, where they stand
-    as numbers of their own (a tensor's shape names them)."""
+    """``error`` with the batch sizes taken out where they stand as numbers (tensor shapes)."""
     for size in {attrs["global_batch_size"], attrs["per_replica_batch_size"]}:
         error = re.sub(rf"(?<![\w.]){size}(?![\w.])", "<batch>", error)
     return error
@@ -156,9 +143,7 @@ def without_batch_sizes(error: str, attrs: dict[str, Any]) -> str:
 def failed_batch(
     trials: Iterable[FrozenTrial], batch: int, signature: str, config: str, precision: str
 ) -> tuple[list[int], str] | None:
-    """Two trials at ``batch`` (on ``signature``'s devices, at ``config`` and ``precision``) that
-    failed with the same error under two learning-rate rules: the batch, not the rate, fails
-    (their numbers and the error), else ``None``."""
+    """Two trials at ``batch`` failing alike under two rules (the batch fails), else ``None``."""
     rules_by_error: dict[str, dict[str, FrozenTrial]] = {}
     for trial in trials:
         record = decode(trial)
@@ -183,17 +168,14 @@ def failed_batch(
 
 
 def steps_of(trial: FrozenTrial) -> int:
-    """The micro-steps of ``trial``'s updates (:mod:`tuner.core.accumulation`; 1 for a trial
-    stored without accumulation): only a batch trained in one step is known to fit."""
+    """The micro-steps of ``trial``'s updates (1: no accumulation, so it is known to fit)."""
     return int(decode(trial).configuration.accumulation_steps or 1)
 
 
 def feasibility_by_precision(
     trials: Iterable[FrozenTrial],
 ) -> tuple[dict[str, int | None], dict[str, list[int]]]:
-    """Per precision (of the trials that have a global batch): the largest global batch that
-    completed in one step (``None`` when none did; :func:`steps_of`) and the sizes known not
-    to fit, ascending."""
+    """Per precision: the largest batch done in one step, and the sizes that do not fit."""
     grouped: dict[str, list[FrozenTrial]] = {}
     for trial in trials:
         if "global_batch_size" in trial.params:
@@ -221,17 +203,13 @@ def stored_interval(value: Any, method: Any) -> Interval | None:
 
 
 def window_rates(record: dict[str, Any]) -> list[float]:
-    """A run's timed window rates: those its median was taken over (``window_throughputs``:
-    the warm-up windows left out), or for a run stored before them its per-window throughputs
-    less the first (which holds tracing and compilation)."""
+    """A run's timed window rates (older runs: epoch throughputs less the first)."""
     rates = record.get("window_throughputs") or (record.get("epoch_throughputs") or [])[1:]
     return [float(r) for r in rates if isinstance(r, int | float) and math.isfinite(r)]
 
 
 def throughput_ci(record: dict[str, Any]) -> Interval | None:
-    """The throughput interval of a trial's attributes (or the baseline's record): the stored
-    ``throughput_ci``, else computed from its runs' medians or its one run's window rates
-    (studies stored before intervals were)."""
+    """A trial's (or baseline's) throughput interval: stored, else computed (older studies)."""
     stored = stored_interval(record.get("throughput_ci"), record.get("throughput_ci_method"))
     if stored is not None:
         return stored

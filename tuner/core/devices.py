@@ -1,7 +1,5 @@
-"""Which devices a trial uses: parsing ``--gpus`` / ``--cpu-replicas`` / ``--memory-limit`` in the
-parent (no TensorFlow, no JAX), and turning the resulting :class:`DevicePlan` into the environment
-variables a child needs before its backend starts (``MirroredStrategy`` under TensorFlow,
-``keras.distribution.DataParallel`` under JAX).
+"""Which devices a trial uses: ``--gpus`` / ``--cpu-replicas`` / ``--memory-limit`` parsed in the
+parent, and the :class:`DevicePlan` as the environment a child needs before its backend starts.
 """
 
 from __future__ import annotations
@@ -43,14 +41,12 @@ class GpuInfo:
     index: int
     name: str
     memory_bytes: int | None = None
-    """Total memory (``nvidia-smi`` ``memory.total``), where reported: a JAX memory cap is a
-    fraction of it."""
+    """``memory.total``, where reported: a JAX memory cap is a fraction of it."""
 
 
 @dataclass(frozen=True)
 class DevicePlan:
-    """The devices of one trial: ``kind`` is ``"gpu"`` or ``"cpu"``; ``backend`` the Keras
-    backend that runs on them (``"tensorflow"`` or ``"jax"``)."""
+    """The devices of one trial: ``kind`` ``gpu`` or ``cpu``, run by the Keras ``backend``."""
 
     kind: str
     num_replicas: int
@@ -83,8 +79,7 @@ class DevicePlan:
 
     @property
     def device_signature(self) -> str:
-        """Devices and memory cap: OOM knowledge and throughput carry over only within one
-        signature, e.g. ``2x cpu, cap 512 MiB per device``."""
+        """Devices and cap (``2x cpu, cap 512 MiB per device``): what OOMs and speeds hold for."""
         if self.memory_limit_bytes is None:
             return self.signature
         return f"{self.signature}, cap {self.memory_limit_bytes // 2**20} MiB per device"
@@ -100,10 +95,8 @@ class DevicePlan:
         )
 
     def child_environment(self, environ: Mapping[str, str] | None = None) -> dict[str, str]:
-        """Environment variables the child needs before its backend is imported.
-
-        ``environ`` is the environment the child inherits (default: this process's); under JAX
-        its ``XLA_FLAGS`` are kept and the host device count is appended to them."""
+        """Environment variables the child needs before its backend is imported; under JAX the
+        ``XLA_FLAGS`` of ``environ`` (the child's inherited one, default this process's) kept."""
         # A user's KERAS_BACKEND (or ~/.keras/keras.json) must not put Keras on another backend.
         env = {"KERAS_BACKEND": self.backend, "TF_CPP_MIN_LOG_LEVEL": "2"}
         if self.kind == "gpu":
@@ -149,8 +142,7 @@ class DevicePlan:
         if self.memory_limit_bytes is None or not known or len(known) < len(self.gpu_indices):
             raise ConfigError(
                 f"{named('memory_limit')} under {named('backend')} jax is a fraction of the GPU's "
-                "memory, and "
-                "nvidia-smi did not report memory.total for the chosen GPUs"
+                "memory, and nvidia-smi did not report memory.total for the chosen GPUs"
             )
         return min(1.0, self.memory_limit_bytes / max(known))
 
@@ -160,8 +152,7 @@ class DevicePlan:
 
 
 def inspect_environment(backend: str) -> dict[str, str]:
-    """The workload check's environment: one CPU device, no GPU, the backend's Keras (under JAX
-    the host is not split: the check runs no distribution)."""
+    """The workload check's environment: one CPU device (not split under JAX), no GPU."""
     env = {"CUDA_VISIBLE_DEVICES": "", "TF_CPP_MIN_LOG_LEVEL": "2"}
     if backend == JAX_BACKEND:
         return env | {"KERAS_BACKEND": JAX_BACKEND, "JAX_PLATFORMS": "cpu"}
@@ -169,8 +160,7 @@ def inspect_environment(backend: str) -> dict[str, str]:
 
 
 def host_device_flags(inherited: str, count: int) -> str:
-    """``XLA_FLAGS`` with the host split into ``count`` devices: the inherited flags are kept,
-    but for an earlier device count (the last one would win anyway; one flag says it plainly)."""
+    """The inherited ``XLA_FLAGS`` with the host split into ``count`` devices (one such flag)."""
     kept = [flag for flag in inherited.split() if not flag.startswith(HOST_DEVICE_FLAG)]
     return " ".join([*kept, f"{HOST_DEVICE_FLAG}={count}"])
 
@@ -209,11 +199,7 @@ def choose_devices(
     available: list[GpuInfo],
     backend: str = TENSORFLOW_BACKEND,
 ) -> tuple[DevicePlan, str | None]:
-    """Decide the devices of a run; returns the plan and a notice for the user, if any.
-
-    ``available`` are the GPUs the machine shows. No GPU and no ``--gpus``: two CPU replicas.
-    ``backend`` is the Keras backend the plan's children run (``tensorflow`` or ``jax``).
-    """
+    """The devices of a run and a notice, if any (no GPU and no ``--gpus``: 2 CPU replicas)."""
     limit = parse_size(memory_limit) if memory_limit is not None else None
     if gpus is not None and cpu_replicas is not None:
         raise ConfigError(f"give either {named('gpus')} or {named('cpu_replicas')}, not both")

@@ -1,41 +1,17 @@
-"""Stopping dominated trials early, with a bounded false-stop rate.
+"""Stopping dominated trials early, with a bounded false-stop rate (``docs/design/measurement.md``,
+"Stopping dominated trials early").
 
-A grid trial checks its validation loss at the end of each window. The driver hands it a
-*reference* — the best finished configuration's validation loss at each of its checks — and the
-*seed noise*: the standard deviation ``s`` of the final validation loss over ``n`` runs of the
-base configuration with other seeds (relative to their mean:
-:func:`tuner.core.stats.relative_spread`).
-
-**The loss-gap test.** At a check after ``samples`` samples the trial's loss ``L`` is compared with
-the reference's loss at the same samples ``R`` (linear in samples between the reference's checks):
-the gap is ``g = ln(L / R)``. Two runs of the same configuration differ by seed noise alone, so
-under "the trial is as good as the reference" ``g`` is about normal with sd ``√2 σ`` (the trial's
-noise and the reference's); ``s`` estimates ``σ`` from ``n`` runs, so ``g / (√2 s)`` is Student-t
-with ``n - 1`` degrees of freedom. The trial stops as dominated at the first look where
-
-    g - t(α / K, n - 1) · √2 · s  >  ln(1 + band)
-
-— the lower confidence bound of the gap lies beyond the tolerance band (``band``: the loss
-tolerance the recommendation applies, ``max(--tolerance, 2 × seed spread)``). ``K`` is the number
-of looks the trial takes (at most :data:`MAX_LOOKS`, spread evenly between the first check, which
-holds compilation and the noisiest loss, and the last, which saves nothing; fewer looks make each
-surer), and each look spends ``α / K``: by the union bound the chance that a trial whose expected
-loss is within the band of the reference's at every check is stopped at *any* look is at most
-``α``, whatever the correlation between the checks of one run (they are strongly correlated: a
-seed that starts badly stays behind, which is why the looks are not treated as independent
-evidence, as a confidence sequence over i.i.d. increments would).
-
-Early in training the seeds differ far more than at the end (a run that starts from other weights
-is ahead or behind), so the noise at a look is the larger of the final loss's sd and the seed runs'
-sd at that many samples (:func:`check_noise`, from their curves, linear between their checks);
-without their curves, the final sd alone (the A/A figures are in ``benchmarks/RESULTS.md``).
-
-**The time rule** (under a loss target, ``time-to-target``): a trial that can no longer reach the
-target before the best finished time to it (:func:`time_look`) stops too.
+**The loss-gap test** stops a trial at the first look where the gap ``g = ln(L / R)`` to the
+reference's loss beats the noise: ``g - t(α / K, n - 1) · √2 · s > ln(1 + band)``. Each of the
+``K`` looks spends ``α / K``: by the union bound the false-stop rate is at most ``α`` however
+correlated one run's checks are. ``s`` at a look is the larger of the final loss's seed sd and
+the seed runs' sd at that many samples (:func:`check_noise`). **The time rule** (under a loss
+target): a trial that can no longer beat the best time to it stops too (:func:`time_look`).
 """
 
 from __future__ import annotations
 
+import bisect
 import functools
 import math
 from collections.abc import Sequence
@@ -46,8 +22,7 @@ if TYPE_CHECKING:
     from tuner.core.spec import SearchSpec
 
 DEFAULT_ALPHA = 0.05
-"""The false-stop rate a trial is held to: the chance that a trial as good as the reference is
-stopped at any of its looks."""
+"""The false-stop rate: the chance that a trial as good as the reference is stopped at all."""
 LOSS_GAP = "loss-gap"
 TIME_TO_TARGET = "time-to-target"
 MAX_LOOKS = 3
@@ -57,8 +32,7 @@ surer (with 3 seeds, t's quantile is 5.4 at 3 looks and 7.7 at 6, for alpha 0.05
 
 @dataclass(frozen=True)
 class GapTest:
-    """The loss-gap test of one trial: the band, the seed noise (relative sd over ``noise_runs``
-    runs), the false-stop rate ``alpha`` and the ``looks`` it is spread over."""
+    """One trial's loss-gap test: its band, seed noise, false-stop rate and looks."""
 
     band: float
     noise_sd: float
@@ -109,8 +83,7 @@ def looks_of(checks: int) -> int:
 
 
 def look_indices(checks: int) -> tuple[int, ...]:
-    """The checks (from 0) the test looks at: at most :data:`MAX_LOOKS`, spread evenly between
-    the first check (compilation, the noisiest loss) and the last (nothing left to save)."""
+    """The checks (from 0) looked at: at most :data:`MAX_LOOKS`, between the first and last."""
     inner = range(1, checks - 1)
     if len(inner) <= MAX_LOOKS:
         return tuple(inner)
@@ -129,18 +102,14 @@ def reference_at(samples: Sequence[int], losses: Sequence[float], at: int) -> fl
         return None
     if at >= samples[-1]:
         return float(losses[-1])
-    for i in range(1, len(samples)):
-        if at <= samples[i]:
-            low, high = samples[i - 1], samples[i]
-            share = (at - low) / (high - low) if high > low else 1.0
-            return float(losses[i - 1] + share * (losses[i] - losses[i - 1]))
-    return None  # pragma: no cover - the loop always returns
+    i = max(1, bisect.bisect_left(samples, at))  # the first check at or past ``at``
+    low, high = samples[i - 1], samples[i]
+    share = (at - low) / (high - low) if high > low else 1.0
+    return float(losses[i - 1] + share * (losses[i] - losses[i - 1]))
 
 
 def check_noise(curves: Sequence[Sequence[Sequence[float]]]) -> tuple[list[int], list[float]]:
-    """The seed runs' relative sd (of the log loss) at each check they share, from their
-    ``[samples, loss]`` curves (runs of one batch: the same samples); empty with fewer than two
-    curves or a loss that is not positive."""
+    """The seed runs' sd of the log loss at each shared check; empty with fewer than two."""
     usable = [c for c in curves if c and all(loss > 0 for _, loss in c)]
     if len(usable) < 2:
         return [], []
@@ -157,17 +126,14 @@ def check_noise(curves: Sequence[Sequence[Sequence[float]]]) -> tuple[list[int],
 def time_look(
     elapsed_s: float, window_s: float, best_time_s: float, margin: float
 ) -> tuple[bool, float]:
-    """Whether a trial that has not reached the target after ``elapsed_s`` training seconds can
-    no longer beat (or tie) ``best_time_s``: at the earliest it reaches the target one window of
-    ``window_s`` later. Also the earliest time it could reach the target."""
+    """Whether a trial short of the target can no longer beat ``best_time_s``; its earliest."""
     earliest = elapsed_s + window_s
     return earliest > best_time_s * (1.0 + margin), earliest
 
 
 def measures_seed_noise(search: SearchSpec) -> bool:
-    """Whether a search runs the base configuration's seed runs: ``seeds`` ≥ 2 in a grid, and
-    under a loss target only for early stops (the loss-gap test's noise per check: trials stop
-    at the target, so their final losses say nothing of the seeds and set no tolerance)."""
+    """Whether a search runs seed runs: ``seeds`` ≥ 2 in a grid, and under a loss target only for
+    early stops (trials stop at the target: their final losses set no tolerance)."""
     if search.grid.joint or search.decision.seeds < 2:
         return False
     return search.run.target_loss is None or search.decision.early_stop
@@ -175,8 +141,7 @@ def measures_seed_noise(search: SearchSpec) -> bool:
 
 @functools.lru_cache(maxsize=256)
 def t_upper_quantile(p: float, df: int) -> float:
-    """The ``q`` with ``P(T > q) = p`` for Student's t with ``df`` degrees of freedom
-    (``0 < p < 0.5``); by bisection on :func:`t_upper_tail`."""
+    """The ``q`` with ``P(T > q) = p`` (``0 < p < 0.5``) for Student's t, by bisection."""
     if not 0 < p < 0.5:
         raise ValueError(f"an upper tail probability in (0, 0.5), got {p}")
     if df < 1:
@@ -194,8 +159,7 @@ def t_upper_quantile(p: float, df: int) -> float:
 
 
 def t_upper_tail(x: float, df: int) -> float:
-    """``P(T > x)`` for Student's t, ``x >= 0``: half the regularised incomplete beta
-    ``I_{df / (df + x²)}(df / 2, 1 / 2)``."""
+    """``P(T > x)`` for Student's t, ``x >= 0``: half ``I_{df / (df + x²)}(df / 2, 1 / 2)``."""
     return 0.5 * _incomplete_beta(df / 2.0, 0.5, df / (df + x * x))
 
 

@@ -1,24 +1,7 @@
 """Statistical efficiency: the gradient noise scale from replica gradients, the critical batch,
-and goodput. Pure arithmetic; the measurement itself runs in the child
-(:mod:`tuner.worker.backends.tensorflow._noise`).
-
-McCandlish et al. 2018 ("An Empirical Model of Large-Batch Training", arXiv:1812.06162): with
-the true gradient ``G`` and per-example covariance ``Σ``, a batch of ``B`` gives
-``E|g_B|² = |G|² + tr(Σ)/B``, and the simple noise scale ``B_simple = tr(Σ)/|G|²`` predicts the
-critical batch past which larger batches buy little. Data-parallel training has two batch sizes
-for free: each of the ``n`` replicas' gradient ``g_i`` (its ``b`` examples) and their mean ``ḡ``
-(``n·b`` examples). Solving the two equations:
-
-    |G|² ≈ (n‖ḡ‖² − mean‖g_i‖²) / (n − 1)
-    S    ≈ n·b·(mean‖g_i‖² − ‖ḡ‖²) / (n − 1)           (S estimates tr Σ)
-    B_simple = EMA(S) / EMA(|G|²)                         (numerator, denominator smoothed apart)
-
-Only ``B_simple`` is stored (``gradient_noise_scale``): the critical batch is read off it as
-``B_crit ≈ B_simple`` (McCandlish et al.'s estimate) wherever it is shown, never stored as a copy.
-
-Goodput (Pollux, Qiao et al., OSDI 2021) weighs throughput by how much each sample still helps:
-relative to the base batch ``B₀``, ``E(B) = (B_noise + B₀) / (B_noise + B)`` and
-``goodput = throughput × E(B)``.
+and goodput (``docs/design/measurement.md``, "Statistical efficiency"). Pure; the measurement
+runs in the child. Only ``B_simple = EMA(S) / EMA(|G|²)`` (McCandlish et al. 2018, from the
+replicas' gradients and their mean) is stored: the critical batch is read off it, never stored.
 """
 
 from __future__ import annotations
@@ -33,17 +16,14 @@ DEFAULT_BETA = 0.95
 noisy: the numerator's relative spread per step is about sqrt(2 / dimensions))."""
 
 ROUNDING = 1e-5
-"""Relative gap between ``mean‖g_i‖²`` and ``‖ḡ‖²`` below which they are taken as equal: the
-norms are float32 sums on the device, good to about a hundred units in the last place, so replicas
-with identical gradients must read ``S = 0`` rather than rounding noise (a real gap this small
-would mean ``B_simple`` under a hundred-thousandth of the batch)."""
+"""Relative gap between ``mean‖g_i‖²`` and ``‖ḡ‖²`` taken as none: float32 sums on the device,
+so identical replicas' gradients read ``S = 0`` rather than rounding noise."""
 
 
 def step_estimates(
     replicas: int, per_replica_batch: int, mean_sq: float, mean_grad_sq: float
 ) -> tuple[float, float]:
-    """One step's unbiased ``(|G|², S)`` from the replicas' mean squared gradient norm
-    ``mean_sq = mean‖g_i‖²`` and the squared norm of their mean ``mean_grad_sq = ‖ḡ‖²``."""
+    """One step's unbiased ``(|G|², S)`` from ``mean‖g_i‖²`` and ``‖ḡ‖²``."""
     if replicas < 2:
         raise ValueError("the gradient noise scale needs at least 2 replicas")
     n, b = replicas, per_replica_batch
@@ -56,8 +36,7 @@ def step_estimates(
 
 @dataclass
 class NoiseScale:
-    """``B_simple`` from per-step estimates: EMAs of ``S`` and ``|G|²`` kept apart (bias-corrected,
-    as Adam does, so the first steps are not pulled towards zero)."""
+    """``B_simple`` from per-step estimates: bias-corrected EMAs of ``S`` and ``|G|²`` apart."""
 
     beta: float = DEFAULT_BETA
     _s: float = 0.0
@@ -74,8 +53,7 @@ class NoiseScale:
     def add_steps(
         self, replicas: int, per_replica_batch: int, steps: Iterable[tuple[Any, Any]]
     ) -> None:
-        """Add each step's ``(mean‖g_i‖², ‖ḡ‖²)`` (numbers, or device scalars read here) through
-        :func:`step_estimates`; a step whose estimates are not finite is skipped."""
+        """Add each step's ``(mean‖g_i‖², ‖ḡ‖²)``; a step with non-finite estimates is skipped."""
         for mean_sq, mean_grad_sq in steps:
             g2, s = step_estimates(replicas, per_replica_batch, float(mean_sq), float(mean_grad_sq))
             if math.isfinite(g2) and math.isfinite(s):
@@ -97,8 +75,7 @@ class NoiseScale:
 
     @property
     def why_none(self) -> str | None:
-        """Why :attr:`value` is ``None`` after measuring (``None`` when it has a value or nothing
-        was measured): which estimate is not positive, in one line a trial stores."""
+        """Why :attr:`value` is ``None`` after measuring, in one line a trial stores."""
         if not self._steps or self.value is not None:
             return None
         lost = "|G|² (the gradient is lost in the noise)" if self._g2 <= 0 else "S (the noise)"
@@ -113,8 +90,7 @@ class NoiseScale:
 
 
 def statistical_efficiency(noise_scale: float, base_batch: int, batch: int) -> float:
-    """``E(B) = (B_noise + B₀) / (B_noise + B)``: progress per sample at ``batch`` relative to the
-    base batch (1 at ``B₀``, towards ``B₀/B`` once the batch is far past the noise scale)."""
+    """``E(B) = (B_noise + B₀) / (B_noise + B)``: progress per sample relative to ``B₀``."""
     if noise_scale < 0 or not math.isfinite(noise_scale):
         raise ValueError(f"noise scale must be finite and non-negative, got {noise_scale}")
     return (noise_scale + base_batch) / (noise_scale + batch)

@@ -26,8 +26,7 @@ class NoCompleteTrialError(TunerError):
 
 
 class AllDivergedError(NoCompleteTrialError):
-    """A search ended with every trial that trained diverged (loss NaN or inf): nothing to
-    recommend, and the message names the likeliest causes (exit code 1)."""
+    """Every trial that trained diverged; the message names the likeliest causes (exit 1)."""
 
 
 class WorkloadError(ConfigError):
@@ -35,39 +34,28 @@ class WorkloadError(ConfigError):
 
 
 class MissingExtraError(TunerError):
-    """A command needs an optional part of tuner that is not installed, such as
-    ``mirrortuner[dashboard]``; the message says what to install (exit code 1)."""
+    """An optional part of tuner is not installed; the message says what to install (exit 1)."""
 
 
 class PngExportError(TunerError):
-    """The plots could not be rendered to PNG (no browser for Kaleido); the HTML was written
-    (exit code 1)."""
+    """The plots could not be rendered to PNG; the HTML was written (exit code 1)."""
 
 
 class TrialFailed(Exception):
-    """Raised from the objective to end a trial FAIL; caught by the trial loop
-    (:mod:`tuner.driver.trial.loop`).
-
-    Not a :class:`TunerError`: it never reaches the user, its trial's attributes say why."""
+    """Ends a trial FAIL from the objective; never shown: its attributes say why."""
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _NAME_PREFIXES = re.compile(r"^(?:(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception|Exit|Warning): )+")
-"""The exception names at the start of a line: ``ValueError: ...`` or
-``tensorflow.python.framework.errors_impl.InvalidArgumentError: ...``, once or more."""
+"""Exception names (``ValueError: ``, dotted ones too) at the start of a line, once or more."""
 
 _KERAS_FRAME = ("Exception encountered when calling", "Arguments received by", "•")
-"""Keras's lines around the message of an error raised inside a layer's call: where it was
-called and with what arguments (the last of them, ``• kwargs=...``, says nothing)."""
+"""Keras's lines around an error raised in a layer's call: where, and with what arguments."""
 
 
 def error_line(exc: BaseException, limit: int = 300) -> str:
-    """The one line an error shows a user: its type's name once, then the line of its message
-    that says what went wrong (Keras's own line from a layer's call, the op and shapes of a
-    TensorFlow error), at most ``limit`` characters of it.
-
-    Errors re-raised by TensorFlow's graph tracing repeat the name inside their message
-    (``ValueError: in user code: ... ValueError: ...``): it is dropped there, so it shows once."""
+    """The one line an error shows a user: its type's name once (graph tracing repeats it inside
+    the message), then at most ``limit`` characters of the line that says what went wrong."""
     from tuner.core.oom import summary
 
     text = _ANSI.sub("", str(exc))
@@ -83,6 +71,4 @@ def error_line(exc: BaseException, limit: int = 300) -> str:
 
 
 class RepeatedFailureError(TunerError):
-    """Trials at two grid points failed with the same error: a failure the configuration does not
-    cause (the model, the data, the environment), so the search stopped instead of running every
-    remaining point; the trials already stored are kept (exit code 1)."""
+    """Two grid points failed alike, not by their configuration: the search stopped (exit 1)."""

@@ -1,23 +1,10 @@
 """KerasTuner hyperparameters as Optuna distributions. Pure: no TensorFlow, no KerasTuner import.
 
-A hypermodel's space is KerasTuner's own serialised form (``HyperParameters.get_config()``,
-discovered in the child by building the model): a list of ``{"class_name", "config"}`` entries
-in registration order, each with its name, default and ``conditions`` (parent name and values,
-from ``hp.conditional_scope``). Names are kept, so the Optuna params read like the model code.
-
-==============  ===========================================================================
-KerasTuner      Optuna
-==============  ===========================================================================
-Int             IntDistribution(min, max, step; log for ``sampling="log"``)
-Float           FloatDistribution(min, max, step or log)
-Choice          CategoricalDistribution(values)
-Boolean         CategoricalDistribution([False, True])
-Fixed           CategoricalDistribution([value]) (stored, never varied)
-conditions      suggested only while every parent has one of the listed values
-==============  ===========================================================================
-
-``reverse_log`` sampling has no Optuna counterpart and is refused, as is an Int with both a step
-and log sampling (Optuna's log-scale integers take step 1).
+The space is KerasTuner's serialised form (``HyperParameters.get_config()``, discovered in the
+child), in registration order, names kept. Int, Float, Choice, Boolean and Fixed map to Optuna's
+Int, Float and Categorical distributions (Fixed: one value, never varied); a conditional one is
+suggested only while every parent has one of its values. ``reverse_log`` sampling, and an Int with
+both a step and log sampling (Optuna's log integers take step 1), are refused.
 """
 
 from __future__ import annotations
@@ -93,11 +80,8 @@ def default(entry: Mapping[str, Any]) -> Any:
 
 def is_active(entry: Mapping[str, Any], values: Mapping[str, Any]) -> bool:
     """Whether every condition of ``entry`` holds for the values chosen so far."""
-    for condition in entry["config"].get("conditions", []):
-        parent = condition["config"]
-        if parent["name"] not in values or values[parent["name"]] not in parent["values"]:
-            return False
-    return True
+    parents = [condition["config"] for condition in entry["config"].get("conditions", [])]
+    return all(p["name"] in values and values[p["name"]] in p["values"] for p in parents)
 
 
 def defaults(space: Mapping[str, Any] | Space) -> dict[str, Any]:
@@ -119,15 +103,12 @@ def suggest(trial: Any, space: Mapping[str, Any] | Space) -> dict[str, Any]:
         dist = distribution(entry)
         if isinstance(dist, CategoricalDistribution):
             chosen[name] = trial.suggest_categorical(name, list(dist.choices))
-        elif isinstance(dist, IntDistribution):
-            chosen[name] = trial.suggest_int(
-                name, dist.low, dist.high, step=dist.step, log=dist.log
-            )
         else:
-            assert isinstance(dist, FloatDistribution)
-            chosen[name] = trial.suggest_float(
-                name, dist.low, dist.high, step=dist.step, log=dist.log
+            assert isinstance(dist, IntDistribution | FloatDistribution)
+            suggest = (
+                trial.suggest_int if isinstance(dist, IntDistribution) else trial.suggest_float
             )
+            chosen[name] = suggest(name, dist.low, dist.high, step=dist.step, log=dist.log)
     return chosen
 
 

@@ -1,9 +1,6 @@
-"""The names Keras takes for an optimizer and a loss, as data, so that the driver checks a
-spec's names in milliseconds without importing Keras (which imports TensorFlow or JAX).
-
-Generated from Keras 3's registries (``tests/core/test_keras_names.py`` compares them with the
-installed Keras and prints the lists to paste when they drift). Optimizer names are
-case-insensitive (Keras lowercases a ``class_name``); loss names are exact.
+"""The names Keras takes for an optimizer and a loss, as data: the driver checks a spec's names
+without importing Keras. ``tests/core/test_keras_names.py`` compares them with the installed
+Keras. Optimizer names are case-insensitive; loss names are exact.
 """
 
 from __future__ import annotations
@@ -25,8 +22,7 @@ OPTIMIZER_CLASSES = {
     "schedulefreeadamw": "ScheduleFreeAdamW",
     "sgd": "SGD",
 }
-"""Each optimizer name's class in ``keras.optimizers``: a spec may say ``adam``, an export and
-the answer say ``Adam``."""
+"""Each optimizer name's class: a spec may say ``adam``, an export and the answer say ``Adam``."""
 OPTIMIZERS = tuple(OPTIMIZER_CLASSES)
 
 
@@ -94,25 +90,18 @@ LOSSES = (
 )
 
 TYPO_CUTOFF = 0.75
-"""How close (the cutoff of :func:`tuner.core.typos.closest`) an unknown name must be to a Keras
-name to be called a typo of it. A name close to none may be the user's own, registered with Keras
-when their module is imported in the trial process: that one is left to the workload check."""
+"""How close an unknown name must be to a Keras name to be its typo: a name close to none may be
+the user's own, registered when their module is imported, and left to the workload check."""
 
 
 def nearest(name: str, known: tuple[str, ...], *, ignore_case: bool = False) -> str | None:
-    """The Keras name ``name`` is a typo of, or ``None`` (it is a Keras name, or close to none).
-    Names with ``>`` or ``.`` (a registered ``package>Name``, a module path) are never typos."""
+    """The Keras name ``name`` is a typo of, or ``None`` (never ``package>Name`` nor dotted)."""
     if ">" in name or "." in name:
         return None
     if ignore_case:
-        if name.lower() in known:
-            return None
-        found = closest(name.lower(), known, cutoff=TYPO_CUTOFF)
-    else:
-        if name in known:
-            return None
+        name = name.lower()
+    elif name not in known:
         lowered = {item.lower(): item for item in known}
         if name.lower() in lowered:  # "Mse": only the case is off
             return lowered[name.lower()]
-        found = closest(name, known, cutoff=TYPO_CUTOFF)
-    return found
+    return None if name in known else closest(name, known, cutoff=TYPO_CUTOFF)

@@ -1,10 +1,6 @@
-"""Whether a probabilistic loss is given probabilities: the decision behind the workload check's
-warning (pure; the child computes the model's outputs on a sample batch).
-
-Keras's crossentropy losses take probabilities unless told ``from_logits=True``; given logits
-(a last ``Dense`` without softmax, as KerasTuner's custom-training guide writes it) they clip the
-values into (0, 1) and train on a wrong loss, without a word: validation losses far above chance,
-and a recommendation made from them.
+"""Whether a probabilistic loss is given probabilities: the workload check's warning (pure; the
+child computes the model's outputs). Given logits, Keras's crossentropy losses clip them into
+(0, 1) and train on a wrong loss without a word.
 """
 
 from __future__ import annotations
@@ -18,8 +14,7 @@ PROBABILISTIC_LOSSES = {
     "categorical_crossentropy": "CategoricalCrossentropy",
     "sparse_categorical_crossentropy": "SparseCategoricalCrossentropy",
 }
-"""The Keras loss functions that expect probabilities (``from_logits=False``), with the class
-that says ``from_logits`` in a spec."""
+"""The Keras losses that expect probabilities, with the class that says ``from_logits``."""
 
 RANGE_SLACK = 1e-5
 """How far outside [0, 1] a probability may read (a float32 softmax or sigmoid's rounding)."""
@@ -28,10 +23,9 @@ SUM_TOLERANCE = 1e-2
 
 
 def not_probabilities(function: str, outputs: Any) -> str | None:
-    """Why ``outputs`` (the model's, on a sample batch) are not what the loss ``function`` (a
-    key of :data:`PROBABILISTIC_LOSSES`) expects, in a few words, or ``None``: values outside
-    [0, 1]; for the categorical losses, rows (the last axis) that do not sum to 1. Nothing is
-    said of outputs that are empty or not finite (other checks say those)."""
+    """Why the model's ``outputs`` are not the probabilities the loss ``function`` expects, in a
+    few words (values outside [0, 1]; categorical rows not summing to 1), or ``None``; empty or
+    non-finite outputs are left to other checks."""
     values = np.asarray(outputs, dtype=np.float64)
     if values.size == 0 or not np.all(np.isfinite(values)):
         return None
@@ -47,8 +41,7 @@ def not_probabilities(function: str, outputs: Any) -> str | None:
 
 
 def logits_line(function: str, shown: str, reason: str, from_spec: bool) -> str:
-    """The one line the workload check says: the loss ``shown`` as the user gave it, why its
-    inputs are not probabilities, and the fix where the loss was given (the spec or the build)."""
+    """The workload check's line: the loss, why its inputs are not probabilities, the fix."""
     name = PROBABILISTIC_LOSSES[function]
     fix = (
         f'[workload] loss = {{class_name = "{name}", config = {{from_logits = true}}}}'

@@ -1,24 +1,10 @@
 """The learning-rate range test of ``tuner lr-find`` (Smith 2017; fastai's and Lightning's
-``lr_find``), as pure functions: the exponential ramp, the smoothed loss, where it diverges and
-the suggested rate.
+``lr_find``) as pure functions (the method: ``docs/guide/lr-find.md``).
 
-The run trains at a rate that grows geometrically from ``min_lr`` to ``max_lr``, one step at each
-rate. Its loss is smoothed by an exponential moving average with bias correction (the first
-values are not pulled towards 0); the suggestion is the rate where the smoothed loss falls
-fastest **per unit of log-rate** (its slope against ``log10(lr)``, a centred difference over a
-window, not a per-step difference). The two pitfalls Lightning's users report are guarded:
-
-* an early spike (or the fast first drop of a fresh model) does not make the suggestion — the
-  first :func:`skipped_steps` are left out (of the smoothing too), no divergence is called
-  inside them, and a descent counts only when it persists (a run of falling points at least
-  :data:`MIN_RUN_FRACTION` of the ramp long) each at a new low of the loss (the fall back from
-  a later spike is no descent);
-* the slope is taken in log-rate (a change per decade of rate over a centred window), so it
-  does not depend on how many steps the ramp spends per decade, nor on the ramp being uniform.
-
-The smoothing's time constant is a fixed share of the ramp (:func:`default_beta`: an EMA trails
-its input by ``beta / (1 - beta)`` steps). The run stops at divergence (:func:`diverged`): past
-it the loss says nothing about good rates.
+The suggestion is where the bias-corrected EMA of the loss falls fastest per decade of rate (a
+centred difference in ``log10(lr)``, so it does not depend on the ramp's steps per decade). An
+early spike cannot make it: the first :func:`skipped_steps` are left out, and a descent counts
+only when it lasts (:data:`MIN_RUN_FRACTION`), each point a new low, and beyond the noise.
 """
 
 from __future__ import annotations
@@ -42,16 +28,14 @@ NEW_LOW_MARGIN = 0.02
 """How far above the lowest loss so far a point of a descent may be, as a share of the curve's
 span (the smoothed curve still wobbles a little)."""
 NOISE_Z = 2.0
-"""A descent counts only when the loss after it is this many standard errors below the loss
-before it (medians of :data:`MIN_RUN_FRACTION` of the ramp each side): on a flat, noisy curve
-a short ramp's smoothing lets a few low batches make a "lasting" descent of noise."""
+"""Standard errors the loss must fall by over a descent: on a flat, noisy curve a short ramp's
+smoothing lets a few low batches make a "lasting" descent of noise."""
 WINDOW_FRACTION = 0.025
 """Half-width of the slope's centred difference, as a share of the ramp's steps (at least 1)."""
 
 
 def check_range(min_lr: float, max_lr: float, steps: int) -> None:
-    """Refuse a ramp that cannot be run: one :class:`ConfigError` line naming the option as the
-    front end does (:func:`tuner.core.options.name`)."""
+    """Refuse a ramp that cannot be run, in one :class:`ConfigError` line."""
     for option, value in (("min_lr", min_lr), ("max_lr", max_lr)):
         if not (math.isfinite(value) and value > 0):
             raise ConfigError(f"{named(option)} must be a positive learning rate, got {value}")
@@ -64,23 +48,20 @@ def check_range(min_lr: float, max_lr: float, steps: int) -> None:
 
 
 def ramp(min_lr: float, max_lr: float, steps: int) -> list[float]:
-    """The rate of each step: ``min_lr * (max_lr / min_lr) ** (i / (steps - 1))`` — Keras's
-    ``ExponentialDecay(min_lr, steps - 1, max_lr / min_lr)`` at step ``i``."""
+    """Each step's rate, geometric from ``min_lr`` to ``max_lr`` (Keras's ``ExponentialDecay``)."""
     ratio = max_lr / min_lr
     return [min_lr * ratio ** (i / (steps - 1)) for i in range(steps)]
 
 
 def default_beta(steps: int) -> float:
-    """The EMA's factor for a ramp of ``steps``: a time constant of 5 % of the ramp (at least 2
-    steps), so the lag stays a small, fixed share of the decades swept whatever ``steps``."""
+    """The EMA's factor for a ramp of ``steps``: a lag of 5 % of the ramp, at least 2 steps."""
     return 1.0 - 1.0 / max(2.0, 0.05 * steps)
 
 
 def smooth(losses: Sequence[float], beta: float, skip: int = 0) -> list[float]:
-    """The exponential moving average of ``losses`` with bias correction (Adam's: divided by
-    ``1 - beta ** n`` after ``n`` values), started after the first ``skip`` steps, which are NaN
-    (an early spike would otherwise decay through the average for many steps). A non-finite
-    loss makes the rest non-finite."""
+    """The bias-corrected EMA of ``losses`` (Adam's), started after the first ``skip`` steps,
+    which are NaN (an early spike would decay through it for long); a non-finite loss makes the
+    rest non-finite."""
     average, out = 0.0, []
     for i, loss in enumerate(losses):
         if i < skip:
@@ -110,8 +91,7 @@ def diverged(smoothed: Sequence[float], skip: int, factor: float = DIVERGENCE_FA
 
 
 class DivergenceWatch:
-    """The stop rule of :func:`diverged`, fed one loss at a time inside the run: :meth:`add`
-    says whether to stop."""
+    """The stop rule of :func:`diverged`, fed one loss at a time inside the run."""
 
     def __init__(self, steps: int, beta: float | None = None) -> None:
         self._beta = default_beta(steps) if beta is None else beta
@@ -119,16 +99,14 @@ class DivergenceWatch:
         self._losses: list[float] = []
 
     def add(self, loss: float) -> bool:
-        """Record one step's loss; ``True`` when the run has diverged (a ramp is a few hundred
-        steps: smoothing them all again at each costs nothing next to the step)."""
+        """Add one step's loss; ``True`` once the run has diverged."""
         self._losses.append(loss)
         return diverged(smooth(self._losses, self._beta, self._skip), self._skip) is not None
 
 
 @dataclass(frozen=True)
 class Finding:
-    """What a range test found. ``suggestion`` is ``None`` when no lasting descent was seen, with
-    ``reason`` saying why."""
+    """What a range test found; without a lasting descent no ``suggestion``, a ``reason``."""
 
     learning_rates: tuple[float, ...]
     losses: tuple[float, ...]
@@ -154,11 +132,8 @@ def suggest(
     beta: float | None = None,
 ) -> Finding:
     """The suggested rate of a range test: the steepest lasting descent of the smoothed loss
-    against ``log10(lr)``, before its minimum and before divergence (see the module).
-
-    ``learning_rates`` and ``losses`` are the steps run (the run may have stopped early);
-    ``planned_steps`` is the ramp's length (default: the steps given), which sets the skip,
-    the window and the smoothing; a reason names the options it points to as the front end does."""
+    before its minimum and divergence. ``planned_steps``, the ramp's length (default: the steps
+    run), sets the skip, the window and the smoothing."""
     if len(learning_rates) != len(losses):
         raise ValueError("one learning rate per loss")
     planned = planned_steps or len(losses)
@@ -172,22 +147,22 @@ def suggest(
         )
     lowest = min(usable, key=lambda i: finding.smoothed[i])
     finding = replace(finding, min_loss_lr=learning_rates[lowest])
-    steepest = _lasting_descent(learning_rates, losses, finding, lowest, end, planned)
-    if steepest is None:
+    skip = finding.skipped
+    steepest = _steepest(learning_rates, finding.smoothed, skip, lowest, planned)
+    if steepest is None or not _beyond_noise(losses, steepest[2], skip, end, planned):
         return replace(
             finding,
             reason="the loss did not fall steadily over the range: widen it "
             f"({named('min_lr')}, {named('max_lr')}) or run more {named('steps')}",
         )
-    step, slope = steepest
+    step, slope, _ = steepest
     return replace(finding, suggestion=learning_rates[step], suggestion_step=step, slope=slope)
 
 
 def _read_curve(
     learning_rates: Sequence[float], losses: Sequence[float], planned: int, beta: float | None
 ) -> tuple[Finding, int]:
-    """The curve smoothed and where it diverged, as a :class:`Finding` with no suggestion yet;
-    and the end of its usable steps (``[0, end)``: up to the divergence)."""
+    """The curve smoothed, as a :class:`Finding` with no suggestion yet, and its usable end."""
     beta = default_beta(planned) if beta is None else beta
     skip = skipped_steps(planned)
     smoothed = smooth(losses, beta, skip)
@@ -207,32 +182,12 @@ def _read_curve(
     return finding, len(losses) if stop is None else stop
 
 
-def _lasting_descent(
-    learning_rates: Sequence[float],
-    losses: Sequence[float],
-    finding: Finding,
-    lowest: int,
-    end: int,
-    planned: int,
-) -> tuple[int, float] | None:
-    """(step, slope per decade) of the steepest lasting descent before the ``lowest`` smoothed
-    loss whose fall is beyond the raw curve's noise; ``None`` when there is none."""
-    skip = finding.skipped
-    steepest = _steepest(learning_rates, finding.smoothed, skip, lowest, planned)
-    if steepest is None or not _beyond_noise(losses, steepest[2], skip, end, planned):
-        return None
-    return steepest[0], steepest[1]
-
-
 def _steepest(
     lrs: Sequence[float], smoothed: Sequence[float], skip: int, lowest: int, planned: int
 ) -> tuple[int, float, tuple[int, int]] | None:
     """(step, slope per decade, the descent's first and last step) of the steepest point of a
-    lasting descent in ``[skip, lowest]``; ``None`` when there is none.
-
-    A point belongs to a descent when its slope is negative and its loss is a new low (within
-    :data:`NEW_LOW_MARGIN` of the curve's span): the fall back from a spike is no descent. A
-    descent lasts when it holds :data:`MIN_RUN_FRACTION` of the ramp's steps (at least 3)."""
+    lasting descent in ``[skip, lowest]``, or ``None``: points falling, each a new low (within
+    :data:`NEW_LOW_MARGIN`), for :data:`MIN_RUN_FRACTION` of the ramp (at least 3)."""
     half = max(1, round(WINDOW_FRACTION * planned))
     values = smoothed[skip : lowest + 1]
     margin = NEW_LOW_MARGIN * (max(values) - min(values))
@@ -257,11 +212,9 @@ def _steepest(
 def _beyond_noise(
     losses: Sequence[float], run: tuple[int, int], skip: int, end: int, planned: int
 ) -> bool:
-    """Whether the raw loss after the descent ``run`` is below the loss before it by more than
-    its noise: the medians of the steps before the descent (up to twice
-    :data:`MIN_RUN_FRACTION` of the ramp; the skipped steps count here: they are data, only not
-    a suggestion) and of its last steps (that fraction), against the per-step
-    noise read from second differences (blind to the curve's trend; medians: to spikes)."""
+    """Whether the raw loss's median after the descent ``run`` is below its median before it by
+    more than the noise (per step, from second differences: blind to the trend). The skipped
+    steps count here: they are data, only not a suggestion."""
     width = max(3, round(MIN_RUN_FRACTION * planned))
     first, last = run
     before = [x for x in losses[max(0, first - 2 * width) : first + 1] if math.isfinite(x)]

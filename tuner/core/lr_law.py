@@ -1,17 +1,10 @@
-"""The measured learning-rate law: the best rate ``lr*`` at each global batch, and how it scales.
+"""The measured learning-rate law: the best rate ``lr*`` at each global batch, and how it scales
+(``docs/guide/lr-law.md``). Pure (NumPy only).
 
-Pure (NumPy only). Input: per global batch, the ``(learning_rate, final_loss)`` pairs of the
-trials that trained at that batch (an LR sweep, ``--lr-sweep N``, and the fixed rules' points
-through the same data). Output: a :class:`Law`.
-
-* **lr* per batch** (:func:`tuner.core.lr_star.best_rate`): the parabola around the best rate
-  tried at that batch, its interval, and the rates known worse there (walls, never fitted as
-  final losses); the value minimised is the final loss, or under a loss target the time to it.
-* **the law** (:func:`measure_law`): a weighted least-squares fit of ``log lr*`` on ``log B``
-  (weights from the intervals), ``alpha`` with its 95 % interval; then a hinge fit with a break at
-  each inner batch ``X``: a *plateau* when the slope past ``X`` is significantly below the slope
-  before it, a *surge* when the slope past ``X`` is significantly negative. With a break,
-  ``alpha`` is the slope below it (the small-batch regime).
+:func:`measure_law` fits ``log lr*`` on ``log B`` by weighted least squares (weights from the
+batches' intervals), then a hinge at each inner batch: a *plateau* when the slope past it is
+significantly lower, a *surge* when it is significantly negative; with a break, ``alpha`` is the
+slope below it.
 """
 
 from __future__ import annotations
@@ -103,10 +96,8 @@ def _extra_by_batch(extra: Iterable[tuple[int, str, int]]) -> dict[str, dict[str
 def _wls(
     y: np.ndarray, se: np.ndarray, design: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, float, float]:
-    """Weighted least squares with the batches' standard errors as known: the coefficients,
-    their covariance, the chi² and the 95 % quantile to use. When the points scatter more
-    than their intervals say (reduced chi² > 1) the covariance is inflated by it and Student's
-    t takes the place of the normal."""
+    """Weighted least squares with known standard errors: coefficients, covariance, chi² and the
+    95 % quantile; a reduced chi² > 1 inflates the covariance and takes Student's t."""
     w = 1.0 / se**2
     xtw = design.T * w
     cov = np.linalg.inv(xtw @ design)
@@ -129,8 +120,7 @@ def _power_law(x: np.ndarray, y: np.ndarray, se: np.ndarray) -> Slope:
 
 
 def _hinge(x: np.ndarray, y: np.ndarray, se: np.ndarray) -> tuple[int, Slope, Slope, Slope] | None:
-    """The best break (index into ``x``) of a continuous two-slope fit, with the slope before
-    it, after it and their difference (``None`` below four batches)."""
+    """The best break of a two-slope fit, the slopes before and after, their difference."""
     if len(x) < 4:
         return None
     fits = []
@@ -148,9 +138,7 @@ def measure_law(
     noise_scale: float | None = None,
     extra: Iterable[tuple[int, str, int]] = (),
 ) -> Law:
-    """The law through the batches' ``lr*`` (censored ones only named). ``noise_scale``: the
-    measured gradient noise scale, compared with the break in the words; ``extra``: the rates
-    the sweep added past its edges (:attr:`Law.extra`), named where ``lr*`` is still censored."""
+    """The law through the batches' ``lr*`` (censored ones only named)."""
     stars = tuple(sorted(stars, key=lambda s: s.batch))
     usable = [s for s in stars if not s.censored]
     if len(usable) < 2:
@@ -262,11 +250,9 @@ def law_from_points(
     criterion_by_batch: Mapping[int, str] | None = None,
     extra: Iterable[tuple[int, str, int]] = (),
 ) -> Law | None:
-    """The law of a study's ``(learning_rate, value)`` points by batch (``None`` when no batch
-    has three rates): the rates known worse at each batch (``worse_by_batch``) are walls, and
-    ``criterion_by_batch`` says what a batch's values are (default: the final loss, whose
-    ``sigma`` is the seed noise; no noise is assumed for a time to the target); ``extra``: the
-    rates the sweep added past its edges (:attr:`Law.extra`)."""
+    """The law of a study's ``(learning_rate, value)`` points by batch, or ``None`` (no batch has
+    three rates). ``criterion_by_batch``: what a batch's values are (default the final loss,
+    whose noise is ``sigma``; a time to the target assumes none)."""
     worse = worse_by_batch or {}
     criteria = criterion_by_batch or {}
     stars = []

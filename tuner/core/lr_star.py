@@ -1,23 +1,10 @@
 """The best learning rate ``lr*`` at one global batch, with its 95 % interval, from the rates
-tried there (:mod:`tuner.core.lr_law` fits the law through the batches).
+tried there (``docs/guide/lr-law.md``). Pure (NumPy only).
 
-Pure (NumPy only). Input: the ``(learning_rate, value)`` points of one batch — the value to
-minimise is the final validation loss, or under a loss target the time to it (the caller picks:
-:mod:`tuner.core.recommend._law`) — and the rates known to be worse there.
-
-* **The parabola** (:func:`best_rate`): through the lowest value and its two neighbours, in
-  ``log(value)`` against ``log(lr)``; its vertex is ``lr*``. The 95 % interval is a parametric
-  bootstrap of that fit: the values are redrawn with the measured seed noise (the spread of the
-  base configuration's seeds, ``sigma``), else with the residual noise of a parabola through the
-  five lowest points, and the vertex is refitted (``method`` says which). With neither, the
-  interval is the half-steps of the sweep around the vertex. A best rate at the sweep's edge is
-  *censored*: only a bound, left out of the law's fit.
-* **Rates known to be worse** (a *wall*): a rate that diverged, one whose loss is :data:`CLIFF`
-  times the best's, and one stopped early as dominated by the best at its own batch
-  (:mod:`tuner.core.dominance`: worse beyond the tolerance band with 95 % confidence). Its loss
-  is not a final loss and is never fitted as one; a wall beside the best rate brackets ``lr*``
-  between the best rate's other side and the wall (``beside a cliff``, ``beside a worse rate``),
-  and a wall below the smallest finished rate keeps the best from being censored.
+:func:`best_rate`: the vertex of a parabola through the lowest point and its neighbours in
+``log(value)`` against ``log(lr)``, its interval by a parametric bootstrap; a best rate at the
+sweep's edge is censored. A *wall* (a rate that diverged, was :data:`CLIFF` times worse, or was
+stopped as dominated) is never fitted: beside the best it brackets ``lr*``.
 """
 
 from __future__ import annotations
@@ -71,9 +58,7 @@ STOPPED, DIVERGED = "stopped", "diverged"
 def merged_points(
     points: Iterable[tuple[float, float]], worse: Iterable[float] = ()
 ) -> tuple[np.ndarray, np.ndarray, list[tuple[float, str]]]:
-    """Log rates (ascending, one per rate) and the mean log value at each; and the walls: the
-    log rates known worse, each with its kind (a non-finite value: diverged; a rate in
-    ``worse``: stopped), ascending, leaving out a rate that also finished."""
+    """Log rates (ascending), the mean log value at each, and the walls (not finished ones)."""
     finite: dict[float, list[float]] = {}
     walls: dict[float, str] = {}
     for lr, value in points:
@@ -92,8 +77,7 @@ def merged_points(
 
 
 def _vertex(x: np.ndarray, y: np.ndarray) -> float:
-    """The lowest point of the parabola through three points, kept within them (the lowest
-    point itself when the parabola opens downwards)."""
+    """The parabola's lowest point, within the three points (theirs if it opens downwards)."""
     a, b, _ = np.polyfit(x, y, 2)
     if a <= 0:
         return float(x[int(np.argmin(y))])
@@ -101,8 +85,7 @@ def _vertex(x: np.ndarray, y: np.ndarray) -> float:
 
 
 def _residual_sigma(xs: np.ndarray, ys: np.ndarray, j: int) -> float | None:
-    """The noise of ``log(loss)`` left by a parabola through the five points around the best
-    (``None`` with fewer than five: no degree of freedom left)."""
+    """The noise a parabola through the five points around the best leaves (``None``: fewer)."""
     if len(xs) < 5:
         return None
     lo = int(np.clip(j - 2, 0, len(xs) - 5))
@@ -119,11 +102,8 @@ def best_rate(
     worse: Iterable[float] = (),
     criterion: str = "final loss",
 ) -> BestRate | None:
-    """``lr*`` at ``batch`` from its ``(learning_rate, value)`` points, the value to minimise
-    (the final loss, or the time to the target: ``criterion``), and the rates known ``worse``
-    than the best there (stopped early as dominated); ``None`` with fewer than three rates or
-    none finished. ``sigma``: the seed noise of ``log(value)`` (a relative spread), when
-    measured."""
+    """``lr*`` at ``batch`` from its points and the rates known ``worse`` there; ``None`` with
+    fewer than three rates or none finished. ``sigma``: the seed noise of ``log(value)``."""
     xs, ys, walls = merged_points(points, worse)
     if not len(xs) or len(xs) + len(walls) < 3:
         return None
@@ -161,9 +141,7 @@ def _side(
     step: int,
     cliff: float,
 ) -> tuple[float, str | None] | None:
-    """The tried rate next to the best (``xs[j]``) on one side (``step`` -1: below, 1: above):
-    its log rate and, when it is a wall, the wall's kind (a finished rate :data:`CLIFF` times
-    worse is a ``diverged`` one); ``None`` when nothing was tried on that side."""
+    """The log rate next to the best on the ``step`` side and its wall kind, or ``None``."""
     k = j + step
     finished = (float(xs[k]), DIVERGED if ys[k] > cliff else None) if 0 <= k < len(xs) else None
     beyond = [(x, kind) for x, kind in walls if (x - xs[j]) * step > 0]
@@ -176,10 +154,7 @@ def _side(
 def _bracket(
     star: BestRate, best: float, below: tuple[float, str | None], above: tuple[float, str | None]
 ) -> BestRate:
-    """The best tried rate beside a wall (a rate that diverged, lost more than :data:`CLIFF`
-    times as much, or was stopped as worse): no parabola fits there; ``lr*`` lies between the
-    wall's rate and the half-step towards a finished neighbour, the best tried standing for
-    it."""
+    """The best rate beside a wall: ``lr*`` between the wall and the half-step to a neighbour."""
     low = below[0] if below[1] else (below[0] + best) / 2
     high = above[0] if above[1] else (best + above[0]) / 2
     kinds = {below[1], above[1]}

@@ -1,13 +1,9 @@
 """The objective: the value trials store and compare as their loss (pure).
 
-By default the validation loss, as always. A spec may name another value the model's evaluation
-logs (``[workload] objective = "val_mae"``, for a ``test_step`` that reports metrics and no
-``loss``), or the training loss (``"loss"``). Its direction is inferred as Keras's callbacks and
-KerasTuner infer it — a name with ``acc``, ``auc``, ``precision`` or ``recall`` in it is
-maximized, anything else minimized — or given (``{name = "val_auc", direction = "max"}``).
-
-Every comparison of losses in tuner (recommendation, dominance, early stop, racing, the LR law)
-minimizes, so a maximized objective is refused in one line rather than compared the wrong way.
+The validation loss by default; or another value the evaluation logs (``"val_mae"``) or the
+training loss (``"loss"``). Its direction is inferred as Keras and KerasTuner infer it (``acc``,
+``auc``, ``precision``, ``recall``: maximized) or given. Every comparison in tuner minimizes, so a
+maximized objective is refused in one line rather than compared the wrong way.
 """
 
 from __future__ import annotations
@@ -24,13 +20,11 @@ TRAINING_LOSS = "loss"
 VALIDATION_PREFIX = "val_"
 DIRECTIONS = ("min", "max")
 _MAXIMIZED = ("acc", "auc", "precision", "recall")
-"""What a maximized metric's name contains (Keras's ``mode="auto"`` of old, KerasTuner's
-canonical names: ``accuracy``, ``binary_accuracy``, ``auc``, ``precision``, ``recall``, ...)."""
+"""What a maximized metric's name contains (Keras's old ``mode="auto"``, KerasTuner's names)."""
 
 
 def logged_name(objective: str) -> str:
-    """The key the objective has in ``evaluate``'s logs (``val_mae`` -> ``mae``), or in
-    ``fit``'s for a training objective (``loss``)."""
+    """The objective's key in ``evaluate``'s (or ``fit``'s) logs: ``val_mae`` -> ``mae``."""
     return objective.removeprefix(VALIDATION_PREFIX)
 
 
@@ -40,8 +34,7 @@ def is_validation(objective: str) -> bool:
 
 
 def infer_direction(objective: str) -> str:
-    """``max`` for a name with ``acc``, ``auc``, ``precision`` or ``recall`` in it (not a loss),
-    else ``min``."""
+    """``max`` for a name with ``acc``, ``auc``, ``precision`` or ``recall`` (no loss), else min."""
     name = logged_name(objective).lower()
     if name.endswith("loss"):
         return "min"
@@ -49,9 +42,8 @@ def infer_direction(objective: str) -> str:
 
 
 def parse_objective(value: Any, label: str) -> str:
-    """The objective's name from the spec: ``"val_mae"``, or ``{name = ..., direction = ...}``
-    (``direction`` ``min`` or ``max``; left out: inferred). Raises :class:`ConfigError` naming
-    ``label`` for a bad value and for a maximized objective (not supported: see the module)."""
+    """The objective's name from the spec: ``"val_mae"`` or ``{name = ..., direction = ...}``;
+    :class:`ConfigError` naming ``label`` for a bad value or a maximized objective."""
     if isinstance(value, Mapping):
         unknown = sorted(set(value) - {"name", "direction"})
         if unknown or "name" not in value:
@@ -87,8 +79,7 @@ def _name(value: Any, label: str) -> str:
 
 
 def missing_line(objective: str, reported: list[str]) -> str:
-    """The refusal of a workload whose evaluation (or training, for ``loss``) does not report
-    ``objective``: the names it did report, and the objective to set where one fits."""
+    """Refuse a workload that does not report ``objective``: what it reports, what to set."""
     kind = "evaluation" if is_validation(objective) else "training"
     names = ", ".join(reported) or "nothing"
     line = f"the {kind} reports {names}, not {logged_name(objective)}"

@@ -1,9 +1,6 @@
-"""Named predicates that recognise out-of-memory, in an exception or in a dead child's remains,
-and the line of an error worth showing (:func:`summary`, :func:`last_message`).
-
-Out-of-memory takes many forms under TensorFlow: ``ResourceExhaustedError``, ``InternalError:
-Dst tensor is not initialized``, ``Blas GEMM launch failed``, cuDNN failing to initialise, NCCL
-running out of memory — or no exception at all, when the process dies by a signal under a cap.
+"""Named predicates that recognise out-of-memory, in an exception or in a dead child's remains
+(under TensorFlow it takes many forms, or none but a signal under a cap), and the line of an
+error worth showing (:func:`summary`, :func:`last_message`).
 """
 
 from __future__ import annotations
@@ -56,8 +53,7 @@ _ROOT_ERROR = re.compile(r"^\((\d+)\) ([A-Z_]+):\s*")
 
 
 def _is_telling(line: str) -> bool:
-    """Whether a (stripped) line of an error says what went wrong: not a stack frame, node or
-    tally, and not cancelled because another replica failed first."""
+    """Whether a stripped line says what went wrong (not a frame, tally or cancellation)."""
     if line.startswith(_NOISE) or _TALLY.match(line):
         return False
     root = _ROOT_ERROR.match(line)
@@ -65,10 +61,8 @@ def _is_telling(line: str) -> bool:
 
 
 def summary(message: str) -> str:
-    """The most telling line of an error message: the out-of-memory line if any, else the first
-    replica's error of a multi-replica one, else the last line that says what went wrong — the
-    one that names the op and the shapes, not TensorFlow's "Graph execution error", node, stack
-    or error counts."""
+    """The most telling line of an error message: the out-of-memory line, else the first
+    replica's error, else the last line that says what went wrong (the op and the shapes)."""
     lines = [line.strip() for line in message.strip().splitlines() if line.strip()]
     telling = [line for line in lines if _is_telling(line)] or lines
     for line in telling:
@@ -97,9 +91,7 @@ extension modules after a segfault, absl's stack after a failed check."""
 
 
 def last_message(stderr_tail: str) -> str:
-    """The last line of a dead child's stderr that says what went wrong ("" if none): not
-    TensorFlow's or absl's logging (:data:`_LOG_LINE`), which often follows the error or is all
-    a crash leaves, nor a stack frame after it."""
+    """The last line of a dead child's stderr that says what went wrong (not logging, frames)."""
     lines = [line.strip() for line in stderr_tail.splitlines()]
     said = [line for line in lines if line and not (_LOG_LINE.match(line) or _LOCATION.match(line))]
     return said[-1] if said else ""
@@ -118,19 +110,13 @@ def is_oom_error(exc: BaseException) -> bool:
 
 
 def is_child_oom(exc: BaseException, cpu_capped: bool) -> bool:
-    """Out-of-memory in a trial child: :func:`is_oom_error`, or, under the JAX child's CPU memory
-    cap (an address-space limit), a thread that could not start — its stack no longer fits in
-    the capped address space."""
+    """Out of memory in a child, or a thread not started under JAX's address-space cap."""
     return is_oom_error(exc) or (cpu_capped and "can't start new thread" in str(exc))
 
 
 def is_probable_oom(returncode: int, stderr_tail: str, memory_capped: bool) -> bool:
-    """True when a child that died without a result most likely ran out of memory.
-
-    A crash signal (SIGSEGV, SIGBUS, SIGABRT, SIGKILL — the kernel's OOM killer —, SIGILL) while a
-    memory cap is set counts, since capped allocators can fail that way; so does any non-zero exit
-    whose stderr reads as out-of-memory.
-    """
+    """True when a child that died without a result most likely ran out of memory: a crash
+    signal under a memory cap (capped allocators fail that way), or a stderr that says so."""
     if returncode == 0:
         return False
     if returncode < 0 and memory_capped and -returncode in _CRASH_SIGNALS:

@@ -1,11 +1,7 @@
-"""The optimizer a trial trains with, as a Keras config: pure, so that the worker (which builds
-the optimizer from it) and the export (which writes it) can never disagree.
-
-A config here is what ``optimizer.get_config()`` returns; a *serialized* optimizer is what
-``keras.optimizers.serialize`` writes (``module``, ``class_name``, ``config``,
-``registered_name``), which ``keras.optimizers.get`` and ``keras.optimizers.deserialize`` accept.
-The ``linear-warmup`` ramp is stock Keras — ``keras.optimizers.schedules.CosineDecay`` with a
-warm-up and a flat decay — so a training script needs nothing of tuner's to rebuild it.
+"""The optimizer a trial trains with, as a Keras config (``optimizer.get_config()``): pure, so that
+the worker (which builds it) and the export (which writes it) can never disagree. A *serialized*
+optimizer is what ``keras.optimizers.serialize`` writes. The ``linear-warmup`` ramp is stock
+Keras (``CosineDecay`` with a warm-up and a flat decay): a script needs nothing of tuner's.
 """
 
 from __future__ import annotations
@@ -23,12 +19,8 @@ OPTIMIZERS_MODULE = "keras.optimizers"
 
 def warmup_schedule(start: float, peak: float, steps: int) -> dict[str, Any]:
     """The serialized Keras schedule of ``linear-warmup``: ``start`` → ``peak`` linearly over
-    ``steps`` optimizer steps, then ``peak``.
-
-    It is ``CosineDecay`` with ``warmup_target=peak``: its warm-up is exactly this linear ramp,
-    and ``alpha=1`` flattens the cosine that follows (``(1 - alpha) * cos + alpha = 1``, so the
-    rate stays at ``peak``); ``decay_steps=1``, not 0, keeps its decay away from 0/0.
-    """
+    ``steps`` optimizer steps, then ``peak``: ``CosineDecay`` whose ``alpha=1`` flattens the
+    cosine, and whose ``decay_steps=1``, not 0, keeps it away from 0/0."""
     config = {
         "initial_learning_rate": float(start),
         "decay_steps": 1,
@@ -41,16 +33,9 @@ def warmup_schedule(start: float, peak: float, steps: int) -> dict[str, Any]:
 
 
 def trained_config(config: dict[str, Any], rule: dict[str, Any] | None) -> dict[str, Any]:
-    """A copy of the optimizer ``config`` with ``rule`` applied: ``sqrt-adam`` rescales
-    ``beta_1``, ``beta_2`` and ``epsilon``; ``linear-warmup`` makes the learning rate
-    :func:`warmup_schedule`; any other rule (or ``None``) changes nothing.
-
-    ``rule`` holds a request's :class:`~tuner.core.protocol.LearningRateRule` fields by name
-    (``name``, ``ratio``, ``base_lr``, ``learning_rate``, ``warmup_steps``; ``dataclasses.asdict``
-    of it), with the warm-up already in steps. Raises ``ValueError`` when
-    ``sqrt-adam`` meets an optimizer without Adam's moments (see
-    :func:`tuner.core.scaling.optimizer_settings`).
-    """
+    """A copy of the optimizer ``config`` with ``rule`` (a request's ``LearningRateRule`` as a
+    dict, warm-up in steps) applied: ``sqrt-adam``'s moments, ``linear-warmup``'s schedule; other
+    rules change nothing. ``ValueError``: ``sqrt-adam`` on an optimizer without Adam's moments."""
     trained = dict(config)
     if not rule or rule["name"] not in SHAPING_RULES:
         return trained
@@ -69,8 +54,7 @@ def serialized(
     module: str | None = OPTIMIZERS_MODULE,
     registered_name: str | None = None,
 ) -> dict[str, Any]:
-    """An optimizer in the form ``keras.optimizers.serialize`` writes (``registered_name``:
-    the ``package>Name`` of a class registered with ``keras.saving``; ``None`` for Keras's)."""
+    """An optimizer as ``keras.optimizers.serialize`` writes it (a registered ``package>Name``)."""
     return {
         "module": module,
         "class_name": class_name,
@@ -82,11 +66,9 @@ def serialized(
 def from_description(
     described: dict[str, Any] | None, fallback_class: str, learning_rate: float
 ) -> dict[str, Any]:
-    """The serialized optimizer rebuilt from a trial's ``optimizer`` attribute when it holds no
-    Keras config (studies stored before it did): its class and scalar settings, which are already
-    the trained ones (``sqrt-adam``'s moments included), at ``learning_rate``, with its warm-up
-    as :func:`warmup_schedule`. Without a description: ``fallback_class`` (the spec's
-    optimizer) at ``learning_rate``, Keras's defaults for the rest."""
+    """The serialized optimizer rebuilt from a trial's ``optimizer`` description (a study stored
+    before Keras configs were): its class and trained settings at ``learning_rate``; without
+    one, ``fallback_class`` with Keras's defaults."""
     fallback_class = optimizer_class(fallback_class)
     if not described:
         return serialized(fallback_class, {"learning_rate": float(learning_rate)})

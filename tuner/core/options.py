@@ -1,17 +1,9 @@
 """Every option of the commands that run children, declared once (pure).
 
-One :class:`Option` holds an option's key (its Python keyword and the options dataclass field),
-type, default, help, spec key and the commands that take it as a flag. The Typer signatures
-(:mod:`tuner.cli.options`), the options dataclasses (:mod:`tuner.driver.options`, checked by
-``tests/cli/test_option_table.py``), :func:`tuner.search`'s keywords and the reference rows
-(checked against ``--help`` by ``tests/test_docs.py``) are read from it. A ``[search]`` row also
-names its check, its field in :class:`~tuner.core.spec.SearchSpec`'s sub-records (the one typed
-declaration, with its default) and whether a resumed study may change it.
-
-An option with a spec key and no command is set in the spec only (once per study), and as a
-keyword from Python. Errors name an option by its key through :func:`named`, which each front end
-renders its own way (:func:`naming`): ``--base-lr`` on the command line, ``base_lr=`` in Python,
-``search.heartbeat`` where the option has no flag.
+The Typer signatures, the options dataclasses, :func:`tuner.search`'s keywords and the reference
+rows are read from :data:`OPTIONS`. An option with a spec key and no command is set in the spec
+only (once per study), and as a keyword from Python. Errors name an option through :func:`named`,
+which each front end renders its own way (:func:`naming`).
 """
 
 from __future__ import annotations
@@ -45,18 +37,16 @@ LOOPS = ("fit", "custom")
 UPDATE_ON = ("replicas", "cpu")
 MODEL_HYPERPARAMETERS = ("defaults", "search")
 LOSS_REDUCTIONS = ("global", "replica-mean")
-"""How a custom loop reduces the loss: over the global batch (right), or a per-replica mean summed
-over replicas (the forum answer's bug, kept so that ``tuner validate`` can show it caught)."""
+"""``replica-mean``: per-replica means summed, the forum answer's bug, for validate to catch."""
 DEFAULT_VALIDATE_STEPS = 20
-"""Steps per validate run: the differences that float32 rounding order leaves grow with every
-step (see :data:`~tuner.driver.validate.checks.WEIGHTS_RTOL`); over 20 they stay at rounding
-level on a convnet, and a wrong update is off by its own size from the first."""
+"""Over 20 steps float32 rounding stays within ``WEIGHTS_RTOL`` on a convnet; a bad update won't."""
 DEFAULT_VALIDATE_RULE = "none"
 """Validation compares runs at one global batch, so by default the learning rate is not scaled."""
 
 RUN = ("search", "probe", "validate", "lr-find")
 GRID = ("search", "probe")
 TRAIN = ("search", "probe", "validate")
+SEARCH, PROBE, VALIDATE, LR_FIND = ("search",), ("probe",), ("validate",), ("lr-find",)
 
 
 @dataclass(frozen=True)
@@ -103,6 +93,7 @@ def _search(at: str, key: str, check: str, help: str, **more: Any) -> Option:
 
 _grid, _run = partial(_search, "grid"), partial(_search, "run")
 _decision = partial(_search, "decision", resumable=True)  # margins and budgets: all may change
+_switch = partial(Option, kind=bool, default=False, commands=SEARCH)
 
 
 OPTIONS: tuple[Option, ...] = (
@@ -147,7 +138,7 @@ OPTIONS: tuple[Option, ...] = (
         "Train N learning rates at every global batch, log-spaced from half the none rule's "
         "rate to twice the linear rule's, and measure how the best rate scales with the batch "
         "(the law: alpha in lr* ~ B^alpha, the critical batch). 0: no sweep.",
-        commands=("search",),
+        commands=SEARCH,
     ),
     _grid("base_lr", "positive", "Learning rate at batch B.", commands=TRAIN),
     _run("epochs", "count", "Epochs per run (at least 2).", commands=TRAIN),
@@ -188,7 +179,7 @@ OPTIONS: tuple[Option, ...] = (
         "precisions",
         "precisions",
         "Precisions, comma-separated, from: float32, mixed_bfloat16, mixed_float16.",
-        commands=("probe",),
+        commands=PROBE,
     ),
     Option(
         "trial_timeout",
@@ -197,42 +188,37 @@ OPTIONS: tuple[Option, ...] = (
         DEFAULT_TRIAL_TIMEOUT_S,
         commands=("search", "validate", "lr-find"),
     ),
-    Option("export", "Write the recommended-config JSON here.", Path, commands=("search",)),
-    Option("validate", "Run the validate checks first; stop on failure.", bool, False, ("search",)),
-    Option("probe", "Probe the largest fitting batch first.", bool, False, ("search",)),
-    Option(
+    Option("export", "Write the recommended-config JSON here.", Path, commands=SEARCH),
+    _switch("validate", "Run the validate checks first; stop on failure."),
+    _switch("probe", "Probe the largest fitting batch first."),
+    _switch(
         "baseline",
         "Record a single-device trial at the base batch (speedup, efficiency).",
-        bool,
-        True,
-        ("search",),
+        default=True,
     ),
     _run(
-        "noise_scale",
-        "switch",
-        "Measure the gradient noise scale (2+ replicas).",
-        commands=("search",),
+        "noise_scale", "switch", "Measure the gradient noise scale (2+ replicas).", commands=SEARCH
     ),
     _decision(
         "seeds",
         "count",
         "Runs of the base configuration with different seeds (weights and data order); the "
         "loss tolerance becomes max(tolerance, 2 × their spread). 1 turns it off.",
-        commands=("search",),
+        commands=SEARCH,
     ),
     _decision(
         "max_repeats",
         "count",
         "Most runs of a close candidate: racing re-runs candidates whose 95 % intervals overlap "
         "the best one's (of one computation, only the lowest final loss). 1 turns racing off.",
-        commands=("search",),
+        commands=SEARCH,
     ),
     _run(
         "target_loss",
         "number",
         "Validation loss to train to: trials stop when they reach it and the default policy "
         "becomes time-to-target.",
-        commands=("search",),
+        commands=SEARCH,
     ),
     _decision(
         "budget",
@@ -240,15 +226,12 @@ OPTIONS: tuple[Option, ...] = (
         "Time the search may take, e.g. 90s, 15m, 1h30m: a run that would not fit is not "
         "started (the grid before seeds and repeats, repeats most decisive first), and the end "
         "says what was left out and what it costs.",
-        commands=("search",),
+        commands=SEARCH,
     ),
-    Option(
+    _switch(
         "quick",
         "A first answer: one run per configuration, one baseline run, no seed runs "
         "(--max-repeats 1 --seeds 1; an explicit --max-repeats or --seeds wins).",
-        bool,
-        False,
-        ("search",),
     ),
     # Set once per study: in the spec (and as keywords of tuner.search), not as flags.
     Option(
@@ -276,30 +259,28 @@ OPTIONS: tuple[Option, ...] = (
         "resolution",
         "Probe resolution in samples (default: an eighth of the base batch).",
         int,
-        commands=("probe",),
+        commands=PROBE,
     ),
-    Option(
-        "steps", "Training steps per probed size.", int, DEFAULT_PROBE_STEPS, commands=("probe",)
-    ),
+    Option("steps", "Training steps per probed size.", int, DEFAULT_PROBE_STEPS, commands=PROBE),
     Option(
         "batch_size",
         "Global batch G of both runs (default: the base batch).",
         int,
-        commands=("validate",),
+        commands=VALIDATE,
     ),
     Option(
         "lr_rule",
         "Learning-rate rule at G.",
         default=DEFAULT_VALIDATE_RULE,
         choices=LR_RULES,
-        commands=("validate",),
+        commands=VALIDATE,
     ),
     Option(
         "steps",
         "Training steps per run, over all epochs.",
         int,
         DEFAULT_VALIDATE_STEPS,
-        commands=("validate",),
+        commands=VALIDATE,
     ),
     Option(
         "loss_reduction",
@@ -307,26 +288,24 @@ OPTIONS: tuple[Option, ...] = (
         "answer's bug, to see it caught).",
         default=LOSS_REDUCTIONS[0],
         choices=LOSS_REDUCTIONS,
-        commands=("validate",),
+        commands=VALIDATE,
     ),
     Option(
         "accumulation",
         "Instead: prove K accumulated micro-steps of --batch-size give the weights of one step "
         "at K × it (Keras's gradient_accumulation_steps).",
         int,
-        commands=("validate",),
+        commands=VALIDATE,
         minimum=2,
     ),
-    Option(
-        "min_lr", "Learning rate of the ramp's first step.", float, DEFAULT_MIN_LR, ("lr-find",)
-    ),
-    Option("max_lr", "Learning rate of the ramp's last step.", float, DEFAULT_MAX_LR, ("lr-find",)),
+    Option("min_lr", "Learning rate of the ramp's first step.", float, DEFAULT_MIN_LR, LR_FIND),
+    Option("max_lr", "Learning rate of the ramp's last step.", float, DEFAULT_MAX_LR, LR_FIND),
     Option(
         "steps",
         "Steps of the ramp (one rate each, geometric); it stops at divergence.",
         int,
         LR_FIND_STEPS,
-        commands=("lr-find",),
+        commands=LR_FIND,
     ),
     Option(
         "output",
@@ -339,15 +318,14 @@ OPTIONS: tuple[Option, ...] = (
         "plot",
         "Write the loss-vs-rate figure here: .html, or .png (needs Chrome).",
         Path,
-        commands=("lr-find",),
+        commands=LR_FIND,
     ),
 )
 """The table, in the order of each command's ``--help``."""
 
 
 def options_of(command: str) -> list[Option]:
-    """The flags of ``command``, in the table's order (each key once: the first row that
-    names the command)."""
+    """The flags of ``command`` in the table's order, each key once (its first row)."""
     found: dict[str, Option] = {}
     for option in OPTIONS:
         if command in option.commands:
@@ -356,8 +334,7 @@ def options_of(command: str) -> list[Option]:
 
 
 def spec_only(section: str | None = "search") -> list[Option]:
-    """The options set in the spec's ``section`` (``None``: any) without a flag of any command
-    that trains."""
+    """The options set in the spec's ``section`` (``None``: any) and by no command's flag."""
     return [
         o
         for o in OPTIONS
@@ -387,9 +364,8 @@ _NAMING: ContextVar[_Naming | None] = ContextVar("tuner_naming", default=None)
 def naming(
     command: str | None, *, keywords: bool = False, renamed: Mapping[str, str] | None = None
 ) -> Iterator[None]:
-    """Within the block, `named` names ``command``'s options as the front end does: its
-    flags (the CLI), or its keywords (``keywords``, Python; ``renamed`` maps a key to the
-    function's own keyword, ``{"storage": "storage_url"}``)."""
+    """Within the block, `named` names ``command``'s options by its flags (the CLI), or by
+    ``keywords`` (Python; ``renamed`` maps a key to its keyword: ``{"storage": "storage_url"}``)."""
     token = _NAMING.set(_Naming(command, keywords, dict(renamed or {})))
     try:
         yield
@@ -403,8 +379,8 @@ the user's, so a message names the function instead (:func:`shown_reference`).""
 
 
 def shown_reference(value: object) -> str:
-    """``value`` as a message shows a workload reference: ``'mymodel:load_data'``, and a function
-    ``tuner.search`` shipped by value as ``load_data (a function given to tuner.search)``."""
+    """A workload reference as a message shows it: ``'mymodel:load_data'``, or a shipped function
+    as ``load_data (a function given to tuner.search)``."""
     if isinstance(value, str) and value.startswith(f"{SHIPPED_MODULE}:"):
         return f"{value.partition(':')[2]} (a function given to tuner.search)"
     return repr(value)
@@ -417,8 +393,7 @@ def named(key: str) -> str:
     if now.keywords:
         return f"{now.renamed.get(key, key)}="
     rows = [o for o in OPTIONS if o.key == key]
-    if now.command is not None and rows and not any(now.command in o.commands for o in rows):
-        spec = next((o.spec for o in rows if o.spec), None)
-        if spec is not None:
-            return spec
+    spec = next((o.spec for o in rows if o.spec), None)
+    if spec and now.command is not None and not any(now.command in o.commands for o in rows):
+        return spec
     return option(key, now.command).flag if rows else "--" + key.replace("_", "-")

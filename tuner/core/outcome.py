@@ -146,9 +146,8 @@ def classify(run: ChildRun, memory_capped: bool) -> TrialOutcome:
 
 
 def ok_payload(run: ChildRun, *, memory_capped: bool, failed: str) -> dict[str, Any]:
-    """What a one-off child (a validate run, a range test) measured: its payload when it ended
-    ``ok``; a workload it refused raises :class:`WorkloadError` with the child's line; any other
-    end raises :class:`TunerError`, ``"<failed> (<status>): <error>"``."""
+    """A one-off child's payload when it ended ``ok``; else :class:`WorkloadError` (a refused
+    workload) or :class:`TunerError` (``"<failed> (<status>): <error>"``)."""
     read = read_result(run.result_text)
     if isinstance(read, Result) and read.status == "ok":
         return dict(read.payload)
@@ -159,9 +158,8 @@ def ok_payload(run: ChildRun, *, memory_capped: bool, failed: str) -> dict[str, 
 
 
 def read_result(text: str | None) -> Result | str | None:
-    """The result a child left (:func:`tuner.core.protocol.decode_result`), the one line that
-    says why it cannot be read (another protocol version, another shape), or ``None`` when
-    there is none or it is not JSON (the child died writing it, or wrote something else)."""
+    """The result a child left, the line that says why it cannot be read, or ``None`` when there
+    is none or it is not JSON (the child died writing it)."""
     if text is None:
         return None
     try:
@@ -212,19 +210,14 @@ PHASES: tuple[str, ...] = (
 
 
 OUTSIDE_WALL: tuple[str, ...] = ("import_hidden_s",)
-"""Times a trial's child reports that are not part of its wall: a warm child's import done before
-it was handed its request (:mod:`tuner.driver.children._warm`). Stored, never summed with the
-phases."""
+"""Times a child reports outside its wall (a warm child's import before its request): stored,
+never summed with the phases."""
 
 
 def breakdown(run: ChildRun, child: Mapping[str, Any]) -> dict[str, float]:
-    """Where a trial's wall time went, phase by phase, each measured on its own.
-
-    ``process_start_s`` runs from the parent's spawn (a warm child: its hand-over) to the child's
-    first line (a warm child: reading its request), ``handback_s`` from the child's last line to
-    the parent holding the result; ``unaccounted_s`` is what no phase measured (small when the
-    breakdown is complete). :data:`OUTSIDE_WALL` times are kept beside the phases.
-    """
+    """Where a trial's wall time went, phase by phase: ``process_start_s`` from the spawn (or
+    hand-over) to the child's first line, ``handback_s`` from its last line to the parent holding
+    the result, ``unaccounted_s`` what no phase measured; :data:`OUTSIDE_WALL` times beside."""
     phases = {k: float(v) for k, v in child.items() if k in PHASES or k in OUTSIDE_WALL}
     if run.spawned_at is not None and "child_started_at" in child:
         phases["process_start_s"] = float(child["child_started_at"]) - run.spawned_at

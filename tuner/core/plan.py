@@ -1,14 +1,9 @@
-"""What a search will train, phase by phase, how long that takes, and whether the machine was
-quiet enough for its throughput figures to mean anything.
+"""What a search will train, phase by phase (:data:`PHASES`), how long that takes, and whether
+the machine was quiet enough for its throughput figures to mean anything.
 
-A search trains in five phases: the workload ``check`` (one child), the single-device
-``baseline`` (``max_repeats`` runs per precision, several replicas only), the ``seeds`` of the
-base configuration (run right after the grid's own base trial, before the rest of the grid, so
-the seed noise is known early), the ``grid`` (or a joint search's budget) and the racing
-``repeats``, whose number is known only as racing queues them (:data:`PHASES`). The plan says
-the counts before the first child, with the repeats as an upper bound; the time comes once a
-training has run (:func:`plan_line`); under a ``--budget`` it says whether that time fits
-(:mod:`tuner.core.budget`). Pure: the caller measures the load and the durations.
+The seed runs go right after the grid's own base trial, so the seed noise is known early; the
+repeats are an upper bound until racing queues them; the time comes once a training has run
+(:func:`plan_line`). Pure: the caller measures the load and the durations.
 """
 
 from __future__ import annotations
@@ -23,18 +18,15 @@ from tuner.core.spec import StudySpec
 PHASES = ("check", "baseline", "seeds", "grid", "repeats")
 """The phases of a search, in the order they run."""
 MACHINE_LOAD = "machine_load"
-"""The study attribute: ``{"load", "cores", "gpu_processes", "busy", "measured_at"}`` of the
-busiest run of the study (:func:`busiest`)."""
+"""The study attribute: :func:`load_record` of the study's busiest run (:func:`busiest`)."""
 BUSY_SHARE = 0.5
-"""A machine whose 1-minute load average, before tuner starts a child, is at least this share of
-its cores (and at least 1) is busy: other work then takes the cores a trial would use, and the
-trials' throughput measures the sharing, not the configuration."""
+"""A 1-minute load average of this share of the cores (at least 1) is busy: other work takes the
+cores a trial would use, and its throughput measures the sharing, not the configuration."""
 
 
 @dataclass(frozen=True)
 class SearchPlan:
-    """Trainings each phase will run from now; ``repeats_at_most``: the most racing can add
-    (every grid point repeated up to ``max_repeats`` runs) beyond the ``repeats`` queued."""
+    """Trainings each phase will run from now; ``repeats_at_most``: the most racing can add."""
 
     check: int = 0
     baseline: int = 0
@@ -79,9 +71,8 @@ class SearchPlan:
 
 
 def plan_of(spec: StudySpec, grid_size: int, baseline_runs: int) -> SearchPlan:
-    """A new study's plan: one check, ``baseline_runs`` (0 without a baseline), the grid of
-    ``grid_size`` points (a joint search: its budget), the seeds the grid's base trial does not
-    already give, and up to ``max_repeats - 1`` repeats of each grid point."""
+    """A new study's plan: one check, ``baseline_runs``, ``grid_size`` grid points, the seeds
+    beyond the grid's base trial, and up to ``max_repeats - 1`` repeats of each grid point."""
     search = spec.search
     joint = search.grid.joint
     most = search.decision.max_repeats
@@ -105,10 +96,8 @@ def plan_line(
     budget_left_s: float | None = None,
 ) -> str:
     """``plan: 10 trainings (≤ 16 with repeats): 1 check, 3 baseline, 2 seeds, 4 grid, ≤ 6
-    repeats; ≈ 6 min at this machine's speed (≤ 9 min with repeats)``. Without ``eta_s`` the
-    time is said to come once a training has run; ``head`` names the line (``left`` once the
-    search is under way). Under a budget (``plan.budget_s``) the line ends with whether the
-    time fits the ``budget_left_s`` still left (:func:`budget_clause`)."""
+    repeats; ≈ 6 min at this machine's speed (≤ 9 min with repeats)``, and under a budget
+    whether that fits the ``budget_left_s`` (:func:`budget_clause`)."""
     counts = plan.counts()
     parts = [_count(n, phase) for phase, n in counts.items() if n and phase != "repeats"]
     bound = max(plan.repeats, plan.repeats_at_most)
@@ -137,10 +126,8 @@ def plan_line(
 def budget_clause(
     plan: SearchPlan, left_s: float, eta_s: float | None, eta_at_most_s: float | None
 ) -> str:
-    """How the plan's time meets the budget: ``; within the 15m budget``; ``; within the 15m
-    budget, repeats as far as it allows``; or, when even the trainings before the repeats do
-    not fit, ``; over the 15m budget (≈ 4 min left): runs what fits, the grid before seeds and
-    repeats, and says what it left out``."""
+    """How the plan's time meets the budget: ``; within the 15m budget`` (``, repeats as far as
+    it allows``), or ``; over the 15m budget (≈ 4 min left): runs what fits, ...``."""
     budget = f"the {format_budget(plan.budget_s or 0)} budget"
     if eta_s is None or eta_s <= left_s:
         more = eta_s is not None and eta_at_most_s is not None and eta_at_most_s > left_s
@@ -159,8 +146,7 @@ def _count(n: int, phase: str) -> str:
 
 
 def load_record(load: float, cores: int, gpu_processes: int, measured_at: str) -> dict[str, Any]:
-    """The :data:`MACHINE_LOAD` record of one measurement: ``busy`` when the load average is
-    :data:`BUSY_SHARE` of the cores or more, or another process computes on the GPUs."""
+    """One measurement's :data:`MACHINE_LOAD`: busy at :data:`BUSY_SHARE` or GPU processes."""
     busy = load >= max(1.0, BUSY_SHARE * cores) or gpu_processes > 0
     return {
         "load": round(load, 2),
@@ -172,18 +158,14 @@ def load_record(load: float, cores: int, gpu_processes: int, measured_at: str) -
 
 
 def busiest(stored: dict[str, Any] | None, record: dict[str, Any]) -> dict[str, Any]:
-    """What the study keeps: a busy run's record stays until a busier one comes (its trials'
-    throughput was measured while busy), else the latest."""
-    if stored and stored.get("busy") and not record["busy"]:
-        return stored
-    if stored and stored.get("busy") and stored.get("load", 0) > record["load"]:
-        return stored
+    """What the study keeps: a busy record until a busier one comes, else the latest."""
+    if stored and stored.get("busy"):
+        return stored if not record["busy"] or stored.get("load", 0) > record["load"] else record
     return record
 
 
 def busy_line(record: dict[str, Any] | None) -> str | None:
-    """``the machine was busy (load 12 on 2 cores): throughput figures are not reliable``, or
-    ``None`` for a quiet machine (or none measured)."""
+    """``the machine was busy (load 12 on 2 cores): ...``, or ``None`` when quiet."""
     if not record or not record.get("busy"):
         return None
     what = [f"load {record['load']:g} on {record['cores']} cores"]
@@ -193,6 +175,5 @@ def busy_line(record: dict[str, Any] | None) -> str | None:
 
 
 def load_text(record: dict[str, Any]) -> str:
-    """The study's :data:`MACHINE_LOAD` for the note's and the report's table: its
-    :func:`busy_line`, or ``quiet (load 0.3 on 2 cores)``."""
+    """The study's :data:`MACHINE_LOAD` as a table shows it (:func:`busy_line`, or ``quiet``)."""
     return busy_line(record) or f"quiet (load {record['load']:g} on {record['cores']} cores)"

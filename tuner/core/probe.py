@@ -1,15 +1,11 @@
-"""Finding the largest global batch that fits: doubling until out-of-memory, then bisection.
+"""Finding the largest global batch that fits: doubling until out-of-memory, then bisection
+(``docs/guide/probe.md``).
 
-:class:`ProbeSearch` and :class:`GridProbe` are the pure part — which batch to try next given what
-fitted so far — so the search is unit-testable without TensorFlow. The search travels in the
-probe child's request (``ProbeRequest.probe_search``: :func:`search_state`,
-:func:`search_from_state`): the child tries its sizes one after another for a handful of steps
-each (the peak memory of a step is reached in its first steps) until the search is done, one
-size runs out of memory (:func:`try_until_oom`) or it tried as many sizes as the devices allow
-(:func:`sizes_per_child`);
-``tuner.driver.setup.probing.run_probe`` starts a fresh child for what is left, because a process
-that ran out of memory does not reliably give it all back (measured on TensorFlow's capped CPU
-allocator: a size that fitted before two out-of-memory errors no longer fitted after them).
+:class:`ProbeSearch` and :class:`GridProbe` are the pure part. The search travels in the probe
+child's request (:func:`search_state`); the child tries sizes for a few steps each (a step's
+peak memory comes early) until done, out of memory (:func:`try_until_oom`) or out of sizes
+(:func:`sizes_per_child`). Then the driver starts a fresh child: a process that ran out of memory
+does not reliably give it all back (measured on TensorFlow's capped CPU allocator).
 """
 
 from __future__ import annotations
@@ -29,26 +25,19 @@ class _Outcomes:
 
     @property
     def largest_fitting(self) -> int | None:
-        """The largest size that fitted so far."""
-        sizes = [b for b, ok in self.fits.items() if ok]
-        return max(sizes) if sizes else None
+        return max((b for b, ok in self.fits.items() if ok), default=None)
 
     @property
     def smallest_failing(self) -> int | None:
-        """The smallest size that ran out of memory so far."""
-        sizes = [b for b, ok in self.fits.items() if not ok]
-        return min(sizes) if sizes else None
+        return min((b for b, ok in self.fits.items() if not ok), default=None)
 
     def record(self, batch: int, fits: bool) -> None:
-        """Record the outcome of trying ``batch``."""
         self.fits[batch] = fits
 
 
 @dataclass
 class ProbeSearch(_Outcomes):
-    """Doubling from ``start`` until a size does not fit (or ``limit`` is reached), then bisection
-    until the boundary is known to within ``resolution``. Every size is a multiple of ``step``
-    (the number of replicas) and at most ``limit`` (the training set)."""
+    """Doubling, then bisection to ``resolution``; sizes multiples of ``step``, within ``limit``."""
 
     start: int
     limit: int
@@ -85,9 +74,7 @@ class ProbeSearch(_Outcomes):
 
 @dataclass
 class GridProbe(_Outcomes):
-    """Bisection over a search's own grid of global batch sizes: which of them fit. Costs about
-    log2(len(sizes)) + 1 launches; what lies between grid sizes is not resolved (the search never
-    runs it)."""
+    """Bisection over a search's own grid of global batch sizes: which of them fit."""
 
     sizes: tuple[int, ...]
     fits: dict[int, bool] = field(default_factory=dict)
@@ -150,35 +137,26 @@ def search_from_state(state: dict[str, Any]) -> Search:
 
 
 def most_sizes_left(search: Search) -> int:
-    """At most how many sizes ``search`` may still try: a probe child's time limit scales with
-    it."""
+    """At most how many sizes ``search`` may still try (a child's time limit scales with it)."""
     if isinstance(search, GridProbe):
         return max(1, sum(1 for b in search.sizes if b not in search.fits))
     return 2 * max(1, search.limit // search.step).bit_length()
 
 
 def sizes_per_child(kind: str, memory_capped: bool) -> int | None:
-    """How many sizes one probe child may try (``None``: until an out-of-memory) on devices of
-    ``kind``, with or without a memory cap.
-
-    One under a cap: measured on both CPU caps, a size that fits in a fresh process no longer
-    fits after a smaller size trained in the same one — TensorFlow's capped allocator keeps the
-    regions it grew, and JAX's address-space cap counts the mappings the first size left
-    (3072 fits fresh under 128 MiB per device and runs out of memory after 512 or 1536 on
-    TensorFlow; 6144 fits fresh under 224 MiB and aborts after 1024 on JAX). A trial runs in a
-    fresh process, so the probe must too. One on GPUs as well until measured there."""
+    """How many sizes one probe child may try on ``kind`` (``None``: until out of memory). One
+    under a cap: a size that fits a fresh process no longer fits after a smaller one trained
+    in it (3072 under 128 MiB after 512 on TensorFlow's capped allocator; 6144 under 224 MiB
+    after 1024 on JAX's address-space cap), and a trial runs fresh. One on GPUs until measured."""
     return 1 if memory_capped or kind == "gpu" else None
 
 
 def try_until_oom(
     search: Search, attempt: Callable[[int], bool], most: int | None = None
 ) -> list[int]:
-    """Try the search's sizes in its order with ``attempt`` (whether that size fits), recording
-    each, until the search is done, a size does not fit or ``most`` sizes were tried; returns the
-    sizes tried.
-
-    They only grow: both searches go down only after a size did not fit, which ends the call. So
-    a memory peak the framework keeps for the process's lifetime is the last size's own."""
+    """Try and record the search's sizes with ``attempt`` until it is done, a size does not fit
+    or ``most`` were tried; the sizes tried. They only grow (a search goes down only after a
+    failure, which ends the call), so a peak kept for the process's life is the last size's."""
     tried = []
     while (batch := search.next_batch()) is not None:
         fits = attempt(batch)

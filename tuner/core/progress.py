@@ -1,19 +1,16 @@
-"""Progress that tells time: the study's ETA, durations and budgets for people, and the child's
-step reports.
-
-Pure: the clock is passed in, so every figure here can be checked with a fake one.
-"""
+"""Progress that tells time: the ETA, durations and budgets for people, the child's step reports.
+Pure: the clock is passed in."""
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Sequence
 
 from tuner.core.protocol import Event, ProgressEvent
 
 REPORT_EVERY_S = 1.0
-"""How often a trial child reports its steps (at most): often enough for a live bar, rare enough
-that one short stdout line a second costs nothing next to training."""
+"""How often a trial child reports its steps at most: a live bar, at no cost next to training."""
 
 
 def format_duration(seconds: float) -> str:
@@ -47,9 +44,8 @@ SEPARATOR = " · "
 
 
 def wrap_parts(head: str, parts: Sequence[str], width: int, indent: int = 4) -> list[str]:
-    """``head`` and ``parts`` joined (:func:`joined`) in lines of at most ``width`` characters,
-    broken only between parts (a number is never cut); each line after the first starts with
-    ``indent`` spaces. A part longer than a line gets a line of its own."""
+    """``head`` and ``parts`` joined (:func:`joined`) in lines of at most ``width``, broken only
+    between parts; later lines indented by ``indent``; a part longer than a line has its own."""
     lines: list[str] = []
     line = head
     for part in parts:
@@ -69,10 +65,8 @@ _TOKEN_BREAKS = "/(;:=|,"
 
 
 def clipped(text: str, width: int) -> str:
-    """``text`` in at most ``width`` characters: whole when it fits, else cut at the last word
-    boundary that leaves room for ``…`` (a word, and so a number such as ``1.841e-03``, is never
-    cut). A first word longer than that is cut before a token break (``/``, ``(``, ``:``...),
-    and only when it has none, inside it."""
+    """``text`` in at most ``width`` characters, cut with ``…`` at a word boundary (a number is
+    never cut); a too long first word at a token break, else inside it."""
     if len(text) <= width:
         return text
     if width < 1:
@@ -88,8 +82,7 @@ def clipped(text: str, width: int) -> str:
 
 
 def _ended(kept: str, width: int) -> str:
-    """``kept`` and ``…``; after a number with a space between (``2.31 …`` is a whole number
-    cut after, ``2.31…`` would read as one cut inside), a word fewer where that does not fit."""
+    """``kept`` and ``…``, spaced after a number (``2.31…`` reads as cut inside)."""
     while kept[-1:].isdigit():
         if len(kept) + 2 <= width:
             return f"{kept} {ELLIPSIS}"
@@ -102,23 +95,18 @@ def _ended(kept: str, width: int) -> str:
 
 def joined(head: str, parts: Sequence[str]) -> str:
     """``head`` and ``parts`` on one line, as :func:`wrap_parts` joins them."""
-    line = head
-    for part in parts:
-        line = _joined(line, part)
-    return line
+    return functools.reduce(_joined, parts, head)
 
 
 def _joined(line: str, part: str) -> str:
-    """``part`` after ``line``: after a space where ``line`` is a head ending with a colon
-    (``trial 3 ok:``), after `` · `` where it holds parts, alone after an indentation."""
+    """``part`` after ``line``: a space after a colon, `` · `` after parts."""
     if not line.strip():
         return line + part
     return f"{line} {part}" if line.endswith(":") else f"{line}{SEPARATOR}{part}"
 
 
 def leading_parts(parts: Sequence[str], width: int) -> str:
-    """The first of ``parts`` that fit ``width`` characters together, joined by `` · ``: those
-    that do not fit are left out whole (the first always stays)."""
+    """The leading ``parts`` that fit ``width`` together, joined by `` · `` (the first always)."""
     shown = ""
     for part in parts:
         joined = f"{shown}{SEPARATOR}{part}" if shown else part
@@ -129,10 +117,8 @@ def leading_parts(parts: Sequence[str], width: int) -> str:
 
 
 class StepReporter:
-    """Inside a trial: told the run's step count after each step, it emits a
-    :class:`~tuner.core.protocol.ProgressEvent` at most every ``every_s`` seconds (and never
-    reads a device value, so it adds no synchronisation to training: a counter and a clock read
-    per step)."""
+    """Inside a trial, called with the step count after each step: a ``ProgressEvent`` at most
+    every ``every_s`` seconds; it never reads a device value, so it adds no synchronisation."""
 
     def __init__(
         self,

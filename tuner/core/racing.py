@@ -1,15 +1,10 @@
-"""Racing: which close candidates need another run.
+"""Racing: which close candidates need another run (``docs/guide/uncertainty.md``).
 
-Of the candidates of one computation (:attr:`Entry.computation`: they differ only in the learning
-rate) the lowest final loss is kept (:func:`by_loss`): the losses are deterministic, so no repeat
-of the others could change the pick, and racing decides between the kept candidates only.
-Candidates whose 95 % intervals overlap the best one's are not told apart by the measurements.
-Racing re-runs exactly those (in fresh processes) until the intervals separate or a candidate has
-had ``max_repeats`` runs. A candidate measured once has only its within-run interval, which does
-not see run-to-run noise, so with ``max_repeats >= 2`` every kept candidate gets a second run
-first (even a lone one: the interval of the recommendation, and of its speedup, rests on it).
-
-Still tied at the end, the recommendation decides (:mod:`tuner.core.recommend._ties`).
+Of one computation's candidates (they differ only in the rate) the lowest final loss is kept
+(:func:`by_loss`: losses are deterministic, repeats cannot change that pick). Kept candidates
+whose 95 % intervals overlap the best one's are re-run until they separate or reach
+``max_repeats``; with ``max_repeats >= 2`` each gets a second run first, since one run's interval
+does not see run-to-run noise. Still tied: :mod:`tuner.core.recommend._ties` decides.
 """
 
 from __future__ import annotations
@@ -33,10 +28,8 @@ class Entry:
     loss: float | None = None
     """The final loss: what decides between candidates of one computation."""
     computation: tuple[object, ...] = ()
-    """What one step computes apart from the learning rate (global batch, precision, accumulation
-    steps, model): two candidates with the same one run at the same speed, so their throughputs
-    differ only by noise. Empty: compared by value only (a time to target, which the rate
-    changes)."""
+    """What one step computes apart from the rate: candidates alike here differ in throughput
+    only by noise. Empty: compared by value only (a time to target, which the rate changes)."""
 
 
 @dataclass(frozen=True)
@@ -55,10 +48,7 @@ def best_entry(entries: Sequence[Entry], *, higher_is_better: bool = True) -> En
 
 
 def by_loss(entries: Sequence[Entry]) -> dict[int, list[Entry]]:
-    """Per kept candidate's number, the others of its computation (lower loss first): of the
-    candidates of one computation only the lowest final loss is kept (on equal losses the one
-    with more runs, then the lowest number). An entry without a computation or a loss is kept
-    alone."""
+    """Per kept candidate, the others of its computation (the lowest final loss is kept)."""
     groups: dict[object, list[Entry]] = {}
     for entry in entries:
         key = entry.computation if entry.computation and entry.loss is not None else entry.number
@@ -73,15 +63,13 @@ def by_loss(entries: Sequence[Entry]) -> dict[int, list[Entry]]:
 
 
 def contenders(entries: Sequence[Entry]) -> list[Entry]:
-    """The entries :func:`by_loss` keeps, in their order: what racing decides between (the
-    others lost on a deterministic loss, which no repeat changes)."""
+    """The entries :func:`by_loss` keeps, in their order: what racing decides between."""
     kept = by_loss(entries)
     return [e for e in entries if e.number in kept]
 
 
 def tie_set(entries: Sequence[Entry], *, higher_is_better: bool = True) -> list[Entry]:
-    """The best entry and every entry the measurements cannot tell from it, among the
-    :func:`contenders` (a rival of one computation is told apart by its loss)."""
+    """The best of the :func:`contenders` and every one the measurements cannot tell from it."""
     kept = contenders(entries)
     best = best_entry(kept, higher_is_better=higher_is_better)
     return [best, *(e for e in kept if e is not best and is_tied(e, best))]
@@ -97,13 +85,9 @@ def is_tied(entry: Entry, best: Entry) -> bool:
 def to_repeat(
     entries: Sequence[Entry], max_repeats: int, *, higher_is_better: bool = True
 ) -> list[int]:
-    """The numbers of the candidates that need one more run, ascending; empty once decided.
-
-    With ``max_repeats < 2`` racing is off. Otherwise, among the :func:`contenders` only (a
-    candidate its computation's lower loss beat gets no repeat), every one with a single run gets
-    a second one (a lone one too: the verdict's interval needs it); after that, every member of
-    the tie (the best included) gets another run while it has fewer than ``max_repeats``.
-    """
+    """The numbers of the :func:`contenders` that need one more run, ascending (empty once
+    decided, or with ``max_repeats < 2``): first every single-run one, then the tie's members
+    below ``max_repeats``."""
     if max_repeats < 2 or not entries:
         return []
     single = [e.number for e in contenders(entries) if e.runs < 2]
@@ -118,11 +102,8 @@ def to_repeat(
 def most_decisive_first(
     entries: Sequence[Entry], numbers: Sequence[int], *, higher_is_better: bool = True
 ) -> list[int]:
-    """``numbers`` (of :func:`to_repeat`) in the order their repeats help the decision most:
-    fewer runs first (a second run brings the first interval that sees run-to-run noise), then
-    the best entry, then the others by their gap to it (the closest rival is the likeliest to
-    stay tied). The best is the best of the :func:`contenders`, as for :func:`to_repeat`. A budget
-    runs them in this order while they fit (:mod:`tuner.core.budget`)."""
+    """``numbers`` (of :func:`to_repeat`) in the order their repeats help most (a budget runs
+    them so): fewer runs first, then the best, then the others closest first."""
     if not entries:
         return list(numbers)
     best = best_entry(contenders(entries), higher_is_better=higher_is_better)
@@ -143,9 +124,7 @@ def gap_to(entry: Entry, best: Entry) -> float:
 def gaps_to_best(
     entries: Sequence[Entry], *, higher_is_better: bool = True
 ) -> list[tuple[int, float]]:
-    """``(number, gap)`` of every :func:`contenders` entry but the best, closest first: what a
-    single run of each cannot tell from noise (``--quick``; a rival of one computation is
-    decided by its loss, not by noise)."""
+    """``(number, gap)`` of the :func:`contenders` but the best, closest first."""
     kept = contenders(entries)
     if not kept:
         return []

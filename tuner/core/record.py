@@ -1,20 +1,11 @@
-"""A stored trial as a typed record: the one module that knows every user attribute's name.
+"""A stored trial as a typed record: the one module that knows every user attribute's name
+(``docs/reference/attributes.md``).
 
-A trial stores a handful of attributes (:data:`STORED_KEYS`): five scalars a user browses for in
-optuna-dashboard, which shows only scalar attributes as columns (``status``, ``error``,
-``final_loss``, ``throughput``, ``learning_rate``), and the rest in five JSON groups:
-``configuration`` (what runs, where, by whom), ``result`` (what the child measured),
-``timings`` (where the time went), ``decision`` (the loss target, early stopping, accumulation)
-and ``reuse`` (runs not measured again: same training, repeats, a reused input figure).
-:func:`decode` reads one into a :class:`TrialRecord` of frozen groups; every reader goes
-through it, never through ``user_attrs``. Each name stays the name the earlier, flat layout
-stored it under (one attribute each, ~80), so a trial that layout wrote is read by the same
-table (:func:`decode` tells them apart by the groups), never misread.
-
-The writers speak names too, as a flat mapping (``{"global_batch_size": 64, ...}``):
-:func:`encode` groups it, refusing a name no group owns, and :func:`store` writes a trial's
-changed attributes through Optuna's public ``Trial.set_user_attr``: at most
-``len(STORED_KEYS)`` writes, each its own transaction.
+A trial stores five scalars (optuna-dashboard shows only scalar attributes as columns) and five
+JSON groups (:data:`STORED_KEYS`). Every reader goes through :func:`decode`, never through
+``user_attrs``; each name is the one the earlier flat layout stored it under, so a trial that
+layout wrote is read by the same table. Writers speak names too: :func:`encode` groups a flat
+mapping, refusing a name no group owns; :func:`store` writes only the changed stored keys.
 """
 
 from __future__ import annotations
@@ -97,8 +88,7 @@ class Result:
 
 @dataclass(frozen=True)
 class Decision:
-    """What decided the trial's end beside its status: the loss target, early stopping, and why
-    an out-of-memory batch was not reached by accumulation."""
+    """What decided the trial's end beside its status: target, early stop, accumulation."""
 
     target_loss: float | None = None
     eval_every_samples: int | None = None
@@ -142,8 +132,7 @@ STATES: dict[str, str] = {
     "error": "FAIL",
     "interrupted": "FAIL",
 }
-"""Each stored ``status`` and the Optuna state a trial with it ends in
-(:mod:`tuner.core.outcome` decides them)."""
+"""Each stored ``status`` and the Optuna state a trial with it ends in."""
 GROUPS: dict[str, type] = {
     "configuration": Configuration,
     "result": Result,
@@ -188,12 +177,8 @@ class TrialRecord:
 
     @property
     def flat(self) -> dict[str, Any]:
-        """Every stored figure by its name, ``None`` left out: for the helpers that read a
-        record and a study record alike by name (an interval, a target line)."""
-        out: dict[str, Any] = {}
-        for name in SCALARS:
-            if getattr(self, name) is not None:
-                out[name] = getattr(self, name)
+        """Every stored figure by its name, ``None`` left out."""
+        out = {name: value for name in SCALARS if (value := getattr(self, name)) is not None}
         if self.timings:
             out["timings"] = dict(self.timings)
         for group in GROUPS:
@@ -205,12 +190,9 @@ class TrialRecord:
 
 
 def decode(trial: _HasUserAttrs) -> TrialRecord:
-    """``trial``'s record (a ``FrozenTrial`` or a live ``Trial``), in either layout: the groups
-    when it has any, else the earlier flat attributes by the same names.
-
-    A finished ``FrozenTrial`` is decoded once: its attributes no longer change (Optuna refuses
-    writes to it), and the driver's loop reads every trial of the study at each step, where
-    decoding again would grow with the study. The record is kept while the trial lives."""
+    """``trial``'s record (a ``FrozenTrial`` or a live ``Trial``), in either layout. A finished
+    trial is decoded once, kept while it lives: it no longer changes, and the driver's loop
+    reads every trial at each step."""
     attrs = trial.user_attrs
     kept = _DECODED.get(id(trial))
     if kept is not None and kept[0]() is trial and kept[1] == (id(attrs), len(attrs)):
@@ -249,8 +231,7 @@ def _group(cls: type, source: Mapping[str, Any]) -> Any:
 
 
 def encode(attrs: Mapping[str, Any]) -> dict[str, Any]:
-    """The stored attributes for ``attrs`` (a flat mapping of names): scalars as they are, the
-    rest in their groups. A name no group owns raises :class:`KeyError`: every name is here."""
+    """The stored attributes for a flat mapping of names (:class:`KeyError`: a name unowned)."""
     out: dict[str, Any] = {}
     for name, value in attrs.items():
         owner = _OWNER.get(name)
@@ -264,17 +245,15 @@ def encode(attrs: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def changes(trial: _HasUserAttrs, attrs: Mapping[str, Any]) -> dict[str, Any]:
-    """The stored attributes to write so that ``trial`` holds ``attrs`` on top of its record:
-    only keys whose value changes, each group whole (an earlier-layout trial gets every group
-    it has figures for, so it reads the same afterwards)."""
+    """The stored keys to write so that ``trial`` holds ``attrs`` on top of its record: those
+    that change, each group whole (an earlier-layout trial gets every group it has figures for)."""
     merged = encode({**decode(trial).flat, **attrs})
     stored = trial.user_attrs
     return {key: value for key, value in merged.items() if stored.get(key) != value}
 
 
 def store(trial: Any, attrs: Mapping[str, Any]) -> int:
-    """Write ``attrs`` (names) onto the live Optuna ``trial`` through ``trial.set_user_attr``,
-    one write per changed stored key (:func:`changes`); how many writes it took."""
+    """Write ``attrs`` onto the live ``trial`` (only changed keys); how many writes it took."""
     written = changes(trial, attrs)
     for key, value in written.items():
         trial.set_user_attr(key, value)
@@ -300,8 +279,7 @@ class StudyRecord:
 
     @property
     def flat(self) -> dict[str, Any]:
-        """Every stored attribute by its name, ``None`` left out: for the views that render a
-        study's attributes by name."""
+        """Every stored attribute by its name, ``None`` left out."""
         return {f.name: v for f in fields(self) if (v := getattr(self, f.name)) is not None}
 
 
@@ -310,8 +288,7 @@ STUDY_KEYS = tuple(f.name for f in fields(StudyRecord))
 
 
 def decode_study(study: _HasUserAttrs) -> StudyRecord:
-    """``study``'s record (an ``optuna.Study``, which reads its storage once here, or a
-    ``FrozenStudy``); a name it does not own is left out."""
+    """``study``'s record (read from storage once here); a name it does not own is left out."""
     attrs = study.user_attrs
     return StudyRecord(**{name: attrs[name] for name in STUDY_KEYS if name in attrs})
 

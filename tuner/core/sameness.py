@@ -1,15 +1,9 @@
 """When two grid points train exactly alike: a key of everything that decides a training run.
 
-At the base batch (ratio ``k = 1``) every learning-rate rule gives the base rate: ``linear`` and
-``sqrt`` multiply it by 1, the ``linear-warmup`` ramp starts and ends at the same rate (a constant
-rate), and ``sqrt-adam`` changes no optimizer setting. Those grid points are one training, and
-tuner trains it once (the others are recorded ``same_as`` the first: see
-:mod:`tuner.driver.trial.objective`). The key holds what the run *does*, not the rule's name: the
-global batch, the effective learning rate and its schedule, the optimizer settings the rule changes,
-the seed, the loop, the model's hyperparameters, the precision (two trainings at different dtype
-policies are different), the devices and the budget.
-
-Pure: no TensorFlow, no storage.
+At the base batch every rule gives the base rate, so those grid points are one training, trained
+once (the others recorded ``same_as``: :mod:`tuner.driver.trial.objective`). The key holds what
+the run *does*, not the rule's name: batch, effective rate and schedule, optimizer settings, seed,
+loop, hyperparameters, precision, devices and budget. Pure.
 """
 
 from __future__ import annotations
@@ -38,9 +32,7 @@ def schedule(
     warmup_steps: int | None,
     warmup_epochs: float | None,
 ) -> dict[str, Any]:
-    """The learning-rate schedule a rule trains with: ``{"constant": rate}``, or for a
-    ``linear-warmup`` whose ramp really climbs, ``{"warmup": {"from", "to", "steps" |
-    "epochs"}}`` (a ramp from a rate to the same rate is the constant rate)."""
+    """``{"constant": rate}``, or ``{"warmup": ...}`` for a ``linear-warmup`` ramp that climbs."""
     if rule == "linear-warmup" and number(base_lr) != number(learning_rate):
         ramp: dict[str, Any] = {"from": number(base_lr), "to": number(learning_rate)}
         if warmup_steps is not None:
@@ -52,9 +44,7 @@ def schedule(
 
 
 def changed_optimizer_settings(rule: str, ratio: float) -> dict[str, str]:
-    """The optimizer settings ``rule`` changes at batch ratio ``ratio`` (shown on Adam's
-    defaults; empty when it changes none: every rule but ``sqrt-adam``, and ``sqrt-adam`` at 1,
-    whatever the optimizer's own values)."""
+    """What ``rule`` changes of Adam's defaults at ``ratio`` (empty: nothing)."""
     try:
         settings = optimizer_settings(rule, ratio, KERAS_ADAM)
     except ValueError:  # a ratio too large for Adam's defaults still trains differently
@@ -81,13 +71,9 @@ def training_key(
     model_hyperparameters: Mapping[str, Any] | None = None,
     precision: str = "float32",
 ) -> str:
-    """A stable string that is equal for two runs exactly when they train alike.
-
-    ``budget``: how much a run trains and evaluates (epochs or sample budget, validation set,
-    a target loss and its cadence: whatever the request carries), compared as given.
-    ``precision``: the Keras dtype policy; the key names it only when it is not ``float32``, so
-    the keys stored before precisions were an axis still match.
-    """
+    """A stable string that is equal for two runs exactly when they train alike. ``budget``
+    (what the request says of how much a run trains and evaluates) is compared as given; a
+    ``float32`` ``precision`` is left out, so keys stored before precisions were still match."""
     rate = scaled_learning_rate(lr_rule, base_lr, global_batch_size, base_batch_size)
     ratio = batch_ratio(global_batch_size, base_batch_size)
     key = {

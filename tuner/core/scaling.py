@@ -1,24 +1,11 @@
-"""Learning-rate scaling rules: pure functions of the base LR and the batch ratio.
+"""Learning-rate scaling rules: pure functions of the base LR and the batch ratio ``k``.
 
-When the global batch grows by a factor ``k = global_batch / base_batch``, the rules are
-
-* ``none``   — keep the base learning rate;
-* ``linear`` — multiply it by ``k`` (Goyal et al., 2017);
-* ``sqrt``   — multiply it by ``sqrt(k)`` (Krizhevsky, 2014; Hoffer et al., 2017);
-* ``linear-warmup`` — ``k`` × base, reached by a linear ramp from the base rate over the first
-  warmup steps (Goyal et al. 2017, arXiv:1706.02677); the peak is the trial's learning rate;
-* ``sqrt-adam`` — Adam's square-root scaling rule (Malladi et al. 2022, arXiv:2205.10287): at
-  ``k`` × the batch, learning rate × ``sqrt(k)``, ``beta_1 -> 1 - k(1 - beta_1)``,
-  ``beta_2 -> 1 - k(1 - beta_2)``, ``epsilon -> epsilon / sqrt(k)`` (Adam-family optimizers only).
-
-Which one wins is measured by the study, never assumed here.
-
-An LR sweep (``--lr-sweep N``) adds the rules ``sweep-1/N`` … ``sweep-N/N``: N rates spaced
-evenly in log from half the ``none`` rate to twice the ``linear`` one at each batch
-(:func:`sweep_rules`); :mod:`tuner.core.lr_law` finds the best of them. Where the best is at an
-end, the adaptive sweep goes on past it with the same log step (:func:`sweep_extension_rules`:
-``sweep-0/N``, ``sweep--1/N`` … below, ``sweep-(N+1)/N`` … above, at most :data:`SWEEP_EXTRA`
-a side; :func:`tuner.core.adaptive_sweep.extension` decides).
+``none`` (×1), ``linear`` (×k, Goyal et al. 2017), ``sqrt`` (×√k, Krizhevsky 2014),
+``linear-warmup`` (×k reached by a linear ramp from the base rate; the peak is the trial's rate)
+and ``sqrt-adam`` (Malladi et al. 2022: ×√k, ``beta_i -> 1 - k(1 - beta_i)``, ``epsilon / √k``;
+Adam-family only). Which wins is measured, never assumed. ``--lr-sweep N`` adds ``sweep-i/N``:
+N log-spaced rates from half ``none`` to twice ``linear`` (:func:`sweep_rules`), extended past an
+end by :func:`sweep_extension_rules` (at most :data:`SWEEP_EXTRA` a side).
 """
 
 from __future__ import annotations
@@ -37,8 +24,7 @@ _RULES: dict[str, Callable[[float], float]] = {
 ADAM_FAMILY = ("adam", "adamw")
 """Optimizers with ``beta_1``/``beta_2``/``epsilon`` that ``sqrt-adam`` can rescale."""
 KERAS_ADAM = {"beta_1": 0.9, "beta_2": 0.999, "epsilon": 1e-7}
-"""Keras's Adam defaults: what ``sqrt-adam`` is checked and shown on where the optimizer's own
-settings are not at hand."""
+"""Keras's Adam defaults: ``sqrt-adam`` is shown on them where the optimizer's are not at hand."""
 
 LR_RULES: tuple[str, ...] = tuple(_RULES)
 """The names of the known rules, in their canonical order."""
@@ -51,9 +37,8 @@ SWEEP_LOW, SWEEP_HIGH = 0.5, 2.0
 
 
 SWEEP_EXTRA = 3
-"""The most rates an adaptive sweep adds beyond each end of the sweep at one batch, when the best
-rate sits at that end (:func:`tuner.core.adaptive_sweep.extension`): three log steps past the
-edge, after which the answer says the cap stopped it."""
+"""The most rates an adaptive sweep adds past each end at one batch while the best rate sits
+there (:func:`tuner.core.adaptive_sweep.extension`); then the answer says the cap stopped it."""
 
 
 def sweep_rules(points: int) -> tuple[str, ...]:
@@ -62,8 +47,7 @@ def sweep_rules(points: int) -> tuple[str, ...]:
 
 
 def sweep_extension_rules(points: int) -> tuple[str, ...]:
-    """The rule names of the rates an adaptive sweep of ``points`` rates may add past its ends:
-    :data:`SWEEP_EXTRA` a side, the nearest first, below then above (none below 2 points)."""
+    """The rules a sweep may add past its ends: :data:`SWEEP_EXTRA` a side, nearest first."""
     if points < 2:
         return ()
     below = (f"{SWEEP_PREFIX}{1 - j}/{points}" for j in range(1, SWEEP_EXTRA + 1))
@@ -72,9 +56,7 @@ def sweep_extension_rules(points: int) -> tuple[str, ...]:
 
 
 def sweep_index(rule: str) -> tuple[int, int]:
-    """``(i, N)`` of the sweep rule ``sweep-i/N`` (``i`` below 1 or above ``N``: an extension
-    past the sweep's ends, at most :data:`SWEEP_EXTRA` a side). Raises ``ValueError`` for any
-    other name."""
+    """``(i, N)`` of ``sweep-i/N`` (``i`` outside 1..N: an extension); else ``ValueError``."""
     try:
         index, _, points = rule[len(SWEEP_PREFIX) :].partition("/")
         i, n = int(index), int(points)
@@ -91,9 +73,8 @@ def is_sweep(rule: str) -> bool:
 
 
 def _sweep_factor(rule: str, k: float) -> float:
-    """The factor of sweep point ``sweep-i/N`` at batch ratio ``k``: ``SWEEP_LOW`` ×
-    ``(SWEEP_HIGH / SWEEP_LOW × max(k, 1))^((i - 1) / (N - 1))``: the same log step past the
-    ends for an extension (``i`` below 1 or above ``N``)."""
+    """``SWEEP_LOW × (SWEEP_HIGH / SWEEP_LOW × max(k, 1))^((i - 1) / (N - 1))`` for
+    ``sweep-i/N`` at batch ratio ``k`` (an extension goes on with the same log step)."""
     i, n = sweep_index(rule)
     span = SWEEP_HIGH / SWEEP_LOW * max(k, 1.0)
     return SWEEP_LOW * span ** ((i - 1) / (n - 1))
@@ -109,29 +90,17 @@ def batch_ratio(global_batch_size: int, base_batch_size: int) -> float:
 def scaled_learning_rate(
     rule: str, base_lr: float, global_batch_size: int, base_batch_size: int
 ) -> float:
-    """Return the learning rate that ``rule`` gives at ``global_batch_size``.
-
-    Raises ``ValueError`` for an unknown rule.
-    """
-    if is_sweep(rule):
-        k = batch_ratio(global_batch_size, base_batch_size)
-        return base_lr * _sweep_factor(rule, k)
-    try:
-        factor = _RULES[rule]
-    except KeyError:
-        raise ValueError(
-            f"unknown learning-rate rule {rule!r}; known rules: {', '.join(LR_RULES)}"
-        ) from None
-    return base_lr * factor(batch_ratio(global_batch_size, base_batch_size))
+    """The learning rate ``rule`` gives at ``global_batch_size``; ``ValueError``: unknown rule."""
+    if not is_sweep(rule) and rule not in _RULES:
+        raise ValueError(f"unknown learning-rate rule {rule!r}; known rules: {', '.join(LR_RULES)}")
+    k = batch_ratio(global_batch_size, base_batch_size)
+    return base_lr * (_sweep_factor(rule, k) if is_sweep(rule) else _RULES[rule](k))
 
 
 def optimizer_settings(rule: str, k: float, config: dict[str, Any]) -> dict[str, Any]:
-    """The optimizer settings ``rule`` changes at batch ratio ``k``, from the optimizer's own
-    ``config`` (``beta_1``, ``beta_2``, ``epsilon``); empty for rules that only set the rate.
-
-    Raises ``ValueError`` when ``sqrt-adam`` meets an optimizer without Adam's moments, or a ratio
-    so large that a beta would leave (0, 1).
-    """
+    """The optimizer settings ``rule`` changes at batch ratio ``k`` from the optimizer's
+    ``config`` (empty: it sets only the rate). ``ValueError`` when ``sqrt-adam`` meets an
+    optimizer without Adam's moments, or a ratio that takes a beta out of (0, 1)."""
     if rule != "sqrt-adam":
         return {}
     missing = [key for key in ("beta_1", "beta_2", "epsilon") if key not in config]

@@ -1,20 +1,10 @@
-"""Intervals for the measurements a decision rests on: pure arithmetic, no third-party statistics.
+"""Intervals for the measurements a decision rests on: pure arithmetic, no third-party statistics
+(the method and why: ``docs/guide/uncertainty.md``).
 
-Why intervals: the same configuration measured in three fresh processes gave 13,100, 17,216 and
-18,372 samples/s. A difference smaller than that run-to-run noise is not a difference, so every
-throughput (and time to target) is reported with a 95 % interval and compared through it.
-
-* Several runs of one configuration: a Student *t* interval over the runs' medians (each run's
-  median over its timed windows), on the log scale: a rate is positive and its noise multiplies,
-  so the interval spreads by a factor and never reaches 0. With 2–3 runs it is wide, as it
-  should be.
-* One run (with 3+ timed windows): the same over that run's window rates. It only sees the
-  noise inside one process (windows of one run share its placement and warm caches), so it is
-  narrower than the run-to-run noise; its method says so, and racing always gives a candidate a
-  second run before trusting it.
-* A ratio (a speedup, or one candidate's throughput over another's): :func:`ratio_interval`,
-  the usual error propagation for a quotient. Whether one is faster than the other is read
-  from it alone: faster or slower when it excludes 1, else not distinguishable.
+Throughputs and times to target are compared through 95 % intervals, since run-to-run noise is
+large (13,100 to 18,372 samples/s for one configuration). Rates are taken on the log scale: the
+noise multiplies, and an interval never reaches 0. One run's window interval does not see the
+run-to-run noise; its method says so.
 """
 
 from __future__ import annotations
@@ -33,8 +23,7 @@ _T975 = (
 Z95 = 1.959964
 """The normal 97.5 % quantile: a 95 % interval is ± this many standard errors."""
 MIN_WINDOWS = 3
-"""Timed windows a single run needs for an interval: with 2, t has one degree of freedom and
-the interval spans ±12.7 standard errors, wider than it is useful."""
+"""Timed windows a single run needs for an interval (with 2 it spans ±12.7 standard errors)."""
 
 
 @dataclass(frozen=True)
@@ -55,8 +44,7 @@ class Interval:
 
 
 def t_quantile(degrees_of_freedom: int) -> float:
-    """Student t's two-sided 95 % quantile (beyond 30 degrees of freedom, a close expansion
-    around the normal's 1.96)."""
+    """Student t's two-sided 95 % quantile (past 30 degrees of freedom, an expansion)."""
     if degrees_of_freedom < 1:
         raise ValueError("a t quantile needs at least 1 degree of freedom")
     if degrees_of_freedom <= len(_T975):
@@ -76,9 +64,7 @@ def t_interval(values: Sequence[float], method: str | None = None) -> Interval |
 
 
 def log_t_interval(values: Sequence[float], method: str | None = None) -> Interval | None:
-    """The 95 % Student t interval of positive ``values`` on the log scale, back-transformed: an
-    interval of their geometric mean that is never below 0 and spreads by a factor, as rates and
-    times do (``None`` with fewer than 2 values, or any value not positive)."""
+    """The 95 % t interval of positive ``values``' geometric mean (``None``: too few)."""
     if len(values) < 2 or any(not v > 0 for v in values):
         return None
     logs = t_interval([math.log(v) for v in values])
@@ -89,9 +75,7 @@ def log_t_interval(values: Sequence[float], method: str | None = None) -> Interv
 def throughput_interval(
     run_medians: Sequence[float], window_rates: Sequence[float]
 ) -> Interval | None:
-    """The interval of a configuration's throughput (:func:`log_t_interval`): over its runs'
-    medians when it ran 2+ times (``"t over N runs"``), else over its one run's window rates when
-    it has :data:`MIN_WINDOWS` of them (``"windows of 1 run (N windows)"``); else ``None``."""
+    """The throughput interval over runs' medians (2+), else one run's windows, else ``None``."""
     if len(run_medians) >= 2:
         return log_t_interval(run_medians, f"t over {len(run_medians)} runs")
     if len(window_rates) >= MIN_WINDOWS:
@@ -102,8 +86,7 @@ def throughput_interval(
 def ratio_interval(
     num: float, num_ci: Interval | None, den: float, den_ci: Interval | None
 ) -> Interval | None:
-    """The interval of ``num / den`` from the two intervals: their relative half-widths on the
-    log scale added in quadrature. ``None`` when either interval is missing or not positive."""
+    """The interval of ``num / den``: log half-widths added in quadrature (or ``None``)."""
     if num_ci is None or den_ci is None or num <= 0 or den <= 0:
         return None
     halves = [_log_half_width(ci) for ci in (num_ci, den_ci)]
@@ -121,8 +104,7 @@ def _log_half_width(ci: Interval) -> float | None:
 
 
 def relative_spread(values: Sequence[float]) -> float | None:
-    """The sample standard deviation of ``values`` over the magnitude of their mean (``None``
-    with fewer than 2 values or a mean of 0)."""
+    """Sample sd over the mean's magnitude (``None`` with fewer than 2 values or a mean of 0)."""
     if len(values) < 2:
         return None
     mean = statistics.fmean(values)
@@ -132,8 +114,7 @@ def relative_spread(values: Sequence[float]) -> float | None:
 
 
 def effective_tolerance(tolerance: float, seed_spread: float | None) -> tuple[float, str]:
-    """The loss tolerance to apply and where it came from: ``max(tolerance, 2 × seed_spread)``
-    (a difference in loss smaller than seed-to-seed noise is no difference)."""
+    """The loss tolerance ``max(tolerance, 2 × seed_spread)`` and where it came from."""
     if seed_spread is not None and 2 * seed_spread > tolerance:
         return 2 * seed_spread, "seed noise"
     return tolerance, "--tolerance"

@@ -1,15 +1,9 @@
 """Time to a target loss: when a trial checks its validation loss, and what the checks mean.
 
-With a target (``--target-loss``) a trial checks the loss over the fixed validation set every
-``cadence`` samples: the SAME sample counts for every batch size of the grid, so the samples to the
-target of two batch sizes are compared at the same points. The cadence is therefore a multiple of
-every global batch of the grid (of their least common multiple), and each check falls at the end
-of a training window of ``cadence // global batch`` steps. The trial stops at the first check at or
-below the target, or at its sample budget.
-
-The time to the target is training time only: the windows' seconds up to that check, less the
-first window's tracing and compilation (its excess over a steady window:
-:func:`tuner.core.windows.warmup_excess`). Evaluation runs between windows and is never inside one.
+A trial checks every ``cadence`` samples, a multiple of every global batch of the grid, so that
+all batches are compared at the same sample counts; it stops at the first check at or below the
+target. The time to it is training time only, less the first window's compilation
+(:func:`tuner.core.windows.warmup_excess`); evaluation runs between windows.
 """
 
 from __future__ import annotations
@@ -37,8 +31,7 @@ def cadence_unit(batch_sizes: Sequence[int]) -> int:
 def budget_samples(
     train_samples: int | None, epochs: int | None, n_train: int | None
 ) -> int | None:
-    """The samples a trial trains at most: ``train_samples``, else ``epochs × n_train``; ``None``
-    when neither is known (epochs over a training set of unknown size)."""
+    """The samples a trial trains at most (``epochs × n_train`` without ``train_samples``)."""
     if train_samples is not None:
         return train_samples
     if epochs is not None and n_train is not None:
@@ -47,10 +40,8 @@ def budget_samples(
 
 
 def default_cadence(batch_sizes: Sequence[int], budget: int) -> int:
-    """Samples between two checks when the user gives none: the multiple of the grid's
-    :func:`cadence_unit` nearest to ``budget / 10`` (about 10 checks; at least one unit), the same
-    for every batch size. Raises ``ConfigError`` when the budget holds fewer than
-    :data:`MIN_CHECKS` units."""
+    """The default cadence: the multiple of :func:`cadence_unit` nearest ``budget / 10`` (at least
+    one); ``ConfigError`` when the budget holds fewer than :data:`MIN_CHECKS` units."""
     unit = cadence_unit(batch_sizes)
     if budget < MIN_CHECKS * unit:
         raise ConfigError(
@@ -63,16 +54,11 @@ def default_cadence(batch_sizes: Sequence[int], budget: int) -> int:
 
 
 def check_cadence(
-    cadence: int,
-    batch_sizes: Sequence[int],
-    budget: int | None = None,
-    label: str | None = None,
+    cadence: int, batch_sizes: Sequence[int], budget: int | None = None, label: str | None = None
 ) -> None:
-    """Refuse a user's cadence that some global batch of the grid does not divide (checks would
-    fall at different samples for different batches; tuner does not round it silently), or that
-    leaves fewer than :data:`MIN_CHECKS` checks in ``budget``. One ``ConfigError`` line that
-    names the field by ``label``, else as the front end does (:func:`~tuner.core.options.named`:
-    ``--eval-every-samples``, ``eval_every_samples=``, ``search.eval_every_samples``)."""
+    """Refuse, in one ``ConfigError`` line naming the field by ``label`` (default: as the front
+    end does), a cadence some global batch does not divide (never rounded silently) or that
+    leaves fewer than :data:`MIN_CHECKS` checks in ``budget``."""
     label = label or named("eval_every_samples")
     for batch in sorted(batch_sizes):
         if cadence % batch:
@@ -90,8 +76,7 @@ def check_cadence(
 
 @dataclass(frozen=True)
 class CheckPlan:
-    """How a trial with a target trains: ``windows`` windows of ``window_steps`` steps, a check
-    at the end of each."""
+    """``windows`` windows of ``window_steps`` steps, a check at the end of each."""
 
     cadence: int
     window_steps: int
@@ -99,9 +84,7 @@ class CheckPlan:
 
 
 def plan_checks(cadence: int, global_batch: int, budget: int) -> CheckPlan:
-    """The windows of a trial at ``global_batch`` that checks every ``cadence`` samples within
-    ``budget``. Raises ``ValueError`` when the batch does not divide the cadence or the budget
-    holds fewer than :data:`MIN_CHECKS` checks."""
+    """A trial's check windows; ``ValueError`` where :func:`check_cadence` would refuse."""
     if cadence % global_batch:
         raise ValueError(f"a check every {cadence} samples is not a multiple of {global_batch}")
     windows = budget // cadence
@@ -115,10 +98,9 @@ def plan_checks(cadence: int, global_batch: int, budget: int) -> CheckPlan:
 
 def first_reached(losses: Sequence[float], target: float) -> int | None:
     """The index of the first check whose loss is at or below ``target`` (``None``: never)."""
-    for index, loss in enumerate(losses):
-        if math.isfinite(loss) and loss <= target:
-            return index
-    return None
+    return next(
+        (i for i, loss in enumerate(losses) if math.isfinite(loss) and loss <= target), None
+    )
 
 
 def training_seconds(window_seconds: Sequence[float], windows: int) -> float:

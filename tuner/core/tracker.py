@@ -14,13 +14,9 @@ Clock = Callable[[], float]
 
 
 class Tracker:
-    """What both views keep: the plan (trainings left by phase), the phase running, the running
-    training and its start, the durations of those that ran; ``precisions``: whether the study
-    searches several precisions (its lines name a trial's).
-
-    The ETA covers every phase: the mean duration of the trainings that ran in this run (the
-    workload check, shorter, and ``oom-implied`` trials, which take none, left out) times the
-    trainings the plan has left, less the time the running one has had."""
+    """What both views keep (``precisions``: whether lines name a trial's). The ETA: this run's
+    mean training (not the check, nor a trial not launched) times the trainings the plan has
+    left, less the time the running one has had."""
 
     def __init__(self, clock: Clock, precisions: bool = False) -> None:
         self._clock = clock
@@ -30,8 +26,6 @@ class Tracker:
         self._number: int | None = None
         self._running: str | None = None
         self._started_at = 0.0
-        self._position = 0
-        self._total = 0
         self._plan = SearchPlan()
         self._phase = "check"
         self._done = 0
@@ -41,8 +35,7 @@ class Tracker:
         self._said: set[str] = set()
 
     def once(self, outcome: TrialOutcome) -> list[str]:
-        """A trial's notes about what tuner did to its training (``add_loss_note``), each said
-        the first time a trial brings it: every trial stores it, the search says it once."""
+        """A trial's ``add_loss_note`` the first time a trial brings it: said once a search."""
         note = outcome.attrs.get("add_loss_note")
         if not isinstance(note, str) or note in self._said:
             return []
@@ -80,7 +73,7 @@ class Tracker:
         if self._phase not in ("grid", "repeats"):
             self._phase = "grid"
         self._plan = self._plan.one_started(self._phase, left=total - position)
-        self._number, self._position, self._total = number, position, total
+        self._number = number
         self._running = f"trial {number}"
         self._params[number] = params
         self._started_at = self._clock()
@@ -89,8 +82,7 @@ class Tracker:
         return self._clock() - self._started_at
 
     def finish_trial(self, number: int, outcome: TrialOutcome) -> float | None:
-        """The trial's duration (``None`` if its start was not seen); kept for the ETA unless
-        it never ran (``oom-implied``, ``bracketed``)."""
+        """The trial's duration (``None``: start unseen); kept for the ETA if it ran."""
         if number != self._number:
             return None
         seconds = self._elapsed()
@@ -121,9 +113,8 @@ class Tracker:
         """A line of the plan (each view says it its own way)."""
 
     def eta(self, at_most: bool = False, capped: bool = True) -> float | None:
-        """Seconds the search has left: the running training (if any) and every one the plan
-        has after it (``at_most``: with every repeat racing may still add); under a budget, at
-        most what is left of it (``capped``), as the search starts no run past it."""
+        """Seconds the search has left (``at_most``: with every repeat racing may add); ``capped``
+        by what is left of a budget, as the search starts no run past it."""
         if not self._durations:
             return None
         mean = sum(self._durations) / len(self._durations)

@@ -1,17 +1,9 @@
 """Which trials of a study are finished for good, which are taken, which must run again.
 
-Pure predicates over Optuna ``FrozenTrial`` objects; the driver decides with them when a grid (or a
-joint search's budget) is done and what a resumed search re-queues. A trial is:
-
-* **settled** — COMPLETE, PRUNED, or FAIL for a reason a rerun would repeat (``timeout``,
-  ``crashed``, ``error``): its grid point needs no more runs;
-* **claimed** — settled, or RUNNING on some worker: nobody else should start it;
-* **pending** — WAITING in the queue or RUNNING: a run of its grid point is on its way.
-
-An interrupted trial, or one whose worker died (stale heartbeat), ends FAIL without being
-settled: resuming runs its grid point again, once. When no trial completed,
-:func:`nothing_completed` says why — every trial diverged (:func:`all_diverged`), or how each
-ended.
+Pure predicates over Optuna ``FrozenTrial`` objects. A trial is **settled** when COMPLETE, PRUNED,
+or FAIL for a reason a rerun would repeat (:data:`FINAL_FAILURES`); **claimed** when settled or
+RUNNING; **pending** when WAITING or RUNNING. An interrupted trial, or one whose worker died, ends
+FAIL unsettled: resuming runs its grid point again, once.
 """
 
 from __future__ import annotations
@@ -31,12 +23,10 @@ FINAL_FAILURES = frozenset({"timeout", "crashed", "error"})
 """FAIL statuses that a rerun would repeat: resuming does not run those grid points again."""
 
 RunKey = tuple[Any, ...]
-"""``(global_batch_size, lr_rule[, precision], model configuration)``: what one run measures
-(the precision where the study searches several)."""
+"""``(global_batch_size, lr_rule[, precision], model configuration)``: what one run measures."""
 
 GridPoint = tuple[Any, ...]
-"""``(global_batch_size, lr_rule)``, with the precision third where the study searches several
-(:func:`tuner.core.configurations.grid_point`)."""
+"""``(global_batch_size, lr_rule[, precision])`` (:func:`tuner.core.configurations.grid_point`)."""
 
 
 def is_settled(trial: FrozenTrial) -> bool:
@@ -77,16 +67,13 @@ def settled_grid_points(trials: Iterable[FrozenTrial]) -> set[GridPoint]:
 
 
 def claimed_count(trials: Iterable[FrozenTrial]) -> int:
-    """Trials that count against a joint search's budget: settled or running (queued ones count
-    once they run; interrupted and dead workers' ones run again)."""
+    """Trials that count against a joint search's budget: settled or running."""
     return sum(1 for trial in trials if is_claimed(trial))
 
 
 class GridProgress:
-    """What of a ``grid`` is left to claim, for one worker's loop over a growing study, at a cost
-    that stays flat in its size (issue 19): a finished trial never changes, so its settled grid
-    point is remembered the first time it is seen, and each later call looks again only at the
-    trials still queued or running (and at any that other workers added since)."""
+    """What of a ``grid`` is left to claim, at a cost flat in the study's size (issue 19): a
+    finished trial never changes, so later calls look again only at unfinished and new trials."""
 
     def __init__(self, grid: Iterable[GridPoint]) -> None:
         self._grid = list(grid)
@@ -95,13 +82,12 @@ class GridProgress:
         """Numbers of the finished trials already looked at."""
 
     def has_unclaimed_work(self, trials: Sequence[FrozenTrial]) -> bool:
-        """Whether a queued trial waits, or a point of the grid is neither settled nor running,
-        in ``trials`` (the study's trials now)."""
+        """Whether :meth:`unclaimed` finds any run left in ``trials``."""
         return self.unclaimed(trials) > 0
 
     def unclaimed(self, trials: Sequence[FrozenTrial]) -> int:
-        """How many runs are left to claim in ``trials`` (the study's trials now): queued trials,
-        and grid points neither settled nor running (a queued trial's point may count twice)."""
+        """Runs left to claim in ``trials``: queued trials, and grid points neither settled nor
+        running (a queued trial's point may count twice)."""
         waiting, running = 0, set()
         for trial in trials:
             if trial.number in self._seen:
@@ -125,11 +111,8 @@ def has_budget_left(trials: Sequence[FrozenTrial], budget: int) -> bool:
 
 
 def to_requeue(trials: Sequence[FrozenTrial]) -> list[FrozenTrial]:
-    """The FAIL trials to run again: unsettled, with no settled or pending run of their grid point
-    and model configuration, and not re-queued before; one per grid point.
-
-    The driver asks before every trial, so the common case (no such FAIL trial) costs one pass
-    of cheap checks; run keys are built only for trials at the candidates' grid points."""
+    """The FAIL trials to run again: unsettled, with no settled or pending run of their key, and
+    not re-queued before; one per grid point. Asked before every trial: cheap when none is."""
     retried = {trial.system_attrs.get("failed_trial") for trial in trials}
     candidates = [
         trial
@@ -161,16 +144,11 @@ HEARTBEAT_S = "heartbeat_s"
 def died_unborn(
     trial: FrozenTrial, now: datetime, grace_s: float, *, silent_for_s: float | None = None
 ) -> bool:
-    """Whether ``trial`` is RUNNING and its worker died between claiming it and its first
-    heartbeat, so Optuna's stale check (which reads heartbeats) never fails it, and its grid
-    point would stay claimed. Where the storage can say which trials have no heartbeat,
-    ``silent_for_s`` is how long this process has seen the trial without one (``None``: it has
-    not), timed on this process's own clock: the trial's start is stamped with the claiming
-    worker's local time, which another host's clock or time zone may be hours off. A queued copy
-    (a retry, a repeat) carries attributes from the start, so only the heartbeat tells; a worker
-    that runs without one (``--heartbeat 0``) says so in :data:`HEARTBEAT_S`. Where the storage
-    cannot say, only a trial with nothing written, older than the grace by ``now``, counts (a
-    live worker writes the trial's configuration at once)."""
+    """Whether ``trial`` is RUNNING and its worker died before its first heartbeat (Optuna's
+    stale check never fails it). ``silent_for_s``: how long this process has seen it without a
+    heartbeat, on its own clock (the start is stamped by another host's); ``None`` where the
+    storage cannot say: then only a trial with nothing written, older than the grace, counts
+    (a live worker writes its configuration at once)."""
     if not may_be_unborn(trial) or trial.datetime_start is None:
         return False
     if silent_for_s is not None:
@@ -181,15 +159,12 @@ def died_unborn(
 
 
 def may_be_unborn(trial: FrozenTrial) -> bool:
-    """Whether ``trial`` could be one :func:`died_unborn` fails once silent long enough: RUNNING,
-    and not run by a worker without a heartbeat (its worker never beats: no sign of death; the
-    storage is asked only about the others)."""
+    """Whether ``trial`` is RUNNING under a worker that beats (one :func:`died_unborn` may fail)."""
     return trial.state == TrialState.RUNNING and decode(trial).configuration.heartbeat_s != 0
 
 
 def all_diverged(trials: Sequence[FrozenTrial]) -> bool:
-    """Whether no trial completed and every trial that trained diverged: at least one diverged,
-    and the others (if any) ran out of memory before they could train."""
+    """Whether no trial completed, one diverged and every other ran out of memory."""
     statuses = [status_of(trial) for trial in trials if is_settled(trial)]
     if any(map(is_complete, trials)) or "diverged" not in statuses:
         return False
@@ -200,9 +175,7 @@ def all_diverged(trials: Sequence[FrozenTrial]) -> bool:
 def nothing_completed(
     study_name: str, trials: Sequence[FrozenTrial]
 ) -> NoCompleteTrialError | None:
-    """The error that ends a search in which no trial completed — one that says why — or
-    ``None`` when one did. Every trial diverged: :class:`AllDivergedError`, with the likeliest
-    causes; otherwise the statuses the trials ended with."""
+    """The error that says why no trial completed, or ``None`` when one did."""
     if any(map(is_complete, trials)):
         return None
     if all_diverged(trials):

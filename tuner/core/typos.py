@@ -1,10 +1,6 @@
-"""The name a misspelt one was meant to be: one function, :func:`closest`, wherever tuner says
-"did you mean".
-
-``difflib.get_close_matches`` ranks by a ratio of matching blocks, which scores a transposition
-low: ``adma`` came out nearer ``adamax`` than ``adam``. Here the nearest is the fewest edits,
-a transposition of two neighbouring letters counting as one (optimal string alignment, the
-restricted Damerau–Levenshtein distance), with difflib's ratio breaking ties.
+"""The name a misspelt one was meant to be (:func:`closest`, wherever tuner says "did you mean"):
+the fewest edits, a transposition counting as one (optimal string alignment), difflib's ratio
+breaking ties. difflib alone scores a transposition low: ``adma`` came out nearer ``adamax``.
 """
 
 from __future__ import annotations
@@ -17,8 +13,7 @@ DEFAULT_CUTOFF = 0.6
 
 
 def edit_distance(first: str, second: str) -> int:
-    """The optimal-string-alignment distance: insertions, deletions, substitutions and
-    transpositions of neighbouring characters, each one edit (no substring edited twice)."""
+    """The optimal-string-alignment distance (a neighbour transposition is one edit)."""
     previous2: list[int] = []
     previous = list(range(len(second) + 1))
     for i, left in enumerate(first, start=1):
@@ -42,10 +37,8 @@ def similarity(first: str, second: str) -> float:
 
 
 def closest(word: str, candidates: Iterable[str], cutoff: float = DEFAULT_CUTOFF) -> str | None:
-    """The candidate ``word`` is likeliest a misspelling of, or ``None`` when none is alike
-    enough. Alike enough: its edit similarity or difflib's ratio reaches ``cutoff`` (so every
-    name difflib offered is still offered); the nearest: the fewest edits, then difflib's
-    ratio, then the first given."""
+    """The candidate ``word`` is likeliest a misspelling of: among those whose edit similarity or
+    difflib's ratio reaches ``cutoff``, the fewest edits, then difflib's ratio, then the first."""
     best: tuple[int, float, int] | None = None
     found = None
     for order, candidate in enumerate(candidates):

@@ -1,15 +1,9 @@
 """Trials bounded by samples: how many steps a trial trains, cut into timed windows.
 
-A trial trains on a fixed number of samples whatever its batch: ``samples // global_batch`` steps
-(the remainder, less than one batch, is not trained). The steps are cut into equal windows; the
-host synchronises with the devices only at a window's end. The first window holds tracing and
-compilation and is not timed. The number of windows (6 to 10) is chosen so that the windows cover
-the steps exactly where possible; the few steps that fill no window (fewer than the windows, and
-usually none) are not trained either. ``train_samples_used`` says how many samples were.
-
-How many leading windows are warm-up is measured, not assumed (:func:`warmup_windows`): XLA may
-compile again in the second window (measured on an H200 under ``keras.distribution.DataParallel``:
-the second epoch 14× slower than the third), and such a window is left out too.
+``samples // global_batch`` steps, cut into 6 to 10 equal windows (the few steps that fill no
+window are not trained; ``train_samples_used`` says how many were); the host synchronises only at
+a window's end. The warm-up windows are measured, not assumed (:func:`warmup_windows`): XLA may
+compile again in the second window (on an H200 under JAX: the second epoch 14× the third).
 """
 
 from __future__ import annotations
@@ -28,8 +22,7 @@ INPUT_BOUND_RATIO = 0.8
 
 @dataclass(frozen=True)
 class WindowPlan:
-    """One untimed warm-up window of ``warmup_steps``, then ``timed_windows`` windows of
-    ``window_steps`` each (all equal: each window is one Keras epoch over the stream)."""
+    """One untimed warm-up window, then ``timed_windows`` windows (each one Keras epoch)."""
 
     global_batch: int
     warmup_steps: int
@@ -38,19 +31,15 @@ class WindowPlan:
 
     @property
     def steps(self) -> int:
-        """All steps the trial trains."""
         return self.warmup_steps + self.window_steps * self.timed_windows
 
     @property
     def samples(self) -> int:
-        """All samples the trial trains (``steps × global batch``)."""
         return self.steps * self.global_batch
 
 
 def plan_windows(train_samples: int, global_batch: int) -> WindowPlan:
-    """Cut ``train_samples // global_batch`` steps into one warm-up and at least
-    :data:`MIN_TIMED_WINDOWS` equal timed windows. Raises ``ValueError`` when there are too few
-    steps for that (the caller says which budget to raise)."""
+    """A warm-up and :data:`MIN_TIMED_WINDOWS`+ equal timed windows; ``ValueError``: too few."""
     steps = train_samples // global_batch
     if steps < MIN_TIMED_WINDOWS + 1:
         raise ValueError(
@@ -89,18 +78,15 @@ def summarise(samples_per_window: int, seconds: list[float]) -> Throughput:
 
 
 def is_input_bound(throughput: float, input_throughput: float | None) -> bool:
-    """Whether training runs at :data:`INPUT_BOUND_RATIO` or more of the pipeline's own rate,
-    so a faster pipeline (not a different batch) would raise it."""
+    """Whether training runs at :data:`INPUT_BOUND_RATIO` or more of the pipeline's own rate."""
     if not input_throughput or input_throughput <= 0:
         return False
     return throughput >= INPUT_BOUND_RATIO * input_throughput
 
 
 def warmup_windows(seconds: Sequence[float]) -> int:
-    """How many leading windows of a run are warm-up: the first always (tracing and
-    compilation), then each next one while it takes more than :data:`WARMUP_FACTOR` × the median
-    of the run's second half (a recompilation, an autotuning pass), never more than half the
-    windows. 0 for a run of one window, which has nothing steady to compare with."""
+    """How many leading windows are warm-up: the first, then each next one slower than
+    :data:`WARMUP_FACTOR` × the second half's median, at most half (0 for a single window)."""
     if len(seconds) < 2:
         return 0
     steady = statistics.median(seconds[len(seconds) // 2 :])
@@ -111,8 +97,7 @@ def warmup_windows(seconds: Sequence[float]) -> int:
 
 
 def warmup_excess(seconds: Sequence[float]) -> float:
-    """The warm-up windows' time beyond steady windows' (tracing, compilation, recompilation):
-    0 for a run of one window."""
+    """The warm-up windows' time beyond the steady windows' (0 for one window)."""
     warm = warmup_windows(seconds)
     if warm == 0:
         return 0.0
