@@ -89,7 +89,7 @@ def test_validate_proves_two_micro_steps_are_one_step_at_twice_the_batch(tmp_pat
 
 def test_validate_proves_it_under_tensorflow_too(tmp_path: Path) -> None:
     # Keras's accumulation needs MirroredStrategy's merge_call skipped
-    # (tuner/worker/backends/tensorflow/_accumulation.py): the true steps run without it.
+    # (tuner/worker/backends/tensorflow/_session.py): the true steps run without it.
     result = run_tuner(
         "validate",
         "--cpu-replicas",
