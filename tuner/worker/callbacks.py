@@ -33,17 +33,6 @@ class EpochHooks(keras.callbacks.Callback):
             self.model.stop_training = True
 
 
-class StepLosses(keras.callbacks.Callback):
-    """Appends every step's loss to ``losses`` (a sync per step: for validation only)."""
-
-    def __init__(self, losses: list[float]) -> None:
-        super().__init__()
-        self._losses = losses
-
-    def on_train_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None:
-        self._losses.append(float((logs or {}).get("loss", math.nan)))
-
-
 class StepCallback(keras.callbacks.Callback):
     """Tells ``on_step`` the run's step count after each batch. Costs no extra sync: Keras 3 on
     TensorFlow already turns the batch's logs into Python numbers at every batch end, and this
@@ -70,6 +59,11 @@ def fit_callbacks(
     callbacks: list[Any] = [EpochHooks(on_epoch)]
     if on_step is not None:
         callbacks.append(StepCallback(on_step))
-    if step_losses is not None:
-        callbacks.append(StepLosses(step_losses))
+    if step_losses is not None:  # a sync per step: for validation only
+        append = step_losses.append
+        callbacks.append(
+            keras.callbacks.LambdaCallback(
+                on_train_batch_end=lambda _, logs: append(float((logs or {}).get("loss", math.nan)))
+            )
+        )
     return callbacks
