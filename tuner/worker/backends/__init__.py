@@ -22,8 +22,6 @@ if TYPE_CHECKING:
 class Framework(Protocol):
     """One backend, as the modes reach it: what every backend package provides at its top."""
 
-    NAME: str
-
     def prepare(self) -> None:
         """Set the process up for this backend once its framework is imported (before any run)."""
 

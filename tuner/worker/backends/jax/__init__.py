@@ -11,8 +11,6 @@ from tuner.worker.backends.jax._noise import measure_noise_once as measure_noise
 from tuner.worker.backends.jax._session import open_session as open_session
 from tuner.worker.backends.jax._session import versions as versions
 
-NAME = "jax"
-
 
 def prepare() -> None:
     """Tell Keras that TensorFlow is not there (unless imported): it would import it otherwise."""

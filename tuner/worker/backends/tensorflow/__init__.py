@@ -12,8 +12,6 @@ from tuner.worker.backends.tensorflow._noise import measure_noise_once as measur
 from tuner.worker.backends.tensorflow._session import open_session as open_session
 from tuner.worker.backends.tensorflow._session import versions as versions
 
-NAME = "tensorflow"
-
 
 def prepare() -> None:
     """Nothing to set up: TensorFlow's devices are set when a run builds its strategy."""
