@@ -241,10 +241,10 @@ def val_arrays(source: Source, val_samples: int | None) -> Batch:
 
 def first_batch(source: Source, split: str, size: int) -> Batch:
     """The first ``size`` samples of ``split`` as NumPy arrays in the element's own structure."""
+    data = source.train if split == "train" else source.val
     if source.form == ARRAYS:
-        return slice_batch(source.train if split == "train" else source.val, 0, size)
-    passes = source.train if split == "train" else source.val
-    first = next(rebatch(passes, size, repeat=False, drop_remainder=False), None)
+        return slice_batch(data, 0, size)
+    first = next(rebatch(data, size, repeat=False, drop_remainder=False), None)
     if first is None:
         raise WorkloadError(f"{source.reference}: the {split} data are empty")
     return first
