@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from tuner import native_logs
-from tuner.native_logs import LEVEL_ENV, quiet_native_logs
+from tuner import load as native_logs
+from tuner.load import LEVEL_ENV, quiet_native_logs
 
 NATIVE = (
     b"WARNING: All log messages before absl::InitializeLog() is called are written to STDERR\n"

@@ -13,8 +13,13 @@ from rich.console import Console
 
 from tuner.console import logs
 from tuner.console.display import search_banner
-from tuner.console.progress import LogProgress, SearchProgress, search_progress
-from tuner.console.trial_lines import end_parts, start_parts
+from tuner.console.progress import (
+    LogProgress,
+    SearchProgress,
+    end_parts,
+    search_progress,
+    start_parts,
+)
 from tuner.core.devices import DevicePlan
 from tuner.core.outcome import TrialOutcome
 from tuner.core.progress import joined

@@ -206,7 +206,7 @@ def test_quiet_and_verbose_exclude_each_other(tmp_path: Path) -> None:
 
 
 def test_a_repeat_line_shows_its_own_run_then_the_configurations_median() -> None:
-    from tuner.console.trial_lines import result_parts
+    from tuner.console.progress import result_parts
 
     repeat = TrialOutcome(
         "ok",

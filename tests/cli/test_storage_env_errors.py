@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from conftest import invoke_tuner, write_spec
 
-from tuner.cli.secrets import STORAGE_ENV, STORAGE_FILE_ENV
+from tuner.cli.options import STORAGE_ENV, STORAGE_FILE_ENV
 
 COMMANDS = [["show"], ["export"], ["search", "--spec", "small.toml", "--cpu-replicas", "2"]]
 

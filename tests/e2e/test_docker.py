@@ -22,7 +22,7 @@ import yaml
 from conftest import invoke_tuner, tuner_env
 
 from tuner.cli.app import app
-from tuner.cli.secrets import STORAGE_FILE_ENV, choose_storage, read_storage_file
+from tuner.cli.options import STORAGE_FILE_ENV, choose_storage, read_storage_file
 from tuner.core.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]

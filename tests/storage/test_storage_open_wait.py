@@ -18,9 +18,9 @@ import pytest
 import sqlalchemy.exc
 from optuna.study import StudyDirection
 
+import tuner.storage as reach_module
 from tuner.core.errors import ConfigError
 from tuner.storage import StorageFaultError, check_storage, open_storage
-from tuner.storage import reach as reach_module
 from tuner.storage.faults import classify_opening
 from tuner.storage.guarded import guard_of, storage_call
 from tuner.storage.places import locate

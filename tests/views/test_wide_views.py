@@ -15,8 +15,7 @@ from dashboards import start_dashboard, stop
 from trials import make_trial, measured_trial, run_recommend
 
 from tuner.views.batch_figures import study_figures
-from tuner.views.dashboard import publish
-from tuner.views.dashboard_page import PLOT_HEIGHT_PX, WIDE_PLOTS_STYLE, wide_plots
+from tuner.views.dashboard import PLOT_HEIGHT_PX, WIDE_PLOTS_STYLE, publish, wide_plots
 from tuner.views.note import study_note
 from tuner.views.report import render_html
 

@@ -1,38 +1,48 @@
 """One function turns a storage URL into an Optuna storage; no SQL of our own beyond looking:
 every write goes through Optuna's public storage API. Reading never writes: a storage is opened
 for reading only once :mod:`tuner.storage.schema` has seen Optuna's schema there.
+
+Opening a storage that is out of reach waits for it as a search waits mid-way
+(:mod:`tuner.storage.guarded`), with the same two lines. Only an outage is waited for; bad input
+is exit 2 at once, and past the bound :class:`StorageFaultError` is exit 1.
 """
 
 from __future__ import annotations
 
+import logging
+import math
 import random
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from tuner.core.errors import ConfigError
 from tuner.core.options import DEFAULT_HEARTBEAT_S as DEFAULT_HEARTBEAT_S
 from tuner.core.options import DEFAULT_STORAGE as DEFAULT_STORAGE
 from tuner.core.options import DEFAULT_STORAGE_WAIT_S as DEFAULT_STORAGE_WAIT_S
 from tuner.core.options import named
-from tuner.storage.faults import StorageFaultError as StorageFaultError
-from tuner.storage.guarded import Guard
+from tuner.storage.faults import StorageFaultError, back_line, classify_opening, waiting_line
+from tuner.storage.guarded import Guard, what_to_do
 from tuner.storage.places import Place, describe, folder_problem, locate, read_only_reason
 from tuner.storage.places import mask_password as mask_password
-from tuner.storage.reach import READING_WAIT_S as READING_WAIT_S
-from tuner.storage.reach import reached
 from tuner.storage.schema import check_journal_file, check_storage_file, has_optuna_schema
 
 SQLITE_TIMEOUT_S = 60
 _OPEN_ATTEMPTS = 5
 describe_storage_error = describe
+READING_WAIT_S = 30.0
+"""The reading commands' default wait: time for a server to restart, not much longer."""
+_MAX_DELAY_S = 5.0
+_log = logging.getLogger("tuner.storage")
+T = TypeVar("T")
 
 
 def check_storage(url: str, *, create: bool, wait_s: float | None = None) -> None:
     """Raise :class:`ConfigError` unless ``url`` can take a study (``create``) or holds Optuna's
     schema (reading); writes and creates nothing. An outage is waited for as
-    :func:`~tuner.storage.reach.reached` says; a refusal waiting cannot mend is at once."""
+    :func:`reached` says; a refusal waiting cannot mend is at once."""
     place = locate(url)
     reached(place, wait_s, lambda: _check_schema(place, create), searching=create)
 
@@ -227,3 +237,53 @@ def _make_parent(path: Path) -> None:
         raise ConfigError(
             f"cannot create the folder of storage file {path}: {problem or exc}"
         ) from exc
+
+
+def reached(place: Place, wait_s: float | None, attempt: Callable[[], T], *, searching: bool) -> T:
+    """``attempt()``, tried again while its :class:`ConfigError` comes from an outage, for
+    ``wait_s`` seconds (``None``: :data:`READING_WAIT_S`; a bad one refused first).
+    ``searching``: the command is a search (what to do next is to run it again)."""
+    flag = wait_s is not None
+    if wait_s is not None and not (math.isfinite(wait_s) and wait_s >= 0):
+        raise ConfigError(
+            f"{named('storage_wait')} must be 0 or a positive number of seconds, got {wait_s}"
+        )
+    bound = READING_WAIT_S if wait_s is None else wait_s
+    since: float | None = None
+    delay = 0.5
+    while True:
+        try:
+            result = attempt()
+        except ConfigError as exc:
+            cause = exc.__cause__
+            if cause is None:  # said by tuner itself: bad input, not an outage
+                raise
+            fault = classify_opening(cause, place)
+            if not fault.outage:
+                raise
+            now = time.monotonic()
+            if since is None:
+                since = now
+                line = waiting_line(place, fault.reason, bound, trial_running=False, flag=flag)
+                _log.warning(line)
+            waited = now - since
+            if waited >= bound:
+                raise _gave_up(place, fault.reason, waited, searching, flag) from exc
+            time.sleep(min(delay, bound - waited))
+            delay = min(2 * delay, _MAX_DELAY_S)
+            continue
+        if since is not None:
+            _log.warning(back_line(place, time.monotonic() - since))
+        return result
+
+
+def _gave_up(
+    place: Place, reason: str, waited: float, searching: bool, flag: bool
+) -> StorageFaultError:
+    then = "run the same search" if searching else "run the command again"
+    todo = what_to_do(place, reason, then=then, flag=flag)
+    bound = f" ({named('storage_wait')})" if flag else ""
+    return StorageFaultError(
+        f"storage {place.shown} cannot be opened: {reason}, still after waiting "
+        f"{waited:.0f} s{bound}; {todo}"
+    )
