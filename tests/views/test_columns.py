@@ -9,15 +9,9 @@ import json
 from optuna.trial import TrialState
 from trials import make_trial
 
+from tuner.views.columns import WRAP_FLOOR, fit_columns, table_width
 from tuner.views.records import RECORD_FIELDS, records_text
-from tuner.views.summary import (
-    TRIAL_COLUMNS,
-    WRAP_FLOOR,
-    fit_columns,
-    table_width,
-    trial_layout,
-    trial_rows,
-)
+from tuner.views.summary import TRIAL_COLUMNS, trial_layout, trial_rows
 
 HEADERS = ["#", "status", "global batch", "samples/s", "final loss", "model", "note"]
 ROWS = [
