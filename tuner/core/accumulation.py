@@ -1,6 +1,5 @@
-"""Gradient accumulation as a way to reach a global batch that does not fit (``[search]
-accumulation = true``; ``docs/guide/accumulation.md``): ``k`` micro-steps of ``batch / k``, Keras
-3's ``gradient_accumulation_steps=k`` applying their mean gradient once. Pure.
+"""Gradient accumulation as a way to reach a global batch that does not fit: ``k`` micro-steps of
+``batch / k`` applied once (``docs/guide/accumulation.md``). Pure.
 
 Keras 3.15's semantics (``keras/src/optimizers/base_optimizer.py``, measured by ``tuner validate
 --accumulation``): the mean of the k gradients, so with a mean loss one step at ``k ×`` the batch;

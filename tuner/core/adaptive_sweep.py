@@ -1,10 +1,7 @@
-"""The adaptive LR sweep: which of a batch's sweep rates need not be trained (issues 32 and 46;
-``docs/guide/lr-law.md``).
-
-A sweep rate is skipped once the best finished rate is bracketed on its side (:func:`bracketed`),
-assuming the expected final loss has a single minimum in ``log lr``: a rate beyond a worse one
-cannot be the best (measured losses are noisy: ``benchmarks/lr_law.py`` counts false skips).
-Where the best is at the sweep's edge, :func:`extension` adds rates past it. Pure.
+"""The adaptive LR sweep: which of a batch's sweep rates need not be trained (:func:`bracketed`),
+and which are added past its edge (:func:`extension`). Issues 32 and 46; the rule and its one
+assumption, a single minimum in ``log lr``: ``docs/guide/lr-law.md``; ``benchmarks/lr_law.py``
+counts false skips. Pure.
 """
 
 from __future__ import annotations

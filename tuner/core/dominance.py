@@ -1,12 +1,7 @@
-"""Stopping dominated trials early, with a bounded false-stop rate (``docs/design/measurement.md``,
-"Stopping dominated trials early").
-
-**The loss-gap test** stops a trial at the first look where the gap ``g = ln(L / R)`` to the
-reference's loss beats the noise: ``g - t(α / K, n - 1) · √2 · s > ln(1 + band)``. Each of the
-``K`` looks spends ``α / K``: by the union bound the false-stop rate is at most ``α`` however
-correlated one run's checks are. ``s`` at a look is the larger of the final loss's seed sd and
-the seed runs' sd at that many samples (:func:`check_noise`). **The time rule** (under a loss
-target): a trial that can no longer beat the best time to it stops too (:func:`time_look`).
+"""Stopping dominated trials early, with a bounded false-stop rate: the loss-gap test (each of the
+``K`` looks spends ``α / K``; ``s`` at a look is :func:`check_noise`'s) and, under a loss target,
+the time rule (:func:`time_look`). The method and why: ``docs/design/measurement.md``, "Stopping
+dominated trials early".
 """
 
 from __future__ import annotations

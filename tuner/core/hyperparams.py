@@ -1,10 +1,8 @@
 """KerasTuner hyperparameters as Optuna distributions. Pure: no TensorFlow, no KerasTuner import.
 
 The space is KerasTuner's serialised form (``HyperParameters.get_config()``, discovered in the
-child), in registration order, names kept. Int, Float, Choice, Boolean and Fixed map to Optuna's
-Int, Float and Categorical distributions (Fixed: one value, never varied); a conditional one is
-suggested only while every parent has one of its values. ``reverse_log`` sampling, and an Int with
-both a step and log sampling (Optuna's log integers take step 1), are refused.
+child), in registration order, names kept; the mapping and what is refused:
+``docs/guide/hypermodels.md``.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """The learning-rate range test of ``tuner lr-find`` (Smith 2017; fastai's and Lightning's
-``lr_find``) as pure functions (the method: ``docs/guide/lr-find.md``).
-
-The suggestion is where the bias-corrected EMA of the loss falls fastest per decade of rate (a
-centred difference in ``log10(lr)``, so it does not depend on the ramp's steps per decade). An
-early spike cannot make it: the first :func:`skipped_steps` are left out, and a descent counts
-only when it lasts (:data:`MIN_RUN_FRACTION`), each point a new low, and beyond the noise.
+``lr_find``) as pure functions. How the suggestion is found (the smoothed loss falling fastest per
+decade of rate, an early spike left out: :func:`skipped_steps`, :data:`MIN_RUN_FRACTION`):
+``docs/guide/lr-find.md``.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """The best learning rate ``lr*`` at one global batch, with its 95 % interval, from the rates
-tried there (``docs/guide/lr-law.md``). Pure (NumPy only).
-
-:func:`best_rate`: the vertex of a parabola through the lowest point and its neighbours in
-``log(value)`` against ``log(lr)``, its interval by a parametric bootstrap; a best rate at the
-sweep's edge is censored. A *wall* (a rate that diverged, was :data:`CLIFF` times worse, or was
-stopped as dominated) is never fitted: beside the best it brackets ``lr*``.
+tried there (:func:`best_rate`; the parabola, the bootstrap and censoring:
+``docs/guide/lr-law.md``). Pure (NumPy only). A *wall* (a rate that diverged, was :data:`CLIFF`
+times worse, or was stopped as dominated) is never fitted: beside the best it brackets ``lr*``.
 """
 
 from __future__ import annotations

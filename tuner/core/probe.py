@@ -1,11 +1,9 @@
 """Finding the largest global batch that fits: doubling until out-of-memory, then bisection
-(``docs/guide/probe.md``).
+(``docs/guide/probe.md``, which says why each out-of-memory gets a fresh child).
 
 :class:`ProbeSearch` and :class:`GridProbe` are the pure part. The search travels in the probe
-child's request (:func:`search_state`); the child tries sizes for a few steps each (a step's
-peak memory comes early) until done, out of memory (:func:`try_until_oom`) or out of sizes
-(:func:`sizes_per_child`). Then the driver starts a fresh child: a process that ran out of memory
-does not reliably give it all back (measured on TensorFlow's capped CPU allocator).
+child's request (:func:`search_state`); the child tries sizes for a few steps each until done, out
+of memory (:func:`try_until_oom`) or out of sizes (:func:`sizes_per_child`).
 """
 
 from __future__ import annotations

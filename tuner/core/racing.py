@@ -1,10 +1,9 @@
 """Racing: which close candidates need another run (``docs/guide/uncertainty.md``).
 
-Of one computation's candidates (they differ only in the rate) the lowest final loss is kept
-(:func:`by_loss`: losses are deterministic, repeats cannot change that pick). Kept candidates
-whose 95 % intervals overlap the best one's are re-run until they separate or reach
-``max_repeats``; with ``max_repeats >= 2`` each gets a second run first, since one run's interval
-does not see run-to-run noise. Still tied: :mod:`tuner.core.recommend._ties` decides.
+Of one computation's candidates (only the rate differs) the lowest final loss is kept
+(:func:`by_loss`: losses are deterministic, repeats cannot change that pick); the kept ones whose
+95 % intervals overlap the best one's are re-run (:func:`to_repeat`). Still tied:
+:mod:`tuner.core.recommend._ties` decides.
 """
 
 from __future__ import annotations

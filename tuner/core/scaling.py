@@ -1,11 +1,9 @@
-"""Learning-rate scaling rules: pure functions of the base LR and the batch ratio ``k``.
-
-``none`` (×1), ``linear`` (×k, Goyal et al. 2017), ``sqrt`` (×√k, Krizhevsky 2014),
-``linear-warmup`` (×k reached by a linear ramp from the base rate; the peak is the trial's rate)
-and ``sqrt-adam`` (Malladi et al. 2022: ×√k, ``beta_i -> 1 - k(1 - beta_i)``, ``epsilon / √k``;
-Adam-family only). Which wins is measured, never assumed. ``--lr-sweep N`` adds ``sweep-i/N``:
-N log-spaced rates from half ``none`` to twice ``linear`` (:func:`sweep_rules`), extended past an
-end by :func:`sweep_extension_rules` (at most :data:`SWEEP_EXTRA` a side).
+"""Learning-rate scaling rules: pure functions of the base LR and the batch ratio ``k``
+(``none``, ``linear``, ``sqrt``, ``linear-warmup``, ``sqrt-adam``; each rule and its source:
+``docs/guide/search.md``, ``statistics.md``). Which wins is measured, never assumed.
+``--lr-sweep N`` adds ``sweep-i/N``: N log-spaced rates from half ``none`` to twice ``linear``
+(:func:`sweep_rules`), extended past an end by :func:`sweep_extension_rules` (at most
+:data:`SWEEP_EXTRA` a side).
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
 """Intervals for the measurements a decision rests on: pure arithmetic, no third-party statistics
-(the method and why: ``docs/guide/uncertainty.md``).
-
-Throughputs and times to target are compared through 95 % intervals, since run-to-run noise is
-large (13,100 to 18,372 samples/s for one configuration). Rates are taken on the log scale: the
-noise multiplies, and an interval never reaches 0. One run's window interval does not see the
-run-to-run noise; its method says so.
+(the method and why, rates on the log scale: ``docs/guide/uncertainty.md``). One run's window
+interval does not see the run-to-run noise; its method says so.
 """
 
 from __future__ import annotations

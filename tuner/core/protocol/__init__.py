@@ -1,10 +1,7 @@
-"""The protocol between the driver and the trial process: typed, versioned, JSON on the wire.
-
-The driver writes one request, the child streams events on stdout (``TUNER-EVENT {json}``) and
-answers with one :class:`Result`; each is written and read in one place (``encode_*`` /
-``decode_*``), and either side refuses another :data:`PROTOCOL_VERSION` with one line. Both sides
-import this package, so neither imports the other. Here too: the worker's command line and
-environment.
+"""The protocol between the driver and the trial process: typed, versioned, JSON on the wire
+(docs/design/architecture.md, "The contract between driver and child"). Each message is written
+and read in one place (``encode_*`` / ``decode_*``); both sides import this package, so neither
+imports the other. Here too: the worker's command line and environment.
 """
 
 from __future__ import annotations

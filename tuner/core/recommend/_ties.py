@@ -1,16 +1,13 @@
 """The pick among the candidates: at one computation by the loss, between batches by the ratio
-of the values, not by whether two intervals overlap.
+of the values, not by whether two intervals overlap (the rules and why:
+``docs/guide/uncertainty.md``).
 
 * **One computation, by the loss**: candidates that differ only in the learning rate
-  (:attr:`tuner.core.racing.Entry.computation`) do the same work per step, so their throughputs
-  differ only by noise: the lowest final loss is kept (deterministic), the others tied with it.
-* **Practically equal**: of the kept ones, those the best value beats by at most the tie margin
-  are as good in practice; of them the smallest global batch is picked (least memory per device;
-  at equal speed a larger batch only adds generalisation risk).
+  (:attr:`tuner.core.racing.Entry.computation`) do the same work per step: the lowest final loss
+  is kept (deterministic), the others tied with it.
+* **Practically equal** (within the tie margin): of them the smallest global batch is picked.
 * **Close calls**: any other whose ratio to the pick has a 95 % interval reaching 1
-  (:func:`tuner.core.stats.ratio_interval`) is not distinguishable from it; the rest are clearly
-  worse. Two overlapping intervals do not say two speeds are equal (batch 128 at 20.8k
-  samples/s, CI 12.4k–37.9k, and 64 at 10.5k, CI 6.8k–18.6k, overlap; 128 is twice as fast).
+  (:func:`tuner.core.stats.ratio_interval`); the rest are clearly worse.
 """
 
 from __future__ import annotations
