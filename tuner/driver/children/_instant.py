@@ -1,10 +1,8 @@
-"""Test aid: answer every child request at once, in the driver, with no child and no framework.
-
-With ``TUNER_TEST_INSTANT_TRIALS=1`` the driver is handed :class:`InstantRunner`: every run is
-``ok`` with a loss and throughput that are deterministic functions of its batch, rule, replicas
-and seed, so a benchmark can time the driver's own cost per trial. Never set it for a real study.
+"""Test aid: answer every child request at once, in the driver, with no child and no framework
+(``TUNER_TEST_INSTANT_TRIALS=1``; docs/development.md). Every run is ``ok`` with a loss and
+throughput that are deterministic functions of its batch, rule, replicas and seed.
 ``TUNER_TEST_INSTANT_SECONDS=<s>`` makes each training run sleep ``s`` seconds, so that several
-workers on one study overlap their runs as real ones do.
+workers on one study overlap their runs as real ones do. Never set either for a real study.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """The warm child: the next run's process, started while the current one finishes, so that its
-interpreter start and framework import (~3 s of TensorFlow) fall outside the next trial's wall
-(its life: docs/design/architecture.md, "A child's life, and the warm child").
-
-At most one spare lives at a time; it is killed when the study ends (:func:`release`), at exit,
-and when the environment changes. Spares are started from the thread that runs the children,
-never from a helper thread: the supervisor's parent-death signal follows the thread that started
-it, and a spare started from a helper thread once trained 2-4x slower (cause not found).
+import falls outside the next trial's wall (its life: docs/design/architecture.md, "A child's
+life, and the warm child"). Spares are started from the thread that runs the children, never
+from a helper thread: the supervisor's parent-death signal follows the thread that started it,
+and a spare started from a helper thread once trained 2-4x slower (cause not found).
 """
 
 from __future__ import annotations

@@ -1,15 +1,12 @@
-"""What a grid trial is compared with to stop early as ``dominated`` (:mod:`tuner.core.dominance`).
+"""What a grid trial is compared with to stop early as ``dominated`` (:mod:`tuner.core.dominance`;
+the method: ``docs/design/measurement.md``, "Stopping dominated trials early").
 
 The request carries what is known at launch: the seed noise on these devices, the best finished
 trial's loss curve, and under a target the best time to it. What is not known is not guessed:
-the trial runs to the end and stores why in ``early_stop_skipped``. Repeats are never stopped
-(racing chose them because they are close).
-
-Under a loss target the loss gap is compared at equal *training time*: the reference (the best
-time to the target) has its curve moved to the samples this trial's batch trains in the same time
-(× the throughputs' ratio × ``1 + tie margin``, in the trial's favour), so a trial behind at equal
-time, beyond the band and the seed noise, cannot reach the target first. Without a throughput at
-the trial's batch yet, only a reference of the same batch is compared.
+the trial runs to the end and stores why in ``early_stop_skipped``. Repeats are never stopped.
+Under a loss target the reference's curve is moved to equal *training time*, in the trial's
+favour; without a throughput at the trial's batch yet, only a reference of the same batch is
+compared.
 """
 
 from __future__ import annotations

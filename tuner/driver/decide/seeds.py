@@ -1,11 +1,7 @@
-"""Seed noise: the base configuration trained with other seeds, for a loss tolerance that is not
-inside the noise.
-
-Right after the grid's base trial (its first seed), before the rest of the grid, the base
-configuration runs again in fresh children with seeds ``seed + 1 .. seed + seeds - 1``. The
-final losses' relative spread is stored on the study per device signature (``seed_noise``: seed
-runs are not trials) and racing compares losses with ``max(--tolerance, 2 × spread)``. Several
-workers may each measure it (the last record stays): time, never correctness.
+"""Seed noise: the base configuration trained with other seeds, right after the grid's base trial,
+for a loss tolerance that is not inside the noise (``docs/guide/search.md``, "Seed noise"). The
+spread is stored on the study per device signature (``seed_noise``: seed runs are not trials).
+Several workers may each measure it (the last record stays): time, never correctness.
 """
 
 from __future__ import annotations

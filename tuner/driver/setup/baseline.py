@@ -1,10 +1,8 @@
 """The single-device baseline: the base configuration on one device, ``max_repeats`` times, for
-speedup and scaling efficiency; stored on the study (``baselines``).
-
-Two studies of the same workload on the same machine would measure the same runs again, so every
-stored baseline carries its reuse key (:func:`tuner.driver.reuse.keys.reuse_key`), and a study
-without one copies the newest record with that key and at least as many runs
-(:func:`find_baseline`), naming the study it came from (``reused_from``).
+speedup and scaling efficiency; stored on the study (``baselines``). A study without one reuses
+the newest record of the same training (:func:`find_baseline`, by
+:func:`tuner.driver.reuse.keys.reuse_key`; ``docs/guide/probe.md``), naming its study
+(``reused_from``).
 """
 
 from __future__ import annotations

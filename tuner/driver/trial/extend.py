@@ -1,7 +1,5 @@
-"""The adaptive LR sweep past its edge (issue 46): where a batch's best finished rate is the
-sweep's largest (or smallest), one rate more is queued a log step further out, until a rate is
-worse or diverges or :data:`tuner.core.scaling.SWEEP_EXTRA` were added on that side
-(:func:`tuner.core.adaptive_sweep.extension` decides; this module only queues).
+"""The adaptive LR sweep past its edge (issue 46; ``docs/guide/lr-law.md``): one rate more a log
+step further out, queued here, decided by :func:`tuner.core.adaptive_sweep.extension`.
 
 Asked once every trial at the batch has finished, from the stored trials alone: an added rate is
 a trial of rule ``sweep-(N+1)/N`` (or ``sweep-0/N`` …), so a resumed study goes on from the rule

@@ -1,10 +1,8 @@
-"""The trial loop: one trial at a time until the grid (or a joint search's budget) is done: the
-base configuration, its seed runs (:mod:`tuner.driver.decide.seeds`: the noise known before the
-rest), the rest of the grid by ascending batch, then racing's repeats. Under a ``--budget`` a run
-that would not fit is not started, the seeds only when the rest of the grid still fits after them.
-
-Several workers may share a study, so the loop asks the storage before every trial: points that
-another worker left unfinished come back queued, and a point another worker runs is left to it.
+"""The trial loop: one trial at a time until the grid (or a joint search's budget) is done, in the
+order docs/design/architecture.md draws ("One trial, in order"); under a ``--budget`` the seeds
+run only when the rest of the grid still fits after them. Several workers may share a study, so
+the loop asks the storage before every trial: points that another worker left unfinished come
+back queued, and a point another worker runs is left to it.
 """
 
 from __future__ import annotations

@@ -1,14 +1,11 @@
 """The pre-launch rules: the one ordered list (:data:`RULES`, walked by :func:`before_launch`)
 that decides, before any child starts, whether a grid trial ends without one, and how; the first
-rule that answers wins, a trial no rule answers is trained. The order is the documented one
-(docs/design/architecture.md, "One trial, in order"). ``bracketed`` goes before ``oom-implied``:
-a batch reached only by accumulation skips its rates too, and a batch that ran out of memory has
-nothing finished, so it never skips there.
+rule that answers wins (the order: docs/design/architecture.md, "One trial, in order").
+``bracketed`` goes before ``oom-implied``: a batch reached only by accumulation skips its rates
+too, and a batch that ran out of memory has nothing finished, so it never skips there.
 
-Not rules: the budget (the loop asks for no trial that would not fit it), the early stop (the
-child stops itself) and the input pipeline's figure (it changes the request, not the outcome).
-With several workers, a trial still running elsewhere says nothing yet: only finished trials
-count, as :func:`tuner.core.recommend.batch_points` counts them.
+Not rules: the budget, the early stop and the input pipeline's figure. With several workers only
+finished trials count, as :func:`tuner.core.recommend.batch_points` counts them.
 """
 
 from __future__ import annotations
