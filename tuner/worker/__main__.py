@@ -1,11 +1,8 @@
 """The trial child process: ``python -m tuner.worker REQUEST.json RESULT.json``.
 
 Reads one request, runs it by its mode and writes one result (the only place a result is
-written); progress goes to stdout as ``TUNER-EVENT {json}`` lines.
-
-Test aid: ``TUNER_TEST_FAULT`` makes a trial misbehave on purpose — ``segfault``, ``abort``,
-``hang``, ``exit`` (exit 3 without a result), ``garbage`` (a result file that is not JSON) or
-``raise`` — optionally only at one global batch (``segfault@128``), several comma-separated
+written); progress goes to stdout as ``TUNER-EVENT {json}`` lines. Test aid: ``TUNER_TEST_FAULT``
+makes a trial misbehave on purpose (docs/development.md), several faults comma-separated
 (``segfault@128,hang@256``). Inert unless set.
 """
 

@@ -1,13 +1,8 @@
 """Inside a validation child: the model's stochastic layers put in a deterministic state, so that
-one device and N replicas can be compared step for step.
-
-One device draws a Dropout mask for the global batch, each replica for its shard, from other
-streams: two right runs differ by the masks alone (MNIST convnet's ``Dropout(0.5)``: 1.6e-2 on
-the loss), hiding what validate is there to see. Every layer that owns a
-``keras.random.SeedGenerator`` is made deterministic in the narrowest way: known rates set to 0
-(the model still trains with ``training=True``: BatchNormalization keeps batch statistics), else
-inference mode, else left as it is and said so. The data are replayed from memory, each batch's
-digest for the driver to compare.
+one device and N replicas can be compared step for step (why, and each layer's treatment:
+docs/guide/validate.md). Every layer that owns a ``keras.random.SeedGenerator`` is made
+deterministic in the narrowest way, else left as it is and said so. The data are replayed from
+memory, each batch's digest for the driver to compare.
 """
 
 from __future__ import annotations

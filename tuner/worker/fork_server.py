@@ -1,16 +1,13 @@
 """The fork server: ``python -m tuner.worker.fork_server BACKEND FD``, one per search and
-environment (docs/design/architecture.md, "Why a child process per trial").
+environment (what it is for, and why fork is safe once it imported: docs/design/architecture.md,
+"Why a child process per trial"; OpenBLAS's threads handle ``fork``).
 
 It imports BACKEND's modes once, touching no device, then forks each warm spare the driver asks
 for over the Unix socket FD (:mod:`tuner.driver.children._forked`): the trial's supervisor, which
 forks the warm worker. It reports each fork's pid, then its exit status (``{"id": N, "pid": P}``,
-``{"id": N, "code": C}``), since only it can wait for them; it exits with its parent, the driver.
-
-Why fork is safe here: after the import the server has run no framework code (no runtime, no
-device, no thread pool of TensorFlow's or XLA's started; OpenBLAS's threads handle ``fork``), and
-each child sets the environment the driver named (its ``TMPDIR``) before any code of the trial.
-A server whose import failed exits: the driver then starts its spares, whose own import reports
-the error as a started child's does.
+``{"id": N, "code": C}``); it exits with its parent, the driver. Each child sets the environment
+the driver named (its ``TMPDIR``) before any code of the trial. A server whose import failed
+exits: the driver then starts its spares, whose own import reports the error.
 """
 
 from __future__ import annotations

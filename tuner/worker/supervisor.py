@@ -1,12 +1,10 @@
 """The trial's supervisor: ``python -m tuner.worker.supervisor [--trial-dir DIR] -- COMMAND...``.
 
 A *child subreaper* between the driver and the trial child, so that nothing a trial started
-outlives it (docs/design/architecture.md says why not a cgroup or the process group). When the
-child ends, when the driver asks (SIGTERM, SIGINT, SIGHUP) and when the driver dies, it freezes,
-kills and reaps every descendant (after the driver's death it also removes ``--trial-dir``), then
-ends as the child ended, exit code or signal, so the driver's classification of signals
-(``tuner.core.outcome``) holds. Started, it imports nothing from tuner and nothing heavy; the
-fork server instead calls :func:`supervise` with a ``start`` that forks the worker.
+outlives it (what it does and why not a cgroup: docs/design/architecture.md, "Why a child process
+per trial"); after the driver's death it also removes ``--trial-dir``. Started, it imports
+nothing from tuner and nothing heavy; the fork server instead calls :func:`supervise` with a
+``start`` that forks the worker.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
-"""Inside the child: ``add_loss`` terms that Keras scales by ``1 / replicas`` twice.
+"""Inside the child: ``add_loss`` terms that Keras scales by ``1 / replicas`` twice
+(``docs/guide/own-model.md``; measured, Keras 3.15: 0.354 on 2 replicas for 0.707).
 
-Under ``MirroredStrategy`` a Keras loss object called as ``loss_fn(y, y_pred)`` scales its mean
-by ``1 / replicas`` itself; passed to ``self.add_loss`` it is scaled again by the trainer
-(``_aggregate_additional_loss``), so the keras-io endpoint layer trains on ``1 / replicas`` of
-its one-device loss and gradients (measured, Keras 3.15: 0.354 on 2 replicas for 0.707). Each
+Under ``MirroredStrategy`` a loss object called as ``loss_fn(y, y_pred)`` scales its mean by
+``1 / replicas`` itself, and the trainer (``_aggregate_additional_loss``) scales it again. Each
 term is read inside a replica's step and outside the strategy: one ``1 / replicas`` smaller
 inside was scaled by its loss object. When every non-zero term is such a term, the aggregation
 is multiplied by ``replicas``; a mix of both kinds cannot be corrected term by term: it is said.

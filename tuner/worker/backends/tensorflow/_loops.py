@@ -1,11 +1,8 @@
 """Inside the child: the training loops a trial can use, behind one small interface: ``fit``
-(the default), ``custom`` (``strategy.run`` steps on ``model.compute_loss``) and ``cpu-update``
-(central storage by hand: Keras 3 ``fit`` under ``CentralStorageStrategy`` does not match one
-device, see docs/guide/validate.md).
-
-``reduction="replica-mean"`` reproduces the forum answer's bug on purpose, so that ``tuner
-validate`` can be seen catching it. Every loop counts the examples each replica processed inside
-its own step: the evidence that every device did its share.
+(the default), ``custom`` and ``cpu-update`` (each, and why not ``fit`` under
+``CentralStorageStrategy``: docs/guide/validate.md). ``reduction="replica-mean"`` reproduces the
+forum answer's bug on purpose. Every loop counts the examples each replica processed inside its
+own step: the evidence that every device did its share.
 """
 
 from __future__ import annotations

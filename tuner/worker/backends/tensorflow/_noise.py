@@ -1,10 +1,7 @@
-"""Inside the child: measure the gradient noise scale from the replicas' own gradients.
-
-On a few steps outside the timed epochs every replica reports ``‖g_i‖²`` of the model's own loss
-and the all-reduced mean gradient gives ``‖ḡ‖²``. ``g_i`` must be the gradient of the replica's
-*mean* loss; Keras scales ``compute_loss`` by ``1 / replicas`` in a replica context (measured:
-exactly half on two devices), so the meter multiplies it back. The variables are read when the
-step is traced, after training has built the model.
+"""Inside the child: measure the gradient noise scale from the replicas' own gradients, on a few
+steps outside the timed epochs (the estimator, and why ``compute_loss`` is multiplied back by
+the replicas: ``docs/design/measurement.md``). The variables are read when the step is traced,
+after training has built the model.
 """
 
 from __future__ import annotations
