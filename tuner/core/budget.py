@@ -54,7 +54,7 @@ class Ledger:
         self.durations.setdefault(key, []).append(seconds)
 
     def estimate(self, key: RunKey) -> float | None:
-        """The mean of the runs at ``key``, else on its replicas, else of all; ``None``: none."""
+        """Mean seconds at ``key``, else on its replicas, else of all runs; ``None``: none."""
         replicas = key[1]
         for pick in (lambda k: k == key, lambda k: k[1] == replicas, lambda k: True):
             times = [t for k, ts in self.durations.items() if pick(k) for t in ts]

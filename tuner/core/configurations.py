@@ -175,7 +175,8 @@ def steps_of(trial: FrozenTrial) -> int:
 def feasibility_by_precision(
     trials: Iterable[FrozenTrial],
 ) -> tuple[dict[str, int | None], dict[str, list[int]]]:
-    """Per precision: the largest batch done in one step, and the sizes that do not fit."""
+    """Per precision: the largest batch done in one step (``None``: none), and the sizes that do
+    not fit, ascending."""
     grouped: dict[str, list[FrozenTrial]] = {}
     for trial in trials:
         if "global_batch_size" in trial.params:

@@ -121,7 +121,8 @@ def check_noise(curves: Sequence[Sequence[Sequence[float]]]) -> tuple[list[int],
 def time_look(
     elapsed_s: float, window_s: float, best_time_s: float, margin: float
 ) -> tuple[bool, float]:
-    """Whether a trial short of the target can no longer beat ``best_time_s``; its earliest."""
+    """Whether a trial short of the target can no longer beat ``best_time_s`` (training seconds),
+    and the earliest time it could reach the target."""
     earliest = elapsed_s + window_s
     return earliest > best_time_s * (1.0 + margin), earliest
 

@@ -21,8 +21,6 @@ from tuner.core.stats import Z95, t_quantile
 
 RULE_EXPONENTS: dict[str, float] = {"none": 0.0, "sqrt": 0.5, "linear": 1.0}
 """The exponent of ``B`` each fixed rule assumes: ``lr ∝ B^alpha``."""
-REGIMES = ("power-law", "plateau", "surge", "unresolved")
-"""``unresolved``: fewer than two batches with an uncensored ``lr*``."""
 
 
 @dataclass(frozen=True)
@@ -39,6 +37,7 @@ class Law:
     """How ``lr*`` scales with the global batch."""
 
     regime: str
+    """``power-law``, ``plateau``, ``surge``, or ``unresolved`` (under two uncensored ``lr*``)."""
     alpha: Slope | None
     """The small-batch exponent (below the break, when there is one; else over all batches)."""
     stars: tuple[BestRate, ...]
@@ -120,7 +119,8 @@ def _power_law(x: np.ndarray, y: np.ndarray, se: np.ndarray) -> Slope:
 
 
 def _hinge(x: np.ndarray, y: np.ndarray, se: np.ndarray) -> tuple[int, Slope, Slope, Slope] | None:
-    """The best break of a two-slope fit, the slopes before and after, their difference."""
+    """The best break of a two-slope fit, the slopes before and after, their difference (``None``
+    below four batches)."""
     if len(x) < 4:
         return None
     fits = []

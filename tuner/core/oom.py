@@ -91,7 +91,8 @@ extension modules after a segfault, absl's stack after a failed check."""
 
 
 def last_message(stderr_tail: str) -> str:
-    """The last line of a dead child's stderr that says what went wrong (not logging, frames)."""
+    """The last line of a dead child's stderr that says what went wrong (not logging, frames;
+    ``""``: none)."""
     lines = [line.strip() for line in stderr_tail.splitlines()]
     said = [line for line in lines if line and not (_LOG_LINE.match(line) or _LOCATION.match(line))]
     return said[-1] if said else ""

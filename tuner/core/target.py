@@ -31,7 +31,7 @@ def cadence_unit(batch_sizes: Sequence[int]) -> int:
 def budget_samples(
     train_samples: int | None, epochs: int | None, n_train: int | None
 ) -> int | None:
-    """The samples a trial trains at most (``epochs × n_train`` without ``train_samples``)."""
+    """A trial's most samples: ``train_samples``, else ``epochs × n_train``, else ``None``."""
     if train_samples is not None:
         return train_samples
     if epochs is not None and n_train is not None:

@@ -38,7 +38,8 @@ def similarity(first: str, second: str) -> float:
 
 def closest(word: str, candidates: Iterable[str], cutoff: float = DEFAULT_CUTOFF) -> str | None:
     """The candidate ``word`` is likeliest a misspelling of: among those whose edit similarity or
-    difflib's ratio reaches ``cutoff``, the fewest edits, then difflib's ratio, then the first."""
+    difflib's ratio reaches ``cutoff``, the fewest edits, then difflib's ratio, then the first;
+    ``None`` when none reaches it."""
     best: tuple[int, float, int] | None = None
     found = None
     for order, candidate in enumerate(candidates):

@@ -89,8 +89,8 @@ def serve(
     prepare: Callable[[Any], None] = lambda storage: None,
 ) -> None:
     """Serve optuna-dashboard for ``storage_url`` until interrupted, read-only unless
-    ``allow_writes``; :class:`ConfigError` for a missing storage or a busy port. ``prepare`` is
-    called with the opened storage before the page is served."""
+    ``allow_writes``, waiting ``storage_wait`` s for it (``None``: 30); :class:`ConfigError` for
+    a missing storage or a busy port. ``prepare`` gets the storage before the page is served."""
     storage = open_storage(storage_url, create=False, wait_s=storage_wait)
     prepare(storage)
     from optuna_dashboard import wsgi

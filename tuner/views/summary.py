@@ -312,7 +312,8 @@ def environment_rows(
 
 
 def budget_lines(study_attrs: dict[str, Any]) -> list[str]:
-    """What the latest search's ``--budget`` left out and a ``--quick`` answer cannot resolve."""
+    """What the latest search's ``--budget`` left out and a ``--quick`` answer cannot resolve
+    (empty when neither applied)."""
     record = study_attrs.get(BUDGET) or {}
     return [record[key] for key in ("line", "quick_line") if record.get(key)]
 

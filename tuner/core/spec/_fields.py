@@ -100,7 +100,8 @@ _DURATION = re.compile(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\
 
 
 def parse_duration(value: Any, label: str) -> float:
-    """Seconds of ``value``: a number of seconds, or text such as ``90s``, ``15m``, ``1h30m``."""
+    """Seconds of ``value``: a number of seconds, or text such as ``90s``, ``15m``, ``1h30m``
+    (:class:`ConfigError` naming ``label`` otherwise)."""
     seconds: float | None = None
     if isinstance(value, int | float) and not isinstance(value, bool):
         seconds = float(value)

@@ -208,17 +208,15 @@ class ForkedProcess:
     def pid(self) -> int | None:
         return self._server.pid_of(self._id)
 
-    def poll(self) -> int | None:
+    def poll(self, timeout: float | None = 0.0) -> int | None:
         if self.returncode is None:
-            self.returncode = self._server.code_of(self._id, 0.0)
+            self.returncode = self._server.code_of(self._id, timeout)
         return self.returncode
 
     def wait(self, timeout: float | None = None) -> int:
-        if self.returncode is None:
-            self.returncode = self._server.code_of(self._id, timeout)
-        if self.returncode is None:
+        if (code := self.poll(timeout)) is None:
             raise subprocess.TimeoutExpired(FORK_SERVER_MODULE, timeout or 0.0)
-        return self.returncode
+        return code
 
 
 _SERVERS: dict[Hashable, ForkServer] = {}
