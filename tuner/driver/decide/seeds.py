@@ -6,6 +6,7 @@ Several workers may each measure it (the last record stays): time, never correct
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -79,6 +80,24 @@ def measure_seed_noise(
         read=(study, trials),
     )  # fmt: skip
     rule = shown_rule(spec, plan, values, base)  # as the trials table names it
+    _run_seeds(spec, plan, train, seeds, losses, observer, ledger, reserve, rule)
+    return _recorded(study, spec, plan, base, seeds, losses, curves, observer)
+
+
+def _run_seeds(
+    spec: StudySpec,
+    plan: DevicePlan,
+    train: Callable[[int], float | None],
+    seeds: list[int],
+    losses: list[float],
+    observer: SearchObserver,
+    ledger: Ledger | None,
+    reserve: tuple[RunKey, ...],
+    rule: str,
+) -> None:
+    """Train the seeds not yet in ``seeds``, adding those that ended to ``seeds`` and ``losses``;
+    under a budget, stop at the first that does not fit beside ``reserve``."""
+    search = spec.search
     todo = [
         s for s in range(search.run.seed, search.run.seed + search.decision.seeds) if s not in seeds
     ]
@@ -101,7 +120,6 @@ def measure_seed_noise(
         if loss is not None:
             seeds.append(seed)
             losses.append(loss)
-    return _recorded(study, spec, plan, base, seeds, losses, curves, observer)
 
 
 def _recorded(
