@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tuner.core.errors import ConfigError
-from tuner.core.options import SHIPPED_MODULE
+from tuner.core.spec import SHIPPED_MODULE
 from tuner.files import atomic_write_bytes, atomic_write_text
 
 _LOADER = '''"""Written by tuner.search(): the functions it was given that no process can import,

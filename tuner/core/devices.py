@@ -56,6 +56,18 @@ class DevicePlan:
     backend: str = TENSORFLOW_BACKEND
     gpu_memory_bytes: tuple[int | None, ...] = ()
     """Each chosen GPU's total memory (``None`` where ``nvidia-smi`` did not say)."""
+    hosts: int = 1
+    """Hosts the trial spans (:mod:`tuner.core.gang`): ``num_replicas`` counts the devices of all
+    of them, each host's are ``local_replicas`` (its GPUs as this host's are chosen)."""
+
+    @property
+    def local_replicas(self) -> int:
+        """The devices of one host."""
+        return self.num_replicas // self.hosts
+
+    def across(self, hosts: int) -> DevicePlan:
+        """This host's plan on ``hosts`` hosts like it."""
+        return replace(self, hosts=hosts, num_replicas=self.local_replicas * hosts)
 
     @property
     def device_names(self) -> list[str]:
@@ -72,9 +84,12 @@ class DevicePlan:
 
     @property
     def signature(self) -> str:
-        """Replica count, device model and, under JAX, the backend: ``2x NVIDIA H200``,
-        ``2x cpu``, ``2x cpu, jax``. TensorFlow's signatures are those stored studies hold."""
-        found = f"{self.num_replicas}x {self.model}"
+        """Devices per host, their model and, under JAX, the backend: ``2x NVIDIA H200``,
+        ``2x cpu``, ``2x cpu, jax``, across hosts ``2 hosts × 2x cpu, jax``. TensorFlow's
+        signatures are those stored studies hold."""
+        found = f"{self.local_replicas}x {self.model}"
+        if self.hosts > 1:
+            found = f"{self.hosts} hosts × {found}"
         return found if self.backend == TENSORFLOW_BACKEND else f"{found}, {self.backend}"
 
     @property
@@ -89,6 +104,7 @@ class DevicePlan:
         return replace(
             self,
             num_replicas=1,
+            hosts=1,
             gpu_indices=self.gpu_indices[:1],
             gpu_names=self.gpu_names[:1],
             gpu_memory_bytes=self.gpu_memory_bytes[:1],
@@ -110,7 +126,7 @@ class DevicePlan:
             env["TF_ENABLE_ONEDNN_OPTS"] = "1"
             if self.memory_limit_bytes is not None:
                 # All logical CPU devices share one host allocator: cap it at limit × replicas.
-                env["TF_MKL_ALLOC_MAX_BYTES"] = str(self.memory_limit_bytes * self.num_replicas)
+                env["TF_MKL_ALLOC_MAX_BYTES"] = str(self.memory_limit_bytes * self.local_replicas)
         return env
 
     def _jax_environment(self, environ: Mapping[str, str]) -> dict[str, str]:
@@ -124,11 +140,11 @@ class DevicePlan:
                 env["XLA_PYTHON_CLIENT_MEM_FRACTION"] = repr(self.memory_fraction())
                 env["XLA_CLIENT_MEM_FRACTION"] = ""  # its newer name: both set is an error
             return env
-        flags = host_device_flags(environ.get("XLA_FLAGS", ""), self.num_replicas)
+        flags = host_device_flags(environ.get("XLA_FLAGS", ""), self.local_replicas)
         env = {"JAX_PLATFORMS": "cpu", "XLA_FLAGS": flags}
         if self.memory_limit_bytes is not None:
             # All host devices share one process: cap it at limit × replicas.
-            env[CPU_CAP_ENV] = str(self.memory_limit_bytes * self.num_replicas)
+            env[CPU_CAP_ENV] = str(self.memory_limit_bytes * self.local_replicas)
             # Each thread's malloc arena reserves up to 64 MiB of address space: few arenas, so
             # the cap measures allocations rather than the host's core count.
             env["MALLOC_ARENA_MAX"] = "2"
@@ -147,8 +163,11 @@ class DevicePlan:
         return min(1.0, self.memory_limit_bytes / max(known))
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain data (a reuse key holds it)."""
-        return asdict(self)
+        """Plain data (a reuse key holds it; one host's as before hosts were counted)."""
+        found = asdict(self)
+        if self.hosts == 1:
+            del found["hosts"]
+        return found
 
 
 def inspect_environment(backend: str) -> dict[str, str]:

@@ -47,6 +47,7 @@ RUN = ("search", "probe", "validate", "lr-find")
 GRID = ("search", "probe")
 TRAIN = ("search", "probe", "validate")
 SEARCH, PROBE, VALIDATE, LR_FIND = ("search",), ("probe",), ("validate",), ("lr-find",)
+GANG = ("search", "validate")
 
 
 @dataclass(frozen=True)
@@ -94,6 +95,7 @@ def _search(at: str, key: str, check: str, help: str, **more: Any) -> Option:
 _grid, _run = partial(_search, "grid"), partial(_search, "run")
 _decision = partial(_search, "decision", resumable=True)  # margins and budgets: all may change
 _switch = partial(Option, kind=bool, default=False, commands=SEARCH)
+_gang = partial(Option, commands=GANG)  # else the launcher's environment: tuner.core.gang
 
 
 OPTIONS: tuple[Option, ...] = (
@@ -103,6 +105,9 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option("cpu_replicas", "Run on N logical CPU devices instead of GPUs.", int, commands=RUN),
     Option("memory_limit", "Memory cap per device, e.g. 512MiB or 14GiB.", commands=RUN),
+    _gang("hosts", "Hosts a trial spans (JAX), one tuner each.", int, minimum=1, shown="from the launcher, else 1"),
+    _gang("rank", "This host's rank in the gang, 0 to hosts-1.", int, minimum=0, shown="from the launcher, else 0"),
+    _gang("coordinator", "Rank 0's HOST:PORT; the trials' JAX runtime takes PORT+1."),
     Option(
         "storage",
         "Optuna storage URL (or set TUNER_STORAGE, or TUNER_STORAGE_FILE naming a file that "
@@ -371,19 +376,6 @@ def naming(
         yield
     finally:
         _NAMING.reset(token)
-
-
-SHIPPED_MODULE = "tuner_shipped"
-"""The module of a study's shipped functions (``tuner_shipped:build_model``): tuner's, never
-the user's, so a message names the function instead (:func:`shown_reference`)."""
-
-
-def shown_reference(value: object) -> str:
-    """A workload reference as a message shows it: ``'mymodel:load_data'``, or a shipped function
-    as ``load_data (a function given to tuner.search)``."""
-    if isinstance(value, str) and value.startswith(f"{SHIPPED_MODULE}:"):
-        return f"{value.partition(':')[2]} (a function given to tuner.search)"
-    return repr(value)
 
 
 def named(key: str) -> str:

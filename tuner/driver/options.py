@@ -43,6 +43,10 @@ class SpecOptions:
     gpus: str | None = None
     cpu_replicas: int | None = None
     memory_limit: str | None = None
+    hosts: int | None = None
+    rank: int | None = None
+    coordinator: str | None = None
+    """The gang a trial spans (:mod:`tuner.core.gang`); ``None``: the launcher's environment."""
     base_batch_size: int | None = None
     base_lr: float | None = None
     epochs: int | None = None

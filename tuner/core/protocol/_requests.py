@@ -104,6 +104,18 @@ class LearningRateRule:
 
 
 @dataclass(frozen=True, kw_only=True)
+class GangSeat:
+    """A run's place in a trial across hosts (:mod:`tuner.core.gang`): its JAX ``process_id`` of
+    the plan's hosts, and where their distributed runtime meets."""
+
+    process_id: int
+    address: str
+    """``HOST:PORT`` of rank 0's runtime (its child serves it)."""
+    join_timeout_s: float
+    """How long a child waits for every rank to join the runtime before it gives up."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class InspectRequest:
     """Load the workload once and report its sizes, shapes and versions (the workload check)."""
 
@@ -144,6 +156,8 @@ class RunRequest:
     accumulation_steps: int = 1
     """Micro-steps per update: the child feeds ``global_batch_size / accumulation_steps``."""
     spawned_at: float | None = None
+    gang: GangSeat | None = None
+    """Set on each rank's copy of a run across hosts (``plan.hosts`` > 1)."""
 
 
 @dataclass(frozen=True, kw_only=True)

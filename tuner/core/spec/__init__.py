@@ -7,9 +7,11 @@ one :class:`~tuner.core.errors.ConfigError` line.
 from __future__ import annotations
 
 from tuner.core.options import LOSS_REDUCTIONS as LOSS_REDUCTIONS
+from tuner.core.spec._fields import SHIPPED_MODULE as SHIPPED_MODULE
 from tuner.core.spec._fields import check_study_name as check_study_name
 from tuner.core.spec._fields import parse_int_list as parse_int_list
 from tuner.core.spec._fields import parse_name_list as parse_name_list
+from tuner.core.spec._fields import shown_reference as shown_reference
 from tuner.core.spec._parse import spec_from_dict as spec_from_dict
 from tuner.core.spec._runtime import BACKENDS as BACKENDS
 from tuner.core.spec._runtime import DEFAULT_BACKEND as DEFAULT_BACKEND

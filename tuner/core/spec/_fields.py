@@ -250,3 +250,16 @@ def check_study_name(name: str, label: str) -> str:
     if re.fullmatch(r"[\w.\-]+", name) is None:
         raise ConfigError(f"{label} must use letters, digits, '.', '_' or '-' only, got {name!r}")
     return name
+
+
+SHIPPED_MODULE = "tuner_shipped"
+"""The module of a study's shipped functions (``tuner_shipped:build_model``): tuner's, never
+the user's, so a message names the function instead (:func:`shown_reference`)."""
+
+
+def shown_reference(value: object) -> str:
+    """A workload reference as a message shows it: ``'mymodel:load_data'``, or a shipped function
+    as ``load_data (a function given to tuner.search)``."""
+    if isinstance(value, str) and value.startswith(f"{SHIPPED_MODULE}:"):
+        return f"{value.partition(':')[2]} (a function given to tuner.search)"
+    return repr(value)

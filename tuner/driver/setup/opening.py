@@ -14,9 +14,9 @@ from optuna.trial import TrialState
 
 from tuner.core.devices import DevicePlan
 from tuner.core.errors import ConfigError
-from tuner.core.options import named, shown_reference
+from tuner.core.options import named
 from tuner.core.record import decode_study, store_study
-from tuner.core.spec import StudySpec, check_study_name, identity_of
+from tuner.core.spec import StudySpec, check_study_name, identity_of, shown_reference
 from tuner.driver.observer import quiet_optuna
 from tuner.driver.trial.grid import make_sampler
 from tuner.storage import mask_password, open_storage
