@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from tuner.api._functions import Shipment
 from tuner.api._result import SearchResult
-from tuner.core.errors import ConfigError
+from tuner.core.errors import ConfigError, TunerError
 from tuner.core.options import DEFAULT_STORAGE, named, naming, option, spec_only
 from tuner.core.typos import closest
 
@@ -37,9 +37,10 @@ def search(
     study_name: str | None = None,
     progress: bool = True,
     **options: Any,
-) -> SearchResult:
+) -> SearchResult | None:
     """Run (or resume) a study on your own functions and return its :class:`SearchResult`
-    (``docs/guide/python.md``).
+    (``docs/guide/python.md``); on a gang's rank other than 0 (``hosts=``, ``rank=``), ``None``
+    once rank 0 says the search is over.
 
     ``model`` builds a ``keras.Model`` (compiled or not) or is a KerasTuner ``HyperModel``;
     ``data`` returns what ``[workload] data`` returns, or ``dataset(split, batch_size,
@@ -51,6 +52,7 @@ def search(
     and :class:`~tuner.core.errors.TunerError` at run time, with the CLI's lines.
     """
     from tuner.driver.options import SearchOptions, spec_and_plan
+    from tuner.driver.search import follow
     from tuner.driver.search import search as run
 
     with naming("search", keywords=True):
@@ -70,6 +72,10 @@ def search(
     front = _front() if progress else None
     try:  # the run's refusals name keywords too (storage=, not --storage)
         with naming("search", keywords=True), shipment.importable(), front or nullcontext():
+            followed = follow(search_options, front)  # a gang's rank ≠ 0: no study here
+            if followed is not None:
+                _followed(followed)
+                return None
             report = run(search_options, front)
     except ConfigError:
         shipment.discard()  # refused (another grid, in memory, ...): nothing of this call stays
@@ -78,6 +84,15 @@ def search(
     if progress:
         result.show()
     return result
+
+
+def _followed(code: int) -> None:
+    """A follower's end: ``None`` once rank 0 said the search is over, else the error."""
+    if code == 2:
+        raise ConfigError("this rank was refused by rank 0 of its gang (the line above says why)")
+    if code != 0:
+        raise TunerError("this rank's gang ended without rank 0's word (the line above says why)")
+    return None
 
 
 def ship_workload(

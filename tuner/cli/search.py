@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import typer
+
 from tuner.cli.errors import guard
 from tuner.cli.options import parsed, takes, write_json
 from tuner.console.logs import say_info
@@ -27,11 +29,15 @@ def search(**flags: Any) -> None:
 def _search(options: SearchOptions) -> None:
     """The library's search with live progress; on Ctrl-C or SIGTERM, print what was stored."""
     from tuner.console import display
+    from tuner.driver.search import follow
     from tuner.driver.search import search as run
 
     opened: list[Any] = []
     try:
         with SearchView() as view:
+            followed = follow(options, view)  # a gang's rank ≠ 0: no study of its own
+            if followed is not None:
+                raise typer.Exit(followed)
             report = run(options, view, on_study=opened.append)
     except KeyboardInterrupt:
         if opened:

@@ -27,6 +27,8 @@ DEFAULT_HEARTBEAT_S = 20.0
 """Seconds between a worker's heartbeats; a trial silent for longer is re-run by another."""
 DEFAULT_STORAGE_WAIT_S = 300.0
 """Seconds an unreachable storage is waited for before a search stops."""
+DEFAULT_JOIN_WAIT_S = 300.0
+"""Seconds a gang's ranks wait for each other: the first join, a lost rank's return."""
 DEFAULT_MIN_LR = 1e-7
 DEFAULT_MAX_LR = 10.0
 LR_FIND_STEPS = 200
@@ -98,6 +100,10 @@ _switch = partial(Option, kind=bool, default=False, commands=SEARCH)
 _gang = partial(Option, commands=GANG)  # else the launcher's environment: tuner.core.gang
 
 
+def _counted(key: str, help: str, least: int) -> Option:
+    return _gang(key, help, int, minimum=least, shown=f"from the launcher, else {least}")
+
+
 OPTIONS: tuple[Option, ...] = (
     Option("spec", "Study spec (TOML file).", Path, commands=RUN, shown="built-in regression"),
     Option(
@@ -105,8 +111,8 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option("cpu_replicas", "Run on N logical CPU devices instead of GPUs.", int, commands=RUN),
     Option("memory_limit", "Memory cap per device, e.g. 512MiB or 14GiB.", commands=RUN),
-    _gang("hosts", "Hosts a trial spans (JAX), one tuner each.", int, minimum=1, shown="from the launcher, else 1"),
-    _gang("rank", "This host's rank in the gang, 0 to hosts-1.", int, minimum=0, shown="from the launcher, else 0"),
+    _counted("hosts", "Hosts a trial spans (JAX), one tuner each.", 1),
+    _counted("rank", "This host's rank in the gang, 0 to hosts-1.", 0),
     _gang("coordinator", "Rank 0's HOST:PORT; the trials' JAX runtime takes PORT+1."),
     Option(
         "storage",
@@ -254,6 +260,7 @@ OPTIONS: tuple[Option, ...] = (
     _search("sweep.full", "lr_sweep_full", "switch", "No bracketing.", resumable=True),
     _search("storage", "heartbeat", "seconds", "Heartbeat period (0: off).", resumable=True),
     _search("storage.wait", "storage_wait", "seconds", "Outage wait.", resumable=True),
+    _search("storage.join_wait", "join_wait", "seconds", "Gang's wait for ranks.", resumable=True),
     _run("seed", "seed", "The seed of weights and data order."),
     _run("noise_scale_steps", "count", "Extra noise-scale steps per epoch."),
     _run("warmup_epochs", "warmup", "Epochs of linear-warmup's ramp."),

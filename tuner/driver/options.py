@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,7 @@ from tuner.core.probe import DEFAULT_PROBE_STEPS
 
 if TYPE_CHECKING:
     from tuner.core.devices import DevicePlan
+    from tuner.core.gang import Gang
     from tuner.core.spec import StudySpec
 
 
@@ -167,7 +169,16 @@ def spec_and_plan(
     plan, notice = plan_devices(
         options.gpus, options.cpu_replicas, options.memory_limit, backend=spec.workload.backend
     )
-    return spec, plan, notice
+    return spec, plan.across(gang_of(options, spec).hosts), notice
+
+
+def gang_of(options: SpecOptions, spec: StudySpec) -> Gang:
+    """The gang ``options`` (else the launcher's environment) say this process is in."""
+    from tuner.core.gang import read_gang
+
+    return read_gang(
+        options.hosts, options.rank, options.coordinator, os.environ, spec.workload.backend
+    )
 
 
 def checked_spec_and_plan(

@@ -4,6 +4,7 @@ once and run, telling a :class:`Front` (a search: a :class:`SearchFront`) as the
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -13,7 +14,13 @@ from tuner.core.errors import ConfigError, TunerError
 from tuner.core.options import named
 from tuner.driver import study as _study
 from tuner.driver.observer import SearchObserver
-from tuner.driver.options import ProbeOptions, SearchOptions, ValidateOptions, checked_spec_and_plan
+from tuner.driver.options import (
+    ProbeOptions,
+    SearchOptions,
+    ValidateOptions,
+    checked_spec_and_plan,
+    gang_of,
+)
 from tuner.driver.reuse import compile_cache
 from tuner.files import check_output
 
@@ -21,10 +28,16 @@ if TYPE_CHECKING:
     import optuna
 
     from tuner.core.devices import DevicePlan
+    from tuner.core.gang import Gang
     from tuner.core.spec import StudySpec
     from tuner.driver.children import ChildRunner
+    from tuner.driver.gang import Leader
     from tuner.driver.study import SearchReport
 
+NOISE_SCALE_ACROSS_HOSTS = (
+    "the gradient noise scale is not measured across hosts: off for this search (no critical "
+    "batch or goodput either)"
+)
 NOISE_SCALE_NEEDS_REPLICAS = (
     "the gradient noise scale needs at least 2 replicas: not measured on 1 "
     "(no critical batch or goodput either)"
@@ -80,22 +93,93 @@ def search(
     spec, plan = checked_spec_and_plan(options, front.notice, options.trial_timeout)
     if options.export is not None:
         check_output(options.export, named("export"))
+    gang = gang_of(options, spec)
+    if not gang.leads:
+        raise ConfigError(f"rank {gang.rank} of a gang follows rank 0: call follow(), not search()")
+    leader = None
+    if gang.spans_hosts:
+        spec, leader = _lead(spec, plan, gang, front)
+    try:
+        with compile_cache.activated(options.storage, spec.workload.backend, front.note):
+            report = _study.run_search(
+                spec,
+                plan,
+                options.storage,
+                study_name=options.study_name,
+                trial_timeout_s=options.trial_timeout,
+                heartbeat_s=spec.search.storage.heartbeat or None,  # 0: off
+                storage_wait_s=spec.search.storage.wait,
+                probe=options.probe,
+                baseline=options.baseline,
+                observer=front,
+                on_study=on_study,
+                runner=None if leader is None else _gang_runner(leader, spec),
+                on_checked=partial(_before_trials, spec, plan, options, front),
+            )
+    except BaseException as exc:  # every exit path: the followers end their children and go
+        if leader is not None:
+            leader.close("stop", str(exc) or type(exc).__name__)
+        raise
+    if leader is not None:
+        leader.close("done")
+    return report
 
-    with compile_cache.activated(options.storage, spec.workload.backend, front.note):
-        return _study.run_search(
-            spec,
-            plan,
-            options.storage,
-            study_name=options.study_name,
-            trial_timeout_s=options.trial_timeout,
-            heartbeat_s=spec.search.storage.heartbeat or None,  # 0: off
-            storage_wait_s=spec.search.storage.wait,
-            probe=options.probe,
-            baseline=options.baseline,
-            observer=front,
-            on_study=on_study,
-            on_checked=partial(_before_trials, spec, plan, options, front),
-        )
+
+def follow(options: SearchOptions, front: Front | None = None) -> int | None:
+    """On a follower of a gang (rank ≠ 0): run what rank 0 sends until it says the search is
+    over, never opening the storage; the exit code. ``None`` on rank 0 (or one host): call
+    :func:`search`. Bad input raises :class:`ConfigError` as :func:`search` does."""
+    from tuner.driver import gang as gangs
+    from tuner.driver.children import child_runner, workload_ref
+    from tuner.driver.options import spec_and_plan
+    from tuner.driver.setup.names import check_names
+
+    front = front or QuietFront()
+    spec, plan, told = spec_and_plan(options, options.trial_timeout)
+    gang = gang_of(options, spec)
+    if gang.leads:
+        return None
+    check_names(spec)
+    if told:
+        front.notice(told)
+    workload = workload_ref(spec)
+    return gangs.follow(
+        gang,
+        gangs.hello(gang.rank, gang.hosts, plan, workload),
+        child_runner(),
+        partial(gangs.own_copy, plan=plan, workload=workload),
+        spec.search.storage.join_wait,
+        front.notice,
+    )
+
+
+def _lead(
+    spec: StudySpec, plan: DevicePlan, gang: Gang, front: SearchFront
+) -> tuple[StudySpec, Leader]:
+    """Rank 0 of a gang: the spec without what cannot run across hosts (said once), and the
+    followers, every one joined."""
+    from tuner.driver.children import workload_ref
+    from tuner.driver.gang import Leader, hello
+
+    if spec.search.run.noise_scale:
+        front.warning(NOISE_SCALE_ACROSS_HOSTS)
+        run = dataclasses.replace(spec.search.run, noise_scale=False)
+        spec = dataclasses.replace(spec, search=dataclasses.replace(spec.search, run=run))
+    leader = Leader(gang, hello(0, gang.hosts, plan, workload_ref(spec)), front.note)
+    try:
+        front.note(f"waiting for {gang.hosts - 1} more rank(s) at {gang.coordinator}…")
+        leader.ready(spec.search.storage.join_wait)
+    except BaseException as exc:
+        leader.close("stop", str(exc) or type(exc).__name__)
+        raise
+    return spec, leader
+
+
+def _gang_runner(leader: Leader, spec: StudySpec) -> ChildRunner:
+    from tuner.driver.children import child_runner
+    from tuner.driver.gang import GangRunner
+
+    return GangRunner(child_runner(), leader, spec.search.storage.join_wait)
 
 
 def _before_trials(
@@ -165,6 +249,11 @@ def validate(options: ValidateOptions, front: Front | None = None) -> dict[str, 
     if options.output is not None:
         check_output(options.output, named("output"))
     spec, plan = checked_spec_and_plan(options, front.notice, options.trial_timeout)
+    if plan.hosts > 1:  # its runs are not the search's: no rank 0 sends them
+        raise ConfigError(
+            f"tuner validate runs on one host; across {plan.hosts} hosts, validate with "
+            "`tuner search --validate` on every rank"
+        )
     against = (
         f"{options.accumulation} accumulated micro-steps against one step at {options.accumulation}"
         " × the batch"

@@ -26,6 +26,7 @@ from tuner.core.protocol._events import encode_result as encode_result
 from tuner.core.protocol._requests import MODES as MODES
 from tuner.core.protocol._requests import Budget as Budget
 from tuner.core.protocol._requests import EarlyStop as EarlyStop
+from tuner.core.protocol._requests import GangSeat as GangSeat
 from tuner.core.protocol._requests import InspectRequest as InspectRequest
 from tuner.core.protocol._requests import LearningRateRule as LearningRateRule
 from tuner.core.protocol._requests import LrFindRequest as LrFindRequest

@@ -9,7 +9,12 @@ from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any
 
 from tuner.core.objective import DEFAULT_OBJECTIVE
-from tuner.core.options import DEFAULT_HEARTBEAT_S, DEFAULT_STORAGE_WAIT_S, OPTIONS
+from tuner.core.options import (
+    DEFAULT_HEARTBEAT_S,
+    DEFAULT_JOIN_WAIT_S,
+    DEFAULT_STORAGE_WAIT_S,
+    OPTIONS,
+)
 from tuner.core.recommend import DEFAULT_TIE_MARGIN, DEFAULT_TOLERANCE
 from tuner.core.scaling import sweep_rules
 from tuner.core.spec._runtime import DEFAULT_BACKEND, DEFAULT_PRECISIONS
@@ -143,12 +148,14 @@ class SweepSpec:
 
 @dataclass(frozen=True)
 class StorageSpec:
-    """How the search meets its storage."""
+    """How the search meets its storage, and a gang's ranks each other."""
 
     heartbeat: float = DEFAULT_HEARTBEAT_S
     """Seconds between a worker's heartbeats on an RDB storage (0: off)."""
     wait: float = DEFAULT_STORAGE_WAIT_S
     """Seconds a storage out of reach is waited for."""
+    join_wait: float = DEFAULT_JOIN_WAIT_S
+    """Seconds a gang's ranks wait for each other (:mod:`tuner.core.gang`)."""
 
 
 def _plain(value: Any) -> Any:

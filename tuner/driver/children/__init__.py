@@ -16,7 +16,7 @@ from tuner.driver.children._requests import (
     validate_request,
     workload_ref,
 )
-from tuner.driver.children._runner import ProcessRunner
+from tuner.driver.children._runner import ProcessRunner, cancel_event, ending_on
 from tuner.driver.children._trial_dirs import owned_folder
 from tuner.driver.children._warm import last_run, spares
 
@@ -24,7 +24,9 @@ __all__ = [
     "ChildRunner",
     "OnEvent",
     "budget_dict",
+    "cancel_event",
     "child_runner",
+    "ending_on",
     "first_precision",
     "inspect_request",
     "last_run",

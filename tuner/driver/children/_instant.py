@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 import time
 from dataclasses import replace
 from typing import Any
@@ -22,6 +23,7 @@ from tuner.core.protocol import (
     TrialRequest,
     encode_result,
 )
+from tuner.driver.children import _runner
 from tuner.driver.children._requests import OnEvent
 
 INSTANT_ENV = "TUNER_TEST_INSTANT_TRIALS"
@@ -71,7 +73,10 @@ def instant_run(request: Request) -> ChildRun:
         result = Result(status="ok", payload=payload)
     elif isinstance(request, TrialRequest | ProbeRequest):
         seconds = run_seconds()
-        time.sleep(seconds)  # as a child's training keeps the driver waiting
+        cancel = _runner.cancel_event() or threading.Event()
+        if cancel.wait(seconds):  # ended early, as a killed child is
+            ended = time.time()
+            return ChildRun(returncode=-9, result_text=None, wall_s=ended - started)
         result = Result(status="ok", payload=_trained(request), timings={"training_s": seconds})
     else:  # validate checks the framework's own arithmetic: nothing here to fake honestly
         error = f"{INSTANT_ENV} has no stand-in for mode {request.mode!r}"

@@ -11,6 +11,9 @@ import functools
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import replace
 from pathlib import Path
 
@@ -31,7 +34,24 @@ from tuner.driver.children._spares import SpareOrder, next_spare, spare_key, war
 
 _ORDER_POLL_S = 0.05
 """How often the waiting thread looks for the child's exit while it also waits for its
-``windows_done``: a child that exits before it (an error) is noticed this much later."""
+``windows_done`` (or an order to end it): a child that exits first is noticed this much later."""
+_CANCEL: ContextVar[threading.Event | None] = ContextVar("tuner_child_cancel", default=None)
+
+
+@contextmanager
+def ending_on(event: threading.Event) -> Iterator[None]:
+    """A child started in this block (this thread) is ended as soon as ``event`` is set: a trial
+    across hosts ends every rank's child when one rank's fails (:mod:`tuner.driver.gang`)."""
+    token = _CANCEL.set(event)
+    try:
+        yield
+    finally:
+        _CANCEL.reset(token)
+
+
+def cancel_event() -> threading.Event | None:
+    """The event the child started here is ended on (:func:`ending_on`), if any."""
+    return _CANCEL.get()
 
 
 def run_child(
@@ -95,12 +115,17 @@ def _wait(
     reader.start()
     timed_out = False
     deadline = time.monotonic() + timeout_s
+    cancel = _CANCEL.get()
     try:
         # With an order: until the child exits or its windows are over; then the spare starts
-        # from this thread.
-        while order is not None and proc.poll() is None and time.monotonic() < deadline:
-            if order.wanted.wait(_ORDER_POLL_S):
+        # from this thread. With a cancel event: until the child exits or it is set.
+        watching = order is not None or cancel is not None
+        while watching and proc.poll() is None and time.monotonic() < deadline:
+            if order is not None and order.wanted.wait(_ORDER_POLL_S):
                 order.start()
+                order = None
+            elif cancel is not None and cancel.wait(0 if order else _ORDER_POLL_S):
+                kill_group(proc)
                 break
         proc.wait(timeout=max(0.0, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:

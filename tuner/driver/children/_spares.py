@@ -48,6 +48,8 @@ def _start_spare(request: Request, env: dict[str, str]) -> None:
 def warm_child(request: Request, key: Hashable) -> Child | None:
     """The spare started for ``key``, handed ``request``: it was waiting for it on stdin. ``None``
     when there is none (or it died meanwhile: the caller starts a fresh child)."""
+    if _spans_hosts(request):
+        return None
     spare = warm.POOL.take(key)
     if spare is None:
         return None
@@ -99,9 +101,17 @@ def next_spare(request: Request, env: dict[str, str]) -> SpareOrder | None:
     the environment the driver expects next), or, for a training run, the returned order; none
     after the search's last run (:func:`~tuner.driver.children._warm.last_run`)."""
     allowed = warm.uses()
+    if _spans_hosts(request):
+        return None
     if isinstance(request, InspectRequest):
         expected = warm.POOL.expected()
         if expected is not None and warm.CHECK in allowed:
             _start_spare(request, expected)
         return None
     return SpareOrder(request, env) if warm.TRIALS in allowed and warm.POOL.wants_next() else None
+
+
+def _spans_hosts(request: Request) -> bool:
+    # A rank's child joins the other hosts' runtime at its start: none is started ahead.
+    plan = getattr(request, "plan", None)
+    return plan is not None and plan.hosts > 1
