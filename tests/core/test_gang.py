@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tuner.core.devices import DevicePlan
+from tuner.core.devices import DevicePlan, hosts_in
 from tuner.core.errors import ConfigError
 from tuner.core.gang import DEFAULT_PORT, KERAS_ISSUE, combine, first_node, read_gang
 from tuner.core.outcome import ChildRun, classify
@@ -114,3 +114,29 @@ def test_a_rank_that_died_is_the_cause_not_the_ones_the_leader_ended() -> None:
     assert "Killed" in found.stderr_tail and classify(found, memory_capped=False).status != "ok"
     hung = [_run("ok"), _run(None, timed_out=True)]
     assert classify(combine(hung, [False, False]), memory_capped=False).status == "timeout"
+
+
+def test_a_gangs_baseline_is_one_host_at_the_same_batch_per_device() -> None:
+    plan = DevicePlan("cpu", 2, backend="jax").across(2)
+    one = plan.baseline_plan()
+    assert (one.hosts, one.num_replicas, plan.baseline_batch(128)) == (1, 2, 64)
+    assert 128 // plan.num_replicas == plan.baseline_batch(128) // one.num_replicas
+    assert DevicePlan("cpu", 2).baseline_plan().num_replicas == 1
+    assert DevicePlan("cpu", 2).baseline_batch(128) == 128
+    assert hosts_in(plan.signature) == 2 and hosts_in(DevicePlan("cpu", 2).signature) == 1
+
+
+def test_the_verdict_and_the_answer_speak_in_hosts() -> None:
+    from tuner.core.recommend._verdict import measure_speedup, verdict
+    from tuner.core.stats import Interval
+    from tuner.views.recommendation import answer_text
+
+    baseline = {"throughput": 1000.0, "hosts": 4, "throughput_ci": [950.0, 1050.0]}
+    speedup = measure_speedup(3100.0, Interval(3000.0, 3200.0, "t"), 16, baseline)
+    assert (speedup.unit, speedup.replicas, round(speedup.efficiency or 0, 3)) == ("host", 4, 0.775)
+    assert verdict(speedup).startswith("4 hosts give 3.10× one host (95 % CI")
+    assert "78 % efficiency" in verdict(speedup)
+    rec = {"global_batch_size": 4096, "per_replica_batch_size": 128, "num_replicas": 32,
+           "devices": ["/gpu:0"] * 8, "device_signature": "4 hosts × 8x NVIDIA H100, jax",
+           "learning_rate": 0.002}  # fmt: skip
+    assert answer_text(rec).startswith("Use global batch 4096 (128 per GPU on 4 hosts × 8 GPUs)")

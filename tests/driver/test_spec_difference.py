@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tuner.core.options import SHIPPED_MODULE, shown_reference
+from tuner.core.spec import SHIPPED_MODULE, shown_reference
 from tuner.driver.setup.opening import _first_difference
 
 README = Path(__file__).resolve().parents[2] / "README.md"

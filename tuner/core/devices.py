@@ -110,6 +110,18 @@ class DevicePlan:
             gpu_memory_bytes=self.gpu_memory_bytes[:1],
         )
 
+    def baseline_plan(self) -> DevicePlan:
+        """What a speedup is measured against: one device, or for a gang one host's devices
+        (run at the gang's batch per device: :func:`baseline_batch`)."""
+        if self.hosts == 1:
+            return self.single_device()
+        return replace(self, hosts=1, num_replicas=self.local_replicas)
+
+    def baseline_batch(self, batch: int) -> int:
+        """The global batch of the baseline that matches ``batch`` on this plan: ``batch`` on one
+        device (as stored studies measured it); for a gang, one host's share of it."""
+        return batch if self.hosts == 1 else batch // self.hosts
+
     def child_environment(self, environ: Mapping[str, str] | None = None) -> dict[str, str]:
         """Environment variables the child needs before its backend is imported; under JAX the
         ``XLA_FLAGS`` of ``environ`` (the child's inherited one, default this process's) kept."""
@@ -168,6 +180,12 @@ class DevicePlan:
         if self.hosts == 1:
             del found["hosts"]
         return found
+
+
+def hosts_in(signature: str) -> int:
+    """The hosts a device signature names (``2 hosts × 2x cpu, jax`` -> 2; one host: 1)."""
+    match = re.match(r"(\d+) hosts × ", signature)
+    return int(match.group(1)) if match else 1
 
 
 def inspect_environment(backend: str) -> dict[str, str]:

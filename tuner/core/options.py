@@ -98,10 +98,7 @@ _grid, _run = partial(_search, "grid"), partial(_search, "run")
 _decision = partial(_search, "decision", resumable=True)  # margins and budgets: all may change
 _switch = partial(Option, kind=bool, default=False, commands=SEARCH)
 _gang = partial(Option, commands=GANG)  # else the launcher's environment: tuner.core.gang
-
-
-def _counted(key: str, help: str, least: int) -> Option:
-    return _gang(key, help, int, minimum=least, shown=f"from the launcher, else {least}")
+_ENV = "the launcher's, else "
 
 
 OPTIONS: tuple[Option, ...] = (
@@ -111,8 +108,8 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option("cpu_replicas", "Run on N logical CPU devices instead of GPUs.", int, commands=RUN),
     Option("memory_limit", "Memory cap per device, e.g. 512MiB or 14GiB.", commands=RUN),
-    _counted("hosts", "Hosts a trial spans (JAX), one tuner each.", 1),
-    _counted("rank", "This host's rank in the gang, 0 to hosts-1.", 0),
+    _gang("hosts", "Hosts a trial spans (JAX), one tuner each.", int, minimum=1, shown=_ENV + "1"),
+    _gang("rank", "This host's rank in the gang, 0 to hosts-1.", int, minimum=0, shown=_ENV + "0"),
     _gang("coordinator", "Rank 0's HOST:PORT; the trials' JAX runtime takes PORT+1."),
     Option(
         "storage",

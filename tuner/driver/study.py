@@ -107,7 +107,7 @@ def run_search(
     )
     on_checked(runner)  # what the caller does before any child (tuner search: --validate)
     # The first run after the workload check: a probe, else a new study's baseline (one device).
-    first = plan.single_device() if baseline and plan.num_replicas > 1 and not probe else plan
+    first = plan.baseline_plan() if baseline and plan.num_replicas > 1 and not probe else plan
     load = _announce(spec, plan, observer, baseline=baseline and not probe)
     with spares(expect=first.child_environment()):
         measured = spec.search.run.noise_scale and plan.num_replicas > 1

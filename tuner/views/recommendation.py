@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from tuner.core.accumulation import cost_text
+from tuner.core.devices import hosts_in
 
 
 def compact(value: float, digits: int = 3) -> str:
@@ -57,7 +58,9 @@ def answer_text(rec: dict[str, Any]) -> str:
     if replicas > 1:
         devices = [str(d).lower() for d in rec.get("devices") or []]
         unit = "GPU" if devices and all("gpu" in d for d in devices) else "replica"
-        batch += f" ({rec['per_replica_batch_size']} per {unit})"
+        hosts = hosts_in(str(rec.get("device_signature") or ""))
+        across = f" on {hosts} hosts × {replicas // hosts} {unit}s" if hosts > 1 else ""
+        batch += f" ({rec['per_replica_batch_size']} per {unit}{across})"
     optimizer, rate = _optimizer_class(rec), f"{rec['learning_rate']:.6g}"
     steps = (rec.get("accumulation") or {}).get("steps")
     if steps:  # reached only by accumulation: what fit and the optimizer are given
@@ -251,9 +254,12 @@ def speedup_text(rec: dict[str, Any]) -> str:
         return ""
     span = _pair(rec.get("speedup_ci"))
     ci = f" (95 % CI {span[0]:.2f}–{span[1]:.2f})" if span else ""
+    over = str(rec.get("speedup_over") or "one device")
+    base = "single-device" if over == "one device" else over.replace(" ", "-")
+    hosts = hosts_in(str(rec.get("device_signature") or ""))
     text = (
-        f"{speedup:.2f}×{ci} the single-device baseline ({rec['baseline_throughput']:,.0f} "
-        f"samples/s at batch {rec['base_batch_size']}); scaling efficiency "
+        f"{speedup:.2f}×{ci} the {base} baseline ({rec['baseline_throughput']:,.0f} "
+        f"samples/s at batch {rec['base_batch_size'] // hosts}); scaling efficiency "
         f"{rec['scaling_efficiency']:.2f}"
     )
     span = _pair(rec.get("scaling_efficiency_ci"))

@@ -48,7 +48,8 @@ def prepare_baseline(
         return
     several = len(spec.search.grid.precisions) > 1
     at = f", precision {precision}" if several else ""
-    base = spec.search.grid.base_batch_size
+    base = plan.baseline_batch(spec.search.grid.base_batch_size)
+    what = "single-device" if plan.hosts == 1 else "one-host"
     key = reuse_key(baseline_request(spec, plan, precision), stored.flat, signature)
     reused = find_baseline(study, key, spec.search.decision.max_repeats)
     if reused is not None:
@@ -56,12 +57,12 @@ def prepare_baseline(
         reference = {**reference, "reused_from": source}
         observer.phase("baseline", 0)
         observer.note(
-            f"single-device baseline at global batch {base}{at}: reusing "
+            f"{what} baseline at global batch {base}{at}: reusing "
             f"the {len(reference['repeats'])} runs study {source!r} measured of the same "
             "training on the same devices, host and versions"
         )
     else:
-        observer.note(f"single-device baseline at global batch {base}{at}…")
+        observer.note(f"{what} baseline at global batch {base}{at}…")
         observer.phase("baseline", spec.search.decision.max_repeats)
         runs = observed(runner, observer, f"baseline · batch {base}")
         reference = run_baseline(spec, plan, runner=runs, timeout_s=timeout_s, precision=precision)
@@ -82,16 +83,17 @@ def run_baseline(
     timeout_s: float = DEFAULT_TRIAL_TIMEOUT_S,
     precision: str | None = None,
 ) -> dict[str, Any]:
-    """The base configuration on one device, ``max_repeats`` times, its whole budget."""
-    single = plan.single_device()
-    base = spec.search.grid.base_batch_size
+    """The base configuration on one device (a gang: on one host, at its batch per device),
+    ``max_repeats`` times, its whole budget."""
+    single = plan.baseline_plan()
     precision = precision or first_precision(spec)
     record: dict[str, Any] = {
         "device_signature": plan.device_signature,
         "devices": single.device_names,
-        "global_batch_size": base,
+        "global_batch_size": plan.baseline_batch(spec.search.grid.base_batch_size),
         "learning_rate": spec.search.grid.base_lr,
         "precision": precision,
+        **({"hosts": plan.hosts} if plan.hosts > 1 else {}),
     }
     runs: list[dict[str, Any]] = []
     request = baseline_request(spec, plan, precision)
@@ -108,11 +110,11 @@ def run_baseline(
 
 def baseline_request(spec: StudySpec, plan: DevicePlan, precision: str) -> TrialRequest:
     """What each baseline run is sent: the base batch and learning rate on ``plan``'s first
-    device at ``precision``, its whole budget whatever the target."""
+    device (a gang: one host) at ``precision``, its whole budget whatever the target."""
     request = trial_request(
         spec,
-        plan.single_device(),
-        spec.search.grid.base_batch_size,
+        plan.baseline_plan(),
+        plan.baseline_batch(spec.search.grid.base_batch_size),
         spec.search.grid.base_lr,
         precision=precision,
     )
