@@ -23,11 +23,14 @@ if TYPE_CHECKING:
 def search(**flags: Any) -> None:
     """Run (or resume) a study: one short real training run per distinct grid point, then
     seeds and repeats where the decision is close."""
-    guard(lambda: _search(parsed(SearchOptions, flags)))
+    code = guard(lambda: _search(parsed(SearchOptions, flags)))
+    if code:  # a gang's follower that did not end with rank 0's "done"
+        raise typer.Exit(code)
 
 
-def _search(options: SearchOptions) -> None:
-    """The library's search with live progress; on Ctrl-C or SIGTERM, print what was stored."""
+def _search(options: SearchOptions) -> int:
+    """The library's search with live progress; on Ctrl-C or SIGTERM, print what was stored. A
+    gang's follower (rank ≠ 0) follows rank 0 instead: its exit code."""
     from tuner.console import display
     from tuner.driver.search import follow
     from tuner.driver.search import search as run
@@ -37,7 +40,7 @@ def _search(options: SearchOptions) -> None:
         with SearchView() as view:
             followed = follow(options, view)  # a gang's rank ≠ 0: no study of its own
             if followed is not None:
-                raise typer.Exit(followed)
+                return followed
             report = run(options, view, on_study=opened.append)
     except KeyboardInterrupt:
         if opened:
@@ -46,6 +49,7 @@ def _search(options: SearchOptions) -> None:
             err.print("what finished is stored; run the same command again to resume")
         raise
     _print_search(report, options.export, options.storage)
+    return 0
 
 
 def _print_search(report: SearchReport, export: Path | None, storage: str) -> None:
