@@ -73,6 +73,7 @@ def handed(monkeypatch: pytest.MonkeyPatch) -> list[SearchOptions]:
         raise ConfigError("stopped by the test")
 
     monkeypatch.setattr(driver_search, "search", search)
+    monkeypatch.setattr(driver_search, "follow", lambda options, front: None)  # rank 0 of one
     return seen
 
 

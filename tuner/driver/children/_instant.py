@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 import os
-import threading
 import time
 from dataclasses import replace
 from typing import Any
@@ -73,8 +72,10 @@ def instant_run(request: Request) -> ChildRun:
         result = Result(status="ok", payload=payload)
     elif isinstance(request, TrialRequest | ProbeRequest):
         seconds = run_seconds()
-        cancel = _runner.cancel_event() or threading.Event()
-        if cancel.wait(seconds):  # ended early, as a killed child is
+        cancel = _runner.cancel_event()  # a gang's rank: another rank's failure ends it
+        if cancel is None:
+            time.sleep(seconds)  # as a child's training keeps the driver waiting
+        elif cancel.wait(seconds):  # ended early, as a killed child is
             ended = time.time()
             return ChildRun(returncode=-9, result_text=None, wall_s=ended - started)
         result = Result(status="ok", payload=_trained(request), timings={"training_s": seconds})
