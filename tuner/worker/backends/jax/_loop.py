@@ -24,7 +24,9 @@ class JaxFitLoop:
         compile_args: Callable[[], dict[str, Any]],
         reduction: str,
         record_steps: bool,
+        hosts: int = 1,
     ) -> None:
+        """``hosts``: across hosts, each batch the loop is fed is ``1/hosts`` of the global one."""
         self.devices = [str(device) for device in devices]
         self.step_losses: list[float] = []
         self._record_steps = record_steps
@@ -34,7 +36,7 @@ class JaxFitLoop:
             args["loss"] = evidence.replica_mean_loss(args["loss"], len(devices))
         compiled.compile_model(self.model, args)
         # Validation counts each device's examples; a trial does not pay for it.
-        self._counter = evidence.ShardCounter() if record_steps else None
+        self._counter = evidence.ShardCounter(hosts=hosts) if record_steps else None
 
     def run(
         self,
