@@ -98,6 +98,8 @@ def test_a_gang_of_two_trains_what_one_host_trains(tmp_path: Path) -> None:
         assert rank0["final_loss"] == pytest.approx(one["final_loss"], rel=1e-5)
         assert rank1["final_loss"] == pytest.approx(rank0["final_loss"], rel=1e-6)
         assert rank0["epoch_losses"] == pytest.approx(one["epoch_losses"], rel=1e-5)
+        # Every rank decides from rank 0's window times (the time-to-target stop).
+        assert rank0["epoch_throughputs"] == rank1["epoch_throughputs"]
         assert rank0["input_throughput"] > 0 and rank0["throughput"] > 0
         assert rank0.get("gradient_noise_scale") is None
         assert "across hosts" in rank0["noise_scale_skipped"]

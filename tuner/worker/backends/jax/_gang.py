@@ -19,6 +19,7 @@ import numpy as np
 
 from tuner.core.protocol import RunRequest
 from tuner.worker.backends.jax._inputs import Batch, length, slice_batch
+from tuner.worker.callbacks import OnEpoch
 from tuner.worker.sources import map_leaves
 
 HEARTBEAT_S = 10
@@ -69,6 +70,22 @@ class Share:
             index.append(np.arange(start + self.rank * size, start + (self.rank + 1) * size))
         rows = np.concatenate(index)
         return tuple(map_leaves(lambda array: np.asarray(array)[rows], part) for part in batch)
+
+
+def agreed(on_epoch: OnEpoch, hosts: int) -> OnEpoch:
+    """``on_epoch`` handed rank 0's window seconds on every rank (one small collective a window):
+    what a window's end decides from its time — the time-to-target early stop — must be decided
+    alike by every rank, or one would stop while the others wait for it in the next step. The
+    losses are the same everywhere already (computed on the global arrays)."""
+    if hosts == 1:
+        return on_epoch
+    from jax.experimental import multihost_utils
+
+    def on_rank0_seconds(epoch: int, loss: float, seconds: float) -> bool:
+        seconds = float(multihost_utils.broadcast_one_to_all(np.float32(seconds)))
+        return on_epoch(epoch, loss, seconds)
+
+    return on_rank0_seconds
 
 
 def share(request: RunRequest) -> Share:

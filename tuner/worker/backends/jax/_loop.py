@@ -11,6 +11,7 @@ import numpy as np
 from tuner.core.errors import WorkloadError
 from tuner.worker import compiled
 from tuner.worker.backends.jax import _evidence as evidence
+from tuner.worker.backends.jax import _gang as gang
 from tuner.worker.callbacks import OnEpoch, OnStep, fit_callbacks
 
 
@@ -30,6 +31,7 @@ class JaxFitLoop:
         self.devices = [str(device) for device in devices]
         self.step_losses: list[float] = []
         self._record_steps = record_steps
+        self._hosts = hosts
         self.model = build()
         args = compile_args()
         if reduction == "replica-mean":
@@ -56,7 +58,7 @@ class JaxFitLoop:
             epochs=epochs,
             steps_per_epoch=steps,
             verbose=0,
-            callbacks=fit_callbacks(on_epoch, on_step, recorded),
+            callbacks=fit_callbacks(gang.agreed(on_epoch, self._hosts), on_step, recorded),
         )
 
     def learning_rate(self) -> float:
