@@ -5,7 +5,11 @@ Each rank's child reads the same global NumPy batches (:mod:`._inputs`) and feed
 rows of each: Keras's JAX trainer turns what every process feeds into one global array
 (``jax.make_array_from_process_local_data``), so rank ``r``'s rows ``[r·G/h, (r+1)·G/h)`` put the
 same global batch on the same devices as one host feeding all ``G``. Evaluation is fed alike:
-the same global batches, hence the same loss, as on one host (:func:`local_rows`).
+the same global batches, hence the same loss, as on one host (:meth:`Share.rows`).
+
+The child's environment needs nothing more than one host's (``DevicePlan.child_environment``
+already splits this host into its ``local_replicas`` CPU devices): the gang's address, size and
+rank come in the request's seat, and gloo is chosen here, in the process, before JAX starts.
 """
 
 from __future__ import annotations
