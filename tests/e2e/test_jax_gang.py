@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -123,3 +124,20 @@ def test_a_rank_out_of_memory_is_reported_by_that_rank(tmp_path: Path) -> None:
     assert runs["rank1"][1]["status"] == "oom", runs["rank1"]
     assert runs["rank0"][1]["status"] != "ok", runs["rank0"]
     print({n: (r[0], r[1]["status"], round(r[2], 1)) for n, r in runs.items()})
+
+
+def test_a_gangs_validation_run_sees_every_hosts_copies_and_counts(tmp_path: Path) -> None:
+    # What `tuner validate --hosts 2` judges: each rank's copies of every variable gathered (4
+    # copies, none drifted), every device's examples counted (G/N each), weights saved by rank 0.
+    given = {"mode": "validate", "steps_per_epoch": 3, "epochs": 2}
+    requests = _gang(ARRAYS, _free_port(), **given)
+    del requests["one"]
+    weights = tmp_path / "weights.npz"
+    requests = {n: replace(r, weights_file=str(weights)) for n, r in requests.items()}
+    runs = _runs(requests, tmp_path, {})
+    rank0, rank1 = runs["rank0"][1], runs["rank1"][1]
+    assert rank0["status"] == rank1["status"] == "ok", runs
+    assert rank0["copies_per_variable"] == 4 and rank0["weight_max_abs_diff"] == 0.0
+    assert rank0["replica_examples"] == rank1["replica_examples"] == [6 * 128 // 4] * 4
+    assert rank0["step_losses"] == rank1["step_losses"] and len(rank0["step_losses"]) == 6
+    assert weights.exists()

@@ -15,14 +15,24 @@ import numpy as np
 from tuner.worker.losses import per_example_loss
 
 
-def variable_copies(model: Any) -> list[list[np.ndarray]]:
-    """Per variable (weights, then optimizer variables), each device's copy in device-id order."""
+def variable_copies(model: Any, hosts: int = 1) -> list[list[np.ndarray]]:
+    """Per variable (weights, then optimizer variables), each device's copy in device-id order;
+    across ``hosts``, every host's copies, gathered (a collective: every rank calls it alike), so
+    that ``tuner validate`` sees a rank whose weights drifted from the others'."""
     variables = [*model.weights, *(model.optimizer.variables if model.optimizer else [])]
     copies = []
     for variable in variables:
         shards = sorted(_value(variable).addressable_shards, key=lambda s: s.device.id)
         copies.append([np.asarray(shard.data) for shard in shards])
-    return copies
+    if hosts == 1:
+        return copies
+    from jax.experimental import multihost_utils
+
+    gathered = []
+    for local in copies:
+        every = np.asarray(multihost_utils.process_allgather(np.stack(local)))
+        gathered.append(list(every.reshape(-1, *local[0].shape)))
+    return gathered
 
 
 def variable_devices(model: Any) -> list[str]:

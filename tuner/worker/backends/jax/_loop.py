@@ -66,12 +66,19 @@ class JaxFitLoop:
         return float(np.asarray(self.model.optimizer.learning_rate))
 
     def replica_examples(self) -> list[int]:
-        """Examples each device received (counted in validation runs only)."""
-        return self._counter.per_device() if self._counter is not None else []
+        """Examples each device received (counted in validation runs only); across hosts every
+        host's devices, gathered in rank order (a collective: every rank calls it)."""
+        local = self._counter.per_device() if self._counter is not None else []
+        if self._hosts == 1 or not local:
+            return local
+        from jax.experimental import multihost_utils
+
+        every = multihost_utils.process_allgather(np.asarray(local, dtype=np.int64))
+        return [int(n) for n in np.asarray(every).reshape(-1)]
 
     def variable_copies(self) -> list[list[np.ndarray]]:
         """Per variable (weights and optimizer slots), each device's copy."""
-        return evidence.variable_copies(self.model)
+        return evidence.variable_copies(self.model, self._hosts)
 
     def variable_devices(self) -> list[str]:
         """The devices that hold the model's weights."""
