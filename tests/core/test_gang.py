@@ -140,3 +140,17 @@ def test_the_verdict_and_the_answer_speak_in_hosts() -> None:
            "devices": ["/gpu:0"] * 8, "device_signature": "4 hosts × 8x NVIDIA H100, jax",
            "learning_rate": 0.002}  # fmt: skip
     assert answer_text(rec).startswith("Use global batch 4096 (128 per GPU on 4 hosts × 8 GPUs)")
+
+
+def test_a_probe_size_one_rank_cannot_fit_is_the_gangs_answer() -> None:
+    # One size per child across hosts; the rank that did not fit it answers for the gang.
+    from tuner.core.probe import sizes_per_child
+
+    assert sizes_per_child("cpu", False, hosts=2) == 1 and sizes_per_child("cpu", False) is None
+    attempts = {"probe": True, "attempts": [{"batch": 512, "fits": False}]}
+    oom = ChildRun(returncode=0, result_text=encode_result(Result(status="ok", payload=attempts)))
+    runs = [_run(None, "collective aborted"), oom]
+    assert combine(runs, [False, False]).result_text == oom.result_text
+    fits = {"probe": True, "attempts": [{"batch": 512, "fits": True}]}
+    both = [ChildRun(0, encode_result(Result(status="ok", payload=fits)))] * 2
+    assert combine(both, [False, False]) is both[0]

@@ -188,11 +188,15 @@ def combine(runs: Sequence[ChildRun], aborted: Sequence[bool]) -> ChildRun:
 
 
 def _status(run: ChildRun) -> str:
-    """``ok``, ``oom``, or another word for a run that did not end well."""
+    """``ok``, ``oom``, or another word for a run that did not end well. A probe that found its
+    size does not fit is ``oom`` here: its result says so, the other ranks only died of it."""
     if run.timed_out:
         return "timeout"
     read = read_result(run.result_text)
     status = getattr(read, "status", None)
     if status is None:
         return "oom" if "RESOURCE_EXHAUSTED" in run.stderr_tail else "died"
+    attempts = getattr(read, "payload", {}).get("attempts") or []
+    if status == "ok" and any(not attempt.get("fits", True) for attempt in attempts):
+        return "oom"
     return str(status)

@@ -141,12 +141,14 @@ def most_sizes_left(search: Search) -> int:
     return 2 * max(1, search.limit // search.step).bit_length()
 
 
-def sizes_per_child(kind: str, memory_capped: bool) -> int | None:
+def sizes_per_child(kind: str, memory_capped: bool, hosts: int = 1) -> int | None:
     """How many sizes one probe child may try on ``kind`` (``None``: until out of memory). One
     under a cap: a size that fits a fresh process no longer fits after a smaller one trained
     in it (3072 under 128 MiB after 512 on TensorFlow's capped allocator; 6144 under 224 MiB
-    after 1024 on JAX's address-space cap), and a trial runs fresh. One on GPUs until measured."""
-    return 1 if memory_capped or kind == "gpu" else None
+    after 1024 on JAX's address-space cap), and a trial runs fresh. One on GPUs until measured.
+    One across hosts: a rank that cannot fit a size must end its child, and the gang's run with
+    it (:func:`tuner.core.gang.combine`), not try the next size while the others wait."""
+    return 1 if memory_capped or kind == "gpu" or hosts > 1 else None
 
 
 def try_until_oom(

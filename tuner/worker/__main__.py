@@ -139,7 +139,18 @@ def main(argv: list[str]) -> None:
     # out-of-memory, ~10 s while another replica's allocator waits out its retry).
     sys.stdout.flush()
     sys.stderr.flush()
+    _leave_gang(request, result.status)
     os._exit(0)
+
+
+def _leave_gang(request: Request | Result, status: str) -> None:
+    """A rank of a run across hosts leaves the JAX runtime in step with the others (JAX only:
+    :func:`tuner.worker.backends.jax.leave_gang`); nothing for any other run."""
+    if getattr(request, "gang", None) is None:
+        return
+    from tuner.worker.backends.jax import leave_gang
+
+    leave_gang(status)
 
 
 def _read_request(path: Path) -> Request | Result:

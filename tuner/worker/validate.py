@@ -42,7 +42,8 @@ def _validation_run(request: ValidateRequest, emit: Emit) -> Result:
     sampler = UtilizationSampler(session.plan)
     train(session)
     after = named_values(loop)
-    if request.weights_file:
+    if request.weights_file and (request.gang is None or request.gang.process_id == 0):
+        # Across hosts every rank holds the same copies (weight_sync says if not): rank 0's.
         save_weights(Path(request.weights_file), before, after)
     payload = {
         **summary(session),

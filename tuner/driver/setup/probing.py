@@ -116,7 +116,7 @@ def _probe_child(
     signal under a memory cap does not fit; any other failure raises :class:`TunerError`."""
     first = search.next_batch()
     assert first is not None
-    most = sizes_per_child(plan.kind, plan.memory_limit_bytes is not None)
+    most = sizes_per_child(plan.kind, plan.memory_limit_bytes is not None, plan.hosts)
     lr = spec.search.grid.base_lr  # the probe measures memory: rule "none"
     request = probe_request(
         spec, plan, first, lr, steps=steps, search_state=search_state(search), sizes_per_child=most

@@ -3,6 +3,7 @@ TensorFlow is never imported, unless the workload's own data are ``tf.data`` dat
 
 from __future__ import annotations
 
+from tuner.worker.backends.jax._gang import leave_gang as leave_gang
 from tuner.worker.backends.jax._inputs import first_batch as first_batch
 from tuner.worker.backends.jax._inputs import load_source as load_source
 from tuner.worker.backends.jax._inputs import refuse_across_replicas as refuse_across_replicas

@@ -25,12 +25,29 @@ def init_devices(plan: DevicePlan) -> list[Any]:
             f"JAX runs on {platform}, the plan needs {plan.kind} devices: for GPUs install "
             'JAX\'s CUDA build (pip install "jax[cuda12]")'
         )
+    if plan.hosts > 1:
+        return _gang_devices(plan, devices)
     if len(devices) < plan.num_replicas:
         raise RuntimeError(
             f"JAX sees {len(devices)} device(s) ({devices[0].platform}), the plan needs "
             f"{plan.num_replicas}"
         )
     return devices[: plan.num_replicas]
+
+
+def _gang_devices(plan: DevicePlan, devices: list[Any]) -> list[Any]:
+    """Every device of the gang (``jax.devices()`` is global once the runtime is joined), all of
+    them the run's: each host's own count must be the plan's, or the global batch would not
+    split as the plan says."""
+    import jax
+
+    if len(devices) != plan.num_replicas or jax.local_device_count() != plan.local_replicas:
+        raise RuntimeError(
+            f"the gang's runtime sees {len(devices)} device(s), {jax.local_device_count()} on "
+            f"this host; the plan ({plan.signature}) needs {plan.num_replicas}, "
+            f"{plan.local_replicas} on each of {plan.hosts} hosts"
+        )
+    return devices
 
 
 def apply_memory_cap(environ: dict[str, str] | None = None) -> int | None:
@@ -61,7 +78,7 @@ def _start_thread_pools() -> None:
     import jax
     import jax.numpy as jnp
 
-    for device in jax.devices():
+    for device in jax.local_devices():  # across hosts, only this process's are reachable
         jax.device_put(jnp.ones((8, 8)), device).sum().block_until_ready()
 
 

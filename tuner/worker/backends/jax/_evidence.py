@@ -15,14 +15,24 @@ import numpy as np
 from tuner.worker.losses import per_example_loss
 
 
-def variable_copies(model: Any) -> list[list[np.ndarray]]:
-    """Per variable (weights, then optimizer variables), each device's copy in device-id order."""
+def variable_copies(model: Any, hosts: int = 1) -> list[list[np.ndarray]]:
+    """Per variable (weights, then optimizer variables), each device's copy in device-id order;
+    across ``hosts``, every host's copies, gathered (a collective: every rank calls it alike), so
+    that ``tuner validate`` sees a rank whose weights drifted from the others'."""
     variables = [*model.weights, *(model.optimizer.variables if model.optimizer else [])]
     copies = []
     for variable in variables:
         shards = sorted(_value(variable).addressable_shards, key=lambda s: s.device.id)
         copies.append([np.asarray(shard.data) for shard in shards])
-    return copies
+    if hosts == 1:
+        return copies
+    from jax.experimental import multihost_utils
+
+    gathered = []
+    for local in copies:
+        every = np.asarray(multihost_utils.process_allgather(np.stack(local)))
+        gathered.append(list(every.reshape(-1, *local[0].shape)))
+    return gathered
 
 
 def variable_devices(model: Any) -> list[str]:
@@ -33,10 +43,13 @@ def variable_devices(model: Any) -> list[str]:
 
 class ShardCounter:
     """Counts the rows of ``x`` the data layout places on each device, as :meth:`wrap` passes the
-    batches through: exact, Keras's JAX trainer under a distribution does not read ahead."""
+    batches through: exact, Keras's JAX trainer under a distribution does not read ahead. Across
+    ``hosts``, each batch is this process's share of a global one ``hosts`` times its size, and
+    only this process's devices are counted (another's are not addressable)."""
 
-    def __init__(self, distribution: Any = None) -> None:
+    def __init__(self, distribution: Any = None, hosts: int = 1) -> None:
         self._distribution = distribution
+        self._hosts = hosts
         self._counts: dict[Any, int] | None = None  # by device, once the devices are known
 
     @property
@@ -52,7 +65,8 @@ class ShardCounter:
             if self._distribution is None:
                 devices = [jax.devices()[0]]
             else:
-                devices = list(self._distribution.device_mesh.backend_mesh.devices.flat)
+                mesh = self._distribution.device_mesh.backend_mesh.devices.flat
+                devices = [d for d in mesh if d.process_index == jax.process_index()]
             self._counts = dict.fromkeys(devices, 0)
         return self._counts
 
@@ -66,6 +80,7 @@ class ShardCounter:
         """Add one global batch's examples to the devices it is placed on."""
         counts = self._resolve()
         shape = tuple(np.shape(jax.tree.leaves(batch[0])[0]))
+        shape = (shape[0] * self._hosts, *shape[1:])  # the global batch this one is part of
         if self._distribution is None:
             counts[next(iter(counts))] += shape[0]
             return

@@ -11,6 +11,7 @@ import numpy as np
 from tuner.core.errors import WorkloadError
 from tuner.worker import compiled
 from tuner.worker.backends.jax import _evidence as evidence
+from tuner.worker.backends.jax import _gang as gang
 from tuner.worker.callbacks import OnEpoch, OnStep, fit_callbacks
 
 
@@ -24,17 +25,20 @@ class JaxFitLoop:
         compile_args: Callable[[], dict[str, Any]],
         reduction: str,
         record_steps: bool,
+        hosts: int = 1,
     ) -> None:
+        """``hosts``: across hosts, each batch the loop is fed is ``1/hosts`` of the global one."""
         self.devices = [str(device) for device in devices]
         self.step_losses: list[float] = []
         self._record_steps = record_steps
+        self._hosts = hosts
         self.model = build()
         args = compile_args()
         if reduction == "replica-mean":
             args["loss"] = evidence.replica_mean_loss(args["loss"], len(devices))
         compiled.compile_model(self.model, args)
         # Validation counts each device's examples; a trial does not pay for it.
-        self._counter = evidence.ShardCounter() if record_steps else None
+        self._counter = evidence.ShardCounter(hosts=hosts) if record_steps else None
 
     def run(
         self,
@@ -54,7 +58,7 @@ class JaxFitLoop:
             epochs=epochs,
             steps_per_epoch=steps,
             verbose=0,
-            callbacks=fit_callbacks(on_epoch, on_step, recorded),
+            callbacks=fit_callbacks(gang.agreed(on_epoch, self._hosts), on_step, recorded),
         )
 
     def learning_rate(self) -> float:
@@ -62,12 +66,19 @@ class JaxFitLoop:
         return float(np.asarray(self.model.optimizer.learning_rate))
 
     def replica_examples(self) -> list[int]:
-        """Examples each device received (counted in validation runs only)."""
-        return self._counter.per_device() if self._counter is not None else []
+        """Examples each device received (counted in validation runs only); across hosts every
+        host's devices, gathered in rank order (a collective: every rank calls it)."""
+        local = self._counter.per_device() if self._counter is not None else []
+        if self._hosts == 1 or not local:
+            return local
+        from jax.experimental import multihost_utils
+
+        every = multihost_utils.process_allgather(np.asarray(local, dtype=np.int64))
+        return [int(n) for n in np.asarray(every).reshape(-1)]
 
     def variable_copies(self) -> list[list[np.ndarray]]:
         """Per variable (weights and optimizer slots), each device's copy."""
-        return evidence.variable_copies(self.model)
+        return evidence.variable_copies(self.model, self._hosts)
 
     def variable_devices(self) -> list[str]:
         """The devices that hold the model's weights."""
