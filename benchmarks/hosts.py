@@ -33,7 +33,14 @@ def _search(folder: Path, name: str, hosts: int, multipliers: str) -> dict[str, 
     if hosts == 1:
         commands = [["tuner", "search", *args, "--cpu-replicas", "4"]]
     else:
-        gang = ["--cpu-replicas", "2", "--hosts", str(hosts), "--coordinator", f"127.0.0.1:{_port()}"]
+        gang = [
+            "--cpu-replicas",
+            "2",
+            "--hosts",
+            str(hosts),
+            "--coordinator",
+            f"127.0.0.1:{_port()}",
+        ]
         commands = [["tuner", "search", *args, *gang, "--rank", str(r)] for r in range(hosts)]
     procs = [subprocess.Popen(c, env=env, stdout=subprocess.PIPE, text=True) for c in commands]
     outputs = [proc.communicate(timeout=1800)[0] for proc in procs]

@@ -100,17 +100,25 @@ def _probe(options: ProbeOptions) -> None:
 def validate(**flags: Any) -> None:
     """Prove the multi-replica run is right: loss parity, final weights, weight sync, device use,
     learning rate."""
-    guard(lambda: _validate(parsed(ValidateOptions, flags)))
+    code = guard(lambda: _validate(parsed(ValidateOptions, flags)))
+    if code:  # a gang's follower that did not end with rank 0's "done"
+        raise typer.Exit(code)
 
 
-def _validate(options: ValidateOptions) -> None:
-    """Run both children; print the checks, write the report when asked; fail when one fails."""
+def _validate(options: ValidateOptions) -> int:
+    """Run both children; print the checks, write the report when asked; fail when one fails.
+    A gang's follower follows rank 0 instead: its exit code."""
     from tuner.console import display
+    from tuner.driver.search import follow
     from tuner.driver.search import validate as run
 
+    followed = follow(options, LineView())
+    if followed is not None:
+        return followed
     report = run(options, LineView())
     display.print_validation(out, report)
     if options.output is not None:
         write_json(options.output, report, "report")
     if not report["passed"]:
         raise TunerError("validation failed: see the checks above")
+    return 0

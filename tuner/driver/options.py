@@ -45,10 +45,6 @@ class SpecOptions:
     gpus: str | None = None
     cpu_replicas: int | None = None
     memory_limit: str | None = None
-    hosts: int | None = None
-    rank: int | None = None
-    coordinator: str | None = None
-    """The gang a trial spans (:mod:`tuner.core.gang`); ``None``: the launcher's environment."""
     base_batch_size: int | None = None
     base_lr: float | None = None
     epochs: int | None = None
@@ -81,6 +77,16 @@ class SpecOptions:
 
 
 @dataclass(frozen=True, kw_only=True)
+class GangOptions:
+    """The gang a command's trials span (:mod:`tuner.core.gang`; search and validate)."""
+
+    hosts: int | None = None
+    rank: int | None = None
+    coordinator: str | None = None
+    """``None``: the launcher's environment says (else one host)."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class GridOptions(SpecOptions):
     """A run into a study: its storage, its name and the grid (``tuner probe``'s options)."""
 
@@ -101,7 +107,7 @@ class ProbeOptions(GridOptions):
 
 
 @dataclass(frozen=True, kw_only=True)
-class SearchOptions(GridOptions):
+class SearchOptions(GridOptions, GangOptions):
     """``tuner search``: the options model the CLI builds, and :func:`tuner.search` too (with
     the ``[search]`` keys that have no flag in ``spec_values``)."""
 
@@ -138,7 +144,7 @@ class SearchOptions(GridOptions):
 
 
 @dataclass(frozen=True, kw_only=True)
-class ValidateOptions(SpecOptions):
+class ValidateOptions(SpecOptions, GangOptions):
     """``tuner validate``: one device against several."""
 
     batch_size: int | None = None
@@ -169,10 +175,12 @@ def spec_and_plan(
     plan, notice = plan_devices(
         options.gpus, options.cpu_replicas, options.memory_limit, backend=spec.workload.backend
     )
-    return spec, plan.across(gang_of(options, spec).hosts), notice
+    if isinstance(options, GangOptions):  # a command whose trials may span hosts
+        plan = plan.across(gang_of(options, spec).hosts)
+    return spec, plan, notice
 
 
-def gang_of(options: SpecOptions, spec: StudySpec) -> Gang:
+def gang_of(options: GangOptions, spec: StudySpec) -> Gang:
     """The gang ``options`` (else the launcher's environment) say this process is in."""
     from tuner.core.gang import read_gang
 

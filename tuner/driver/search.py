@@ -5,7 +5,8 @@ once and run, telling a :class:`Front` (a search: a :class:`SearchFront`) as the
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
@@ -31,7 +32,6 @@ if TYPE_CHECKING:
     from tuner.core.gang import Gang
     from tuner.core.spec import StudySpec
     from tuner.driver.children import ChildRunner
-    from tuner.driver.gang import Leader
     from tuner.driver.study import SearchReport
 
 NOISE_SCALE_ACROSS_HOSTS = (
@@ -94,38 +94,32 @@ def search(
     if options.export is not None:
         check_output(options.export, named("export"))
     gang = gang_of(options, spec)
-    if not gang.leads:
-        raise ConfigError(f"rank {gang.rank} of a gang follows rank 0: call follow(), not search()")
-    leader = None
-    if gang.spans_hosts:
-        spec, leader = _lead(spec, plan, gang, front)
-    try:
-        with compile_cache.activated(options.storage, spec.workload.backend, front.note):
-            report = _study.run_search(
-                spec,
-                plan,
-                options.storage,
-                study_name=options.study_name,
-                trial_timeout_s=options.trial_timeout,
-                heartbeat_s=spec.search.storage.heartbeat or None,  # 0: off
-                storage_wait_s=spec.search.storage.wait,
-                probe=options.probe,
-                baseline=options.baseline,
-                observer=front,
-                on_study=on_study,
-                runner=None if leader is None else _gang_runner(leader, spec),
-                on_checked=partial(_before_trials, spec, plan, options, front),
-            )
-    except BaseException as exc:  # every exit path: the followers end their children and go
-        if leader is not None:
-            leader.close("stop", str(exc) or type(exc).__name__)
-        raise
-    if leader is not None:
-        leader.close("done")
-    return report
+    if gang.spans_hosts and spec.search.run.noise_scale:
+        front.warning(NOISE_SCALE_ACROSS_HOSTS)
+        run = dataclasses.replace(spec.search.run, noise_scale=False)
+        spec = dataclasses.replace(spec, search=dataclasses.replace(spec.search, run=run))
+    with (
+        _leading(spec, plan, gang, front) as runner,
+        compile_cache.activated(options.storage, spec.workload.backend, front.note),
+    ):
+        return _study.run_search(
+            spec,
+            plan,
+            options.storage,
+            study_name=options.study_name,
+            trial_timeout_s=options.trial_timeout,
+            heartbeat_s=spec.search.storage.heartbeat or None,  # 0: off
+            storage_wait_s=spec.search.storage.wait,
+            probe=options.probe,
+            baseline=options.baseline,
+            observer=front,
+            on_study=on_study,
+            runner=runner,
+            on_checked=partial(_before_trials, spec, plan, options, front),
+        )
 
 
-def follow(options: SearchOptions, front: Front | None = None) -> int | None:
+def follow(options: SearchOptions | ValidateOptions, front: Front | None = None) -> int | None:
     """On a follower of a gang (rank ≠ 0): run what rank 0 sends until it says the search is
     over, never opening the storage; the exit code. ``None`` on rank 0 (or one host): call
     :func:`search`. Bad input raises :class:`ConfigError` as :func:`search` does."""
@@ -153,33 +147,32 @@ def follow(options: SearchOptions, front: Front | None = None) -> int | None:
     )
 
 
-def _lead(
-    spec: StudySpec, plan: DevicePlan, gang: Gang, front: SearchFront
-) -> tuple[StudySpec, Leader]:
-    """Rank 0 of a gang: the spec without what cannot run across hosts (said once), and the
-    followers, every one joined."""
-    from tuner.driver.children import workload_ref
-    from tuner.driver.gang import Leader, hello
+@contextmanager
+def _leading(
+    spec: StudySpec, plan: DevicePlan, gang: Gang, front: Front
+) -> Iterator[ChildRunner | None]:
+    """Rank 0 of a gang: the runner that sends every run across hosts to the followers, once
+    every one has joined; they are told ``done`` when the block ends, ``stop`` on any error (on
+    every exit path: they end their children and go). ``None`` on one host: the default runner.
+    Raises :class:`ConfigError` on a follower, which follows (:func:`follow`) instead."""
+    if not gang.leads:
+        raise ConfigError(f"rank {gang.rank} of a gang follows rank 0: call follow(), not search()")
+    if not gang.spans_hosts:
+        yield None
+        return
+    from tuner.driver.children import child_runner, workload_ref
+    from tuner.driver.gang import GangRunner, Leader, hello
 
-    if spec.search.run.noise_scale:
-        front.warning(NOISE_SCALE_ACROSS_HOSTS)
-        run = dataclasses.replace(spec.search.run, noise_scale=False)
-        spec = dataclasses.replace(spec, search=dataclasses.replace(spec.search, run=run))
+    wait = spec.search.storage.join_wait
     leader = Leader(gang, hello(0, gang.hosts, plan, workload_ref(spec)), front.note)
     try:
         front.note(f"waiting for {gang.hosts - 1} more rank(s) at {gang.coordinator}…")
-        leader.ready(spec.search.storage.join_wait)
+        leader.ready(wait)
+        yield GangRunner(child_runner(), leader, wait)
     except BaseException as exc:
         leader.close("stop", str(exc) or type(exc).__name__)
         raise
-    return spec, leader
-
-
-def _gang_runner(leader: Leader, spec: StudySpec) -> ChildRunner:
-    from tuner.driver.children import child_runner
-    from tuner.driver.gang import GangRunner
-
-    return GangRunner(child_runner(), leader, spec.search.storage.join_wait)
+    leader.close("done")
 
 
 def _before_trials(
@@ -249,11 +242,6 @@ def validate(options: ValidateOptions, front: Front | None = None) -> dict[str, 
     if options.output is not None:
         check_output(options.output, named("output"))
     spec, plan = checked_spec_and_plan(options, front.notice, options.trial_timeout)
-    if plan.hosts > 1:  # its runs are not the search's: no rank 0 sends them
-        raise ConfigError(
-            f"tuner validate runs on one host; across {plan.hosts} hosts, validate with "
-            "`tuner search --validate` on every rank"
-        )
     against = (
         f"{options.accumulation} accumulated micro-steps against one step at {options.accumulation}"
         " × the batch"
@@ -264,13 +252,15 @@ def validate(options: ValidateOptions, front: Front | None = None) -> dict[str, 
         f"validating {spec.search.run.loop_kind} on {plan.num_replicas} {plan.kind} replicas "
         f"({spec.workload.backend}): {against}…"
     )
-    return run_validation(
-        spec,
-        plan,
-        loss_reduction=options.loss_reduction,
-        global_batch=options.batch_size,
-        lr_rule=options.lr_rule,
-        steps=options.steps,
-        timeout_s=options.trial_timeout,
-        accumulation=options.accumulation,
-    )
+    with _leading(spec, plan, gang_of(options, spec), front) as runner:
+        return run_validation(
+            spec,
+            plan,
+            loss_reduction=options.loss_reduction,
+            global_batch=options.batch_size,
+            lr_rule=options.lr_rule,
+            steps=options.steps,
+            timeout_s=options.trial_timeout,
+            runner=runner,
+            accumulation=options.accumulation,
+        )
