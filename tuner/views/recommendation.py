@@ -112,7 +112,7 @@ def recommendation_rows(rec: dict[str, Any]) -> list[tuple[str, str]]:
         ("prediction", prediction_text(rec)),
         ("statistical efficiency", efficiency_text(rec)),
         ("input pipeline", input_text(rec)),
-        ("vs one device", speedup_text(rec)),
+        (f"vs {rec.get('speedup_over') or 'one device'}", speedup_text(rec)),
         ("probe", probe_text(rec)),
         ("accumulation", cost_text(rec)),
         ("note", rec.get("note") or ""),

@@ -29,6 +29,7 @@ class JaxFitLoop:
     ) -> None:
         """``hosts``: across hosts, each batch the loop is fed is ``1/hosts`` of the global one."""
         self.devices = [str(device) for device in devices]
+        self._lockstep = gang.in_lockstep(devices, hosts)
         self.step_losses: list[float] = []
         self._record_steps = record_steps
         self._hosts = hosts
@@ -58,7 +59,10 @@ class JaxFitLoop:
             epochs=epochs,
             steps_per_epoch=steps,
             verbose=0,
-            callbacks=fit_callbacks(gang.agreed(on_epoch, self._hosts), on_step, recorded),
+            callbacks=[
+                *fit_callbacks(gang.agreed(on_epoch, self._hosts), on_step, recorded),
+                *self._lockstep,
+            ],
         )
 
     def learning_rate(self) -> float:

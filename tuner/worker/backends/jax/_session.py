@@ -113,14 +113,15 @@ def evaluate_exactly(
     head = total - total % replicas
     parts = []
     share = share or gang.Share()
+    hooks = gang.in_lockstep(jax.devices(), share.hosts)
     if head:
         part = share.rows(inputs.slice_batch(val, 0, head), batch)
-        parts.append((head, _evaluate(model, part, share.local_batch(batch))))
+        parts.append((head, _evaluate(model, part, share.local_batch(batch), hooks)))
     if total > head:
         tail = inputs.slice_batch(val, head, total)
         repeated = tuple(map_leaves(lambda a: a.repeat(replicas, axis=0), part) for part in tail)
         part = share.rows(repeated, batch)
-        parts.append((total - head, _evaluate(model, part, share.local_batch(batch))))
+        parts.append((total - head, _evaluate(model, part, share.local_batch(batch), hooks)))
     names = set.intersection(*(set(found) for _, found in parts))
     weighed = {name: sum(count * found[name] for count, found in parts) / total for name in names}
     if logs is not None:
@@ -129,12 +130,20 @@ def evaluate_exactly(
     return weighed[key]
 
 
-def _evaluate(model: Any, val: tuple[Any, ...], batch: int) -> dict[str, float]:
+def _evaluate(
+    model: Any, val: tuple[Any, ...], batch: int, callbacks: list[Any]
+) -> dict[str, float]:
     # Keras's own evaluate: losses per output, loss weights and sample weights are the model's,
     # and "loss" is its total, what fit reports as the loss.
     x, y, weights = unpack(val)
     logs = model.evaluate(
-        x, y, sample_weight=weights, batch_size=batch, verbose=0, return_dict=True
+        x,
+        y,
+        sample_weight=weights,
+        batch_size=batch,
+        verbose=0,
+        return_dict=True,
+        callbacks=callbacks,
     )
     return scalar_logs(logs)
 
