@@ -154,3 +154,12 @@ def test_a_probe_size_one_rank_cannot_fit_is_the_gangs_answer() -> None:
     fits = {"probe": True, "attempts": [{"batch": 512, "fits": True}]}
     both = [ChildRun(0, encode_result(Result(status="ok", payload=fits)))] * 2
     assert combine(both, [False, False]) is both[0]
+
+
+def test_a_rank_short_of_its_own_memory_is_the_cause_even_when_the_leader_ended_it() -> None:
+    # Rank 1 under its own --memory-limit: a C++ allocation fails (SIGABRT, std::bad_alloc), or
+    # it stalls short of memory while rank 0 times out in the collective and is the one to end.
+    died = ChildRun(returncode=-6, result_text=None, stderr_tail="what():  std::bad_alloc")
+    found = combine([_run("error", "Gloo context initialization failed"), died], [False, True])
+    assert found.stderr_tail.startswith("[rank 1 of 2]")
+    assert classify(found, memory_capped=False).status == "oom"

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from tuner.core.errors import ConfigError
+from tuner.core.oom import is_oom_message
 from tuner.core.options import named
 from tuner.core.outcome import ChildRun, read_result
 
@@ -174,15 +175,18 @@ def combine(runs: Sequence[ChildRun], aborted: Sequence[bool]) -> ChildRun:
     """The one run a trial's outcome is decided from, of every rank's (rank order; ``aborted``:
     the ranks the leader ended because another failed). All ended with one result (``ok``, or
     ``diverged`` and ``dominated``, which every rank decides from the same loss): rank 0's. Else
-    the first cause: a rank out of memory, else one that failed or timed out on its own, its
-    ``stderr`` marked with its rank; every run the leader ended is only a consequence."""
+    the first cause: a rank out of memory (its result, or its ``stderr``: ``std::bad_alloc``
+    under a rank's own cap), else one that failed or timed out on its own, its ``stderr`` marked
+    with its rank; a run the leader ended is a consequence unless it ran out of memory."""
     statuses = [_status(run) for run in runs]
     if len(set(statuses)) == 1 and statuses[0] in ("ok", "diverged", "dominated"):
         return runs[0]
-    causes = [i for i, run in enumerate(runs) if statuses[i] != "ok" and not aborted[i]]
-    candidates = causes or [i for i, status in enumerate(statuses) if status != "ok"]
-    oom = [i for i in candidates if statuses[i] == "oom"]
-    rank = (oom or candidates)[0]
+    failed = [i for i, status in enumerate(statuses) if status != "ok"]
+    causes = [i for i in failed if not aborted[i]] or failed
+    # Out of memory anywhere is the cause, even on a rank the leader ended: a rank stuck short
+    # of memory leaves the others to time out in a collective, which is only the consequence.
+    oom = [i for i in failed if statuses[i] == "oom"]
+    rank = (oom or causes)[0]
     run = runs[rank]
     return replace(run, stderr_tail=f"[rank {rank} of {len(runs)}]\n{run.stderr_tail}")
 
@@ -195,7 +199,7 @@ def _status(run: ChildRun) -> str:
     read = read_result(run.result_text)
     status = getattr(read, "status", None)
     if status is None:
-        return "oom" if "RESOURCE_EXHAUSTED" in run.stderr_tail else "died"
+        return "oom" if is_oom_message(run.stderr_tail) else "died"
     attempts = getattr(read, "payload", {}).get("attempts") or []
     if status == "ok" and any(not attempt.get("fits", True) for attempt in attempts):
         return "oom"

@@ -25,6 +25,7 @@ _OOM_MESSAGE = re.compile(
             r"failed to allocate",
             r"Allocator \(\w+\) ran out of memory",
             r"cannot allocate memory",
+            r"std::bad_alloc",  # C++'s own: an allocation under a cap (gloo's buffers, XLA's)
         ]
     ),
     re.IGNORECASE,
