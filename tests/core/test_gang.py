@@ -102,10 +102,10 @@ def test_out_of_memory_on_any_rank_is_the_trials_outcome() -> None:
     runs = [_run("error", "collective failed"), _run("oom", "RESOURCE_EXHAUSTED")]
     found = combine(runs, [True, False])
     assert classify(found, memory_capped=True).status == "oom"
-    assert found.stderr_tail.startswith("[rank 1 of 2]")
+    assert found.rank == "rank 1 of 2"
     # A rank killed for memory leaves no result: its stderr says it.
     died = [_run(None, "", timed_out=False), _run(None, "RESOURCE_EXHAUSTED: out of memory")]
-    assert combine(died, [False, False]).stderr_tail.startswith("[rank 1 of 2]")
+    assert combine(died, [False, False]).rank == "rank 1 of 2"
 
 
 def test_a_rank_that_died_is_the_cause_not_the_ones_the_leader_ended() -> None:
@@ -161,5 +161,5 @@ def test_a_rank_short_of_its_own_memory_is_the_cause_even_when_the_leader_ended_
     # it stalls short of memory while rank 0 times out in the collective and is the one to end.
     died = ChildRun(returncode=-6, result_text=None, stderr_tail="what():  std::bad_alloc")
     found = combine([_run("error", "Gloo context initialization failed"), died], [False, True])
-    assert found.stderr_tail.startswith("[rank 1 of 2]")
+    assert found.rank == "rank 1 of 2"
     assert classify(found, memory_capped=False).status == "oom"

@@ -102,7 +102,7 @@ def test_a_failed_follower_ends_rank_0s_child(setup) -> None:  # type: ignore[no
     started = time.monotonic()
     run = GangRunner(ours, leader, 5).run(request, {}, 60)
     assert time.monotonic() - started < 5 and ours.ended.is_set()
-    assert run.stderr_tail.startswith("[rank 1 of 2]")  # the cause, not rank 0's ended child
+    assert run.rank == "rank 1 of 2"  # the cause, not rank 0's ended child
     assert "oom" in (run.result_text or "")
     leader.close("stop", "interrupted")
     thread.join(5)
@@ -116,7 +116,7 @@ def test_rank_0_failing_ends_the_followers_child(setup) -> None:  # type: ignore
     thread, _ = _follower(gang, workload, theirs, [])
     run = GangRunner(Fake(_ok("oom")), leader, 5).run(request, {}, 60)
     assert theirs.ended.wait(5)
-    assert "oom" in (run.result_text or "") and run.stderr_tail.startswith("[rank 0 of 2]")
+    assert "oom" in (run.result_text or "") and run.rank == "rank 0 of 2"
     leader.close()
     thread.join(5)
 

@@ -175,9 +175,9 @@ def combine(runs: Sequence[ChildRun], aborted: Sequence[bool]) -> ChildRun:
     """The one run a trial's outcome is decided from, of every rank's (rank order; ``aborted``:
     the ranks the leader ended because another failed). All ended with one result (``ok``, or
     ``diverged`` and ``dominated``, which every rank decides from the same loss): rank 0's. Else
-    the first cause: a rank out of memory (its result, or its ``stderr``: ``std::bad_alloc``
-    under a rank's own cap), else one that failed or timed out on its own, its ``stderr`` marked
-    with its rank; a run the leader ended is a consequence unless it ran out of memory."""
+    the first cause, its ``rank`` set: a rank out of memory (its result, or its ``stderr``:
+    ``std::bad_alloc`` under a rank's own cap), else one that failed or timed out on its own; a
+    run the leader ended is a consequence unless it ran out of memory."""
     statuses = [_status(run) for run in runs]
     if len(set(statuses)) == 1 and statuses[0] in ("ok", "diverged", "dominated"):
         return runs[0]
@@ -187,8 +187,7 @@ def combine(runs: Sequence[ChildRun], aborted: Sequence[bool]) -> ChildRun:
     # of memory leaves the others to time out in a collective, which is only the consequence.
     oom = [i for i in failed if statuses[i] == "oom"]
     rank = (oom or causes)[0]
-    run = runs[rank]
-    return replace(run, stderr_tail=f"[rank {rank} of {len(runs)}]\n{run.stderr_tail}")
+    return replace(runs[rank], rank=f"rank {rank} of {len(runs)}")
 
 
 def _status(run: ChildRun) -> str:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import signal
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tuner.core.errors import TunerError, WorkloadError
@@ -107,6 +107,8 @@ class ChildRun:
     wall_s: float = 0.0
     spawned_at: float | None = None
     ended_at: float | None = None
+    rank: str = ""
+    """Across hosts, whose run decided the trial (``rank 1 of 2``): its error says so."""
 
 
 @dataclass(frozen=True)
@@ -125,7 +127,15 @@ class TrialOutcome:
 
 
 def classify(run: ChildRun, memory_capped: bool) -> TrialOutcome:
-    """Decide the outcome of a child run; pure, so every path is unit-testable."""
+    """Decide the outcome of a child run; pure, so every path is unit-testable. Across hosts,
+    the error names the rank it happened on."""
+    outcome = _classify(run, memory_capped)
+    if run.rank and outcome.error:
+        return replace(outcome, error=f"{outcome.error} (on {run.rank})")
+    return outcome
+
+
+def _classify(run: ChildRun, memory_capped: bool) -> TrialOutcome:
     timing = {"wall_s": run.wall_s}
     if run.timed_out:
         return TrialOutcome(

@@ -25,9 +25,12 @@ class JaxFitLoop:
         compile_args: Callable[[], dict[str, Any]],
         reduction: str,
         record_steps: bool,
-        hosts: int = 1,
+        share: gang.Share | None = None,
     ) -> None:
-        """``hosts``: across hosts, each batch the loop is fed is ``1/hosts`` of the global one."""
+        """``share``: across hosts, this process's rows of every global batch the loop is given
+        (it is given the global batches, as on one host: what validation fixes and digests)."""
+        self._share = share or gang.Share()
+        hosts = self._share.hosts
         self.devices = [str(device) for device in devices]
         self._lockstep = gang.in_lockstep(devices, hosts)
         self.step_losses: list[float] = []
@@ -53,6 +56,7 @@ class JaxFitLoop:
         if steps is None:
             raise WorkloadError("under JAX a run trains a known number of steps per window")
         recorded = self.step_losses if self._record_steps else None  # a sync per step
+        data = self._share.batches(data)
         stream = self._counter.wrap(data) if self._counter is not None else data
         self.model.fit(
             stream,

@@ -180,10 +180,10 @@ def open_session(request: RunRequest, emit: Emit, record_steps: bool = False) ->
         recipe.compile_args,
         reduction=request.loss_reduction,
         record_steps=record_steps,
-        hosts=share.hosts,
+        share=share,
     )
     share.local_batch(batch)  # a batch that does not split over the hosts is refused up front
-    train_data = share.batches(inputs.train_batches(source, batch, request.seed))
+    train_data = inputs.train_batches(source, batch, request.seed)  # global: the loop shares
     timings["build_s"] = time.perf_counter() - mark
     _devices.apply_memory_cap()  # after the imports, before anything trains
     return Session(
