@@ -337,23 +337,29 @@ def test_the_slurm_script_runs_a_two_host_search_on_this_machine(tmp_path: Path)
     port = free_port_pair()
     env = slurm_machine(tmp_path, port)
     database = tmp_path / "gang.db"
+    exported = tmp_path / "recommended.json"
     args = [
         "--cpu-replicas", "2",
         "--quick",
-        "--batch-multipliers", "1,2",
+        "--batch-multipliers", "1,2,4",
         "--lr-rules", "none",
-        "--seeds", "1",
-        "--max-repeats", "1",
-        "--no-noise-scale",
+        "--train-samples", "3072",
         "--study-name", "gang",
         "--storage", f"sqlite:///{database}",
+        "--export", str(exported),
     ]  # fmt: skip
-    run_script(args, tmp_path, env, timeout_s=480)
+    run_script(args, tmp_path, env, timeout_s=300)
     study = optuna.load_study(study_name="gang", storage=f"sqlite:///{database}")
     signature = "2 hosts × 2x cpu, jax"
     assert study.user_attrs["device_signatures"] == [signature]
     trials = study.get_trials()
-    assert len(trials) == 2
+    assert sorted(t.params["global_batch_size"] for t in trials) == [64, 128, 256]  # once each
+    # The verdict against one host at the same batch per device (the one-host baseline).
+    baseline = next(iter(study.user_attrs["baselines"].values()))
+    assert baseline["hosts"] == 2 and baseline["global_batch_size"] == 32
+    answer = json.loads(exported.read_text())
+    assert answer["speedup_over"] == "one host", answer
+    assert "2 hosts" in answer["verdict"], answer["verdict"]
     for trial in trials:
         attrs = decode(trial).flat
         assert trial.state == TrialState.COMPLETE, attrs

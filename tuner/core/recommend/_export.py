@@ -14,6 +14,7 @@ from typing import Any
 from optuna.trial import FrozenTrial
 
 from tuner.core.configurations import DEFAULT_PRECISION
+from tuner.core.devices import hosts_in
 from tuner.core.optimizers import from_description
 from tuner.core.record import decode
 
@@ -73,7 +74,7 @@ def export_document(
         "recommended": recommended_section(rec, optimizer),
         "fit": fit_section(rec),
         "compile": compile_section(rec, attrs, workload),
-        "distribution": distribution_section(attrs, search),
+        "distribution": distribution_section(attrs, search, workload.get("backend")),
         "evidence": evidence_section(rec, attrs, spec),
         "provenance": provenance_section(attrs, workload, storage, source),
         **{key: value for key, value in rec.items() if key not in ("schema_version", *SECTIONS)},
@@ -172,13 +173,22 @@ def compiled_with(attrs: dict[str, Any], workload: dict[str, Any]) -> dict[str, 
     }
 
 
-def distribution_section(attrs: dict[str, Any], search: dict[str, Any]) -> dict[str, Any]:
-    """The strategy and the loop (the replicas, batches and devices are flat keys)."""
-    return {
-        "strategy": "MirroredStrategy",
+def distribution_section(
+    attrs: dict[str, Any], search: dict[str, Any], backend: str | None = None
+) -> dict[str, Any]:
+    """The strategy and the loop (the replicas, batches and devices are flat keys); under JAX
+    Keras's ``DataParallel``, across hosts with the hosts and each one's devices."""
+    hosts = hosts_in(str(attrs.get("device_signature") or ""))
+    jax = backend == "jax" or hosts > 1
+    section = {
+        "strategy": "keras.distribution.DataParallel" if jax else "MirroredStrategy",
         "loop": attrs.get("loop", search.get("loop", "fit")),
         "update_on": attrs.get("update_on", search.get("update_on", "replicas")),
     }
+    if hosts > 1:  # each host runs keras.distribution.initialize() first, then DataParallel
+        replicas = int(attrs.get("num_replicas") or hosts)
+        section.update(hosts=hosts, devices_per_host=replicas // hosts)
+    return section
 
 
 def evidence_section(
