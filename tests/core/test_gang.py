@@ -24,15 +24,17 @@ def test_the_options_win_over_the_environment_and_one_host_is_the_default() -> N
     assert (mine.hosts, mine.rank, mine.coordinator, mine.source) == (2, 1, "h0:99", "options")
 
 
-def test_a_multi_node_slurm_step_gives_rank_hosts_and_its_first_node() -> None:
+def test_a_multi_node_slurm_step_gives_a_gangs_rank_and_its_first_node() -> None:
     env = {"SLURM_STEP_NUM_NODES": "3", "SLURM_NTASKS": "3", "SLURM_PROCID": "2",
            "SLURM_STEP_NODELIST": "gpu[07-09]"}  # fmt: skip
-    gang = read_gang(None, None, None, env, "jax")
+    gang = read_gang(3, None, None, env, "jax")
     assert (gang.hosts, gang.rank, gang.coordinator) == (3, 2, f"gpu07:{DEFAULT_PORT}")
-    # One node (a plain sbatch): nothing read, one host as before.
-    assert read_gang(None, None, None, {**env, "SLURM_STEP_NUM_NODES": "1"}, "jax").hosts == 1
+    assert gang.source == "SLURM_*"
+    # Without --hosts a step is what it was: workers sharing one study, each its own search.
+    alone = read_gang(None, None, None, env, "tensorflow")
+    assert (alone.hosts, alone.rank, alone.coordinator) == (1, 0, None)
     with pytest.raises(ConfigError, match="one tuner per host"):
-        read_gang(None, None, None, {**env, "SLURM_NTASKS": "6"}, "jax")
+        read_gang(3, None, None, {**env, "SLURM_NTASKS": "6"}, "jax")
 
 
 @pytest.mark.parametrize(
@@ -46,8 +48,10 @@ def test_the_first_node_of_a_slurm_node_list(nodelist: str, first: str) -> None:
 def test_an_indexed_job_gives_the_rank_and_the_options_the_rest() -> None:
     gang = read_gang(2, None, "tuner-0.tuner:29470", {"JOB_COMPLETION_INDEX": "1"}, "jax")
     assert (gang.rank, gang.source) == (1, "JOB_COMPLETION_INDEX")
-    with pytest.raises(ConfigError, match="0 to 0 for 1 host"):
-        read_gang(None, None, None, {"JOB_COMPLETION_INDEX": "1"}, "jax")
+    # An Indexed Job of independent workers (no --hosts): each its own search, as before.
+    assert read_gang(None, None, None, {"JOB_COMPLETION_INDEX": "1"}, "jax").rank == 0
+    ipv6 = read_gang(2, 0, "[::1]:29470", {}, "jax")
+    assert ipv6.runtime_address == "[::1]:29471" and ipv6.address == ("::1", 29470)
 
 
 @pytest.mark.parametrize(

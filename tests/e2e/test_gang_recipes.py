@@ -325,8 +325,9 @@ def test_the_slurm_script_starts_one_tuner_per_node_meeting_at_the_first(tmp_pat
         assert argv[-2:] == ["--study-name", "bert-2x2"], "the script's arguments, passed on"
         coordinator = argv[argv.index("--coordinator") + 1]
         assert coordinator == f"localhost:{port}"
-        # What the real tuner makes of it: hosts and rank from srun, the script's coordinator.
-        gang = read_gang(None, None, coordinator, seen["env"], "jax")
+        # What the real tuner makes of it: the script's hosts and coordinator, srun's rank.
+        hosts = int(argv[argv.index("--hosts") + 1])
+        gang = read_gang(hosts, None, coordinator, seen["env"], "jax")
         assert (gang.hosts, gang.rank, gang.coordinator) == (2, rank, coordinator)
         assert gang.source == "SLURM_*"
 

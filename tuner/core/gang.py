@@ -54,7 +54,7 @@ class Gang:
     def runtime_address(self) -> str:
         """Where the trials' JAX distributed runtime meets: the coordinator's host, port + 1."""
         host, port = self.address
-        return f"{host}:{port + 1}"
+        return f"[{host}]:{port + 1}" if ":" in host else f"{host}:{port + 1}"
 
 
 def read_gang(
@@ -64,17 +64,24 @@ def read_gang(
     environ: Mapping[str, str],
     backend: str,
 ) -> Gang:
-    """The gang the options say, else the launcher's environment (``KERAS_DISTRIBUTION_*``, then
-    a multi-node Slurm step's ``SLURM_*``, then a Kubernetes Indexed Job's
-    ``JOB_COMPLETION_INDEX`` for the rank); one host when nothing says otherwise. Raises
+    """The gang the options say. Only ``--hosts`` (or Keras's own
+    ``KERAS_DISTRIBUTION_NUM_PROCESSES``) asks for one: a launcher's variables then fill in what
+    the options leave out (``KERAS_DISTRIBUTION_*``, then a multi-node Slurm step's ``SLURM_*``,
+    then a Kubernetes Indexed Job's ``JOB_COMPLETION_INDEX`` for the rank); alone they never
+    make one (``srun -N2 tuner search`` stays two workers sharing a study, as before). Raises
     :class:`ConfigError` for values that do not make one gang, and for TensorFlow across hosts."""
-    found, source = _from_environment(environ)
-    given = {"hosts": hosts, "rank": rank, "coordinator": coordinator}
+    keras = _from_keras(environ)
+    count = hosts if hosts is not None else keras.get("hosts")
+    found: dict[str, int | str] = {}
+    source = "options"
+    if count is not None and int(count) > 1:
+        found, source = (keras, "KERAS_DISTRIBUTION_*") if keras else _from_launcher(environ)
+    given = {"rank": rank, "coordinator": coordinator}
     values = {key: value if value is not None else found.get(key) for key, value in given.items()}
-    if all(value is not None for value in given.values()) or not found:
+    if all(value is not None for value in given.values()):
         source = "options"
     gang = Gang(
-        hosts=int(values["hosts"] or 1),
+        hosts=int(count or 1),
         rank=int(values["rank"] or 0),
         coordinator=None if values["coordinator"] is None else str(values["coordinator"]),
         source=source,
@@ -112,21 +119,23 @@ def _check(gang: Gang) -> None:
         )
 
 
-def _from_environment(environ: Mapping[str, str]) -> tuple[dict[str, int | str], str]:
-    """What the launcher's environment says, and which variables said it."""
-    keras_addresses = environ.get("KERAS_DISTRIBUTION_JOB_ADDRESSES")
-    keras_count = environ.get("KERAS_DISTRIBUTION_NUM_PROCESSES")
-    if keras_addresses or keras_count:
-        found: dict[str, int | str] = {}
-        if keras_count:
-            found["hosts"] = _integer(keras_count, "KERAS_DISTRIBUTION_NUM_PROCESSES")
-        if keras_addresses:
-            found["coordinator"] = keras_addresses.split(",")[0].strip()
-        if environ.get("KERAS_DISTRIBUTION_PROCESS_ID"):
-            found["rank"] = _integer(
-                environ["KERAS_DISTRIBUTION_PROCESS_ID"], "KERAS_DISTRIBUTION_PROCESS_ID"
-            )
-        return found, "KERAS_DISTRIBUTION_*"
+def _from_keras(environ: Mapping[str, str]) -> dict[str, int | str]:
+    """What Keras's own multi-process variables say (``keras.distribution.initialize`` reads
+    them too)."""
+    found: dict[str, int | str] = {}
+    if environ.get("KERAS_DISTRIBUTION_NUM_PROCESSES"):
+        count = environ["KERAS_DISTRIBUTION_NUM_PROCESSES"]
+        found["hosts"] = _integer(count, "KERAS_DISTRIBUTION_NUM_PROCESSES")
+    if environ.get("KERAS_DISTRIBUTION_JOB_ADDRESSES"):
+        found["coordinator"] = environ["KERAS_DISTRIBUTION_JOB_ADDRESSES"].split(",")[0].strip()
+    if environ.get("KERAS_DISTRIBUTION_PROCESS_ID"):
+        rank = environ["KERAS_DISTRIBUTION_PROCESS_ID"]
+        found["rank"] = _integer(rank, "KERAS_DISTRIBUTION_PROCESS_ID")
+    return found
+
+
+def _from_launcher(environ: Mapping[str, str]) -> tuple[dict[str, int | str], str]:
+    """A gang's rank and coordinator as a multi-node Slurm step or an Indexed Job gives them."""
     nodes = environ.get("SLURM_STEP_NUM_NODES")
     if nodes and _integer(nodes, "SLURM_STEP_NUM_NODES") > 1:
         return _from_slurm(environ), "SLURM_*"
@@ -148,7 +157,6 @@ def _from_slurm(environ: Mapping[str, str]) -> dict[str, int | str]:
     nodelist = environ.get("SLURM_STEP_NODELIST") or environ.get("SLURM_JOB_NODELIST", "")
     first = first_node(nodelist)
     return {
-        "hosts": tasks,
         "rank": _integer(environ.get("SLURM_PROCID", ""), "SLURM_PROCID"),
         "coordinator": f"{first}:{DEFAULT_PORT}",
     }
@@ -178,7 +186,7 @@ def combine(runs: Sequence[ChildRun], aborted: Sequence[bool]) -> ChildRun:
     the first cause, its ``rank`` set: a rank out of memory (its result, or its ``stderr``:
     ``std::bad_alloc`` under a rank's own cap), else one that failed or timed out on its own; a
     run the leader ended is a consequence unless it ran out of memory."""
-    statuses = [_status(run) for run in runs]
+    statuses = [run_status(run) for run in runs]
     if len(set(statuses)) == 1 and statuses[0] in ("ok", "diverged", "dominated"):
         return runs[0]
     failed = [i for i, status in enumerate(statuses) if status != "ok"]
@@ -190,7 +198,7 @@ def combine(runs: Sequence[ChildRun], aborted: Sequence[bool]) -> ChildRun:
     return replace(runs[rank], rank=f"rank {rank} of {len(runs)}")
 
 
-def _status(run: ChildRun) -> str:
+def run_status(run: ChildRun) -> str:
     """``ok``, ``oom``, or another word for a run that did not end well. A probe that found its
     size does not fit is ``oom`` here: its result says so, the other ranks only died of it."""
     if run.timed_out:

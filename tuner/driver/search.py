@@ -5,6 +5,7 @@ once and run, telling a :class:`Front` (a search: a :class:`SearchFront`) as the
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from tuner.core.errors import ConfigError, TunerError
 from tuner.core.options import named
 from tuner.driver import study as _study
+from tuner.driver.gang import GangRunner
 from tuner.driver.observer import SearchObserver
 from tuner.driver.options import (
     ProbeOptions,
@@ -115,7 +117,7 @@ def search(
             observer=front,
             on_study=on_study,
             runner=runner,
-            on_checked=partial(_before_trials, spec, plan, options, front),
+            on_checked=partial(_before_trials, spec, plan, options, front, gang_runner=runner),
         )
 
 
@@ -123,16 +125,18 @@ def follow(options: SearchOptions | ValidateOptions, front: Front | None = None)
     """On a follower of a gang (rank ≠ 0): run what rank 0 sends until it says the search is
     over, never opening the storage; the exit code. ``None`` on rank 0 (or one host): call
     :func:`search`. Bad input raises :class:`ConfigError` as :func:`search` does."""
+    from tuner.core.gang import read_gang
     from tuner.driver import gang as gangs
     from tuner.driver.children import child_runner, workload_ref
     from tuner.driver.options import spec_and_plan
     from tuner.driver.setup.names import check_names
 
+    # First, cheaply: on rank 0 or one host nothing here is needed (the search loads the spec).
+    if read_gang(options.hosts, options.rank, options.coordinator, os.environ, "jax").leads:
+        return None
     front = front or QuietFront()
     spec, plan, told = spec_and_plan(options, options.trial_timeout)
     gang = gang_of(options, spec)
-    if gang.leads:
-        return None
     check_names(spec)
     if told:
         front.notice(told)
@@ -161,13 +165,15 @@ def _leading(
         yield None
         return
     from tuner.driver.children import child_runner, workload_ref
-    from tuner.driver.gang import GangRunner, Leader, hello
+    from tuner.driver.gang import Leader, hello
 
     wait = spec.search.storage.join_wait
     leader = Leader(gang, hello(0, gang.hosts, plan, workload_ref(spec)), front.note)
     try:
-        front.note(f"waiting for {gang.hosts - 1} more rank(s) at {gang.coordinator}…")
-        leader.ready(wait)
+        # No wait here: the input is checked first (a bad one stops before any rank is waited
+        # for): a search waits once its input is checked (_before_trials), a validation at its
+        # first run across hosts (GangRunner).
+        front.note(f"rank 0 of {gang.hosts} listening at {gang.coordinator} for the others…")
         yield GangRunner(child_runner(), leader, wait)
     except BaseException as exc:
         leader.close("stop", str(exc) or type(exc).__name__)
@@ -181,9 +187,14 @@ def _before_trials(
     options: SearchOptions,
     front: SearchFront,
     runner: ChildRunner,
+    *,
+    gang_runner: ChildRunner | None = None,
 ) -> None:
-    """Once the input is checked: say what will not be measured, validate when asked, then
-    say the search starts."""
+    """Once the input is checked: wait for a gang's other ranks (``gang_runner``), say what will
+    not be measured, validate when asked, then say the search starts."""
+    if isinstance(gang_runner, GangRunner):
+        front.note(f"waiting for the other {plan.hosts - 1} rank(s)…")
+        gang_runner.leader.ready(spec.search.storage.join_wait)
     if spec.search.run.noise_scale and plan.num_replicas < 2:
         front.warning(NOISE_SCALE_NEEDS_REPLICAS)
     if options.validate:

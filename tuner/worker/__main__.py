@@ -139,18 +139,21 @@ def main(argv: list[str]) -> None:
     # out-of-memory, ~10 s while another replica's allocator waits out its retry).
     sys.stdout.flush()
     sys.stderr.flush()
-    _leave_gang(request, result.status)
+    _leave_gang(request, result)
     os._exit(0)
 
 
-def _leave_gang(request: Request | Result, status: str) -> None:
+def _leave_gang(request: Request | Result, result: Result) -> None:
     """A rank of a run across hosts leaves the JAX runtime in step with the others (JAX only:
-    :func:`tuner.worker.backends.jax.leave_gang`); nothing for any other run."""
+    :func:`tuner.worker.backends.jax.leave_gang`); nothing for any other run. A probe's size
+    that did not fit is no result the others share: this rank leaves at once."""
     if getattr(request, "gang", None) is None:
         return
     from tuner.worker.backends.jax import leave_gang
 
-    leave_gang(status)
+    attempts = result.payload.get("attempts") or []
+    unfit = any(not attempt.get("fits", True) for attempt in attempts)
+    leave_gang("oom" if unfit else result.status)
 
 
 def _read_request(path: Path) -> Request | Result:

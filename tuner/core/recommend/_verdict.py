@@ -104,7 +104,10 @@ def measure_speedup(
     base = (baseline or {}).get("throughput")
     hosts = int((baseline or {}).get("hosts") or 1)
     if hosts > 1:  # a gang's baseline is one host, at the gang's batch per device
-        speedup = measure_speedup(throughput, chosen_ci, hosts, {**(baseline or {}), "hosts": 1})
+        one_host = {**(baseline or {}), "hosts": 1}
+        speedup = measure_speedup(
+            throughput, chosen_ci, hosts, one_host, other_model=other_model, precision=precision
+        )
         return replace(speedup, unit="host")
     if replicas < 2:
         return Speedup(replicas, None, why="it trains on one device, so there is no speedup")

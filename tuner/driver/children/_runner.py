@@ -119,8 +119,11 @@ def _wait(
     try:
         # With an order: until the child exits or its windows are over; then the spare starts
         # from this thread. With a cancel event: until the child exits or it is set.
-        watching = order is not None or cancel is not None
-        while watching and proc.poll() is None and time.monotonic() < deadline:
+        # Re-read each turn: once the order is started only a cancel event is left to watch
+        # (else the wait below; a loop that watches nothing would spin a core).
+        while (order is not None or cancel is not None) and proc.poll() is None:
+            if time.monotonic() >= deadline:
+                break
             if order is not None and order.wanted.wait(_ORDER_POLL_S):
                 order.start()
                 order = None

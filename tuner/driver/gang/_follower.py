@@ -138,8 +138,9 @@ class _Run(threading.Thread):
 
     def run(self) -> None:
         started = time.monotonic()
-        request = decode_request(self._message["request"])
-        try:
+        request: Request | None = None
+        try:  # a request this tuner cannot read is reported too: rank 0 waits for every report
+            request = decode_request(self._message["request"])
             request, env = self._localize(request, dict(self._message.get("env") or {}))
             with ending_on(self.cancel):
                 run = self._runner.run(request, env, float(self._message["timeout_s"]))
@@ -151,7 +152,7 @@ class _Run(threading.Thread):
         self._say(_described(request, run, self.cancel.is_set(), time.monotonic() - started))
 
 
-def _described(request: Request, run: ChildRun, ended: bool, seconds: float) -> str:
+def _described(request: Request | None, run: ChildRun, ended: bool, seconds: float) -> str:
     """``trial run at global batch 256 ok in 12 s``."""
     batch = getattr(request, "global_batch_size", None)
     at = f" at global batch {batch}" if batch is not None else ""
@@ -161,7 +162,8 @@ def _described(request: Request, run: ChildRun, ended: bool, seconds: float) -> 
         status = "timed out"
     elif status is None:
         status = "ended by rank 0" if ended else f"died (exit {run.returncode})"
-    return f"{request.mode} run{at} {status} in {seconds:.0f} s"
+    mode = request.mode if request is not None else "unreadable"
+    return f"{mode} run{at} {status} in {seconds:.0f} s"
 
 
 def _connect(gang: Gang, wait_s: float) -> Line | None:

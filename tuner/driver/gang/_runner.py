@@ -10,8 +10,8 @@ import time
 from dataclasses import replace
 from typing import cast
 
-from tuner.core.gang import combine
-from tuner.core.outcome import ChildRun, read_result
+from tuner.core.gang import combine, run_status
+from tuner.core.outcome import ChildRun
 from tuner.core.protocol import GangSeat, Request, RunRequest, encode_request
 from tuner.driver.children import ChildRunner, OnEvent, ending_on
 from tuner.driver.gang._leader import Leader, wait_until
@@ -53,7 +53,8 @@ class GangRunner:
             text = encode_request(_seated(request, seat))
             try:
                 line.send("run", request=text, env=env, timeout_s=timeout_s)
-            except Closed:
+            except Closed:  # away until it joins again: the next run waits for it
+                self.leader.drop(rank, line)
                 trial.settle(rank, _lost(rank, "its connection dropped before the run"))
         watchers = [
             threading.Thread(target=trial.watch, args=(rank, line), daemon=True)
@@ -110,7 +111,7 @@ class _Trial:
         """Rank ``rank`` has ended with ``run``: when it failed on its own, end all others."""
         with self._lock:
             self.runs[rank] = run
-            failed = _status(run) not in FINE and rank not in self.aborted
+            failed = run_status(run) not in FINE and rank not in self.aborted
         if failed:
             self.end_all()
 
@@ -126,13 +127,6 @@ class _Trial:
                 continue
             with contextlib.suppress(Closed):  # its watcher sees the drop
                 self._lines[rank].send("end")
-
-
-def _status(run: ChildRun) -> str:
-    if run.timed_out:
-        return "timeout"
-    result = read_result(run.result_text)
-    return str(getattr(result, "status", None) or "died")
 
 
 def _lost(rank: int, why: str, *, timed_out: bool = False) -> ChildRun:

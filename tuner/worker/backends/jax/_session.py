@@ -60,7 +60,8 @@ class JaxBackend:
         the global array; global samples/s, every host reading its share as fast)."""
         sharding = _devices.batch_sharding(self.devices)
         batches = inputs.train_batches(session.source, session.batch, session.request.seed)
-        stream = (_place(batch, sharding) for batch in self.share.batches(batches))
+        place = _place if self.share.hosts > 1 else jax.device_put
+        stream = (place(batch, sharding) for batch in self.share.batches(batches))
         return meters.input_throughput(stream, session.steps, session.batch, jax.block_until_ready)
 
     def noise_meter(self, session: Session, steps: int) -> JaxNoiseMeter:
