@@ -17,6 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+TUNER = [sys.executable, "-m", "tuner"]
 COMMON = ["--backend", "jax", "--quick", "--lr-rules", "none", "--no-noise-scale"]
 
 
@@ -31,7 +32,7 @@ def _search(folder: Path, name: str, hosts: int, multipliers: str) -> dict[str, 
     args = [*COMMON, "--batch-multipliers", multipliers, "--storage", storage]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     if hosts == 1:
-        commands = [["tuner", "search", *args, "--cpu-replicas", "4"]]
+        commands = [[*TUNER, "search", *args, "--cpu-replicas", "4"]]
     else:
         gang = [
             "--cpu-replicas",
@@ -41,13 +42,13 @@ def _search(folder: Path, name: str, hosts: int, multipliers: str) -> dict[str, 
             "--coordinator",
             f"127.0.0.1:{_port()}",
         ]
-        commands = [["tuner", "search", *args, *gang, "--rank", str(r)] for r in range(hosts)]
+        commands = [[*TUNER, "search", *args, *gang, "--rank", str(r)] for r in range(hosts)]
     procs = [subprocess.Popen(c, env=env, stdout=subprocess.PIPE, text=True) for c in commands]
     outputs = [proc.communicate(timeout=1800)[0] for proc in procs]
     if any(proc.returncode for proc in procs):
         sys.exit(f"{name}: a rank failed\n" + "\n".join(outputs))
     shown = subprocess.run(
-        ["tuner", "show", "--storage", storage, "--format", "json"],
+        [*TUNER, "show", "--storage", storage, "--format", "json"],
         capture_output=True, text=True, check=True,
     )  # fmt: skip
     rows = json.loads(shown.stdout)
