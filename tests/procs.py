@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 import time
@@ -155,3 +156,20 @@ def assert_grid_settled(study: optuna.Study, points: set[tuple[int, str]]) -> No
     assert not [t.number for t in trials if t.state in (TrialState.RUNNING, TrialState.WAITING)]
     settled = {grid_point(t) for t in trials if t.state in (TrialState.COMPLETE, TrialState.PRUNED)}
     assert settled == points
+
+
+def free_port_pair() -> int:
+    """A port whose next one is free too (a gang's PORT and its trials' JAX runtime's PORT+1)."""
+    for _ in range(50):
+        with socket.socket() as first:
+            first.bind(("127.0.0.1", 0))
+            port = first.getsockname()[1]
+            if port >= 65535:
+                continue
+            with socket.socket() as second:
+                try:
+                    second.bind(("127.0.0.1", port + 1))
+                except OSError:
+                    continue
+            return port
+    raise AssertionError("no two free adjacent ports on 127.0.0.1")

@@ -4,22 +4,15 @@ without a framework (issue 47; the real children: tests/e2e/test_gang_e2e.py).""
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 import optuna
-from procs import start_search
-
-
-def _port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+from procs import free_port_pair, start_search
 
 
 def test_two_ranks_run_one_study(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'gang.db'}"
-    gang = ["--hosts", "2", "--coordinator", f"127.0.0.1:{_port()}"]
+    gang = ["--hosts", "2", "--coordinator", f"127.0.0.1:{free_port_pair()}"]
     common = [*gang, "--backend", "jax", "--cpu-replicas", "2", "--batch-multipliers", "1,2,4"]
     common += ["--lr-rules", "none", "--quick", "--storage", url, "--study-name", "g"]
     instant = {"TUNER_TEST_INSTANT_TRIALS": "1", "TUNER_TEST_INSTANT_SECONDS": "0.2"}

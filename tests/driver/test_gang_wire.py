@@ -3,13 +3,13 @@ on localhost sockets in threads (issue 47)."""
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
+from procs import free_port_pair
 
 from tuner.core.devices import DevicePlan
 from tuner.core.errors import ConfigError, TunerError
@@ -21,12 +21,6 @@ from tuner.driver.children import cancel_event, trial_request, workload_ref
 from tuner.driver.gang import GangRunner, Leader, follow, hello, own_copy
 
 PLAN = DevicePlan(kind="cpu", num_replicas=4, backend="jax", hosts=2)
-
-
-def _port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _ok(status: str = "ok") -> ChildRun:
@@ -53,7 +47,7 @@ class Fake:
 @pytest.fixture
 def setup():  # type: ignore[no-untyped-def]
     spec = spec_from_dict(None)
-    gang = Gang(hosts=2, rank=0, coordinator=f"127.0.0.1:{_port()}")
+    gang = Gang(hosts=2, rank=0, coordinator=f"127.0.0.1:{free_port_pair()}")
     workload = workload_ref(spec)
     return SimpleNamespace(
         gang=gang, workload=workload, request=trial_request(spec, PLAN, 256, 0.01)

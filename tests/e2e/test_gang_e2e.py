@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -19,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from conftest import WIDE, tuner_env
-from procs import descendants, load, start_search, wait_gone, wait_until
+from procs import descendants, free_port_pair, load, start_search, wait_gone, wait_until
 
 from tuner.core.record import decode
 
@@ -29,12 +28,6 @@ SIGNATURE = "2 hosts × 2x cpu, jax"
 TESTS = Path(__file__).resolve().parents[1]
 PATH = os.pathsep.join([str(TESTS), str(TESTS / "worker"), os.environ.get("PYTHONPATH", "")])
 """The test workloads, the wide JAX model's too."""
-
-
-def _port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _wide_spec(folder: Path) -> Path:
@@ -56,8 +49,8 @@ def _wide_spec(folder: Path) -> Path:
 def test_a_lost_follower_and_a_rank_out_of_memory(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'gang.db'}"
     common = ["--spec", str(_wide_spec(tmp_path)), "--hosts", "2", "--cpu-replicas", "2"]
-    common += ["--coordinator", f"127.0.0.1:{_port()}", "--storage", url, "--study-name", "g"]
-    common += ["--trial-timeout", "120"]
+    common += ["--coordinator", f"127.0.0.1:{free_port_pair()}", "--storage", url]
+    common += ["--study-name", "g", "--trial-timeout", "120"]
     # The follower's own cap, 150 MiB for its 2 devices: 2,048's first large buffer alone does
     # not fit it. (An address-space cap: when a smaller allocation of gloo's is the one to fail,
     # that rank stalls and rank 0 times out in the collective instead: far-apart sizes.)
@@ -105,7 +98,7 @@ def _validate(folder: Path, *args: str) -> tuple[subprocess.CompletedProcess[str
     """``tuner validate`` on two ranks of the built-in workload; rank 0's run and report."""
     report = folder / "report.json"
     common = [sys.executable, "-m", "tuner", "validate", "--backend", "jax", "--hosts", "2"]
-    common += ["--cpu-replicas", "2", "--coordinator", f"127.0.0.1:{_port()}", *args]
+    common += ["--cpu-replicas", "2", "--coordinator", f"127.0.0.1:{free_port_pair()}", *args]
     follower = subprocess.Popen(
         [*common, "--rank", "1"], env=tuner_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )

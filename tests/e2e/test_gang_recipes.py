@@ -20,7 +20,6 @@ import copy
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -34,7 +33,7 @@ import pytest
 import yaml
 from conftest import tuner_env
 from optuna.trial import TrialState
-from procs import alive
+from procs import alive, free_port_pair
 
 from tuner.core.gang import read_gang
 from tuner.core.record import decode
@@ -201,23 +200,6 @@ path = os.path.join(os.environ["FAKE_SLURM_LOGS"], "seen-" + os.environ["SLURM_P
 with open(path, "w") as f:
     json.dump({"argv": sys.argv[1:], "env": seen}, f)
 """
-
-
-def free_port_pair() -> int:
-    """A port whose next one is free too (the gang's PORT and the JAX runtime's PORT+1)."""
-    for _ in range(50):
-        with socket.socket() as first:
-            first.bind(("127.0.0.1", 0))
-            port = first.getsockname()[1]
-            if port >= 65535:
-                continue
-            with socket.socket() as second:
-                try:
-                    second.bind(("127.0.0.1", port + 1))
-                except OSError:
-                    continue
-            return port
-    raise AssertionError("no two free adjacent ports on 127.0.0.1")
 
 
 def slurm_machine(tmp_path: Path, port: int, tuner: str | None = None) -> dict[str, str]:

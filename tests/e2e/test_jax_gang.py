@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -18,6 +17,7 @@ from typing import Any
 
 import pytest
 from child_requests import run_request
+from procs import free_port_pair
 
 from tuner.core.devices import CPU_CAP_ENV, DevicePlan
 from tuner.core.protocol import decode_result, encode_request
@@ -29,12 +29,6 @@ TESTS = Path(__file__).resolve().parents[1]
 WAIT_S = 240
 ARRAYS = "tuner_test_workloads:small_regression_data"
 DATASETS = "tuner_test_workloads:regression_datasets"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _start(request: Any, folder: Path, name: str, extra: dict[str, str]) -> subprocess.Popen[str]:
@@ -91,7 +85,7 @@ def test_a_gang_of_two_trains_what_one_host_trains(tmp_path: Path) -> None:
     # shares of every kind of evaluation batch.
     fields = {"steps_per_epoch": 8, "epochs": 2, "val_samples": 1002, "noise_scale": True}
     for data in (ARRAYS, DATASETS):
-        runs = _runs(_gang(data, _free_port(), **fields), tmp_path, {})
+        runs = _runs(_gang(data, free_port_pair(), **fields), tmp_path, {})
         one, rank0, rank1 = (runs[name][1] for name in ("one", "rank0", "rank1"))
         assert [runs[name][0] for name in runs] == [0, 0, 0], runs
         assert one["status"] == rank0["status"] == rank1["status"] == "ok", runs
@@ -112,7 +106,7 @@ def test_a_rank_out_of_memory_is_reported_by_that_rank(tmp_path: Path) -> None:
     # activations (~330 MB) do not fit; rank 0 is left alone in the step's collectives.
     requests = _gang(
         ARRAYS,
-        _free_port(),
+        free_port_pair(),
         model="jax_test_workloads:wide_model",
         global_batch_size=2048,
         steps_per_epoch=2,
@@ -130,7 +124,7 @@ def test_a_gangs_validation_run_sees_every_hosts_copies_and_counts(tmp_path: Pat
     # What `tuner validate --hosts 2` judges: each rank's copies of every variable gathered (4
     # copies, none drifted), every device's examples counted (G/N each), weights saved by rank 0.
     given = {"mode": "validate", "steps_per_epoch": 3, "epochs": 2}
-    requests = _gang(ARRAYS, _free_port(), **given)
+    requests = _gang(ARRAYS, free_port_pair(), **given)
     del requests["one"]
     weights = tmp_path / "weights.npz"
     requests = {n: replace(r, weights_file=str(weights)) for n, r in requests.items()}
