@@ -207,44 +207,27 @@ def close_call_clause(call: CloseCall, batch: int | None, policy: str = POLICY) 
 
 
 def _replicas_clause(s: Speedup) -> str:
-    n = s.replicas
+    """What the replicas (a gang: the hosts) are worth over one device (one host)."""
     if s.speedup is None:
         return f"the speedup over one {s.unit} is unknown: {s.why}"
-    if s.unit == "host":
-        return _hosts_clause(s)
-    ratio = f"{s.speedup:.2f}×"
-    efficiency = f"scaling efficiency {100 * (s.efficiency or 0):.0f} %"
+    hosts = s.unit == "host"
+    who, one = f"{s.replicas} {'hosts' if hosts else 'replicas'}", f"one {s.unit}"
+    single = "one" if hosts else "1"
+    ratio, percent = f"{s.speedup:.2f}×", f"{100 * (s.efficiency or 0):.0f} %"
+    efficiency = f"{percent} efficiency" if hosts else f"scaling efficiency {percent}"
     ci = s.interval
     if ci is None:
         return (
-            f"{n} replicas measured {ratio} one device, {efficiency}, with no interval "
+            f"{who} measured {ratio} {one}, {efficiency}, with no interval "
             f"({s.why_no_interval}): one measurement can rest on noise"
         )
     band = f"95 % CI {ci.low:.2f}–{ci.high:.2f}"
     word = compared(ci)
     if word == SLOWER:
-        return f"{n} replicas are slower than 1 here ({ratio}, {band}): train on one device"
+        return f"{who} are slower than {single} here ({ratio}, {band}): train on {one}"
     if word == FASTER:
-        return f"{n} replicas give {ratio} one device ({band}), {efficiency}"
-    return f"{n} replicas are no faster than 1 within the noise ({ratio}, {band})"
-
-
-def _hosts_clause(s: Speedup) -> str:
-    """``4 hosts give 3.10× one host (95 % CI 2.90–3.30), 78 % efficiency``."""
-    ratio, efficiency = f"{s.speedup:.2f}×", f"{100 * (s.efficiency or 0):.0f} % efficiency"
-    ci = s.interval
-    if ci is None:
-        return (
-            f"{s.replicas} hosts measured {ratio} one host, {efficiency}, with no interval "
-            f"({s.why_no_interval}): one measurement can rest on noise"
-        )
-    band = f"95 % CI {ci.low:.2f}–{ci.high:.2f}"
-    word = compared(ci)
-    if word == SLOWER:
-        return f"{s.replicas} hosts are slower than one here ({ratio}, {band}): train on one host"
-    if word == FASTER:
-        return f"{s.replicas} hosts give {ratio} one host ({band}), {efficiency}"
-    return f"{s.replicas} hosts are no faster than one within the noise ({ratio}, {band})"
+        return f"{who} give {ratio} {one} ({band}), {efficiency}"
+    return f"{who} are no faster than {single} within the noise ({ratio}, {band})"
 
 
 def _numbers(numbers: Sequence[int]) -> str:
