@@ -16,6 +16,7 @@ from tuner.core.errors import ConfigError
 from tuner.core.oom import is_oom_message
 from tuner.core.options import named
 from tuner.core.outcome import ChildRun, read_result
+from tuner.core.protocol import Result
 
 MAX_HOSTS = 64
 DEFAULT_PORT = 29470
@@ -199,15 +200,21 @@ def combine(runs: Sequence[ChildRun], aborted: Sequence[bool]) -> ChildRun:
 
 
 def run_status(run: ChildRun) -> str:
-    """``ok``, ``oom``, or another word for a run that did not end well. A probe that found its
-    size does not fit is ``oom`` here: its result says so, the other ranks only died of it."""
+    """``ok``, ``oom``, or another word for a run that did not end well (its result's, as
+    :func:`result_status` reads it, else the remains of a child that left none)."""
     if run.timed_out:
         return "timeout"
     read = read_result(run.result_text)
-    status = getattr(read, "status", None)
-    if status is None:
+    if not isinstance(read, Result):
         return "oom" if is_oom_message(run.stderr_tail) else "died"
-    attempts = getattr(read, "payload", {}).get("attempts") or []
-    if status == "ok" and any(not attempt.get("fits", True) for attempt in attempts):
+    return result_status(read)
+
+
+def result_status(result: Result) -> str:
+    """A rank's result as the gang reads it: its status, but ``oom`` for a probe whose size did
+    not fit (its status is ``ok``: the other ranks only died of it, and this one leaves the
+    runtime at once)."""
+    attempts = result.payload.get("attempts") or []
+    if result.status == "ok" and any(not attempt.get("fits", True) for attempt in attempts):
         return "oom"
-    return str(status)
+    return result.status

@@ -149,11 +149,10 @@ def _leave_gang(request: Request | Result, result: Result) -> None:
     that did not fit is no result the others share: this rank leaves at once."""
     if getattr(request, "gang", None) is None:
         return
+    from tuner.core.gang import result_status
     from tuner.worker.backends.jax import leave_gang
 
-    attempts = result.payload.get("attempts") or []
-    unfit = any(not attempt.get("fits", True) for attempt in attempts)
-    leave_gang("oom" if unfit else result.status)
+    leave_gang(result_status(result))
 
 
 def _read_request(path: Path) -> Request | Result:
